@@ -1,0 +1,98 @@
+"""Anticipated failures, each carrying what the agent or operator should do next.
+
+    GatewayError                 anticipated; ``str(exc)`` is safe to show (never holds a secret)
+    ├── ManifestError            a manifest that cannot be read or validated (file:line: field: fix)
+    ├── SourceError              a source that cannot be normalized (the connector gets status=error)
+    ├── CredentialMissing        no credential stored for a connector that needs one (-> needs_auth)
+    ├── CredentialError          a stored credential cannot be decrypted or has the wrong shape
+    ├── UnsupportedAuth          an auth kind this build cannot apply yet
+    ├── ArgumentError            arguments that cannot be placed on the wire (-> invalid_args)
+    └── UpstreamError            the upstream failed, timed out, redirected off-origin or answered garbage
+
+Anything else that escapes the core is a bug: the gateway turns it into a generic
+``internal_error`` naming only the action, and logs the traceback to stderr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import ErrorReason
+
+__all__ = [
+    "ArgumentError",
+    "CredentialError",
+    "CredentialMissing",
+    "GatewayError",
+    "Issue",
+    "ManifestError",
+    "SourceError",
+    "UnsupportedAuth",
+    "UpstreamError",
+]
+
+
+class GatewayError(Exception):
+    """Base of every anticipated failure. The message is written for the reader, with a next step."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One located problem in a manifest or spec file."""
+
+    file: str
+    line: int | None
+    field: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return f"{text} (fix: {self.fix})" if self.fix else text
+
+
+class ManifestError(GatewayError):
+    def __init__(self, issues: list[Issue]) -> None:
+        self.issues = issues
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+class SourceError(GatewayError):
+    """A connector's source could not be read or normalized; only that connector is affected."""
+
+
+class CredentialMissing(GatewayError):
+    def __init__(self, connector: str, name: str = "default") -> None:
+        self.connector = connector
+        self.name = name
+        super().__init__(f"no credential '{name}' is stored for connector '{connector}'")
+
+
+class CredentialError(GatewayError):
+    """A stored credential is unusable (wrong key, tampered, wrong shape). Never carries the value."""
+
+
+class UnsupportedAuth(GatewayError):
+    pass
+
+
+class ArgumentError(GatewayError):
+    def __init__(self, message: str, errors: list[dict[str, str]] | None = None) -> None:
+        self.errors = errors or []
+        super().__init__(message)
+
+
+class UpstreamError(GatewayError):
+    def __init__(
+        self,
+        reason: ErrorReason,
+        message: str,
+        *,
+        upstream_status: int | None = None,
+        upstream_message: str | None = None,
+    ) -> None:
+        self.reason: ErrorReason = reason
+        self.upstream_status = upstream_status
+        self.upstream_message = upstream_message
+        super().__init__(message)

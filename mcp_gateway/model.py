@@ -1,0 +1,235 @@
+"""The gateway's vocabulary: actions, their bindings, connector status and call results.
+
+Everything here is pure data (frozen pydantic models, no I/O). A normalized ``Action`` is what
+every source (OpenAPI, hand-written HTTP, later Postman, GraphQL, MCP) turns into; its
+``binding`` is a discriminated union on ``kind`` so execution dispatches with ``match`` and an
+unhandled new kind fails type-checking. ``CallResult`` is likewise a union on ``status``: it is
+the one shape ``call`` hands back to an agent (SPEC 3.2).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "Action",
+    "ActionSummary",
+    "Binding",
+    "CallResult",
+    "ConnectorInfo",
+    "ConnectorStatus",
+    "Denied",
+    "DeniedReason",
+    "ErrorReason",
+    "ErrorResult",
+    "HttpBinding",
+    "NeedsAuth",
+    "Ok",
+    "OpenAPIBinding",
+    "ParamLocation",
+    "ParamSpec",
+    "PendingApproval",
+    "PolicyAction",
+    "Risk",
+    "Verdict",
+    "VerdictSource",
+]
+
+Risk = Literal["read", "write", "destructive"]
+ParamLocation = Literal["path", "query", "header", "cookie", "body"]
+ConnectorStatus = Literal["ready", "needs_auth", "error"]
+PolicyAction = Literal["always_run", "require_approval", "block"]
+VerdictSource = Literal["project", "connector", "sensitive", "allow_all", "risk_default"]
+
+DeniedReason = Literal[
+    "connector_not_found",
+    "action_not_found",
+    "connector_not_assigned",
+    "policy_block",
+    "approval_denied",
+    "approval_mismatch",
+    "approval_expired",
+    "invalid_args",
+    "upstream_forbidden",
+]
+ErrorReason = Literal[
+    "upstream_error",
+    "upstream_timeout",
+    "upstream_unreachable",
+    "upstream_redirect_refused",
+    "auth_failed",
+    "connector_error",
+    "internal_error",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def risk_of_method(method: str) -> Risk:
+    """Risk from HTTP semantics (SPEC 4): safe methods read, DELETE destroys, the rest write."""
+    method = method.upper()
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return "read"
+    if method == "DELETE":
+        return "destructive"
+    return "write"
+
+
+class ParamSpec(BaseModel):
+    """Where one argument of an HTTP-like action goes on the wire."""
+
+    model_config = _FROZEN
+
+    name: str
+    """The argument's name as the agent passes it (a key of ``input_schema.properties``)."""
+    location: ParamLocation
+    wire_name: str | None = None
+    """The name on the wire when it differs from ``name`` (e.g. a header ``X-Request-Id``)."""
+    style_explode: bool = True
+    """OpenAPI ``explode`` for array query parameters: ``a=1&a=2`` (True) or ``a=1,2`` (False)."""
+
+    @property
+    def on_wire(self) -> str:
+        return self.wire_name or self.name
+
+
+class _HttpLikeBinding(BaseModel):
+    model_config = _FROZEN
+
+    method: str
+    url: str
+    """A path template relative to the connector's ``base_url`` (``/repos/{owner}/{repo}``)."""
+    params: tuple[ParamSpec, ...] = ()
+    body: Literal["json", "form", "none"] = "json"
+    """How arguments placed in the body are encoded."""
+    body_param: str | None = None
+    """When set, this argument *is* the whole body (a non-object JSON body); else body args form an object."""
+
+
+class OpenAPIBinding(_HttpLikeBinding):
+    kind: Literal["openapi"] = "openapi"
+    operation_id: str | None = None
+
+
+class HttpBinding(_HttpLikeBinding):
+    kind: Literal["http"] = "http"
+
+
+Binding = Annotated[OpenAPIBinding | HttpBinding, Field(discriminator="kind")]
+
+
+class Action(BaseModel):
+    """One callable thing in the catalog, whatever source it came from."""
+
+    model_config = _FROZEN
+
+    connector: str
+    path: str
+    """Dot-separated, stable and unique within the connector (``issues.create``)."""
+    summary: str = ""
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    risk: Risk = "write"
+    binding: Binding
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.connector}.{self.path}"
+
+
+ACTIONS_ADAPTER: TypeAdapter[list[Action]] = TypeAdapter(list[Action])
+
+
+class Verdict(BaseModel):
+    """The policy engine's answer: what to do, and which layer said so (SPEC 2.3)."""
+
+    model_config = _FROZEN
+
+    action: PolicyAction
+    source: VerdictSource
+    rule: str | None = None
+    """The matching rule's pattern, for ``describe`` and the audit row; None for defaults."""
+
+
+# -- what the meta-tools return -------------------------------------------------------------
+
+
+class ConnectorInfo(BaseModel):
+    model_config = _FROZEN
+
+    slug: str
+    name: str
+    description: str = ""
+    status: ConnectorStatus
+    actions: int
+    auth: str
+    """The auth kind the connector needs (``bearer``, ``none`` ...); never a value."""
+    auth_configured: bool
+    error: str | None = None
+
+
+class ActionSummary(BaseModel):
+    """One discover hit: enough to call without a second round trip for simple actions."""
+
+    model_config = _FROZEN
+
+    name: str
+    summary: str
+    risk: Risk
+    needs_approval: bool
+    needs_auth: bool
+    params: list[str]
+    required: list[str]
+    score: float
+
+
+class Ok(BaseModel):
+    model_config = _FROZEN
+    status: Literal["ok"] = "ok"
+    http_status: int | None = None
+    data: Any = None
+    truncated: bool | None = None
+
+
+class PendingApproval(BaseModel):
+    model_config = _FROZEN
+    status: Literal["pending_approval"] = "pending_approval"
+    approval_id: str
+    approval_url: str
+    summary: str
+    expires_at: str
+    reason: str = "This action needs a human's approval. Send the link to the user; after they approve, retry the same call with approval_id."
+
+
+class NeedsAuth(BaseModel):
+    model_config = _FROZEN
+    status: Literal["needs_auth"] = "needs_auth"
+    connector: str
+    connect_url: str
+    reason: str
+
+
+class Denied(BaseModel):
+    model_config = _FROZEN
+    status: Literal["denied"] = "denied"
+    reason: DeniedReason
+    message: str
+    source: VerdictSource | None = None
+    rule: str | None = None
+    suggestions: list[dict[str, Any]] | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+class ErrorResult(BaseModel):
+    model_config = _FROZEN
+    status: Literal["error"] = "error"
+    reason: ErrorReason
+    message: str
+    upstream_status: int | None = None
+    upstream_message: str | None = None
+    hint: str | None = None
+
+
+CallResult = Annotated[Ok | PendingApproval | NeedsAuth | Denied | ErrorResult, Field(discriminator="status")]

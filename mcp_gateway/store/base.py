@@ -1,0 +1,185 @@
+"""The ``Store`` protocol: everything the gateway persists, behind one async interface.
+
+Implementations: ``SQLiteStore`` (embedded default). A PostgreSQL store can follow behind the
+same protocol: every method is a single statement or a short transaction, state transitions that
+must happen exactly once (consuming a link, deciding an approval) are compare-and-set, and no
+method leaks a driver type. Secrets only ever arrive here sealed (``bytes`` from ``crypto``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from ..model import Action, ConnectorStatus
+
+__all__ = [
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "AuditRecord",
+    "CatalogRecord",
+    "ConnectorState",
+    "CredentialKey",
+    "LinkKind",
+    "LinkRecord",
+    "Store",
+    "TokenRecord",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConnectorState(BaseModel):
+    """What the last sync found for one connector."""
+
+    model_config = _FROZEN
+    slug: str
+    source: str
+    """A short description of the source (``openapi:catalog/specs/github.json.gz``)."""
+    status: ConnectorStatus
+    actions: int
+    error: str | None = None
+    synced_at: datetime
+
+
+class CatalogRecord(BaseModel):
+    """The normalized actions of one connector, and the fingerprint of the content they came from."""
+
+    model_config = _FROZEN
+    slug: str
+    fingerprint: str
+    actions: list[Action]
+
+
+class CredentialKey(BaseModel):
+    model_config = _FROZEN
+    connector: str
+    principal: str
+    """Whose credential: ``*`` for the project-wide one, else a user or agent id."""
+    name: str = "default"
+
+
+class TokenRecord(BaseModel):
+    model_config = _FROZEN
+    id: str
+    """Public, non-secret id (shown by ``token list``, used by ``token revoke``)."""
+    agent: str
+    token_hash: str
+    created_at: datetime
+    revoked: bool = False
+
+
+LinkKind = Literal["connect", "secret", "approval"]
+
+
+class LinkRecord(BaseModel):
+    """A single-use capability link handed to a human. Only the hash of its token is stored."""
+
+    model_config = _FROZEN
+    token_hash: str
+    kind: LinkKind
+    connector: str
+    principal: str
+    secret_name: str = "default"
+    approval_id: str | None = None
+    created_at: datetime
+    expires_at: datetime
+    used_at: datetime | None = None
+
+
+ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
+
+
+class ApprovalRecord(BaseModel):
+    model_config = _FROZEN
+    id: str
+    fingerprint: str
+    """sha256 over (principal, qualified tool, canonical final args): an approval covers one call."""
+    principal: str
+    agent: str | None
+    tool: str
+    risk: str
+    summary: str
+    """Redacted, human-readable description of the call."""
+    verdict_source: str
+    verdict_rule: str | None = None
+    status: ApprovalStatus = "pending"
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+
+
+class AuditRecord(BaseModel):
+    """One call decision (SPEC 9). ``args_preview`` is already redacted and capped."""
+
+    model_config = _FROZEN
+    at: datetime
+    user: str
+    agent: str | None
+    requested: str
+    connector: str | None
+    action: str | None
+    args_preview: str
+    fingerprint: str | None
+    verdict: str | None
+    verdict_source: str | None
+    status: str
+    reason: str | None = None
+    upstream_status: int | None = None
+    latency_ms: float
+
+
+class Store(Protocol):
+    """Persistence for the gateway. All methods are safe to call concurrently."""
+
+    async def open(self) -> None:
+        """Create or migrate the schema. Idempotent."""
+
+    async def close(self) -> None: ...
+
+    # -- catalog ------------------------------------------------------------------------
+    async def get_catalog(self, slug: str) -> CatalogRecord | None: ...
+    async def put_catalog(self, record: CatalogRecord) -> None: ...
+    async def delete_catalog(self, slug: str) -> None: ...
+    async def put_connector_state(self, state: ConnectorState) -> None: ...
+    async def list_connector_states(self) -> list[ConnectorState]: ...
+
+    # -- credentials (sealed bytes only) -------------------------------------------------
+    async def put_credential(self, key: CredentialKey, sealed: bytes) -> None: ...
+    async def get_credential(self, key: CredentialKey) -> bytes | None: ...
+    async def delete_credential(self, key: CredentialKey) -> None: ...
+    async def list_credentials(self) -> list[CredentialKey]: ...
+    async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
+        """Rewrite every credential in one transaction (key rotation)."""
+
+    # -- tokens ---------------------------------------------------------------------------
+    async def put_token(self, token: TokenRecord) -> None: ...
+    async def find_token(self, token_hash: str) -> TokenRecord | None: ...
+    async def list_tokens(self) -> list[TokenRecord]: ...
+    async def revoke_token(self, token_id: str) -> bool: ...
+
+    # -- links -----------------------------------------------------------------------------
+    async def put_link(self, link: LinkRecord) -> None: ...
+    async def get_link(self, token_hash: str) -> LinkRecord | None: ...
+    async def consume_link(self, token_hash: str, now: datetime) -> LinkRecord | None:
+        """Mark the link used if it is unused and unexpired; return it, else None. Atomic."""
+
+    # -- approvals ---------------------------------------------------------------------------
+    async def put_approval(self, approval: ApprovalRecord) -> None: ...
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
+    async def transition_approval(
+        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+    ) -> bool:
+        """Compare-and-set the status; True only for the one caller that made the change."""
+
+    async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]: ...
+
+    # -- audit --------------------------------------------------------------------------------
+    async def append_audit(self, record: AuditRecord) -> None: ...
+    async def list_audit(self, limit: int = 50) -> list[AuditRecord]: ...
+
+    # -- misc -----------------------------------------------------------------------------------
+    async def get_meta(self, key: str) -> Any | None: ...
+    async def set_meta(self, key: str, value: Any) -> None: ...
