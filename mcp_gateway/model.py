@@ -200,7 +200,10 @@ class PendingApproval(BaseModel):
     approval_url: str
     summary: str
     expires_at: str
-    reason: str = "This action needs a human's approval. Send the link to the user; after they approve, retry the same call with approval_id."
+    reason: str = (
+        "This action needs a human's approval. Send the link to the user; after they approve, "
+        "retry the same call with approval_id."
+    )
 
 
 class NeedsAuth(BaseModel):

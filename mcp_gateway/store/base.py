@@ -51,6 +51,10 @@ class CatalogRecord(BaseModel):
     slug: str
     fingerprint: str
     actions: list[Action]
+    files: list[str] = []
+    """Absolute paths of every file the normalizer read (the spec first), for change detection."""
+    base_url: str | None = None
+    """The base URL the source itself declares (OpenAPI ``servers``), used when the manifest gives none."""
 
 
 class CredentialKey(BaseModel):

@@ -1,0 +1,46 @@
+"""``custom``: header templates, ``{secret}`` for a plain secret or ``{secret.field}`` for a JSON one."""
+
+from __future__ import annotations
+
+import re
+
+import httpx2
+
+from ..credentials import SecretValue
+from ..errors import CredentialError
+from ..manifest import CustomAuth
+from ._base import check_header_value
+
+__all__ = ["apply_custom"]
+
+# Only these placeholders are special; any other brace in a template is literal text.
+_PLACEHOLDER = re.compile(r"\{secret(?:\.([^{}]+))?\}")
+
+
+def apply_custom(request: httpx2.Request, config: CustomAuth, secret: SecretValue) -> None:
+    value = secret.reveal()
+
+    def substitute(m: re.Match[str]) -> str:
+        field = m.group(1)
+        if field is None:
+            if not isinstance(value, str):
+                raise CredentialError(
+                    "a custom header template uses {secret}, but the stored secret is a JSON object; "
+                    "use {secret.<field>} in the template, or store a plain string"
+                )
+            return value
+        if not isinstance(value, dict):
+            raise CredentialError(
+                f"a custom header template uses {{secret.{field}}}, but the stored secret is a plain string; "
+                "store a JSON object with that field, or use {secret}"
+            )
+        if field not in value:
+            raise CredentialError(
+                f"a custom header template uses {{secret.{field}}}, but the stored secret has no field {field!r}; "
+                "add it with `mcp-gateway secret set`, or fix the template"
+            )
+        return value[field]
+
+    for name, template in config.headers.items():
+        rendered = _PLACEHOLDER.sub(substitute, template)
+        request.headers[name] = check_header_value("custom", f"header {name!r}", rendered)

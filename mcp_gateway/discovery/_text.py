@@ -1,0 +1,200 @@
+"""Words for the discovery index: splitting, stopwords, a light stemmer, query synonyms, name folding.
+
+Documents and queries go through the same functions, so whatever a rule does to one side it does to
+the other: "starred repositories" and ``activity.list_repos_starred_by_authenticated_user`` meet on
+``star`` and ``repo``. Identifiers (names, parameter names) are split at ``.``, ``_``, ``-``, ``/``,
+camelCase and digit boundaries; prose is split at non-alphanumerics only, because prose writes
+"GitHub", which must not become "git" + "hub".
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+
+__all__ = [
+    "DESCRIPTION_CHARS",
+    "SYNONYMS",
+    "clean_description",
+    "fold_name",
+    "identifier_terms",
+    "identifier_words",
+    "keep",
+    "original_case",
+    "prose_terms",
+    "prose_words",
+    "stem",
+    "terms",
+]
+
+DESCRIPTION_CHARS = 300
+"""Only the head of a description is indexed: it carries the gist and keeps postings small."""
+
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be been being below between both
+    but by can could did do does doing done down during each either every few for from further had has have
+    having he her here hers him his how i if in into is it its itself just let lets like more most much must
+    no nor not now of off on once only or other our ours out over own per please same she should so some
+    such than that the their theirs them then there these they this those through to too under until up upon
+    us using very via want was we were what when where whether which while who whom whose why will with
+    within without would you your yours""".split()
+)
+
+# Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem.
+_CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org", "configuration": "config"}
+
+# Query side only: words agents write -> words APIs use. Kept short and generic on purpose: each entry
+# was checked against ~50 intents over GitHub, Stripe and Slack. Two that looked obvious were left
+# out because they hurt: "create" -> "post" (Stripe's post_issuing_cards then beat issues.create,
+# "issuing" stemming like "issue") and "delete" <-> "remove" (GitHub uses both for different things).
+_RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "pr": ("pull", "request"),
+    "msg": ("message",),
+    "dm": ("direct", "message"),
+    "remove": ("delete",),
+    "erase": ("delete",),
+    "destroy": ("delete",),
+    "add": ("create",),
+    "make": ("create",),
+    "new": ("create",),
+    "open": ("create",),
+    "fetch": ("get",),
+    "retrieve": ("get",),
+    "show": ("get",),
+    "read": ("get",),
+    "view": ("get",),
+    "find": ("search", "list"),
+    "edit": ("update",),
+    "modify": ("update",),
+    "change": ("update",),
+    "rename": ("update",),
+    "send": ("post",),
+    "channel": ("conversation",),
+    "my": ("authenticated",),
+    "me": ("authenticated",),
+    "mine": ("authenticated",),
+}
+
+_LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
+# An identifier's words: "HTTPServer" -> HTTP, Server; "getContent2" -> get, Content, 2.
+_IDENT_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_HTML_TAG = re.compile(r"<[^>]*>")
+_MD_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+_VOWELS = frozenset("aeiouy")
+
+
+def _undouble(word: str) -> str:
+    # "starr" -> "star", "committ" -> "commit"; "pull", "access" and (too short) "add" keep the pair.
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouylsz":
+        return word[:-1]
+    return word
+
+
+def _stem_uncached(word: str) -> str:
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):  # access, status, analysis
+        word = word[:-1]
+    if word.endswith("ied") and len(word) > 4:
+        word = word[:-3] + "y"
+    # The vowel checks keep "string" and "embed"-like short stems whole.
+    elif word.endswith("ing") and len(word) >= 6 and not _VOWELS.isdisjoint(word[:-3]):
+        word = _undouble(word[:-3])
+    elif word.endswith("ed") and len(word) >= 5 and not word.endswith("eed") and not _VOWELS.isdisjoint(word[:-2]):
+        word = _undouble(word[:-2])
+    # Dropping a final "e" makes "create"/"creating"/"created" and "issue"/"issues" meet.
+    if len(word) > 3 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
+    return word
+
+
+_TERMS: dict[str, str] = {}
+"""Word as written -> its term, or "" for a dropped word: lowercasing, the stopword test and stemming
+are done once per distinct word, which is most of the cost of building the index."""
+_TERM_CACHE_MAX = 200_000  # queries are agent-controlled text: bound what they can make us remember
+
+
+def _term(word: str) -> str:
+    term = _TERMS.get(word)
+    if term is None:
+        lowered = word.lower()
+        if keep(lowered):
+            stemmed = _stem_uncached(lowered)
+            term = sys.intern(_CANONICAL.get(stemmed, stemmed))
+        else:
+            term = ""
+        if len(_TERMS) < _TERM_CACHE_MAX:
+            _TERMS[word] = term
+    return term
+
+
+def stem(word: str) -> str:
+    """The index term of a word, stopwords included; interned, so all postings share one string per term."""
+    stemmed = _stem_uncached(word.lower())
+    return sys.intern(_CANONICAL.get(stemmed, stemmed))
+
+
+def keep(word: str) -> bool:
+    """Whether a lowercase word is indexed at all."""
+    return len(word) > 1 and word not in _STOPWORDS
+
+
+def identifier_words(text: str) -> list[str]:
+    """Lowercase words of an identifier or qualified name, split at separators, camelCase and digits."""
+    return [w.lower() for w in _IDENT_WORD.findall(text)]
+
+
+def prose_words(text: str) -> list[str]:
+    """Lowercase words of running text, camelCase left whole."""
+    return [w.lower() for w in _LETTERS_OR_DIGITS.findall(text)]
+
+
+def terms(words: Iterable[str]) -> list[str]:
+    """The terms of already-split words, dropped words left out."""
+    return [term for word in words if (term := _term(word))]
+
+
+def identifier_terms(text: str) -> list[str]:
+    return [term for word in _IDENT_WORD.findall(text) if (term := _TERMS.get(word) or _term(word))]
+
+
+def prose_terms(text: str) -> list[str]:
+    return [term for word in _LETTERS_OR_DIGITS.findall(text) if (term := _TERMS.get(word) or _term(word))]
+
+
+def original_case(text: str, lowered: str) -> str:
+    """``lowered`` as it was written in ``text``: camelCase splitting needs the capitals back."""
+    for word in _LETTERS_OR_DIGITS.findall(text):
+        if word.lower() == lowered:
+            return word
+    return lowered
+
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    stem(key): tuple(stem(v) for v in values) for key, values in _RAW_SYNONYMS.items()
+}
+
+
+def clean_description(text: str) -> str:
+    """The indexed head of a description: HTML tags, link targets and URLs out, ~300 characters."""
+    if not text:
+        return ""
+    text = _URL.sub(" ", _MD_LINK_TARGET.sub("]", _HTML_TAG.sub(" ", text)))
+    if len(text) > DESCRIPTION_CHARS:
+        # Cut at a word boundary so the last indexed word is a real one.
+        cut = text.rfind(" ", 0, DESCRIPTION_CHARS)
+        text = text[: cut if cut > 0 else DESCRIPTION_CHARS]
+    return text
+
+
+def fold_name(name: str) -> str:
+    """The spelling-insensitive key of a qualified name or path: case, ``_`` and ``-`` ignored, dots kept.
+
+    ``github.repos.getContent``, ``GitHub.Repos.get_content`` and ``github.repos.get-content`` all fold
+    to ``github.repos.getcontent``.
+    """
+    return ".".join(part.replace("_", "").replace("-", "").lower() for part in name.strip().split("."))

@@ -1,0 +1,310 @@
+"""Place an action's arguments on the wire: one ``httpx2.Request`` for an OpenAPI or HTTP binding.
+
+Every argument value is agent-controlled, so it is treated as data and never as syntax:
+
+- path values are percent-encoded as a whole segment (``/`` is ``%2F``, ``?`` is ``%3F``), and a
+  value that *is* a dot segment (``.``, ``..``) or empty is refused, so no value can re-route the
+  request to another endpoint of the same upstream;
+- header values may not carry CR/LF (no header injection), and framing headers cannot be set;
+- cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in.
+
+No credential is applied here: authentication is an ``httpx2.Auth`` that ``send`` applies at the
+last moment (SPEC 2.1), so this module never sees a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from types import MappingProxyType
+from typing import Any, assert_never
+from urllib.parse import quote, quote_plus
+
+import httpx2
+
+from ..errors import ArgumentError
+from ..model import Action, HttpBinding, OpenAPIBinding, ParamSpec
+
+__all__ = ["DEFAULT_ACCEPT", "USER_AGENT", "build_request"]
+
+try:
+    _VERSION = version("mcp-gateway")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    _VERSION = "0"
+
+USER_AGENT = f"mcp-gateway/{_VERSION}"
+DEFAULT_ACCEPT = "application/json, */*;q=0.5"
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+# Headers that frame the message: letting an argument set them would desynchronize the exchange.
+_FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+# RFC 6265 cookie-octet, minus "%" so that our own escapes stay unambiguous.
+_COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\\%')
+_PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass
+class _Placed:
+    """Arguments sorted by where they go; values still as the agent passed them."""
+
+    path: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    """Wire name in the template -> (argument name, value)."""
+    query: list[tuple[ParamSpec, Any]] = field(default_factory=list)
+    header: list[tuple[ParamSpec, Any]] = field(default_factory=list)
+    cookie: list[tuple[ParamSpec, Any]] = field(default_factory=list)
+    body: dict[str, Any] = field(default_factory=dict)
+    whole_body: Any = None
+    has_whole_body: bool = False
+
+
+def build_request(
+    action: Action,
+    args: Mapping[str, Any],
+    *,
+    base_url: str,
+    static_headers: Mapping[str, str] = _NO_HEADERS,
+) -> httpx2.Request:
+    """Build the upstream request for ``action`` called with ``args``.
+
+    Args:
+        action: an action whose binding is HTTP-like (``openapi`` or ``http``).
+        args: the agent's arguments, already validated against the input schema by the caller.
+        base_url: the connector's base URL; its path prefix is kept (``https://x/api`` + ``/users``).
+        static_headers: connector-level, non-secret headers (``Accept``, ``X-GitHub-Api-Version``).
+            They replace our defaults; header arguments replace them in turn.
+
+    Raises:
+        ArgumentError: an unknown argument, a missing or dot-segment path value, a header value
+            with a line break, or a body the binding cannot carry. ``errors`` names each field.
+        ValueError: ``base_url`` is not an absolute http(s) URL or the binding's URL is absolute
+            (a manifest bug, caught at validation; not the agent's fault).
+    """
+    binding = _http_binding(action)
+    placed = _place(action, binding, args)
+    url = _url(base_url, binding, placed)
+    headers = _headers(placed, static_headers)
+    content, content_type = _body(action, binding, placed)
+    if content is not None and "content-type" not in headers:
+        # An operator-declared Content-Type (a vendor JSON type, say) wins over our generic one.
+        headers["Content-Type"] = content_type
+    return httpx2.Request(binding.method, url, headers=headers, content=content)
+
+
+def _http_binding(action: Action) -> OpenAPIBinding | HttpBinding:
+    binding = action.binding
+    match binding:
+        case OpenAPIBinding() | HttpBinding():
+            return binding
+        case _:  # pragma: no cover - the union has no other arm yet
+            assert_never(binding)
+
+
+def _place(action: Action, binding: OpenAPIBinding | HttpBinding, args: Mapping[str, Any]) -> _Placed:
+    specs = {p.name: p for p in binding.params}
+    placeholders = set(_PLACEHOLDER.findall(binding.url))
+    placed = _Placed()
+    unknown: list[str] = []
+    for name, value in args.items():
+        if binding.body_param is not None and name == binding.body_param:
+            placed.whole_body, placed.has_whole_body = value, True
+            continue
+        spec = specs.get(name)
+        if spec is None and name in placeholders:
+            # The template itself names it, so its place is unambiguous even without a ParamSpec.
+            spec = ParamSpec(name=name, location="path")
+        if spec is None:
+            unknown.append(name)
+            continue
+        match spec.location:
+            case "path":
+                placed.path[spec.on_wire] = (name, value)
+            case "query":
+                placed.query.append((spec, value))
+            case "header":
+                placed.header.append((spec, value))
+            case "cookie":
+                placed.cookie.append((spec, value))
+            case "body":
+                placed.body[spec.on_wire] = value
+            case _:  # pragma: no cover
+                assert_never(spec.location)
+    if unknown:
+        accepted = sorted({*specs, *placeholders, *([binding.body_param] if binding.body_param else [])})
+        listed = ", ".join(accepted[:30]) + (", ..." if len(accepted) > 30 else "")
+        raise ArgumentError(
+            f"{action.qualified_name} has no argument {', '.join(map(repr, sorted(unknown)))}; "
+            f"it accepts {listed or 'no arguments'} (describe shows the schema)",
+            errors=[{"field": n, "message": "unknown argument"} for n in sorted(unknown)],
+        )
+    return placed
+
+
+# -- URL -------------------------------------------------------------------------------------
+
+
+def _url(base_url: str, binding: OpenAPIBinding | HttpBinding, placed: _Placed) -> httpx2.URL:
+    base = httpx2.URL(base_url)
+    arg_names = {p.on_wire: p.name for p in binding.params if p.location == "path"}
+    if base.scheme not in ("http", "https") or not base.host:
+        raise ValueError("base_url must be an absolute http(s) URL")
+    template_path, _, template_query = binding.url.partition("?")
+    if "://" in template_path or template_path.startswith("//"):
+        raise ValueError("an action's url must be a path relative to the connector's base_url")
+
+    def fill(match: re.Match[str]) -> str:
+        wire = match.group(1)
+        if wire not in placed.path:
+            name = arg_names.get(wire, wire)
+            raise ArgumentError(
+                f"missing path argument {name!r}; it is required to build the URL",
+                errors=[{"field": name, "message": "required"}],
+            )
+        name, value = placed.path[wire]
+        return _path_segment(name, value)
+
+    path = _PLACEHOLDER.sub(fill, template_path)
+    base_path, _, base_query = base.raw_path.decode("ascii").partition("?")
+    full_path = base_path.rstrip("/") + "/" + path.lstrip("/")
+    query = "&".join(q for q in (base_query, template_query, _query_string(placed.query)) if q)
+    raw = full_path + (f"?{query}" if query else "")
+    # Argument values are escaped already; this only escapes what the template or base_url spelled
+    # literally (a space, a non-ASCII letter), keeping every ASCII delimiter and existing %XX.
+    return base.copy_with(raw_path=quote(raw, safe=_PRINTABLE_ASCII).encode("ascii"), fragment=None)
+
+
+def _path_segment(name: str, value: Any) -> str:
+    if value is None:
+        raise ArgumentError(f"path argument {name!r} cannot be null", errors=[{"field": name, "message": "required"}])
+    if isinstance(value, list | tuple):
+        # OpenAPI "simple" style: elements escaped one by one, joined by a literal comma.
+        return ",".join(_path_segment(name, item) for item in value)
+    text = _text(value)
+    if text in ("", ".", ".."):
+        # Each would change which endpoint is hit ("/repos/x/.." is "/repos"), not just a value.
+        raise ArgumentError(
+            f"path argument {name!r} cannot be {text!r}; pass the actual identifier",
+            errors=[{"field": name, "message": "must not be empty, '.' or '..'"}],
+        )
+    return quote(text, safe="")
+
+
+def _query_string(items: Iterable[tuple[ParamSpec, Any]]) -> str:
+    parts: list[str] = []
+    for spec, value in items:
+        if value is None:
+            continue
+        key = quote(spec.on_wire, safe="")
+        if isinstance(value, list | tuple):
+            values = [quote(_text(v), safe="") for v in value if v is not None]
+            if spec.style_explode:
+                parts.extend(f"{key}={v}" for v in values)
+            elif values:
+                # Literal commas: servers split "a=1,2" on the separator, not on "%2C".
+                parts.append(f"{key}={','.join(values)}")
+        else:
+            parts.append(f"{key}={quote(_text(value), safe='')}")
+    return "&".join(parts)
+
+
+def _text(value: Any) -> str:
+    """One scalar as wire text: JSON spellings for booleans, compact JSON for objects."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- headers and cookies ---------------------------------------------------------------------
+
+
+def _headers(placed: _Placed, static_headers: Mapping[str, str]) -> httpx2.Headers:
+    headers = httpx2.Headers({"User-Agent": USER_AGENT, "Accept": DEFAULT_ACCEPT})
+    for name, value in static_headers.items():
+        headers[name] = value
+    for spec, value in placed.header:
+        if value is None:
+            continue
+        if spec.on_wire.lower() in _FRAMING_HEADERS:
+            raise ArgumentError(
+                f"header argument {spec.name!r} cannot set {spec.on_wire}",
+                errors=[{"field": spec.name, "message": "framing header"}],
+            )
+        text = ", ".join(_text(v) for v in value) if isinstance(value, list | tuple) else _text(value)
+        if any(c in text for c in "\r\n\0"):
+            raise ArgumentError(
+                f"header argument {spec.name!r} must not contain line breaks or NUL",
+                errors=[{"field": spec.name, "message": "contains CR, LF or NUL"}],
+            )
+        headers[spec.on_wire] = text  # non-ASCII goes out as UTF-8 (httpx2.Headers' own choice)
+    cookies = [f"{spec.on_wire}={_cookie_value(value)}" for spec, value in placed.cookie if value is not None]
+    if cookies:
+        existing = headers.get("cookie")
+        headers["Cookie"] = "; ".join([existing, *cookies] if existing else cookies)
+    return headers
+
+
+def _cookie_value(value: Any) -> str:
+    text = ",".join(_text(v) for v in value) if isinstance(value, list | tuple) else _text(value)
+    return quote(text, safe=_COOKIE_SAFE)
+
+
+# -- body ------------------------------------------------------------------------------------
+
+
+def _body(action: Action, binding: OpenAPIBinding | HttpBinding, placed: _Placed) -> tuple[bytes | None, str]:
+    if placed.has_whole_body and placed.body:
+        raise ArgumentError(
+            f"{action.qualified_name} takes its whole body from {binding.body_param!r}; "
+            f"put {', '.join(sorted(placed.body))} inside it",
+            errors=[{"field": n, "message": "conflicts with the body argument"} for n in sorted(placed.body)],
+        )
+    if not placed.has_whole_body and not placed.body:
+        return None, ""
+    if binding.body == "none":
+        names = [binding.body_param] if placed.has_whole_body else sorted(placed.body)
+        raise ArgumentError(
+            f"{action.qualified_name} sends no body, so it cannot take {', '.join(map(str, names))}",
+            errors=[{"field": str(n), "message": "this action has no body"} for n in names],
+        )
+    value = placed.whole_body if placed.has_whole_body else placed.body
+    if binding.body == "json":
+        try:
+            encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"the body of {action.qualified_name} is not valid JSON: {exc}") from None
+        return encoded.encode("utf-8"), "application/json"
+    if not isinstance(value, Mapping):
+        raise ArgumentError(
+            f"{action.qualified_name} sends a form; {binding.body_param!r} must be an object",
+            errors=[{"field": str(binding.body_param), "message": "must be an object"}],
+        )
+    return _form(value).encode("ascii"), "application/x-www-form-urlencoded"
+
+
+def _form(value: Mapping[str, Any]) -> str:
+    pairs: list[tuple[str, str]] = []
+    for key, item in value.items():
+        _form_pairs(str(key), item, pairs)
+    # Brackets stay literal (readable, and what Stripe documents); everything else is form-escaped.
+    return "&".join(f"{quote_plus(k, safe='[]')}={quote_plus(v)}" for k, v in pairs)
+
+
+def _form_pairs(key: str, value: Any, out: list[tuple[str, str]]) -> None:
+    """Stripe-style nesting: ``a[b]=1`` for objects, ``a[0]=x`` for arrays; null is left out."""
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for sub, item in value.items():
+            _form_pairs(f"{key}[{sub}]", item, out)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _form_pairs(f"{key}[{index}]", item, out)
+    else:
+        out.append((key, _text(value)))

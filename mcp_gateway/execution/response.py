@@ -1,0 +1,207 @@
+"""Read an upstream answer into something an agent can use, never more than ``max_bytes`` of it.
+
+The body is streamed and the read stops at the cap, so a huge or endless upstream body costs at
+most ``max_bytes`` of memory and never reaches the agent's context whole. The content type picks
+the shape: JSON parsed, ``text/event-stream`` as the list of its ``data:`` payloads, text and XML
+as text, anything else as capped base64. ``summarize_error`` pulls the upstream's own reason out
+of a non-2xx body, because that sentence usually tells the agent how to fix its call (SPEC 2.5).
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx2
+
+__all__ = ["Outcome", "read_response", "summarize_error"]
+
+ERROR_TEXT_LIMIT = 2000
+"""Longest upstream reason handed on; error pages can be whole HTML documents."""
+
+_Kind = Literal["json", "sse", "text", "binary"]
+_TEXT_TYPES = frozenset(
+    {
+        "application/javascript",
+        "application/graphql",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+    }
+)
+_SSE_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # not str.splitlines: it also splits on U+2028 inside data
+_MESSAGE_KEYS = ("message", "error", "error_description", "detail", "errors", "title")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the upstream answered, already decoded and capped."""
+
+    http_status: int
+    data: Any
+    """Parsed JSON, text, a list of SSE payloads, ``{"base64", "content_type", "bytes"}``, or None."""
+    truncated: bool
+    """True when the body was longer than ``max_bytes`` and ``data`` holds only its start."""
+    content_type: str
+    """The media type without parameters, lower-case (``application/json``); empty when absent."""
+
+
+async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome:
+    """Read at most ``max_bytes`` of ``response``'s (decoded) body, close it, and shape the data.
+
+    An empty body is ``data=None`` whatever the type. A JSON body cut by the cap cannot be parsed,
+    so its text prefix is returned instead (``truncated=True``); a body labelled JSON that does not
+    parse is returned as text.
+    """
+    body, truncated = await _read_capped(response, max_bytes)
+    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    data = _shape(body, truncated, media, response.charset_encoding) if body else None
+    return Outcome(http_status=response.status_code, data=data, truncated=truncated, content_type=media)
+
+
+async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    truncated = False
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                truncated = True
+                break
+    finally:
+        # Stopping early leaves bytes on the connection; closing drops it instead of reusing it.
+        await response.aclose()
+    return b"".join(chunks)[:max_bytes], truncated
+
+
+def _kind(media: str, body: bytes) -> _Kind:
+    if media == "text/event-stream":
+        return "sse"
+    if media.endswith("json"):  # application/json, application/problem+json, text/json
+        return "json"
+    if media.startswith("text/") or media.endswith("xml") or media in _TEXT_TYPES:
+        return "text"
+    if not media:
+        # No label: decide by looking. UTF-8 that parses as JSON is JSON; other UTF-8 is text.
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return "binary"
+        return "json"
+    return "binary"
+
+
+def _shape(body: bytes, truncated: bool, media: str, charset: str | None) -> Any:
+    kind = _kind(media, body)
+    if kind == "binary":
+        return {
+            "base64": base64.b64encode(body).decode("ascii"),
+            "content_type": media or "application/octet-stream",
+            "bytes": len(body),
+        }
+    text = _decode(body, charset, final=not truncated)
+    if kind == "sse":
+        return _sse_payloads(text, complete=not truncated)
+    if kind == "json" and not truncated:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text  # labelled JSON but is not: the text itself is still the best answer
+    return text
+
+
+def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
+    try:
+        decoder = codecs.getincrementaldecoder(charset or "utf-8")(errors="replace")
+    except LookupError:  # an upstream-invented charset name
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
+    text = decoder.decode(body, final=final)
+    return text.removeprefix("\ufeff")
+
+
+def _sse_payloads(text: str, *, complete: bool) -> list[Any]:
+    """The ``data:`` payload of each event (HTML Living Standard 9.2.6), JSON-parsed when possible.
+
+    A cut stream's last event may be partial, so it is dropped; a complete stream's last event is
+    kept even without the closing blank line, as lenient servers omit it.
+    """
+    payloads: list[Any] = []
+    data: list[str] = []
+
+    def dispatch() -> None:
+        if data:
+            payload = "\n".join(data)
+            try:
+                payloads.append(json.loads(payload))
+            except ValueError:
+                payloads.append(payload)
+            data.clear()
+
+    for line in _SSE_LINE_BREAK.split(text):
+        if not line:
+            dispatch()
+        elif line == "data" or line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+        # event:, id:, retry: and ":" comments carry nothing the agent needs.
+    if complete:
+        dispatch()
+    return payloads
+
+
+# -- error summaries -------------------------------------------------------------------------
+
+
+def summarize_error(outcome: Outcome) -> str:
+    """The upstream's own reason for a non-2xx answer, short and as the upstream phrased it.
+
+    Text is passed on verbatim (capped at ``ERROR_TEXT_LIMIT``). JSON yields the fields APIs put
+    their reason in (``message``, ``error``, ``error_description``, ``detail``, ``errors[]``,
+    ``title``), joined; JSON without any of them is returned compact. An empty body gives "".
+    """
+    data = outcome.data
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return _cap(data.strip())
+    if isinstance(data, dict) and _is_binary(outcome, data):
+        return f"{data['bytes']} bytes of {data['content_type']}"
+    reasons = _reasons(data)
+    if reasons:
+        return _cap("; ".join(dict.fromkeys(reasons)))
+    return _cap(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def _is_binary(outcome: Outcome, data: dict[str, Any]) -> bool:
+    # A JSON body that merely has these keys is still the upstream's JSON, not our binary wrapper.
+    return data.keys() == {"base64", "content_type", "bytes"} and not outcome.content_type.endswith("json")
+
+
+def _reasons(data: Any, depth: int = 0) -> list[str]:
+    """Reason strings found in the usual fields, depth-limited since the body is untrusted."""
+    if depth > 3:
+        return []
+    if isinstance(data, str):
+        return [data.strip()] if data.strip() else []
+    if isinstance(data, list):
+        return [r for item in data[:10] for r in _reasons(item, depth + 1)]
+    if not isinstance(data, dict):
+        return []
+    reasons = [r for key in _MESSAGE_KEYS if key in data for r in _reasons(data[key], depth + 1)]
+    if not reasons and "msg" in data:  # FastAPI/pydantic validation items: {"loc": [...], "msg": "..."}
+        where = ".".join(str(p) for p in data.get("loc") or [])
+        reasons = [f"{where}: {data['msg']}" if where else str(data["msg"])]
+    if not reasons and depth > 0 and "code" in data:  # GitHub errors[]: {"field": "title", "code": "missing"}
+        reasons = [" ".join(str(data[k]) for k in ("resource", "field", "code") if k in data)]
+    return reasons
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"

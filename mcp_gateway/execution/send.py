@@ -1,0 +1,133 @@
+"""Send one upstream request: same-origin redirects only, one deadline, failures as ``UpstreamError``.
+
+httpx2 follows redirects to any host and strips only ``Authorization``; a credential placed in an
+API-key header, a query parameter or a request signature would still travel. So redirects are
+followed here, by hand, and only within the original request's origin (scheme, host, port): a
+redirect elsewhere is refused before anything is sent to it. The auth is re-applied on each hop,
+so a signature covers the URL actually requested.
+
+Error messages name the upstream by host (and port) only. The full URL can carry a key in its
+query, and request headers carry credentials, so neither appears in any message, and httpx2's
+exceptions are not chained (their tracebacks can print the URL).
+"""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+
+from ..errors import UpstreamError
+from .response import Outcome, read_response
+
+__all__ = ["send"]
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# httpx2.Request recomputes these from the next hop's URL and body.
+_PER_HOP_HEADERS = ("host", "content-length", "transfer-encoding")
+# These describe a body, so they go when a redirect turns the request into a bodiless GET.
+_BODY_HEADERS = ("content-type", "content-encoding")
+
+
+async def send(
+    client: httpx2.AsyncClient,
+    request: httpx2.Request,
+    *,
+    auth: httpx2.Auth | None,
+    timeout: float,  # noqa: ASYNC109 - also each network operation's limit, which a cancel scope cannot give
+    max_bytes: int,
+    max_redirects: int = 5,
+) -> Outcome:
+    """Send ``request`` with ``auth`` and read at most ``max_bytes`` of the final answer.
+
+    Any status is returned as an ``Outcome`` (the caller maps 401, 403 and the rest); only a
+    failure to get an answer raises. ``timeout`` bounds the whole exchange, redirects and body
+    included, as well as each network operation.
+
+    Raises:
+        UpstreamError: ``upstream_timeout``; ``upstream_unreachable`` (connect or network failure);
+            ``upstream_redirect_refused`` (a redirect off the origin, naming only its host);
+            ``upstream_error`` (too many redirects, a bad ``Location``, broken HTTP).
+    """
+    where = _where(request.url)
+    try:
+        with anyio.fail_after(timeout):
+            return await _exchange(client, request, auth, httpx2.Timeout(timeout), max_bytes, max_redirects)
+    except (TimeoutError, httpx2.TimeoutException):
+        raise UpstreamError(
+            "upstream_timeout",
+            f"{where} did not answer within {timeout:g} s; try again later or raise the connector's timeout",
+        ) from None
+    except (httpx2.NetworkError, httpx2.ProxyError) as exc:
+        raise UpstreamError(
+            "upstream_unreachable",
+            f"could not reach {where} ({type(exc).__name__}); check that the service is up and the "
+            "connector's base_url is right, then try again",
+        ) from None
+    except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
+        raise UpstreamError(
+            "upstream_error",
+            f"{where} broke the HTTP exchange ({type(exc).__name__}); try again later",
+        ) from None
+
+
+async def _exchange(
+    client: httpx2.AsyncClient,
+    request: httpx2.Request,
+    auth: httpx2.Auth | None,
+    per_operation: httpx2.Timeout,
+    max_bytes: int,
+    max_redirects: int,
+) -> Outcome:
+    origin = request.url.origin
+    # Auth flows write into the request they are given; later hops start from the unsigned headers.
+    unsigned = httpx2.Headers(request.headers)
+    for _ in range(max_redirects + 1):
+        request.extensions = {**request.extensions, "timeout": per_operation.as_dict()}
+        response = await client.send(request, auth=auth, follow_redirects=False, stream=True)
+        location = response.headers.get("location")
+        if response.status_code not in _REDIRECTS or location is None:
+            return await read_response(response, max_bytes=max_bytes)
+        await response.aclose()
+        target = _redirect_url(request.url, location)
+        if target.origin != origin:
+            raise UpstreamError(
+                "upstream_redirect_refused",
+                f"{_where(request.url)} redirected to another origin ({_where(target)}); the gateway follows "
+                "redirects only within the connector's origin, so credentials never leave it. If the new "
+                "location is right, change the connector's base_url",
+                upstream_status=response.status_code,
+            )
+        request, unsigned = _next_hop(request, unsigned, target, response.status_code)
+    raise UpstreamError(
+        "upstream_error",
+        f"{_where(request.url)} kept redirecting (limit: {max_redirects}); the upstream may be misconfigured",
+    )
+
+
+def _redirect_url(current: httpx2.URL, location: str) -> httpx2.URL:
+    try:
+        # RFC 9110 10.2.2: Location may be relative to the request's URL. The fragment is dropped.
+        return current.join(location).copy_with(fragment=None)
+    except httpx2.InvalidURL:
+        raise UpstreamError(
+            "upstream_error", f"{_where(current)} redirected to an invalid Location; try again later"
+        ) from None
+
+
+def _next_hop(
+    request: httpx2.Request, unsigned: httpx2.Headers, target: httpx2.URL, status: int
+) -> tuple[httpx2.Request, httpx2.Headers]:
+    method = request.method
+    # RFC 9110 15.4.4: 303 means "GET the result"; 301/302 after POST are GET in every client.
+    to_get = (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST")
+    headers = httpx2.Headers(unsigned)
+    for name in _PER_HOP_HEADERS + (_BODY_HEADERS if to_get else ()):
+        headers.pop(name, None)
+    content = None if to_get else request.content  # build_request bodies are bytes, so replayable
+    next_request = httpx2.Request("GET" if to_get else method, target, headers=headers, content=content)
+    return next_request, httpx2.Headers(next_request.headers)
+
+
+def _where(url: httpx2.URL) -> str:
+    """Host and explicit port: enough to say which upstream, never path, query or userinfo."""
+    return f"{url.host}:{url.port}" if url.port is not None else url.host

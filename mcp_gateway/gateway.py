@@ -1,0 +1,498 @@
+"""The gateway core: grant -> policy -> credential -> run -> audit, for every meta-tool.
+
+``Gateway`` is the one place that turns a request into an agent-facing result. It takes its
+collaborators (store, vault, discovery index, HTTP client, clock, link and approval services,
+auditor) already built, so each decision path is testable in isolation. Nothing here holds a
+plaintext secret: the credential travels sealed into ``LastMeterAuth``, which opens it while the
+outbound request is built, and whatever the upstream echoes back is redacted before it leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx2
+import jsonschema
+from pydantic import BaseModel
+
+from .approvals import ApprovalService, fingerprint
+from .audit import Auditor, args_preview
+from .auth import LastMeterAuth, needs_secret
+from .clock import Clock
+from .credentials import CredentialVault
+from .discovery import DiscoveryIndex
+from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
+from .execution import build_request, send, summarize_error
+from .identity import Principal, granted_connectors
+from .links import LinkService
+from .manifest import ConnectorConfig, Manifest
+from .model import (
+    Action,
+    ActionSummary,
+    CallResult,
+    ConnectorInfo,
+    Denied,
+    ErrorResult,
+    NeedsAuth,
+    Ok,
+    PendingApproval,
+    Verdict,
+)
+from .policy import evaluate, is_hidden
+from .projection import project
+from .redaction import Redactor
+from .store.base import AuditRecord, ConnectorState, Store
+from .sync import ConnectorCatalog, Progress, sync_manifest
+
+__all__ = ["Gateway", "result_payload"]
+
+logger = logging.getLogger(__name__)
+DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024
+SUGGESTIONS = 3
+
+
+class Gateway:
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        store: Store,
+        vault: CredentialVault,
+        clock: Clock,
+        http: httpx2.AsyncClient,
+        links: LinkService,
+        approvals: ApprovalService,
+        auditor: Auditor,
+        index: DiscoveryIndex | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.manifest = manifest
+        self.store = store
+        self.vault = vault
+        self.clock = clock
+        self.http = http
+        self.links = links
+        self.approvals = approvals
+        self.auditor = auditor
+        self.index = index or DiscoveryIndex()
+        self.max_response_bytes = max_response_bytes
+        self._catalogs: dict[str, ConnectorCatalog] = {}
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+
+    # -- loading --------------------------------------------------------------------------------
+
+    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded."""
+        catalogs = await sync_manifest(self.manifest, self.store, self.clock, progress)
+        for slug in set(self._catalogs) - set(catalogs):
+            self.index.remove_connector(slug)
+        for slug, catalog in catalogs.items():
+            self.index.replace_connector(slug, catalog.actions)
+        self._catalogs = catalogs
+        self._validators.clear()
+        return [c.state for c in catalogs.values()]
+
+    # -- the permission view ---------------------------------------------------------------------
+
+    def _visible(self, principal: Principal) -> frozenset[str]:
+        return granted_connectors(self.manifest, principal) & self._catalogs.keys()
+
+    def _hidden(self, action: Action) -> bool:
+        cfg = self._config(action.connector)
+        return is_hidden(
+            qualified_name=action.qualified_name,
+            path=action.path,
+            project_rules=self.manifest.policies,
+            connector_rules=cfg.policies,
+        )
+
+    def _allow(self, action: Action) -> bool:
+        return not self._hidden(action)
+
+    def _config(self, slug: str) -> ConnectorConfig:
+        cfg = self.manifest.connector(slug)
+        assert cfg is not None, slug
+        return cfg
+
+    def _lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
+        """The action this principal may address by ``name``. ``call`` includes blocked ones, so
+        the agent learns that a rule (and which layer) stopped it rather than a bare not-found."""
+        action = self.index.resolve(name)
+        if action is None or action.connector not in self._visible(principal):
+            return None
+        return None if not include_hidden and self._hidden(action) else action
+
+    def _verdict(self, action: Action, args: Mapping[str, Any]) -> Verdict:
+        cfg = self._config(action.connector)
+        return evaluate(
+            qualified_name=action.qualified_name,
+            path=action.path,
+            risk=action.risk,
+            args=args,
+            project_rules=self.manifest.policies,
+            connector_rules=cfg.policies,
+            sensitive=cfg.sensitive,
+            default_mode=self.manifest.default_mode,
+        )
+
+    async def _needs_auth(self, slug: str) -> bool:
+        return needs_secret(self._config(slug).auth) and not await self.vault.configured(slug)
+
+    def _not_found(self, principal: Principal, name: str) -> Denied:
+        visible = self._visible(principal)
+        suggestions = self.index.suggest(name, limit=SUGGESTIONS, connectors=visible, allow=self._allow)
+        hint = f" Closest: {', '.join(a.qualified_name for a in suggestions)}." if suggestions else ""
+        return Denied(
+            reason="action_not_found",
+            message=f"No action named {name!r}.{hint} Use discover to search by intent.",
+            suggestions=[
+                {"name": a.qualified_name, "summary": a.summary, "risk": a.risk, "input_schema": a.input_schema}
+                for a in suggestions
+            ],
+        )
+
+    # -- meta-tools ----------------------------------------------------------------------------
+
+    async def connectors(self, principal: Principal) -> dict[str, Any]:
+        out = []
+        for slug in sorted(self._visible(principal)):
+            cfg, catalog = self._config(slug), self._catalogs[slug]
+            configured = await self.vault.configured(slug)
+            status = catalog.state.status
+            if status == "ready" and needs_secret(cfg.auth) and not configured:
+                status = "needs_auth"
+            visible_actions = sum(1 for a in catalog.actions if not self._hidden(a))
+            out.append(
+                ConnectorInfo(
+                    slug=slug,
+                    name=cfg.display_name,
+                    description=cfg.description,
+                    status=status,
+                    actions=visible_actions,
+                    auth=cfg.auth.type,
+                    auth_configured=configured or not needs_secret(cfg.auth),
+                    error=catalog.state.error,
+                )
+            )
+        return {"connectors": [c.model_dump(exclude_none=True) for c in out]}
+
+    async def discover(
+        self, principal: Principal, query: str, *, connector: str | None = None, limit: int = 10
+    ) -> dict[str, Any]:
+        visible = self._visible(principal)
+        if connector is not None:
+            visible = visible & {connector}
+        limit = max(1, min(limit, 50))
+        hits = self.index.search(query, limit=limit, connectors=visible, allow=self._allow)
+        needs_auth = {slug: await self._needs_auth(slug) for slug in {a.connector for a, _ in hits}}
+        results = []
+        for action, score in hits:
+            props = action.input_schema.get("properties") or {}
+            results.append(
+                ActionSummary(
+                    name=action.qualified_name,
+                    summary=action.summary,
+                    risk=action.risk,
+                    needs_approval=self._verdict(action, {}).action == "require_approval",
+                    needs_auth=needs_auth[action.connector],
+                    params=list(props)[:12],
+                    required=list(action.input_schema.get("required") or []),
+                    score=round(score, 3),
+                ).model_dump()
+            )
+        return {"query": query, "results": results}
+
+    async def describe(self, principal: Principal, tool: str) -> dict[str, Any]:
+        action = self._lookup(principal, tool)
+        if action is None:
+            return self._not_found(principal, tool).model_dump(exclude_none=True)
+        verdict = self._verdict(action, {})
+        cfg = self._config(action.connector)
+        return {
+            "name": action.qualified_name,
+            "summary": action.summary,
+            "description": action.description,
+            "risk": action.risk,
+            "input_schema": action.input_schema,
+            "policy": {
+                "action": verdict.action,
+                "source": verdict.source,
+                "rule": verdict.rule,
+                "conditional": any(r.when for r in [*self.manifest.policies, *cfg.policies]),
+            },
+            "auth": {"kind": cfg.auth.type, "configured": not await self._needs_auth(action.connector)},
+        }
+
+    async def connect(self, principal: Principal, connector: str) -> dict[str, Any]:
+        if connector not in self._visible(principal):
+            return Denied(
+                reason="connector_not_found",
+                message=f"No connector named {connector!r}. Call connectors to list the ones you can use.",
+            ).model_dump(exclude_none=True)
+        cfg = self._config(connector)
+        if not needs_secret(cfg.auth):
+            return {"status": "ok", "connector": connector, "message": f"{connector} needs no credentials."}
+        url, record = await self.links.mint("connect", connector=connector, principal=principal.user)
+        return {
+            "status": "link",
+            "connector": connector,
+            "connect_url": url,
+            "expires_at": record.expires_at.isoformat(),
+            "message": "Give this link to the user; once they complete it, calls to this connector will work.",
+        }
+
+    async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> dict[str, Any]:
+        if connector not in self._visible(principal):
+            return Denied(
+                reason="connector_not_found",
+                message=f"No connector named {connector!r}. Call connectors to list the ones you can use.",
+            ).model_dump(exclude_none=True)
+        url, record = await self.links.mint("secret", connector=connector, principal=principal.user, secret_name=name)
+        return {
+            "status": "link",
+            "connector": connector,
+            "name": name,
+            "secret_url": url,
+            "expires_at": record.expires_at.isoformat(),
+            "message": "Give this link to the user to paste the secret; you will never see its value.",
+        }
+
+    # -- call ------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        approval_id: str | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> CallResult:
+        started = time.perf_counter()
+        args = dict(args or {})
+        trace: dict[str, Any] = {}
+        try:
+            result = await self._call(principal, tool, args, approval_id, fields, trace)
+        except Exception:
+            logger.exception("call of %s failed unexpectedly", tool)
+            result = ErrorResult(
+                reason="internal_error",
+                message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
+            )
+        await self._audit(principal, tool, args, result, trace, started)
+        return result
+
+    async def _call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        trace: dict[str, Any],
+    ) -> CallResult:
+        if self.manifest.agents is not None and not granted_connectors(self.manifest, principal):
+            return Denied(
+                reason="connector_not_assigned",
+                message="This session's agent is granted no connectors. Ask the operator to add it to the manifest.",
+            )
+        action = self._lookup(principal, tool, include_hidden=True)
+        if action is None:
+            return self._not_found(principal, tool)
+        trace["action"] = action
+        errors = self._validate(action, args)
+        if errors:
+            return Denied(
+                reason="invalid_args",
+                message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
+                errors=errors,
+            )
+        verdict = self._verdict(action, args)
+        trace["verdict"] = verdict
+        if verdict.action == "block":
+            return Denied(
+                reason="policy_block",
+                message=f"A {verdict.source} policy rule ({verdict.rule}) blocks this call. Choose another action "
+                "or ask the operator to change the policy.",
+                source=verdict.source,
+                rule=verdict.rule,
+            )
+        if verdict.action == "require_approval":
+            gate = await self._approval_gate(principal, action, args, verdict, approval_id)
+            if gate is not None:
+                return gate
+        return await self._run(principal, action, args, fields, trace)
+
+    def _validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
+        validator = self._validators.get(action.qualified_name)
+        if validator is None:
+            cls = jsonschema.validators.validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
+            try:
+                validator = cls(action.input_schema)
+            except jsonschema.SchemaError:
+                validator = jsonschema.Draft202012Validator({"type": "object"})
+            self._validators[action.qualified_name] = validator
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:10]
+        return [
+            {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]} for e in errors
+        ]
+
+    async def _approval_gate(
+        self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, approval_id: str | None
+    ) -> CallResult | None:
+        """None when the call may run now; else the result that stops it."""
+        if approval_id:
+            outcome, record = await self.approvals.check(approval_id, principal, action.qualified_name, args)
+            if outcome == "run":
+                return None
+            if outcome == "pending" and record is not None:
+                url, _ = await self.links.mint(
+                    "approval", connector=action.connector, principal=principal.user, approval_id=record.id
+                )
+                return self._pending(record.id, url, record.summary, record.expires_at.isoformat())
+            messages = {
+                "approval_denied": "A human denied this call. Do not retry it; tell the user or choose another way.",
+                "approval_expired": "The approval expired before it was used. Call again without approval_id for a "
+                "new one.",
+                "approval_mismatch": "This approval_id does not cover this exact call (tool and arguments) or was "
+                "already used. Call again without approval_id to ask for a new approval.",
+            }
+            return Denied(reason=outcome, message=messages[outcome], source=verdict.source, rule=verdict.rule)  # type: ignore[arg-type]
+        summary = f"{action.qualified_name} ({action.risk}) {args_preview(args)}"
+        record = await self.approvals.request(principal, action, args, verdict, summary)
+        url, _ = await self.links.mint(
+            "approval", connector=action.connector, principal=principal.user, approval_id=record.id
+        )
+        return self._pending(record.id, url, summary, record.expires_at.isoformat())
+
+    @staticmethod
+    def _pending(approval_id: str, url: str, summary: str, expires_at: str) -> PendingApproval:
+        return PendingApproval(approval_id=approval_id, approval_url=url, summary=summary, expires_at=expires_at)
+
+    async def _connect_result(self, principal: Principal, slug: str, reason: str) -> NeedsAuth:
+        url, _ = await self.links.mint("connect", connector=slug, principal=principal.user)
+        return NeedsAuth(connector=slug, connect_url=url, reason=reason)
+
+    async def _run(
+        self,
+        principal: Principal,
+        action: Action,
+        args: Mapping[str, Any],
+        fields: Sequence[str] | None,
+        trace: dict[str, Any],
+    ) -> CallResult:
+        cfg = self._config(action.connector)
+        base_url = self._catalogs[action.connector].base_url
+        if not base_url:
+            return ErrorResult(
+                reason="connector_error",
+                message=f"Connector {cfg.slug!r} has no base_url; the operator must set one in the manifest.",
+            )
+        sealed = None
+        if needs_secret(cfg.auth):
+            sealed = await self.vault.sealed(cfg.slug, principal=principal.user)
+            if sealed is None:
+                return await self._connect_result(
+                    principal,
+                    cfg.slug,
+                    f"{cfg.slug} needs a {cfg.auth.type} credential; ask the user to open the link.",
+                )
+        redactor = Redactor()
+        try:
+            request = build_request(action, args, base_url=base_url, static_headers=cfg.headers)
+            outcome = await send(
+                self.http,
+                request,
+                auth=LastMeterAuth(cfg.auth, sealed, on_secret=redactor.add),
+                timeout=cfg.timeout,
+                max_bytes=self.max_response_bytes,
+            )
+        except ArgumentError as exc:
+            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        except (CredentialMissing, CredentialError) as exc:
+            logger.warning("credential for %s unusable: %s", cfg.slug, type(exc).__name__)
+            return await self._connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
+        except UnsupportedAuth as exc:
+            return ErrorResult(reason="connector_error", message=str(exc))
+        except UpstreamError as exc:
+            return ErrorResult(
+                reason=exc.reason,
+                message=redactor.redact_text(str(exc)),
+                upstream_status=exc.upstream_status,
+                upstream_message=redactor.redact_text(exc.upstream_message) if exc.upstream_message else None,
+            )
+        trace["upstream_status"] = outcome.http_status
+        if outcome.http_status == 401:
+            return await self._connect_result(
+                principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
+            )
+        if outcome.http_status == 403:
+            return Denied(
+                reason="upstream_forbidden",
+                message=redactor.redact_text(
+                    f"{cfg.slug} refused this call (403): {summarize_error(outcome)}. Retrying will not help; the "
+                    "credential lacks the permission."
+                ),
+            )
+        if outcome.http_status >= 400:
+            return ErrorResult(
+                reason="upstream_error",
+                message=f"{cfg.slug} answered {outcome.http_status}.",
+                upstream_status=outcome.http_status,
+                upstream_message=redactor.redact_text(summarize_error(outcome)),
+                hint="Check the arguments against describe; the upstream's message says what it expected.",
+            )
+        data = redactor.redact(outcome.data)
+        if fields:
+            data = project(data, fields)
+        return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
+
+    async def _audit(
+        self,
+        principal: Principal,
+        tool: str,
+        args: Mapping[str, Any],
+        result: CallResult,
+        trace: dict[str, Any],
+        started: float,
+    ) -> None:
+        action: Action | None = trace.get("action")
+        verdict: Verdict | None = trace.get("verdict")
+        await self.auditor.record(
+            AuditRecord(
+                at=self.clock.now(),
+                user=principal.user,
+                agent=principal.agent,
+                requested=tool[:200],
+                connector=action.connector if action else None,
+                action=action.qualified_name if action else None,
+                args_preview=args_preview(args),
+                fingerprint=fingerprint(principal, action.qualified_name, args) if action else None,
+                verdict=verdict.action if verdict else None,
+                verdict_source=verdict.source if verdict else None,
+                status=result.status,
+                reason=_reason_code(result),
+                upstream_status=trace.get("upstream_status"),
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+        )
+
+
+def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object a meta-tool returns (structured content)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", exclude_none=True)
+    return dict(result)
+
+
+def _reason_code(result: CallResult) -> str | None:
+    match result:
+        case Denied(reason=reason) | ErrorResult(reason=reason):
+            return reason
+        case NeedsAuth():
+            return "needs_auth"
+        case _:
+            return None

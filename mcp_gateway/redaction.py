@@ -1,0 +1,77 @@
+"""Output redaction: a secret the upstream echoes back never reaches the agent (SPEC 1, 2.1).
+
+Upstreams reflect what they were sent: an error page quoting the ``Authorization`` header, a
+debug endpoint echoing the query string, a 401 body naming the key it refused. A ``Redactor``
+learns every form a secret may take on the wire (``SecretValue.redaction_forms``) while the
+request is built, then scrubs the response before it becomes a tool result, an error text or an
+audit row. Longer forms are replaced first, so ``Bearer <token>`` becomes one ``[redacted]``
+rather than ``Bearer [redacted]`` with a trailing fragment of some other form.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .credentials import SecretValue
+
+__all__ = ["REDACTED", "Redactor"]
+
+REDACTED = "[redacted]"
+
+
+class Redactor:
+    """Replaces every known form of the secrets it was given with ``[redacted]``.
+
+    Cheap when empty (the common case for ``auth: none``): nothing is compiled or walked.
+    Not shared between calls: each call learns only the secrets it used.
+    """
+
+    __slots__ = ("_forms", "_pattern")
+
+    def __init__(self) -> None:
+        self._forms: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+
+    def add(self, secret: SecretValue) -> None:
+        """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
+        new = secret.redaction_forms() - self._forms
+        if new:
+            self._forms |= new
+            self._pattern = None  # recompiled on next use
+
+    def __bool__(self) -> bool:
+        return bool(self._forms)
+
+    def redact_text(self, s: str) -> str:
+        if not self._forms or not s:
+            return s
+        return self._compiled().sub(REDACTED, s)
+
+    def redact(self, obj: Any) -> Any:
+        """Redact strings in JSON-like data (values and dict keys), returning new containers.
+
+        Non-string scalars are returned as they are; the input is never mutated.
+        """
+        if not self._forms:
+            return obj
+        return self._walk(obj)
+
+    def _walk(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self.redact_text(obj)
+        if isinstance(obj, dict):
+            return {self._walk(k) if isinstance(k, str) else k: self._walk(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self._walk(v) for v in obj]
+        return obj
+
+    def _compiled(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            # Longest first: regex alternation takes the first alternative that matches, not the longest.
+            forms = sorted(self._forms, key=len, reverse=True)
+            self._pattern = re.compile("|".join(map(re.escape, forms)))
+        return self._pattern
+
+    def __repr__(self) -> str:
+        return f"Redactor(forms={len(self._forms)})"

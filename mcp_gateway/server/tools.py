@@ -1,0 +1,141 @@
+"""The six meta-tools: a fixed MCP surface, whatever the size of the catalog behind it.
+
+``build_mcp_server`` registers exactly ``connectors``, ``discover``, ``describe``, ``call``,
+``connect`` and ``request_secret`` on an ``MCPServer``. Each returns the gateway's JSON object
+as ``structuredContent`` plus the same JSON as text (SPEC 3.2); ``isError`` is set for
+``denied`` and ``error``. The tools reach the gateway through this factory's closure, never a
+global, and the caller's identity through the HTTP request the transport attached (HTTP) or
+the session's fixed principal (stdio).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from ..gateway import Gateway, result_payload
+from ..identity import Principal
+
+__all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
+
+PRINCIPAL_SCOPE_KEY = "mcp_gateway.principal"
+
+INSTRUCTIONS = """\
+This server is a gateway to many APIs through six tools. Typical flow: `discover` an action by \
+intent -> `describe` it for its full input schema -> `call` it. If `call` answers needs_auth, give \
+the user the connect_url; pending_approval, give the user the approval_url and retry the same call \
+with approval_id once they approve. Credentials are injected server-side: never ask the user to \
+paste a secret into the chat; use `request_secret` to get a link instead."""
+
+
+def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
+    data = result_payload(payload)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=data,
+        is_error=data.get("status") in ("denied", "error"),
+    )
+
+
+def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: str = "mcp-gateway") -> MCPServer:
+    """The MCP server for one gateway. ``default_principal`` is used when no HTTP request carries one."""
+
+    def principal_of(ctx: Context) -> Principal:
+        request = ctx.request_context.request
+        scope = getattr(request, "scope", None)
+        if scope is not None:
+            # The HTTP auth middleware put it there; an HTTP request without one never reaches us.
+            principal = scope.get(PRINCIPAL_SCOPE_KEY)
+            if isinstance(principal, Principal):
+                return principal
+        return default_principal
+
+    server = MCPServer(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(
+        name="connectors",
+        description="List the connectors (APIs) you may use, with status (ready, needs_auth, error), auth kind and "
+        "action count. Start here to see what is available.",
+        annotations=read_only,
+    )
+    async def connectors(ctx: Context) -> CallToolResult:
+        return _result(await gateway.connectors(principal_of(ctx)))
+
+    @server.tool(
+        name="discover",
+        description="Search the actions of every connector by intent, e.g. 'create a github issue'. Returns ranked "
+        "actions with name, summary, risk, whether approval or auth is needed, and parameter names.",
+        annotations=read_only,
+    )
+    async def discover(
+        ctx: Context,
+        query: Annotated[str, Field(min_length=1, max_length=500, description="What you want to do, in words.")],
+        connector: Annotated[str | None, Field(description="Only search this connector's actions.")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 10,
+    ) -> CallToolResult:
+        return _result(await gateway.discover(principal_of(ctx), query, connector=connector, limit=limit))
+
+    @server.tool(
+        name="describe",
+        description="Full details of one action: input JSON Schema, risk, and the policy that applies. Use the "
+        "qualified name from discover, e.g. 'github.issues.create'.",
+        annotations=read_only,
+    )
+    async def describe(
+        ctx: Context,
+        tool: Annotated[str, Field(min_length=1, max_length=300, description="Qualified action name.")],
+    ) -> CallToolResult:
+        return _result(await gateway.describe(principal_of(ctx), tool))
+
+    @server.tool(
+        name="call",
+        description="Run an action with arguments matching its input schema. Returns status ok (with data), "
+        "pending_approval (show approval_url, then retry with approval_id), needs_auth (show connect_url), "
+        "denied or error (with the reason and what to do).",
+    )
+    async def call(
+        ctx: Context,
+        tool: Annotated[str, Field(min_length=1, max_length=300, description="Qualified action name.")],
+        args: Annotated[dict[str, Any] | None, Field(description="Arguments, per describe's input_schema.")] = None,
+        approval_id: Annotated[
+            str | None, Field(max_length=200, description="From a pending_approval result, once approved.")
+        ] = None,
+        fields: Annotated[
+            list[str] | None, Field(max_length=50, description="Dot paths to keep from the result, e.g. ['id'].")
+        ] = None,
+    ) -> CallToolResult:
+        result = await gateway.call(principal_of(ctx), tool, args or {}, approval_id=approval_id, fields=fields)
+        return _result(result)
+
+    @server.tool(
+        name="connect",
+        description="Get a link for the user to connect an account or enter credentials for a connector. Give the "
+        "link to the user; you never see the credential.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def connect(
+        ctx: Context,
+        connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
+    ) -> CallToolResult:
+        return _result(await gateway.connect(principal_of(ctx), connector))
+
+    @server.tool(
+        name="request_secret",
+        description="Get a link for the user to paste one named secret for a connector. Never ask for secrets in chat.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def request_secret(
+        ctx: Context,
+        connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
+        name: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9_.-]+$")] = "default",
+    ) -> CallToolResult:
+        return _result(await gateway.request_secret(principal_of(ctx), connector, name))
+
+    return server

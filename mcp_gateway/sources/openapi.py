@@ -1,0 +1,608 @@
+"""OpenAPI 3.0 / 3.1 and Swagger 2.0 documents to ``model.Action``s.
+
+One action per operation (get/put/post/delete/options/head/patch/trace under ``paths``). Its
+``input_schema`` is one flat JSON Schema object: every parameter is a property, and the
+properties of an object request body are merged in beside them; the ``OpenAPIBinding`` records
+where each argument goes on the wire. Credential parameters (an ``apiKey`` scheme's parameter, a
+header named ``Authorization``) are not arguments: the gateway injects them server-side.
+
+Action path naming (deterministic; the same text is in README):
+
+* With an ``operationId``: split it on ``/``; convert each part to snake_case (camelCase and
+  PascalCase words are split, ``-``, spaces and any other punctuation become ``_``, the result is
+  lowercased and repeated ``_`` collapsed); join the parts with ``.``.
+  ``issues/create`` -> ``issues.create``, ``repos/get-content`` -> ``repos.get_content``,
+  ``addPet`` -> ``add_pet``, ``GetCustomersCustomer`` -> ``get_customers_customer``,
+  ``chat_postMessage`` -> ``chat_post_message``.
+* Without one: the URL path's literal segments in snake_case, each ``{param}`` as
+  ``by_<param in snake_case>``, then the lowercase method, joined with ``.``:
+  ``GET /pet/{petId}`` -> ``pet.by_pet_id.get``.
+* A name that starts with a digit gets an ``n`` prefix. When two operations get the same name,
+  the later ones in document order get ``_2``, ``_3`` ... appended.
+  Every name matches ``^[a-z0-9_]+(\\.[a-z0-9_]+)*$``.
+
+Argument naming: a parameter keeps its name when it is an identifier (``petId``, ``per_page``);
+otherwise it is lowercased with runs of other characters turned into ``_`` (``X-Request-Id`` ->
+``x_request_id``) and the binding keeps the wire name. A second parameter with the same argument
+name becomes ``<in>_<name>``; a body property that collides with a parameter becomes
+``body_<name>``. A body that is not an object with properties is one argument, ``body``
+(``binding.body_param``); an object body that admits nothing (no properties and
+``additionalProperties: false``) adds no argument. ``binding.body`` is ``none`` exactly when no
+argument goes to the body.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urljoin
+
+import anyio.to_thread
+import httpx2
+
+from ..errors import SourceError
+from ..model import Action, OpenAPIBinding, ParamSpec, Risk, risk_of_method
+from ._documents import fetch_document, is_url, read_document
+from ._refs import Dialect, RefError, Resolver, SchemaInliner
+
+__all__ = ["PATH_RE", "NormalizedSource", "action_path", "arg_name", "load_openapi", "normalize_openapi", "snake_case"]
+
+PATH_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
+HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+_MAX_SUMMARY = 300
+_MAX_DESCRIPTION = 2000
+_MAX_FETCH_ROUNDS = 8  # remote refs that lead to more remote refs: stop somewhere
+
+
+@dataclass(frozen=True)
+class NormalizedSource:
+    actions: list[Action]
+    base_url: str | None
+    """``servers[0].url`` (3.x, variables at their defaults) or scheme://host/basePath (2.0); None if unknown."""
+    files: list[str]
+    """Absolute paths of every local file read, main one first (for change fingerprints); empty for URLs."""
+    title: str
+    description: str
+    """``info.description``'s first paragraph, at most 300 characters."""
+
+
+async def load_openapi(
+    ref: str,
+    *,
+    connector: str,
+    risk_overrides: Mapping[str, Risk] = {},
+    client: httpx2.AsyncClient | None = None,
+) -> NormalizedSource:
+    """Load an OpenAPI/Swagger document from an absolute file path or an http(s) URL and normalize it.
+
+    Parsing and normalizing run in a worker thread: GitHub's spec takes about a second of CPU
+    and the event loop keeps serving meanwhile. Remote documents that refs point at are fetched
+    here, then the document is normalized again (refs cannot be fetched from the sync code).
+
+    Raises:
+        SourceError: the document cannot be read, parsed or normalized; the message names it.
+    """
+    if is_url(ref):
+        document = await fetch_document(ref, client)
+        location = ref.split("#", 1)[0]
+    else:
+        document, location = await anyio.to_thread.run_sync(_read_local, ref)
+    resolver = Resolver(document, location)
+    for _ in range(_MAX_FETCH_ROUNDS):
+        try:
+            result: NormalizedSource | None = await anyio.to_thread.run_sync(
+                lambda: _normalize(document, resolver, connector=connector, risk_overrides=risk_overrides)
+            )
+        except SourceError:
+            if not resolver.pending:
+                raise
+            result = None
+        if not resolver.pending and result is not None:
+            return result
+        for url in sorted(resolver.pending):
+            try:
+                resolver.add_document(url, await fetch_document(url, client))
+            except SourceError as exc:
+                resolver.add_failure(url, str(exc))
+        resolver.pending.clear()
+    raise SourceError(f"{location}: remote $refs nest more than {_MAX_FETCH_ROUNDS} documents deep; bundle the spec.")
+
+
+def _read_local(ref: str) -> tuple[Any, str]:
+    path = Path(ref).absolute()
+    return read_document(path), str(path)
+
+
+def normalize_openapi(
+    document: dict[str, Any],
+    *,
+    connector: str,
+    source_file: Path | None = None,
+    risk_overrides: Mapping[str, Risk] = {},
+) -> NormalizedSource:
+    """Normalize an already-parsed document. ``source_file`` anchors relative-file ``$ref``s.
+
+    Raises:
+        SourceError: not an OpenAPI/Swagger document, or an operation's own ``$ref`` is broken.
+    """
+    location = str(source_file.absolute()) if source_file is not None else ""
+    return _normalize(document, Resolver(document, location), connector=connector, risk_overrides=risk_overrides)
+
+
+# -- naming -----------------------------------------------------------------------------------
+
+_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_WORD_BOUNDARY = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_NAME = re.compile(r"[^a-z0-9]+")
+_TEMPLATE_VAR = re.compile(r"\{([^}]*)\}")
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def snake_case(text: str) -> str:
+    """``getHTTPServer`` -> ``get_http_server``; ``repos/get-content`` -> ``repos_get_content``."""
+    text = _WORD_BOUNDARY.sub(r"\1_\2", _ACRONYM_WORD.sub(r"\1_\2", text))
+    return _NOT_NAME.sub("_", text.lower()).strip("_")
+
+
+def action_path(operation_id: str | None, method: str, url: str) -> str:
+    """The action path of one operation before collisions are resolved (rule in the module docstring)."""
+    parts: list[str] = []
+    if operation_id:
+        parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p]
+    if not parts:
+        for segment in url.split("/"):
+            segment = _TEMPLATE_VAR.sub(lambda m: f" by_{snake_case(m.group(1))} ", segment)
+            if part := snake_case(segment):
+                parts.append(part)
+        parts.append(method.lower())
+    name = ".".join(parts)
+    return f"n{name}" if name[0].isdigit() else name
+
+
+def arg_name(name: str) -> str:
+    """An argument name for a wire name (rule in the module docstring)."""
+    if _IDENTIFIER.match(name):
+        return name
+    cleaned = _NOT_NAME.sub("_", name.lower()).strip("_") or "param"
+    return f"n{cleaned}" if cleaned[0].isdigit() else cleaned
+
+
+# -- the document -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What every operation of one document shares."""
+
+    label: str
+    dialect: Dialect
+    resolver: Resolver
+    inliner: SchemaInliner
+    credentials: frozenset[tuple[str, str]]
+    connector: str
+    risk_overrides: Mapping[str, Risk]
+    taken: set[str] = field(default_factory=set)
+
+
+def _dialect(document: Any, label: str) -> Dialect:
+    if not isinstance(document, dict):
+        kind = "a list" if isinstance(document, list) else f"a {type(document).__name__}"
+        raise SourceError(
+            f"{label}: the document is {kind}, not a mapping. An OpenAPI document is a mapping that starts "
+            "with 'openapi: 3.x' (or 'swagger: \"2.0\"'); point the source at one."
+        )
+    version = document.get("openapi")
+    if isinstance(version, str) and version.startswith("3."):
+        return "3.0" if version.startswith("3.0") else "3.1"
+    if str(document.get("swagger", "")) == "2.0":
+        return "2.0"
+    if version is not None:
+        raise SourceError(f"{label}: OpenAPI version {version!r} is not supported; use 3.0, 3.1 or Swagger 2.0.")
+    raise SourceError(
+        f"{label}: not an OpenAPI or Swagger document (no 'openapi' or 'swagger' field). "
+        "Point the source at the API's OpenAPI description."
+    )
+
+
+def _credential_params(document: dict[str, Any], dialect: Dialect, resolver: Resolver) -> frozenset[tuple[str, str]]:
+    """``(in, name)`` of every apiKey scheme: those parameters are credentials the gateway injects."""
+    if dialect == "2.0":
+        schemes = document.get("securityDefinitions")
+    else:
+        components = document.get("components")
+        schemes = components.get("securitySchemes") if isinstance(components, dict) else None
+    found: set[tuple[str, str]] = set()
+    for raw in (schemes or {}).values() if isinstance(schemes, dict) else ():
+        try:
+            scheme, _ = resolver.deref(raw, resolver.root_location)
+        except RefError:
+            continue  # an unusable scheme declares nothing; do not fail the whole spec for it
+        if isinstance(scheme, dict) and scheme.get("type") == "apiKey":
+            location, name = scheme.get("in"), scheme.get("name")
+            if isinstance(location, str) and isinstance(name, str):
+                found.add(_credential_key(location, name))
+    return frozenset(found)
+
+
+def _credential_key(location: str, name: str) -> tuple[str, str]:
+    return location, name.lower() if location == "header" else name
+
+
+def _base_url(document: dict[str, Any], dialect: Dialect, origin: str) -> str | None:
+    if dialect == "2.0":
+        host, base_path = document.get("host"), document.get("basePath") or ""
+        schemes = document.get("schemes") or []
+        if isinstance(host, str) and host:
+            scheme = "https" if not schemes or "https" in schemes else str(schemes[0])
+            return f"{scheme}://{host}{base_path}".rstrip("/")
+        url = base_path or None
+    else:
+        servers = document.get("servers")
+        server = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
+        url = server.get("url") if isinstance(server.get("url"), str) else None
+        variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
+        for name, spec in (variables or {}).items():
+            if url and isinstance(spec, dict) and "default" in spec:
+                url = url.replace(f"{{{name}}}", str(spec["default"]))
+    if not url:
+        return None
+    if url.startswith(("http://", "https://")):
+        return url.rstrip("/")
+    if is_url(origin):  # a relative server URL is relative to where the document is served
+        return urljoin(origin, url).rstrip("/")
+    return None
+
+
+def _first_paragraph(text: Any, limit: int) -> str:
+    if not isinstance(text, str):
+        return ""
+    paragraph = " ".join(re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0].split())
+    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "…"
+
+
+def _normalize(
+    document: Any, resolver: Resolver, *, connector: str, risk_overrides: Mapping[str, Risk]
+) -> NormalizedSource:
+    label = resolver.root_location or "<document>"
+    dialect = _dialect(document, label)
+    paths = document.get("paths")
+    if not isinstance(paths, dict):
+        raise SourceError(
+            f"{label}: the document has no 'paths' mapping, so there are no operations to turn into actions. "
+            "Check that this is the full API description, not a fragment."
+        )
+    ctx = _Context(
+        label=label,
+        dialect=dialect,
+        resolver=resolver,
+        inliner=SchemaInliner(resolver, dialect),
+        credentials=_credential_params(document, dialect, resolver),
+        connector=connector,
+        risk_overrides=risk_overrides,
+    )
+    actions: list[Action] = []
+    for url, raw_item in paths.items():
+        url = str(url)
+        item, item_base = _deref_top(ctx, raw_item, resolver.root_location, f"path item {url}")
+        if not isinstance(item, dict):
+            continue
+        for method, operation in item.items():
+            if isinstance(method, str) and method.lower() in HTTP_METHODS and isinstance(operation, dict):
+                actions.append(_action(ctx, url, method.upper(), operation, item, item_base))
+    info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    return NormalizedSource(
+        actions=actions,
+        base_url=_base_url(document, dialect, resolver.root_location),
+        files=list(resolver.files),
+        title=str(info.get("title") or "").strip(),
+        description=_first_paragraph(info.get("description"), 300),
+    )
+
+
+def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, str]:
+    """Resolve a ref an operation cannot do without (path item, parameter, request body)."""
+    try:
+        return ctx.resolver.deref(value, base)
+    except RefError as exc:
+        ref = value.get("$ref") if isinstance(value, dict) else None
+        raise SourceError(
+            f"{ctx.label}: {what}: $ref {ref!r} cannot be resolved: {str(exc).rstrip('.')}. "
+            "Fix the reference, or make sure the referenced file is next to the spec."
+        ) from None
+
+
+# -- one operation ----------------------------------------------------------------------------
+
+
+def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict[str, Any], item_base: str) -> Action:
+    where = f"{method} {url}"
+    operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
+    name = _unique(ctx, action_path(operation_id, method, url))
+
+    params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+    for raw_list, base in ((item.get("parameters"), item_base), (op.get("parameters"), item_base)):
+        for raw in raw_list if isinstance(raw_list, list) else ():
+            param, param_base = _deref_top(ctx, raw, base, f"{where}: parameter")
+            if isinstance(param, dict) and isinstance(param.get("name"), str) and isinstance(param.get("in"), str):
+                params[(param["name"], param["in"])] = (param, param_base)  # operation level wins
+
+    args = _Arguments(ctx.inliner, ctx.dialect)
+    form_fields: list[tuple[dict[str, Any], str]] = []
+    body_param: tuple[dict[str, Any], str] | None = None
+    for (wire, location), (param, base) in params.items():
+        if location == "body":
+            body_param = (param, base)
+        elif location == "formData":
+            form_fields.append((param, base))
+        elif location in ("path", "query", "header", "cookie") and not _is_credential(ctx, wire, location):
+            args.add_parameter(param, base)
+    for var in _TEMPLATE_VAR.findall(url):
+        args.ensure_path_variable(var)
+
+    if ctx.dialect == "2.0":
+        if body_param is not None:
+            param, base = body_param
+            args.add_body(
+                param.get("schema"),
+                base,
+                kind="json",
+                required=param.get("required") is True,
+                description=param.get("description"),
+            )
+        elif form_fields:
+            for param, base in form_fields:
+                args.add_form_field(param, base)
+    else:
+        request_body = op.get("requestBody")
+        if request_body is not None:
+            body, body_base = _deref_top(ctx, request_body, item_base, f"{where}: requestBody")
+            if isinstance(body, dict) and isinstance(body.get("content"), dict):
+                picked = _pick_media_type(body["content"])
+                if picked is not None:
+                    media, kind = picked
+                    media_obj = body["content"][media]
+                    schema = media_obj.get("schema") if isinstance(media_obj, dict) else None
+                    args.add_body(
+                        schema,
+                        body_base,
+                        kind=kind,
+                        required=body.get("required") is True,
+                        description=body.get("description"),
+                        media_type=media,
+                    )
+
+    return Action(
+        connector=ctx.connector,
+        path=name,
+        summary=_summary(op, item, method, url),
+        description=_description(op.get("description")),
+        input_schema=args.input_schema(),
+        risk=ctx.risk_overrides.get(name, risk_of_method(method)),
+        binding=OpenAPIBinding(
+            method=method,
+            url=url,
+            params=tuple(args.specs),
+            body=args.body_kind,
+            body_param=args.body_param,
+            operation_id=operation_id,
+        ),
+    )
+
+
+def _is_credential(ctx: _Context, name: str, location: str) -> bool:
+    # OAS 3: header parameters named Accept, Content-Type or Authorization "SHALL be ignored";
+    # Authorization is also the gateway's to set.
+    if location == "header" and name.lower() in ("authorization", "accept", "content-type"):
+        return True
+    return _credential_key(location, name) in ctx.credentials
+
+
+def _unique(ctx: _Context, name: str) -> str:
+    candidate, n = name, 1
+    while candidate in ctx.taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    ctx.taken.add(candidate)
+    return candidate
+
+
+def _summary(op: dict[str, Any], item: dict[str, Any], method: str, url: str) -> str:
+    for text in (op.get("summary"), _first_line(op.get("description")), item.get("summary")):
+        line = " ".join(_HTML_TAG.sub("", text).split()) if isinstance(text, str) else ""  # Stripe writes HTML
+        if line:
+            return line if len(line) <= _MAX_SUMMARY else line[: _MAX_SUMMARY - 1].rstrip() + "…"
+    return f"{method} {url}"
+
+
+def _first_line(text: Any) -> str | None:
+    if not isinstance(text, str):
+        return None
+    return next((line.strip() for line in text.splitlines() if line.strip()), None)
+
+
+def _description(text: Any) -> str:
+    if not isinstance(text, str):
+        return ""
+    text = text.strip()
+    return text if len(text) <= _MAX_DESCRIPTION else text[: _MAX_DESCRIPTION - 1].rstrip() + "…"
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+# Swagger 2.0 non-body parameters carry their schema keywords on the parameter itself.
+_SWAGGER2_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "items",
+        "enum",
+        "default",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "multipleOf",
+    }
+)
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+BodyKind = Literal["json", "form", "raw"]
+
+
+def _pick_media_type(content: dict[Any, Any]) -> tuple[str, BodyKind] | None:
+    """The request body media type to expose: JSON first, then ``*/*``, then forms, else the first one."""
+    kinds = {k: k.split(";", 1)[0].strip().lower() for k in content if isinstance(k, str)}
+    for test, kind in (
+        (lambda m: m == "application/json", "json"),
+        (lambda m: "json" in m, "json"),
+        (lambda m: m == "*/*", "json"),
+        (lambda m: m in _FORM_TYPES or m.startswith("multipart/"), "form"),
+    ):
+        for media, lowered in kinds.items():
+            if test(lowered):
+                return media, kind  # type: ignore[return-value]
+    return next(((media, "raw") for media in kinds), None)
+
+
+class _Arguments:
+    """Builds one operation's flat ``input_schema`` and the matching ``ParamSpec`` list together,
+    so every property has exactly one spec."""
+
+    def __init__(self, inliner: SchemaInliner, dialect: Dialect) -> None:
+        self.inliner = inliner
+        self.dialect = dialect
+        self.properties: dict[str, dict[str, Any]] = {}
+        self.required: list[str] = []
+        self.specs: list[ParamSpec] = []
+        self.encoding: Literal["json", "form"] = "json"
+        self.body_param: str | None = None
+
+    @property
+    def body_kind(self) -> Literal["json", "form", "none"]:
+        """``none`` when no argument goes to the body, whatever the spec declared."""
+        return self.encoding if any(s.location == "body" for s in self.specs) else "none"
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": self.properties,
+            "required": self.required,
+            "additionalProperties": False,
+        }
+
+    def add_parameter(self, param: dict[str, Any], base: str) -> None:
+        wire, location = param["name"], param["in"]
+        schema = self._param_schema(param, base)
+        name = arg_name(wire)
+        if name in self.properties:
+            name = f"{location}_{name}"
+        required = location == "path" or param.get("required") is True
+        self._add(name, wire, location, schema, required, explode=self._explode(param, location))
+
+    def add_form_field(self, param: dict[str, Any], base: str) -> None:
+        """A Swagger 2.0 ``in: formData`` parameter."""
+        self.encoding = "form"
+        name = arg_name(param["name"])
+        if name in self.properties:
+            name = f"body_{name}"
+        schema = self._param_schema(param, base)
+        self._add(name, param["name"], "body", schema, param.get("required") is True)
+
+    def ensure_path_variable(self, variable: str) -> None:
+        """A ``{variable}`` of the URL template that no parameter declares still needs an argument."""
+        if any(s.location == "path" and s.on_wire == variable for s in self.specs):
+            return
+        name = arg_name(variable)
+        if name in self.properties:
+            name = f"path_{name}"
+        self._add(name, variable, "path", {"type": "string"}, True)
+
+    def add_body(
+        self,
+        schema: Any,
+        base: str,
+        *,
+        kind: BodyKind,
+        required: bool,
+        description: Any = None,
+        media_type: str = "application/json",
+    ) -> None:
+        self.encoding = "form" if kind == "form" else "json"
+        inlined = self.inliner.inline(schema, base) if schema is not None else {}
+        props = inlined.get("properties")
+        declared = inlined.get("type", "object")
+        is_object = declared == "object" or (isinstance(declared, list) and "object" in declared)
+        if kind != "raw" and is_object and props == {} and inlined.get("additionalProperties") is False:
+            return  # a body that admits nothing (Stripe's GETs declare one) is not an argument
+        if kind != "raw" and is_object and isinstance(props, dict) and props:
+            body_required = set(inlined.get("required", []))
+            for prop, sub in props.items():
+                name = arg_name(prop)
+                if name in self.properties:
+                    name = f"body_{name}"
+                self._add(name, prop, "body", sub, prop in body_required)
+            return
+        if kind == "raw":
+            inlined = {"type": "string", **inlined}
+            inlined.setdefault("description", f"The raw request body, sent as {media_type}.")
+        if isinstance(description, str) and description.strip() and "description" not in inlined:
+            inlined["description"] = description.strip()
+        self.body_param = self._add("body", None, "body", inlined, required)
+
+    def _add(
+        self, name: str, wire: str | None, location: str, schema: dict[str, Any], required: bool, explode: bool = True
+    ) -> str:
+        base_name, n = name, 1
+        while name in self.properties:  # still taken after the location/body_ prefix: number it
+            n += 1
+            name = f"{base_name}_{n}"
+        self.properties[name] = schema
+        if required:
+            self.required.append(name)
+        self.specs.append(
+            ParamSpec(
+                name=name,
+                location=location,  # type: ignore[arg-type]
+                wire_name=wire if wire is not None and wire != name else None,
+                style_explode=explode,
+            )
+        )
+        return name
+
+    def _param_schema(self, param: dict[str, Any], base: str) -> dict[str, Any]:
+        raw: Any
+        if self.dialect == "2.0":
+            raw = {k: v for k, v in param.items() if k in _SWAGGER2_SCHEMA_KEYS}
+        else:
+            raw = param.get("schema")
+            content = param.get("content")
+            if raw is None and isinstance(content, dict) and content:
+                first = next(iter(content.values()))
+                raw = first.get("schema") if isinstance(first, dict) else None
+        schema = self.inliner.inline(raw, base)
+        description = param.get("description")
+        if isinstance(description, str) and description.strip():
+            schema["description"] = _description(description)
+        if param.get("deprecated") is True:
+            schema["deprecated"] = True
+        return schema
+
+    def _explode(self, param: dict[str, Any], location: str) -> bool:
+        if self.dialect == "2.0":
+            # 2.0's collectionFormat defaults to csv (a=1,2); only `multi` repeats the name.
+            return param.get("type") != "array" or param.get("collectionFormat") == "multi"
+        explode = param.get("explode")
+        if isinstance(explode, bool):
+            return explode
+        style = param.get("style") or ("form" if location in ("query", "cookie") else "simple")
+        return style == "form"

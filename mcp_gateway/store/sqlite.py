@@ -1,0 +1,563 @@
+"""``SQLiteStore``: the embedded ``Store``, one SQLite file beside the project (SPEC 10).
+
+Design:
+
+- One aiosqlite connection in autocommit mode, and one ``anyio.Lock`` around every use of it.
+  aiosqlite already runs statements one at a time on its own thread; the lock is what keeps one
+  task's statement from landing inside another task's open transaction.
+- WAL journal, ``synchronous=NORMAL`` (durable across a process crash, at most the last commits
+  lost on power loss: fine for a cache, approvals and audit), foreign keys on, and a busy timeout
+  so a second gateway process on the same file waits instead of failing.
+- State changes that must happen exactly once are compare-and-set in SQL (``UPDATE ... WHERE
+  status = ?``), so they stay exactly-once across processes, not just across tasks.
+- The schema is an ordered list of migrations; ``PRAGMA user_version`` records how many have run.
+  A file written by a newer build is refused rather than guessed at.
+- A catalog is one row per connector: its actions as zlib-compressed JSON, decoded with pydantic's
+  JSON validator off the event loop. Loading GitHub's ~1,200 actions this way takes tens of ms.
+- Datetimes are stored as fixed-width ISO-8601 UTC text, so SQL comparisons (``expires_at > ?``) are
+  plain string comparisons, and come back timezone-aware UTC.
+- Credentials arrive already sealed; they are stored and returned byte for byte, and never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import zlib
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+import aiosqlite
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel
+
+from ..errors import GatewayError
+from ..model import ACTIONS_ADAPTER, Action
+from .base import (
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditRecord,
+    CatalogRecord,
+    ConnectorState,
+    CredentialKey,
+    LinkRecord,
+    TokenRecord,
+)
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M", bound=BaseModel)
+
+# "mcpg" in ASCII: marks the file as ours, so pointing the gateway at some other SQLite database
+# fails with a clear message instead of a migration colliding with someone else's tables.
+_APPLICATION_ID = 0x6D637067
+_BUSY_TIMEOUT_MS = 5000
+# Level 1 compresses a GitHub-sized catalog to about the same size as level 6 in a fraction of the
+# time; decompression speed does not depend on the level.
+_ZLIB_LEVEL = 1
+
+# Migration N (1-based) brings the schema from version N-1 to N. Append only: never edit a step that
+# has shipped, since databases in the field have already run it.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        # Everything in CatalogRecord except slug, fingerprint and actions lives in `info` (JSON),
+        # so a new optional field there needs no migration.
+        """CREATE TABLE catalog (
+            slug        TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            info        TEXT NOT NULL DEFAULT '{}',
+            actions     BLOB NOT NULL
+        )""",
+        """CREATE TABLE connector_state (
+            slug      TEXT PRIMARY KEY,
+            source    TEXT NOT NULL,
+            status    TEXT NOT NULL,
+            actions   INTEGER NOT NULL,
+            error     TEXT,
+            synced_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE credential (
+            connector TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            name      TEXT NOT NULL,
+            sealed    BLOB NOT NULL,
+            PRIMARY KEY (connector, principal, name)
+        )""",
+        """CREATE TABLE token (
+            id         TEXT PRIMARY KEY,
+            agent      TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked    INTEGER NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE link (
+            token_hash  TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            connector   TEXT NOT NULL,
+            principal   TEXT NOT NULL,
+            secret_name TEXT NOT NULL,
+            approval_id TEXT,
+            created_at  TEXT NOT NULL,
+            expires_at  TEXT NOT NULL,
+            used_at     TEXT
+        )""",
+        """CREATE TABLE approval (
+            id             TEXT PRIMARY KEY,
+            fingerprint    TEXT NOT NULL,
+            principal      TEXT NOT NULL,
+            agent          TEXT,
+            tool           TEXT NOT NULL,
+            risk           TEXT NOT NULL,
+            summary        TEXT NOT NULL,
+            verdict_source TEXT NOT NULL,
+            verdict_rule   TEXT,
+            status         TEXT NOT NULL,
+            created_at     TEXT NOT NULL,
+            expires_at     TEXT NOT NULL,
+            decided_at     TEXT
+        )""",
+        "CREATE INDEX approval_by_status ON approval (status, created_at)",
+        """CREATE TABLE audit (
+            id              INTEGER PRIMARY KEY,
+            at              TEXT NOT NULL,
+            user            TEXT NOT NULL,
+            agent           TEXT,
+            requested       TEXT NOT NULL,
+            connector       TEXT,
+            action          TEXT,
+            args_preview    TEXT NOT NULL,
+            fingerprint     TEXT,
+            verdict         TEXT,
+            verdict_source  TEXT,
+            status          TEXT NOT NULL,
+            reason          TEXT,
+            upstream_status INTEGER,
+            latency_ms      REAL NOT NULL
+        )""",
+        # Newest first is the only read; the index (which carries the rowid) serves ORDER BY at, id.
+        "CREATE INDEX audit_by_time ON audit (at)",
+        """CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ),
+)
+
+SCHEMA_VERSION = len(_MIGRATIONS)
+"""The schema version this build writes; a database with a higher ``user_version`` is refused."""
+
+
+# -- value conversion ------------------------------------------------------------------------
+
+
+def _ts(value: datetime) -> str:
+    """Fixed-width UTC text: lexicographic order is time order, so SQL can compare it directly."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        # A naive value is ambiguous (local or UTC?), and guessing wrong would move every expiry
+        # by the UTC offset; the Clock protocol promises aware UTC, so this is a caller bug.
+        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware datetimes")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> str:
+    """An INSERT, or with ``key`` an upsert that overwrites every other column (``put_*`` semantics)."""
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    if key:
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+        sql += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+    return sql
+
+
+class _Table(Generic[_M]):
+    """Maps one record model onto a table whose columns are named exactly like its fields."""
+
+    def __init__(self, name: str, model: type[_M], key: Sequence[str] = ()) -> None:
+        self.model = model
+        self.columns = tuple(model.model_fields)
+        self.datetimes = frozenset(
+            n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
+        )
+        self.select = f"SELECT {', '.join(self.columns)} FROM {name}"
+        self.insert = _insert_sql(name, self.columns, key)
+
+    def params(self, record: _M) -> tuple[object, ...]:
+        values = (getattr(record, c) for c in self.columns)
+        return tuple(_ts(v) if isinstance(v, datetime) else v for v in values)
+
+    def load(self, row: sqlite3.Row) -> _M:
+        data = {c: row[c] for c in self.columns}
+        for c in self.datetimes:
+            if data[c] is not None:
+                # fromisoformat maps the trailing Z to datetime.UTC itself, not an equivalent offset.
+                data[c] = datetime.fromisoformat(data[c])
+        return self.model.model_validate(data)
+
+
+_STATES = _Table("connector_state", ConnectorState, ["slug"])
+_TOKENS = _Table("token", TokenRecord, ["id"])
+_LINKS = _Table("link", LinkRecord, ["token_hash"])
+_APPROVALS = _Table("approval", ApprovalRecord, ["id"])
+_AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
+
+_CATALOG_UPSERT = _insert_sql("catalog", ("slug", "fingerprint", "info", "actions"), ["slug"])
+# CatalogRecord's fields other than these go to the `info` JSON column.
+_CATALOG_COLUMNS = frozenset({"slug", "fingerprint", "actions"})
+_CREDENTIAL_KEY = ("connector", "principal", "name")
+_CREDENTIAL_INSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"))
+_CREDENTIAL_UPSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"), _CREDENTIAL_KEY)
+_CREDENTIAL_WHERE = "WHERE connector = ? AND principal = ? AND name = ?"
+_META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
+
+
+def _encode_actions(actions: list[Action]) -> bytes:
+    return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), _ZLIB_LEVEL)
+
+
+def _decode_actions(blob: bytes) -> list[Action]:
+    return ACTIONS_ADAPTER.validate_json(zlib.decompress(blob))
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+
+class SQLiteStore:
+    """The ``Store`` protocol over one SQLite file (or ``":memory:"`` for tests).
+
+    Args:
+        path: The database file. Its directory is created if missing; a new file is made private
+            to the current user (0600), since it holds sealed credentials and token hashes.
+
+    Example:
+        async with SQLiteStore(tmp_path / "gateway.db") as store:
+            await store.set_meta("project", "demo")
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = path if path == ":memory:" else Path(path)
+        self._db: aiosqlite.Connection | None = None
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self._path)!r})"
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect, set the pragmas and run any pending migrations. Idempotent.
+
+        Raises:
+            GatewayError: the file is not an SQLite database, belongs to another application, or
+                was written by a newer mcp-gateway.
+        """
+        async with self._lock:
+            if self._db is not None:
+                return
+            if isinstance(self._path, Path):
+                self._create_private_file(self._path)
+            db = await aiosqlite.connect(self._path, isolation_level=None)
+            try:
+                db.row_factory = sqlite3.Row
+                await self._configure(db)
+                await self._migrate(db)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await db.close()
+                raise
+            self._db = db
+
+    async def close(self) -> None:
+        """Close the connection, after any operation in flight. Idempotent; ``open`` may follow."""
+        async with self._lock:
+            if self._db is None:
+                return
+            db, self._db = self._db, None
+            with anyio.CancelScope(shield=True):
+                await db.close()
+
+    @staticmethod
+    def _create_private_file(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # O_EXCL: only a file we create here gets 0600; an existing file keeps the mode its owner chose.
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+
+    async def _configure(self, db: aiosqlite.Connection) -> None:
+        try:
+            # busy_timeout first: the pragmas below may need to wait for another process's lock.
+            await db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            # Typically "file is not a database"; say which file and what to do.
+            raise GatewayError(
+                f"cannot open {self._path} as the gateway's database ({exc}); "
+                "point the gateway at another file or move this one aside"
+            ) from None
+
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
+        # IMMEDIATE takes the write lock before reading the version, so two processes opening a
+        # new file at once run the migrations once: the second waits, then finds nothing to do.
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            version = await self._pragma_int(db, "user_version")
+            app_id = await self._pragma_int(db, "application_id")
+            if app_id not in (0, _APPLICATION_ID):
+                raise GatewayError(
+                    f"{self._path} is an SQLite database of another application (application_id {app_id:#x}); "
+                    "point the gateway at its own file"
+                )
+            if version > SCHEMA_VERSION:
+                raise GatewayError(
+                    f"{self._path} was written by a newer mcp-gateway (schema version {version}; this build "
+                    f"knows up to {SCHEMA_VERSION}); upgrade mcp-gateway, or point it at another database file"
+                )
+            if version == 0 and app_id == 0 and await self._has_tables(db):
+                raise GatewayError(
+                    f"{self._path} is an SQLite database that mcp-gateway did not create; "
+                    "point the gateway at its own file"
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[number - 1]:
+                    await db.execute(statement)
+                # Both pragmas are written to the file header inside this transaction, so a failed
+                # step leaves the version where it was.
+                await db.execute(f"PRAGMA user_version = {number}")
+                logger.debug("%s: applied schema migration %d", self._path, number)
+            if app_id == 0:
+                await db.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await db.rollback()
+            raise
+        await db.commit()
+
+    @staticmethod
+    async def _pragma_int(db: aiosqlite.Connection, name: str) -> int:
+        async with db.execute(f"PRAGMA {name}") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
+    @staticmethod
+    async def _has_tables(db: aiosqlite.Connection) -> bool:
+        async with db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1") as cursor:
+            return await cursor.fetchone() is not None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError(f"{self!r} is not open: await store.open() first")
+        return self._db
+
+    async def _execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run one statement (autocommitted); return the number of rows it changed."""
+        async with self._lock:
+            async with self._conn().execute(sql, params) as cursor:
+                return cursor.rowcount
+
+    async def _fetchone(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Row | None:
+        async with self._lock:
+            async with self._conn().execute(sql, params) as cursor:
+                return await cursor.fetchone()
+
+    async def _fetchall(self, sql: str, params: Sequence[object] = ()) -> Iterable[sqlite3.Row]:
+        async with self._lock:
+            return await self._conn().execute_fetchall(sql, params)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            db = self._conn()
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                # Shielded: under a cancelled scope the rollback would itself be cancelled, leaving
+                # the shared connection inside a transaction for every later caller.
+                with anyio.CancelScope(shield=True):
+                    await db.rollback()
+                raise
+            with anyio.CancelScope(shield=True):
+                await db.commit()
+
+    # -- catalog ------------------------------------------------------------------------------------
+
+    async def get_catalog(self, slug: str) -> CatalogRecord | None:
+        """The stored catalog, or None if there is none or this build can no longer read it.
+
+        The catalog is a cache of what the sources normalize to: a row written by a build whose
+        ``Action`` had another shape is reported as a miss, so the next sync rebuilds it instead
+        of the connector failing.
+        """
+        row = await self._fetchone("SELECT fingerprint, info, actions FROM catalog WHERE slug = ?", (slug,))
+        if row is None:
+            return None
+        try:
+            # A few MB of JSON: decompress and validate on a worker thread, outside the lock.
+            actions = await anyio.to_thread.run_sync(_decode_actions, row["actions"])
+            info = {k: v for k, v in json.loads(row["info"]).items() if k in CatalogRecord.model_fields}
+            return CatalogRecord.model_validate(
+                {**info, "slug": slug, "fingerprint": row["fingerprint"], "actions": actions}
+            )
+        except (zlib.error, ValueError) as exc:  # ValueError covers pydantic's ValidationError and bad JSON
+            logger.warning("stored catalog of %s is unreadable by this build (%s); it will be rebuilt", slug, exc)
+            return None
+
+    async def put_catalog(self, record: CatalogRecord) -> None:
+        blob = await anyio.to_thread.run_sync(_encode_actions, record.actions)
+        info = record.model_dump_json(exclude=set(_CATALOG_COLUMNS))
+        await self._execute(_CATALOG_UPSERT, (record.slug, record.fingerprint, info, blob))
+
+    async def delete_catalog(self, slug: str) -> None:
+        await self._execute("DELETE FROM catalog WHERE slug = ?", (slug,))
+
+    async def put_connector_state(self, state: ConnectorState) -> None:
+        await self._execute(_STATES.insert, _STATES.params(state))
+
+    async def list_connector_states(self) -> list[ConnectorState]:
+        rows = await self._fetchall(f"{_STATES.select} ORDER BY slug")
+        return [_STATES.load(row) for row in rows]
+
+    # -- credentials ----------------------------------------------------------------------------------
+
+    async def put_credential(self, key: CredentialKey, sealed: bytes) -> None:
+        await self._execute(_CREDENTIAL_UPSERT, (key.connector, key.principal, key.name, bytes(sealed)))
+
+    async def get_credential(self, key: CredentialKey) -> bytes | None:
+        row = await self._fetchone(
+            f"SELECT sealed FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name)
+        )
+        return bytes(row["sealed"]) if row is not None else None
+
+    async def delete_credential(self, key: CredentialKey) -> None:
+        await self._execute(f"DELETE FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name))
+
+    async def list_credentials(self) -> list[CredentialKey]:
+        rows = await self._fetchall(
+            "SELECT connector, principal, name FROM credential ORDER BY connector, principal, name"
+        )
+        return [CredentialKey(connector=r["connector"], principal=r["principal"], name=r["name"]) for r in rows]
+
+    async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
+        """Rewrite every credential in one transaction (key rotation): all of them, or none."""
+        params = [(k.connector, k.principal, k.name, bytes(v)) for k, v in sealed.items()]
+        async with self._transaction() as db:
+            await db.execute("DELETE FROM credential")
+            await db.executemany(_CREDENTIAL_INSERT, params)
+
+    # -- tokens ---------------------------------------------------------------------------------------
+
+    async def put_token(self, token: TokenRecord) -> None:
+        await self._execute(_TOKENS.insert, _TOKENS.params(token))
+
+    async def find_token(self, token_hash: str) -> TokenRecord | None:
+        """The token with this hash, revoked or not: the caller checks ``revoked``."""
+        row = await self._fetchone(f"{_TOKENS.select} WHERE token_hash = ?", (token_hash,))
+        return _TOKENS.load(row) if row is not None else None
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        rows = await self._fetchall(f"{_TOKENS.select} ORDER BY created_at, id")
+        return [_TOKENS.load(row) for row in rows]
+
+    async def revoke_token(self, token_id: str) -> bool:
+        """True if this call revoked the token; False if it is unknown or already revoked."""
+        return await self._execute("UPDATE token SET revoked = 1 WHERE id = ? AND revoked = 0", (token_id,)) == 1
+
+    # -- links ------------------------------------------------------------------------------------------
+
+    async def put_link(self, link: LinkRecord) -> None:
+        await self._execute(_LINKS.insert, _LINKS.params(link))
+
+    async def get_link(self, token_hash: str) -> LinkRecord | None:
+        row = await self._fetchone(f"{_LINKS.select} WHERE token_hash = ?", (token_hash,))
+        return _LINKS.load(row) if row is not None else None
+
+    async def consume_link(self, token_hash: str, now: datetime) -> LinkRecord | None:
+        """Mark the link used if it is unused and unexpired; return it, else None. Atomic.
+
+        The conditional UPDATE is the whole decision: of any number of consumers, in this process
+        or another, exactly one sees a changed row. The read-back shares its transaction, so a
+        cancelled caller rolls the consumption back instead of losing the link.
+        """
+        stamp = _ts(now)
+        async with self._transaction() as db:
+            async with db.execute(
+                "UPDATE link SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?",
+                (stamp, token_hash, stamp),
+            ) as cursor:
+                if cursor.rowcount != 1:
+                    return None
+            async with db.execute(f"{_LINKS.select} WHERE token_hash = ?", (token_hash,)) as cursor:
+                row = await cursor.fetchone()
+        return _LINKS.load(row) if row is not None else None
+
+    # -- approvals ---------------------------------------------------------------------------------------
+
+    async def put_approval(self, approval: ApprovalRecord) -> None:
+        await self._execute(_APPROVALS.insert, _APPROVALS.params(approval))
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        row = await self._fetchone(f"{_APPROVALS.select} WHERE id = ?", (approval_id,))
+        return _APPROVALS.load(row) if row is not None else None
+
+    async def transition_approval(
+        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+    ) -> bool:
+        """Compare-and-set the status; True only for the one caller that made the change.
+
+        ``decided_at`` keeps the first transition's time: approving at T1 then consuming at T2
+        still says the human decided at T1.
+        """
+        changed = await self._execute(
+            "UPDATE approval SET status = ?, decided_at = COALESCE(decided_at, ?) WHERE id = ? AND status = ?",
+            (to_status, _ts(now), approval_id, from_status),
+        )
+        return changed == 1
+
+    async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
+        if status is None:
+            rows = await self._fetchall(f"{_APPROVALS.select} ORDER BY created_at, id")
+        else:
+            rows = await self._fetchall(f"{_APPROVALS.select} WHERE status = ? ORDER BY created_at, id", (status,))
+        return [_APPROVALS.load(row) for row in rows]
+
+    # -- audit -------------------------------------------------------------------------------------------
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        await self._execute(_AUDIT.insert, _AUDIT.params(record))
+
+    async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
+        """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
+        rows = await self._fetchall(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT ?", (max(limit, 0),))
+        return [_AUDIT.load(row) for row in rows]
+
+    # -- misc ----------------------------------------------------------------------------------------------
+
+    async def get_meta(self, key: str) -> Any | None:
+        row = await self._fetchone("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(row["value"]) if row is not None else None
+
+    async def set_meta(self, key: str, value: Any) -> None:
+        """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
+        await self._execute(_META_UPSERT, (key, json.dumps(value, separators=(",", ":"))))

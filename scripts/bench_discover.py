@@ -1,0 +1,283 @@
+"""Benchmark ``DiscoveryIndex`` at 1k, 10k and 100k actions built from real API descriptions.
+
+The catalog replicates GitHub, Stripe and Slack (``../shared/data/openapi``) under new slugs
+(``github-0``, ``stripe-0``, ``slack-0``, ``github-1`` ...) until it holds the wanted number of actions;
+the last connector is cut short. Each size runs in a fresh child process so that resident memory
+(RSS) is that size's alone. Queries are ~200 realistic intents; latency is reported as wall time
+(what an agent waits for, noisy on a shared machine) and as the thread's CPU time (what the index
+costs). Index memory is the tracemalloc delta of building a second, identical index.
+
+Usage: python scripts/bench_discover.py [--sizes 1000,10000,100000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
+from mcp_gateway.model import Action, OpenAPIBinding, risk_of_method  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "openapi"
+SPECS = {
+    "github": DATA / "github" / "api.github.com.json.gz",
+    "stripe": DATA / "stripe" / "spec3.json",
+    "slack": DATA / "slack" / "slack_web_openapi_v2.json",
+}
+
+_VERBS = ("list", "get", "create", "delete", "update", "search for")
+_NOUNS = (
+    "issue", "pull request", "repository", "branch", "commit", "webhook", "release", "gist", "workflow run",
+    "team", "customer", "charge", "refund", "invoice", "subscription", "payment intent", "channel",
+    "message", "file", "user", "reaction", "label", "comment", "secret", "deployment", "artifact",
+)  # fmt: skip
+_INTENTS = (
+    "create an issue", "delete a repository", "list pull requests", "star a repo", "get the contents of a file",
+    "merge a pull request", "add labels to an issue", "create a webhook", "list commits", "fork a repository",
+    "get the authenticated user", "list workflow runs", "comment on an issue", "create a release", "create a gist",
+    "list my repositories", "search code", "list branches", "open a pull request", "request reviewers",
+    "get a user by username", "list organization members", "add a collaborator to a repository",
+    "trigger a workflow", "download a workflow artifact", "list issues in a repository", "update a pull request",
+    "list stargazers", "create a stripe charge", "create a refund", "list customers", "create a customer",
+    "delete a customer", "create a payment intent", "cancel a subscription", "retrieve an invoice",
+    "send a slack message", "post a message to a channel", "upload a file to slack", "invite user to channel",
+    "create a channel", "list channels", "add a reaction to a message", "archive a channel", "search messages",
+    "set a repository secret", "lock an issue", "list notifications", "mark notifications as read",
+    "rerun a failed workflow job", "list deploy keys", "create a check run", "get rate limit",
+    "capture a payment", "attach a payment method to a customer", "list balance transactions",
+    "create a coupon", "set the topic of a channel", "kick a user from a conversation", "pin a message",
+)  # fmt: skip
+_GUESSES = (
+    "github.create_issue", "issues.create", "github.issue.create", "github.repos.getContent",
+    "GitHub.Issues.Create", "github.isues.create", "github.pulls.create_pr", "stripe.create_charge",
+    "slack.send_message", "slack.postMessage", "github.list_repos", "github.delete_repo", "create_issue",
+    "github.star_repo", "github.get_file_contents", "github.search_repositories", "stripe.list_customers",
+    "slack.channels.create", "github.merge_pr", "stripe.refund_charge",
+)  # fmt: skip
+
+
+def queries() -> list[str]:
+    return [*_INTENTS, *(f"{verb} {noun}" for verb in _VERBS for noun in _NOUNS)]
+
+
+# -- building actions -------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> Any:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _snake(text: str) -> str:
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _deref(document: Any, node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        target = document
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def _fallback_actions(document: dict[str, Any], slug: str) -> list[Action]:
+    """Minimal OpenAPI -> Action, used only if the real normalizer is not importable."""
+    actions: list[Action] = []
+    taken: set[str] = set()
+    for url, item in document["paths"].items():
+        for method, op in item.items():
+            if method not in ("get", "put", "post", "delete", "patch", "head", "options", "trace"):
+                continue
+            path = ".".join(_snake(part) for part in (op.get("operationId") or f"{method}_{url}").split("/"))
+            if path in taken:
+                continue
+            taken.add(path)
+            props: dict[str, Any] = {}
+            for param in [*item.get("parameters", []), *op.get("parameters", [])]:
+                param = _deref(document, param)
+                props[param.get("name", "body")] = {"type": "string"}
+            for media in (_deref(document, op.get("requestBody") or {}).get("content") or {}).values():
+                props.update(_deref(document, media.get("schema") or {}).get("properties") or {})
+            actions.append(
+                Action(
+                    connector=slug,
+                    path=path,
+                    summary=op.get("summary") or "",
+                    description=op.get("description") or "",
+                    input_schema={"type": "object", "properties": props},
+                    risk=risk_of_method(method),
+                    binding=OpenAPIBinding(method=method.upper(), url=url),
+                )
+            )
+    return actions
+
+
+def base_catalogs() -> tuple[dict[str, list[Action]], str]:
+    try:
+        from mcp_gateway.sources.openapi import normalize_openapi
+    except ImportError:
+        return {name: _fallback_actions(_load(path), name) for name, path in SPECS.items()}, "bench helper"
+    return {
+        name: normalize_openapi(_load(path), connector=name).actions for name, path in SPECS.items()
+    }, "mcp_gateway.sources.openapi"
+
+
+def replicate(bases: dict[str, list[Action]], size: int) -> dict[str, list[Action]]:
+    catalog: dict[str, list[Action]] = {}
+    total, round_ = 0, 0
+    while total < size:
+        for name, actions in bases.items():
+            if total >= size:
+                break
+            slug = f"{name}-{round_}"
+            chunk = actions[: size - total]
+            catalog[slug] = [action.model_copy(update={"connector": slug}) for action in chunk]
+            total += len(chunk)
+        round_ += 1
+    return catalog
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _build(catalog: dict[str, list[Action]]) -> DiscoveryIndex:
+    index = DiscoveryIndex()
+    for slug, actions in catalog.items():
+        index.replace_connector(slug, actions)
+    return index
+
+
+def measure(size: int, rounds: int) -> dict[str, Any]:
+    bases, source = base_catalogs()
+    catalog = replicate(bases, size)
+    del bases
+    gc.collect()
+
+    started = time.perf_counter()
+    index = _build(catalog)
+    build_s = time.perf_counter() - started
+    assert len(index) == size
+
+    # Incremental: re-index the first connector alone (a GitHub-sized one when there is one).
+    first = next(iter(catalog))
+    started = time.perf_counter()
+    index.replace_connector(first, catalog[first])
+    replace_ms = (time.perf_counter() - started) * 1000
+
+    gc.collect()
+    wall: list[float] = []
+    cpu: list[float] = []
+    for _ in range(rounds):
+        for query in queries():
+            w0, c0 = time.perf_counter(), time.thread_time()
+            index.search(query, limit=10)
+            c1, w1 = time.thread_time(), time.perf_counter()
+            wall.append((w1 - w0) * 1000)
+            cpu.append((c1 - c0) * 1000)
+
+    # The permission view: a third of the connectors, destructive actions hidden.
+    visible = list(catalog)[::3]
+    filtered: list[float] = []
+    for query in queries():
+        w0 = time.perf_counter()
+        index.search(query, limit=10, connectors=visible, allow=lambda action: action.risk != "destructive")
+        filtered.append((time.perf_counter() - w0) * 1000)
+
+    suggest: list[float] = []
+    for name in _GUESSES:
+        w0 = time.perf_counter()
+        index.suggest(name)
+        suggest.append((time.perf_counter() - w0) * 1000)
+    rss = _rss_mb()
+
+    del index
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    twin = _build(catalog)
+    gc.collect()
+    index_mb = (tracemalloc.get_traced_memory()[0] - before) / 2**20
+    tracemalloc.stop()
+    assert len(twin) == size
+
+    return {
+        "source": source,
+        "actions": size,
+        "connectors": len(catalog),
+        "build_s": build_s,
+        "replace_ms": replace_ms,
+        "replace_n": len(catalog[first]),
+        "p50": statistics.median(wall),
+        "p99": _pct(wall, 0.99),
+        "cpu_p50": statistics.median(cpu),
+        "cpu_p99": _pct(cpu, 0.99),
+        "filtered_p50": statistics.median(filtered),
+        "suggest_p50": statistics.median(suggest),
+        "suggest_max": max(suggest),
+        "queries": len(wall),
+        "index_mb": index_mb,
+        "rss_mb": rss,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one size, JSON out
+    args = parser.parse_args()
+    if not all(path.exists() for path in SPECS.values()):
+        sys.exit(f"missing data under {DATA}")
+    if args.one:
+        print(json.dumps(measure(args.one, args.rounds)))
+        return
+
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        child = [sys.executable, __file__, "--one", str(size), "--rounds", str(args.rounds)]
+        rows.append(json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout))
+    print(f"actions built by {rows[0]['source']}; {rows[0]['queries']} queries per size (limit=10)")
+    head = (
+        "| actions | connectors | build s | replace 1 conn ms | query p50 ms | p99 ms | CPU p50 ms | CPU p99 ms "
+        "| filtered p50 ms | suggest p50/max ms | index MB | RSS MB |"
+    )
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        print(
+            f"| {r['actions']:,} | {r['connectors']} | {r['build_s']:.2f} | {r['replace_ms']:.0f} ({r['replace_n']}) "
+            f"| {r['p50']:.2f} | {r['p99']:.2f} | {r['cpu_p50']:.2f} | {r['cpu_p99']:.2f} | {r['filtered_p50']:.2f} "
+            f"| {r['suggest_p50']:.1f}/{r['suggest_max']:.1f} | {r['index_mb']:.1f} | {r['rss_mb']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

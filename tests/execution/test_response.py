@@ -1,0 +1,229 @@
+"""read_response shapes each content type within the byte budget; summarize_error finds the reason."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from mcp_gateway.execution import Outcome, read_response, summarize_error
+from mcp_gateway.execution.response import ERROR_TEXT_LIMIT
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Chunks(httpx2.AsyncByteStream):
+    """A streamed body that records how far it was read, to prove the reader stops early."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+        self.served = 0
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.served += 1
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def read(body: bytes, content_type: str | None, max_bytes: int = 10_000, status: int = 200) -> Outcome:
+    headers = {"content-type": content_type} if content_type is not None else {}
+    return await read_response(httpx2.Response(status, headers=headers, content=body), max_bytes=max_bytes)
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "application/problem+json", "text/json"]
+)
+async def test_json_is_parsed(content_type: str) -> None:
+    outcome = await read(b'{"a": [1, "\xc3\xa9"]}', content_type)
+    assert outcome == Outcome(200, {"a": [1, "é"]}, False, content_type.partition(";")[0])
+
+
+async def test_json_cut_by_the_cap_is_returned_as_its_text_prefix() -> None:
+    body = json.dumps({"data": "a" * 100}).encode()
+    outcome = await read(body, "application/json", max_bytes=20)
+    assert outcome.truncated is True
+    assert outcome.data == body[:20].decode()
+
+
+async def test_body_of_exactly_max_bytes_is_not_truncated() -> None:
+    outcome = await read(b"[1,2]", "application/json", max_bytes=5)
+    assert (outcome.data, outcome.truncated) == ([1, 2], False)
+
+
+async def test_json_label_on_something_else_gives_the_text() -> None:
+    outcome = await read(b"<html>oops</html>", "application/json")
+    assert outcome.data == "<html>oops</html>"
+
+
+async def test_empty_body_is_none_whatever_the_type() -> None:
+    assert (await read(b"", "application/json", status=204)).data is None
+    assert (await read(b"", "text/plain")).data is None
+
+
+async def test_reading_stops_at_the_cap_and_closes_the_stream() -> None:
+    stream = Chunks(b"x" * 100, b"y" * 100, b"z" * 100, b"never")
+    response = httpx2.Response(200, headers={"content-type": "text/plain"}, stream=stream)
+    outcome = await read_response(response, max_bytes=150)
+    assert outcome.data == "x" * 100 + "y" * 50
+    assert outcome.truncated is True
+    assert stream.served == 2
+    assert stream.closed is True
+
+
+# -- text ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "text/html", "application/xml", "application/atom+xml"])
+async def test_text_and_xml_are_text(content_type: str) -> None:
+    assert (await read(b"<a>hi</a>", content_type)).data == "<a>hi</a>"
+
+
+async def test_text_uses_the_declared_charset() -> None:
+    assert (await read("café".encode("latin-1"), "text/plain; charset=iso-8859-1")).data == "café"
+    assert (await read("café".encode(), "text/plain; charset=no-such-charset")).data == "café"
+
+
+async def test_a_character_cut_in_half_by_the_cap_is_left_out() -> None:
+    outcome = await read("aé".encode(), "text/plain", max_bytes=2)  # "é" is two bytes
+    assert (outcome.data, outcome.truncated) == ("a", True)
+
+
+# -- server-sent events ----------------------------------------------------------------------
+
+
+async def test_sse_collects_data_payloads_json_parsed_when_possible() -> None:
+    body = (
+        ": a comment\r\n"
+        'event: progress\r\nid: 1\r\ndata: {"n": 1}\r\n\r\n'
+        "data: first line\ndata: second line\n\n"
+        "retry: 10\n\n"  # no data: dispatches nothing
+        "data:no-space\u2028\n\n"  # U+2028 is not a line break in SSE
+        "data: [1, 2]"  # the last event without its closing blank line
+    )
+    outcome = await read(body.encode(), "text/event-stream")
+    assert outcome.data == [{"n": 1}, "first line\nsecond line", "no-space\u2028", [1, 2]]
+
+
+async def test_truncated_sse_drops_the_partial_last_event() -> None:
+    body = b'data: {"n": 1}\n\ndata: {"n": 2, "long": "' + b"x" * 100 + b'"}\n\n'
+    outcome = await read(body, "text/event-stream", max_bytes=40)
+    assert (outcome.data, outcome.truncated) == ([{"n": 1}], True)
+
+
+# -- binary and unlabeled --------------------------------------------------------------------
+
+
+async def test_binary_is_capped_base64() -> None:
+    payload = bytes(range(256)) * 4
+    outcome = await read(payload, "image/png", max_bytes=100)
+    assert outcome.truncated is True
+    assert outcome.data == {
+        "base64": base64.b64encode(payload[:100]).decode(),
+        "content_type": "image/png",
+        "bytes": 100,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"ok": true}', {"ok": True}),
+        (b"plain words", "plain words"),
+        (
+            b"\xff\xfe\x00",
+            {
+                "base64": base64.b64encode(b"\xff\xfe\x00").decode(),
+                "content_type": "application/octet-stream",
+                "bytes": 3,
+            },
+        ),
+    ],
+)
+async def test_unlabeled_bodies_are_sniffed(body: bytes, expected: Any) -> None:
+    assert (await read(body, None)).data == expected
+
+
+# -- error summaries -------------------------------------------------------------------------
+
+
+def failed(data: Any, content_type: str = "application/json", status: int = 422) -> Outcome:
+    return Outcome(status, data, False, content_type)
+
+
+@pytest.mark.parametrize(
+    ("data", "summary"),
+    [
+        # GitHub: message plus errors[] items that carry only codes
+        (
+            {
+                "message": "Validation Failed",
+                "errors": [{"resource": "Issue", "field": "title", "code": "missing_field"}],
+                "documentation_url": "https://docs.github.com/rest",
+            },
+            "Validation Failed; Issue title missing_field",
+        ),
+        # Stripe: the reason nested under error
+        (
+            {"error": {"type": "card_error", "code": "card_declined", "message": "Your card was declined."}},
+            "Your card was declined.",
+        ),
+        # Google: nested message repeated in errors[] is said once
+        (
+            {"error": {"code": 403, "message": "Forbidden", "errors": [{"message": "Forbidden", "reason": "x"}]}},
+            "Forbidden",
+        ),
+        # OAuth 2 (RFC 6749 5.2)
+        (
+            {"error": "invalid_grant", "error_description": "refresh token expired"},
+            "invalid_grant; refresh token expired",
+        ),
+        # RFC 9457 problem details
+        ({"type": "about:blank", "title": "Not Found", "detail": "no user 42"}, "no user 42; Not Found"),
+        # FastAPI validation errors
+        (
+            {"detail": [{"loc": ["body", "name"], "msg": "field required", "type": "missing"}]},
+            "body.name: field required",
+        ),
+        # a bare list of errors
+        ([{"message": "a"}, {"message": "b"}], "a; b"),
+        # nothing recognizable: compact JSON
+        ({"ok": False, "code": 7}, '{"ok":false,"code":7}'),
+    ],
+)
+def test_json_errors_are_summarized_by_their_reason_fields(data: Any, summary: str) -> None:
+    assert summarize_error(failed(data)) == summary
+
+
+def test_text_errors_are_verbatim_and_capped() -> None:
+    assert summarize_error(failed("  rate limited, retry in 5 s\n", "text/plain", 429)) == "rate limited, retry in 5 s"
+    long = summarize_error(failed("x" * 10_000, "text/html", 502))
+    assert len(long) == ERROR_TEXT_LIMIT and long.endswith("…")
+
+
+def test_unrecognizable_json_is_capped_too() -> None:
+    summary = summarize_error(failed({"blob": "y" * 10_000}))
+    assert len(summary) == ERROR_TEXT_LIMIT
+
+
+def test_binary_and_empty_errors() -> None:
+    binary = {"base64": "AAE=", "content_type": "image/png", "bytes": 2}
+    assert summarize_error(failed(binary, "image/png", 500)) == "2 bytes of image/png"
+    assert summarize_error(failed(None, "", 500)) == ""
+    # an upstream's JSON that happens to have those keys is still treated as JSON
+    assert summarize_error(failed(binary)).startswith('{"base64"')

@@ -1,0 +1,268 @@
+"""send against real loopback upstreams: redirects stay on the origin, credentials never leave it."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+import pytest
+
+from mcp_gateway.errors import UpstreamError
+from mcp_gateway.execution import Outcome, build_request, send, summarize_error
+from mcp_gateway.model import Action, HttpBinding, ParamLocation, ParamSpec
+from tests.support.upstream import EchoApp, echo_app, serve_asgi
+
+pytestmark = pytest.mark.anyio
+
+CANARY = "canary-7f3a9c-secret"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Upstream:
+    def __init__(self, app: EchoApp, base_url: str) -> None:
+        self.app, self.base_url = app, base_url
+
+
+def _serve() -> Iterator[Upstream]:
+    app = echo_app()
+    with serve_asgi(app) as base_url:
+        yield Upstream(app, base_url)
+
+
+upstream_server = pytest.fixture(scope="module")(_serve)
+other_server = pytest.fixture(scope="module")(_serve)
+
+
+@pytest.fixture
+def upstream(upstream_server: Upstream) -> Upstream:
+    upstream_server.app.requests.clear()
+    return upstream_server
+
+
+@pytest.fixture
+def other(other_server: Upstream) -> Upstream:
+    other_server.app.requests.clear()
+    return other_server
+
+
+class KeyAuth(httpx2.Auth):
+    """The shape of a real credential: a header applied at the last moment, counting its uses."""
+
+    def __init__(self) -> None:
+        self.applied_to: list[str] = []
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        self.applied_to.append(request.url.path)
+        request.headers["X-Api-Key"] = CANARY
+        yield request
+
+
+def act(method: str = "GET", url: str = "/{path}", params: dict[str, ParamLocation] | None = None) -> Action:
+    specs = tuple(ParamSpec(name=n, location=loc) for n, loc in (params or {}).items())
+    return Action(connector="echo", path="any", binding=HttpBinding(method=method, url=url, params=specs))
+
+
+async def call(request: httpx2.Request, *, auth: httpx2.Auth | None = None, seconds: float = 5, **kw: Any) -> Outcome:
+    async with httpx2.AsyncClient() as client:
+        return await send(client, request, auth=auth, timeout=seconds, max_bytes=kw.pop("max_bytes", 100_000), **kw)
+
+
+def get(base_url: str, path_and_query: str, method: str = "GET", **kw: Any) -> httpx2.Request:
+    return httpx2.Request(method, base_url + path_and_query, **kw)
+
+
+def assert_no_leak(exc: UpstreamError, *fragments: str) -> None:
+    text = f"{exc} {exc.upstream_message or ''}"
+    for fragment in (CANARY, *fragments):
+        assert fragment not in text
+
+
+# -- the plain path --------------------------------------------------------------------------
+
+
+async def test_built_request_reaches_the_upstream_with_auth_applied(upstream: Upstream) -> None:
+    action = act("POST", "/items/{id}", {"id": "path", "q": "query", "name": "body"})
+    request = build_request(action, {"id": "a/b", "q": "x y", "name": "n"}, base_url=upstream.base_url + "/api")
+    auth = KeyAuth()
+    outcome = await call(request, auth=auth)
+    assert outcome.http_status == 200 and outcome.content_type == "application/json"
+    seen = upstream.app.requests[0]
+    assert (seen.method, seen.raw_path, seen.query) == ("POST", "/api/items/a%2Fb", "q=x%20y")
+    assert seen.json() == {"name": "n"}
+    assert seen.headers["x-api-key"] == CANARY
+    assert seen.headers["user-agent"].startswith("mcp-gateway/")
+    assert outcome.data["raw_path"] == "/api/items/a%2Fb"
+
+
+async def test_non_2xx_is_an_outcome_not_an_exception(upstream: Upstream) -> None:
+    outcome = await call(get(upstream.base_url, "/status/404?message=no+such+repo"))
+    assert outcome.http_status == 404
+    assert summarize_error(outcome) == "no such repo"
+
+
+async def test_an_upstream_echoing_headers_in_its_error_is_summarized_by_its_message(upstream: Upstream) -> None:
+    outcome = await call(get(upstream.base_url, "/echo-headers-error"), auth=KeyAuth())
+    assert outcome.http_status == 500
+    assert summarize_error(outcome) == "internal error"
+
+
+# -- redirects -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+async def test_same_origin_redirect_is_followed_with_auth_reapplied(upstream: Upstream, absolute: bool) -> None:
+    target = (upstream.base_url if absolute else "") + "/landing?x=1"
+    auth = KeyAuth()
+    outcome = await call(get(upstream.base_url, f"/redirect?to={quote(target)}"), auth=auth)
+    assert outcome.http_status == 200
+    assert outcome.data["path"] == "/landing" and outcome.data["query"] == "x=1"
+    assert auth.applied_to == ["/redirect", "/landing"]
+    assert [r.headers.get("x-api-key") for r in upstream.app.requests] == [CANARY, CANARY]
+
+
+async def test_cross_origin_redirect_is_refused_before_anything_reaches_it(upstream: Upstream, other: Upstream) -> None:
+    target = f"{other.base_url}/collect?token=stolen-{CANARY}"
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, f"/redirect?to={quote(target)}"), auth=KeyAuth())
+    exc = info.value
+    assert exc.reason == "upstream_redirect_refused"
+    assert exc.upstream_status == 302
+    assert other.base_url.removeprefix("http://") in str(exc)  # names the target host:port ...
+    assert_no_leak(exc, "/collect", "token=", "/redirect")  # ... and nothing else of either URL
+    assert other.app.requests == []
+
+
+async def test_a_scheme_change_is_another_origin(upstream: Upstream) -> None:
+    target = upstream.base_url.replace("http://", "https://") + "/x"
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, f"/redirect?to={quote(target)}&status=308"))
+    assert info.value.reason == "upstream_redirect_refused"
+
+
+@pytest.mark.parametrize(
+    ("status", "method", "expected_method", "keeps_body"),
+    [
+        (303, "POST", "GET", False),
+        (303, "PUT", "GET", False),
+        (302, "POST", "GET", False),
+        (301, "POST", "GET", False),
+        (302, "PATCH", "PATCH", True),
+        (307, "POST", "POST", True),
+        (308, "PUT", "PUT", True),
+    ],
+)
+async def test_redirect_method_rules(
+    upstream: Upstream, status: int, method: str, expected_method: str, keeps_body: bool
+) -> None:
+    request = get(upstream.base_url, f"/redirect?to=/after&status={status}", method, json={"a": 1})
+    outcome = await call(request, auth=KeyAuth())
+    assert outcome.http_status == 200
+    final = upstream.app.requests[-1]
+    assert (final.method, final.path) == (expected_method, "/after")
+    assert final.body == (b'{"a":1}' if keeps_body else b"")
+    assert ("content-type" in final.headers) is keeps_body
+    assert final.headers["x-api-key"] == CANARY
+
+
+async def test_redirect_limit(upstream: Upstream) -> None:
+    two_hops = "/redirect?to=" + quote("/redirect?to=/end")
+    assert (await call(get(upstream.base_url, two_hops), max_redirects=2)).data["path"] == "/end"
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, two_hops), max_redirects=1)
+    assert info.value.reason == "upstream_error"
+    assert "kept redirecting" in str(info.value)
+
+
+def one_shot(handler: Callable[[httpx2.Request], httpx2.Response]) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+async def test_a_3xx_without_location_is_the_answer() -> None:
+    async with one_shot(lambda r: httpx2.Response(304)) as client:
+        outcome = await send(client, httpx2.Request("GET", "http://h/x"), auth=None, timeout=5, max_bytes=10)
+    assert (outcome.http_status, outcome.data) == (304, None)
+
+
+async def test_an_invalid_location_is_an_upstream_error() -> None:
+    async with one_shot(lambda r: httpx2.Response(302, headers={"location": "/\x00"})) as client:
+        with pytest.raises(UpstreamError) as info:
+            await send(client, httpx2.Request("GET", "http://h/x"), auth=None, timeout=5, max_bytes=10)
+    assert info.value.reason == "upstream_error"
+
+
+# -- failures --------------------------------------------------------------------------------
+
+
+async def test_timeout(upstream: Upstream) -> None:
+    started = time.monotonic()
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, f"/slow?s=3&key={CANARY}"), seconds=0.3)
+    assert time.monotonic() - started < 2
+    assert info.value.reason == "upstream_timeout"
+    assert "within 0.3 s" in str(info.value)
+    assert_no_leak(info.value, "/slow", "key=")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_connection_refused_is_unreachable() -> None:
+    port = free_port()
+    with pytest.raises(UpstreamError) as info:
+        await call(httpx2.Request("GET", f"http://127.0.0.1:{port}/x?api_key={CANARY}"), auth=KeyAuth())
+    assert info.value.reason == "upstream_unreachable"
+    assert f"127.0.0.1:{port}" in str(info.value)
+    assert_no_leak(info.value, "api_key", "/x")
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (httpx2.ReadTimeout("slow"), "upstream_timeout"),
+        (httpx2.ConnectError("refused"), "upstream_unreachable"),
+        (httpx2.RemoteProtocolError("garbage"), "upstream_error"),
+    ],
+)
+async def test_transport_errors_map_to_reasons(error: Exception, reason: str) -> None:
+    def fail(request: httpx2.Request) -> httpx2.Response:
+        raise error
+
+    async with one_shot(fail) as client:
+        with pytest.raises(UpstreamError) as info:
+            await send(client, httpx2.Request("GET", "https://api.example.com/x"), auth=None, timeout=5, max_bytes=10)
+    assert info.value.reason == reason
+    assert "api.example.com" in str(info.value)
+
+
+# -- bodies over the wire --------------------------------------------------------------------
+
+
+async def test_large_json_is_cut_at_max_bytes(upstream: Upstream) -> None:
+    outcome = await call(get(upstream.base_url, "/big?n=5000000"), max_bytes=1000)
+    assert outcome.truncated is True
+    assert isinstance(outcome.data, str) and len(outcome.data) == 1000
+    assert outcome.data.startswith('{"data": "aaa')
+
+
+async def test_text_and_binary_are_cut_at_max_bytes(upstream: Upstream) -> None:
+    text = await call(get(upstream.base_url, "/text?n=5000"), max_bytes=100)
+    assert (text.data, text.truncated, text.content_type) == ("x" * 100, True, "text/plain")
+    binary = await call(get(upstream.base_url, "/binary?n=5000"), max_bytes=100)
+    assert binary.truncated is True and binary.data["bytes"] == 100
+
+
+async def test_sse_over_the_wire(upstream: Upstream) -> None:
+    outcome = await call(get(upstream.base_url, "/sse"))
+    assert (outcome.data, outcome.truncated) == ([{"n": 1}, {"n": 2}, "done"], False)

@@ -1,0 +1,602 @@
+"""The OpenAPI normalizer against real specs (../shared/data/openapi) and small hand-written fixtures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_gateway.errors import SourceError
+from mcp_gateway.model import ACTIONS_ADAPTER, Action
+from mcp_gateway.sources.openapi import (
+    PATH_RE,
+    NormalizedSource,
+    action_path,
+    load_openapi,
+    normalize_openapi,
+    snake_case,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA = REPO_ROOT.parent / "shared" / "data" / "openapi"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "openapi"
+
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
+
+# file -> operation count, from ../shared/data/README.md
+REAL_SPECS = {
+    "github/api.github.com.json.gz": 1223,
+    "stripe/spec3.json": 417,
+    "slack/slack_web_openapi_v2.json": 174,
+    "nytimes/books_api.json": 6,
+    "realworld/openapi.yml": 19,
+    "notion/notion-openapi.json": 24,
+    "petstore/petstore-swagger2.json": 20,
+    "petstore/petstore-oas3.json": 20,
+    "petstore/petstore3-openapi.yaml": 19,
+    "readme-examples/security.json": 15,
+    "readme-examples/security-multiple.json": 4,
+}
+_BIG = {"github/api.github.com.json.gz", "stripe/spec3.json"}
+
+
+def _load(ref: str | Path, **kwargs: Any) -> NormalizedSource:
+    async def go() -> NormalizedSource:
+        return await load_openapi(str(ref), connector="test", **kwargs)
+
+    return anyio.run(go)
+
+
+_cache: dict[str, NormalizedSource] = {}
+
+
+def _real(name: str) -> NormalizedSource:
+    """Each real spec is normalized once per test session (GitHub's takes most of a second)."""
+    if not DATA.is_dir():
+        pytest.skip(f"shared test data not found at {DATA}")
+    if name not in _cache:
+        _cache[name] = _load(DATA / name)
+    return _cache[name]
+
+
+def _by_path(source: NormalizedSource) -> dict[str, Action]:
+    return {a.path: a for a in source.actions}
+
+
+def _assert_consistent(actions: list[Action]) -> None:
+    paths = [a.path for a in actions]
+    assert len(paths) == len(set(paths)), "duplicate action paths"
+    for action in actions:
+        assert PATH_RE.match(action.path), action.path
+        schema = action.input_schema
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        names = [p.name for p in action.binding.params]
+        assert len(names) == len(set(names)), f"{action.path}: two ParamSpecs for one argument"
+        assert set(names) == set(schema["properties"]), f"{action.path}: properties and ParamSpecs differ"
+        assert set(schema["required"]) <= set(schema["properties"]), action.path
+        for spec in action.binding.params:
+            if spec.location == "path":
+                assert spec.name in schema["required"], f"{action.path}: path param {spec.name} not required"
+                assert "{" + spec.on_wire + "}" in action.binding.url
+        if action.binding.body_param is not None:
+            assert action.binding.body_param in schema["properties"]
+        has_body = any(p.location == "body" for p in action.binding.params)
+        assert (action.binding.body != "none") == has_body, action.path
+
+
+# -- real specs -------------------------------------------------------------------------------
+
+
+@needs_data
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _BIG else n for n in REAL_SPECS])
+def test_real_spec_normalizes_every_operation(name: str) -> None:
+    source = _real(name)
+    assert len(source.actions) == REAL_SPECS[name]
+    _assert_consistent(source.actions)
+    assert source.title
+    assert source.files == [str(DATA / name)]
+    json.loads(ACTIONS_ADAPTER.dump_json(source.actions))  # serializable, valid JSON
+
+
+@needs_data
+@pytest.mark.slow
+def test_github_spot_checks() -> None:
+    source = _real("github/api.github.com.json.gz")
+    assert source.base_url == "https://api.github.com"
+    actions = _by_path(source)
+    create = actions["issues.create"]
+    assert create.risk == "write"
+    assert create.binding.method == "POST" and create.binding.url == "/repos/{owner}/{repo}/issues"
+    assert create.binding.body == "json" and create.binding.body_param is None
+    locations = {p.name: p.location for p in create.binding.params}
+    assert locations["owner"] == locations["repo"] == "path"
+    assert locations["title"] == "body"
+    assert {"owner", "repo", "title"} <= set(create.input_schema["required"])
+    assert create.summary == "Create an issue"
+    assert actions["repos.delete"].risk == "destructive"
+    assert actions["repos.get_content"].binding.operation_id == "repos/get-content"
+    assert actions["repos.get_content"].risk == "read"
+    size = len(ACTIONS_ADAPTER.dump_json(source.actions))
+    assert size < 5_000_000, f"GitHub's actions serialize to {size} bytes"
+
+
+@needs_data
+@pytest.mark.slow
+def test_stripe_posts_are_form_encoded() -> None:
+    actions = _by_path(_real("stripe/spec3.json"))
+    posts = [a for a in actions.values() if a.binding.method == "POST"]
+    assert posts
+    for action in posts:
+        assert action.binding.body in ("form", "none"), action.path
+        if any(p.location == "body" for p in action.binding.params):
+            assert action.binding.body == "form", action.path
+    assert actions["post_customers"].binding.body == "form"
+    assert actions["get_customers_customer"].binding.url == "/v1/customers/{customer}"
+    # Stripe's GETs declare an empty form body: it must not become a `body` argument.
+    assert "body" not in actions["get_customers"].input_schema["properties"]
+    assert not actions["get_customers"].summary.startswith("<p>")
+
+
+@needs_data
+def test_nytimes_api_key_parameter_is_dropped() -> None:
+    for action in _real("nytimes/books_api.json").actions:
+        assert all(p.on_wire != "api-key" for p in action.binding.params), action.path
+    lists = _by_path(_real("nytimes/books_api.json"))["get_lists_format"]
+    spec = next(p for p in lists.binding.params if p.name == "weeks_on_list")
+    assert spec.wire_name == "weeks-on-list" and spec.location == "query"
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["petstore/petstore-swagger2.json", "petstore/petstore-oas3.json"])
+def test_petstore(name: str) -> None:
+    actions = _by_path(_real(name))
+    pet = actions["get_pet_by_id"]
+    assert pet.binding.url == "/pet/{petId}" and pet.input_schema["required"] == ["petId"]
+    assert actions["delete_pet"].risk == "destructive"
+    # the `api_key` header parameter is the apiKey scheme's: a credential, not an argument
+    assert "api_key" not in actions["delete_pet"].input_schema["properties"]
+    assert actions["update_pet_with_form"].binding.body == "form"
+    assert actions["add_pet"].binding.body == "json"
+    assert "name" in actions["add_pet"].input_schema["required"]
+
+
+@needs_data
+def test_petstore3_yaml_and_realworld_31() -> None:
+    pet3 = _by_path(_real("petstore/petstore3-openapi.yaml"))
+    assert pet3["find_pets_by_status"].risk == "read"
+    realworld = _by_path(_real("realworld/openapi.yml"))
+    assert realworld["create_article"].binding.body == "json"
+    assert realworld["create_article"].input_schema["required"] == ["article"]
+
+
+# -- naming -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operation_id", "method", "url", "expected"),
+    [
+        ("issues/create", "POST", "/x", "issues.create"),
+        ("repos/get-content", "GET", "/x", "repos.get_content"),
+        ("addPet", "POST", "/pet", "add_pet"),
+        ("GetCustomersCustomer", "GET", "/x", "get_customers_customer"),
+        ("chat_postMessage", "POST", "/x", "chat_post_message"),
+        ("getHTTPServer v2", "GET", "/x", "get_http_server_v2"),
+        (None, "GET", "/pet/{petId}", "pet.by_pet_id.get"),
+        (None, "GET", "/lists.{format}", "lists_by_format.get"),
+        (None, "DELETE", "/", "delete"),
+        ("2fa/enable", "POST", "/x", "n2fa.enable"),
+        ("//", "PUT", "/a-b/{c}", "a_b.by_c.put"),
+    ],
+)
+def test_action_path(operation_id: str | None, method: str, url: str, expected: str) -> None:
+    assert action_path(operation_id, method, url) == expected
+    assert PATH_RE.match(expected)
+
+
+def test_snake_case() -> None:
+    assert snake_case("HTTPServerURL") == "http_server_url"
+    assert snake_case("  --Weird__Name!! ") == "weird_name"
+
+
+# -- fixtures: multi-file YAML, cycles, Swagger 2.0 forms ---------------------------------------
+
+
+def test_multifile_yaml_with_cycle_across_files() -> None:
+    source = _load(FIXTURES / "multifile" / "main.yaml")
+    _assert_consistent(source.actions)
+    assert source.base_url == "https://eu.zoo.example/v2"
+    assert source.title == "Multi-file Zoo"
+    assert source.description == "A zoo API split across several files."
+    folder = FIXTURES / "multifile"
+    assert source.files[0] == str(folder / "main.yaml")
+    assert set(source.files) == {
+        str(p)
+        for p in (
+            folder / "main.yaml",
+            folder / "parameters.yaml",
+            folder / "bodies.yaml",
+            folder / "paths.yaml",
+            folder / "schemas" / "common.yaml",
+            folder / "schemas" / "animal.yaml",
+            folder / "schemas" / "enclosure.yaml",
+        )
+    }
+    actions = _by_path(source)
+    assert list(actions) == [
+        "list_animals",
+        "animals.create",
+        "animals.by_animal_id.get",
+        "animals.update",
+        "keepers.list",
+    ]
+
+    listing = actions["list_animals"]
+    # X-Zoo-Key is the apiKey scheme's header, Authorization is the gateway's
+    assert list(listing.input_schema["properties"]) == ["limit"]
+    assert listing.input_schema["properties"]["limit"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 20,
+        "description": "How many animals to return.",
+    }
+
+    create = actions["animals.create"]
+    props = create.input_schema["properties"]
+    assert "id" not in props  # readOnly
+    assert create.input_schema["required"] == ["name"]
+    assert props["name"] == {"type": "string"}  # x-* and example dropped
+    assert props["born"] == {"type": "string", "format": "date"}
+    # Animal -> Enclosure -> Animal, across two files
+    assert props["enclosure"]["properties"]["resident"] == {"type": "object", "description": "(recursive: Animal)"}
+    # 3.0 nullable -> type array, and null joins the enum
+    assert props["zone"] == {"type": ["string", "null"], "enum": ["north", "south", None]}
+    # a broken ref deep in one schema degrades that schema only
+    assert set(props["missing"]) == {"description"} and "DoesNotExist" in props["missing"]["description"]
+
+    update = actions["animals.update"]
+    assert update.binding.body == "json"  # application/merge-patch+json counts as JSON
+    assert update.input_schema["required"] == ["animalId", "name"]
+    assert actions["animals.by_animal_id.get"].summary == "Get one animal"
+    assert actions["keepers.list"].binding.url == "/keepers"
+
+
+def test_swagger2_body_and_form_parameters() -> None:
+    source = _load(FIXTURES / "swagger2_forms.json")
+    _assert_consistent(source.actions)
+    assert source.base_url == "https://forms.example/api"
+    actions = _by_path(source)
+    assert list(actions) == ["notes.replace", "notes.attach", "notes.post", "list_notes", "list_notes_2"]
+
+    replace = actions["notes.replace"]
+    assert "api_key" not in replace.input_schema["properties"]  # apiKey scheme in query
+    specs = {p.name: p for p in replace.binding.params}
+    assert specs["text"].location == "query"
+    assert specs["body_text"].location == "body" and specs["body_text"].wire_name == "text"
+    assert replace.input_schema["required"] == ["id", "body_text"]
+    assert replace.input_schema["properties"]["body_text"] == {"type": ["string", "null"]}  # x-nullable
+    assert replace.input_schema["properties"]["parent"]["description"] == "(recursive: Note)"
+    assert replace.binding.body == "json" and replace.binding.body_param is None
+
+    attach = actions["notes.attach"]
+    assert attach.binding.body == "form"
+    specs = {p.name: p for p in attach.binding.params}
+    assert attach.input_schema["properties"]["file"] == {"type": "string", "format": "binary"}
+    assert specs["file"].location == "body"
+    assert specs["body_id"].wire_name == "id" and specs["body_id"].location == "body"
+    assert specs["x_trace_id"].wire_name == "X-Trace-Id" and specs["x_trace_id"].location == "header"
+    assert specs["labels"].style_explode is True  # collectionFormat: multi
+    assert specs["ids"].style_explode is False  # collectionFormat defaults to csv
+    assert attach.input_schema["required"] == ["id", "file"]
+
+    whole = actions["notes.post"]  # no operationId, and an array body
+    assert whole.binding.body_param == "body" and whole.input_schema["properties"]["body"]["type"] == "array"
+    assert actions["list_notes"].input_schema["properties"]["limit"] == {"type": "integer", "exclusiveMinimum": 0}
+    assert actions["list_notes_2"].binding.url == "/notes/all"  # collision, in document order
+
+
+def test_openapi31_features() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "/relative"}],
+        "components": {
+            "schemas": {
+                "Name": {"type": ["string", "null"], "examples": ["a"], "description": "from the target"},
+                "Tree": {
+                    "type": "object",
+                    "properties": {"children": {"type": "array", "items": {"$ref": "#/components/schemas/Tree"}}},
+                },
+            }
+        },
+        "paths": {
+            "/items/{id}": {
+                "put": {
+                    "operationId": "items.put",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}},
+                        {"name": "tags", "in": "query", "style": "form", "explode": False, "schema": {"type": "array"}},
+                        {"name": "Accept", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "*/*": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["id", "name"],
+                                    "properties": {
+                                        "id": {"type": "string"},
+                                        "name": {"$ref": "#/components/schemas/Name", "description": "sibling wins"},
+                                        "tree": {"$ref": "#/components/schemas/Tree"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                }
+            },
+            "/raw": {"post": {"requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}}}},
+        },
+    }
+    source = normalize_openapi(document, connector="t")
+    _assert_consistent(source.actions)
+    assert source.base_url is None  # relative and no host to resolve it against
+    put, raw = source.actions
+    assert put.path == "items_put"  # '.' is punctuation, only '/' splits
+    props = put.input_schema["properties"]
+    assert props["body_id"] == {"type": "string"}
+    assert props["name"] == {"type": ["string", "null"], "description": "sibling wins"}
+    assert props["tree"]["properties"]["children"]["items"] == {"type": "object", "description": "(recursive: Tree)"}
+    assert "Accept" not in props and "accept" not in props
+    assert put.input_schema["required"] == ["id", "body_id", "name"]
+    assert {p.name: p.style_explode for p in put.binding.params}["tags"] is False
+    assert raw.path == "raw.post" and raw.binding.body_param == "body"
+    assert raw.input_schema["properties"]["body"]["type"] == "string"
+    assert "text/plain" in raw.input_schema["properties"]["body"]["description"]
+
+
+def test_allof_is_merged_and_depth_is_capped() -> None:
+    def nest(depth: int) -> dict[str, Any]:
+        return {"type": "string"} if depth == 0 else {"type": "object", "properties": {"x": nest(depth - 1)}}
+
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "components": {
+            "schemas": {"Base": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}}}
+        },
+        "paths": {
+            "/m": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "allOf": [
+                                        {"$ref": "#/components/schemas/Base"},
+                                        {"type": "object", "properties": {"b": {"type": "integer"}, "deep": nest(12)}},
+                                    ]
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    }
+    (action,) = normalize_openapi(document, connector="t").actions
+    assert list(action.input_schema["properties"]) == ["a", "b", "deep"]
+    assert action.input_schema["required"] == ["a"]
+    depth, node = 0, action.input_schema["properties"]["deep"]
+    while "properties" in node:
+        node, depth = node["properties"]["x"], depth + 1
+    assert depth < 12 and node == {"type": "object"}
+
+
+def test_risk_overrides_and_determinism() -> None:
+    path = FIXTURES / "multifile" / "main.yaml"
+    first = _load(path, risk_overrides={"list_animals": "destructive"})
+    second = _load(path, risk_overrides={"list_animals": "destructive"})
+    assert _by_path(first)["list_animals"].risk == "destructive"
+    assert ACTIONS_ADAPTER.dump_json(first.actions) == ACTIONS_ADAPTER.dump_json(second.actions)
+    assert first.files == second.files
+
+
+@needs_data
+def test_real_spec_determinism() -> None:
+    path = DATA / "slack" / "slack_web_openapi_v2.json"
+    document = json.loads(path.read_text())
+    once = normalize_openapi(document, connector="test", source_file=path)
+    twice = normalize_openapi(document, connector="test", source_file=path)
+    assert ACTIONS_ADAPTER.dump_json(once.actions) == ACTIONS_ADAPTER.dump_json(twice.actions)
+    assert ACTIONS_ADAPTER.dump_json(once.actions) == ACTIONS_ADAPTER.dump_json(
+        _real("slack/slack_web_openapi_v2.json").actions
+    )
+
+
+# -- malformed input ----------------------------------------------------------------------------
+
+
+def _error_for(path: Path) -> str:
+    with pytest.raises(SourceError) as info:
+        _load(path)
+    message = str(info.value)
+    assert str(path) in message
+    return message
+
+
+def test_truncated_json(tmp_path: Path) -> None:
+    text = (FIXTURES / "swagger2_forms.json").read_text()
+    path = tmp_path / "spec.json"
+    path.write_text(text[: len(text) // 2])
+    assert "truncated" in _error_for(path)
+
+
+def test_truncated_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json.gz"
+    path.write_bytes(gzip.compress((FIXTURES / "swagger2_forms.json").read_bytes())[:200])
+    assert "gzip" in _error_for(path)
+
+
+def test_gzip_json_is_read_transparently(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json.gz"
+    path.write_bytes(gzip.compress((FIXTURES / "swagger2_forms.json").read_bytes()))
+    assert len(_load(path).actions) == 5
+
+
+def test_yaml_list_is_not_a_spec(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("- openapi: 3.0.0\n- paths: {}\n")
+    assert "is a list, not a mapping" in _error_for(path)
+
+
+def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("openapi: 3.0.0\ninfo:\n  title: [unclosed\npaths: {}\n")
+    assert "not valid YAML at line" in _error_for(path)
+
+
+def test_document_without_paths(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "t", "version": "1"}}))
+    assert "no 'paths'" in _error_for(path)
+
+
+def test_not_an_openapi_document(tmp_path: Path) -> None:
+    path = tmp_path / "collection.json"
+    path.write_text(json.dumps({"info": {"name": "a postman collection"}, "item": []}))
+    assert "not an OpenAPI or Swagger document" in _error_for(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    assert "no such file" in _error_for(tmp_path / "absent.yaml")
+
+
+def test_unresolvable_relative_file_ref() -> None:
+    message = _error_for(FIXTURES / "broken_ref.yaml")
+    assert "no-such-file.yaml" in message and "GET /things" in message
+
+
+def test_relative_ref_without_a_source_file() -> None:
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"parameters": [{"$ref": "other.yaml#/p"}]}}},
+    }
+    with pytest.raises(SourceError, match="needs the spec's own path"):
+        normalize_openapi(document, connector="t")
+
+
+def test_odd_documents_do_not_crash() -> None:
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": None,
+            "/b": {"get": "not an operation", "x-thing": {}, "parameters": [{"in": "query"}]},
+            "/c/{id}": {"post": {"parameters": [{"name": "id", "in": "query", "type": "string"}]}},
+        },
+    }
+    (action,) = normalize_openapi(document, connector="t").actions
+    _assert_consistent([action])
+    # `id` is a query parameter, and the undeclared {id} of the template still gets a path argument
+    assert {(p.name, p.location, p.on_wire) for p in action.binding.params} == {
+        ("id", "query", "id"),
+        ("path_id", "path", "id"),
+    }
+
+
+# -- URLs ---------------------------------------------------------------------------------------
+
+
+def _serve(files: dict[str, Any]) -> Callable[[httpx2.Request], httpx2.Response]:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = files.get(request.url.path)
+        if body is None:
+            return httpx2.Response(404, text="not found")
+        return httpx2.Response(200, text=body if isinstance(body, str) else json.dumps(body))
+
+    return handler
+
+
+def test_load_from_url_with_relative_refs() -> None:
+    main = """
+openapi: 3.0.0
+info: {title: Remote, version: "1"}
+servers: [{url: /v1}]
+paths:
+  /things:
+    post:
+      operationId: things/create
+      parameters: [{$ref: "common.yaml#/components/parameters/Trace"}]
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: "common.yaml#/components/schemas/Thing"}
+"""
+    common = {
+        "components": {
+            "parameters": {"Trace": {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}},
+            "schemas": {
+                "Thing": {"type": "object", "properties": {"name": {"$ref": "#/components/schemas/Name"}}},
+                "Name": {"type": "string", "maxLength": 10},
+            },
+        }
+    }
+    handler = _serve({"/specs/api.yaml": main, "/specs/common.yaml": common})
+
+    async def go() -> NormalizedSource:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+            return await load_openapi("https://specs.example/specs/api.yaml", connector="r", client=client)
+
+    source = anyio.run(go)
+    assert source.base_url == "https://specs.example/v1"
+    assert source.files == []
+    (action,) = source.actions
+    assert action.input_schema["properties"] == {
+        "x_trace": {"type": "string"},
+        "name": {"type": "string", "maxLength": 10},
+    }
+
+
+def test_url_errors_are_source_errors() -> None:
+    async def go() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(_serve({}))) as client:
+            await load_openapi("https://specs.example/missing.json", connector="r", client=client)
+
+    with pytest.raises(SourceError, match=r"https://specs.example/missing.json: the server answered HTTP 404"):
+        anyio.run(go)
+
+
+def test_fan_out_is_bounded() -> None:
+    # Ten schemas that each reference all ten at the next level: 10**6 nodes if inlined naively.
+    schemas = {
+        f"L{level}S{i}": {
+            "type": "object",
+            "properties": {f"p{j}": {"$ref": f"#/components/schemas/L{level + 1}S{j}"} for j in range(10)},
+        }
+        for level in range(6)
+        for i in range(10)
+    }
+    schemas.update({f"L6S{i}": {"type": "string"} for i in range(10)})
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": schemas},
+        "paths": {
+            "/x": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/L0S0"}}}}
+                }
+            }
+        },
+    }
+    (action,) = normalize_openapi(document, connector="t").actions
+    assert len(json.dumps(action.input_schema)) < 1_000_000

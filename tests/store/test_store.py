@@ -1,0 +1,702 @@
+"""Contract tests for every ``Store`` implementation, then SQLite-specific behaviour.
+
+The contract half runs against each backend in ``store_factory``'s params. A factory makes new
+store instances over one shared database, so "two instances" stands for two gateway processes:
+a Postgres backend joins by adding a param that returns ``PostgresStore(dsn)`` over a fresh schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import random
+import sqlite3
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_gateway.errors import GatewayError
+from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, ParamSpec
+from mcp_gateway.store import (
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditRecord,
+    CatalogRecord,
+    ConnectorState,
+    CredentialKey,
+    LinkRecord,
+    SQLiteStore,
+    Store,
+    TokenRecord,
+)
+from mcp_gateway.store import sqlite as sqlite_module
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    # aiosqlite hands results back through asyncio futures, so it runs on asyncio only.
+    return "asyncio"
+
+
+@pytest.fixture(params=["sqlite"])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """Makes new, unopened store instances that all share one database."""
+    if request.param == "sqlite":
+        path = tmp_path / "gateway.db"
+        return lambda: SQLiteStore(path)
+    raise AssertionError(f"unknown store backend {request.param}")
+
+
+@pytest.fixture
+async def store(store_factory: StoreFactory) -> AsyncIterator[Store]:
+    s = store_factory()
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+async def second(store: Store, store_factory: StoreFactory) -> AsyncIterator[Store]:
+    """Another instance over the same database, opened after ``store``: another gateway process."""
+    s = store_factory()
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _assert_utc(value: datetime | None) -> None:
+    assert value is not None and value.tzinfo is not None and value.utcoffset() == timedelta(0)
+
+
+# -- records --------------------------------------------------------------------------------------
+
+
+def _action(i: int, connector: str = "github") -> Action:
+    return Action(
+        connector=connector,
+        path=f"issues.get_{i}",
+        summary=f"Get issue {i}",
+        description="Gets one issue. Ünïcode ✓",
+        input_schema={
+            "type": "object",
+            "properties": {"owner": {"type": "string"}, "number": {"type": "integer", "minimum": 1}},
+            "required": ["owner", "number"],
+        },
+        risk="read",
+        binding=OpenAPIBinding(
+            method="GET",
+            url="/repos/{owner}/issues/{number}",
+            params=(ParamSpec(name="owner", location="path"), ParamSpec(name="number", location="path")),
+            operation_id=f"issues/get-{i}",
+        ),
+    )
+
+
+def _token(id: str, token_hash: str, at: datetime = T0) -> TokenRecord:
+    return TokenRecord(id=id, agent="ci-bot", token_hash=token_hash, created_at=at)
+
+
+def _link(token_hash: str = "h1", *, ttl: timedelta = timedelta(minutes=10)) -> LinkRecord:
+    return LinkRecord(
+        token_hash=token_hash,
+        kind="secret",
+        connector="github",
+        principal="alice",
+        secret_name="pat",
+        created_at=T0,
+        expires_at=T0 + ttl,
+    )
+
+
+def _approval(id: str = "ap1", *, at: datetime = T0, status: ApprovalStatus = "pending") -> ApprovalRecord:
+    return ApprovalRecord(
+        id=id,
+        fingerprint=f"fp-{id}",
+        principal="alice",
+        agent="ci-bot",
+        tool="github.issues.delete",
+        risk="destructive",
+        summary="DELETE /repos/acme/widgets/issues/7",
+        verdict_source="risk_default",
+        verdict_rule=None,
+        status=status,
+        created_at=at,
+        expires_at=at + timedelta(minutes=15),
+    )
+
+
+def _audit(i: int, at: datetime) -> AuditRecord:
+    return AuditRecord(
+        at=at,
+        user="alice",
+        agent="ci-bot" if i % 2 else None,
+        requested=f"github.issues.get_{i}",
+        connector="github",
+        action=f"issues.get_{i}",
+        args_preview='{"owner": "acme"}',
+        fingerprint=f"fp{i}",
+        verdict="always_run",
+        verdict_source="risk_default",
+        status="ok",
+        reason=None,
+        upstream_status=200 if i % 2 else None,
+        latency_ms=1.5 + i,
+    )
+
+
+# -- lifecycle -----------------------------------------------------------------------------------
+
+
+async def test_open_and_close_are_idempotent(store_factory: StoreFactory) -> None:
+    s = store_factory()
+    await s.open()
+    await s.open()
+    await s.set_meta("k", 1)
+    await s.close()
+    await s.close()
+    await s.open()  # a closed store may be opened again
+    assert await s.get_meta("k") == 1
+    await s.close()
+
+
+async def test_data_survives_reopen(store_factory: StoreFactory) -> None:
+    s = store_factory()
+    await s.open()
+    await s.put_credential(CredentialKey(connector="github", principal="*"), b"\x00sealed")
+    await s.put_catalog(CatalogRecord(slug="github", fingerprint="fp", actions=[_action(1)]))
+    await s.close()
+
+    again = store_factory()
+    await again.open()
+    try:
+        assert await again.get_credential(CredentialKey(connector="github", principal="*")) == b"\x00sealed"
+        catalog = await again.get_catalog("github")
+        assert catalog is not None and catalog.actions == [_action(1)]
+    finally:
+        await again.close()
+
+
+# -- catalog -------------------------------------------------------------------------------------
+
+
+async def test_catalog_round_trip(store: Store) -> None:
+    assert await store.get_catalog("github") is None
+    actions = [
+        _action(1),
+        Action(
+            connector="github",
+            path="notes.add",
+            input_schema={"type": "object", "properties": {"body": {"type": "string"}}},
+            binding=HttpBinding(
+                method="POST", url="/notes", body="form", params=(ParamSpec(name="body", location="body"),)
+            ),
+        ),
+    ]
+    record = CatalogRecord(
+        slug="github",
+        fingerprint="sha256:abc",
+        actions=actions,
+        files=["/specs/github.json", "/specs/common.yaml"],
+        base_url="https://api.github.com",
+    )
+    await store.put_catalog(record)
+    assert await store.get_catalog("github") == record
+
+
+async def test_catalog_put_replaces_and_delete_removes(store: Store) -> None:
+    await store.put_catalog(CatalogRecord(slug="github", fingerprint="v1", actions=[_action(1)], files=["a"]))
+    await store.put_catalog(CatalogRecord(slug="stripe", fingerprint="s1", actions=[]))
+    await store.put_catalog(CatalogRecord(slug="github", fingerprint="v2", actions=[_action(2), _action(3)]))
+
+    github = await store.get_catalog("github")
+    assert github is not None
+    assert (github.fingerprint, github.files, github.base_url) == ("v2", [], None)
+    assert github.actions == [_action(2), _action(3)]
+
+    await store.delete_catalog("github")
+    await store.delete_catalog("never-stored")  # deleting nothing is not an error
+    assert await store.get_catalog("github") is None
+    stripe = await store.get_catalog("stripe")
+    assert stripe is not None and stripe.actions == []
+
+
+async def test_connector_states(store: Store) -> None:
+    assert await store.list_connector_states() == []
+    ready = ConnectorState(slug="stripe", source="openapi:specs/stripe.json", status="ready", actions=12, synced_at=T0)
+    broken = ConnectorState(
+        slug="github", source="openapi:specs/github.json", status="error", actions=0, error="bad spec", synced_at=T0
+    )
+    await store.put_connector_state(ready)
+    await store.put_connector_state(broken)
+    fixed = broken.model_copy(update={"status": "ready", "actions": 1200, "error": None, "synced_at": T0 + DAY})
+    await store.put_connector_state(fixed)
+
+    states = await store.list_connector_states()
+    assert states == [fixed, ready]  # by slug, the second put replaced the first
+    _assert_utc(states[0].synced_at)
+
+
+# -- credentials ----------------------------------------------------------------------------------
+
+SEALED = bytes(range(256)) + b"\x00\x00" + bytes(range(255, -1, -1))  # every byte value, NULs included
+
+
+async def test_credential_bytes_round_trip_exactly(store: Store) -> None:
+    key = CredentialKey(connector="github", principal="*")
+    assert await store.get_credential(key) is None
+    await store.put_credential(key, SEALED)
+    got = await store.get_credential(key)
+    assert type(got) is bytes and got == SEALED
+
+
+async def test_credentials_are_keyed_by_connector_principal_and_name(store: Store) -> None:
+    project = CredentialKey(connector="github", principal="*")
+    alice = CredentialKey(connector="github", principal="alice")
+    alice_app = CredentialKey(connector="github", principal="alice", name="app")
+    stripe = CredentialKey(connector="stripe", principal="*")
+    for i, key in enumerate([stripe, alice_app, project, alice]):
+        await store.put_credential(key, bytes([i]) * 8)
+    await store.put_credential(alice, b"rotated")  # overwrite
+
+    assert await store.list_credentials() == [project, alice_app, alice, stripe]  # sorted by key
+    assert await store.get_credential(alice) == b"rotated"
+    assert await store.get_credential(alice_app) == b"\x01" * 8
+
+    await store.delete_credential(alice)
+    await store.delete_credential(alice)  # deleting nothing is not an error
+    assert await store.get_credential(alice) is None
+    assert await store.list_credentials() == [project, alice_app, stripe]
+
+
+async def test_replace_all_credentials(store: Store) -> None:
+    old = CredentialKey(connector="old", principal="*")
+    kept = CredentialKey(connector="github", principal="*")
+    await store.put_credential(old, b"old")
+    await store.put_credential(kept, b"under-old-key")
+
+    new = CredentialKey(connector="stripe", principal="bob", name="live")
+    await store.replace_all_credentials({kept: b"under-new-key", new: SEALED})
+    assert await store.list_credentials() == [kept, new]
+    assert await store.get_credential(kept) == b"under-new-key"
+    assert await store.get_credential(new) == SEALED
+    assert await store.get_credential(old) is None
+
+    await store.replace_all_credentials({})
+    assert await store.list_credentials() == []
+
+
+# -- tokens --------------------------------------------------------------------------------------------
+
+
+async def test_tokens(store: Store) -> None:
+    assert await store.find_token("nope") is None
+    first = _token("t1", "hash1", T0)
+    second = _token("t2", "hash2", T0 + timedelta(seconds=1))
+    await store.put_token(second)
+    await store.put_token(first)
+
+    assert await store.find_token("hash1") == first
+    assert await store.list_tokens() == [first, second]  # oldest first
+    _assert_utc((await store.list_tokens())[0].created_at)
+
+    assert await store.revoke_token("t1") is True
+    assert await store.revoke_token("t1") is False  # already revoked: nothing changed
+    assert await store.revoke_token("unknown") is False
+    revoked = await store.find_token("hash1")  # still found: the caller checks `revoked`
+    assert revoked is not None and revoked.revoked is True
+    still = await store.find_token("hash2")
+    assert still is not None and still.revoked is False
+
+
+# -- links -----------------------------------------------------------------------------------------------
+
+
+async def test_link_round_trip(store: Store) -> None:
+    assert await store.get_link("h1") is None
+    link = LinkRecord(
+        token_hash="h1",
+        kind="approval",
+        connector="github",
+        principal="alice",
+        approval_id="ap1",
+        created_at=T0,
+        expires_at=T0 + timedelta(minutes=5),
+    )
+    await store.put_link(link)
+    got = await store.get_link("h1")
+    assert got == link and got is not None and got.secret_name == "default" and got.used_at is None
+    _assert_utc(got.expires_at)
+
+
+async def test_consume_link_once(store: Store) -> None:
+    await store.put_link(_link("h1"))
+    now = T0 + timedelta(minutes=1)
+    used = await store.consume_link("h1", now)
+    assert used is not None and used.used_at == now and used.token_hash == "h1"
+    _assert_utc(used.used_at)
+    assert await store.consume_link("h1", now) is None
+    stored = await store.get_link("h1")
+    assert stored is not None and stored.used_at == now
+    assert await store.consume_link("unknown", now) is None
+
+
+async def test_consume_link_refuses_expired(store: Store) -> None:
+    await store.put_link(_link("h1", ttl=timedelta(minutes=10)))
+    assert await store.consume_link("h1", T0 + timedelta(minutes=10)) is None  # expiry instant is expired
+    assert await store.consume_link("h1", T0 + timedelta(hours=1)) is None
+    stored = await store.get_link("h1")
+    assert stored is not None and stored.used_at is None
+    # Microsecond precision survives, so the instant just before expiry still works.
+    assert await store.consume_link("h1", T0 + timedelta(minutes=10) - timedelta(microseconds=1)) is not None
+
+
+async def test_consume_link_compares_instants_not_offsets(store: Store) -> None:
+    await store.put_link(_link("h1", ttl=timedelta(minutes=10)))
+    # 13:05+02:00 is 11:05 UTC, before the link even exists at 12:00 UTC -> well within expiry.
+    plus_two = datetime(2026, 1, 1, 13, 5, tzinfo=timezone(timedelta(hours=2)))
+    used = await store.consume_link("h1", plus_two)
+    assert used is not None and used.used_at == plus_two
+    _assert_utc(used.used_at)
+
+
+async def test_concurrent_consumers_have_one_winner(store: Store) -> None:
+    await store.put_link(_link("h1"))
+    results: list[LinkRecord | None] = []
+
+    async def consume() -> None:
+        results.append(await store.consume_link("h1", T0 + timedelta(seconds=5)))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(consume)
+    assert len(results) == 20
+    assert sum(r is not None for r in results) == 1
+
+
+async def test_concurrent_consumers_across_instances_have_one_winner(store: Store, second: Store) -> None:
+    await store.put_link(_link("h1"))
+    results: list[LinkRecord | None] = []
+
+    async def consume(s: Store) -> None:
+        results.append(await s.consume_link("h1", T0 + timedelta(seconds=5)))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(consume, store if i % 2 else second)
+    assert sum(r is not None for r in results) == 1
+
+
+# -- approvals --------------------------------------------------------------------------------------------
+
+
+async def test_approval_round_trip(store: Store) -> None:
+    assert await store.get_approval("ap1") is None
+    approval = _approval("ap1").model_copy(update={"agent": None, "verdict_rule": "github.issues.*"})
+    await store.put_approval(approval)
+    got = await store.get_approval("ap1")
+    assert got == approval
+    assert got is not None and got.decided_at is None
+    _assert_utc(got.created_at)
+
+
+async def test_transition_approval_is_compare_and_set(store: Store) -> None:
+    await store.put_approval(_approval("ap1"))
+    decided = T0 + timedelta(minutes=1)
+    assert await store.transition_approval("ap1", "approved", "consumed", decided) is False  # not approved yet
+    assert await store.transition_approval("ap1", "pending", "approved", decided) is True
+    assert await store.transition_approval("ap1", "pending", "denied", decided) is False  # lost the race
+    assert await store.transition_approval("missing", "pending", "approved", decided) is False
+
+    assert await store.transition_approval("ap1", "approved", "consumed", decided + timedelta(minutes=1)) is True
+    got = await store.get_approval("ap1")
+    assert got is not None and got.status == "consumed"
+    assert got.decided_at == decided  # the human's decision time, not the consumption's
+    _assert_utc(got.decided_at)
+
+
+async def test_concurrent_deciders_have_one_winner(store: Store, second: Store) -> None:
+    await store.put_approval(_approval("ap1"))
+    wins: list[ApprovalStatus] = []
+
+    async def decide(s: Store, to: ApprovalStatus) -> None:
+        if await s.transition_approval("ap1", "pending", to, T0 + timedelta(seconds=1)):
+            wins.append(to)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(decide, (store, second)[i % 2], "approved" if i % 4 < 2 else "denied")
+    assert len(wins) == 1
+    got = await store.get_approval("ap1")
+    assert got is not None and got.status == wins[0]
+
+
+async def test_list_approvals(store: Store) -> None:
+    assert await store.list_approvals() == []
+    a = _approval("a", at=T0 + timedelta(seconds=2))
+    b = _approval("b", at=T0)
+    c = _approval("c", at=T0 + timedelta(seconds=1))
+    for record in (a, b, c):
+        await store.put_approval(record)
+    await store.transition_approval("c", "pending", "denied", T0 + timedelta(seconds=3))
+
+    assert [r.id for r in await store.list_approvals()] == ["b", "c", "a"]  # oldest first
+    assert [r.id for r in await store.list_approvals("pending")] == ["b", "a"]
+    assert [r.id for r in await store.list_approvals("denied")] == ["c"]
+    assert await store.list_approvals("expired") == []
+
+
+# -- audit ---------------------------------------------------------------------------------------------------
+
+
+async def test_audit_newest_first(store: Store) -> None:
+    assert await store.list_audit() == []
+    rows = [_audit(i, T0 + timedelta(seconds=i)) for i in range(5)]
+    # Appended out of time order: a slow call may be recorded after a later, faster one.
+    for i in (0, 2, 1, 4, 3):
+        await store.append_audit(rows[i])
+
+    assert await store.list_audit() == rows[::-1]
+    assert await store.list_audit(limit=2) == [rows[4], rows[3]]
+    assert await store.list_audit(limit=0) == []
+    _assert_utc((await store.list_audit(limit=1))[0].at)
+
+
+async def test_audit_is_append_only(store: Store) -> None:
+    row = _audit(1, T0)
+    await store.append_audit(row)
+    await store.append_audit(row)  # an identical second decision is a second row
+    assert await store.list_audit() == [row, row]
+
+
+# -- meta -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", ["text", 42, 2.5, True, [1, "two", None], {"nested": {"list": [1, 2], "flag": False}, "ü": "✓"}]
+)
+async def test_meta_round_trip(store: Store, value: object) -> None:
+    assert await store.get_meta("k") is None
+    await store.set_meta("k", value)
+    assert await store.get_meta("k") == value
+
+
+async def test_meta_overwrites(store: Store) -> None:
+    await store.set_meta("key_fingerprint", "a")
+    await store.set_meta("key_fingerprint", {"v": "b"})
+    await store.set_meta("other", 1)
+    assert await store.get_meta("key_fingerprint") == {"v": "b"}
+    assert await store.get_meta("other") == 1
+
+
+# -- SQLite only ----------------------------------------------------------------------------------------------
+
+
+def _pragma(path: Path, name: str) -> object:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(f"PRAGMA {name}").fetchone()[0]
+    finally:
+        db.close()
+
+
+async def test_sqlite_pragmas(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        db = store._conn()
+        settings = {}
+        for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout"):
+            async with db.execute(f"PRAGMA {name}") as cursor:
+                row = await cursor.fetchone()
+                assert row is not None
+                settings[name] = row[0]
+        assert settings == {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1, "busy_timeout": 5000}
+    # WAL is a property of the file: another connection sees it too.
+    assert _pragma(path, "journal_mode") == "wal"
+    assert _pragma(path, "user_version") == sqlite_module.SCHEMA_VERSION
+
+
+async def test_sqlite_in_memory() -> None:
+    async with SQLiteStore(":memory:") as store:
+        await store.set_meta("k", "v")
+        assert await store.get_meta("k") == "v"
+
+
+async def test_sqlite_creates_directory_and_private_file(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "nested" / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.set_meta("k", "v")
+    assert path.is_file()
+    if sys.platform != "win32":
+        assert path.stat().st_mode & 0o777 == 0o600
+
+
+async def test_sqlite_use_before_open_is_a_clear_error(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gateway.db")
+    with pytest.raises(RuntimeError, match="not open"):
+        await store.get_meta("k")
+
+
+async def test_sqlite_refuses_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.set_meta("k", "v")
+    future = sqlite_module.SCHEMA_VERSION + 1
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {future}")
+    db.close()
+
+    store = SQLiteStore(path)
+    with pytest.raises(GatewayError, match=r"newer mcp-gateway \(schema version \d+; this build knows up to \d+\)"):
+        await store.open()
+    with pytest.raises(RuntimeError, match="not open"):  # a refused open leaves nothing half-open
+        await store.get_meta("k")
+    assert _pragma(path, "user_version") == future  # and the file untouched
+
+
+async def test_sqlite_refuses_other_databases(tmp_path: Path) -> None:
+    foreign = tmp_path / "other.db"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE notes (body TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(GatewayError, match="did not create"):
+        await SQLiteStore(foreign).open()
+
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(GatewayError, match="cannot open"):
+        await SQLiteStore(garbage).open()
+
+
+async def test_sqlite_migrations_apply_in_order_and_roll_back_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.set_meta("k", "v")
+    v1 = sqlite_module.SCHEMA_VERSION
+
+    # A later build with one more step that fails halfway: nothing of it may stick.
+    broken = (*sqlite_module._MIGRATIONS, ("CREATE TABLE extra (x INTEGER)", "CREATE TABLE broken (syntax error"))
+    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", broken)
+    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", v1 + 1)
+    with pytest.raises(sqlite3.OperationalError):
+        await SQLiteStore(path).open()
+    assert _pragma(path, "user_version") == v1
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'extra'").fetchone() is None
+    db.close()
+
+    fixed = (*sqlite_module._MIGRATIONS[:v1], ("CREATE TABLE extra (x INTEGER)",))
+    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", fixed)
+    async with SQLiteStore(path) as store:
+        assert await store.get_meta("k") == "v"  # existing data carried over
+    assert _pragma(path, "user_version") == v1 + 1
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'extra'").fetchone() is not None
+    db.close()
+
+
+async def test_sqlite_concurrent_first_open_migrates_once(tmp_path: Path) -> None:
+    stores = [SQLiteStore(tmp_path / "gateway.db") for _ in range(4)]
+    async with anyio.create_task_group() as tg:
+        for s in stores:
+            tg.start_soon(s.open)
+    for s in stores:
+        await s.close()
+    assert _pragma(tmp_path / "gateway.db", "user_version") == sqlite_module.SCHEMA_VERSION
+
+
+async def test_sqlite_rejects_naive_datetimes(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "gateway.db") as store:
+        with pytest.raises(ValueError, match="naive datetime"):
+            await store.consume_link("h1", datetime(2026, 1, 1))
+
+
+async def test_sqlite_unreadable_catalog_is_a_miss(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.put_catalog(CatalogRecord(slug="github", fingerprint="fp", actions=[_action(1)]))
+        db = sqlite3.connect(path)
+        db.execute("UPDATE catalog SET actions = ?", (b"not zlib",))
+        db.commit()
+        db.close()
+        with caplog.at_level(logging.WARNING):
+            assert await store.get_catalog("github") is None
+        assert "will be rebuilt" in caplog.text
+
+
+def _synthetic_actions(n: int) -> list[Action]:
+    """Actions shaped like a normalized GitHub operation: ~2 KB each, nested body schemas."""
+    rng = random.Random(7)
+    words = "repository owner issue pull request branch commit label milestone team release workflow".split()
+
+    def prose(k: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(k))
+
+    actions = []
+    for i in range(n):
+        props: dict[str, object] = {
+            f"{rng.choice(words)}_{j}": {"type": rng.choice(["string", "integer", "boolean"]), "description": prose(12)}
+            for j in range(rng.randint(4, 10))
+        }
+        props["labels"] = {
+            "type": "array",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}, "color": {"type": "string"}}},
+            "description": prose(20),
+        }
+        props["state"] = {"type": "string", "enum": ["open", "closed", "all"], "default": "open"}
+        actions.append(
+            Action(
+                connector="github",
+                path=f"{rng.choice(words)}.op_{i}",
+                summary=prose(6),
+                description=prose(rng.randint(20, 80)),
+                input_schema={"type": "object", "properties": props, "required": list(props)[:2]},
+                risk=rng.choice(["read", "write", "destructive"]),
+                binding=OpenAPIBinding(
+                    method="POST",
+                    url=f"/repos/{{owner}}/{{repo}}/op/{i}",
+                    params=tuple(ParamSpec(name=k, location="body") for k in props),
+                    operation_id=f"op-{i}",
+                ),
+            )
+        )
+    return actions
+
+
+async def test_sqlite_large_catalog_loads_fast(tmp_path: Path) -> None:
+    actions = _synthetic_actions(1200)
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.put_catalog(CatalogRecord(slug="github", fingerprint="fp", actions=actions))
+    async with SQLiteStore(path) as store:  # a warm restart: new connection, nothing cached
+        start = time.perf_counter()
+        record = await store.get_catalog("github")
+        elapsed = time.perf_counter() - start
+    assert record is not None and record.actions == actions
+    # SPEC 12 gives a warm restart 0.5 s in all; this load measures ~30 ms on 2 cores.
+    assert elapsed < 0.5, f"loading 1,200 actions took {elapsed:.3f}s"
+
+
+def test_sqlite_store_satisfies_protocol() -> None:
+    # A protocol method SQLiteStore lacks or spells differently would otherwise fail only at a call site.
+    for name, member in vars(Store).items():
+        if callable(member) and not name.startswith("_"):
+            assert name in vars(SQLiteStore), name
+            assert inspect.signature(getattr(SQLiteStore, name)) == inspect.signature(member), name

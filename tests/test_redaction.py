@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from urllib.parse import quote
+
+from mcp_gateway.credentials import SecretValue
+from mcp_gateway.redaction import Redactor
+
+CANARY = "canary/7f3a 9c1e+never-show-me"
+
+
+def test_empty_redactor_is_a_no_op() -> None:
+    redactor = Redactor()
+    data = {"a": [CANARY]}
+    assert not redactor
+    assert redactor.redact(data) is data
+    assert redactor.redact_text(CANARY) == CANARY
+
+
+def test_echoed_secrets_are_redacted_in_nested_json() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    redactor.add(SecretValue({"username": "alice", "password": "pw-" + CANARY}))
+    basic = base64.b64encode(f"alice:pw-{CANARY}".encode()).decode()
+    body = {
+        "echo": {"headers": {"authorization": f"Bearer {CANARY}", "x-basic": f"Basic {basic}"}},
+        "url": f"https://api.test/x?key={quote(CANARY, safe='')}&q=1",
+        "lower": f"k={quote(CANARY, safe='').lower()}",
+        "list": [1, None, True, {"deep": [f"…{CANARY}…"]}],
+        CANARY: "as a key",
+        "user": "alice",
+    }
+    original = copy.deepcopy(body)
+    out = redactor.redact(body)
+    assert body == original  # the input is not mutated
+    text = json.dumps(out)
+    assert "canary" not in text and "7f3a" not in text and basic not in text
+    assert out["echo"]["headers"] == {"authorization": "[redacted]", "x-basic": "[redacted]"}
+    assert out["url"] == "https://api.test/x?key=[redacted]&q=1"
+    assert out["list"][:3] == [1, None, True]
+    assert out["list"][3] == {"deep": ["…[redacted]…"]}
+    assert out["[redacted]"] == "as a key"
+    assert out["user"] == "alice"  # a username alone is not a secret
+
+
+def test_raw_json_text_with_escapes() -> None:
+    secret = 'tok"en\\with-quotes'
+    redactor = Redactor()
+    redactor.add(SecretValue(secret))
+    raw = json.dumps({"echo": secret})
+    assert redactor.redact_text(raw) == '{"echo": "[redacted]"}'
+
+
+def test_longest_form_first() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("abcd"))
+    redactor.add(SecretValue("abcdefgh"))
+    assert redactor.redact_text("x abcdefgh y abcd z") == "x [redacted] y [redacted] z"
+
+
+def test_repr_shows_counts_only() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    assert CANARY not in repr(redactor)
