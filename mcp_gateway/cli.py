@@ -22,7 +22,7 @@ from .errors import GatewayError, ManifestError
 from .gateway import Gateway, result_payload
 from .identity import OPERATOR, Principal, TokenService
 from .manifest import load_manifest
-from .runtime import Settings, open_gateway, open_store
+from .runtime import Settings, open_gateway, open_store, reload_on_sighup
 from .sync import Progress
 
 __all__ = ["main"]
@@ -305,12 +305,18 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         public_url = args.public_url or manifest.public_url
         async with _gateway(args, manifest=manifest, public_url=public_url) as gw:
             sys.stderr.write(f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions\n")
-            await run_http(gw, TokenService(gw.store, gw.clock), host=args.host, port=args.port)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reload_on_sighup, gw, args.settings)
+                await run_http(gw, TokenService(gw.store, gw.clock), host=args.host, port=args.port)
+                tg.cancel_scope.cancel()
         return 0
     pages_requested = anyio.Event()
     async with _gateway(args, public_url=args.public_url, on_link_minted=pages_requested.set) as gw:
         server = build_mcp_server(gw, default_principal=_principal(args))
-        await run_stdio(server, gw, pages_requested)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reload_on_sighup, gw, args.settings)
+            await run_stdio(server, gw, pages_requested)
+            tg.cancel_scope.cancel()
     return 0
 
 

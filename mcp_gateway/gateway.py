@@ -24,7 +24,7 @@ from .auth import LastMeterAuth, needs_secret
 from .clock import Clock
 from .credentials import CredentialVault
 from .discovery import DiscoveryIndex
-from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
+from .errors import ArgumentError, CredentialError, CredentialMissing, GatewayError, UnsupportedAuth, UpstreamError
 from .execution import build_request, send, summarize_error
 from .identity import Principal, granted_connectors
 from .links import LinkService
@@ -90,10 +90,24 @@ class Gateway:
         for slug in set(self._catalogs) - set(catalogs):
             self.index.remove_connector(slug)
         for slug, catalog in catalogs.items():
-            self.index.replace_connector(slug, catalog.actions)
+            previous = self._catalogs.get(slug)
+            # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
+            if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
+                self.index.replace_connector(slug, catalog.actions)
+                self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
         self._catalogs = catalogs
-        self._validators.clear()
         return [c.state for c in catalogs.values()]
+
+    async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
+        """Adopt a new, already validated manifest and re-sync. A manifest that failed to load
+        never reaches here, so a broken edit changes nothing (SPEC 4)."""
+        if manifest.project != self.manifest.project:
+            raise GatewayError(
+                f"the manifest's project changed ({self.manifest.project!r} -> {manifest.project!r}); stored "
+                "credentials are bound to the project, so restart the gateway to switch projects"
+            )
+        self.manifest = manifest
+        return await self.sync(progress)
 
     # -- the permission view ---------------------------------------------------------------------
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import httpx2
 
 from .approvals import ApprovalService
@@ -20,13 +22,14 @@ from .audit import Auditor
 from .clock import Clock, SystemClock
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, load_master_key
+from .errors import GatewayError
 from .gateway import Gateway
 from .links import LinkService
 from .manifest import Manifest, load_manifest
 from .store.sqlite import SQLiteStore
 from .sync import Progress
 
-__all__ = ["Settings", "open_gateway", "open_store"]
+__all__ = ["Settings", "open_gateway", "open_store", "reload_manifest", "reload_on_sighup"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,3 +97,23 @@ async def open_gateway(
             )
             await gateway.sync(progress)
             yield gateway
+
+
+async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
+    """Re-read the manifest and re-sync. On any problem the running gateway is left exactly as it
+    was and the reason is returned (and logged), so a half-edited file never takes effect."""
+    try:
+        manifest = load_manifest(settings.manifest_path)
+        await gateway.reload(manifest)
+    except GatewayError as exc:
+        logger.warning("manifest reload refused, keeping the previous one: %s", exc)
+        return str(exc)
+    logger.warning("manifest reloaded: %d connectors", len(manifest.connectors))
+    return None
+
+
+async def reload_on_sighup(gateway: Gateway, settings: Settings) -> None:
+    """``kill -HUP <pid>`` re-reads the manifest (runs until cancelled)."""
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            await reload_manifest(gateway, settings)

@@ -39,6 +39,8 @@ class ConnectorCatalog:
     state: ConnectorState
     actions: list[Action]
     base_url: str | None
+    fingerprint: str | None = None
+    """Changes exactly when the actions may have changed; None for a connector that failed."""
 
 
 def describe_source(cfg: ConnectorConfig) -> str:
@@ -122,7 +124,7 @@ async def sync_connector(
         if progress:
             progress(cfg.slug, "cached" if reused else "normalized")
     except GatewayError as exc:
-        actions, spec_base_url = [], None
+        actions, spec_base_url, fp = [], None, None
         state = ConnectorState(
             slug=cfg.slug, source=source, status="error", actions=0, error=str(exc), synced_at=clock.now()
         )
@@ -130,7 +132,7 @@ async def sync_connector(
             progress(cfg.slug, "error")
     except Exception as exc:
         logger.exception("connector %s failed to load", cfg.slug)
-        actions, spec_base_url = [], None
+        actions, spec_base_url, fp = [], None, None
         state = ConnectorState(
             slug=cfg.slug,
             source=source,
@@ -142,7 +144,7 @@ async def sync_connector(
         if progress:
             progress(cfg.slug, "error")
     await store.put_connector_state(state)
-    return ConnectorCatalog(state=state, actions=actions, base_url=cfg.base_url or spec_base_url)
+    return ConnectorCatalog(state=state, actions=actions, base_url=cfg.base_url or spec_base_url, fingerprint=fp)
 
 
 async def sync_manifest(

@@ -140,6 +140,12 @@ def base_catalogs() -> tuple[dict[str, list[Action]], str]:
 
 def replicate(bases: dict[str, list[Action]], size: int) -> dict[str, list[Action]]:
     catalog: dict[str, list[Action]] = {}
+    one_round = sum(len(actions) for actions in bases.values())
+    if size < one_round:
+        # Smaller than one copy of everything: a proportional slice of each API, not GitHub alone.
+        shares = {name: len(actions) * size // one_round for name, actions in bases.items()}
+        shares[next(iter(shares))] += size - sum(shares.values())
+        bases = {name: actions[: shares[name]] for name, actions in bases.items()}
     total, round_ = 0, 0
     while total < size:
         for name, actions in bases.items():

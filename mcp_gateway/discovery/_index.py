@@ -387,7 +387,8 @@ class DiscoveryIndex:
         if not hits and named:
             hits = self._top(self._score(weighted, visible), _SUGGEST_POOL, allow)
 
-        guessed_set = set(guessed)
+        # Synonyms count as shared words too: "send_message" is what chat_post_message does.
+        guessed_set = {*guessed, *(synonym for term in guessed for synonym in SYNONYMS.get(term, ()))}
         folded_path = fold_name(path)
         best = hits[0][1] if hits else 1.0
         scored: list[tuple[float, str, Action]] = []

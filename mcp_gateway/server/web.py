@@ -74,9 +74,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
 
 
 def _page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    response = TEMPLATES.TemplateResponse(name, context=context, status_code=status)  # type: ignore[call-arg]
-    response.headers.update(_SECURITY_HEADERS)
-    return response
+    html = TEMPLATES.get_template(name).render(**context)
+    return HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
 
 
 def _message(heading: str, message: str, *, status: int = 200, tone: str = "ok") -> HTMLResponse:
