@@ -41,7 +41,8 @@ def _print_json(data: Any) -> None:
 def _table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
     cells = [[("" if v is None else str(v)) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    widths = [min(w, 60) for w in widths]
+    # Cap every column but the last, which is usually the one with the reason in it.
+    widths = [min(w, 60) for w in widths[:-1]] + widths[-1:]
     line = "  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))
     sys.stdout.write(line.rstrip() + "\n")
     for row in cells:
@@ -83,7 +84,7 @@ async def cmd_validate(args: argparse.Namespace) -> int:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
     else:
         for p in problems:
-            sys.stderr.write(f"{where}: {p}\n")
+            sys.stderr.write(f"{p}\n")
         if not problems:
             sys.stdout.write(f"{where}: ok ({len(manifest.connectors)} connectors)\n")
     return 1 if problems else 0
@@ -413,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # These libraries log full request URLs (an api_key may sit in the query) and SQL parameters
+    # (sealed credentials) at DEBUG: they stay quiet even under --debug.
+    for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     args.settings = Settings.from_env(manifest=args.manifest, state_dir=args.state_dir)
     try:
         return anyio.run(args.fn, args)

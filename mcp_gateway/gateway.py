@@ -9,6 +9,8 @@ outbound request is built, and whatever the upstream echoes back is redacted bef
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -22,10 +24,10 @@ from .approvals import ApprovalService, fingerprint
 from .audit import Auditor, args_preview
 from .auth import LastMeterAuth, needs_secret
 from .clock import Clock
-from .credentials import CredentialVault
+from .credentials import CredentialVault, SealedCredential
 from .discovery import DiscoveryIndex
 from .errors import ArgumentError, CredentialError, CredentialMissing, GatewayError, UnsupportedAuth, UpstreamError
-from .execution import build_request, send, summarize_error
+from .execution import Outcome, build_request, send, summarize_error
 from .identity import Principal, granted_connectors
 from .links import LinkService
 from .manifest import ConnectorConfig, Manifest
@@ -235,7 +237,8 @@ class Gateway:
                 "action": verdict.action,
                 "source": verdict.source,
                 "rule": verdict.rule,
-                "conditional": any(r.when for r in [*self.manifest.policies, *cfg.policies]),
+                "conditional": any(r.when and r.matcher.matches(action.qualified_name) for r in self.manifest.policies)
+                or any(r.when and r.matcher.matches(action.path) for r in cfg.policies),
             },
             "auth": {"kind": cfg.auth.type, "configured": not await self._needs_auth(action.connector)},
         }
@@ -334,11 +337,33 @@ class Gateway:
                 source=verdict.source,
                 rule=verdict.rule,
             )
+        cfg = self._config(action.connector)
+        base_url = self._catalogs[action.connector].base_url
+        if not base_url:
+            return ErrorResult(
+                reason="connector_error",
+                message=f"Connector {cfg.slug!r} has no base_url; the operator must set one in the manifest.",
+            )
+        # The request is built, and the credential looked up, before any approval is asked for or
+        # consumed: a human must never approve a call that cannot run, nor burn an approval on one.
+        try:
+            request = build_request(action, args, base_url=base_url, static_headers=cfg.headers)
+        except ArgumentError as exc:
+            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        sealed: SealedCredential | None = None
+        if needs_secret(cfg.auth):
+            sealed = await self.vault.sealed(cfg.slug, principal=principal.user)
+            if sealed is None:
+                return await self._connect_result(
+                    principal,
+                    cfg.slug,
+                    f"{cfg.slug} needs a {cfg.auth.type} credential; ask the user to open the link.",
+                )
         if verdict.action == "require_approval":
             gate = await self._approval_gate(principal, action, args, verdict, approval_id)
             if gate is not None:
                 return gate
-        return await self._run(principal, action, args, fields, trace)
+        return await self._run(principal, action, request, fields, trace, sealed)
 
     def _validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         validator = self._validators.get(action.qualified_name)
@@ -394,29 +419,14 @@ class Gateway:
         self,
         principal: Principal,
         action: Action,
-        args: Mapping[str, Any],
+        request: httpx2.Request,
         fields: Sequence[str] | None,
         trace: dict[str, Any],
+        sealed: SealedCredential | None,
     ) -> CallResult:
         cfg = self._config(action.connector)
-        base_url = self._catalogs[action.connector].base_url
-        if not base_url:
-            return ErrorResult(
-                reason="connector_error",
-                message=f"Connector {cfg.slug!r} has no base_url; the operator must set one in the manifest.",
-            )
-        sealed = None
-        if needs_secret(cfg.auth):
-            sealed = await self.vault.sealed(cfg.slug, principal=principal.user)
-            if sealed is None:
-                return await self._connect_result(
-                    principal,
-                    cfg.slug,
-                    f"{cfg.slug} needs a {cfg.auth.type} credential; ask the user to open the link.",
-                )
         redactor = Redactor()
         try:
-            request = build_request(action, args, base_url=base_url, static_headers=cfg.headers)
             outcome = await send(
                 self.http,
                 request,
@@ -447,7 +457,7 @@ class Gateway:
             return Denied(
                 reason="upstream_forbidden",
                 message=redactor.redact_text(
-                    f"{cfg.slug} refused this call (403): {summarize_error(outcome)}. Retrying will not help; the "
+                    f"{cfg.slug} refused this call (403): {_summary(outcome, redactor)}. Retrying will not help; the "
                     "credential lacks the permission."
                 ),
             )
@@ -456,10 +466,10 @@ class Gateway:
                 reason="upstream_error",
                 message=f"{cfg.slug} answered {outcome.http_status}.",
                 upstream_status=outcome.http_status,
-                upstream_message=redactor.redact_text(summarize_error(outcome)),
+                upstream_message=_summary(outcome, redactor),
                 hint="Check the arguments against describe; the upstream's message says what it expected.",
             )
-        data = redactor.redact(outcome.data)
+        data = _redact_data(outcome, redactor)
         if fields:
             data = project(data, fields)
         return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
@@ -510,3 +520,17 @@ def _reason_code(result: CallResult) -> str | None:
             return "needs_auth"
         case _:
             return None
+
+
+def _summary(outcome: Outcome, redactor: Redactor) -> str:
+    """The upstream's reason, redacted before it is capped so a cut cannot split a secret."""
+    return summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+
+
+def _redact_data(outcome: Outcome, redactor: Redactor) -> Any:
+    data = outcome.data
+    if redactor and outcome.binary:
+        # A binary body: the secret would hide inside the base64, so redact the bytes themselves.
+        raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
+        return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
+    return redactor.redact(data, truncated=outcome.truncated)

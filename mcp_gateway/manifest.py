@@ -1,46 +1,101 @@
 """The manifest (SPEC 3.4): its pydantic schema and a YAML loader whose errors are located.
 
-Every validation error names the file, the line, the field and a fix. Relative paths in a
-manifest resolve against the manifest's own folder (and, for ``catalog:`` defaults, against the
-catalog folder). Policy matchers are compiled here, once, at load: an invalid regex becomes a
-matcher that never matches plus a diagnostic that ``validate`` reports (fail safe, SPEC 6).
+Every problem becomes an ``Issue`` naming the file, the line, the field as a YAML path
+(``connectors[0].auth.type``), what is wrong and how to fix it; all problems of a file are
+reported at once, in line order. Duplicate YAML keys are errors (YAML would silently keep the
+last one, and a second ``policies:`` must not erase the first).
+
+Relative paths in a manifest resolve against the manifest's own folder (``Manifest.resolve``).
+A connector may name a ``catalog:`` entry (``catalog/<name>.yaml``): the entry's connector
+fields are defaults, the manifest's own fields win (``auth`` and ``headers`` merge key by key
+when the auth type agrees), the entry's relative source paths resolve against the catalog
+folder, and keys that are not connector fields (an entry may carry other metadata) are ignored.
+
+Policy matchers are compiled here, once, at load: an invalid or catastrophic regex in a rule's
+``match`` becomes a matcher that never matches plus a ``diagnostics()`` entry that ``validate``
+reports (fail safe, SPEC 6), while a broken ``when`` is an error.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .errors import Issue, ManifestError
-from .model import Risk
-from .policy import Condition, Matcher, compile_matcher
+from .model import PolicyAction, Risk
+from .policy import OPERATORS, Condition, Matcher, compile_matcher
 
 __all__ = [
+    "AUTH_TYPES",
+    "CATALOG_DIR",
+    "CREDENTIAL_HEADERS",
+    "DEFAULT_MANIFEST",
+    "SOURCE_KINDS",
     "AgentConfig",
     "ApiKeyAuth",
     "AuthConfig",
+    "AwsSigV4Auth",
     "BasicAuth",
     "BearerAuth",
     "ConnectorConfig",
     "CustomAuth",
+    "HmacAuth",
     "HttpActionConfig",
+    "HttpActions",
+    "HttpSource",
     "Manifest",
+    "MtlsAuth",
     "NoAuth",
+    "OAuth1Auth",
+    "OAuth2Auth",
+    "OpenAPISource",
     "PolicyRule",
+    "SourceConfig",
+    "UnsupportedSource",
+    "auth_headers",
     "load_manifest",
     "parse_manifest",
 ]
 
 SLUG_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+ACTION_PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = PACKAGE_ROOT / "catalog"
 DEFAULT_MANIFEST = PACKAGE_ROOT / "manifests" / "default.yaml"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+
+Loc = tuple[str | int, ...]
+
+
+class _Problem(ValueError):
+    """A validator's complaint that already knows its fix (kept apart so the Issue can show both)."""
+
+    def __init__(self, problem: str, fix: str, *, key: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.fix = fix
+        self.key = key
+        """The offending key below the validated field, when the field is a mapping."""
 
 
 # -- auth -----------------------------------------------------------------------------------
@@ -83,9 +138,9 @@ class CustomAuth(BaseModel):
     @classmethod
     def _has_placeholder(cls, headers: dict[str, str]) -> dict[str, str]:
         if not headers:
-            raise ValueError("custom auth needs at least one header template")
+            raise _Problem("custom auth needs at least one header template", "write e.g. 'X-Token: \"{secret}\"'")
         if not any("{secret" in v for v in headers.values()):
-            raise ValueError("no header template uses {secret}; write e.g. 'X-Token: \"{secret}\"'")
+            raise _Problem("no header template uses {secret}", "write e.g. 'X-Token: \"{secret}\"'")
         return headers
 
 
@@ -130,14 +185,42 @@ class OAuth2Auth(BaseModel):
 
 
 AuthConfig = Annotated[
-    NoAuth | BearerAuth | BasicAuth | ApiKeyAuth | CustomAuth | OAuth1Auth | HmacAuth | AwsSigV4Auth | MtlsAuth | OAuth2Auth,
+    NoAuth
+    | BearerAuth
+    | BasicAuth
+    | ApiKeyAuth
+    | CustomAuth
+    | OAuth1Auth
+    | HmacAuth
+    | AwsSigV4Auth
+    | MtlsAuth
+    | OAuth2Auth,
     Field(discriminator="type"),
 ]
+AUTH_TYPES = ("bearer", "basic", "custom", "api_key", "oauth1", "hmac", "aws_sigv4", "mtls", "oauth2", "none")
 
 # Headers that carry credentials: static headers may never set them (SPEC 5).
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-auth-token", "x-amz-security-token"}
 )
+
+
+def auth_headers(auth: BaseModel) -> frozenset[str]:
+    """The (lower-cased) header names an auth kind writes on the outbound request."""
+    names: set[str] = set()
+    if isinstance(auth, BearerAuth | HmacAuth):
+        names.add(auth.header)
+        if isinstance(auth, HmacAuth) and auth.timestamp_header:
+            names.add(auth.timestamp_header)
+    elif isinstance(auth, ApiKeyAuth) and auth.in_ == "header":
+        names.add(auth.name)
+    elif isinstance(auth, CustomAuth):
+        names.update(auth.headers)
+    elif isinstance(auth, BasicAuth | OAuth1Auth | OAuth2Auth):
+        names.add("Authorization")
+    elif isinstance(auth, AwsSigV4Auth):
+        names.update({"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"})
+    return frozenset(n.lower() for n in names)
 
 
 # -- sources --------------------------------------------------------------------------------
@@ -161,13 +244,23 @@ class HttpActionConfig(BaseModel):
     params: dict[str, Literal["path", "query", "header", "cookie", "body"]] = Field(default_factory=dict)
     """Optional placement per argument; unlisted args go to the path if templated, else body or query."""
 
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        if not ACTION_PATH_RE.match(v):
+            raise _Problem(
+                f"action path {v!r} is not dot-separated words",
+                "use letters, digits, '_' and '-' between dots, e.g. 'deploys.create'",
+            )
+        return v
+
     @field_validator("method")
     @classmethod
     def _method(cls, v: str) -> str:
-        v = v.upper()
-        if v not in {"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}:
-            raise ValueError(f"unknown HTTP method {v!r}; use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
-        return v
+        upper = v.upper()
+        if upper not in {"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"}:
+            raise _Problem(f"unknown HTTP method {v!r}", "use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
+        return upper
 
 
 class HttpActions(BaseModel):
@@ -183,17 +276,15 @@ class HttpSource(BaseModel):
 class UnsupportedSource(BaseModel):
     """Source kinds named by the SPEC that this build does not normalize yet (postman, graphql, mcp)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = _STRICT
     postman: Any = None
     graphql: Any = None
     mcp: Any = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> UnsupportedSource:
-        kinds = [k for k in ("postman", "graphql", "mcp") if getattr(self, k) is not None]
-        extra = list((self.model_extra or {}).keys())
-        if extra or len(kinds) != 1:
-            raise ValueError("a source is exactly one of: openapi, http, postman, graphql, mcp")
+        if sum(getattr(self, k) is not None for k in ("postman", "graphql", "mcp")) != 1:
+            raise ValueError("a source is exactly one of: " + ", ".join(SOURCE_KINDS))
         return self
 
     @property
@@ -201,23 +292,57 @@ class UnsupportedSource(BaseModel):
         return next(k for k in ("postman", "graphql", "mcp") if getattr(self, k) is not None)
 
 
-SourceConfig = OpenAPISource | HttpSource | UnsupportedSource
+SOURCE_KINDS = ("openapi", "http", "postman", "graphql", "mcp")
+
+
+def _source_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        kinds = [k for k in SOURCE_KINDS if k in value]
+        return kinds[0] if len(kinds) == 1 else None
+    if isinstance(value, OpenAPISource):
+        return "openapi"
+    if isinstance(value, HttpSource):
+        return "http"
+    if isinstance(value, UnsupportedSource):
+        return value.kind
+    return None
+
+
+# Dispatch on the one key a source has, so a mistake inside `openapi:` is reported once, for
+# that kind, instead of once per kind it failed to be.
+SourceConfig = Annotated[
+    Annotated[OpenAPISource, Tag("openapi")]
+    | Annotated[HttpSource, Tag("http")]
+    | Annotated[UnsupportedSource, Tag("postman")]
+    | Annotated[UnsupportedSource, Tag("graphql")]
+    | Annotated[UnsupportedSource, Tag("mcp")],
+    Discriminator(
+        _source_kind,
+        custom_error_type="source_kind",
+        custom_error_message="a source is exactly one of: " + ", ".join(SOURCE_KINDS),
+    ),
+]
 
 
 # -- policy ---------------------------------------------------------------------------------
 
 
 class PolicyRule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-    match: str
-    action: Literal["always_run", "require_approval", "block"]
-    when: dict[str, Condition] | None = None
-    matcher: Matcher = Field(default=None, exclude=True)  # type: ignore[assignment]
+    """One ``policies`` entry; its ``matcher`` is compiled once, when the rule is validated."""
 
-    @model_validator(mode="after")
-    def _compile(self) -> PolicyRule:
-        object.__setattr__(self, "matcher", compile_matcher(self.match))
-        return self
+    model_config = _STRICT
+    match: str = Field(min_length=1)
+    action: PolicyAction
+    when: dict[str, Condition] | None = None
+
+    _matcher: Matcher = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._matcher = compile_matcher(self.match)
+
+    @property
+    def matcher(self) -> Matcher:
+        return self._matcher
 
 
 # -- connectors, agents, manifest ----------------------------------------------------------
@@ -245,7 +370,11 @@ class ConnectorConfig(BaseModel):
     @classmethod
     def _slug(cls, v: str) -> str:
         if not SLUG_RE.match(v):
-            raise ValueError("a slug is lowercase letters, digits, '_' or '-', starting with a letter (e.g. 'github')")
+            raise _Problem(
+                f"{v!r} is not a valid slug",
+                "use lowercase letters, digits, '_' or '-', starting with a letter, at most 63 characters, "
+                "e.g. 'github'",
+            )
         return v
 
     @field_validator("headers")
@@ -253,7 +382,11 @@ class ConnectorConfig(BaseModel):
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
         for name in headers:
             if name.lower() in CREDENTIAL_HEADERS:
-                raise ValueError(f"static header {name!r} would carry a credential; declare it under 'auth:' instead")
+                raise _Problem(
+                    f"static header {name!r} would carry a credential",
+                    "remove it: declare the credential under 'auth:' and store it with 'mcp-gateway secret set'",
+                    key=name,
+                )
         return headers
 
     @property
@@ -263,13 +396,24 @@ class ConnectorConfig(BaseModel):
 
 class AgentConfig(BaseModel):
     model_config = _STRICT
-    name: str
+    name: str = Field(min_length=1)
     connectors: list[str] = Field(default_factory=list)
+
+
+_DEFER_CROSS_CHECKS = "defer_cross_checks"
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a parsed manifest came from, so later diagnostics can be located too."""
+
+    file: str
+    lines: dict[Loc, int] = field(default_factory=dict)
 
 
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    project: str = "default"
+    project: str = Field("default", min_length=1)
     default_mode: Literal["risk", "allow_all"] = "risk"
     public_url: str = "http://127.0.0.1:8765"
     policies: list[PolicyRule] = Field(default_factory=list)
@@ -278,161 +422,572 @@ class Manifest(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """The folder relative source paths resolve against."""
 
+    _origin: _Origin | None = PrivateAttr(default=None)
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise _Problem(f"{v!r} is not an http(s) URL", "write the base humans open, e.g. 'http://127.0.0.1:8765'")
+        return v.rstrip("/")
+
     @model_validator(mode="after")
-    def _cross_checks(self) -> Manifest:
-        seen: set[str] = set()
-        for c in self.connectors:
-            if c.slug in seen:
-                raise ValueError(f"duplicate connector slug {c.slug!r}; every connector needs its own slug")
-            seen.add(c.slug)
-        for a in self.agents or []:
-            for slug in a.connectors:
-                if slug not in seen:
-                    raise ValueError(f"agent {a.name!r} is granted unknown connector {slug!r}")
+    def _cross_checks(self, info: ValidationInfo) -> Manifest:
+        # parse_manifest reports these itself, each at its own line; direct construction raises.
+        if info.context and info.context.get(_DEFER_CROSS_CHECKS):
+            return self
+        problems = self._cross_problems()
+        if problems:
+            raise ValueError("; ".join(f"{_dotted(loc)}: {message}" for loc, message, _ in problems))
         return self
+
+    def _cross_problems(self) -> list[_Located]:
+        """Problems that span fields, each with its location and fix."""
+        out: list[_Located] = []
+        first: dict[str, int] = {}
+        for i, c in enumerate(self.connectors):
+            if c.slug in first:
+                why = f"duplicate connector slug {c.slug!r}: connectors[{first[c.slug]}] has it too"
+                out.append((("connectors", i, "slug"), why, "give every connector its own slug"))
+            first.setdefault(c.slug, i)
+            out += _connector_problems(i, c)
+        agents: dict[str, int] = {}
+        for j, agent in enumerate(self.agents or []):
+            if agent.name in agents:
+                why = f"duplicate agent {agent.name!r}: agents[{agents[agent.name]}] has it too"
+                out.append((("agents", j, "name"), why, "merge the two entries' connectors into one"))
+            agents.setdefault(agent.name, j)
+            for k, slug in enumerate(agent.connectors):
+                if slug not in first:
+                    why = f"agent {agent.name!r} is granted unknown connector {slug!r}"
+                    out.append((("agents", j, "connectors", k), why, _choose(slug, list(first), "connector slugs")))
+        return out
 
     def connector(self, slug: str) -> ConnectorConfig | None:
         return next((c for c in self.connectors if c.slug == slug), None)
 
     def resolve(self, ref: str) -> str:
-        """A source reference as a URL or an absolute path."""
+        """A source reference as a URL or an absolute path (relative ones against the manifest's folder)."""
         if ref.startswith(("http://", "https://")):
             return ref
-        path = Path(ref)
+        path = Path(ref).expanduser()
         return str(path if path.is_absolute() else (self.base_dir / path))
 
-    def diagnostics(self) -> list[str]:
-        """Non-fatal problems ``validate`` reports: matchers that can never match."""
-        out: list[str] = []
-        for where, rules in [("policies", self.policies)] + [
-            (f"connectors[{c.slug}].policies", c.policies) for c in self.connectors
-        ]:
-            for i, rule in enumerate(rules):
+    def diagnostic_issues(self) -> list[Issue]:
+        """Non-fatal problems ``validate`` reports (and exits non-zero on): rules that can never match."""
+        origin = self._origin or _Origin(file="<manifest>")
+        out: list[Issue] = []
+        layers: list[tuple[Loc, list[PolicyRule]]] = [(("policies",), self.policies)]
+        layers += [(("connectors", i, "policies"), c.policies) for i, c in enumerate(self.connectors)]
+        for prefix, rules in layers:
+            for j, rule in enumerate(rules):
                 if rule.matcher.error:
-                    out.append(f"{where}[{i}].match {rule.match!r}: {rule.matcher.error}; this rule never matches")
+                    loc = (*prefix, j, "match")
+                    out.append(
+                        Issue(
+                            origin.file,
+                            _line_for(loc, origin.lines),
+                            _dotted(loc),
+                            f"{rule.match!r} never matches: {rule.matcher.error}",
+                            "fix the pattern, or use a glob such as 'issues.*'; until then this rule is ignored",
+                        )
+                    )
         return out
 
-
-# -- loading --------------------------------------------------------------------------------
-
-
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that remembers the line of every mapping key, by its path."""
+    def diagnostics(self) -> list[str]:
+        """``diagnostic_issues`` as text, one ``file:line: field: problem (fix: …)`` each."""
+        return [str(issue) for issue in self.diagnostic_issues()]
 
 
-def _compose_lines(text: str) -> dict[tuple[str | int, ...], int]:
-    lines: dict[tuple[str | int, ...], int] = {}
-    root = yaml.compose(text, Loader=_LineLoader)
+_Located = tuple[Loc, str, str]
+"""A problem found after validation: (location, problem, fix)."""
 
-    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
+
+def _connector_problems(i: int, c: ConnectorConfig) -> list[_Located]:
+    out: list[_Located] = []
+    written = auth_headers(c.auth)
+    for name in c.headers:
+        if name.lower() in written:
+            why = f"static header {name!r} is the header that auth type {c.auth.type!r} sets"
+            out.append(
+                (("connectors", i, "headers", name), why, "remove it: the gateway writes it from the credential")
+            )
+    if isinstance(c.source, HttpSource):
+        seen: dict[str, int] = {}
+        for j, action in enumerate(c.source.http.actions):
+            if action.path in seen:
+                why = f"duplicate action path {action.path!r}: actions[{seen[action.path]}] has it too"
+                loc = ("connectors", i, "source", "http", "actions", j, "path")
+                out.append((loc, why, "give every action of a connector its own path"))
+            seen.setdefault(action.path, j)
+    return out
+
+
+# -- reading YAML with lines ----------------------------------------------------------------
+
+
+def _read_yaml(text: str, file: str) -> tuple[Any, dict[Loc, int], list[Issue]]:
+    """Parse one YAML document: its data, the line of every key and item, and duplicate keys."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        duplicates = _duplicate_keys(node, file) if node is not None else []
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        raise ManifestError([_yaml_issue(exc, file)]) from None
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines, set())
+    return data, lines, duplicates
+
+
+_YAML_HINTS = (
+    ("'\\t'", "indent with spaces: YAML does not allow tabs"),
+    ("block mapping start", "indent this key like the keys beside it"),
+    ("<block end>", "indent this line like the lines beside it"),
+    ("mapping values are not allowed", "quote a value that contains ': '"),
+    ("another document", "remove the '---' line: a manifest is one document"),
+    ("found undefined alias", "define the '&anchor' before using '*anchor'"),
+    ("found unexpected end of stream", "close the quote or bracket opened earlier"),
+)
+
+
+def _yaml_issue(exc: yaml.YAMLError, file: str) -> Issue:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    context, problem = getattr(exc, "context", None), getattr(exc, "problem", None)
+    text = "; ".join(p for p in (context, problem) if p) or str(exc)
+    where = f" (column {mark.column + 1})" if mark is not None else ""
+    fix = next((hint for needle, hint in _YAML_HINTS if needle in text), "check the indentation and quoting here")
+    return Issue(file, mark.line + 1 if mark is not None else None, "", f"not valid YAML{where}: {text}", fix)
+
+
+def _collect_lines(node: yaml.Node, path: Loc, lines: dict[Loc, int], active: set[int]) -> None:
+    if id(node) in active:  # an alias that contains itself
+        return
+    active.add(id(node))
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines[(*path, key.value)] = key.start_mark.line + 1
+                _collect_lines(value, (*path, key.value), lines, active)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _collect_lines(item, (*path, i), lines, active)
+    active.discard(id(node))
+
+
+def _duplicate_keys(root: yaml.Node, file: str) -> list[Issue]:
+    issues: list[Issue] = []
+    stack: list[tuple[yaml.Node, Loc]] = [(root, ())]
+    visited: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = path + (k.value,)
-                lines[key] = k.start_mark.line + 1
-                walk(v, key)
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                line = key.start_mark.line + 1
+                if key.value in first:
+                    issues.append(
+                        Issue(
+                            file,
+                            line,
+                            _dotted((*path, key.value)),
+                            f"key {key.value!r} appears twice (first on line {first[key.value]})",
+                            "merge the two into one; YAML would silently keep only the last",
+                        )
+                    )
+                first.setdefault(key.value, line)
+                stack.append((value, (*path, key.value)))
         elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                walk(v, (*path, i))
-
-    if root is not None:
-        walk(root, ())
-    return lines
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return issues
 
 
-_FIXES = {
-    "extra_forbidden": "remove it, or check its spelling against SPEC 3.4",
-    "missing": "add it",
-    "union_tag_invalid": "use one of the listed values",
-    "literal_error": "use one of the listed values",
-}
-
-
-def _line_for(loc: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> int | None:
+def _line_for(loc: Loc, lines: dict[Loc, int]) -> int | None:
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:
             return lines[loc[:n]]
     return None
 
 
-def _clean_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
-    # pydantic puts union arm names (``OpenAPISource``, ``bearer``) into locations; they are not YAML keys.
-    arms = {"OpenAPISource", "HttpSource", "UnsupportedSource", "function-after[_compile(), PolicyRule]"}
-    out: list[str | int] = []
+def _dotted(loc: Loc) -> str:
+    """A location as a YAML path: ``connectors[0].auth.type``."""
+    out = ""
     for part in loc:
-        if isinstance(part, str) and (part in arms or part.startswith("function-")):
-            continue
-        out.append(part)
-    return tuple(out)
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
 
 
-def _merge_catalog(raw: dict[str, Any], catalog_dir: Path, file: str, line: int | None) -> dict[str, Any]:
-    name = raw.get("catalog")
-    if not name:
-        return raw
+def _choose(given: str, known: list[str], what: str) -> str:
+    if not known:
+        return f"there are no {what} to choose from"
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    listed = ", ".join(known)
+    return f"did you mean {close[0]!r}? The {what} are: {listed}" if close else f"use one of the {what}: {listed}"
+
+
+# -- catalog --------------------------------------------------------------------------------
+
+
+@dataclass
+class _CatalogUse:
+    """Which keys of connector ``index`` came from which catalog entry."""
+
+    name: str
+    file: str
+    lines: dict[Loc, int]
+    keys: set[str]
+
+
+_CONNECTOR_KEYS = set(ConnectorConfig.model_fields) - {"slug", "catalog"}
+_PATH_KEYS = {"openapi": (), "postman": (), "graphql": ("schema",)}
+"""Where a source kind keeps a file path: the kind's value itself, or a key below it."""
+
+
+def _catalog_entry(
+    name: Any, catalog_dir: Path, file: str, line: int | None, index: int
+) -> tuple[dict[str, Any], _CatalogUse] | list[Issue]:
+    where = _dotted(("connectors", index, "catalog"))
+    known = sorted(p.stem for p in catalog_dir.glob("*.yaml"))
+    if not isinstance(name, str) or not SLUG_RE.match(name):
+        return [Issue(file, line, where, f"{name!r} is not a catalog entry name", _choose(str(name), known, "entries"))]
     entry_path = catalog_dir / f"{name}.yaml"
     if not entry_path.is_file():
-        known = sorted(p.stem for p in catalog_dir.glob("*.yaml"))
-        raise ManifestError(
-            [Issue(file, line, "catalog", f"no catalog entry {name!r}", f"use one of: {', '.join(known) or 'none'}")]
-        )
-    entry = yaml.safe_load(entry_path.read_text()) or {}
-    source = entry.get("source")
-    if isinstance(source, dict) and isinstance(source.get("openapi"), str):
-        ref = source["openapi"]
-        if not ref.startswith(("http://", "https://")) and not Path(ref).is_absolute():
-            source = {"openapi": str((catalog_dir / ref).resolve())}
-    merged = {k: v for k, v in entry.items() if k not in ("slug", "source")}
-    if source is not None:
-        merged["source"] = source
-    merged.update(raw)
+        return [
+            Issue(file, line, where, f"no catalog entry {name!r} in {catalog_dir}", _choose(name, known, "entries"))
+        ]
+    try:
+        entry, lines, duplicates = _read_yaml(entry_path.read_text(encoding="utf-8"), str(entry_path))
+    except ManifestError as exc:
+        return exc.issues
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Issue(str(entry_path), None, "", f"cannot read the catalog entry: {exc}", "check the file")]
+    if duplicates:
+        return duplicates
+    if not isinstance(entry, dict):
+        return [Issue(str(entry_path), 1, "", "a catalog entry is a YAML mapping", "start with 'name: …'")]
+    defaults = {k: v for k, v in entry.items() if k in _CONNECTOR_KEYS}
+    source = defaults.get("source")
+    if isinstance(source, dict):
+        defaults["source"] = _resolve_source_paths(source, catalog_dir)
+    return defaults, _CatalogUse(name, str(entry_path), lines, set(defaults))
+
+
+def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Make a catalog entry's relative source paths absolute, against the catalog folder."""
+    out = dict(source)
+    for kind, below in _PATH_KEYS.items():
+        value = out.get(kind)
+        if below and isinstance(value, dict) and isinstance(value.get(below[0]), str):
+            out[kind] = {**value, below[0]: _absolute(value[below[0]], folder)}
+        elif not below and isinstance(value, str):
+            out[kind] = _absolute(value, folder)
+    return out
+
+
+def _absolute(ref: str, folder: Path) -> str:
+    if ref.startswith(("http://", "https://")) or Path(ref).expanduser().is_absolute():
+        return ref
+    return str((folder / ref).resolve())
+
+
+def _merge(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **raw}
+    base_auth, own_auth = defaults.get("auth"), raw.get("auth")
+    # Refining the catalog's auth (other scopes, another header) must not mean restating it all.
+    if (
+        isinstance(base_auth, dict)
+        and isinstance(own_auth, dict)
+        and own_auth.get("type", base_auth.get("type")) == base_auth.get("type")
+    ):
+        merged["auth"] = {**base_auth, **own_auth}
+    if isinstance(defaults.get("headers"), dict) and isinstance(raw.get("headers"), dict):
+        merged["headers"] = {**defaults["headers"], **raw["headers"]}
     return merged
 
 
-def parse_manifest(text: str, *, file: str = "<manifest>", base_dir: Path | None = None,
-                   catalog_dir: Path = CATALOG_DIR) -> Manifest:
-    """Validate manifest text. Raises ``ManifestError`` listing every located problem."""
-    try:
-        data = yaml.safe_load(text)
-        lines = _compose_lines(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError([Issue(file, line, "", f"not valid YAML: {problem}",
-                                   "check indentation and quoting around this line")]) from None
+# -- turning pydantic errors into issues ----------------------------------------------------
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip ``Annotated`` and ``| None`` until something else shows."""
+    while True:
+        if get_origin(tp) is Annotated:
+            tp = get_args(tp)[0]
+            continue
+        if get_origin(tp) in (typing.Union, types.UnionType):
+            arms = [a for a in get_args(tp) if a is not type(None)]
+            if len(arms) == 1:
+                tp = arms[0]
+                continue
+        return tp
+
+
+def _union_arms(tp: Any) -> dict[str, Any] | None:
+    """The labels pydantic puts into an error location for each arm of a union, if ``tp`` is one."""
+    tp = _unwrap(tp)
+    if get_origin(tp) not in (typing.Union, types.UnionType):
+        return None
+    arms: dict[str, Any] = {}
+    for arm in get_args(tp):
+        if arm is type(None):
+            continue
+        if get_origin(arm) is Annotated:
+            for meta in get_args(arm)[1:]:
+                if isinstance(meta, Tag):
+                    arms[meta.tag] = get_args(arm)[0]
+        inner = _unwrap(arm)
+        if isinstance(inner, type):
+            arms[inner.__name__] = inner
+            if issubclass(inner, BaseModel) and "type" in inner.model_fields:
+                for literal in get_args(inner.model_fields["type"].annotation):
+                    arms[str(literal)] = inner
+    return arms
+
+
+def _child(tp: Any, part: str | int) -> Any:
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+        for name, info in tp.model_fields.items():
+            if part in (name, info.alias):
+                return info.annotation
+        return None
+    origin = get_origin(tp)
+    if origin in (list, tuple) and isinstance(part, int):
+        return get_args(tp)[0]
+    if origin is dict and isinstance(part, str):
+        return get_args(tp)[1]
+    return None
+
+
+def _walk_loc(raw: Loc) -> tuple[Loc, type[BaseModel] | None]:
+    """Drop pydantic's union-arm labels from ``raw``; also the model the location ends in."""
+    clean: list[str | int] = []
+    tp: Any = Manifest
+    for part in raw:
+        if isinstance(part, str) and part.startswith("function-"):
+            continue
+        arms = _union_arms(tp)
+        if arms is not None and isinstance(part, str) and part in arms:
+            tp = arms[part]
+            continue
+        clean.append(part)
+        tp = _child(tp, part)
+    model = _unwrap(tp)
+    return tuple(clean), model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items() if not info.exclude]
+
+
+def _describe(value: Any, *, reveal: bool) -> str:
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if not reveal:
+        return _KIND_NAMES.get(type(value).__name__, "a value")
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_KIND_NAMES = {"str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
+_MAPPING = ("a mapping", "write 'key: value' lines (or '{key: value}') here")
+_EXPECTED: dict[str, tuple[str, str]] = {
+    "string_type": ("a string", "write text here, quoted if it looks like a number or a boolean"),
+    "list_type": ("a list", "write a list: '[a, b]', or one '- item' line each"),
+    "dict_type": _MAPPING,
+    "model_type": _MAPPING,
+    "model_attributes_type": _MAPPING,
+    "bool_type": ("true or false", "write true or false"),
+    "bool_parsing": ("true or false", "write true or false"),
+    "int_type": ("a whole number", "write a whole number"),
+    "int_parsing": ("a whole number", "write a whole number"),
+    "float_type": ("a number", "write a number"),
+    "float_parsing": ("a number", "write a number"),
+}
+_FIX_BY_FIELD = {
+    "gt": "write a plain number, e.g. 'gt: 10000'",
+    "gte": "write a plain number, e.g. 'gte: 10000'",
+    "lt": "write a plain number, e.g. 'lt: 10000'",
+    "lte": "write a plain number, e.g. 'lte: 10000'",
+    "matches": "simplify the regex as described",
+    "in": "write a list, e.g. 'in: [main, master]'",
+    "not_in": "write a list, e.g. 'not_in: [main, master]'",
+}
+
+
+def _issue(err: Any, file: str, lines: dict[Loc, int], uses: dict[int, _CatalogUse], raw: list[Any]) -> Issue:
+    loc, message, fix = _explain(err)
+    use = uses.get(loc[1]) if len(loc) > 2 and loc[0] == "connectors" and isinstance(loc[1], int) else None
+    own = raw[loc[1]] if use is not None and isinstance(raw[loc[1]], dict) else {}
+    if use is not None and loc[2] in use.keys and loc[2] not in own:
+        # The value came from the catalog entry: point there, and say which connector used it.
+        inner = loc[2:]
+        where = f"catalog entry {use.name!r}, used by {_dotted(loc[:2])}"
+        return Issue(use.file, _line_for(inner, use.lines), _dotted(inner), f"{message} ({where})", fix)
+    return Issue(file, _line_for(loc, lines), _dotted(loc), message, fix)
+
+
+def _explain(err: Any) -> tuple[Loc, str, str]:
+    """One pydantic error as (YAML location, problem, fix), in the manifest's own words."""
+    raw_loc = tuple(err["loc"])
+    loc, model = _walk_loc(raw_loc)
+    kind: str = err["type"]
+    ctx: dict[str, Any] = err.get("ctx") or {}
+    value = err.get("input")
+    # Header values may hold a token someone pasted by mistake: describe them, never echo them.
+    got = _describe(value, reveal="headers" not in loc)
+    field_fix = _FIX_BY_FIELD.get(str(loc[-1]) if loc else "", "")
+    fallback = "change the value as described"
+
+    if kind == "extra_forbidden":
+        message, fix = _unknown_key(str(loc[-1]), loc, _walk_loc(raw_loc[:-1])[1])
+        return loc, message, fix
+    if kind == "missing":
+        return loc, f"missing required key {loc[-1]!r}", f"add '{loc[-1]}: …'"
+    if kind in ("union_tag_invalid", "union_tag_not_found") and loc[-1:] == ("auth",):
+        valid = ", ".join(AUTH_TYPES)
+        if kind == "union_tag_not_found":
+            return loc, "an auth block needs a 'type'", f"add 'type:' with one of: {valid}"
+        return (*loc, "type"), f"unknown auth type {ctx.get('tag')!r}", f"use one of: {valid}"
+    if kind == "source_kind":
+        found = ", ".join(map(str, value)) if isinstance(value, dict) else got
+        message = f"a source is exactly one of: {', '.join(SOURCE_KINDS)} (found: {found or 'nothing'})"
+        return loc, message, "write e.g. 'source: { openapi: specs/api.json }'"
+    if kind == "literal_error" and ctx.get("expected"):
+        return loc, f"must be {ctx['expected']}, not {got}", f"write {ctx['expected']}"
+    if kind == "value_error":
+        error = ctx.get("error")
+        if isinstance(error, _Problem):
+            return (*loc, error.key) if error.key is not None else loc, error.problem, error.fix
+        message = str(error) if error is not None else str(err["msg"]).removeprefix("Value error, ")
+        if model is Condition:
+            return loc, message, "write at least one operator, e.g. 'amount: {gt: 10000}'"
+        return loc, message, field_fix or fallback
+    if kind in _EXPECTED:
+        expected, type_fix = _EXPECTED[kind]
+        return loc, f"should be {expected}, not {got}", field_fix or type_fix
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return loc, "must not be empty", "write a value, or remove the key"
+    return loc, f"{str(err['msg']).replace('Input should be', 'should be')}, not {got}", field_fix or fallback
+
+
+def _unknown_key(key: str, loc: Loc, parent: type[BaseModel] | None) -> tuple[str, str]:
+    if parent is Condition:
+        return f"unknown operator {key!r}", _choose(key, list(OPERATORS), "operators")
+    if parent in (OpenAPISource, UnsupportedSource) and loc[-2:-1] == ("source",):
+        kinds = ", ".join(SOURCE_KINDS)
+        return f"unknown key {key!r} in a source", f"a source has exactly one key, its kind ({kinds}); remove {key!r}"
+    keys = _keys_of(parent) if parent else []
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key {key!r}", f"did you mean {close[0]!r}? Otherwise remove it"
+    return f"unknown key {key!r}", "remove it" + (f"; the keys here are: {', '.join(keys)}" if keys else "")
+
+
+# -- entry points ---------------------------------------------------------------------------
+
+
+def parse_manifest(
+    text: str, *, file: str = "<manifest>", base_dir: Path | None = None, catalog_dir: Path = CATALOG_DIR
+) -> Manifest:
+    """Validate manifest text. Raises ``ManifestError`` listing every located problem.
+
+    Args:
+        text: the YAML.
+        file: the name issues carry (the manifest's path).
+        base_dir: the folder relative paths resolve against (default: the working directory).
+        catalog_dir: where ``catalog:`` entries live.
+    """
+    data, lines, issues = _read_yaml(text, file)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ManifestError([Issue(file, 1, "", "a manifest is a YAML mapping", "start with 'project: NAME'")])
-    connectors = data.get("connectors") or []
-    if isinstance(connectors, list):
-        data["connectors"] = [
-            _merge_catalog(c, catalog_dir, file, lines.get(("connectors", i)))
-            if isinstance(c, dict) else c
-            for i, c in enumerate(connectors)
-        ]
+        raise ManifestError(
+            [
+                Issue(
+                    file,
+                    1,
+                    "",
+                    f"a manifest is a YAML mapping, not {_describe(data, reveal=False)}",
+                    "start with 'project: NAME' and list connectors under 'connectors:'",
+                )
+            ]
+        )
+    if "base_dir" in data:
+        # Not a manifest key: the folder is where the file lives. (It is a field only for Python callers.)
+        data = {k: v for k, v in data.items() if k != "base_dir"}
+        issues.append(
+            Issue(
+                file,
+                lines.get(("base_dir",)),
+                "base_dir",
+                "unknown key 'base_dir'",
+                "remove it: paths resolve against the manifest's folder",
+            )
+        )
+
+    uses: dict[int, _CatalogUse] = {}
+    raw_connectors = data.get("connectors")
+    if isinstance(raw_connectors, list):
+        merged_connectors: list[Any] = []
+        for i, raw in enumerate(raw_connectors):
+            if isinstance(raw, dict) and raw.get("catalog") is not None:
+                found = _catalog_entry(raw["catalog"], catalog_dir, file, lines.get(("connectors", i, "catalog")), i)
+                if isinstance(found, list):
+                    issues.extend(found)
+                else:
+                    defaults, uses[i] = found
+                    raw = _merge(defaults, raw)
+            merged_connectors.append(raw)
+        data = {**data, "connectors": merged_connectors}
+    else:
+        raw_connectors = []
+
+    manifest: Manifest | None = None
     try:
-        return Manifest.model_validate({**data, "base_dir": base_dir or Path.cwd()})
+        manifest = Manifest.model_validate(
+            {**data, "base_dir": base_dir or Path.cwd()}, context={_DEFER_CROSS_CHECKS: True}
+        )
     except ValidationError as exc:
-        issues = []
-        for err in exc.errors():
-            loc = _clean_loc(tuple(err["loc"]))
-            field = ".".join(str(p) for p in loc)
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "union_tag_invalid":
-                msg = f"unknown value {err.get('input', {}).get('type', '')!r}; " + msg.split(";")[0].split(" does not match")[0]
-                msg = f"{msg.rstrip('; ')}; expected one of {err.get('ctx', {}).get('expected_tags', '')}"
-            issues.append(Issue(file, _line_for(loc, lines), field, msg, _FIXES.get(err["type"], "")))
-        raise ManifestError(issues) from None
+        issues.extend(_issue(err, file, lines, uses, raw_connectors) for err in exc.errors(include_url=False))
+    if manifest is not None:
+        for loc, message, fix in manifest._cross_problems():
+            issues.append(Issue(file, _line_for(loc, lines), _dotted(loc), message, fix))
+    if issues or manifest is None:
+        raise ManifestError(sorted(issues, key=lambda i: (i.file != file, i.file, i.line or 0)))
+    manifest._origin = _Origin(file, lines)
+    return manifest
 
 
-def load_manifest(path: str | Path | None = None) -> Manifest:
+def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG_DIR) -> Manifest:
     """Load a manifest file (the bundled default when ``path`` is None)."""
     p = Path(path) if path is not None else DEFAULT_MANIFEST
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ManifestError([Issue(str(p), None, "", f"cannot read the manifest: {exc.strerror}",
-                                   "check the path given to --manifest")]) from None
-    return parse_manifest(text, file=str(p), base_dir=p.resolve().parent)
+        raise ManifestError(
+            [Issue(str(p), None, "", f"cannot read the manifest: {exc.strerror}", "check the path given to --manifest")]
+        ) from None
+    except UnicodeDecodeError:
+        raise ManifestError(
+            [Issue(str(p), None, "", "the manifest is not UTF-8 text", "save it as UTF-8 (it is YAML)")]
+        ) from None
+    return parse_manifest(text, file=str(p), base_dir=p.resolve().parent, catalog_dir=catalog_dir)

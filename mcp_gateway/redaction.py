@@ -18,6 +18,8 @@ from .credentials import SecretValue
 __all__ = ["REDACTED", "Redactor"]
 
 REDACTED = "[redacted]"
+MIN_PARTIAL = 3
+"""A cut-off tail this long that starts a secret is treated as part of it."""
 
 
 class Redactor:
@@ -27,34 +29,61 @@ class Redactor:
     Not shared between calls: each call learns only the secrets it used.
     """
 
-    __slots__ = ("_forms", "_pattern")
+    __slots__ = ("_bytes_pattern", "_forms", "_pattern")
 
     def __init__(self) -> None:
         self._forms: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._bytes_pattern: re.Pattern[bytes] | None = None
 
     def add(self, secret: SecretValue) -> None:
         """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
         new = secret.redaction_forms() - self._forms
         if new:
             self._forms |= new
-            self._pattern = None  # recompiled on next use
+            self._pattern = self._bytes_pattern = None  # recompiled on next use
 
     def __bool__(self) -> bool:
         return bool(self._forms)
 
-    def redact_text(self, s: str) -> str:
+    def redact_text(self, s: str, *, truncated: bool = False) -> str:
+        """``truncated``: ``s`` was cut by a size cap, so its end may hold the first part of a
+        secret that no longer matches whole; such a tail is cut off too."""
         if not self._forms or not s:
             return s
-        return self._compiled().sub(REDACTED, s)
+        s = self._compiled().sub(REDACTED, s)
+        if truncated:
+            s = self._cut_partial_tail(s)
+        return s
 
-    def redact(self, obj: Any) -> Any:
+    def redact_bytes(self, body: bytes) -> bytes:
+        """Redact a binary body (its text forms, as UTF-8 bytes)."""
+        if not self._forms or not body:
+            return body
+        if self._bytes_pattern is None:
+            forms = sorted((f.encode() for f in self._forms), key=len, reverse=True)
+            self._bytes_pattern = re.compile(b"|".join(map(re.escape, forms)))
+        return self._bytes_pattern.sub(REDACTED.encode(), body)
+
+    def _cut_partial_tail(self, s: str) -> str:
+        longest = 0
+        for form in self._forms:
+            for k in range(min(len(form) - 1, len(s)), MIN_PARTIAL - 1, -1):
+                if s.endswith(form[:k]):
+                    longest = max(longest, k)
+                    break
+        return s[:-longest] + REDACTED if longest else s
+
+    def redact(self, obj: Any, *, truncated: bool = False) -> Any:
         """Redact strings in JSON-like data (values and dict keys), returning new containers.
 
-        Non-string scalars are returned as they are; the input is never mutated.
+        Non-string scalars are returned as they are; the input is never mutated. ``truncated``
+        applies to a bare string (a body cut at the size cap, see ``redact_text``).
         """
         if not self._forms:
             return obj
+        if truncated and isinstance(obj, str):
+            return self.redact_text(obj, truncated=True)
         return self._walk(obj)
 
     def _walk(self, obj: Any) -> Any:

@@ -200,9 +200,11 @@ def test_connector_filter_only_returns_those_connectors(index: DiscoveryIndex) -
     assert {a.connector for a, _ in hits} == {"slack", "stripe"}
     assert index.search("create an issue", connectors=[]) == []
     assert index.search("create an issue", connectors={"not-a-connector"}) == []
-    # A filter is a restriction, not a re-ranking: GitHub's own order is unchanged.
-    only_github = names(index.search("create an issue", limit=5, connectors=["github"]))
-    assert only_github == [n for n in names(index.search("create an issue", limit=50)) if n.startswith("github.")][:5]
+    # A filter is a restriction, not a re-ranking: GitHub's own hits keep their order and exact scores.
+    for query in ["create an issue", "list customers", "send a message"]:
+        only_github = [(a.qualified_name, s) for a, s in index.search(query, limit=5, connectors=["github"])]
+        everywhere = [(a.qualified_name, s) for a, s in index.search(query, limit=len(index))]
+        assert only_github == [hit for hit in everywhere if hit[0].startswith("github.")][:5]
 
 
 def test_allow_filter_hides_actions_and_still_fills_the_limit(index: DiscoveryIndex) -> None:
@@ -326,9 +328,11 @@ def test_resolve_keeps_dots_as_separators(index: DiscoveryIndex) -> None:
 def test_resolve_refuses_an_ambiguous_spelling() -> None:
     index = DiscoveryIndex()
     index.replace_connector("a", [action("a", "get_x"), action("a", "getx")])
-    assert index.resolve("a.get_x") is not None and index.resolve("a.get_x").path == "get_x"  # type: ignore[union-attr]
-    assert index.resolve("a.GETX").path == "getx"  # type: ignore[union-attr]
+    for spelling, path in [("a.get_x", "get_x"), ("a.GET_X", "get_x"), ("a.GETX", "getx")]:
+        found = index.resolve(spelling)
+        assert found is not None and found.path == path
     assert index.resolve("a.get-x") is None  # folds onto both, equals neither up to case
+    assert index.resolve("a.getX") is not None  # equal to a.getx up to case
 
 
 def test_fold_name() -> None:

@@ -9,6 +9,7 @@ import math
 from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from ..model import Action
@@ -126,8 +127,7 @@ class DiscoveryIndex:
         self._starts: list[int] = []
         self._slugs_by_fold: dict[str, list[str]] = {}
         self._df: dict[str, int] = {}
-        self._name_df: dict[str, int] = {}
-        """term -> how many segments use it in an action name."""
+        self._name_df: dict[str, int] = {}  # term -> how many segments use it in an action name
         self._idf: dict[str, float] = {}
         self._name_vocab: list[str] | None = None
         # Ids are never reused, so a stale id can never alias a newer action, and a new segment always
@@ -289,19 +289,20 @@ class DiscoveryIndex:
         for term, query_weight in weighted.items():
             columns = [column for segment in segments if (column := segment.postings(term)) is not None]
             if columns:
-                length = sum(len(ids) for ids, _ in columns)
-                lists.append((length, term, self._idf_of(term) * query_weight, columns))
-        # Longest list first: it becomes the score map at C speed (segments hold disjoint ids, so a
-        # plain update is right), and each later list is added only where it meets the map.
+                lists.append((self._df[term], term, self._idf_of(term) * query_weight, columns))
+        # Commonest term first, so the big lists become the score map in one C-level dict() and the
+        # Python loop only runs where a rarer list meets it. Ordered by global df, not by what the
+        # filter left visible: the summation order, hence every float, is the same under any filter.
         lists.sort(key=lambda item: (-item[0], item[1]))
         scores: dict[int, float] = {}
-        for position, (_, _, factor, columns) in enumerate(lists):
-            for ids, weights in columns:
-                partial = dict(zip(ids, map(factor.__mul__, weights), strict=True))
-                if position:
-                    for doc_id in partial.keys() & scores.keys():
-                        partial[doc_id] += scores[doc_id]
-                scores.update(partial)
+        for _, _, factor, columns in lists:
+            multiply = factor.__mul__
+            # Segments hold disjoint ids: their postings chain into one map without collisions.
+            partial = dict(chain.from_iterable(zip(ids, map(multiply, ws), strict=True) for ids, ws in columns))
+            if scores:
+                for doc_id in partial.keys() & scores.keys():
+                    partial[doc_id] += scores[doc_id]
+            scores.update(partial)
         return scores
 
     def _top(

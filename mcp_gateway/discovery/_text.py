@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
 
 __all__ = [
     "DESCRIPTION_CHARS",
@@ -19,13 +18,11 @@ __all__ = [
     "clean_description",
     "fold_name",
     "identifier_terms",
-    "identifier_words",
     "keep",
     "original_case",
     "prose_terms",
     "prose_words",
     "stem",
-    "terms",
 ]
 
 DESCRIPTION_CHARS = 300
@@ -79,7 +76,7 @@ _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
 _LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
 # An identifier's words: "HTTPServer" -> HTTP, Server; "getContent2" -> get, Content, 2.
 _IDENT_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_HTML_TAG = re.compile(r"<[^>]*>")
+_HTML_TAG = re.compile(r"<[^>]*>|&#?\w+;")  # tags and entities (&amp;)
 _MD_LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _URL = re.compile(r"https?://\S+")
 _VOWELS = frozenset("aeiouy")
@@ -143,26 +140,21 @@ def keep(word: str) -> bool:
     return len(word) > 1 and word not in _STOPWORDS
 
 
-def identifier_words(text: str) -> list[str]:
-    """Lowercase words of an identifier or qualified name, split at separators, camelCase and digits."""
-    return [w.lower() for w in _IDENT_WORD.findall(text)]
-
-
 def prose_words(text: str) -> list[str]:
     """Lowercase words of running text, camelCase left whole."""
     return [w.lower() for w in _LETTERS_OR_DIGITS.findall(text)]
 
 
-def terms(words: Iterable[str]) -> list[str]:
-    """The terms of already-split words, dropped words left out."""
-    return [term for word in words if (term := _term(word))]
+# The inline ``_TERMS.get`` saves a Python call per word on the hot build path (a third of build time).
 
 
 def identifier_terms(text: str) -> list[str]:
+    """Index terms of an identifier or qualified name."""
     return [term for word in _IDENT_WORD.findall(text) if (term := _TERMS.get(word) or _term(word))]
 
 
 def prose_terms(text: str) -> list[str]:
+    """Index terms of running text."""
     return [term for word in _LETTERS_OR_DIGITS.findall(text) if (term := _TERMS.get(word) or _term(word))]
 
 
@@ -180,7 +172,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 
 
 def clean_description(text: str) -> str:
-    """The indexed head of a description: HTML tags, link targets and URLs out, ~300 characters."""
+    """The indexed head of a description: HTML markup, link targets and URLs out, ~300 characters."""
     if not text:
         return ""
     text = _URL.sub(" ", _MD_LINK_TARGET.sub("]", _HTML_TAG.sub(" ", text)))

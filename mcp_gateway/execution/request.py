@@ -85,7 +85,17 @@ def build_request(
     """
     binding = _http_binding(action)
     placed = _place(action, binding, args)
-    url = _url(base_url, binding, placed)
+    try:
+        url = _url(base_url, binding, placed)
+    except httpx2.InvalidURL:
+        # Almost always a path or query value too long for a URL; the URL itself is not echoed.
+        raise ArgumentError(
+            "the arguments make the request URL invalid or too long; shorten the path and query values",
+            errors=[
+                {"field": name, "message": "too long for a URL"}
+                for name in (*(n for n, _ in placed.path.values()), *(spec.name for spec, _ in placed.query))
+            ],
+        ) from None
     headers = _headers(placed, static_headers)
     content, content_type = _body(action, binding, placed)
     if content is not None and "content-type" not in headers:

@@ -20,6 +20,8 @@ import httpx2
 
 __all__ = ["Outcome", "read_response", "summarize_error"]
 
+MAX_JSON_DEPTH = 64
+"""Deeper JSON is returned as text (see ``_shape``)."""
 ERROR_TEXT_LIMIT = 2000
 """Longest upstream reason handed on; error pages can be whole HTML documents."""
 
@@ -48,6 +50,8 @@ class Outcome:
     """True when the body was longer than ``max_bytes`` and ``data`` holds only its start."""
     content_type: str
     """The media type without parameters, lower-case (``application/json``); empty when absent."""
+    binary: bool = False
+    """``data`` is the ``{"base64", ...}`` shape of a binary body."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome:
@@ -60,7 +64,10 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     body, truncated = await _read_capped(response, max_bytes)
     media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     data = _shape(body, truncated, media, response.charset_encoding) if body else None
-    return Outcome(http_status=response.status_code, data=data, truncated=truncated, content_type=media)
+    binary = bool(body) and _kind(media, body) == "binary"
+    return Outcome(
+        http_status=response.status_code, data=data, truncated=truncated, content_type=media, binary=binary
+    )
 
 
 async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
@@ -110,10 +117,25 @@ def _shape(body: bytes, truncated: bool, media: str, charset: str | None) -> Any
         return _sse_payloads(text, complete=not truncated)
     if kind == "json" and not truncated:
         try:
-            return json.loads(text)
-        except ValueError:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
             return text  # labelled JSON but is not: the text itself is still the best answer
+        # Absurdly nested JSON would exhaust the recursion of every later walk (redaction,
+        # projection, serialization); as text it is still the upstream's answer.
+        return text if _deeper_than(parsed, MAX_JSON_DEPTH) else parsed
     return text
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
@@ -139,9 +161,11 @@ def _sse_payloads(text: str, *, complete: bool) -> list[Any]:
         if data:
             payload = "\n".join(data)
             try:
-                payloads.append(json.loads(payload))
-            except ValueError:
+                parsed = json.loads(payload)
+            except (ValueError, RecursionError):
                 payloads.append(payload)
+            else:
+                payloads.append(payload if _deeper_than(parsed, MAX_JSON_DEPTH) else parsed)
             data.clear()
 
     for line in _SSE_LINE_BREAK.split(text):

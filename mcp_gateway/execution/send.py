@@ -16,7 +16,7 @@ from __future__ import annotations
 import anyio
 import httpx2
 
-from ..errors import UpstreamError
+from ..errors import ArgumentError, UpstreamError
 from .response import Outcome, read_response
 
 __all__ = ["send"]
@@ -63,6 +63,9 @@ async def send(
             f"could not reach {where} ({type(exc).__name__}); check that the service is up and the "
             "connector's base_url is right, then try again",
         ) from None
+    except httpx2.InvalidURL:
+        # Only the auth step edits the URL after build_request (an api_key in the query).
+        raise ArgumentError("the request URL became too long once the credential was added; shorten the arguments") from None
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(
             "upstream_error",

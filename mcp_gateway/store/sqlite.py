@@ -305,7 +305,7 @@ class SQLiteStore:
         try:
             # busy_timeout first: the pragmas below may need to wait for another process's lock.
             await db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            await db.execute("PRAGMA journal_mode = WAL")
+            await self._enable_wal(db)
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
@@ -314,6 +314,20 @@ class SQLiteStore:
                 f"cannot open {self._path} as the gateway's database ({exc}); "
                 "point the gateway at another file or move this one aside"
             ) from None
+
+    @staticmethod
+    async def _enable_wal(db: aiosqlite.Connection) -> None:
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once
+        # there instead of calling the busy handler: two processes starting together (serve and a
+        # CLI command on first run) must retry rather than fail.
+        for attempt in range(100):
+            try:
+                await db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 99:
+                    raise
+                await anyio.sleep(0.05)
 
     async def _migrate(self, db: aiosqlite.Connection) -> None:
         # IMMEDIATE takes the write lock before reading the version, so two processes opening a

@@ -41,7 +41,7 @@ class LoopbackServer:
     """Runs an ASGI app with uvicorn on 127.0.0.1 in a background thread."""
 
     def __init__(self, app: ASGIApp, **uvicorn_options: Any) -> None:
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]

@@ -1,0 +1,274 @@
+"""The ``mcp-gateway`` command in-process: ``cli.main([...])`` with a temporary state dir.
+
+What a script or a human relies on: ``--json`` output parses, secrets and tokens go where they
+should (a token on stdout only, a secret nowhere), and mistakes end in a clear message and a
+non-zero exit -- never a traceback, unless ``--debug`` asks for one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_gateway import cli
+from mcp_gateway.gateway import Gateway
+from tests.support.upstream import EchoApp, LoopbackServer, echo_app
+
+MANIFEST = """
+project: clitest
+default_mode: risk
+public_url: http://127.0.0.1:9
+connectors:
+  - slug: echo
+    base_url: {upstream}
+    auth: {{type: bearer}}
+{actions}
+  - slug: basic_api
+    base_url: {upstream}
+    auth: {{type: basic}}
+{actions}
+"""
+
+ACTIONS = """    source:
+      http:
+        actions:
+          - path: items.get
+            method: GET
+            url: /items/{id}
+            summary: Fetch one item by its id
+          - path: items.create
+            method: POST
+            url: /items
+            summary: Create a new item with a name
+            input_schema: {type: object, required: [name], properties: {name: {type: string}}}"""
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@dataclass
+class CliEnv:
+    manifest: Path
+    state_dir: Path
+    upstream: EchoApp
+    capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, *argv: str, stdin: str | None = None) -> Run:
+        self.capsys.readouterr()  # drop anything earlier
+        if stdin is not None:
+            self.monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = cli.main([*argv, "--manifest", str(self.manifest)])
+        captured = self.capsys.readouterr()
+        return Run(code, captured.out, captured.err)
+
+
+@pytest.fixture
+def env(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[CliEnv]:
+    for name in ("MCP_GATEWAY_MANIFEST", "MCP_GATEWAY_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "cli-test-master-key-0123456789abcdef012345")
+    app = echo_app()
+    with LoopbackServer(app) as server:
+        manifest = tmp_path / "gateway.yaml"
+        manifest.write_text(MANIFEST.format(upstream=server.base_url, actions=ACTIONS))
+        yield CliEnv(manifest, tmp_path / "state", app, capsys, monkeypatch)
+
+
+def test_json_outputs_parse(env: CliEnv) -> None:
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+    assert env.run("call", "echo.items.get", "--args", '{"id": "1"}').json()["status"] == "ok"
+    pending = env.run("call", "echo.items.create", "--args", '{"name": "w"}').json()
+    assert pending["status"] == "pending_approval"
+    env.run("token", "create", "--agent", "bot")
+
+    validated = env.run("validate", "--json")
+    assert validated.code == 0 and validated.json()["problems"] == []
+
+    synced = env.run("sync", "--json")
+    assert synced.code == 0
+    assert {(s["slug"], s["status"], s["actions"]) for s in synced.json()} == {
+        ("echo", "ready", 2),
+        ("basic_api", "ready", 2),
+    }
+
+    listed = env.run("connectors", "--json").json()["connectors"]
+    assert {c["slug"]: c["status"] for c in listed} == {"echo": "ready", "basic_api": "needs_auth"}
+
+    found = env.run("discover", "fetch", "one", "item", "--json").json()
+    assert found["query"] == "fetch one item"
+    assert found["results"][0]["name"] in ("echo.items.get", "basic_api.items.get")
+
+    tokens = env.run("token", "list", "--json").json()
+    assert [t["agent"] for t in tokens] == ["bot"]
+    assert "token_hash" not in tokens[0] and "token" not in tokens[0]
+
+    audit = env.run("audit", "--json").json()
+    assert {row["status"] for row in audit} == {"ok", "pending_approval"}
+    assert all(row["action"].startswith("echo.") for row in audit)
+
+    approvals = env.run("approvals", "list", "--json").json()
+    assert [a["id"] for a in approvals] == [pending["approval_id"]]
+
+    described = env.run("describe", "echo.items.create", "--json").json()
+    assert described["risk"] == "write" and described["input_schema"]["required"] == ["name"]
+
+
+def test_tables_are_the_default(env: CliEnv) -> None:
+    connectors = env.run("connectors")
+    assert connectors.code == 0
+    assert connectors.out.splitlines()[0].split() == ["SLUG", "STATUS", "ACTIONS", "AUTH", "ERROR"]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(connectors.out)
+    assert env.run("audit").out.split()[:3] == ["TIME", "WHO", "TOOL"]
+
+
+def test_token_create_prints_the_token_on_stdout_only(env: CliEnv) -> None:
+    created = env.run("token", "create", "--agent", "bot")
+    assert created.code == 0
+    token = created.out.strip()
+    assert created.out == token + "\n", "stdout is the token and nothing else, so $(...) captures it"
+    assert token.startswith("mgw_") and len(token) > 30
+    assert token not in created.err
+    assert "bot" in created.err
+
+    listed = env.run("token", "list")
+    assert token not in listed.out + listed.err
+    assert "bot" in listed.out and "active" in listed.out
+
+    as_json = env.run("token", "create", "--agent", "other", "--json")
+    data = as_json.json()
+    assert data["agent"] == "other" and data["token"].startswith("mgw_")
+    assert data["token"] not in as_json.err
+
+    revoked = env.run("token", "revoke", data["id"])
+    assert revoked.code == 0 and data["id"] in revoked.out
+    unknown = env.run("token", "revoke", "no-such-id")
+    assert unknown.code == 2 and "no-such-id" in unknown.err and "Traceback" not in unknown.err
+
+
+@pytest.mark.parametrize(
+    ("stdin", "says"),
+    [
+        ("pasted-PASSWORD-4f9e not json", "not valid JSON"),
+        ('"pasted-PASSWORD-4f9e"', "must be a JSON object"),
+        ('{"username": "alice"}', "missing 'password'"),
+        ('{"username": "alice", "password": "pasted-PASSWORD-4f9e", "pasted-PASSWORD-4f9e": "x"}', "unexpected"),
+        ('{"username": "alice", "password": ["pasted-PASSWORD-4f9e"]}', "must be a string"),
+    ],
+)
+def test_secret_set_basic_rejects_bad_input_without_echoing_it(env: CliEnv, stdin: str, says: str) -> None:
+    result = env.run("secret", "set", "basic_api", stdin=stdin)
+    assert result.code == 2
+    assert says in result.err, result.err
+    assert '"username"' in result.err or "username" in result.err, "the message shows the expected shape"
+    assert "pasted-PASSWORD-4f9e" not in result.out + result.err
+    assert "Traceback" not in result.err
+    # Nothing was stored.
+    listed = env.run("connectors", "--json").json()["connectors"]
+    assert {c["slug"]: c["auth_configured"] for c in listed}["basic_api"] is False
+
+
+def test_secret_set_accepts_good_input_and_never_prints_it(env: CliEnv) -> None:
+    stored = env.run("secret", "set", "basic_api", stdin='{"username": "alice", "password": "s3cret-pw-77"}')
+    assert stored.code == 0 and "basic_api" in stored.err
+    assert "s3cret-pw-77" not in stored.out + stored.err
+    empty = env.run("secret", "set", "echo", stdin="\n")
+    assert empty.code == 2 and "empty" in empty.err
+    unknown = env.run("secret", "set", "nope", stdin="x")
+    assert unknown.code == 2 and "nope" in unknown.err and "echo" in unknown.err
+    called = env.run("call", "basic_api.items.get", "--args", '{"id": "9"}')
+    assert called.json()["status"] == "ok"
+    assert env.upstream.requests[-1].headers["authorization"].startswith("Basic ")
+    assert "s3cret-pw-77" not in called.out + called.err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ("{not json", "--args is not valid JSON"),
+        ('{"id": 1,}', "--args is not valid JSON"),
+        ("[1, 2]", "--args must be a JSON object"),
+        ('"id"', "--args must be a JSON object"),
+    ],
+)
+def test_call_with_bad_args_json_is_a_clear_error(env: CliEnv, args: str, says: str) -> None:
+    result = env.run("call", "echo.items.get", "--args", args)
+    assert result.code == 2
+    assert says in result.err, result.err
+    assert result.out == ""
+    assert "Traceback" not in result.err
+    assert env.upstream.requests == []
+
+
+def test_describe_and_call_of_an_unknown_action(env: CliEnv) -> None:
+    described = env.run("describe", "echo.item.fetch")
+    assert described.code == 1
+    body = described.json()
+    assert (body["status"], body["reason"]) == ("denied", "action_not_found")
+    assert "echo.items.get" in [s["name"] for s in body["suggestions"]]
+    called = env.run("call", "nothing.at.all")
+    assert called.code == 1 and called.json()["reason"] == "action_not_found"
+    assert "Traceback" not in described.err + called.err
+
+
+def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
+    needs_auth = env.run("call", "echo.items.get", "--args", '{"id": "1"}')
+    assert needs_auth.code == 0 and needs_auth.json()["status"] == "needs_auth"
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    invalid = env.run("call", "echo.items.create", "--args", '{"name": 5}')
+    assert invalid.code == 1 and invalid.json()["reason"] == "invalid_args"
+    pending = env.run("call", "echo.items.create", "--args", '{"name": "w"}')
+    assert pending.code == 0
+    approval_id = pending.json()["approval_id"]
+
+    approved = env.run("approvals", "approve", approval_id)
+    assert approved.code == 0 and approved.out.strip() == f"{approval_id}: approved"
+    again = env.run("approvals", "deny", approval_id)
+    assert again.code == 2 and "not pending" in again.err
+    ran = env.run("call", "echo.items.create", "--args", '{"name": "w"}', "--approval-id", approval_id)
+    assert ran.code == 0 and ran.json()["status"] == "ok"
+    assert env.upstream.requests[-1].json() == {"name": "w"}
+    projected = env.run("call", "echo.items.get", "--args", '{"id": "1"}', "--fields", "method", "raw_path")
+    assert projected.json()["data"] == {"method": "GET", "raw_path": "/items/1"}
+    everything = env.run("approvals", "list", "--all", "--json").json()
+    assert [(a["id"], a["status"]) for a in everything] == [(approval_id, "consumed")]
+    assert env.run("approvals", "list", "--json").json() == []
+
+
+def test_unexpected_error_has_a_traceback_only_with_debug(env: CliEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(self: Gateway, principal: Any) -> dict[str, Any]:
+        raise RuntimeError("boom in connectors")
+
+    monkeypatch.setattr(Gateway, "connectors", broken)
+    quiet = env.run("connectors")
+    assert quiet.code == 1
+    assert "unexpected RuntimeError" in quiet.err and "--debug" in quiet.err
+    assert "Traceback" not in quiet.err
+    with pytest.raises(RuntimeError, match="boom in connectors"):
+        env.run("connectors", "--debug")
+
+
+def test_manifest_errors_exit_2_without_traceback(env: CliEnv) -> None:
+    env.manifest.write_text("project: x\nconnectors:\n  - slug: a\n    auth: {type: kerberos}\n")
+    for command in (("validate",), ("sync",), ("connectors",), ("call", "a.b")):
+        result = env.run(*command)
+        assert result.code == 2, command
+        assert "gateway.yaml:4" in result.err and "kerberos" in result.err, result.err
+        assert "Traceback" not in result.err
+        assert result.out == ""

@@ -1,0 +1,737 @@
+"""``Gateway`` decision paths, in process: grants, policy layers, hidden actions, approvals,
+credentials, upstream answers, redaction, projection, audit, and the MCP surface on top.
+
+Real collaborators everywhere (SQLite store, AES-GCM vault, link and approval services, auditor);
+the only fakes are a ``FixedClock`` and a dozen-line upstream behind ``httpx2.MockTransport``
+that records what reached it (STYLE 9).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import httpx2
+import pytest
+from mcp import Client
+
+from mcp_gateway.approvals import ApprovalService, fingerprint
+from mcp_gateway.audit import Auditor
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.credentials import CredentialVault
+from mcp_gateway.crypto import AESGCMCipher
+from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.identity import OPERATOR, Principal
+from mcp_gateway.links import LinkService
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok, PendingApproval
+from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.store.base import AuditRecord
+from mcp_gateway.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "canary-s3cret-value-0123456789"
+PUBLIC_URL = "http://pages.test"
+APPROVAL_TTL_SECONDS = 15 * 60
+
+# The `api` connector: bearer auth, a read, writes, a project-blocked admin action, a payment
+# whose approval depends on its amount, and paths that make the upstream misbehave.
+CONNECTORS = """
+policies:
+  - match: "*.admin.*"
+    action: block
+  - match: "api.payments.*"
+    action: require_approval
+    when: {amount: {gt: 100}}
+connectors:
+  - slug: api
+    base_url: http://upstream.test
+    auth: {type: bearer}
+    policies:
+      - match: "notes.create"
+        action: always_run
+      - match: "payments.*"
+        action: always_run
+    source:
+      http:
+        actions:
+          - path: items.get
+            method: GET
+            url: /items/{id}
+            summary: Fetch one item by its id
+            input_schema: {type: object, required: [id], properties: {id: {type: string}}}
+          - path: items.create
+            method: POST
+            url: /items
+            summary: Create a new item with a name
+            input_schema: {type: object, required: [name], properties: {name: {type: string}}}
+          - path: notes.create
+            method: POST
+            url: /notes
+            summary: Write a note
+            input_schema: {type: object, properties: {text: {type: string}}}
+          - path: payments.create
+            method: POST
+            url: /payments
+            summary: Send a payment of an amount
+            input_schema: {type: object, required: [amount], properties: {amount: {type: number}}}
+          - path: payments.transfer
+            method: POST
+            url: /transfers
+            summary: Transfer an amount, given as a number or a decimal string
+            input_schema: {type: object, required: [amount], properties: {amount: {type: [number, string]}}}
+          - path: admin.purge
+            method: POST
+            url: /admin/purge
+            summary: Purge every item
+          - path: status.get
+            method: GET
+            url: /status/{code}
+            summary: Answer with the given HTTP status
+            input_schema: {type: object, properties: {code: {type: string}, pad: {type: integer}}}
+          - path: text.get
+            method: GET
+            url: /text/{n}
+            summary: Answer with n characters of text ending in the credential
+          - path: boom.get
+            method: GET
+            url: /boom
+            summary: Crash the transport
+          - path: down.get
+            method: GET
+            url: /down
+            summary: Reach an upstream that refuses connections
+  - slug: vault
+    base_url: http://vault.test
+    sensitive: true
+    source:
+      http:
+        actions:
+          - path: entries.list
+            method: GET
+            url: /entries
+            summary: List the vault entries
+  - slug: open
+    base_url: http://open.test
+    source:
+      http:
+        actions:
+          - path: things.list
+            method: GET
+            url: /things
+            summary: List the things
+          - path: things.create
+            method: POST
+            url: /things
+            summary: Create a thing
+            input_schema: {type: object, properties: {name: {type: string}}}
+"""
+
+AGENTS = """
+agents:
+  - name: bot
+    connectors: [open]
+"""
+
+
+def manifest_text(*, default_mode: str = "risk", agents: bool = False) -> str:
+    head = f"project: unit\ndefault_mode: {default_mode}\npublic_url: {PUBLIC_URL}\n"
+    return head + CONNECTORS + (AGENTS if agents else "")
+
+
+class Upstream:
+    """A recording upstream: echoes the request, or answers ``/status/{code}`` with that status
+    and a message quoting the Authorization header (an upstream that leaks what it was sent)."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx2.Request] = []
+
+    async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        await anyio.lowlevel.checkpoint()  # let concurrent callers interleave, as a real network would
+        path = request.url.path
+        auth = request.headers.get("authorization")
+        if path.startswith("/status/"):
+            code = int(path.rsplit("/", 1)[1])
+            pad = "p" * int(request.url.params.get("pad", "0"))
+            return httpx2.Response(code, json={"message": f"{pad}upstream answered {code}; you sent {auth}."})
+        if path.startswith("/text/"):
+            n = int(path.rsplit("/", 1)[1])
+            return httpx2.Response(200, text="x" * n + (auth or ""), headers={"content-type": "text/plain"})
+        if path == "/boom":
+            raise RuntimeError("the transport broke")
+        if path == "/down":
+            raise httpx2.ConnectError("connection refused", request=request)
+        return httpx2.Response(
+            200,
+            json={
+                "method": request.method,
+                "path": path,
+                "body": json.loads(request.content) if request.content else None,
+                "auth": auth,
+                "nested": {"a": 1, "b": {"c": 2, "d": 3}},
+            },
+        )
+
+    def hits(self, path: str) -> int:
+        return sum(1 for r in self.requests if r.url.path == path)
+
+
+class FullDiskStore(SQLiteStore):
+    """A store whose audit table cannot be written."""
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        raise OSError("disk full")
+
+
+@dataclass
+class Harness:
+    gateway: Gateway
+    store: SQLiteStore
+    vault: CredentialVault
+    clock: FixedClock
+    upstream: Upstream
+    approvals: ApprovalService
+    auditor: Auditor
+
+
+@asynccontextmanager
+async def harness(
+    tmp_path: Path,
+    text: str | None = None,
+    *,
+    secret: str | None = SECRET,
+    store_cls: type[SQLiteStore] = SQLiteStore,
+    max_response_bytes: int | None = None,
+) -> AsyncIterator[Harness]:
+    manifest = parse_manifest(text or manifest_text(), base_dir=tmp_path)
+    clock = FixedClock()
+    upstream = Upstream()
+    store = store_cls(tmp_path / "s.db")
+    await store.open()
+    try:
+        vault = CredentialVault(store, AESGCMCipher(b"k" * 32, project=manifest.project), project=manifest.project)
+        if secret is not None:
+            await vault.put("api", secret)
+        approvals = ApprovalService(store, clock)
+        auditor = Auditor(store)
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
+            extra = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
+            gateway = Gateway(
+                manifest=manifest,
+                store=store,
+                vault=vault,
+                clock=clock,
+                http=http,
+                links=LinkService(store, clock, manifest.public_url),
+                approvals=approvals,
+                auditor=auditor,
+                **extra,
+            )
+            await gateway.sync()
+            yield Harness(gateway, store, vault, clock, upstream, approvals, auditor)
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    async with harness(tmp_path) as built:
+        yield built
+
+
+def payload(result: Any) -> dict[str, Any]:
+    return result_payload(result)
+
+
+def slugs(connectors: dict[str, Any]) -> list[str]:
+    return [c["slug"] for c in connectors["connectors"]]
+
+
+# -- grants ----------------------------------------------------------------------------------
+
+
+async def test_without_agents_block_every_session_sees_every_connector(h: Harness) -> None:
+    for principal in (OPERATOR, Principal(user="alice"), Principal(user="alice", agent="anything")):
+        assert slugs(await h.gateway.connectors(principal)) == ["api", "open", "vault"]
+
+
+async def test_agent_sees_only_its_granted_connectors(tmp_path: Path) -> None:
+    bot = Principal(user="operator", agent="bot")
+    async with harness(tmp_path, manifest_text(agents=True)) as h:
+        assert slugs(await h.gateway.connectors(bot)) == ["open"]
+        found = await h.gateway.discover(bot, "fetch an item by its id")
+        assert all(r["name"].startswith("open.") for r in found["results"])
+        assert (await h.gateway.discover(bot, "item", connector="api"))["results"] == []
+
+        described = await h.gateway.describe(bot, "api.items.get")
+        assert described["reason"] == "action_not_found"
+        assert not [s for s in described["suggestions"] if s["name"].startswith("api.")]
+
+        # Calling into an ungranted connector looks exactly like calling a name that does not exist.
+        result = await h.gateway.call(bot, "api.items.get", {"id": "1"})
+        assert isinstance(result, Denied) and result.reason == "action_not_found"
+        assert not [s for s in result.suggestions or [] if s["name"].startswith("api.")]
+        connect = await h.gateway.connect(bot, "api")
+        assert connect["reason"] == "connector_not_found"
+
+        ok = await h.gateway.call(bot, "open.things.list")
+        assert isinstance(ok, Ok)
+        assert h.upstream.hits("/items/1") == 0
+
+
+async def test_unknown_agent_sees_nothing_and_every_call_is_denied(tmp_path: Path) -> None:
+    ghost = Principal(user="operator", agent="ghost")
+    async with harness(tmp_path, manifest_text(agents=True)) as h:
+        assert slugs(await h.gateway.connectors(ghost)) == []
+        assert (await h.gateway.discover(ghost, "list the things"))["results"] == []
+        assert (await h.gateway.describe(ghost, "open.things.list"))["reason"] == "action_not_found"
+        for tool in ("open.things.list", "api.items.get", "no.such.tool"):
+            result = await h.gateway.call(ghost, tool, {"id": "1"})
+            assert isinstance(result, Denied)
+            assert result.reason == "connector_not_assigned"
+        # A session that names no agent but is not the operator is a stranger too.
+        assert slugs(await h.gateway.connectors(Principal(user="token:abc"))) == []
+        assert h.upstream.requests == []
+
+
+async def test_operator_sees_every_connector_even_with_an_agents_block(tmp_path: Path) -> None:
+    async with harness(tmp_path, manifest_text(agents=True)) as h:
+        assert slugs(await h.gateway.connectors(OPERATOR)) == ["api", "open", "vault"]
+        assert isinstance(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}), Ok)
+
+
+# -- policy layers, through call --------------------------------------------------------------
+
+
+async def test_project_block_names_its_layer_and_rule(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.admin.purge")
+    assert isinstance(result, Denied)
+    assert (result.reason, result.source, result.rule) == ("policy_block", "project", "*.admin.*")
+    assert h.upstream.requests == []
+
+
+async def test_connector_always_run_beats_the_risk_default(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.notes.create", {"text": "hi"})
+    assert isinstance(result, Ok), result
+    assert result.data["body"] == {"text": "hi"}
+    assert h.upstream.hits("/notes") == 1
+    described = await h.gateway.describe(OPERATOR, "api.notes.create")
+    assert (described["policy"]["action"], described["policy"]["source"]) == ("always_run", "connector")
+    assert described["policy"]["rule"] == "notes.create"
+    # Without that rule the same kind of write waits for a human.
+    pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+    assert isinstance(pending, PendingApproval)
+    assert (await h.store.get_approval(pending.approval_id)).verdict_source == "risk_default"  # type: ignore[union-attr]
+
+
+async def test_sensitive_connector_needs_approval_even_for_reads(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "vault.entries.list")
+    assert isinstance(result, PendingApproval), result
+    record = await h.store.get_approval(result.approval_id)
+    assert record is not None and record.verdict_source == "sensitive" and record.risk == "read"
+    assert h.upstream.requests == []
+    described = await h.gateway.describe(OPERATOR, "vault.entries.list")
+    assert described["policy"]["source"] == "sensitive"
+    assert described["policy"]["action"] == "require_approval"
+
+
+async def test_allow_all_runs_writes_without_approval(tmp_path: Path) -> None:
+    async with harness(tmp_path, manifest_text(default_mode="allow_all")) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        assert isinstance(result, Ok), result
+        assert h.upstream.hits("/items") == 1
+        rows = await h.store.list_audit(1)
+        assert (rows[0].verdict, rows[0].verdict_source) == ("always_run", "allow_all")
+        # A project block still wins over allow_all, and sensitive still asks.
+        assert isinstance(await h.gateway.call(OPERATOR, "api.admin.purge"), Denied)
+        assert isinstance(await h.gateway.call(OPERATOR, "vault.entries.list"), PendingApproval)
+
+
+async def test_when_condition_requires_approval_only_above_the_threshold(h: Harness) -> None:
+    small = await h.gateway.call(OPERATOR, "api.payments.create", {"amount": 100})
+    assert isinstance(small, Ok), small
+    big = await h.gateway.call(OPERATOR, "api.payments.create", {"amount": 100.5})
+    assert isinstance(big, PendingApproval), big
+    record = await h.store.get_approval(big.approval_id)
+    assert record is not None
+    assert (record.verdict_source, record.verdict_rule) == ("project", "api.payments.*")
+    assert h.upstream.hits("/payments") == 1
+
+
+async def test_when_condition_is_not_bypassed_by_a_numeric_string(h: Harness) -> None:
+    """BUG (policy.py ``_compare``): a numeric condition silently fails for a string value, so the
+    gating rule is skipped and the next layer (here: always_run) runs it. The agent controls the
+    value; ``"1000000"`` must not slip past ``gt: 100`` where the schema accepts strings."""
+    result = await h.gateway.call(OPERATOR, "api.payments.transfer", {"amount": "1000000"})
+    assert isinstance(result, PendingApproval), result
+    assert h.upstream.hits("/transfers") == 0
+
+
+async def test_describe_says_conditional_only_when_a_conditional_rule_matches(h: Harness) -> None:
+    """BUG (gateway.py ``describe``): ``conditional`` is true for every action as soon as any rule
+    anywhere in the manifest has ``when``, even one that can never apply to this action."""
+    payments = await h.gateway.describe(OPERATOR, "api.payments.create")
+    assert payments["policy"]["conditional"] is True
+    notes = await h.gateway.describe(OPERATOR, "api.notes.create")
+    assert notes["policy"]["conditional"] is False
+
+
+# -- hidden actions -------------------------------------------------------------------------------
+
+
+async def test_unconditionally_blocked_action_is_invisible_but_call_explains(h: Harness) -> None:
+    found = await h.gateway.discover(OPERATOR, "purge every item", limit=50)
+    assert "api.admin.purge" not in [r["name"] for r in found["results"]]
+    described = await h.gateway.describe(OPERATOR, "api.admin.purge")
+    assert described["status"] == "denied" and described["reason"] == "action_not_found"
+    assert "api.admin.purge" not in [s["name"] for s in described["suggestions"]]
+    api = next(c for c in (await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
+    assert api["actions"] == 9  # ten declared, one hidden
+
+    result = await h.gateway.call(OPERATOR, "api.admin.purge")
+    assert isinstance(result, Denied) and result.reason == "policy_block" and result.source == "project"
+
+
+# -- approvals -----------------------------------------------------------------------------------
+
+
+async def _approved(h: Harness, tool: str, args: dict[str, Any]) -> str:
+    pending = await h.gateway.call(OPERATOR, tool, args)
+    assert isinstance(pending, PendingApproval), pending
+    decided = await h.approvals.decide(pending.approval_id, True)
+    assert decided is not None and decided.status == "approved"
+    return pending.approval_id
+
+
+async def test_pending_approval_is_recorded_with_a_link(h: Harness) -> None:
+    args = {"name": "widget"}
+    result = await h.gateway.call(OPERATOR, "api.items.create", args)
+    assert isinstance(result, PendingApproval)
+    assert result.approval_url.startswith(f"{PUBLIC_URL}/approvals/")
+    assert "api.items.create" in result.summary and "widget" in result.summary
+    record = await h.store.get_approval(result.approval_id)
+    assert record is not None
+    assert record.status == "pending"
+    assert record.tool == "api.items.create"
+    assert record.fingerprint == fingerprint(OPERATOR, "api.items.create", args)
+    assert record.expires_at.isoformat() == result.expires_at
+    assert h.upstream.requests == []
+
+    # Retrying before a human decided answers pending again, for the same approval.
+    again = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=result.approval_id)
+    assert isinstance(again, PendingApproval) and again.approval_id == result.approval_id
+    assert h.upstream.requests == []
+
+
+async def test_approved_call_runs_exactly_once(h: Harness) -> None:
+    args = {"name": "widget"}
+    approval_id = await _approved(h, "api.items.create", args)
+    first = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+    assert isinstance(first, Ok), first
+    assert first.data["body"] == args
+    second = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+    assert isinstance(second, Denied) and second.reason == "approval_mismatch"
+    assert h.upstream.hits("/items") == 1
+    assert (await h.store.get_approval(approval_id)).status == "consumed"  # type: ignore[union-attr]
+
+
+async def test_approval_covers_only_the_exact_arguments_and_principal(h: Harness) -> None:
+    approval_id = await _approved(h, "api.items.create", {"name": "widget"})
+    other_args = await h.gateway.call(OPERATOR, "api.items.create", {"name": "gadget"}, approval_id=approval_id)
+    assert isinstance(other_args, Denied) and other_args.reason == "approval_mismatch"
+    other_tool = await h.gateway.call(OPERATOR, "vault.entries.list", approval_id=approval_id)
+    assert isinstance(other_tool, Denied) and other_tool.reason == "approval_mismatch"
+    other_agent = Principal(user="operator", agent="mallory")
+    stolen = await h.gateway.call(other_agent, "api.items.create", {"name": "widget"}, approval_id=approval_id)
+    assert isinstance(stolen, Denied) and stolen.reason == "approval_mismatch"
+    unknown = await h.gateway.call(OPERATOR, "api.items.create", {"name": "widget"}, approval_id="apr_nope")
+    assert isinstance(unknown, Denied) and unknown.reason == "approval_mismatch"
+    assert h.upstream.requests == []
+    # None of those burned it: the exact call still runs.
+    exact = await h.gateway.call(OPERATOR, "api.items.create", {"name": "widget"}, approval_id=approval_id)
+    assert isinstance(exact, Ok)
+
+
+async def test_denied_approval(h: Harness) -> None:
+    pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+    assert isinstance(pending, PendingApproval)
+    assert (await h.approvals.decide(pending.approval_id, False)).status == "denied"  # type: ignore[union-attr]
+    result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, approval_id=pending.approval_id)
+    assert isinstance(result, Denied) and result.reason == "approval_denied" and result.source == "risk_default"
+    assert h.upstream.requests == []
+
+
+async def test_expired_approval(h: Harness) -> None:
+    approval_id = await _approved(h, "api.items.create", {"name": "x"})
+    h.clock.advance(APPROVAL_TTL_SECONDS + 1)
+    result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, approval_id=approval_id)
+    assert isinstance(result, Denied) and result.reason == "approval_expired"
+    assert (await h.store.get_approval(approval_id)).status == "expired"  # type: ignore[union-attr]
+
+    # An approval never decided expires too, and can no longer be approved.
+    pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": "y"})
+    assert isinstance(pending, PendingApproval)
+    h.clock.advance(APPROVAL_TTL_SECONDS)
+    assert await h.approvals.decide(pending.approval_id, True) is None
+    late = await h.gateway.call(OPERATOR, "api.items.create", {"name": "y"}, approval_id=pending.approval_id)
+    assert isinstance(late, Denied) and late.reason == "approval_expired"
+    assert h.upstream.requests == []
+
+
+async def test_concurrent_retries_of_one_approval_reach_the_upstream_once(h: Harness) -> None:
+    args = {"name": "once"}
+    approval_id = await _approved(h, "api.items.create", args)
+    results: list[Any] = []
+
+    async def retry() -> None:
+        results.append(await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(retry)
+
+    assert h.upstream.hits("/items") == 1
+    assert sorted(r.status for r in results) == ["denied"] * 9 + ["ok"]
+    assert {r.reason for r in results if isinstance(r, Denied)} == {"approval_mismatch"}
+
+
+async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
+    """BUG (gateway.py ``_call``/``_run``): the approval gate consumes the approval before the
+    credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
+    retry is refused (approval_mismatch) and the human must approve the very same call again.
+    Either order of the two human steps is fine; approving twice is not."""
+    args = {"name": "x"}
+    approvals_asked = 0
+    approval_id: str | None = None
+    async with harness(tmp_path, secret=None) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.create", args)
+        for _ in range(4):
+            match result:
+                case PendingApproval():
+                    approvals_asked += 1
+                    approval_id = result.approval_id
+                    assert await h.approvals.decide(approval_id, True) is not None
+                case NeedsAuth():
+                    await h.vault.put("api", SECRET)  # the human follows the connect link
+                case _:
+                    break
+            result = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+        assert isinstance(result, Ok), result
+        assert approvals_asked == 1
+        assert h.upstream.hits("/items") == 1
+
+
+# -- credentials and upstream answers ------------------------------------------------------------
+
+
+async def test_needs_auth_with_a_connect_link_when_nothing_is_stored(tmp_path: Path) -> None:
+    async with harness(tmp_path, secret=None) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, NeedsAuth), result
+        assert result.connector == "api"
+        assert result.connect_url.startswith(f"{PUBLIC_URL}/connect/")
+        assert h.upstream.requests == []
+        api = next(c for c in (await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
+        assert (api["status"], api["auth_configured"]) == ("needs_auth", False)
+        # A connector without auth needs nothing stored.
+        assert isinstance(await h.gateway.call(OPERATOR, "open.things.list"), Ok)
+
+
+async def test_stored_bearer_secret_reaches_the_upstream_only(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "a/b"})
+    assert isinstance(result, Ok), result
+    sent = h.upstream.requests[-1]
+    assert sent.headers["authorization"] == f"Bearer {SECRET}"
+    assert sent.url.raw_path == b"/items/a%2Fb"
+    # The upstream echoed the header back; the agent sees it redacted.
+    assert result.data["auth"] == "[redacted]"
+    assert SECRET not in json.dumps(payload(result))
+
+
+async def test_upstream_401_means_needs_auth(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "401"})
+    assert isinstance(result, NeedsAuth), result
+    assert result.connect_url.startswith(f"{PUBLIC_URL}/connect/")
+    assert h.upstream.hits("/status/401") == 1  # no login loop, no retry
+
+
+async def test_upstream_403_is_a_final_denial(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "403"})
+    assert isinstance(result, Denied) and result.reason == "upstream_forbidden", result
+    assert "403" in result.message
+    assert SECRET not in result.message and "[redacted]" in result.message
+    assert h.upstream.hits("/status/403") == 1
+
+
+async def test_upstream_500_carries_status_and_redacted_message(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "500"})
+    assert isinstance(result, ErrorResult), result
+    assert (result.reason, result.upstream_status) == ("upstream_error", 500)
+    assert result.upstream_message == "upstream answered 500; you sent [redacted]."
+    assert result.hint
+    assert SECRET not in json.dumps(payload(result))
+
+
+async def test_truncated_answer_does_not_leak_a_secret_prefix(tmp_path: Path) -> None:
+    """BUG (gateway.py ``_run``): redaction runs after the body is cut at ``max_response_bytes``,
+    so a secret straddling the cut is not recognized and all but its last characters reach the
+    agent. Same for ``summarize_error``'s 2,000-character cap on ``upstream_message``."""
+    cap = 200
+    auth = f"Bearer {SECRET}"
+    n = cap - len(auth) + 1  # the cut falls just before the secret's last character
+    async with harness(tmp_path, max_response_bytes=cap) as h:
+        result = await h.gateway.call(OPERATOR, "api.text.get", {"n": str(n)})
+        assert isinstance(result, Ok) and result.truncated, result
+        assert SECRET[:-1] not in json.dumps(payload(result))
+
+
+async def test_capped_upstream_message_does_not_leak_a_secret_prefix(h: Harness) -> None:
+    """BUG (execution/response.py ``summarize_error`` + gateway.py ``_run``): the upstream's reason
+    is capped at 2,000 characters before it is redacted, so a secret cut by the cap leaks its start."""
+    prefix = "upstream answered 500; you sent Bearer "
+    pad = 2000 - len(prefix) - len(SECRET)  # the cap (1,999 characters + "…") drops the secret's last one
+    result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "500", "pad": pad})
+    assert isinstance(result, ErrorResult) and result.upstream_message, result
+    assert SECRET[:-1] not in result.upstream_message
+
+
+async def test_fields_projects_the_result(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "7"}, fields=["path", "nested.b.c", "missing"])
+    assert isinstance(result, Ok)
+    assert result.data == {"path": "/items/7", "nested": {"b": {"c": 2}}}
+
+
+async def test_invalid_args_lists_the_schema_errors(h: Harness) -> None:
+    missing = await h.gateway.call(OPERATOR, "api.items.get", {})
+    assert isinstance(missing, Denied) and missing.reason == "invalid_args"
+    assert missing.errors == [{"path": "(root)", "message": "'id' is a required property"}]
+    wrong = await h.gateway.call(OPERATOR, "api.items.get", {"id": 5})
+    assert isinstance(wrong, Denied) and wrong.reason == "invalid_args"
+    assert wrong.errors == [{"path": "id", "message": "5 is not of type 'string'"}]
+    assert h.upstream.requests == []
+
+
+async def test_unknown_tool_is_action_not_found_with_suggestions(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.item.get", {"id": "1"})
+    assert isinstance(result, Denied) and result.reason == "action_not_found"
+    assert result.suggestions and result.suggestions[0]["name"] == "api.items.get"
+    assert result.suggestions[0]["input_schema"]["required"] == ["id"]
+    # Spelling variants resolve to the same action.
+    assert isinstance(await h.gateway.call(OPERATOR, "API.Items.Get", {"id": "1"}), Ok)
+
+
+async def test_unreachable_upstream_is_an_error_naming_only_the_host(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.down.get")
+    assert isinstance(result, ErrorResult) and result.reason == "upstream_unreachable", result
+    assert "upstream.test" in result.message and "/down" not in result.message
+
+
+async def test_connect_and_request_secret_hand_out_links(h: Harness) -> None:
+    connect = await h.gateway.connect(OPERATOR, "api")
+    assert connect["status"] == "link" and connect["connect_url"].startswith(f"{PUBLIC_URL}/connect/")
+    secret = await h.gateway.request_secret(OPERATOR, "api", "token")
+    assert secret["status"] == "link" and secret["secret_url"].startswith(f"{PUBLIC_URL}/secrets/")
+    assert (await h.gateway.connect(OPERATOR, "open"))["status"] == "ok"  # needs no credential
+    assert (await h.gateway.connect(OPERATOR, "nope"))["reason"] == "connector_not_found"
+
+
+async def test_unexpected_failure_is_a_generic_internal_error(h: Harness) -> None:
+    result = await h.gateway.call(OPERATOR, "api.boom.get")
+    assert isinstance(result, ErrorResult) and result.reason == "internal_error"
+    assert "api.boom.get" in result.message and "transport broke" not in result.message
+    rows = await h.store.list_audit(1)
+    assert (rows[0].status, rows[0].reason) == ("error", "internal_error")
+
+
+# -- audit --------------------------------------------------------------------------------------
+
+
+async def test_one_audit_row_per_call_decision(h: Harness) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("api.items.get", {"id": "1"}),
+        ("api.items.create", {"name": "x"}),
+        ("api.admin.purge", {}),
+        ("api.nope", {}),
+        ("api.items.get", {}),
+        ("api.status.get", {"code": "500"}),
+    ]
+    for tool, args in calls:
+        await h.gateway.call(OPERATOR, tool, args)
+    rows = list(reversed(await h.store.list_audit(50)))
+    assert len(rows) == len(calls)
+    seen = [(r.requested, r.verdict, r.verdict_source, r.status, r.reason, r.upstream_status) for r in rows]
+    assert seen == [
+        ("api.items.get", "always_run", "risk_default", "ok", None, 200),
+        ("api.items.create", "require_approval", "risk_default", "pending_approval", None, None),
+        ("api.admin.purge", "block", "project", "denied", "policy_block", None),
+        ("api.nope", None, None, "denied", "action_not_found", None),
+        ("api.items.get", None, None, "denied", "invalid_args", None),
+        ("api.status.get", "always_run", "risk_default", "error", "upstream_error", 500),
+    ]
+    first = rows[0]
+    assert (first.user, first.agent, first.connector, first.action) == ("operator", None, "api", "api.items.get")
+    assert first.fingerprint == fingerprint(OPERATOR, "api.items.get", {"id": "1"})
+    assert first.args_preview == '{"id":"1"}'
+    assert first.latency_ms >= 0
+    assert SECRET not in json.dumps([r.model_dump(mode="json") for r in rows])
+    assert h.auditor.failures == 0
+
+
+async def test_audit_failure_never_breaks_the_call(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with harness(tmp_path, store_cls=FullDiskStore) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, Ok), result
+        denied = await h.gateway.call(OPERATOR, "api.admin.purge")
+        assert isinstance(denied, Denied)
+        assert h.auditor.failures == 2
+    assert "audit write failed" in caplog.text
+
+
+# -- the MCP surface, in memory ----------------------------------------------------------------
+
+
+async def test_mcp_surface_in_memory(h: Harness) -> None:
+    async with Client(build_mcp_server(h.gateway, default_principal=OPERATOR)) as client:
+        tools = await client.list_tools()
+        assert sorted(t.name for t in tools.tools) == sorted(
+            ["connectors", "discover", "describe", "call", "connect", "request_secret"]
+        )
+
+        ok = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}, "fields": ["path"]})
+        assert ok.structured_content == {"status": "ok", "http_status": 200, "data": {"path": "/items/1"}}
+        assert not ok.is_error
+        assert json.loads(ok.content[0].text) == ok.structured_content  # type: ignore[union-attr]
+
+        pending = await client.call_tool("call", {"tool": "api.items.create", "args": {"name": "x"}})
+        assert pending.structured_content is not None
+        assert pending.structured_content["status"] == "pending_approval"
+        assert not pending.is_error
+
+        denied = await client.call_tool("call", {"tool": "api.admin.purge"})
+        assert denied.structured_content is not None
+        assert (denied.structured_content["status"], denied.structured_content["reason"]) == ("denied", "policy_block")
+        assert denied.is_error
+
+        error = await client.call_tool("call", {"tool": "api.status.get", "args": {"code": "502"}})
+        assert error.structured_content is not None
+        assert error.structured_content["status"] == "error"
+        assert error.structured_content["upstream_status"] == 502
+        assert error.is_error
+        assert SECRET not in error.content[0].text  # type: ignore[union-attr]
+
+        listed = await client.call_tool("connectors", {})
+        assert listed.structured_content is not None
+        assert slugs(listed.structured_content) == ["api", "open", "vault"]
