@@ -7,9 +7,10 @@ last one, and a second ``policies:`` must not erase the first).
 
 Relative paths in a manifest resolve against the manifest's own folder (``Manifest.resolve``).
 A connector may name a ``catalog:`` entry (``catalog/<name>.yaml``): the entry's connector
-fields are defaults, the manifest's own fields win (``auth`` and ``headers`` merge key by key
-when the auth type agrees), the entry's relative source paths resolve against the catalog
-folder, and keys that are not connector fields (an entry may carry other metadata) are ignored.
+fields are defaults and the manifest's own fields win (``headers`` merge key by key, and so does
+``auth`` when the manifest leaves its type out or repeats it), the entry's relative source paths
+resolve against the catalog folder, and keys that are not connector fields (an entry may carry
+other metadata) are ignored.
 
 Policy matchers are compiled here, once, at load: an invalid or catastrophic regex in a rule's
 ``match`` becomes a matcher that never matches plus a ``diagnostics()`` entry that ``validate``
@@ -644,7 +645,7 @@ def _choose(given: str, known: list[str], what: str) -> str:
 
 @dataclass
 class _CatalogUse:
-    """Which keys of connector ``index`` came from which catalog entry."""
+    """The catalog entry one connector used, and which of its keys the entry supplied."""
 
     name: str
     file: str
@@ -653,8 +654,8 @@ class _CatalogUse:
 
 
 _CONNECTOR_KEYS = set(ConnectorConfig.model_fields) - {"slug", "catalog"}
-_PATH_KEYS = {"openapi": (), "postman": (), "graphql": ("schema",)}
-"""Where a source kind keeps a file path: the kind's value itself, or a key below it."""
+_PATH_KEYS: dict[str, str | None] = {"openapi": None, "postman": None, "graphql": "schema"}
+"""Where a source kind keeps a file path: the kind's value itself (None), or this key below it."""
 
 
 def _catalog_entry(
@@ -691,10 +692,10 @@ def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any
     out = dict(source)
     for kind, below in _PATH_KEYS.items():
         value = out.get(kind)
-        if below and isinstance(value, dict) and isinstance(value.get(below[0]), str):
-            out[kind] = {**value, below[0]: _absolute(value[below[0]], folder)}
-        elif not below and isinstance(value, str):
+        if below is None and isinstance(value, str):
             out[kind] = _absolute(value, folder)
+        elif below is not None and isinstance(value, dict) and isinstance(value.get(below), str):
+            out[kind] = {**value, below: _absolute(value[below], folder)}
     return out
 
 

@@ -45,6 +45,7 @@ from .model import PolicyAction, Risk, Verdict, VerdictSource
 
 __all__ = [
     "MAX_VALUE_CHARS",
+    "OPERATORS",
     "Condition",
     "Matcher",
     "Rule",

@@ -202,6 +202,14 @@ def test_ordinary_patterns_compile(pattern: str) -> None:
     assert matcher.error is None and matcher.regex is not None
 
 
+def test_analysis_of_a_long_pattern_is_fast() -> None:
+    compile_matcher.cache_clear()
+    started = time.perf_counter()
+    assert compile_matcher("/" + "a?" * 2000 + "b/").error is None
+    assert compile_matcher("/^" + "[a-z]*," * 300 + "$/").error is None
+    assert time.perf_counter() - started < 1.0
+
+
 def test_compiled_matchers_are_cached() -> None:
     assert compile_matcher("/^issues\\./") is compile_matcher("/^issues\\./")
 

@@ -65,9 +65,7 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     data = _shape(body, truncated, media, response.charset_encoding) if body else None
     binary = bool(body) and _kind(media, body) == "binary"
-    return Outcome(
-        http_status=response.status_code, data=data, truncated=truncated, content_type=media, binary=binary
-    )
+    return Outcome(http_status=response.status_code, data=data, truncated=truncated, content_type=media, binary=binary)
 
 
 async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:

@@ -65,7 +65,9 @@ async def send(
         ) from None
     except httpx2.InvalidURL:
         # Only the auth step edits the URL after build_request (an api_key in the query).
-        raise ArgumentError("the request URL became too long once the credential was added; shorten the arguments") from None
+        raise ArgumentError(
+            "the request URL became too long once the credential was added; shorten the arguments"
+        ) from None
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(
             "upstream_error",

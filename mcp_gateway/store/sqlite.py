@@ -325,7 +325,7 @@ class SQLiteStore:
                 await db.execute("PRAGMA journal_mode = WAL")
                 return
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 99:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == 99:
                     raise
                 await anyio.sleep(0.05)
 

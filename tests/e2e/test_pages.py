@@ -47,8 +47,9 @@ async def test_secret_page_then_call_works_over_http(gateway_env: GatewayEnv, ht
 
         bad = await _post(link, {"csrf": "0" * 64, "username": "u", "password": "p"})
         assert bad.status_code == 403
-        cross = await _post(link, {"csrf": _csrf(page.text), "username": "u", "password": "p"},
-                            Origin="http://evil.example")
+        cross = await _post(
+            link, {"csrf": _csrf(page.text), "username": "u", "password": "p"}, Origin="http://evil.example"
+        )
         assert cross.status_code == 403
 
         saved = await _post(link, {"csrf": _csrf(page.text), "username": "bob", "password": "page-pass-1234"})
@@ -73,8 +74,9 @@ async def test_approve_runs_once_and_deny_is_final(gateway_env: GatewayEnv, http
         approved = await _post(pending["approval_url"], {"csrf": _csrf(page.text), "decision": "approve"})
         assert "Approved" in approved.text
 
-        mismatch = structured(await client.call_tool(
-            "call", {**args, "args": {"name": "other"}, "approval_id": pending["approval_id"]}))
+        mismatch = structured(
+            await client.call_tool("call", {**args, "args": {"name": "other"}, "approval_id": pending["approval_id"]})
+        )
         assert mismatch["reason"] == "approval_mismatch"
         ran = structured(await client.call_tool("call", {**args, "approval_id": pending["approval_id"]}))
         assert ran["status"] == "ok"
