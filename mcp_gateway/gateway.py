@@ -27,7 +27,8 @@ from .clock import Clock
 from .credentials import CredentialVault, SealedCredential
 from .discovery import DiscoveryIndex
 from .errors import ArgumentError, CredentialError, CredentialMissing, GatewayError, UnsupportedAuth, UpstreamError
-from .execution import Outcome, build_request, send, summarize_error
+from .execution import Outcome, summarize_error
+from .execution.executor import Executor, HttpExecutor, Prepared
 from .identity import Principal, granted_connectors
 from .links import LinkService
 from .manifest import ConnectorConfig, Manifest
@@ -69,6 +70,7 @@ class Gateway:
         approvals: ApprovalService,
         auditor: Auditor,
         index: DiscoveryIndex | None = None,
+        executors: Mapping[str, Executor] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.manifest = manifest
@@ -76,6 +78,9 @@ class Gateway:
         self.vault = vault
         self.clock = clock
         self.http = http
+        http_executor = HttpExecutor(http)
+        self.executors: dict[str, Executor] = {"openapi": http_executor, "http": http_executor, **(executors or {})}
+        """By binding kind; sources that are not plain HTTP register theirs here."""
         self.links = links
         self.approvals = approvals
         self.auditor = auditor
@@ -338,18 +343,19 @@ class Gateway:
                 rule=verdict.rule,
             )
         cfg = self._config(action.connector)
-        base_url = self._catalogs[action.connector].base_url
-        if not base_url:
+        executor = self.executors.get(action.binding.kind)
+        if executor is None:
             return ErrorResult(
-                reason="connector_error",
-                message=f"Connector {cfg.slug!r} has no base_url; the operator must set one in the manifest.",
+                reason="connector_error", message=f"This build cannot run {action.binding.kind} actions yet."
             )
-        # The request is built, and the credential looked up, before any approval is asked for or
+        # The call is prepared, and the credential looked up, before any approval is asked for or
         # consumed: a human must never approve a call that cannot run, nor burn an approval on one.
         try:
-            request = build_request(action, args, base_url=base_url, static_headers=cfg.headers)
+            prepared = executor.prepare(action, args, cfg, self._catalogs[action.connector].base_url)
         except ArgumentError as exc:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        except UpstreamError as exc:
+            return ErrorResult(reason=exc.reason, message=str(exc))
         sealed: SealedCredential | None = None
         if needs_secret(cfg.auth):
             sealed = await self.vault.sealed(cfg.slug, principal=principal.user)
@@ -363,7 +369,7 @@ class Gateway:
             gate = await self._approval_gate(principal, action, args, verdict, approval_id)
             if gate is not None:
                 return gate
-        return await self._run(principal, action, request, fields, trace, sealed)
+        return await self._run(principal, executor, prepared, fields, trace, sealed)
 
     def _validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         validator = self._validators.get(action.qualified_name)
@@ -418,20 +424,18 @@ class Gateway:
     async def _run(
         self,
         principal: Principal,
-        action: Action,
-        request: httpx2.Request,
+        executor: Executor,
+        prepared: Prepared,
         fields: Sequence[str] | None,
         trace: dict[str, Any],
         sealed: SealedCredential | None,
     ) -> CallResult:
-        cfg = self._config(action.connector)
+        cfg = prepared.connector
         redactor = Redactor()
         try:
-            outcome = await send(
-                self.http,
-                request,
+            outcome = await executor.run(
+                prepared,
                 auth=LastMeterAuth(cfg.auth, sealed, on_secret=redactor.add),
-                timeout=cfg.timeout,
                 max_bytes=self.max_response_bytes,
             )
         except ArgumentError as exc:
