@@ -59,19 +59,21 @@ __all__ = [
     "BearerAuth",
     "ConnectorConfig",
     "CustomAuth",
+    "GraphQLSource",
     "HmacAuth",
     "HttpActionConfig",
     "HttpActions",
     "HttpSource",
     "Manifest",
+    "McpSource",
     "MtlsAuth",
     "NoAuth",
     "OAuth1Auth",
     "OAuth2Auth",
     "OpenAPISource",
     "PolicyRule",
+    "PostmanSource",
     "SourceConfig",
-    "UnsupportedSource",
     "auth_headers",
     "load_manifest",
     "parse_manifest",
@@ -274,38 +276,80 @@ class HttpSource(BaseModel):
     http: HttpActions
 
 
-class UnsupportedSource(BaseModel):
-    """Source kinds named by the SPEC that this build does not normalize yet (postman, graphql, mcp)."""
-
+class PostmanSource(BaseModel):
     model_config = _STRICT
-    postman: Any = None
-    graphql: Any = None
-    mcp: Any = None
+    postman: str
+    """A Postman v2.1 collection: a file path (relative to the manifest) or an http(s) URL."""
+
+
+class GraphQLSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    schema_: str | None = Field(None, alias="schema")
+    """An SDL file or an introspection JSON file (relative to the manifest)."""
+    introspect: bool = False
+    """Introspect the live endpoint (the connector's base_url) at sync."""
 
     @model_validator(mode="after")
-    def _one_kind(self) -> UnsupportedSource:
-        if sum(getattr(self, k) is not None for k in ("postman", "graphql", "mcp")) != 1:
-            raise ValueError("a source is exactly one of: " + ", ".join(SOURCE_KINDS))
+    def _one_way(self) -> GraphQLSpec:
+        if (self.schema_ is None) == (not self.introspect):
+            raise _Problem(
+                "a graphql source needs exactly one of 'schema' or 'introspect: true'",
+                "write 'graphql: {schema: schema.graphql}' or 'graphql: {introspect: true}'",
+            )
         return self
 
-    @property
-    def kind(self) -> str:
-        return next(k for k in ("postman", "graphql", "mcp") if getattr(self, k) is not None)
+
+class GraphQLSource(BaseModel):
+    model_config = _STRICT
+    graphql: GraphQLSpec
+
+
+class McpSpec(BaseModel):
+    model_config = _STRICT
+    command: list[str] | None = None
+    """A stdio server: the command and its arguments."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Non-secret environment for a stdio server; secrets come from the credential store."""
+    cwd: str | None = None
+    url: str | None = None
+    """A remote server's URL (streamable HTTP, or legacy SSE with ``transport: sse``)."""
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> McpSpec:
+        if (self.command is None) == (self.url is None):
+            raise _Problem(
+                "an mcp source needs exactly one of 'command' or 'url'",
+                "write 'mcp: {command: [mcp-server-time]}' or 'mcp: {url: http://127.0.0.1:3001/mcp}'",
+            )
+        if self.command is not None and not self.command:
+            raise _Problem("'command' is empty", "give the program and its arguments, e.g. [mcp-server-time]")
+        return self
+
+
+class McpSource(BaseModel):
+    model_config = _STRICT
+    mcp: McpSpec
 
 
 SOURCE_KINDS = ("openapi", "http", "postman", "graphql", "mcp")
+_SOURCE_CLASSES: dict[str, type[BaseModel]] = {
+    "openapi": OpenAPISource,
+    "http": HttpSource,
+    "postman": PostmanSource,
+    "graphql": GraphQLSource,
+    "mcp": McpSource,
+}
 
 
 def _source_kind(value: Any) -> str | None:
     if isinstance(value, dict):
         kinds = [k for k in SOURCE_KINDS if k in value]
         return kinds[0] if len(kinds) == 1 else None
-    if isinstance(value, OpenAPISource):
-        return "openapi"
-    if isinstance(value, HttpSource):
-        return "http"
-    if isinstance(value, UnsupportedSource):
-        return value.kind
+    for kind, cls in _SOURCE_CLASSES.items():
+        if isinstance(value, cls):
+            return kind
     return None
 
 
@@ -314,9 +358,9 @@ def _source_kind(value: Any) -> str | None:
 SourceConfig = Annotated[
     Annotated[OpenAPISource, Tag("openapi")]
     | Annotated[HttpSource, Tag("http")]
-    | Annotated[UnsupportedSource, Tag("postman")]
-    | Annotated[UnsupportedSource, Tag("graphql")]
-    | Annotated[UnsupportedSource, Tag("mcp")],
+    | Annotated[PostmanSource, Tag("postman")]
+    | Annotated[GraphQLSource, Tag("graphql")]
+    | Annotated[McpSource, Tag("mcp")],
     Discriminator(
         _source_kind,
         custom_error_type="source_kind",
@@ -893,7 +937,7 @@ def _explain(err: Any) -> tuple[Loc, str, str]:
 def _unknown_key(key: str, loc: Loc, parent: type[BaseModel] | None) -> tuple[str, str]:
     if parent is Condition:
         return f"unknown operator {key!r}", _choose(key, list(OPERATORS), "operators")
-    if parent in (OpenAPISource, UnsupportedSource) and loc[-2:-1] == ("source",):
+    if parent in _SOURCE_CLASSES.values() and loc[-2:-1] == ("source",):
         kinds = ", ".join(SOURCE_KINDS)
         return f"unknown key {key!r} in a source", f"a source has exactly one key, its kind ({kinds}); remove {key!r}"
     keys = _keys_of(parent) if parent else []

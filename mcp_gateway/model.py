@@ -24,7 +24,9 @@ __all__ = [
     "DeniedReason",
     "ErrorReason",
     "ErrorResult",
+    "GraphQLBinding",
     "HttpBinding",
+    "McpBinding",
     "NeedsAuth",
     "Ok",
     "OpenAPIBinding",
@@ -32,6 +34,8 @@ __all__ = [
     "ParamSpec",
     "PendingApproval",
     "PolicyAction",
+    "PostmanBinding",
+    "RequestBinding",
     "Risk",
     "Verdict",
     "VerdictSource",
@@ -117,7 +121,44 @@ class HttpBinding(_HttpLikeBinding):
     kind: Literal["http"] = "http"
 
 
-Binding = Annotated[OpenAPIBinding | HttpBinding, Field(discriminator="kind")]
+class PostmanBinding(_HttpLikeBinding):
+    """A Postman request: HTTP-like once its ``{{variables}}`` and ``:path`` params are resolved."""
+
+    kind: Literal["postman"] = "postman"
+
+
+class GraphQLBinding(BaseModel):
+    """One root field of a GraphQL schema, executed with variables (never inlined values)."""
+
+    model_config = _FROZEN
+    kind: Literal["graphql"] = "graphql"
+    operation: Literal["query", "mutation"]
+    field: str
+    variable_types: dict[str, str] = Field(default_factory=dict)
+    """Argument name -> its GraphQL type as written in a variable definition (``ID!``, ``[String!]``)."""
+    selection: str = ""
+    """The default selection set (without braces); empty for a scalar or enum result."""
+
+
+class McpBinding(BaseModel):
+    """A tool of an upstream MCP server, called by its own name."""
+
+    model_config = _FROZEN
+    kind: Literal["mcp"] = "mcp"
+    tool: str
+
+
+class RequestBinding(BaseModel):
+    """The generic ``request`` action: method, relative path, query, headers and body from the agent."""
+
+    model_config = _FROZEN
+    kind: Literal["request"] = "request"
+
+
+Binding = Annotated[
+    OpenAPIBinding | HttpBinding | PostmanBinding | GraphQLBinding | McpBinding | RequestBinding,
+    Field(discriminator="kind"),
+]
 
 
 class Action(BaseModel):

@@ -20,7 +20,7 @@ import anyio
 
 from .clock import Clock
 from .errors import GatewayError
-from .manifest import ConnectorConfig, HttpSource, Manifest, OpenAPISource, UnsupportedSource
+from .manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from .model import Action
 from .sources.http import normalize_http_actions
 from .sources.openapi import load_openapi
@@ -49,8 +49,12 @@ def describe_source(cfg: ConnectorConfig) -> str:
             return f"openapi:{Path(ref).name if not ref.startswith('http') else ref}"
         case HttpSource(http=h):
             return f"http:{len(h.actions)} actions"
-        case UnsupportedSource() as s:
-            return s.kind
+        case PostmanSource(postman=ref):
+            return f"postman:{Path(ref).name if not ref.startswith('http') else ref}"
+        case GraphQLSource(graphql=g):
+            return f"graphql:{Path(g.schema_).name}" if g.schema_ else "graphql:introspect"
+        case McpSource(mcp=m):
+            return f"mcp:{m.url}" if m.url else f"mcp:{' '.join(m.command or [])}"
         case None:
             return "none"
 
@@ -98,8 +102,9 @@ async def _normalize(
             files = spec.files
             fp = await anyio.to_thread.run_sync(_fingerprint, cfg, files) if files else None
             return spec.actions, spec.base_url, fp or _settings_digest(cfg) + ":url", files
-        case UnsupportedSource() as s:
-            raise GatewayError(f"{s.kind} sources are not supported by this build yet")
+        case PostmanSource() | GraphQLSource() | McpSource():
+            kind = describe_source(cfg).partition(":")[0]
+            raise GatewayError(f"{kind} sources are not supported by this build yet")
         case None:
             return [], None, _settings_digest(cfg), []
 

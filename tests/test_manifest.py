@@ -17,10 +17,12 @@ from mcp_gateway.manifest import (
     BasicAuth,
     BearerAuth,
     ConnectorConfig,
+    GraphQLSource,
     HttpSource,
     Manifest,
+    McpSource,
     OpenAPISource,
-    UnsupportedSource,
+    PostmanSource,
     load_manifest,
     parse_manifest,
 )
@@ -88,7 +90,12 @@ def test_spec_example_parses(catalog: Path) -> None:
     assert github.name == "GitHub" and github.headers == {"Accept": "application/vnd.github+json"}
     assert [(r.match, r.action) for r in github.policies] == [("issues.create", "always_run")]
 
-    kinds = {c.slug: c.source.kind for c in manifest.connectors if isinstance(c.source, UnsupportedSource)}
+    kinds = {
+        c.slug: kind
+        for c in manifest.connectors
+        for kind, cls in (("postman", PostmanSource), ("graphql", GraphQLSource), ("mcp", McpSource))
+        if isinstance(c.source, cls)
+    }
     assert kinds == {"conduit": "postman", "swapi": "graphql", "clock": "mcp", "everything": "mcp"}
     everything = manifest.connector("everything")
     assert everything is not None and everything.trust_annotations

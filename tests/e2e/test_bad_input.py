@@ -25,8 +25,8 @@ from tests.support.upstream import EchoApp, echo_app, serve_asgi
 pytestmark = pytest.mark.anyio
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED = REPO_ROOT.parent / "shared"
-PETSTORE = SHARED / "data" / "openapi" / "petstore" / "petstore-oas3.json"
+# The bundled copy of the Petstore (the same bytes as shared/data/openapi/petstore/petstore-oas3.json).
+PETSTORE = REPO_ROOT / "catalog" / "specs" / "petstore.json"
 MASTER_KEY = "bad-input-master-key-0123456789abcdef0123"
 
 
