@@ -2,27 +2,78 @@
 
 An approval is bound to the fingerprint of (principal, qualified tool, canonical final args).
 The agent's retry with ``approval_id`` runs only if the fingerprint matches and the status moves
-``approved -> consumed`` by compare-and-set, so concurrent retries reach the upstream once.
+``approved -> consumed`` by compare-and-set in the store, so concurrent retries, in this process
+or in others sharing the database, reach the upstream once.
+
+A caller may ``wait`` for the human: a decision made in this process (the approval page, served
+by the same gateway) wakes it at once through an in-memory event; one made by another process
+(``mcp-gateway approvals approve`` from a terminal) is seen by polling the store at a modest
+interval. The wait is bounded (``MAX_WAIT_SECONDS``).
+
+What a human is shown is redacted first (``redact_arguments``): values under names that usually
+hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
+from itertools import pairwise
 from typing import Any, Literal
+
+import anyio
 
 from .clock import Clock
 from .identity import Principal
 from .model import Action, Verdict
+from .policy import effective_risk
 from .store.base import ApprovalRecord, Store
 
-__all__ = ["ApprovalCheck", "ApprovalService", "fingerprint"]
+__all__ = [
+    "MAX_WAIT_SECONDS",
+    "ApprovalCheck",
+    "ApprovalService",
+    "explain",
+    "fingerprint",
+    "redact_arguments",
+]
 
 DEFAULT_TTL = timedelta(minutes=15)
+MAX_WAIT_SECONDS = 120.0
+"""The longest a ``call`` may block for a human (an MCP request should not hang for longer)."""
+POLL_SECONDS = 0.5
+"""How often a waiter looks at the store for a decision made by another process."""
+ARGUMENTS_CHARS = 4000
+ID_BYTES = 16
+"""Approval ids carry 128 random bits (``apr_`` + 22 URL-safe characters)."""
+REDACTED = "[redacted]"
 ApprovalCheck = Literal["run", "pending", "approval_denied", "approval_mismatch", "approval_expired"]
+
+# Words that, as part of an argument's name, mark its value as a credential. Matched on the name's
+# words (snake, kebab and camel case split), so ``access_token`` is hidden but ``max_tokens`` is not.
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+    }
+)
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("client", "key")})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str:
@@ -36,24 +87,67 @@ def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _secret_name(name: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(name)]
+    if any(w in _SECRET_WORDS for w in words):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in pairwise(words))
+
+
+def redact_arguments(value: Any) -> Any:
+    """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``."""
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if isinstance(k, str) and _secret_name(k) else redact_arguments(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_arguments(v) for v in value]
+    return value
+
+
+def explain(record: ApprovalRecord) -> str:
+    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3)."""
+    match record.verdict_source:
+        case "project":
+            return f"The project's policy rule “{record.verdict_rule}” requires approval for this call."
+        case "connector":
+            return f"The connector's policy rule “{record.verdict_rule}” requires approval for this call."
+        case "sensitive":
+            return "The connector is marked sensitive: every call to it, reads included, needs approval."
+        case "risk_default":
+            return f"It is a {record.risk} action, and by default every write or delete needs a human's approval."
+        case other:
+            return f"A {other} policy requires approval for this call."
+
+
 class ApprovalService:
-    def __init__(self, store: Store, clock: Clock, *, ttl: timedelta = DEFAULT_TTL) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, poll_seconds: float = POLL_SECONDS
+    ) -> None:
         self._store = store
         self._clock = clock
         self._ttl = ttl
+        self._poll = poll_seconds
+        self._decided: dict[str, anyio.Event] = {}
+        """Approval id -> an event set when it is decided here; only while someone waits on it."""
+        self._waiters: dict[str, int] = {}
 
     async def request(
         self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, summary: str
     ) -> ApprovalRecord:
         now = self._clock.now()
+        arguments = json.dumps(redact_arguments(args), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        if len(arguments) > ARGUMENTS_CHARS:
+            arguments = arguments[: ARGUMENTS_CHARS - 1] + "…"
         record = ApprovalRecord(
-            id="apr_" + secrets.token_urlsafe(16),
+            id="apr_" + secrets.token_urlsafe(ID_BYTES),
             fingerprint=fingerprint(principal, action.qualified_name, args),
             principal=principal.user,
             agent=principal.agent,
             tool=action.qualified_name,
-            risk=action.risk,
+            risk=effective_risk(action, args),
             summary=summary,
+            arguments=arguments,
             verdict_source=verdict.source,
             verdict_rule=verdict.rule,
             created_at=now,
@@ -95,4 +189,30 @@ class ApprovalService:
             return None
         if not await self._store.transition_approval(approval_id, "pending", "approved" if approve else "denied", now):
             return None
+        event = self._decided.get(approval_id)
+        if event is not None:
+            event.set()
+        return await self._store.get_approval(approval_id)
+
+    async def wait(self, approval_id: str, timeout: float) -> ApprovalRecord | None:  # noqa: ASYNC109 - a bound, not a deadline to propagate
+        """Block until the approval is no longer pending (decided, or past its expiry) or ``timeout``
+        seconds (capped at ``MAX_WAIT_SECONDS``) pass; returns the record as it then is."""
+        timeout = max(0.0, min(timeout, MAX_WAIT_SECONDS))
+        event = self._decided.setdefault(approval_id, anyio.Event())
+        self._waiters[approval_id] = self._waiters.get(approval_id, 0) + 1
+        try:
+            with anyio.move_on_after(timeout):
+                while True:
+                    record = await self._store.get_approval(approval_id)
+                    if record is None or record.status != "pending" or record.expires_at <= self._clock.now():
+                        return record
+                    # Woken at once by a decision in this process; else look again after a while,
+                    # for one made by another process on the same database.
+                    with anyio.move_on_after(self._poll):
+                        await event.wait()
+        finally:
+            self._waiters[approval_id] -= 1
+            if not self._waiters[approval_id]:
+                del self._waiters[approval_id]
+                self._decided.pop(approval_id, None)
         return await self._store.get_approval(approval_id)

@@ -149,7 +149,12 @@ async def cmd_call(args: argparse.Namespace) -> int:
         raise CliError('--args must be a JSON object, e.g. \'{"owner": "octocat"}\'')
     async with _gateway(args) as gw:
         result = await gw.call(
-            _principal(args), args.tool, call_args, approval_id=args.approval_id, fields=args.fields or None
+            _principal(args),
+            args.tool,
+            call_args,
+            approval_id=args.approval_id,
+            fields=args.fields or None,
+            wait=args.wait,
         )
     data = result_payload(result)
     _print_json(data)
@@ -164,34 +169,51 @@ async def cmd_connect(args: argparse.Namespace) -> int:
 
 
 async def cmd_token(args: argparse.Namespace) -> int:
+    from .server.pages.operator import OperatorTokens
+
     async with open_store(args.settings) as store:
         tokens = TokenService(store, _clock())
+        operators = OperatorTokens(store, _clock())
         if args.token_cmd == "create":
-            record, token = await tokens.create(args.agent)
-            if args.json:
-                _print_json({"id": record.id, "agent": record.agent, "token": token})
+            if args.operator == bool(args.agent):
+                raise CliError("give either --agent NAME (an MCP token) or --operator (for the /operator page)")
+            if args.operator:
+                made, token = await operators.create()
+                token_id, label = made.id, "the operator page"
             else:
-                sys.stderr.write(f"token {record.id} for agent {record.agent!r} (shown once; store it safely):\n")
+                record, token = await tokens.create(args.agent)
+                token_id, label = record.id, f"agent {record.agent!r}"
+            if args.json:
+                _print_json({"id": token_id, "agent": args.agent, "operator": args.operator, "token": token})
+            else:
+                sys.stderr.write(f"token {token_id} for {label} (shown once; store it safely):\n")
                 sys.stdout.write(token + "\n")
         elif args.token_cmd == "list":
-            rows = await store.list_tokens()
+            rows = [
+                {"id": r.id, "agent": r.agent, "kind": "agent", "created_at": r.created_at, "revoked": r.revoked}
+                for r in await store.list_tokens()
+            ]
+            rows += [
+                {"id": o.id, "agent": None, "kind": "operator", "created_at": o.created_at, "revoked": o.revoked}
+                for o in await operators.list()
+            ]
             if args.json:
-                _print_json([r.model_dump(mode="json", exclude={"token_hash"}) for r in rows])
+                _print_json(rows)
             else:
                 _table(
                     [
                         (
-                            r.id,
-                            r.agent,
-                            r.created_at.isoformat(timespec="seconds"),
-                            "revoked" if r.revoked else "active",
+                            r["id"],
+                            r["agent"] or "(operator)",
+                            str(r["created_at"])[:19],
+                            "revoked" if r["revoked"] else "active",
                         )
                         for r in rows
                     ],
                     ["id", "agent", "created", "state"],
                 )
         else:
-            if not await store.revoke_token(args.id):
+            if not await store.revoke_token(args.id) and not await operators.revoke(args.id):
                 raise CliError(f"no active token with id {args.id!r}; see 'mcp-gateway token list'")
             sys.stdout.write(f"revoked {args.id}\n")
     return 0
@@ -371,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--args", help="arguments as a JSON object")
     p.add_argument("--approval-id")
     p.add_argument("--fields", nargs="*")
+    p.add_argument(
+        "--wait", type=float, metavar="SECONDS", help="if approval is needed, wait for the decision (at most 120 s)"
+    )
     p.add_argument("--agent")
     p = add("connect", cmd_connect, "print a link a human opens to connect a connector")
     p.add_argument("connector")
@@ -379,7 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("token", cmd_token, "manage HTTP bearer tokens")
     tsub = p.add_subparsers(dest="token_cmd", required=True)
     t = tsub.add_parser("create", parents=[common])
-    t.add_argument("--agent", required=True)
+    t.add_argument("--agent", help="the manifest agent an MCP token acts as")
+    t.add_argument("--operator", action="store_true", help="a token for the operator overview page (/operator)")
     tsub.add_parser("list", parents=[common])
     t = tsub.add_parser("revoke", parents=[common])
     t.add_argument("id")

@@ -13,6 +13,7 @@ share one API key while a user connects their own account.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Final, NoReturn
@@ -145,6 +146,12 @@ class SealedCredential:
     def open(self) -> SecretValue:
         """Decrypt. Raises ``CredentialError`` (never holding the value) when it cannot."""
         return SecretValue(_decode(self._cipher.open(self._sealed, aad=self._aad), self.key))
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the sealed bytes: it changes whenever the credential is stored again, and tells
+        nothing about the plaintext. For caches keyed by credential (mTLS clients)."""
+        return hashlib.sha256(self._sealed).hexdigest()
 
     def __repr__(self) -> str:
         k = self.key

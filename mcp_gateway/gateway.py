@@ -13,25 +13,37 @@ import base64
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 import jsonschema
 from pydantic import BaseModel
 
-from .approvals import ApprovalService, fingerprint
+from .approvals import MAX_WAIT_SECONDS, ApprovalService, fingerprint, redact_arguments
 from .audit import Auditor, args_preview
-from .auth import LastMeterAuth, needs_secret
+from .auth import LastMeterAuth, MtlsClients, needs_secret
+from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
-from .credentials import CredentialVault, SealedCredential
-from .discovery import DiscoveryIndex
-from .errors import ArgumentError, CredentialError, CredentialMissing, GatewayError, UnsupportedAuth, UpstreamError
+from .credentials import PROJECT_WIDE, CredentialVault, SealedCredential, SecretValue
+from .discovery import DiscoveryIndex, summary_of
+from .errors import (
+    ArgumentError,
+    CredentialError,
+    CredentialMissing,
+    GatewayError,
+    SourceError,
+    UnsupportedAuth,
+    UpstreamError,
+)
 from .execution import Outcome, summarize_error
 from .execution.executor import Executor, HttpExecutor, Prepared
+from .execution.graphql import GraphQLExecutor
+from .execution.request_action import RequestExecutor
 from .identity import Principal, granted_connectors
 from .links import LinkService
-from .manifest import ConnectorConfig, Manifest
+from .manifest import ConnectorConfig, Manifest, OAuth2Auth
 from .model import (
     Action,
     ActionSummary,
@@ -42,19 +54,28 @@ from .model import (
     NeedsAuth,
     Ok,
     PendingApproval,
+    RequestBinding,
     Verdict,
 )
-from .policy import evaluate, is_hidden
+from .policy import effective_risk, evaluate, is_hidden
 from .projection import project
+from .recovery import Backoff, connector_named
 from .redaction import Redactor
+from .sources.graphql import GraphQLSchemas, GraphQLServices
+from .sources.mcp import ToolLister
 from .store.base import AuditRecord, ConnectorState, Store
-from .sync import ConnectorCatalog, Progress, sync_manifest
+from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 __all__ = ["Gateway", "result_payload"]
 
 logger = logging.getLogger(__name__)
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024
 SUGGESTIONS = 3
+DETAIL_SCHEMAS = 3
+"""How many of discover's first results carry their full input schema when asked with ``detail``."""
 
 
 class Gateway:
@@ -72,28 +93,65 @@ class Gateway:
         index: DiscoveryIndex | None = None,
         executors: Mapping[str, Executor] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        oauth2: OAuth2Tokens | None = None,
     ) -> None:
         self.manifest = manifest
         self.store = store
         self.vault = vault
         self.clock = clock
         self.http = http
-        http_executor = HttpExecutor(http)
-        self.executors: dict[str, Executor] = {"openapi": http_executor, "http": http_executor, **(executors or {})}
+        self.graphql_schemas = GraphQLSchemas()
+        """Schemas of GraphQL connectors, filled by sync, for checking an agent's ``__select``."""
+        # mTLS clients resolve a relative auth.ca_file against the manifest in force at the time.
+        self._http_executor = http_executor = HttpExecutor(
+            http, client_certificates=MtlsClients(resolve=lambda ref: self.manifest.resolve(ref))
+        )
+        self.executors: dict[str, Executor] = {
+            "openapi": http_executor,
+            "http": http_executor,
+            "postman": http_executor,
+            "graphql": GraphQLExecutor(http, self.graphql_schemas, client_for=http_executor.client_for),
+            "request": RequestExecutor(http_executor),
+            **(executors or {}),
+        }
         """By binding kind; sources that are not plain HTTP register theirs here."""
         self.links = links
         self.approvals = approvals
         self.auditor = auditor
         self.index = index or DiscoveryIndex()
         self.max_response_bytes = max_response_bytes
+        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock)
+        """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight."""
         self._catalogs: dict[str, ConnectorCatalog] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._backoff = Backoff(clock)
+        """When a connector in error may be reloaded again by a call (``refresh_connector``)."""
+        self._refreshing: dict[str, anyio.Lock] = {}
+        self._awaiting_credential: set[str] = set()
+        """MCP connectors whose tools could not be listed for want of a credential."""
+
+    async def aclose(self) -> None:
+        """Close the clients the gateway opened itself (mTLS); the shared ``http`` client is the caller's."""
+        await self._http_executor.aclose()
+
+    async def _sync_auth(self, cfg: ConnectorConfig, on_secret: Callable[[SecretValue], None]) -> httpx2.Auth:
+        """The project-wide credential, for what a source reads at sync (GraphQL introspection)."""
+        sealed = await self.vault.sealed(cfg.slug, principal=PROJECT_WIDE) if needs_secret(cfg.auth) else None
+        session = (
+            self.oauth2.session(cfg.auth, cfg.slug, PROJECT_WIDE, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
+        )
+        return LastMeterAuth(cfg.auth, sealed, on_secret=on_secret, connector=cfg.slug, oauth2=session)
 
     # -- loading --------------------------------------------------------------------------------
 
     async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded."""
-        catalogs = await sync_manifest(self.manifest, self.store, self.clock, progress)
+        graphql = GraphQLServices(
+            self.graphql_schemas, self.http, self._sync_auth, client_for=self._http_executor.client_for
+        )
+        catalogs = await sync_manifest(
+            self.manifest, self.store, self.clock, progress, graphql=graphql, mcp_tools=self._mcp_tools(PROJECT_WIDE)
+        )
         for slug in set(self._catalogs) - set(catalogs):
             self.index.remove_connector(slug)
         for slug, catalog in catalogs.items():
@@ -115,6 +173,79 @@ class Gateway:
             )
         self.manifest = manifest
         return await self.sync(progress)
+
+    async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
+        """Load one connector again, as a sync of just it would, and re-index it.
+
+        Used when a call names an action of a connector in error (its upstream was down at sync),
+        with the caller's credential (else the project-wide one). Concurrent calls share one
+        attempt; ``Backoff`` spaces failed attempts out.
+        """
+        cfg = self._config(slug)
+        lock = self._refreshing.setdefault(slug, anyio.Lock())
+        async with lock:
+            current = self._catalogs.get(slug)
+            if current is not None and current.state.status != "error":
+                return current.state  # another call recovered it while this one waited
+            graphql = GraphQLServices(
+                self.graphql_schemas, self.http, self._sync_auth, client_for=self._http_executor.client_for
+            )
+            catalog = await sync_connector(
+                cfg, self.manifest, self.store, self.clock, graphql=graphql, mcp_tools=self._mcp_tools(principal)
+            )
+            if catalog.state.status == "error":
+                self._backoff.failed(slug)
+            else:
+                self._backoff.succeeded(slug)
+            self.index.replace_connector(slug, catalog.actions)
+            self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
+            self._catalogs = {**self._catalogs, slug: catalog}
+            return catalog.state
+
+    async def _recover(self, principal: Principal, name: str) -> ErrorResult | None:
+        """For a name that resolved to nothing: when it names a visible connector in error, try to
+        reload it (back-off permitting). None when there is nothing to recover or it recovered."""
+        slug = connector_named(name, self._visible(principal))
+        catalog = self._catalogs.get(slug) if slug is not None else None
+        if slug is None or catalog is None or catalog.state.status != "error":
+            return None
+        if self._backoff.ready(slug):
+            state = await self.refresh_connector(slug, principal=principal.user)
+            if state.status != "error":
+                return None
+        else:
+            state = catalog.state
+        wait = max(1, round(self._backoff.wait_seconds(slug)))
+        return ErrorResult(
+            reason="connector_error",
+            message=f"Connector {slug!r} is unavailable: {state.error}. The gateway retries it on calls "
+            f"(next attempt in about {wait} s) and on every sync.",
+            hint="Use another connector meanwhile, or ask the operator to check its upstream.",
+        )
+
+    def _mcp_tools(self, principal: str) -> McpTools:
+        """Lists an MCP connector's tools through the MCP executor's pool, with ``principal``'s credential
+        (else the project-wide one)."""
+
+        async def list_tools(cfg: ConnectorConfig) -> list[types.Tool]:
+            lister = self.executors.get("mcp")
+            if not isinstance(lister, ToolLister):
+                raise SourceError("this gateway has no MCP client registered, so MCP connectors cannot load")
+            sealed = await self.vault.sealed(cfg.slug, principal=principal) if needs_secret(cfg.auth) else None
+            if needs_secret(cfg.auth) and sealed is None:
+                self._awaiting_credential.add(cfg.slug)
+                raise SourceError(
+                    f"{cfg.slug} needs a {cfg.auth.type} credential before its tools can be listed; store one "
+                    f"(`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one of its tools or sync"
+                )
+            oauth2 = (
+                self.oauth2.session(cfg.auth, cfg.slug, principal, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
+            )
+            auth = LastMeterAuth(cfg.auth, sealed, connector=cfg.slug, oauth2=oauth2)
+            self._awaiting_credential.discard(cfg.slug)
+            return await lister.list_tools(cfg, auth=auth)
+
+        return list_tools
 
     # -- the permission view ---------------------------------------------------------------------
 
@@ -151,7 +282,7 @@ class Gateway:
         return evaluate(
             qualified_name=action.qualified_name,
             path=action.path,
-            risk=action.risk,
+            risk=effective_risk(action, args),
             args=args,
             project_rules=self.manifest.policies,
             connector_rules=cfg.policies,
@@ -160,7 +291,14 @@ class Gateway:
         )
 
     async def _needs_auth(self, slug: str) -> bool:
-        return needs_secret(self._config(slug).auth) and not await self.vault.configured(slug)
+        return not await self._configured(self._config(slug))
+
+    async def _configured(self, cfg: ConnectorConfig) -> bool:
+        """Whether calls could run without a human connecting first (an oauth2 authorization code
+        connector needs its token set too, not just the client's credentials)."""
+        if isinstance(cfg.auth, OAuth2Auth):
+            return await self.oauth2.ready(cfg.auth, cfg.slug)
+        return not needs_secret(cfg.auth) or await self.vault.configured(cfg.slug)
 
     def _not_found(self, principal: Principal, name: str) -> Denied:
         visible = self._visible(principal)
@@ -170,7 +308,7 @@ class Gateway:
             reason="action_not_found",
             message=f"No action named {name!r}.{hint} Use discover to search by intent.",
             suggestions=[
-                {"name": a.qualified_name, "summary": a.summary, "risk": a.risk, "input_schema": a.input_schema}
+                {"name": a.qualified_name, "summary": summary_of(a), "risk": a.risk, "input_schema": a.input_schema}
                 for a in suggestions
             ],
         )
@@ -179,12 +317,18 @@ class Gateway:
 
     async def connectors(self, principal: Principal) -> dict[str, Any]:
         out = []
+        # A connector that could not load for want of a credential loads once one is stored.
+        for slug in sorted(self._awaiting_credential & self._visible(principal)):
+            if self._backoff.ready(slug) and await self._configured(self._config(slug)):
+                await self.refresh_connector(slug, principal=principal.user)
         for slug in sorted(self._visible(principal)):
             cfg, catalog = self._config(slug), self._catalogs[slug]
-            configured = await self.vault.configured(slug)
+            configured = await self._configured(cfg)
             status = catalog.state.status
             if status == "ready" and needs_secret(cfg.auth) and not configured:
                 status = "needs_auth"
+            elif status == "error" and slug in self._awaiting_credential and not configured:
+                status = "needs_auth"  # it is the credential it waits for: connect is the next step
             visible_actions = sum(1 for a in catalog.actions if not self._hidden(a))
             out.append(
                 ConnectorInfo(
@@ -201,8 +345,16 @@ class Gateway:
         return {"connectors": [c.model_dump(exclude_none=True) for c in out]}
 
     async def discover(
-        self, principal: Principal, query: str, *, connector: str | None = None, limit: int = 10
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        connector: str | None = None,
+        limit: int = 10,
+        detail: bool = False,
     ) -> dict[str, Any]:
+        """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
+        so an agent can call the top hit without a ``describe`` round trip."""
         visible = self._visible(principal)
         if connector is not None:
             visible = visible & {connector}
@@ -210,24 +362,32 @@ class Gateway:
         hits = self.index.search(query, limit=limit, connectors=visible, allow=self._allow)
         needs_auth = {slug: await self._needs_auth(slug) for slug in {a.connector for a, _ in hits}}
         results = []
-        for action, score in hits:
+        for rank, (action, score) in enumerate(hits):
             props = action.input_schema.get("properties") or {}
-            results.append(
-                ActionSummary(
-                    name=action.qualified_name,
-                    summary=action.summary,
-                    risk=action.risk,
-                    needs_approval=self._verdict(action, {}).action == "require_approval",
-                    needs_auth=needs_auth[action.connector],
-                    params=list(props)[:12],
-                    required=list(action.input_schema.get("required") or []),
-                    score=round(score, 3),
-                ).model_dump()
-            )
+            required = [name for name in action.input_schema.get("required") or [] if isinstance(name, str)]
+            result = ActionSummary(
+                name=action.qualified_name,
+                summary=summary_of(action),
+                risk=action.risk,
+                needs_approval=self._verdict(action, {}).action == "require_approval",
+                needs_auth=needs_auth[action.connector],
+                # The required ones first: they are what a call cannot do without.
+                params=[*required, *(name for name in props if name not in required)][:12],
+                required=required,
+                score=round(score, 3),
+            ).model_dump()
+            if detail and rank < DETAIL_SCHEMAS:
+                result["input_schema"] = action.input_schema
+            results.append(result)
         return {"query": query, "results": results}
 
     async def describe(self, principal: Principal, tool: str) -> dict[str, Any]:
         action = self._lookup(principal, tool)
+        if action is None:
+            unavailable = await self._recover(principal, tool)
+            if unavailable is not None:
+                return unavailable.model_dump(exclude_none=True)
+            action = self._lookup(principal, tool)
         if action is None:
             return self._not_found(principal, tool).model_dump(exclude_none=True)
         verdict = self._verdict(action, {})
@@ -292,20 +452,43 @@ class Gateway:
         *,
         approval_id: str | None = None,
         fields: Sequence[str] | None = None,
+        wait: float | None = None,
     ) -> CallResult:
+        """Run one call. With ``wait`` (seconds, capped at ``MAX_WAIT_SECONDS``), a call that needs a
+        human's approval blocks until they decide, then runs once if approved; if nobody decides in
+        time, the ``pending_approval`` result is returned as without ``wait``."""
         started = time.perf_counter()
         args = dict(args or {})
         trace: dict[str, Any] = {}
+        result = await self._guarded_call(principal, tool, args, approval_id, fields, trace)
+        if wait and wait > 0 and isinstance(result, PendingApproval):
+            # Two decisions, two audit rows: the approval asked for, then what came of it.
+            await self._audit(principal, tool, args, result, trace, started)
+            decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+            if decided is None or decided.status == "pending":
+                return result
+            started, trace = time.perf_counter(), {}
+            result = await self._guarded_call(principal, tool, args, result.approval_id, fields, trace)
+        await self._audit(principal, tool, args, result, trace, started)
+        return result
+
+    async def _guarded_call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        trace: dict[str, Any],
+    ) -> CallResult:
         try:
-            result = await self._call(principal, tool, args, approval_id, fields, trace)
+            return await self._call(principal, tool, args, approval_id, fields, trace)
         except Exception:
             logger.exception("call of %s failed unexpectedly", tool)
-            result = ErrorResult(
+            return ErrorResult(
                 reason="internal_error",
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
-        await self._audit(principal, tool, args, result, trace, started)
-        return result
 
     async def _call(
         self,
@@ -322,6 +505,12 @@ class Gateway:
                 message="This session's agent is granted no connectors. Ask the operator to add it to the manifest.",
             )
         action = self._lookup(principal, tool, include_hidden=True)
+        if action is None:
+            # A connector whose upstream was down at sync may be back: the first call reloads it.
+            unavailable = await self._recover(principal, tool)
+            if unavailable is not None:
+                return unavailable
+            action = self._lookup(principal, tool, include_hidden=True)
         if action is None:
             return self._not_found(principal, tool)
         trace["action"] = action
@@ -365,6 +554,10 @@ class Gateway:
                     cfg.slug,
                     f"{cfg.slug} needs a {cfg.auth.type} credential; ask the user to open the link.",
                 )
+        if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(cfg.auth, cfg.slug, principal.user):
+            return await self._connect_result(
+                principal, cfg.slug, f"{cfg.slug} needs the user to sign in with OAuth2; ask them to open the link."
+            )
         if verdict.action == "require_approval":
             gate = await self._approval_gate(principal, action, args, verdict, approval_id)
             if gate is not None:
@@ -406,7 +599,7 @@ class Gateway:
                 "already used. Call again without approval_id to ask for a new approval.",
             }
             return Denied(reason=outcome, message=messages[outcome], source=verdict.source, rule=verdict.rule)  # type: ignore[arg-type]
-        summary = f"{action.qualified_name} ({action.risk}) {args_preview(args)}"
+        summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
         record = await self.approvals.request(principal, action, args, verdict, summary)
         url, _ = await self.links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
@@ -435,7 +628,14 @@ class Gateway:
         try:
             outcome = await executor.run(
                 prepared,
-                auth=LastMeterAuth(cfg.auth, sealed, on_secret=redactor.add),
+                auth=LastMeterAuth(
+                    cfg.auth,
+                    sealed,
+                    on_secret=redactor.add,
+                    oauth2=self.oauth2.session(cfg.auth, cfg.slug, principal.user, sealed)
+                    if isinstance(cfg.auth, OAuth2Auth)
+                    else None,
+                ),
                 max_bytes=self.max_response_bytes,
             )
         except ArgumentError as exc:
@@ -446,11 +646,13 @@ class Gateway:
         except UnsupportedAuth as exc:
             return ErrorResult(reason="connector_error", message=str(exc))
         except UpstreamError as exc:
+            fallback = self._request_fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
             return ErrorResult(
                 reason=exc.reason,
                 message=redactor.redact_text(str(exc)),
                 upstream_status=exc.upstream_status,
                 upstream_message=redactor.redact_text(exc.upstream_message) if exc.upstream_message else None,
+                hint=fallback.strip() or None,
             )
         trace["upstream_status"] = outcome.http_status
         if outcome.http_status == 401:
@@ -465,18 +667,34 @@ class Gateway:
                     "credential lacks the permission."
                 ),
             )
-        if outcome.http_status >= 400:
+        if outcome.http_status is not None and outcome.http_status >= 400:
             return ErrorResult(
                 reason="upstream_error",
                 message=f"{cfg.slug} answered {outcome.http_status}.",
                 upstream_status=outcome.http_status,
                 upstream_message=_summary(outcome, redactor),
-                hint="Check the arguments against describe; the upstream's message says what it expected.",
+                hint="Check the arguments against describe; the upstream's message says what it expected."
+                + self._request_fallback_hint(prepared.action),
             )
         data = _redact_data(outcome, redactor)
         if fields:
             data = project(data, fields)
         return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
+
+    def _request_fallback_hint(self, action: Action) -> str:
+        """A sentence pointing at the connector's generic request action, when it has one and this
+        call was not already through it: the way around a curated action that cannot say something."""
+        if isinstance(action.binding, RequestBinding):
+            return ""
+        catalog = self._catalogs.get(action.connector)
+        actions = catalog.actions if catalog is not None else []
+        fallback = next((a for a in actions if isinstance(a.binding, RequestBinding)), None)
+        if fallback is None:
+            return ""
+        return (
+            f" If this action cannot express the call, {fallback.qualified_name} sends any HTTP request to the same "
+            "API with the connector's credentials (describe it first)."
+        )
 
     async def _audit(
         self,
@@ -497,7 +715,7 @@ class Gateway:
                 requested=tool[:200],
                 connector=action.connector if action else None,
                 action=action.qualified_name if action else None,
-                args_preview=args_preview(args),
+                args_preview=args_preview(redact_arguments(args)),
                 fingerprint=fingerprint(principal, action.qualified_name, args) if action else None,
                 verdict=verdict.action if verdict else None,
                 verdict_source=verdict.source if verdict else None,

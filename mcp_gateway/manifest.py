@@ -148,43 +148,163 @@ class CustomAuth(BaseModel):
 
 
 class OAuth1Auth(BaseModel):
+    """OAuth 1.0a request signing (RFC 5849) in the Authorization header.
+
+    The secret is ``{consumer_key, consumer_secret, token, token_secret}``.
+    """
+
     model_config = _STRICT
     type: Literal["oauth1"]
     signature_method: Literal["HMAC-SHA1", "HMAC-SHA256"] = "HMAC-SHA1"
+    realm: str | None = None
+    """Sent first in the header as ``realm="..."`` (RFC 5849 section 3.5.1); not part of the signature."""
+    body_hash: bool = True
+    """Add ``oauth_body_hash`` (base64 SHA-1 of the body) to requests whose body is not form-encoded, as oauthlib
+    does (draft-eaton-oauth-bodyhash-00), so a JSON body is covered by the signature too. Set false for a
+    server that refuses protocol parameters it does not know."""
+
+    @field_validator("realm")
+    @classmethod
+    def _realm(cls, v: str | None) -> str | None:
+        if v is not None and any(c in v for c in '"\\\r\n'):
+            raise _Problem("the realm contains a quote, backslash or line break", "use plain text, e.g. 'Photos'")
+        return v
+
+
+_HMAC_PLACEHOLDERS = ("method", "path", "timestamp", "body")
 
 
 class HmacAuth(BaseModel):
+    """Request signing with a shared secret (a plain string), as webhook-style APIs do.
+
+    The signed message is the body, or ``method``, ``path``, ``timestamp`` and ``body`` joined by
+    ``separator``, or ``template`` when given: e.g. Slack's ``"v0:{timestamp}:{body}"``, Coinbase's
+    ``"{timestamp}{method}{path}{body}"``. ``{path}`` is the path with its query string, as sent.
+    The header gets ``prefix`` + the digest in ``encoding`` (GitHub: ``prefix: "sha256="``).
+    """
+
     model_config = _STRICT
     type: Literal["hmac"]
-    algorithm: Literal["sha256", "sha512"] = "sha256"
+    algorithm: Literal["sha1", "sha256", "sha384", "sha512"] = "sha256"
     header: str = "X-Signature"
     encoding: Literal["hex", "base64"] = "hex"
     signed: Literal["body", "method_path_timestamp_body"] = "body"
     separator: str = "\n"
+    template: str | None = None
+    """Overrides ``signed``/``separator``: text with ``{method}``, ``{path}``, ``{timestamp}``, ``{body}``."""
     timestamp_header: str | None = None
+    """Header that carries the signing time; needed whenever the message includes it."""
+    timestamp_format: Literal["unix", "unix_ms", "iso8601"] = "unix"
+    """Seconds or milliseconds since the epoch, or ISO 8601 UTC with milliseconds (``2026-01-01T00:00:00.000Z``)."""
     prefix: str = ""
+    key_encoding: Literal["utf8", "hex", "base64"] = "utf8"
+    """How the stored secret becomes the HMAC key: its UTF-8 bytes, or decoded from hex or base64."""
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        names = re.findall(r"\{([^{}]*)\}", v)
+        unknown = [n for n in names if n not in _HMAC_PLACEHOLDERS]
+        if unknown:
+            raise _Problem(
+                f"unknown placeholder {{{unknown[0]}}} in the signing template",
+                "use only {method}, {path}, {timestamp} and {body}",
+            )
+        if not names:
+            raise _Problem("the signing template uses no placeholder", "sign at least the body, e.g. '{body}'")
+        return v
+
+    @model_validator(mode="after")
+    def _timestamp_is_sent(self) -> HmacAuth:
+        if self.signs_timestamp and not self.timestamp_header:
+            raise _Problem(
+                "the signed message includes the timestamp, but no header sends it, so the upstream cannot check it",
+                "add e.g. 'timestamp_header: X-Timestamp'",
+                key="timestamp_header",
+            )
+        return self
+
+    @property
+    def signs_timestamp(self) -> bool:
+        if self.template is not None:
+            return "{timestamp}" in self.template
+        return self.signed == "method_path_timestamp_body"
 
 
 class AwsSigV4Auth(BaseModel):
+    """AWS Signature Version 4 in the Authorization header.
+
+    The secret is ``{access_key_id, secret_access_key, session_token?}``; ``service`` and ``region`` form
+    the credential scope (``s3`` gets S3's rules: an unnormalized path and ``X-Amz-Content-SHA256``).
+    """
+
     model_config = _STRICT
     type: Literal["aws_sigv4"]
     service: str
+    """The signing name of the service: ``execute-api``, ``s3``, ``dynamodb``, ``es`` ..."""
     region: str
     unsigned_payload: bool = False
+    """Sign ``UNSIGNED-PAYLOAD`` instead of the body's SHA-256 (over https only: over plain http the body is
+    always signed, the rule botocore states for insecure connections)."""
+
+    @field_validator("service", "region")
+    @classmethod
+    def _scope_part(cls, v: str) -> str:
+        # Both go into the credential scope ``date/region/service/aws4_request``.
+        if not re.fullmatch(r"[a-z0-9-]+", v):
+            raise _Problem(
+                f"{v!r} is not an AWS service or region name",
+                "use lower-case letters, digits and '-', e.g. 'execute-api' or 'eu-west-1'",
+            )
+        return v
 
 
 class MtlsAuth(BaseModel):
+    """A client certificate presented in the TLS handshake; the secret is ``{cert_pem, key_pem}``."""
+
     model_config = _STRICT
     type: Literal["mtls"]
+    ca_file: str | None = None
+    """PEM file of the CA(s) that sign the upstream's server certificate, for a private PKI (relative to the
+    manifest's folder). Without it the system's trust store is used."""
 
 
 class OAuth2Auth(BaseModel):
+    """OAuth 2.0 (RFC 6749): the authorization code grant with PKCE (a human signs in through a connect
+    link), or the client credentials grant. The secret is the client's ``{client_id, client_secret}``;
+    tokens are obtained, stored and refreshed by the gateway (``auth/oauth2.py``)."""
+
     model_config = _STRICT
     type: Literal["oauth2"]
     flow: Literal["authorization_code", "client_credentials"] = "authorization_code"
     authorize_url: str | None = None
+    """The provider's authorization endpoint; needed for ``authorization_code``."""
     token_url: str
     scopes: list[str] = Field(default_factory=list)
+    client_auth: Literal["basic", "post"] = "basic"
+    """How the client authenticates at the token endpoint (RFC 6749 section 2.3.1): HTTP Basic
+    (``client_secret_basic``) or ``client_id``/``client_secret`` in the form (``client_secret_post``)."""
+
+    @field_validator("authorize_url", "token_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^/?#\s]+", v):
+            raise _Problem(
+                f"{v!r} is not an http(s) URL", "write the provider's full URL, e.g. 'https://auth.example.com/token'"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _authorize_url_for_code_flow(self) -> OAuth2Auth:
+        if self.flow == "authorization_code" and not self.authorize_url:
+            raise _Problem(
+                "the authorization_code flow needs the provider's authorization endpoint",
+                "add e.g. 'authorize_url: https://auth.example.com/authorize', or use 'flow: client_credentials'",
+                key="authorize_url",
+            )
+        return self
 
 
 AuthConfig = Annotated[
@@ -309,12 +429,34 @@ class McpSpec(BaseModel):
     command: list[str] | None = None
     """A stdio server: the command and its arguments."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Non-secret environment for a stdio server; secrets come from the credential store."""
+    """Environment for a stdio server (beside a minimal inherited one: PATH, HOME, ...). A value may use
+    ``{secret}`` (or ``{secret.<field>}`` for a JSON secret): the connector's stored credential, filled in
+    server-side when the child is spawned, e.g. ``GITHUB_TOKEN: "{secret}"`` with ``auth: {type: bearer}``."""
     cwd: str | None = None
+    """A stdio server's working directory (relative to the manifest's folder)."""
     url: str | None = None
     """A remote server's URL (streamable HTTP, or legacy SSE with ``transport: sse``)."""
     transport: Literal["streamable_http", "sse"] = "streamable_http"
     headers: dict[str, str] = Field(default_factory=dict)
+    """Static, non-secret headers for a remote server; the credential goes in by the connector's ``auth:``."""
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name in headers:
+            if name.lower() in CREDENTIAL_HEADERS:
+                raise _Problem(
+                    f"static header {name!r} would carry a credential",
+                    "remove it: declare the credential under the connector's 'auth:' and store it with "
+                    "'mcp-gateway secret set'",
+                    key=name,
+                )
+        return headers
+
+    @property
+    def uses_secret(self) -> bool:
+        """Whether an ``env`` value takes the connector's credential."""
+        return any("{secret" in value for value in self.env.values())
 
     @model_validator(mode="after")
     def _one_way(self) -> McpSpec:
@@ -325,6 +467,17 @@ class McpSpec(BaseModel):
             )
         if self.command is not None and not self.command:
             raise _Problem("'command' is empty", "give the program and its arguments, e.g. [mcp-server-time]")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise _Problem(f"{self.url!r} is not an http(s) URL", "write e.g. 'url: http://127.0.0.1:3001/mcp'")
+        if self.url is not None and (self.env or self.cwd):
+            raise _Problem(
+                "'env' and 'cwd' apply to a stdio server ('command'), not to a 'url'",
+                "remove them; a remote server takes 'headers' and the connector's 'auth:'",
+            )
+        if self.command is not None and self.headers:
+            raise _Problem(
+                "'headers' apply to a remote server ('url'), not to a stdio 'command'", "pass values through 'env'"
+            )
         return self
 
 
@@ -565,6 +718,25 @@ def _connector_problems(i: int, c: ConnectorConfig) -> list[_Located]:
                 loc = ("connectors", i, "source", "http", "actions", j, "path")
                 out.append((loc, why, "give every action of a connector its own path"))
             seen.setdefault(action.path, j)
+    if isinstance(c.source, McpSource):
+        out += _mcp_problems(i, c, c.source.mcp)
+    return out
+
+
+def _mcp_problems(i: int, c: ConnectorConfig, spec: McpSpec) -> list[_Located]:
+    """Where an MCP connector's credential goes must be said: a stdio child gets it only through
+    an ``env`` template, so a secret with nowhere to go (or a template with no secret) is an error."""
+    out: list[_Located] = []
+    src: Loc = ("connectors", i, "source", "mcp")
+    if spec.command is not None and not isinstance(c.auth, NoAuth) and not spec.uses_secret:
+        why = f"auth type {c.auth.type!r} needs a place for the credential, but no 'env' value uses {{secret}}"
+        out.append(((*src, "env"), why, "add e.g. 'env: {API_TOKEN: \"{secret}\"}', or set 'auth: {type: none}'"))
+    if spec.uses_secret and isinstance(c.auth, NoAuth):
+        why = "an 'env' value uses {secret}, but the connector declares no auth, so no credential is stored for it"
+        out.append(((*src, "env"), why, "add 'auth: {type: bearer}' to the connector (any kind with a secret)"))
+    if c.request_action:
+        why = "the generic request action sends HTTP to a base_url; an MCP server has none"
+        out.append((("connectors", i, "request_action"), why, "remove 'request_action'"))
     return out
 
 

@@ -106,8 +106,9 @@ class _HttpLikeBinding(BaseModel):
     url: str
     """A path template relative to the connector's ``base_url`` (``/repos/{owner}/{repo}``)."""
     params: tuple[ParamSpec, ...] = ()
-    body: Literal["json", "form", "none"] = "json"
-    """How arguments placed in the body are encoded."""
+    body: Literal["json", "form", "multipart", "raw", "none"] = "json"
+    """How arguments placed in the body are encoded. ``multipart``: form-data parts (an object value
+    ``{content, filename?, content_type?}`` is a file part); ``raw``: ``body_param``'s string as is."""
     body_param: str | None = None
     """When set, this argument *is* the whole body (a non-object JSON body); else body args form an object."""
 
@@ -125,6 +126,8 @@ class PostmanBinding(_HttpLikeBinding):
     """A Postman request: HTTP-like once its ``{{variables}}`` and ``:path`` params are resolved."""
 
     kind: Literal["postman"] = "postman"
+    headers: tuple[tuple[str, str], ...] = ()
+    """The collection's literal, non-credential headers (``Content-Type``, ``X-Requested-With``)."""
 
 
 class GraphQLBinding(BaseModel):

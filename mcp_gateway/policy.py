@@ -41,7 +41,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator
 
-from .model import PolicyAction, Risk, Verdict, VerdictSource
+from .model import Action, PolicyAction, RequestBinding, Risk, Verdict, VerdictSource, risk_of_method
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -50,6 +50,7 @@ __all__ = [
     "Matcher",
     "Rule",
     "compile_matcher",
+    "effective_risk",
     "evaluate",
     "is_hidden",
 ]
@@ -629,6 +630,18 @@ def evaluate(
                 return _strictest([*undecided, verdict])
             undecided.append(verdict)
     return _strictest([*undecided, _default(risk=risk, sensitive=sensitive, default_mode=default_mode)])
+
+
+def effective_risk(action: Action, args: Mapping[str, Any]) -> Risk:
+    """The risk policy defaults judge a call by: the action's own, except for the generic
+    ``request`` action, whose risk is that of the HTTP method the call uses (a GET through it is
+    a read, a DELETE destructive). Without a method (``describe``, ``discover``) it keeps its
+    static risk, ``write``, the stricter answer."""
+    if isinstance(action.binding, RequestBinding):
+        method = args.get("method")
+        if isinstance(method, str) and method.strip():
+            return risk_of_method(method.strip())
+    return action.risk
 
 
 def _layer(source: str) -> VerdictSource:

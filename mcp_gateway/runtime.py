@@ -23,6 +23,7 @@ from .clock import Clock, SystemClock
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, load_master_key
 from .errors import GatewayError
+from .execution.mcp import McpExecutor
 from .gateway import Gateway
 from .links import LinkService
 from .manifest import Manifest, load_manifest
@@ -84,7 +85,11 @@ async def open_gateway(
         vault = CredentialVault(store, cipher, project=manifest.project)
         links = LinkService(store, clock, public_url or manifest.public_url, on_mint=on_link_minted)
         # trust_env=False: a proxy from the environment would see every credential we send.
-        async with httpx2.AsyncClient(trust_env=False, follow_redirects=False) as http:
+        # The MCP executor owns the upstream MCP sessions; leaving it stops every stdio child.
+        async with (
+            httpx2.AsyncClient(trust_env=False, follow_redirects=False) as http,
+            McpExecutor(base_dir=manifest.base_dir) as mcp,
+        ):
             gateway = Gateway(
                 manifest=manifest,
                 store=store,
@@ -94,9 +99,13 @@ async def open_gateway(
                 links=links,
                 approvals=ApprovalService(store, clock),
                 auditor=Auditor(store),
+                executors={"mcp": mcp},
             )
-            await gateway.sync(progress)
-            yield gateway
+            try:
+                await gateway.sync(progress)
+                yield gateway
+            finally:
+                await gateway.aclose()
 
 
 async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:

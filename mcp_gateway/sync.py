@@ -12,19 +12,38 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from .clock import Clock
-from .errors import GatewayError
-from .manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
+from .errors import GatewayError, SourceError
+from .manifest import (
+    ConnectorConfig,
+    GraphQLSource,
+    GraphQLSpec,
+    HttpSource,
+    Manifest,
+    McpSource,
+    OpenAPISource,
+    PostmanSource,
+    auth_headers,
+)
 from .model import Action
+from .redaction import Redactor
+from .sources.graphql import GraphQLSchemas, GraphQLServices, introspect, normalize_graphql, read_schema
 from .sources.http import normalize_http_actions
+from .sources.mcp import normalize_mcp_tools, tools_digest
 from .sources.openapi import load_openapi
+from .sources.postman import load_postman
+from .sources.request import with_request_action
 from .store.base import CatalogRecord, ConnectorState, Store
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 __all__ = ["ConnectorCatalog", "sync_connector", "sync_manifest"]
 
@@ -32,6 +51,8 @@ logger = logging.getLogger(__name__)
 NORMALIZER_VERSION = "1"
 Progress = Callable[[str, str], None]
 """Called with (slug, phase) as a connector loads: ``start``, ``cached``, ``normalized``, ``error``."""
+McpTools = Callable[[ConnectorConfig], Awaitable[Sequence["types.Tool"]]]
+"""Lists an MCP connector's tools (``Gateway`` binds it to the MCP executor's pool and the credential)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,10 @@ def _settings_digest(cfg: ConnectorConfig) -> str:
         "slug": cfg.slug,
         "risk": cfg.risk,
         "source": cfg.source.model_dump(mode="json") if cfg.source else None,
+        # Postman drops the headers the connector's auth writes, so the auth shapes actions too.
+        "auth": cfg.auth.model_dump(mode="json") if isinstance(cfg.source, PostmanSource) else None,
+        "request_action": cfg.request_action,
+        "trust_annotations": cfg.trust_annotations,
     }
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
@@ -85,7 +110,11 @@ def _fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
 
 
 async def _normalize(
-    cfg: ConnectorConfig, manifest: Manifest, cached: CatalogRecord | None
+    cfg: ConnectorConfig,
+    manifest: Manifest,
+    cached: CatalogRecord | None,
+    graphql: GraphQLServices,
+    mcp_tools: McpTools | None = None,
 ) -> tuple[list[Action], str | None, str, list[str]]:
     """Returns (actions, spec base_url, fingerprint, files), reusing the stored catalog when unchanged."""
     match cfg.source:
@@ -102,24 +131,118 @@ async def _normalize(
             files = spec.files
             fp = await anyio.to_thread.run_sync(_fingerprint, cfg, files) if files else None
             return spec.actions, spec.base_url, fp or _settings_digest(cfg) + ":url", files
-        case PostmanSource() | GraphQLSource() | McpSource():
-            kind = describe_source(cfg).partition(":")[0]
-            raise GatewayError(f"{kind} sources are not supported by this build yet")
+        case PostmanSource(postman=ref):
+            resolved = manifest.resolve(ref)
+            reused = await _reuse(cfg, cached, resolved)
+            if reused is not None:
+                return reused
+            collection = await load_postman(
+                resolved,
+                connector=cfg.slug,
+                risk_overrides=cfg.risk,
+                auth_type=cfg.auth.type,
+                auth_headers=auth_headers(cfg.auth),
+            )
+            files = collection.files
+            fp = await anyio.to_thread.run_sync(_fingerprint, cfg, files) if files else None
+            return collection.actions, collection.base_url, fp or _settings_digest(cfg) + ":url", files
+        case GraphQLSource(graphql=spec):
+            return await _normalize_graphql(cfg, manifest, cached, spec, graphql)
+        case McpSource():
+            if mcp_tools is None:
+                raise SourceError("this gateway was started without an MCP client, so MCP connectors cannot load")
+            tools = await mcp_tools(cfg)
+            fp = f"{_settings_digest(cfg)}:{tools_digest(tools)}"
+            if cached is not None and cached.fingerprint == fp:
+                return cached.actions, None, fp, []
+            actions = normalize_mcp_tools(
+                cfg.slug, tools, trust_annotations=cfg.trust_annotations, risk_overrides=cfg.risk
+            )
+            return actions, None, fp, []
         case None:
             return [], None, _settings_digest(cfg), []
 
 
+async def _reuse(
+    cfg: ConnectorConfig, cached: CatalogRecord | None, resolved: str
+) -> tuple[list[Action], str | None, str, list[str]] | None:
+    """The stored catalog, when it came from this same local file and nothing that shapes it changed."""
+    if resolved.startswith(("http://", "https://")) or cached is None or not cached.files:
+        return None
+    if cached.files[0] != resolved:
+        return None
+    fp = await anyio.to_thread.run_sync(_fingerprint, cfg, cached.files)
+    if fp is None or fp != cached.fingerprint:
+        return None
+    return cached.actions, cached.base_url, fp, cached.files
+
+
+async def _normalize_graphql(
+    cfg: ConnectorConfig, manifest: Manifest, cached: CatalogRecord | None, spec: GraphQLSpec, graphql: GraphQLServices
+) -> tuple[list[Action], str | None, str, list[str]]:
+    """A schema file is fingerprinted like a spec; a live endpoint is introspected on every sync
+    (there is no cheaper way to know it changed) and fingerprinted by the answer."""
+    if spec.schema_ is not None:
+        resolved = manifest.resolve(spec.schema_)
+        if resolved.startswith(("http://", "https://")):
+            raise SourceError(
+                f"graphql schema {resolved!r} is a URL; give a schema file, or 'introspect: true' to read the schema "
+                "from the endpoint at base_url"
+            )
+        reused = await _reuse(cfg, cached, resolved)
+        if reused is None:
+            schema = await anyio.to_thread.run_sync(read_schema, resolved)
+            actions = await anyio.to_thread.run_sync(
+                lambda: normalize_graphql(schema, connector=cfg.slug, risk_overrides=cfg.risk)
+            )
+            del schema  # parsed again only if an agent's __select needs checking (GraphQLSchemas)
+            fp = await anyio.to_thread.run_sync(_fingerprint, cfg, [resolved])
+            reused = actions, None, fp or _settings_digest(cfg) + ":file", [resolved]
+        graphql.schemas.put_file(cfg.slug, resolved)
+        return reused
+    if not cfg.base_url:
+        raise SourceError("'introspect: true' reads the schema from base_url, and this connector has none; set it")
+    if graphql.http is None or graphql.auth_for is None:
+        raise SourceError("introspection needs the running gateway's HTTP client; sync through the gateway")
+    redactor = Redactor()
+    auth = await graphql.auth_for(cfg, redactor.add)
+    client = graphql.client_for(cfg, auth) if graphql.client_for else graphql.http
+    schema, digest = await introspect(
+        client, cfg.base_url, auth=auth, headers=cfg.headers, timeout=cfg.timeout, redactor=redactor
+    )
+    fp = f"{_settings_digest(cfg)}:introspection:{digest}"
+    if cached is not None and cached.fingerprint == fp:
+        actions = cached.actions
+    else:
+        actions = await anyio.to_thread.run_sync(
+            lambda: normalize_graphql(schema, connector=cfg.slug, risk_overrides=cfg.risk)
+        )
+    graphql.schemas.put(cfg.slug, schema)
+    return actions, None, fp, []
+
+
 async def sync_connector(
-    cfg: ConnectorConfig, manifest: Manifest, store: Store, clock: Clock, progress: Progress | None = None
+    cfg: ConnectorConfig,
+    manifest: Manifest,
+    store: Store,
+    clock: Clock,
+    progress: Progress | None = None,
+    *,
+    graphql: GraphQLServices | None = None,
+    mcp_tools: McpTools | None = None,
 ) -> ConnectorCatalog:
     source = describe_source(cfg)
     if progress:
         progress(cfg.slug, "start")
     try:
         cached = await store.get_catalog(cfg.slug)
-        actions, spec_base_url, fp, files = await _normalize(cfg, manifest, cached)
+        actions, spec_base_url, fp, files = await _normalize(
+            cfg, manifest, cached, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools
+        )
         reused = cached is not None and cached.fingerprint == fp
         if not reused:
+            if cfg.request_action:
+                actions = with_request_action(cfg, actions)
             await store.put_catalog(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
             )
@@ -153,6 +276,18 @@ async def sync_connector(
 
 
 async def sync_manifest(
-    manifest: Manifest, store: Store, clock: Clock, progress: Progress | None = None
+    manifest: Manifest,
+    store: Store,
+    clock: Clock,
+    progress: Progress | None = None,
+    *,
+    graphql: GraphQLServices | None = None,
+    mcp_tools: McpTools | None = None,
 ) -> dict[str, ConnectorCatalog]:
-    return {c.slug: await sync_connector(c, manifest, store, clock, progress) for c in manifest.connectors}
+    """Sync every connector in order. ``graphql`` carries the schema cache the GraphQL executor
+    shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
+    lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential)."""
+    return {
+        c.slug: await sync_connector(c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools)
+        for c in manifest.connectors
+    }

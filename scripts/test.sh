@@ -13,4 +13,12 @@ if [ -f package.json ] && command -v npm >/dev/null; then
     npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+# Headless Chromium for the browser tests (tests/e2e/test_browser.py), driven by Playwright with
+# executable_path=/usr/bin/chromium: Debian's package, since Playwright's own browser download is
+# not reachable here. apt-get update runs once, only when something is missing.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 exec python3 -m pytest -q "$@"

@@ -494,3 +494,29 @@ def test_nothing_matching_or_a_broken_pattern_hides_nothing() -> None:
     assert not hidden()
     assert not hidden(project=[rule("issues.*", "block")])
     assert not hidden(project=[rule("/(a+)+/", "block")])
+
+
+def test_a_request_calls_effective_risk_is_its_methods() -> None:
+    from mcp_gateway.model import Action, HttpBinding, RequestBinding
+    from mcp_gateway.policy import effective_risk
+
+    request = Action(connector="api", path="request", risk="write", binding=RequestBinding())
+    assert effective_risk(request, {"method": "GET", "path": "/x"}) == "read"
+    assert effective_risk(request, {"method": "head"}) == "read"
+    assert effective_risk(request, {"method": "DELETE"}) == "destructive"
+    assert effective_risk(request, {"method": "PATCH"}) == "write"
+    assert effective_risk(request, {}) == "write"  # no method (describe, discover): the static, stricter risk
+    assert effective_risk(request, {"method": 7}) == "write"
+    curated = Action(connector="api", path="items.get", risk="read", binding=HttpBinding(method="GET", url="/i"))
+    assert effective_risk(curated, {"method": "DELETE"}) == "read"  # only the request action reads its args
+    verdict = evaluate(
+        qualified_name="api.request",
+        path="request",
+        risk=effective_risk(request, {"method": "GET"}),
+        args={"method": "GET"},
+        project_rules=[],
+        connector_rules=[],
+        sensitive=False,
+        default_mode="risk",
+    )
+    assert verdict.action == "always_run"

@@ -1,14 +1,19 @@
-"""Shared checks for the auth kinds: the secret has the shape the kind needs, and is wire-safe.
+"""Shared pieces of the auth kinds: the secret has the shape the kind needs and is wire-safe, and
+what signing kinds read from the final request.
 
 Every message here names the kind and the field at fault, never the value.
 """
 
 from __future__ import annotations
 
+import secrets
+
+import httpx2
+
 from ..credentials import SecretValue
 from ..errors import CredentialError
 
-__all__ = ["check_header_value", "secret_fields", "secret_text"]
+__all__ = ["check_header_value", "random_nonce", "request_body", "secret_fields", "secret_text"]
 
 _RESET_HINT = "enter it again with `mcp-gateway secret set`"
 
@@ -39,3 +44,19 @@ def check_header_value(kind: str, where: str, value: str) -> str:
             f"the {kind} secret cannot go in {where}: it contains a line break or NUL character; {_RESET_HINT}"
         )
     return value
+
+
+def random_nonce() -> str:
+    """A fresh nonce: 30 hex digits (120 random bits). Servers built on oauthlib accept 20 to 30
+    alphanumerics by default, so a longer or URL-safe-base64 nonce would be refused there."""
+    return secrets.token_hex(15)
+
+
+def request_body(request: httpx2.Request) -> bytes:
+    """The body exactly as it will be sent, for the kinds that sign it.
+
+    ``LastMeterAuth`` sets ``requires_request_body`` for those kinds, so httpx2 has read a streamed
+    body before the auth flow runs; bodies built by ``execution.build_request`` are bytes anyway.
+    An unread stream raises ``httpx2.RequestNotRead``: a bug in the caller, not the agent's mistake.
+    """
+    return request.content

@@ -1,98 +1,33 @@
-"""``DiscoveryIndex``: BM25F over actions in per-connector segments, name lookup, suggestions."""
+"""``DiscoveryIndex``: BM25F over actions in per-connector segments, a re-ranking stage, name lookup."""
 
 from __future__ import annotations
 
 import bisect
-import difflib
 import heapq
 import math
 from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
 from ..model import Action
-from ._text import (
-    SYNONYMS,
-    clean_description,
-    fold_name,
-    identifier_terms,
-    keep,
-    original_case,
-    prose_terms,
-    prose_words,
-    stem,
-)
+from . import _rank
+from ._segment import COUNT_MASK, Segment, build_segment
+from ._suggest import suggest
+from ._text import PHRASES, SYNONYMS, fold_name, identifier_terms, keep, original_case, prose_words, raw_words, stem
 
 __all__ = ["DiscoveryIndex"]
 
-_K1 = 1.2
-"""BM25 term-frequency saturation, the usual default; the field weights below are scaled to suit it."""
+_SYNONYM_WEIGHT = 0.375
+"""Query weight of a synonym, a phrase's meaning or a word form relative to a word the agent wrote."""
 
-# BM25F fields as (weight, b), in the order _build produces them. Names and summaries are written
-# to say what the action does; descriptions ramble about scopes and media types; parameter names
-# say what an action takes, not what it does ("issue_number" is on every issue sub-resource). The
-# verb is the first word of the last path segment ("star" in activity.star_repo_for_authenticated_user):
-# APIs name the operation there. Names get b=1 so that every extra word in a name costs: for
-# "create an issue", issues.create beats reactions.create_for_issue. Tuned on ~50 intents over
-# GitHub, Stripe and Slack (tests/test_discovery.py keeps a dozen of them).
-_FIELDS: tuple[tuple[float, float], ...] = (
-    (1.2, 1.0),  # qualified-name words, each counted once
-    (0.8, 0.75),  # summary
-    (0.2, 0.75),  # description head
-    (0.12, 0.75),  # input parameter names
-    (0.8, 0.0),  # verb
-)
+_FORM_WEIGHT = 0.375
+"""Query weight of another form of a written word ("reviewer" for "review")."""
 
-_SYNONYM_WEIGHT = 0.5
-"""Query weight of a synonym relative to a word the agent actually wrote."""
+_AGENT_SUFFIXES = ("er", "or", "r")
+"""``review`` <-> ``reviewer``, ``contribute`` <-> ``contributor``: the stemmer keeps agent nouns whole
+(stripping "-er" breaks "user" and "owner"); the query side tries them when the index has them."""
 
-_REPAIR_WEIGHT = 0.5
-"""Query weight of a name word standing in for a misspelled word of a guessed name."""
-
-_SUGGEST_POOL = 50
-"""How many search hits ``suggest`` re-ranks by name similarity."""
-
-_MIN_SHAPE = 0.6
-"""A suggestion sharing no word with the guess must at least look like it (difflib ratio)."""
-
-_COUNT_BITS = 24
-_COUNT_MASK = (1 << _COUNT_BITS) - 1
 _MAX_IDS = 1 << 32  # postings hold ids as unsigned 32-bit ints
-
-
-@dataclass(slots=True, eq=False)
-class _Segment:
-    """One connector's share of the index, immutable once built.
-
-    Its actions have the consecutive global ids ``start .. start + len(actions) - 1``. All its postings
-    sit in two flat columns, grouped by term; ``spans`` says where each term's run is. One dict entry
-    per (connector, term) instead of two ``array`` objects: most terms have a handful of postings, and
-    array headers would outweigh them.
-    """
-
-    slug: str
-    start: int
-    actions: tuple[Action, ...]
-    by_path: dict[str, int]
-    """path -> position in ``actions``."""
-    by_folded: dict[str, int | tuple[int, ...]]
-    """``fold_name(path)`` -> position(s); a tuple only when spellings collide."""
-    spans: dict[str, int]
-    """term -> ``offset << 24 | count`` into the columns; ``count`` is the term's df in this segment."""
-    doc_ids: array[int]
-    weights: array[float]
-    """Saturated BM25F weight of the term in the document: the score is ``idf * weight``."""
-    name_terms: tuple[str, ...]
-    """The distinct terms of this segment's action names: the vocabulary for repairing typos."""
-
-    def postings(self, term: str) -> tuple[array[int], array[float]] | None:
-        span = self.spans.get(term)
-        if span is None:
-            return None
-        offset, count = span >> _COUNT_BITS, span & _COUNT_MASK
-        return self.doc_ids[offset : offset + count], self.weights[offset : offset + count]
 
 
 class DiscoveryIndex:
@@ -121,9 +56,9 @@ class DiscoveryIndex:
     )
 
     def __init__(self) -> None:
-        self._segments: dict[str, _Segment] = {}
+        self._segments: dict[str, Segment] = {}
         # Segments by ascending ``start`` and those starts, to map a global id to its action by bisection.
-        self._ordered: list[_Segment] = []
+        self._ordered: list[Segment] = []
         self._starts: list[int] = []
         self._slugs_by_fold: dict[str, list[str]] = {}
         self._df: dict[str, int] = {}
@@ -154,9 +89,9 @@ class DiscoveryIndex:
             if action.path in seen:
                 raise ValueError(f"connector {slug!r} has two actions with path {action.path!r}")
             seen.add(action.path)
-        if self._next_id + len(actions) > _MAX_IDS or len(actions) > _COUNT_MASK:
+        if self._next_id + len(actions) > _MAX_IDS or len(actions) > COUNT_MASK:
             raise ValueError("discovery index id space exhausted; restart the gateway")
-        segment = _build(slug, self._next_id, actions)
+        segment = build_segment(slug, self._next_id, actions)
         self._next_id += len(actions)
         self.remove_connector(slug)
         self._segments[slug] = segment
@@ -164,7 +99,7 @@ class DiscoveryIndex:
         self._starts.append(segment.start)
         self._slugs_by_fold.setdefault(fold_name(slug), []).append(slug)
         self._size += len(actions)
-        _add_counts(self._df, ((term, span & _COUNT_MASK) for term, span in segment.spans.items()), 1)
+        _add_counts(self._df, ((term, span & COUNT_MASK) for term, span in segment.spans.items()), 1)
         _add_counts(self._name_df, ((term, 1) for term in segment.name_terms), 1)
         self._changed()
 
@@ -180,7 +115,7 @@ class DiscoveryIndex:
         if not self._slugs_by_fold[folded]:
             del self._slugs_by_fold[folded]
         self._size -= len(segment.actions)
-        _add_counts(self._df, ((term, span & _COUNT_MASK) for term, span in segment.spans.items()), -1)
+        _add_counts(self._df, ((term, span & COUNT_MASK) for term, span in segment.spans.items()), -1)
         _add_counts(self._name_df, ((term, 1) for term in segment.name_terms), -1)
         self._changed()
 
@@ -192,6 +127,12 @@ class DiscoveryIndex:
     def _action(self, doc_id: int) -> Action:
         segment = self._ordered[bisect.bisect_right(self._starts, doc_id) - 1]
         return segment.actions[doc_id - segment.start]
+
+    def _features(self, doc_id: int) -> tuple[str, str, str]:
+        """What the second stage reads of one action: its exact words, name terms, parameter terms."""
+        segment = self._ordered[bisect.bisect_right(self._starts, doc_id) - 1]
+        position = doc_id - segment.start
+        return segment.exact[position], segment.names[position], segment.params[position]
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -243,38 +184,79 @@ class DiscoveryIndex:
             connectors: only these connector slugs (the caller's permission view); None means all.
             allow: a per-action filter, applied before the ranking is cut to ``limit``.
 
-        Scores are BM25F, deterministic for a given catalog; ties are broken by qualified name.
+        BM25F picks the best few the filters allow, a second stage re-orders them (``_rank``). Scores
+        are deterministic for a given catalog and view; ties are broken by qualified name.
         """
         if limit <= 0:
             return []
         weighted = self._query_terms(query)
         if not weighted:
             return []
-        return self._top(self._score(weighted, self._visible(connectors)), limit, allow)
+        hits = self._top(self._score(weighted, self._visible(connectors)), max(limit, _rank.POOL), allow)
+        if not hits:
+            return []
+        exact_query = []
+        for word in dict.fromkeys(raw_words(query)):
+            term = stem(word)
+            if term in self._df:
+                exact_query.append((f" {word} ", self._idf_of(term)))
+        candidates = [(action, score, *self._features(doc_id)) for doc_id, action, score in hits]
+        return _rank.rerank(candidates, weighted, self._idf_of, exact_query)[:limit]
 
-    def _visible(self, connectors: Collection[str] | None) -> list[_Segment]:
+    def _visible(self, connectors: Collection[str] | None) -> list[Segment]:
         if connectors is None:
             return list(self._ordered)
         wanted = connectors if isinstance(connectors, set | frozenset) else set(connectors)
         return [segment for segment in self._ordered if segment.slug in wanted]
 
     def _query_terms(self, query: str) -> dict[str, float]:
+        """The query's index terms with their weights: 1 for a word written, less for what it suggests."""
         weighted: dict[str, float] = {}
-        synonyms: list[str] = []
-        for word in prose_words(query):
+        extra: list[str] = []
+        forms: list[str] = []
+        words = prose_words(query)
+        for previous, word in zip(["", *words], words, strict=False):
             term = stem(word)
-            synonyms.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
+            extra.extend(PHRASES.get((previous, word), ()))
+            extra.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
             if not keep(word):
                 continue
             if term in self._df:
                 weighted[term] = 1.0
+                forms.extend(self._word_forms(term))
                 continue
-            # An unknown word may be an identifier typed into the query ("getContent"): try its parts.
-            for part in identifier_terms(original_case(query, word)) or [term]:
-                weighted[part] = 1.0
-        for synonym in synonyms:
-            weighted.setdefault(synonym, _SYNONYM_WEIGHT)
+            # An unknown word may be an identifier typed into the query ("getContent"): try its parts;
+            # or two words run together ("rerun", "username").
+            parts = identifier_terms(original_case(query, word))
+            if len(parts) > 1:
+                weighted.update(dict.fromkeys(parts, 1.0))
+            else:
+                weighted[term] = 1.0
+                extra.extend(self._split(word))
+        for term in extra:
+            weighted.setdefault(term, _SYNONYM_WEIGHT)
+        for term in forms:
+            weighted.setdefault(term, _FORM_WEIGHT)
         return weighted
+
+    def _word_forms(self, term: str) -> list[str]:
+        # Only forms that action names use: "reviewer" (request_reviewers), not every "-er" word.
+        names = self._name_df
+        forms = [term + suffix for suffix in _AGENT_SUFFIXES if term + suffix in names]
+        for suffix in ("er", "or"):
+            if term.endswith(suffix) and len(term) > 5 and term[: -len(suffix)] in names:
+                forms.append(term[: -len(suffix)])
+        return forms
+
+    def _split(self, word: str) -> list[str]:
+        """Two action-name words that ``word`` is made of ("rerun"), if there is exactly one such split."""
+        names = self._name_df
+        found: list[list[str]] = []
+        for cut in range(2, len(word) - 1):
+            left, right = stem(word[:cut]), stem(word[cut:])
+            if keep(word[:cut]) and keep(word[cut:]) and left in names and right in names:
+                found.append([left, right])
+        return found[0] if len(found) == 1 else []
 
     def _idf_of(self, term: str) -> float:
         idf = self._idf.get(term)
@@ -284,7 +266,7 @@ class DiscoveryIndex:
             idf = self._idf[term] = math.log(1.0 + (self._size - df + 0.5) / (df + 0.5))
         return idf
 
-    def _score(self, weighted: dict[str, float], segments: list[_Segment]) -> dict[int, float]:
+    def _score(self, weighted: dict[str, float], segments: list[Segment]) -> dict[int, float]:
         lists: list[tuple[int, str, float, list[tuple[array[int], array[float]]]]] = []
         for term, query_weight in weighted.items():
             columns = [column for segment in segments if (column := segment.postings(term)) is not None]
@@ -307,7 +289,8 @@ class DiscoveryIndex:
 
     def _top(
         self, scores: dict[int, float], limit: int, allow: Callable[[Action], bool] | None
-    ) -> list[tuple[Action, float]]:
+    ) -> list[tuple[int, Action, float]]:
+        """The ``limit`` best allowed ``(doc id, action, score)``, best first, ties by qualified name."""
         verdicts: dict[int, bool] = {}
         k = limit
         while scores:
@@ -322,7 +305,7 @@ class DiscoveryIndex:
                 action = self._action(doc_id)
                 ranked.append((-score, action.qualified_name, doc_id, action))
             ranked.sort(key=lambda item: (item[0], item[1]))
-            out: list[tuple[Action, float]] = []
+            out: list[tuple[int, Action, float]] = []
             for negative, _, doc_id, action in ranked:
                 if allow is not None:
                     ok = verdicts.get(doc_id)
@@ -330,7 +313,7 @@ class DiscoveryIndex:
                         ok = verdicts[doc_id] = bool(allow(action))
                     if not ok:
                         continue
-                out.append((action, -negative))
+                out.append((doc_id, action, -negative))
                 if len(out) == limit:
                     return out
             if len(candidates) >= len(scores):
@@ -349,150 +332,18 @@ class DiscoveryIndex:
         connectors: Collection[str] | None = None,
         allow: Callable[[Action], bool] | None = None,
     ) -> list[Action]:
-        """The actions closest to a guessed or misspelled tool name, best first.
+        """The actions closest to a guessed or misspelled tool name, best first (see ``_suggest``).
 
-        ``github.create_issue``, ``issues.create``, ``github.issue.create`` and ``github.isues.create`` all
-        put ``github.issues.create`` first. What ``resolve`` finds comes first; the rest are BM25 hits for
-        the guessed name's words (misspelled words repaired against the words of action names), re-ranked
-        by word overlap with each hit's path, character similarity, and the search score. A leading
-        segment naming a visible connector restricts the hits to it when that finds anything.
-        Nothing outside ``connectors`` and ``allow`` is ever suggested.
+        ``github.create_issue``, ``issues.create``, ``github.issue.create``, ``github.createIssue`` and
+        ``github.isues.create`` all put ``github.issues.create`` first. Nothing outside ``connectors``
+        and ``allow`` is ever suggested.
         """
-        name = name.strip()
-        if limit <= 0 or not name:
-            return []
-        visible = self._visible(connectors)
-        visible_slugs = {segment.slug for segment in visible}
-        exact = self.resolve(name)
-        if exact is not None and (exact.connector not in visible_slugs or (allow is not None and not allow(exact))):
-            exact = None  # hidden by the permission view: it must not leak through a suggestion either
-
-        parts = [part for part in name.split(".") if part]
-        if not parts:
-            return [exact] if exact is not None else []
-        named = [
-            self._segments[slug]
-            for slug in (self._slugs_by_fold.get(fold_name(parts[0]), ()) if len(parts) > 1 else ())
-            if slug in visible_slugs
-        ]
-        path = ".".join(parts[1:] if named else parts)
-        guessed = [term for part in path.split(".") for term in identifier_terms(part)]
-        weighted = dict.fromkeys(guessed, 1.0)
-        for term in guessed:
-            if term not in self._name_df:
-                # A misspelled word ("isues") has no postings: add its nearest name words instead.
-                for repair in difflib.get_close_matches(term, self._vocabulary(), n=2, cutoff=0.75):
-                    weighted.setdefault(repair, _REPAIR_WEIGHT)
-
-        hits = self._top(self._score(weighted, named or visible), _SUGGEST_POOL, allow) if weighted else []
-        if not hits and named:
-            hits = self._top(self._score(weighted, visible), _SUGGEST_POOL, allow)
-
-        # Synonyms count as shared words too: "send_message" is what chat_post_message does.
-        guessed_set = {*guessed, *(synonym for term in guessed for synonym in SYNONYMS.get(term, ()))}
-        folded_path = fold_name(path)
-        best = hits[0][1] if hits else 1.0
-        scored: list[tuple[float, str, Action]] = []
-        for action, score in hits:
-            words = set(identifier_terms(action.path))
-            overlap = 2 * len(guessed_set & words) / (len(guessed_set) + len(words)) if words else 0.0
-            shape = difflib.SequenceMatcher(None, folded_path, fold_name(action.path), autojunk=False).ratio()
-            if not overlap and shape < _MIN_SHAPE:
-                continue  # shares no word and barely a letter sequence: noise, not a suggestion
-            # Word overlap is order-free ("create_issue" ~ "issues.create"); shape catches what word
-            # splitting misses; the search score leans toward what the action is about.
-            scored.append((0.5 * overlap + 0.3 * shape + 0.2 * score / best, action.qualified_name, action))
-        scored.sort(key=lambda item: (-item[0], item[1]))
-        out = [exact] if exact is not None else []
-        out.extend(action for _, _, action in scored if action is not exact)
-        return out[:limit]
+        return suggest(self, name, limit=limit, connectors=connectors, allow=allow)
 
     def _vocabulary(self) -> list[str]:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
-
-
-def _build(slug: str, start: int, actions: Sequence[Action]) -> _Segment:
-    """Tokenize and weight one connector's actions; touches nothing outside the new segment."""
-    ident_cache: dict[str, list[str]] = {}
-
-    def ident(text: str) -> list[str]:
-        # Parameter names ("owner", "per_page") repeat across a whole API: split each once.
-        found = ident_cache.get(text)
-        if found is None:
-            found = ident_cache[text] = identifier_terms(text)
-        return found
-
-    fields: list[tuple[list[str], ...]] = []
-    totals = [0] * len(_FIELDS)
-    for action in actions:
-        # A word repeated in a name comes from the URL ("customers.customer"), not from emphasis.
-        name = list(dict.fromkeys(term for part in action.qualified_name.split(".") for term in ident(part)))
-        doc = (
-            name,
-            prose_terms(action.summary),
-            prose_terms(clean_description(action.description)),
-            [term for param in _param_names(action.input_schema) for term in ident(param)],
-            ident(action.path.rsplit(".", 1)[-1])[:1],
-        )
-        fields.append(doc)
-        for i, field in enumerate(doc):
-            totals[i] += len(field)
-
-    # Per-field average lengths of this segment only: a rebuild of one connector must not change the
-    # stored weights of another. Only idf is global, and it is computed at query time.
-    averages = [max(total / max(len(actions), 1), 1.0) for total in totals]
-    postings: dict[str, tuple[list[int], list[float]]] = {}
-    name_terms: dict[str, None] = {}
-    for doc_id, doc in enumerate(fields, start):
-        pseudo_tf: dict[str, float] = {}
-        for field, (weight, b), average in zip(doc, _FIELDS, averages, strict=True):
-            if field:
-                # BM25F: each occurrence adds its field's weight over the field's length norm.
-                unit = weight / (1.0 - b + b * len(field) / average)
-                for term in field:
-                    pseudo_tf[term] = pseudo_tf.get(term, 0.0) + unit
-        name_terms.update(dict.fromkeys(doc[0]))
-        for term, tf in pseudo_tf.items():
-            column = postings.get(term)
-            if column is None:
-                column = postings[term] = ([], [])
-            column[0].append(doc_id)
-            column[1].append(tf * (_K1 + 1.0) / (_K1 + tf))
-
-    doc_ids: array[int] = array("I")
-    weights: array[float] = array("f")
-    spans: dict[str, int] = {}
-    for term, (ids, values) in postings.items():
-        spans[term] = len(doc_ids) << _COUNT_BITS | len(ids)
-        doc_ids.extend(ids)
-        weights.extend(values)
-
-    by_folded: dict[str, int | tuple[int, ...]] = {}
-    for position, action in enumerate(actions):
-        key = fold_name(action.path)
-        previous = by_folded.get(key)
-        if previous is None:
-            by_folded[key] = position
-        else:
-            by_folded[key] = (*((previous,) if isinstance(previous, int) else previous), position)
-    return _Segment(
-        slug=slug,
-        start=start,
-        actions=tuple(actions),
-        by_path={action.path: position for position, action in enumerate(actions)},
-        by_folded=by_folded,
-        spans=spans,
-        doc_ids=doc_ids,
-        weights=weights,
-        name_terms=tuple(name_terms),
-    )
-
-
-def _param_names(schema: dict[str, Any]) -> list[str]:
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    return [name for name in properties if isinstance(name, str)] if isinstance(properties, dict) else []
 
 
 def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: int) -> None:

@@ -14,14 +14,19 @@ import sys
 
 __all__ = [
     "DESCRIPTION_CHARS",
+    "PHRASES",
     "SYNONYMS",
     "clean_description",
+    "exact_forms",
+    "first_sentence",
     "fold_name",
     "identifier_terms",
     "keep",
     "original_case",
     "prose_terms",
     "prose_words",
+    "raw_words",
+    "singular",
     "stem",
 ]
 
@@ -41,36 +46,63 @@ _STOPWORDS = frozenset(
 # Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem.
 _CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org", "configuration": "config"}
 
-# Query side only: words agents write -> words APIs use. Kept short and generic on purpose: each entry
-# was checked against ~50 intents over GitHub, Stripe and Slack. Two that looked obvious were left
-# out because they hurt: "create" -> "post" (Stripe's post_issuing_cards then beat issues.create,
-# "issuing" stemming like "issue") and "delete" <-> "remove" (GitHub uses both for different things).
+# Query side only: words agents write -> words APIs use, added at a fraction of a written word's weight.
+# Generic API vocabulary (verbs and nouns most REST, RPC and MCP catalogs share), not one API's names;
+# tuned on the dev split of tests/data/github_intents.json and BFCL's non-live categories. Two that
+# looked obvious were left out because they hurt: "create" -> "post" (Stripe's post_issuing_cards
+# then beat issues.create, "issuing" stemming like "issue") and "delete" <-> "remove" both ways
+# (GitHub uses both for different things).
 _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
     "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
     "msg": ("message",),
     "dm": ("direct", "message"),
     "remove": ("delete",),
     "erase": ("delete",),
     "destroy": ("delete",),
+    "cancel": ("delete",),
     "add": ("create",),
     "make": ("create",),
     "new": ("create",),
     "open": ("create",),
     "fetch": ("get",),
     "retrieve": ("get",),
-    "show": ("get",),
+    "show": ("get", "list"),
     "read": ("get",),
     "view": ("get",),
     "find": ("search", "list"),
+    "lookup": ("search", "get"),
+    "all": ("list",),
     "edit": ("update",),
     "modify": ("update",),
     "change": ("update",),
     "rename": ("update",),
+    "close": ("update",),
+    "reopen": ("update",),
     "send": ("post",),
+    "compute": ("calculate",),
+    "calculate": ("compute",),
+    "odds": ("probability",),
     "channel": ("conversation",),
+    "account": ("user",),
+    "member": ("user",),
+    "people": ("user",),
+    "person": ("user",),
+    "someone": ("user",),
+    "bug": ("issue",),
+    "ticket": ("issue",),
+    "emoji": ("reaction",),
+    "thumbs": ("reaction",),
+    "upvote": ("reaction",),
     "my": ("authenticated",),
     "me": ("authenticated",),
     "mine": ("authenticated",),
+    "rerun": ("re", "run"),
+}
+
+# Two-word phrases whose words are stopwords on their own but say what is wanted.
+_RAW_PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("how", "many"): ("count",),
 }
 
 _LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
@@ -169,18 +201,72 @@ def original_case(text: str, lowered: str) -> str:
 SYNONYMS: dict[str, tuple[str, ...]] = {
     stem(key): tuple(stem(v) for v in values) for key, values in _RAW_SYNONYMS.items()
 }
+PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
+    key: tuple(stem(v) for v in values) for key, values in _RAW_PHRASES.items()
+}
 
 
-def clean_description(text: str) -> str:
-    """The indexed head of a description: HTML markup, link targets and URLs out, ~300 characters."""
+def singular(word: str) -> str:
+    """``issues`` -> ``issue``, ``policies`` -> ``policy``: the only folding exact words get."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def raw_words(text: str) -> list[str]:
+    """Lowercase words as written, stopwords out, nothing stemmed.
+
+    Exact wording tells near-twins apart ("kilograms" vs "kg", "calculate" vs "calculation"), which
+    stemming and synonyms blur.
+    """
+    return [w for w in (m.lower() for m in _LETTERS_OR_DIGITS.findall(text)) if len(w) > 1 and w not in _STOPWORDS]
+
+
+_FORMS: dict[str, tuple[str, ...]] = {}
+"""Word as written -> its exact forms in a document (lowercase, and its singular): cached like ``_TERMS``."""
+
+
+def _forms(word: str) -> tuple[str, ...]:
+    lowered = word.lower()
+    if len(lowered) <= 1 or lowered in _STOPWORDS:
+        forms: tuple[str, ...] = ()
+    else:
+        one = singular(lowered)
+        forms = (lowered,) if one == lowered else (lowered, one)
+    if len(_FORMS) < _TERM_CACHE_MAX:
+        _FORMS[word] = forms
+    return forms
+
+
+def exact_forms(text: str) -> list[str]:
+    """A document's exact words: ``raw_words`` plus each plural's singular, so "intent" finds "intents"."""
+    return [form for word in _LETTERS_OR_DIGITS.findall(text) for form in (_FORMS.get(word) or _forms(word))]
+
+
+def clean_description(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    """The indexed head of a description: HTML markup, link targets and URLs out, ~``limit`` characters."""
     if not text:
         return ""
+    if len(text) > 4 * limit:
+        text = text[: 4 * limit]  # markup rarely eats more than this: don't scan a whole manual
     text = _URL.sub(" ", _MD_LINK_TARGET.sub("]", _HTML_TAG.sub(" ", text)))
-    if len(text) > DESCRIPTION_CHARS:
+    if len(text) > limit:
         # Cut at a word boundary so the last indexed word is a real one.
-        cut = text.rfind(" ", 0, DESCRIPTION_CHARS)
-        text = text[: cut if cut > 0 else DESCRIPTION_CHARS]
+        cut = text.rfind(" ", 0, limit)
+        text = text[: cut if cut > 0 else limit]
     return text
+
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]`])[.!?](?:\s|$)|\n\s*\n")
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of a description: the one-line summary of an action that has none."""
+    head = clean_description(text, limit).strip()
+    match = _SENTENCE_END.search(head)
+    return head[: match.start() + 1].strip() if match else head
 
 
 def fold_name(name: str) -> str:

@@ -16,8 +16,9 @@ from typing import Any, Protocol
 
 import httpx2
 
+from ..auth import LastMeterAuth, MtlsClients
 from ..errors import UpstreamError
-from ..manifest import ConnectorConfig
+from ..manifest import ConnectorConfig, MtlsAuth
 from ..model import Action
 from .request import build_request
 from .response import Outcome
@@ -50,10 +51,15 @@ class Executor(Protocol):
 
 
 class HttpExecutor:
-    """openapi and http bindings: one HTTP exchange through the shared client."""
+    """openapi and http bindings: one HTTP exchange through the shared client.
 
-    def __init__(self, client: httpx2.AsyncClient) -> None:
+    An ``mtls`` connector's calls go through a client of its own instead, which presents the
+    stored certificate in the TLS handshake (``client_certificates``; closed by ``aclose``).
+    """
+
+    def __init__(self, client: httpx2.AsyncClient, *, client_certificates: MtlsClients | None = None) -> None:
         self._client = client
+        self._certificates = client_certificates if client_certificates is not None else MtlsClients()
 
     def prepare(
         self, action: Action, args: Mapping[str, Any], connector: ConnectorConfig, base_url: str | None
@@ -69,5 +75,20 @@ class HttpExecutor:
     async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
         assert prepared.request is not None
         return await send(
-            self._client, prepared.request, auth=auth, timeout=prepared.connector.timeout, max_bytes=max_bytes
+            self.client_for(prepared.connector, auth),
+            prepared.request,
+            auth=auth,
+            timeout=prepared.connector.timeout,
+            max_bytes=max_bytes,
         )
+
+    def client_for(self, connector: ConnectorConfig, auth: httpx2.Auth) -> httpx2.AsyncClient:
+        """The client to send ``connector``'s request through: the shared one, or for ``mtls`` the one
+        holding the stored certificate. Raises ``CredentialError`` when that certificate cannot be loaded."""
+        if isinstance(connector.auth, MtlsAuth) and isinstance(auth, LastMeterAuth) and auth.credential is not None:
+            return self._certificates.client_for(connector.auth, auth.credential)
+        # Without a credential the auth flow raises CredentialMissing before anything is sent.
+        return self._client
+
+    async def aclose(self) -> None:
+        await self._certificates.aclose()

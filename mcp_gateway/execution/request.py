@@ -26,7 +26,7 @@ from urllib.parse import quote, quote_plus
 import httpx2
 
 from ..errors import ArgumentError
-from ..model import Action, HttpBinding, OpenAPIBinding, ParamSpec
+from ..model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 
 __all__ = ["DEFAULT_ACCEPT", "USER_AGENT", "build_request"]
 
@@ -45,6 +45,7 @@ _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
 _COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\\%')
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+_HttpLike = OpenAPIBinding | HttpBinding | PostmanBinding
 
 
 @dataclass
@@ -71,7 +72,10 @@ def build_request(
     """Build the upstream request for ``action`` called with ``args``.
 
     Args:
-        action: an action whose binding is HTTP-like (``openapi`` or ``http``).
+        action: an action whose binding is HTTP-like (``openapi``, ``http`` or ``postman``). A
+            ``postman`` action's arguments that the agent omits are sent with their schema
+            ``default`` (the collection's own value), so calling it bare replays the collection;
+            an argument passed as null is left out.
         args: the agent's arguments, already validated against the input schema by the caller.
         base_url: the connector's base URL; its path prefix is kept (``https://x/api`` + ``/users``).
         static_headers: connector-level, non-secret headers (``Accept``, ``X-GitHub-Api-Version``).
@@ -84,6 +88,8 @@ def build_request(
             (a manifest bug, caught at validation; not the agent's fault).
     """
     binding = _http_binding(action)
+    if isinstance(binding, PostmanBinding):
+        args = _with_defaults(action, args)
     placed = _place(action, binding, args)
     try:
         url = _url(base_url, binding, placed)
@@ -96,6 +102,9 @@ def build_request(
                 for name in (*(n for n, _ in placed.path.values()), *(spec.name for spec, _ in placed.query))
             ],
         ) from None
+    if isinstance(binding, PostmanBinding) and binding.headers:
+        # The collection's headers first; the operator's static headers and header arguments override them.
+        static_headers = {**dict(binding.headers), **static_headers}
     headers = _headers(placed, static_headers)
     content, content_type = _body(action, binding, placed)
     if content is not None and "content-type" not in headers:
@@ -104,16 +113,27 @@ def build_request(
     return httpx2.Request(binding.method, url, headers=headers, content=content)
 
 
-def _http_binding(action: Action) -> OpenAPIBinding | HttpBinding:
+def _http_binding(action: Action) -> _HttpLike:
     binding = action.binding
     match binding:
-        case OpenAPIBinding() | HttpBinding():
+        case OpenAPIBinding() | HttpBinding() | PostmanBinding():
             return binding
-        case _:  # pragma: no cover - the union has no other arm yet
-            assert_never(binding)
+        case _:
+            raise TypeError(f"{action.qualified_name} is a {binding.kind} action, not an HTTP request")
 
 
-def _place(action: Action, binding: OpenAPIBinding | HttpBinding, args: Mapping[str, Any]) -> _Placed:
+def _with_defaults(action: Action, args: Mapping[str, Any]) -> dict[str, Any]:
+    properties = action.input_schema.get("properties") or {}
+    filled = {
+        name: schema["default"]
+        for name, schema in properties.items()
+        if name not in args and isinstance(schema, Mapping) and "default" in schema
+    }
+    # null means "leave it out" for these (the agent's way to not send a default).
+    return {name: value for name, value in {**filled, **args}.items() if value is not None}
+
+
+def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Placed:
     specs = {p.name: p for p in binding.params}
     placeholders = set(_PLACEHOLDER.findall(binding.url))
     placed = _Placed()
@@ -156,7 +176,7 @@ def _place(action: Action, binding: OpenAPIBinding | HttpBinding, args: Mapping[
 # -- URL -------------------------------------------------------------------------------------
 
 
-def _url(base_url: str, binding: OpenAPIBinding | HttpBinding, placed: _Placed) -> httpx2.URL:
+def _url(base_url: str, binding: _HttpLike, placed: _Placed) -> httpx2.URL:
     base = httpx2.URL(base_url)
     arg_names = {p.on_wire: p.name for p in binding.params if p.location == "path"}
     if base.scheme not in ("http", "https") or not base.host:
@@ -268,7 +288,7 @@ def _cookie_value(value: Any) -> str:
 # -- body ------------------------------------------------------------------------------------
 
 
-def _body(action: Action, binding: OpenAPIBinding | HttpBinding, placed: _Placed) -> tuple[bytes | None, str]:
+def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | None, str]:
     if placed.has_whole_body and placed.body:
         raise ArgumentError(
             f"{action.qualified_name} takes its whole body from {binding.body_param!r}; "
@@ -284,6 +304,15 @@ def _body(action: Action, binding: OpenAPIBinding | HttpBinding, placed: _Placed
             errors=[{"field": str(n), "message": "this action has no body"} for n in names],
         )
     value = placed.whole_body if placed.has_whole_body else placed.body
+    if binding.body == "raw":
+        if not isinstance(value, str):
+            raise ArgumentError(
+                f"the body of {action.qualified_name} is sent as is, so {binding.body_param!r} must be a string",
+                errors=[{"field": str(binding.body_param), "message": "must be a string"}],
+            )
+        return value.encode("utf-8"), "text/plain; charset=utf-8"
+    if binding.body == "multipart":
+        return _multipart(action, value)
     if binding.body == "json":
         try:
             encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -296,6 +325,25 @@ def _body(action: Action, binding: OpenAPIBinding | HttpBinding, placed: _Placed
             errors=[{"field": str(binding.body_param), "message": "must be an object"}],
         )
     return _form(value).encode("ascii"), "application/x-www-form-urlencoded"
+
+
+def _multipart(action: Action, value: Any) -> tuple[bytes, str]:
+    """multipart/form-data: scalars are text parts, ``{content, filename?, content_type?}`` a file part."""
+    if not isinstance(value, Mapping):
+        raise ArgumentError(f"{action.qualified_name} sends form-data; its body must be an object of fields")
+    parts: list[tuple[str, tuple[str | None, bytes] | tuple[str, bytes, str]]] = []
+    for key, item in value.items():
+        if item is None:
+            continue
+        if isinstance(item, Mapping) and isinstance(item.get("content"), str):
+            filename = str(item.get("filename") or key)
+            content_type = str(item.get("content_type") or "application/octet-stream")
+            parts.append((str(key), (filename, item["content"].encode("utf-8"), content_type)))
+        else:
+            parts.append((str(key), (None, _text(item).encode("utf-8"))))  # no filename: a text part
+    # httpx2 encodes (and picks the boundary); the bytes are kept so redirects can replay the body.
+    encoded = httpx2.Request("POST", "http://multipart.invalid/", files=parts)
+    return encoded.read(), encoded.headers["content-type"]
 
 
 def _form(value: Mapping[str, Any]) -> str:

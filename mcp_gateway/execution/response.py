@@ -43,7 +43,8 @@ _MESSAGE_KEYS = ("message", "error", "error_description", "detail", "errors", "t
 class Outcome:
     """What the upstream answered, already decoded and capped."""
 
-    http_status: int
+    http_status: int | None
+    """The HTTP status; None for an upstream that is not reached over HTTP (a stdio MCP server)."""
     data: Any
     """Parsed JSON, text, a list of SSE payloads, ``{"base64", "content_type", "bytes"}``, or None."""
     truncated: bool

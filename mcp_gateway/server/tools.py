@@ -79,8 +79,10 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
         query: Annotated[str, Field(min_length=1, max_length=500, description="What you want to do, in words.")],
         connector: Annotated[str | None, Field(description="Only search this connector's actions.")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 10,
+        detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,
     ) -> CallToolResult:
-        return _result(await gateway.discover(principal_of(ctx), query, connector=connector, limit=limit))
+        found = await gateway.discover(principal_of(ctx), query, connector=connector, limit=limit, detail=detail)
+        return _result(found)
 
     @server.tool(
         name="describe",
@@ -97,8 +99,8 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
     @server.tool(
         name="call",
         description="Run an action with arguments matching its input schema. Returns status ok (with data), "
-        "pending_approval (show approval_url, then retry with approval_id), needs_auth (show connect_url), "
-        "denied or error (with the reason and what to do).",
+        "pending_approval (show approval_url, then retry with approval_id; add wait to block until the human "
+        "decides), needs_auth (show connect_url), denied or error (with the reason and what to do).",
     )
     async def call(
         ctx: Context,
@@ -110,8 +112,17 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
         fields: Annotated[
             list[str] | None, Field(max_length=50, description="Dot paths to keep from the result, e.g. ['id'].")
         ] = None,
+        wait: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                description="Seconds (max 120) to wait for a human's approval; then it runs once if approved.",
+            ),
+        ] = None,
     ) -> CallToolResult:
-        result = await gateway.call(principal_of(ctx), tool, args or {}, approval_id=approval_id, fields=fields)
+        result = await gateway.call(
+            principal_of(ctx), tool, args or {}, approval_id=approval_id, fields=fields, wait=wait
+        )
         return _result(result)
 
     @server.tool(

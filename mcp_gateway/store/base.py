@@ -107,6 +107,8 @@ class ApprovalRecord(BaseModel):
     risk: str
     summary: str
     """Redacted, human-readable description of the call."""
+    arguments: str = ""
+    """The call's final arguments as indented JSON, redacted and capped, for the approval page."""
     verdict_source: str
     verdict_rule: str | None = None
     status: ApprovalStatus = "pending"

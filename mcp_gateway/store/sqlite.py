@@ -150,6 +150,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             value TEXT NOT NULL
         )""",
     ),
+    # 2: the approval page shows the call's (redacted) arguments.
+    ("ALTER TABLE approval ADD COLUMN arguments TEXT NOT NULL DEFAULT ''",),
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

@@ -242,7 +242,10 @@ async def test_serve_starts_and_serves_the_good_connectors_despite_broken_specs(
     assert ran["status"] == "ok", ran
     assert structured(pet)["status"] == "ok", structured(pet)
     assert upstream.requests[-1].raw_path.endswith("/pet/7")
-    assert gone["reason"] == "action_not_found"
+    # A call into a connector in error retries loading it (Gateway.refresh_connector) and, still
+    # broken, says why: the connector's own error, not a bare "no such action".
+    assert gone["status"] == "error" and gone["reason"] == "connector_error", gone
+    assert "'truncated' is unavailable" in gone["message"] and broken["truncated"][0].name in gone["message"]
     assert "Traceback" not in errlog.read_text()
 
 

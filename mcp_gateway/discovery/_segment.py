@@ -1,0 +1,214 @@
+"""One connector's share of the index: its actions analyzed into weighted fields and packed postings.
+
+An action is six BM25F fields: its qualified name's words, its summary (or its description's first
+sentence when it has none: MCP tools and function-calling schemas rarely have a summary), the head
+of its description, its input parameter names, the heads of its input parameter descriptions, and
+its verb (the first word of the last path segment: APIs name the operation there). Besides the
+postings, a segment keeps each action's *exact words* (unstemmed, as one space-delimited string)
+for the second ranking stage, which tells near-twins apart by the words an agent actually used.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Action
+from ._text import (
+    clean_description,
+    exact_forms,
+    first_sentence,
+    fold_name,
+    identifier_terms,
+    prose_terms,
+)
+
+__all__ = ["FIELDS", "Segment", "build_segment", "params_of", "summary_of"]
+
+K1 = 4.8
+"""BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
+
+# BM25F fields as (weight, b), in the order build_segment produces them. Tuned by coordinate ascent
+# on BFCL's non-live categories and the dev split of tests/data/github_intents.json (held-out sets:
+# BFCL live, the intents' holdout split; scripts/bench_discover_quality.py prints all of them).
+# Names get b=1 so that every extra word in a name costs: for "create an issue", issues.create beats
+# reactions.create_for_issue. Parameters get a low b: a long parameter list is not a rambling
+# document, each parameter speaks for itself.
+FIELDS: tuple[tuple[float, float], ...] = (
+    (0.9, 0.75),  # qualified-name words, each counted once
+    (2.83, 1.0),  # summary, or the description's first sentence when there is none
+    (0.05, 0.75),  # description head
+    (0.64, 0.25),  # input parameter names
+    (0.3, 0.25),  # input parameter description heads
+    (2.4, 0.0),  # verb
+)
+PARAM_CHARS = 100
+"""Head of each parameter description that is indexed: what the parameter is, not its fine print."""
+MAX_PARAMS = 24
+"""Parameters past this many are not indexed (nor shown): huge request bodies would drown the rest."""
+RAW_DESCRIPTION_CHARS = 600
+"""Head of the description whose exact words the second stage compares with the query's."""
+
+_COUNT_BITS = 24
+COUNT_MASK = (1 << _COUNT_BITS) - 1
+
+
+@dataclass(slots=True, eq=False)
+class Segment:
+    """One connector's share of the index, immutable once built.
+
+    Its actions have the consecutive global ids ``start .. start + len(actions) - 1``. All its postings
+    sit in two flat columns, grouped by term; ``spans`` says where each term's run is. One dict entry
+    per (connector, term) instead of two ``array`` objects: most terms have a handful of postings, and
+    array headers would outweigh them.
+    """
+
+    slug: str
+    start: int
+    actions: tuple[Action, ...]
+    by_path: dict[str, int]
+    """path -> position in ``actions``."""
+    by_folded: dict[str, int | tuple[int, ...]]
+    """``fold_name(path)`` -> position(s); a tuple only when spellings collide."""
+    spans: dict[str, int]
+    """term -> ``offset << 24 | count`` into the columns; ``count`` is the term's df in this segment."""
+    doc_ids: array[int]
+    weights: array[float]
+    """Saturated BM25F weight of the term in the document: the score is ``idf * weight``."""
+    name_terms: tuple[str, ...]
+    """The distinct terms of this segment's action names: the vocabulary for repairing typos."""
+    exact: tuple[str, ...]
+    """Per action, its distinct exact words as `` w1 w2 … `` (spaces around each), for substring tests."""
+    names: tuple[str, ...]
+    """Per action, its name's terms, the same way (the second stage's name features)."""
+    params: tuple[str, ...]
+    """Per action, its parameter names' terms, the same way."""
+
+    def postings(self, term: str) -> tuple[array[int], array[float]] | None:
+        span = self.spans.get(term)
+        if span is None:
+            return None
+        offset, count = span >> _COUNT_BITS, span & COUNT_MASK
+        return self.doc_ids[offset : offset + count], self.weights[offset : offset + count]
+
+
+def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, description) of an input schema's first ``MAX_PARAMS`` top-level properties."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    out: list[tuple[str, str]] = []
+    for name, spec in list(properties.items())[:MAX_PARAMS]:
+        if isinstance(name, str):
+            text = spec.get("description") if isinstance(spec, dict) else None
+            out.append((name, text if isinstance(text, str) else ""))
+    return out
+
+
+def summary_of(action: Action) -> str:
+    """An action's one-line summary: its own, or its description's first sentence when it has none."""
+    return action.summary or first_sentence(action.description)
+
+
+_Param = tuple[list[str], list[str], list[str]]
+"""One parameter analyzed: its name's terms, its description's terms, its exact words."""
+
+
+def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
+    """Tokenize and weight one connector's actions; touches nothing outside the new segment."""
+    ident_cache: dict[str, list[str]] = {}
+    param_cache: dict[tuple[str, str], _Param] = {}
+
+    def ident(text: str) -> list[str]:
+        found = ident_cache.get(text)
+        if found is None:
+            found = ident_cache[text] = identifier_terms(text)
+        return found
+
+    def param(name: str, text: str) -> _Param:
+        # Parameters ("owner": "The account owner of the repository...") repeat across a whole API:
+        # analyze each distinct one once.
+        found = param_cache.get((name, text))
+        if found is None:
+            head = clean_description(text, PARAM_CHARS) if text else ""
+            found = param_cache[(name, text)] = (ident(name), prose_terms(head), exact_forms(f"{name} {head}"))
+        return found
+
+    fields: list[tuple[list[str], ...]] = []
+    exact: list[str] = []
+    names_column: list[str] = []
+    params_column: list[str] = []
+    totals = [0] * len(FIELDS)
+    for action in actions:
+        params = [param(name, text) for name, text in params_of(action.input_schema)]
+        description = clean_description(action.description, RAW_DESCRIPTION_CHARS)
+        doc = (
+            list(dict.fromkeys(term for part in action.qualified_name.split(".") for term in ident(part))),
+            prose_terms(action.summary or first_sentence(description)),
+            prose_terms(clean_description(description)),
+            [term for terms, _, _ in params for term in terms],
+            [term for _, terms, _ in params for term in terms],
+            ident(action.path.rsplit(".", 1)[-1])[:1],
+        )
+        fields.append(doc)
+        words = exact_forms(f"{action.qualified_name} {action.summary} {description}")
+        words.extend(word for _, _, forms in params for word in forms)
+        exact.append(f" {' '.join(dict.fromkeys(words))} ")
+        names_column.append(f" {' '.join(doc[0])} ")
+        params_column.append(f" {' '.join(dict.fromkeys(doc[3]))} ")
+        for i, field in enumerate(doc):
+            totals[i] += len(field)
+    # Per-field average lengths of this segment only: a rebuild of one connector must not change the
+    # stored weights of another. Only idf is global, and it is computed at query time.
+    averages = [max(total / max(len(actions), 1), 1.0) for total in totals]
+    postings: dict[str, tuple[list[int], list[float]]] = {}
+    names: dict[str, None] = {}
+    k1 = K1
+    for doc_id, doc in enumerate(fields, start):
+        pseudo_tf: dict[str, float] = {}
+        for field, (weight, b), average in zip(doc, FIELDS, averages, strict=True):
+            if field and weight:
+                # BM25F: each occurrence adds its field's weight over the field's length norm.
+                unit = weight / (1.0 - b + b * len(field) / average)
+                for term in field:
+                    pseudo_tf[term] = pseudo_tf.get(term, 0.0) + unit
+        names.update(dict.fromkeys(doc[0]))
+        for term, tf in pseudo_tf.items():
+            column = postings.get(term)
+            if column is None:
+                column = postings[term] = ([], [])
+            column[0].append(doc_id)
+            column[1].append(tf * (k1 + 1.0) / (k1 + tf))
+
+    doc_ids: array[int] = array("I")
+    weights: array[float] = array("f")
+    spans: dict[str, int] = {}
+    for term, (ids, values) in postings.items():
+        spans[term] = len(doc_ids) << _COUNT_BITS | len(ids)
+        doc_ids.extend(ids)
+        weights.extend(values)
+
+    by_folded: dict[str, int | tuple[int, ...]] = {}
+    for position, action in enumerate(actions):
+        key = fold_name(action.path)
+        previous = by_folded.get(key)
+        if previous is None:
+            by_folded[key] = position
+        else:
+            by_folded[key] = (*((previous,) if isinstance(previous, int) else previous), position)
+    return Segment(
+        slug=slug,
+        start=start,
+        actions=tuple(actions),
+        by_path={action.path: position for position, action in enumerate(actions)},
+        by_folded=by_folded,
+        spans=spans,
+        doc_ids=doc_ids,
+        weights=weights,
+        name_terms=tuple(names),
+        exact=tuple(exact),
+        names=tuple(names_column),
+        params=tuple(params_column),
+    )

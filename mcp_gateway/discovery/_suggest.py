@@ -1,0 +1,156 @@
+"""Suggestions for a guessed tool name: the ``action_not_found`` path (SPEC 3.2).
+
+Models often call a name they made up before they search: ``github.create_issue``,
+``github.createIssue``, ``issues.create``, ``github.issue.create``, ``github.add_issue``. The
+answer is the closest real actions. What ``resolve`` finds (same name up to case and separators)
+comes first; the rest are BM25 hits for the guessed name's words (misspelled words repaired against
+the words of action names, synonyms of each word added), re-ranked by word overlap with each hit's
+path, character similarity, and the search score. A leading segment naming a visible connector
+restricts the hits to it when that finds anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+from ..model import Action
+from ._segment import summary_of
+from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
+
+if TYPE_CHECKING:
+    from ._index import DiscoveryIndex
+
+__all__ = ["suggest"]
+
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_POOL = 50
+"""How many search hits are re-ranked by name similarity."""
+
+_REPAIR_WEIGHT = 0.5
+"""Query weight of a name word standing in for a misspelled word of a guessed name."""
+
+_SYNONYM_WEIGHT = 0.5
+"""Query weight of a synonym of a guessed word ("add" -> create)."""
+
+_MIN_SHAPE = 0.6
+"""A suggestion sharing no word with the guess must at least look like it (difflib ratio)."""
+
+# Verbs that name the same operation in one API or another: a guessed ``create_x`` means ``add_x``
+# as much as ``add_x`` means ``create_x``. (Search ranks with one-way synonyms because there the
+# agent's word is evidence; here the guess is only a spelling of an action that exists.)
+_VERB_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("create", "add", "new", "post", "make", "insert", "put"),
+    ("delete", "remove", "destroy", "erase", "drop"),
+    ("get", "fetch", "retrieve", "read", "show", "view", "describe"),
+    ("list", "all"),
+    ("search", "find", "query", "lookup"),
+    ("update", "edit", "modify", "change", "set", "patch", "replace"),
+)
+_GROUP_OF: dict[str, int] = {stem(verb): number for number, group in enumerate(_VERB_GROUPS) for verb in group}
+_GROUP_VERBS: dict[int, tuple[str, ...]] = {
+    number: tuple(stem(verb) for verb in group) for number, group in enumerate(_VERB_GROUPS)
+}
+_READ_VERBS = frozenset(stem(verb) for verb in _VERB_GROUPS[2])
+
+
+def suggest(
+    index: DiscoveryIndex,
+    name: str,
+    *,
+    limit: int = 3,
+    connectors: Collection[str] | None = None,
+    allow: Callable[[Action], bool] | None = None,
+) -> list[Action]:
+    """The actions of ``index`` closest to the guessed ``name``, best first; see the module docstring."""
+    name = name.strip()
+    if limit <= 0 or not name:
+        return []
+    visible = index._visible(connectors)
+    visible_slugs = {segment.slug for segment in visible}
+    exact = index.resolve(name)
+    if exact is not None and (exact.connector not in visible_slugs or (allow is not None and not allow(exact))):
+        exact = None  # hidden by the permission view: it must not leak through a suggestion either
+
+    parts = [part for part in name.split(".") if part]
+    if not parts:
+        return [exact] if exact is not None else []
+    named = [
+        index._segments[slug]
+        for slug in (index._slugs_by_fold.get(fold_name(parts[0]), ()) if len(parts) > 1 else ())
+        if slug in visible_slugs
+    ]
+    path = ".".join(parts[1:] if named else parts)
+    guessed = [
+        term for part in path.split(".") for word in _collapse(_WORDS.findall(part)) for term in identifier_terms(word)
+    ]
+    weighted = dict.fromkeys(guessed, 1.0)
+    for term in guessed:
+        if term not in index._name_df:
+            # A misspelled word ("isues") has no postings: add its nearest name words instead.
+            for repair in difflib.get_close_matches(term, index._vocabulary(), n=2, cutoff=0.75):
+                weighted.setdefault(repair, _REPAIR_WEIGHT)
+        for synonym in (*SYNONYMS.get(term, ()), *_GROUP_VERBS.get(_GROUP_OF.get(term, -1), ())):
+            weighted.setdefault(synonym, _SYNONYM_WEIGHT)
+
+    hits = index._top(index._score(weighted, named or visible), _POOL, allow) if weighted else []
+    if not hits and named:
+        hits = index._top(index._score(weighted, visible), _POOL, allow)
+
+    folded_path = fold_name(path)
+    spelled = _spelled(path)
+    best = max((score for _, _, score in hits), default=0.0) or 1.0
+    scored: list[tuple[float, str, Action]] = []
+    for _, action, score in hits:
+        words = identifier_terms(action.path)
+        overlap = _overlap(guessed, words)
+        shape = difflib.SequenceMatcher(None, folded_path, fold_name(action.path), autojunk=False).ratio()
+        if not overlap and shape < _MIN_SHAPE:
+            continue  # shares no word and barely a letter sequence: noise, not a suggestion
+        theirs = _spelled(action.path)
+        spelling = 2 * len(spelled & theirs) / (len(spelled) + len(theirs)) if spelled and theirs else 0.0
+        described = _overlap(guessed, prose_terms(summary_of(action)))
+        # Word overlap is order-free ("create_issue" ~ "issues.create") and knows verb synonyms; guesses
+        # are often the summary in snake_case ("create_pull_request" is "Create a pull request"); shape
+        # catches what word splitting misses; exact spelling tells "rulesets" from "ruleset"; the search
+        # score leans toward what the action is about.
+        final = 0.4 * overlap + 0.2 * described + 0.2 * shape + 0.1 * spelling + 0.1 * score / best
+        if described == 1.0:
+            final += 0.15  # the guess *is* the summary, word for word: the strongest evidence there is
+        scored.append((final, action.qualified_name, action))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    out = [exact] if exact is not None else []
+    out.extend(action for _, _, action in scored if action is not exact)
+    return out[:limit]
+
+
+def _collapse(words: list[str]) -> list[str]:
+    """``get_all_x`` / ``fetchAllX`` is how guesses spell ``list_x``."""
+    out: list[str] = []
+    for word in words:
+        if word.lower() == "all" and out and stem(out[-1].lower()) in _READ_VERBS:
+            out[-1] = "list"
+        else:
+            out.append(word)
+    return out
+
+
+def _overlap(guessed: list[str], words: list[str]) -> float:
+    """Dice overlap of two word lists where a guessed word also matches its synonyms and verb group."""
+    if not guessed or not words:
+        return 0.0
+    theirs = set(words)
+    groups = {_GROUP_OF[word] for word in theirs if word in _GROUP_OF}
+    matched = 0
+    for term in dict.fromkeys(guessed):
+        # Synonyms count as shared words too: "send_message" is what chat_post_message does.
+        if term in theirs or _GROUP_OF.get(term, -1) in groups or not theirs.isdisjoint(SYNONYMS.get(term, ())):
+            matched += 1
+    return 2 * matched / (len(dict.fromkeys(guessed)) + len(theirs))
+
+
+def _spelled(path: str) -> set[str]:
+    """A name's words as spelled (lowercase, nothing stemmed)."""
+    return {word.lower() for part in path.split(".") for word in _WORDS.findall(part)}

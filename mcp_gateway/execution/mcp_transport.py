@@ -1,0 +1,303 @@
+"""The transport side of upstream MCP sessions: how each kind is opened, how a call's credential
+reaches the requests the SDK sends for it, and how failures are told apart.
+
+**Per-call credentials over HTTP.** A pooled session's ``httpx2`` client has one ``PerCallAuth``.
+The calling task sets ``CALL`` to its ``CallState`` (holding that call's ``LastMeterAuth``); the
+SDK carries the sender's context variables to the task that POSTs the message, so the auth step
+of each request finds the call it belongs to and applies that call's credential at the last
+moment (and its redactor learns the secret). Traffic outside any call (the handshake, the
+server-event stream, the closing DELETE) uses the session's own ``background`` state. The auth
+step also records what the upstream answered (401/403, the last status), because the SDK turns
+HTTP failures into JSON-RPC errors that no longer say which.
+
+**Failures.** A session the server no longer knows (it restarted: "Session terminated", "No valid
+session ID", or a 400/404 to a reused session) is told apart from a connection that died (the
+request may have run) and from a refusal of the request itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import httpx2
+
+from ..errors import GatewayError, UpstreamError
+from ..manifest import ConnectorConfig, McpSource, McpSpec
+
+if TYPE_CHECKING:
+    from mcp.shared.exceptions import MCPError
+
+# The SDK is imported inside the functions that open a transport (see ``execution/mcp.py``).
+
+__all__ = [
+    "CALL",
+    "CONNECTION_CLOSED",
+    "CallState",
+    "PerCallAuth",
+    "open_failed",
+    "open_transport",
+    "refused",
+    "session_lost",
+    "session_unknown",
+    "where",
+]
+
+logger = logging.getLogger(__name__)
+
+SSE_READ_TIMEOUT = 300.0
+"""How long a server-sent event stream may stay silent (long tool calls stream their answer)."""
+# JSON-RPC error codes (mcp_types.jsonrpc), spelled here so checking them needs no SDK import.
+CONNECTION_CLOSED = -32000
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+# JSON-RPC errors that mean "this session is gone", and whether the request surely did not run.
+# -32000 is both the SDK's "Connection closed" and the TypeScript servers' "no valid session ID".
+_SESSION_UNKNOWN = ("session terminated", "no valid session", "session not found", "unknown session")
+
+
+@dataclass
+class CallState:
+    """One call's (or one session's background traffic's) auth, and what the auth step saw."""
+
+    auth: httpx2.Auth
+    error: GatewayError | None = None
+    """A credential failure inside the auth step; it aborts the transport, so it is kept here."""
+    rejected: int | None = None
+    """401 or 403 from the upstream, seen by the auth step."""
+    status: int | None = None
+    """The last HTTP status an HTTP transport got for this call (400/404 on a reused session: it is unknown)."""
+
+
+CALL: ContextVar[CallState | None] = ContextVar("mcp_gateway_mcp_call", default=None)
+
+
+class PerCallAuth(httpx2.Auth):
+    """The pooled HTTP client's auth: the current call's, or the session's own for background traffic
+    (the handshake, the server-event stream, the closing DELETE). It delegates to the async flow, so
+    every auth kind works as on a plain HTTP call (body signing, an OAuth2 refresh after a 401)."""
+
+    def __init__(self, background: CallState) -> None:
+        self._background = background
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        raise RuntimeError("the MCP transports' client is async; auth_flow is never the one called")
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        state = CALL.get() or self._background
+        flow = state.auth.async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                # The last answer counts: an OAuth2 refresh after a 401 that then succeeds is not a rejection.
+                state.rejected = response.status_code if response.status_code in (401, 403) else None
+                state.status = response.status_code
+                try:
+                    outgoing = await flow.asend(response)
+                except StopAsyncIteration:
+                    return
+        except GatewayError as exc:
+            state.error = exc
+            raise
+        finally:
+            await flow.aclose()
+
+
+def open_transport(
+    cfg: ConnectorConfig,
+    spec: McpSpec,
+    env: dict[str, str] | None,
+    *,
+    background: CallState,
+    on_eof: Callable[[], None],
+    base_dir: Path | None = None,
+    errlog: Any = None,
+) -> AbstractAsyncContextManager[Any]:
+    """The SDK transport for ``spec``, not yet entered: a stdio child (``env`` is its rendered
+    environment), or a streamable-HTTP / SSE client whose auth is the calling request's
+    ``LastMeterAuth`` (``background`` for traffic outside any call). ``on_eof`` is called when
+    its read side ends (the child died, the stream broke)."""
+    from mcp.client.sse import sse_client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    if spec.command is not None:
+        cwd = Path(spec.cwd).expanduser() if spec.cwd else None
+        if cwd is not None and not cwd.is_absolute() and base_dir is not None:
+            cwd = base_dir / cwd
+        params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=env, cwd=cwd)
+        return _watched(stdio_client(params, errlog=errlog or sys.stderr), on_eof)
+    assert spec.url is not None
+    headers = {**cfg.headers, **spec.headers}
+    auth = PerCallAuth(background)
+    if spec.transport == "sse":
+
+        def factory(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            # trust_env=False: a proxy from the environment would see every credential we send.
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, trust_env=False)
+
+        inner = sse_client(
+            spec.url,
+            headers=headers,
+            timeout=cfg.timeout,
+            sse_read_timeout=SSE_READ_TIMEOUT,
+            httpx_client_factory=factory,
+            auth=auth,
+        )
+        return _watched(inner, on_eof)
+    http = httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        timeout=httpx2.Timeout(cfg.timeout, read=SSE_READ_TIMEOUT),
+        trust_env=False,
+        follow_redirects=False,
+    )
+    return _watched(_streamable(spec.url, http), on_eof)
+
+
+@asynccontextmanager
+async def _streamable(url: str, http: httpx2.AsyncClient) -> AsyncIterator[Any]:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _watched(inner: AbstractAsyncContextManager[Any], on_eof: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport with its read side watched: its end (a dead child, a broken stream) retires the session."""
+    async with inner as (read, write):
+        yield _EofWatch(read, on_eof), write
+
+
+class _EofWatch:
+    """A ``ReadStream`` that reports when the stream it wraps ends."""
+
+    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_eof = on_eof
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_eof()
+            raise
+
+    def __aiter__(self) -> _EofWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def where(cfg: ConnectorConfig) -> str:
+    """The upstream named for the agent: the program of a stdio server, the host of a remote one."""
+    assert isinstance(cfg.source, McpSource), cfg.slug
+    spec = cfg.source.mcp
+    if spec.command is not None:
+        return f"{cfg.slug}'s MCP server ({Path(spec.command[0]).name})"
+    url = httpx2.URL(spec.url or "")
+    host = f"{url.host}:{url.port}" if url.port is not None else url.host
+    return f"{cfg.slug}'s MCP server at {host}"
+
+
+def session_lost(exc: MCPError) -> bool:
+    return exc.error.code == CONNECTION_CLOSED or session_unknown(exc)
+
+
+def session_unknown(exc: MCPError) -> bool:
+    """The server rejected the session itself, so the request cannot have run."""
+    message = exc.error.message.lower()
+    return exc.error.code in (CONNECTION_CLOSED, INVALID_REQUEST) and any(m in message for m in _SESSION_UNKNOWN)
+
+
+def refused(where: str, tool: str, exc: MCPError) -> UpstreamError:
+    message = exc.error.message
+    hint = " (describe shows the arguments it takes)" if exc.error.code == INVALID_PARAMS else ""
+    return UpstreamError(
+        "upstream_error",
+        f"{where} refused the call to {tool!r} (JSON-RPC error {exc.error.code}){hint}",
+        upstream_message=message[:2000],
+    )
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> UpstreamError:
+    """Why a session could not be opened, for the agent and the connector's status."""
+    where_ = where(cfg)
+    leaf = _leaf(exc)
+    logger.debug("opening the MCP session of %s failed", cfg.slug, exc_info=leaf)
+    if isinstance(leaf, TimeoutError):
+        return UpstreamError(
+            "upstream_timeout",
+            f"{where_} did not complete the MCP handshake within {cfg.timeout:g} s; check that it starts and "
+            "answers, or raise the connector's timeout",
+        )
+    if spec.command is not None and isinstance(leaf, OSError):
+        return UpstreamError(
+            "upstream_unreachable",
+            f"could not start {where_}: {leaf.strerror or type(leaf).__name__}; check the connector's mcp.command "
+            "(the program must be installed and on PATH)",
+        )
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        return UpstreamError(
+            "upstream_error",
+            f"{where_} answered HTTP {leaf.response.status_code} when the session was opened; check the connector's "
+            "mcp.url and transport",
+            upstream_status=leaf.response.status_code,
+        )
+    if isinstance(leaf, httpx2.TransportError | OSError):
+        return UpstreamError(
+            "upstream_unreachable",
+            f"could not reach {where_} ({type(leaf).__name__}); check that the server is up and the connector's "
+            "mcp.url is right, then try again",
+        )
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(leaf, MCPError):
+        if leaf.error.code == CONNECTION_CLOSED:
+            return UpstreamError(
+                "upstream_unreachable",
+                f"{where_} closed the connection during the MCP handshake; check that the command runs and speaks "
+                "MCP on stdio (its stderr is in the gateway's log)"
+                if spec.command is not None
+                else f"{where_} closed the connection during the MCP handshake; check the connector's mcp.url",
+            )
+        return UpstreamError("upstream_error", f"{where_} refused the MCP handshake: {leaf.error.message[:300]}")
+    return UpstreamError(
+        "upstream_error",
+        f"could not open an MCP session with {where_} ({type(leaf).__name__}); the gateway's log has details",
+    )

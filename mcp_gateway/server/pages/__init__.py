@@ -1,0 +1,33 @@
+"""The human pages (SPEC 8), one module per kind: credentials (connect and secret links), the
+OAuth2 callback, approvals, and the operator's overview. ``web_routes`` assembles them for a
+gateway; the MCP HTTP app and the stdio page server both serve exactly these routes."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ...gateway import Gateway
+from ._common import PageContext
+from .approvals import approval_routes
+from .credentials import FIELDS, Field, credential_routes
+from .oauth import oauth_routes
+from .operator import OperatorTokens, operator_routes
+
+__all__ = ["FIELDS", "Field", "OperatorTokens", "web_routes"]
+
+
+def web_routes(gateway: Gateway) -> list[Route]:
+    ctx = PageContext(gateway)
+
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"status": "ok", "audit_failures": gateway.auditor.failures})
+
+    return [
+        Route("/healthz", healthz),
+        *credential_routes(ctx),
+        *oauth_routes(ctx),
+        *approval_routes(ctx),
+        *operator_routes(ctx),
+    ]

@@ -1,0 +1,108 @@
+"""What every human page shares: templates, security headers, CSRF tokens and the same-site check.
+
+CSRF: a form carries ``HMAC(page key, binding)``, where the binding is what the form acts on (the
+hash of the link token, or the operator's session). The page key is random per process, and a
+form is always rendered and submitted to the same process, since both go through the page server
+that owns ``public_url``. Tokens are compared with ``hmac.compare_digest``. A POST whose ``Origin``
+is another site is refused too, and cookies are ``SameSite=Strict``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.templating import Jinja2Templates
+
+from ...gateway import Gateway
+
+__all__ = ["GONE", "TEMPLATES", "PageContext", "message", "page"]
+
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
+MAX_FORM_BYTES = 256 * 1024
+"""A form larger than this is refused before it is parsed (two PEM files fit many times over)."""
+MAX_PART_BYTES = 64 * 1024
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'{extra}"
+_HEADERS = {
+    "Cache-Control": "no-store",
+    # Not no-referrer: under it browsers send ``Origin: null`` even on a same-origin form POST, so the
+    # same-site check could not tell our own forms from a sandboxed attacker's. same-origin still sends
+    # no Referer (with a link token in its path) to any other site, the OAuth2 provider included.
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def security_headers(*, form_targets: tuple[str, ...] = ()) -> dict[str, str]:
+    """Headers for every page. ``form_targets``: other origins a form may lead to (CSP ``form-action``
+    also governs the redirects after a submission, so an OAuth2 start page must name its provider)."""
+    extra = "".join(f" {origin}" for origin in form_targets)
+    return {**_HEADERS, "Content-Security-Policy": _CSP.format(extra=extra)}
+
+
+def page(
+    name: str,
+    status: int = 200,
+    *,
+    form_targets: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    html = TEMPLATES.get_template(name).render(**context)
+    return HTMLResponse(
+        html, status_code=status, headers={**security_headers(form_targets=form_targets), **(headers or {})}
+    )
+
+
+def message(heading: str, text: str, *, status: int = 200, tone: str = "ok") -> HTMLResponse:
+    return page("message.html", status, title=heading, heading=heading, message=text, tone=tone)
+
+
+GONE = ("Link not valid", "This link has expired or was already used. Ask the agent for a new one.")
+REFUSED = ("Request refused", "The form could not be verified. Open the link again and resubmit.")
+
+
+@dataclass
+class PageContext:
+    """The gateway the pages act on, and this process's page key."""
+
+    gateway: Gateway
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+
+    def csrf(self, binding: str) -> str:
+        return hmac.new(self.key, b"csrf\0" + binding.encode(), hashlib.sha256).hexdigest()
+
+    def same_site(self, request: Request) -> bool:
+        """No ``Origin`` (a non-browser client), or ours: the public URL's origin or the one requested."""
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True
+        allowed = {self.gateway.links.public_origin, f"{request.url.scheme}://{request.url.netloc}"}
+        return origin.rstrip("/") in allowed
+
+    async def form(self, request: Request, binding: str) -> FormData | Response:
+        """The submitted form if it is same-site and carries this binding's CSRF token, else the page
+        that refuses it. Oversized or malformed bodies are refused without being read in full."""
+        refused = message(*REFUSED, status=403, tone="bad")
+        if not self.same_site(request):
+            return refused
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
+            return message("Too large", "The form is larger than the gateway accepts (256 KB).", status=413, tone="bad")
+        try:
+            form = await request.form(max_files=4, max_fields=32, max_part_size=MAX_PART_BYTES)
+        except HTTPException:
+            return message("Not saved", "The form could not be read (a field is too large?).", status=400, tone="bad")
+        if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(binding)):
+            return refused
+        return form

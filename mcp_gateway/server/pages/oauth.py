@@ -1,0 +1,68 @@
+"""``/oauth/callback``: where the provider sends the human back after an authorization code sign-in.
+
+The ``state`` must be one the gateway handed out (looked up by its hash, usable once, for ten
+minutes, bound to one connect link). The code is exchanged with the PKCE verifier, the link is
+consumed, and the token set is sealed in the vault. Nothing from the query is echoed: a provider
+error is shown only as its RFC 6749 error code, when it looks like one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
+from ...errors import CredentialMissing, UpstreamError
+from ...manifest import OAuth2Auth
+from ._common import GONE, PageContext, message
+
+__all__ = ["oauth_routes"]
+
+_ERROR_CODE = re.compile(r"^[a-z_]{1,40}$")
+_START_OVER = "Open the connect link again to retry, or ask the agent for a new one."
+
+
+def oauth_routes(ctx: PageContext) -> list[Route]:
+    gateway = ctx.gateway
+
+    async def callback(request: Request) -> Response:
+        query = request.query_params
+        pending = gateway.oauth2.take(query.get("state", ""))
+        if pending is None:
+            return message(
+                "Sign-in not recognised",
+                "This sign-in does not belong to a connect link the gateway handed out, or it took longer than "
+                f"ten minutes, or it was already completed. {_START_OVER}",
+                status=400,
+                tone="bad",
+            )
+        cfg = gateway.manifest.connector(pending.connector)
+        if cfg is None or not isinstance(cfg.auth, OAuth2Auth):
+            return message(*GONE, status=410, tone="bad")
+        name = cfg.display_name
+        if "error" in query or "code" not in query:
+            code = query.get("error", "")
+            said = f" (it answered “{code}”)" if _ERROR_CODE.match(code) else ""
+            return message("Not connected", f"{name} did not grant access{said}. {_START_OVER}", status=400, tone="bad")
+        if await gateway.links.peek("connect", pending.link_token) is None:
+            return message(*GONE, status=410, tone="bad")  # completed meanwhile through another attempt
+        try:
+            token_set = await gateway.oauth2.exchange(cfg.auth, pending, query["code"])
+        except AuthorizationRefused as exc:
+            return message("Not connected", f"{exc}. {_START_OVER}", status=400, tone="bad")
+        except UpstreamError as exc:
+            return message("Not connected", f"{exc}.", status=502, tone="bad")
+        except CredentialMissing:
+            return message(
+                "Not connected", f"The client credentials of {name} are gone. {_START_OVER}", status=409, tone="bad"
+            )
+        # Consumed only now: an attempt abandoned at the provider leaves the link usable for another.
+        if await gateway.links.consume("connect", pending.link_token) is None:
+            return message(*GONE, status=410, tone="bad")
+        await gateway.oauth2.save(cfg.slug, token_set)
+        return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
+
+    return [Route(CALLBACK_PATH, callback, methods=["GET"])]

@@ -1,0 +1,136 @@
+"""Upstream MCP servers as a source: their ``tools/list`` becomes catalog actions (SPEC 4).
+
+Listing needs a live session, which the MCP executor's pool owns (``execution/mcp.py``); sync
+asks it through the ``ToolLister`` protocol and normalizes what comes back here, without I/O.
+
+**Action paths.** A tool's name is split into segments at ``.`` and ``/`` (the usual namespace
+separators: ``files/read``, ``github.issues.create``); each segment is snake_cased like an
+OpenAPI ``operationId`` part (camelCase split, ``-``, spaces and punctuation become ``_``); empty
+segments are dropped; a path starting with a digit gets an ``n`` prefix; a name with nothing
+left becomes ``tool``. Collisions get ``_2``, ``_3`` in listing order. So ``get-sum`` ->
+``get_sum``, ``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
+The binding keeps the tool's own name, which is what the upstream is called with.
+
+**Risk** comes from the tool's annotations when the connector trusts them
+(``trust_annotations: true``, the default): ``destructiveHint`` -> destructive, else
+``readOnlyHint`` -> read, else write. An untrusted upstream's tools are all write. A manifest
+``risk:`` override (by action path) wins either way.
+
+**Fingerprint.** ``tools_digest`` hashes the listing itself (canonical JSON of every tool), so an
+unchanged server re-syncs without re-indexing and a changed one is picked up by the next sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import httpx2
+
+from ..manifest import ConnectorConfig
+from ..model import Action, McpBinding, Risk
+from .openapi import snake_case
+
+if TYPE_CHECKING:  # the SDK's types cost a noticeable import; nothing here needs them at run time
+    import mcp_types as types
+
+__all__ = ["ToolLister", "mcp_action_path", "normalize_mcp_tools", "tools_digest"]
+
+_MAX_SUMMARY = 300
+_MAX_DESCRIPTION = 2000
+_EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+
+@runtime_checkable
+class ToolLister(Protocol):
+    """Something that can list an upstream MCP server's tools (the MCP executor's session pool)."""
+
+    async def list_tools(self, connector: ConnectorConfig, *, auth: httpx2.Auth) -> list[types.Tool]:
+        """Every tool of the connector's server, all pages. Raises ``UpstreamError`` when the
+        server cannot be reached, started or understood, with a message naming what to fix."""
+        ...
+
+
+def mcp_action_path(tool_name: str) -> str:
+    """The action path for a tool name, before collisions are resolved (rule in the module docstring)."""
+    parts = [p for p in (snake_case(seg) for seg in tool_name.replace("/", ".").split(".")) if p]
+    name = ".".join(parts) or "tool"
+    return f"n{name}" if name[0].isdigit() else name
+
+
+def tool_risk(tool: types.Tool, *, trust_annotations: bool) -> Risk:
+    """The risk a tool's annotations declare, or ``write`` when they are absent or not trusted."""
+    hints = tool.annotations
+    if not trust_annotations or hints is None:
+        return "write"
+    if hints.destructive_hint is True:
+        return "destructive"
+    if hints.read_only_hint is True:
+        return "read"
+    return "write"
+
+
+def normalize_mcp_tools(
+    connector: str,
+    tools: Sequence[types.Tool],
+    *,
+    trust_annotations: bool = True,
+    risk_overrides: Mapping[str, Risk] | None = None,
+) -> list[Action]:
+    """One action per tool, in listing order. A tool name listed twice keeps its first entry."""
+    overrides = risk_overrides or {}
+    taken: set[str] = set()
+    seen_names: set[str] = set()
+    actions: list[Action] = []
+    for tool in tools:
+        if tool.name in seen_names:
+            continue
+        seen_names.add(tool.name)
+        path = _unique(mcp_action_path(tool.name), taken)
+        description = (tool.description or "").strip()
+        actions.append(
+            Action(
+                connector=connector,
+                path=path,
+                summary=_summary(tool, description),
+                description=description[:_MAX_DESCRIPTION],
+                input_schema=_schema(tool.input_schema),
+                risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations),
+                binding=McpBinding(tool=tool.name),
+            )
+        )
+    return actions
+
+
+def tools_digest(tools: Sequence[types.Tool]) -> str:
+    """A stable hash of a ``tools/list`` result (order included: it decides collision suffixes)."""
+    canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _unique(path: str, taken: set[str]) -> str:
+    candidate, n = path, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{path}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _summary(tool: types.Tool, description: str) -> str:
+    title = tool.title or (tool.annotations.title if tool.annotations else None)
+    first = next((line.strip() for line in description.splitlines() if line.strip()), "")
+    text = title or first or tool.name
+    if title and first and first.lower() != title.lower():
+        text = f"{title}: {first}"
+    return text if len(text) <= _MAX_SUMMARY else text[: _MAX_SUMMARY - 1] + "…"
+
+
+def _schema(schema: object) -> dict[str, object]:
+    # "As given" (SPEC 4); only a missing or non-object schema is replaced, since the gateway
+    # validates arguments against it and a call's arguments are always a JSON object.
+    if isinstance(schema, dict) and schema:
+        return dict(schema)
+    return dict(_EMPTY_SCHEMA)

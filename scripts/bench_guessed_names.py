@@ -1,0 +1,150 @@
+"""How often a guessed tool name gets the intended action as its first suggestion (SPEC 3.2).
+
+For every action of the GitHub catalog (``../shared/data/openapi/github``), its name is mangled the
+ways models guess names, and ``DiscoveryIndex.suggest`` (what ``call`` and ``describe`` answer for
+an unknown tool) must put the original action first. A mangled name that is itself a real action
+(``issues.delete_label`` from ``issues.remove_label`` by synonym) is not a guess: it is skipped and
+counted. Mangles (for ``github.issues.create_comment``):
+
+- ``no_connector``: ``issues.create_comment``
+- ``camelCase``: ``github.issues.createComment``
+- ``one_segment``: ``github.issues_create_comment`` (dots turned into underscores)
+- ``verb_first``: ``github.create_issue_comment`` (verb, singular resource, the rest)
+- ``synonym_verb``: ``github.issues.add_comment`` (create/add, get/fetch, list/get_all, delete/remove,
+  update/edit, remove/delete, add/create, set/update; actions with another verb are skipped)
+- ``plural``: ``github.issue.create_comment`` (the resource's plural toggled; when it is not a
+  plural, the last word of the operation is pluralized: ``git.create_blobs``)
+
+Usage: python scripts/bench_guessed_names.py [--show 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
+from mcp_gateway.model import Action  # noqa: E402
+
+VERB_SYNONYMS = {
+    "create": "add",
+    "get": "fetch",
+    "list": "get_all",
+    "delete": "remove",
+    "update": "edit",
+    "remove": "delete",
+    "add": "create",
+    "set": "update",
+}
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and not word.endswith(("ay", "ey", "oy", "uy")):
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def mangles(action: Action) -> dict[str, str]:
+    """The guessed spellings of one action's name, by kind (a kind that does not apply is left out)."""
+    slug, parts = action.connector, action.path.split(".")
+    group, op = (parts[0], "_".join(parts[1:])) if len(parts) > 1 else ("", parts[0])
+    words = op.split("_")
+    out = {"no_connector": action.path, "camelCase": f"{slug}.{'.'.join([*parts[:-1], _camel(parts[-1])])}"}
+    if group:
+        out["one_segment"] = f"{slug}.{group}_{op}"
+        noun = _singular(group)
+        rest = [word for word in words[1:] if _singular(word) != noun]
+        out["verb_first"] = f"{slug}.{'_'.join([words[0], noun, *rest])}"
+    if words[0] in VERB_SYNONYMS:
+        swapped = "_".join([VERB_SYNONYMS[words[0]], *words[1:]])
+        out["synonym_verb"] = f"{slug}.{group + '.' if group else ''}{swapped}"
+    if group and _singular(group) != group:
+        out["plural"] = f"{slug}.{_singular(group)}.{op}"
+    elif len(words) > 1:
+        out["plural"] = f"{slug}.{group + '.' if group else ''}{'_'.join([*words[:-1], _plural(words[-1])])}"
+    return out
+
+
+def evaluate(
+    index: DiscoveryIndex, actions: list[Action], suggest: Callable[[str], list[Action]] | None = None
+) -> dict[str, dict[str, float]]:
+    """Per mangle kind: cases, first-suggestion accuracy, top-3 accuracy, skipped, and the misses."""
+    suggest = suggest or (lambda name: index.suggest(name, limit=3))
+    stats: dict[str, dict[str, float]] = {}
+    misses: dict[str, list[tuple[str, str, list[str]]]] = {}
+    latencies: list[float] = []
+    for action in actions:
+        for kind, guess in mangles(action).items():
+            row = stats.setdefault(kind, {"n": 0, "first": 0, "top3": 0, "skipped": 0})
+            real = index.resolve(guess)
+            if guess == action.qualified_name or (real is not None and real is not action):
+                row["skipped"] += 1
+                continue
+            started = time.perf_counter()
+            got = [found.qualified_name for found in suggest(guess)]
+            latencies.append((time.perf_counter() - started) * 1000)
+            row["n"] += 1
+            row["first"] += got[:1] == [action.qualified_name]
+            row["top3"] += action.qualified_name in got[:3]
+            if got[:1] != [action.qualified_name]:
+                misses.setdefault(kind, []).append((guess, action.qualified_name, got))
+    total = {"n": 0, "first": 0, "top3": 0, "skipped": 0}
+    for row in stats.values():
+        for key in total:
+            total[key] += row[key]
+    stats["all"] = total
+    stats["_latency"] = {"p50": statistics.median(latencies), "max": max(latencies)}
+    evaluate.misses = misses  # type: ignore[attr-defined]
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--show", type=int, default=0, help="print this many misses per kind")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_discover_quality import github_actions
+
+    actions = github_actions()
+    index = DiscoveryIndex()
+    index.replace_connector("github", actions)
+    stats = evaluate(index, actions)
+    latency = stats.pop("_latency")
+    print(f"### Guessed names: {len(actions):,} GitHub actions, suggest(limit=3)\n")
+    print("| mangle | guesses | first suggestion right | in top 3 | skipped (a real name) |")
+    print("|---|---|---|---|---|")
+    for kind, row in stats.items():
+        n = max(row["n"], 1)
+        print(
+            f"| {kind} | {int(row['n'])} | {100 * row['first'] / n:.1f} % | {100 * row['top3'] / n:.1f} % "
+            f"| {int(row['skipped'])} |"
+        )
+    print(f"\nsuggest latency: p50 {latency['p50']:.2f} ms, max {latency['max']:.2f} ms")
+    for kind, rows in evaluate.misses.items():  # type: ignore[attr-defined]
+        for guess, want, got in rows[: args.show]:
+            print(f"  MISS {kind}: {guess} want {want} got {got}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,409 @@
+"""``oauth2`` in process: PKCE and state, the code exchange, the token cache, refresh on expiry and
+once after a 401, no login loop, 403 never retried, client credentials, and what never leaks.
+
+The gateway is the real one (SQLite store, AES-GCM vault, FixedClock); the provider and the API
+are a dozen-line token endpoint and a dozen-line upstream behind ``httpx2.MockTransport`` (STYLE 9).
+The same flows run against a real authorization server in ``tests/e2e/test_oauth2.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+import anyio.lowlevel
+import httpx2
+import pytest
+
+from mcp_gateway.approvals import ApprovalService
+from mcp_gateway.audit import Auditor
+from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.credentials import CredentialVault
+from mcp_gateway.crypto import AESGCMCipher
+from mcp_gateway.errors import ManifestError
+from mcp_gateway.gateway import Gateway
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.links import LinkService
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok
+from mcp_gateway.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+CANARY = "CANARY-oauth2-client-secret-0451"
+CLIENT = {"client_id": "gw-client", "client_secret": CANARY}
+
+MANIFEST = """
+project: unit
+public_url: http://pages.test
+connectors:
+  - slug: code
+    base_url: http://api.test
+    auth: {{type: oauth2, authorize_url: "http://auth.test/authorize?prompt=consent", token_url: http://auth.test/token,
+            scopes: [read, write], client_auth: {client_auth}}}
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}},
+                                {{path: forbidden.get, method: GET, url: /forbidden, summary: Not allowed}}]}}}}
+  - slug: machine
+    base_url: http://api.test
+    auth: {{type: oauth2, flow: client_credentials, token_url: http://auth.test/token, scopes: [api]}}
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
+"""
+
+
+@dataclass
+class Provider:
+    """A token endpoint and an API in one: tokens it issues are valid at the API until revoked."""
+
+    expires_in: int | None = 3600
+    refresh_error: str | None = None
+    token_requests: list[dict[str, Any]] = field(default_factory=list)
+    api_requests: list[httpx2.Request] = field(default_factory=list)
+    valid: set[str] = field(default_factory=set)
+    issued: int = 0
+    api_rejects_all: bool = False
+    """The API answers 401 to every token, new ones included (the account may not use it)."""
+
+    async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        await anyio.lowlevel.checkpoint()  # interleave concurrent callers, as a network would
+        if request.url.host == "auth.test":
+            return self._token(request)
+        # A copy: the auth flow re-sends the same request object with a new header after a 401.
+        self.api_requests.append(httpx2.Request(request.method, request.url, headers=request.headers.copy()))
+        token = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if token not in self.valid or self.api_rejects_all:
+            return httpx2.Response(401, json={"error": "invalid_token"})
+        if request.url.path == "/forbidden":
+            return httpx2.Response(403, json={"message": "not for you"})
+        return httpx2.Response(200, json={"token": token})
+
+    def _token(self, request: httpx2.Request) -> httpx2.Response:
+        form = {k: v[0] for k, v in parse_qs(request.content.decode()).items()}
+        form["basic"] = request.headers.get("authorization", "")
+        self.token_requests.append(form)
+        if form["grant_type"] == "refresh_token" and self.refresh_error:
+            return httpx2.Response(400, json={"error": self.refresh_error, "error_description": f"echo {form}"})
+        self.issued += 1
+        access = f"at-{self.issued}"
+        self.valid.add(access)
+        body: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "scope": form.get("scope", "")}
+        if self.expires_in is not None:
+            body["expires_in"] = self.expires_in
+        if form["grant_type"] == "authorization_code":
+            body["refresh_token"] = "rt-1"
+        return httpx2.Response(200, json=body)
+
+    def grants(self) -> list[str]:
+        return [r["grant_type"] for r in self.token_requests]
+
+
+@dataclass
+class Env:
+    gateway: Gateway
+    vault: CredentialVault
+    clock: FixedClock
+    provider: Provider
+
+    async def authorize(self, connector: str = "code") -> None:
+        """What a human does through the connect page and the provider: begin, come back, exchange."""
+        link, record = await self.gateway.links.mint("connect", connector=connector, principal="operator")
+        token = link.rsplit("/", 1)[1]
+        cfg = self.gateway.manifest.connector(connector)
+        assert cfg is not None
+        url = self.gateway.oauth2.begin(
+            cfg.auth,  # type: ignore[arg-type]
+            connector=connector,
+            principal="operator",
+            client_id=CLIENT["client_id"],
+            link_token=token,
+            redirect_uri="http://pages.test/oauth/callback",
+            link_expires_at=record.expires_at,
+        )
+        state = httpx2.URL(url).params["state"]
+        pending = self.gateway.oauth2.take(state)
+        assert pending is not None
+        token_set = await self.gateway.oauth2.exchange(cfg.auth, pending, "the-code")  # type: ignore[arg-type]
+        await self.gateway.oauth2.save(connector, token_set)
+
+
+@asynccontextmanager
+async def env(
+    tmp_path: Path, *, client_auth: str = "basic", client: bool = True, **provider: Any
+) -> AsyncIterator[Env]:
+    manifest = parse_manifest(MANIFEST.format(client_auth=client_auth), base_dir=tmp_path)
+    clock = FixedClock()
+    upstream = Provider(**provider)
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        vault = CredentialVault(store, AESGCMCipher(b"k" * 32, project="unit"), project="unit")
+        if client:
+            await vault.put("code", CLIENT)
+            await vault.put("machine", CLIENT)
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
+            gateway = Gateway(
+                manifest=manifest,
+                store=store,
+                vault=vault,
+                clock=clock,
+                http=http,
+                links=LinkService(store, clock, manifest.public_url),
+                approvals=ApprovalService(store, clock),
+                auditor=Auditor(store),
+            )
+            await gateway.sync()
+            yield Env(gateway, vault, clock, upstream)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# -- PKCE, state and the code exchange -------------------------------------------------------------
+
+
+def test_pkce_s256_matches_rfc_7636_appendix_b() -> None:
+    assert (
+        pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk") == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    )
+
+
+async def test_authorize_url_carries_state_and_an_s256_challenge(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        cfg = e.gateway.manifest.connector("code")
+        assert cfg is not None
+        _, record = await e.gateway.links.mint("connect", connector="code", principal="operator")
+        urls = [
+            httpx2.URL(
+                e.gateway.oauth2.begin(
+                    cfg.auth,  # type: ignore[arg-type]
+                    connector="code",
+                    principal="operator",
+                    client_id="gw-client",
+                    link_token="link",
+                    redirect_uri="http://pages.test/oauth/callback",
+                    link_expires_at=record.expires_at,
+                )
+            )
+            for _ in range(2)
+        ]
+        params = urls[0].params
+        assert (urls[0].host, urls[0].path, params["prompt"]) == ("auth.test", "/authorize", "consent")
+        assert params["response_type"] == "code" and params["client_id"] == "gw-client"
+        assert params["redirect_uri"] == "http://pages.test/oauth/callback"
+        assert params["scope"] == "read write" and params["code_challenge_method"] == "S256"
+        assert len(base64.urlsafe_b64decode(params["state"] + "=")) == 32  # 256 bits
+        assert len(params["code_challenge"]) == 43
+        assert CANARY not in str(urls[0])
+        # A fresh state and challenge every time.
+        assert urls[0].params["state"] != urls[1].params["state"]
+        assert urls[0].params["code_challenge"] != urls[1].params["code_challenge"]
+
+        pending = e.gateway.oauth2.take(params["state"])
+        assert pending is not None and pending.link_token == "link"
+        assert pkce_challenge(pending.verifier) == params["code_challenge"]
+        assert CANARY not in repr(pending) and pending.verifier not in repr(pending)
+        assert e.gateway.oauth2.take(params["state"]) is None  # used once
+        assert e.gateway.oauth2.take("made-up-state") is None
+        e.clock.advance(11 * 60)
+        assert e.gateway.oauth2.take(urls[1].params["state"]) is None  # expired after ten minutes
+
+
+async def test_code_exchange_sends_the_verifier_and_authenticates_the_client(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), NeedsAuth)  # client stored, no tokens
+        listed = {c["slug"]: c for c in (await e.gateway.connectors(OPERATOR))["connectors"]}
+        assert listed["code"]["status"] == "needs_auth" and listed["machine"]["status"] == "ready"
+        await e.authorize()
+        exchange = e.provider.token_requests[-1]
+        assert exchange["grant_type"] == "authorization_code" and exchange["code"] == "the-code"
+        assert exchange["redirect_uri"] == "http://pages.test/oauth/callback" and len(exchange["code_verifier"]) >= 43
+        assert exchange["basic"] == "Basic " + base64.b64encode(f"gw-client:{CANARY}".encode()).decode()
+        assert "client_secret" not in exchange
+
+        result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, Ok) and result.data == {"token": "[redacted]"}, result  # echoed token redacted
+        assert e.provider.api_requests[-1].headers["authorization"] == "Bearer at-1"
+        stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
+        assert stored is not None
+        token_set = stored.open().reveal()
+        assert isinstance(token_set, dict)
+        assert (token_set["access_token"], token_set["refresh_token"], token_set["verified"]) == ("at-1", "rt-1", "1")
+        listed = {c["slug"]: c for c in (await e.gateway.connectors(OPERATOR))["connectors"]}
+        assert listed["code"]["status"] == "ready"
+
+
+async def test_client_secret_post(tmp_path: Path) -> None:
+    async with env(tmp_path, client_auth="post") as e:
+        await e.authorize()
+        exchange = e.provider.token_requests[-1]
+        assert (exchange["client_id"], exchange["client_secret"], exchange["basic"]) == ("gw-client", CANARY, "")
+
+
+# -- the cache, expiry and 401s --------------------------------------------------------------------
+
+
+async def test_tokens_are_cached_then_refreshed_on_expiry(tmp_path: Path) -> None:
+    async with env(tmp_path, expires_in=3600) as e:
+        await e.authorize()
+        for _ in range(3):
+            assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert e.provider.grants() == ["authorization_code"]
+        e.clock.advance(3600 - 29)  # inside the 30 s margin: refreshed before the upstream could see it expire
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]
+        assert e.provider.token_requests[-1]["refresh_token"] == "rt-1"
+        assert e.provider.api_requests[-1].headers["authorization"] == "Bearer at-2"
+        stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
+        assert stored is not None
+        token_set = stored.open().reveal()
+        assert isinstance(token_set, dict)
+        # The provider sent no new refresh token, so the old one is kept (RFC 6749 section 6).
+        assert (token_set["access_token"], token_set["refresh_token"]) == ("at-2", "rt-1")
+
+
+async def test_a_401_refreshes_once_and_retries(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        await e.authorize()
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        e.provider.valid.discard("at-1")  # revoked upstream, still unexpired here
+        result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, Ok), result
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]
+        sent = [r.headers["authorization"] for r in e.provider.api_requests]
+        assert sent == ["Bearer at-1", "Bearer at-1", "Bearer at-2"]
+
+
+async def test_no_login_loop_right_after_authorizing(tmp_path: Path) -> None:
+    """The human has just authorized and the upstream still says 401: a terminal error, no new link."""
+    async with env(tmp_path) as e:
+        await e.authorize()
+        e.provider.api_rejects_all = True
+        result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, ErrorResult), result
+        assert (result.reason, result.upstream_status) == ("auth_failed", 401)
+        assert "just authorized" in result.message and "will not help" in result.message
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]  # one refresh, then stop
+        assert len(e.provider.api_requests) == 2
+
+
+async def test_a_working_authorization_that_stops_working_asks_for_a_reconnect(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        await e.authorize()
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)  # verified now
+        e.provider.api_rejects_all = True
+        result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, NeedsAuth), result
+        assert result.connect_url.startswith("http://pages.test/connect/")
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]
+
+
+async def test_a_403_is_final_and_never_retried(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        await e.authorize()
+        result = await e.gateway.call(OPERATOR, "code.forbidden.get")
+        assert isinstance(result, Denied) and result.reason == "upstream_forbidden", result
+        assert len(e.provider.api_requests) == 1
+        assert e.provider.grants() == ["authorization_code"]
+
+
+async def test_a_refused_refresh_forgets_the_authorization(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with env(tmp_path, refresh_error="invalid_grant") as e:
+        await e.authorize()
+        e.clock.advance(7200)
+        with caplog.at_level(logging.DEBUG):
+            result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, NeedsAuth), result
+        assert await e.vault.sealed("code", principal="operator", name=TOKEN_NAME) is None
+        assert await e.vault.sealed("code", principal="operator") is not None  # the client stays
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), NeedsAuth)
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]  # the dead token is not tried again
+        assert CANARY not in caplog.text and "rt-1" not in caplog.text
+
+
+async def test_concurrent_calls_with_an_expired_token_refresh_once(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        await e.authorize()
+        e.clock.advance(7200)
+        results: list[Any] = []
+
+        async def one() -> None:
+            results.append(await e.gateway.call(OPERATOR, "code.me.get"))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(10):
+                tg.start_soon(one)
+        assert all(isinstance(r, Ok) for r in results), results
+        assert e.provider.grants() == ["authorization_code", "refresh_token"]
+
+
+# -- client credentials ------------------------------------------------------------------------------
+
+
+async def test_client_credentials_fetches_caches_and_renews(tmp_path: Path) -> None:
+    async with env(tmp_path, expires_in=600) as e:
+        for _ in range(3):
+            assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        assert e.provider.grants() == ["client_credentials"]
+        assert e.provider.token_requests[0]["scope"] == "api"
+        e.clock.advance(600)
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        e.provider.valid.discard("at-2")
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        assert e.provider.grants() == ["client_credentials"] * 3
+        assert await e.vault.sealed("machine", principal="operator", name=TOKEN_NAME) is None  # memory only
+        e.provider.api_rejects_all = True
+        result = await e.gateway.call(OPERATOR, "machine.me.get")
+        assert isinstance(result, ErrorResult) and result.reason == "auth_failed", result
+        assert "call connect" in result.message
+
+
+async def test_without_client_credentials_the_call_asks_for_a_link(tmp_path: Path) -> None:
+    async with env(tmp_path, client=False) as e:
+        for tool in ("machine.me.get", "code.me.get"):
+            result = await e.gateway.call(OPERATOR, tool)
+            assert isinstance(result, NeedsAuth), result
+        assert e.provider.token_requests == [] and e.provider.api_requests == []
+
+
+async def test_token_endpoint_failures_say_what_happened_without_quoting_it(tmp_path: Path) -> None:
+    async with env(tmp_path, refresh_error="invalid_client") as e:
+        await e.authorize()
+        cfg = e.gateway.manifest.connector("machine")
+        assert cfg is not None
+
+        async def refuse(request: httpx2.Request) -> httpx2.Response:
+            # A provider that quotes what it was sent, the client secret included.
+            return httpx2.Response(401, json={"error": "invalid_client", "error_description": request.content.decode()})
+
+        from mcp_gateway.auth.oauth2 import AuthorizationRefused
+
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)) as http:
+            e.gateway.oauth2._http = http
+            with pytest.raises(AuthorizationRefused) as info:
+                await e.gateway.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
+        assert "invalid_client" in str(info.value) and "401" in str(info.value)
+        assert CANARY not in str(info.value)
+
+        async def down(request: httpx2.Request) -> httpx2.Response:
+            raise httpx2.ConnectError("refused", request=request)
+
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(down)) as http:
+            e.gateway.oauth2._http = http
+            result = await e.gateway.call(OPERATOR, "machine.me.get")
+        assert isinstance(result, ErrorResult) and result.reason == "upstream_unreachable", result
+        assert "token endpoint of machine (auth.test)" in result.message and CANARY not in result.message
+
+
+def test_the_code_flow_needs_an_authorize_url() -> None:
+    text = "connectors:\n  - slug: x\n    base_url: http://a\n    auth: {type: oauth2, token_url: http://t/token}\n"
+    with pytest.raises(ManifestError, match="authorize_url"):
+        parse_manifest(text)
+    with pytest.raises(ManifestError, match="not an http"):
+        parse_manifest(text.replace("http://t/token", "t/token, flow: client_credentials"))

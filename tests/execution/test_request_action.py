@@ -1,0 +1,213 @@
+"""The generic ``request`` action's executor: what it builds, what it refuses, and that the
+connector's credential is applied server-side on the way out (a recording ``MockTransport``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from mcp_gateway.auth import LastMeterAuth
+from mcp_gateway.credentials import PROJECT_WIDE, CredentialVault
+from mcp_gateway.crypto import AESGCMCipher
+from mcp_gateway.errors import ArgumentError, UpstreamError
+from mcp_gateway.execution.executor import HttpExecutor
+from mcp_gateway.execution.request_action import RequestExecutor, build_generic_request
+from mcp_gateway.manifest import ConnectorConfig, parse_manifest
+from mcp_gateway.model import HttpBinding
+from mcp_gateway.redaction import Redactor
+from mcp_gateway.sources.request import INPUT_SCHEMA, request_action, with_request_action
+from mcp_gateway.store.sqlite import SQLiteStore
+
+BASE = "https://api.example.com/v1"
+SECRET = "request-canary-secret-0123456789"
+
+
+def connector(auth: str = "{type: bearer}", headers: str = "{}", base_url: str = BASE) -> ConnectorConfig:
+    text = f"""
+project: t
+connectors:
+  - slug: api
+    name: Example
+    base_url: {base_url}
+    auth: {auth}
+    headers: {headers}
+    request_action: true
+    source: {{http: {{actions: [{{path: items.get, url: /items}}]}}}}
+"""
+    return parse_manifest(text).connectors[0]
+
+
+def build(args: dict[str, Any], cfg: ConnectorConfig | None = None) -> httpx2.Request:
+    return build_generic_request(args, BASE, cfg or connector())
+
+
+def refused(args: dict[str, Any], cfg: ConnectorConfig | None = None) -> str:
+    with pytest.raises(ArgumentError) as caught:
+        build(args, cfg)
+    assert caught.value.errors, caught.value
+    return str(caught.value)
+
+
+def test_relative_paths_go_below_the_base_path_with_query_and_headers() -> None:
+    request = build(
+        {
+            "method": "GET",
+            "path": "/repos/octo cat/hello?per_page=5",
+            "query": {"state": "open", "labels": ["a", "b c"], "skip": None, "draft": False},
+            "headers": {"X-GitHub-Api-Version": "2022-11-28", "Accept": "application/vnd.github+json"},
+        }
+    )
+    assert request.method == "GET"
+    assert request.url.raw_path == b"/v1/repos/octo%20cat/hello?per_page=5&state=open&labels=a&labels=b%20c&draft=false"
+    assert request.headers["accept"] == "application/vnd.github+json"
+    assert request.headers["x-github-api-version"] == "2022-11-28"
+    assert "authorization" not in request.headers  # the credential is the auth step's job
+    assert build({"method": "GET", "path": "items"}).url.raw_path == b"/v1/items"
+
+
+def test_an_absolute_url_on_the_same_origin_is_allowed() -> None:
+    request = build({"method": "GET", "path": "https://API.example.com:443/v2/other?x=1"})
+    assert str(request.url) == "https://api.example.com/v2/other?x=1"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "https://evil.example.com/v1/items",
+        "http://api.example.com/v1/items",  # another scheme is another origin
+        "https://api.example.com:8443/v1/items",
+        "https://user:pw@api.example.com/v1/items",
+        "//evil.example.com/items",
+        "\\\\evil.example.com\\items",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+    ],
+)
+def test_other_origins_are_refused(path: str) -> None:
+    message = refused({"method": "GET", "path": path})
+    assert "https://api.example.com" in message or "not allowed" in message or "backslash" in message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/items/../admin",
+        "../admin",
+        "/items/%2e%2e/admin",
+        "/items/%2E%2E/admin",
+        "/items/.%2e/admin",
+        "/items/%252e%252e/admin",
+        "/items/..",
+        "/items\\..\\admin",
+        "https://api.example.com/v1/../admin",
+    ],
+)
+def test_dot_dot_escapes_are_refused_also_encoded(path: str) -> None:
+    message = refused({"method": "GET", "path": path})
+    assert "'..'" in message or "backslash" in message
+
+
+@pytest.mark.parametrize("name", ["Authorization", "authorization", "Cookie", "X-Api-Key", "Proxy-Authorization"])
+def test_credential_headers_are_refused(name: str) -> None:
+    message = refused({"method": "GET", "path": "/x", "headers": {name: "mine"}})
+    assert "credential" in message and "mine" not in message
+
+
+def test_the_connectors_own_auth_header_and_query_parameter_are_refused() -> None:
+    custom = connector(auth='{type: custom, headers: {X-Custom-Token: "t {secret}"}}')
+    assert "credential" in refused({"method": "GET", "path": "/x", "headers": {"x-custom-token": "v"}}, custom)
+    query_key = connector(auth="{type: api_key, in: query, name: api_key}")
+    assert "credential" in refused({"method": "GET", "path": "/x", "query": {"API_KEY": "v"}}, query_key)
+    assert "credential" in refused({"method": "GET", "path": "/x?api_key=v"}, query_key)
+    # Framing headers and header injection, too.
+    assert "frames" in refused({"method": "GET", "path": "/x", "headers": {"Host": "evil"}})
+    assert "line break" in refused({"method": "GET", "path": "/x", "headers": {"X-A": "a\r\nX-B: b"}})
+    assert "not a valid header name" in refused({"method": "GET", "path": "/x", "headers": {"X A": "a"}})
+    assert "control characters" in refused({"method": "GET", "path": "/x\r\nHost: evil"})
+    assert "method" in refused({"method": "TRACE", "path": "/x"})
+
+
+def test_bodies_json_text_and_form() -> None:
+    posted = build({"method": "POST", "path": "/items", "body": {"name": "ü", "tags": [1, 2]}})
+    assert json.loads(posted.content) == {"name": "ü", "tags": [1, 2]}
+    assert posted.headers["content-type"] == "application/json"
+    text = build({"method": "PUT", "path": "/notes/1", "body": "plain words"})
+    assert text.content == b"plain words" and text.headers["content-type"].startswith("text/plain")
+    form = build(
+        {
+            "method": "POST",
+            "path": "/charges",
+            "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+            "body": {"amount": 2000, "metadata": {"order": "a&b"}, "expand": ["customer", "invoice"], "live": True},
+        }
+    )
+    assert form.content == (b"amount=2000&metadata[order]=a%26b&expand[]=customer&expand[]=invoice&live=true")
+    assert build({"method": "GET", "path": "/x"}).content == b""
+
+
+def test_static_headers_come_first_and_the_agent_may_override_non_credential_ones() -> None:
+    cfg = connector(headers="{Accept: application/vnd.github+json, X-GitHub-Api-Version: '2022-11-28'}")
+    request = build({"method": "GET", "path": "/x", "headers": {"X-GitHub-Api-Version": "2026-03-10"}}, cfg)
+    assert request.headers["accept"] == "application/vnd.github+json"
+    assert request.headers["x-github-api-version"] == "2026-03-10"
+
+
+def test_the_synthesized_action_and_its_schema() -> None:
+    cfg = connector()
+    action = request_action(cfg)
+    assert action.qualified_name == "api.request"
+    assert action.risk == "write"
+    assert action.input_schema == INPUT_SCHEMA
+    assert set(INPUT_SCHEMA["properties"]) == {"method", "path", "query", "headers", "body"}
+    assert INPUT_SCHEMA["required"] == ["method", "path"]
+    assert [a.path for a in with_request_action(cfg, [action])] == ["request"]  # already there: not added twice
+    curated = action.model_copy(update={"binding": HttpBinding(method="POST", url="/request")})
+    assert [a.path for a in with_request_action(cfg, [curated])] == ["request", "request_2"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def vault(tmp_path: Path) -> AsyncIterator[CredentialVault]:
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.open()
+    try:
+        yield CredentialVault(store, AESGCMCipher(b"k" * 32, project="t"), project="t")
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_run_applies_the_credential_server_side_and_sends_through_the_http_path(vault: CredentialVault) -> None:
+    seen: list[httpx2.Request] = []
+
+    def upstream(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={"you_sent": request.headers.get("authorization")})
+
+    cfg = connector()
+    await vault.put("api", SECRET)
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as client:
+        executor = RequestExecutor(HttpExecutor(client))
+        prepared = executor.prepare(request_action(cfg), {"method": "GET", "path": "/me"}, cfg, BASE)
+        redactor = Redactor()
+        sealed = await vault.sealed("api", principal=PROJECT_WIDE)
+        outcome = await executor.run(
+            prepared, auth=LastMeterAuth(cfg.auth, sealed, on_secret=redactor.add), max_bytes=10_000
+        )
+    assert outcome.http_status == 200
+    assert seen[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert str(seen[0].url) == "https://api.example.com/v1/me"
+    assert redactor.redact(outcome.data) == {"you_sent": "[redacted]"}
+
+    with pytest.raises(UpstreamError) as caught:
+        executor.prepare(request_action(cfg), {"method": "GET", "path": "/me"}, cfg, None)
+    assert caught.value.reason == "connector_error"

@@ -1,0 +1,104 @@
+"""MCP tools -> actions, without I/O: the path rule, risk from annotations, overrides, the digest.
+(The same normalization against live servers is in ``tests/execution/test_mcp.py``.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from mcp_gateway.manifest import ACTION_PATH_RE
+from mcp_gateway.model import McpBinding
+from mcp_gateway.sources.mcp import mcp_action_path, normalize_mcp_tools, tool_risk, tools_digest
+
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+def tool(name: str, *, description: str | None = None, title: str | None = None, **hints: Any) -> types.Tool:
+    annotations = types.ToolAnnotations(**hints) if hints else None
+    return types.Tool(name=name, description=description, title=title, input_schema=SCHEMA, annotations=annotations)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("echo", "echo"),
+        ("get-sum", "get_sum"),
+        ("getTinyImage", "get_tiny_image"),
+        ("get_current_time", "get_current_time"),
+        ("Files/Read.v2", "files.read.v2"),
+        ("github.issues.create", "github.issues.create"),
+        ("repos//list", "repos.list"),
+        ("2fa-verify", "n2fa_verify"),
+        ("...", "tool"),
+        ("Convert Time (UTC)", "convert_time_utc"),
+    ],
+)
+def test_tool_names_become_valid_action_paths(name: str, path: str) -> None:
+    assert mcp_action_path(name) == path
+    assert ACTION_PATH_RE.match(path)
+
+
+def test_collisions_get_suffixes_in_listing_order_and_the_binding_keeps_the_name() -> None:
+    names = ["files/read", "files.read", "Files-Read", "files_read"]
+    actions = normalize_mcp_tools("up", [tool(n) for n in names])
+    assert [a.path for a in actions] == ["files.read", "files.read_2", "files_read", "files_read_2"]
+    assert [a.binding for a in actions] == [
+        McpBinding(tool="files/read"),
+        McpBinding(tool="files.read"),
+        McpBinding(tool="Files-Read"),
+        McpBinding(tool="files_read"),
+    ]
+    assert actions[0].qualified_name == "up.files.read"
+
+
+def test_a_name_listed_twice_keeps_its_first_entry() -> None:
+    actions = normalize_mcp_tools("up", [tool("a", description="first"), tool("a", description="second")])
+    assert [(a.path, a.description) for a in actions] == [("a", "first")]
+
+
+@pytest.mark.parametrize(
+    ("hints", "risk"),
+    [
+        ({}, "write"),
+        ({"read_only_hint": True}, "read"),
+        ({"destructive_hint": True}, "destructive"),
+        ({"read_only_hint": True, "destructive_hint": True}, "destructive"),
+        ({"read_only_hint": False, "destructive_hint": False}, "write"),
+        ({"idempotent_hint": True}, "write"),
+    ],
+)
+def test_risk_from_annotations(hints: dict[str, bool], risk: str) -> None:
+    assert tool_risk(tool("t", **hints), trust_annotations=True) == risk
+
+
+def test_untrusted_annotations_make_every_tool_a_write_and_overrides_win() -> None:
+    tools = [tool("peek", read_only_hint=True), tool("wipe", destructive_hint=True), tool("note")]
+    assert [a.risk for a in normalize_mcp_tools("up", tools, trust_annotations=False)] == ["write"] * 3
+    overridden = normalize_mcp_tools("up", tools, risk_overrides={"wipe": "read", "note": "destructive"})
+    assert [a.risk for a in overridden] == ["read", "read", "destructive"]
+    untrusted = normalize_mcp_tools("up", tools, trust_annotations=False, risk_overrides={"peek": "read"})
+    assert [a.risk for a in untrusted] == ["read", "write", "write"]
+
+
+def test_summary_description_and_schema_come_from_the_tool() -> None:
+    described = tool("t", title="Search", description="Find things by a query.\n\nLong details here.")
+    (action,) = normalize_mcp_tools("up", [described])
+    assert action.summary == "Search: Find things by a query."
+    assert action.description == "Find things by a query.\n\nLong details here."
+    assert action.input_schema == SCHEMA  # as given
+    (bare,) = normalize_mcp_tools("up", [types.Tool(name="bare", input_schema={})])
+    assert bare.summary == "bare"
+    assert bare.input_schema == {"type": "object", "properties": {}}
+    long = tool("t", description="x" * 5000)
+    (capped,) = normalize_mcp_tools("up", [long])
+    assert len(capped.summary) == 300 and len(capped.description) == 2000
+
+
+def test_the_digest_changes_exactly_when_the_listing_does() -> None:
+    tools = [tool("a", read_only_hint=True), tool("b")]
+    assert tools_digest(tools) == tools_digest([t.model_copy() for t in tools])
+    assert tools_digest(tools) != tools_digest([tools[1], tools[0]])  # order decides collision suffixes
+    assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=False), tool("b")])
+    assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=True), tool("b", description="new")])

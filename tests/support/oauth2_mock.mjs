@@ -1,0 +1,96 @@
+// A real OAuth 2.0 authorization server on loopback for the end-to-end tests: the npm package
+// oauth2-mock-server (authorization code with PKCE, client credentials, refresh tokens, RS256 JWTs).
+//
+//   node tests/support/oauth2_mock.mjs [--port 0] [--expires-in SECONDS]
+//
+// Prints one JSON object per line on stdout: {"event": "ready", "url": ...} once listening, then one
+// line per authorize redirect and per token response (what the gateway sent and what it got), so
+// tests can check PKCE, state and client authentication. Reads commands on stdin, one per line:
+//   reject-next-token      the next token request answers 400 invalid_grant
+//   deny-next-authorize    the next authorization answers error=access_denied instead of a code
+// Exits when stdin closes (the test process ended).
+import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
+import { OAuth2Server } from "oauth2-mock-server";
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : fallback;
+};
+const port = Number(option("--port", "0"));
+const expiresIn = option("--expires-in", undefined);
+
+const emit = (event) => process.stdout.write(JSON.stringify(event) + "\n");
+const server = new OAuth2Server();
+await server.issuer.keys.generate("RS256");
+
+// A unique id in every token (RFC 7519 section 4.1.7): two tokens signed in the same second with
+// the same claims would otherwise be byte for byte the same, and a revoked one would look renewed.
+server.service.on("beforeTokenSigning", (token) => {
+  token.payload.jti = randomUUID();
+});
+
+let rejectNextToken = false;
+let denyNextAuthorize = false;
+
+server.service.on("beforeAuthorizeRedirect", (redirect, req) => {
+  const q = req.query;
+  if (denyNextAuthorize) {
+    denyNextAuthorize = false;
+    redirect.url.searchParams.delete("code");
+    redirect.url.searchParams.set("error", "access_denied");
+  }
+  emit({
+    event: "authorize",
+    client_id: q.client_id ?? null,
+    redirect_uri: q.redirect_uri ?? null,
+    scope: q.scope ?? null,
+    state: q.state ?? null,
+    code_challenge: q.code_challenge ?? null,
+    code_challenge_method: q.code_challenge_method ?? null,
+    denied: redirect.url.searchParams.has("error"),
+  });
+});
+
+server.service.on("beforeResponse", (response, req) => {
+  const body = req.body ?? {};
+  const basic = (req.headers.authorization ?? "").startsWith("Basic ");
+  if (rejectNextToken) {
+    rejectNextToken = false;
+    response.statusCode = 400;
+    response.body = { error: "invalid_grant" };
+  } else if (expiresIn !== undefined && response.statusCode === 200) {
+    response.body.expires_in = Number(expiresIn);
+  }
+  emit({
+    event: "token",
+    grant_type: body.grant_type ?? null,
+    client_auth: basic ? "basic" : body.client_secret ? "post" : "none",
+    basic_header: basic ? req.headers.authorization : null,
+    client_id: body.client_id ?? null,
+    client_secret: body.client_secret ?? null,
+    has_code_verifier: typeof body.code_verifier === "string",
+    redirect_uri: body.redirect_uri ?? null,
+    scope: body.scope ?? null,
+    status: response.statusCode,
+    access_token: response.body.access_token ?? null,
+    refresh_token: response.body.refresh_token ?? null,
+  });
+});
+
+await server.start(port, "127.0.0.1");
+// The issuer defaults to http://localhost:PORT; tests reach only 127.0.0.1, so name it that way.
+server.issuer.url = `http://127.0.0.1:${server.address().port}`;
+emit({ event: "ready", url: server.issuer.url });
+
+const commands = createInterface({ input: process.stdin });
+commands.on("line", (line) => {
+  if (line.trim() === "reject-next-token") rejectNextToken = true;
+  if (line.trim() === "deny-next-authorize") denyNextAuthorize = true;
+  emit({ event: "ack", command: line.trim() });
+});
+commands.on("close", async () => {
+  await server.stop();
+  process.exit(0);
+});

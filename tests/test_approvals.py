@@ -1,0 +1,162 @@
+"""``ApprovalService`` beyond the gateway's decision paths: redaction of what a human is shown, the
+explanation of why, ids, and ``wait`` (woken in process at once, by another process through the
+store, bounded). The gateway's approval paths themselves are in ``test_gateway.py``."""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_gateway import approvals as approvals_module
+from mcp_gateway.approvals import ApprovalService, explain, redact_arguments
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.model import Ok, PendingApproval
+from mcp_gateway.store.sqlite import SQLiteStore
+from tests.test_gateway import harness, manifest_text
+
+# items.create also takes a credential-like argument, as some APIs do (a webhook's secret, a token).
+WITH_TOKEN = manifest_text().replace(
+    "required: [name], properties: {name: {type: string}}}",
+    "required: [name], properties: {name: {type: string}, api_token: {type: string}}}",
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_credential_like_arguments_are_redacted_by_name() -> None:
+    args: dict[str, Any] = {
+        "name": "widget",
+        "password": "hunter2",
+        "apiKey": "k",
+        "X-API-Key": "k",
+        "client_secret": "s",
+        "access_token": "t",
+        "privateKey": "p",
+        "nested": [{"Authorization": "Bearer x", "count": 3}],
+        "max_tokens": 100,
+        "author": "me",
+        "tokenizer": "cl100k",
+    }
+    shown = redact_arguments(args)
+    hidden = ("password", "apiKey", "X-API-Key", "client_secret", "access_token", "privateKey")
+    assert all(shown[k] == "[redacted]" for k in hidden)
+    assert shown["nested"] == [{"Authorization": "[redacted]", "count": 3}]
+    assert (shown["name"], shown["max_tokens"], shown["author"], shown["tokenizer"]) == ("widget", 100, "me", "cl100k")
+    assert args["password"] == "hunter2"  # the call itself keeps its arguments
+
+
+async def test_the_record_keeps_redacted_arguments_and_explains_itself(tmp_path: Path) -> None:
+    async with harness(tmp_path, WITH_TOKEN) as h:
+        pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w", "api_token": "SECRET-123"})
+        assert isinstance(pending, PendingApproval)
+        assert "SECRET-123" not in pending.summary
+        record = await h.store.get_approval(pending.approval_id)
+        assert record is not None
+        assert '"api_token": "[redacted]"' in record.arguments and '"name": "w"' in record.arguments
+        assert "SECRET-123" not in record.arguments + record.summary
+        assert explain(record) == "It is a write action, and by default every write or delete needs a human's approval."
+        [row] = await h.store.list_audit(5)
+        assert "SECRET-123" not in row.args_preview and "[redacted]" in row.args_preview
+        # The fingerprint still covers the real value: another token is another call.
+        other = await h.gateway.call(
+            OPERATOR, "api.items.create", {"name": "w", "api_token": "OTHER"}, approval_id=pending.approval_id
+        )
+        assert other.status == "denied" and other.reason == "approval_mismatch"  # type: ignore[union-attr]
+
+        rule = await h.gateway.call(OPERATOR, "api.payments.create", {"amount": 500})
+        assert isinstance(rule, PendingApproval)
+        record = await h.store.get_approval(rule.approval_id)
+        assert record is not None
+        assert explain(record) == "The project's policy rule “api.payments.*” requires approval for this call."
+        sensitive = await h.gateway.call(OPERATOR, "vault.entries.list")
+        assert isinstance(sensitive, PendingApproval)
+        record = await h.store.get_approval(sensitive.approval_id)
+        assert record is not None and "marked sensitive" in explain(record)
+
+
+async def test_approval_ids_carry_128_random_bits(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        ids = set()
+        for i in range(50):
+            pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": f"n{i}"})
+            assert isinstance(pending, PendingApproval)
+            ids.add(pending.approval_id)
+        assert len(ids) == 50
+        for approval_id in ids:
+            raw = base64.urlsafe_b64decode(approval_id.removeprefix("apr_") + "==")
+            assert len(raw) * 8 == 128
+
+
+async def test_wait_wakes_at_once_on_a_decision_in_this_process(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        args = {"name": "waited"}
+        results: list[Any] = []
+
+        async def call() -> None:
+            results.append(await h.gateway.call(OPERATOR, "api.items.create", args, wait=30))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            for _ in range(100):
+                await anyio.sleep(0.01)
+                pending = await h.store.list_approvals("pending")
+                if pending:
+                    break
+            started = time.monotonic()
+            assert await h.approvals.decide(pending[0].id, True) is not None
+        woke = time.monotonic() - started
+        [result] = results
+        assert isinstance(result, Ok), result
+        assert woke < approvals_module.POLL_SECONDS  # the event, not the poll
+        assert h.upstream.hits("/items") == 1
+        rows = await h.store.list_audit(5)
+        assert [r.status for r in reversed(rows)] == ["pending_approval", "ok"]
+
+
+async def test_wait_sees_a_decision_made_by_another_process(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        assert isinstance(pending, PendingApproval)
+        # Another process: its own connection to the same database, its own ApprovalService.
+        async with SQLiteStore(tmp_path / "s.db") as other:
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(
+                    await h.gateway.call(
+                        OPERATOR, "api.items.create", {"name": "x"}, approval_id=pending.approval_id, wait=30
+                    )
+                )
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.2)
+                assert results == []
+                assert await ApprovalService(other, FixedClock()).decide(pending.approval_id, False) is not None
+        [result] = results
+        assert result.status == "denied" and result.reason == "approval_denied"  # type: ignore[union-attr]
+        assert h.upstream.hits("/items") == 0
+
+
+async def test_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with harness(tmp_path) as h:
+        started = time.monotonic()
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, wait=0.3)
+        assert isinstance(result, PendingApproval)  # nobody decided: the same answer as without wait
+        assert 0.3 <= time.monotonic() - started < 2
+        monkeypatch.setattr(approvals_module, "MAX_WAIT_SECONDS", 0.2)
+        started = time.monotonic()
+        assert await h.approvals.wait(result.approval_id, 10_000) is not None
+        assert time.monotonic() - started < 1.5
+        assert h.upstream.hits("/items") == 0

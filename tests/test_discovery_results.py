@@ -1,0 +1,131 @@
+"""What ``discover`` and an unknown tool name hand an agent: enough to act without a second call.
+
+In process, with the real collaborators of tests/test_gateway.py's harness (SQLite store, AES-GCM
+vault, policies) and the real MCP SDK client over the in-memory transport.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mcp_gateway.gateway import DETAIL_SCHEMAS
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.server.tools import build_mcp_server
+from tests.test_gateway import SECRET, harness
+
+pytestmark = pytest.mark.anyio
+
+MANIFEST = """
+project: unit
+public_url: http://pages.test
+connectors:
+  - slug: shop
+    base_url: http://shop.test
+    auth: {type: bearer}
+    source:
+      http:
+        actions:
+          - path: orders.create
+            method: POST
+            url: /orders
+            summary: Place an order
+            description: Places a new order for a customer. Charges the card on file.
+            input_schema:
+              type: object
+              required: [customer_id, items]
+              properties:
+                note: {type: string, description: A note for the packer.}
+                customer_id: {type: string, description: Who orders.}
+                items: {type: array, description: What is ordered.}
+          - path: orders.list
+            method: GET
+            url: /orders
+            summary: List orders
+          - path: orders.get
+            method: GET
+            url: /orders/{id}
+            summary: Get one order
+            input_schema: {type: object, required: [id], properties: {id: {type: string}}}
+          - path: orders.cancel
+            method: DELETE
+            url: /orders/{id}
+            summary: Cancel an order
+            input_schema: {type: object, required: [id], properties: {id: {type: string}}}
+          - path: order_notes.create
+            method: POST
+            url: /orders/{id}/notes
+            summary: Add a note to an order
+            input_schema: {type: object, required: [id, text], properties: {id: {type: string}, text: {type: string}}}
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_discover_results_are_actionable(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        found = await h.gateway.discover(OPERATOR, "place an order for a customer")
+        first = found["results"][0]
+        assert first["name"] == "shop.orders.create"
+        assert first["summary"] == "Place an order"
+        assert first["risk"] == "write"
+        assert first["needs_approval"] is True  # writes need a human under the risk default
+        assert first["needs_auth"] is True  # bearer auth, nothing stored yet
+        assert first["required"] == ["customer_id", "items"]
+        assert first["params"] == ["customer_id", "items", "note"]  # required first
+        assert "input_schema" not in first  # only when asked
+
+
+async def test_detail_carries_the_full_schema_of_the_first_results_only(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        found = await h.gateway.discover(OPERATOR, "order", limit=5, detail=True)
+        results = found["results"]
+        assert len(results) == 5
+        for rank, result in enumerate(results):
+            action = h.gateway.index.get(result["name"])
+            assert action is not None
+            if rank < DETAIL_SCHEMAS:
+                assert result["input_schema"] == action.input_schema
+            else:
+                assert "input_schema" not in result
+
+
+async def test_discover_tool_takes_detail_over_mcp(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        async with Client(build_mcp_server(h.gateway, default_principal=OPERATOR)) as client:
+            listed = await client.list_tools()
+            discover = next(tool for tool in listed.tools if tool.name == "discover")
+            detail = discover.input_schema["properties"]["detail"]
+            assert detail["type"] == "boolean" and detail["default"] is False
+            assert "input_schema" in detail["description"]
+
+            plain = await client.call_tool("discover", {"query": "cancel an order"})
+            detailed = await client.call_tool("discover", {"query": "cancel an order", "detail": True})
+    assert plain.structured_content is not None and detailed.structured_content is not None
+    top: dict[str, Any] = detailed.structured_content["results"][0]
+    assert top["name"] == "shop.orders.cancel"
+    assert top["input_schema"]["required"] == ["id"]
+    assert "input_schema" not in plain.structured_content["results"][0]
+    assert SECRET not in str(detailed.content)
+
+
+@pytest.mark.parametrize("tool", ["shop.orders.add", "orders.create", "shop.orders_create", "shop.ordersCreate"])
+async def test_a_guessed_name_answers_with_suggestions_to_act_on(tmp_path: Path, tool: str) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        for answer in [
+            (await h.gateway.call(OPERATOR, tool, {})).model_dump(exclude_none=True),
+            await h.gateway.describe(OPERATOR, tool),
+        ]:
+            assert (answer["status"], answer["reason"]) == ("denied", "action_not_found")
+            first = answer["suggestions"][0]
+            assert first["name"] == "shop.orders.create", answer
+            assert first["summary"] == "Place an order"
+            assert first["input_schema"]["required"] == ["customer_id", "items"]
+            assert "shop.orders.create" in answer["message"]
+            assert SECRET not in str(answer)

@@ -1,0 +1,190 @@
+"""Upstream MCP servers as connectors of the whole gateway (``runtime.open_gateway``): sync,
+policy by annotated risk, credentials into a stdio child's environment and redacted on the way
+back, errors for the agent, and the issue's closing check: a connector whose upstream is down
+at sync gets ``status=error`` while the rest of the catalog works, and the first call (back-off
+permitting) or the next sync recovers it once the upstream is back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.credentials import CredentialVault
+from mcp_gateway.crypto import AESGCMCipher, load_master_key
+from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.runtime import Settings, open_gateway, open_store
+from tests.support.mcp_servers import REPO, McpHttpServer, lab_command, time_command
+from tests.support.upstream import LoopbackServer, echo_app
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "mcp-connector-canary-0123456789"
+
+
+def yaml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+
+def manifest_text(lab_url: str, echo_url: str) -> str:
+    return f"""
+project: mcp
+default_mode: risk
+public_url: http://127.0.0.1:1
+connectors:
+  - slug: lab
+    auth: {{type: bearer}}
+    timeout: 4
+    source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
+  - slug: clock
+    source: {{mcp: {{command: {yaml_list(time_command())}}}}}
+  - slug: remote
+    timeout: 5
+    source: {{mcp: {{url: "{lab_url}"}}}}
+  - slug: locked
+    auth: {{type: bearer}}
+    source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
+  - slug: echo
+    base_url: {echo_url}
+    source:
+      http:
+        actions:
+          - path: things.get
+            method: GET
+            url: /things
+            summary: List the things
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def remote_server() -> Iterator[McpHttpServer]:
+    server = McpHttpServer.lab("streamable-http")  # not started: the upstream is down at sync
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path, remote_server: McpHttpServer) -> AsyncIterator[Gateway]:
+    with LoopbackServer(echo_app()) as echo:
+        manifest = parse_manifest(manifest_text(remote_server.url, echo.base_url), base_dir=tmp_path)
+        env = {"MCP_GATEWAY_MASTER_KEY": "k" * 40}
+        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
+        # The stdio lab needs its credential before its first sync; `locked` gets none.
+        async with open_store(settings) as store:
+            cipher = AESGCMCipher(load_master_key(env, settings.state_dir), project=manifest.project)
+            await CredentialVault(store, cipher, project=manifest.project).put("lab", SECRET)
+        async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+            yield gw
+
+
+async def call(gw: Gateway, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    return result_payload(await gw.call(OPERATOR, tool, args or {}))
+
+
+def status(connectors: dict[str, Any]) -> dict[str, str]:
+    return {c["slug"]: c["status"] for c in connectors["connectors"]}
+
+
+async def test_down_at_sync_is_an_error_the_rest_works_and_a_call_recovers_it(
+    gateway: Gateway, remote_server: McpHttpServer
+) -> None:
+    listed = await gateway.connectors(OPERATOR)
+    assert status(listed) == {
+        "lab": "ready",
+        "clock": "ready",
+        "remote": "error",
+        "locked": "needs_auth",  # it waits for its credential (test below)
+        "echo": "ready",
+    }
+    remote = next(c for c in listed["connectors"] if c["slug"] == "remote")
+    assert remote["actions"] == 0 and "could not reach" in remote["error"]
+
+    # The rest of the catalog works.
+    assert (await call(gateway, "echo.things.get"))["status"] == "ok"
+    assert (await call(gateway, "clock.get_current_time", {"timezone": "UTC"}))["status"] == "ok"
+    assert (await call(gateway, "lab.peek", {"key": "ab"}))["data"]["structuredContent"]["value"] == 2
+
+    # Still down: the call says so (not "no such action"), and backs off.
+    down = await call(gateway, "remote.peek", {"key": "k"})
+    assert down["status"] == "error" and down["reason"] == "connector_error"
+    assert "'remote' is unavailable" in down["message"] and "retries" in down["message"]
+
+    remote_server.start()
+    in_backoff = await call(gateway, "remote.peek", {"key": "k"})
+    assert in_backoff["reason"] == "connector_error"  # within the back-off window, no new attempt
+    gateway.clock.advance(3)  # type: ignore[attr-defined]
+    recovered = await call(gateway, "remote.peek", {"key": "abc"})
+    assert recovered["status"] == "ok", recovered
+    assert recovered["data"]["structuredContent"]["value"] == 3
+    assert status(await gateway.connectors(OPERATOR))["remote"] == "ready"
+    assert (await gateway.describe(OPERATOR, "remote.wipe"))["risk"] == "destructive"
+
+
+async def test_the_next_sync_recovers_it_too(gateway: Gateway, remote_server: McpHttpServer) -> None:
+    remote_server.start()
+    states = {s.slug: s.status for s in await gateway.sync()}
+    assert states["remote"] == "ready"
+    assert (await call(gateway, "remote.peek", {"key": "k"}))["status"] == "ok"
+
+    remote_server.stop()  # down again at the next sync: error again, the others unaffected
+    states = {s.slug: s.status for s in await gateway.sync()}
+    assert states["remote"] == "error" and states["lab"] == "ready" and states["clock"] == "ready"
+    assert (await call(gateway, "remote.peek", {"key": "k"}))["reason"] == "connector_error"
+
+
+async def test_a_connector_waiting_for_its_credential_loads_on_the_first_call_after_it_is_stored(
+    gateway: Gateway,
+) -> None:
+    locked = next(c for c in (await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
+    assert locked["status"] == "needs_auth" and locked["actions"] == 0
+    assert "needs a bearer credential before its tools can be listed" in locked["error"]
+    await gateway.vault.put("locked", "locked-secret-value")  # what the connect page does
+    locked = next(c for c in (await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
+    assert locked["status"] == "ready" and locked["actions"] == 10  # listing connectors loaded it
+    result = await call(gateway, "locked.whoami")
+    assert result["status"] == "ok", result
+    assert result["data"]["structuredContent"]["env_token"] == "[redacted]"
+
+
+async def test_a_call_loads_a_connector_whose_credential_arrived(gateway: Gateway) -> None:
+    await gateway.vault.put("locked", "locked-secret-value")
+    result = await call(gateway, "locked.peek", {"key": "abcd"})  # the first call, without listing first
+    assert result["status"] == "ok", result
+
+
+async def test_risk_policy_and_redaction_through_the_gateway(gateway: Gateway) -> None:
+    whoami = await call(gateway, "lab.whoami")
+    assert whoami["status"] == "ok"
+    assert whoami["data"]["structuredContent"]["env_token"] == "[redacted]"  # the child echoed its env
+    assert SECRET not in repr(whoami)
+
+    assert (await call(gateway, "lab.wipe", {"target": "all"}))["status"] == "pending_approval"  # destructive
+    assert (await call(gateway, "lab.note", {"text": "x"}))["status"] == "pending_approval"  # no annotations
+    assert (await call(gateway, "lab.peek", {"key": "k"}))["status"] == "ok"  # read
+
+    failed = await call(gateway, "lab.fail")
+    assert failed["status"] == "error" and failed["reason"] == "upstream_error"
+    assert failed["upstream_message"] == "the widget is broken; pass a smaller size"
+
+    hung = await call(gateway, "lab.slow", {"seconds": 30})
+    assert hung["status"] == "error" and hung["reason"] == "upstream_timeout"
+    assert "within 4 s" in hung["message"]
+    assert (await call(gateway, "lab.peek", {"key": "k"}))["status"] == "ok"
+
+    invalid = await call(gateway, "lab.peek", {"key": 5})
+    assert invalid["status"] == "denied" and invalid["reason"] == "invalid_args"  # the tool's own schema
+
+    for row in await gateway.store.list_audit(limit=50):
+        assert SECRET not in row.model_dump_json()
