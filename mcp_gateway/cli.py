@@ -320,8 +320,15 @@ async def cmd_keys(args: argparse.Namespace) -> int:
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
+    from .crypto import load_master_key
     from .server.app import run_http, run_stdio
+    from .server.elicitation import derive_request_state_key
     from .server.tools import build_mcp_server
+
+    def state_key(gw: Gateway) -> bytes:
+        # 2026-07-28 requestState must verify on whichever request the client's retry lands.
+        master = load_master_key(args.settings.env, args.settings.state_dir)
+        return derive_request_state_key(master, gw.manifest.project)
 
     if args.transport == "http":
         manifest = load_manifest(args.settings.manifest_path)
@@ -330,12 +337,13 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions\n")
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
-                await run_http(gw, TokenService(gw.store, gw.clock), host=args.host, port=args.port)
+                tokens = TokenService(gw.store, gw.clock)
+                await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
                 tg.cancel_scope.cancel()
         return 0
     pages_requested = anyio.Event()
     async with _gateway(args, public_url=args.public_url, on_link_minted=pages_requested.set) as gw:
-        server = build_mcp_server(gw, default_principal=_principal(args))
+        server = build_mcp_server(gw, default_principal=_principal(args), request_state_key=state_key(gw))
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             await run_stdio(server, gw, pages_requested)

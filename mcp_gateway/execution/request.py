@@ -28,7 +28,7 @@ import httpx2
 from ..errors import ArgumentError
 from ..model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 
-__all__ = ["DEFAULT_ACCEPT", "USER_AGENT", "build_request"]
+__all__ = ["DEFAULT_ACCEPT", "USER_AGENT", "build_request", "encode_form", "wire_text"]
 
 try:
     _VERSION = version("mcp-gateway")
@@ -212,7 +212,7 @@ def _path_segment(name: str, value: Any) -> str:
     if isinstance(value, list | tuple):
         # OpenAPI "simple" style: elements escaped one by one, joined by a literal comma.
         return ",".join(_path_segment(name, item) for item in value)
-    text = _text(value)
+    text = wire_text(value)
     if text in ("", ".", ".."):
         # Each would change which endpoint is hit ("/repos/x/.." is "/repos"), not just a value.
         raise ArgumentError(
@@ -229,18 +229,18 @@ def _query_string(items: Iterable[tuple[ParamSpec, Any]]) -> str:
             continue
         key = quote(spec.on_wire, safe="")
         if isinstance(value, list | tuple):
-            values = [quote(_text(v), safe="") for v in value if v is not None]
+            values = [quote(wire_text(v), safe="") for v in value if v is not None]
             if spec.style_explode:
                 parts.extend(f"{key}={v}" for v in values)
             elif values:
                 # Literal commas: servers split "a=1,2" on the separator, not on "%2C".
                 parts.append(f"{key}={','.join(values)}")
         else:
-            parts.append(f"{key}={quote(_text(value), safe='')}")
+            parts.append(f"{key}={quote(wire_text(value), safe='')}")
     return "&".join(parts)
 
 
-def _text(value: Any) -> str:
+def wire_text(value: Any) -> str:
     """One scalar as wire text: JSON spellings for booleans, compact JSON for objects."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -266,7 +266,7 @@ def _headers(placed: _Placed, static_headers: Mapping[str, str]) -> httpx2.Heade
                 f"header argument {spec.name!r} cannot set {spec.on_wire}",
                 errors=[{"field": spec.name, "message": "framing header"}],
             )
-        text = ", ".join(_text(v) for v in value) if isinstance(value, list | tuple) else _text(value)
+        text = ", ".join(wire_text(v) for v in value) if isinstance(value, list | tuple) else wire_text(value)
         if any(c in text for c in "\r\n\0"):
             raise ArgumentError(
                 f"header argument {spec.name!r} must not contain line breaks or NUL",
@@ -281,7 +281,7 @@ def _headers(placed: _Placed, static_headers: Mapping[str, str]) -> httpx2.Heade
 
 
 def _cookie_value(value: Any) -> str:
-    text = ",".join(_text(v) for v in value) if isinstance(value, list | tuple) else _text(value)
+    text = ",".join(wire_text(v) for v in value) if isinstance(value, list | tuple) else wire_text(value)
     return quote(text, safe=_COOKIE_SAFE)
 
 
@@ -324,7 +324,7 @@ def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | 
             f"{action.qualified_name} sends a form; {binding.body_param!r} must be an object",
             errors=[{"field": str(binding.body_param), "message": "must be an object"}],
         )
-    return _form(value).encode("ascii"), "application/x-www-form-urlencoded"
+    return encode_form(value).encode("ascii"), "application/x-www-form-urlencoded"
 
 
 def _multipart(action: Action, value: Any) -> tuple[bytes, str]:
@@ -340,13 +340,13 @@ def _multipart(action: Action, value: Any) -> tuple[bytes, str]:
             content_type = str(item.get("content_type") or "application/octet-stream")
             parts.append((str(key), (filename, item["content"].encode("utf-8"), content_type)))
         else:
-            parts.append((str(key), (None, _text(item).encode("utf-8"))))  # no filename: a text part
+            parts.append((str(key), (None, wire_text(item).encode("utf-8"))))  # no filename: a text part
     # httpx2 encodes (and picks the boundary); the bytes are kept so redirects can replay the body.
     encoded = httpx2.Request("POST", "http://multipart.invalid/", files=parts)
     return encoded.read(), encoded.headers["content-type"]
 
 
-def _form(value: Mapping[str, Any]) -> str:
+def encode_form(value: Mapping[str, Any]) -> str:
     pairs: list[tuple[str, str]] = []
     for key, item in value.items():
         _form_pairs(str(key), item, pairs)
@@ -365,4 +365,4 @@ def _form_pairs(key: str, value: Any, out: list[tuple[str, str]]) -> None:
         for index, item in enumerate(value):
             _form_pairs(f"{key}[{index}]", item, out)
     else:
-        out.append((key, _text(value)))
+        out.append((key, wire_text(value)))

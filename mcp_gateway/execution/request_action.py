@@ -30,7 +30,7 @@ from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_hea
 from ..model import Action, RequestBinding
 from ..sources.request import METHODS
 from .executor import HttpExecutor, Prepared
-from .request import DEFAULT_ACCEPT, USER_AGENT
+from .request import DEFAULT_ACCEPT, USER_AGENT, encode_form, wire_text
 from .response import Outcome
 from .send import send
 
@@ -159,7 +159,7 @@ def _query(query: Any, connector: ConnectorConfig) -> str:
         key = quote(str(name), safe="")
         for item in value if isinstance(value, list | tuple) else [value]:
             if item is not None:
-                parts.append(f"{key}={quote(_text(item), safe='')}")
+                parts.append(f"{key}={quote(wire_text(item), safe='')}")
     return "&".join(parts)
 
 
@@ -196,7 +196,7 @@ def _headers(given: Any, connector: ConnectorConfig) -> httpx2.Headers:
             )
         if lower in _FRAMING:
             raise _refused("headers", f"header {name!r} frames the message; the gateway sets it")
-        text = value if isinstance(value, str) else _text(value)
+        text = value if isinstance(value, str) else wire_text(value)
         if any(c in text for c in "\r\n\0"):
             raise _refused("headers", f"the value of header {name!r} contains a line break or NUL")
         headers[str(name)] = text
@@ -211,33 +211,9 @@ def _body(args: Mapping[str, Any], headers: httpx2.Headers) -> bytes | None:
     if content_type == _FORM:
         if not isinstance(body, Mapping):
             raise _refused("body", "a form-encoded body must be an object")
-        return "&".join(f"{quote(k, safe='[]')}={quote(v, safe='')}" for k, v in _form_pairs(body, "")).encode("ascii")
+        return encode_form(body).encode("ascii")
     if isinstance(body, str):
         headers.setdefault("Content-Type", "text/plain; charset=utf-8")
         return body.encode("utf-8")
     headers.setdefault("Content-Type", "application/json")
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _form_pairs(value: Any, prefix: str) -> list[tuple[str, str]]:
-    """Nested objects and lists in the bracket notation form decoders share (``a[b]=1``, ``a[]=1``)."""
-    if isinstance(value, Mapping):
-        out: list[tuple[str, str]] = []
-        for k, v in value.items():
-            out += _form_pairs(v, f"{prefix}[{k}]" if prefix else str(k))
-        return out
-    if isinstance(value, list | tuple):
-        return [pair for item in value for pair in _form_pairs(item, f"{prefix}[]")]
-    if value is None:
-        return [(prefix, "")]
-    return [(prefix, _text(value))]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -75,10 +75,12 @@ def _security(host: str, port: int, public_url: str) -> TransportSecuritySetting
     )
 
 
-def build_http_app(gateway: Gateway, tokens: TokenService, *, host: str, port: int) -> ASGIApp:
+def build_http_app(
+    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+) -> ASGIApp:
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
-    server = build_mcp_server(gateway, default_principal=nobody)
+    server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     for route in web_routes(gateway):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     app = server.streamable_http_app(
@@ -94,8 +96,11 @@ def _uvicorn(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-async def run_http(gateway: Gateway, tokens: TokenService, *, host: str, port: int) -> None:
-    await _uvicorn(build_http_app(gateway, tokens, host=host, port=port), host, port).serve()
+async def run_http(
+    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+) -> None:
+    app = build_http_app(gateway, tokens, host=host, port=port, request_state_key=request_state_key)
+    await _uvicorn(app, host, port).serve()
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:

@@ -14,12 +14,14 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ..gateway import Gateway, result_payload
 from ..identity import Principal
+from .elicitation import HumanElicitation, request_state_security
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
 
@@ -43,11 +45,22 @@ def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
     )
 
 
-def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: str = "mcp-gateway") -> MCPServer:
-    """The MCP server for one gateway. ``default_principal`` is used when no HTTP request carries one."""
+def build_mcp_server(
+    gateway: Gateway,
+    *,
+    default_principal: Principal,
+    name: str = "mcp-gateway",
+    request_state_key: bytes | None = None,
+) -> MCPServer:
+    """The MCP server for one gateway. ``default_principal`` is used when no HTTP request carries one.
+    ``request_state_key`` seals 2026-07-28 ``requestState`` (``elicitation.derive_request_state_key``);
+    without it a process-local key is used."""
 
     def principal_of(ctx: Context) -> Principal:
-        request = ctx.request_context.request
+        return principal_of_request(ctx.request_context)
+
+    def principal_of_request(request_context: ServerRequestContext[Any, Any]) -> Principal:
+        request = request_context.request
         scope = getattr(request, "scope", None)
         if scope is not None:
             # The HTTP auth middleware put it there; an HTTP request without one never reaches us.
@@ -56,7 +69,24 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
                 return principal
         return default_principal
 
-    server = MCPServer(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
+    humans = HumanElicitation(gateway)
+    server = MCPServer(
+        name=name,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        lifespan=humans.lifespan,
+        request_state_security=request_state_security(
+            request_state_key, audience=name, principal_of=principal_of_request
+        ),
+    )
+
+    async def offered(
+        ctx: Context, principal: Principal, tool: str, payload: Any
+    ) -> CallToolResult | InputRequiredResult:
+        # A human link also goes to a client that declared URL elicitation (see elicitation.py).
+        answer = await humans.offer(ctx, principal, tool, result_payload(payload))
+        return answer if isinstance(answer, InputRequiredResult) else _result(answer)
+
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(
@@ -119,11 +149,17 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
                 description="Seconds (max 120) to wait for a human's approval; then it runs once if approved.",
             ),
         ] = None,
-    ) -> CallToolResult:
-        result = await gateway.call(
-            principal_of(ctx), tool, args or {}, approval_id=approval_id, fields=fields, wait=wait
-        )
-        return _result(result)
+    ) -> CallToolResult | InputRequiredResult:
+        principal = principal_of(ctx)
+        resumed = await humans.resume(ctx, principal, "call")
+        if resumed is not None:
+            if not resumed.done:
+                return _result(resumed.payload)
+            # The human approved (or denied, or connected): the call runs, at most once per approval.
+            approval_id = resumed.approval_id or approval_id
+            wait = None
+        result = await gateway.call(principal, tool, args or {}, approval_id=approval_id, fields=fields, wait=wait)
+        return await offered(ctx, principal, "call", result)
 
     @server.tool(
         name="connect",
@@ -134,8 +170,14 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
     async def connect(
         ctx: Context,
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
-    ) -> CallToolResult:
-        return _result(await gateway.connect(principal_of(ctx), connector))
+    ) -> CallToolResult | InputRequiredResult:
+        principal = principal_of(ctx)
+        resumed = await humans.resume(ctx, principal, "connect")
+        if resumed is not None:
+            if not resumed.done:
+                return _result(resumed.payload)
+            return _result({"status": "ok", "connector": connector, "message": f"The user connected {connector}."})
+        return await offered(ctx, principal, "connect", await gateway.connect(principal, connector))
 
     @server.tool(
         name="request_secret",
@@ -146,7 +188,14 @@ def build_mcp_server(gateway: Gateway, *, default_principal: Principal, name: st
         ctx: Context,
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
         name: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9_.-]+$")] = "default",
-    ) -> CallToolResult:
-        return _result(await gateway.request_secret(principal_of(ctx), connector, name))
+    ) -> CallToolResult | InputRequiredResult:
+        principal = principal_of(ctx)
+        resumed = await humans.resume(ctx, principal, "request_secret")
+        if resumed is not None:
+            if not resumed.done:
+                return _result(resumed.payload)
+            stored = f"The user stored the secret {name!r}."
+            return _result({"status": "ok", "connector": connector, "name": name, "message": stored})
+        return await offered(ctx, principal, "request_secret", await gateway.request_secret(principal, connector, name))
 
     return server

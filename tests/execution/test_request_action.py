@@ -146,7 +146,7 @@ def test_bodies_json_text_and_form() -> None:
             "body": {"amount": 2000, "metadata": {"order": "a&b"}, "expand": ["customer", "invoice"], "live": True},
         }
     )
-    assert form.content == (b"amount=2000&metadata[order]=a%26b&expand[]=customer&expand[]=invoice&live=true")
+    assert form.content == (b"amount=2000&metadata[order]=a%26b&expand[0]=customer&expand[1]=invoice&live=true")
     assert build({"method": "GET", "path": "/x"}).content == b""
 
 

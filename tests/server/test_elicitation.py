@@ -1,0 +1,55 @@
+"""Unit tests of the request-state pieces of server/elicitation.py: key derivation, single use,
+and the SDK sealing policy configured with them (restart-stable, audience-bound)."""
+
+from __future__ import annotations
+
+import pytest
+from mcp.server.request_state import InvalidRequestState
+
+from mcp_gateway.identity import Principal
+from mcp_gateway.server.elicitation import (
+    _Nonces,
+    derive_request_state_key,
+    principal_key,
+    request_state_security,
+)
+
+MASTER = b"m" * 32
+
+
+def test_key_is_stable_labelled_and_project_bound() -> None:
+    key = derive_request_state_key(MASTER, "p1")
+    assert key == derive_request_state_key(MASTER, "p1") and len(key) == 32
+    assert key != derive_request_state_key(MASTER, "p2")
+    assert key != derive_request_state_key(b"n" * 32, "p1")
+    assert MASTER not in key
+
+
+def test_state_sealed_by_one_process_opens_in_another_but_not_under_another_key() -> None:
+    def principal_of(_ctx: object) -> Principal:
+        return Principal(user="u")
+
+    key = derive_request_state_key(MASTER, "p")
+    first = request_state_security(key, audience="mcp-gateway", principal_of=principal_of)
+    restarted = request_state_security(key, audience="mcp-gateway", principal_of=principal_of)
+    sealed = first.codec.seal(b"state")
+    assert b"state" not in sealed.encode()
+    assert restarted.codec.unseal(sealed) == b"state"
+    assert first.audience == "mcp-gateway"
+    other = request_state_security(derive_request_state_key(MASTER, "q"), audience="x", principal_of=principal_of)
+    with pytest.raises(InvalidRequestState):
+        other.codec.unseal(sealed)
+    # Without a key (in-process use) a fresh one is made: nothing sealed elsewhere opens.
+    with pytest.raises(InvalidRequestState):
+        request_state_security(None, audience="x", principal_of=principal_of).codec.unseal(sealed)
+
+
+def test_nonce_is_single_use() -> None:
+    nonces = _Nonces()
+    assert nonces.claim("a") and nonces.claim("b")
+    assert not nonces.claim("a")
+
+
+def test_principal_key_tells_user_and_agent_apart() -> None:
+    assert principal_key(Principal("u", "a")) != principal_key(Principal("u", None))
+    assert principal_key(Principal("u/a")) != principal_key(Principal("u", "a"))
