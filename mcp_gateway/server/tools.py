@@ -158,6 +158,17 @@ def build_mcp_server(
             # The human approved (or denied, or connected): the call runs, at most once per approval.
             approval_id = resumed.approval_id or approval_id
             wait = None
+        if wait and humans.supported(ctx) and not humans.stateless(ctx):
+            # The human must get the URL elicitation before the wait, not once it is over.
+            first = await gateway.call(principal, tool, args or {}, approval_id=approval_id, fields=fields)
+            answer = await offered(ctx, principal, "call", first)
+            pending = result_payload(first)
+            if pending.get("status") != "pending_approval":
+                return answer
+            decided = await gateway.approvals.wait(pending["approval_id"], wait)
+            if decided is None or decided.status == "pending":
+                return answer
+            approval_id, wait = pending["approval_id"], None
         result = await gateway.call(principal, tool, args or {}, approval_id=approval_id, fields=fields, wait=wait)
         return await offered(ctx, principal, "call", result)
 

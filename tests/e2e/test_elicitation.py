@@ -66,11 +66,13 @@ class Human:
         self.action = action
         self.asked: list[ElicitRequestURLParams] = []
         self.completed: list[str] = []
+        self.was_asked = anyio.Event()
         self._notice = anyio.Event()
 
     async def elicit(self, _context: Any, params: Any) -> ElicitResult:
         assert isinstance(params, ElicitRequestURLParams), params
         self.asked.append(params)
+        self.was_asked.set()
         if self.form is not None and self.action == "accept":
             await _complete_page(params.url, self.form)
         return ElicitResult(action=self.action)  # type: ignore[arg-type]
@@ -187,6 +189,26 @@ async def test_legacy_approval_over_stdio(gateway_env: GatewayEnv) -> None:
     human = Human()
     async with stdio_client(gateway_env, "legacy", human) as client:
         await _legacy_approval(gateway_env, client, human)
+
+
+async def test_legacy_wait_elicits_before_waiting(gateway_env: GatewayEnv, http_gateway: HttpGateway) -> None:
+    gateway_env.set_secrets()
+    human = Human()
+
+    async def approve_when_asked() -> None:
+        with anyio.fail_after(15):
+            await human.was_asked.wait()
+        await _complete_page(human.asked[0].url, {"decision": "approve"})
+
+    args = {"tool": "bearer_api.items.create", "args": {"name": "w"}, "wait": 60}
+    async with http_client(http_gateway.url, _token(gateway_env), "legacy", human) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(approve_when_asked)
+            with anyio.fail_after(30):  # far less than the wait: the human had the link while it ran
+                result = structured(await client.call_tool("call", args))
+        await human.completion(human.asked[0].elicitation_id)
+    assert result["status"] == "ok", result
+    assert _creates(gateway_env) == 1
 
 
 async def test_legacy_declined_elicitation_sends_no_completion(
@@ -316,6 +338,27 @@ async def test_modern_request_state_is_sealed_single_use_and_bound(
             "connect", connect, input_responses=accepted, request_state=fresh.request_state
         )
         assert isinstance(mine, CallToolResult) and structured(mine)["status"] == "link"  # human not done yet
+
+
+async def test_modern_state_verifies_after_a_restart(gateway_env: GatewayEnv, http_gateway: HttpGateway) -> None:
+    """The request-state key is derived from the master key, so a retry may land on a restarted gateway."""
+    token = _token(gateway_env)
+    connect = {"connector": "bearer_api"}
+    async with http_client(http_gateway.url, token, MODERN, Human()) as client:
+        first = await _first_round(client, "connect", connect)
+    http_gateway.stop()
+    again = HttpGateway(gateway_env, gateway_env.root / "restarted.log")
+    try:
+        async with http_client(again.url, token, MODERN, Human()) as client:
+            retried = await client.session.call_tool(
+                "connect",
+                connect,
+                input_responses={"human": ElicitResult(action="accept")},
+                request_state=first.request_state,
+            )
+    finally:
+        again.stop()
+    assert isinstance(retried, CallToolResult) and structured(retried)["status"] == "link"
 
 
 # -- no capability: plain links, as before ---------------------------------------------------------
