@@ -13,6 +13,8 @@ exceptions are not chained (their tracebacks can print the URL).
 
 from __future__ import annotations
 
+import ssl
+
 import anyio
 import httpx2
 
@@ -67,6 +69,14 @@ async def send(
         # Only the auth step edits the URL after build_request (an api_key in the query).
         raise ArgumentError(
             "the request URL became too long once the credential was added; shorten the arguments"
+        ) from None
+    except ssl.SSLError as exc:
+        # httpcore2's anyio backend can let a raw TLS alert escape after the handshake.
+        why = getattr(exc, "reason", None) or type(exc).__name__
+        raise UpstreamError(
+            "upstream_unreachable",
+            f"the TLS connection to {where} failed ({why}); check the connector's base_url and certificates, "
+            "then try again",
         ) from None
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(

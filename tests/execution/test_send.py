@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -266,3 +267,16 @@ async def test_text_and_binary_are_cut_at_max_bytes(upstream: Upstream) -> None:
 async def test_sse_over_the_wire(upstream: Upstream) -> None:
     outcome = await call(get(upstream.base_url, "/sse"))
     assert (outcome.data, outcome.truncated) == ([{"n": 1}, {"n": 2}, "done"], False)
+
+
+@pytest.mark.anyio
+async def test_a_raw_tls_error_is_an_upstream_error_not_a_crash() -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise ssl.SSLError(1, "[SSL: TLSV1_ALERT_INTERNAL_ERROR] tlsv1 alert internal error")
+
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+        request = httpx2.Request("GET", "https://127.0.0.1:9/x?api_key=do-not-echo")
+        with pytest.raises(UpstreamError) as caught:
+            await send(client, request, auth=None, timeout=5, max_bytes=1024)
+    assert caught.value.reason == "upstream_unreachable"
+    assert "do-not-echo" not in str(caught.value)
