@@ -11,36 +11,42 @@ from ..errors import CredentialError
 from ..manifest import CustomAuth
 from ._base import check_header_value
 
-__all__ = ["apply_custom"]
+__all__ = ["apply_custom", "render_secret_template"]
 
 # Only these placeholders are special; any other brace in a template is literal text.
 _PLACEHOLDER = re.compile(r"\{secret(?:\.([^{}]+))?\}")
 
 
-def apply_custom(request: httpx2.Request, config: CustomAuth, secret: SecretValue) -> None:
-    value = secret.reveal()
+def render_secret_template(template: str, secret: SecretValue | None, *, what: str) -> str:
+    """Fill ``{secret}`` / ``{secret.field}`` in ``template``; ``what`` names the template in errors
+    (``"a custom header template"``). Shared by custom auth headers and MCP stdio env values."""
+    value = secret.reveal() if secret is not None else None
 
     def substitute(m: re.Match[str]) -> str:
         field = m.group(1)
         if field is None:
             if not isinstance(value, str):
                 raise CredentialError(
-                    "a custom header template uses {secret}, but the stored secret is a JSON object; "
+                    f"{what} uses {{secret}}, but the stored secret is a JSON object; "
                     "use {secret.<field>} in the template, or store a plain string"
                 )
             return value
         if not isinstance(value, dict):
             raise CredentialError(
-                f"a custom header template uses {{secret.{field}}}, but the stored secret is a plain string; "
+                f"{what} uses {{secret.{field}}}, but the stored secret is a plain string; "
                 "store a JSON object with that field, or use {secret}"
             )
         if field not in value:
             raise CredentialError(
-                f"a custom header template uses {{secret.{field}}}, but the stored secret has no field {field!r}; "
+                f"{what} uses {{secret.{field}}}, but the stored secret has no field {field!r}; "
                 "add it with `mcp-gateway secret set`, or fix the template"
             )
         return value[field]
 
+    return _PLACEHOLDER.sub(substitute, template)
+
+
+def apply_custom(request: httpx2.Request, config: CustomAuth, secret: SecretValue) -> None:
     for name, template in config.headers.items():
-        rendered = _PLACEHOLDER.sub(substitute, template)
+        rendered = render_secret_template(template, secret, what="a custom header template")
         request.headers[name] = check_header_value("custom", f"header {name!r}", rendered)

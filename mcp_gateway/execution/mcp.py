@@ -34,7 +34,6 @@ import hmac
 import json
 import logging
 import math
-import re
 import secrets
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -49,6 +48,7 @@ import anyio.abc
 import httpx2
 from pydantic import ValidationError
 
+from ..auth.custom import render_secret_template
 from ..credentials import SecretValue
 from ..errors import CredentialError, GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
@@ -88,8 +88,6 @@ MAX_PAGES = 100
 MAX_TOOLS = 10_000
 CLOSE_GRACE = 10.0
 """How long shutdown waits for sessions to close (a stdio child gets stdin closed, then signals)."""
-
-_SECRET_PLACEHOLDER = re.compile(r"\{secret(?:\.([^{}]+))?\}")
 
 
 class _SecretOpener(Protocol):
@@ -421,24 +419,7 @@ def _settings_digest(cfg: ConnectorConfig) -> str:
 
 
 def _render(template: str, secret: SecretValue | None) -> str:
-    def substitute(m: re.Match[str]) -> str:
-        value = secret.reveal() if secret is not None else None
-        fieldname = m.group(1)
-        if fieldname is None:
-            if not isinstance(value, str):
-                raise CredentialError(
-                    "an mcp env template uses {secret}, but the stored secret is a JSON object; use "
-                    "{secret.<field>} in the template, or store a plain string"
-                )
-            return value
-        if not isinstance(value, dict) or fieldname not in value:
-            raise CredentialError(
-                f"an mcp env template uses {{secret.{fieldname}}}, but the stored secret has no such field; "
-                "store a JSON object with it, or fix the template"
-            )
-        return value[fieldname]
-
-    rendered = _SECRET_PLACEHOLDER.sub(substitute, template)
+    rendered = render_secret_template(template, secret, what="an mcp env template")
     if "\0" in rendered:
         raise CredentialError("the stored secret contains a NUL character, which an environment variable cannot hold")
     return rendered
