@@ -393,6 +393,7 @@ def tiny() -> DiscoveryIndex:
             action("shop", "orders.create", "Create an order", "Places a new order.", lineItems={}, customerId={}),
             action("shop", "refunds.issue", "Refund a payment", "See [the rules](https://example.com/policy)."),
             action("shop", "categories.get_children", "", "Child categories of a category."),
+            action("shop", "discoverer.get", "", "Who found an element."),
         ],
     )
     return index
@@ -408,6 +409,7 @@ def tiny() -> DiscoveryIndex:
         ("category children", "shop.categories.get_children"),
         ("refunding payments", "shop.refunds.issue"),
         ("the rules", "shop.refunds.issue"),  # a link's text is indexed ...
+        ("who discovered radium", "shop.discoverer.get"),  # no action says "discover": its agent noun
     ],
 )
 def test_words_meet_across_spellings(tiny: DiscoveryIndex, query: str, expected: str) -> None:

@@ -232,6 +232,8 @@ class DiscoveryIndex:
                 weighted.update(dict.fromkeys(parts, 1.0))
             else:
                 weighted[term] = 1.0
+                # "discovered" -> "discover", which no action uses, but discoverer.get does.
+                forms.extend(self._word_forms(term))
                 extra.extend(self._split(word))
         for term in extra:
             weighted.setdefault(term, _SYNONYM_WEIGHT)
