@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..model import ParamLocation, ParamSpec
+from ._naming import snake_case
 from ._postman_values import VARIABLE, PostmanVars, credential_name, is_placeholder
-from .openapi import arg_name, snake_case
+from .openapi import arg_name
 
 __all__ = ["SCALAR", "Arguments", "Url", "path_template", "text_of"]
 

@@ -70,7 +70,7 @@ from ..manifest import ConnectorConfig
 from ..model import Action, GraphQLBinding, Risk
 from ..redaction import Redactor
 from ._documents import MAX_REMOTE_BYTES
-from .openapi import snake_case
+from ._naming import snake_case, unique_name
 
 __all__ = [
     "MAX_INPUT_DEPTH",
@@ -332,18 +332,9 @@ def normalize_graphql(
         if root is None:
             continue
         for name, field in root.fields.items():
-            path = _unique(f"{operation}.{snake_case(name) or 'field'}", taken)
+            path = unique_name(f"{operation}.{snake_case(name) or 'field'}", taken)
             actions.append(_action(connector, operation, name, field, path, risk_overrides))  # type: ignore[arg-type]
     return actions
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    candidate, n = name, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{name}_{n}"
-    taken.add(candidate)
-    return candidate
 
 
 def _action(

@@ -31,7 +31,7 @@ import httpx2
 
 from ..manifest import ConnectorConfig
 from ..model import Action, McpBinding, Risk
-from .openapi import snake_case
+from ._naming import snake_case, unique_name
 
 if TYPE_CHECKING:  # the SDK's types cost a noticeable import; nothing here needs them at run time
     import mcp_types as types
@@ -88,7 +88,7 @@ def normalize_mcp_tools(
         if tool.name in seen_names:
             continue
         seen_names.add(tool.name)
-        path = _unique(mcp_action_path(tool.name), taken)
+        path = unique_name(mcp_action_path(tool.name), taken)
         description = (tool.description or "").strip()
         actions.append(
             Action(
@@ -108,15 +108,6 @@ def tools_digest(tools: Sequence[types.Tool]) -> str:
     """A stable hash of a ``tools/list`` result (order included: it decides collision suffixes)."""
     canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _unique(path: str, taken: set[str]) -> str:
-    candidate, n = path, 1
-    while candidate in taken:
-        n += 1
-        candidate = f"{path}_{n}"
-    taken.add(candidate)
-    return candidate
 
 
 def _summary(tool: types.Tool, description: str) -> str:

@@ -46,6 +46,7 @@ import httpx2
 from ..errors import SourceError
 from ..model import Action, OpenAPIBinding, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
+from ._naming import snake_case, unique_name
 from ._refs import Dialect, RefError, Resolver, SchemaInliner
 
 __all__ = ["PATH_RE", "NormalizedSource", "action_path", "arg_name", "load_openapi", "normalize_openapi", "snake_case"]
@@ -135,18 +136,10 @@ def normalize_openapi(
 
 # -- naming -----------------------------------------------------------------------------------
 
-_ACRONYM_WORD = re.compile(r"([A-Z]+)([A-Z][a-z])")
-_WORD_BOUNDARY = re.compile(r"([a-z0-9])([A-Z])")
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 _TEMPLATE_VAR = re.compile(r"\{([^}]*)\}")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def snake_case(text: str) -> str:
-    """``getHTTPServer`` -> ``get_http_server``; ``repos/get-content`` -> ``repos_get_content``."""
-    text = _WORD_BOUNDARY.sub(r"\1_\2", _ACRONYM_WORD.sub(r"\1_\2", text))
-    return _NOT_NAME.sub("_", text.lower()).strip("_")
 
 
 def action_path(operation_id: str | None, method: str, url: str) -> str:
@@ -322,7 +315,7 @@ def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, st
 def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict[str, Any], item_base: str) -> Action:
     where = f"{method} {url}"
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
-    name = _unique(ctx, action_path(operation_id, method, url))
+    name = unique_name(action_path(operation_id, method, url), ctx.taken)
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     for raw_list, base in ((item.get("parameters"), item_base), (op.get("parameters"), item_base)):
@@ -400,15 +393,6 @@ def _is_credential(ctx: _Context, name: str, location: str) -> bool:
     if location == "header" and name.lower() in ("authorization", "accept", "content-type"):
         return True
     return _credential_key(location, name) in ctx.credentials
-
-
-def _unique(ctx: _Context, name: str) -> str:
-    candidate, n = name, 1
-    while candidate in ctx.taken:
-        n += 1
-        candidate = f"{name}_{n}"
-    ctx.taken.add(candidate)
-    return candidate
 
 
 def _summary(op: dict[str, Any], item: dict[str, Any], method: str, url: str) -> str:

@@ -52,9 +52,10 @@ import httpx2
 from ..errors import SourceError
 from ..model import Action, PostmanBinding, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
+from ._naming import snake_case, unique_name
 from ._postman_request import Arguments, Url, path_template, text_of
 from ._postman_values import PostmanVars, credential_name, is_placeholder, json_body_fields
-from .openapi import action_path, snake_case
+from .openapi import action_path
 
 __all__ = ["NormalizedCollection", "load_postman", "normalize_postman"]
 
@@ -268,7 +269,7 @@ def _request(
     name = str(item.get("name") or "").strip()
     leaf = snake_case(name) or action_path(None, method, template)
     path = ".".join((*folders, leaf))
-    path = _unique(ctx, f"n{path}" if path[0].isdigit() else path)
+    path = unique_name(f"n{path}" if path[0].isdigit() else path, ctx.taken)
     if auth is not None and auth.type not in ("noauth", "inherit"):
         notes.append(
             f"The collection authenticates this request with {auth.type}; the gateway applies the connector's "
@@ -328,15 +329,6 @@ def _finish(ctx: _Context, draft: _Draft, origins: Counter[str]) -> Action:
             headers=draft.headers,
         ),
     )
-
-
-def _unique(ctx: _Context, name: str) -> str:
-    candidate, n = name, 1
-    while candidate in ctx.taken:
-        n += 1
-        candidate = f"{name}_{n}"
-    ctx.taken.add(candidate)
-    return candidate
 
 
 def _summary(name: str, method: str, path: str) -> str:
