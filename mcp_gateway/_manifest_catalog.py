@@ -1,0 +1,91 @@
+"""Catalog entries (``catalog/<name>.yaml``): connector defaults that a manifest's own fields override.
+
+``catalog_entry`` reads one entry (its ``connector_keys`` only; other keys are metadata) with its relative
+source paths made absolute against the catalog folder; ``merge_defaults`` lays a connector over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._manifest_validation import SLUG_RE, choose
+from ._manifest_yaml import Loc, dotted, read_yaml
+from .errors import Issue, ManifestError
+
+__all__ = ["CatalogUse", "catalog_entry", "merge_defaults"]
+
+
+@dataclass
+class CatalogUse:
+    """The catalog entry one connector used, and which of its keys the entry supplied."""
+
+    name: str
+    file: str
+    lines: dict[Loc, int]
+    keys: set[str]
+
+
+_PATH_KEYS: dict[str, str | None] = {"openapi": None, "postman": None, "graphql": "schema"}
+"""Where a source kind keeps a file path: the kind's value itself (None), or this key below it."""
+
+
+def catalog_entry(
+    name: Any, catalog_dir: Path, file: str, line: int | None, index: int, *, connector_keys: frozenset[str]
+) -> tuple[dict[str, Any], CatalogUse] | list[Issue]:
+    where = dotted(("connectors", index, "catalog"))
+    known = sorted(p.stem for p in catalog_dir.glob("*.yaml"))
+    if not isinstance(name, str) or not SLUG_RE.match(name):
+        return [Issue(file, line, where, f"{name!r} is not a catalog entry name", choose(str(name), known, "entries"))]
+    entry_path = catalog_dir / f"{name}.yaml"
+    if not entry_path.is_file():
+        return [Issue(file, line, where, f"no catalog entry {name!r} in {catalog_dir}", choose(name, known, "entries"))]
+    try:
+        entry, lines, duplicates = read_yaml(entry_path.read_text(encoding="utf-8"), str(entry_path))
+    except ManifestError as exc:
+        return exc.issues
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Issue(str(entry_path), None, "", f"cannot read the catalog entry: {exc}", "check the file")]
+    if duplicates:
+        return duplicates
+    if not isinstance(entry, dict):
+        return [Issue(str(entry_path), 1, "", "a catalog entry is a YAML mapping", "start with 'name: …'")]
+    defaults = {k: v for k, v in entry.items() if k in connector_keys}
+    source = defaults.get("source")
+    if isinstance(source, dict):
+        defaults["source"] = _resolve_source_paths(source, catalog_dir)
+    return defaults, CatalogUse(name, str(entry_path), lines, set(defaults))
+
+
+def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Make a catalog entry's relative source paths absolute, against the catalog folder."""
+    out = dict(source)
+    for kind, below in _PATH_KEYS.items():
+        value = out.get(kind)
+        if below is None and isinstance(value, str):
+            out[kind] = _absolute(value, folder)
+        elif below is not None and isinstance(value, dict) and isinstance(value.get(below), str):
+            out[kind] = {**value, below: _absolute(value[below], folder)}
+    return out
+
+
+def _absolute(ref: str, folder: Path) -> str:
+    if ref.startswith(("http://", "https://")) or Path(ref).expanduser().is_absolute():
+        return ref
+    return str((folder / ref).resolve())
+
+
+def merge_defaults(defaults: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **raw}
+    base_auth, own_auth = defaults.get("auth"), raw.get("auth")
+    # Refining the catalog's auth (other scopes, another header) must not mean restating it all.
+    if (
+        isinstance(base_auth, dict)
+        and isinstance(own_auth, dict)
+        and own_auth.get("type", base_auth.get("type")) == base_auth.get("type")
+    ):
+        merged["auth"] = {**base_auth, **own_auth}
+    if isinstance(defaults.get("headers"), dict) and isinstance(raw.get("headers"), dict):
+        merged["headers"] = {**defaults["headers"], **raw["headers"]}
+    return merged

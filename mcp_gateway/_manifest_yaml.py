@@ -1,0 +1,123 @@
+"""Reading manifest YAML: the data, the line of every key and item, and duplicate keys as issues.
+
+Locations are tuples of keys and indexes (``Loc``); ``dotted`` writes one as a YAML path
+(``connectors[0].auth.type``) and ``line_for`` finds its line, or its nearest ancestor's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from .errors import Issue, ManifestError
+
+__all__ = ["Loc", "dotted", "line_for", "read_yaml"]
+
+Loc = tuple[str | int, ...]
+
+
+def read_yaml(text: str, file: str) -> tuple[Any, dict[Loc, int], list[Issue]]:
+    """Parse one YAML document: its data, the line of every key and item, and duplicate keys."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        duplicates = _duplicate_keys(node, file) if node is not None else []
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        raise ManifestError([_yaml_issue(exc, file)]) from None
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines, set())
+    return data, lines, duplicates
+
+
+_YAML_HINTS = (
+    ("'\\t'", "indent with spaces: YAML does not allow tabs"),
+    ("block mapping start", "indent this key like the keys beside it"),
+    ("<block end>", "indent this line like the lines beside it"),
+    ("mapping values are not allowed", "quote a value that contains ': '"),
+    ("another document", "remove the '---' line: a manifest is one document"),
+    ("found undefined alias", "define the '&anchor' before using '*anchor'"),
+    ("found unexpected end of stream", "close the quote or bracket opened earlier"),
+)
+
+
+def _yaml_issue(exc: yaml.YAMLError, file: str) -> Issue:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    context, problem = getattr(exc, "context", None), getattr(exc, "problem", None)
+    text = "; ".join(p for p in (context, problem) if p) or str(exc)
+    where = f" (column {mark.column + 1})" if mark is not None else ""
+    fix = next((hint for needle, hint in _YAML_HINTS if needle in text), "check the indentation and quoting here")
+    return Issue(file, mark.line + 1 if mark is not None else None, "", f"not valid YAML{where}: {text}", fix)
+
+
+def _collect_lines(node: yaml.Node, path: Loc, lines: dict[Loc, int], active: set[int]) -> None:
+    if id(node) in active:  # an alias that contains itself
+        return
+    active.add(id(node))
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines[(*path, key.value)] = key.start_mark.line + 1
+                _collect_lines(value, (*path, key.value), lines, active)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _collect_lines(item, (*path, i), lines, active)
+    active.discard(id(node))
+
+
+def _duplicate_keys(root: yaml.Node, file: str) -> list[Issue]:
+    issues: list[Issue] = []
+    stack: list[tuple[yaml.Node, Loc]] = [(root, ())]
+    visited: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                line = key.start_mark.line + 1
+                if key.value in first:
+                    issues.append(
+                        Issue(
+                            file,
+                            line,
+                            dotted((*path, key.value)),
+                            f"key {key.value!r} appears twice (first on line {first[key.value]})",
+                            "merge the two into one; YAML would silently keep only the last",
+                        )
+                    )
+                first.setdefault(key.value, line)
+                stack.append((value, (*path, key.value)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return issues
+
+
+def line_for(loc: Loc, lines: dict[Loc, int]) -> int | None:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return None
+
+
+def dotted(loc: Loc) -> str:
+    """A location as a YAML path: ``connectors[0].auth.type``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
