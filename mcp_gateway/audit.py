@@ -1,15 +1,48 @@
 """The audit trail (SPEC 9): one row per call decision, never a secret, never in the way.
 
-``Auditor.record`` swallows every storage failure (SPEC 2.6): the call it describes has
-already been decided, and failing it now would be worse than a missing row. Failures are
-counted (``failures``) and logged at WARNING to stderr, so they are visible, not silent.
+``Auditor.record`` never fails the call it describes (SPEC 2.6): the call has already been
+decided, and failing it now would be worse than a missing row. Storage failures are counted
+(``failures``, shown on ``/healthz`` and the operator page) and logged at WARNING to stderr.
+
+Inside ``async with auditor.running():`` (``runtime.open_gateway`` enters it) the write is off the
+call path: ``record`` puts the row on a bounded queue and returns, and one background task waits
+``linger`` (5 ms) after the first row for others to join it, then writes whatever is queued in one
+transaction. Without ``running``, ``record`` writes the
+row before it returns, as a one-shot tool or a test that builds a ``Gateway`` by hand expects.
+
+Guarantees of the background writer:
+
+- Every row handed to ``record`` is written or counted in ``failures``; a batch that cannot be
+  written counts every row in it (it was one transaction, so none of it is in the table).
+- The queue holds ``max_queued`` rows. When it is full, ``record`` waits for room (backpressure:
+  the calls slow down to the disk's pace rather than lose rows) for at most ``full_wait`` seconds,
+  then counts the row as a failure. It fills only when the database is stuck (another process
+  holding the write lock past the busy timeout, a full disk), where writes would fail anyway.
+- ``flush()`` returns once every row recorded before it was called is written or counted: for
+  readers in this process (the operator page, tests) that read right after a call.
+- Leaving ``running`` (gateway close, SIGTERM over HTTP, EOF on stdio: each unwinds
+  ``open_gateway``) stops taking rows and writes everything queued before it returns, for at most
+  ``drain_timeout`` seconds; rows still unwritten after that are counted and logged, never silently
+  dropped. A signal under stdio cannot unwind (``server/app.py``); it calls ``close()``, which does
+  the same, before the process ends.
+
+Crash window: rows are in memory between ``record`` and the writer's commit, normally the linger
+plus one write (~5-6 ms), and at most the queue's worth when the disk is stuck. A process that dies without
+unwinding (SIGKILL, OOM kill, power loss) loses those rows; a clean stop loses none. Readers in
+other processes (``mcp-gateway audit`` while ``serve`` runs) see a row once its batch commits,
+which is normally a few milliseconds after the call returns, not before.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .store.base import AuditRecord, Store
 
@@ -17,6 +50,15 @@ __all__ = ["Auditor", "args_preview"]
 
 logger = logging.getLogger(__name__)
 PREVIEW_CHARS = 512
+MAX_QUEUED = 1024
+MAX_BATCH = 256
+FULL_WAIT_SECONDS = 5.0
+DRAIN_SECONDS = 10.0
+LINGER_SECONDS = 0.005
+"""How long the writer waits after the first queued row for more to join its batch. Measured on a
+loaded 2-core machine: writing each row as it comes costs ~0.12-0.17 ms of CPU per call (a thread
+hop to aiosqlite's worker and a commit); lingering 5 ms brings that to ~0.03-0.05 ms with sequential
+calls, and costs nothing a reader can notice (``flush`` cuts it short)."""
 
 
 def args_preview(args: Any) -> str:
@@ -25,14 +67,202 @@ def args_preview(args: Any) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
+@runtime_checkable
+class _BatchAppender(Protocol):
+    """A store that can append many rows in one transaction (``SQLiteStore``); others get one at a time."""
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None: ...
+
+
 class Auditor:
-    def __init__(self, store: Store) -> None:
+    """Writes audit rows, and counts the ones it could not write.
+
+    Args:
+        store: where rows go.
+        max_queued: rows the background queue holds before ``record`` waits.
+        max_batch: rows the writer takes into one transaction at most.
+        full_wait: seconds ``record`` waits for room in a full queue before counting the row as failed.
+        drain_timeout: seconds leaving ``running`` waits for the queue to be written.
+        linger: seconds the writer waits after the first row for more rows to batch with it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_queued: int = MAX_QUEUED,
+        max_batch: int = MAX_BATCH,
+        full_wait: float = FULL_WAIT_SECONDS,
+        drain_timeout: float = DRAIN_SECONDS,
+        linger: float = LINGER_SECONDS,
+    ) -> None:
+        if max_queued < 1 or max_batch < 1:
+            raise ValueError("max_queued and max_batch must be at least 1")
         self._store = store
+        self._batches = store if isinstance(store, _BatchAppender) else None
+        self._max_queued = max_queued
+        self._max_batch = max_batch
+        self._full_wait = full_wait
+        self._drain_timeout = drain_timeout
+        self._linger = linger
+        self._hurry = anyio.Event()
+        """Set by ``flush`` and ``close``: write what is queued now, without lingering."""
         self.failures = 0
+        """Rows that could not be written (storage errors, a full queue, a drain that timed out)."""
+        self._send: ObjectSendStream[AuditRecord] | None = None
+        self._accepted = 0
+        """Rows queued for the writer, ever."""
+        self._settled = 0
+        """Rows the writer has written or counted as failed, ever."""
+        self._progress = anyio.Event()
+        """Set (and replaced) whenever ``_settled`` moves or the writer stops: what ``flush`` waits on."""
+        self._writing = False
+        self._writer: anyio.CancelScope | None = None
+        """The writer task's scope, while it runs."""
+        self._stopped = anyio.Event()
+        self._stopped.set()
 
     async def record(self, row: AuditRecord) -> None:
+        """Write ``row`` (or queue it, inside ``running``). Never raises for a storage problem."""
+        send = self._send
+        if send is None:
+            await self._write([row])
+            return
+        # Counted before the hand-off, and settled exactly once whatever happens next, so ``flush``
+        # also waits for a row still waiting for room.
+        self._accepted += 1
         try:
-            await self._store.append_audit(row)
-        except Exception as exc:
-            self.failures += 1
-            logger.warning("audit write failed (%d so far): %s", self.failures, type(exc).__name__)
+            send.send_nowait(row)
+            return
+        except anyio.WouldBlock:
+            pass
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._write_here(row)
+            return
+        # Backpressure, shielded: a caller cancelled meanwhile must not lose the row it decided.
+        with anyio.move_on_after(self._full_wait, shield=True):
+            try:
+                await send.send(row)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._write_here(row)
+            return
+        self._fail(1, "the audit queue stayed full")
+        self._settle(1)
+
+    async def _write_here(self, row: AuditRecord) -> None:
+        """The writer is stopping: write an accepted row in the caller's task instead."""
+        try:
+            await self._write([row])
+        finally:
+            self._settle(1)
+
+    async def flush(self) -> None:
+        """Return once every row recorded before this call is written (or counted as failed)."""
+        target = self._accepted
+        while self._settled < target and self._writing:
+            self._hurry.set()
+            await self._progress.wait()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Auditor]:
+        """Run the background writer for the body's duration; on the way out, write what is queued."""
+        if self._writing:
+            raise RuntimeError("this Auditor's writer is already running")
+        send, receive = anyio.create_memory_object_stream[AuditRecord](self._max_queued)
+        self._writer, self._stopped, self._hurry = anyio.CancelScope(shield=True), anyio.Event(), anyio.Event()
+        error: BaseException | None = None
+        self._writing = True
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write_loop, receive, self._writer, self._stopped)
+            self._send = send
+            try:
+                yield self
+            except BaseException as exc:
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    raise  # the group must see a cancellation to account for it
+                # Anything else propagates as it is: handed to the group it would come out wrapped
+                # in an ExceptionGroup and change what every caller of the gateway catches.
+                error = exc
+            finally:
+                await self.close()
+        if error is not None:
+            raise error
+
+    async def close(self) -> None:
+        """Stop queueing (later rows are written by ``record`` itself) and wait, at most
+        ``drain_timeout`` seconds, until the writer has written everything queued. Idempotent;
+        leaving ``running`` calls it, and so may a signal handler that is about to end the process."""
+        send, self._send = self._send, None
+        self._hurry.set()  # and stays set: no lingering while the writer drains
+        if send is not None:
+            send.close()  # the writer drains the queue, then sees the end of the stream
+        with anyio.move_on_after(self._drain_timeout, shield=True):
+            await self._stopped.wait()
+        if self._writer is not None:
+            self._writer.cancel()  # a no-op when it finished; else it gives up on what is left
+
+    async def _write_loop(
+        self, receive: ObjectReceiveStream[AuditRecord], scope: anyio.CancelScope, stopped: anyio.Event
+    ) -> None:
+        # Shielded: the writer outlives a cancelled gateway long enough to drain the queue; only
+        # ``running`` ends it early, when the drain timed out.
+        try:
+            with scope:
+                async for row in receive:
+                    if self._linger and not self._hurry.is_set():
+                        with anyio.move_on_after(self._linger):
+                            await self._hurry.wait()
+                    if self._hurry.is_set() and self._send is not None:
+                        self._hurry = anyio.Event()
+                    batch = [row]
+                    while len(batch) < self._max_batch:
+                        try:
+                            batch.append(receive.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    try:
+                        await self._write(batch)
+                    except anyio.get_cancelled_exc_class():
+                        self._fail(len(batch), "the gateway stopped while they were being written")
+                        raise
+                    finally:
+                        self._settle(len(batch))
+        finally:
+            # Cut short by the drain timeout: whatever is still queued will never be written.
+            lost = 0
+            while True:
+                try:
+                    receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                lost += 1
+            receive.close()
+            if lost:
+                self._fail(lost, "the gateway stopped before they were written")
+                self._settle(lost)
+            self._writing = False
+            self._settle(0)
+            stopped.set()
+
+    async def _write(self, batch: list[AuditRecord]) -> None:
+        """Write rows, counting the ones that could not be; never raises (but for cancellation)."""
+        if len(batch) > 1 and self._batches is not None:
+            try:
+                await self._batches.append_audits(batch)
+            except Exception as exc:
+                self._fail(len(batch), type(exc).__name__)
+            return
+        for row in batch:
+            try:
+                await self._store.append_audit(row)
+            except Exception as exc:
+                self._fail(1, type(exc).__name__)
+
+    def _settle(self, rows: int) -> None:
+        self._settled += rows
+        self._progress.set()
+        self._progress = anyio.Event()
+
+    def _fail(self, rows: int, why: str) -> None:
+        self.failures += rows
+        logger.warning("audit write failed for %d row(s) (%d so far): %s", rows, self.failures, why)

@@ -22,7 +22,7 @@ from .errors import GatewayError, ManifestError
 from .gateway import Gateway, result_payload
 from .identity import OPERATOR, Principal, TokenService
 from .manifest import load_manifest
-from .runtime import Settings, open_gateway, open_store, reload_on_sighup
+from .runtime import Settings, keep_discovery_warm, open_gateway, open_store, reload_on_sighup
 from .sync import Progress
 
 __all__ = ["main"]
@@ -337,6 +337,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             sys.stderr.write(f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions\n")
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
+                tg.start_soon(keep_discovery_warm, gw)  # the optional re-ranker's vectors, off the event loop
                 tokens = TokenService(gw.store, gw.clock)
                 await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
                 tg.cancel_scope.cancel()
@@ -346,6 +347,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         server = build_mcp_server(gw, default_principal=_principal(args), request_state_key=state_key(gw))
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
+            tg.start_soon(keep_discovery_warm, gw)
             await run_stdio(server, gw, pages_requested)
             tg.cancel_scope.cancel()
     return 0
@@ -364,6 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--manifest", help="manifest YAML (default: the bundled manifests/default.yaml)")
     common.add_argument("--state-dir", help="state folder (default: $MCP_GATEWAY_STATE_DIR or ./.mcp-gateway)")
+    common.add_argument(
+        "--database-url",
+        help="postgresql://... shared by several instances (default: $MCP_GATEWAY_DATABASE_URL, else SQLite in the "
+        "state folder); prefer the variable, since other local users can see a password in a command line",
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs on stderr")
 
@@ -450,9 +457,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # These libraries log full request URLs (an api_key may sit in the query) and SQL parameters
     # (sealed credentials) at DEBUG: they stay quiet even under --debug.
-    for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite"):
+    for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    args.settings = Settings.from_env(manifest=args.manifest, state_dir=args.state_dir)
+    args.settings = Settings.from_env(manifest=args.manifest, state_dir=args.state_dir, database_url=args.database_url)
     try:
         return anyio.run(args.fn, args)
     except KeyboardInterrupt:

@@ -47,6 +47,7 @@ __all__ = [
     "AESGCMCipher",
     "Cipher",
     "credential_aad",
+    "derive_key",
     "load_master_key",
     "parse_master_key",
 ]
@@ -160,6 +161,17 @@ def credential_aad(project: str, connector: str, principal: str, name: str) -> b
     ASCII-escaped, so any string encodes.
     """
     return json.dumps([_AAD_LABEL, project, connector, principal, name], separators=(",", ":")).encode()
+
+
+def derive_key(master_key: bytes, purpose: str, project: str) -> bytes:
+    """A 32-byte key for one ``purpose`` other than sealing credentials (``"pages"``: the human
+    pages' CSRF tokens). HKDF-SHA256 from the master key under a label of its own, bound to the
+    project: every instance sharing the master key derives the same key, with no state to share,
+    and it never equals the sealing key or another purpose's key."""
+    if not purpose.isidentifier():
+        raise ValueError(f"a key purpose is a plain word, not {purpose!r}")
+    info = f"mcp-gateway/{purpose}/v1:".encode() + project.encode("utf-8", "surrogatepass")
+    return HKDF(algorithm=SHA256(), length=32, salt=None, info=info).derive(bytes(master_key))
 
 
 # -- the master key --------------------------------------------------------------------------

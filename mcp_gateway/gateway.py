@@ -94,6 +94,7 @@ class Gateway:
         executors: Mapping[str, Executor] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         oauth2: OAuth2Tokens | None = None,
+        page_key: bytes | None = None,
     ) -> None:
         self.manifest = manifest
         self.store = store
@@ -118,10 +119,14 @@ class Gateway:
         self.links = links
         self.approvals = approvals
         self.auditor = auditor
-        self.index = index or DiscoveryIndex()
+        # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
+        self.index = index if index is not None else DiscoveryIndex()
         self.max_response_bytes = max_response_bytes
-        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock)
-        """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight."""
+        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store)
+        """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
+        self.page_key = page_key
+        """The human pages' CSRF key, derived from the master key so that every instance sharing one
+        database accepts a form another rendered; None makes the pages pick a random one."""
         self._catalogs: dict[str, ConnectorCatalog] = {}
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._backoff = Backoff(clock)

@@ -21,16 +21,27 @@ from .approvals import ApprovalService
 from .audit import Auditor
 from .clock import Clock, SystemClock
 from .credentials import CredentialVault
-from .crypto import AESGCMCipher, load_master_key
+from .crypto import AESGCMCipher, derive_key, load_master_key
+from .discovery import DiscoveryIndex, EmbeddingReranker, minilm_reranker
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
 from .gateway import Gateway
 from .links import LinkService
 from .manifest import Manifest, load_manifest
+from .store.base import Store
+from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
 from .sync import Progress
 
-__all__ = ["Settings", "open_gateway", "open_store", "reload_manifest", "reload_on_sighup"]
+__all__ = [
+    "Settings",
+    "discovery_index",
+    "keep_discovery_warm",
+    "open_gateway",
+    "open_store",
+    "reload_manifest",
+    "reload_on_sighup",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,25 +52,55 @@ class Settings:
     """None means the bundled default manifest."""
     state_dir: Path
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    database_url: str | None = field(default=None, repr=False)
+    """``postgresql://...`` selects the PostgreSQL store several instances share; None the SQLite file
+    in ``state_dir``. It may hold a password, so it is never printed (``redact_url`` shows it)."""
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, *, manifest: str | None = None, state_dir: str | None = None
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        manifest: str | None = None,
+        state_dir: str | None = None,
+        database_url: str | None = None,
     ) -> Settings:
         env = dict(os.environ if env is None else env)
         manifest = manifest or env.get("MCP_GATEWAY_MANIFEST")
         state = state_dir or env.get("MCP_GATEWAY_STATE_DIR") or ".mcp-gateway"
-        return cls(manifest_path=Path(manifest) if manifest else None, state_dir=Path(state), env=env)
+        url = (database_url or env.get("MCP_GATEWAY_DATABASE_URL") or "").strip() or None
+        return cls(manifest_path=Path(manifest) if manifest else None, state_dir=Path(state), env=env, database_url=url)
 
     @property
     def database(self) -> Path:
         return self.state_dir / "state.db"
 
 
+def _store_for(settings: Settings) -> Store:
+    url = settings.database_url
+    if not url:
+        settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return SQLiteStore(settings.database)
+    if not is_postgres_url(url):
+        raise GatewayError(
+            f"the database URL {redact_url(url)} is not a PostgreSQL URL; give postgresql://user:password@host:5432/"
+            "database, or unset $MCP_GATEWAY_DATABASE_URL (and drop --database-url) to use the embedded SQLite "
+            "database in the state folder"
+        )
+    try:
+        from .store.postgres import PostgresStore
+    except ImportError:
+        raise GatewayError(
+            "a PostgreSQL database URL is set but its driver is not installed; run: "
+            "python3 -m pip install 'mcp-gateway[postgres]'"
+        ) from None
+    return PostgresStore(url)
+
+
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[SQLiteStore]:
-    settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    store = SQLiteStore(settings.database)
+async def open_store(settings: Settings) -> AsyncIterator[Store]:
+    """The store the settings select: PostgreSQL for a ``postgresql://`` URL, else SQLite in the state folder."""
+    store = _store_for(settings)
     await store.open()
     try:
         yield store
@@ -79,9 +120,11 @@ async def open_gateway(
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway."""
     manifest = manifest or load_manifest(settings.manifest_path)
+    index = discovery_index(manifest)  # first: a missing embeddings extra fails before anything is opened
     clock = clock or SystemClock()
     async with open_store(settings) as store:
-        cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
+        master_key = load_master_key(settings.env, settings.state_dir)
+        cipher = AESGCMCipher(master_key, project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)
         links = LinkService(store, clock, public_url or manifest.public_url, on_mint=on_link_minted)
         # trust_env=False: a proxy from the environment would see every credential we send.
@@ -100,12 +143,40 @@ async def open_gateway(
                 approvals=ApprovalService(store, clock),
                 auditor=Auditor(store),
                 executors={"mcp": mcp},
+                page_key=derive_key(master_key, "pages", manifest.project),
+                index=index,
             )
             try:
-                await gateway.sync(progress)
-                yield gateway
+                # Audit rows are written by a background task; leaving this block (close, SIGTERM,
+                # stdio EOF) writes whatever is still queued before the store closes.
+                async with gateway.auditor.running():
+                    await gateway.sync(progress)
+                    yield gateway
             finally:
                 await gateway.aclose()
+
+
+def discovery_index(manifest: Manifest) -> DiscoveryIndex:
+    """The discovery index the manifest asks for: lexical, or with the MiniLM re-ranker (``discovery.reranker``).
+
+    Raises:
+        EmbeddingsUnavailable: ``minilm`` without the ``embeddings`` extra (a ``GatewayError`` naming
+            the install command), so ``serve`` stops at startup rather than ranking differently.
+    """
+    if manifest.discovery.reranker == "minilm":
+        return DiscoveryIndex(reranker=minilm_reranker())
+    return DiscoveryIndex()
+
+
+async def keep_discovery_warm(gateway: Gateway) -> None:
+    """Embed newly indexed actions for the re-ranker in a worker thread, until cancelled; a no-op without one.
+
+    ``serve`` runs it beside the transport, so startup never waits for it: until an action is
+    embedded, a query that meets it embeds it on the spot.
+    """
+    reranker = gateway.index.reranker
+    if isinstance(reranker, EmbeddingReranker):
+        await reranker.keep_warm()
 
 
 async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
@@ -118,6 +189,8 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
         logger.warning("manifest reload refused, keeping the previous one: %s", exc)
         return str(exc)
     logger.warning("manifest reloaded: %d connectors", len(manifest.connectors))
+    if (manifest.discovery.reranker == "minilm") != isinstance(gateway.index.reranker, EmbeddingReranker):
+        logger.warning("discovery.reranker changed: it takes effect when the gateway restarts")
     return None
 
 

@@ -12,11 +12,13 @@ Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per cal
 is this process's CPU per call (for (b) it includes the gateway, its SQLite thread included);
 "server CPU" is the server subprocess's utime+stime from /proc/<pid>/stat per call. Then: cold
 sync and warm restart of the bundled default manifest (GitHub's spec), each in a fresh process,
-the tools/list size for the default catalog vs a one-action catalog, ablations of (b), and a
-cProfile of (b) listing the gateway's own hotspots.
+the tools/list size for the default catalog vs a one-action catalog, resident memory of a gateway
+holding ~10,000 actions (cold and warm, optionally with tracemalloc's biggest allocators),
+ablations of (b) that put back the audit INSERT and the uncached vault lookups the call path no
+longer makes, each call-path step timed alone, and a cProfile of (b) listing the gateway's hotspots.
 
-Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--profile 500]
-    [--skip-e2e] [--skip-sync]
+Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 3]
+    [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N]
 """
 
 # Setup (starting servers, the CLI, reading /proc) blocks on purpose: the calls run strictly one
@@ -157,6 +159,76 @@ def open_default(state_dir: str) -> None:
     out["process_s"] = time.perf_counter() - started
     out["rss_mb"] = _rss_mb("VmHWM")
     print(json.dumps(out))
+
+
+SPECS = REPO / "catalog" / "specs"
+RSS_CONNECTORS = (("github", "github.json.gz", 6), ("stripe", "stripe.json.gz", 5), ("slack", "slack.json.gz", 4))
+RSS_ONCE = (("notion", "notion.json"), ("petstore", "petstore.json"))
+RSS_TARGET_MB = 150
+
+
+def rss_manifest(upstream: str) -> str:
+    """~10,000 actions of real APIs: the bundled specs, the big three replicated under new slugs
+    (there are not 10,000 distinct real operations at hand), every base URL the loopback upstream."""
+    connectors = [(f"{name}-{i}", spec) for name, spec, copies in RSS_CONNECTORS for i in range(copies)]
+    connectors += list(RSS_ONCE)
+    body = "".join(
+        f"  - slug: {slug}\n    base_url: {upstream}\n    auth: {{type: none}}\n"
+        f"    source: {{openapi: {SPECS / spec}}}\n"
+        for slug, spec in connectors
+    )
+    return f"project: rss\ndefault_mode: allow_all\npublic_url: http://127.0.0.1:1\nconnectors:\n{body}"
+
+
+def _sample_args(schema: dict[str, Any]) -> dict[str, Any]:
+    values = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    props = schema.get("properties", {})
+    return {k: values.get(props.get(k, {}).get("type"), "1") for k in schema.get("required", [])}
+
+
+def rss_gateway(state_dir: str, manifest: str, top: int) -> None:
+    """Open a gateway on ``manifest``; print, as JSON, resident memory after the open and after a
+    few meta-tool calls, and (``top`` > 0) where the Python heap is, by tracemalloc."""
+    import tracemalloc
+
+    if top:
+        tracemalloc.start()
+    from mcp_gateway.identity import OPERATOR
+    from mcp_gateway.runtime import Settings, open_gateway
+    from mcp_gateway.server import app, tools  # noqa: F401 - what `serve` imports too
+
+    imported = _rss_mb("VmRSS")
+
+    async def run() -> dict[str, Any]:
+        settings = Settings(
+            manifest_path=Path(manifest), state_dir=Path(state_dir), env={"MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
+        )
+        t0 = time.perf_counter()
+        async with open_gateway(settings) as gw:
+            out: dict[str, Any] = {"open_s": time.perf_counter() - t0, "actions": len(gw.index)}
+            out["rss_imports_mb"] = imported
+            out["rss_open_mb"] = _rss_mb("VmRSS")
+            if top:
+                snapshot = tracemalloc.take_snapshot()
+                out["traced_mb"] = sum(s.size for s in snapshot.statistics("filename")) / 2**20
+                out["top"] = [
+                    (str(stat.traceback[0]), stat.size / 2**20, stat.count)
+                    for stat in snapshot.statistics("lineno")[:top]
+                ]
+            calls = 0
+            for query in ("create an issue", "list customers", "post a message to a channel", "merge a pull request"):
+                found = await gw.discover(OPERATOR, query)
+                for hit in found["results"][:3]:
+                    described = await gw.describe(OPERATOR, hit["name"])
+                    await gw.call(OPERATOR, hit["name"], _sample_args(described.get("input_schema", {})))
+                    calls += 1
+            await gw.auditor.flush()
+            out["calls"] = calls
+            out["rss_calls_mb"] = _rss_mb("VmRSS")
+            out["hwm_mb"] = _rss_mb("VmHWM")
+        return out
+
+    print(json.dumps(anyio.run(run)))
 
 
 def _tools_bytes(tools: list[Any]) -> int:
@@ -370,26 +442,10 @@ def _check(label: str, structured: dict[str, Any] | None) -> None:
 
 async def in_process(root: Path, manifest_path: Path, *, n: int, warmup: int, profile: int) -> dict[str, Any]:
     from mcp_gateway.audit import Auditor
-    from mcp_gateway.credentials import CredentialVault, SealedCredential
     from mcp_gateway.identity import OPERATOR
     from mcp_gateway.model import Ok
     from mcp_gateway.runtime import Settings, open_gateway
-    from mcp_gateway.store.base import AuditRecord
-
-    class NoAudit(Auditor):
-        async def record(self, row: AuditRecord) -> None:
-            return None
-
-    class CachedVault(CredentialVault):
-        def __init__(self, inner: CredentialVault) -> None:
-            self.__dict__.update(inner.__dict__)
-            self._cache: dict[tuple[str, str, str], SealedCredential | None] = {}
-
-        async def sealed(self, connector: str, *, principal: str, name: str = "default") -> SealedCredential | None:
-            key = (connector, principal, name)
-            if key not in self._cache:
-                self._cache[key] = await super().sealed(connector, principal=principal, name=name)
-            return self._cache[key]
+    from mcp_gateway.store._access import AccessCache
 
     settings = Settings(
         manifest_path=manifest_path, state_dir=root / "inproc", env={"MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
@@ -405,12 +461,19 @@ async def in_process(root: Path, manifest_path: Path, *, n: int, warmup: int, pr
             await gw.call(OPERATOR, TOOL, ARGS)
 
         out["b"] = await measure("(b) Gateway.call in process", call, n=n, warmup=warmup)
-        auditor, vault = gw.auditor, gw.vault
-        gw.auditor = NoAudit(gw.store)
-        out["b_noaudit"] = await measure("    ablation: no audit write", call, n=n, warmup=warmup)
-        gw.vault = CachedVault(vault)
-        out["b_bare"] = await measure("    ablation: no audit, vault cached", call, n=n, warmup=warmup)
-        gw.auditor, gw.vault = auditor, vault
+        # Ablations put back, one at a time and then together, what this build took off the call
+        # path: the audit INSERT awaited by the call (an Auditor without its background writer writes
+        # inline), and credential lookups read from SQLite every time (a cache whose counter is
+        # never readable answers nothing from memory). Both together are the previous design.
+        auditor, access = gw.auditor, gw.store._access
+        gw.auditor = Auditor(gw.store)
+        out["b_inline_audit"] = await measure("    ablation: audit INSERT inline", call, n=n, warmup=warmup)
+        gw.auditor = auditor
+        gw.store._access = AccessCache(lambda: None)
+        out["b_uncached"] = await measure("    ablation: vault lookups uncached", call, n=n, warmup=warmup)
+        gw.auditor = Auditor(gw.store)
+        out["b_before"] = await measure("    ablation: both (the previous design)", call, n=n, warmup=warmup)
+        gw.auditor, gw.store._access = auditor, access
 
         profiler = cProfile.Profile()
         profiler.enable()
@@ -426,14 +489,17 @@ async def components(gw: Any) -> list[tuple[str, float]]:
     """Median wall time of each step of the call path, timed alone (n=1000 each).
 
     The SQLite steps are the ones cProfile cannot see: aiosqlite runs them on its own thread,
-    and the event loop waits for the hop there and back.
+    and the event loop waits for the hop there and back. Each lookup is timed as the call path
+    makes it now (from memory, after one read of the access counter) and with the cache bypassed
+    (what every call paid before); the audit row as queued and as an inline INSERT.
     """
-    from mcp_gateway.audit import args_preview
+    from mcp_gateway.audit import Auditor, args_preview
     from mcp_gateway.auth import LastMeterAuth
     from mcp_gateway.clock import SystemClock
     from mcp_gateway.execution import build_request
     from mcp_gateway.identity import OPERATOR, TokenService
     from mcp_gateway.redaction import Redactor
+    from mcp_gateway.store._access import AccessCache
 
     action = gw.index.resolve(TOOL)
     cfg = gw.manifest.connector("bench")
@@ -442,7 +508,18 @@ async def components(gw: Any) -> list[tuple[str, float]]:
     tokens = TokenService(gw.store, SystemClock())
     _, token = await tokens.create("bench")
     data = json.loads(BODY)
+    await gw.auditor.flush()
     row = (await gw.store.list_audit(1))[0]  # a real row of the calls above
+    access = gw.store._access
+    uncached = AccessCache(lambda: None)
+    inline = Auditor(gw.store)
+
+    async def bypassing(lookup: Awaitable[Any]) -> None:
+        gw.store._access = uncached
+        try:
+            await lookup
+        finally:
+            gw.store._access = access
 
     def redact() -> None:
         redactor = Redactor()
@@ -463,10 +540,18 @@ async def components(gw: Any) -> list[tuple[str, float]]:
         ("redaction (Redactor.add + redact of the body)", redact),
         ("audit row: args_preview + fingerprint", lambda: args_preview(ARGS)),
     ]
+    if gw.store._probe is not None:
+        steps.append(("access counter read (sync sqlite3, on the loop)", gw.store._probe.read))
     async_steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-        ("vault lookup (CredentialVault.sealed: 2 SELECTs)", lambda: gw.vault.sealed("bench", principal="operator")),
-        ("audit write (Auditor.record: 1 INSERT)", lambda: gw.auditor.record(row)),
-        ("HTTP token check (TokenService.verify: 1 SELECT)", lambda: tokens.verify(token)),
+        ("vault lookup, cached (CredentialVault.sealed)", lambda: gw.vault.sealed("bench", principal="operator")),
+        (
+            "vault lookup, uncached (2 SELECTs)",
+            lambda: bypassing(gw.vault.sealed("bench", principal="operator")),
+        ),
+        ("audit record, queued (Auditor.record)", lambda: gw.auditor.record(row)),
+        ("audit record, inline (1 INSERT)", lambda: inline.record(row)),
+        ("HTTP token check, cached (TokenService.verify)", lambda: tokens.verify(token)),
+        ("HTTP token check, uncached (1 SELECT)", lambda: bypassing(tokens.verify(token))),
     ]
     out = []
     for name, fn in steps:
@@ -483,6 +568,7 @@ async def components(gw: Any) -> list[tuple[str, float]]:
             await afn()
             samples.append(time.perf_counter() - t0)
         out.append((name, statistics.median(samples)))
+        await gw.auditor.flush()  # the queued rows are written before the next step is timed
     return out
 
 
@@ -563,7 +649,7 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
         floor = await measure("(a) direct httpx2 GET", direct, n=n, warmup=warmup)
 
     inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile)
-    results = [floor, inproc["b"], inproc["b_noaudit"], inproc["b_bare"]]
+    results = [floor, inproc["b"], inproc["b_inline_audit"], inproc["b_uncached"], inproc["b_before"]]
     sizes: dict[str, Any] = {}
 
     if not opts.skip_e2e:
@@ -635,6 +721,8 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
 
     if not opts.skip_sync:
         await sync_and_sizes(root, sizes, opts)
+    if not opts.skip_rss:
+        resident_memory(root, upstream, opts.tracemalloc)
 
     print("\ncall-path steps timed alone (median wall per op, n=1000):")
     for name, seconds in inproc["components"]:
@@ -698,6 +786,41 @@ async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Names
         )
 
 
+def resident_memory(root: Path, upstream: str, top: int) -> None:
+    """SPEC 12: <= 150 MB resident with 10,000 actions. Cold (every spec parsed) and warm (catalogs
+    read back from SQLite, as a restarted ``serve``), each in a fresh process."""
+    manifest = root / "rss.yaml"
+    manifest.write_text(rss_manifest(upstream))
+    state = root / "rss-state"
+    runs = []
+    # tracemalloc costs memory itself, so the traced run is an extra one, after the measured two.
+    for phase, traced in (("cold", 0), ("warm", 0), ("warm, traced", top))[: 3 if top else 2]:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--rss-gateway", str(state), str(manifest), "--tracemalloc", str(traced)],
+            capture_output=True,
+            text=True,
+            env=_env(state),
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"the {phase} RSS run failed:\n{proc.stderr}")
+        runs.append((phase, json.loads(proc.stdout.strip().splitlines()[-1])))
+    actions = runs[0][1]["actions"]
+    print(f"\nresident memory, {actions} actions ({', '.join(f'{n} x{c}' for n, _, c in RSS_CONNECTORS)} + ", end="")
+    print(f"{', '.join(n for n, _ in RSS_ONCE)}), each open in a fresh process (target <= {RSS_TARGET_MB} MB):")
+    for phase, r in runs[:2]:
+        print(
+            f"  {phase:5} open_gateway {r['open_s']:.2f} s; VmRSS {r['rss_imports_mb']:.0f} MB after imports, "
+            f"{r['rss_open_mb']:.0f} MB after the open, {r['rss_calls_mb']:.0f} MB after {r['calls']} "
+            f"discover+describe+call rounds; peak {r['hwm_mb']:.0f} MB"
+        )
+    for phase, r in runs[2:]:
+        if r.get("top"):
+            print(f"  tracemalloc, {phase} open: {r['traced_mb']:.0f} MB of Python objects; biggest allocators:")
+            for where, mb, count in r["top"]:
+                print(f"    {mb:7.1f} MB {count:9} blocks  {_short(where)}")
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=300, help="measured calls per path")
@@ -706,11 +829,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--profile", type=int, default=500, help="calls of (b) under cProfile")
     p.add_argument("--skip-e2e", action="store_true", help="only (a) and (b)")
     p.add_argument("--skip-sync", action="store_true", help="no cold sync / warm restart of the default manifest")
+    p.add_argument("--skip-rss", action="store_true", help="no resident-memory measurement at ~10,000 actions")
+    p.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="with the RSS run: the N biggest allocators")
     p.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--serve-floor", choices=["stdio", "http"], help=argparse.SUPPRESS)
     p.add_argument("--upstream", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--open-default", metavar="STATE_DIR", help=argparse.SUPPRESS)
+    p.add_argument("--rss-gateway", nargs=2, metavar=("STATE_DIR", "MANIFEST"), help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -722,5 +848,7 @@ if __name__ == "__main__":
         serve_floor(options.serve_floor, options.upstream, options.port)
     elif options.open_default:
         open_default(options.open_default)
+    elif options.rss_gateway:
+        rss_gateway(*options.rss_gateway, options.tracemalloc)
     else:
         anyio.run(main, options)

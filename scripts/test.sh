@@ -13,12 +13,35 @@ if [ -f package.json ] && command -v npm >/dev/null; then
     npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+# System packages come from apt only when missing; apt-get update runs once, before the first install.
+APT_UPDATED=
+apt_install() {
+    if [ -z "$APT_UPDATED" ]; then
+        apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    # confold: keep a config file written before the install (createcluster.conf below) without asking.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@" >/dev/null
+}
+
 # Headless Chromium for the browser tests (tests/e2e/test_browser.py), driven by Playwright with
 # executable_path=/usr/bin/chromium: Debian's package, since Playwright's own browser download is
-# not reachable here. apt-get update runs once, only when something is missing.
+# not reachable here.
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    apt_install chromium
+fi
+
+# PostgreSQL server binaries for the several-instances tests (tests/store/test_postgres.py,
+# tests/e2e/test_postgres_e2e.py): tests/support/postgres.py runs initdb/pg_ctl on a throwaway
+# cluster of its own, so Debian's default cluster is not created (createcluster.conf) and no
+# service is started. Debian keeps initdb in /usr/lib/postgresql/<version>/bin, off PATH.
+if ! command -v initdb >/dev/null && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null \
+    && command -v apt-get >/dev/null; then
+    mkdir -p /etc/postgresql-common
+    [ -f /etc/postgresql-common/createcluster.conf ] \
+        || echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+    apt_install --no-install-recommends postgresql
 fi
 
 exec python3 -m pytest -q "$@"

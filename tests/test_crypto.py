@@ -12,6 +12,7 @@ from mcp_gateway.crypto import (
     KEY_ENV_VAR,
     AESGCMCipher,
     credential_aad,
+    derive_key,
     load_master_key,
     parse_master_key,
 )
@@ -182,3 +183,19 @@ def test_loaded_key_works_with_cipher(tmp_path: Path) -> None:
     cipher = AESGCMCipher(key, project="demo")
     again = AESGCMCipher(load_master_key({}, tmp_path), project="demo")
     assert again.open(cipher.seal(b"x", aad=AAD), aad=AAD) == b"x"
+
+
+def test_derived_keys_are_stable_and_bound_to_purpose_and_project() -> None:
+    from mcp_gateway.server.elicitation import derive_request_state_key
+
+    pages = derive_key(KEY, "pages", "demo")
+    assert pages == derive_key(KEY, "pages", "demo") and len(pages) == 32  # every instance derives the same
+    others = {
+        derive_key(KEY, "pages", "other"),
+        derive_key(KEY, "csrf", "demo"),
+        derive_key(b"j" * 32, "pages", "demo"),
+        derive_request_state_key(KEY, "demo"),
+    }
+    assert pages not in others and len(others) == 4
+    with pytest.raises(ValueError, match="plain word"):
+        derive_key(KEY, "v1/project", "demo")  # cannot be made to spell the sealing key's label

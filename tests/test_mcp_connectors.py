@@ -186,5 +186,8 @@ async def test_risk_policy_and_redaction_through_the_gateway(gateway: Gateway) -
     invalid = await call(gateway, "lab.peek", {"key": 5})
     assert invalid["status"] == "denied" and invalid["reason"] == "invalid_args"  # the tool's own schema
 
-    for row in await gateway.store.list_audit(limit=50):
+    await gateway.auditor.flush()  # audit rows are written in the background
+    rows = await gateway.store.list_audit(limit=50)
+    assert rows
+    for row in rows:
         assert SECRET not in row.model_dump_json()

@@ -13,8 +13,11 @@ Where things live:
   has accepted it yet) is the credential named ``oauth2_token`` (``TOKEN_NAME``), sealed too.
 - Access tokens in use are cached in memory with their expiry (SPEC 5), so a call opens nothing
   while its token is fresh. A token is refreshed shortly before it expires, and once after a 401.
-- Authorizations in flight (state -> PKCE verifier and the connect link) are held in memory for
-  ten minutes. A state is 256 random bits, looked up by its SHA-256, and used at most once.
+- Authorizations in flight (state -> PKCE verifier and the connect link) live in the store for ten
+  minutes, so the provider may send the human back to any instance behind a load balancer. A
+  state is 256 random bits, stored as its SHA-256, and taken at most once (atomically, in any
+  instance). The verifier and link travel encrypted under a key derived from the state itself:
+  the database alone opens nothing, and only the human's browser (and the provider) holds the state.
 
 No login loop: a token set that no upstream has accepted yet is *unverified*. If the upstream
 still answers 401 to it after the one renewal, the human has just authorized and trying again
@@ -46,7 +49,9 @@ from ..clock import Clock
 from ..credentials import PROJECT_WIDE, CredentialVault, SealedCredential, SecretValue
 from ..errors import CredentialError, CredentialMissing, GatewayError, UpstreamError
 from ..manifest import OAuth2Auth
+from ..store.base import Store
 from ._base import check_header_value, secret_fields
+from ._oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
 
 __all__ = [
     "CALLBACK_PATH",
@@ -65,8 +70,6 @@ TOKEN_NAME = "oauth2_token"
 """The credential name under which a connector's token set is sealed."""
 CALLBACK_PATH = "/oauth/callback"
 STATE_TTL = timedelta(minutes=10)
-MAX_PENDING = 256
-"""Authorizations in flight at once; the oldest is dropped past this, so a flood cannot grow memory."""
 MAX_TOKEN_RESPONSE = 64 * 1024
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -107,22 +110,6 @@ class IssuedToken:
         return self.expires_at is None or now < self.expires_at
 
 
-@dataclass(frozen=True)
-class PendingAuthorization:
-    """One human on their way to the provider: what the callback needs to finish, bound to one link."""
-
-    connector: str
-    principal: str
-    link_token: str
-    """The connect link it came from; consumed when the authorization completes."""
-    verifier: str = ""
-    redirect_uri: str = ""
-    expires_at: datetime | None = None
-
-    def __repr__(self) -> str:
-        return f"PendingAuthorization(connector={self.connector!r}, principal={self.principal!r})"
-
-
 class OAuth2Tokens:
     """Tokens for every ``oauth2`` connector of one gateway: the cache, the grants and the callbacks.
 
@@ -130,19 +117,20 @@ class OAuth2Tokens:
         http: the shared client (no proxy from the environment, no redirects followed).
         vault: where client credentials and token sets are sealed.
         clock: for expiry.
+        store: where authorizations in flight wait for the callback (shared by every instance).
         timeout: seconds for one token endpoint exchange.
     """
 
     def __init__(
-        self, http: httpx2.AsyncClient, vault: CredentialVault, clock: Clock, *, timeout: float = 15.0
+        self, http: httpx2.AsyncClient, vault: CredentialVault, clock: Clock, *, store: Store, timeout: float = 15.0
     ) -> None:
         self._http = http
         self._vault = vault
         self._clock = clock
+        self._store = store
         self._timeout = timeout
         self._cache: dict[tuple[str, str], IssuedToken] = {}
         self._locks: dict[tuple[str, str], anyio.Lock] = {}
-        self._pending: dict[str, PendingAuthorization] = {}
 
     # -- the call path --------------------------------------------------------------------------
 
@@ -268,7 +256,7 @@ class OAuth2Tokens:
 
     # -- the human side -------------------------------------------------------------------------
 
-    def begin(
+    async def begin(
         self,
         config: OAuth2Auth,
         *,
@@ -286,19 +274,19 @@ class OAuth2Tokens:
         """
         assert config.authorize_url is not None  # the manifest requires it for this flow
         now = self._clock.now()
-        self._pending = {h: p for h, p in self._pending.items() if p.expires_at is None or p.expires_at > now}
-        while len(self._pending) >= MAX_PENDING:
-            del self._pending[next(iter(self._pending))]
+        expires_at = min(now + STATE_TTL, link_expires_at)
         state = secrets.token_urlsafe(32)
         verifier = secrets.token_urlsafe(48)  # 64 characters of the RFC 7636 alphabet
-        self._pending[_digest(state)] = PendingAuthorization(
+        pending = PendingAuthorization(
             connector=connector,
             principal=principal,
             link_token=link_token,
             verifier=verifier,
             redirect_uri=redirect_uri,
-            expires_at=min(now + STATE_TTL, link_expires_at),
+            expires_at=expires_at,
         )
+        # Expired entries are purged by every put, so abandoned sign-ins cannot pile up.
+        await self._store.put_ephemeral(PENDING_KIND, _digest(state), seal_pending(state, pending), expires_at, now)
         params = {
             "response_type": "code",
             "client_id": client_id,
@@ -310,14 +298,13 @@ class OAuth2Tokens:
         }
         return str(httpx2.URL(config.authorize_url).copy_merge_params(params))
 
-    def take(self, state: str) -> PendingAuthorization | None:
-        """The authorization this state belongs to, removed so that it works once; None if unknown or late."""
+    async def take(self, state: str) -> PendingAuthorization | None:
+        """The authorization this state belongs to, removed so that it works once (whichever instance
+        the callback reaches); None if unknown or late."""
         if not state or len(state) > 512:
             return None
-        pending = self._pending.pop(_digest(state), None)
-        if pending is None or (pending.expires_at is not None and pending.expires_at <= self._clock.now()):
-            return None
-        return pending
+        sealed = await self._store.take_ephemeral(PENDING_KIND, _digest(state), self._clock.now())
+        return open_pending(state, sealed) if sealed is not None else None
 
     async def exchange(self, config: OAuth2Auth, pending: PendingAuthorization, code: str) -> dict[str, str]:
         """Trade the code for a token set (RFC 6749 section 4.1.3, with the PKCE verifier). Returns the
@@ -438,7 +425,7 @@ class OAuth2Tokens:
         return self._clock.now() + timedelta(seconds=float(expires_in) - margin)
 
     def __repr__(self) -> str:
-        return f"OAuth2Tokens(cached={len(self._cache)}, pending={len(self._pending)})"
+        return f"OAuth2Tokens(cached={len(self._cache)})"
 
 
 class OAuth2Session:

@@ -20,14 +20,28 @@ adds synonyms, agent nouns ("review" -> "reviewer") and splits run-together word
 Weights were tuned on BFCL's non-live categories and the dev split of ``tests/data/github_intents.json``;
 ``scripts/bench_discover_quality.py`` measures them against BM25 baselines, also on held-out data.
 
+Optionally, a third stage (``_embedding``, off by default, the ``embeddings`` extra): all-MiniLM-L6-v2
+in numpy re-orders the same pool by lexical score plus the query-action cosine. ``DiscoveryIndex(reranker=...)``
+takes any ``Reranker``; without one nothing of it is imported beyond a few stdlib modules.
+
 ``suggest`` serves the ``action_not_found`` path (SPEC 3.2): models call guessed names like
 ``github.create_issue``; it answers with the closest real actions (``_suggest``).
 """
 
 from __future__ import annotations
 
+from ._embedding import EmbeddingReranker, EmbeddingsUnavailable, minilm_reranker
 from ._index import DiscoveryIndex
+from ._rank import Reranker
 from ._segment import summary_of
 from ._text import fold_name
 
-__all__ = ["DiscoveryIndex", "fold_name", "summary_of"]
+__all__ = [
+    "DiscoveryIndex",
+    "EmbeddingReranker",
+    "EmbeddingsUnavailable",
+    "Reranker",
+    "fold_name",
+    "minilm_reranker",
+    "summary_of",
+]

@@ -49,13 +49,16 @@ class DiscoveryIndex:
         "_name_vocab",
         "_next_id",
         "_ordered",
+        "_reranker",
         "_segments",
         "_size",
         "_slugs_by_fold",
         "_starts",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, reranker: _rank.Reranker | None = None) -> None:
+        # An optional third stage (the embedding re-ranker); None keeps search purely lexical.
+        self._reranker = reranker
         self._segments: dict[str, Segment] = {}
         # Segments by ascending ``start`` and those starts, to map a global id to its action by bisection.
         self._ordered: list[Segment] = []
@@ -72,6 +75,11 @@ class DiscoveryIndex:
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def reranker(self) -> _rank.Reranker | None:
+        """The optional third stage given at construction (``keep_discovery_warm`` warms it)."""
+        return self._reranker
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -93,7 +101,7 @@ class DiscoveryIndex:
             raise ValueError("discovery index id space exhausted; restart the gateway")
         segment = build_segment(slug, self._next_id, actions)
         self._next_id += len(actions)
-        self.remove_connector(slug)
+        self._unindex(slug)
         self._segments[slug] = segment
         self._ordered.append(segment)
         self._starts.append(segment.start)
@@ -102,9 +110,17 @@ class DiscoveryIndex:
         _add_counts(self._df, ((term, span & COUNT_MASK) for term, span in segment.spans.items()), 1)
         _add_counts(self._name_df, ((term, 1) for term in segment.name_terms), 1)
         self._changed()
+        if self._reranker is not None:
+            self._reranker.update(slug, segment.actions)
 
     def remove_connector(self, slug: str) -> None:
         """Forget one connector; a slug that is not indexed is a no-op."""
+        self._unindex(slug)
+        if self._reranker is not None:
+            self._reranker.update(slug, ())
+
+    def _unindex(self, slug: str) -> None:
+        # Without telling the re-ranker: on a replace it keeps the vectors of unchanged actions.
         segment = self._segments.pop(slug, None)
         if segment is None:
             return
@@ -184,8 +200,9 @@ class DiscoveryIndex:
             connectors: only these connector slugs (the caller's permission view); None means all.
             allow: a per-action filter, applied before the ranking is cut to ``limit``.
 
-        BM25F picks the best few the filters allow, a second stage re-orders them (``_rank``). Scores
-        are deterministic for a given catalog and view; ties are broken by qualified name.
+        BM25F picks the best few the filters allow, a second stage re-orders them (``_rank``), and the
+        optional re-ranker, when the index was given one, re-orders that pool again. Scores are
+        deterministic for a given catalog and view; ties are broken by qualified name.
         """
         if limit <= 0:
             return []
@@ -201,7 +218,10 @@ class DiscoveryIndex:
             if term in self._df:
                 exact_query.append((f" {word} ", self._idf_of(term)))
         candidates = [(action, score, *self._features(doc_id)) for doc_id, action, score in hits]
-        return _rank.rerank(candidates, weighted, self._idf_of, exact_query)[:limit]
+        ranked = _rank.rerank(candidates, weighted, self._idf_of, exact_query)
+        if self._reranker is not None:
+            ranked = self._reranker.rerank(query, ranked)
+        return ranked[:limit]
 
     def _visible(self, connectors: Collection[str] | None) -> list[Segment]:
         if connectors is None:

@@ -5,11 +5,20 @@ create``; anything else gets a bare 401 (no detail to probe with). Host and Orig
 against DNS rebinding by the SDK's transport security, configured here for the address we bind.
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,
 started the first time a link is minted, so every link the gateway hands out works.
+
+Stopping: SIGTERM or SIGINT over HTTP stops uvicorn gracefully and then unwinds ``open_gateway``
+like any close (the audit queue is written, the store closed) and exits 0. On stdio, EOF on stdin
+unwinds the same way; a signal cannot (see ``_end_on_signals``), so it writes the audit queue and
+then ends the process as the signal asks.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
+from types import FrameType
 from urllib.parse import urlsplit
 
 import anyio
@@ -91,9 +100,24 @@ def build_http_app(
     return BearerGate(app, tokens)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, minus re-raising the stop signal once it has shut down.
+
+    uvicorn re-delivers a captured SIGTERM/SIGINT after ``serve()`` returns, with the handler that
+    was there before it: by default that kills the process on the spot, before ``open_gateway``
+    unwinds, and the audit rows still queued would be lost. Here the signal only asks for the
+    graceful stop; the caller's unwinding then ends the process.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
+        self.should_exit = True
+
+
 def _uvicorn(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 async def run_http(
@@ -118,5 +142,23 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(pages)
+        if threading.current_thread() is threading.main_thread():
+            tg.start_soon(_end_on_signals, gateway)
         await server.run_stdio_async()
         tg.cancel_scope.cancel()
+
+
+async def _end_on_signals(gateway: Gateway) -> None:
+    """On SIGTERM or SIGINT under stdio: write the queued audit rows, then end as the signal asks.
+
+    The SDK reads stdin on a worker thread that cancellation cannot interrupt, so the server cannot
+    unwind until stdin closes, which is what a client does first (the MCP shutdown sequence: close
+    stdin, then SIGTERM after a grace period). A signal therefore ends the process as it did before,
+    but only after every row recorded so far is written: rows of calls still in flight are written
+    by those calls themselves, up to the moment the process ends.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            await gateway.auditor.close()
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)

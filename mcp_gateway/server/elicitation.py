@@ -10,9 +10,10 @@ When a meta-tool result carries a link a human must open (``connect_url``, ``sec
 - **2026-07-28** (stateless): the tool answers an ``InputRequiredResult`` that embeds the URL
   elicitation, with a ``requestState`` the SDK's ``RequestStateBoundary`` seals (AES-256-GCM,
   bound to the method, tool, arguments, principal and the server name as audience, with a TTL).
-  Our plaintext adds a single-use nonce, so a replayed state is refused. On the client's retry the
-  final result is produced when the human is done (the approved call runs once, ``connect``
-  answers connected), else the link result as before.
+  Our plaintext adds a single-use nonce, claimed in the shared store, so a replayed state is
+  refused by every instance sharing the database. On the client's retry the final result is
+  produced when the human is done (the approved call runs once, ``connect`` answers connected),
+  else the link result as before.
 
 Clients that declare no URL elicitation support get exactly the plain link results. No
 credential ever goes into an elicitation message or a ``requestState``: only the link, which the
@@ -24,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -48,9 +48,11 @@ from mcp_types import (
 )
 from mcp_types.version import is_version_at_least
 
+from ..clock import Clock
 from ..gateway import Gateway
 from ..identity import Principal
 from ..links import HumanLink, human_link
+from ..store.base import Store
 
 __all__ = ["HumanElicitation", "Resumed", "derive_request_state_key", "request_state_security"]
 
@@ -66,6 +68,9 @@ POLL_SECONDS = 0.5
 """How often a watcher looks at the store for a link consumed by another process or request."""
 _KDF_INFO = b"mcp-gateway/request-state/v1:"
 _NONCE_BYTES = 16
+NONCE_KIND = "request_state_nonce"
+"""The ``Store`` ephemeral kind of claimed nonces."""
+_NONCE_TTL = timedelta(seconds=STATE_TTL_SECONDS + 60)
 
 
 def derive_request_state_key(master_key: bytes, project: str) -> bytes:
@@ -121,20 +126,16 @@ class Resumed:
 
 class _Nonces:
     """Single use of a ``requestState``: each nonce is accepted once while its state could still
-    verify. In-process, like the gateway's store: one gateway process serves one state directory."""
+    verify. Claimed in the store (an atomic insert-if-absent), so a retry replayed to another
+    instance behind the load balancer is refused there too."""
 
-    def __init__(self) -> None:
-        self._used: dict[str, float] = {}
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
 
-    def claim(self, nonce: str) -> bool:
-        now = time.monotonic()
-        for old in [n for n, exp in self._used.items() if exp <= now]:
-            del self._used[old]
-        if nonce in self._used:
-            return False
-        # No await between the look and the mark: two concurrent retries cannot both claim it.
-        self._used[nonce] = now + STATE_TTL_SECONDS + 60
-        return True
+    async def claim(self, nonce: str) -> bool:
+        now = self._clock.now()
+        return await self._store.put_ephemeral(NONCE_KIND, nonce, b"", now + _NONCE_TTL, now)
 
 
 def _message(link: HumanLink, payload: Mapping[str, Any]) -> str:
@@ -160,7 +161,7 @@ class HumanElicitation:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
-        self._nonces = _Nonces()
+        self._nonces = _Nonces(gateway.store, gateway.clock)
         self._watchers: anyio.abc.TaskGroup | None = None
 
     @asynccontextmanager
@@ -202,7 +203,7 @@ class HumanElicitation:
             state = None
         if state is None or state.tool != tool or state.principal != principal_key(principal):
             raise _refused()
-        if not self._nonces.claim(state.nonce):
+        if not await self._nonces.claim(state.nonce):
             raise _refused()
         accepted = False
         responses = ctx.input_responses or {}

@@ -1,9 +1,10 @@
 """The ``Store`` protocol: everything the gateway persists, behind one async interface.
 
-Implementations: ``SQLiteStore`` (embedded default). A PostgreSQL store can follow behind the
-same protocol: every method is a single statement or a short transaction, state transitions that
-must happen exactly once (consuming a link, deciding an approval) are compare-and-set, and no
-method leaks a driver type. Secrets only ever arrive here sealed (``bytes`` from ``crypto``).
+Implementations: ``SQLiteStore`` (embedded default) and ``PostgresStore`` (several instances
+sharing one database). Every method is a single statement or a short transaction, state
+transitions that must happen exactly once (consuming a link, deciding an approval, taking an
+ephemeral entry) are compare-and-set, and no method leaks a driver type. Secrets only ever
+arrive here sealed (``bytes`` from ``crypto``).
 """
 
 from __future__ import annotations
@@ -185,6 +186,22 @@ class Store(Protocol):
     # -- audit --------------------------------------------------------------------------------
     async def append_audit(self, record: AuditRecord) -> None: ...
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]: ...
+
+    # -- short-lived shared state ------------------------------------------------------------------
+    # What a human page or a retry may hand to any instance behind a load balancer: operator
+    # sessions, OAuth2 authorizations in flight, single-use request-state nonces. ``kind`` names
+    # the use, ``key`` is already a hash or random id; values are opaque (sealed when secret).
+    async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
+        """Store ``value`` unless an unexpired entry holds (kind, key); True if stored. Atomic, so it
+        doubles as claim-once. Entries expired at ``now`` are purged."""
+
+    async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        """The value if the entry exists and is unexpired at ``now``."""
+
+    async def take_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        """Remove the entry; its value if it was unexpired. Of concurrent takers exactly one gets it."""
+
+    async def delete_ephemeral(self, kind: str, key: str) -> None: ...
 
     # -- misc -----------------------------------------------------------------------------------
     async def get_meta(self, key: str) -> Any | None: ...

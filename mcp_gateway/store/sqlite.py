@@ -17,16 +17,22 @@ Design:
 - Datetimes are stored as fixed-width ISO-8601 UTC text, so SQL comparisons (``expires_at > ?``) are
   plain string comparisons, and come back timezone-aware UTC.
 - Credentials arrive already sealed; they are stored and returned byte for byte, and never logged.
+- Credential and token lookups, made on every call, are answered from memory while a counter that
+  triggers bump on every write to those tables stands still (``_access.py``); the counter is read
+  on a read-only synchronous connection, so a cached lookup makes no thread hop.
+- Audit rows can be appended many at a time (``append_audits``): up to 64 rows are one multi-row
+  INSERT, one statement and so one transaction and one hop to aiosqlite's thread.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sqlite3
 import zlib
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +46,7 @@ from pydantic import BaseModel
 
 from ..errors import GatewayError
 from ..model import ACTIONS_ADAPTER, Action
+from ._access import ACCESS_MIGRATION, AccessCache, GenerationProbe
 from .base import (
     ApprovalRecord,
     ApprovalStatus,
@@ -152,6 +159,20 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: the approval page shows the call's (redacted) arguments.
     ("ALTER TABLE approval ADD COLUMN arguments TEXT NOT NULL DEFAULT ''",),
+    # 3: short-lived state any instance may be handed (Store.put_ephemeral).
+    (
+        """CREATE TABLE ephemeral (
+            kind       TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            value      BLOB NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (kind, key)
+        )""",
+        "CREATE INDEX ephemeral_by_expiry ON ephemeral (expires_at)",
+    ),
+    # 4: a counter that every credential or token write bumps, so the lookups each call makes can
+    # be answered from memory until it moves (see _access.py).
+    ACCESS_MIGRATION,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -228,6 +249,25 @@ def _decode_actions(blob: bytes) -> list[Action]:
     return ACTIONS_ADAPTER.validate_json(zlib.decompress(blob))
 
 
+def _always_current() -> int:
+    return 0
+
+
+def _never_current() -> None:
+    return None
+
+
+_AUDIT_ROWS_PER_STATEMENT = 64
+"""64 rows x 15 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
+
+
+@functools.cache
+def _audit_insert(rows: int) -> str:
+    """One INSERT of ``rows`` audit rows: a single statement is atomic on its own in autocommit mode."""
+    values = "(" + ", ".join("?" for _ in _AUDIT.columns) + ")"
+    return f"INSERT INTO audit ({', '.join(_AUDIT.columns)}) VALUES " + ", ".join([values] * rows)
+
+
 # -- the store ---------------------------------------------------------------------------------
 
 
@@ -247,6 +287,8 @@ class SQLiteStore:
         self._path = path if path == ":memory:" else Path(path)
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
+        self._probe: GenerationProbe | None = None
+        self._access = AccessCache(_never_current)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r})"
@@ -284,6 +326,7 @@ class SQLiteStore:
                     await db.close()
                 raise
             self._db = db
+            self._access = AccessCache(self._open_probe())
 
     async def close(self) -> None:
         """Close the connection, after any operation in flight. Idempotent; ``open`` may follow."""
@@ -291,8 +334,25 @@ class SQLiteStore:
             if self._db is None:
                 return
             db, self._db = self._db, None
+            self._access = AccessCache(_never_current)
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
             with anyio.CancelScope(shield=True):
                 await db.close()
+
+    def _open_probe(self) -> Callable[[], int | None]:
+        """How the access cache learns whether credentials or tokens changed (see ``_access.py``)."""
+        if not isinstance(self._path, Path):
+            # A private in-memory database: only this store writes it, and its writes invalidate.
+            return _always_current
+        try:
+            self._probe = GenerationProbe(self._path)
+        except sqlite3.Error as exc:
+            # Without the counter no cached answer could be trusted: every lookup reads the file.
+            logger.warning("%s: cannot open the read-only connection (%s); lookups will not be cached", self, exc)
+            return _never_current
+        return self._probe.read
 
     @staticmethod
     def _create_private_file(path: Path) -> None:
@@ -393,9 +453,11 @@ class SQLiteStore:
                 return cursor.rowcount
 
     async def _fetchone(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Row | None:
+        """The first row of a point read. ``execute_fetchall`` is one hop to aiosqlite's thread, where
+        execute + fetchone + close would be three."""
         async with self._lock:
-            async with self._conn().execute(sql, params) as cursor:
-                return await cursor.fetchone()
+            rows = await self._conn().execute_fetchall(sql, params)
+        return next(iter(rows), None)
 
     async def _fetchall(self, sql: str, params: Sequence[object] = ()) -> Iterable[sqlite3.Row]:
         async with self._lock:
@@ -458,16 +520,28 @@ class SQLiteStore:
     # -- credentials ----------------------------------------------------------------------------------
 
     async def put_credential(self, key: CredentialKey, sealed: bytes) -> None:
-        await self._execute(_CREDENTIAL_UPSERT, (key.connector, key.principal, key.name, bytes(sealed)))
+        try:
+            await self._execute(_CREDENTIAL_UPSERT, (key.connector, key.principal, key.name, bytes(sealed)))
+        finally:
+            self._access.invalidate()
 
     async def get_credential(self, key: CredentialKey) -> bytes | None:
+        """The sealed bytes, from memory while no credential or token changed (``_access.py``)."""
+        ticket = self._access.ticket()
+        if ticket is not None and key in self._access.credentials:
+            return self._access.credentials[key]
         row = await self._fetchone(
             f"SELECT sealed FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name)
         )
-        return bytes(row["sealed"]) if row is not None else None
+        sealed = bytes(row["sealed"]) if row is not None else None
+        self._access.keep_credential(ticket, key, sealed)
+        return sealed
 
     async def delete_credential(self, key: CredentialKey) -> None:
-        await self._execute(f"DELETE FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name))
+        try:
+            await self._execute(f"DELETE FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name))
+        finally:
+            self._access.invalidate()
 
     async def list_credentials(self) -> list[CredentialKey]:
         rows = await self._fetchall(
@@ -478,19 +552,33 @@ class SQLiteStore:
     async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
         """Rewrite every credential in one transaction (key rotation): all of them, or none."""
         params = [(k.connector, k.principal, k.name, bytes(v)) for k, v in sealed.items()]
-        async with self._transaction() as db:
-            await db.execute("DELETE FROM credential")
-            await db.executemany(_CREDENTIAL_INSERT, params)
+        try:
+            async with self._transaction() as db:
+                await db.execute("DELETE FROM credential")
+                await db.executemany(_CREDENTIAL_INSERT, params)
+        finally:
+            self._access.invalidate()
 
     # -- tokens ---------------------------------------------------------------------------------------
 
     async def put_token(self, token: TokenRecord) -> None:
-        await self._execute(_TOKENS.insert, _TOKENS.params(token))
+        try:
+            await self._execute(_TOKENS.insert, _TOKENS.params(token))
+        finally:
+            self._access.invalidate()
 
     async def find_token(self, token_hash: str) -> TokenRecord | None:
-        """The token with this hash, revoked or not: the caller checks ``revoked``."""
+        """The token with this hash, revoked or not: the caller checks ``revoked``. Known tokens are
+        answered from memory while no credential or token changed; unknown ones always read the file."""
+        ticket = self._access.ticket()
+        if ticket is not None and (cached := self._access.tokens.get(token_hash)) is not None:
+            return cached
         row = await self._fetchone(f"{_TOKENS.select} WHERE token_hash = ?", (token_hash,))
-        return _TOKENS.load(row) if row is not None else None
+        if row is None:
+            return None
+        record = _TOKENS.load(row)
+        self._access.keep_token(ticket, record)
+        return record
 
     async def list_tokens(self) -> list[TokenRecord]:
         rows = await self._fetchall(f"{_TOKENS.select} ORDER BY created_at, id")
@@ -498,7 +586,10 @@ class SQLiteStore:
 
     async def revoke_token(self, token_id: str) -> bool:
         """True if this call revoked the token; False if it is unknown or already revoked."""
-        return await self._execute("UPDATE token SET revoked = 1 WHERE id = ? AND revoked = 0", (token_id,)) == 1
+        try:
+            return await self._execute("UPDATE token SET revoked = 1 WHERE id = ? AND revoked = 0", (token_id,)) == 1
+        finally:
+            self._access.invalidate()
 
     # -- links ------------------------------------------------------------------------------------------
 
@@ -561,12 +652,57 @@ class SQLiteStore:
     # -- audit -------------------------------------------------------------------------------------------
 
     async def append_audit(self, record: AuditRecord) -> None:
-        await self._execute(_AUDIT.insert, _AUDIT.params(record))
+        await self.append_audits([record])
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        """Append rows in one transaction: all of them, or none (the background audit writer's batch)."""
+        if not records:
+            return
+        if len(records) <= _AUDIT_ROWS_PER_STATEMENT:
+            params = [value for record in records for value in _AUDIT.params(record)]
+            await self._fetchall(_audit_insert(len(records)), params)
+            return
+        async with self._transaction() as db:
+            await db.executemany(_AUDIT.insert, [_AUDIT.params(record) for record in records])
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
         """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
         rows = await self._fetchall(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT ?", (max(limit, 0),))
         return [_AUDIT.load(row) for row in rows]
+
+    # -- short-lived shared state ----------------------------------------------------------------------
+
+    async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
+        """Store ``value`` unless an unexpired entry holds (kind, key); True if stored. Expired entries
+        are purged first, in the same transaction, so an expired one counts as absent."""
+        async with self._transaction() as db:
+            await db.execute("DELETE FROM ephemeral WHERE expires_at <= ?", (_ts(now),))
+            async with db.execute(
+                "INSERT INTO ephemeral (kind, key, value, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (kind, key) DO NOTHING",
+                (kind, key, bytes(value), _ts(expires_at)),
+            ) as cursor:
+                return cursor.rowcount == 1
+
+    async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        row = await self._fetchone(
+            "SELECT value FROM ephemeral WHERE kind = ? AND key = ? AND expires_at > ?", (kind, key, _ts(now))
+        )
+        return bytes(row["value"]) if row is not None else None
+
+    async def take_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        """Remove the entry and return its value if it was unexpired; one taker wins, in any process."""
+        async with self._transaction() as db:
+            async with db.execute(
+                "DELETE FROM ephemeral WHERE kind = ? AND key = ? RETURNING value, expires_at", (kind, key)
+            ) as cursor:
+                row = await cursor.fetchone()
+        if row is None or row["expires_at"] <= _ts(now):
+            return None
+        return bytes(row["value"])
+
+    async def delete_ephemeral(self, kind: str, key: str) -> None:
+        await self._execute("DELETE FROM ephemeral WHERE kind = ? AND key = ?", (kind, key))
 
     # -- misc ----------------------------------------------------------------------------------------------
 

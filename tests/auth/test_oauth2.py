@@ -9,6 +9,7 @@ The same flows run against a real authorization server in ``tests/e2e/test_oauth
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,8 @@ import pytest
 
 from mcp_gateway.approvals import ApprovalService
 from mcp_gateway.audit import Auditor
-from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
+from mcp_gateway.auth._oauth2_pending import PENDING_KIND
+from mcp_gateway.auth.oauth2 import TOKEN_NAME, OAuth2Tokens, pkce_challenge
 from mcp_gateway.clock import FixedClock
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
@@ -117,7 +119,7 @@ class Env:
         token = link.rsplit("/", 1)[1]
         cfg = self.gateway.manifest.connector(connector)
         assert cfg is not None
-        url = self.gateway.oauth2.begin(
+        url = await self.gateway.oauth2.begin(
             cfg.auth,  # type: ignore[arg-type]
             connector=connector,
             principal="operator",
@@ -127,7 +129,7 @@ class Env:
             link_expires_at=record.expires_at,
         )
         state = httpx2.URL(url).params["state"]
-        pending = self.gateway.oauth2.take(state)
+        pending = await self.gateway.oauth2.take(state)
         assert pending is not None
         token_set = await self.gateway.oauth2.exchange(cfg.auth, pending, "the-code")  # type: ignore[arg-type]
         await self.gateway.oauth2.save(connector, token_set)
@@ -181,7 +183,7 @@ async def test_authorize_url_carries_state_and_an_s256_challenge(tmp_path: Path)
         _, record = await e.gateway.links.mint("connect", connector="code", principal="operator")
         urls = [
             httpx2.URL(
-                e.gateway.oauth2.begin(
+                await e.gateway.oauth2.begin(
                     cfg.auth,  # type: ignore[arg-type]
                     connector="code",
                     principal="operator",
@@ -205,14 +207,45 @@ async def test_authorize_url_carries_state_and_an_s256_challenge(tmp_path: Path)
         assert urls[0].params["state"] != urls[1].params["state"]
         assert urls[0].params["code_challenge"] != urls[1].params["code_challenge"]
 
-        pending = e.gateway.oauth2.take(params["state"])
+        pending = await e.gateway.oauth2.take(params["state"])
         assert pending is not None and pending.link_token == "link"
         assert pkce_challenge(pending.verifier) == params["code_challenge"]
         assert CANARY not in repr(pending) and pending.verifier not in repr(pending)
-        assert e.gateway.oauth2.take(params["state"]) is None  # used once
-        assert e.gateway.oauth2.take("made-up-state") is None
+        assert await e.gateway.oauth2.take(params["state"]) is None  # used once
+        assert await e.gateway.oauth2.take("made-up-state") is None
         e.clock.advance(11 * 60)
-        assert e.gateway.oauth2.take(urls[1].params["state"]) is None  # expired after ten minutes
+        assert await e.gateway.oauth2.take(urls[1].params["state"]) is None  # expired after ten minutes
+
+
+async def test_an_authorization_in_flight_is_stored_sealed_and_any_instance_takes_it_once(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        cfg = e.gateway.manifest.connector("code")
+        assert cfg is not None
+        _, record = await e.gateway.links.mint("connect", connector="code", principal="operator")
+        url = httpx2.URL(
+            await e.gateway.oauth2.begin(
+                cfg.auth,  # type: ignore[arg-type]
+                connector="code",
+                principal="operator",
+                client_id="gw-client",
+                link_token="link-token-4711",
+                redirect_uri="http://pages.test/oauth/callback",
+                link_expires_at=record.expires_at,
+            )
+        )
+        state = url.params["state"]
+        # The provider sends the human back to another instance: its own tokens over the same database.
+        async with SQLiteStore(tmp_path / "s.db") as elsewhere_store:
+            rows = await elsewhere_store._fetchall("SELECT kind, key, value FROM ephemeral")
+            [(kind, key, sealed)] = [tuple(r) for r in rows]
+            assert kind == PENDING_KIND and key == hashlib.sha256(state.encode()).hexdigest()
+            assert b"link-token-4711" not in sealed and state.encode() not in sealed  # sealed, state never stored
+            elsewhere = OAuth2Tokens(e.gateway.http, e.vault, e.clock, store=elsewhere_store)
+            pending = await elsewhere.take(state)
+            assert pending is not None and pending.link_token == "link-token-4711"
+            assert pkce_challenge(pending.verifier) == url.params["code_challenge"]
+            assert pending.verifier.encode() not in sealed
+        assert await e.gateway.oauth2.take(state) is None  # taken once, whichever instance took it
 
 
 async def test_code_exchange_sends_the_verifier_and_authenticates_the_client(tmp_path: Path) -> None:

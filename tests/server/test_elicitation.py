@@ -3,16 +3,21 @@ and the SDK sealing policy configured with them (restart-stable, audience-bound)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from mcp.server.request_state import InvalidRequestState
 
+from mcp_gateway.clock import FixedClock
 from mcp_gateway.identity import Principal
 from mcp_gateway.server.elicitation import (
+    STATE_TTL_SECONDS,
     _Nonces,
     derive_request_state_key,
     principal_key,
     request_state_security,
 )
+from mcp_gateway.store import SQLiteStore
 
 MASTER = b"m" * 32
 
@@ -44,10 +49,21 @@ def test_state_sealed_by_one_process_opens_in_another_but_not_under_another_key(
         request_state_security(None, audience="x", principal_of=principal_of).codec.unseal(sealed)
 
 
-def test_nonce_is_single_use() -> None:
-    nonces = _Nonces()
-    assert nonces.claim("a") and nonces.claim("b")
-    assert not nonces.claim("a")
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_nonce_is_single_use_across_instances_until_its_state_expires(tmp_path: Path) -> None:
+    clock = FixedClock()
+    async with SQLiteStore(tmp_path / "s.db") as store, SQLiteStore(tmp_path / "s.db") as other:
+        nonces, elsewhere = _Nonces(store, clock), _Nonces(other, clock)  # two instances, one database
+        assert await nonces.claim("a") and await nonces.claim("b")
+        assert not await nonces.claim("a")
+        assert not await elsewhere.claim("b")  # a replay to another instance is refused there too
+        clock.advance(STATE_TTL_SECONDS + 61)  # long after any state holding it stopped verifying
+        assert await elsewhere.claim("a")
 
 
 def test_principal_key_tells_user_and_agent_apart() -> None:

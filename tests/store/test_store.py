@@ -49,12 +49,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     """Makes new, unopened store instances that all share one database."""
     if request.param == "sqlite":
         path = tmp_path / "gateway.db"
         return lambda: SQLiteStore(path)
+    if request.param == "postgres":
+        # A fresh database of the session's throwaway cluster (tests/support/postgres.py).
+        url = request.getfixturevalue("postgres_url")
+        from mcp_gateway.store.postgres import PostgresStore
+
+        return lambda: PostgresStore(url)
     raise AssertionError(f"unknown store backend {request.param}")
 
 
@@ -481,6 +487,73 @@ async def test_audit_is_append_only(store: Store) -> None:
     await store.append_audit(row)
     await store.append_audit(row)  # an identical second decision is a second row
     assert await store.list_audit() == [row, row]
+
+
+# -- short-lived shared state --------------------------------------------------------------------------------
+
+
+async def test_ephemeral_round_trip_and_kinds(store: Store) -> None:
+    later = T0 + timedelta(minutes=10)
+    assert await store.get_ephemeral("session", "k", T0) is None
+    assert await store.put_ephemeral("session", "k", SEALED, later, T0) is True
+    assert await store.put_ephemeral("oauth2_state", "k", b"other kind", later, T0) is True  # kinds are apart
+    got = await store.get_ephemeral("session", "k", T0 + timedelta(minutes=9))
+    assert type(got) is bytes and got == SEALED
+    assert await store.get_ephemeral("session", "k", later) is None  # the expiry instant is expired
+    assert await store.get_ephemeral("oauth2_state", "k", T0) == b"other kind"
+
+    await store.delete_ephemeral("session", "k")
+    await store.delete_ephemeral("session", "k")  # deleting nothing is not an error
+    assert await store.get_ephemeral("session", "k", T0) is None
+    assert await store.get_ephemeral("oauth2_state", "k", T0) == b"other kind"
+
+
+async def test_put_ephemeral_claims_once_until_expiry(store: Store) -> None:
+    later = T0 + timedelta(minutes=1)
+    assert await store.put_ephemeral("nonce", "n1", b"", later, T0) is True
+    assert await store.put_ephemeral("nonce", "n1", b"again", later, T0 + timedelta(seconds=59)) is False
+    assert await store.get_ephemeral("nonce", "n1", T0) == b""  # the loser changed nothing
+    # Expired: counts as absent, so the key can be claimed again (and the old entry is purged).
+    assert await store.put_ephemeral("nonce", "n1", b"new", later + timedelta(minutes=1), later) is True
+    assert await store.get_ephemeral("nonce", "n1", later) == b"new"
+
+
+async def test_put_ephemeral_purges_expired_entries(store: Store) -> None:
+    await store.put_ephemeral("session", "old", b"x", T0 + timedelta(minutes=1), T0)
+    await store.put_ephemeral("session", "new", b"y", T0 + DAY, T0 + timedelta(minutes=5))
+    # Taking the purged one finds nothing, even "before" its expiry: it is gone, not just hidden.
+    assert await store.take_ephemeral("session", "old", T0) is None
+    assert await store.get_ephemeral("session", "new", T0 + timedelta(minutes=5)) == b"y"
+
+
+async def test_take_ephemeral_once(store: Store, second: Store) -> None:
+    await store.put_ephemeral("oauth2_state", "s", b"pending", T0 + timedelta(minutes=10), T0)
+    assert await second.take_ephemeral("oauth2_state", "s", T0 + timedelta(minutes=1)) == b"pending"
+    assert await store.take_ephemeral("oauth2_state", "s", T0 + timedelta(minutes=1)) is None
+    assert await store.take_ephemeral("oauth2_state", "unknown", T0) is None
+
+    await store.put_ephemeral("oauth2_state", "late", b"pending", T0 + timedelta(minutes=10), T0)
+    assert await store.take_ephemeral("oauth2_state", "late", T0 + timedelta(minutes=10)) is None  # expired
+    assert await store.get_ephemeral("oauth2_state", "late", T0) is None  # and removed all the same
+
+
+async def test_concurrent_ephemeral_claims_and_takes_have_one_winner(store: Store, second: Store) -> None:
+    claims: list[bool] = []
+    takes: list[bytes | None] = []
+    await store.put_ephemeral("oauth2_state", "s", b"v", T0 + DAY, T0)
+
+    async def claim(s: Store) -> None:
+        claims.append(await s.put_ephemeral("nonce", "n", b"", T0 + DAY, T0))
+
+    async def take(s: Store) -> None:
+        takes.append(await s.take_ephemeral("oauth2_state", "s", T0))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(claim, (store, second)[i % 2])
+            tg.start_soon(take, (second, store)[i % 2])
+    assert sorted(claims) == [False] * 19 + [True]
+    assert sum(t is not None for t in takes) == 1
 
 
 # -- meta -----------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """What every human page shares: templates, security headers, CSRF tokens and the same-site check.
 
 CSRF: a form carries ``HMAC(page key, binding)``, where the binding is what the form acts on (the
-hash of the link token, or the operator's session). The page key is random per process, and a
-form is always rendered and submitted to the same process, since both go through the page server
-that owns ``public_url``. Tokens are compared with ``hmac.compare_digest``. A POST whose ``Origin``
+hash of the link token, or the operator's session). The page key is derived from the master key
+(``Gateway.page_key``), so several instances behind a load balancer accept each other's forms; a
+gateway built without one (tests) uses a random key of its own. Tokens are compared with
+``hmac.compare_digest``. A POST whose ``Origin``
 is another site is refused too, and cookies are ``SameSite=Strict``.
 """
 
@@ -74,10 +75,14 @@ REFUSED = ("Request refused", "The form could not be verified. Open the link aga
 
 @dataclass
 class PageContext:
-    """The gateway the pages act on, and this process's page key."""
+    """The gateway the pages act on, and the page key (the gateway's, else a random one)."""
 
     gateway: Gateway
-    key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    key: bytes = field(default=b"", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = self.gateway.page_key or secrets.token_bytes(32)
 
     def csrf(self, binding: str) -> str:
         return hmac.new(self.key, b"csrf\0" + binding.encode(), hashlib.sha256).hexdigest()

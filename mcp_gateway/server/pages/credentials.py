@@ -230,7 +230,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
                     status=409,
                     tone="bad",
                 )
-        url = gateway.oauth2.begin(
+        url = await gateway.oauth2.begin(
             auth,
             connector=cfg.slug,
             principal=link.principal,

@@ -30,7 +30,7 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
 
     async def callback(request: Request) -> Response:
         query = request.query_params
-        pending = gateway.oauth2.take(query.get("state", ""))
+        pending = await gateway.oauth2.take(query.get("state", ""))
         if pending is None:
             return message(
                 "Sign-in not recognised",

@@ -4,7 +4,8 @@ Access needs an operator token, minted by ``mcp-gateway token create --operator`
 stored as a SHA-256 hash in the state database's ``meta`` table, apart from the agents' MCP tokens:
 an operator token opens no MCP session, and an agent token opens no overview). A script sends it
 as ``Authorization: Bearer mgo_…``; a person pastes it into the login form once, which sets an
-``HttpOnly; SameSite=Strict`` session cookie (8 hours, random, held in this process's memory only).
+``HttpOnly; SameSite=Strict`` session cookie (8 hours, random). A session is kept in the store as
+the cookie's SHA-256 (never the cookie), so every instance behind a load balancer knows it.
 Forms on the overview (approve, deny, log out) carry a CSRF token bound to the session.
 
 Everything shown is already redacted where it was recorded: approval summaries and audit argument
@@ -17,7 +18,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from starlette.requests import Request
@@ -35,7 +36,8 @@ OPERATOR_TOKEN_PREFIX = "mgo_"
 _META_KEY = "operator_tokens"
 _COOKIE = "mgw_operator"
 SESSION_TTL = timedelta(hours=8)
-MAX_SESSIONS = 64
+SESSION_KIND = "operator_session"
+"""The ``Store`` ephemeral kind: key the cookie's SHA-256, value the operator token's id."""
 AUDIT_ROWS = 50
 
 
@@ -97,16 +99,10 @@ class OperatorTokens:
         return any(r.get("id") == token_id and not r.get("revoked") for r in await self._rows())
 
 
-@dataclass(frozen=True)
-class _Session:
-    token_id: str
-    expires_at: datetime
-
-
 def operator_routes(ctx: PageContext) -> list[Route]:
     gateway = ctx.gateway
     tokens = OperatorTokens(gateway.store, gateway.clock)
-    sessions: dict[str, _Session] = {}
+    store = gateway.store
     secure = gateway.links.public_url.startswith("https://")
 
     async def who(request: Request) -> tuple[str | None, str | None]:
@@ -118,11 +114,13 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         if not cookie or len(cookie) > 128:
             return None, None
         key = _hash(cookie)
-        session = sessions.get(key)
-        if session is None or session.expires_at <= gateway.clock.now() or not await tokens.active(session.token_id):
-            sessions.pop(key, None)
+        found = await store.get_ephemeral(SESSION_KIND, key, gateway.clock.now())
+        token_id = found.decode() if found is not None else None
+        if token_id is None or not await tokens.active(token_id):
+            # Expired, logged out, or its token revoked since (from any instance or the CLI).
+            await store.delete_ephemeral(SESSION_KIND, key)
             return None, None
-        return session.token_id, key
+        return token_id, key
 
     def login_page(error: str | None = None, status: int = 200) -> Response:
         return page("operator_login.html", status, title="Operator sign-in", error=error)
@@ -136,6 +134,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         now = gateway.clock.now()
         connectors = (await gateway.connectors(OPERATOR))["connectors"]
         pending = [a for a in await gateway.store.list_approvals("pending") if a.expires_at > now]
+        await gateway.auditor.flush()  # rows are written in the background: show the latest calls too
         audit = await gateway.store.list_audit(AUDIT_ROWS)
         return page(
             "operator.html",
@@ -158,12 +157,9 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         if token_id is None:
             return login_page("That is not a valid operator token.", status=401)
         now = gateway.clock.now()
-        for key in [k for k, s in sessions.items() if s.expires_at <= now]:
-            del sessions[key]
-        while len(sessions) >= MAX_SESSIONS:
-            del sessions[next(iter(sessions))]
         cookie = secrets.token_urlsafe(32)
-        sessions[_hash(cookie)] = _Session(token_id, now + SESSION_TTL)
+        # 256 random bits: a clash with a live session is not a case to handle.
+        await store.put_ephemeral(SESSION_KIND, _hash(cookie), token_id.encode(), now + SESSION_TTL, now)
         response = RedirectResponse("/operator", status_code=303, headers=security_headers())
         response.set_cookie(
             _COOKIE,
@@ -193,7 +189,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
             return refused
         cookie = request.cookies.get(_COOKIE)
         if cookie:
-            sessions.pop(_hash(cookie), None)
+            await store.delete_ephemeral(SESSION_KIND, _hash(cookie))
         response = RedirectResponse("/operator", status_code=303, headers=security_headers())
         response.delete_cookie(_COOKIE, path="/operator", httponly=True, samesite="strict", secure=secure)
         return response

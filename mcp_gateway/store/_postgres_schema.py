@@ -1,0 +1,169 @@
+"""The PostgreSQL schema: versioned migrations, applied once however many instances start together.
+
+``schema_version`` holds one row per applied step. ``migrate`` runs every pending step in one
+transaction under a transaction-scoped advisory lock: two instances opening an empty database at
+the same moment take turns, and the second finds nothing left to do. DDL is transactional in
+PostgreSQL, so a step that fails leaves the schema (and the version) exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import asyncpg
+
+from ..errors import GatewayError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock key: "mcpg" in ASCII, so it cannot collide by accident with another
+# application's lock on the same database.
+MIGRATION_LOCK = 0x6D637067
+
+# Migration N (1-based) brings the schema from version N-1 to N. Append only: never edit a step that
+# has shipped. Column names equal the record fields (``"user"`` is quoted: a reserved word here).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE catalog (
+            slug        text PRIMARY KEY,
+            fingerprint text NOT NULL,
+            info        text NOT NULL DEFAULT '{}',
+            actions     bytea NOT NULL
+        )""",
+        """CREATE TABLE connector_state (
+            slug      text PRIMARY KEY,
+            source    text NOT NULL,
+            status    text NOT NULL,
+            actions   integer NOT NULL,
+            error     text,
+            synced_at timestamptz NOT NULL
+        )""",
+        """CREATE TABLE credential (
+            connector text NOT NULL,
+            principal text NOT NULL,
+            name      text NOT NULL,
+            sealed    bytea NOT NULL,
+            PRIMARY KEY (connector, principal, name)
+        )""",
+        """CREATE TABLE token (
+            id         text PRIMARY KEY,
+            agent      text NOT NULL,
+            token_hash text NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL,
+            revoked    boolean NOT NULL DEFAULT false
+        )""",
+        """CREATE TABLE link (
+            token_hash  text PRIMARY KEY,
+            kind        text NOT NULL,
+            connector   text NOT NULL,
+            principal   text NOT NULL,
+            secret_name text NOT NULL,
+            approval_id text,
+            created_at  timestamptz NOT NULL,
+            expires_at  timestamptz NOT NULL,
+            used_at     timestamptz
+        )""",
+        """CREATE TABLE approval (
+            id             text PRIMARY KEY,
+            fingerprint    text NOT NULL,
+            principal      text NOT NULL,
+            agent          text,
+            tool           text NOT NULL,
+            risk           text NOT NULL,
+            summary        text NOT NULL,
+            arguments      text NOT NULL DEFAULT '',
+            verdict_source text NOT NULL,
+            verdict_rule   text,
+            status         text NOT NULL,
+            created_at     timestamptz NOT NULL,
+            expires_at     timestamptz NOT NULL,
+            decided_at     timestamptz
+        )""",
+        "CREATE INDEX approval_by_status ON approval (status, created_at)",
+        """CREATE TABLE audit (
+            id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at              timestamptz NOT NULL,
+            "user"          text NOT NULL,
+            agent           text,
+            requested       text NOT NULL,
+            connector       text,
+            action          text,
+            args_preview    text NOT NULL,
+            fingerprint     text,
+            verdict         text,
+            verdict_source  text,
+            status          text NOT NULL,
+            reason          text,
+            upstream_status integer,
+            latency_ms      double precision NOT NULL
+        )""",
+        "CREATE INDEX audit_by_time ON audit (at DESC, id DESC)",
+        """CREATE TABLE meta (
+            key   text PRIMARY KEY,
+            value text NOT NULL
+        )""",
+        # Short-lived state every instance must see (operator sessions, OAuth2 authorizations in
+        # flight, request-state nonces): see Store.put_ephemeral.
+        """CREATE TABLE ephemeral (
+            kind       text NOT NULL,
+            key        text NOT NULL,
+            value      bytea NOT NULL,
+            expires_at timestamptz NOT NULL,
+            PRIMARY KEY (kind, key)
+        )""",
+        "CREATE INDEX ephemeral_by_expiry ON ephemeral (expires_at)",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this build writes; a database at a higher version is refused."""
+
+OUR_TABLES = ("catalog", "connector_state", "credential", "token", "link", "approval", "audit", "meta", "ephemeral")
+
+
+async def migrate(conn: asyncpg.Connection, where: str) -> None:
+    """Bring the schema in ``conn``'s current schema to ``SCHEMA_VERSION``.
+
+    Raises:
+        GatewayError: the database holds tables of ours that we did not create, or was migrated by
+            a newer build. ``where`` (the redacted URL) names it in the message.
+    """
+    async with conn.transaction():
+        # Held until commit: a second instance starting now waits here, then sees our version.
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        version = await _version(conn, where)
+        if version > SCHEMA_VERSION:
+            raise GatewayError(
+                f"the database at {where} was migrated by a newer mcp-gateway (schema version {version}; "
+                f"this build knows up to {SCHEMA_VERSION}); upgrade every instance of mcp-gateway"
+            )
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number - 1]:
+                await conn.execute(statement)
+            await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", number)
+            logger.debug("applied schema migration %d", number)
+
+
+async def _version(conn: asyncpg.Connection, where: str) -> int:
+    rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    tables = {r["tablename"] for r in rows}
+    if "schema_version" not in tables:
+        clash = sorted(tables & set(OUR_TABLES))
+        if clash:
+            raise GatewayError(
+                f"the database at {where} already has tables named like mcp-gateway's ({', '.join(clash)}) "
+                "that mcp-gateway did not create; point the gateway at a database or schema of its own"
+            )
+        await conn.execute(
+            "CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        return 0
+    try:
+        return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version"))
+    except asyncpg.UndefinedColumnError:
+        raise GatewayError(
+            f"the database at {where} has a schema_version table of another application; "
+            "point the gateway at a database or schema of its own"
+        ) from None

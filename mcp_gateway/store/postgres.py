@@ -1,0 +1,452 @@
+"""``PostgresStore``: the ``Store`` shared by several gateway instances behind a load balancer (SPEC 10).
+
+Driver: asyncpg. The gateway is a pure asyncio server (anyio on its asyncio backend, uvicorn,
+the MCP SDK), and asyncpg is asyncio-native with its own connection pool, the binary protocol
+(``bytea`` and ``timestamptz`` come back as ``bytes`` and aware UTC ``datetime`` with no text
+round trip) and prepared statements cached per connection. psycopg 3 would also do, but brings
+its async API as a layer over a sync core, a separate pool package, and a libpq (binary wheel)
+dependency; nothing here needs what it adds. Like aiosqlite, asyncpg runs on asyncio only.
+
+Design, mirroring ``SQLiteStore`` (same protocol, same contract tests):
+
+- A connection pool (``asyncpg.create_pool``); every method is one statement, or one short
+  transaction on one pooled connection. Nothing is held across awaits of the caller.
+- State changes that must happen exactly once are one conditional statement: ``UPDATE ... WHERE
+  status = $n RETURNING``. Under READ COMMITTED a concurrent UPDATE re-checks the WHERE against
+  the row the winner committed, so of any number of instances exactly one sees a row come back.
+- The schema is an ordered list of migrations recorded in ``schema_version`` (one row per step).
+  The steps run in one transaction under a transaction-scoped advisory lock, so two instances
+  starting at once against an empty database migrate it once: the second waits, then finds
+  nothing to do. DDL is transactional here, so a failing step leaves nothing behind. A database
+  migrated by a newer build is refused rather than guessed at.
+- Sealed credentials and compressed catalogs are ``bytea``; times are ``timestamptz`` (compared by
+  instant, returned as UTC); listings sort with ``COLLATE "C"`` so the order is byte order, as in
+  SQLite, whatever the database's default collation.
+- The database URL may carry a password: it is never logged, and every error message shows the
+  URL with the password replaced (``redact_url``). An unreachable database is one ``GatewayError``
+  saying what to check.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+import anyio
+import anyio.to_thread
+import asyncpg
+from pydantic import BaseModel
+
+from ..errors import GatewayError
+from ..model import ACTIONS_ADAPTER, Action
+from ._postgres_schema import SCHEMA_VERSION, migrate
+from .base import (
+    ApprovalRecord,
+    ApprovalStatus,
+    AuditRecord,
+    CatalogRecord,
+    ConnectorState,
+    CredentialKey,
+    LinkRecord,
+    TokenRecord,
+)
+from .database_url import redact_url, scrub
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M", bound=BaseModel)
+
+_CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection: a firewalled host should fail the start, not hang it."""
+_POOL_MAX = 10
+_ZLIB_LEVEL = 1
+# What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
+_DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
+# -- value conversion ----------------------------------------------------------------------------
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        # asyncpg would read a naive value as UTC, SQLite's store refuses it: refuse it here too,
+        # since guessing wrong would move every expiry by the UTC offset.
+        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware datetimes")
+    return value
+
+
+def _q(column: str) -> str:
+    return f'"{column}"'
+
+
+def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> str:
+    """An INSERT, or with ``key`` an upsert that overwrites every other column (``put_*`` semantics)."""
+    values = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    sql = f"INSERT INTO {table} ({', '.join(map(_q, columns))}) VALUES ({values})"
+    if key:
+        updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in columns if c not in key)
+        sql += f" ON CONFLICT ({', '.join(map(_q, key))}) DO UPDATE SET {updates}"
+    return sql
+
+
+class _Table(Generic[_M]):
+    """Maps one record model onto a table whose columns are named exactly like its fields."""
+
+    def __init__(self, name: str, model: type[_M], key: Sequence[str] = ()) -> None:
+        self.model = model
+        self.columns = tuple(model.model_fields)
+        self.select = f"SELECT {', '.join(map(_q, self.columns))} FROM {name}"
+        self.returning = f"RETURNING {', '.join(map(_q, self.columns))}"
+        self.insert = _insert_sql(name, self.columns, key)
+
+    def params(self, record: _M) -> tuple[object, ...]:
+        values = (getattr(record, c) for c in self.columns)
+        return tuple(_aware(v) if isinstance(v, datetime) else v for v in values)
+
+    def load(self, row: asyncpg.Record) -> _M:
+        return self.model.model_validate(dict(row.items()))
+
+
+_STATES = _Table("connector_state", ConnectorState, ["slug"])
+_TOKENS = _Table("token", TokenRecord, ["id"])
+_LINKS = _Table("link", LinkRecord, ["token_hash"])
+_APPROVALS = _Table("approval", ApprovalRecord, ["id"])
+_AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
+
+_CATALOG_UPSERT = _insert_sql("catalog", ("slug", "fingerprint", "info", "actions"), ["slug"])
+_CATALOG_COLUMNS = frozenset({"slug", "fingerprint", "actions"})
+_CREDENTIAL_KEY = ("connector", "principal", "name")
+_CREDENTIAL_INSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"))
+_CREDENTIAL_UPSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"), _CREDENTIAL_KEY)
+_CREDENTIAL_WHERE = "WHERE connector = $1 AND principal = $2 AND name = $3"
+_META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
+_C = 'COLLATE "C"'
+
+
+def _encode_actions(actions: list[Action]) -> bytes:
+    return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), _ZLIB_LEVEL)
+
+
+def _decode_actions(blob: bytes) -> list[Action]:
+    return ACTIONS_ADAPTER.validate_json(zlib.decompress(blob))
+
+
+def _changed(status: str) -> int:
+    """Rows changed, from asyncpg's command tag (``UPDATE 1``, ``DELETE 0``)."""
+    count = status.rsplit(" ", 1)[-1]
+    return int(count) if count.isdigit() else 0
+
+
+# -- the store -------------------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """The ``Store`` protocol over one PostgreSQL database, shared by any number of gateway instances.
+
+    Args:
+        url: ``postgresql://user:password@host:port/database`` (libpq-style parameters such as
+            ``sslmode`` allowed). Tables go into the connection's current schema.
+        max_connections: the pool's upper bound per instance.
+
+    Example:
+        async with PostgresStore("postgresql://gw@db.internal/gateway") as store:
+            await store.set_meta("project", "demo")
+    """
+
+    def __init__(self, url: str, *, max_connections: int = _POOL_MAX) -> None:
+        self._url = url
+        self._max = max_connections
+        self._pool: asyncpg.Pool | None = None
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact_url(self._url)!r})"
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect the pool and run any pending migrations. Idempotent.
+
+        Raises:
+            GatewayError: the database cannot be reached or refuses us (the message names the URL
+                with its password redacted, and what to check), is not ours, or is newer than us.
+        """
+        async with self._lock:
+            if self._pool is not None:
+                return
+            try:
+                pool = await asyncpg.create_pool(
+                    self._url,
+                    min_size=1,
+                    max_size=self._max,
+                    timeout=_CONNECT_TIMEOUT,
+                    server_settings={"application_name": "mcp-gateway"},
+                )
+            except _DRIVER_ERRORS as exc:
+                raise GatewayError(self._unusable(exc)) from None
+            try:
+                async with pool.acquire() as conn:
+                    await migrate(conn, redact_url(self._url))
+            except _DRIVER_ERRORS as exc:
+                with anyio.CancelScope(shield=True):
+                    await pool.close()
+                raise GatewayError(self._unusable(exc)) from None
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await pool.close()
+                raise
+            self._pool = pool
+
+    async def close(self) -> None:
+        """Close the pool, after any operation in flight. Idempotent; ``open`` may follow."""
+        async with self._lock:
+            if self._pool is None:
+                return
+            pool, self._pool = self._pool, None
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+
+    def _unusable(self, exc: BaseException) -> str:
+        first_line = (str(exc) or type(exc).__name__).splitlines()[0]
+        reason = scrub(f"{type(exc).__name__}: {first_line}", self._url)[:300]
+        return (
+            f"cannot use the PostgreSQL database at {redact_url(self._url)} ({reason}); check that the server "
+            "is running and reachable at that host and port, that the user, password and database name in "
+            "the database URL ($MCP_GATEWAY_DATABASE_URL or --database-url) are right, and that this user "
+            "may create tables there"
+        )
+
+    # -- plumbing ------------------------------------------------------------------------------------
+
+    def _p(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError(f"{self!r} is not open: await store.open() first")
+        return self._pool
+
+    async def _execute(self, sql: str, *params: object) -> int:
+        return _changed(await self._p().execute(sql, *params))
+
+    async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
+        return await self._p().fetchrow(sql, *params)
+
+    async def _fetch(self, sql: str, *params: object) -> list[asyncpg.Record]:
+        return await self._p().fetch(sql, *params)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._p().acquire() as conn, conn.transaction():
+            yield conn
+
+    # -- catalog ---------------------------------------------------------------------------------------
+
+    async def get_catalog(self, slug: str) -> CatalogRecord | None:
+        """The stored catalog, or None if there is none or this build can no longer read it (a miss,
+        so the next sync rebuilds it)."""
+        row = await self._fetchrow("SELECT fingerprint, info, actions FROM catalog WHERE slug = $1", slug)
+        if row is None:
+            return None
+        try:
+            actions = await anyio.to_thread.run_sync(_decode_actions, row["actions"])
+            info = {k: v for k, v in json.loads(row["info"]).items() if k in CatalogRecord.model_fields}
+            return CatalogRecord.model_validate(
+                {**info, "slug": slug, "fingerprint": row["fingerprint"], "actions": actions}
+            )
+        except (zlib.error, ValueError) as exc:
+            logger.warning("stored catalog of %s is unreadable by this build (%s); it will be rebuilt", slug, exc)
+            return None
+
+    async def put_catalog(self, record: CatalogRecord) -> None:
+        blob = await anyio.to_thread.run_sync(_encode_actions, record.actions)
+        info = record.model_dump_json(exclude=set(_CATALOG_COLUMNS))
+        await self._execute(_CATALOG_UPSERT, record.slug, record.fingerprint, info, blob)
+
+    async def delete_catalog(self, slug: str) -> None:
+        await self._execute("DELETE FROM catalog WHERE slug = $1", slug)
+
+    async def put_connector_state(self, state: ConnectorState) -> None:
+        await self._execute(_STATES.insert, *_STATES.params(state))
+
+    async def list_connector_states(self) -> list[ConnectorState]:
+        return [_STATES.load(r) for r in await self._fetch(f"{_STATES.select} ORDER BY slug {_C}")]
+
+    # -- credentials -------------------------------------------------------------------------------------
+
+    async def put_credential(self, key: CredentialKey, sealed: bytes) -> None:
+        await self._execute(_CREDENTIAL_UPSERT, key.connector, key.principal, key.name, bytes(sealed))
+
+    async def get_credential(self, key: CredentialKey) -> bytes | None:
+        row = await self._fetchrow(
+            f"SELECT sealed FROM credential {_CREDENTIAL_WHERE}", key.connector, key.principal, key.name
+        )
+        return bytes(row["sealed"]) if row is not None else None
+
+    async def delete_credential(self, key: CredentialKey) -> None:
+        await self._execute(f"DELETE FROM credential {_CREDENTIAL_WHERE}", key.connector, key.principal, key.name)
+
+    async def list_credentials(self) -> list[CredentialKey]:
+        rows = await self._fetch(
+            f"SELECT connector, principal, name FROM credential ORDER BY connector {_C}, principal {_C}, name {_C}"
+        )
+        return [CredentialKey(connector=r["connector"], principal=r["principal"], name=r["name"]) for r in rows]
+
+    async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
+        """Rewrite every credential in one transaction (key rotation): all of them, or none."""
+        params = [(k.connector, k.principal, k.name, bytes(v)) for k, v in sealed.items()]
+        async with self._transaction() as conn:
+            await conn.execute("DELETE FROM credential")
+            if params:
+                await conn.executemany(_CREDENTIAL_INSERT, params)
+
+    # -- tokens ------------------------------------------------------------------------------------------
+
+    async def put_token(self, token: TokenRecord) -> None:
+        await self._execute(_TOKENS.insert, *_TOKENS.params(token))
+
+    async def find_token(self, token_hash: str) -> TokenRecord | None:
+        """The token with this hash, revoked or not: the caller checks ``revoked``."""
+        row = await self._fetchrow(f"{_TOKENS.select} WHERE token_hash = $1", token_hash)
+        return _TOKENS.load(row) if row is not None else None
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        return [_TOKENS.load(r) for r in await self._fetch(f"{_TOKENS.select} ORDER BY created_at, id {_C}")]
+
+    async def revoke_token(self, token_id: str) -> bool:
+        """True if this call revoked the token; False if it is unknown or already revoked."""
+        row = await self._fetchrow(
+            "UPDATE token SET revoked = true WHERE id = $1 AND NOT revoked RETURNING id", token_id
+        )
+        return row is not None
+
+    # -- links -------------------------------------------------------------------------------------------
+
+    async def put_link(self, link: LinkRecord) -> None:
+        await self._execute(_LINKS.insert, *_LINKS.params(link))
+
+    async def get_link(self, token_hash: str) -> LinkRecord | None:
+        row = await self._fetchrow(f"{_LINKS.select} WHERE token_hash = $1", token_hash)
+        return _LINKS.load(row) if row is not None else None
+
+    async def consume_link(self, token_hash: str, now: datetime) -> LinkRecord | None:
+        """Mark the link used if it is unused and unexpired; return it, else None. One statement:
+        of any number of consumers, in this instance or another, exactly one gets the row back."""
+        row = await self._fetchrow(
+            "UPDATE link SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 "
+            + _LINKS.returning,
+            token_hash,
+            _aware(now),
+        )
+        return _LINKS.load(row) if row is not None else None
+
+    # -- approvals ----------------------------------------------------------------------------------------
+
+    async def put_approval(self, approval: ApprovalRecord) -> None:
+        await self._execute(_APPROVALS.insert, *_APPROVALS.params(approval))
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        row = await self._fetchrow(f"{_APPROVALS.select} WHERE id = $1", approval_id)
+        return _APPROVALS.load(row) if row is not None else None
+
+    async def transition_approval(
+        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+    ) -> bool:
+        """Compare-and-set the status; True only for the one caller that made the change.
+
+        ``decided_at`` keeps the first transition's time (the human's decision, not the consumption).
+        """
+        row = await self._fetchrow(
+            "UPDATE approval SET status = $1, decided_at = COALESCE(decided_at, $2) "
+            "WHERE id = $3 AND status = $4 RETURNING id",
+            to_status,
+            _aware(now),
+            approval_id,
+            from_status,
+        )
+        return row is not None
+
+    async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
+        order = f"ORDER BY created_at, id {_C}"
+        if status is None:
+            rows = await self._fetch(f"{_APPROVALS.select} {order}")
+        else:
+            rows = await self._fetch(f"{_APPROVALS.select} WHERE status = $1 {order}", status)
+        return [_APPROVALS.load(r) for r in rows]
+
+    # -- audit -----------------------------------------------------------------------------------------------
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        await self._execute(_AUDIT.insert, *_AUDIT.params(record))
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        """Append rows in one transaction: all of them, or none (the background audit writer's batch,
+        see ``audit.Auditor``). asyncpg pipelines the rows: one round trip, not one per row."""
+        if not records:
+            return
+        async with self._transaction() as conn:
+            await conn.executemany(_AUDIT.insert, [_AUDIT.params(record) for record in records])
+
+    async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
+        """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
+        rows = await self._fetch(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
+        return [_AUDIT.load(r) for r in rows]
+
+    # -- short-lived shared state ------------------------------------------------------------------------------
+
+    async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
+        """Store ``value`` unless a live entry holds (kind, key); True if stored. Expired entries (of
+        every kind) are purged first, so an expired one counts as absent."""
+        async with self._transaction() as conn:
+            await conn.execute("DELETE FROM ephemeral WHERE expires_at <= $1", _aware(now))
+            row = await conn.fetchrow(
+                "INSERT INTO ephemeral (kind, key, value, expires_at) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (kind, key) DO NOTHING RETURNING kind",
+                kind,
+                key,
+                bytes(value),
+                _aware(expires_at),
+            )
+        return row is not None
+
+    async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        row = await self._fetchrow(
+            "SELECT value FROM ephemeral WHERE kind = $1 AND key = $2 AND expires_at > $3", kind, key, _aware(now)
+        )
+        return bytes(row["value"]) if row is not None else None
+
+    async def take_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
+        """Remove the entry and return its value if it was live. One DELETE: one taker wins."""
+        row = await self._fetchrow(
+            "DELETE FROM ephemeral WHERE kind = $1 AND key = $2 RETURNING value, expires_at", kind, key
+        )
+        if row is None or row["expires_at"] <= _aware(now):
+            return None
+        return bytes(row["value"])
+
+    async def delete_ephemeral(self, kind: str, key: str) -> None:
+        await self._execute("DELETE FROM ephemeral WHERE kind = $1 AND key = $2", kind, key)
+
+    # -- misc ----------------------------------------------------------------------------------------------------
+
+    async def get_meta(self, key: str) -> Any | None:
+        row = await self._fetchrow("SELECT value FROM meta WHERE key = $1", key)
+        return json.loads(row["value"]) if row is not None else None
+
+    async def set_meta(self, key: str, value: Any) -> None:
+        """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
+        await self._execute(_META_UPSERT, key, json.dumps(value, separators=(",", ":")))

@@ -1,0 +1,86 @@
+"""Audit rows are written in the background: every way a served gateway stops must still leave one
+row per call in the table (SPEC 9). Each test makes calls through the real SDK client, stops the
+``serve`` subprocess the way an operator or a client would, then reads the trail with the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.e2e.conftest import GatewayEnv, HttpGateway, http_client, structured
+
+pytestmark = pytest.mark.anyio
+CALLS = 25
+
+
+def _audit_rows(env: GatewayEnv) -> list[dict[str, object]]:
+    return json.loads(env.cli("audit", "--json", "--limit", "1000").stdout)
+
+
+async def _calls(client: Client) -> None:
+    for i in range(CALLS):
+        result = structured(await client.call_tool("call", {"tool": "open_api.items.get", "args": {"id": str(i)}}))
+        assert result["status"] == "ok", result
+
+
+async def test_sigterm_on_http_writes_the_queue_and_exits_cleanly(
+    gateway_env: GatewayEnv, http_gateway: HttpGateway
+) -> None:
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    async with http_client(http_gateway.url, token) as client:
+        await _calls(client)
+    http_gateway.stop()  # SIGTERM
+    # 0, not -SIGTERM: uvicorn stopped gracefully and open_gateway unwound, which is where the
+    # audit queue is written and the store closed.
+    assert http_gateway.proc.returncode == 0
+    assert len(_audit_rows(gateway_env)) == CALLS
+
+
+async def test_stdio_eof_writes_the_queue(gateway_env: GatewayEnv) -> None:
+    async with Client(gateway_env.stdio_params(), mode="legacy") as client:
+        await _calls(client)
+    assert len(_audit_rows(gateway_env)) == CALLS
+
+
+def _child_running(manifest: Path) -> int:
+    """The pid of the stdio gateway this test process spawned."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if parent == os.getpid() and b"serve" in cmdline and str(manifest).encode() in cmdline:
+            return int(entry.name)
+    raise AssertionError("the stdio gateway process was not found")
+
+
+async def test_sigterm_on_stdio_writes_the_queue_before_the_process_ends(gateway_env: GatewayEnv) -> None:
+    async with Client(gateway_env.stdio_params(), mode="legacy") as client:
+        await _calls(client)
+        pid = _child_running(gateway_env.manifest)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the gateway did not end on SIGTERM"
+            await anyio.sleep(0.05)
+    assert len(_audit_rows(gateway_env)) == CALLS
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting for the SDK client to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :][:1] != b"Z"

@@ -1,0 +1,219 @@
+"""PostgreSQL-specific behaviour of ``PostgresStore``; the shared contract runs in test_store.py.
+
+Each test gets a fresh database of the session's throwaway cluster (``postgres_url``, from
+tests/support/postgres.py): migrations under concurrency, refusing what is not ours, column types,
+and errors that never show the URL's password.
+"""
+
+from __future__ import annotations
+
+import inspect
+import socket
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import anyio
+import asyncpg
+import pytest
+
+from mcp_gateway.errors import GatewayError
+from mcp_gateway.store import AuditRecord, Store
+from mcp_gateway.store import _postgres_schema as schema
+from mcp_gateway.store.postgres import PostgresStore
+from tests.support.postgres import PostgresCluster
+
+pytestmark = pytest.mark.anyio
+
+CANARY = "CANARY-db-pass-7731"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # asyncpg runs on asyncio only
+
+
+@pytest.fixture
+async def db(postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A direct connection to the test's database, for looking behind the store's back."""
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def _versions(db: asyncpg.Connection) -> list[int]:
+    return [r["version"] for r in await db.fetch("SELECT version FROM schema_version ORDER BY version")]
+
+
+async def test_concurrent_first_open_migrates_once(postgres_url: str, db: asyncpg.Connection) -> None:
+    stores = [PostgresStore(postgres_url) for _ in range(6)]
+    async with anyio.create_task_group() as tg:
+        for s in stores:
+            tg.start_soon(s.open)
+    try:
+        await stores[0].set_meta("k", "v")
+        assert await stores[-1].get_meta("k") == "v"
+    finally:
+        for s in stores:
+            await s.close()
+    assert await _versions(db) == list(range(1, schema.SCHEMA_VERSION + 1))
+
+
+async def test_columns_are_bytea_and_timestamptz(postgres_url: str, db: asyncpg.Connection) -> None:
+    async with PostgresStore(postgres_url):
+        pass
+    types = {
+        (r["table_name"], r["column_name"]): r["data_type"]
+        for r in await db.fetch("SELECT table_name, column_name, data_type FROM information_schema.columns")
+    }
+    assert types["credential", "sealed"] == "bytea"
+    assert types["catalog", "actions"] == "bytea"
+    for column in [("link", "expires_at"), ("approval", "decided_at"), ("audit", "at"), ("token", "created_at")]:
+        assert types[column] == "timestamp with time zone", column
+
+
+async def test_refuses_a_newer_schema(postgres_url: str, db: asyncpg.Connection) -> None:
+    async with PostgresStore(postgres_url) as store:
+        await store.set_meta("k", "v")
+    future = schema.SCHEMA_VERSION + 1
+    await db.execute("INSERT INTO schema_version (version) VALUES ($1)", future)
+    store = PostgresStore(postgres_url)
+    with pytest.raises(GatewayError, match=rf"newer mcp-gateway \(schema version {future}; this build knows up to"):
+        await store.open()
+    with pytest.raises(RuntimeError, match="not open"):  # a refused open leaves nothing half-open
+        await store.get_meta("k")
+
+
+async def test_refuses_tables_it_did_not_create(postgres_url: str, db: asyncpg.Connection) -> None:
+    await db.execute("CREATE TABLE token (body text)")
+    clash = r"tables named like mcp-gateway's \(token\) that mcp-gateway did not create"
+    with pytest.raises(GatewayError, match=clash):
+        await PostgresStore(postgres_url).open()
+    assert await db.fetchval("SELECT to_regclass('schema_version')") is None  # nothing was created
+
+    await db.execute("DROP TABLE token")
+    await db.execute("CREATE TABLE schema_version (installed_rank integer)")  # e.g. an old Flyway table
+    with pytest.raises(GatewayError, match="schema_version table of another application"):
+        await PostgresStore(postgres_url).open()
+
+
+async def test_other_applications_tables_are_left_alone(postgres_url: str, db: asyncpg.Connection) -> None:
+    await db.execute("CREATE TABLE notes (body text)")
+    async with PostgresStore(postgres_url) as store:
+        await store.set_meta("k", 1)
+    assert await db.fetchval("SELECT count(*) FROM notes") == 0
+
+
+async def test_migrations_apply_in_order_and_roll_back_on_failure(
+    postgres_url: str, db: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with PostgresStore(postgres_url) as store:
+        await store.set_meta("k", "v")
+    v1 = schema.SCHEMA_VERSION
+
+    broken = (*schema.MIGRATIONS, ("CREATE TABLE extra (x integer)", "CREATE TABLE broken (syntax error"))
+    monkeypatch.setattr(schema, "MIGRATIONS", broken)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", v1 + 1)
+    with pytest.raises(GatewayError, match="PostgresSyntaxError"):
+        await PostgresStore(postgres_url).open()
+    assert await _versions(db) == list(range(1, v1 + 1))
+    assert await db.fetchval("SELECT to_regclass('extra')") is None
+
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS[:v1], ("CREATE TABLE extra (x integer)",)))
+    async with PostgresStore(postgres_url) as store:
+        assert await store.get_meta("k") == "v"  # existing data carried over
+    assert await _versions(db) == list(range(1, v1 + 2))
+    assert await db.fetchval("SELECT to_regclass('extra')") is not None
+
+
+async def test_unreachable_database_is_one_clear_error_without_the_password() -> None:
+    url = f"postgresql://gw:{CANARY}@127.0.0.1:{_free_port()}/gateway?sslmode=disable"
+    store = PostgresStore(url)
+    assert CANARY not in repr(store) and "gw:***@127.0.0.1" in repr(store)
+    with pytest.raises(GatewayError) as caught:
+        await store.open()
+    text = str(caught.value)
+    assert CANARY not in text and "\n" not in text
+    assert f"postgresql://gw:***@127.0.0.1:{url.split(':')[3].split('/')[0]}/gateway" in text
+    assert "check that the server is running and reachable" in text and "$MCP_GATEWAY_DATABASE_URL" in text
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # no driver traceback
+
+
+async def test_a_missing_database_names_it_without_the_password(postgres_cluster: PostgresCluster) -> None:
+    url = f"postgresql://postgres:{CANARY}@127.0.0.1:{postgres_cluster.port}/no_such_db"
+    with pytest.raises(GatewayError, match='database "no_such_db" does not exist') as caught:
+        await PostgresStore(url).open()
+    assert CANARY not in str(caught.value)
+
+
+async def test_password_in_a_query_parameter_is_redacted_too() -> None:
+    store = PostgresStore(f"postgresql://gw@127.0.0.1:{_free_port()}/gateway?password={CANARY}")
+    with pytest.raises(GatewayError) as caught:
+        await store.open()
+    assert CANARY not in str(caught.value) and "password=***" in str(caught.value)
+    assert CANARY not in repr(store)
+
+
+async def test_rejects_naive_datetimes(postgres_url: str) -> None:
+    async with PostgresStore(postgres_url) as store:
+        with pytest.raises(ValueError, match="naive datetime"):
+            await store.consume_link("h1", datetime(2026, 1, 1))
+
+
+async def test_use_before_open_is_a_clear_error(postgres_url: str) -> None:
+    with pytest.raises(RuntimeError, match="not open"):
+        await PostgresStore(postgres_url).get_meta("k")
+
+
+async def test_tables_go_into_the_urls_schema(postgres_url: str, db: asyncpg.Connection) -> None:
+    # libpq-style options in the URL reach the server: one database can hold several gateways.
+    await db.execute("CREATE SCHEMA gw_a")
+    async with PostgresStore(f"{postgres_url}?search_path=gw_a") as store:
+        await store.set_meta("k", "a")
+    assert await db.fetchval("SELECT value FROM gw_a.meta WHERE key = 'k'") == '"a"'
+    assert await db.fetchval("SELECT to_regclass('public.meta')") is None
+
+
+def test_postgres_store_satisfies_protocol() -> None:
+    for name, member in vars(Store).items():
+        if callable(member) and not name.startswith("_"):
+            assert name in vars(PostgresStore), name
+            assert inspect.signature(getattr(PostgresStore, name)) == inspect.signature(member), name
+
+
+async def test_audit_batches_are_one_transaction(postgres_url: str) -> None:
+    from mcp_gateway.audit import _BatchAppender
+
+    rows = [
+        AuditRecord(
+            at=datetime(2026, 1, 1, 12, 0, i, tzinfo=UTC),
+            user="alice",
+            agent=None,
+            requested=f"github.issues.get_{i}",
+            connector="github",
+            action=f"issues.get_{i}",
+            args_preview="{}",
+            fingerprint=None,
+            verdict="always_run",
+            verdict_source="risk_default",
+            status="ok",
+            latency_ms=1.0,
+        )
+        for i in range(3)
+    ]
+    async with PostgresStore(postgres_url) as store:
+        assert isinstance(store, _BatchAppender)  # the background audit writer batches on Postgres too
+        await store.append_audits(rows)
+        await store.append_audits([])
+        assert await store.list_audit() == rows[::-1]
+        broken = rows[0].model_copy(update={"upstream_status": 2**40})  # out of the column's range
+        with pytest.raises(asyncpg.DataError):
+            await store.append_audits([rows[1], rows[2], broken])
+        assert len(await store.list_audit()) == 3  # none of the failed batch

@@ -1,0 +1,323 @@
+"""The audit writer (``audit.Auditor``): rows written off the call path, in batches, never lost on a
+clean stop, failures counted, and a full queue slowing the callers down rather than dropping rows.
+
+The store is a real ``SQLiteStore`` behind a small gate that can hold the writer mid-write or make
+it fail, so every ordering below is forced, not waited for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_gateway.audit import Auditor
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.store import AuditRecord, SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _row(i: int) -> AuditRecord:
+    return AuditRecord(
+        at=datetime(2026, 1, 1, tzinfo=UTC),
+        user="alice",
+        agent=None,
+        requested=f"op_{i}",
+        connector=None,
+        action=None,
+        args_preview="{}",
+        fingerprint=None,
+        verdict=None,
+        verdict_source=None,
+        status="ok",
+        latency_ms=float(i),
+    )
+
+
+class GatedStore(SQLiteStore):
+    """An ``SQLiteStore`` whose audit writes wait for ``gate`` (when closed) and can be made to fail."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate: anyio.Event | None = None
+        self.entered = anyio.Event()
+        """Set when a write reaches the gate."""
+        self.fail = False
+        self.batches: list[int] = []
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        await self._pass(len(records))
+        await super().append_audits(records)
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        await self._pass(1)
+        await super().append_audits([record])
+
+    async def _pass(self, rows: int) -> None:
+        self.batches.append(rows)
+        self.entered.set()
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail:
+            raise OSError("disk full")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[GatedStore]:
+    async with GatedStore(tmp_path / "gateway.db") as s:
+        yield s
+
+
+async def _requested(store: SQLiteStore) -> list[str]:
+    return [r.requested for r in reversed(await store.list_audit(limit=10_000))]
+
+
+async def test_without_the_writer_record_writes_before_returning(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    await auditor.record(_row(1))
+    assert await _requested(store) == ["op_1"]
+
+
+async def test_record_returns_before_the_row_is_written_and_flush_waits_for_it(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        with anyio.fail_after(1):
+            await auditor.record(_row(1))  # returns although the write is held at the gate
+        await store.entered.wait()
+        assert await _requested(store) == []
+        async with anyio.create_task_group() as tg:
+            flushed = anyio.Event()
+
+            async def flush() -> None:
+                await auditor.flush()
+                flushed.set()
+
+            tg.start_soon(flush)
+            await anyio.wait_all_tasks_blocked()
+            assert not flushed.is_set()
+            store.gate.set()
+        assert await _requested(store) == ["op_1"]
+    assert auditor.failures == 0
+
+
+async def test_rows_queued_meanwhile_go_in_one_batch(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        await auditor.record(_row(0))
+        await store.entered.wait()  # the writer holds row 0 at the gate
+        for i in range(1, 101):
+            await auditor.record(_row(i))
+        store.gate.set()
+        await auditor.flush()
+        assert store.batches == [1, 100]
+        assert await _requested(store) == [f"op_{i}" for i in range(101)]
+
+
+async def test_the_writer_lingers_for_a_batch_and_flush_cuts_it_short(store: GatedStore) -> None:
+    auditor = Auditor(store, linger=60)
+    with anyio.fail_after(10):  # neither flush nor the close waits out the linger
+        async with auditor.running():
+            for i in range(5):
+                await auditor.record(_row(i))
+            await anyio.wait_all_tasks_blocked()
+            assert store.batches == []  # still waiting for more rows to join
+            await auditor.flush()
+            assert store.batches == [5]
+            await auditor.record(_row(5))
+            await anyio.wait_all_tasks_blocked()
+            assert store.batches == [5]  # lingering again after the flush
+    assert store.batches == [5, 1]
+    assert len(await _requested(store)) == 6
+
+
+async def test_batches_are_capped(store: GatedStore) -> None:
+    auditor = Auditor(store, max_batch=30)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        await auditor.record(_row(0))
+        await store.entered.wait()
+        for i in range(1, 71):
+            await auditor.record(_row(i))
+        store.gate.set()
+        await auditor.flush()
+    assert store.batches == [1, 30, 30, 10]
+    assert len(await _requested(store)) == 71
+
+
+async def test_leaving_running_writes_everything_queued(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        for i in range(50):
+            await auditor.record(_row(i))
+        await store.entered.wait()
+        assert await _requested(store) == []
+        store.gate.set()  # opened only as the gateway closes
+    assert await _requested(store) == [f"op_{i}" for i in range(50)]
+    assert auditor.failures == 0
+
+
+async def test_a_cancelled_gateway_still_writes_what_was_queued(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.gate = anyio.Event()
+    with anyio.CancelScope() as scope:
+        async with auditor.running():
+            for i in range(5):
+                await auditor.record(_row(i))
+            await store.entered.wait()
+            scope.cancel()  # SIGTERM-like: the body is cancelled with rows still queued
+            store.gate.set()
+            await anyio.sleep_forever()
+    assert await _requested(store) == [f"op_{i}" for i in range(5)]
+
+
+async def test_an_error_in_the_body_propagates_unwrapped_after_the_drain(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    with pytest.raises(LookupError, match="the body's own error"):
+        async with auditor.running():
+            await auditor.record(_row(1))
+            raise LookupError("the body's own error")
+    assert await _requested(store) == ["op_1"]
+
+
+async def test_after_close_record_writes_directly(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    async with auditor.running():
+        await auditor.record(_row(1))
+        await auditor.close()  # what a signal handler does before ending the process
+        await auditor.record(_row(2))
+        assert await _requested(store) == ["op_1", "op_2"]
+
+
+async def test_failures_are_counted_and_never_raised(store: GatedStore, caplog: pytest.LogCaptureFixture) -> None:
+    auditor = Auditor(store)
+    store.fail = True
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway.audit"):
+        await auditor.record(_row(0))  # direct
+        store.gate = anyio.Event()
+        async with auditor.running():
+            await auditor.record(_row(1))
+            await store.entered.wait()
+            for i in range(2, 6):
+                await auditor.record(_row(i))
+            store.gate.set()
+            await auditor.flush()
+    assert auditor.failures == 6
+    assert "audit write failed" in caplog.text
+    assert await _requested(store) == []
+
+
+async def test_a_full_queue_makes_the_caller_wait_for_room(store: GatedStore) -> None:
+    auditor = Auditor(store, max_queued=2, full_wait=30)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        await auditor.record(_row(0))
+        await store.entered.wait()  # row 0 is at the gate; the queue holds 2 more
+        await auditor.record(_row(1))
+        await auditor.record(_row(2))
+        returned = anyio.Event()
+
+        async def blocked() -> None:
+            await auditor.record(_row(3))
+            returned.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(blocked)
+            await anyio.wait_all_tasks_blocked()
+            assert not returned.is_set()  # backpressure: the fourth call waits
+            store.gate.set()
+        await auditor.flush()
+    assert auditor.failures == 0
+    assert await _requested(store) == [f"op_{i}" for i in range(4)]
+
+
+async def test_a_queue_that_stays_full_counts_the_row_as_failed(store: GatedStore) -> None:
+    auditor = Auditor(store, max_queued=1, full_wait=0.05)
+    store.gate = anyio.Event()
+    async with auditor.running():
+        await auditor.record(_row(0))
+        await store.entered.wait()
+        await auditor.record(_row(1))
+        with anyio.fail_after(5):
+            await auditor.record(_row(2))  # gives up after full_wait
+        assert auditor.failures == 1
+        store.gate.set()
+    assert await _requested(store) == ["op_0", "op_1"]
+
+
+async def test_a_stuck_writer_cannot_hold_the_shutdown_forever(store: GatedStore) -> None:
+    auditor = Auditor(store, drain_timeout=0.1)
+    store.gate = anyio.Event()  # never opened
+    with anyio.fail_after(5):
+        async with auditor.running():
+            for i in range(4):
+                await auditor.record(_row(i))
+            await store.entered.wait()
+    assert auditor.failures == 4  # the batch at the gate and the rows behind it, each counted
+
+
+async def test_the_writer_runs_once_at_a_time(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    async with auditor.running():
+        with pytest.raises(RuntimeError, match="already running"):
+            async with auditor.running():
+                pass
+    async with auditor.running():  # and may run again after it stopped
+        await auditor.record(_row(1))
+    assert await _requested(store) == ["op_1"]
+
+
+# -- through the whole gateway -------------------------------------------------------------------------------
+
+MANIFEST = """
+project: audited
+default_mode: allow_all
+public_url: http://127.0.0.1:1
+connectors:
+  - slug: local
+    base_url: http://127.0.0.1:1
+    source:
+      http:
+        actions:
+          - path: items.get
+            method: GET
+            url: /items/{id}
+            summary: Fetch one item
+            input_schema: {type: object, required: [id], properties: {id: {type: string}}}
+"""
+
+
+async def test_open_gateway_writes_one_row_per_decision_in_the_background(tmp_path: Path) -> None:
+    manifest = parse_manifest(MANIFEST, base_dir=tmp_path)
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+    async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+        async with anyio.create_task_group() as tg:
+            for i in range(40):
+                # Invalid arguments and unknown actions: decisions that need no upstream.
+                tg.start_soon(gw.call, OPERATOR, "local.items.get", {"id": i})
+                tg.start_soon(gw.call, OPERATOR, f"local.nothing_{i}", {})
+        await gw.auditor.flush()
+        assert len(await gw.store.list_audit(limit=1000)) == 80
+        for i in range(10):
+            await gw.call(OPERATOR, "local.items.get", {"id": i})
+        store_path = settings.database
+    # Closed: the last ten were written on the way out, if not before.
+    async with SQLiteStore(store_path) as store:
+        rows = await store.list_audit(limit=1000)
+    assert len(rows) == 90
+    assert {r.reason for r in rows} == {"invalid_args", "action_not_found"}
