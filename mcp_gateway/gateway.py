@@ -122,7 +122,7 @@ class Gateway:
         # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
         self.index = index if index is not None else DiscoveryIndex()
         self.max_response_bytes = max_response_bytes
-        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store)
+        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store, project=manifest.project)
         """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
         self.page_key = page_key
         """The human pages' CSRF key, derived from the master key so that every instance sharing one
@@ -159,12 +159,14 @@ class Gateway:
         )
         for slug in set(self._catalogs) - set(catalogs):
             self.index.remove_connector(slug)
-        for slug, catalog in catalogs.items():
+        for slug, catalog in list(catalogs.items()):
             previous = self._catalogs.get(slug)
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
                 self.index.replace_connector(slug, catalog.actions)
                 self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
+            else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
+                catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
         self._catalogs = catalogs
         return [c.state for c in catalogs.values()]
 

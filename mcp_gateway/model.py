@@ -175,6 +175,8 @@ class Action(BaseModel):
     summary: str = ""
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """Read-only: in a loaded catalog, equal sub-trees are one object shared by many actions, and
+    mutating methods raise (``catalog_memory.FrozenDict``); copy it to build another."""
     risk: Risk = "write"
     binding: Binding
 

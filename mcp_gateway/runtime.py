@@ -19,6 +19,7 @@ import httpx2
 
 from .approvals import ApprovalService
 from .audit import Auditor
+from .catalog_memory import limit_malloc_arenas
 from .clock import Clock, SystemClock
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
@@ -119,6 +120,8 @@ async def open_gateway(
     clock: Clock | None = None,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway."""
+    if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
+        limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
     index = discovery_index(manifest)  # first: a missing embeddings extra fails before anything is opened
     clock = clock or SystemClock()

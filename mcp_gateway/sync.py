@@ -13,12 +13,13 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
+from .catalog_memory import CatalogSharing, release_free_memory
 from .clock import Clock
 from .errors import GatewayError, SourceError
 from .manifest import (
@@ -230,12 +231,20 @@ async def sync_connector(
     *,
     graphql: GraphQLServices | None = None,
     mcp_tools: McpTools | None = None,
+    sharing: CatalogSharing | None = None,
 ) -> ConnectorCatalog:
+    """``sharing``: the table this connector's catalog shares equal values through; ``sync_manifest``
+    passes one for all its connectors, and a catalog normalized just now then comes back with no
+    actions: they are parked in ``sharing`` and ``sync_manifest`` fills them in after the last parse.
+    Without it the connector gets a table of its own and the heap is trimmed after."""
+    parked = False
+    table = sharing or CatalogSharing()
     source = describe_source(cfg)
     if progress:
         progress(cfg.slug, "start")
     try:
-        cached = await store.get_catalog(cfg.slug)
+        with table.active():  # the store shares a stored catalog's actions as it decodes them
+            cached = await store.get_catalog(cfg.slug)
         actions, spec_base_url, fp, files = await _normalize(
             cfg, manifest, cached, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools
         )
@@ -246,6 +255,15 @@ async def sync_connector(
             await store.put_catalog(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
             )
+        # The catalog stays resident for the process's life: equal values become one object (SPEC 12).
+        if sharing is not None and not reused:
+            await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
+            parked = True
+        else:  # what the store decoded is shared already, and skipped
+            await anyio.to_thread.run_sync(table.share_actions, actions)
+        if sharing is None:
+            table.clear()
+            release_free_memory()
         state = ConnectorState(
             slug=cfg.slug, source=source, status="ready", actions=len(actions), synced_at=clock.now()
         )
@@ -272,7 +290,9 @@ async def sync_connector(
         if progress:
             progress(cfg.slug, "error")
     await store.put_connector_state(state)
-    return ConnectorCatalog(state=state, actions=actions, base_url=cfg.base_url or spec_base_url, fingerprint=fp)
+    return ConnectorCatalog(
+        state=state, actions=[] if parked else actions, base_url=cfg.base_url or spec_base_url, fingerprint=fp
+    )
 
 
 async def sync_manifest(
@@ -287,7 +307,16 @@ async def sync_manifest(
     """Sync every connector in order. ``graphql`` carries the schema cache the GraphQL executor
     shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
     lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential)."""
-    return {
-        c.slug: await sync_connector(c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools)
+    sharing = CatalogSharing()  # one table for the whole manifest: connectors share with each other too
+    catalogs = {
+        c.slug: await sync_connector(
+            c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools, sharing=sharing
+        )
         for c in manifest.connectors
     }
+    for slug, actions in (await anyio.to_thread.run_sync(sharing.unpark)).items():
+        if catalogs[slug].state.status == "ready":
+            catalogs[slug] = replace(catalogs[slug], actions=actions)
+    sharing.clear()  # the table and the specs parsed meanwhile are garbage now: give the heap back
+    release_free_memory()
+    return catalogs

@@ -13,7 +13,8 @@ is this process's CPU per call (for (b) it includes the gateway, its SQLite thre
 "server CPU" is the server subprocess's utime+stime from /proc/<pid>/stat per call. Then: cold
 sync and warm restart of the bundled default manifest (GitHub's spec), each in a fresh process,
 the tools/list size for the default catalog vs a one-action catalog, resident memory of a gateway
-holding ~10,000 actions (cold and warm, optionally with tracemalloc's biggest allocators),
+holding ~10,000 actions (cold and warm; real specs replicated, then the same copies rewritten so
+that none shares a value with another; optionally with tracemalloc's biggest allocators),
 ablations of (b) that put back the audit INSERT and the uncached vault lookups the call path no
 longer makes, each call-path step timed alone, and a cProfile of (b) listing the gateway's hotspots.
 
@@ -29,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gzip
 import io
 import json
 import os
 import pstats
+import re
 import socket
 import statistics
 import subprocess
@@ -167,17 +170,63 @@ RSS_ONCE = (("notion", "notion.json"), ("petstore", "petstore.json"))
 RSS_TARGET_MB = 150
 
 
-def rss_manifest(upstream: str) -> str:
+def rss_manifest(upstream: str, distinct_dir: Path | None = None) -> str:
     """~10,000 actions of real APIs: the bundled specs, the big three replicated under new slugs
-    (there are not 10,000 distinct real operations at hand), every base URL the loopback upstream."""
-    connectors = [(f"{name}-{i}", spec) for name, spec, copies in RSS_CONNECTORS for i in range(copies)]
-    connectors += list(RSS_ONCE)
+    (there are not 10,000 distinct real operations at hand), every base URL the loopback upstream.
+
+    With ``distinct_dir``, copy i of a spec is rewritten there first (``distinct_spec``) so that no
+    two copies have an equal parameter, schema or description: what sharing equal values across a
+    catalog saves is then only what one real API repeats within itself, not one copy of another."""
+    connectors = [(f"{name}-{i}", SPECS / spec) for name, spec, copies in RSS_CONNECTORS for i in range(copies)]
+    if distinct_dir is not None:
+        distinct_dir.mkdir(parents=True, exist_ok=True)
+        connectors = [
+            (slug, distinct_spec(spec, i, distinct_dir / f"{slug}.json")) for i, (slug, spec) in enumerate(connectors)
+        ]
+    connectors += [(slug, SPECS / spec) for slug, spec in RSS_ONCE]
     body = "".join(
-        f"  - slug: {slug}\n    base_url: {upstream}\n    auth: {{type: none}}\n"
-        f"    source: {{openapi: {SPECS / spec}}}\n"
+        f"  - slug: {slug}\n    base_url: {upstream}\n    auth: {{type: none}}\n    source: {{openapi: {spec}}}\n"
         for slug, spec in connectors
     )
     return f"project: rss\ndefault_mode: allow_all\npublic_url: http://127.0.0.1:1\nconnectors:\n{body}"
+
+
+_PARAM_IN = frozenset({"path", "query", "header", "cookie", "formData"})
+
+
+def distinct_spec(spec: Path, copy: int, out: Path) -> Path:
+    """Write ``spec`` to ``out`` with every description and summary, property name, parameter name and
+    path template variable suffixed with ``copy``: the same API shape, nothing equal to another copy."""
+    raw = gzip.decompress(spec.read_bytes()) if spec.suffix == ".gz" else spec.read_bytes()
+
+    def rename(name: str) -> str:
+        return f"{name}_{copy}"
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        done: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("description", "summary") and isinstance(value, str):
+                done[key] = f"{value} (copy {copy})"
+            elif key == "properties" and isinstance(value, dict):
+                done[key] = {rename(k): walk(v) for k, v in value.items()}
+            elif key == "required" and isinstance(value, list):
+                done[key] = [rename(v) if isinstance(v, str) else v for v in value]
+            elif key == "name" and isinstance(value, str) and node.get("in") in _PARAM_IN:
+                done[key] = rename(value)
+            elif key == "paths" and isinstance(value, dict):
+                done[key] = {
+                    re.sub(r"\{([^}/]+)\}", lambda m: f"{{{rename(m[1])}}}", k): walk(v) for k, v in value.items()
+                }
+            else:
+                done[key] = walk(value)
+        return done
+
+    out.write_text(json.dumps(walk(json.loads(raw))))
+    return out
 
 
 def _sample_args(schema: dict[str, Any]) -> dict[str, Any]:
@@ -788,37 +837,42 @@ async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Names
 
 def resident_memory(root: Path, upstream: str, top: int) -> None:
     """SPEC 12: <= 150 MB resident with 10,000 actions. Cold (every spec parsed) and warm (catalogs
-    read back from SQLite, as a restarted ``serve``), each in a fresh process."""
-    manifest = root / "rss.yaml"
-    manifest.write_text(rss_manifest(upstream))
-    state = root / "rss-state"
-    runs = []
-    # tracemalloc costs memory itself, so the traced run is an extra one, after the measured two.
-    for phase, traced in (("cold", 0), ("warm", 0), ("warm, traced", top))[: 3 if top else 2]:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--rss-gateway", str(state), str(manifest), "--tracemalloc", str(traced)],
-            capture_output=True,
-            text=True,
-            env=_env(state),
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"the {phase} RSS run failed:\n{proc.stderr}")
-        runs.append((phase, json.loads(proc.stdout.strip().splitlines()[-1])))
-    actions = runs[0][1]["actions"]
-    print(f"\nresident memory, {actions} actions ({', '.join(f'{n} x{c}' for n, _, c in RSS_CONNECTORS)} + ", end="")
-    print(f"{', '.join(n for n, _ in RSS_ONCE)}), each open in a fresh process (target <= {RSS_TARGET_MB} MB):")
-    for phase, r in runs[:2]:
-        print(
-            f"  {phase:5} open_gateway {r['open_s']:.2f} s; VmRSS {r['rss_imports_mb']:.0f} MB after imports, "
-            f"{r['rss_open_mb']:.0f} MB after the open, {r['rss_calls_mb']:.0f} MB after {r['calls']} "
-            f"discover+describe+call rounds; peak {r['hwm_mb']:.0f} MB"
-        )
-    for phase, r in runs[2:]:
-        if r.get("top"):
-            print(f"  tracemalloc, {phase} open: {r['traced_mb']:.0f} MB of Python objects; biggest allocators:")
-            for where, mb, count in r["top"]:
-                print(f"    {mb:7.1f} MB {count:9} blocks  {_short(where)}")
+    read back from SQLite, as a restarted ``serve``), each in a fresh process; for the replicated
+    catalog and for the distinct one (``rss_manifest``), where copies cannot share anything."""
+    for variant in ("replicated", "distinct"):
+        manifest = root / f"rss-{variant}.yaml"
+        manifest.write_text(rss_manifest(upstream, root / "rss-specs" if variant == "distinct" else None))
+        state = root / f"rss-state-{variant}"
+        runs = []
+        # tracemalloc costs memory itself, so the traced run is an extra one, after the measured two.
+        for phase, traced in (("cold", 0), ("warm", 0), ("warm, traced", top))[: 3 if top else 2]:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--rss-gateway", str(state), str(manifest), "--tracemalloc", str(traced)],
+                capture_output=True,
+                text=True,
+                env=_env(state),
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"the {variant} {phase} RSS run failed:\n{proc.stderr}")
+            runs.append((phase, json.loads(proc.stdout.strip().splitlines()[-1])))
+        actions = runs[0][1]["actions"]
+        copies = ", ".join(f"{n} x{c}" for n, _, c in RSS_CONNECTORS)
+        once = ", ".join(n for n, _ in RSS_ONCE)
+        print(f"\nresident memory, {actions} actions ({copies} + {once}; {variant}", end="")
+        print(", copies rewritten so that none shares a value" if variant == "distinct" else "", end="")
+        print(f"), each open in a fresh process (target <= {RSS_TARGET_MB} MB):")
+        for phase, r in runs[:2]:
+            print(
+                f"  {phase:5} open_gateway {r['open_s']:.2f} s; VmRSS {r['rss_imports_mb']:.0f} MB after imports, "
+                f"{r['rss_open_mb']:.0f} MB after the open, {r['rss_calls_mb']:.0f} MB after {r['calls']} "
+                f"discover+describe+call rounds; peak {r['hwm_mb']:.0f} MB"
+            )
+        for phase, r in runs[2:]:
+            if r.get("top"):
+                print(f"  tracemalloc, {phase} open: {r['traced_mb']:.0f} MB of Python objects; biggest allocators:")
+                for where, mb, count in r["top"]:
+                    print(f"    {mb:7.1f} MB {count:9} blocks  {_short(where)}")
 
 
 def parse_args() -> argparse.Namespace:

@@ -24,34 +24,40 @@ still answers 401 to it after the one renewal, the human has just authorized and
 will not help, so the call ends with a terminal ``auth_failed`` error instead of another link.
 A previously working token set that stops working gets one refresh, then ``needs_auth``.
 
-Token endpoint answers are never quoted: only their status and a sanitized ``error`` code reach a
-message, since a provider may echo what it was sent (the client secret among it).
+Several instances on one database (README "Several instances"): the vault is the truth, the memory
+cache only a shortcut. Before refreshing, a call reads the token set again (another instance may
+have refreshed it: its newer access token is used as is). One refresh per token set at a time:
+within a process by a lock, between processes by a lease in the shared store (``_oauth2_lease``);
+a call that does not get the lease polls the vault for the new set, up to ``REFRESH_WAIT``
+seconds. A refresh the provider refuses is taken as the end of the authorization only after one
+more read of the vault shows the same refresh token: a rotated one means someone else refreshed.
+
+Token endpoint answers are never quoted (``_oauth2_endpoint``): only their status and a sanitized
+``error`` code reach a message, since a provider may echo what it was sent (the client secret among it).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import logging
-import re
 import secrets
-from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import quote_plus
 
 import anyio
 import httpx2
 
 from ..clock import Clock
 from ..credentials import PROJECT_WIDE, CredentialVault, SealedCredential, SecretValue
-from ..errors import CredentialError, CredentialMissing, GatewayError, UpstreamError
+from ..errors import CredentialError, CredentialMissing, UpstreamError
 from ..manifest import OAuth2Auth
 from ..store.base import Store
-from ._base import check_header_value, secret_fields
+from ._base import secret_fields
+from ._oauth2_endpoint import AuthorizationRefused, request_token
+from ._oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from ._oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
+from ._oauth2_session import IssuedToken, OAuth2Session, apply_oauth2
 
 __all__ = [
     "CALLBACK_PATH",
@@ -70,16 +76,10 @@ TOKEN_NAME = "oauth2_token"
 """The credential name under which a connector's token set is sealed."""
 CALLBACK_PATH = "/oauth/callback"
 STATE_TTL = timedelta(minutes=10)
-MAX_TOKEN_RESPONSE = 64 * 1024
-_ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-def apply_oauth2(request: httpx2.Request, access_token: SecretValue) -> None:
-    """Put an access token on the request (RFC 6750 section 2.1)."""
-    token = access_token.reveal()
-    if not isinstance(token, str):
-        raise CredentialError("the oauth2 access token has the wrong shape; connect the connector again")
-    request.headers["Authorization"] = check_header_value("oauth2", "header 'Authorization'", f"Bearer {token}")
+REFRESH_WAIT = 10.0
+"""Seconds a call waits for another instance's refresh of the same token set before giving up."""
+_POLL_FIRST, _POLL_MAX = 0.05, 0.5
+"""Seconds between reads of the vault while waiting: doubling from the first to the last."""
 
 
 def pkce_challenge(verifier: str) -> str:
@@ -91,25 +91,6 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-class AuthorizationRefused(GatewayError):
-    """The provider or its token endpoint said no. The message is safe for a page (no secret, no body)."""
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    """An access token ready to use. Its repr shows only where it came from and when it expires."""
-
-    access: SecretValue
-    expires_at: datetime | None
-    verified: bool
-    """False until an upstream has answered something other than 401 to it (see the module docstring)."""
-    stored_as: str | None
-    """The principal its token set is sealed under, or None for a client credentials token (memory only)."""
-
-    def fresh(self, now: datetime) -> bool:
-        return self.expires_at is None or now < self.expires_at
-
-
 class OAuth2Tokens:
     """Tokens for every ``oauth2`` connector of one gateway: the cache, the grants and the callbacks.
 
@@ -117,18 +98,34 @@ class OAuth2Tokens:
         http: the shared client (no proxy from the environment, no redirects followed).
         vault: where client credentials and token sets are sealed.
         clock: for expiry.
-        store: where authorizations in flight wait for the callback (shared by every instance).
+        store: shared by every instance: authorizations in flight wait there for the callback, and
+            refresh leases are claimed there.
         timeout: seconds for one token endpoint exchange.
+        project: the manifest's project, part of every refresh lease's key.
+        refresh_wait: seconds a call waits for another instance's refresh of the same token set.
     """
 
     def __init__(
-        self, http: httpx2.AsyncClient, vault: CredentialVault, clock: Clock, *, store: Store, timeout: float = 15.0
+        self,
+        http: httpx2.AsyncClient,
+        vault: CredentialVault,
+        clock: Clock,
+        *,
+        store: Store,
+        timeout: float = 15.0,
+        project: str = "",
+        refresh_wait: float = REFRESH_WAIT,
     ) -> None:
         self._http = http
         self._vault = vault
         self._clock = clock
         self._store = store
         self._timeout = timeout
+        self._project = project
+        self._refresh_wait = refresh_wait
+        # A lease outlives the longest refresh (one exchange, bounded by the timeout), so it never
+        # expires under a holder that is still working.
+        self._lease_ttl = max(LEASE_TTL, timedelta(seconds=2 * timeout))
         self._cache: dict[tuple[str, str], IssuedToken] = {}
         self._locks: dict[tuple[str, str], anyio.Lock] = {}
 
@@ -202,15 +199,25 @@ class OAuth2Tokens:
             self._cache[key] = verified
         if token.stored_as is None:
             return
-        sealed = await self._vault.sealed(session.connector, principal=token.stored_as, name=TOKEN_NAME)
-        if sealed is None:
+        # A read-modify-write of the token set, so under its lease: without it, this could put back
+        # a set whose refresh token another instance has just spent. A taken lease means a refresh
+        # is under way; then a later call sets the flag on the new set.
+        lease = self._lease(session.connector, token.stored_as)
+        if not await lease.claim():
             return
-        stored = _token_set(sealed)
-        # Only the set this token came from: a newer authorization stays unverified until it works.
-        if stored.get("access_token") == token.access.reveal() and stored.get("verified") != "1":
-            await self._vault.put(
-                session.connector, {**stored, "verified": "1"}, principal=token.stored_as, name=TOKEN_NAME
-            )
+        try:
+            sealed = await self._vault.sealed(session.connector, principal=token.stored_as, name=TOKEN_NAME)
+            if sealed is None or sealed.key.principal != token.stored_as:
+                return
+            stored = _token_set(sealed)
+            # Only the set this token came from: a newer authorization stays unverified until it works.
+            if stored.get("access_token") == token.access.reveal() and stored.get("verified") != "1":
+                await self._vault.put(
+                    session.connector, {**stored, "verified": "1"}, principal=token.stored_as, name=TOKEN_NAME
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await lease.release()
 
     def evict(self, session: OAuth2Session) -> None:
         self._cache.pop((session.connector, session.principal), None)
@@ -229,30 +236,120 @@ class OAuth2Tokens:
             form = {"grant_type": "client_credentials", **_scope(config)}
             answer = await self._grant(session.connector, config, _client(session.client, session.connector), form)
             return self._issued(answer, verified=True, stored_as=None)
+        return await self._stored(session, rejected)
+
+    # -- the stored token set, shared by every instance ------------------------------------------
+
+    async def _stored(self, session: OAuth2Session, rejected: IssuedToken | None) -> IssuedToken:
+        """The stored access token if it is usable, else a refreshed one: refreshed here if this call
+        gets the token set's lease, else by whoever holds it (this call then waits for the result)."""
+        deadline = anyio.current_time() + self._refresh_wait
+        found = await self._read(session)
+        while True:
+            if found is None:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            usable = self._usable(found, rejected)
+            if usable is not None:
+                return usable  # possibly refreshed by another instance since this one cached its token
+            lease = self._lease(session.connector, found[0].key.principal)
+            if await lease.claim():
+                try:
+                    return await self._refresh(session, rejected)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await lease.release()
+            found = await self._await_refresh(session, lease, found, deadline)
+
+    async def _await_refresh(
+        self, session: OAuth2Session, lease: RefreshLease, seen: _Found, deadline: float
+    ) -> _Found | None:
+        """Read the vault until the token set differs from ``seen`` or the lease is free (its holder
+        finished or gave up); that set, or None if it was deleted (the refresh was refused)."""
+        delay = _POLL_FIRST
+        while True:
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                raise UpstreamError(
+                    "upstream_timeout",
+                    f"another gateway instance has been renewing the access token of {session.connector} for "
+                    f"{self._refresh_wait:g} s without finishing; try the call again in a few seconds",
+                )
+            await anyio.sleep(min(delay, left))
+            delay = min(2 * delay, _POLL_MAX)
+            free = not await lease.taken()
+            found = await self._read(session)
+            if found is None or not _same_set(found, seen) or free:
+                return found
+
+    async def _refresh(self, session: OAuth2Session, rejected: IssuedToken | None) -> IssuedToken:
+        """Refresh the token set; the caller holds its lease.
+
+        The set is read again first: the lease's previous holder may have refreshed it a moment ago.
+        A refusal forgets the authorization only if the vault still holds the refused refresh token;
+        a different one was rotated in by someone else (a holder whose lease had expired, an older
+        build), so the newer set is used, or refreshed once more.
+        """
+        found = await self._read(session)
+        for _ in range(2):
+            if found is None:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            usable = self._usable(found, rejected)
+            if usable is not None:
+                return usable
+            sealed, stored = found
+            refresh_token = stored.get("refresh_token")
+            if not refresh_token:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+            try:
+                answer = await self._grant(
+                    session.connector, session.config, _client(session.client, session.connector), form
+                )
+            except AuthorizationRefused as exc:
+                again = await self._read(session)
+                if again is not None and not _same_set(again, found):
+                    logger.info(
+                        "oauth2 refresh for %s was refused (%s), but the stored token set had changed "
+                        "meanwhile; using the newer one",
+                        session.connector,
+                        exc.code or "no code",
+                    )
+                    found = again
+                    continue
+                if again is not None:
+                    # The provider no longer honours this authorization (revoked, expired): forget it, so
+                    # the next call hands out a connect link instead of trying the dead refresh token again.
+                    await self._vault.delete(session.connector, principal=sealed.key.principal, name=TOKEN_NAME)
+                logger.warning("oauth2 refresh for %s was refused; a human must connect it again", session.connector)
+                raise CredentialMissing(session.connector, TOKEN_NAME) from None
+            # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
+            new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
+            await self._vault.put(session.connector, new_set, principal=sealed.key.principal, name=TOKEN_NAME)
+            return self._from_set(new_set, stored_as=sealed.key.principal)
+        raise UpstreamError(
+            "upstream_error",
+            f"the stored token set of {session.connector} changed twice while it was being refreshed; "
+            "try the call again",
+        )
+
+    async def _read(self, session: OAuth2Session) -> _Found | None:
+        """The token set as the vault holds it now (never the memory cache's idea of it)."""
         sealed = await self._vault.sealed(session.connector, principal=session.principal, name=TOKEN_NAME)
-        if sealed is None:
-            raise CredentialMissing(session.connector, TOKEN_NAME)
-        stored = _token_set(sealed)
+        return (sealed, _token_set(sealed)) if sealed is not None else None
+
+    def _usable(self, found: _Found, rejected: IssuedToken | None) -> IssuedToken | None:
+        """The set's access token if it is fresh and not the one the upstream just refused."""
+        sealed, stored = found
         current = self._from_set(stored, stored_as=sealed.key.principal)
-        rejected_same = rejected is not None and rejected.access.reveal() == stored["access_token"]
-        if current.fresh(self._clock.now()) and not rejected_same:
-            return current
-        refresh_token = stored.get("refresh_token")
-        if not refresh_token:
-            raise CredentialMissing(session.connector, TOKEN_NAME)
-        form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-        try:
-            answer = await self._grant(session.connector, config, _client(session.client, session.connector), form)
-        except AuthorizationRefused:
-            # The provider no longer honours this authorization (revoked, expired): forget it, so
-            # the next call hands out a connect link instead of trying the dead refresh token again.
-            await self._vault.delete(session.connector, principal=sealed.key.principal, name=TOKEN_NAME)
-            logger.warning("oauth2 refresh for %s was refused; a human must connect it again", session.connector)
-            raise CredentialMissing(session.connector, TOKEN_NAME) from None
-        # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
-        new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
-        await self._vault.put(session.connector, new_set, principal=sealed.key.principal, name=TOKEN_NAME)
-        return self._from_set(new_set, stored_as=sealed.key.principal)
+        if not current.fresh(self._clock.now()):
+            return None
+        if rejected is not None and rejected.access.reveal() == stored["access_token"]:
+            return None
+        return current
+
+    def _lease(self, connector: str, stored_as: str) -> RefreshLease:
+        key = lease_key(self._project, connector, stored_as, TOKEN_NAME)
+        return RefreshLease(self._store, self._clock, key, self._lease_ttl)
 
     # -- the human side -------------------------------------------------------------------------
 
@@ -340,53 +437,10 @@ class OAuth2Tokens:
         """
         await self._grant(connector, config, client, {"grant_type": "client_credentials", **_scope(config)})
 
-    # -- the token endpoint ---------------------------------------------------------------------
-
     async def _grant(
         self, connector: str, config: OAuth2Auth, client: dict[str, str], form: dict[str, str]
     ) -> dict[str, Any]:
-        headers = {"Accept": "application/json"}
-        if config.client_auth == "basic":
-            # RFC 6749 section 2.3.1: each part form-urlencoded before the Basic encoding.
-            pair = f"{quote_plus(client['client_id'])}:{quote_plus(client['client_secret'])}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        else:
-            form = {**form, "client_id": client["client_id"], "client_secret": client["client_secret"]}
-        url = httpx2.URL(config.token_url)
-        where = f"the token endpoint of {connector} ({url.host})"
-        try:
-            with anyio.fail_after(self._timeout):
-                async with self._http.stream(
-                    "POST", url, data=form, headers=headers, timeout=self._timeout, follow_redirects=False
-                ) as response:
-                    body = await _read_capped(response)
-        except (TimeoutError, httpx2.TimeoutException):
-            raise UpstreamError("upstream_timeout", f"{where} did not answer in time; try again later") from None
-        except httpx2.HTTPError as exc:
-            raise UpstreamError(
-                "upstream_unreachable",
-                f"could not reach {where} ({type(exc).__name__}); check the connector's token_url and try again",
-            ) from None
-        answer = _json_object(body)
-        if response.status_code >= 400 or answer is None or "error" in (answer or {}):
-            code = _error_code(answer)
-            if 400 <= response.status_code < 500 or code:
-                raise AuthorizationRefused(
-                    f"{where} refused the request (HTTP {response.status_code}{', ' + code if code else ''})"
-                )
-            raise UpstreamError(
-                "upstream_error",
-                f"{where} answered HTTP {response.status_code} without a token; try again later",
-                upstream_status=response.status_code,
-            )
-        access = answer.get("access_token")
-        token_type = str(answer.get("token_type", "bearer"))
-        if not isinstance(access, str) or not access or token_type.lower() != "bearer":
-            raise UpstreamError(
-                "upstream_error",
-                f"{where} answered without a bearer access_token; the gateway can only use bearer tokens",
-            )
-        return answer
+        return await request_token(self._http, connector, config, client, form, time_limit=self._timeout)
 
     def _issued(self, answer: dict[str, Any], *, verified: bool, stored_as: str | None) -> IssuedToken:
         return IssuedToken(
@@ -428,76 +482,6 @@ class OAuth2Tokens:
         return f"OAuth2Tokens(cached={len(self._cache)})"
 
 
-class OAuth2Session:
-    """One call's use of an ``oauth2`` connector: the auth flow ``LastMeterAuth`` delegates to."""
-
-    def __init__(
-        self,
-        tokens: OAuth2Tokens,
-        config: OAuth2Auth,
-        connector: str,
-        principal: str,
-        client: SealedCredential | None,
-    ) -> None:
-        self._tokens = tokens
-        self.config = config
-        self.connector = connector
-        self.principal = principal
-        self.client = client
-
-    async def flow(
-        self, request: httpx2.Request, on_secret: Callable[[SecretValue], None] | None
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        """Bearer token on, send; on a 401 one renewal and one retry (the second ``yield``, as
-        httpx2's ``DigestAuth`` does); a 403 or anything else is the caller's to map."""
-        token = await self._tokens.token(self)
-        self._put(request, token, on_secret)
-        response = yield request
-        if response.status_code != 401:
-            if not token.verified:
-                await self._tokens.confirm(self, token)
-            return
-        renewed = await self._tokens.renew(self, token)
-        if renewed is None:
-            self._tokens.evict(self)
-            self._terminal_if_fresh(token)
-            return
-        self._put(request, renewed, on_secret)
-        response = yield request
-        if response.status_code == 401:
-            self._tokens.evict(self)
-            self._terminal_if_fresh(renewed)
-        elif not renewed.verified:
-            await self._tokens.confirm(self, renewed)
-
-    def _terminal_if_fresh(self, token: IssuedToken) -> None:
-        if self.config.flow == "client_credentials":
-            raise UpstreamError(
-                "auth_failed",
-                f"{self.connector} rejects the tokens its token endpoint issues to this client (401), even a "
-                "new one. Retrying will not help: the client may lack access to this API or need other scopes. "
-                "Tell the user; to enter other client credentials, call connect.",
-                upstream_status=401,
-            )
-        if not token.verified:
-            raise UpstreamError(
-                "auth_failed",
-                f"The user just authorized {self.connector}, but it still rejects the new token (401). Sending "
-                "another connect link will not help: the account may lack access to this API, or the connector "
-                "may need other scopes. Tell the user what happened.",
-                upstream_status=401,
-            )
-
-    @staticmethod
-    def _put(request: httpx2.Request, token: IssuedToken, on_secret: Callable[[SecretValue], None] | None) -> None:
-        if on_secret is not None:
-            on_secret(token.access)
-        apply_oauth2(request, token.access)
-
-    def __repr__(self) -> str:
-        return f"OAuth2Session(connector={self.connector!r}, principal={self.principal!r}, flow={self.config.flow!r})"
-
-
 # -- helpers ----------------------------------------------------------------------------------
 
 
@@ -511,6 +495,19 @@ def _client(sealed: SealedCredential | None, connector: str) -> dict[str, str]:
     return secret_fields("oauth2", sealed.open(), ("client_id", "client_secret"))
 
 
+_Found = tuple[SealedCredential, dict[str, str]]
+"""A token set read from the vault: where it is sealed, and its fields."""
+
+
+def _same_set(a: _Found, b: _Found) -> bool:
+    """Whether two reads found the same token set (a refresh or a new authorization changes both tokens)."""
+    return (
+        a[0].key == b[0].key
+        and a[1].get("access_token") == b[1].get("access_token")
+        and a[1].get("refresh_token") == b[1].get("refresh_token")
+    )
+
+
 def _token_set(sealed: SealedCredential) -> dict[str, str]:
     value = sealed.open().reveal()
     if not isinstance(value, dict) or not value.get("access_token"):
@@ -518,26 +515,3 @@ def _token_set(sealed: SealedCredential) -> dict[str, str]:
             f"the stored oauth2 token set of {sealed.key.connector!r} is unreadable; connect it again"
         )
     return value
-
-
-async def _read_capped(response: httpx2.Response) -> bytes:
-    body = b""
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > MAX_TOKEN_RESPONSE:
-            break
-    return body[:MAX_TOKEN_RESPONSE]
-
-
-def _json_object(body: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _error_code(answer: dict[str, Any] | None) -> str:
-    """The RFC 6749 section 5.2 ``error`` code if it looks like one; never free text from the provider."""
-    code = (answer or {}).get("error")
-    return code if isinstance(code, str) and _ERROR_CODE.match(code) else ""

@@ -5,7 +5,7 @@ The call path looks up the caller's sealed credential and, over HTTP, the bearer
 every request. Through aiosqlite each lookup is a hop to its worker thread and back (~25 µs idle,
 ~80-200 µs on a loaded 2-core machine); two of them per call were most of the gateway's own cost.
 
-Correctness rests on one counter. Migration 3 adds the ``generation`` table and triggers that bump
+Correctness rests on one counter. Migration 4 adds the ``generation`` table and triggers that bump
 its ``access`` row inside the same transaction as every insert, update or delete of ``credential``
 or ``token`` rows, whoever writes them: this process, ``mcp-gateway secret set`` or ``token revoke``
 in another, an older build (triggers live in the schema), or a hand-typed UPDATE. Before answering
@@ -53,7 +53,7 @@ ACCESS_MIGRATION: Final[tuple[str, ...]] = (
         for event in ("INSERT", "UPDATE", "DELETE")
     ),
 )
-"""Schema migration 3 (append-only, like every migration): the counter and its six triggers."""
+"""Schema migration 4 (append-only, like every migration): the counter and its six triggers."""
 
 _READ_COUNTER = "SELECT value FROM generation WHERE scope = 'access'"
 

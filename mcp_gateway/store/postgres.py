@@ -7,7 +7,8 @@ round trip) and prepared statements cached per connection. psycopg 3 would also 
 its async API as a layer over a sync core, a separate pool package, and a libpq (binary wheel)
 dependency; nothing here needs what it adds. Like aiosqlite, asyncpg runs on asyncio only.
 
-Design, mirroring ``SQLiteStore`` (same protocol, same contract tests):
+Design, mirroring ``SQLiteStore`` (same protocol, same contract tests, the same record <-> row
+conversion in ``_rows.py``):
 
 - A connection pool (``asyncpg.create_pool``); every method is one statement, or one short
   transaction on one pooled connection. Nothing is held across awaits of the caller.
@@ -29,23 +30,30 @@ Design, mirroring ``SQLiteStore`` (same protocol, same contract tests):
 
 from __future__ import annotations
 
-import json
 import logging
-import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
-import anyio.to_thread
 import asyncpg
 from pydantic import BaseModel
 
 from ..errors import GatewayError
-from ..model import ACTIONS_ADAPTER, Action
 from ._postgres_schema import SCHEMA_VERSION, migrate
+from ._rows import (
+    CATALOG_COLUMNS,
+    CREDENTIAL_KEY,
+    RecordColumns,
+    aware,
+    catalog_params,
+    credential_key,
+    dump_meta,
+    load_catalog,
+    load_meta,
+)
 from .base import (
     ApprovalRecord,
     ApprovalStatus,
@@ -67,20 +75,11 @@ _M = TypeVar("_M", bound=BaseModel)
 _CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection: a firewalled host should fail the start, not hang it."""
 _POOL_MAX = 10
-_ZLIB_LEVEL = 1
 # What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
 _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
-# -- value conversion ----------------------------------------------------------------------------
-
-
-def _aware(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        # asyncpg would read a naive value as UTC, SQLite's store refuses it: refuse it here too,
-        # since guessing wrong would move every expiry by the UTC offset.
-        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware datetimes")
-    return value
+# -- tables and statements -----------------------------------------------------------------------
 
 
 def _q(column: str) -> str:
@@ -97,22 +96,21 @@ def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> 
     return sql
 
 
-class _Table(Generic[_M]):
-    """Maps one record model onto a table whose columns are named exactly like its fields."""
+class _Table(RecordColumns[_M]):
+    """A record table in PostgreSQL: ``$n`` placeholders, quoted column names (``"user"`` is a reserved
+    word), datetimes as ``timestamptz`` that asyncpg hands back as aware UTC ``datetime``."""
 
     def __init__(self, name: str, model: type[_M], key: Sequence[str] = ()) -> None:
-        self.model = model
-        self.columns = tuple(model.model_fields)
+        super().__init__(model)
         self.select = f"SELECT {', '.join(map(_q, self.columns))} FROM {name}"
         self.returning = f"RETURNING {', '.join(map(_q, self.columns))}"
         self.insert = _insert_sql(name, self.columns, key)
 
     def params(self, record: _M) -> tuple[object, ...]:
-        values = (getattr(record, c) for c in self.columns)
-        return tuple(_aware(v) if isinstance(v, datetime) else v for v in values)
+        return self.values(record, aware)
 
     def load(self, row: asyncpg.Record) -> _M:
-        return self.model.model_validate(dict(row.items()))
+        return self.record(row)
 
 
 _STATES = _Table("connector_state", ConnectorState, ["slug"])
@@ -121,22 +119,12 @@ _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
 
-_CATALOG_UPSERT = _insert_sql("catalog", ("slug", "fingerprint", "info", "actions"), ["slug"])
-_CATALOG_COLUMNS = frozenset({"slug", "fingerprint", "actions"})
-_CREDENTIAL_KEY = ("connector", "principal", "name")
-_CREDENTIAL_INSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"))
-_CREDENTIAL_UPSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"), _CREDENTIAL_KEY)
+_CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
+_CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
+_CREDENTIAL_UPSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"), CREDENTIAL_KEY)
 _CREDENTIAL_WHERE = "WHERE connector = $1 AND principal = $2 AND name = $3"
 _META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
 _C = 'COLLATE "C"'
-
-
-def _encode_actions(actions: list[Action]) -> bytes:
-    return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), _ZLIB_LEVEL)
-
-
-def _decode_actions(blob: bytes) -> list[Action]:
-    return ACTIONS_ADAPTER.validate_json(zlib.decompress(blob))
 
 
 def _changed(status: str) -> int:
@@ -262,20 +250,10 @@ class PostgresStore:
         row = await self._fetchrow("SELECT fingerprint, info, actions FROM catalog WHERE slug = $1", slug)
         if row is None:
             return None
-        try:
-            actions = await anyio.to_thread.run_sync(_decode_actions, row["actions"])
-            info = {k: v for k, v in json.loads(row["info"]).items() if k in CatalogRecord.model_fields}
-            return CatalogRecord.model_validate(
-                {**info, "slug": slug, "fingerprint": row["fingerprint"], "actions": actions}
-            )
-        except (zlib.error, ValueError) as exc:
-            logger.warning("stored catalog of %s is unreadable by this build (%s); it will be rebuilt", slug, exc)
-            return None
+        return await load_catalog(slug, row, logger)
 
     async def put_catalog(self, record: CatalogRecord) -> None:
-        blob = await anyio.to_thread.run_sync(_encode_actions, record.actions)
-        info = record.model_dump_json(exclude=set(_CATALOG_COLUMNS))
-        await self._execute(_CATALOG_UPSERT, record.slug, record.fingerprint, info, blob)
+        await self._execute(_CATALOG_UPSERT, *await catalog_params(record))
 
     async def delete_catalog(self, slug: str) -> None:
         await self._execute("DELETE FROM catalog WHERE slug = $1", slug)
@@ -304,7 +282,7 @@ class PostgresStore:
         rows = await self._fetch(
             f"SELECT connector, principal, name FROM credential ORDER BY connector {_C}, principal {_C}, name {_C}"
         )
-        return [CredentialKey(connector=r["connector"], principal=r["principal"], name=r["name"]) for r in rows]
+        return [credential_key(r) for r in rows]
 
     async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
         """Rewrite every credential in one transaction (key rotation): all of them, or none."""
@@ -350,7 +328,7 @@ class PostgresStore:
             "UPDATE link SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 "
             + _LINKS.returning,
             token_hash,
-            _aware(now),
+            aware(now),
         )
         return _LINKS.load(row) if row is not None else None
 
@@ -374,7 +352,7 @@ class PostgresStore:
             "UPDATE approval SET status = $1, decided_at = COALESCE(decided_at, $2) "
             "WHERE id = $3 AND status = $4 RETURNING id",
             to_status,
-            _aware(now),
+            aware(now),
             approval_id,
             from_status,
         )
@@ -412,20 +390,20 @@ class PostgresStore:
         """Store ``value`` unless a live entry holds (kind, key); True if stored. Expired entries (of
         every kind) are purged first, so an expired one counts as absent."""
         async with self._transaction() as conn:
-            await conn.execute("DELETE FROM ephemeral WHERE expires_at <= $1", _aware(now))
+            await conn.execute("DELETE FROM ephemeral WHERE expires_at <= $1", aware(now))
             row = await conn.fetchrow(
                 "INSERT INTO ephemeral (kind, key, value, expires_at) VALUES ($1, $2, $3, $4) "
                 "ON CONFLICT (kind, key) DO NOTHING RETURNING kind",
                 kind,
                 key,
                 bytes(value),
-                _aware(expires_at),
+                aware(expires_at),
             )
         return row is not None
 
     async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
         row = await self._fetchrow(
-            "SELECT value FROM ephemeral WHERE kind = $1 AND key = $2 AND expires_at > $3", kind, key, _aware(now)
+            "SELECT value FROM ephemeral WHERE kind = $1 AND key = $2 AND expires_at > $3", kind, key, aware(now)
         )
         return bytes(row["value"]) if row is not None else None
 
@@ -434,7 +412,7 @@ class PostgresStore:
         row = await self._fetchrow(
             "DELETE FROM ephemeral WHERE kind = $1 AND key = $2 RETURNING value, expires_at", kind, key
         )
-        if row is None or row["expires_at"] <= _aware(now):
+        if row is None or row["expires_at"] <= aware(now):
             return None
         return bytes(row["value"])
 
@@ -445,8 +423,8 @@ class PostgresStore:
 
     async def get_meta(self, key: str) -> Any | None:
         row = await self._fetchrow("SELECT value FROM meta WHERE key = $1", key)
-        return json.loads(row["value"]) if row is not None else None
+        return load_meta(row["value"]) if row is not None else None
 
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
-        await self._execute(_META_UPSERT, key, json.dumps(value, separators=(",", ":")))
+        await self._execute(_META_UPSERT, key, dump_meta(value))

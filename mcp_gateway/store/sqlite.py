@@ -10,10 +10,11 @@ Design:
   so a second gateway process on the same file waits instead of failing.
 - State changes that must happen exactly once are compare-and-set in SQL (``UPDATE ... WHERE
   status = ?``), so they stay exactly-once across processes, not just across tasks.
-- The schema is an ordered list of migrations; ``PRAGMA user_version`` records how many have run.
-  A file written by a newer build is refused rather than guessed at.
+- The schema is an ordered list of migrations; ``PRAGMA user_version`` records how many have run
+  (``_sqlite_schema.py``). A file written by a newer build is refused rather than guessed at.
 - A catalog is one row per connector: its actions as zlib-compressed JSON, decoded with pydantic's
-  JSON validator off the event loop. Loading GitHub's ~1,200 actions this way takes tens of ms.
+  JSON validator off the event loop (``_rows.py``, shared with ``PostgresStore``). Loading GitHub's
+  ~1,200 actions this way takes tens of ms.
 - Datetimes are stored as fixed-width ISO-8601 UTC text, so SQL comparisons (``expires_at > ?``) are
   plain string comparisons, and come back timezone-aware UTC.
 - Credentials arrive already sealed; they are stored and returned byte for byte, and never logged.
@@ -27,26 +28,34 @@ Design:
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import sqlite3
-import zlib
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import aiosqlite
 import anyio
-import anyio.to_thread
 from pydantic import BaseModel
 
 from ..errors import GatewayError
-from ..model import ACTIONS_ADAPTER, Action
-from ._access import ACCESS_MIGRATION, AccessCache, GenerationProbe
+from ._access import AccessCache, GenerationProbe
+from ._rows import (
+    CATALOG_COLUMNS,
+    CREDENTIAL_KEY,
+    RecordColumns,
+    aware,
+    catalog_params,
+    credential_key,
+    dump_meta,
+    load_catalog,
+    load_meta,
+)
+from ._sqlite_schema import SCHEMA_VERSION, migrate
 from .base import (
     ApprovalRecord,
     ApprovalStatus,
@@ -64,131 +73,15 @@ logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
 
-# "mcpg" in ASCII: marks the file as ours, so pointing the gateway at some other SQLite database
-# fails with a clear message instead of a migration colliding with someone else's tables.
-_APPLICATION_ID = 0x6D637067
 _BUSY_TIMEOUT_MS = 5000
-# Level 1 compresses a GitHub-sized catalog to about the same size as level 6 in a fraction of the
-# time; decompression speed does not depend on the level.
-_ZLIB_LEVEL = 1
-
-# Migration N (1-based) brings the schema from version N-1 to N. Append only: never edit a step that
-# has shipped, since databases in the field have already run it.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        # Everything in CatalogRecord except slug, fingerprint and actions lives in `info` (JSON),
-        # so a new optional field there needs no migration.
-        """CREATE TABLE catalog (
-            slug        TEXT PRIMARY KEY,
-            fingerprint TEXT NOT NULL,
-            info        TEXT NOT NULL DEFAULT '{}',
-            actions     BLOB NOT NULL
-        )""",
-        """CREATE TABLE connector_state (
-            slug      TEXT PRIMARY KEY,
-            source    TEXT NOT NULL,
-            status    TEXT NOT NULL,
-            actions   INTEGER NOT NULL,
-            error     TEXT,
-            synced_at TEXT NOT NULL
-        )""",
-        """CREATE TABLE credential (
-            connector TEXT NOT NULL,
-            principal TEXT NOT NULL,
-            name      TEXT NOT NULL,
-            sealed    BLOB NOT NULL,
-            PRIMARY KEY (connector, principal, name)
-        )""",
-        """CREATE TABLE token (
-            id         TEXT PRIMARY KEY,
-            agent      TEXT NOT NULL,
-            token_hash TEXT NOT NULL UNIQUE,
-            created_at TEXT NOT NULL,
-            revoked    INTEGER NOT NULL DEFAULT 0
-        )""",
-        """CREATE TABLE link (
-            token_hash  TEXT PRIMARY KEY,
-            kind        TEXT NOT NULL,
-            connector   TEXT NOT NULL,
-            principal   TEXT NOT NULL,
-            secret_name TEXT NOT NULL,
-            approval_id TEXT,
-            created_at  TEXT NOT NULL,
-            expires_at  TEXT NOT NULL,
-            used_at     TEXT
-        )""",
-        """CREATE TABLE approval (
-            id             TEXT PRIMARY KEY,
-            fingerprint    TEXT NOT NULL,
-            principal      TEXT NOT NULL,
-            agent          TEXT,
-            tool           TEXT NOT NULL,
-            risk           TEXT NOT NULL,
-            summary        TEXT NOT NULL,
-            verdict_source TEXT NOT NULL,
-            verdict_rule   TEXT,
-            status         TEXT NOT NULL,
-            created_at     TEXT NOT NULL,
-            expires_at     TEXT NOT NULL,
-            decided_at     TEXT
-        )""",
-        "CREATE INDEX approval_by_status ON approval (status, created_at)",
-        """CREATE TABLE audit (
-            id              INTEGER PRIMARY KEY,
-            at              TEXT NOT NULL,
-            user            TEXT NOT NULL,
-            agent           TEXT,
-            requested       TEXT NOT NULL,
-            connector       TEXT,
-            action          TEXT,
-            args_preview    TEXT NOT NULL,
-            fingerprint     TEXT,
-            verdict         TEXT,
-            verdict_source  TEXT,
-            status          TEXT NOT NULL,
-            reason          TEXT,
-            upstream_status INTEGER,
-            latency_ms      REAL NOT NULL
-        )""",
-        # Newest first is the only read; the index (which carries the rowid) serves ORDER BY at, id.
-        "CREATE INDEX audit_by_time ON audit (at)",
-        """CREATE TABLE meta (
-            key   TEXT PRIMARY KEY,
-            value TEXT NOT NULL
-        )""",
-    ),
-    # 2: the approval page shows the call's (redacted) arguments.
-    ("ALTER TABLE approval ADD COLUMN arguments TEXT NOT NULL DEFAULT ''",),
-    # 3: short-lived state any instance may be handed (Store.put_ephemeral).
-    (
-        """CREATE TABLE ephemeral (
-            kind       TEXT NOT NULL,
-            key        TEXT NOT NULL,
-            value      BLOB NOT NULL,
-            expires_at TEXT NOT NULL,
-            PRIMARY KEY (kind, key)
-        )""",
-        "CREATE INDEX ephemeral_by_expiry ON ephemeral (expires_at)",
-    ),
-    # 4: a counter that every credential or token write bumps, so the lookups each call makes can
-    # be answered from memory until it moves (see _access.py).
-    ACCESS_MIGRATION,
-)
-
-SCHEMA_VERSION = len(_MIGRATIONS)
-"""The schema version this build writes; a database with a higher ``user_version`` is refused."""
 
 
-# -- value conversion ------------------------------------------------------------------------
+# -- tables and statements -------------------------------------------------------------------
 
 
 def _ts(value: datetime) -> str:
     """Fixed-width UTC text: lexicographic order is time order, so SQL can compare it directly."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        # A naive value is ambiguous (local or UTC?), and guessing wrong would move every expiry
-        # by the UTC offset; the Clock protocol promises aware UTC, so this is a caller bug.
-        raise ValueError(f"naive datetime {value!r}: the store needs timezone-aware datetimes")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> str:
@@ -200,29 +93,20 @@ def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> 
     return sql
 
 
-class _Table(Generic[_M]):
-    """Maps one record model onto a table whose columns are named exactly like its fields."""
+class _Table(RecordColumns[_M]):
+    """A record table in SQLite: ``?`` placeholders, datetimes as the fixed-width text of ``_ts``."""
 
     def __init__(self, name: str, model: type[_M], key: Sequence[str] = ()) -> None:
-        self.model = model
-        self.columns = tuple(model.model_fields)
-        self.datetimes = frozenset(
-            n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
-        )
+        super().__init__(model)
         self.select = f"SELECT {', '.join(self.columns)} FROM {name}"
         self.insert = _insert_sql(name, self.columns, key)
 
     def params(self, record: _M) -> tuple[object, ...]:
-        values = (getattr(record, c) for c in self.columns)
-        return tuple(_ts(v) if isinstance(v, datetime) else v for v in values)
+        return self.values(record, _ts)
 
     def load(self, row: sqlite3.Row) -> _M:
-        data = {c: row[c] for c in self.columns}
-        for c in self.datetimes:
-            if data[c] is not None:
-                # fromisoformat maps the trailing Z to datetime.UTC itself, not an equivalent offset.
-                data[c] = datetime.fromisoformat(data[c])
-        return self.model.model_validate(data)
+        # fromisoformat maps the trailing Z to datetime.UTC itself, not an equivalent offset.
+        return self.record(row, datetime.fromisoformat)
 
 
 _STATES = _Table("connector_state", ConnectorState, ["slug"])
@@ -231,22 +115,11 @@ _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
 
-_CATALOG_UPSERT = _insert_sql("catalog", ("slug", "fingerprint", "info", "actions"), ["slug"])
-# CatalogRecord's fields other than these go to the `info` JSON column.
-_CATALOG_COLUMNS = frozenset({"slug", "fingerprint", "actions"})
-_CREDENTIAL_KEY = ("connector", "principal", "name")
-_CREDENTIAL_INSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"))
-_CREDENTIAL_UPSERT = _insert_sql("credential", (*_CREDENTIAL_KEY, "sealed"), _CREDENTIAL_KEY)
+_CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
+_CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
+_CREDENTIAL_UPSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"), CREDENTIAL_KEY)
 _CREDENTIAL_WHERE = "WHERE connector = ? AND principal = ? AND name = ?"
 _META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
-
-
-def _encode_actions(actions: list[Action]) -> bytes:
-    return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), _ZLIB_LEVEL)
-
-
-def _decode_actions(blob: bytes) -> list[Action]:
-    return ACTIONS_ADAPTER.validate_json(zlib.decompress(blob))
 
 
 def _always_current() -> int:
@@ -320,7 +193,7 @@ class SQLiteStore:
             try:
                 db.row_factory = sqlite3.Row
                 await self._configure(db)
-                await self._migrate(db)
+                await migrate(db, self._path)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await db.close()
@@ -391,54 +264,6 @@ class SQLiteStore:
                     raise
                 await anyio.sleep(0.05)
 
-    async def _migrate(self, db: aiosqlite.Connection) -> None:
-        # IMMEDIATE takes the write lock before reading the version, so two processes opening a
-        # new file at once run the migrations once: the second waits, then finds nothing to do.
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            version = await self._pragma_int(db, "user_version")
-            app_id = await self._pragma_int(db, "application_id")
-            if app_id not in (0, _APPLICATION_ID):
-                raise GatewayError(
-                    f"{self._path} is an SQLite database of another application (application_id {app_id:#x}); "
-                    "point the gateway at its own file"
-                )
-            if version > SCHEMA_VERSION:
-                raise GatewayError(
-                    f"{self._path} was written by a newer mcp-gateway (schema version {version}; this build "
-                    f"knows up to {SCHEMA_VERSION}); upgrade mcp-gateway, or point it at another database file"
-                )
-            if version == 0 and app_id == 0 and await self._has_tables(db):
-                raise GatewayError(
-                    f"{self._path} is an SQLite database that mcp-gateway did not create; "
-                    "point the gateway at its own file"
-                )
-            for number in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[number - 1]:
-                    await db.execute(statement)
-                # Both pragmas are written to the file header inside this transaction, so a failed
-                # step leaves the version where it was.
-                await db.execute(f"PRAGMA user_version = {number}")
-                logger.debug("%s: applied schema migration %d", self._path, number)
-            if app_id == 0:
-                await db.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await db.rollback()
-            raise
-        await db.commit()
-
-    @staticmethod
-    async def _pragma_int(db: aiosqlite.Connection, name: str) -> int:
-        async with db.execute(f"PRAGMA {name}") as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row is not None else 0
-
-    @staticmethod
-    async def _has_tables(db: aiosqlite.Connection) -> bool:
-        async with db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1") as cursor:
-            return await cursor.fetchone() is not None
-
     # -- plumbing ---------------------------------------------------------------------------------
 
     def _conn(self) -> aiosqlite.Connection:
@@ -491,21 +316,10 @@ class SQLiteStore:
         row = await self._fetchone("SELECT fingerprint, info, actions FROM catalog WHERE slug = ?", (slug,))
         if row is None:
             return None
-        try:
-            # A few MB of JSON: decompress and validate on a worker thread, outside the lock.
-            actions = await anyio.to_thread.run_sync(_decode_actions, row["actions"])
-            info = {k: v for k, v in json.loads(row["info"]).items() if k in CatalogRecord.model_fields}
-            return CatalogRecord.model_validate(
-                {**info, "slug": slug, "fingerprint": row["fingerprint"], "actions": actions}
-            )
-        except (zlib.error, ValueError) as exc:  # ValueError covers pydantic's ValidationError and bad JSON
-            logger.warning("stored catalog of %s is unreadable by this build (%s); it will be rebuilt", slug, exc)
-            return None
+        return await load_catalog(slug, row, logger)
 
     async def put_catalog(self, record: CatalogRecord) -> None:
-        blob = await anyio.to_thread.run_sync(_encode_actions, record.actions)
-        info = record.model_dump_json(exclude=set(_CATALOG_COLUMNS))
-        await self._execute(_CATALOG_UPSERT, (record.slug, record.fingerprint, info, blob))
+        await self._execute(_CATALOG_UPSERT, await catalog_params(record))
 
     async def delete_catalog(self, slug: str) -> None:
         await self._execute("DELETE FROM catalog WHERE slug = ?", (slug,))
@@ -547,7 +361,7 @@ class SQLiteStore:
         rows = await self._fetchall(
             "SELECT connector, principal, name FROM credential ORDER BY connector, principal, name"
         )
-        return [CredentialKey(connector=r["connector"], principal=r["principal"], name=r["name"]) for r in rows]
+        return [credential_key(r) for r in rows]
 
     async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
         """Rewrite every credential in one transaction (key rotation): all of them, or none."""
@@ -708,8 +522,8 @@ class SQLiteStore:
 
     async def get_meta(self, key: str) -> Any | None:
         row = await self._fetchone("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(row["value"]) if row is not None else None
+        return load_meta(row["value"]) if row is not None else None
 
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
-        await self._execute(_META_UPSERT, (key, json.dumps(value, separators=(",", ":"))))
+        await self._execute(_META_UPSERT, (key, dump_meta(value)))

@@ -34,6 +34,7 @@ from mcp_gateway.store import (
     Store,
     TokenRecord,
 )
+from mcp_gateway.store import _sqlite_schema as sqlite_schema
 from mcp_gateway.store import sqlite as sqlite_module
 
 pytestmark = pytest.mark.anyio
@@ -665,9 +666,9 @@ async def test_sqlite_migrations_apply_in_order_and_roll_back_on_failure(
     v1 = sqlite_module.SCHEMA_VERSION
 
     # A later build with one more step that fails halfway: nothing of it may stick.
-    broken = (*sqlite_module._MIGRATIONS, ("CREATE TABLE extra (x INTEGER)", "CREATE TABLE broken (syntax error"))
-    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", broken)
-    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", v1 + 1)
+    broken = (*sqlite_schema.MIGRATIONS, ("CREATE TABLE extra (x INTEGER)", "CREATE TABLE broken (syntax error"))
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", broken)
+    monkeypatch.setattr(sqlite_schema, "SCHEMA_VERSION", v1 + 1)
     with pytest.raises(sqlite3.OperationalError):
         await SQLiteStore(path).open()
     assert _pragma(path, "user_version") == v1
@@ -675,8 +676,8 @@ async def test_sqlite_migrations_apply_in_order_and_roll_back_on_failure(
     assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'extra'").fetchone() is None
     db.close()
 
-    fixed = (*sqlite_module._MIGRATIONS[:v1], ("CREATE TABLE extra (x INTEGER)",))
-    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", fixed)
+    fixed = (*sqlite_schema.MIGRATIONS[:v1], ("CREATE TABLE extra (x INTEGER)",))
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", fixed)
     async with SQLiteStore(path) as store:
         assert await store.get_meta("k") == "v"  # existing data carried over
     assert _pragma(path, "user_version") == v1 + 1

@@ -1,7 +1,10 @@
 // A real OAuth 2.0 authorization server on loopback for the end-to-end tests: the npm package
 // oauth2-mock-server (authorization code with PKCE, client credentials, refresh tokens, RS256 JWTs).
 //
-//   node tests/support/oauth2_mock.mjs [--port 0] [--expires-in SECONDS]
+//   node tests/support/oauth2_mock.mjs [--port 0] [--expires-in SECONDS] [--rotate-refresh-tokens]
+//
+// --rotate-refresh-tokens: every refresh token works once (RFC 9700 section 4.14.2), as with providers
+// that rotate them: a second use of one, or one this server never issued, answers 400 invalid_grant.
 //
 // Prints one JSON object per line on stdout: {"event": "ready", "url": ...} once listening, then one
 // line per authorize redirect and per token response (what the gateway sent and what it got), so
@@ -20,6 +23,8 @@ const option = (name, fallback) => {
 };
 const port = Number(option("--port", "0"));
 const expiresIn = option("--expires-in", undefined);
+const rotate = args.includes("--rotate-refresh-tokens");
+const liveRefreshTokens = new Set();
 
 const emit = (event) => process.stdout.write(JSON.stringify(event) + "\n");
 const server = new OAuth2Server();
@@ -56,12 +61,20 @@ server.service.on("beforeAuthorizeRedirect", (redirect, req) => {
 server.service.on("beforeResponse", (response, req) => {
   const body = req.body ?? {};
   const basic = (req.headers.authorization ?? "").startsWith("Basic ");
+  let reused = false;
   if (rejectNextToken) {
     rejectNextToken = false;
     response.statusCode = 400;
     response.body = { error: "invalid_grant" };
+  } else if (rotate && body.grant_type === "refresh_token" && !liveRefreshTokens.delete(body.refresh_token)) {
+    reused = true;
+    response.statusCode = 400;
+    response.body = { error: "invalid_grant" };
   } else if (expiresIn !== undefined && response.statusCode === 200) {
     response.body.expires_in = Number(expiresIn);
+  }
+  if (rotate && response.statusCode === 200 && response.body.refresh_token) {
+    liveRefreshTokens.add(response.body.refresh_token);
   }
   emit({
     event: "token",
@@ -76,6 +89,8 @@ server.service.on("beforeResponse", (response, req) => {
     status: response.statusCode,
     access_token: response.body.access_token ?? null,
     refresh_token: response.body.refresh_token ?? null,
+    refresh_token_sent: body.refresh_token ?? null,
+    reused_refresh_token: reused,
   });
 });
 

@@ -58,11 +58,13 @@ def require_oauth2_mock() -> str:
 class OAuth2MockServer:
     """``oauth2-mock-server`` in a child process on 127.0.0.1 (a free port), with its event log."""
 
-    def __init__(self, *, expires_in: int | None = None) -> None:
+    def __init__(self, *, expires_in: int | None = None, rotate_refresh_tokens: bool = False) -> None:
         node = require_oauth2_mock()
         command = [node, str(LAUNCHER), "--port", "0"]
         if expires_in is not None:
             command += ["--expires-in", str(expires_in)]
+        if rotate_refresh_tokens:
+            command.append("--rotate-refresh-tokens")  # each refresh token works once (see oauth2_mock.mjs)
         self._proc = subprocess.Popen(
             command,
             cwd=ROOT,

@@ -1,0 +1,119 @@
+"""One exchange with an OAuth 2.0 token endpoint (RFC 6749 section 3.2), answered safely.
+
+Token endpoint answers are never quoted: only their status and a sanitized ``error`` code reach a
+message, since a provider may echo what it was sent (the client secret among it). The body is read
+up to ``MAX_TOKEN_RESPONSE`` bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any
+from urllib.parse import quote_plus
+
+import anyio
+import httpx2
+
+from ..errors import GatewayError, UpstreamError
+from ..manifest import OAuth2Auth
+
+__all__ = ["MAX_TOKEN_RESPONSE", "AuthorizationRefused", "request_token"]
+
+MAX_TOKEN_RESPONSE = 64 * 1024
+_ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class AuthorizationRefused(GatewayError):
+    """The provider or its token endpoint said no. The message is safe for a page (no secret, no body).
+
+    ``code`` is the sanitized RFC 6749 section 5.2 ``error`` code (``invalid_grant``), or ``""``.
+    """
+
+    def __init__(self, message: str, code: str = "") -> None:
+        self.code = code
+        super().__init__(message)
+
+
+async def request_token(
+    http: httpx2.AsyncClient,
+    connector: str,
+    config: OAuth2Auth,
+    client: dict[str, str],
+    form: dict[str, str],
+    *,
+    time_limit: float,
+) -> dict[str, Any]:
+    """POST ``form`` with the client's authentication, within ``time_limit`` seconds; the JSON answer,
+    which holds a bearer access token.
+
+    Raises:
+        AuthorizationRefused: a 4xx, or an RFC 6749 ``error`` answer.
+        UpstreamError: the endpoint could not be reached, timed out, or answered without a bearer token.
+    """
+    headers = {"Accept": "application/json"}
+    if config.client_auth == "basic":
+        # RFC 6749 section 2.3.1: each part form-urlencoded before the Basic encoding.
+        pair = f"{quote_plus(client['client_id'])}:{quote_plus(client['client_secret'])}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    else:
+        form = {**form, "client_id": client["client_id"], "client_secret": client["client_secret"]}
+    url = httpx2.URL(config.token_url)
+    where = f"the token endpoint of {connector} ({url.host})"
+    try:
+        with anyio.fail_after(time_limit):
+            async with http.stream(
+                "POST", url, data=form, headers=headers, timeout=time_limit, follow_redirects=False
+            ) as response:
+                body = await _read_capped(response)
+    except (TimeoutError, httpx2.TimeoutException):
+        raise UpstreamError("upstream_timeout", f"{where} did not answer in time; try again later") from None
+    except httpx2.HTTPError as exc:
+        raise UpstreamError(
+            "upstream_unreachable",
+            f"could not reach {where} ({type(exc).__name__}); check the connector's token_url and try again",
+        ) from None
+    answer = _json_object(body)
+    if response.status_code >= 400 or answer is None or "error" in (answer or {}):
+        code = _error_code(answer)
+        if 400 <= response.status_code < 500 or code:
+            raise AuthorizationRefused(
+                f"{where} refused the request (HTTP {response.status_code}{', ' + code if code else ''})", code
+            )
+        raise UpstreamError(
+            "upstream_error",
+            f"{where} answered HTTP {response.status_code} without a token; try again later",
+            upstream_status=response.status_code,
+        )
+    access = answer.get("access_token")
+    token_type = str(answer.get("token_type", "bearer"))
+    if not isinstance(access, str) or not access or token_type.lower() != "bearer":
+        raise UpstreamError(
+            "upstream_error",
+            f"{where} answered without a bearer access_token; the gateway can only use bearer tokens",
+        )
+    return answer
+
+
+async def _read_capped(response: httpx2.Response) -> bytes:
+    body = b""
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_TOKEN_RESPONSE:
+            break
+    return body[:MAX_TOKEN_RESPONSE]
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _error_code(answer: dict[str, Any] | None) -> str:
+    """The RFC 6749 section 5.2 ``error`` code if it looks like one; never free text from the provider."""
+    code = (answer or {}).get("error")
+    return code if isinstance(code, str) and _ERROR_CODE.match(code) else ""

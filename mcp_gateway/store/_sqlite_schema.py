@@ -1,0 +1,188 @@
+"""The SQLite schema: versioned migrations, applied once however many processes open a new file together.
+
+``PRAGMA user_version`` in the file header counts the steps applied and ``PRAGMA application_id``
+marks the file as ours. ``migrate`` runs every pending step in one ``BEGIN IMMEDIATE`` transaction:
+the write lock is taken before the version is read, so two processes opening a new file at once
+take turns and the second finds nothing left to do; both pragmas are written inside that
+transaction, so a step that fails leaves the schema (and the version) exactly as it was. A file
+written by a newer build, or by another application, is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import aiosqlite
+import anyio
+
+from ..errors import GatewayError
+from ._access import ACCESS_MIGRATION
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+logger = logging.getLogger(__name__)
+
+# "mcpg" in ASCII: marks the file as ours, so pointing the gateway at some other SQLite database
+# fails with a clear message instead of a migration colliding with someone else's tables.
+APPLICATION_ID = 0x6D637067
+
+# Migration N (1-based) brings the schema from version N-1 to N. Append only: never edit a step that
+# has shipped, since databases in the field have already run it.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        # Everything in CatalogRecord except slug, fingerprint and actions lives in `info` (JSON),
+        # so a new optional field there needs no migration.
+        """CREATE TABLE catalog (
+            slug        TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            info        TEXT NOT NULL DEFAULT '{}',
+            actions     BLOB NOT NULL
+        )""",
+        """CREATE TABLE connector_state (
+            slug      TEXT PRIMARY KEY,
+            source    TEXT NOT NULL,
+            status    TEXT NOT NULL,
+            actions   INTEGER NOT NULL,
+            error     TEXT,
+            synced_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE credential (
+            connector TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            name      TEXT NOT NULL,
+            sealed    BLOB NOT NULL,
+            PRIMARY KEY (connector, principal, name)
+        )""",
+        """CREATE TABLE token (
+            id         TEXT PRIMARY KEY,
+            agent      TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked    INTEGER NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE link (
+            token_hash  TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            connector   TEXT NOT NULL,
+            principal   TEXT NOT NULL,
+            secret_name TEXT NOT NULL,
+            approval_id TEXT,
+            created_at  TEXT NOT NULL,
+            expires_at  TEXT NOT NULL,
+            used_at     TEXT
+        )""",
+        """CREATE TABLE approval (
+            id             TEXT PRIMARY KEY,
+            fingerprint    TEXT NOT NULL,
+            principal      TEXT NOT NULL,
+            agent          TEXT,
+            tool           TEXT NOT NULL,
+            risk           TEXT NOT NULL,
+            summary        TEXT NOT NULL,
+            verdict_source TEXT NOT NULL,
+            verdict_rule   TEXT,
+            status         TEXT NOT NULL,
+            created_at     TEXT NOT NULL,
+            expires_at     TEXT NOT NULL,
+            decided_at     TEXT
+        )""",
+        "CREATE INDEX approval_by_status ON approval (status, created_at)",
+        """CREATE TABLE audit (
+            id              INTEGER PRIMARY KEY,
+            at              TEXT NOT NULL,
+            user            TEXT NOT NULL,
+            agent           TEXT,
+            requested       TEXT NOT NULL,
+            connector       TEXT,
+            action          TEXT,
+            args_preview    TEXT NOT NULL,
+            fingerprint     TEXT,
+            verdict         TEXT,
+            verdict_source  TEXT,
+            status          TEXT NOT NULL,
+            reason          TEXT,
+            upstream_status INTEGER,
+            latency_ms      REAL NOT NULL
+        )""",
+        # Newest first is the only read; the index (which carries the rowid) serves ORDER BY at, id.
+        "CREATE INDEX audit_by_time ON audit (at)",
+        """CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ),
+    # 2: the approval page shows the call's (redacted) arguments.
+    ("ALTER TABLE approval ADD COLUMN arguments TEXT NOT NULL DEFAULT ''",),
+    # 3: short-lived state any instance may be handed (Store.put_ephemeral).
+    (
+        """CREATE TABLE ephemeral (
+            kind       TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            value      BLOB NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (kind, key)
+        )""",
+        "CREATE INDEX ephemeral_by_expiry ON ephemeral (expires_at)",
+    ),
+    # 4: a counter that every credential or token write bumps, so the lookups each call makes can
+    # be answered from memory until it moves (see _access.py).
+    ACCESS_MIGRATION,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this build writes; a database with a higher ``user_version`` is refused."""
+
+
+async def migrate(db: aiosqlite.Connection, where: str | Path) -> None:
+    """Bring the database on ``db`` (an autocommit connection) to ``SCHEMA_VERSION``.
+
+    Raises:
+        GatewayError: the file belongs to another application, holds tables mcp-gateway did not
+            create, or was written by a newer build. ``where`` (the file) names it in the message.
+    """
+    # IMMEDIATE takes the write lock before reading the version, so two processes opening a
+    # new file at once run the migrations once: the second waits, then finds nothing to do.
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        version = await _pragma_int(db, "user_version")
+        app_id = await _pragma_int(db, "application_id")
+        if app_id not in (0, APPLICATION_ID):
+            raise GatewayError(
+                f"{where} is an SQLite database of another application (application_id {app_id:#x}); "
+                "point the gateway at its own file"
+            )
+        if version > SCHEMA_VERSION:
+            raise GatewayError(
+                f"{where} was written by a newer mcp-gateway (schema version {version}; this build "
+                f"knows up to {SCHEMA_VERSION}); upgrade mcp-gateway, or point it at another database file"
+            )
+        if version == 0 and app_id == 0 and await _has_tables(db):
+            raise GatewayError(
+                f"{where} is an SQLite database that mcp-gateway did not create; point the gateway at its own file"
+            )
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number - 1]:
+                await db.execute(statement)
+            # Both pragmas are written to the file header inside this transaction, so a failed
+            # step leaves the version where it was.
+            await db.execute(f"PRAGMA user_version = {number}")
+            logger.debug("%s: applied schema migration %d", where, number)
+        if app_id == 0:
+            await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await db.rollback()
+        raise
+    await db.commit()
+
+
+async def _pragma_int(db: aiosqlite.Connection, name: str) -> int:
+    async with db.execute(f"PRAGMA {name}") as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+async def _has_tables(db: aiosqlite.Connection) -> bool:
+    async with db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1") as cursor:
+        return await cursor.fetchone() is not None
