@@ -5,45 +5,40 @@ collaborators (store, vault, discovery index, HTTP client, clock, link and appro
 auditor) already built, so each decision path is testable in isolation. Nothing here holds a
 plaintext secret: the credential travels sealed into ``LastMeterAuth``, which opens it while the
 outbound request is built, and whatever the upstream echoes back is redacted before it leaves.
+
+Here: the meta-tools and the call pipeline. Loading connectors is ``_gateway_catalog.CatalogLifecycle``
+and the grant/policy view ``_gateway_permissions.PermissionView`` (mixins over the state set up in
+``Gateway.__init__``); result shaping is ``_gateway_results``.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 import httpx2
 import jsonschema
-from pydantic import BaseModel
 
+from ._gateway_permissions import SUGGESTIONS as SUGGESTIONS
+from ._gateway_permissions import PermissionView
+from ._gateway_results import _reason_code, _redact_data, _summary, result_payload
 from .approvals import MAX_WAIT_SECONDS, ApprovalService, fingerprint, redact_arguments
 from .audit import Auditor, args_preview
 from .auth import LastMeterAuth, MtlsClients, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
-from .credentials import PROJECT_WIDE, CredentialVault, SealedCredential, SecretValue
+from .credentials import CredentialVault, SealedCredential
 from .discovery import DiscoveryIndex, summary_of
-from .errors import (
-    ArgumentError,
-    CredentialError,
-    CredentialMissing,
-    GatewayError,
-    SourceError,
-    UnsupportedAuth,
-    UpstreamError,
-)
-from .execution import Outcome, summarize_error
+from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
 from .execution.executor import Executor, HttpExecutor, Prepared
 from .execution.graphql import GraphQLExecutor
 from .execution.request_action import RequestExecutor
 from .identity import Principal, granted_connectors
 from .links import LinkService
-from .manifest import ConnectorConfig, Manifest, OAuth2Auth
+from .manifest import Manifest, OAuth2Auth
 from .model import (
     Action,
     ActionSummary,
@@ -57,28 +52,23 @@ from .model import (
     RequestBinding,
     Verdict,
 )
-from .policy import effective_risk, evaluate, is_hidden
+from .policy import effective_risk
 from .projection import project
 from .recovery import Backoff, connector_named
 from .redaction import Redactor
-from .sources.graphql import GraphQLSchemas, GraphQLServices
-from .sources.mcp import ToolLister
-from .store.base import AuditRecord, ConnectorState, Store
-from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
-
-if TYPE_CHECKING:
-    import mcp_types as types
+from .sources.graphql import GraphQLSchemas
+from .store.base import AuditRecord, Store
+from .sync import ConnectorCatalog
 
 __all__ = ["Gateway", "result_payload"]
 
 logger = logging.getLogger(__name__)
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024
-SUGGESTIONS = 3
 DETAIL_SCHEMAS = 3
 """How many of discover's first results carry their full input schema when asked with ``detail``."""
 
 
-class Gateway:
+class Gateway(PermissionView):
     def __init__(
         self,
         *,
@@ -139,75 +129,7 @@ class Gateway:
         """Close the clients the gateway opened itself (mTLS); the shared ``http`` client is the caller's."""
         await self._http_executor.aclose()
 
-    async def _sync_auth(self, cfg: ConnectorConfig, on_secret: Callable[[SecretValue], None]) -> httpx2.Auth:
-        """The project-wide credential, for what a source reads at sync (GraphQL introspection)."""
-        sealed = await self.vault.sealed(cfg.slug, principal=PROJECT_WIDE) if needs_secret(cfg.auth) else None
-        session = (
-            self.oauth2.session(cfg.auth, cfg.slug, PROJECT_WIDE, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
-        )
-        return LastMeterAuth(cfg.auth, sealed, on_secret=on_secret, connector=cfg.slug, oauth2=session)
-
-    # -- loading --------------------------------------------------------------------------------
-
-    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded."""
-        graphql = GraphQLServices(
-            self.graphql_schemas, self.http, self._sync_auth, client_for=self._http_executor.client_for
-        )
-        catalogs = await sync_manifest(
-            self.manifest, self.store, self.clock, progress, graphql=graphql, mcp_tools=self._mcp_tools(PROJECT_WIDE)
-        )
-        for slug in set(self._catalogs) - set(catalogs):
-            self.index.remove_connector(slug)
-        for slug, catalog in list(catalogs.items()):
-            previous = self._catalogs.get(slug)
-            # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
-            if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
-                self.index.replace_connector(slug, catalog.actions)
-                self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
-            else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
-                catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
-        self._catalogs = catalogs
-        return [c.state for c in catalogs.values()]
-
-    async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
-        """Adopt a new, already validated manifest and re-sync. A manifest that failed to load
-        never reaches here, so a broken edit changes nothing (SPEC 4)."""
-        if manifest.project != self.manifest.project:
-            raise GatewayError(
-                f"the manifest's project changed ({self.manifest.project!r} -> {manifest.project!r}); stored "
-                "credentials are bound to the project, so restart the gateway to switch projects"
-            )
-        self.manifest = manifest
-        return await self.sync(progress)
-
-    async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
-        """Load one connector again, as a sync of just it would, and re-index it.
-
-        Used when a call names an action of a connector in error (its upstream was down at sync),
-        with the caller's credential (else the project-wide one). Concurrent calls share one
-        attempt; ``Backoff`` spaces failed attempts out.
-        """
-        cfg = self._config(slug)
-        lock = self._refreshing.setdefault(slug, anyio.Lock())
-        async with lock:
-            current = self._catalogs.get(slug)
-            if current is not None and current.state.status != "error":
-                return current.state  # another call recovered it while this one waited
-            graphql = GraphQLServices(
-                self.graphql_schemas, self.http, self._sync_auth, client_for=self._http_executor.client_for
-            )
-            catalog = await sync_connector(
-                cfg, self.manifest, self.store, self.clock, graphql=graphql, mcp_tools=self._mcp_tools(principal)
-            )
-            if catalog.state.status == "error":
-                self._backoff.failed(slug)
-            else:
-                self._backoff.succeeded(slug)
-            self.index.replace_connector(slug, catalog.actions)
-            self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
-            self._catalogs = {**self._catalogs, slug: catalog}
-            return catalog.state
+    # -- a connector in error ----------------------------------------------------------------------
 
     async def _recover(self, principal: Principal, name: str) -> ErrorResult | None:
         """For a name that resolved to nothing: when it names a visible connector in error, try to
@@ -228,96 +150,6 @@ class Gateway:
             message=f"Connector {slug!r} is unavailable: {state.error}. The gateway retries it on calls "
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
-        )
-
-    def _mcp_tools(self, principal: str) -> McpTools:
-        """Lists an MCP connector's tools through the MCP executor's pool, with ``principal``'s credential
-        (else the project-wide one)."""
-
-        async def list_tools(cfg: ConnectorConfig) -> list[types.Tool]:
-            lister = self.executors.get("mcp")
-            if not isinstance(lister, ToolLister):
-                raise SourceError("this gateway has no MCP client registered, so MCP connectors cannot load")
-            sealed = await self.vault.sealed(cfg.slug, principal=principal) if needs_secret(cfg.auth) else None
-            if needs_secret(cfg.auth) and sealed is None:
-                self._awaiting_credential.add(cfg.slug)
-                raise SourceError(
-                    f"{cfg.slug} needs a {cfg.auth.type} credential before its tools can be listed; store one "
-                    f"(`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one of its tools or sync"
-                )
-            oauth2 = (
-                self.oauth2.session(cfg.auth, cfg.slug, principal, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
-            )
-            auth = LastMeterAuth(cfg.auth, sealed, connector=cfg.slug, oauth2=oauth2)
-            self._awaiting_credential.discard(cfg.slug)
-            return await lister.list_tools(cfg, auth=auth)
-
-        return list_tools
-
-    # -- the permission view ---------------------------------------------------------------------
-
-    def _visible(self, principal: Principal) -> frozenset[str]:
-        return granted_connectors(self.manifest, principal) & self._catalogs.keys()
-
-    def _hidden(self, action: Action) -> bool:
-        cfg = self._config(action.connector)
-        return is_hidden(
-            qualified_name=action.qualified_name,
-            path=action.path,
-            project_rules=self.manifest.policies,
-            connector_rules=cfg.policies,
-        )
-
-    def _allow(self, action: Action) -> bool:
-        return not self._hidden(action)
-
-    def _config(self, slug: str) -> ConnectorConfig:
-        cfg = self.manifest.connector(slug)
-        assert cfg is not None, slug
-        return cfg
-
-    def _lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
-        """The action this principal may address by ``name``. ``call`` includes blocked ones, so
-        the agent learns that a rule (and which layer) stopped it rather than a bare not-found."""
-        action = self.index.resolve(name)
-        if action is None or action.connector not in self._visible(principal):
-            return None
-        return None if not include_hidden and self._hidden(action) else action
-
-    def _verdict(self, action: Action, args: Mapping[str, Any]) -> Verdict:
-        cfg = self._config(action.connector)
-        return evaluate(
-            qualified_name=action.qualified_name,
-            path=action.path,
-            risk=effective_risk(action, args),
-            args=args,
-            project_rules=self.manifest.policies,
-            connector_rules=cfg.policies,
-            sensitive=cfg.sensitive,
-            default_mode=self.manifest.default_mode,
-        )
-
-    async def _needs_auth(self, slug: str) -> bool:
-        return not await self._configured(self._config(slug))
-
-    async def _configured(self, cfg: ConnectorConfig) -> bool:
-        """Whether calls could run without a human connecting first (an oauth2 authorization code
-        connector needs its token set too, not just the client's credentials)."""
-        if isinstance(cfg.auth, OAuth2Auth):
-            return await self.oauth2.ready(cfg.auth, cfg.slug)
-        return not needs_secret(cfg.auth) or await self.vault.configured(cfg.slug)
-
-    def _not_found(self, principal: Principal, name: str) -> Denied:
-        visible = self._visible(principal)
-        suggestions = self.index.suggest(name, limit=SUGGESTIONS, connectors=visible, allow=self._allow)
-        hint = f" Closest: {', '.join(a.qualified_name for a in suggestions)}." if suggestions else ""
-        return Denied(
-            reason="action_not_found",
-            message=f"No action named {name!r}.{hint} Use discover to search by intent.",
-            suggestions=[
-                {"name": a.qualified_name, "summary": summary_of(a), "risk": a.risk, "input_schema": a.input_schema}
-                for a in suggestions
-            ],
         )
 
     # -- meta-tools ----------------------------------------------------------------------------
@@ -732,34 +564,3 @@ class Gateway:
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
-
-
-def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON object a meta-tool returns (structured content)."""
-    if isinstance(result, BaseModel):
-        return result.model_dump(mode="json", exclude_none=True)
-    return dict(result)
-
-
-def _reason_code(result: CallResult) -> str | None:
-    match result:
-        case Denied(reason=reason) | ErrorResult(reason=reason):
-            return reason
-        case NeedsAuth():
-            return "needs_auth"
-        case _:
-            return None
-
-
-def _summary(outcome: Outcome, redactor: Redactor) -> str:
-    """The upstream's reason, redacted before it is capped so a cut cannot split a secret."""
-    return summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
-
-
-def _redact_data(outcome: Outcome, redactor: Redactor) -> Any:
-    data = outcome.data
-    if redactor and outcome.binary:
-        # A binary body: the secret would hide inside the base64, so redact the bytes themselves.
-        raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
-        return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
-    return redactor.redact(data, truncated=outcome.truncated)
