@@ -778,6 +778,8 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
         print(f"  {seconds * 1e6:8.1f} µs  {name}")
 
     calls = opts.profile
+    if calls <= 0:  # --profile 0: no profile wanted
+        return
     print(f"\ncProfile of (b), {calls} calls, event-loop thread only (SQLite runs on aiosqlite's thread):")
     print("top 10 cumulative, mcp_gateway's own code (per call):")
     print("\n".join(hotspots(inproc["profile"], calls, own=True, key="cum")))
