@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -67,13 +67,6 @@ def args_preview(args: Any) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-@runtime_checkable
-class _BatchAppender(Protocol):
-    """A store that can append many rows in one transaction (``SQLiteStore``); others get one at a time."""
-
-    async def append_audits(self, records: Sequence[AuditRecord]) -> None: ...
-
-
 class Auditor:
     """Writes audit rows, and counts the ones it could not write.
 
@@ -99,7 +92,6 @@ class Auditor:
         if max_queued < 1 or max_batch < 1:
             raise ValueError("max_queued and max_batch must be at least 1")
         self._store = store
-        self._batches = store if isinstance(store, _BatchAppender) else None
         self._max_queued = max_queued
         self._max_batch = max_batch
         self._full_wait = full_wait
@@ -246,17 +238,13 @@ class Auditor:
 
     async def _write(self, batch: list[AuditRecord]) -> None:
         """Write rows, counting the ones that could not be; never raises (but for cancellation)."""
-        if len(batch) > 1 and self._batches is not None:
-            try:
-                await self._batches.append_audits(batch)
-            except Exception as exc:
-                self._fail(len(batch), type(exc).__name__)
-            return
-        for row in batch:
-            try:
-                await self._store.append_audit(row)
-            except Exception as exc:
-                self._fail(1, type(exc).__name__)
+        try:
+            if len(batch) == 1:
+                await self._store.append_audit(batch[0])
+            else:
+                await self._store.append_audits(batch)
+        except Exception as exc:
+            self._fail(len(batch), type(exc).__name__)
 
     def _settle(self, rows: int) -> None:
         self._settled += rows

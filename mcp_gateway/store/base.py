@@ -9,6 +9,7 @@ arrive here sealed (``bytes`` from ``crypto``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -185,6 +186,9 @@ class Store(Protocol):
 
     # -- audit --------------------------------------------------------------------------------
     async def append_audit(self, record: AuditRecord) -> None: ...
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        """Append rows in one transaction: all of them or none."""
+
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]: ...
 
     # -- short-lived shared state ------------------------------------------------------------------
