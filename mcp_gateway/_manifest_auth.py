@@ -27,6 +27,7 @@ __all__ = [
     "OAuth1Auth",
     "OAuth2Auth",
     "auth_headers",
+    "refuse_credential_headers",
 ]
 
 
@@ -252,6 +253,21 @@ AUTH_TYPES = ("bearer", "basic", "custom", "api_key", "oauth1", "hmac", "aws_sig
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-auth-token", "x-amz-security-token"}
 )
+
+
+def refuse_credential_headers(headers: dict[str, str], where: str) -> dict[str, str]:
+    """``headers`` unchanged, or a Problem naming the first one that would carry a credential.
+
+    ``where`` says where the credential belongs instead ("under 'auth:'", …).
+    """
+    for name in headers:
+        if name.lower() in CREDENTIAL_HEADERS:
+            raise Problem(
+                f"static header {name!r} would carry a credential",
+                f"remove it: declare the credential {where} and store it with 'mcp-gateway secret set'",
+                key=name,
+            )
+    return headers
 
 
 def auth_headers(auth: BaseModel) -> frozenset[str]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from ._manifest_auth import CREDENTIAL_HEADERS
+from ._manifest_auth import refuse_credential_headers
 from ._manifest_validation import STRICT, Problem
 from .model import Risk
 
@@ -124,15 +124,7 @@ class McpSpec(BaseModel):
     @field_validator("headers")
     @classmethod
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name in headers:
-            if name.lower() in CREDENTIAL_HEADERS:
-                raise Problem(
-                    f"static header {name!r} would carry a credential",
-                    "remove it: declare the credential under the connector's 'auth:' and store it with "
-                    "'mcp-gateway secret set'",
-                    key=name,
-                )
-        return headers
+        return refuse_credential_headers(headers, "under the connector's 'auth:'")
 
     @property
     def uses_secret(self) -> bool:

@@ -55,6 +55,7 @@ from ._manifest_auth import (
     OAuth1Auth,
     OAuth2Auth,
     auth_headers,
+    refuse_credential_headers,
 )
 from ._manifest_catalog import CatalogUse, catalog_entry, merge_defaults
 from ._manifest_errors import describe, located_issue
@@ -174,14 +175,7 @@ class ConnectorConfig(BaseModel):
     @field_validator("headers")
     @classmethod
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name in headers:
-            if name.lower() in CREDENTIAL_HEADERS:
-                raise Problem(
-                    f"static header {name!r} would carry a credential",
-                    "remove it: declare the credential under 'auth:' and store it with 'mcp-gateway secret set'",
-                    key=name,
-                )
-        return headers
+        return refuse_credential_headers(headers, "under 'auth:'")
 
     @property
     def display_name(self) -> str:
