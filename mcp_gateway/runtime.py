@@ -174,8 +174,8 @@ def discovery_index(manifest: Manifest) -> DiscoveryIndex:
 async def keep_discovery_warm(gateway: Gateway) -> None:
     """Embed newly indexed actions for the re-ranker in a worker thread, until cancelled; a no-op without one.
 
-    ``serve`` runs it beside the transport, so startup never waits for it: until an action is
-    embedded, a query that meets it embeds it on the spot.
+    ``serve`` runs it beside the transport, so startup never waits for it: until a query's candidates
+    are embedded, that query is answered in lexical order.
     """
     reranker = gateway.index.reranker
     if isinstance(reranker, EmbeddingReranker):

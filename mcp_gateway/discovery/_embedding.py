@@ -12,8 +12,10 @@ for a long question; each action is embedded once, ~15-30 ms (GitHub's actions a
 its 1,223 take ~35 s), and its vector memoized, keyed by qualified name and a digest of the embedded
 text, so a re-synced action whose text changed is embedded again and an unchanged one is not.
 ``keep_warm`` embeds new actions in a worker thread after a sync, so steady-state queries pay only
-for the query; a query that meets actions not embedded yet embeds them then, in one batch (up to
-forty: about a second, once). Memory: ~105 MB for the model, and 1.5 KB per action (384 float32):
+for the query; while ``keep_warm`` runs, a query that meets actions not embedded yet is answered in
+lexical order and hands them to the warmer (embedding forty on the event loop would take about a
+second); without a warmer (a benchmark, a one-shot tool) it embeds them then, in one batch.
+Memory: ~105 MB for the model, and 1.5 KB per action (384 float32):
 10,000 actions hold ~15 MB; ``max_vectors`` bounds the cache.
 
 Nothing here imports numpy, tokenizers, safetensors or the model package until a ``MiniLmEncoder``
