@@ -12,6 +12,7 @@ from mcp_gateway.manifest import (
     CREDENTIAL_HEADERS,
     GraphQLSource,
     OpenAPISource,
+    PostmanSource,
     auth_headers,
     parse_manifest,
 )
@@ -37,7 +38,7 @@ def test_every_entry_loads_through_the_manifest_loader(name: str, tmp_path: Path
     # Static headers are never credentials (the loader refuses those; say so here too).
     assert not {h.lower() for h in cfg.headers} & (CREDENTIAL_HEADERS | auth_headers(cfg.auth))
     match cfg.source:
-        case OpenAPISource(openapi=ref):
+        case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
             assert Path(ref).is_absolute() and Path(ref).is_file()  # resolved against catalog/, bundled
             assert Path(ref).parent == CATALOG_DIR / "specs"
         case GraphQLSource(graphql=spec):
