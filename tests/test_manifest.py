@@ -12,7 +12,7 @@ from mcp_gateway.errors import Issue, ManifestError
 from mcp_gateway.manifest import (
     AUTH_TYPES,
     DEFAULT_MANIFEST,
-    PACKAGE_ROOT,
+    EXAMPLE_MANIFEST,
     ApiKeyAuth,
     BasicAuth,
     BearerAuth,
@@ -112,7 +112,7 @@ def test_spec_example_parses(catalog: Path) -> None:
     assert manifest.diagnostics() == []
 
 
-@pytest.mark.parametrize("path", [DEFAULT_MANIFEST, PACKAGE_ROOT / "manifests" / "example.yaml"])
+@pytest.mark.parametrize("path", [DEFAULT_MANIFEST, EXAMPLE_MANIFEST])
 def test_bundled_manifests_validate_cleanly(path: Path) -> None:
     if not path.exists():
         pytest.skip(f"{path} is not in this checkout")

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ._manifest_validation import STRICT, Problem
+from .validation import STRICT, Problem
 
 __all__ = [
     "AUTH_TYPES",

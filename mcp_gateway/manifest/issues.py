@@ -14,13 +14,13 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, Tag
 
-from ._manifest_auth import AUTH_TYPES
-from ._manifest_catalog import CatalogUse
-from ._manifest_sources import SOURCE_CLASSES, SOURCE_KINDS
-from ._manifest_validation import Problem, choose
-from ._manifest_yaml import Loc, dotted, line_for
-from .errors import Issue
-from .policy import OPERATORS, Condition
+from ..errors import Issue
+from ..policy import OPERATORS, Condition
+from .auth import AUTH_TYPES
+from .catalog import CatalogUse
+from .sources import SOURCE_CLASSES, SOURCE_KINDS
+from .validation import Problem, choose
+from .yaml_lines import Loc, dotted, line_for
 
 __all__ = ["describe", "located_issue"]
 
