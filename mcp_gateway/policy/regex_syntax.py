@@ -355,7 +355,7 @@ def _sequence(source: _Tokens, state: _State, *, verbose: bool, nested: int) -> 
             items.append(AnyChar())
         elif this == "(":
             group = _group(source, state, verbose=verbose, nested=nested)
-            if group == "global flags":
+            if isinstance(group, str):  # (?flags) at the start: they apply from here on
                 verbose = bool(state.flags & re.VERBOSE)
             elif group is not None:
                 items.append(group)

@@ -1,4 +1,4 @@
-"""policy.py as pure functions: matchers, conditions, the layered verdict and visibility."""
+"""The policy package as pure functions: matchers, conditions, the layered verdict and visibility."""
 
 from __future__ import annotations
 

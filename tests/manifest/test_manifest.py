@@ -28,7 +28,7 @@ from mcp_gateway.manifest import (
 )
 from mcp_gateway.policy import OPERATORS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "manifests"
 
 
 def issues_of(text: str, **kwargs: object) -> list[Issue]:
