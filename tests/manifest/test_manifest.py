@@ -1,4 +1,4 @@
-"""manifest.py: the SPEC 3.4 schema, catalog defaults, relative paths and located, readable errors."""
+"""The manifest package: the SPEC 3.4 schema, catalog defaults, relative paths and located, readable errors."""
 
 from __future__ import annotations
 
@@ -541,3 +541,13 @@ def test_unreadable_manifest_is_a_located_error(tmp_path: Path) -> None:
     binary.write_bytes(b"project: \xff\xfe\n")
     with pytest.raises(ManifestError, match="not UTF-8"):
         load_manifest(binary)
+
+
+def test_a_missing_bundled_default_does_not_blame_the_manifest_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("mcp_gateway.manifest.loader.DEFAULT_MANIFEST", tmp_path / "gone.yaml")
+    with pytest.raises(ManifestError, match="cannot read the manifest") as caught:
+        load_manifest()
+    assert "check the path given to --manifest" not in str(caught.value)
+    assert "reinstall" in str(caught.value)
