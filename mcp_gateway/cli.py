@@ -364,7 +364,7 @@ def _clock() -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--manifest", help="manifest YAML (default: the bundled manifests/default.yaml)")
+    common.add_argument("--manifest", help="manifest YAML (default: the bundled manifests/default.yaml, package data)")
     common.add_argument("--state-dir", help="state folder (default: $MCP_GATEWAY_STATE_DIR or ./.mcp-gateway)")
     common.add_argument(
         "--database-url",

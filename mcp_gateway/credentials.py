@@ -21,6 +21,7 @@ from urllib.parse import quote, quote_plus
 
 from .crypto import Cipher, credential_aad
 from .errors import CredentialError
+from .model import AuthKind
 from .store.base import CredentialKey, Store
 
 __all__ = [
@@ -43,7 +44,7 @@ _IDENTIFIER_FIELDS = frozenset({"username", "client_id", "consumer_key", "access
 
 # What ``secret set`` reads for each kind (SPEC 5 "Secret shapes"): required and optional fields
 # of a JSON object; kinds absent here take a plain string.
-SECRET_SHAPES: Final[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+SECRET_SHAPES: Final[Mapping[AuthKind, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "basic": (("username", "password"), ()),
     "oauth1": (("consumer_key", "consumer_secret", "token", "token_secret"), ()),
     "aws_sigv4": (("access_key_id", "secret_access_key"), ("session_token",)),

@@ -9,13 +9,15 @@ the one shape ``call`` hands back to an agent (SPEC 3.2).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
+    "AUTH_KINDS",
     "Action",
     "ActionSummary",
+    "AuthKind",
     "Binding",
     "CallResult",
     "ConnectorInfo",
@@ -42,6 +44,11 @@ __all__ = [
 ]
 
 Risk = Literal["read", "write", "destructive"]
+AuthKind = Literal["none", "bearer", "basic", "api_key", "custom", "oauth1", "hmac", "aws_sigv4", "mtls", "oauth2"]
+"""The kinds of ``auth:`` a connector declares: one model each in ``manifest/auth.py`` (its ``type``), one
+module each in ``auth/``. Adding a kind starts here; the type checker and ``tests/manifest/test_auth_kinds.py``
+then point at every place that must follow."""
+AUTH_KINDS: tuple[AuthKind, ...] = get_args(AuthKind)
 ParamLocation = Literal["path", "query", "header", "cookie", "body"]
 ConnectorStatus = Literal["ready", "needs_auth", "error"]
 PolicyAction = Literal["always_run", "require_approval", "block"]

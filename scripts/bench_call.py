@@ -164,7 +164,7 @@ def open_default(state_dir: str) -> None:
     print(json.dumps(out))
 
 
-SPECS = REPO / "catalog" / "specs"
+SPECS = REPO / "mcp_gateway" / "bundled" / "catalog" / "specs"
 RSS_CONNECTORS = (("github", "github.json.gz", 6), ("stripe", "stripe.json.gz", 5), ("slack", "slack.json.gz", 4))
 RSS_ONCE = (("notion", "notion.json"), ("petstore", "petstore.json"))
 RSS_TARGET_MB = 150

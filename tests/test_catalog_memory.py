@@ -25,11 +25,12 @@ from mcp_gateway.catalog_memory import (
     validate_actions,
 )
 from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import CATALOG_DIR
 from mcp_gateway.model import ACTIONS_ADAPTER, Action, HttpBinding, ParamSpec
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.sources.openapi import load_openapi
 
-SPECS = Path(__file__).resolve().parent.parent / "catalog" / "specs"
+SPECS = CATALOG_DIR / "specs"
 MASTER_KEY = "catalog-memory-test-master-key-0123456789abcdef"
 OWNER = {"type": "string", "description": "The account owner of the repository. The name is not case sensitive."}
 

@@ -34,6 +34,7 @@ from ..manifest import (
     OAuth1Auth,
     OAuth2Auth,
 )
+from ..model import AuthKind
 from ._base import random_nonce
 from .api_key import apply_api_key
 from .basic import apply_basic
@@ -45,10 +46,9 @@ from .oauth1 import apply_oauth1
 from .oauth2 import OAuth2Session, apply_oauth2
 from .sigv4 import apply_sigv4
 
-__all__ = ["BODY_SIGNING_KINDS", "SUPPORTED_KINDS", "LastMeterAuth", "MtlsClients", "apply_auth", "needs_secret"]
+__all__ = ["BODY_SIGNING_KINDS", "LastMeterAuth", "MtlsClients", "apply_auth", "needs_secret"]
 
-SUPPORTED_KINDS = ("none", "bearer", "basic", "api_key", "custom", "oauth1", "hmac", "aws_sigv4", "mtls", "oauth2")
-BODY_SIGNING_KINDS = frozenset({"oauth1", "hmac", "aws_sigv4"})
+BODY_SIGNING_KINDS: frozenset[AuthKind] = frozenset({"oauth1", "hmac", "aws_sigv4"})
 """Kinds whose signature covers the body, so httpx2 must read it before the auth flow runs."""
 
 
@@ -117,14 +117,6 @@ def _present(secret: SecretValue | None, connector: str | None) -> SecretValue:
     return secret
 
 
-def _unsupported(kind: str) -> UnsupportedAuth:
-    return UnsupportedAuth(
-        f"auth kind {kind!r} is not implemented in this build yet; this connector cannot be called "
-        f"until it is. If the API also accepts one of {', '.join(SUPPORTED_KINDS)}, "
-        "declare that under the connector's 'auth:' instead"
-    )
-
-
 class LastMeterAuth(httpx2.Auth):
     """Open the connector's sealed credential and apply it to the final request.
 
@@ -186,9 +178,6 @@ class LastMeterAuth(httpx2.Auth):
         if isinstance(self._config, OAuth2Auth):
             # Getting a token is I/O: only the async flow above can do it.
             raise UnsupportedAuth("oauth2 connectors are called through the async client only")
-        if self._config.type not in SUPPORTED_KINDS:
-            # Fail before decrypting: no secret is opened for a request that cannot be sent.
-            raise _unsupported(self._config.type)
         if isinstance(self._config, MtlsAuth):
             # The certificate travels in the handshake, not on the request: nothing to decrypt here.
             if self._credential is None:
@@ -215,12 +204,9 @@ class LastMeterAuth(httpx2.Auth):
         like ``auth_flow`` does. None for ``auth: none``.
 
         Raises:
-            UnsupportedAuth: the kind is not implemented in this build.
             CredentialMissing: the kind needs a secret and none is stored.
             CredentialError: the stored secret cannot be opened.
         """
-        if self._config.type not in SUPPORTED_KINDS:
-            raise _unsupported(self._config.type)
         if not needs_secret(self._config):
             return None
         if self._credential is None:

@@ -20,13 +20,13 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from mcp_gateway.manifest import CATALOG_DIR
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # The bundled copy of the Petstore (the same bytes as shared/data/openapi/petstore/petstore-oas3.json).
-PETSTORE = REPO_ROOT / "catalog" / "specs" / "petstore.json"
+PETSTORE = CATALOG_DIR / "specs" / "petstore.json"
 MASTER_KEY = "bad-input-master-key-0123456789abcdef0123"
 
 

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from ._manifest_auth import refuse_credential_headers
-from ._manifest_validation import STRICT, Problem
-from .model import Risk
+from ..model import Risk
+from .auth import refuse_credential_headers
+from .validation import STRICT, Problem
 
 __all__ = [
     "ACTION_PATH_RE",

@@ -1,35 +1,8 @@
-"""Policy as pure functions (SPEC 6): three layers, first hit wins, every verdict says why.
+"""The verdict (SPEC 6): three layers, first hit wins, and the stricter side when a rule is undecided.
 
     project rules (qualified name)  ->  connector rules (relative path)  ->  defaults
-    defaults: sensitive -> require_approval; allow_all -> always_run; risk -> read runs, the rest ask
 
-Matchers are compiled once, when the manifest is parsed (and cached, so a reload costs nothing).
-
-* A **glob** matches the whole name, case-insensitively: ``issues.create`` matches ``Issues.Create``
-  but neither ``xissues.create`` nor ``issues.created``. ``*`` matches any run of characters
-  *including dots* (as :mod:`fnmatch` does), so ``*.delete*`` matches ``github.repos.delete`` and
-  ``github.*`` covers every action of ``github``; ``?`` is one character, ``[abc]`` a set.
-* ``/regex/flags`` is a Python regular expression **searched** in the name, exactly as written:
-  it states its own anchoring (``/^stripe\\.refunds\\./``), and is case-sensitive unless it carries
-  the ``i`` flag (flags: ``i``, ``m``, ``s``).
-
-Fail safe, never fail open: a regex that does not compile, or whose shape could backtrack
-catastrophically (a quantifier inside a repeated group, ``(a+)+``, ``(\\w+\\s?)+``; overlapping
-alternatives under a repeat, ``(a|aa)+``), becomes a matcher that never matches and carries an
-``error`` that ``validate`` reports; ``when.matches`` refuses such a pattern outright.
-
-Agents control argument values, so a value is matched only up to a length that keeps the worst
-case of its pattern within a few milliseconds. The length comes from the number of overlapping
-repeats the pattern chains: ``^[a-z]+$`` reads 4096 characters, ``.*x`` 2048, ``a.*b.*c`` 161, and
-a chain of four ``.*`` is refused. Past that length the answer is *undecided* (unless a match was
-already found well inside the part that was read), and ``evaluate`` settles an undecided rule on
-the strict side: it keeps the stricter of "this rule applies" and "it does not", so padding a
-value can never slip past a ``block`` and never earns an ``always_run``.
-
-This module is the public face and holds the verdict; its parts are private siblings whose names it
-re-exports, so ``from mcp_gateway.policy import X`` stays the one import path: ``_policy_patterns``
-(``Matcher``, ``compile_matcher``), ``_regex_shape`` (the backtracking analysis, ``MAX_VALUE_CHARS``) and
-``_policy_conditions`` (``Condition``, ``OPERATORS``).
+How patterns match and how long a value is read: see the package docstring (``mcp_gateway.policy``).
 """
 
 from __future__ import annotations
@@ -37,22 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ._policy_conditions import OPERATORS, Condition
-from ._policy_patterns import Matcher, compile_matcher
-from ._regex_shape import MAX_VALUE_CHARS
-from .model import Action, PolicyAction, RequestBinding, Risk, Verdict, VerdictSource, risk_of_method
+from ..model import Action, PolicyAction, RequestBinding, Risk, Verdict, VerdictSource, risk_of_method
+from .conditions import Condition
+from .patterns import Matcher
 
-__all__ = [
-    "MAX_VALUE_CHARS",
-    "OPERATORS",
-    "Condition",
-    "Matcher",
-    "Rule",
-    "compile_matcher",
-    "effective_risk",
-    "evaluate",
-    "is_hidden",
-]
+__all__ = ["Rule", "effective_risk", "evaluate", "is_hidden"]
 
 _STRICTNESS: dict[str, int] = {"always_run": 0, "require_approval": 1, "block": 2}
 

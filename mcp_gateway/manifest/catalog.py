@@ -1,4 +1,4 @@
-"""Catalog entries (``catalog/<name>.yaml``): connector defaults that a manifest's own fields override.
+"""Catalog entries (``bundled/catalog/<name>.yaml``): connector defaults that a manifest's own fields override.
 
 ``catalog_entry`` reads one entry (its ``connector_keys`` only; other keys are metadata) with its relative
 source paths made absolute against the catalog folder; ``merge_defaults`` lays a connector over it.
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._manifest_validation import SLUG_RE, choose
-from ._manifest_yaml import Loc, dotted, read_yaml
-from .errors import Issue, ManifestError
+from ..errors import Issue, ManifestError
+from .validation import SLUG_RE, choose
+from .yaml_lines import Loc, dotted, read_yaml
 
 __all__ = ["CatalogUse", "catalog_entry", "merge_defaults"]
 

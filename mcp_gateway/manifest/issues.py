@@ -14,13 +14,13 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, Tag
 
-from ._manifest_auth import AUTH_TYPES
-from ._manifest_catalog import CatalogUse
-from ._manifest_sources import SOURCE_CLASSES, SOURCE_KINDS
-from ._manifest_validation import Problem, choose
-from ._manifest_yaml import Loc, dotted, line_for
-from .errors import Issue
-from .policy import OPERATORS, Condition
+from ..errors import Issue
+from ..policy import OPERATORS, Condition
+from .auth import AUTH_TYPES
+from .catalog import CatalogUse
+from .sources import SOURCE_CLASSES, SOURCE_KINDS
+from .validation import Problem, choose
+from .yaml_lines import Loc, dotted, line_for
 
 __all__ = ["describe", "located_issue"]
 
@@ -147,14 +147,22 @@ def located_issue(
 ) -> Issue:
     """One pydantic error of validating ``root`` as an Issue at its line (in the catalog entry, if from one)."""
     loc, message, fix = _explain(err, root)
-    use = uses.get(loc[1]) if len(loc) > 2 and loc[0] == "connectors" and isinstance(loc[1], int) else None
-    own = raw[loc[1]] if use is not None and isinstance(raw[loc[1]], dict) else {}
+    index = _connector_index(loc)
+    use = uses.get(index) if index is not None else None
+    own = raw[index] if index is not None and use is not None and isinstance(raw[index], dict) else {}
     if use is not None and loc[2] in use.keys and loc[2] not in own:
         # The value came from the catalog entry: point there, and say which connector used it.
         inner = loc[2:]
         where = f"catalog entry {use.name!r}, used by {dotted(loc[:2])}"
         return Issue(use.file, line_for(inner, use.lines), dotted(inner), f"{message} ({where})", fix)
     return Issue(file, line_for(loc, lines), dotted(loc), message, fix)
+
+
+def _connector_index(loc: Loc) -> int | None:
+    """The index of the connector whose field (or something below it) ``loc`` names."""
+    if len(loc) > 2 and loc[0] == "connectors" and isinstance(loc[1], int):
+        return loc[1]
+    return None
 
 
 def _explain(err: Any, root: type[BaseModel]) -> tuple[Loc, str, str]:

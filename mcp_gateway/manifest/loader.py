@@ -1,4 +1,4 @@
-"""The manifest (SPEC 3.4): its pydantic schema and a YAML loader whose errors are located.
+"""The manifest (SPEC 3.4): its top-level models and the loader, whose errors are located.
 
 Every problem becomes an ``Issue`` naming the file, the line, the field as a YAML path
 (``connectors[0].auth.type``), what is wrong and how to fix it; all problems of a file are
@@ -6,7 +6,7 @@ reported at once, in line order. Duplicate YAML keys are errors (YAML would sile
 last one, and a second ``policies:`` must not erase the first).
 
 Relative paths in a manifest resolve against the manifest's own folder (``Manifest.resolve``).
-A connector may name a ``catalog:`` entry (``catalog/<name>.yaml``): the entry's connector
+A connector may name a ``catalog:`` entry (``bundled/catalog/<name>.yaml``): the entry's connector
 fields are defaults and the manifest's own fields win (``headers`` merge key by key, and so does
 ``auth`` when the manifest leaves its type out or repeats it), the entry's relative source paths
 resolve against the catalog folder, and keys that are not connector fields (an entry may carry
@@ -16,11 +16,8 @@ Policy matchers are compiled here, once, at load: an invalid or catastrophic reg
 ``match`` becomes a matcher that never matches plus a ``diagnostics()`` entry that ``validate``
 reports (fail safe, SPEC 6), while a broken ``when`` is an error.
 
-This module is the public face and holds the top-level models and the entry points; the rest are
-private siblings whose public names it re-exports, so ``from mcp_gateway.manifest import X`` stays the
-one import path: ``_manifest_yaml`` (YAML with lines, duplicate keys), ``_manifest_errors`` (pydantic
-errors as located issues), ``_manifest_auth`` and ``_manifest_sources`` (the ``auth:`` and ``source:``
-models), ``_manifest_catalog`` (catalog defaults) and ``_manifest_validation`` (``Problem``, the slug rule).
+This module holds the top-level models and the entry points; the package's other modules hold the
+parts (see ``mcp_gateway.manifest``).
 """
 
 from __future__ import annotations
@@ -40,83 +37,36 @@ from pydantic import (
     model_validator,
 )
 
-from ._manifest_auth import (
-    AUTH_TYPES,
-    CREDENTIAL_HEADERS,
-    ApiKeyAuth,
+from ..errors import Issue, ManifestError
+from ..model import PolicyAction, Risk
+from ..policy import Condition, Matcher, compile_matcher
+from .auth import (
     AuthConfig,
-    AwsSigV4Auth,
-    BasicAuth,
-    BearerAuth,
-    CustomAuth,
-    HmacAuth,
-    MtlsAuth,
     NoAuth,
-    OAuth1Auth,
-    OAuth2Auth,
     auth_headers,
     refuse_credential_headers,
 )
-from ._manifest_catalog import CatalogUse, catalog_entry, merge_defaults
-from ._manifest_errors import describe, located_issue
-from ._manifest_sources import ACTION_PATH_RE as ACTION_PATH_RE
-from ._manifest_sources import (
-    SOURCE_KINDS,
-    GraphQLSource,
-    HttpActionConfig,
-    HttpActions,
+from .bundled import CATALOG_DIR, DEFAULT_MANIFEST
+from .catalog import CatalogUse, catalog_entry, merge_defaults
+from .issues import describe, located_issue
+from .sources import (
     HttpSource,
     McpSource,
     McpSpec,
-    OpenAPISource,
-    PostmanSource,
     SourceConfig,
 )
-from ._manifest_sources import GraphQLSpec as GraphQLSpec
-from ._manifest_validation import SLUG_RE, STRICT, Problem, choose
-from ._manifest_yaml import Loc, dotted, line_for, read_yaml
-from .errors import Issue, ManifestError
-from .model import PolicyAction, Risk
-from .policy import Condition, Matcher, compile_matcher
+from .validation import SLUG_RE, STRICT, Problem, choose
+from .yaml_lines import Loc, dotted, line_for, read_yaml
 
 __all__ = [
-    "AUTH_TYPES",
-    "CATALOG_DIR",
-    "CREDENTIAL_HEADERS",
-    "DEFAULT_MANIFEST",
-    "SOURCE_KINDS",
     "AgentConfig",
-    "ApiKeyAuth",
-    "AuthConfig",
-    "AwsSigV4Auth",
-    "BasicAuth",
-    "BearerAuth",
     "ConnectorConfig",
-    "CustomAuth",
     "DiscoveryConfig",
-    "GraphQLSource",
-    "HmacAuth",
-    "HttpActionConfig",
-    "HttpActions",
-    "HttpSource",
     "Manifest",
-    "McpSource",
-    "MtlsAuth",
-    "NoAuth",
-    "OAuth1Auth",
-    "OAuth2Auth",
-    "OpenAPISource",
     "PolicyRule",
-    "PostmanSource",
-    "SourceConfig",
-    "auth_headers",
     "load_manifest",
     "parse_manifest",
 ]
-
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-CATALOG_DIR = PACKAGE_ROOT / "catalog"
-DEFAULT_MANIFEST = PACKAGE_ROOT / "manifests" / "default.yaml"
 
 
 # -- policy ---------------------------------------------------------------------------------
@@ -428,9 +378,13 @@ def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ManifestError(
-            [Issue(str(p), None, "", f"cannot read the manifest: {exc.strerror}", "check the path given to --manifest")]
-        ) from None
+        fix = (
+            "check the path given to --manifest"
+            if path is not None
+            else "the bundled default manifest is missing from this installation: reinstall mcp-gateway, "
+            "or give a manifest with --manifest"
+        )
+        raise ManifestError([Issue(str(p), None, "", f"cannot read the manifest: {exc.strerror}", fix)]) from None
     except UnicodeDecodeError:
         raise ManifestError(
             [Issue(str(p), None, "", "the manifest is not UTF-8 text", "save it as UTF-8 (it is YAML)")]

@@ -11,7 +11,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ._regex_shape import MAX_VALUE_CHARS, analyze
+from .regex_shape import MAX_VALUE_CHARS, analyze
 
 __all__ = ["Matcher", "as_regex", "compile_matcher"]
 
@@ -32,7 +32,7 @@ class Matcher:
     search: bool = False
     """Regex rules are searched in the text; globs must match all of it."""
     max_chars: int = MAX_VALUE_CHARS
-    """Longer texts are not fully matched (see the ``policy`` module docstring)."""
+    """Longer texts are not fully matched (see the ``policy`` package docstring)."""
     looks_ahead: bool = False
     """A lookahead can read past any cut, so a match in a truncated text proves nothing."""
 

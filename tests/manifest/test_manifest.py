@@ -1,4 +1,4 @@
-"""manifest.py: the SPEC 3.4 schema, catalog defaults, relative paths and located, readable errors."""
+"""The manifest package: the SPEC 3.4 schema, catalog defaults, relative paths and located, readable errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mcp_gateway.errors import Issue, ManifestError
 from mcp_gateway.manifest import (
     AUTH_TYPES,
     DEFAULT_MANIFEST,
-    PACKAGE_ROOT,
+    EXAMPLE_MANIFEST,
     ApiKeyAuth,
     BasicAuth,
     BearerAuth,
@@ -28,7 +28,7 @@ from mcp_gateway.manifest import (
 )
 from mcp_gateway.policy import OPERATORS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "manifests"
 
 
 def issues_of(text: str, **kwargs: object) -> list[Issue]:
@@ -112,7 +112,7 @@ def test_spec_example_parses(catalog: Path) -> None:
     assert manifest.diagnostics() == []
 
 
-@pytest.mark.parametrize("path", [DEFAULT_MANIFEST, PACKAGE_ROOT / "manifests" / "example.yaml"])
+@pytest.mark.parametrize("path", [DEFAULT_MANIFEST, EXAMPLE_MANIFEST])
 def test_bundled_manifests_validate_cleanly(path: Path) -> None:
     if not path.exists():
         pytest.skip(f"{path} is not in this checkout")
@@ -541,3 +541,13 @@ def test_unreadable_manifest_is_a_located_error(tmp_path: Path) -> None:
     binary.write_bytes(b"project: \xff\xfe\n")
     with pytest.raises(ManifestError, match="not UTF-8"):
         load_manifest(binary)
+
+
+def test_a_missing_bundled_default_does_not_blame_the_manifest_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("mcp_gateway.manifest.loader.DEFAULT_MANIFEST", tmp_path / "gone.yaml")
+    with pytest.raises(ManifestError, match="cannot read the manifest") as caught:
+        load_manifest()
+    assert "check the path given to --manifest" not in str(caught.value)
+    assert "reinstall" in str(caught.value)

@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ._manifest_validation import STRICT, Problem
+from ..model import AuthKind
+from .validation import STRICT, Problem
 
 __all__ = [
     "AUTH_TYPES",
@@ -247,7 +248,19 @@ AuthConfig = Annotated[
     | OAuth2Auth,
     Field(discriminator="type"),
 ]
-AUTH_TYPES = ("bearer", "basic", "custom", "api_key", "oauth1", "hmac", "aws_sigv4", "mtls", "oauth2", "none")
+AUTH_TYPES: tuple[AuthKind, ...] = (
+    "bearer",
+    "basic",
+    "custom",
+    "api_key",
+    "oauth1",
+    "hmac",
+    "aws_sigv4",
+    "mtls",
+    "oauth2",
+    "none",
+)
+"""Every kind, in the order error messages list them (the common ones first)."""
 
 # Headers that carry credentials: static headers may never set them (SPEC 5).
 CREDENTIAL_HEADERS = frozenset(

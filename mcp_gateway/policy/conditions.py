@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator
 
-from ._policy_patterns import Matcher, as_regex, compile_matcher
+from .patterns import Matcher, as_regex, compile_matcher
 
 __all__ = ["OPERATORS", "Condition"]
 
