@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.credentials import CredentialVault, SecretValue, parse_secret_input
+from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.errors import CredentialError
-from mcp_gateway.store.base import CredentialKey
+from mcp_gateway.secrets import CredentialKey, SecretValue, parse_secret_input
 
 CANARY = "canary-7f3a9c1e-never-show-me"
 KEY = b"k" * 32

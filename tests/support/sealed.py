@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mcp_gateway.credentials import CredentialVault, SealedCredential
+from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.store.base import CredentialKey
+from mcp_gateway.secrets import CredentialKey, SealedCredential
 
 __all__ = ["sealed_credential"]
 
