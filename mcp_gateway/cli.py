@@ -22,6 +22,7 @@ from .errors import GatewayError, ManifestError
 from .gateway import Gateway, result_payload
 from .identity import OPERATOR, Principal
 from .manifest import load_manifest
+from .operator_tokens import OperatorTokens
 from .runtime import Settings, keep_discovery_warm, open_gateway, open_store, reload_on_sighup
 from .sync import Progress
 from .tokens import TokenService
@@ -170,8 +171,6 @@ async def cmd_connect(args: argparse.Namespace) -> int:
 
 
 async def cmd_token(args: argparse.Namespace) -> int:
-    from .server.pages.operator import OperatorTokens
-
     async with open_store(args.settings) as store:
         tokens = TokenService(store, _clock())
         operators = OperatorTokens(store, _clock())
