@@ -19,12 +19,13 @@ import jsonschema
 from .auth import LastMeterAuth, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
-from .credentials import PROJECT_WIDE, CredentialVault, SecretValue
+from .credentials import CredentialVault
 from .discovery import DiscoveryIndex
 from .errors import GatewayError, SourceError
 from .execution.executor import Executor, HttpExecutor
 from .manifest import ConnectorConfig, Manifest, OAuth2Auth
 from .recovery import Backoff
+from .secrets import PROJECT_WIDE, SecretValue
 from .sources.graphql import GraphQLSchemas, GraphQLServices
 from .sources.mcp import ToolLister
 from .store.base import ConnectorState, Store

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .execution import Outcome, summarize_error
-from .model import CallResult, Denied, ErrorResult, NeedsAuth
+from .model import AuditReason, CallResult, Denied, ErrorResult, NeedsAuth
 from .redaction import Redactor
 
 __all__ = ["result_payload"]
@@ -24,7 +24,7 @@ def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     return dict(result)
 
 
-def _reason_code(result: CallResult) -> str | None:
+def _reason_code(result: CallResult) -> AuditReason | None:
     match result:
         case Denied(reason=reason) | ErrorResult(reason=reason):
             return reason

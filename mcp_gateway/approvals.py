@@ -31,7 +31,7 @@ from .clock import Clock
 from .identity import Principal
 from .model import Action, Verdict
 from .policy import effective_risk
-from .store.base import ApprovalRecord, Store
+from .store.base import ApprovalRecord, ApprovalStore
 
 __all__ = [
     "MAX_WAIT_SECONDS",
@@ -122,7 +122,7 @@ def explain(record: ApprovalRecord) -> str:
 
 class ApprovalService:
     def __init__(
-        self, store: Store, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, poll_seconds: float = POLL_SECONDS
+        self, store: ApprovalStore, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, poll_seconds: float = POLL_SECONDS
     ) -> None:
         self._store = store
         self._clock = clock

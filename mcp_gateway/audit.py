@@ -42,9 +42,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .store.base import AuditRecord, Store
+from .store.base import AuditRecord, AuditStore
 
 __all__ = ["Auditor", "args_preview"]
 
@@ -81,7 +81,7 @@ class Auditor:
 
     def __init__(
         self,
-        store: Store,
+        store: AuditStore,
         *,
         max_queued: int = MAX_QUEUED,
         max_batch: int = MAX_BATCH,
@@ -101,7 +101,7 @@ class Auditor:
         """Set by ``flush`` and ``close``: write what is queued now, without lingering."""
         self.failures = 0
         """Rows that could not be written (storage errors, a full queue, a drain that timed out)."""
-        self._send: ObjectSendStream[AuditRecord] | None = None
+        self._send: MemoryObjectSendStream[AuditRecord] | None = None
         self._accepted = 0
         """Rows queued for the writer, ever."""
         self._settled = 0
@@ -194,7 +194,7 @@ class Auditor:
             self._writer.cancel()  # a no-op when it finished; else it gives up on what is left
 
     async def _write_loop(
-        self, receive: ObjectReceiveStream[AuditRecord], scope: anyio.CancelScope, stopped: anyio.Event
+        self, receive: MemoryObjectReceiveStream[AuditRecord], scope: anyio.CancelScope, stopped: anyio.Event
     ) -> None:
         # Shielded: the writer outlives a cancelled gateway long enough to drain the queue; only
         # ``running`` ends it early, when the drain timed out.

@@ -20,10 +20,12 @@ import anyio
 
 from .errors import GatewayError, ManifestError
 from .gateway import Gateway, result_payload
-from .identity import OPERATOR, Principal, TokenService
+from .identity import OPERATOR, Principal
 from .manifest import load_manifest
+from .operator_tokens import OperatorTokens
 from .runtime import Settings, keep_discovery_warm, open_gateway, open_store, reload_on_sighup
 from .sync import Progress
+from .tokens import TokenService
 
 __all__ = ["main"]
 
@@ -169,8 +171,6 @@ async def cmd_connect(args: argparse.Namespace) -> int:
 
 
 async def cmd_token(args: argparse.Namespace) -> int:
-    from .server.pages.operator import OperatorTokens
-
     async with open_store(args.settings) as store:
         tokens = TokenService(store, _clock())
         operators = OperatorTokens(store, _clock())
@@ -220,8 +220,9 @@ async def cmd_token(args: argparse.Namespace) -> int:
 
 
 async def cmd_secret(args: argparse.Namespace) -> int:
-    from .credentials import CredentialVault, parse_secret_input
+    from .credentials import CredentialVault
     from .crypto import AESGCMCipher, load_master_key
+    from .secrets import parse_secret_input
 
     manifest = load_manifest(args.settings.manifest_path)
     cfg = manifest.connector(args.connector)

@@ -30,7 +30,7 @@ from .audit import Auditor, args_preview
 from .auth import LastMeterAuth, MtlsClients, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
-from .credentials import CredentialVault, SealedCredential
+from .credentials import CredentialVault
 from .discovery import DiscoveryIndex, summary_of
 from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
 from .execution.executor import Executor, HttpExecutor, Prepared
@@ -56,6 +56,7 @@ from .policy import effective_risk
 from .projection import project
 from .recovery import Backoff, connector_named
 from .redaction import Redactor
+from .secrets import SealedCredential
 from .sources.graphql import GraphQLSchemas
 from .store.base import AuditRecord, Store
 from .sync import ConnectorCatalog

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .clock import Clock
-from .store.base import LinkKind, LinkRecord, Store
+from .store.base import LinkKind, LinkRecord, LinkStore
 
 __all__ = ["HumanLink", "LinkService", "hash_link_token", "human_link"]
 
@@ -38,7 +38,7 @@ def hash_link_token(token: str) -> str:
 class LinkService:
     def __init__(
         self,
-        store: Store,
+        store: LinkStore,
         clock: Clock,
         public_url: str,
         *,

@@ -75,6 +75,16 @@ ErrorReason = Literal[
     "internal_error",
 ]
 
+# -- what the store records (issue 10: records typed with this vocabulary) ----------------------
+# Kept as one block, apart from the Literals above, so that concurrent additions merge cleanly.
+CallStatus = Literal["ok", "pending_approval", "needs_auth", "denied", "error"]
+"""How a call ended: the ``status`` of its ``CallResult``, as the audit row records it."""
+AuditReason = Literal[DeniedReason, ErrorReason, "needs_auth"]
+"""The audit row's ``reason``: a ``Denied``'s or ``ErrorResult``'s reason, or ``needs_auth``."""
+ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
+"""Where an approval stands; it moves only by compare-and-set (``Store.transition_approval``)."""
+__all__ += ["ApprovalStatus", "AuditReason", "CallStatus"]
+
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .credentials import SecretValue
+from .secrets import SecretValue
 
 __all__ = ["REDACTED", "Redactor"]
 

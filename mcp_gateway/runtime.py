@@ -19,7 +19,7 @@ import httpx2
 
 from .approvals import ApprovalService
 from .audit import Auditor
-from .catalog_memory import limit_malloc_arenas
+from .catalog_memory import limit_malloc_arenas, validate_actions
 from .clock import Clock, SystemClock
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
@@ -81,7 +81,7 @@ def _store_for(settings: Settings) -> Store:
     url = settings.database_url
     if not url:
         settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return SQLiteStore(settings.database)
+        return SQLiteStore(settings.database, decode_actions=validate_actions)
     if not is_postgres_url(url):
         raise GatewayError(
             f"the database URL {redact_url(url)} is not a PostgreSQL URL; give postgresql://user:password@host:5432/"
@@ -95,7 +95,7 @@ def _store_for(settings: Settings) -> Store:
             "a PostgreSQL database URL is set but its driver is not installed; run: "
             "python3 -m pip install 'mcp-gateway[postgres]'"
         ) from None
-    return PostgresStore(url)
+    return PostgresStore(url, decode_actions=validate_actions)
 
 
 @asynccontextmanager

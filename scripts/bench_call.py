@@ -546,9 +546,10 @@ async def components(gw: Any) -> list[tuple[str, float]]:
     from mcp_gateway.auth import LastMeterAuth
     from mcp_gateway.clock import SystemClock
     from mcp_gateway.execution import build_request
-    from mcp_gateway.identity import OPERATOR, TokenService
+    from mcp_gateway.identity import OPERATOR
     from mcp_gateway.redaction import Redactor
     from mcp_gateway.store._access import AccessCache
+    from mcp_gateway.tokens import TokenService
 
     action = gw.index.resolve(TOOL)
     cfg = gw.manifest.connector("bench")

@@ -5,8 +5,8 @@ import copy
 import json
 from urllib.parse import quote
 
-from mcp_gateway.credentials import SecretValue
 from mcp_gateway.redaction import Redactor
+from mcp_gateway.secrets import SecretValue
 
 CANARY = "canary/7f3a 9c1e+never-show-me"
 

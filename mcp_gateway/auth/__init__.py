@@ -19,7 +19,6 @@ from typing import assert_never
 import httpx2
 
 from ..clock import Clock, SystemClock
-from ..credentials import SealedCredential, SecretValue
 from ..errors import CredentialMissing, UnsupportedAuth
 from ..manifest import (
     ApiKeyAuth,
@@ -35,6 +34,7 @@ from ..manifest import (
     OAuth2Auth,
 )
 from ..model import AuthKind
+from ..secrets import SealedCredential, SecretValue
 from ._base import random_nonce
 from .api_key import apply_api_key
 from .basic import apply_basic

@@ -10,8 +10,8 @@ import secrets
 
 import httpx2
 
-from ..credentials import SecretValue
 from ..errors import CredentialError
+from ..secrets import SecretValue
 
 __all__ = ["check_header_value", "random_nonce", "request_body", "secret_fields", "secret_text"]
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import httpx2
 
-from ..credentials import SealedCredential, SecretValue
 from ..errors import CredentialError, UpstreamError
 from ..manifest import OAuth2Auth
+from ..secrets import SealedCredential, SecretValue
 from ._base import check_header_value
 
 if TYPE_CHECKING:

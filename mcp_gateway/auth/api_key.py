@@ -11,9 +11,9 @@ from urllib.parse import quote, unquote_plus
 
 import httpx2
 
-from ..credentials import SecretValue
 from ..errors import CredentialError
 from ..manifest import ApiKeyAuth
+from ..secrets import SecretValue
 from ._base import check_header_value, secret_text
 
 __all__ = ["apply_api_key"]

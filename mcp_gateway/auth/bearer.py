@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx2
 
-from ..credentials import SecretValue
 from ..manifest import BearerAuth
+from ..secrets import SecretValue
 from ._base import check_header_value, secret_text
 
 __all__ = ["apply_bearer"]

@@ -29,10 +29,9 @@ from typing import TypeVar
 
 import httpx2
 
-from ..credentials import SealedCredential, SecretValue
 from ..errors import CredentialError, UpstreamError
 from ..manifest import MtlsAuth
-from ..store.base import CredentialKey
+from ..secrets import CredentialKey, SealedCredential, SecretValue
 from ._base import secret_fields
 
 __all__ = ["MtlsClients", "client_tls_context"]

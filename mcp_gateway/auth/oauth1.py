@@ -27,9 +27,9 @@ from urllib.parse import parse_qsl, quote
 
 import httpx2
 
-from ..credentials import SecretValue
 from ..errors import ArgumentError
 from ..manifest import OAuth1Auth
+from ..secrets import SecretValue
 from ._base import check_header_value, request_body, secret_fields
 
 __all__ = [

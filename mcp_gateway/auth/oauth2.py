@@ -49,9 +49,10 @@ import anyio
 import httpx2
 
 from ..clock import Clock
-from ..credentials import PROJECT_WIDE, CredentialVault, SealedCredential, SecretValue
+from ..credentials import CredentialVault
 from ..errors import CredentialError, CredentialMissing, UpstreamError
 from ..manifest import OAuth2Auth
+from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from ..store.base import Store
 from ._base import secret_fields
 from ._oauth2_endpoint import AuthorizationRefused, request_token

@@ -49,10 +49,10 @@ import httpx2
 from pydantic import ValidationError
 
 from ..auth.custom import render_secret_template
-from ..credentials import SecretValue
 from ..errors import CredentialError, GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..model import Action, McpBinding
+from ..secrets import SecretValue
 from .executor import Prepared
 from .mcp_transport import (
     CALL,

@@ -29,7 +29,8 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..gateway import Gateway
-from ..identity import Principal, TokenService
+from ..identity import Principal
+from ..tokens import TokenService
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from .web import web_routes
 

@@ -62,13 +62,13 @@ from graphql import (
     value_from_ast_untyped,
 )
 
-from ..credentials import SecretValue
 from ..errors import GatewayError, SourceError, UpstreamError
 from ..execution.request import USER_AGENT
 from ..execution.send import send
 from ..manifest import ConnectorConfig
 from ..model import Action, GraphQLBinding, Risk
 from ..redaction import Redactor
+from ..secrets import SecretValue
 from ._documents import MAX_REMOTE_BYTES
 from ._naming import snake_case, unique_name
 

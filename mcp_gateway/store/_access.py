@@ -32,7 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from .base import CredentialKey, TokenRecord
+from ..secrets import CredentialKey
+from .base import TokenRecord
 
 __all__ = ["ACCESS_MIGRATION", "AccessCache", "GenerationProbe", "Ticket"]
 

@@ -115,12 +115,34 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX ephemeral_by_expiry ON ephemeral (expires_at)",
     ),
+    # 2: operator tokens, one row each (they were one JSON list in `meta`, rewritten whole by every
+    # create or revoke, so two instances could lose each other's change; ``OperatorTokens`` imports
+    # that list once).
+    (
+        """CREATE TABLE operator_token (
+            id         text PRIMARY KEY,
+            token_hash text NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL,
+            revoked    boolean NOT NULL DEFAULT false
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this build writes; a database at a higher version is refused."""
 
-OUR_TABLES = ("catalog", "connector_state", "credential", "token", "link", "approval", "audit", "meta", "ephemeral")
+OUR_TABLES = (
+    "catalog",
+    "connector_state",
+    "credential",
+    "token",
+    "link",
+    "approval",
+    "audit",
+    "meta",
+    "ephemeral",
+    "operator_token",
+)
 
 
 async def migrate(conn: asyncpg.Connection, where: str) -> None:

@@ -6,9 +6,12 @@ code. What differs stays in each backend: placeholders and identifier quoting (i
 a datetime travels (fixed-width UTC text for SQLite, ``timestamptz`` for asyncpg).
 
 - A catalog is one row per connector: its actions as zlib-compressed JSON, (de)compressed and
-  validated with pydantic's JSON validator on a worker thread, since a GitHub-sized catalog is a
-  few MB. Every other ``CatalogRecord`` field lives in the ``info`` JSON column, so a new optional
-  field there needs no migration. A row this build cannot read is a miss, so the next sync
+  validated on a worker thread, since a GitHub-sized catalog is a few MB. Validation is the
+  backend's ``ActionsDecoder``: pydantic's JSON validator unless the caller injects another
+  (the runtime passes ``catalog_memory.validate_actions``, which shares equal values during a
+  sync, SPEC 12), so the store depends on no layer above the vocabulary. Every other
+  ``CatalogRecord`` field lives in the ``info`` JSON column, so a new optional field there needs
+  no migration. A row this build cannot read is a miss, so the next sync
   rebuilds it instead of the connector failing.
 - A naive datetime is refused before it reaches SQL, whichever backend.
 - ``meta`` values are compact JSON text.
@@ -26,14 +29,15 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel
 
-from ..catalog_memory import validate_actions
 from ..model import ACTIONS_ADAPTER, Action
-from .base import CatalogRecord, CredentialKey
+from ..secrets import CredentialKey
+from .base import CatalogRecord
 
 __all__ = [
     "CATALOG_COLUMNS",
     "CREDENTIAL_KEY",
     "ZLIB_LEVEL",
+    "ActionsDecoder",
     "RecordColumns",
     "Row",
     "aware",
@@ -47,6 +51,9 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+ActionsDecoder = Callable[[bytes], list[Action]]
+"""A catalog's actions JSON -> its actions. Runs on a worker thread (context variables copied)."""
 
 # Level 1 compresses a GitHub-sized catalog to about the same size as level 6 in a fraction of the
 # time; decompression speed does not depend on the level.
@@ -131,8 +138,8 @@ def encode_actions(actions: list[Action]) -> bytes:
     return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), ZLIB_LEVEL)
 
 
-def decode_actions(blob: bytes) -> list[Action]:
-    return validate_actions(zlib.decompress(blob))  # shared as decoded, during a sync (SPEC 12)
+def decode_actions(blob: bytes, validate: ActionsDecoder = ACTIONS_ADAPTER.validate_json) -> list[Action]:
+    return validate(zlib.decompress(blob))
 
 
 async def catalog_params(record: CatalogRecord) -> tuple[str, str, str, bytes]:
@@ -142,13 +149,15 @@ async def catalog_params(record: CatalogRecord) -> tuple[str, str, str, bytes]:
     return (record.slug, record.fingerprint, info, blob)
 
 
-async def load_catalog(slug: str, row: Row, log: logging.Logger) -> CatalogRecord | None:
+async def load_catalog(
+    slug: str, row: Row, log: logging.Logger, validate: ActionsDecoder = ACTIONS_ADAPTER.validate_json
+) -> CatalogRecord | None:
     """The catalog in ``row`` (its ``fingerprint``, ``info`` and ``actions``), or None when this build
     can no longer read it: a row written by a build whose ``Action`` had another shape is a miss,
     reported on the backend's ``log``, so the next sync rebuilds it instead of the connector failing."""
     try:
         # A few MB of JSON: decompress and validate on a worker thread, outside the store's lock.
-        actions = await anyio.to_thread.run_sync(decode_actions, row["actions"])
+        actions = await anyio.to_thread.run_sync(decode_actions, row["actions"], validate)
         info = {k: v for k, v in json.loads(row["info"]).items() if k in CatalogRecord.model_fields}
         return CatalogRecord.model_validate(
             {**info, "slug": slug, "fingerprint": row["fingerprint"], "actions": actions}

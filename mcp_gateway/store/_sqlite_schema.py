@@ -128,6 +128,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 4: a counter that every credential or token write bumps, so the lookups each call makes can
     # be answered from memory until it moves (see _access.py).
     ACCESS_MIGRATION,
+    # 5: operator tokens, one row each (they were one JSON list in `meta`, rewritten whole by every
+    # create or revoke, so two instances could lose each other's change; ``OperatorTokens`` imports
+    # that list once).
+    (
+        """CREATE TABLE operator_token (
+            id         TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked    INTEGER NOT NULL DEFAULT 0
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,7 +1,14 @@
 """The ``Store`` protocol: everything the gateway persists, behind one async interface.
 
-Implementations: ``SQLiteStore`` (embedded default) and ``PostgresStore`` (several instances
-sharing one database). Every method is a single statement or a short transaction, state
+The protocol is split by role (``CatalogStore``, ``CredentialStore``, ``TokenStore``,
+``OperatorTokenStore``, ``LinkStore``, ``ApprovalStore``, ``AuditStore``, ``EphemeralStore``,
+``MetaStore``) and ``Store`` combines them with the lifecycle: a service takes the narrowest role
+it needs (``CredentialVault`` a ``CredentialStore``, ``LinkService`` a ``LinkStore``, ...), so what
+it can touch is visible in its signature and a test fake implements only that.
+
+Implementations: ``SQLiteStore`` (embedded default), ``PostgresStore`` (several instances
+sharing one database) and ``MemoryStore`` (one process, nothing persisted: tests and tools); all
+three pass the same contract suite. Every method is a single statement or a short transaction, state
 transitions that must happen exactly once (consuming a link, deciding an approval, taking an
 ephemeral entry) are compare-and-set, and no method leaks a driver type. Secrets only ever
 arrive here sealed (``bytes`` from ``crypto``).
@@ -15,19 +22,38 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ..model import Action, ConnectorStatus
+from ..model import (
+    Action,
+    ApprovalStatus,
+    AuditReason,
+    CallStatus,
+    ConnectorStatus,
+    PolicyAction,
+    Risk,
+    VerdictSource,
+)
+from ..secrets import CredentialKey
 
 __all__ = [
     "ApprovalRecord",
     "ApprovalStatus",
+    "ApprovalStore",
     "AuditRecord",
+    "AuditStore",
     "CatalogRecord",
+    "CatalogStore",
     "ConnectorState",
-    "CredentialKey",
+    "CredentialStore",
+    "EphemeralStore",
     "LinkKind",
     "LinkRecord",
+    "LinkStore",
+    "MetaStore",
+    "OperatorTokenRecord",
+    "OperatorTokenStore",
     "Store",
     "TokenRecord",
+    "TokenStore",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -59,19 +85,23 @@ class CatalogRecord(BaseModel):
     """The base URL the source itself declares (OpenAPI ``servers``), used when the manifest gives none."""
 
 
-class CredentialKey(BaseModel):
-    model_config = _FROZEN
-    connector: str
-    principal: str
-    """Whose credential: ``*`` for the project-wide one, else a user or agent id."""
-    name: str = "default"
-
-
 class TokenRecord(BaseModel):
     model_config = _FROZEN
     id: str
     """Public, non-secret id (shown by ``token list``, used by ``token revoke``)."""
     agent: str
+    token_hash: str
+    created_at: datetime
+    revoked: bool = False
+
+
+class OperatorTokenRecord(BaseModel):
+    """An operator token (the ``/operator`` page), apart from the agents' MCP tokens: one opens no
+    MCP session, the other no overview. Only the token's SHA-256 is stored."""
+
+    model_config = _FROZEN
+    id: str
+    """Public, non-secret id (shown by ``token list``, used by ``token revoke``)."""
     token_hash: str
     created_at: datetime
     revoked: bool = False
@@ -95,9 +125,6 @@ class LinkRecord(BaseModel):
     used_at: datetime | None = None
 
 
-ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
-
-
 class ApprovalRecord(BaseModel):
     model_config = _FROZEN
     id: str
@@ -106,12 +133,12 @@ class ApprovalRecord(BaseModel):
     principal: str
     agent: str | None
     tool: str
-    risk: str
+    risk: Risk
     summary: str
     """Redacted, human-readable description of the call."""
     arguments: str = ""
     """The call's final arguments as indented JSON, redacted and capped, for the approval page."""
-    verdict_source: str
+    verdict_source: VerdictSource
     verdict_rule: str | None = None
     status: ApprovalStatus = "pending"
     created_at: datetime
@@ -131,82 +158,163 @@ class AuditRecord(BaseModel):
     action: str | None
     args_preview: str
     fingerprint: str | None
-    verdict: str | None
-    verdict_source: str | None
-    status: str
-    reason: str | None = None
+    verdict: PolicyAction | None
+    verdict_source: VerdictSource | None
+    status: CallStatus
+    reason: AuditReason | None = None
     upstream_status: int | None = None
     latency_ms: float
 
 
-class Store(Protocol):
-    """Persistence for the gateway. All methods are safe to call concurrently."""
+class CatalogStore(Protocol):
+    """The sync's cache: normalized catalogs and what the last sync found per connector."""
 
-    async def open(self) -> None:
-        """Create or migrate the schema. Idempotent."""
+    async def get_catalog(self, slug: str) -> CatalogRecord | None:
+        """The stored catalog, or None if there is none or this build can no longer read it."""
+        ...
 
-    async def close(self) -> None: ...
-
-    # -- catalog ------------------------------------------------------------------------
-    async def get_catalog(self, slug: str) -> CatalogRecord | None: ...
     async def put_catalog(self, record: CatalogRecord) -> None: ...
     async def delete_catalog(self, slug: str) -> None: ...
     async def put_connector_state(self, state: ConnectorState) -> None: ...
     async def list_connector_states(self) -> list[ConnectorState]: ...
 
-    # -- credentials (sealed bytes only) -------------------------------------------------
+
+class CredentialStore(Protocol):
+    """Sealed credentials (bytes from ``crypto``, never plaintext): the ``CredentialVault``'s."""
+
     async def put_credential(self, key: CredentialKey, sealed: bytes) -> None: ...
     async def get_credential(self, key: CredentialKey) -> bytes | None: ...
     async def delete_credential(self, key: CredentialKey) -> None: ...
     async def list_credentials(self) -> list[CredentialKey]: ...
     async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
         """Rewrite every credential in one transaction (key rotation)."""
+        ...
 
-    # -- tokens ---------------------------------------------------------------------------
+
+class TokenStore(Protocol):
+    """Agents' bearer tokens, by hash: the ``TokenService``'s."""
+
     async def put_token(self, token: TokenRecord) -> None: ...
-    async def find_token(self, token_hash: str) -> TokenRecord | None: ...
-    async def list_tokens(self) -> list[TokenRecord]: ...
-    async def revoke_token(self, token_id: str) -> bool: ...
+    async def find_token(self, token_hash: str) -> TokenRecord | None:
+        """The token with this hash, revoked or not: the caller checks ``revoked``."""
+        ...
 
-    # -- links -----------------------------------------------------------------------------
+    async def list_tokens(self) -> list[TokenRecord]: ...
+    async def revoke_token(self, token_id: str) -> bool:
+        """True only for the one caller that revoked it; False if unknown or already revoked."""
+        ...
+
+
+class OperatorTokenStore(Protocol):
+    """Operator tokens, one row each, by hash: the ``OperatorTokens`` service's."""
+
+    async def add_operator_token(self, token: OperatorTokenRecord) -> bool:
+        """Insert unless a token with this id or hash exists; True if inserted. Never overwrites, so
+        importing the same token twice (from two instances) keeps whichever state is stored."""
+        ...
+
+    async def find_operator_token(self, token_hash: str) -> OperatorTokenRecord | None:
+        """The token with this hash, revoked or not: the caller checks ``revoked``."""
+        ...
+
+    async def get_operator_token(self, token_id: str) -> OperatorTokenRecord | None: ...
+    async def list_operator_tokens(self) -> list[OperatorTokenRecord]:
+        """Oldest first (ties by id)."""
+        ...
+
+    async def revoke_operator_token(self, token_id: str) -> bool:
+        """Compare-and-set: True only for the one caller that revoked it."""
+        ...
+
+
+class LinkStore(Protocol):
+    """Single-use capability links, by hash: the ``LinkService``'s."""
+
     async def put_link(self, link: LinkRecord) -> None: ...
     async def get_link(self, token_hash: str) -> LinkRecord | None: ...
     async def consume_link(self, token_hash: str, now: datetime) -> LinkRecord | None:
         """Mark the link used if it is unused and unexpired; return it, else None. Atomic."""
+        ...
 
-    # -- approvals ---------------------------------------------------------------------------
+
+class ApprovalStore(Protocol):
+    """Approval requests and their compare-and-set decisions: the ``ApprovalService``'s."""
+
     async def put_approval(self, approval: ApprovalRecord) -> None: ...
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
     async def transition_approval(
         self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
     ) -> bool:
         """Compare-and-set the status; True only for the one caller that made the change."""
+        ...
 
     async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]: ...
 
-    # -- audit --------------------------------------------------------------------------------
+
+class AuditStore(Protocol):
+    """The append-only audit log: the ``Auditor``'s."""
+
     async def append_audit(self, record: AuditRecord) -> None: ...
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         """Append rows in one transaction: all of them or none."""
+        ...
 
-    async def list_audit(self, limit: int = 50) -> list[AuditRecord]: ...
+    async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
+        """The ``limit`` newest rows, newest first."""
+        ...
 
-    # -- short-lived shared state ------------------------------------------------------------------
-    # What a human page or a retry may hand to any instance behind a load balancer: operator
-    # sessions, OAuth2 authorizations in flight, single-use request-state nonces. ``kind`` names
-    # the use, ``key`` is already a hash or random id; values are opaque (sealed when secret).
+
+class EphemeralStore(Protocol):
+    """Short-lived shared state.
+
+    What a human page or a retry may hand to any instance behind a load balancer: operator
+    sessions, OAuth2 authorizations in flight, refresh leases, single-use request-state nonces.
+    ``kind`` names the use, ``key`` is already a hash or random id; values are opaque (sealed when
+    secret).
+    """
+
     async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
         """Store ``value`` unless an unexpired entry holds (kind, key); True if stored. Atomic, so it
         doubles as claim-once. Entries expired at ``now`` are purged."""
+        ...
 
     async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
         """The value if the entry exists and is unexpired at ``now``."""
+        ...
 
     async def take_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
         """Remove the entry; its value if it was unexpired. Of concurrent takers exactly one gets it."""
+        ...
 
     async def delete_ephemeral(self, kind: str, key: str) -> None: ...
 
-    # -- misc -----------------------------------------------------------------------------------
+
+class MetaStore(Protocol):
+    """Small JSON values by key. Last write wins: not for anything two instances update together."""
+
     async def get_meta(self, key: str) -> Any | None: ...
-    async def set_meta(self, key: str, value: Any) -> None: ...
+    async def set_meta(self, key: str, value: Any) -> None:
+        """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
+        ...
+
+
+class Store(
+    CatalogStore,
+    CredentialStore,
+    TokenStore,
+    OperatorTokenStore,
+    LinkStore,
+    ApprovalStore,
+    AuditStore,
+    EphemeralStore,
+    MetaStore,
+    Protocol,
+):
+    """Persistence for the gateway: every role, and the lifecycle. All methods are safe to call
+    concurrently."""
+
+    async def open(self) -> None:
+        """Create or migrate the schema. Idempotent."""
+        ...
+
+    async def close(self) -> None: ...

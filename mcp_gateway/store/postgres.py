@@ -31,7 +31,7 @@ conversion in ``_rows.py``):
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import TracebackType
@@ -42,10 +42,13 @@ import asyncpg
 from pydantic import BaseModel
 
 from ..errors import GatewayError
+from ..model import ACTIONS_ADAPTER
+from ..secrets import CredentialKey
 from ._postgres_schema import SCHEMA_VERSION, migrate
 from ._rows import (
     CATALOG_COLUMNS,
     CREDENTIAL_KEY,
+    ActionsDecoder,
     RecordColumns,
     aware,
     catalog_params,
@@ -60,8 +63,8 @@ from .base import (
     AuditRecord,
     CatalogRecord,
     ConnectorState,
-    CredentialKey,
     LinkRecord,
+    OperatorTokenRecord,
     TokenRecord,
 )
 from .database_url import redact_url, scrub
@@ -115,6 +118,7 @@ class _Table(RecordColumns[_M]):
 
 _STATES = _Table("connector_state", ConnectorState, ["slug"])
 _TOKENS = _Table("token", TokenRecord, ["id"])
+_OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
@@ -143,14 +147,23 @@ class PostgresStore:
         url: ``postgresql://user:password@host:port/database`` (libpq-style parameters such as
             ``sslmode`` allowed). Tables go into the connection's current schema.
         max_connections: the pool's upper bound per instance.
+        decode_actions: validates a stored catalog's actions JSON (on a worker thread); the
+            runtime passes ``catalog_memory.validate_actions`` to share equal values (SPEC 12).
 
     Example:
         async with PostgresStore("postgresql://gw@db.internal/gateway") as store:
             await store.set_meta("project", "demo")
     """
 
-    def __init__(self, url: str, *, max_connections: int = _POOL_MAX) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = _POOL_MAX,
+        decode_actions: ActionsDecoder = ACTIONS_ADAPTER.validate_json,
+    ) -> None:
         self._url = url
+        self._decode_actions = decode_actions
         self._max = max_connections
         self._pool: asyncpg.Pool | None = None
         self._lock = anyio.Lock()
@@ -238,7 +251,7 @@ class PostgresStore:
         return await self._p().fetch(sql, *params)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
+    async def _transaction(self) -> AsyncGenerator[asyncpg.Connection]:
         async with self._p().acquire() as conn, conn.transaction():
             yield conn
 
@@ -250,7 +263,7 @@ class PostgresStore:
         row = await self._fetchrow("SELECT fingerprint, info, actions FROM catalog WHERE slug = $1", slug)
         if row is None:
             return None
-        return await load_catalog(slug, row, logger)
+        return await load_catalog(slug, row, logger, self._decode_actions)
 
     async def put_catalog(self, record: CatalogRecord) -> None:
         await self._execute(_CATALOG_UPSERT, *await catalog_params(record))
@@ -309,6 +322,34 @@ class PostgresStore:
         """True if this call revoked the token; False if it is unknown or already revoked."""
         row = await self._fetchrow(
             "UPDATE token SET revoked = true WHERE id = $1 AND NOT revoked RETURNING id", token_id
+        )
+        return row is not None
+
+    # -- operator tokens ------------------------------------------------------------------------------------
+
+    async def add_operator_token(self, token: OperatorTokenRecord) -> bool:
+        """Insert unless the id or hash is taken; True if inserted (never overwrites)."""
+        row = await self._fetchrow(
+            f"{_OPERATOR_TOKENS.insert} ON CONFLICT DO NOTHING RETURNING id", *_OPERATOR_TOKENS.params(token)
+        )
+        return row is not None
+
+    async def find_operator_token(self, token_hash: str) -> OperatorTokenRecord | None:
+        row = await self._fetchrow(f"{_OPERATOR_TOKENS.select} WHERE token_hash = $1", token_hash)
+        return _OPERATOR_TOKENS.load(row) if row is not None else None
+
+    async def get_operator_token(self, token_id: str) -> OperatorTokenRecord | None:
+        row = await self._fetchrow(f"{_OPERATOR_TOKENS.select} WHERE id = $1", token_id)
+        return _OPERATOR_TOKENS.load(row) if row is not None else None
+
+    async def list_operator_tokens(self) -> list[OperatorTokenRecord]:
+        rows = await self._fetch(f"{_OPERATOR_TOKENS.select} ORDER BY created_at, id {_C}")
+        return [_OPERATOR_TOKENS.load(r) for r in rows]
+
+    async def revoke_operator_token(self, token_id: str) -> bool:
+        """Compare-and-set: True only for the one caller, in any instance, that revoked it."""
+        row = await self._fetchrow(
+            "UPDATE operator_token SET revoked = true WHERE id = $1 AND NOT revoked RETURNING id", token_id
         )
         return row is not None
 

@@ -31,7 +31,7 @@ import functools
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,10 +43,13 @@ import anyio
 from pydantic import BaseModel
 
 from ..errors import GatewayError
+from ..model import ACTIONS_ADAPTER
+from ..secrets import CredentialKey
 from ._access import AccessCache, GenerationProbe
 from ._rows import (
     CATALOG_COLUMNS,
     CREDENTIAL_KEY,
+    ActionsDecoder,
     RecordColumns,
     aware,
     catalog_params,
@@ -62,8 +65,8 @@ from .base import (
     AuditRecord,
     CatalogRecord,
     ConnectorState,
-    CredentialKey,
     LinkRecord,
+    OperatorTokenRecord,
     TokenRecord,
 )
 
@@ -111,6 +114,7 @@ class _Table(RecordColumns[_M]):
 
 _STATES = _Table("connector_state", ConnectorState, ["slug"])
 _TOKENS = _Table("token", TokenRecord, ["id"])
+_OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
@@ -150,14 +154,17 @@ class SQLiteStore:
     Args:
         path: The database file. Its directory is created if missing; a new file is made private
             to the current user (0600), since it holds sealed credentials and token hashes.
+        decode_actions: validates a stored catalog's actions JSON (on a worker thread); the
+            runtime passes ``catalog_memory.validate_actions`` to share equal values (SPEC 12).
 
     Example:
         async with SQLiteStore(tmp_path / "gateway.db") as store:
             await store.set_meta("project", "demo")
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, decode_actions: ActionsDecoder = ACTIONS_ADAPTER.validate_json) -> None:
         self._path = path if path == ":memory:" else Path(path)
+        self._decode_actions = decode_actions
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
         self._probe: GenerationProbe | None = None
@@ -289,7 +296,7 @@ class SQLiteStore:
             return await self._conn().execute_fetchall(sql, params)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:
         async with self._lock:
             db = self._conn()
             await db.execute("BEGIN IMMEDIATE")
@@ -316,7 +323,7 @@ class SQLiteStore:
         row = await self._fetchone("SELECT fingerprint, info, actions FROM catalog WHERE slug = ?", (slug,))
         if row is None:
             return None
-        return await load_catalog(slug, row, logger)
+        return await load_catalog(slug, row, logger, self._decode_actions)
 
     async def put_catalog(self, record: CatalogRecord) -> None:
         await self._execute(_CATALOG_UPSERT, await catalog_params(record))
@@ -404,6 +411,30 @@ class SQLiteStore:
             return await self._execute("UPDATE token SET revoked = 1 WHERE id = ? AND revoked = 0", (token_id,)) == 1
         finally:
             self._access.invalidate()
+
+    # -- operator tokens ----------------------------------------------------------------------------------
+
+    async def add_operator_token(self, token: OperatorTokenRecord) -> bool:
+        """Insert unless the id or hash is taken; True if inserted (never overwrites)."""
+        sql = _OPERATOR_TOKENS.insert.replace("INSERT INTO", "INSERT OR IGNORE INTO", 1)
+        return await self._execute(sql, _OPERATOR_TOKENS.params(token)) == 1
+
+    async def find_operator_token(self, token_hash: str) -> OperatorTokenRecord | None:
+        row = await self._fetchone(f"{_OPERATOR_TOKENS.select} WHERE token_hash = ?", (token_hash,))
+        return _OPERATOR_TOKENS.load(row) if row is not None else None
+
+    async def get_operator_token(self, token_id: str) -> OperatorTokenRecord | None:
+        row = await self._fetchone(f"{_OPERATOR_TOKENS.select} WHERE id = ?", (token_id,))
+        return _OPERATOR_TOKENS.load(row) if row is not None else None
+
+    async def list_operator_tokens(self) -> list[OperatorTokenRecord]:
+        rows = await self._fetchall(f"{_OPERATOR_TOKENS.select} ORDER BY created_at, id")
+        return [_OPERATOR_TOKENS.load(row) for row in rows]
+
+    async def revoke_operator_token(self, token_id: str) -> bool:
+        """Compare-and-set: True only for the one caller, in any process, that revoked it."""
+        sql = "UPDATE operator_token SET revoked = 1 WHERE id = ? AND revoked = 0"
+        return await self._execute(sql, (token_id,)) == 1
 
     # -- links ------------------------------------------------------------------------------------------
 

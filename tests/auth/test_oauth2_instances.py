@@ -34,13 +34,14 @@ from mcp_gateway.audit import Auditor
 from mcp_gateway.auth._oauth2_lease import LEASE_KIND, RefreshLease, lease_key
 from mcp_gateway.auth.oauth2 import TOKEN_NAME, OAuth2Tokens, PendingAuthorization
 from mcp_gateway.clock import FixedClock
-from mcp_gateway.credentials import PROJECT_WIDE, CredentialVault
+from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import ErrorResult, NeedsAuth, Ok
+from mcp_gateway.secrets import PROJECT_WIDE
 from mcp_gateway.store.base import Store
 from mcp_gateway.store.sqlite import SQLiteStore
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi

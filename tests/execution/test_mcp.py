@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
-from mcp_gateway.credentials import PROJECT_WIDE, CredentialVault
+from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.errors import UpstreamError
 from mcp_gateway.execution.mcp import McpExecutor
@@ -31,6 +31,7 @@ from mcp_gateway.execution.response import Outcome
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
 from mcp_gateway.model import Action
 from mcp_gateway.redaction import Redactor
+from mcp_gateway.secrets import PROJECT_WIDE
 from mcp_gateway.sources.mcp import normalize_mcp_tools
 from mcp_gateway.store.sqlite import SQLiteStore
 from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
-from mcp_gateway.credentials import PROJECT_WIDE, CredentialVault
+from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.errors import ArgumentError, UpstreamError
 from mcp_gateway.execution.executor import HttpExecutor
@@ -20,6 +20,7 @@ from mcp_gateway.execution.request_action import RequestExecutor, build_generic_
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
 from mcp_gateway.model import HttpBinding
 from mcp_gateway.redaction import Redactor
+from mcp_gateway.secrets import PROJECT_WIDE
 from mcp_gateway.sources.request import INPUT_SCHEMA, request_action, with_request_action
 from mcp_gateway.store.sqlite import SQLiteStore
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.store import AuditRecord, CredentialKey, SQLiteStore, TokenRecord
+from mcp_gateway.secrets import CredentialKey
+from mcp_gateway.store import AuditRecord, SQLiteStore, TokenRecord
 from mcp_gateway.store._access import MAX_ENTRIES, AccessCache
 
 pytestmark = pytest.mark.anyio
@@ -259,7 +260,7 @@ def _audit(i: int, *, user: str | None = "alice") -> AuditRecord:
         "action": f"github.op_{i}",
         "args_preview": "{}",
         "fingerprint": None,
-        "verdict": "allow",
+        "verdict": "always_run",
         "verdict_source": "risk_default",
         "status": "ok",
         "latency_ms": float(i),

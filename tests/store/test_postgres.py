@@ -21,6 +21,7 @@ from mcp_gateway.store import AuditRecord, Store
 from mcp_gateway.store import _postgres_schema as schema
 from mcp_gateway.store.postgres import PostgresStore
 from tests.support.postgres import PostgresCluster
+from tests.support.protocols import protocol_methods
 
 pytestmark = pytest.mark.anyio
 
@@ -182,10 +183,9 @@ async def test_tables_go_into_the_urls_schema(postgres_url: str, db: asyncpg.Con
 
 
 def test_postgres_store_satisfies_protocol() -> None:
-    for name, member in vars(Store).items():
-        if callable(member) and not name.startswith("_"):
-            assert name in vars(PostgresStore), name
-            assert inspect.signature(getattr(PostgresStore, name)) == inspect.signature(member), name
+    for name, member in protocol_methods(Store).items():
+        assert name in vars(PostgresStore), name
+        assert inspect.signature(getattr(PostgresStore, name)) == inspect.signature(member), name
 
 
 async def test_audit_batches_are_one_transaction(postgres_url: str) -> None:

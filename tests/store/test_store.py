@@ -1,8 +1,8 @@
 """Contract tests for every ``Store`` implementation, then SQLite-specific behaviour.
 
-The contract half runs against each backend in ``store_factory``'s params. A factory makes new
-store instances over one shared database, so "two instances" stands for two gateway processes:
-a Postgres backend joins by adding a param that returns ``PostgresStore(dsn)`` over a fresh schema.
+The contract half runs against each backend in ``store_factory``'s params: SQLite, PostgreSQL and
+the in-memory fake. A factory makes new store instances over one shared database (for the fake,
+one shared ``MemoryData``), so "two instances" stands for two gateway processes.
 """
 
 from __future__ import annotations
@@ -22,20 +22,24 @@ import pytest
 
 from mcp_gateway.errors import GatewayError
 from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, ParamSpec
+from mcp_gateway.secrets import CredentialKey
 from mcp_gateway.store import (
     ApprovalRecord,
     ApprovalStatus,
     AuditRecord,
     CatalogRecord,
     ConnectorState,
-    CredentialKey,
     LinkRecord,
+    MemoryStore,
+    OperatorTokenRecord,
     SQLiteStore,
     Store,
     TokenRecord,
 )
 from mcp_gateway.store import _sqlite_schema as sqlite_schema
 from mcp_gateway.store import sqlite as sqlite_module
+from mcp_gateway.store.memory import MemoryData
+from tests.support.protocols import protocol_methods
 
 pytestmark = pytest.mark.anyio
 
@@ -50,9 +54,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     """Makes new, unopened store instances that all share one database."""
+    if request.param == "memory":
+        data = MemoryData()
+        return lambda: MemoryStore(data)
     if request.param == "sqlite":
         path = tmp_path / "gateway.db"
         return lambda: SQLiteStore(path)
@@ -328,6 +335,55 @@ async def test_tokens(store: Store) -> None:
     assert revoked is not None and revoked.revoked is True
     still = await store.find_token("hash2")
     assert still is not None and still.revoked is False
+
+
+async def test_operator_tokens(store: Store) -> None:
+    assert await store.list_operator_tokens() == []
+    assert await store.find_operator_token("nope") is None
+    first = OperatorTokenRecord(id="o1", token_hash="ohash1", created_at=T0)
+    second = OperatorTokenRecord(id="o2", token_hash="ohash2", created_at=T0 + timedelta(seconds=1))
+    assert await store.add_operator_token(second) is True
+    assert await store.add_operator_token(first) is True
+    assert await store.list_operator_tokens() == [first, second]  # oldest first
+    _assert_utc((await store.list_operator_tokens())[0].created_at)
+    assert await store.find_operator_token("ohash2") == second
+    assert await store.get_operator_token("o1") == first
+    assert await store.get_operator_token("unknown") is None
+
+    assert await store.revoke_operator_token("o1") is True
+    assert await store.revoke_operator_token("o1") is False  # already revoked: nothing changed
+    assert await store.revoke_operator_token("unknown") is False
+    revoked = await store.find_operator_token("ohash1")  # still found: the caller checks `revoked`
+    assert revoked is not None and revoked.revoked is True
+
+    # Adding never overwrites: not a revoked token (an import run twice), not another token's hash.
+    assert await store.add_operator_token(first) is False
+    assert await store.add_operator_token(OperatorTokenRecord(id="o3", token_hash="ohash2", created_at=T0)) is False
+    again = await store.get_operator_token("o1")
+    assert again is not None and again.revoked is True
+    assert [t.id for t in await store.list_operator_tokens()] == ["o1", "o2"]
+
+
+async def test_operator_token_writes_across_instances_are_not_lost(store: Store, second: Store) -> None:
+    """Row per token, revoke by compare-and-set: interleaved creates and revokes from two instances all land."""
+    tokens = [OperatorTokenRecord(id=f"o{i}", token_hash=f"h{i}", created_at=T0) for i in range(20)]
+    async with anyio.create_task_group() as tg:
+        for i, token in enumerate(tokens):
+            tg.start_soon((store if i % 2 else second).add_operator_token, token)
+    assert {t.id for t in await store.list_operator_tokens()} == {t.id for t in tokens}
+
+    wins: list[bool] = []
+
+    async def revoke(s: Store, token_id: str) -> None:
+        wins.append(await s.revoke_operator_token(token_id))
+
+    async with anyio.create_task_group() as tg:
+        for token in tokens[:10]:
+            tg.start_soon(revoke, store, token.id)
+            tg.start_soon(revoke, second, token.id)
+    assert sorted(wins) == [False] * 10 + [True] * 10  # one winner per token
+    listed = await second.list_operator_tokens()
+    assert sorted(t.id for t in listed if t.revoked) == sorted(t.id for t in tokens[:10])
 
 
 # -- links -----------------------------------------------------------------------------------------------
@@ -768,9 +824,15 @@ async def test_sqlite_large_catalog_loads_fast(tmp_path: Path) -> None:
     assert elapsed < 0.5, f"loading 1,200 actions took {elapsed:.3f}s"
 
 
-def test_sqlite_store_satisfies_protocol() -> None:
-    # A protocol method SQLiteStore lacks or spells differently would otherwise fail only at a call site.
-    for name, member in vars(Store).items():
-        if callable(member) and not name.startswith("_"):
-            assert name in vars(SQLiteStore), name
-            assert inspect.signature(getattr(SQLiteStore, name)) == inspect.signature(member), name
+def test_store_combines_every_role() -> None:
+    methods = protocol_methods(Store)
+    assert {"open", "close", "put_credential", "consume_link", "revoke_operator_token", "set_meta"} <= set(methods)
+    assert len(methods) > 35
+
+
+@pytest.mark.parametrize("implementation", [SQLiteStore, MemoryStore])
+def test_store_satisfies_protocol(implementation: type) -> None:
+    # A protocol method a store lacks or spells differently would otherwise fail only at a call site.
+    for name, member in protocol_methods(Store).items():
+        assert name in vars(implementation), name
+        assert inspect.signature(getattr(implementation, name)) == inspect.signature(member), name

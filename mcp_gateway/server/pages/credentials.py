@@ -27,9 +27,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
-from ...credentials import parse_secret_input
 from ...errors import CredentialError, UpstreamError
 from ...manifest import AwsSigV4Auth, ConnectorConfig, MtlsAuth, OAuth2Auth
+from ...secrets import parse_secret_input
 from ...store.base import LinkKind, LinkRecord
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
 

@@ -1,8 +1,8 @@
 """``/operator``: the operator's overview — connectors, pending approvals, recent audit rows.
 
 Access needs an operator token, minted by ``mcp-gateway token create --operator`` (shown once,
-stored as a SHA-256 hash in the state database's ``meta`` table, apart from the agents' MCP tokens:
-an operator token opens no MCP session, and an agent token opens no overview). A script sends it
+stored as a SHA-256 hash, one row per token: ``operator_tokens.py``; apart from the agents' MCP
+tokens: an operator token opens no MCP session, and an agent token opens no overview). A script sends it
 as ``Authorization: Bearer mgo_…``; a person pastes it into the login form once, which sets an
 ``HttpOnly; SameSite=Strict`` session cookie (8 hours, random). A session is kept in the store as
 the cookie's SHA-256 (never the cookie), so every instance behind a load balancer knows it.
@@ -15,25 +15,19 @@ previews have credential-like values replaced, and no secret is ever stored in e
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ...clock import Clock
 from ...identity import OPERATOR
-from ...store.base import Store
+from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
 from ._common import PageContext, message, page, security_headers
 
 __all__ = ["OPERATOR_TOKEN_PREFIX", "OperatorToken", "OperatorTokens", "operator_routes"]
 
-OPERATOR_TOKEN_PREFIX = "mgo_"
-_META_KEY = "operator_tokens"
 _COOKIE = "mgw_operator"
 SESSION_TTL = timedelta(hours=8)
 SESSION_KIND = "operator_session"
@@ -43,60 +37,6 @@ AUDIT_ROWS = 50
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class OperatorToken:
-    id: str
-    created_at: str
-    revoked: bool = False
-
-
-class OperatorTokens:
-    """Operator tokens: few, long-lived, one JSON list in the store's ``meta`` table."""
-
-    def __init__(self, store: Store, clock: Clock) -> None:
-        self._store = store
-        self._clock = clock
-
-    async def _rows(self) -> list[dict[str, Any]]:
-        rows = await self._store.get_meta(_META_KEY)
-        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-    async def create(self) -> tuple[OperatorToken, str]:
-        """Mint a token; the plaintext is returned once and never stored (256 random bits)."""
-        token = OPERATOR_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        record = OperatorToken(id=secrets.token_hex(6), created_at=self._clock.now().isoformat(timespec="seconds"))
-        rows = await self._rows()
-        rows.append({"id": record.id, "hash": _hash(token), "created_at": record.created_at, "revoked": False})
-        await self._store.set_meta(_META_KEY, rows)
-        return record, token
-
-    async def list(self) -> list[OperatorToken]:
-        return [OperatorToken(str(r["id"]), str(r["created_at"]), bool(r.get("revoked"))) for r in await self._rows()]
-
-    async def revoke(self, token_id: str) -> bool:
-        rows = await self._rows()
-        hit = next((r for r in rows if r.get("id") == token_id and not r.get("revoked")), None)
-        if hit is None:
-            return False
-        hit["revoked"] = True
-        await self._store.set_meta(_META_KEY, rows)
-        return True
-
-    async def verify(self, token: str | None) -> str | None:
-        """The token's id if it is a live operator token, else None. Constant-time on the hash."""
-        if not token or not token.startswith(OPERATOR_TOKEN_PREFIX) or len(token) > 256:
-            return None
-        digest = _hash(token)
-        found = None
-        for row in await self._rows():
-            if hmac.compare_digest(str(row.get("hash", "")), digest) and not row.get("revoked"):
-                found = str(row["id"])
-        return found
-
-    async def active(self, token_id: str) -> bool:
-        return any(r.get("id") == token_id and not r.get("revoked") for r in await self._rows())
 
 
 def operator_routes(ctx: PageContext) -> list[Route]:
