@@ -8,9 +8,9 @@ from typing import get_args
 from pydantic import BaseModel
 
 from mcp_gateway.auth import BODY_SIGNING_KINDS
-from mcp_gateway.credentials import SECRET_SHAPES
 from mcp_gateway.manifest import AUTH_TYPES, AuthConfig
 from mcp_gateway.model import AUTH_KINDS, AuthKind
+from mcp_gateway.secrets import SECRET_SHAPES
 
 
 def _model_kinds() -> list[str]:
