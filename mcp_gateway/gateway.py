@@ -30,6 +30,7 @@ from .audit import Auditor, args_preview
 from .auth import LastMeterAuth, MtlsClients, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
+from .core.sync import ConnectorCatalog
 from .credentials import CredentialVault, SealedCredential
 from .discovery import DiscoveryIndex, summary_of
 from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
@@ -58,7 +59,6 @@ from .recovery import Backoff, connector_named
 from .redaction import Redactor
 from .sources.graphql import GraphQLSchemas
 from .store.base import AuditRecord, Store
-from .sync import ConnectorCatalog
 
 __all__ = ["Gateway", "result_payload"]
 
