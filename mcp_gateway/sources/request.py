@@ -100,12 +100,14 @@ def with_request_action(connector: ConnectorConfig, actions: Sequence[Action]) -
 
 @dataclass(frozen=True)
 class WithRequestAction:
-    """Any ``Source`` plus the request action (``request_action: true``). A reused catalog has it already."""
+    """Any ``Source`` plus the request action (``request_action: true``). A reused catalog has it
+    already and is returned as it is; a source that normalizes again even when its fingerprint
+    is unchanged (``http``, none) gets it again, so a restart does not lose it."""
 
     inner: Source
 
     async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
         normalized = await self.inner.load(cfg, ctx)
-        if ctx.cached is not None and ctx.cached.fingerprint == normalized.fingerprint:
+        if any(isinstance(a.binding, RequestBinding) for a in normalized.actions):
             return normalized
         return replace(normalized, actions=with_request_action(cfg, normalized.actions))
