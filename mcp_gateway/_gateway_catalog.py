@@ -19,17 +19,18 @@ import jsonschema
 from .auth import LastMeterAuth, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
+from .core.sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
 from .credentials import CredentialVault
 from .discovery import DiscoveryIndex
 from .errors import GatewayError, SourceError
 from .execution.executor import Executor, HttpExecutor
+from .execution.graphql_introspection import GraphQLServices
 from .manifest import ConnectorConfig, Manifest, OAuth2Auth
 from .recovery import Backoff
 from .secrets import PROJECT_WIDE, SecretValue
-from .sources.graphql import GraphQLSchemas, GraphQLServices
+from .sources.graphql import GraphQLSchemas
 from .sources.mcp import ToolLister
 from .store.base import ConnectorState, Store
-from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
 
 if TYPE_CHECKING:
     import mcp_types as types

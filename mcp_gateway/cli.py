@@ -18,13 +18,13 @@ from typing import Any
 
 import anyio
 
+from .core.sync import Progress
 from .errors import GatewayError, ManifestError
 from .gateway import Gateway, result_payload
 from .identity import OPERATOR, Principal
 from .manifest import load_manifest
 from .operator_tokens import OperatorTokens
 from .runtime import Settings, keep_discovery_warm, open_gateway, open_store, reload_on_sighup
-from .sync import Progress
 from .tokens import TokenService
 
 __all__ = ["main"]

@@ -30,6 +30,7 @@ from .audit import Auditor, args_preview
 from .auth import LastMeterAuth, MtlsClients, needs_secret
 from .auth.oauth2 import OAuth2Tokens
 from .clock import Clock
+from .core.sync import ConnectorCatalog
 from .credentials import CredentialVault
 from .discovery import DiscoveryIndex, summary_of
 from .errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
@@ -59,7 +60,6 @@ from .redaction import Redactor
 from .secrets import SealedCredential
 from .sources.graphql import GraphQLSchemas
 from .store.base import AuditRecord, Store
-from .sync import ConnectorCatalog
 
 __all__ = ["Gateway", "result_payload"]
 

@@ -21,6 +21,7 @@ from .approvals import ApprovalService
 from .audit import Auditor
 from .catalog_memory import limit_malloc_arenas, validate_actions
 from .clock import Clock, SystemClock
+from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
 from .discovery import DiscoveryIndex, EmbeddingReranker, minilm_reranker
@@ -32,7 +33,6 @@ from .manifest import Manifest, load_manifest
 from .store.base import Store
 from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
-from .sync import Progress
 
 __all__ = [
     "Settings",

@@ -234,7 +234,7 @@ async def test_one_connector_refreshed_alone_is_shared_too(tmp_path: Path) -> No
         manifest_path=manifest(tmp_path), state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
     )
     async with open_gateway(settings) as gw:
-        from mcp_gateway.sync import sync_connector
+        from mcp_gateway.core.sync import sync_connector
 
         catalog = await sync_connector(gw._config("pets-b"), gw.manifest, gw.store, gw.clock)
         assert catalog.actions and all(type(a.input_schema) is FrozenDict for a in catalog.actions)

@@ -259,8 +259,9 @@ class GraphQLExecutor:
         outcome = await send(
             client, prepared.request, auth=auth, timeout=prepared.connector.timeout, max_bytes=max_bytes
         )
-        data = outcome.data
-        if outcome.http_status < 400 and isinstance(data, dict) and data.get("errors") and _no_result(data, operation):
+        data, status = outcome.data, outcome.http_status
+        assert status is not None, "send() answers over HTTP, with a status"
+        if status < 400 and isinstance(data, dict) and data.get("errors") and _no_result(data, operation):
             messages = _messages(data["errors"])
             raise UpstreamError(
                 "upstream_error",

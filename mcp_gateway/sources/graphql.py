@@ -2,7 +2,8 @@
 
 Where the schema comes from: an SDL file, an introspection JSON file (``{"__schema": …}``, with or
 without a ``{"data": …}`` wrapper), or the live endpoint (the connector's ``base_url``), which
-sync introspects with the connector's credential applied server-side. graphql-core builds the
+sync introspects with the connector's credential applied server-side
+(``execution/graphql_introspection.py`` sends that query; ``GraphQLLoader`` is handed it). graphql-core builds the
 schema with ``assume_valid_sdl``/``assume_valid``: real schemas are not always strictly valid
 (GitHub's published SDL defines two fields of ``EnterpriseOwnerInfo`` twice; the later
 definition wins), and refusing a whole API over one redundant field helps nobody.
@@ -28,15 +29,13 @@ with a real argument.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import anyio.to_thread
-import httpx2
 from graphql import (
     GraphQLArgument,
     GraphQLEnumType,
@@ -52,35 +51,32 @@ from graphql import (
     GraphQLSchema,
     GraphQLSyntaxError,
     GraphQLUnionType,
+    IntrospectionQuery,
     Undefined,
     build_ast_schema,
     build_client_schema,
-    get_introspection_query,
     get_named_type,
     is_leaf_type,
     parse,
     value_from_ast_untyped,
 )
 
-from ..errors import GatewayError, SourceError, UpstreamError
-from ..execution.request import USER_AGENT
-from ..execution.send import send
-from ..manifest import ConnectorConfig
+from ..errors import SourceError
+from ..manifest import ConnectorConfig, GraphQLSpec
 from ..model import Action, GraphQLBinding, Risk
-from ..redaction import Redactor
-from ..secrets import SecretValue
-from ._documents import MAX_REMOTE_BYTES
+from ._fingerprint import file_fingerprint, reuse, settings_digest
 from ._naming import snake_case, unique_name
+from .base import LoadContext, Normalized
 
 __all__ = [
     "MAX_INPUT_DEPTH",
     "SELECT_ARG",
+    "GraphQLLoader",
     "GraphQLSchemas",
-    "GraphQLServices",
+    "Introspect",
     "build_schema_from_introspection",
     "build_schema_from_sdl",
     "default_selection",
-    "introspect",
     "normalize_graphql",
     "read_schema",
 ]
@@ -103,11 +99,13 @@ _SCALARS: Mapping[str, dict[str, Any]] = {
     "ID": {"type": "string"},
     "Boolean": {"type": "boolean"},
 }
+RootOperation = Literal["query", "mutation"]
 # Fields an agent most often wants from a related object; the rest follow in schema order.
 _PREFERRED = ("id", "number", "name", "login", "title", "url", "state", "slug", "createdAt", "updatedAt")
 
-AuthFor = Callable[[ConnectorConfig, Callable[[SecretValue], None]], Awaitable[httpx2.Auth]]
-"""The connector's last-meter auth for a sync-time request; the callback learns what to redact."""
+Introspect = Callable[[ConnectorConfig, str], Awaitable[tuple[GraphQLSchema, str]]]
+"""Introspects the connector's endpoint (the URL) with its credential; returns the schema and a
+digest of the answer. The running gateway provides it (``execution.graphql_introspection``)."""
 
 
 # -- reading a schema -------------------------------------------------------------------------
@@ -148,7 +146,7 @@ def build_schema_from_introspection(data: Any, label: str) -> GraphQLSchema:
             "Point the source at an SDL file or at the JSON an introspection query returns."
         )
     try:
-        schema = build_client_schema(data, assume_valid=True)  # type: ignore[arg-type]
+        schema = build_client_schema(cast(IntrospectionQuery, data), assume_valid=True)
     except (TypeError, ValueError, KeyError) as exc:
         raise SourceError(f"{label}: the introspection result cannot be built into a schema: {exc}") from None
     return _checked(schema, label)
@@ -189,68 +187,6 @@ def read_schema(path: str) -> GraphQLSchema:
             ) from None
         return build_schema_from_introspection(data, label)
     return build_schema_from_sdl(text, label)
-
-
-async def introspect(
-    client: httpx2.AsyncClient,
-    url: str,
-    *,
-    auth: httpx2.Auth,
-    headers: Mapping[str, str],
-    timeout: float,  # noqa: ASYNC109 - handed to send(), which also limits each network operation with it
-    redactor: Redactor,
-) -> tuple[GraphQLSchema, str]:
-    """Introspect a live endpoint; returns the schema and a digest of the answer (for change detection).
-
-    Raises:
-        SourceError: the endpoint cannot be reached, refuses (401/403), or answers something that
-            is not an introspection result. Messages are redacted and name the host only.
-    """
-    body = json.dumps({"query": get_introspection_query(descriptions=True), "operationName": "IntrospectionQuery"})
-    request = httpx2.Request(
-        "POST",
-        url,
-        headers={
-            "User-Agent": USER_AGENT,
-            "Accept": "application/graphql-response+json, application/json;q=0.9",
-            **headers,
-            "Content-Type": "application/json",
-        },
-        content=body.encode(),
-    )
-    host = request.url.host
-    try:
-        outcome = await send(client, request, auth=auth, timeout=timeout, max_bytes=MAX_REMOTE_BYTES)
-    except UpstreamError as exc:
-        raise SourceError(f"introspection failed: {redactor.redact_text(str(exc))}") from None
-    except GatewayError as exc:  # a missing or unusable credential, an auth kind this build cannot apply
-        raise SourceError(
-            f"introspection of {host} could not be authenticated: {exc}; store the connector's credential "
-            "(mcp-gateway secret set, or the connect link), then sync again"
-        ) from None
-    if outcome.http_status in (401, 403):
-        raise SourceError(
-            f"{host} refused the introspection query ({outcome.http_status}); store a valid credential for this "
-            "connector (mcp-gateway secret set, or the connect link), then sync again."
-        )
-    data = outcome.data
-    errors = data.get("errors") if isinstance(data, dict) else None
-    if outcome.http_status >= 400 or outcome.truncated or not isinstance(data, dict) or not data.get("data"):
-        detail = _error_messages(errors) if errors else f"HTTP {outcome.http_status}"
-        raise SourceError(
-            f"{host} did not return an introspection result ({redactor.redact_text(detail)}); check that the "
-            "connector's base_url is the GraphQL endpoint and that introspection is enabled, or use "
-            "'graphql: {schema: file}'."
-        )
-    schema = await anyio.to_thread.run_sync(build_schema_from_introspection, data, f"introspection of {host}")
-    digest = hashlib.sha256(json.dumps(data["data"], sort_keys=True).encode()).hexdigest()
-    return schema, digest
-
-
-def _error_messages(errors: Any) -> str:
-    items = errors if isinstance(errors, list) else [errors]
-    messages = [str(e.get("message")) if isinstance(e, dict) else str(e) for e in items[:5]]
-    return "; ".join(messages)[:500]
 
 
 # -- the schema cache the executor validates __select against ----------------------------------
@@ -307,16 +243,56 @@ class GraphQLSchemas:
             return schema
 
 
-@dataclass(frozen=True)
-class GraphQLServices:
-    """What sync needs for GraphQL sources: the schema cache, and for ``introspect: true`` the
-    shared HTTP client and the connector's auth."""
+# -- the source -------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class GraphQLLoader:
+    """``source: {graphql: ...}`` as a ``Source``. A schema file is fingerprinted like a spec; a
+    live endpoint is introspected on every sync (there is no cheaper way to know it changed) and
+    fingerprinted by the answer. Either way the schema is registered in ``schemas`` for the
+    executor's ``__select`` checks."""
+
+    spec: GraphQLSpec
     schemas: GraphQLSchemas
-    http: httpx2.AsyncClient | None = None
-    auth_for: AuthFor | None = None
-    client_for: Callable[[ConnectorConfig, httpx2.Auth], httpx2.AsyncClient] | None = None
-    """Picks the client per connector (an ``mtls`` one presents its certificate); else ``http``."""
+    introspect: Introspect | None = None
+    """None when sync runs outside a gateway (no HTTP client, no credentials)."""
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        if self.spec.schema_ is not None:
+            return await self._from_file(cfg, ctx, ctx.resolve(self.spec.schema_))
+        if not cfg.base_url:
+            raise SourceError("'introspect: true' reads the schema from base_url, and this connector has none; set it")
+        if self.introspect is None:
+            raise SourceError("introspection needs the running gateway's HTTP client; sync through the gateway")
+        schema, digest = await self.introspect(cfg, cfg.base_url)
+        fingerprint = f"{settings_digest(cfg)}:introspection:{digest}"
+        if ctx.cached is not None and ctx.cached.fingerprint == fingerprint:
+            actions = ctx.cached.actions
+        else:
+            actions = await anyio.to_thread.run_sync(
+                lambda: normalize_graphql(schema, connector=cfg.slug, risk_overrides=cfg.risk)
+            )
+        self.schemas.put(cfg.slug, schema)
+        return Normalized(actions, None, fingerprint, [])
+
+    async def _from_file(self, cfg: ConnectorConfig, ctx: LoadContext, resolved: str) -> Normalized:
+        if resolved.startswith(("http://", "https://")):
+            raise SourceError(
+                f"graphql schema {resolved!r} is a URL; give a schema file, or 'introspect: true' to read the schema "
+                "from the endpoint at base_url"
+            )
+        reused = await reuse(cfg, ctx.cached, resolved)
+        if reused is None:
+            schema = await anyio.to_thread.run_sync(read_schema, resolved)
+            actions = await anyio.to_thread.run_sync(
+                lambda: normalize_graphql(schema, connector=cfg.slug, risk_overrides=cfg.risk)
+            )
+            del schema  # parsed again only if an agent's __select needs checking (GraphQLSchemas)
+            fingerprint = await file_fingerprint(cfg, [resolved], fallback="file")
+            reused = Normalized(actions, None, fingerprint, [resolved])
+        self.schemas.put_file(cfg.slug, resolved)
+        return reused
 
 
 # -- schema -> actions ------------------------------------------------------------------------
@@ -328,18 +304,22 @@ def normalize_graphql(
     """One action per Query and Mutation root field (rules in the module docstring)."""
     actions: list[Action] = []
     taken: set[str] = set()
-    for operation, root in (("query", schema.query_type), ("mutation", schema.mutation_type)):
+    roots: tuple[tuple[RootOperation, GraphQLObjectType | None], ...] = (
+        ("query", schema.query_type),
+        ("mutation", schema.mutation_type),
+    )
+    for operation, root in roots:
         if root is None:
             continue
         for name, field in root.fields.items():
             path = unique_name(f"{operation}.{snake_case(name) or 'field'}", taken)
-            actions.append(_action(connector, operation, name, field, path, risk_overrides))  # type: ignore[arg-type]
+            actions.append(_action(connector, operation, name, field, path, risk_overrides))
     return actions
 
 
 def _action(
     connector: str,
-    operation: str,
+    operation: RootOperation,
     name: str,
     field: GraphQLField,
     path: str,
@@ -385,7 +365,7 @@ def _action(
         },
         risk=risk_overrides.get(path, "read" if operation == "query" else "write"),
         binding=GraphQLBinding(
-            operation=operation,  # type: ignore[arg-type]
+            operation=operation,
             field=name,
             variable_types=variable_types,
             selection=selection,

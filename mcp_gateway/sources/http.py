@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..errors import SourceError
-from ..manifest import HttpActionConfig
-from ..model import Action, HttpBinding, ParamSpec, Risk, risk_of_method
+from ..manifest import ConnectorConfig, HttpActionConfig
+from ..model import Action, HttpBinding, ParamLocation, ParamSpec, Risk, risk_of_method
+from ._fingerprint import settings_digest
+from .base import LoadContext, Normalized
 
-__all__ = ["normalize_http_actions"]
+__all__ = ["HttpLoader", "normalize_http_actions"]
 
 _TEMPLATE_VAR = re.compile(r"{([^{}/]+)}")
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
@@ -33,7 +36,7 @@ def _action(connector: str, cfg: HttpActionConfig, risk_overrides: Mapping[str, 
         properties.setdefault(var, {"type": "string"})
     required = list(dict.fromkeys([*(schema.get("required") or []), *templated]))
     schema.update({"type": "object", "properties": properties, "required": required})
-    default_location = "query" if cfg.method in _BODYLESS else "body"
+    default_location: ParamLocation = "query" if cfg.method in _BODYLESS else "body"
     params = tuple(
         ParamSpec(name=name, location=cfg.params.get(name) or ("path" if name in templated else default_location))
         for name in properties
@@ -61,3 +64,14 @@ def normalize_http_actions(
         seen.add(cfg.path)
         out.append(_action(connector, cfg, risk_overrides or {}))
     return out
+
+
+@dataclass(frozen=True)
+class HttpLoader:
+    """``source: {http: {actions: [...]}}`` as a ``Source``: the actions are in the manifest, so the
+    connector's settings are the whole fingerprint."""
+
+    actions: Sequence[HttpActionConfig]
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        return Normalized(normalize_http_actions(cfg.slug, self.actions, cfg.risk), None, settings_digest(cfg), [])

@@ -24,23 +24,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import httpx2
 
+from ..errors import SourceError
 from ..manifest import ConnectorConfig
 from ..model import Action, McpBinding, Risk
+from ._fingerprint import settings_digest
 from ._naming import snake_case, unique_name
+from .base import LoadContext, Normalized
 
 if TYPE_CHECKING:  # the SDK's types cost a noticeable import; nothing here needs them at run time
     import mcp_types as types
 
-__all__ = ["ToolLister", "mcp_action_path", "normalize_mcp_tools", "tools_digest"]
+__all__ = ["McpLoader", "McpTools", "ToolLister", "mcp_action_path", "normalize_mcp_tools", "tools_digest"]
 
 _MAX_SUMMARY = 300
 _MAX_DESCRIPTION = 2000
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+McpTools = Callable[[ConnectorConfig], Awaitable[Sequence["types.Tool"]]]
+"""Lists an MCP connector's tools (``Gateway`` binds it to the MCP executor's pool and the credential)."""
 
 
 @runtime_checkable
@@ -125,3 +132,21 @@ def _schema(schema: object) -> dict[str, object]:
     if isinstance(schema, dict) and schema:
         return dict(schema)
     return dict(_EMPTY_SCHEMA)
+
+
+@dataclass(frozen=True)
+class McpLoader:
+    """``source: {mcp: ...}`` as a ``Source``: the server's live ``tools/list``, through ``list_tools``
+    (None when the gateway runs without an MCP client); fingerprinted by the listing itself."""
+
+    list_tools: McpTools | None
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        if self.list_tools is None:
+            raise SourceError("this gateway was started without an MCP client, so MCP connectors cannot load")
+        tools = await self.list_tools(cfg)
+        fingerprint = f"{settings_digest(cfg)}:{tools_digest(tools)}"
+        if ctx.cached is not None and ctx.cached.fingerprint == fingerprint:
+            return Normalized(ctx.cached.actions, None, fingerprint, [])
+        actions = normalize_mcp_tools(cfg.slug, tools, trust_annotations=cfg.trust_annotations, risk_overrides=cfg.risk)
+        return Normalized(actions, None, fingerprint, [])

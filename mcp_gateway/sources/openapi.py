@@ -34,7 +34,7 @@ argument goes to the body.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,12 +44,24 @@ import anyio.to_thread
 import httpx2
 
 from ..errors import SourceError
-from ..model import Action, OpenAPIBinding, ParamSpec, Risk, risk_of_method
+from ..manifest import ConnectorConfig
+from ..model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
+from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
 from ._refs import Dialect, RefError, Resolver, SchemaInliner
+from .base import LoadContext, Normalized
 
-__all__ = ["PATH_RE", "NormalizedSource", "action_path", "arg_name", "load_openapi", "normalize_openapi", "snake_case"]
+__all__ = [
+    "PATH_RE",
+    "NormalizedSource",
+    "OpenAPILoader",
+    "action_path",
+    "arg_name",
+    "load_openapi",
+    "normalize_openapi",
+    "snake_case",
+]
 
 PATH_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
@@ -116,6 +128,23 @@ async def load_openapi(
 def _read_local(ref: str) -> tuple[Any, str]:
     path = Path(ref).absolute()
     return read_document(path), str(path)
+
+
+@dataclass(frozen=True)
+class OpenAPILoader:
+    """``source: {openapi: <file or URL>}`` as a ``Source``: a local spec whose files are unchanged
+    is not parsed again; a URL is fetched and normalized on every sync."""
+
+    ref: str
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        resolved = ctx.resolve(self.ref)
+        reused = await reuse(cfg, ctx.cached, resolved)
+        if reused is not None:
+            return reused
+        spec = await load_openapi(resolved, connector=cfg.slug, risk_overrides=cfg.risk)
+        fingerprint = await file_fingerprint(cfg, spec.files, fallback="url")
+        return Normalized(spec.actions, spec.base_url, fingerprint, spec.files)
 
 
 def normalize_openapi(
@@ -446,15 +475,16 @@ BodyKind = Literal["json", "form", "raw"]
 def _pick_media_type(content: dict[Any, Any]) -> tuple[str, BodyKind] | None:
     """The request body media type to expose: JSON first, then ``*/*``, then forms, else the first one."""
     kinds = {k: k.split(";", 1)[0].strip().lower() for k in content if isinstance(k, str)}
-    for test, kind in (
+    rules: tuple[tuple[Callable[[str], bool], BodyKind], ...] = (
         (lambda m: m == "application/json", "json"),
         (lambda m: "json" in m, "json"),
         (lambda m: m == "*/*", "json"),
         (lambda m: m in _FORM_TYPES or m.startswith("multipart/"), "form"),
-    ):
+    )
+    for test, kind in rules:
         for media, lowered in kinds.items():
             if test(lowered):
-                return media, kind  # type: ignore[return-value]
+                return media, kind
     return next(((media, "raw") for media in kinds), None)
 
 
@@ -544,7 +574,13 @@ class _Arguments:
         self.body_param = self._add("body", None, "body", inlined, required)
 
     def _add(
-        self, name: str, wire: str | None, location: str, schema: dict[str, Any], required: bool, explode: bool = True
+        self,
+        name: str,
+        wire: str | None,
+        location: ParamLocation,
+        schema: dict[str, Any],
+        required: bool,
+        explode: bool = True,
     ) -> str:
         base_name, n = name, 1
         while name in self.properties:  # still taken after the location/body_ prefix: number it
@@ -556,7 +592,7 @@ class _Arguments:
         self.specs.append(
             ParamSpec(
                 name=name,
-                location=location,  # type: ignore[arg-type]
+                location=location,
                 wire_name=wire if wire is not None and wire != name else None,
                 style_explode=explode,
             )

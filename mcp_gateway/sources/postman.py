@@ -50,14 +50,18 @@ import anyio.to_thread
 import httpx2
 
 from ..errors import SourceError
+from ..manifest import ConnectorConfig
+from ..manifest import auth_headers as headers_written_by
 from ..model import Action, PostmanBinding, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
+from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
 from ._postman_request import Arguments, Url, path_template, text_of
 from ._postman_values import PostmanVars, credential_name, is_placeholder, json_body_fields
+from .base import LoadContext, Normalized
 from .openapi import action_path
 
-__all__ = ["NormalizedCollection", "load_postman", "normalize_postman"]
+__all__ = ["NormalizedCollection", "PostmanLoader", "load_postman", "normalize_postman"]
 
 _MAX_SUMMARY = 300
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
@@ -113,6 +117,29 @@ async def load_postman(
 def _read_local(ref: str) -> tuple[Any, str]:
     path = Path(ref).absolute()
     return read_document(path), str(path)
+
+
+@dataclass(frozen=True)
+class PostmanLoader:
+    """``source: {postman: <file or URL>}`` as a ``Source``; the connector's auth shapes the actions
+    (the headers it writes are dropped from them), so it is part of the fingerprint."""
+
+    ref: str
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        resolved = ctx.resolve(self.ref)
+        reused = await reuse(cfg, ctx.cached, resolved)
+        if reused is not None:
+            return reused
+        collection = await load_postman(
+            resolved,
+            connector=cfg.slug,
+            risk_overrides=cfg.risk,
+            auth_type=cfg.auth.type,
+            auth_headers=headers_written_by(cfg.auth),
+        )
+        fingerprint = await file_fingerprint(cfg, collection.files, fallback="url")
+        return Normalized(collection.actions, collection.base_url, fingerprint, collection.files)
 
 
 def normalize_postman(
@@ -222,7 +249,7 @@ def _auth_of(raw: Any) -> _Auth | None:
     elif isinstance(settings, dict):  # v2.0: {key, value, in}
         pairs = {k: settings.get(k) for k in ("key", "in")}
     name = pairs.get("key") if isinstance(pairs.get("key"), str) else "X-API-Key"
-    where = pairs.get("in") if pairs.get("in") in ("header", "query") else "header"
+    where = "query" if pairs.get("in") == "query" else "header"
     return _Auth("apikey", apikey_name=name, apikey_in=where)
 
 
@@ -425,7 +452,8 @@ def _body(
             headers = tuple((k, v) for k, v in headers if k.lower() != "content-type")
         return headers
     if mode == "graphql":
-        spec = body.get("graphql") if isinstance(body.get("graphql"), dict) else {}
+        given = body.get("graphql")
+        spec: dict[str, Any] = given if isinstance(given, dict) else {}
         query = spec.get("query") if isinstance(spec.get("query"), str) else ""
         query_schema = {"type": "string", "description": "The GraphQL document."}
         args.add_body("query", query_schema, required=not query, default=query or None)

@@ -14,12 +14,14 @@ it like any read and a POST like any write.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..manifest import ConnectorConfig
 from ..model import Action, RequestBinding
+from .base import LoadContext, Normalized, Source
 
-__all__ = ["METHODS", "REQUEST_PATH", "request_action", "with_request_action"]
+__all__ = ["METHODS", "REQUEST_PATH", "WithRequestAction", "request_action", "with_request_action"]
 
 REQUEST_PATH = "request"
 METHODS = ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
@@ -94,3 +96,18 @@ def with_request_action(connector: ConnectorConfig, actions: Sequence[Action]) -
         n += 1
         path = f"{REQUEST_PATH}_{n}"
     return [*actions, request_action(connector, path)]
+
+
+@dataclass(frozen=True)
+class WithRequestAction:
+    """Any ``Source`` plus the request action (``request_action: true``). A reused catalog has it
+    already and is returned as it is; a source that normalizes again even when its fingerprint
+    is unchanged (``http``, none) gets it again, so a restart does not lose it."""
+
+    inner: Source
+
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        normalized = await self.inner.load(cfg, ctx)
+        if any(isinstance(a.binding, RequestBinding) for a in normalized.actions):
+            return normalized
+        return replace(normalized, actions=with_request_action(cfg, normalized.actions))

@@ -1,0 +1,1 @@
+"""The gateway core (issue 10)."""

@@ -1,0 +1,198 @@
+"""Sync (SPEC 4): manifest connectors -> normalized, persisted catalogs. Best effort per connector.
+
+A connector whose source cannot be read or normalized gets ``status=error`` with its reason and
+zero actions; the others load. Each source kind is a ``sources.base.Source`` (picked by
+``source_for``); it reuses the stored catalog when its fingerprint says nothing changed
+(``sources/_fingerprint.py``), so restarting on an unchanged spec only reads the catalog back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import assert_never
+
+import anyio
+
+from ..catalog_memory import CatalogSharing, release_free_memory
+from ..clock import Clock
+from ..errors import GatewayError
+from ..execution.graphql_introspection import GraphQLServices
+from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
+from ..model import Action
+from ..sources.base import EmptySource, LoadContext, Normalized, Source
+from ..sources.graphql import GraphQLLoader, GraphQLSchemas
+from ..sources.http import HttpLoader
+from ..sources.mcp import McpLoader, McpTools
+from ..sources.openapi import OpenAPILoader
+from ..sources.postman import PostmanLoader
+from ..sources.request import WithRequestAction
+from ..store.base import CatalogRecord, ConnectorState, Store
+
+__all__ = [
+    "ConnectorCatalog",
+    "McpTools",
+    "Progress",
+    "describe_source",
+    "source_for",
+    "sync_connector",
+    "sync_manifest",
+]
+
+logger = logging.getLogger(__name__)
+Progress = Callable[[str, str], None]
+"""Called with (slug, phase) as a connector loads: ``start``, ``cached``, ``normalized``, ``error``."""
+
+
+@dataclass(frozen=True)
+class ConnectorCatalog:
+    state: ConnectorState
+    actions: list[Action]
+    base_url: str | None
+    fingerprint: str | None = None
+    """Changes exactly when the actions may have changed; None for a connector that failed."""
+
+
+def describe_source(cfg: ConnectorConfig) -> str:
+    match cfg.source:
+        case OpenAPISource(openapi=ref):
+            return f"openapi:{Path(ref).name if not ref.startswith('http') else ref}"
+        case HttpSource(http=h):
+            return f"http:{len(h.actions)} actions"
+        case PostmanSource(postman=ref):
+            return f"postman:{Path(ref).name if not ref.startswith('http') else ref}"
+        case GraphQLSource(graphql=g):
+            return f"graphql:{Path(g.schema_).name}" if g.schema_ else "graphql:introspect"
+        case McpSource(mcp=m):
+            return f"mcp:{m.url}" if m.url else f"mcp:{' '.join(m.command or [])}"
+        case None:
+            return "none"
+        case unreachable:
+            assert_never(unreachable)
+
+
+def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpTools | None) -> Source:
+    """The ``Source`` that loads ``cfg``'s ``source:`` (plus the request action, when it has one)."""
+    source: Source
+    match cfg.source:
+        case OpenAPISource(openapi=ref):
+            source = OpenAPILoader(ref)
+        case HttpSource(http=h):
+            source = HttpLoader(h.actions)
+        case PostmanSource(postman=ref):
+            source = PostmanLoader(ref)
+        case GraphQLSource(graphql=spec):
+            source = GraphQLLoader(spec, graphql.schemas, graphql.introspect_connector)
+        case McpSource():
+            source = McpLoader(mcp_tools)
+        case None:
+            source = EmptySource()
+        case unreachable:
+            assert_never(unreachable)
+    return WithRequestAction(source) if cfg.request_action else source
+
+
+def _stored(record: CatalogRecord | None) -> Normalized | None:
+    if record is None:
+        return None
+    return Normalized(record.actions, record.base_url, record.fingerprint, record.files)
+
+
+async def sync_connector(
+    cfg: ConnectorConfig,
+    manifest: Manifest,
+    store: Store,
+    clock: Clock,
+    progress: Progress | None = None,
+    *,
+    graphql: GraphQLServices | None = None,
+    mcp_tools: McpTools | None = None,
+    sharing: CatalogSharing | None = None,
+) -> ConnectorCatalog:
+    """``sharing``: the table this connector's catalog shares equal values through; ``sync_manifest``
+    passes one for all its connectors, and a catalog normalized just now then comes back with no
+    actions: they are parked in ``sharing`` and ``sync_manifest`` fills them in after the last parse.
+    Without it the connector gets a table of its own and the heap is trimmed after."""
+    parked = False
+    table = sharing or CatalogSharing()
+    source = describe_source(cfg)
+    if progress:
+        progress(cfg.slug, "start")
+    try:
+        with table.active():  # the store shares a stored catalog's actions as it decodes them
+            cached = await store.get_catalog(cfg.slug)
+        loader = source_for(cfg, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools)
+        loaded = await loader.load(cfg, LoadContext(manifest.resolve, _stored(cached)))
+        actions, spec_base_url, fp, files = loaded.actions, loaded.base_url, loaded.fingerprint, loaded.files
+        reused = cached is not None and cached.fingerprint == fp
+        if not reused:
+            await store.put_catalog(
+                CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
+            )
+        # The catalog stays resident for the process's life: equal values become one object (SPEC 12).
+        if sharing is not None and not reused:
+            await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
+            parked = True
+        else:  # what the store decoded is shared already, and skipped
+            await anyio.to_thread.run_sync(table.share_actions, actions)
+        if sharing is None:
+            table.clear()
+            release_free_memory()
+        state = ConnectorState(
+            slug=cfg.slug, source=source, status="ready", actions=len(actions), synced_at=clock.now()
+        )
+        if progress:
+            progress(cfg.slug, "cached" if reused else "normalized")
+    except GatewayError as exc:
+        actions, spec_base_url, fp = [], None, None
+        state = ConnectorState(
+            slug=cfg.slug, source=source, status="error", actions=0, error=str(exc), synced_at=clock.now()
+        )
+        if progress:
+            progress(cfg.slug, "error")
+    except Exception as exc:
+        logger.exception("connector %s failed to load", cfg.slug)
+        actions, spec_base_url, fp = [], None, None
+        state = ConnectorState(
+            slug=cfg.slug,
+            source=source,
+            status="error",
+            actions=0,
+            error=f"unexpected {type(exc).__name__} while loading; run with --debug for details",
+            synced_at=clock.now(),
+        )
+        if progress:
+            progress(cfg.slug, "error")
+    await store.put_connector_state(state)
+    return ConnectorCatalog(
+        state=state, actions=[] if parked else actions, base_url=cfg.base_url or spec_base_url, fingerprint=fp
+    )
+
+
+async def sync_manifest(
+    manifest: Manifest,
+    store: Store,
+    clock: Clock,
+    progress: Progress | None = None,
+    *,
+    graphql: GraphQLServices | None = None,
+    mcp_tools: McpTools | None = None,
+) -> dict[str, ConnectorCatalog]:
+    """Sync every connector in order. ``graphql`` carries the schema cache the GraphQL executor
+    shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
+    lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential)."""
+    sharing = CatalogSharing()  # one table for the whole manifest: connectors share with each other too
+    catalogs = {
+        c.slug: await sync_connector(
+            c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools, sharing=sharing
+        )
+        for c in manifest.connectors
+    }
+    for slug, actions in (await anyio.to_thread.run_sync(sharing.unpark)).items():
+        if catalogs[slug].state.status == "ready":
+            catalogs[slug] = replace(catalogs[slug], actions=actions)
+    sharing.clear()  # the table and the specs parsed meanwhile are garbage now: give the heap back
+    release_free_memory()
+    return catalogs

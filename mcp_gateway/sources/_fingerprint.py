@@ -1,0 +1,74 @@
+"""Change fingerprints of a connector's source (SPEC 4, SPEC 12).
+
+A source is re-normalized only when its content changes: the fingerprint covers the bytes of
+every file the normalizer read (the spec and its relative-file ``$ref`` targets), the connector's
+settings that shape actions, and the normalizer's version, so restarting on an unchanged spec
+only reads the stored catalog back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from ..manifest import ConnectorConfig, PostmanSource
+
+if TYPE_CHECKING:
+    from .base import Normalized
+
+__all__ = ["NORMALIZER_VERSION", "file_fingerprint", "reuse", "settings_digest"]
+
+NORMALIZER_VERSION = "1"
+
+
+def settings_digest(cfg: ConnectorConfig) -> str:
+    """A digest of the connector settings that shape its actions."""
+    shaping = {
+        "v": NORMALIZER_VERSION,
+        "slug": cfg.slug,
+        "risk": cfg.risk,
+        "source": cfg.source.model_dump(mode="json") if cfg.source else None,
+        # Postman drops the headers the connector's auth writes, so the auth shapes actions too.
+        "auth": cfg.auth.model_dump(mode="json") if isinstance(cfg.source, PostmanSource) else None,
+        "request_action": cfg.request_action,
+        "trust_annotations": cfg.trust_annotations,
+    }
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
+
+
+def _files_digest(files: list[str]) -> str | None:
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            h.update(f.encode() + b"\0" + Path(f).read_bytes() + b"\0")
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
+def _fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
+    files_digest = _files_digest(files)
+    return None if files_digest is None else f"{settings_digest(cfg)}:{files_digest}"
+
+
+async def file_fingerprint(cfg: ConnectorConfig, files: list[str], *, fallback: str) -> str:
+    """The settings and the bytes of ``files`` (read in a worker thread); when there are no files
+    or one cannot be read, the settings digest followed by ``:<fallback>``."""
+    fp = await anyio.to_thread.run_sync(_fingerprint, cfg, files) if files else None
+    return fp or f"{settings_digest(cfg)}:{fallback}"
+
+
+async def reuse(cfg: ConnectorConfig, cached: Normalized | None, resolved: str) -> Normalized | None:
+    """The stored catalog, when it came from this same local file and nothing that shapes it changed."""
+    if resolved.startswith(("http://", "https://")) or cached is None or not cached.files:
+        return None
+    if cached.files[0] != resolved:
+        return None
+    fp = await anyio.to_thread.run_sync(_fingerprint, cfg, cached.files)
+    if fp is None or fp != cached.fingerprint:
+        return None
+    return cached
