@@ -42,12 +42,12 @@ EXAMPLES: dict[str, str] = {
     "connectors": "mcp-gateway connectors\n  mcp-gateway --json connectors --agent bot",
     "discover": "mcp-gateway discover list open issues\n  mcp-gateway discover send a message --connector slack",
     "describe": "mcp-gateway describe github.issues.list",
-    "call": "mcp-gateway call github.issues.list --args '{\"owner\": \"octocat\", \"repo\": \"hello\"}'\n"
+    "call": 'mcp-gateway call github.issues.list --args \'{"owner": "octocat", "repo": "hello"}\'\n'
     "  mcp-gateway call github.issues.create --args '{...}' --wait 60",
     "connect": "mcp-gateway connect github",
     "token": "mcp-gateway token create --agent bot\n  mcp-gateway token create --operator\n"
     "  mcp-gateway token list\n  mcp-gateway token revoke ID",
-    "secret": "echo \"$GITHUB_TOKEN\" | mcp-gateway secret set github",
+    "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github',
     "approvals": "mcp-gateway approvals list\n  mcp-gateway approvals approve ID",
     "audit": "mcp-gateway audit --limit 20 | head",
     "keys": "new=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')\n"
@@ -192,7 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mcp", action="store_true", help="an MCP server over stdio: the command follows '--'")
     p.add_argument("--mcp-url", help="an MCP server over streamable HTTP")
     p.add_argument("--no-sync", action="store_true", help="only write and validate the entry")
-    p.add_argument("mcp_command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
     p = add("remove", "edit:cmd_remove", "remove a connector from the manifest (comments and order kept)")
     p.add_argument("slug")
@@ -212,7 +211,17 @@ def _quiet_closed_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after "--" is a command to run (``add --mcp -- npx -y server``), never our options.
+    rest: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, rest = argv[:at], argv[at + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if rest and args.command != "add":
+        parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
+    args.mcp_command = rest
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.debug else logging.WARNING,
@@ -225,12 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module, _, name = args.fn.partition(":")
         fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        from ..runtime import Settings  # noqa: PLC0415 -- not for --help
+        from ..runtime import Settings
 
         args.settings = Settings.from_env(
             manifest=args.manifest, state_dir=args.state_dir, database_url=args.database_url
         )
-        import anyio  # noqa: PLC0415
+        import anyio
 
         code = anyio.run(fn, args)
         sys.stdout.flush()  # a closed pipe shows here, not as an "Exception ignored" at exit
@@ -244,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report(exc: Exception, debug: bool) -> int:
-    from ..errors import GatewayError, ManifestError  # noqa: PLC0415
+    from ..errors import GatewayError, ManifestError
 
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 and isinstance(exc.exceptions[0], Exception):
         exc = exc.exceptions[0]

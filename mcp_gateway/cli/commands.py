@@ -369,5 +369,3 @@ def _clock() -> Any:
     from ..clock import SystemClock
 
     return SystemClock()
-
-
