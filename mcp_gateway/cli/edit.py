@@ -46,10 +46,10 @@ default_mode: risk
 # `mcp-gateway serve --transport http` serves them; with stdio, `mcp-gateway pages` does.
 public_url: http://127.0.0.1:8765
 
-# Gateway-wide rules, first match wins: allow, approve or block by action name.
+# Gateway-wide rules, first match wins: always_run, require_approval or block, by action name.
 policies:
   - match: "*.delete*"
-    action: approve
+    action: require_approval
 
 connectors:
   # A public API from the bundled catalog, no credential needed.
@@ -219,7 +219,7 @@ def _local_spec(what: str) -> tuple[dict[str, Any], str] | None:
 async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     """The connector entry to write, and a comment to put above it (or None)."""
     what: str | None = args.what
-    if args.mcp or args.mcp_url:
+    if args.mcp or args.mcp_url or args.mcp_command:
         command = ([what] if what else []) + [a for a in args.mcp_command if a != "--"]
         if args.mcp_url and command:
             raise CliError("give either --mcp-url URL or --mcp -- COMMAND ..., not both")
