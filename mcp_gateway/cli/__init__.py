@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -222,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and args.command != "add":
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
+    import logging
+
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.debug else logging.WARNING,
