@@ -293,6 +293,15 @@ def _render_item(entry: dict[str, Any], dash_col: int, comment: str | None) -> l
     return [line + "\n" for line in lines]
 
 
+def _is_mapping(doc: Any) -> bool:
+    return isinstance(doc, dict)
+
+
+def _connectors_of(doc: Any) -> Any:
+    """The manifest's ``connectors`` node (a ruamel ``CommentedSeq`` when it is a block list), or None."""
+    return doc.get("connectors") if _is_mapping(doc) else None
+
+
 def _is_filler(line: str) -> bool:
     stripped = line.strip()
     return not stripped or stripped.startswith("#")
@@ -316,8 +325,8 @@ async def cmd_add(args: argparse.Namespace) -> int:
     entry, comment = await _entry_for(args)
     if not SLUG_RE.match(entry["slug"]):
         raise CliError(f"{entry['slug']!r} is not a valid slug; give --slug (lowercase letters, digits, '_' or '-')")
-    _, doc = _yaml_for(original)
-    connectors = doc.get("connectors") if isinstance(doc, dict) else None
+    doc: Any = _yaml_for(original)[1]
+    connectors: Any = _connectors_of(doc)
     if any(isinstance(c, dict) and c.get("slug") == entry["slug"] for c in connectors or []):
         raise CliError(f"{path} already has a connector {entry['slug']!r}; give another --slug, or remove it first")
     lines = original.splitlines(keepends=True)
@@ -329,7 +338,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
         dash_col = max(connectors.lc.item(0)[1] - 2, 0)
         _, at = _block(doc, lines)
         lines[at:at] = _render_item(entry, dash_col, comment)
-    elif isinstance(doc, dict) and "connectors" in doc:  # "connectors:" with nothing under it
+    elif _is_mapping(doc) and "connectors" in doc:  # "connectors:" with nothing under it
         start = doc.lc.key("connectors")[0]
         lines[start] = "connectors:\n"
         lines[start + 1 : start + 1] = _render_item(entry, 2, comment)
@@ -376,15 +385,16 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
 async def cmd_remove(args: argparse.Namespace) -> int:
     path = _manifest_file(args)
     original = path.read_text(encoding="utf-8")
-    _, doc = _yaml_for(original)
-    connectors = doc.get("connectors") if isinstance(doc, dict) else None
-    slugs = [c.get("slug") if isinstance(c, dict) else None for c in connectors or []]
-    if args.slug not in slugs:
+    slug: str = args.slug
+    doc: Any = _yaml_for(original)[1]
+    connectors: Any = _connectors_of(doc)
+    slugs: list[Any] = [c.get("slug") if isinstance(c, dict) else None for c in connectors or []]
+    if slug not in slugs:
         known = ", ".join(str(s) for s in slugs if s) or "none"
-        raise CliError(f"{path} has no connector {args.slug!r}; it has: {known}")
+        raise CliError(f"{path} has no connector {slug!r}; it has: {known}")
     if connectors.fa.flow_style():
         raise CliError(f"{path}: write 'connectors:' as a block list (one '- slug: ...' per item) to use remove")
-    index = slugs.index(args.slug)
+    index = slugs.index(slug)
     lines = original.splitlines(keepends=True)
     _, block_end = _block(doc, lines)
     # The item's own lines, and the comment lines right above it (they describe it).
@@ -402,10 +412,10 @@ async def cmd_remove(args: argparse.Namespace) -> int:
         key = doc.lc.key("connectors")[0]
         lines[key] = lines[key].replace("connectors:", "connectors: []", 1)
     text = "".join(lines)
-    if any(args.slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict)):
-        text = _drop_grants(text, args.slug)
+    if any(slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict)):
+        text = _drop_grants(text, slug)
     _check(path, text, original)
-    sys.stderr.write(f"removed {args.slug} from {path} (its stored credential stays until the project changes)\n")
+    sys.stderr.write(f"removed {slug} from {path} (its stored credential stays until the project changes)\n")
     return 0
 
 

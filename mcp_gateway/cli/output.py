@@ -62,8 +62,8 @@ def link_hint(data: Any, public_url: str) -> str | None:
     """
     if not isinstance(data, dict):
         return None
-    links = [data.get(k) for k in ("connect_url", "approval_url", "url") if isinstance(data.get(k), str)]
-    links = [u for u in links if u.startswith(public_url)]
+    found = (data.get(k) for k in ("connect_url", "approval_url", "url"))
+    links = [u for u in found if isinstance(u, str) and u.startswith(public_url)]
     if not links:
         return None
     return (
