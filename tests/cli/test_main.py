@@ -104,3 +104,20 @@ def test_debug_and_json_anywhere(env: CliEnv, where: str) -> None:  # noqa: F811
     env.capsys.readouterr()
     assert cli.main(argv) == 0
     assert '"problems": []' in env.capsys.readouterr().out
+
+
+def test_serve_warns_about_an_unknown_agent(tmp_path: Path) -> None:
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text("project: w\nconnectors: []\nagents:\n  - name: bot\n    connectors: []\n")
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}
+    environ["MCP_GATEWAY_MASTER_KEY"] = "serve-warn-master-key-0123456789abcdef0123"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest), "--agent", "nosuch"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+    )
+    assert "no agent 'nosuch'" in proc.stderr and "bot" in proc.stderr
+    assert proc.stdout == ""
