@@ -18,12 +18,39 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError
 
-__all__ = ["build_parser", "main"]
+if TYPE_CHECKING:
+    from ..runtime import Settings
+
+__all__ = ["Args", "build_parser", "main"]
+
+
+class Args(argparse.Namespace):
+    """The parsed command line. ``settings`` is built on first use, so a command that needs only the
+    manifest's path (``validate``, ``init``, ``add`` before its sync) never imports the runtime."""
+
+    manifest: str | None
+    state_dir: str | None
+    database_url: str | None
+
+    @cached_property
+    def settings(self) -> Settings:
+        from ..runtime import Settings
+
+        return Settings.from_env(manifest=self.manifest, state_dir=self.state_dir, database_url=self.database_url)
+
+    @property
+    def manifest_path(self) -> Path | None:
+        """``--manifest``, else ``$MCP_GATEWAY_MANIFEST``, else None (the bundled default): ``Settings``'s rule."""
+        given = self.manifest or os.environ.get("MCP_GATEWAY_MANIFEST")
+        return Path(given) if given else None
+
 
 EXIT_CODES = f"""exit codes:
   0  done (a call's status ok, needs_auth or pending_approval)
@@ -217,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = argv.index("--")
         argv, rest = argv[:at], argv[at + 1 :]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv, namespace=Args())
     if rest and args.command != "add":
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
@@ -235,11 +262,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         module, _, name = args.fn.partition(":")
         fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        from ..runtime import Settings
-
-        args.settings = Settings.from_env(
-            manifest=args.manifest, state_dir=args.state_dir, database_url=args.database_url
-        )
         import anyio
 
         code = anyio.run(fn, args)

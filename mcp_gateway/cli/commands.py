@@ -93,9 +93,9 @@ def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager
 async def cmd_validate(args: argparse.Namespace) -> int:
     from ..manifest import load_manifest
 
-    manifest = load_manifest(args.settings.manifest_path)
+    manifest = load_manifest(args.manifest_path)
     problems = manifest.diagnostics()
-    where = args.settings.manifest_path or "bundled default manifest"
+    where = args.manifest_path or "bundled default manifest"
     if args.json:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
     else:

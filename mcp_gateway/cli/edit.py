@@ -89,7 +89,7 @@ def _dump(yaml: YAML, doc: Any) -> str:
 
 
 def _manifest_file(args: argparse.Namespace) -> Path:
-    path = args.settings.manifest_path
+    path = args.manifest_path
     if path is None:
         default = Path("gateway.yaml")
         if default.is_file():
