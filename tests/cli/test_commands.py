@@ -67,6 +67,7 @@ class CliEnv:
     upstream: EchoApp
     capsys: pytest.CaptureFixture[str]
     monkeypatch: pytest.MonkeyPatch
+    upstream_url: str = ""
 
     def run(self, *argv: str, stdin: str | None = None) -> Run:
         self.capsys.readouterr()  # drop anything earlier
@@ -87,7 +88,7 @@ def env(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.
     with LoopbackServer(app) as server:
         manifest = tmp_path / "gateway.yaml"
         manifest.write_text(MANIFEST.format(upstream=server.base_url, actions=ACTIONS))
-        yield CliEnv(manifest, tmp_path / "state", app, capsys, monkeypatch)
+        yield CliEnv(manifest, tmp_path / "state", app, capsys, monkeypatch, server.base_url)
 
 
 def test_json_outputs_parse(env: CliEnv) -> None:

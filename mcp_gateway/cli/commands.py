@@ -1,0 +1,372 @@
+"""The commands that use the gateway or its store: ``validate``, ``sync``, ``connectors``, ``discover``,
+``describe``, ``call``, ``connect``, ``token``, ``secret``, ``approvals``, ``audit``, ``keys``.
+
+``discover``, ``describe`` and ``call`` run the very same ``Gateway`` methods as the MCP tools.
+Listing commands print a table, or JSON with ``--json``. The gateway's modules are imported
+inside the commands that use them (``validate`` needs only the manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from .output import EXIT_STORE, CliError, link_hint, print_json, table
+
+if TYPE_CHECKING:
+    from ..core.sync import Progress
+    from ..gateway import Gateway
+    from ..identity import Principal
+    from ..runtime import Settings
+    from ..store.base import Store
+
+__all__ = [
+    "cmd_approvals",
+    "cmd_audit",
+    "cmd_call",
+    "cmd_connect",
+    "cmd_connectors",
+    "cmd_describe",
+    "cmd_discover",
+    "cmd_keys",
+    "cmd_secret",
+    "cmd_sync",
+    "cmd_token",
+    "cmd_validate",
+]
+
+_print_json = print_json
+_table = table
+
+
+def principal(args: argparse.Namespace) -> Principal:
+    from ..identity import OPERATOR, Principal
+
+    agent = getattr(args, "agent", None) or args.settings.env.get("MCP_GATEWAY_AGENT")
+    return Principal(user=OPERATOR.user, agent=agent) if agent else OPERATOR
+
+
+_principal = principal
+
+
+def _progress() -> Progress | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def report(slug: str, phase: str) -> None:
+        if phase == "start":
+            sys.stderr.write(f"\r\033[Kloading {slug}…")
+        else:
+            sys.stderr.write(f"\r\033[K{slug}: {phase}\n")
+        sys.stderr.flush()
+
+    return report
+
+
+@asynccontextmanager
+async def store_of(settings: Settings) -> AsyncIterator[Store]:
+    """The state store, or exit 3 (``EXIT_STORE``) saying why it cannot be opened."""
+    from ..errors import GatewayError
+    from ..runtime import open_store
+
+    async with AsyncExitStack() as stack:
+        try:
+            store = await stack.enter_async_context(open_store(settings))
+        except (GatewayError, OSError) as exc:
+            raise CliError(f"cannot open the state store: {exc}", EXIT_STORE) from None
+        yield store
+
+
+def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager[Gateway]:
+    from ..runtime import open_gateway
+
+    return open_gateway(args.settings, **kw)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+async def cmd_validate(args: argparse.Namespace) -> int:
+    from ..manifest import load_manifest
+
+    manifest = load_manifest(args.manifest_path)
+    problems = manifest.diagnostics()
+    where = args.manifest_path or "bundled default manifest"
+    if args.json:
+        _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
+    else:
+        for p in problems:
+            sys.stderr.write(f"{p}\n")
+        if not problems:
+            sys.stdout.write(f"{where}: ok ({len(manifest.connectors)} connectors)\n")
+    return 1 if problems else 0
+
+
+async def cmd_sync(args: argparse.Namespace) -> int:
+    async with _gateway(args, progress=_progress()) as gw:
+        states = [c.state for c in gw._catalogs.values()]
+    if args.json:
+        _print_json([s.model_dump(mode="json") for s in states])
+    else:
+        _table(
+            [(s.slug, s.source, s.actions, s.status, s.error) for s in states],
+            ["slug", "source", "actions", "status", "error"],
+        )
+    return 1 if any(s.status == "error" for s in states) else 0
+
+
+async def cmd_connectors(args: argparse.Namespace) -> int:
+    async with _gateway(args) as gw:
+        data = await gw.connectors(_principal(args))
+    if args.json:
+        _print_json(data)
+    else:
+        _table(
+            [(c["slug"], c["status"], c["actions"], c["auth"], c.get("error")) for c in data["connectors"]],
+            ["slug", "status", "actions", "auth", "error"],
+        )
+    return 0
+
+
+async def cmd_discover(args: argparse.Namespace) -> int:
+    async with _gateway(args) as gw:
+        data = await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+    if args.json:
+        _print_json(data)
+    else:
+        _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
+    return 0
+
+
+def _exit_for(data: dict[str, Any]) -> int:
+    return 1 if data.get("status") in ("denied", "error") else 0
+
+
+async def cmd_describe(args: argparse.Namespace) -> int:
+    async with _gateway(args) as gw:
+        data = await gw.describe(_principal(args), args.tool)
+    _print_json(data)
+    return _exit_for(data)
+
+
+async def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        call_args = json.loads(args.args) if args.args else {}
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"--args is not valid JSON ({exc.msg} at column {exc.colno}); pass an object like "
+            '\'{"owner": "octocat"}\''
+        ) from None
+    if not isinstance(call_args, dict):
+        raise CliError('--args must be a JSON object, e.g. \'{"owner": "octocat"}\'')
+    async with _gateway(args) as gw:
+        result = await gw.call(
+            _principal(args),
+            args.tool,
+            call_args,
+            approval_id=args.approval_id,
+            fields=args.fields or None,
+            wait=args.wait,
+        )
+    from ..gateway import result_payload
+
+    data = result_payload(result)
+    _print_json(data)
+    _hint_link(data, gw.links.public_url)
+    return _exit_for(data)
+
+
+async def cmd_connect(args: argparse.Namespace) -> int:
+    async with _gateway(args) as gw:
+        data = await gw.connect(_principal(args), args.connector)
+    _print_json(data)
+    _hint_link(data, gw.links.public_url)
+    return _exit_for(data)
+
+
+def _hint_link(data: dict[str, Any], public_url: str) -> None:
+    hint = link_hint(data, public_url)
+    if hint:
+        sys.stderr.write(f"mcp-gateway: {hint}\n")
+
+
+async def cmd_token(args: argparse.Namespace) -> int:
+    from ..operator_tokens import OperatorTokens
+    from ..tokens import TokenService
+
+    async with store_of(args.settings) as store:
+        tokens = TokenService(store, _clock())
+        operators = OperatorTokens(store, _clock())
+        if args.token_cmd == "create":
+            if args.operator == bool(args.agent):
+                raise CliError("give either --agent NAME (an MCP token) or --operator (for the /operator page)")
+            if args.agent and not args.force:
+                _refuse_unknown_agent(args)
+            if args.operator:
+                made, token = await operators.create()
+                token_id, label = made.id, "the operator page"
+            else:
+                record, token = await tokens.create(args.agent)
+                token_id, label = record.id, f"agent {record.agent!r}"
+            if args.json:
+                _print_json({"id": token_id, "agent": args.agent, "operator": args.operator, "token": token})
+            else:
+                sys.stderr.write(f"token {token_id} for {label} (shown once; store it safely):\n")
+                sys.stdout.write(token + "\n")
+        elif args.token_cmd == "list":
+            rows = [
+                {"id": r.id, "agent": r.agent, "kind": "agent", "created_at": r.created_at, "revoked": r.revoked}
+                for r in await store.list_tokens()
+            ]
+            rows += [
+                {"id": o.id, "agent": None, "kind": "operator", "created_at": o.created_at, "revoked": o.revoked}
+                for o in await operators.list()
+            ]
+            if args.json:
+                _print_json(rows)
+            else:
+                _table(
+                    [
+                        (
+                            r["id"],
+                            r["agent"] or "(operator)",
+                            str(r["created_at"])[:19],
+                            "revoked" if r["revoked"] else "active",
+                        )
+                        for r in rows
+                    ],
+                    ["id", "agent", "created", "state"],
+                )
+        else:
+            if not await store.revoke_token(args.id) and not await operators.revoke(args.id):
+                raise CliError(f"no active token with id {args.id!r}; see 'mcp-gateway token list'")
+            sys.stdout.write(f"revoked {args.id}\n")
+    return 0
+
+
+def _refuse_unknown_agent(args: argparse.Namespace) -> None:
+    """A token for an agent the manifest does not name sees no connector at all: refuse it (``--force`` mints it)."""
+    from ..manifest import load_manifest
+
+    manifest = load_manifest(args.settings.manifest_path)
+    if manifest.agents is None:
+        return  # no agents section: every agent sees every connector
+    known = [a.name for a in manifest.agents]
+    if args.agent not in known:
+        raise CliError(
+            f"the manifest has no agent {args.agent!r} (known: {', '.join(known) or 'none'}), so its token would see "
+            "no connector; add it under 'agents:' or pass --force to mint it anyway"
+        )
+
+
+async def cmd_secret(args: argparse.Namespace) -> int:
+    from ..credentials import CredentialVault
+    from ..crypto import AESGCMCipher, load_master_key
+    from ..manifest import load_manifest
+    from ..secrets import parse_secret_input
+
+    manifest = load_manifest(args.settings.manifest_path)
+    cfg = manifest.connector(args.connector)
+    if cfg is None:
+        raise CliError(
+            f"no connector {args.connector!r} in the manifest; known: {', '.join(c.slug for c in manifest.connectors)}"
+        )
+    raw = sys.stdin.read()
+    kind = cfg.auth.type if args.name == "default" else "bearer"
+    value = parse_secret_input(kind, raw)
+    async with store_of(args.settings) as store:
+        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
+        await CredentialVault(store, cipher, project=manifest.project).put(cfg.slug, value, name=args.name)
+    sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    return 0
+
+
+async def cmd_approvals(args: argparse.Namespace) -> int:
+    from ..approvals import ApprovalService
+
+    async with store_of(args.settings) as store:
+        if args.approvals_cmd == "list":
+            rows = await store.list_approvals(None if args.all else "pending")
+            if args.json:
+                _print_json([r.model_dump(mode="json") for r in rows])
+            else:
+                _table(
+                    [
+                        (
+                            r.id,
+                            r.status,
+                            r.tool,
+                            r.agent or r.principal,
+                            r.expires_at.isoformat(timespec="seconds"),
+                            r.summary,
+                        )
+                        for r in rows
+                    ],
+                    ["id", "status", "tool", "who", "expires", "summary"],
+                )
+            return 0
+        decided = await ApprovalService(store, _clock()).decide(args.id, args.approvals_cmd == "approve")
+        if decided is None:
+            raise CliError(f"approval {args.id!r} is not pending (unknown, decided or expired)")
+        sys.stdout.write(f"{decided.id}: {decided.status}\n")
+    return 0
+
+
+async def cmd_audit(args: argparse.Namespace) -> int:
+    async with store_of(args.settings) as store:
+        rows = await store.list_audit(args.limit)
+    if args.json:
+        _print_json([r.model_dump(mode="json") for r in rows])
+    else:
+        _table(
+            [
+                (
+                    r.at.isoformat(timespec="seconds"),
+                    r.agent or r.user,
+                    r.requested,
+                    r.verdict,
+                    r.verdict_source,
+                    r.status,
+                    r.reason,
+                    r.upstream_status,
+                    r.latency_ms,
+                )
+                for r in rows
+            ],
+            ["time", "who", "tool", "verdict", "source", "status", "reason", "upstream", "ms"],
+        )
+    return 0
+
+
+async def cmd_keys(args: argparse.Namespace) -> int:
+    from ..credentials import CredentialVault
+    from ..crypto import AESGCMCipher, load_master_key
+    from ..manifest import load_manifest
+
+    new_key = sys.stdin.buffer.read().strip()
+    if len(new_key) < 32:
+        raise CliError(
+            "pipe the new master key (>= 32 bytes) on stdin; make one with "
+            'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
+    manifest = load_manifest(args.settings.manifest_path)
+    async with store_of(args.settings) as store:
+        old = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
+        count = await CredentialVault(store, old, project=manifest.project).rotate(
+            AESGCMCipher(new_key, project=manifest.project)
+        )
+    sys.stderr.write(
+        f"re-encrypted {count} credentials; now set MCP_GATEWAY_MASTER_KEY to the new key "
+        "(or write it to the key file)\n"
+    )
+    return 0
+
+
+def _clock() -> Any:
+    from ..clock import SystemClock
+
+    return SystemClock()

@@ -1,0 +1,430 @@
+"""``init``, ``add`` and ``remove``: write the manifest for the user, keeping their comments and order.
+
+The file is edited with ``ruamel.yaml``'s round trip (comments, key order, quoting and flow style
+survive), validated with the gateway's own loader, and put back as it was when the result does not
+validate. ``add`` then syncs the new connector and prints the next step (store its secret, or open
+its connect link); ``remove`` takes out exactly the entry ``add`` wrote.
+
+``add`` understands a catalog entry name (``stripe``), an OpenAPI file (``./openapi.yaml``), an
+OpenAPI URL (fetched once, stored under the state folder by its sha256, the manifest pointing at
+that pinned copy), an MCP server command (``--mcp -- npx -y server``) and an MCP URL (``--mcp-url``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .output import EXIT_FAILED, CliError, print_json
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+
+__all__ = ["STARTER", "cmd_add", "cmd_init", "cmd_remove"]
+
+STARTER = """\
+# mcp-gateway manifest: one MCP server in front of the APIs listed below.
+# Check it:        mcp-gateway validate --manifest {name}
+# Add connectors:  mcp-gateway add stripe   (a catalog entry; also an OpenAPI file or URL, or --mcp)
+# Run it:          mcp-gateway serve --manifest {name}
+# Tip: export MCP_GATEWAY_MANIFEST={path} and leave out --manifest.
+
+# Namespaces stored credentials and links: keep it stable once secrets are stored.
+project: {project}
+
+# risk: reads run, writes and deletes wait for a human's approval. allow_all: everything runs.
+default_mode: risk
+
+# Where humans open the links the gateway hands out (connect a credential, approve a call).
+# `mcp-gateway serve --transport http` serves them; with stdio, `mcp-gateway pages` does.
+public_url: http://127.0.0.1:8765
+
+# Gateway-wide rules, first match wins: always_run, require_approval or block, by action name.
+policies:
+  - match: "*.delete*"
+    action: require_approval
+
+connectors:
+  # A public API from the bundled catalog, no credential needed.
+  - slug: petstore
+    catalog: petstore
+
+# Agents with HTTP tokens see only the connectors granted here (leave it out: everyone sees all).
+# agents:
+#   - name: bot
+#     connectors: [petstore]
+"""
+
+SLUG_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+def _yaml_for(text: str) -> tuple[YAML, Any]:
+    """A round-trip loader/dumper set to the file's own indentation, and the loaded document."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    _, indent, block_seq_indent = load_yaml_guess_indent(text)
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    sequence, offset = indent or 2, block_seq_indent or 0
+    yaml.indent(mapping=max(sequence - offset, 2), sequence=sequence, offset=offset)
+    return yaml, yaml.load(text)
+
+
+def _dump(yaml: YAML, doc: Any) -> str:
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def _manifest_file(args: argparse.Namespace) -> Path:
+    path = args.manifest_path
+    if path is None:
+        default = Path("gateway.yaml")
+        if default.is_file():
+            return default
+        raise CliError(
+            "no manifest to edit (the bundled default is read-only): run 'mcp-gateway init' to write ./gateway.yaml, "
+            "or give --manifest FILE (or $MCP_GATEWAY_MANIFEST)"
+        )
+    if not path.is_file():
+        raise CliError(f"cannot read the manifest {path}: no such file; 'mcp-gateway init {path}' writes one")
+    return path
+
+
+def _check(path: Path, text: str, original: str) -> Any:
+    """Write ``text``, load it with the gateway's loader; put ``original`` back if it does not validate."""
+    from ..errors import ManifestError
+    from ..manifest import load_manifest
+
+    path.write_text(text, encoding="utf-8")
+    try:
+        return load_manifest(path)
+    except ManifestError:
+        path.write_text(original, encoding="utf-8")
+        raise
+
+
+# -- init -----------------------------------------------------------------------------------------
+
+
+async def cmd_init(args: argparse.Namespace) -> int:
+    return _init(Path(args.path), force=args.force)
+
+
+def _init(path: Path, *, force: bool) -> int:
+    if path.exists() and not force:
+        raise CliError(f"{path} exists; pass --force to overwrite it, or name another file")
+    project = re.sub(r"[^a-z0-9_-]+", "-", path.resolve().parent.name.lower()).strip("-") or "default"
+    text = STARTER.format(name=path, path=path.resolve(), project=project)
+    path.write_text(text, encoding="utf-8")
+    _check(path, text, text)
+    sys.stderr.write(
+        f"wrote {path}; next: mcp-gateway add <catalog entry | openapi file or URL> --manifest {path}\n"
+        f"  (or export MCP_GATEWAY_MANIFEST={path.resolve()})\n"
+    )
+    return 0
+
+
+# -- add ------------------------------------------------------------------------------------------
+
+
+def _catalog_names() -> list[str]:
+    from ..manifest import CATALOG_DIR
+
+    return sorted(p.stem for p in CATALOG_DIR.glob("*.yaml"))
+
+
+def _slugify(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+    slug = re.sub(r"^[^a-z]+", "", slug)[:63]
+    return slug or "api"
+
+
+def _read_spec(raw: bytes, where: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        doc = json.loads(raw) if raw.lstrip()[:1] in (b"{", b"[") else yaml.safe_load(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise CliError(f"{where} is not JSON or YAML: {exc}") from None
+    if not isinstance(doc, dict) or not ("openapi" in doc or "swagger" in doc):
+        raise CliError(f"{where} is not an OpenAPI document (no 'openapi' or 'swagger' key)")
+    return doc
+
+
+def _auth_from_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The auth block the spec's first security scheme implies, or None (left to the user)."""
+    schemes = (doc.get("components") or {}).get("securitySchemes") or doc.get("securityDefinitions") or {}
+    for scheme in schemes.values() if isinstance(schemes, dict) else []:
+        if not isinstance(scheme, dict):
+            continue
+        kind, where = scheme.get("type"), scheme.get("in")
+        if kind == "http" and str(scheme.get("scheme", "")).lower() == "bearer":
+            return {"type": "bearer"}
+        if (kind == "http" and str(scheme.get("scheme", "")).lower() == "basic") or kind == "basic":
+            return {"type": "basic"}
+        if kind == "apiKey" and where in ("header", "query", "cookie") and scheme.get("name"):
+            if where == "header" and str(scheme["name"]).lower() == "authorization":
+                return {"type": "bearer"}
+            return {"type": "api_key", "in": where, "name": scheme["name"]}
+    return None
+
+
+async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:
+    """Fetch ``url`` once; keep it under ``<state>/specs/`` named by its sha256 (a later fetch never changes it)."""
+    import httpx2
+
+    try:
+        async with httpx2.AsyncClient(trust_env=False, follow_redirects=True, timeout=30) as client:
+            response = await client.get(url)
+    except httpx2.HTTPError as exc:
+        raise CliError(f"cannot fetch {url}: {exc}", EXIT_FAILED) from None
+    if response.status_code != 200:
+        raise CliError(f"cannot fetch {url}: HTTP {response.status_code}", EXIT_FAILED)
+    body = response.content
+    path, digest = _pin(body, state_dir)
+    return path, digest, body
+
+
+def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:
+    digest = hashlib.sha256(body).hexdigest()
+    suffix = ".json" if body.lstrip()[:1] == b"{" else ".yaml"
+    folder = state_dir / "specs"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / f"{digest}{suffix}"
+    if not path.exists():
+        path.write_bytes(body)
+    return path.resolve(), digest
+
+
+def _local_spec(what: str) -> tuple[dict[str, Any], str] | None:
+    path = Path(what)
+    if not path.is_file():
+        return None
+    return _read_spec(path.read_bytes(), what), str(path.resolve())
+
+
+async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """The connector entry to write, and a comment to put above it (or None)."""
+    what: str | None = args.what
+    if args.mcp or args.mcp_url or args.mcp_command:
+        command = ([what] if what else []) + [a for a in args.mcp_command if a != "--"]
+        if args.mcp_url and command:
+            raise CliError("give either --mcp-url URL or --mcp -- COMMAND ..., not both")
+        if args.mcp_url:
+            slug = args.slug or _slugify((urlsplit(args.mcp_url).hostname or "mcp").split(".")[0])
+            return {"slug": slug, "source": {"mcp": {"url": args.mcp_url}}}, None
+        if not command:
+            raise CliError("--mcp needs the server's command after '--', e.g. mcp-gateway add --mcp -- npx -y server")
+        slug = args.slug or _slugify(Path(command[-1]).stem.removeprefix("mcp-server-").removeprefix("server-"))
+        return {"slug": slug, "source": {"mcp": {"command": command}}}, None
+    if not what:
+        raise CliError(f"name what to add: a catalog entry ({', '.join(_catalog_names())}), an OpenAPI file or URL")
+    entry: dict[str, Any]
+    if what.startswith(("http://", "https://")):
+        path, digest, body = await _fetch_pinned(what, args.settings.state_dir)
+        doc = _read_spec(body, what)
+        slug = args.slug or _slugify(str(doc.get("info", {}).get("title") or urlsplit(what).hostname or "api"))
+        entry = {"slug": slug, "source": {"openapi": str(path)}}
+        comment = f"fetched from {what} (sha256 {digest})"
+    elif SLUG_RE.match(what) and what in _catalog_names():
+        return {"slug": args.slug or what, "catalog": what}, None
+    elif (local := _local_spec(what)) is not None:
+        doc, resolved = local
+        stem = Path(what).stem
+        title = doc.get("info", {}).get("title", "api")
+        slug = args.slug or _slugify(stem if stem not in ("openapi", "swagger") else title)
+        entry = {"slug": slug, "source": {"openapi": resolved}}
+        comment = None
+    else:
+        from ..manifest import CATALOG_DIR  # noqa: F401 -- the same folder _catalog_names reads
+
+        raise CliError(
+            f"{what!r} is neither a catalog entry ({', '.join(_catalog_names())}) nor a file nor an http(s) URL"
+        )
+    if args.base_url:
+        entry["base_url"] = args.base_url
+    auth = _auth_from_spec(doc)
+    if auth:
+        entry["auth"] = auth
+    return entry, comment
+
+
+def _flow(value: Any) -> Any:
+    """Small mappings and lists written ``{type: bearer}``-style, as the README's examples are."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, dict):
+        out = CommentedMap((k, _flow(v)) for k, v in value.items())
+        if all(not isinstance(v, dict) for v in value.values()) and len(value) <= 3:
+            out.fa.set_flow_style()
+        return out
+    if isinstance(value, list):
+        seq = CommentedSeq(value)
+        seq.fa.set_flow_style()
+        return seq
+    return value
+
+
+def _render_item(entry: dict[str, Any], dash_col: int, comment: str | None) -> list[str]:
+    """The entry as the lines of one list item, its dash at ``dash_col``."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    yaml = YAML()
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    body = _dump(yaml, CommentedMap((k, _flow(v)) for k, v in entry.items())).splitlines()
+    pad = " " * dash_col
+    lines = [f"{pad}# {comment}"] if comment else []
+    lines += [f"{pad}- {body[0]}"] + [f"{pad}  {line}" if line else line for line in body[1:]]
+    return [line + "\n" for line in lines]
+
+
+def _is_mapping(doc: Any) -> bool:
+    return isinstance(doc, dict)
+
+
+def _connectors_of(doc: Any) -> Any:
+    """The manifest's ``connectors`` node (a ruamel ``CommentedSeq`` when it is a block list), or None."""
+    return doc.get("connectors") if _is_mapping(doc) else None
+
+
+def _is_filler(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _block(doc: Any, lines: list[str]) -> tuple[int, int]:
+    """The lines of the ``connectors:`` block: from the key's line to the next top-level key (exclusive),
+    less the blank and comment lines at its end (they introduce what follows)."""
+    keys = list(doc)
+    start = doc.lc.key("connectors")[0]
+    later = [doc.lc.key(k)[0] for k in keys[keys.index("connectors") + 1 :]]
+    end = min(later) if later else len(lines)
+    while end > start + 1 and _is_filler(lines[end - 1]):
+        end -= 1
+    return start, end
+
+
+async def cmd_add(args: argparse.Namespace) -> int:
+    path = _manifest_file(args)
+    original = path.read_text(encoding="utf-8")
+    entry, comment = await _entry_for(args)
+    if not SLUG_RE.match(entry["slug"]):
+        raise CliError(f"{entry['slug']!r} is not a valid slug; give --slug (lowercase letters, digits, '_' or '-')")
+    doc: Any = _yaml_for(original)[1]
+    connectors: Any = _connectors_of(doc)
+    if any(isinstance(c, dict) and c.get("slug") == entry["slug"] for c in connectors or []):
+        raise CliError(f"{path} already has a connector {entry['slug']!r}; give another --slug, or remove it first")
+    lines = original.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    if connectors:  # a block list with items: the new one goes right after the last
+        if connectors.fa.flow_style():
+            raise CliError(f"{path}: write 'connectors:' as a block list (one '- slug: ...' per item) to use add")
+        dash_col = max(connectors.lc.item(0)[1] - 2, 0)
+        _, at = _block(doc, lines)
+        lines[at:at] = _render_item(entry, dash_col, comment)
+    elif _is_mapping(doc) and "connectors" in doc:  # "connectors:" with nothing under it
+        start = doc.lc.key("connectors")[0]
+        lines[start] = "connectors:\n"
+        lines[start + 1 : start + 1] = _render_item(entry, 2, comment)
+    else:
+        lines += ["connectors:\n", *_render_item(entry, 2, comment)]
+    manifest = _check(path, "".join(lines), original)
+    slug = entry["slug"]
+    sys.stderr.write(f"added {slug} to {path}\n")
+    if args.no_sync:
+        return 0
+    return await _sync_one(args, manifest, slug)
+
+
+async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
+    """Sync the manifest and tell the user what to do next for ``slug``."""
+    from ..runtime import open_gateway
+    from .commands import principal
+
+    async with open_gateway(args.settings, manifest=manifest) as gw:
+        listed = await gw.connectors(principal(args))
+    row = next(c for c in listed["connectors"] if c["slug"] == slug)
+    cfg = manifest.connector(slug)
+    if args.json:
+        print_json(row)
+    else:
+        sys.stdout.write(f"{slug}: {row['status']}, {row['actions']} actions\n")
+    if row["status"] == "error":
+        sys.stderr.write(f"{slug} did not load: {row.get('error')}\n  fix the entry, or 'mcp-gateway remove {slug}'\n")
+        return EXIT_FAILED
+    kind = cfg.auth.type
+    if kind == "none" or row.get("auth_configured"):
+        step = f"try it: mcp-gateway discover <what you want to do> --connector {slug}"
+    elif kind == "oauth2":
+        step = f"connect it: mcp-gateway connect {slug} (open the link while 'mcp-gateway pages' runs)"
+    else:
+        step = f"store its credential: mcp-gateway secret set {slug} < token-file  (or: mcp-gateway connect {slug})"
+    sys.stderr.write(f"next: {step}\n")
+    return 0
+
+
+# -- remove ---------------------------------------------------------------------------------------
+
+
+async def cmd_remove(args: argparse.Namespace) -> int:
+    path = _manifest_file(args)
+    original = path.read_text(encoding="utf-8")
+    slug: str = args.slug
+    doc: Any = _yaml_for(original)[1]
+    connectors: Any = _connectors_of(doc)
+    slugs: list[Any] = [c.get("slug") if isinstance(c, dict) else None for c in connectors or []]
+    if slug not in slugs:
+        known = ", ".join(str(s) for s in slugs if s) or "none"
+        raise CliError(f"{path} has no connector {slug!r}; it has: {known}")
+    if connectors.fa.flow_style():
+        raise CliError(f"{path}: write 'connectors:' as a block list (one '- slug: ...' per item) to use remove")
+    index = slugs.index(slug)
+    lines = original.splitlines(keepends=True)
+    _, block_end = _block(doc, lines)
+    # The item's own lines, and the comment lines right above it (they describe it).
+    start = connectors.lc.item(index)[0]
+    while start > 0 and lines[start - 1].strip().startswith("#"):
+        start -= 1
+    if index + 1 < len(connectors):
+        end = connectors.lc.item(index + 1)[0]
+        while end > start and lines[end - 1].strip().startswith("#"):
+            end -= 1
+    else:
+        end = block_end
+    del lines[start:end]
+    if len(connectors) == 1:  # the last one: an empty list, not an empty (null) key
+        key = doc.lc.key("connectors")[0]
+        lines[key] = lines[key].replace("connectors:", "connectors: []", 1)
+    text = "".join(lines)
+    if any(slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict)):
+        text = _drop_grants(text, slug)
+    _check(path, text, original)
+    sys.stderr.write(f"removed {slug} from {path} (its stored credential stays until the project changes)\n")
+    return 0
+
+
+def _drop_grants(text: str, slug: str) -> str:
+    """Take ``slug`` out of every agent's ``connectors`` (a round trip: comments stay)."""
+    yaml, doc = _yaml_for(text)
+    for agent in doc.get("agents") or []:
+        granted = agent.get("connectors") if isinstance(agent, dict) else None
+        if isinstance(granted, list):
+            while slug in granted:
+                granted.remove(slug)
+    return _dump(yaml, doc)

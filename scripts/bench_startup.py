@@ -1,0 +1,85 @@
+"""Start-up and CLI timings against issue 14's targets (median of N runs, wall time).
+
+Rows: ``mcp-gateway --version``, ``connectors``, ``discover x``, ``validate`` (each a fresh
+process on the warm embedded default: the state folder already holds the synced catalog), and
+stdio spawn -> first ``tools/list`` answer through the official MCP SDK client. Targets: every
+CLI listing command <= 0.4 s, stdio spawn -> tools/list <= 0.5 s, on an idle machine (the load
+average is printed, since on a busy machine every number scales with it).
+
+Usage (from the repo root): PYTHONPATH=$PWD python scripts/bench_startup.py [--n 10] [--manifest M]
+"""
+
+# ruff: noqa: ASYNC230
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+TARGETS = {"--version": 0.4, "connectors": 0.4, "discover x": 0.4, "validate": 0.4, "stdio -> tools/list": 0.5}
+
+
+def _env(state: Path) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        "MCP_GATEWAY_STATE_DIR": str(state),
+        "MCP_GATEWAY_MASTER_KEY": "bench-startup-master-key-0123456789abcdef",
+    }
+
+
+def _cli(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mcp_gateway", *argv], env=env, capture_output=True, check=True)
+    return time.perf_counter() - started
+
+
+async def _stdio_once(manifest: list[str], env: dict[str, str]) -> float:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_gateway", "serve", *manifest], env=env)
+    with open(os.devnull, "w") as err:
+        started = time.perf_counter()
+        async with Client(stdio_client(params, errlog=err), mode="legacy") as client:
+            await client.list_tools()
+            elapsed = time.perf_counter() - started
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10)
+    parser.add_argument("--manifest", help="default: the bundled default manifest")
+    opts = parser.parse_args()
+    manifest = ["--manifest", opts.manifest] if opts.manifest else []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = _env(Path(tmp) / "state")
+        _cli(["sync", *manifest], env)  # warm: the catalog is stored, later starts read it
+        rows: list[tuple[str, list[float]]] = []
+        for name, argv in (
+            ("--version", ["--version"]),
+            ("connectors", ["connectors", *manifest]),
+            ("discover x", ["discover", "x", *manifest]),
+            ("validate", ["validate", *manifest]),
+        ):
+            rows.append((name, [_cli(argv, env) for _ in range(opts.n)]))
+        rows.append(("stdio -> tools/list", [anyio.run(_stdio_once, manifest, env) for _ in range(opts.n)]))
+    load = os.getloadavg()[0]
+    print(f"median of {opts.n}, load average {load:.2f} on {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    print(f"{'what':<22}{'median s':>10}{'min s':>9}{'max s':>9}{'target s':>10}  verdict")
+    for name, times in rows:
+        median = statistics.median(times)
+        target = TARGETS[name]
+        verdict = "ok" if median <= target else "over"
+        print(f"{name:<22}{median:>10.3f}{min(times):>9.3f}{max(times):>9.3f}{target:>10.2f}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""``doctor`` names each problem of a broken set-up with its fix, and exits non-zero."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
+
+
+def test_doctor_names_each_problem_with_its_fix(env: CliEnv) -> None:  # noqa: F811
+    env.monkeypatch.delenv("MCP_GATEWAY_MASTER_KEY")
+    assert env.run("connectors").code == 0  # creates the state folder and its key file
+    env.state_dir.chmod(0o755)
+    report = env.run("doctor", "--json")
+    assert report.code == 1
+    findings = {f["check"]: f for f in json.loads(report.out)}
+    assert findings["state folder"]["level"] == "problem" and findings["state folder"]["fix"].startswith("chmod 700")
+    assert findings["connector echo"]["level"] == "problem"
+    assert "secret set echo" in findings["connector echo"]["fix"]
+    assert findings["store"]["level"] == "ok" and findings["manifest"]["level"] == "ok"
+    assert findings["public_url"]["level"] == "note" and "mcp-gateway pages" in findings["public_url"]["fix"]
+
+    (env.state_dir / "master.key").chmod(0o644)
+    text = env.run("doctor")
+    assert text.code == 1 and "chmod 600" in text.out and "problems found" in text.out
+
+
+def test_doctor_on_a_broken_manifest(env: CliEnv) -> None:  # noqa: F811
+    env.manifest.write_text("project: x\nconnectors:\n  - slug: a\n    auth: {type: kerberos}\n")
+    report = env.run("doctor")
+    assert report.code == 1
+    assert "PROBLEM  manifest" in report.out and "kerberos" in report.out and "fix:" in report.out
+
+
+def test_doctor_all_good(env: CliEnv) -> None:  # noqa: F811
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    env.run("secret", "set", "basic_api", stdin='{"username": "a", "password": "b"}')
+    report = env.run("doctor")
+    assert report.code == 0, report.out
+    assert "all good" in report.out

@@ -1,0 +1,154 @@
+"""``init``, ``add`` and ``remove``: the manifest is edited in place, comments and order kept, and
+``remove`` puts the file back byte for byte; every added entry validates and syncs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mcp_gateway import cli
+from mcp_gateway.manifest import load_manifest
+from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
+from tests.support.upstream import LoopbackServer
+
+COMMENTED = """\
+# My gateway -- a comment at the top
+project: clitest   # inline, on project
+default_mode: risk
+public_url: http://127.0.0.1:9
+
+connectors:
+  # the echo API, described by a comment
+  - slug: echo
+    base_url: {upstream}
+    auth: {{type: bearer}}   # a flow mapping with a comment
+    source:
+      http:
+        actions:
+          - path: items.get
+            method: GET
+            url: /items/{{id}}
+            summary: Fetch one item by its id
+
+  # a comment that introduces the agents
+
+agents:
+  - name: bot
+    connectors: [echo]   # granted
+"""
+
+
+def _spec(upstream: str) -> dict[str, object]:
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Billing API", "version": "1"},
+        "servers": [{"url": upstream}],
+        "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}},
+        "paths": {
+            "/invoices": {"get": {"operationId": "listInvoices", "summary": "List invoices", "responses": {"200": {}}}},
+            "/invoices/{id}": {
+                "get": {
+                    "operationId": "getInvoice",
+                    "summary": "Fetch one invoice",
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": {"200": {}},
+                }
+            },
+        },
+    }
+
+
+def _commented(env: CliEnv) -> str:  # noqa: F811
+    text = COMMENTED.format(upstream=env.upstream_url)
+    env.manifest.write_text(text)
+    return text
+
+
+def test_add_a_local_openapi_file_then_remove_restores_the_file(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    original = _commented(env)
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(json.dumps(_spec(env.upstream_url)))
+    added = env.run("add", str(spec), "--slug", "billing")
+    assert added.code == 0, added.err
+    assert "billing: needs_auth, 2 actions" in added.out
+    assert "secret set billing" in added.err  # the next step
+    text = env.manifest.read_text()
+    for line in original.splitlines():
+        assert line in text, line  # every comment and line kept, in order
+    assert text.startswith(original.split("\n  # a comment that introduces")[0])
+    manifest = load_manifest(env.manifest)
+    billing = manifest.connector("billing")
+    assert billing is not None and billing.auth.type == "api_key"
+    assert [c.slug for c in manifest.connectors] == ["echo", "billing"]
+    assert env.run("validate").code == 0
+
+    removed = env.run("remove", "billing")
+    assert removed.code == 0, removed.err
+    assert env.manifest.read_text() == original
+
+
+def test_add_a_catalog_entry_and_an_mcp_url(env: CliEnv) -> None:  # noqa: F811
+    original = _commented(env)
+    assert env.run("add", "petstore", "--no-sync").code == 0
+    assert env.run("add", "--mcp-url", "https://mcp.example.com/mcp", "--slug", "docs", "--no-sync").code == 0
+    env.monkeypatch.setenv("MCP_GATEWAY_MANIFEST", str(env.manifest))  # env.run's --manifest would follow "--"
+    assert cli.main(["add", "--mcp", "--slug", "tool", "--no-sync", "--", "python", "-m", "some_server"]) == 0
+    manifest = load_manifest(env.manifest)
+    assert manifest.connector("petstore").catalog == "petstore"  # type: ignore[union-attr]
+    assert [c.slug for c in manifest.connectors] == ["echo", "petstore", "docs", "tool"]
+    assert manifest.connector("tool").source.mcp.command == ["python", "-m", "some_server"]  # type: ignore[union-attr]
+    assert "# a comment that introduces the agents" in env.manifest.read_text()
+    for slug in ("tool", "docs", "petstore"):
+        assert env.run("remove", slug).code == 0
+    assert env.manifest.read_text() == original
+    duplicate = env.run("add", "--mcp-url", "https://x.example.com/mcp", "--slug", "echo")
+    assert duplicate.code == 2 and "already has" in duplicate.err
+    assert env.manifest.read_text() == original
+    unknown = env.run("add", "no-such-thing")
+    assert unknown.code == 2 and "petstore" in unknown.err
+
+
+def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # noqa: F811
+    _commented(env)
+    body = json.dumps(_spec(env.upstream_url)).encode()
+    hits: list[int] = []
+
+    async def spec(request: object) -> Response:
+        hits.append(1)
+        return Response(body, media_type="application/json")
+
+    with LoopbackServer(Starlette(routes=[Route("/openapi.json", spec)])) as server:
+        added = env.run("add", f"{server.base_url}/openapi.json")
+    assert added.code == 0, added.err
+    digest = hashlib.sha256(body).hexdigest()
+    pinned = env.state_dir / "specs" / f"{digest}.json"
+    assert pinned.read_bytes() == body and len(hits) == 1
+    text = env.manifest.read_text()
+    assert f"sha256 {digest}" in text and str(pinned) in text
+    billing = load_manifest(env.manifest).connector("billing_api")
+    assert billing is not None and "billing_api: needs_auth, 2 actions" in added.out
+
+
+def test_removing_a_granted_connector_drops_the_grant(env: CliEnv) -> None:  # noqa: F811
+    _commented(env)
+    assert env.run("add", "petstore", "--no-sync").code == 0
+    assert env.run("remove", "echo").code == 0
+    text = env.manifest.read_text()
+    assert "connectors: []" in text and "# granted" in text and "# My gateway" in text
+    assert [c.slug for c in load_manifest(env.manifest).connectors] == ["petstore"]
+
+
+def test_init_writes_a_commented_starter_that_validates(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    target = tmp_path / "fresh" / "gateway.yaml"
+    target.parent.mkdir()
+    made = env.run("init", str(target))
+    assert made.code == 0, made.err
+    text = target.read_text()
+    assert text.count("#") > 5 and "public_url" in text
+    assert [c.slug for c in load_manifest(target).connectors] == ["petstore"]
+    assert env.run("init", str(target)).code == 2  # never overwrites without --force

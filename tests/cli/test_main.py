@@ -1,0 +1,122 @@
+"""The command line as a tool: global options anywhere, --version, exit codes, a closed pipe, --help examples."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway import __version__
+from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}
+    environ.pop("MCP_GATEWAY_MANIFEST", None)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_gateway", *argv], capture_output=True, text=True, env=environ, timeout=120
+    )
+
+
+def test_global_options_before_or_after_the_command_give_the_same_result(env: CliEnv) -> None:  # noqa: F811
+    from mcp_gateway import cli
+
+    state = str(env.state_dir)
+    env.capsys.readouterr()
+    before = cli.main(["--manifest", str(env.manifest), "--state-dir", state, "--json", "connectors"])
+    out_before = env.capsys.readouterr().out
+    after = cli.main(["connectors", "--manifest", str(env.manifest), "--state-dir", state, "--json"])
+    out_after = env.capsys.readouterr().out
+    assert before == after == 0
+    assert out_before == out_after and '"echo"' in out_before
+
+
+def test_a_missing_manifest_before_the_command_fails(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    from mcp_gateway import cli
+
+    env.capsys.readouterr()
+    code = cli.main(["--manifest", str(tmp_path / "nonexistent.yaml"), "connectors"])
+    err = env.capsys.readouterr().err
+    assert code == 2 and "nonexistent.yaml" in err
+
+
+def test_version_and_help_examples(tmp_path: Path) -> None:
+    version = _run("--version", tmp_path=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == f"mcp-gateway {__version__}"
+    top = _run("--help", tmp_path=tmp_path)
+    assert "exit codes:" in top.stdout and "3  the state store" in top.stdout
+    for command in ("call", "add", "doctor", "connectors"):
+        helped = _run(command, "--help", tmp_path=tmp_path)
+        assert helped.returncode == 0 and f"examples:\n  mcp-gateway {command}" in helped.stdout, command
+    assert _run("nosuch", tmp_path=tmp_path).returncode == 2
+
+
+def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}
+    environ.pop("MCP_GATEWAY_MANIFEST", None)
+    # `true` exits without reading: every write the command makes meets a closed pipe.
+    for command in ("validate", "--help", "discover pets --limit 50"):
+        line = f"{sys.executable} -m mcp_gateway {command} | true; exit ${{PIPESTATUS[0]}}"
+        proc = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=environ, timeout=120)
+        assert proc.stderr == "", (command, proc.stderr)
+        assert proc.returncode in (0, 141), command
+
+
+def test_token_for_an_unknown_agent_needs_force(env: CliEnv) -> None:  # noqa: F811
+    env.manifest.write_text(env.manifest.read_text() + "agents:\n  - name: bot\n    connectors: [echo]\n")
+    refused = env.run("token", "create", "--agent", "nosuch")
+    assert refused.code == 2 and "nosuch" in refused.err and "--force" in refused.err and refused.out == ""
+    assert env.run("token", "create", "--agent", "bot").code == 0
+    forced = env.run("token", "create", "--agent", "nosuch", "--force")
+    assert forced.code == 0 and forced.out.startswith("mgw_")
+
+
+def test_served_public_url_defaults_to_the_address_served() -> None:
+    from mcp_gateway.cli.serve import served_public_url
+    from mcp_gateway.manifest import parse_manifest
+
+    bare = parse_manifest("project: x\n")
+    assert served_public_url(bare, None, "127.0.0.1", 56435) == "http://127.0.0.1:56435"
+    assert served_public_url(bare, None, "0.0.0.0", 9000) == "http://127.0.0.1:9000"
+    assert served_public_url(bare, "https://gw.example.com/", "0.0.0.0", 9000) == "https://gw.example.com"
+    pinned = parse_manifest("project: x\npublic_url: https://links.example.com\n")
+    assert served_public_url(pinned, None, "127.0.0.1", 56435) == "https://links.example.com"
+
+
+def test_a_link_minted_from_the_cli_says_how_to_open_it(env: CliEnv) -> None:  # noqa: F811
+    connected = env.run("connect", "echo")
+    assert connected.code == 0 and connected.json()["connect_url"].startswith("http://127.0.0.1:9/")
+    assert "mcp-gateway pages" in connected.err
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_and_json_anywhere(env: CliEnv, where: str) -> None:  # noqa: F811
+    from mcp_gateway import cli
+
+    flags = ["--json", "--manifest", str(env.manifest)]
+    argv = [*flags, "validate"] if where == "before" else ["validate", *flags]
+    env.capsys.readouterr()
+    assert cli.main(argv) == 0
+    assert '"problems": []' in env.capsys.readouterr().out
+
+
+def test_serve_warns_about_an_unknown_agent(tmp_path: Path) -> None:
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text("project: w\nconnectors: []\nagents:\n  - name: bot\n    connectors: []\n")
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}
+    environ["MCP_GATEWAY_MASTER_KEY"] = "serve-warn-master-key-0123456789abcdef0123"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest), "--agent", "nosuch"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+    )
+    assert "no agent 'nosuch'" in proc.stderr and "bot" in proc.stderr
+    assert proc.stdout == ""

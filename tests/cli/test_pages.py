@@ -1,0 +1,59 @@
+"""``mcp-gateway pages`` serves the human pages on loopback at ``public_url``, so a link minted by
+``mcp-gateway connect`` (which exits at once) opens."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_pages_serves_a_link_minted_by_connect(tmp_path: Path) -> None:
+    port = _free_port()
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(
+        f"project: pages\npublic_url: http://127.0.0.1:{port}\nconnectors:\n"
+        "  - slug: api\n    base_url: http://127.0.0.1:9\n    auth: {type: bearer}\n"
+        "    source: {http: {actions: [{path: items.list, method: GET, url: /items}]}}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        "PYTHONPATH": str(ROOT),
+        "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
+        "MCP_GATEWAY_MASTER_KEY": "pages-test-master-key-0123456789abcdef0123",
+        "MCP_GATEWAY_MANIFEST": str(manifest),
+    }
+    cli = [sys.executable, "-m", "mcp_gateway"]
+    minted = subprocess.run([*cli, "connect", "api"], capture_output=True, text=True, env=env, timeout=120)
+    assert minted.returncode == 0, minted.stderr
+    assert "mcp-gateway pages" in minted.stderr
+    link = __import__("json").loads(minted.stdout)["connect_url"]
+    assert link.startswith(f"http://127.0.0.1:{port}/connect/")
+
+    pages = subprocess.Popen([*cli, "pages"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx2.get(link, timeout=5)
+                break
+            except httpx2.TransportError:
+                assert pages.poll() is None, pages.communicate()[1]
+                assert time.monotonic() < deadline, "pages never answered"
+                time.sleep(0.2)
+        assert page.status_code == 200 and "<form" in page.text
+    finally:
+        pages.terminate()
+        pages.wait(timeout=30)
