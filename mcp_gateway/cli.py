@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
+from .core import Gateway, result_payload
 from .errors import GatewayError, ManifestError
-from .gateway import Gateway, result_payload
 from .identity import OPERATOR, Principal, TokenService
 from .manifest import load_manifest
 from .runtime import Settings, keep_discovery_warm, open_gateway, open_store, reload_on_sighup

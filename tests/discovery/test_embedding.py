@@ -23,9 +23,9 @@ import anyio
 import pytest
 
 from mcp_gateway import cli
+from mcp_gateway.core import Gateway
 from mcp_gateway.discovery import DiscoveryIndex, EmbeddingReranker, EmbeddingsUnavailable
 from mcp_gateway.discovery._embedding import INSTALL_HINT, MiniLmEncoder, embedded_text
-from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Action, McpBinding

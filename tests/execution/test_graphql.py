@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.errors import ArgumentError
 from mcp_gateway.execution.graphql import build_operation, selection_from_select
-from mcp_gateway.gateway import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Action, GraphQLBinding

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import PostmanBinding
