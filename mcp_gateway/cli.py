@@ -92,7 +92,7 @@ async def cmd_validate(args: argparse.Namespace) -> int:
 
 async def cmd_sync(args: argparse.Namespace) -> int:
     async with _gateway(args, progress=_progress()) as gw:
-        states = [c.state for c in gw._catalogs.values()]
+        states = gw.catalogs.states()
     if args.json:
         _print_json([s.model_dump(mode="json") for s in states])
     else:
@@ -105,7 +105,7 @@ async def cmd_sync(args: argparse.Namespace) -> int:
 
 async def cmd_connectors(args: argparse.Namespace) -> int:
     async with _gateway(args) as gw:
-        data = await gw.connectors(_principal(args))
+        data = result_payload(await gw.connectors(_principal(args)))
     if args.json:
         _print_json(data)
     else:
@@ -118,7 +118,8 @@ async def cmd_connectors(args: argparse.Namespace) -> int:
 
 async def cmd_discover(args: argparse.Namespace) -> int:
     async with _gateway(args) as gw:
-        data = await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+        found = await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+    data = result_payload(found)
     if args.json:
         _print_json(data)
     else:
@@ -132,7 +133,7 @@ def _exit_for(data: dict[str, Any]) -> int:
 
 async def cmd_describe(args: argparse.Namespace) -> int:
     async with _gateway(args) as gw:
-        data = await gw.describe(_principal(args), args.tool)
+        data = result_payload(await gw.describe(_principal(args), args.tool))
     _print_json(data)
     return _exit_for(data)
 
@@ -163,7 +164,7 @@ async def cmd_call(args: argparse.Namespace) -> int:
 
 async def cmd_connect(args: argparse.Namespace) -> int:
     async with _gateway(args) as gw:
-        data = await gw.connect(_principal(args), args.connector)
+        data = result_payload(await gw.connect(_principal(args), args.connector))
     _print_json(data)
     return _exit_for(data)
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx2
 import jsonschema
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
 from ..auth import needs_secret
 from ..clock import Clock
@@ -81,7 +83,7 @@ class Catalogs:
         self._credentials = credentials
         self._client_for = client_for
         self._tools = tools
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._validators: dict[str, Validator] = {}
         self._refreshing: dict[str, anyio.Lock] = {}
 
     # -- reading -----------------------------------------------------------------------------------
@@ -107,7 +109,7 @@ class Catalogs:
         """Where ``args`` break the action's input schema (path and message, first ones first)."""
         validator = self._validators.get(action.qualified_name)
         if validator is None:
-            cls = jsonschema.validators.validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
+            cls = validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
             try:
                 validator = cls(action.input_schema)
             except jsonschema.SchemaError:
