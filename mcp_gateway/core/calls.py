@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..approvals import ApprovalService, redact_arguments
 from ..audit import args_preview
+from ..auth import LastMeterAuth
 from ..errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
 from ..execution.executor import Executor, Prepared
 from ..identity import Principal, granted_connectors
@@ -193,7 +194,7 @@ class CallPipeline:
         prepared: Prepared,
         fields: Sequence[str] | None,
         trace: CallTrace,
-        auth: Any,
+        auth: LastMeterAuth,
         redactor: Redactor,
     ) -> CallResult:
         cfg = prepared.connector

@@ -25,10 +25,10 @@ from ..clock import Clock
 from ..credentials import PROJECT_WIDE
 from ..discovery import DiscoveryIndex
 from ..errors import GatewayError, SourceError
+from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, RequestBinding
 from ..sources.graphql import GraphQLSchemas, GraphQLServices
-from ..sources.mcp import ToolLister
 from ..store.base import ConnectorState, Store
 from ..sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
 from .credential_broker import CredentialBroker
@@ -65,7 +65,7 @@ class Catalogs:
         graphql_schemas: GraphQLSchemas,
         credentials: CredentialBroker,
         client_for: Callable[[ConnectorConfig, httpx2.Auth], httpx2.AsyncClient],
-        tools: ToolLister | None,
+        tools: McpExecutor | None,
     ) -> None:
         self.manifest = manifest
         self.index = index
