@@ -65,6 +65,16 @@ OnPending = Callable[[PendingApproval], Awaitable[None]]
 
 
 class Gateway:
+    """The meta-tools of one gateway. Built by ``runtime.open_gateway`` (or a test) from ready services.
+
+    Args:
+        index: the discovery index (a fresh lexical one by default).
+        mcp: the upstream MCP session pool; without it ``mcp`` connectors cannot load or run.
+        max_response_bytes: the cap on an upstream answer a call returns.
+        oauth2: the OAuth2 token broker (one over ``store`` and ``vault`` by default).
+        page_key: the human pages' CSRF key (see the attribute).
+    """
+
     def __init__(
         self,
         *,

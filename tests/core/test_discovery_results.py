@@ -1,6 +1,6 @@
 """What ``discover`` and an unknown tool name hand an agent: enough to act without a second call.
 
-In process, with the real collaborators of tests/test_gateway.py's harness (SQLite store, AES-GCM
+In process, with the real collaborators of tests/core/test_gateway.py's harness (SQLite store, AES-GCM
 vault, policies) and the real MCP SDK client over the in-memory transport.
 """
 

@@ -381,7 +381,7 @@ async def test_when_condition_is_not_bypassed_by_a_numeric_string(h: Harness) ->
 
 
 async def test_describe_says_conditional_only_when_a_conditional_rule_matches(h: Harness) -> None:
-    """BUG (gateway.py ``describe``): ``conditional`` is true for every action as soon as any rule
+    """BUG (core/gateway.py ``describe``): ``conditional`` is true for every action as soon as any rule
     anywhere in the manifest has ``when``, even one that can never apply to this action."""
     payments = result_payload(await h.gateway.describe(OPERATOR, "api.payments.create"))
     assert payments["policy"]["conditional"] is True
@@ -509,7 +509,7 @@ async def test_concurrent_retries_of_one_approval_reach_the_upstream_once(h: Har
 
 
 async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
-    """BUG (gateway.py ``_call``/``_run``): the approval gate consumes the approval before the
+    """BUG (core/calls.py ``_attempt``/``_run``): the approval gate consumes the approval before the
     credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
     retry is refused (approval_mismatch) and the human must approve the very same call again.
     Either order of the two human steps is fine; approving twice is not."""
@@ -586,7 +586,7 @@ async def test_upstream_500_carries_status_and_redacted_message(h: Harness) -> N
 
 
 async def test_truncated_answer_does_not_leak_a_secret_prefix(tmp_path: Path) -> None:
-    """BUG (gateway.py ``_run``): redaction runs after the body is cut at ``max_response_bytes``,
+    """BUG (core/calls.py ``_run``): redaction runs after the body is cut at ``max_response_bytes``,
     so a secret straddling the cut is not recognized and all but its last characters reach the
     agent. Same for ``summarize_error``'s 2,000-character cap on ``upstream_message``."""
     cap = 200
@@ -599,7 +599,7 @@ async def test_truncated_answer_does_not_leak_a_secret_prefix(tmp_path: Path) ->
 
 
 async def test_capped_upstream_message_does_not_leak_a_secret_prefix(h: Harness) -> None:
-    """BUG (execution/response.py ``summarize_error`` + gateway.py ``_run``): the upstream's reason
+    """BUG (execution/response.py ``summarize_error`` + core/calls.py ``_run``): the upstream's reason
     is capped at 2,000 characters before it is redacted, so a secret cut by the cap leaks its start."""
     prefix = "upstream answered 500; you sent Bearer "
     pad = 2000 - len(prefix) - len(SECRET)  # the cap (1,999 characters + "…") drops the secret's last one
