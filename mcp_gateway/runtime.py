@@ -21,13 +21,13 @@ from .approvals import ApprovalService
 from .audit import Auditor
 from .catalog_memory import limit_malloc_arenas, validate_actions
 from .clock import Clock, SystemClock
+from .core import Gateway
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
 from .discovery import DiscoveryIndex, EmbeddingReranker, minilm_reranker
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
-from .gateway import Gateway
 from .links import LinkService
 from .manifest import Manifest, load_manifest
 from .store.base import Store
@@ -145,7 +145,7 @@ async def open_gateway(
                 links=links,
                 approvals=ApprovalService(store, clock),
                 auditor=Auditor(store),
-                executors={"mcp": mcp},
+                mcp=mcp,
                 page_key=derive_key(master_key, "pages", manifest.project),
                 index=index,
             )

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_gateway.core import result_payload
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -266,9 +268,9 @@ def rss_gateway(state_dir: str, manifest: str, top: int) -> None:
                 ]
             calls = 0
             for query in ("create an issue", "list customers", "post a message to a channel", "merge a pull request"):
-                found = await gw.discover(OPERATOR, query)
+                found = result_payload(await gw.discover(OPERATOR, query))
                 for hit in found["results"][:3]:
-                    described = await gw.describe(OPERATOR, hit["name"])
+                    described = result_payload(await gw.describe(OPERATOR, hit["name"]))
                     await gw.call(OPERATOR, hit["name"], _sample_args(described.get("input_schema", {})))
                     calls += 1
             await gw.auditor.flush()
@@ -553,7 +555,7 @@ async def components(gw: Any) -> list[tuple[str, float]]:
 
     action = gw.index.resolve(TOOL)
     cfg = gw.manifest.connector("bench")
-    base_url = gw._catalogs["bench"].base_url
+    base_url = gw.catalogs.loaded["bench"].base_url
     sealed = await gw.vault.sealed("bench", principal=OPERATOR.user)
     tokens = TokenService(gw.store, SystemClock())
     _, token = await tokens.create("bench")
@@ -582,8 +584,8 @@ async def components(gw: Any) -> list[tuple[str, float]]:
 
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("index.resolve (name -> action)", lambda: gw.index.resolve(TOOL)),
-        ("jsonschema validation (Gateway._validate)", lambda: gw._validate(action, ARGS)),
-        ("policy evaluation (Gateway._verdict)", lambda: gw._verdict(action, ARGS)),
+        ("jsonschema validation (Catalogs.validate)", lambda: gw.catalogs.validate(action, ARGS)),
+        ("policy evaluation (Permissions.verdict)", lambda: gw.permissions.verdict(action, ARGS)),
         ("build_request", lambda: build_request(action, ARGS, base_url=base_url, static_headers=cfg.headers)),
         ("decrypt (SealedCredential.open)", sealed.open),
         ("build_request + LastMeterAuth (decrypt, apply)", auth_flow),

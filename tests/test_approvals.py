@@ -18,7 +18,7 @@ from mcp_gateway.clock import FixedClock
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.model import Ok, PendingApproval
 from mcp_gateway.store.sqlite import SQLiteStore
-from tests.test_gateway import harness, manifest_text
+from tests.core.test_gateway import harness, manifest_text
 
 # items.create also takes a credential-like argument, as some APIs do (a webhook's secret, a token).
 WITH_TOKEN = manifest_text().replace(

@@ -24,6 +24,7 @@ from mcp_gateway.catalog_memory import (
     release_free_memory,
     validate_actions,
 )
+from mcp_gateway.core import result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import CATALOG_DIR
 from mcp_gateway.model import ACTIONS_ADAPTER, Action, HttpBinding, ParamSpec
@@ -215,14 +216,15 @@ async def test_a_gateway_shares_across_connectors_cold_and_warm_and_answers_the_
             assert type(a.input_schema) is FrozenDict
             assert a.input_schema is b.input_schema  # the same spec twice: one schema
             assert a.binding is b.binding
-            described = await gw.describe(OPERATOR, f"pets-a.{target.path}")
-            found = await gw.discover(OPERATOR, target.summary, detail=True)
-            listed = await gw.connectors(OPERATOR)
+            described = result_payload(await gw.describe(OPERATOR, f"pets-a.{target.path}"))
+            found = result_payload(await gw.discover(OPERATOR, target.summary, detail=True))
+            listed = result_payload(await gw.connectors(OPERATOR))
             answers.append(json.dumps([described, found, listed]))
             # A re-sync with nothing changed keeps the indexed actions: no second copy.
             await gw.sync()
             assert gw.index.get(f"pets-a.{target.path}") is a
-            assert gw._catalogs["pets-a"].actions[0] is gw.index.get(f"pets-a.{gw._catalogs['pets-a'].actions[0].path}")
+            first = gw.catalogs.loaded["pets-a"].actions[0]
+            assert first is gw.index.get(f"pets-a.{first.path}")
     assert answers[0] == answers[1]
     assert json.dumps(json.loads(answers[0])[0]["input_schema"]) == json.dumps(target.input_schema)
     assert [c["actions"] for c in json.loads(answers[0])[2]["connectors"]] == [len(expected), len(expected)]
@@ -236,6 +238,7 @@ async def test_one_connector_refreshed_alone_is_shared_too(tmp_path: Path) -> No
     async with open_gateway(settings) as gw:
         from mcp_gateway.core.sync import sync_connector
 
-        catalog = await sync_connector(gw._config("pets-b"), gw.manifest, gw.store, gw.clock)
+        catalog = await sync_connector(gw.catalogs.config("pets-b"), gw.manifest, gw.store, gw.clock)
         assert catalog.actions and all(type(a.input_schema) is FrozenDict for a in catalog.actions)
-        assert ACTIONS_ADAPTER.dump_json(catalog.actions) == ACTIONS_ADAPTER.dump_json(gw._catalogs["pets-b"].actions)
+        loaded = gw.catalogs.loaded["pets-b"].actions
+        assert ACTIONS_ADAPTER.dump_json(catalog.actions) == ACTIONS_ADAPTER.dump_json(loaded)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher, load_master_key
-from mcp_gateway.gateway import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway, open_store
@@ -100,7 +100,7 @@ def status(connectors: dict[str, Any]) -> dict[str, str]:
 async def test_down_at_sync_is_an_error_the_rest_works_and_a_call_recovers_it(
     gateway: Gateway, remote_server: McpHttpServer
 ) -> None:
-    listed = await gateway.connectors(OPERATOR)
+    listed = result_payload(await gateway.connectors(OPERATOR))
     assert status(listed) == {
         "lab": "ready",
         "clock": "ready",
@@ -128,8 +128,8 @@ async def test_down_at_sync_is_an_error_the_rest_works_and_a_call_recovers_it(
     recovered = await call(gateway, "remote.peek", {"key": "abc"})
     assert recovered["status"] == "ok", recovered
     assert recovered["data"]["structuredContent"]["value"] == 3
-    assert status(await gateway.connectors(OPERATOR))["remote"] == "ready"
-    assert (await gateway.describe(OPERATOR, "remote.wipe"))["risk"] == "destructive"
+    assert status(result_payload(await gateway.connectors(OPERATOR)))["remote"] == "ready"
+    assert (result_payload(await gateway.describe(OPERATOR, "remote.wipe")))["risk"] == "destructive"
 
 
 async def test_the_next_sync_recovers_it_too(gateway: Gateway, remote_server: McpHttpServer) -> None:
@@ -147,11 +147,11 @@ async def test_the_next_sync_recovers_it_too(gateway: Gateway, remote_server: Mc
 async def test_a_connector_waiting_for_its_credential_loads_on_the_first_call_after_it_is_stored(
     gateway: Gateway,
 ) -> None:
-    locked = next(c for c in (await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
+    locked = next(c for c in result_payload(await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
     assert locked["status"] == "needs_auth" and locked["actions"] == 0
     assert "needs a bearer credential before its tools can be listed" in locked["error"]
     await gateway.vault.put("locked", "locked-secret-value")  # what the connect page does
-    locked = next(c for c in (await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
+    locked = next(c for c in result_payload(await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
     assert locked["status"] == "ready" and locked["actions"] == 10  # listing connectors loaded it
     result = await call(gateway, "locked.whoami")
     assert result["status"] == "ok", result

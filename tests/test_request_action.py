@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway.clock import FixedClock
-from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
@@ -75,11 +75,11 @@ async def call(gw: Gateway, tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_sync_adds_the_request_action_only_where_asked(gateway: Gateway) -> None:
-    described = await gateway.describe(OPERATOR, "echo.request")
+    described = result_payload(await gateway.describe(OPERATOR, "echo.request"))
     assert described["risk"] == "write"
     assert described["input_schema"]["required"] == ["method", "path"]
-    assert (await gateway.describe(OPERATOR, "plain.request"))["reason"] == "action_not_found"
-    found = await gateway.discover(OPERATOR, "send any http request to the api", connector="echo")
+    assert (result_payload(await gateway.describe(OPERATOR, "plain.request")))["reason"] == "action_not_found"
+    found = result_payload(await gateway.discover(OPERATOR, "send any http request to the api", connector="echo"))
     assert found["results"][0]["name"] == "echo.request"
 
 

@@ -1,7 +1,9 @@
 """One call's use of an ``oauth2`` connector: the access token it carries, and the auth flow that puts
 it on the request, renews it once after a 401 and tells a login loop from an expired authorization.
 
-Where the tokens come from (the cache, the vault, the token endpoint) is ``oauth2.OAuth2Tokens``.
+Where the tokens come from (the cache, the vault, the token endpoint) is a ``TokenSource``: the
+gateway's token broker ``mcp_gateway.core.oauth2_tokens.OAuth2Tokens``, which this package does not
+import (it needs the store and the vault).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx2
 
@@ -18,10 +20,7 @@ from ..manifest import OAuth2Auth
 from ..secrets import SealedCredential, SecretValue
 from ._base import check_header_value
 
-if TYPE_CHECKING:
-    from .oauth2 import OAuth2Tokens
-
-__all__ = ["IssuedToken", "OAuth2Session", "apply_oauth2"]
+__all__ = ["IssuedToken", "OAuth2Session", "TokenSource", "apply_oauth2"]
 
 
 def apply_oauth2(request: httpx2.Request, access_token: SecretValue) -> None:
@@ -47,12 +46,24 @@ class IssuedToken:
         return self.expires_at is None or now < self.expires_at
 
 
+class TokenSource(Protocol):
+    """Where a session's access tokens come from, and where it reports what the upstream said of them."""
+
+    async def token(self, session: OAuth2Session) -> IssuedToken: ...
+
+    async def renew(self, session: OAuth2Session, rejected: IssuedToken) -> IssuedToken | None: ...
+
+    async def confirm(self, session: OAuth2Session, token: IssuedToken) -> None: ...
+
+    def evict(self, session: OAuth2Session) -> None: ...
+
+
 class OAuth2Session:
     """One call's use of an ``oauth2`` connector: the auth flow ``LastMeterAuth`` delegates to."""
 
     def __init__(
         self,
-        tokens: OAuth2Tokens,
+        tokens: TokenSource,
         config: OAuth2Auth,
         connector: str,
         principal: str,

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .output import EXIT_STORE, CliError, link_hint, print_json, table
 
 if TYPE_CHECKING:
+    from ..core import Gateway
     from ..core.sync import Progress
-    from ..gateway import Gateway
     from ..identity import Principal
     from ..runtime import Settings
     from ..store.base import Store
@@ -108,7 +108,7 @@ async def cmd_validate(args: argparse.Namespace) -> int:
 
 async def cmd_sync(args: argparse.Namespace) -> int:
     async with _gateway(args, progress=_progress()) as gw:
-        states = [c.state for c in gw._catalogs.values()]
+        states = gw.catalogs.states()
     if args.json:
         _print_json([s.model_dump(mode="json") for s in states])
     else:
@@ -120,8 +120,10 @@ async def cmd_sync(args: argparse.Namespace) -> int:
 
 
 async def cmd_connectors(args: argparse.Namespace) -> int:
+    from ..core import result_payload
+
     async with _gateway(args) as gw:
-        data = await gw.connectors(_principal(args))
+        data = result_payload(await gw.connectors(_principal(args)))
     if args.json:
         _print_json(data)
     else:
@@ -133,8 +135,12 @@ async def cmd_connectors(args: argparse.Namespace) -> int:
 
 
 async def cmd_discover(args: argparse.Namespace) -> int:
+    from ..core import result_payload
+
     async with _gateway(args) as gw:
-        data = await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+        data = result_payload(
+            await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+        )
     if args.json:
         _print_json(data)
     else:
@@ -147,8 +153,10 @@ def _exit_for(data: dict[str, Any]) -> int:
 
 
 async def cmd_describe(args: argparse.Namespace) -> int:
+    from ..core import result_payload
+
     async with _gateway(args) as gw:
-        data = await gw.describe(_principal(args), args.tool)
+        data = result_payload(await gw.describe(_principal(args), args.tool))
     _print_json(data)
     return _exit_for(data)
 
@@ -172,7 +180,7 @@ async def cmd_call(args: argparse.Namespace) -> int:
             fields=args.fields or None,
             wait=args.wait,
         )
-    from ..gateway import result_payload
+    from ..core import result_payload
 
     data = result_payload(result)
     _print_json(data)
@@ -181,8 +189,10 @@ async def cmd_call(args: argparse.Namespace) -> int:
 
 
 async def cmd_connect(args: argparse.Namespace) -> int:
+    from ..core import result_payload
+
     async with _gateway(args) as gw:
-        data = await gw.connect(_principal(args), args.connector)
+        data = result_payload(await gw.connect(_principal(args), args.connector))
     _print_json(data)
     _hint_link(data, gw.links.public_url)
     return _exit_for(data)

@@ -141,10 +141,11 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
         )
         return findings
 
+    from ..core import result_payload
     from .commands import principal
 
     async with open_gateway(settings, manifest=manifest) as gw:
-        listed = await gw.connectors(principal(args))
+        listed = result_payload(await gw.connectors(principal(args)))
     for c in listed["connectors"]:
         slug, status = c["slug"], c["status"]
         if status == "error":

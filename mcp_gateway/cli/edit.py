@@ -354,11 +354,12 @@ async def cmd_add(args: argparse.Namespace) -> int:
 
 async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
     """Sync the manifest and tell the user what to do next for ``slug``."""
+    from ..core import result_payload
     from ..runtime import open_gateway
     from .commands import principal
 
     async with open_gateway(args.settings, manifest=manifest) as gw:
-        listed = await gw.connectors(principal(args))
+        listed = result_payload(await gw.connectors(principal(args)))
     row = next(c for c in listed["connectors"] if c["slug"] == slug)
     cfg = manifest.connector(slug)
     if args.json:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .commands import principal
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..core import Gateway
     from ..manifest import Manifest
 
 __all__ = ["cmd_pages", "cmd_serve", "served_public_url"]

@@ -3,9 +3,10 @@
 The gateway runs every call in two steps. ``prepare`` is pure (no I/O, no credential): it turns
 the agent's arguments into what will be sent, so an argument the wire cannot carry is refused
 *before* a human is asked to approve the call. ``run`` sends it, with the connector's
-last-meter auth, and returns a capped ``Outcome``. New source kinds (GraphQL, upstream MCP,
-Postman) add an executor and register it for their binding kind; the gateway itself does not
-change.
+last-meter auth (a ``LastMeterAuth``: a non-HTTP executor opens the secret through it, e.g. into
+a stdio server's environment), and returns a capped ``Outcome``. A new binding kind adds an
+executor and a case in ``core.executors.Executors.for_binding``, whose ``match`` fails the type
+check until it has one.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Executor(Protocol):
         with reason ``connector_error`` (the operator's)."""
         ...
 
-    async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
+    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
         """Send it. Raises ``UpstreamError`` when no answer could be had; any answer is an Outcome."""
         ...
 
@@ -72,7 +73,7 @@ class HttpExecutor:
         request = build_request(action, args, base_url=base_url, static_headers=connector.headers)
         return Prepared(action=action, connector=connector, request=request)
 
-    async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
+    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
         assert prepared.request is not None
         return await send(
             self.client_for(prepared.connector, auth),
@@ -84,7 +85,10 @@ class HttpExecutor:
 
     def client_for(self, connector: ConnectorConfig, auth: httpx2.Auth) -> httpx2.AsyncClient:
         """The client to send ``connector``'s request through: the shared one, or for ``mtls`` the one
-        holding the stored certificate. Raises ``CredentialError`` when that certificate cannot be loaded."""
+        holding the stored certificate. Raises ``CredentialError`` when that certificate cannot be loaded.
+
+        It takes any ``httpx2.Auth`` because sync's GraphQL introspection picks its client here too;
+        only the gateway's ``LastMeterAuth`` carries a certificate to present."""
         if isinstance(connector.auth, MtlsAuth) and isinstance(auth, LastMeterAuth) and auth.credential is not None:
             return self._certificates.client_for(connector.auth, auth.credential)
         # Without a credential the auth flow raises CredentialMissing before anything is sent.

@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
-import httpx2
 from pydantic import ValidationError
 
+from ..auth import LastMeterAuth
 from ..auth.custom import render_secret_template
 from ..errors import CredentialError, GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
@@ -88,12 +88,6 @@ MAX_PAGES = 100
 MAX_TOOLS = 10_000
 CLOSE_GRACE = 10.0
 """How long shutdown waits for sessions to close (a stdio child gets stdin closed, then signals)."""
-
-
-class _SecretOpener(Protocol):
-    """What the gateway's ``LastMeterAuth`` offers for a non-HTTP last meter."""
-
-    def open_secret(self) -> SecretValue | None: ...
 
 
 @dataclass(eq=False)
@@ -175,7 +169,7 @@ class McpExecutor:
         _spec(connector)  # an operator's mistake shows before any approval is asked for
         return Prepared(action=action, connector=connector, payload={"tool": binding.tool, "arguments": dict(args)})
 
-    async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
+    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
         from mcp.shared.exceptions import MCPError
 
         cfg = prepared.connector
@@ -240,7 +234,7 @@ class McpExecutor:
 
     # -- listing (the sources.mcp.ToolLister protocol) --------------------------------------------
 
-    async def list_tools(self, connector: ConnectorConfig, *, auth: httpx2.Auth) -> list[types.Tool]:
+    async def list_tools(self, connector: ConnectorConfig, *, auth: LastMeterAuth) -> list[types.Tool]:
         from mcp.shared.exceptions import MCPError
 
         state = CallState(auth)
@@ -272,7 +266,7 @@ class McpExecutor:
 
     # -- the pool ---------------------------------------------------------------------------------
 
-    async def _session(self, cfg: ConnectorConfig, auth: httpx2.Auth, state: CallState) -> tuple[_Session, bool]:
+    async def _session(self, cfg: ConnectorConfig, auth: LastMeterAuth, state: CallState) -> tuple[_Session, bool]:
         """The live session for this connector and credential, opened if needed; True when new."""
         spec = _spec(cfg)
         settings = _settings_digest(cfg)
@@ -294,15 +288,12 @@ class McpExecutor:
             self._sessions[key] = session
             return session, True
 
-    def _environment(self, spec: McpSpec, auth: httpx2.Auth) -> tuple[dict[str, str] | None, str | None]:
+    def _environment(self, spec: McpSpec, auth: LastMeterAuth) -> tuple[dict[str, str] | None, str | None]:
         if spec.command is None:
             return None, None
         secret: SecretValue | None = None
         if spec.uses_secret:
-            opener: _SecretOpener | None = auth if hasattr(auth, "open_secret") else None  # type: ignore[assignment]
-            if opener is None:
-                raise CredentialError("this connector's credential cannot be placed in a stdio server's environment")
-            secret = opener.open_secret()
+            secret = auth.open_secret()
         env = {name: _render(value, secret) for name, value in spec.env.items()}
         del secret
         material = json.dumps(sorted(env.items())).encode()

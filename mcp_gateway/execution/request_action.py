@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote
 
 import httpx2
 
+from ..auth import LastMeterAuth
 from ..errors import ArgumentError, UpstreamError
 from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_headers
 from ..model import Action, RequestBinding
@@ -63,7 +64,7 @@ class RequestExecutor:
             )
         return Prepared(action=action, connector=connector, request=build_generic_request(args, base_url, connector))
 
-    async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
+    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
         assert prepared.request is not None
         return await send(
             self._http.client_for(prepared.connector, auth),

@@ -28,7 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..gateway import Gateway
+from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server

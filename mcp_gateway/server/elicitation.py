@@ -49,7 +49,7 @@ from mcp_types import (
 from mcp_types.version import is_version_at_least
 
 from ..clock import Clock
-from ..gateway import Gateway
+from ..core import Gateway
 from ..identity import Principal
 from ..links import HumanLink, human_link
 from ..store.base import Store

@@ -19,8 +19,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from ..gateway import Gateway, result_payload
+from ..core import Gateway, result_payload
+from ..core.results import Connected
 from ..identity import Principal
+from ..model import PendingApproval
 from .elicitation import HumanElicitation, request_state_security
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
@@ -158,18 +160,25 @@ def build_mcp_server(
             # The human approved (or denied, or connected): the call runs, at most once per approval.
             approval_id = resumed.approval_id or approval_id
             wait = None
-        if wait and humans.supported(ctx) and not humans.stateless(ctx):
+        announced: tuple[PendingApproval, CallToolResult | InputRequiredResult] | None = None
+
+        async def announce(pending: PendingApproval) -> None:
             # The human must get the URL elicitation before the wait, not once it is over.
-            first = await gateway.call(principal, tool, args or {}, approval_id=approval_id, fields=fields)
-            answer = await offered(ctx, principal, "call", first)
-            pending = result_payload(first)
-            if pending.get("status") != "pending_approval":
-                return answer
-            decided = await gateway.approvals.wait(pending["approval_id"], wait)
-            if decided is None or decided.status == "pending":
-                return answer
-            approval_id, wait = pending["approval_id"], None
-        result = await gateway.call(principal, tool, args or {}, approval_id=approval_id, fields=fields, wait=wait)
+            nonlocal announced
+            announced = pending, await offered(ctx, principal, "call", pending)
+
+        elicits = bool(wait) and humans.supported(ctx) and not humans.stateless(ctx)
+        result = await gateway.call(
+            principal,
+            tool,
+            args or {},
+            approval_id=approval_id,
+            fields=fields,
+            wait=wait,
+            on_pending=announce if elicits else None,
+        )
+        if announced is not None and announced[0] is result:
+            return announced[1]  # nobody decided in time: the answer already given stands
         return await offered(ctx, principal, "call", result)
 
     @server.tool(
@@ -187,7 +196,7 @@ def build_mcp_server(
         if resumed is not None:
             if not resumed.done:
                 return _result(resumed.payload)
-            return _result({"status": "ok", "connector": connector, "message": f"The user connected {connector}."})
+            return _result(Connected(connector=connector, message=f"The user connected {connector}."))
         return await offered(ctx, principal, "connect", await gateway.connect(principal, connector))
 
     @server.tool(
@@ -206,7 +215,7 @@ def build_mcp_server(
             if not resumed.done:
                 return _result(resumed.payload)
             stored = f"The user stored the secret {name!r}."
-            return _result({"status": "ok", "connector": connector, "name": name, "message": stored})
+            return _result(Connected(connector=connector, name=name, message=stored))
         return await offered(ctx, principal, "request_secret", await gateway.request_secret(principal, connector, name))
 
     return server

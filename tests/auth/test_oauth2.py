@@ -25,13 +25,14 @@ import pytest
 
 from mcp_gateway.approvals import ApprovalService
 from mcp_gateway.audit import Auditor
-from mcp_gateway.auth._oauth2_pending import PENDING_KIND
-from mcp_gateway.auth.oauth2 import TOKEN_NAME, OAuth2Tokens, pkce_challenge
+from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway, result_payload
+from mcp_gateway.core.oauth2_pending import PENDING_KIND
+from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.errors import ManifestError
-from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
@@ -251,7 +252,7 @@ async def test_an_authorization_in_flight_is_stored_sealed_and_any_instance_take
 async def test_code_exchange_sends_the_verifier_and_authenticates_the_client(tmp_path: Path) -> None:
     async with env(tmp_path) as e:
         assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), NeedsAuth)  # client stored, no tokens
-        listed = {c["slug"]: c for c in (await e.gateway.connectors(OPERATOR))["connectors"]}
+        listed = {c["slug"]: c for c in result_payload(await e.gateway.connectors(OPERATOR))["connectors"]}
         assert listed["code"]["status"] == "needs_auth" and listed["machine"]["status"] == "ready"
         await e.authorize()
         exchange = e.provider.token_requests[-1]
@@ -268,7 +269,7 @@ async def test_code_exchange_sends_the_verifier_and_authenticates_the_client(tmp
         token_set = stored.open().reveal()
         assert isinstance(token_set, dict)
         assert (token_set["access_token"], token_set["refresh_token"], token_set["verified"]) == ("at-1", "rt-1", "1")
-        listed = {c["slug"]: c for c in (await e.gateway.connectors(OPERATOR))["connectors"]}
+        listed = {c["slug"]: c for c in result_payload(await e.gateway.connectors(OPERATOR))["connectors"]}
         assert listed["code"]["status"] == "ready"
 
 

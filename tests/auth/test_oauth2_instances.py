@@ -31,12 +31,14 @@ import pytest
 
 from mcp_gateway.approvals import ApprovalService
 from mcp_gateway.audit import Auditor
-from mcp_gateway.auth._oauth2_lease import LEASE_KIND, RefreshLease, lease_key
-from mcp_gateway.auth.oauth2 import TOKEN_NAME, OAuth2Tokens, PendingAuthorization
+from mcp_gateway.auth.oauth2 import TOKEN_NAME
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway
+from mcp_gateway.core.oauth2_lease import LEASE_KIND, RefreshLease, lease_key
+from mcp_gateway.core.oauth2_pending import PendingAuthorization
+from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest

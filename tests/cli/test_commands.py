@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway import cli
-from mcp_gateway.gateway import Gateway
+from mcp_gateway.core import Gateway
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 MANIFEST = """

@@ -23,9 +23,9 @@ import anyio
 import pytest
 
 from mcp_gateway import cli
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.discovery import DiscoveryIndex, EmbeddingReranker, EmbeddingsUnavailable
 from mcp_gateway.discovery._embedding import INSTALL_HINT, MiniLmEncoder, embedded_text
-from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Action, McpBinding
@@ -353,7 +353,7 @@ async def test_the_gateway_ranks_with_the_configured_reranker_and_warms_it(
         tg.cancel_scope.cancel()
     assert len(reranker) == 2
     encoder.calls.clear()
-    found = await gw.discover(OPERATOR, "report a bug")
+    found = result_payload(await gw.discover(OPERATOR, "report a bug"))
     assert [r["name"] for r in found["results"]] == ["tracker.tickets.open", "tracker.reports.create"]
     assert encoder.calls == [["report a bug"]]
 

@@ -36,8 +36,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
+from mcp_gateway.core.calls import DEFAULT_MAX_RESPONSE_BYTES
 from mcp_gateway.execution.response import ERROR_TEXT_LIMIT
-from mcp_gateway.gateway import DEFAULT_MAX_RESPONSE_BYTES
 from tests.support.upstream import EchoApp, serve_asgi
 
 from .conftest import GatewayEnv, HttpGateway, free_port, http_client

@@ -32,9 +32,9 @@ from starlette.applications import Starlette
 from mcp_gateway.approvals import ApprovalService
 from mcp_gateway.audit import Auditor
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.gateway import Gateway
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
@@ -271,7 +271,7 @@ async def test_csrf_is_bound_to_its_link_and_compared_in_constant_time(
 
 async def test_a_named_secret_is_one_value(tmp_path: Path) -> None:
     async with pages(tmp_path) as p:
-        result = await p.gateway.request_secret(OPERATOR, "basic_api", "webhook_secret")
+        result = result_payload(await p.gateway.request_secret(OPERATOR, "basic_api", "webhook_secret"))
         path = result["secret_url"].removeprefix(PUBLIC)
         html = (await p.http.get(path)).text
         assert _names(html) == ["secret"] and "webhook_secret" in html

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.errors import ArgumentError
 from mcp_gateway.execution.graphql import build_operation, selection_from_select
-from mcp_gateway.gateway import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Action, GraphQLBinding
@@ -280,7 +280,7 @@ async def test_introspection_uses_the_connector_credential(tmp_path: Path) -> No
     with LoopbackServer(app) as server:
         endpoint = f"{server.base_url}/graphql"
         async with _gateway(tmp_path, _manifest(endpoint, auth="{type: bearer}")) as gw:
-            listed = (await gw.connectors(OPERATOR))["connectors"][0]
+            listed = (result_payload(await gw.connectors(OPERATOR)))["connectors"][0]
             assert listed["status"] == "error"
             assert "no credential" in listed["error"] and "secret set" in listed["error"]
             await gw.vault.put("gh", TOKEN)
@@ -296,7 +296,7 @@ async def test_introspection_uses_the_connector_credential(tmp_path: Path) -> No
             await gw.vault.put("gh", "wrong-token-value")
             (state,) = await gw.sync()
             assert state.status == "error" and "refused the introspection query (401)" in (state.error or "")
-            everything = json.dumps(await gw.connectors(OPERATOR)) + json.dumps(
+            everything = json.dumps(result_payload(await gw.connectors(OPERATOR))) + json.dumps(
                 [s.model_dump(mode="json") for s in [state]]
             )
             assert TOKEN not in everything and "wrong-token-value" not in everything
@@ -327,7 +327,7 @@ async def test_unreachable_or_broken_sources_fail_alone_and_recover(tmp_path: Pa
     source: {{graphql: {{introspect: true}}}}
 """
         async with _gateway(tmp_path, _manifest(endpoint, schema_file=schema_file, extra=extra)) as gw:
-            states = {c["slug"]: c for c in (await gw.connectors(OPERATOR))["connectors"]}
+            states = {c["slug"]: c for c in (result_payload(await gw.connectors(OPERATOR)))["connectors"]}
             assert states["gh"]["status"] == "ready" and states["gh"]["actions"] == 5
             assert states["down"]["status"] == "error" and "could not reach 127.0.0.1" in states["down"]["error"]
             assert states["bad"]["status"] == "error" and "not valid GraphQL SDL at line 1" in states["bad"]["error"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import PostmanBinding
@@ -67,7 +67,7 @@ async def test_conduit_end_to_end(tmp_path: Path, upstream: tuple[EchoApp, str])
     source: {{postman: {CONDUIT}}}
 """
     async with _gateway(tmp_path, connector, secrets={"conduit": SECRET}) as gw:
-        listed = (await gw.connectors(OPERATOR))["connectors"]
+        listed = (result_payload(await gw.connectors(OPERATOR)))["connectors"]
         assert listed[0]["status"] == "ready" and listed[0]["actions"] == 32
 
         result = await _call(gw, "conduit.articles_favorite_comments.articles_by_author", {"author": "jake"})
@@ -85,7 +85,7 @@ async def test_conduit_end_to_end(tmp_path: Path, upstream: tuple[EchoApp, str])
         assert app.requests[-1].json() == {"user": user}
         assert app.requests[-1].headers["content-type"] == "application/json"
 
-        described = await gw.describe(OPERATOR, "conduit.auth.login")
+        described = result_payload(await gw.describe(OPERATOR, "conduit.auth.login"))
         assert described["input_schema"]["required"] == ["user"]
         catalog = await gw.store.get_catalog("conduit")
         assert catalog is not None
@@ -207,14 +207,14 @@ async def test_box_literal_token_goes_nowhere(
     async with _gateway(tmp_path, connector, secrets={"box": SECRET}) as gw:
         await gw.sync()  # a second sync reads the stored catalog back
         results = [
-            await gw.connectors(OPERATOR),
-            await gw.discover(OPERATOR, "accept terms of service"),
+            result_payload(await gw.connectors(OPERATOR)),
+            result_payload(await gw.discover(OPERATOR, "accept terms of service")),
         ]
         catalog = await gw.store.get_catalog("box")
         assert catalog is not None and len(catalog.actions) == 255
         assert BOX_LITERAL_TOKEN not in json.dumps([a.model_dump(mode="json") for a in catalog.actions])
         accept = next(a for a in catalog.actions if a.summary == "Accepts Terms of Service of User")
-        results.append(await gw.describe(OPERATOR, accept.qualified_name))
+        results.append(result_payload(await gw.describe(OPERATOR, accept.qualified_name)))
         results.append(await _call(gw, accept.qualified_name))
         assert app.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
         assert app.requests[-1].path == "/2.0/terms_of_service_user_statuses/13696422"
@@ -238,7 +238,7 @@ async def test_a_malformed_collection_fails_only_its_connector(tmp_path: Path, u
         for slug, file in (("junk", "junk.json"), ("v1", "v1.json"), ("absent", "absent.json"), ("good", "good.json"))
     )
     async with _gateway(tmp_path, connectors) as gw:
-        states = {c["slug"]: c for c in (await gw.connectors(OPERATOR))["connectors"]}
+        states = {c["slug"]: c for c in (result_payload(await gw.connectors(OPERATOR)))["connectors"]}
         assert states["good"]["status"] == "ready" and states["good"]["actions"] == 1
         assert states["junk"]["status"] == "error" and "not valid JSON" in states["junk"]["error"]
         assert states["v1"]["status"] == "error" and "v1 collection" in states["v1"]["error"]

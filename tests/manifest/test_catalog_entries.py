@@ -23,7 +23,7 @@ import pytest
 
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
 from mcp_gateway.clock import FixedClock
-from mcp_gateway.gateway import Gateway, result_payload
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import (
     CATALOG_DIR,

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ...gateway import Gateway
+from ...core import Gateway
 from ._common import PageContext
 from .approvals import approval_routes
 from .credentials import FIELDS, Field, credential_routes

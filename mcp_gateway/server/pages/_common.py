@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.templating import Jinja2Templates
 
-from ...gateway import Gateway
+from ...core import Gateway
 
 __all__ = ["GONE", "TEMPLATES", "PageContext", "message", "page"]
 

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ...core import result_payload
 from ...identity import OPERATOR
 from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
 from ._common import PageContext, message, page, security_headers
@@ -72,7 +73,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
                 return message("Not signed in", "That operator token is not valid.", status=401, tone="bad")
             return login_page()
         now = gateway.clock.now()
-        connectors = (await gateway.connectors(OPERATOR))["connectors"]
+        connectors = result_payload(await gateway.connectors(OPERATOR))["connectors"]
         pending = [a for a in await gateway.store.list_approvals("pending") if a.expires_at > now]
         await gateway.auditor.flush()  # rows are written in the background: show the latest calls too
         audit = await gateway.store.list_audit(AUDIT_ROWS)

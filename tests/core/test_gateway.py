@@ -24,9 +24,9 @@ from mcp import Client
 from mcp_gateway.approvals import ApprovalService, fingerprint
 from mcp_gateway.audit import Auditor
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.gateway import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
@@ -265,18 +265,18 @@ def slugs(connectors: dict[str, Any]) -> list[str]:
 
 async def test_without_agents_block_every_session_sees_every_connector(h: Harness) -> None:
     for principal in (OPERATOR, Principal(user="alice"), Principal(user="alice", agent="anything")):
-        assert slugs(await h.gateway.connectors(principal)) == ["api", "open", "vault"]
+        assert slugs(result_payload(await h.gateway.connectors(principal))) == ["api", "open", "vault"]
 
 
 async def test_agent_sees_only_its_granted_connectors(tmp_path: Path) -> None:
     bot = Principal(user="operator", agent="bot")
     async with harness(tmp_path, manifest_text(agents=True)) as h:
-        assert slugs(await h.gateway.connectors(bot)) == ["open"]
-        found = await h.gateway.discover(bot, "fetch an item by its id")
+        assert slugs(result_payload(await h.gateway.connectors(bot))) == ["open"]
+        found = result_payload(await h.gateway.discover(bot, "fetch an item by its id"))
         assert all(r["name"].startswith("open.") for r in found["results"])
-        assert (await h.gateway.discover(bot, "item", connector="api"))["results"] == []
+        assert (result_payload(await h.gateway.discover(bot, "item", connector="api")))["results"] == []
 
-        described = await h.gateway.describe(bot, "api.items.get")
+        described = result_payload(await h.gateway.describe(bot, "api.items.get"))
         assert described["reason"] == "action_not_found"
         assert not [s for s in described["suggestions"] if s["name"].startswith("api.")]
 
@@ -284,7 +284,7 @@ async def test_agent_sees_only_its_granted_connectors(tmp_path: Path) -> None:
         result = await h.gateway.call(bot, "api.items.get", {"id": "1"})
         assert isinstance(result, Denied) and result.reason == "action_not_found"
         assert not [s for s in result.suggestions or [] if s["name"].startswith("api.")]
-        connect = await h.gateway.connect(bot, "api")
+        connect = result_payload(await h.gateway.connect(bot, "api"))
         assert connect["reason"] == "connector_not_found"
 
         ok = await h.gateway.call(bot, "open.things.list")
@@ -295,21 +295,21 @@ async def test_agent_sees_only_its_granted_connectors(tmp_path: Path) -> None:
 async def test_unknown_agent_sees_nothing_and_every_call_is_denied(tmp_path: Path) -> None:
     ghost = Principal(user="operator", agent="ghost")
     async with harness(tmp_path, manifest_text(agents=True)) as h:
-        assert slugs(await h.gateway.connectors(ghost)) == []
-        assert (await h.gateway.discover(ghost, "list the things"))["results"] == []
-        assert (await h.gateway.describe(ghost, "open.things.list"))["reason"] == "action_not_found"
+        assert slugs(result_payload(await h.gateway.connectors(ghost))) == []
+        assert (result_payload(await h.gateway.discover(ghost, "list the things")))["results"] == []
+        assert (result_payload(await h.gateway.describe(ghost, "open.things.list")))["reason"] == "action_not_found"
         for tool in ("open.things.list", "api.items.get", "no.such.tool"):
             result = await h.gateway.call(ghost, tool, {"id": "1"})
             assert isinstance(result, Denied)
             assert result.reason == "connector_not_assigned"
         # A session that names no agent but is not the operator is a stranger too.
-        assert slugs(await h.gateway.connectors(Principal(user="token:abc"))) == []
+        assert slugs(result_payload(await h.gateway.connectors(Principal(user="token:abc")))) == []
         assert h.upstream.requests == []
 
 
 async def test_operator_sees_every_connector_even_with_an_agents_block(tmp_path: Path) -> None:
     async with harness(tmp_path, manifest_text(agents=True)) as h:
-        assert slugs(await h.gateway.connectors(OPERATOR)) == ["api", "open", "vault"]
+        assert slugs(result_payload(await h.gateway.connectors(OPERATOR))) == ["api", "open", "vault"]
         assert isinstance(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}), Ok)
 
 
@@ -328,7 +328,7 @@ async def test_connector_always_run_beats_the_risk_default(h: Harness) -> None:
     assert isinstance(result, Ok), result
     assert result.data["body"] == {"text": "hi"}
     assert h.upstream.hits("/notes") == 1
-    described = await h.gateway.describe(OPERATOR, "api.notes.create")
+    described = result_payload(await h.gateway.describe(OPERATOR, "api.notes.create"))
     assert (described["policy"]["action"], described["policy"]["source"]) == ("always_run", "connector")
     assert described["policy"]["rule"] == "notes.create"
     # Without that rule the same kind of write waits for a human.
@@ -343,7 +343,7 @@ async def test_sensitive_connector_needs_approval_even_for_reads(h: Harness) -> 
     record = await h.store.get_approval(result.approval_id)
     assert record is not None and record.verdict_source == "sensitive" and record.risk == "read"
     assert h.upstream.requests == []
-    described = await h.gateway.describe(OPERATOR, "vault.entries.list")
+    described = result_payload(await h.gateway.describe(OPERATOR, "vault.entries.list"))
     assert described["policy"]["source"] == "sensitive"
     assert described["policy"]["action"] == "require_approval"
 
@@ -381,11 +381,11 @@ async def test_when_condition_is_not_bypassed_by_a_numeric_string(h: Harness) ->
 
 
 async def test_describe_says_conditional_only_when_a_conditional_rule_matches(h: Harness) -> None:
-    """BUG (gateway.py ``describe``): ``conditional`` is true for every action as soon as any rule
+    """BUG (core/gateway.py ``describe``): ``conditional`` is true for every action as soon as any rule
     anywhere in the manifest has ``when``, even one that can never apply to this action."""
-    payments = await h.gateway.describe(OPERATOR, "api.payments.create")
+    payments = result_payload(await h.gateway.describe(OPERATOR, "api.payments.create"))
     assert payments["policy"]["conditional"] is True
-    notes = await h.gateway.describe(OPERATOR, "api.notes.create")
+    notes = result_payload(await h.gateway.describe(OPERATOR, "api.notes.create"))
     assert notes["policy"]["conditional"] is False
 
 
@@ -393,12 +393,12 @@ async def test_describe_says_conditional_only_when_a_conditional_rule_matches(h:
 
 
 async def test_unconditionally_blocked_action_is_invisible_but_call_explains(h: Harness) -> None:
-    found = await h.gateway.discover(OPERATOR, "purge every item", limit=50)
+    found = result_payload(await h.gateway.discover(OPERATOR, "purge every item", limit=50))
     assert "api.admin.purge" not in [r["name"] for r in found["results"]]
-    described = await h.gateway.describe(OPERATOR, "api.admin.purge")
+    described = result_payload(await h.gateway.describe(OPERATOR, "api.admin.purge"))
     assert described["status"] == "denied" and described["reason"] == "action_not_found"
     assert "api.admin.purge" not in [s["name"] for s in described["suggestions"]]
-    api = next(c for c in (await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
+    api = next(c for c in result_payload(await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
     assert api["actions"] == 9  # ten declared, one hidden
 
     result = await h.gateway.call(OPERATOR, "api.admin.purge")
@@ -509,7 +509,7 @@ async def test_concurrent_retries_of_one_approval_reach_the_upstream_once(h: Har
 
 
 async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
-    """BUG (gateway.py ``_call``/``_run``): the approval gate consumes the approval before the
+    """BUG (core/calls.py ``_attempt``/``_run``): the approval gate consumes the approval before the
     credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
     retry is refused (approval_mismatch) and the human must approve the very same call again.
     Either order of the two human steps is fine; approving twice is not."""
@@ -544,7 +544,7 @@ async def test_needs_auth_with_a_connect_link_when_nothing_is_stored(tmp_path: P
         assert result.connector == "api"
         assert result.connect_url.startswith(f"{PUBLIC_URL}/connect/")
         assert h.upstream.requests == []
-        api = next(c for c in (await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
+        api = next(c for c in result_payload(await h.gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "api")
         assert (api["status"], api["auth_configured"]) == ("needs_auth", False)
         # A connector without auth needs nothing stored.
         assert isinstance(await h.gateway.call(OPERATOR, "open.things.list"), Ok)
@@ -586,7 +586,7 @@ async def test_upstream_500_carries_status_and_redacted_message(h: Harness) -> N
 
 
 async def test_truncated_answer_does_not_leak_a_secret_prefix(tmp_path: Path) -> None:
-    """BUG (gateway.py ``_run``): redaction runs after the body is cut at ``max_response_bytes``,
+    """BUG (core/calls.py ``_run``): redaction runs after the body is cut at ``max_response_bytes``,
     so a secret straddling the cut is not recognized and all but its last characters reach the
     agent. Same for ``summarize_error``'s 2,000-character cap on ``upstream_message``."""
     cap = 200
@@ -599,7 +599,7 @@ async def test_truncated_answer_does_not_leak_a_secret_prefix(tmp_path: Path) ->
 
 
 async def test_capped_upstream_message_does_not_leak_a_secret_prefix(h: Harness) -> None:
-    """BUG (execution/response.py ``summarize_error`` + gateway.py ``_run``): the upstream's reason
+    """BUG (execution/response.py ``summarize_error`` + core/calls.py ``_run``): the upstream's reason
     is capped at 2,000 characters before it is redacted, so a secret cut by the cap leaks its start."""
     prefix = "upstream answered 500; you sent Bearer "
     pad = 2000 - len(prefix) - len(SECRET)  # the cap (1,999 characters + "…") drops the secret's last one
@@ -640,12 +640,12 @@ async def test_unreachable_upstream_is_an_error_naming_only_the_host(h: Harness)
 
 
 async def test_connect_and_request_secret_hand_out_links(h: Harness) -> None:
-    connect = await h.gateway.connect(OPERATOR, "api")
+    connect = result_payload(await h.gateway.connect(OPERATOR, "api"))
     assert connect["status"] == "link" and connect["connect_url"].startswith(f"{PUBLIC_URL}/connect/")
-    secret = await h.gateway.request_secret(OPERATOR, "api", "token")
+    secret = result_payload(await h.gateway.request_secret(OPERATOR, "api", "token"))
     assert secret["status"] == "link" and secret["secret_url"].startswith(f"{PUBLIC_URL}/secrets/")
-    assert (await h.gateway.connect(OPERATOR, "open"))["status"] == "ok"  # needs no credential
-    assert (await h.gateway.connect(OPERATOR, "nope"))["reason"] == "connector_not_found"
+    assert (result_payload(await h.gateway.connect(OPERATOR, "open")))["status"] == "ok"  # needs no credential
+    assert (result_payload(await h.gateway.connect(OPERATOR, "nope")))["reason"] == "connector_not_found"
 
 
 async def test_unexpected_failure_is_a_generic_internal_error(h: Harness) -> None:

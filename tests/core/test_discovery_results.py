@@ -1,6 +1,6 @@
 """What ``discover`` and an unknown tool name hand an agent: enough to act without a second call.
 
-In process, with the real collaborators of tests/test_gateway.py's harness (SQLite store, AES-GCM
+In process, with the real collaborators of tests/core/test_gateway.py's harness (SQLite store, AES-GCM
 vault, policies) and the real MCP SDK client over the in-memory transport.
 """
 
@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_gateway.gateway import DETAIL_SCHEMAS
+from mcp_gateway.core import result_payload
+from mcp_gateway.core.gateway import DETAIL_SCHEMAS
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.server.tools import build_mcp_server
-from tests.test_gateway import SECRET, harness
+from tests.core.test_gateway import SECRET, harness
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +71,7 @@ def anyio_backend() -> str:
 
 async def test_discover_results_are_actionable(tmp_path: Path) -> None:
     async with harness(tmp_path, MANIFEST, secret=None) as h:
-        found = await h.gateway.discover(OPERATOR, "place an order for a customer")
+        found = result_payload(await h.gateway.discover(OPERATOR, "place an order for a customer"))
         first = found["results"][0]
         assert first["name"] == "shop.orders.create"
         assert first["summary"] == "Place an order"
@@ -84,7 +85,7 @@ async def test_discover_results_are_actionable(tmp_path: Path) -> None:
 
 async def test_detail_carries_the_full_schema_of_the_first_results_only(tmp_path: Path) -> None:
     async with harness(tmp_path, MANIFEST, secret=None) as h:
-        found = await h.gateway.discover(OPERATOR, "order", limit=5, detail=True)
+        found = result_payload(await h.gateway.discover(OPERATOR, "order", limit=5, detail=True))
         results = found["results"]
         assert len(results) == 5
         for rank, result in enumerate(results):
@@ -120,7 +121,7 @@ async def test_a_guessed_name_answers_with_suggestions_to_act_on(tmp_path: Path,
     async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
         for answer in [
             (await h.gateway.call(OPERATOR, tool, {})).model_dump(exclude_none=True),
-            await h.gateway.describe(OPERATOR, tool),
+            result_payload(await h.gateway.describe(OPERATOR, tool)),
         ]:
             assert (answer["status"], answer["reason"]) == ("denied", "action_not_found")
             first = answer["suggestions"][0]

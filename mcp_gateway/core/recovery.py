@@ -2,7 +2,7 @@
 
 A connector whose source was unreachable at sync (an MCP server that was down, an introspection
 endpoint that timed out) has ``status=error`` and no actions. The next full sync retries it; so
-does the first ``call`` or ``describe`` that names one of its actions (``Gateway.refresh_connector``),
+does the first ``call`` or ``describe`` that names one of its actions (``Catalogs.recover``),
 at most as often as ``Backoff`` allows: 2 s after a failure, doubling to a minute, reset by a
 success. So an agent that keeps calling a dead upstream costs it one attempt a minute, not one a call.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from .clock import Clock
+from ..clock import Clock
 
 __all__ = ["Backoff", "connector_named"]
 

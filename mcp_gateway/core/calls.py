@@ -1,0 +1,259 @@
+"""One attempt at a call: grant -> arguments -> policy -> credential -> approval -> run -> result.
+
+``CallPipeline.attempt`` turns a tool name and arguments into a ``CallResult``, filling the
+``CallTrace`` the audit row is built from. The order matters: the call is prepared, and the
+credential looked up, before any approval is asked for or consumed, so a human never approves a
+call that cannot run, nor burns an approval on one. Whatever the upstream echoes back is redacted
+(every secret the call sent is known to the ``Redactor``) before it leaves. Waiting for a human's
+decision and writing the audit row are the ``Gateway``'s: one attempt here, maybe two per call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ..approvals import ApprovalService, redact_arguments
+from ..audit import args_preview
+from ..auth import LastMeterAuth
+from ..errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
+from ..execution.executor import Executor, Prepared
+from ..identity import Principal, granted_connectors
+from ..links import LinkService
+from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
+from ..policy import effective_risk
+from ..projection import project
+from ..redaction import Redactor
+from .catalogs import Catalogs
+from .credential_broker import CredentialBroker
+from .executors import Executors
+from .permissions import Permissions
+from .results import redact_data, upstream_summary
+from .trace import CallTrace
+
+__all__ = ["CallPipeline"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024
+
+_APPROVAL_REFUSALS: dict[Literal["approval_denied", "approval_expired", "approval_mismatch"], str] = {
+    "approval_denied": "A human denied this call. Do not retry it; tell the user or choose another way.",
+    "approval_expired": "The approval expired before it was used. Call again without approval_id for a new one.",
+    "approval_mismatch": "This approval_id does not cover this exact call (tool and arguments) or was "
+    "already used. Call again without approval_id to ask for a new approval.",
+}
+
+
+class CallPipeline:
+    """Runs calls for one gateway, over its collaborators."""
+
+    def __init__(
+        self,
+        *,
+        catalogs: Catalogs,
+        permissions: Permissions,
+        credentials: CredentialBroker,
+        executors: Executors,
+        approvals: ApprovalService,
+        links: LinkService,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self._catalogs = catalogs
+        self._permissions = permissions
+        self._credentials = credentials
+        self._executors = executors
+        self._approvals = approvals
+        self._links = links
+        self.max_response_bytes = max_response_bytes
+
+    async def attempt(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        trace: CallTrace,
+    ) -> CallResult:
+        """One attempt; an unexpected failure becomes an ``internal_error`` result (and a log entry)."""
+        try:
+            return await self._attempt(principal, tool, args, approval_id, fields, trace)
+        except Exception:
+            logger.exception("call of %s failed unexpectedly", tool)
+            return ErrorResult(
+                reason="internal_error",
+                message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
+            )
+
+    async def recover(self, principal: Principal, name: str) -> ErrorResult | None:
+        """For a name that resolved to nothing: when it names a visible connector in error, try to
+        reload it (back-off permitting). None when there is nothing to recover or it recovered."""
+        slug = self._permissions.connector_of(principal, name)
+        return None if slug is None else await self._catalogs.recover(slug, principal=principal.user)
+
+    async def connect_result(self, principal: Principal, slug: str, reason: str) -> NeedsAuth:
+        url, _ = await self._links.mint("connect", connector=slug, principal=principal.user)
+        return NeedsAuth(connector=slug, connect_url=url, reason=reason)
+
+    async def _attempt(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        trace: CallTrace,
+    ) -> CallResult:
+        manifest = self._catalogs.manifest
+        if manifest.agents is not None and not granted_connectors(manifest, principal):
+            return Denied(
+                reason="connector_not_assigned",
+                message="This session's agent is granted no connectors. Ask the operator to add it to the manifest.",
+            )
+        action = self._permissions.lookup(principal, tool, include_hidden=True)
+        if action is None:
+            # A connector whose upstream was down at sync may be back: the first call reloads it.
+            unavailable = await self.recover(principal, tool)
+            if unavailable is not None:
+                return unavailable
+            action = self._permissions.lookup(principal, tool, include_hidden=True)
+        if action is None:
+            return self._permissions.not_found(principal, tool)
+        trace.action = action
+        errors = self._catalogs.validate(action, args)
+        if errors:
+            return Denied(
+                reason="invalid_args",
+                message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
+                errors=errors,
+            )
+        verdict = trace.verdict = self._permissions.verdict(action, args)
+        if verdict.action == "block":
+            return Denied(
+                reason="policy_block",
+                message=f"A {verdict.source} policy rule ({verdict.rule}) blocks this call. Choose another action "
+                "or ask the operator to change the policy.",
+                source=verdict.source,
+                rule=verdict.rule,
+            )
+        cfg = self._catalogs.config(action.connector)
+        executor = self._executors.for_binding(action.binding)
+        if executor is None:
+            return ErrorResult(
+                reason="connector_error", message=f"This build cannot run {action.binding.kind} actions yet."
+            )
+        try:
+            prepared = executor.prepare(action, args, cfg, self._catalogs.loaded[action.connector].base_url)
+        except ArgumentError as exc:
+            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        except UpstreamError as exc:
+            return ErrorResult(reason=exc.reason, message=str(exc))
+        credential = await self._credentials.for_call(cfg, principal.user)
+        if credential.missing is not None:
+            return await self.connect_result(principal, cfg.slug, credential.missing)
+        if verdict.action == "require_approval":
+            gate = await self._approval_gate(principal, action, args, verdict, approval_id)
+            if gate is not None:
+                return gate
+        redactor = Redactor()
+        auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
+        return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
+
+    async def _approval_gate(
+        self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, approval_id: str | None
+    ) -> CallResult | None:
+        """None when the call may run now; else the result that stops it."""
+        if approval_id:
+            outcome, record = await self._approvals.check(approval_id, principal, action.qualified_name, args)
+            if outcome == "run":
+                return None
+            if outcome == "pending":
+                if record is None:  # not reachable: a pending check comes with its record
+                    outcome = "approval_mismatch"
+                else:
+                    url, _ = await self._links.mint(
+                        "approval", connector=action.connector, principal=principal.user, approval_id=record.id
+                    )
+                    return _pending(record.id, url, record.summary, record.expires_at.isoformat())
+            return Denied(
+                reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule
+            )
+        summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
+        record = await self._approvals.request(principal, action, args, verdict, summary)
+        url, _ = await self._links.mint(
+            "approval", connector=action.connector, principal=principal.user, approval_id=record.id
+        )
+        return _pending(record.id, url, summary, record.expires_at.isoformat())
+
+    async def _run(
+        self,
+        principal: Principal,
+        executor: Executor,
+        prepared: Prepared,
+        fields: Sequence[str] | None,
+        trace: CallTrace,
+        auth: LastMeterAuth,
+        redactor: Redactor,
+    ) -> CallResult:
+        cfg = prepared.connector
+        try:
+            outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
+        except ArgumentError as exc:
+            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        except (CredentialMissing, CredentialError) as exc:
+            logger.warning("credential for %s unusable: %s", cfg.slug, type(exc).__name__)
+            return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
+        except UnsupportedAuth as exc:
+            return ErrorResult(reason="connector_error", message=str(exc))
+        except UpstreamError as exc:
+            fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
+            return ErrorResult(
+                reason=exc.reason,
+                message=redactor.redact_text(str(exc)),
+                upstream_status=exc.upstream_status,
+                upstream_message=redactor.redact_text(exc.upstream_message) if exc.upstream_message else None,
+                hint=fallback.strip() or None,
+            )
+        trace.upstream_status = outcome.http_status
+        if outcome.http_status == 401:
+            return await self.connect_result(
+                principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
+            )
+        if outcome.http_status == 403:
+            return Denied(
+                reason="upstream_forbidden",
+                message=redactor.redact_text(
+                    f"{cfg.slug} refused this call (403): {upstream_summary(outcome, redactor)}. Retrying will not "
+                    "help; the credential lacks the permission."
+                ),
+            )
+        if outcome.http_status is not None and outcome.http_status >= 400:
+            return ErrorResult(
+                reason="upstream_error",
+                message=f"{cfg.slug} answered {outcome.http_status}.",
+                upstream_status=outcome.http_status,
+                upstream_message=upstream_summary(outcome, redactor),
+                hint="Check the arguments against describe; the upstream's message says what it expected."
+                + self._fallback_hint(prepared.action),
+            )
+        data = redact_data(outcome, redactor)
+        if fields:
+            data = project(data, fields)
+        return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
+
+    def _fallback_hint(self, action: Action) -> str:
+        """A sentence pointing at the connector's generic request action, when it has one and this
+        call was not already through it: the way around a curated action that cannot say something."""
+        fallback = self._catalogs.request_fallback(action)
+        if fallback is None:
+            return ""
+        return (
+            f" If this action cannot express the call, {fallback.qualified_name} sends any HTTP request to the same "
+            "API with the connector's credentials (describe it first)."
+        )
+
+
+def _pending(approval_id: str, url: str, summary: str, expires_at: str) -> PendingApproval:
+    return PendingApproval(approval_id=approval_id, approval_url=url, summary=summary, expires_at=expires_at)

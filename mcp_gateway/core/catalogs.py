@@ -1,0 +1,236 @@
+"""The loaded catalogs: each connector's actions and state, kept in step with the discovery index.
+
+``Catalogs`` owns everything that changes when connectors load: the catalog per connector (from
+``sync``), the back-off of connectors in error (``recovery.Backoff``), the MCP connectors waiting
+for a credential before their tools can be listed, and the cached JSON Schema validators of the
+actions' inputs (dropped with the actions they were built for). Loading goes through ``sync`` for
+every connector, ``reload`` for a new manifest, and ``refresh`` for one connector a call names.
+The credentials a source reads with while it loads come from the ``CredentialBroker``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx2
+import jsonschema
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from ..auth import needs_secret
+from ..clock import Clock
+from ..discovery import DiscoveryIndex
+from ..errors import GatewayError, SourceError
+from ..execution.graphql_introspection import GraphQLServices
+from ..execution.mcp import McpExecutor
+from ..manifest import ConnectorConfig, Manifest
+from ..model import Action, ErrorResult, RequestBinding
+from ..secrets import PROJECT_WIDE
+from ..sources.graphql import GraphQLSchemas
+from ..store.base import ConnectorState, Store
+from .credential_broker import CredentialBroker
+from .recovery import Backoff
+from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import mcp_types as types
+
+__all__ = ["Catalogs"]
+
+MAX_SCHEMA_ERRORS = 10
+"""How many argument errors a call's denial lists (the first ones by path)."""
+
+
+class Catalogs:
+    """Loads and reloads the connectors' catalogs and keeps the discovery index in step with them.
+
+    Args:
+        manifest: the manifest in force; ``reload`` replaces it.
+        client_for: picks the HTTP client per connector (an ``mtls`` one presents its certificate).
+        tools: lists an upstream MCP server's tools; None when this gateway has no MCP client.
+    """
+
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        store: Store,
+        clock: Clock,
+        http: httpx2.AsyncClient,
+        index: DiscoveryIndex,
+        graphql_schemas: GraphQLSchemas,
+        credentials: CredentialBroker,
+        client_for: Callable[[ConnectorConfig, httpx2.Auth], httpx2.AsyncClient],
+        tools: McpExecutor | None,
+    ) -> None:
+        self.manifest = manifest
+        self.index = index
+        self.graphql_schemas = graphql_schemas
+        """Schemas of GraphQL connectors, filled by sync, for checking an agent's ``__select``."""
+        self.loaded: dict[str, ConnectorCatalog] = {}
+        """The catalog of every connector of the manifest, by slug (replaced whole, never mutated)."""
+        self.backoff = Backoff(clock)
+        """When a connector in error may be reloaded again by a call (``refresh``)."""
+        self.awaiting_credential: set[str] = set()
+        """MCP connectors whose tools could not be listed for want of a credential."""
+        self._store = store
+        self._clock = clock
+        self._http = http
+        self._credentials = credentials
+        self._client_for = client_for
+        self._tools = tools
+        self._validators: dict[str, Validator] = {}
+        self._refreshing: dict[str, anyio.Lock] = {}
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def config(self, slug: str) -> ConnectorConfig:
+        """The manifest's entry of a loaded connector."""
+        cfg = self.manifest.connector(slug)
+        assert cfg is not None, slug
+        return cfg
+
+    def states(self) -> list[ConnectorState]:
+        return [c.state for c in self.loaded.values()]
+
+    def request_fallback(self, action: Action) -> Action | None:
+        """The connector's generic request action, unless ``action`` is it (or there is none)."""
+        if isinstance(action.binding, RequestBinding):
+            return None
+        catalog = self.loaded.get(action.connector)
+        actions = catalog.actions if catalog is not None else []
+        return next((a for a in actions if isinstance(a.binding, RequestBinding)), None)
+
+    def validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Where ``args`` break the action's input schema (path and message, first ones first)."""
+        validator = self._validators.get(action.qualified_name)
+        if validator is None:
+            cls = validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
+            try:
+                validator = cls(action.input_schema)
+            except jsonschema.SchemaError:
+                validator = jsonschema.Draft202012Validator({"type": "object"})
+            self._validators[action.qualified_name] = validator
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:MAX_SCHEMA_ERRORS]
+        return [
+            {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]} for e in errors
+        ]
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded."""
+        catalogs = await sync_manifest(
+            self.manifest,
+            self._store,
+            self._clock,
+            progress,
+            graphql=self._graphql(),
+            mcp_tools=self._mcp_tools(PROJECT_WIDE),
+        )
+        for slug in set(self.loaded) - set(catalogs):
+            self.index.remove_connector(slug)
+        for slug, catalog in list(catalogs.items()):
+            previous = self.loaded.get(slug)
+            # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
+            if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
+                self.index.replace_connector(slug, catalog.actions)
+                self._forget_validators(slug)
+            else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
+                catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
+        self.loaded = catalogs
+        return self.states()
+
+    async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
+        """Adopt a new, already validated manifest and re-sync. A manifest that failed to load
+        never reaches here, so a broken edit changes nothing (SPEC 4)."""
+        if manifest.project != self.manifest.project:
+            raise GatewayError(
+                f"the manifest's project changed ({self.manifest.project!r} -> {manifest.project!r}); stored "
+                "credentials are bound to the project, so restart the gateway to switch projects"
+            )
+        self.manifest = manifest
+        return await self.sync(progress)
+
+    async def refresh(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
+        """Load one connector again, as a sync of just it would, and re-index it.
+
+        Used when a call names an action of a connector in error (its upstream was down at sync),
+        with the caller's credential (else the project-wide one). Concurrent calls share one
+        attempt; ``Backoff`` spaces failed attempts out.
+        """
+        cfg = self.config(slug)
+        lock = self._refreshing.setdefault(slug, anyio.Lock())
+        async with lock:
+            current = self.loaded.get(slug)
+            if current is not None and current.state.status != "error":
+                return current.state  # another call recovered it while this one waited
+            catalog = await sync_connector(
+                cfg,
+                self.manifest,
+                self._store,
+                self._clock,
+                graphql=self._graphql(),
+                mcp_tools=self._mcp_tools(principal),
+            )
+            if catalog.state.status == "error":
+                self.backoff.failed(slug)
+            else:
+                self.backoff.succeeded(slug)
+            self.index.replace_connector(slug, catalog.actions)
+            self._forget_validators(slug)
+            self.loaded = {**self.loaded, slug: catalog}
+            return catalog.state
+
+    def _forget_validators(self, slug: str) -> None:
+        self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
+
+    def _graphql(self) -> GraphQLServices:
+        return GraphQLServices(
+            self.graphql_schemas, self._http, self._credentials.sync_auth, client_for=self._client_for
+        )
+
+    def _mcp_tools(self, principal: str) -> McpTools:
+        """Lists an MCP connector's tools through the MCP executor's pool, with ``principal``'s credential
+        (else the project-wide one)."""
+
+        async def list_tools(cfg: ConnectorConfig) -> list[types.Tool]:
+            if self._tools is None:
+                raise SourceError("this gateway has no MCP client registered, so MCP connectors cannot load")
+            sealed = await self._credentials.sealed(cfg, principal)
+            if needs_secret(cfg.auth) and sealed is None:
+                self.awaiting_credential.add(cfg.slug)
+                raise SourceError(
+                    f"{cfg.slug} needs a {cfg.auth.type} credential before its tools can be listed; store one "
+                    f"(`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one of its tools or sync"
+                )
+            self.awaiting_credential.discard(cfg.slug)
+            return await self._tools.list_tools(cfg, auth=self._credentials.auth_for(cfg, principal, sealed))
+
+        return list_tools
+
+    async def recover(self, slug: str, *, principal: str) -> ErrorResult | None:
+        """For a name that resolved to nothing in visible connector ``slug``: when that connector is in
+        error, try to reload it (back-off permitting). None when there is nothing to recover or it
+        recovered; else the error the caller answers with."""
+        catalog = self.loaded.get(slug)
+        if catalog is None or catalog.state.status != "error":
+            return None
+        if self.backoff.ready(slug):
+            state = await self.refresh(slug, principal=principal)
+            if state.status != "error":
+                return None
+        else:
+            state = catalog.state
+        wait = max(1, round(self.backoff.wait_seconds(slug)))
+        return ErrorResult(
+            reason="connector_error",
+            message=f"Connector {slug!r} is unavailable: {state.error}. The gateway retries it on calls "
+            f"(next attempt in about {wait} s) and on every sync.",
+            hint="Use another connector meanwhile, or ask the operator to check its upstream.",
+        )

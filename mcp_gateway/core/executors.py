@@ -1,0 +1,72 @@
+"""Which executor runs an action: one per binding kind, chosen by a ``match`` over the closed set of
+bindings, so a new binding kind fails the type check here until it has an executor.
+
+The HTTP-like kinds (``openapi``, ``http``, ``postman``) share one HTTP executor, which also owns
+the ``mtls`` connectors' clients; ``graphql`` and the generic ``request`` action send through it.
+``mcp`` runs on the upstream MCP session pool the runtime opens (absent in a gateway built without one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import assert_never
+
+import httpx2
+
+from ..auth import MtlsClients
+from ..execution.executor import Executor, HttpExecutor
+from ..execution.graphql import GraphQLExecutor
+from ..execution.mcp import McpExecutor
+from ..execution.request_action import RequestExecutor
+from ..model import (
+    Binding,
+    GraphQLBinding,
+    HttpBinding,
+    McpBinding,
+    OpenAPIBinding,
+    PostmanBinding,
+    RequestBinding,
+)
+from ..sources.graphql import GraphQLSchemas
+
+__all__ = ["Executors"]
+
+
+class Executors:
+    """The executors of one gateway, by binding kind.
+
+    Args:
+        resolve: resolves a path in the manifest in force (an ``mtls`` connector's relative ``ca_file``).
+        mcp: the upstream MCP session pool; None in a gateway that cannot run ``mcp`` actions.
+    """
+
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        schemas: GraphQLSchemas,
+        *,
+        resolve: Callable[[str], str],
+        mcp: McpExecutor | None = None,
+    ) -> None:
+        self.http = HttpExecutor(http, client_certificates=MtlsClients(resolve=resolve))
+        self.graphql = GraphQLExecutor(http, schemas, client_for=self.http.client_for)
+        self.request = RequestExecutor(self.http)
+        self.mcp = mcp
+
+    def for_binding(self, binding: Binding) -> Executor | None:
+        """The executor of ``binding``'s kind; None when this gateway has none for it (``mcp`` without a pool)."""
+        match binding:
+            case OpenAPIBinding() | HttpBinding() | PostmanBinding():
+                return self.http
+            case GraphQLBinding():
+                return self.graphql
+            case RequestBinding():
+                return self.request
+            case McpBinding():
+                return self.mcp
+            case _:
+                assert_never(binding)
+
+    async def aclose(self) -> None:
+        """Close the clients opened here (mTLS); the shared client and the MCP pool are the caller's."""
+        await self.http.aclose()

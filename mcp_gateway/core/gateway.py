@@ -1,0 +1,319 @@
+"""The gateway: the six meta-tools over the connectors' catalogs, composed from collaborators.
+
+``Gateway`` is the one place that turns a request into an agent-facing result. It takes the
+services it needs (store, vault, discovery index, HTTP client, clock, link and approval services,
+auditor) already built, and composes the collaborators that hold the gateway's own logic:
+
+- ``Catalogs``: the loaded connectors, their back-off, index upkeep (sync, reload, refresh);
+- ``Permissions``: what a principal sees and what policy decides;
+- ``CredentialBroker``: which credential a request carries, and whether a connector has one;
+- ``Executors``: which executor runs an action, by binding kind;
+- ``CallPipeline``: one attempt at a call, and ``CallTrace``, what it learned for the audit row.
+
+Here are the meta-tools themselves and a call's outer loop: waiting for a human's approval (the
+one wait loop; the MCP tool layer uses it too) and writing the audit row. Nothing here holds a
+plaintext secret: credentials travel sealed into ``LastMeterAuth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import httpx2
+
+from ..approvals import MAX_WAIT_SECONDS, ApprovalService
+from ..audit import Auditor
+from ..auth import needs_secret
+from ..clock import Clock
+from ..credentials import CredentialVault
+from ..discovery import DiscoveryIndex, summary_of
+from ..execution.mcp import McpExecutor
+from ..identity import Principal
+from ..links import LinkService
+from ..manifest import Manifest
+from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
+from ..secrets import PROJECT_WIDE
+from ..sources.graphql import GraphQLSchemas
+from ..store.base import ConnectorState, Store
+from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
+from .catalogs import Catalogs
+from .credential_broker import CredentialBroker
+from .executors import Executors
+from .oauth2_tokens import OAuth2Tokens
+from .permissions import Permissions
+from .results import (
+    Connected,
+    ConnectLink,
+    ConnectorsResult,
+    DescribeAuth,
+    DescribePolicy,
+    DescribeResult,
+    DiscoverHit,
+    DiscoverResult,
+    SecretLink,
+)
+from .sync import Progress
+from .trace import CallTrace
+
+__all__ = ["DETAIL_SCHEMAS", "Gateway", "OnPending"]
+
+DETAIL_SCHEMAS = 3
+"""How many of discover's first results carry their full input schema when asked with ``detail``."""
+
+OnPending = Callable[[PendingApproval], Awaitable[None]]
+"""Told of the approval a waiting call asked for, before the wait (to show the human its link)."""
+
+
+class Gateway:
+    """The meta-tools of one gateway. Built by ``runtime.open_gateway`` (or a test) from ready services.
+
+    Args:
+        index: the discovery index (a fresh lexical one by default).
+        mcp: the upstream MCP session pool; without it ``mcp`` connectors cannot load or run.
+        max_response_bytes: the cap on an upstream answer a call returns.
+        oauth2: the OAuth2 token broker (one over ``store`` and ``vault`` by default).
+        page_key: the human pages' CSRF key (see the attribute).
+    """
+
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        store: Store,
+        vault: CredentialVault,
+        clock: Clock,
+        http: httpx2.AsyncClient,
+        links: LinkService,
+        approvals: ApprovalService,
+        auditor: Auditor,
+        index: DiscoveryIndex | None = None,
+        mcp: McpExecutor | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        oauth2: OAuth2Tokens | None = None,
+        page_key: bytes | None = None,
+    ) -> None:
+        self.store = store
+        self.vault = vault
+        self.clock = clock
+        self.http = http
+        self.links = links
+        self.approvals = approvals
+        self.auditor = auditor
+        # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
+        self.index = index if index is not None else DiscoveryIndex()
+        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store, project=manifest.project)
+        """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
+        self.page_key = page_key
+        """The human pages' CSRF key, derived from the master key so that every instance sharing one
+        database accepts a form another rendered; None makes the pages pick a random one."""
+        self.credentials = CredentialBroker(vault, self.oauth2)
+        # Filled by sync, read by the GraphQL executor to check an agent's ``__select``.
+        schemas = GraphQLSchemas()
+        # An mTLS connector's relative ca_file resolves against the manifest in force at the time.
+        self.executors = Executors(http, schemas, resolve=lambda ref: self.manifest.resolve(ref), mcp=mcp)
+        self.catalogs = Catalogs(
+            manifest=manifest,
+            store=store,
+            clock=clock,
+            http=http,
+            index=self.index,
+            graphql_schemas=schemas,
+            credentials=self.credentials,
+            client_for=self.executors.http.client_for,
+            tools=mcp,
+        )
+        self.permissions = Permissions(self.catalogs, self.index)
+        self.calls = CallPipeline(
+            catalogs=self.catalogs,
+            permissions=self.permissions,
+            credentials=self.credentials,
+            executors=self.executors,
+            approvals=approvals,
+            links=links,
+            max_response_bytes=max_response_bytes,
+        )
+
+    @property
+    def manifest(self) -> Manifest:
+        """The manifest in force (``reload`` replaces it)."""
+        return self.catalogs.manifest
+
+    async def aclose(self) -> None:
+        """Close the clients the gateway opened itself (mTLS); the shared ``http`` client is the caller's."""
+        await self.executors.aclose()
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded."""
+        return await self.catalogs.sync(progress)
+
+    async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
+        """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
+        return await self.catalogs.reload(manifest, progress)
+
+    async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
+        """Load one connector again and re-index it (see ``Catalogs.refresh``)."""
+        return await self.catalogs.refresh(slug, principal=principal)
+
+    # -- meta-tools --------------------------------------------------------------------------------
+
+    async def connectors(self, principal: Principal) -> ConnectorsResult:
+        visible = self.permissions.visible(principal)
+        # A connector that could not load for want of a credential loads once one is stored.
+        for slug in sorted(self.catalogs.awaiting_credential & visible):
+            if self.catalogs.backoff.ready(slug) and await self.credentials.configured(self.catalogs.config(slug)):
+                await self.refresh_connector(slug, principal=principal.user)
+        out: list[ConnectorInfo] = []
+        for slug in sorted(self.permissions.visible(principal)):
+            cfg, catalog = self.catalogs.config(slug), self.catalogs.loaded[slug]
+            configured = await self.credentials.configured(cfg)
+            status = catalog.state.status
+            if status == "ready" and needs_secret(cfg.auth) and not configured:
+                status = "needs_auth"
+            elif status == "error" and slug in self.catalogs.awaiting_credential and not configured:
+                status = "needs_auth"  # it is the credential it waits for: connect is the next step
+            out.append(
+                ConnectorInfo(
+                    slug=slug,
+                    name=cfg.display_name,
+                    description=cfg.description,
+                    status=status,
+                    actions=sum(1 for a in catalog.actions if not self.permissions.hidden(a)),
+                    auth=cfg.auth.type,
+                    auth_configured=configured or not needs_secret(cfg.auth),
+                    error=catalog.state.error,
+                )
+            )
+        return ConnectorsResult(connectors=out)
+
+    async def discover(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        connector: str | None = None,
+        limit: int = 10,
+        detail: bool = False,
+    ) -> DiscoverResult:
+        """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
+        so an agent can call the top hit without a ``describe`` round trip."""
+        visible = self.permissions.visible(principal)
+        if connector is not None:
+            visible = visible & {connector}
+        limit = max(1, min(limit, 50))
+        hits = self.index.search(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+        slugs = {a.connector for a, _ in hits}
+        needs_auth = {slug: await self.credentials.needs_auth(self.catalogs.config(slug)) for slug in slugs}
+        results: list[DiscoverHit] = []
+        for rank, (action, score) in enumerate(hits):
+            props = action.input_schema.get("properties") or {}
+            required = [name for name in action.input_schema.get("required") or [] if isinstance(name, str)]
+            results.append(
+                DiscoverHit(
+                    name=action.qualified_name,
+                    summary=summary_of(action),
+                    risk=action.risk,
+                    needs_approval=self.permissions.verdict(action, {}).action == "require_approval",
+                    needs_auth=needs_auth[action.connector],
+                    # The required ones first: they are what a call cannot do without.
+                    params=[*required, *(name for name in props if name not in required)][:12],
+                    required=required,
+                    score=round(score, 3),
+                    input_schema=action.input_schema if detail and rank < DETAIL_SCHEMAS else None,
+                )
+            )
+        return DiscoverResult(query=query, results=results)
+
+    async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
+        action = self.permissions.lookup(principal, tool)
+        if action is None:
+            unavailable = await self.calls.recover(principal, tool)
+            if unavailable is not None:
+                return unavailable
+            action = self.permissions.lookup(principal, tool)
+        if action is None:
+            return self.permissions.not_found(principal, tool)
+        verdict = self.permissions.verdict(action, {})
+        cfg = self.catalogs.config(action.connector)
+        return DescribeResult(
+            name=action.qualified_name,
+            summary=action.summary,
+            description=action.description,
+            risk=action.risk,
+            input_schema=action.input_schema,
+            policy=DescribePolicy(
+                action=verdict.action,
+                source=verdict.source,
+                rule=verdict.rule,
+                conditional=self.permissions.conditional(action),
+            ),
+            auth=DescribeAuth(kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg)),
+        )
+
+    async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:
+        if connector not in self.permissions.visible(principal):
+            return _no_connector(connector)
+        cfg = self.catalogs.config(connector)
+        if not needs_secret(cfg.auth):
+            return Connected(connector=connector, message=f"{connector} needs no credentials.")
+        url, record = await self.links.mint("connect", connector=connector, principal=principal.user)
+        return ConnectLink(
+            connector=connector,
+            connect_url=url,
+            expires_at=record.expires_at.isoformat(),
+            message="Give this link to the user; once they complete it, calls to this connector will work.",
+        )
+
+    async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
+        if connector not in self.permissions.visible(principal):
+            return _no_connector(connector)
+        url, record = await self.links.mint("secret", connector=connector, principal=principal.user, secret_name=name)
+        return SecretLink(
+            connector=connector,
+            name=name,
+            secret_url=url,
+            expires_at=record.expires_at.isoformat(),
+            message="Give this link to the user to paste the secret; you will never see its value.",
+        )
+
+    # -- call --------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        approval_id: str | None = None,
+        fields: Sequence[str] | None = None,
+        wait: float | None = None,
+        on_pending: OnPending | None = None,
+    ) -> CallResult:
+        """Run one call. With ``wait`` (seconds, capped at ``MAX_WAIT_SECONDS``), a call that needs a
+        human's approval blocks until they decide, then runs once if approved; if nobody decides in
+        time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
+        of that approval before the wait begins."""
+        args = dict(args or {})
+        trace = CallTrace()
+        result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
+        if wait and wait > 0 and isinstance(result, PendingApproval):
+            # Two decisions, two audit rows: the approval asked for, then what came of it.
+            await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+            if on_pending is not None:
+                await on_pending(result)
+            decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+            if decided is None or decided.status == "pending":
+                return result
+            trace = CallTrace()
+            result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
+        await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        return result
+
+
+def _no_connector(connector: str) -> Denied:
+    return Denied(
+        reason="connector_not_found",
+        message=f"No connector named {connector!r}. Call connectors to list the ones you can use.",
+    )

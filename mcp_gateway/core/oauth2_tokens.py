@@ -1,0 +1,502 @@
+"""The OAuth2 token broker: access tokens of ``oauth2`` connectors (RFC 6749), cached, stored and refreshed.
+
+Two grants. **Authorization code with PKCE** (RFC 7636, S256) for APIs that act for a person: the
+connect page sends the human to the provider with a fresh ``state`` and code challenge, the provider
+sends them back to ``/oauth/callback``, and the code is exchanged there. **Client credentials** for
+APIs that act as the client itself: a token is fetched whenever one is needed.
+
+Where things live:
+
+- The client's own credentials ``{client_id, client_secret}`` are the connector's ``default``
+  credential, entered on a page or with ``secret set``, sealed like every other secret.
+- The token set from an authorization (access and refresh token, expiry, and whether the upstream
+  has accepted it yet) is the credential named ``oauth2_token`` (``TOKEN_NAME``), sealed too.
+- Access tokens in use are cached in memory with their expiry (SPEC 5), so a call opens nothing
+  while its token is fresh. A token is refreshed shortly before it expires, and once after a 401.
+- Authorizations in flight (state -> PKCE verifier and the connect link) live in the store for ten
+  minutes, so the provider may send the human back to any instance behind a load balancer. A
+  state is 256 random bits, stored as its SHA-256, and taken at most once (atomically, in any
+  instance). The verifier and link travel encrypted under a key derived from the state itself:
+  the database alone opens nothing, and only the human's browser (and the provider) holds the state.
+
+No login loop: a token set that no upstream has accepted yet is *unverified*. If the upstream
+still answers 401 to it after the one renewal, the human has just authorized and trying again
+will not help, so the call ends with a terminal ``auth_failed`` error instead of another link.
+A previously working token set that stops working gets one refresh, then ``needs_auth``.
+
+Several instances on one database (README "Several instances"): the vault is the truth, the memory
+cache only a shortcut. Before refreshing, a call reads the token set again (another instance may
+have refreshed it: its newer access token is used as is). One refresh per token set at a time:
+within a process by a lock, between processes by a lease in the shared store (``oauth2_lease``);
+a call that does not get the lease polls the vault for the new set, up to ``REFRESH_WAIT``
+seconds. A refresh the provider refuses is taken as the end of the authorization only after one
+more read of the vault shows the same refresh token: a rotated one means someone else refreshed.
+
+This broker lives in the core, not in ``auth/``, because it talks to the store and the vault; the
+per-request pieces (one call's ``OAuth2Session``, the token endpoint exchange) stay in ``auth.oauth2``.
+
+Token endpoint answers are never quoted (``auth._oauth2_endpoint``): only their status and a sanitized
+``error`` code reach a message, since a provider may echo what it was sent (the client secret among it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+import anyio
+import httpx2
+
+from ..auth._base import secret_fields
+from ..auth.oauth2 import TOKEN_NAME, AuthorizationRefused, IssuedToken, OAuth2Session, pkce_challenge, request_token
+from ..clock import Clock
+from ..credentials import CredentialVault
+from ..errors import CredentialError, CredentialMissing, UpstreamError
+from ..manifest import OAuth2Auth
+from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
+from ..store.base import Store
+from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
+from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
+
+__all__ = ["OAuth2Tokens"]
+
+logger = logging.getLogger(__name__)
+
+STATE_TTL = timedelta(minutes=10)
+REFRESH_WAIT = 10.0
+"""Seconds a call waits for another instance's refresh of the same token set before giving up."""
+_POLL_FIRST, _POLL_MAX = 0.05, 0.5
+"""Seconds between reads of the vault while waiting: doubling from the first to the last."""
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class OAuth2Tokens:
+    """Tokens for every ``oauth2`` connector of one gateway: the cache, the grants and the callbacks.
+
+    Args:
+        http: the shared client (no proxy from the environment, no redirects followed).
+        vault: where client credentials and token sets are sealed.
+        clock: for expiry.
+        store: shared by every instance: authorizations in flight wait there for the callback, and
+            refresh leases are claimed there.
+        timeout: seconds for one token endpoint exchange.
+        project: the manifest's project, part of every refresh lease's key.
+        refresh_wait: seconds a call waits for another instance's refresh of the same token set.
+    """
+
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        vault: CredentialVault,
+        clock: Clock,
+        *,
+        store: Store,
+        timeout: float = 15.0,
+        project: str = "",
+        refresh_wait: float = REFRESH_WAIT,
+    ) -> None:
+        self._http = http
+        self._vault = vault
+        self._clock = clock
+        self._store = store
+        self._timeout = timeout
+        self._project = project
+        self._refresh_wait = refresh_wait
+        # A lease outlives the longest refresh (one exchange, bounded by the timeout), so it never
+        # expires under a holder that is still working.
+        self._lease_ttl = max(LEASE_TTL, timedelta(seconds=2 * timeout))
+        self._cache: dict[tuple[str, str], IssuedToken] = {}
+        self._locks: dict[tuple[str, str], anyio.Lock] = {}
+
+    # -- the call path --------------------------------------------------------------------------
+
+    def session(
+        self, config: OAuth2Auth, connector: str, principal: str, client: SealedCredential | None
+    ) -> OAuth2Session:
+        """What ``LastMeterAuth`` runs for one call of an ``oauth2`` connector."""
+        return OAuth2Session(self, config, connector, principal, client)
+
+    async def ready(self, config: OAuth2Auth, connector: str, principal: str | None = None) -> bool:
+        """Whether a call could get a token without a human: client credentials are stored, and for
+        the authorization code grant a token set too. Decrypts nothing."""
+        names = {
+            k.name
+            for k in await self._vault.keys(connector)
+            if principal is None or k.principal in (principal, PROJECT_WIDE)
+        }
+        if "default" not in names:
+            return False
+        return config.flow == "client_credentials" or TOKEN_NAME in names
+
+    def forget(self, connector: str) -> None:
+        """Drop every cached token of a connector (a new authorization or client replaced them)."""
+        for key in [k for k in self._cache if k[0] == connector]:
+            del self._cache[key]
+
+    async def token(self, session: OAuth2Session) -> IssuedToken:
+        """A fresh access token for this call: cached, else stored, else refreshed or fetched.
+
+        Raises:
+            CredentialMissing: nothing to get one with (no client, no authorization, refresh refused).
+            CredentialError: a stored credential cannot be opened.
+            UpstreamError: the token endpoint could not be reached or answered nonsense.
+        """
+        key = (session.connector, session.principal)
+        now = self._clock.now()
+        cached = self._cache.get(key)
+        if cached is not None and cached.fresh(now):
+            return cached
+        async with self._lock(key):
+            cached = self._cache.get(key)
+            if cached is not None and cached.fresh(self._clock.now()):
+                return cached  # another call renewed it while this one waited
+            issued = await self._obtain(session, rejected=None)
+            self._cache[key] = issued
+            return issued
+
+    async def renew(self, session: OAuth2Session, rejected: IssuedToken) -> IssuedToken | None:
+        """Another token after ``rejected`` drew a 401: a newer stored one, a refreshed one, or a new
+        client credentials token. None when there is no way to get one without a human."""
+        key = (session.connector, session.principal)
+        async with self._lock(key):
+            cached = self._cache.get(key)
+            if cached is not None and cached is not rejected and cached.fresh(self._clock.now()):
+                return cached
+            self._cache.pop(key, None)
+            try:
+                issued = await self._obtain(session, rejected=rejected)
+            except CredentialMissing:
+                return None
+            self._cache[key] = issued
+            return issued
+
+    async def confirm(self, session: OAuth2Session, token: IssuedToken) -> None:
+        """The upstream accepted ``token``: mark its stored token set verified (once)."""
+        key = (session.connector, session.principal)
+        verified = IssuedToken(token.access, token.expires_at, True, token.stored_as)
+        if self._cache.get(key) is token:
+            self._cache[key] = verified
+        if token.stored_as is None:
+            return
+        # A read-modify-write of the token set, so under its lease: without it, this could put back
+        # a set whose refresh token another instance has just spent. A taken lease means a refresh
+        # is under way; then a later call sets the flag on the new set.
+        lease = self._lease(session.connector, token.stored_as)
+        if not await lease.claim():
+            return
+        try:
+            sealed = await self._vault.sealed(session.connector, principal=token.stored_as, name=TOKEN_NAME)
+            if sealed is None or sealed.key.principal != token.stored_as:
+                return
+            stored = _token_set(sealed)
+            # Only the set this token came from: a newer authorization stays unverified until it works.
+            if stored.get("access_token") == token.access.reveal() and stored.get("verified") != "1":
+                await self._vault.put(
+                    session.connector, {**stored, "verified": "1"}, principal=token.stored_as, name=TOKEN_NAME
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await lease.release()
+
+    def evict(self, session: OAuth2Session) -> None:
+        self._cache.pop((session.connector, session.principal), None)
+
+    def _lock(self, key: tuple[str, str]) -> anyio.Lock:
+        # One renewal per token set at a time: providers that rotate refresh tokens invalidate the
+        # old one on use, so two concurrent refreshes would log the second caller out.
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return lock
+
+    async def _obtain(self, session: OAuth2Session, rejected: IssuedToken | None) -> IssuedToken:
+        config = session.config
+        if config.flow == "client_credentials":
+            form = {"grant_type": "client_credentials", **_scope(config)}
+            answer = await self._grant(session.connector, config, _client(session.client, session.connector), form)
+            return self._issued(answer, verified=True, stored_as=None)
+        return await self._stored(session, rejected)
+
+    # -- the stored token set, shared by every instance ------------------------------------------
+
+    async def _stored(self, session: OAuth2Session, rejected: IssuedToken | None) -> IssuedToken:
+        """The stored access token if it is usable, else a refreshed one: refreshed here if this call
+        gets the token set's lease, else by whoever holds it (this call then waits for the result)."""
+        deadline = anyio.current_time() + self._refresh_wait
+        found = await self._read(session)
+        while True:
+            if found is None:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            usable = self._usable(found, rejected)
+            if usable is not None:
+                return usable  # possibly refreshed by another instance since this one cached its token
+            lease = self._lease(session.connector, found[0].key.principal)
+            if await lease.claim():
+                try:
+                    return await self._refresh(session, rejected)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await lease.release()
+            found = await self._await_refresh(session, lease, found, deadline)
+
+    async def _await_refresh(
+        self, session: OAuth2Session, lease: RefreshLease, seen: _Found, deadline: float
+    ) -> _Found | None:
+        """Read the vault until the token set differs from ``seen`` or the lease is free (its holder
+        finished or gave up); that set, or None if it was deleted (the refresh was refused)."""
+        delay = _POLL_FIRST
+        while True:
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                raise UpstreamError(
+                    "upstream_timeout",
+                    f"another gateway instance has been renewing the access token of {session.connector} for "
+                    f"{self._refresh_wait:g} s without finishing; try the call again in a few seconds",
+                )
+            await anyio.sleep(min(delay, left))
+            delay = min(2 * delay, _POLL_MAX)
+            free = not await lease.taken()
+            found = await self._read(session)
+            if found is None or not _same_set(found, seen) or free:
+                return found
+
+    async def _refresh(self, session: OAuth2Session, rejected: IssuedToken | None) -> IssuedToken:
+        """Refresh the token set; the caller holds its lease.
+
+        The set is read again first: the lease's previous holder may have refreshed it a moment ago.
+        A refusal forgets the authorization only if the vault still holds the refused refresh token;
+        a different one was rotated in by someone else (a holder whose lease had expired, an older
+        build), so the newer set is used, or refreshed once more.
+        """
+        found = await self._read(session)
+        for _ in range(2):
+            if found is None:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            usable = self._usable(found, rejected)
+            if usable is not None:
+                return usable
+            sealed, stored = found
+            refresh_token = stored.get("refresh_token")
+            if not refresh_token:
+                raise CredentialMissing(session.connector, TOKEN_NAME)
+            form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+            try:
+                answer = await self._grant(
+                    session.connector, session.config, _client(session.client, session.connector), form
+                )
+            except AuthorizationRefused as exc:
+                again = await self._read(session)
+                if again is not None and not _same_set(again, found):
+                    logger.info(
+                        "oauth2 refresh for %s was refused (%s), but the stored token set had changed "
+                        "meanwhile; using the newer one",
+                        session.connector,
+                        exc.code or "no code",
+                    )
+                    found = again
+                    continue
+                if again is not None:
+                    # The provider no longer honours this authorization (revoked, expired): forget it, so
+                    # the next call hands out a connect link instead of trying the dead refresh token again.
+                    await self._vault.delete(session.connector, principal=sealed.key.principal, name=TOKEN_NAME)
+                logger.warning("oauth2 refresh for %s was refused; a human must connect it again", session.connector)
+                raise CredentialMissing(session.connector, TOKEN_NAME) from None
+            # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
+            new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
+            await self._vault.put(session.connector, new_set, principal=sealed.key.principal, name=TOKEN_NAME)
+            return self._from_set(new_set, stored_as=sealed.key.principal)
+        raise UpstreamError(
+            "upstream_error",
+            f"the stored token set of {session.connector} changed twice while it was being refreshed; "
+            "try the call again",
+        )
+
+    async def _read(self, session: OAuth2Session) -> _Found | None:
+        """The token set as the vault holds it now (never the memory cache's idea of it)."""
+        sealed = await self._vault.sealed(session.connector, principal=session.principal, name=TOKEN_NAME)
+        return (sealed, _token_set(sealed)) if sealed is not None else None
+
+    def _usable(self, found: _Found, rejected: IssuedToken | None) -> IssuedToken | None:
+        """The set's access token if it is fresh and not the one the upstream just refused."""
+        sealed, stored = found
+        current = self._from_set(stored, stored_as=sealed.key.principal)
+        if not current.fresh(self._clock.now()):
+            return None
+        if rejected is not None and rejected.access.reveal() == stored["access_token"]:
+            return None
+        return current
+
+    def _lease(self, connector: str, stored_as: str) -> RefreshLease:
+        key = lease_key(self._project, connector, stored_as, TOKEN_NAME)
+        return RefreshLease(self._store, self._clock, key, self._lease_ttl)
+
+    # -- the human side -------------------------------------------------------------------------
+
+    async def begin(
+        self,
+        config: OAuth2Auth,
+        *,
+        connector: str,
+        principal: str,
+        client_id: str,
+        link_token: str,
+        redirect_uri: str,
+        link_expires_at: datetime,
+    ) -> str:
+        """Start an authorization; returns the provider URL to send the human to.
+
+        The state and PKCE verifier are new for every start, so opening a connect page twice gives
+        two independent attempts, of which only the first to complete can use the link.
+        """
+        assert config.authorize_url is not None  # the manifest requires it for this flow
+        now = self._clock.now()
+        expires_at = min(now + STATE_TTL, link_expires_at)
+        state = secrets.token_urlsafe(32)
+        verifier = secrets.token_urlsafe(48)  # 64 characters of the RFC 7636 alphabet
+        pending = PendingAuthorization(
+            connector=connector,
+            principal=principal,
+            link_token=link_token,
+            verifier=verifier,
+            redirect_uri=redirect_uri,
+            expires_at=expires_at,
+        )
+        # Expired entries are purged by every put, so abandoned sign-ins cannot pile up.
+        await self._store.put_ephemeral(PENDING_KIND, _digest(state), seal_pending(state, pending), expires_at, now)
+        params = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": redirect_uri,
+            **_scope(config),
+            "state": state,
+            "code_challenge": pkce_challenge(verifier),
+            "code_challenge_method": "S256",
+        }
+        return str(httpx2.URL(config.authorize_url).copy_merge_params(params))
+
+    async def take(self, state: str) -> PendingAuthorization | None:
+        """The authorization this state belongs to, removed so that it works once (whichever instance
+        the callback reaches); None if unknown or late."""
+        if not state or len(state) > 512:
+            return None
+        sealed = await self._store.take_ephemeral(PENDING_KIND, _digest(state), self._clock.now())
+        return open_pending(state, sealed) if sealed is not None else None
+
+    async def exchange(self, config: OAuth2Auth, pending: PendingAuthorization, code: str) -> dict[str, str]:
+        """Trade the code for a token set (RFC 6749 section 4.1.3, with the PKCE verifier). Returns the
+        set, still unsaved: the caller stores it once the link is consumed (``save``).
+
+        Raises:
+            AuthorizationRefused: the token endpoint refused the code.
+            CredentialMissing: the client credentials disappeared meanwhile.
+            UpstreamError: the token endpoint could not be reached.
+        """
+        client = await self._vault.sealed(pending.connector, principal=pending.principal)
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": pending.redirect_uri,
+            "code_verifier": pending.verifier,
+        }
+        answer = await self._grant(pending.connector, config, _client(client, pending.connector), form)
+        return self._token_set(answer, refresh_token=None, verified="0")
+
+    async def save(self, connector: str, token_set: dict[str, str]) -> None:
+        """Seal a new token set (project-wide, like every credential a page stores) and use it from now on."""
+        await self._vault.put(connector, token_set, name=TOKEN_NAME)
+        self.forget(connector)
+
+    async def check_client(self, config: OAuth2Auth, connector: str, client: dict[str, str]) -> None:
+        """For client credentials: get one token with these credentials before they are stored, so a
+        typo shows on the page rather than on the agent's next call. The token is not kept.
+
+        Raises:
+            AuthorizationRefused: the token endpoint refused the client.
+            UpstreamError: the token endpoint could not be reached.
+        """
+        await self._grant(connector, config, client, {"grant_type": "client_credentials", **_scope(config)})
+
+    async def _grant(
+        self, connector: str, config: OAuth2Auth, client: dict[str, str], form: dict[str, str]
+    ) -> dict[str, Any]:
+        return await request_token(self._http, connector, config, client, form, time_limit=self._timeout)
+
+    def _issued(self, answer: dict[str, Any], *, verified: bool, stored_as: str | None) -> IssuedToken:
+        return IssuedToken(
+            SecretValue(answer["access_token"]), self._expiry(answer.get("expires_in")), verified, stored_as
+        )
+
+    def _token_set(self, answer: dict[str, Any], *, refresh_token: str | None, verified: str) -> dict[str, str]:
+        expires_at = self._expiry(answer.get("expires_in"))
+        token_set = {
+            "access_token": str(answer["access_token"]),
+            "expires_at": expires_at.isoformat() if expires_at else "",
+            "scope": str(answer.get("scope", ""))[:1000],
+            "verified": verified,
+        }
+        refresh = answer.get("refresh_token") or refresh_token
+        if isinstance(refresh, str) and refresh:
+            token_set["refresh_token"] = refresh
+        return token_set
+
+    def _from_set(self, stored: dict[str, str], *, stored_as: str) -> IssuedToken:
+        expires = stored.get("expires_at") or ""
+        try:
+            expires_at = datetime.fromisoformat(expires) if expires else None
+        except ValueError:
+            expires_at = self._clock.now()  # unreadable: treat as expired, so it is refreshed
+        return IssuedToken(SecretValue(stored["access_token"]), expires_at, stored.get("verified") == "1", stored_as)
+
+    def _expiry(self, expires_in: Any) -> datetime | None:
+        """When to stop using a token: its lifetime less a margin (a tenth, at most 30 s), so a token
+        does not expire between the check and the upstream reading it."""
+        if isinstance(expires_in, str) and expires_in.isdigit():
+            expires_in = int(expires_in)
+        if not isinstance(expires_in, int | float) or isinstance(expires_in, bool) or expires_in <= 0:
+            return None
+        margin = min(30.0, expires_in / 10)
+        return self._clock.now() + timedelta(seconds=float(expires_in) - margin)
+
+    def __repr__(self) -> str:
+        return f"OAuth2Tokens(cached={len(self._cache)})"
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _scope(config: OAuth2Auth) -> dict[str, str]:
+    return {"scope": " ".join(config.scopes)} if config.scopes else {}
+
+
+def _client(sealed: SealedCredential | None, connector: str) -> dict[str, str]:
+    if sealed is None:
+        raise CredentialMissing(connector)
+    return secret_fields("oauth2", sealed.open(), ("client_id", "client_secret"))
+
+
+_Found = tuple[SealedCredential, dict[str, str]]
+"""A token set read from the vault: where it is sealed, and its fields."""
+
+
+def _same_set(a: _Found, b: _Found) -> bool:
+    """Whether two reads found the same token set (a refresh or a new authorization changes both tokens)."""
+    return (
+        a[0].key == b[0].key
+        and a[1].get("access_token") == b[1].get("access_token")
+        and a[1].get("refresh_token") == b[1].get("refresh_token")
+    )
+
+
+def _token_set(sealed: SealedCredential) -> dict[str, str]:
+    value = sealed.open().reveal()
+    if not isinstance(value, dict) or not value.get("access_token"):
+        raise CredentialError(
+            f"the stored oauth2 token set of {sealed.key.connector!r} is unreadable; connect it again"
+        )
+    return value

@@ -1,0 +1,95 @@
+"""Grant and policy, applied to the loaded catalogs: which connectors and actions a principal may
+see and address, the policy verdict on a call, and the denial for a name that resolves to nothing.
+
+``Permissions`` keeps no state of its own: it reads the manifest in force and the loaded connectors
+from ``Catalogs``, and the actions from the discovery index, so a reload changes what it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..discovery import DiscoveryIndex, summary_of
+from ..identity import Principal, granted_connectors
+from ..model import Action, Denied, Verdict
+from ..policy import effective_risk, evaluate, is_hidden
+from .catalogs import Catalogs
+from .recovery import connector_named
+
+__all__ = ["SUGGESTIONS", "Permissions"]
+
+SUGGESTIONS = 3
+"""How many close names an unknown action's denial suggests."""
+
+
+class Permissions:
+    """What a principal sees and what a rule decides."""
+
+    def __init__(self, catalogs: Catalogs, index: DiscoveryIndex) -> None:
+        self._catalogs = catalogs
+        self._index = index
+
+    def visible(self, principal: Principal) -> frozenset[str]:
+        """The loaded connectors granted to ``principal``."""
+        return granted_connectors(self._catalogs.manifest, principal) & self._catalogs.loaded.keys()
+
+    def hidden(self, action: Action) -> bool:
+        """Whether a ``hide`` rule keeps the action out of connectors, discover and describe."""
+        cfg = self._catalogs.config(action.connector)
+        return is_hidden(
+            qualified_name=action.qualified_name,
+            path=action.path,
+            project_rules=self._catalogs.manifest.policies,
+            connector_rules=cfg.policies,
+        )
+
+    def allow(self, action: Action) -> bool:
+        return not self.hidden(action)
+
+    def lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
+        """The action this principal may address by ``name``. ``call`` includes blocked ones, so
+        the agent learns that a rule (and which layer) stopped it rather than a bare not-found."""
+        action = self._index.resolve(name)
+        if action is None or action.connector not in self.visible(principal):
+            return None
+        return None if not include_hidden and self.hidden(action) else action
+
+    def connector_of(self, principal: Principal, name: str) -> str | None:
+        """The visible connector an action name starts with, whether or not the action exists."""
+        return connector_named(name, self.visible(principal))
+
+    def verdict(self, action: Action, args: Mapping[str, Any]) -> Verdict:
+        manifest = self._catalogs.manifest
+        cfg = self._catalogs.config(action.connector)
+        return evaluate(
+            qualified_name=action.qualified_name,
+            path=action.path,
+            risk=effective_risk(action, args),
+            args=args,
+            project_rules=manifest.policies,
+            connector_rules=cfg.policies,
+            sensitive=cfg.sensitive,
+            default_mode=manifest.default_mode,
+        )
+
+    def conditional(self, action: Action) -> bool:
+        """Whether a rule with ``when`` may change the verdict depending on the arguments."""
+        cfg = self._catalogs.config(action.connector)
+        project = self._catalogs.manifest.policies
+        return any(r.when and r.matcher.matches(action.qualified_name) for r in project) or any(
+            r.when and r.matcher.matches(action.path) for r in cfg.policies
+        )
+
+    def not_found(self, principal: Principal, name: str) -> Denied:
+        visible = self.visible(principal)
+        suggestions = self._index.suggest(name, limit=SUGGESTIONS, connectors=visible, allow=self.allow)
+        hint = f" Closest: {', '.join(a.qualified_name for a in suggestions)}." if suggestions else ""
+        return Denied(
+            reason="action_not_found",
+            message=f"No action named {name!r}.{hint} Use discover to search by intent.",
+            suggestions=[
+                {"name": a.qualified_name, "summary": summary_of(a), "risk": a.risk, "input_schema": a.input_schema}
+                for a in suggestions
+            ],
+        )

@@ -1,0 +1,173 @@
+"""What the gateway hands back: one typed result model per meta-tool, the JSON payload a model
+becomes on the wire, an upstream outcome redacted for the agent, and a call's audit reason code.
+
+Every meta-tool returns a pydantic model (``call`` the ``CallResult`` union of ``model.py``); the
+transport turns it into JSON with ``result_payload`` (``exclude_none``: an absent optional field is
+left out, not sent as null). The ``status`` of a result is a closed set: ``ok``, ``link`` (a link
+for the human, from ``connect`` and ``request_secret``), ``pending_approval``, ``needs_auth``,
+``denied``, ``error``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+from ..execution import Outcome, summarize_error
+from ..model import (
+    ActionSummary,
+    CallResult,
+    ConnectorInfo,
+    Denied,
+    ErrorResult,
+    NeedsAuth,
+    PolicyAction,
+    Risk,
+    VerdictSource,
+)
+from ..redaction import Redactor
+
+__all__ = [
+    "ConnectLink",
+    "Connected",
+    "ConnectorsResult",
+    "DescribeAuth",
+    "DescribePolicy",
+    "DescribeResult",
+    "DiscoverHit",
+    "DiscoverResult",
+    "SecretLink",
+    "reason_code",
+    "redact_data",
+    "result_payload",
+    "upstream_summary",
+]
+
+_FROZEN = ConfigDict(frozen=True)
+
+
+class ConnectorsResult(BaseModel):
+    """``connectors``: every connector this principal may use."""
+
+    model_config = _FROZEN
+    connectors: list[ConnectorInfo]
+
+
+class DiscoverHit(ActionSummary):
+    """One ``discover`` result; the first few carry their full input schema when asked with ``detail``."""
+
+    input_schema: dict[str, Any] | None = None
+
+
+class DiscoverResult(BaseModel):
+    model_config = _FROZEN
+    query: str
+    results: list[DiscoverHit]
+
+
+class DescribePolicy(BaseModel):
+    """The rule that decides a call of the action with no arguments, and whether arguments may change it."""
+
+    model_config = _FROZEN
+    action: PolicyAction
+    source: VerdictSource
+    rule: str | None
+    """Sent as null for a default (no rule matched): an agent reads "no rule", not a missing field."""
+    conditional: bool
+
+    @model_serializer(mode="wrap")
+    def _keep_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # result_payload drops None fields; this one is part of describe's answer even when null.
+        data: dict[str, Any] = handler(self)
+        return {"action": data["action"], "source": data["source"], "rule": self.rule, **data}
+
+
+class DescribeAuth(BaseModel):
+    model_config = _FROZEN
+    kind: str
+    """The auth kind the connector needs (``bearer``, ``none`` ...); never a value."""
+    configured: bool
+
+
+class DescribeResult(BaseModel):
+    """``describe``: everything needed to call one action."""
+
+    model_config = _FROZEN
+    name: str
+    summary: str
+    description: str
+    risk: Risk
+    input_schema: dict[str, Any]
+    policy: DescribePolicy
+    auth: DescribeAuth
+
+
+class Connected(BaseModel):
+    """``connect`` or ``request_secret`` with nothing left for a human to do."""
+
+    model_config = _FROZEN
+    status: Literal["ok"] = "ok"
+    connector: str
+    name: str | None = None
+    """The secret's name, for ``request_secret``."""
+    message: str
+
+
+class ConnectLink(BaseModel):
+    """``connect``: a link for the human to enter the connector's credential or sign in."""
+
+    model_config = _FROZEN
+    status: Literal["link"] = "link"
+    connector: str
+    connect_url: str
+    expires_at: str
+    message: str
+
+
+class SecretLink(BaseModel):
+    """``request_secret``: a link for the human to paste one named secret."""
+
+    model_config = _FROZEN
+    status: Literal["link"] = "link"
+    connector: str
+    name: str
+    secret_url: str
+    expires_at: str
+    message: str
+
+
+def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object a meta-tool returns (structured content)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", exclude_none=True)
+    return dict(result)
+
+
+def reason_code(result: CallResult) -> str | None:
+    """The reason an audit row records: a denial's or error's reason, ``needs_auth``, else None."""
+    match result:
+        case Denied(reason=reason) | ErrorResult(reason=reason):
+            return reason
+        case NeedsAuth():
+            return "needs_auth"
+        case _:
+            return None
+
+
+def upstream_summary(outcome: Outcome, redactor: Redactor) -> str:
+    """The upstream's reason, redacted before it is capped so a cut cannot split a secret."""
+    return summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+
+
+def redact_data(outcome: Outcome, redactor: Redactor) -> Any:
+    """The upstream's answer with every secret the call used taken out."""
+    data = outcome.data
+    if redactor and outcome.binary:
+        # A binary body: the secret would hide inside the base64, so redact the bytes themselves.
+        raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
+        return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
+    return redactor.redact(data, truncated=outcome.truncated)

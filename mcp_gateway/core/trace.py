@@ -1,0 +1,56 @@
+"""What one call learned on its way through the pipeline, for the audit row written after it.
+
+A call can stop at any step (unknown action, invalid arguments, policy, credential, upstream), so
+the audit row cannot be built where the result is: each step fills in what it found on the
+``CallTrace`` the call carries, and ``audit_record`` turns it into the row once the result is known.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..approvals import fingerprint, redact_arguments
+from ..audit import args_preview
+from ..clock import Clock
+from ..identity import Principal
+from ..model import Action, CallResult, Verdict
+from ..store.base import AuditRecord
+from .results import reason_code
+
+__all__ = ["CallTrace"]
+
+
+@dataclass
+class CallTrace:
+    """One attempt at a call: the action it resolved to, the policy verdict, the upstream's status."""
+
+    action: Action | None = None
+    """None while the name has not resolved to an action this principal may address."""
+    verdict: Verdict | None = None
+    upstream_status: int | None = None
+    """The upstream's HTTP status, once it answered."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def audit_record(
+        self, principal: Principal, tool: str, args: Mapping[str, Any], result: CallResult, clock: Clock
+    ) -> AuditRecord:
+        action, verdict = self.action, self.verdict
+        return AuditRecord(
+            at=clock.now(),
+            user=principal.user,
+            agent=principal.agent,
+            requested=tool[:200],
+            connector=action.connector if action else None,
+            action=action.qualified_name if action else None,
+            args_preview=args_preview(redact_arguments(args)),
+            fingerprint=fingerprint(principal, action.qualified_name, args) if action else None,
+            verdict=verdict.action if verdict else None,
+            verdict_source=verdict.source if verdict else None,
+            status=result.status,
+            reason=reason_code(result),
+            upstream_status=self.upstream_status,
+            latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
+        )

@@ -1,0 +1,65 @@
+"""``Permissions`` and ``Catalogs`` on their own: grant, hide, verdict and not-found suggestions over
+the loaded catalogs; argument validation, back-off and recovery of a connector in error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway.core.permissions import SUGGESTIONS
+from mcp_gateway.identity import OPERATOR, Principal
+from tests.core.test_gateway import AGENTS, CONNECTORS, harness
+
+pytestmark = pytest.mark.anyio
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_visible_connectors_follow_the_grants(tmp_path: Path) -> None:
+    async with harness(tmp_path, AGENTS + CONNECTORS) as h:
+        permissions = h.gateway.permissions
+        assert permissions.visible(Principal(user="alice", agent="bot")) == {"open"}
+        assert permissions.lookup(Principal(user="alice", agent="bot"), "api.items.get") is None
+        assert permissions.lookup(OPERATOR, "api.items.get") is not None
+        assert permissions.connector_of(OPERATOR, "api.nothing.here") == "api"
+
+
+async def test_verdict_and_conditional_rules(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        permissions = h.gateway.permissions
+        payment = permissions.lookup(OPERATOR, "api.payments.create")
+        assert payment is not None
+        assert permissions.verdict(payment, {"amount": 5}).action == "always_run"
+        assert permissions.verdict(payment, {"amount": 500}).action == "require_approval"
+        assert permissions.conditional(payment)
+
+
+async def test_an_action_blocked_whatever_its_arguments_is_hidden_but_call_still_finds_it(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        permissions = h.gateway.permissions
+        assert permissions.lookup(OPERATOR, "api.admin.purge") is None
+        purge = permissions.lookup(OPERATOR, "api.admin.purge", include_hidden=True)
+        assert purge is not None and permissions.hidden(purge) and not permissions.allow(purge)
+        assert permissions.verdict(purge, {}).action == "block"
+
+
+async def test_not_found_suggests_close_visible_names(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        denied = h.gateway.permissions.not_found(OPERATOR, "api.item.get")
+        assert denied.reason == "action_not_found"
+        assert denied.suggestions is not None and 0 < len(denied.suggestions) <= SUGGESTIONS
+        assert denied.suggestions[0]["name"] == "api.items.get"
+
+
+async def test_catalogs_validate_arguments_and_list_states(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        catalogs = h.gateway.catalogs
+        action = h.gateway.permissions.lookup(OPERATOR, "api.items.get")
+        assert action is not None
+        assert catalogs.validate(action, {"id": "1"}) == []
+        assert catalogs.validate(action, {}) == [{"path": "(root)", "message": "'id' is a required property"}]
+        assert {s.slug: s.status for s in catalogs.states()} == {"api": "ready", "vault": "ready", "open": "ready"}
+        assert await catalogs.recover("api", principal="alice") is None  # not in error: nothing to recover
