@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import is_
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, cast
 
 from pydantic import AfterValidator, BaseModel, TypeAdapter, ValidationInfo
 
@@ -151,7 +151,7 @@ class CatalogSharing:
         """
         share_json, model, strings = self.share_json, self._model, self._strings
         for action in actions:
-            fields = action.__dict__
+            fields = cast(dict[str, Any], action.__dict__)
             if type(fields["input_schema"]) is FrozenDict:
                 continue
             fields["input_schema"] = share_json(fields["input_schema"])
@@ -168,7 +168,7 @@ class CatalogSharing:
             return self._strings.setdefault(value, value)
         if kind is dict or kind is FrozenDict:
             strings = self._strings
-            keys = [strings.setdefault(k, k) if type(k) is str else _NOT_JSON for k in value]
+            keys: list[Any] = [strings.setdefault(k, k) if type(k) is str else _NOT_JSON for k in value]
             if _NOT_JSON in keys:
                 return value  # a non-str key: not JSON, so not ours to merge
             children = [self.share_json(child) for child in value.values()]
@@ -213,7 +213,7 @@ class CatalogSharing:
     def _model(self, model: BaseModel) -> BaseModel:
         """The canonical model equal to ``model`` (a frozen binding or ``ParamSpec``): fields shared
         first, then the model itself, matched by its class, its fields' identities and which were set."""
-        fields = model.__dict__
+        fields = cast(dict[str, Any], model.__dict__)
         field = self._field
         for name, value in fields.items():
             fields[name] = field(value)

@@ -11,6 +11,7 @@ __all__ = ["Clock", "FixedClock", "SystemClock"]
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
+        ...
 
 
 class SystemClock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote_plus
 
 import anyio
@@ -110,7 +110,7 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
         value = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
-    return value if isinstance(value, dict) else None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def _error_code(answer: dict[str, Any] | None) -> str:

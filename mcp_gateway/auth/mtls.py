@@ -24,7 +24,7 @@ import os
 import re
 import ssl
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import TypeVar
 
 import httpx2
@@ -102,7 +102,7 @@ def _trust(cafile: str | None) -> ssl.SSLContext:
 
 
 @contextlib.contextmanager
-def _pem_path(pem: bytes, *, in_memory: bool) -> Iterator[str]:
+def _pem_path(pem: bytes, *, in_memory: bool) -> Generator[str]:
     """A path that reads back ``pem``, gone when the block ends (however it ends)."""
     if in_memory and hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
         fd = os.memfd_create("mcp-gateway-client-cert", os.MFD_CLOEXEC)

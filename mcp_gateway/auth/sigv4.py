@@ -162,7 +162,7 @@ def _canonical_query(raw_query: str) -> str:
     # Decode then re-escape each name and value, so the query signs the same however the URL spelled
     # it (``,`` or ``%2C``); ``build_request`` already writes queries this way, so this changes nothing
     # there. ``+`` stays a literal plus: it is only a space in form bodies.
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for item in raw_query.split("&"):
         if not item:
             continue

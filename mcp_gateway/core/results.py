@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 from ..execution import Outcome, summarize_error
 from ..model import (
     ActionSummary,
+    AuditReason,
     CallResult,
     ConnectorInfo,
     Denied,
@@ -147,7 +148,7 @@ def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     return dict(result)
 
 
-def reason_code(result: CallResult) -> str | None:
+def reason_code(result: CallResult) -> AuditReason | None:
     """The reason an audit row records: a denial's or error's reason, ``needs_auth``, else None."""
     match result:
         case Denied(reason=reason) | ErrorResult(reason=reason):

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
@@ -29,6 +30,7 @@ from starlette.routing import Route
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...errors import CredentialError, UpstreamError
 from ...manifest import AwsSigV4Auth, ConnectorConfig, MtlsAuth, OAuth2Auth
+from ...model import AuthKind
 from ...secrets import parse_secret_input
 from ...store.base import LinkKind, LinkRecord
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
@@ -91,7 +93,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
 }
 
 
-def _fields(link: LinkRecord, cfg: ConnectorConfig) -> tuple[tuple[Field, ...], str]:
+def _fields(link: LinkRecord, cfg: ConnectorConfig) -> tuple[tuple[Field, ...], AuthKind]:
     """The form's fields and the secret shape they are parsed as."""
     if link.kind == "secret" and link.secret_name != "default":
         return _SINGLE, "bearer"  # a named secret is one plain value
@@ -143,7 +145,7 @@ def _check_mtls(value: dict[str, str]) -> str | None:
         key = serialization.load_pem_private_key(value["key_pem"].encode(), password=None)
     except TypeError:
         return "The private key is protected by a passphrase; export it unencrypted (openssl pkey -in key.pem)."
-    except (ValueError, serialization.UnsupportedAlgorithm):
+    except (ValueError, UnsupportedAlgorithm):
         return "The private key is not a PEM private key (it starts with -----BEGIN … PRIVATE KEY-----)."
     raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     if key.public_key().public_bytes(*raw) != certificate.public_key().public_bytes(*raw):
@@ -151,7 +153,7 @@ def _check_mtls(value: dict[str, str]) -> str | None:
     return None
 
 
-def _parse(kind: str, values: dict[str, str]) -> Any:
+def _parse(kind: AuthKind, values: dict[str, str]) -> Any:
     """The secret as the vault stores it; raises ``CredentialError`` (never quoting the input)."""
     if "secret" in values and len(values) == 1:
         return parse_secret_input(kind, values["secret"])
@@ -211,6 +213,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         client = await gateway.vault.sealed(cfg.slug, principal=link.principal)
         if client is None:
             values = await _values(form, _OAUTH2_CLIENT)
+            value: Any = None
             try:
                 value = _parse("oauth2", values) if isinstance(values, dict) else None
             except CredentialError as exc:
