@@ -138,3 +138,29 @@ async def test_a_failing_curated_action_points_at_the_request_action(gateway: Ga
     assert "request" not in other["hint"]
     through_request = await call(gateway, "echo.request", {"method": "GET", "path": "/status/422"})
     assert "echo.request" not in through_request["hint"]
+
+
+TRAVERSALS = [
+    "/things/../admin",
+    "/things/..;/admin",
+    "/things/..;jsessionid=1/admin",
+    "/things/%2e%2e;/admin",
+    "/things/%c0%ae%c0%ae/admin",
+    "/things/%e0%80%ae%e0%80%ae/admin",
+    "/things/..%c0%afadmin",
+    "/things/%25c0%25ae%25c0%25ae/admin",
+    "/things/\uff0e\uff0e/admin",
+    "/things/%ef%bc%8e%ef%bc%8e/admin",
+    "/things/..\uff0fadmin",
+    "/things/%252e%252e/admin",
+    "/things/.. /admin",
+]
+
+
+async def test_every_traversal_form_is_refused_before_anything_is_sent(
+    gateway: Gateway, upstream: tuple[EchoApp, str]
+) -> None:
+    for path in TRAVERSALS:
+        result = await call(gateway, "echo.request", {"method": "GET", "path": path})
+        assert result["status"] == "denied" and result["reason"] == "invalid_args", (path, result)
+    assert upstream[0].requests == []  # the upstream counted zero hits

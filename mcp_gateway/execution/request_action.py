@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 import httpx2
 
@@ -83,7 +84,7 @@ def build_generic_request(args: Mapping[str, Any], base_url: str, connector: Con
     base = httpx2.URL(base_url)
     if base.scheme not in ("http", "https") or not base.host:
         raise UpstreamError("connector_error", f"Connector {connector.slug!r} has a base_url that is not http(s).")
-    path, path_query = _target(str(args.get("path", "")), base)
+    path, path_query = _target(str(args.get("path", "")), base, confine=connector.confine_to_base_path)
     headers = _headers(args.get("headers") or {}, connector)
     query = "&".join(q for q in (path_query, _query(args.get("query") or {}, connector)) if q)
     _check_query_names(path_query, connector)
@@ -100,7 +101,7 @@ def _refused(field: str, message: str) -> ArgumentError:
     return ArgumentError(f"request refused: {message}", errors=[{"field": field, "message": message}])
 
 
-def _target(path: str, base: httpx2.URL) -> tuple[str, str]:
+def _target(path: str, base: httpx2.URL, *, confine: bool = True) -> tuple[str, str]:
     """(absolute path, query) of the request target, checked to stay within the connector's origin."""
     if not path.strip():
         raise _refused("path", "give a path below the base URL, e.g. '/items/42'")
@@ -127,6 +128,8 @@ def _target(path: str, base: httpx2.URL) -> tuple[str, str]:
                 f"this action only reaches {base_origin} (use a path like '/items/42')",
             )
         target, _, query = url.raw_path.decode("ascii").partition("?")
+        if confine:
+            _confine(target or "/", base.raw_path.decode("ascii").partition("?")[0], base_origin)
         return target or "/", query
     base_path = base.raw_path.decode("ascii").partition("?")[0]
     base_query = base.raw_path.decode("ascii").partition("?")[2]
@@ -135,16 +138,51 @@ def _target(path: str, base: httpx2.URL) -> tuple[str, str]:
 
 
 def _check_segments(target: str) -> None:
-    decoded = target
-    for _ in range(3):  # double- and triple-encoded dots too: some stacks decode more than once
-        once = unquote(decoded)
-        if once == decoded:
+    """Refuse every spelling of a ``..`` segment that some server on the way may read as one.
+
+    The target is percent-decoded up to three times (some stacks decode more than once); the bytes
+    must then be valid UTF-8, which refuses overlong forms of ``.`` and ``/`` (``%c0%ae``,
+    ``%e0%80%af``) that old decoders accept; NFKC folds full-width and compatibility forms
+    (``．．``, ``／``, ``․``) into ASCII. A segment is a traversal when, cut at ``;`` (Tomcat and
+    Spring strip ``;params``, so ``..;`` is ``..``) and stripped of trailing spaces, it is two or
+    more dots and nothing else (Windows servers drop trailing dots and spaces).
+    """
+    raw = target.encode("utf-8", "surrogatepass")
+    for _ in range(3):
+        once = unquote_to_bytes(raw)
+        if once == raw:
             break
-        decoded = once
+        raw = once
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refused(
+            "path", "the path is not valid UTF-8 once percent-decoded (overlong forms are refused)"
+        ) from None
+    decoded = unicodedata.normalize("NFKC", decoded)
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in decoded):
+        raise _refused("path", "the path contains encoded control characters (a line break, a tab, NUL)")
     if "\\" in decoded:
         raise _refused("path", "backslashes are not allowed in the path (some servers read them as '/')")
-    if any(segment == ".." for segment in decoded.split("/")):
-        raise _refused("path", "'..' segments (also percent-encoded) are not allowed: they leave the base path")
+    for segment in decoded.split("/"):
+        bare = segment.split(";", 1)[0].rstrip(" \t")
+        if len(bare) >= 2 and set(bare) == {"."}:
+            raise _refused(
+                "path", "'..' segments (also encoded, with ';' parameters or full-width dots) are not allowed"
+            )
+
+
+def _confine(target: str, base_path: str, base_origin: str) -> None:
+    """An absolute same-origin URL must stay below ``base_url``'s path (``confine_to_base_path``)."""
+    prefix = base_path.rstrip("/")
+    if not prefix:
+        return
+    if target != prefix and not target.startswith(prefix + "/"):
+        raise _refused(
+            "path",
+            f"this action only reaches URLs below {base_origin}{prefix}/; give a path relative to it "
+            "(e.g. '/items/42')",
+        )
 
 
 def _query(query: Any, connector: ConnectorConfig) -> str:

@@ -105,6 +105,8 @@ class ConnectorConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     sensitive: bool = False
     request_action: bool = False
+    confine_to_base_path: bool = True
+    """The ``request`` action keeps absolute same-origin URLs below ``base_url``'s path."""
     trust_annotations: bool = True
     timeout: float = Field(30.0, gt=0, le=600)
     policies: list[PolicyRule] = Field(default_factory=list)

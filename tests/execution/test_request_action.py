@@ -71,9 +71,22 @@ def test_relative_paths_go_below_the_base_path_with_query_and_headers() -> None:
     assert build({"method": "GET", "path": "items"}).url.raw_path == b"/v1/items"
 
 
-def test_an_absolute_url_on_the_same_origin_is_allowed() -> None:
-    request = build({"method": "GET", "path": "https://API.example.com:443/v2/other?x=1"})
-    assert str(request.url) == "https://api.example.com/v2/other?x=1"
+def test_an_absolute_url_on_the_same_origin_is_allowed_below_the_base_path() -> None:
+    request = build({"method": "GET", "path": "https://API.example.com:443/v1/other?x=1"})
+    assert str(request.url) == "https://api.example.com/v1/other?x=1"
+
+
+@pytest.mark.parametrize(
+    "path", ["https://api.example.com/v2/other", "https://api.example.com/v10", "https://api.example.com/"]
+)
+def test_an_absolute_url_leaving_the_base_path_is_refused(path: str) -> None:
+    assert "below https://api.example.com/v1/" in refused({"method": "GET", "path": path})
+
+
+def test_confine_to_base_path_false_allows_the_whole_origin() -> None:
+    cfg = connector().model_copy(update={"confine_to_base_path": False})
+    request = build_generic_request({"method": "GET", "path": "https://api.example.com/v2/other"}, BASE, cfg)
+    assert str(request.url) == "https://api.example.com/v2/other"
 
 
 @pytest.mark.parametrize(
@@ -106,11 +119,29 @@ def test_other_origins_are_refused(path: str) -> None:
         "/items/..",
         "/items\\..\\admin",
         "https://api.example.com/v1/../admin",
+        # Tomcat/Spring path parameters: '..;' is '..' to them.
+        "/items/..;/admin",
+        "/items/..;x=1/admin",
+        "/items/%2e%2e;/admin",
+        # Overlong UTF-8 forms of '.' and '/', which old decoders accept.
+        "/items/%c0%ae%c0%ae/admin",
+        "/items/%e0%80%ae%e0%80%ae/admin",
+        "/items/..%c0%afadmin",
+        "/items/%25c0%25ae%25c0%25ae/admin",
+        # Full-width and compatibility forms that NFKC folds to '.' and '/'.
+        "/items/\uff0e\uff0e/admin",
+        "/items/%ef%bc%8e%ef%bc%8e/admin",
+        "/items/..\uff0fadmin",
+        "/items/\u2025/admin",
+        # Windows drops trailing dots and spaces.
+        "/items/.. /admin",
+        "/items/.../admin",
+        "/items/%2e%2e%20/admin",
     ],
 )
 def test_dot_dot_escapes_are_refused_also_encoded(path: str) -> None:
     message = refused({"method": "GET", "path": path})
-    assert "'..'" in message or "backslash" in message
+    assert "'..'" in message or "backslash" in message or "UTF-8" in message
 
 
 @pytest.mark.parametrize("name", ["Authorization", "authorization", "Cookie", "X-Api-Key", "Proxy-Authorization"])

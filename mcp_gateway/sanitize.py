@@ -1,0 +1,190 @@
+"""Upstream text is untrusted input shown to a model (SPEC 10a): clean it, and flag what reads as orders.
+
+Tool names, descriptions, titles, schemas, error messages and results come from servers and specs the
+operator does not control. Two things can hide in them:
+
+- **Characters a human reviewer never sees**: ANSI escape sequences, C0/C1 controls, zero-width and
+  bidirectional controls, variation selectors and the Unicode *tag* block (U+E0000–U+E007F), which
+  spells ASCII invisibly ("ASCII smuggling"). ``clean_text`` removes them all; a model then reads
+  exactly what the operator's review page shows.
+- **Instructions aimed at the model** ("tool poisoning"): "ignore previous instructions",
+  ``<IMPORTANT>`` blocks, requests to read local files or credentials, to keep something from the
+  user, or to call another connector's tools. ``instruction_flags`` names each such finding so the
+  action can be held for an operator's review with the reason shown; the text is never silently
+  dropped, because the operator must see what the upstream tried.
+
+Everything here is pure and linear in the input (no backtracking-prone patterns on agent-visible
+text); it imports nothing from the gateway.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+__all__ = [
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_ERROR_CHARS",
+    "MAX_TITLE_CHARS",
+    "clean_json",
+    "clean_text",
+    "hidden_characters",
+    "instruction_flags",
+]
+
+MAX_TITLE_CHARS: Final = 200
+MAX_DESCRIPTION_CHARS: Final = 4000
+MAX_ERROR_CHARS: Final = 2000
+
+# ESC [ … final byte (CSI), ESC ] … BEL or ESC \ (OSC: titles, hyperlinks), and two-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+
+_INVISIBLE_RANGES: Final = (
+    (0x0000, 0x0008),  # C0 controls, keeping \t (09) and \n (0A)
+    (0x000B, 0x001F),  # … and dropping \r, \v, \f and the rest
+    (0x007F, 0x009F),  # DEL and C1 controls
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x061C, 0x061C),  # Arabic letter mark (bidi)
+    (0x115F, 0x1160),  # Hangul fillers, rendered as nothing
+    (0x180E, 0x180E),  # Mongolian vowel separator
+    (0x200B, 0x200F),  # zero-width space/joiners, LRM, RLM
+    (0x202A, 0x202E),  # bidi embeddings and overrides
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format chars
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors (can carry smuggled bytes)
+    (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM
+    (0xFFA0, 0xFFA0),  # half-width Hangul filler
+    (0xFFF9, 0xFFFB),  # interlinear annotation controls
+    (0x1D173, 0x1D17A),  # musical symbol formatting controls
+    (0xE0000, 0xE007F),  # tag characters: invisible ASCII
+    (0xE0100, 0xE01EF),  # variation selectors supplement
+)
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+_TAGS = re.compile("[\U000e0000-\U000e007f]+")
+
+
+def hidden_characters(text: str) -> list[str]:
+    """What ``clean_text`` would remove, by kind (for the operator's review), most telling first."""
+    found: list[str] = []
+    spelled = _spelled_tags(text)
+    if spelled:
+        found.append(f"invisible tag characters spelling {spelled[:200]!r}")
+    if _ANSI.search(text):
+        found.append("ANSI escape sequences")
+    rest = _INVISIBLE.findall(_TAGS.sub("", text))
+    if rest:
+        codes = sorted({f"U+{ord(c):04X}" for c in rest})
+        found.append(f"{len(rest)} invisible or control characters ({', '.join(codes[:6])})")
+    return found
+
+
+def _spelled_tags(text: str) -> str:
+    """The ASCII the tag block mirrors at U+E0000, i.e. what invisible tag text says."""
+    tags = "".join(_TAGS.findall(text))
+    return "".join(chr(ord(c) - 0xE0000) for c in tags if 0x20 <= ord(c) - 0xE0000 < 0x7F)
+
+
+def clean_text(text: str, *, max_chars: int | None = None) -> str:
+    """``text`` without ANSI escapes and invisible characters; line breaks and tabs are kept,
+    ``\\r\\n`` becomes ``\\n``. With ``max_chars``, longer text is cut and ends with ``…``."""
+    if text.isascii() and text.isprintable() and (max_chars is None or len(text) <= max_chars):
+        return text  # the common case, without a regex pass
+    text = text.replace("\r\n", "\n")
+    text = _ANSI.sub("", text)
+    text = _INVISIBLE.sub("", text)
+    if max_chars is not None and len(text) > max_chars:
+        text = text[: max(0, max_chars - 1)].rstrip() + "…"
+    return text
+
+
+def clean_json(data: Any, *, max_string_chars: int | None = None) -> Any:
+    """``data`` (decoded JSON) with every string, keys included, passed through ``clean_text``."""
+    match data:
+        case str():
+            return clean_text(data, max_chars=max_string_chars)
+        case Mapping():
+            return {clean_text(str(k)): clean_json(v, max_string_chars=max_string_chars) for k, v in data.items()}
+        case list() | tuple():
+            return [clean_json(v, max_string_chars=max_string_chars) for v in data]
+        case _:
+            return data
+
+
+# Phrases that address the model rather than describe an API. Each is a plain alternation over a
+# bounded gap, so matching stays linear on hostile input.
+_GAP = r"[^.\n]{0,40}?"
+_FLAGS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    (
+        "asks the model to ignore its instructions",
+        re.compile(
+            rf"\b(ignore|disregard|forget|override)\b{_GAP}\b(previous|prior|above|earlier|all|any|system|other)\b"
+            rf"{_GAP}\b(instructions?|prompts?|rules|directions|guidelines|context)\b",
+            re.I,
+        ),
+    ),
+    (
+        "contains a hidden-priority tag such as <IMPORTANT>",
+        re.compile(r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|prompt)\b[^>]{0,40}>", re.I),
+    ),
+    (
+        "asks to read local files or keys",
+        re.compile(
+            r"(~/\.(ssh|aws|config|netrc|gnupg|kube|docker)|\bid_(rsa|ed25519|ecdsa)\b|/etc/(passwd|shadow)"
+            r"|\.env\b|\bmcp\.json\b|claude_desktop_config|\.cursor/)",
+            re.I,
+        ),
+    ),
+    (
+        "asks for credentials or secrets",
+        re.compile(
+            rf"\b(read|send|include|pass|provide|give|share|upload|post|leak|exfiltrate|append|attach|reveal)\b"
+            rf"{_GAP}\b(api[ _-]?keys?|tokens?|passwords?|secrets?|credentials?|private keys?|session cookies?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "asks to hide something from the user",
+        re.compile(
+            rf"\b(do not|don't|never|without)\b{_GAP}\b(tell|telling|inform|informing|mention|mentioning|show|"
+            rf"showing|notify|notifying|alert|alerting)\b{_GAP}\b(the )?(user|human|operator)\b",
+            re.I,
+        ),
+    ),
+    (
+        "addresses the model directly",
+        re.compile(
+            r"\b(you are now|as an ai|system prompt|assistant must|the assistant should|before using this tool"
+            r"|before (calling|using) any other tool|instead of (calling|using) the)\b",
+            re.I,
+        ),
+    ),
+)
+
+
+def instruction_flags(text: str, *, other_tools: Iterable[str] = ()) -> list[str]:
+    """Why ``text`` looks like instructions aimed at the model rather than a description; empty
+    when it does not. ``other_tools`` are names of other connectors' actions (qualified or bare):
+    a description that mentions one is trying to steer calls elsewhere.
+    """
+    flags = [f"hides text: {found}" for found in hidden_characters(text)]
+    # Judge what the tag block spells as well as what is visible: hidden orders are still orders.
+    visible = clean_text(text) + "\n" + _spelled_tags(text)
+    flags += [reason for reason, pattern in _FLAGS if pattern.search(visible)]
+    lowered = visible.lower()
+    mentioned = sorted({name for name in other_tools if len(name) >= 4 and _mentions(lowered, name.lower())})
+    if mentioned:
+        flags.append(f"mentions other connectors' tools: {', '.join(mentioned[:5])}")
+    return flags
+
+
+def _mentions(text: str, name: str) -> bool:
+    start = text.find(name)
+    while start != -1:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return True
+        start = text.find(name, start + 1)
+    return False

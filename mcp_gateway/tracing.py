@@ -1,0 +1,86 @@
+"""OpenTelemetry traces (issue 12): a span per meta-tool, policy decision, credential application and
+upstream call, under the MCP SDK's own span for each request.
+
+The MCP SDK already opens a SERVER span per JSON-RPC request (``mcp.server._otel``), following the
+semantic conventions for MCP and taking the client's W3C ``traceparent`` from ``_meta``. The gateway
+adds its spans below it, through the OpenTelemetry *API* only: with no SDK configured they are
+no-ops costing a function call. ``configure_tracing`` installs the SDK and an OTLP/HTTP exporter when
+the standard variables ask for one (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, unless ``OTEL_TRACES_EXPORTER=none`` or
+``OTEL_SDK_DISABLED=true``); the exporter itself reads the rest (headers, timeout, protocol…).
+
+Attributes never carry a secret, an argument value or a result: names, kinds, status codes and
+sizes only. Upstream HTTP calls carry ``traceparent`` (W3C trace context) unless the connector
+turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
+
+__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "span", "tracer"]
+
+logger = logging.getLogger(__name__)
+_TRACER_NAME = "mcp-gateway"
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer(_TRACER_NAME)
+
+
+@contextmanager
+def span(
+    name: str, *, kind: SpanKind = SpanKind.INTERNAL, attributes: Mapping[str, Any] | None = None
+) -> Iterator[Span]:
+    """A child span of the current one; an exception marks it as an error with its type only
+    (an exception's message may quote an upstream's text)."""
+    with tracer().start_as_current_span(
+        name, kind=kind, attributes=dict(attributes or {}), record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__qualname__)
+            current.set_status(StatusCode.ERROR)
+            raise
+
+
+def inject_trace_context(headers: MutableMapping[str, str]) -> None:
+    """Add ``traceparent``/``tracestate`` for the current span to an outbound request's headers."""
+    propagate.inject(headers)
+
+
+def configure_tracing(env: Mapping[str, str]) -> bool:
+    """Install the OpenTelemetry SDK with an OTLP/HTTP exporter when ``env`` asks for one; True if it did.
+
+    Imports the SDK only then: a gateway that does not export pays nothing for it at start-up.
+    """
+    if env.get("OTEL_SDK_DISABLED", "").lower() == "true" or env.get("OTEL_TRACES_EXPORTER", "otlp") == "none":
+        return False
+    if not (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return False
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "mcp-gateway")})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    logger.info("tracing: exporting spans over OTLP/HTTP")
+    return True
+
+
+def shutdown_tracing() -> None:
+    """Flush spans still batched (on shutdown)."""
+    provider = trace.get_tracer_provider()
+    shutdown = getattr(provider, "shutdown", None)
+    if callable(shutdown):
+        shutdown()

@@ -1,0 +1,250 @@
+"""Traffic control (issue 12): rate limits, concurrency caps and a circuit breaker per connector.
+
+- **Rate limits** are token buckets keyed by scope: per agent, per connector, per action pattern
+  (a ``policy`` matcher over the qualified name). A call takes one token from every bucket that
+  applies, or none: when any bucket is empty the call is refused with ``retry_after`` = the time
+  until that bucket has a token again, and the other buckets keep theirs.
+- **Concurrency caps** bound calls in flight for the same scopes; a slot is held for the call's
+  duration (``Admission`` is a context manager) and released however the call ends.
+- **The circuit breaker** counts consecutive upstream failures per connector. After ``threshold``
+  of them it opens: calls fail fast with ``upstream_unavailable`` and a retry time. When the
+  cool-down has passed, one call goes through (half-open); its success closes the circuit, its
+  failure opens it again for another cool-down.
+
+All state is in memory and per instance; time comes from a monotonic source the caller injects,
+so every decision is unit-testable without sleeping. (Limits that must hold across instances
+sharing PostgreSQL are a store concern: ``RateLimiter`` takes its buckets from a ``BucketStore``.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+__all__ = [
+    "Admission",
+    "BucketStore",
+    "CircuitBreaker",
+    "LimitRule",
+    "MemoryBuckets",
+    "Refusal",
+    "Scope",
+    "TrafficControl",
+]
+
+Scope = Literal["agent", "connector", "action"]
+Monotonic = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class LimitRule:
+    """One limit: ``rate`` calls per second with bursts up to ``burst``, and/or at most
+    ``concurrency`` in flight, for every call whose scope key ``matches``."""
+
+    scope: Scope
+    matches: Callable[[str], bool]
+    """Tested against the agent name, the connector slug or the qualified action name."""
+    name: str
+    """How the rule is named in refusals and metrics (e.g. ``agent:release-bot``)."""
+    rate: float | None = None
+    burst: float | None = None
+    concurrency: int | None = None
+
+    @property
+    def capacity(self) -> float:
+        return self.burst if self.burst is not None else max(1.0, self.rate or 1.0)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a call may not run now, and when to try again."""
+
+    reason: Literal["rate_limited", "upstream_unavailable"]
+    scope: str
+    retry_after: float
+    """Seconds, rounded up to a tenth (never 0: "retry now" would be a busy loop)."""
+    message: str
+
+
+class BucketStore(Protocol):
+    """Where token buckets live: in memory for one instance, in the database for several."""
+
+    def take(self, key: str, *, rate: float, capacity: float, now: float) -> float:
+        """Take one token from bucket ``key`` if it has one and return 0.0; otherwise take nothing
+        and return the seconds until a token is available."""
+        ...
+
+    def give_back(self, key: str, *, capacity: float) -> None:
+        """Return a token taken by a call that another bucket then refused."""
+        ...
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class MemoryBuckets:
+    """Token buckets of one process."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, key: str, *, rate: float, capacity: float, now: float) -> float:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(capacity, now)
+        bucket.tokens = min(capacity, bucket.tokens + (now - bucket.at) * rate)
+        bucket.at = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / rate
+
+    def give_back(self, key: str, *, capacity: float) -> None:
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.tokens = min(capacity, bucket.tokens + 1.0)
+
+
+@dataclass
+class Admission:
+    """A call let through: holds its concurrency slots until ``release`` (or the ``with`` block ends)."""
+
+    _release: Callable[[], None] = field(repr=False)
+    _done: bool = field(default=False, repr=False)
+
+    def release(self) -> None:
+        if not self._done:
+            self._done = True
+            self._release()
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class CircuitBreaker:
+    """Per-connector circuit: closed → open after ``threshold`` consecutive failures → half-open
+    after ``cooldown`` seconds (one trial call) → closed on its success, open again on failure."""
+
+    def __init__(self, *, threshold: int = 5, cooldown: float = 30.0, clock: Monotonic = time.monotonic) -> None:
+        if threshold < 1 or cooldown <= 0:
+            raise ValueError("threshold must be >= 1 and cooldown > 0")
+        self._threshold = threshold
+        self._cooldown = cooldown
+        self._clock = clock
+        self._failures: dict[str, int] = {}
+        self._open_until: dict[str, float] = {}
+        self._trial: set[str] = set()
+
+    def check(self, connector: str) -> Refusal | None:
+        """None when a call may go to ``connector``'s upstream now; in half-open state only the
+        first caller gets through, the others wait for its outcome."""
+        until = self._open_until.get(connector)
+        if until is None:
+            return None
+        now = self._clock()
+        if now >= until and connector not in self._trial:
+            self._trial.add(connector)
+            return None
+        wait = until - now if now < until else 1.0  # past the cool-down, a trial call is in flight
+        return Refusal(
+            reason="upstream_unavailable",
+            scope=f"connector:{connector}",
+            retry_after=_ceil_tenth(wait),
+            message=f"{connector}'s upstream failed {self._threshold} times in a row; the gateway stops sending "
+            f"to it for a while. Try again in {_ceil_tenth(wait):g} s, or use another connector meanwhile.",
+        )
+
+    def succeeded(self, connector: str) -> None:
+        self._failures.pop(connector, None)
+        self._open_until.pop(connector, None)
+        self._trial.discard(connector)
+
+    def failed(self, connector: str) -> None:
+        """An upstream failure: unreachable, timed out, or a 5xx/429 answer."""
+        if connector in self._trial:
+            self._trial.discard(connector)
+            self._open_until[connector] = self._clock() + self._cooldown
+            return
+        count = self._failures.get(connector, 0) + 1
+        self._failures[connector] = count
+        if count >= self._threshold:
+            self._open_until[connector] = self._clock() + self._cooldown
+
+    def state(self, connector: str) -> Literal["closed", "open", "half_open"]:
+        until = self._open_until.get(connector)
+        if until is None:
+            return "closed"
+        return "half_open" if self._clock() >= until or connector in self._trial else "open"
+
+
+class TrafficControl:
+    """Rate limits and concurrency caps over a set of rules; ``admit`` decides one call."""
+
+    def __init__(
+        self, rules: Sequence[LimitRule], *, buckets: BucketStore | None = None, clock: Monotonic = time.monotonic
+    ) -> None:
+        self._rules = tuple(rules)
+        self._buckets = buckets if buckets is not None else MemoryBuckets()
+        self._clock = clock
+        self._in_flight: dict[str, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._rules)
+
+    def admit(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
+        """Let one call through every applicable limit, or refuse it saying which and for how long."""
+        keys = {"agent": agent, "connector": connector, "action": action}
+        applicable = [rule for rule in self._rules if rule.matches(keys[rule.scope])]
+        for rule in applicable:
+            if rule.concurrency is not None and self._in_flight.get(_bucket_key(rule, keys), 0) >= rule.concurrency:
+                return Refusal(
+                    reason="rate_limited",
+                    scope=rule.name,
+                    retry_after=1.0,
+                    message=f"Too many calls in flight for {rule.name} (at most {rule.concurrency}); retry when one "
+                    "of them has finished.",
+                )
+        now = self._clock()
+        taken: list[LimitRule] = []
+        for rule in applicable:
+            if rule.rate is None:
+                continue
+            wait = self._buckets.take(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity, now=now)
+            if wait > 0:
+                for done in taken:  # all or nothing: the other buckets keep their tokens
+                    self._buckets.give_back(_bucket_key(done, keys), capacity=done.capacity)
+                retry = _ceil_tenth(wait)
+                return Refusal(
+                    reason="rate_limited",
+                    scope=rule.name,
+                    retry_after=retry,
+                    message=f"The rate limit for {rule.name} ({rule.rate:g}/s) is reached; retry in {retry:g} s.",
+                )
+            taken.append(rule)
+        held = [_bucket_key(rule, keys) for rule in applicable if rule.concurrency is not None]
+        for key in held:
+            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+
+        def release() -> None:
+            for key in held:
+                self._in_flight[key] -= 1
+
+        return Admission(release)
+
+
+def _bucket_key(rule: LimitRule, keys: dict[str, str]) -> str:
+    # One bucket per rule and per subject: "10/s per agent" gives every agent its own ten.
+    return f"{rule.name}\0{keys[rule.scope]}"
+
+
+def _ceil_tenth(seconds: float) -> float:
+    return max(0.1, math.ceil(seconds * 10) / 10)

@@ -1,0 +1,54 @@
+"""Host and Origin checked on every route (``server.host_guard``), against DNS rebinding."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from mcp_gateway.server.host_guard import HostGuard, allow_list
+
+
+def app(public_url: str = "http://127.0.0.1:8765") -> HostGuard:
+    async def ok(_: object) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    routes = [Route(path, ok, methods=["GET", "POST"]) for path in ("/healthz", "/operator", "/connect/x")]
+    return HostGuard(Starlette(routes=routes), allow_list("127.0.0.1", 8765, public_url))
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/operator", "/connect/x"])
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1.evil.example:8765", ""])
+def test_a_foreign_host_is_421_on_every_route(path: str, host: str) -> None:
+    with TestClient(app(), base_url="http://127.0.0.1:8765") as client:
+        assert client.get(path, headers={"host": host}).status_code == 421
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:9999", "[::1]:8765", "LOCALHOST:1"])
+def test_loopback_names_pass(host: str) -> None:
+    with TestClient(app()) as client:
+        assert client.get("/operator", headers={"host": host}).text == "ok"
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "http://evil.example:8765", "null", "https://127.0.0.1:8765"]
+)
+def test_a_rebinding_origin_is_403(origin: str) -> None:
+    with TestClient(app()) as client:
+        response = client.post("/operator", headers={"host": "127.0.0.1:8765", "origin": origin})
+        assert response.status_code == 403
+
+
+def test_the_public_url_names_the_gateway_too() -> None:
+    with TestClient(app("https://gateway.example.com")) as client:
+        for host in ("gateway.example.com", "gateway.example.com:443"):
+            response = client.post("/operator", headers={"host": host, "origin": "https://gateway.example.com"})
+            assert response.text == "ok"
+        assert client.get("/operator", headers={"host": "gateway.example.com:444"}).status_code == 421
+
+
+def test_the_sdk_gets_the_same_list() -> None:
+    settings = allow_list("127.0.0.1", 8765, "http://127.0.0.1:8765").transport_security()
+    assert "127.0.0.1:8765" in settings.allowed_hosts and "http://127.0.0.1:*" in settings.allowed_origins

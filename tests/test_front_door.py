@@ -1,0 +1,156 @@
+"""Access tokens at the front door (``front_door``): JWT checks against a JWKS the test serves
+through ``MockTransport``, key rotation, and every way a token is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+from mcp_gateway.front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
+
+pytestmark = pytest.mark.anyio
+
+ISSUER = "http://127.0.0.1:9/issuer"
+AUDIENCE = "http://127.0.0.1:8765/mcp"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Idp:
+    """Signing keys and a JWKS endpoint that counts its hits."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, Any] = {"k1": rsa.generate_private_key(public_exponent=65537, key_size=2048)}
+        self.hits = 0
+
+    def jwks(self) -> dict[str, Any]:
+        out = []
+        for kid, key in self.keys.items():
+            algo = RSAAlgorithm if isinstance(key, rsa.RSAPrivateKey) else ECAlgorithm
+            jwk = json.loads(algo.to_jwk(key.public_key()))
+            out.append({**jwk, "kid": kid, "use": "sig"})
+        return {"keys": out}
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.hits += 1
+        return httpx2.Response(200, json=self.jwks())
+
+    def mint(self, kid: str = "k1", alg: str = "RS256", key: Any = None, **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "maria", "exp": now + 300, "iat": now, "scope": "mcp"} | claims
+        body = {k: v for k, v in body.items() if v is not None}
+        return jwt.encode(body, key if key is not None else self.keys[kid], algorithm=alg, headers={"kid": kid})
+
+
+@pytest.fixture
+def idp() -> Idp:
+    return Idp()
+
+
+@pytest.fixture
+def verifier(idp: Idp) -> Callable[..., JwtVerifier]:
+    def make(clock: Callable[[], float] = time.monotonic, **settings: Any) -> JwtVerifier:
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(idp.handler))
+        cfg = FrontDoorSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url="http://127.0.0.1:9/jwks", **settings)
+        return JwtVerifier(cfg, JwksCache(cfg.jwks_url, http, clock=clock))
+
+    return make
+
+
+async def test_a_valid_token_names_the_user_client_and_scopes(idp: Idp, verifier: Callable[..., JwtVerifier]) -> None:
+    v = verifier(scopes=("mcp",), agent_claim="agent")
+    token = idp.mint(azp="claude-code", agent="release-bot", groups=["eng", "ops"])
+    access = await v.verify(token)
+    assert access.subject == "maria" and access.client_id == "claude-code" and access.scopes == ["mcp"]
+    assert access.resource == AUDIENCE
+    caller = v.caller(access)
+    assert (caller.user, caller.agent, caller.groups) == ("maria", "release-bot", ("eng", "ops"))
+    assert idp.hits == 1
+    await v.verify(idp.mint())
+    assert idp.hits == 1  # cached
+
+
+@pytest.mark.parametrize(
+    ("claims", "code"),
+    [
+        ({"aud": "http://127.0.0.1:9999/other"}, "wrong_audience"),
+        ({"iss": "http://127.0.0.1:9/evil"}, "wrong_issuer"),
+        ({"exp": int(time.time()) - 120}, "expired"),
+        ({"nbf": int(time.time()) + 600}, "not_yet_valid"),
+        ({"exp": None}, "invalid_signature_or_claims"),
+        ({"sub": None}, "no_user_claim"),
+    ],
+)
+async def test_claims_that_do_not_fit_are_refused(
+    idp: Idp, verifier: Callable[..., JwtVerifier], claims: dict[str, Any], code: str
+) -> None:
+    with pytest.raises(TokenRefused) as refused:
+        await verifier().verify(idp.mint(**claims))
+    assert refused.value.code == code
+    assert await verifier().verify_token(idp.mint(**claims)) is None
+
+
+async def test_a_missing_scope_is_insufficient_scope(idp: Idp, verifier: Callable[..., JwtVerifier]) -> None:
+    with pytest.raises(TokenRefused) as refused:
+        await verifier(scopes=("mcp", "admin")).verify(idp.mint())
+    assert refused.value.insufficient_scope and refused.value.code == "missing_scope:admin"
+
+
+async def test_a_wrong_signature_and_unsafe_algorithms_are_refused(
+    idp: Idp, verifier: Callable[..., JwtVerifier]
+) -> None:
+    impostor = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with pytest.raises(TokenRefused, match="invalid_signature"):
+        await verifier().verify(idp.mint(key=impostor))
+    for forged in (
+        jwt.encode(
+            {"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "exp": 2**31},
+            "a-shared-secret-that-is-long-enough-32b",
+            algorithm="HS256",
+        ),
+        jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "exp": 2**31}, None, algorithm="none"),
+    ):
+        with pytest.raises(TokenRefused, match="algorithm_not_allowed"):
+            await verifier().verify(forged)
+    with pytest.raises(TokenRefused, match="malformed"):
+        await verifier().verify("not-a-jwt")
+
+
+async def test_key_rotation_refreshes_once_and_unknown_kids_are_rate_limited(
+    idp: Idp, verifier: Callable[..., JwtVerifier]
+) -> None:
+    now = [1000.0]
+    v = verifier(clock=lambda: now[0])
+    await v.verify(idp.mint())
+    now[0] += 60
+    idp.keys["k2"] = ec.generate_private_key(ec.SECP256R1())
+    access = await v.verify(idp.mint(kid="k2", alg="ES256"))  # unknown kid: one refresh finds it
+    assert access.subject == "maria" and idp.hits == 2
+    for _ in range(20):  # forged kids cannot make us hammer the identity provider
+        with pytest.raises(TokenRefused, match="unknown_kid"):
+            await v.verify(_with_kid(idp, "nosuch"))
+    assert idp.hits == 2
+    now[0] += 31
+    with pytest.raises(TokenRefused, match="unknown_kid"):
+        await v.verify(_with_kid(idp, "nosuch"))
+    assert idp.hits == 3
+
+
+def _with_kid(idp: Idp, kid: str) -> str:
+    return jwt.encode(
+        {"iss": ISSUER, "aud": AUDIENCE, "sub": "m", "exp": int(time.time()) + 60},
+        idp.keys["k1"],
+        algorithm="RS256",
+        headers={"kid": kid},
+    )

@@ -1,0 +1,111 @@
+"""Rate limits, concurrency caps and the circuit breaker (``traffic``), on a clock that moves when told."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_gateway.traffic import Admission, CircuitBreaker, LimitRule, Refusal, Scope, TrafficControl
+
+
+class Tick:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def everyone(_: str) -> bool:
+    return True
+
+
+def rule(
+    scope: Scope = "connector", *, rate: float | None = None, burst: float | None = None, concurrency: int | None = None
+) -> LimitRule:
+    return LimitRule(scope=scope, matches=everyone, name=f"{scope}:*", rate=rate, burst=burst, concurrency=concurrency)
+
+
+def admit(
+    tc: TrafficControl, agent: str = "bot", connector: str = "github", action: str = "github.repos.get"
+) -> Admission | Refusal:
+    return tc.admit(agent=agent, connector=connector, action=action)
+
+
+def test_a_token_bucket_allows_its_rate_over_time() -> None:
+    tick = Tick()
+    tc = TrafficControl([rule(rate=10, burst=10)], clock=tick)
+    ok = sum(isinstance(admit(tc), Admission) for _ in range(50))  # 50 at once: the burst gets through
+    assert ok == 10
+    refused = admit(tc)
+    assert isinstance(refused, Refusal) and refused.reason == "rate_limited" and refused.retry_after == 0.1
+    total = 0
+    for _ in range(250):  # 50/s offered for 5 s against 10/s
+        tick.now += 0.02
+        total += isinstance(admit(tc), Admission)
+    assert 49 <= total <= 51
+
+
+def test_each_subject_has_its_own_bucket() -> None:
+    tc = TrafficControl([rule("agent", rate=1, burst=1)], clock=Tick())
+    assert isinstance(admit(tc, agent="a"), Admission)
+    assert isinstance(admit(tc, agent="b"), Admission)
+    assert isinstance(admit(tc, agent="a"), Refusal)
+
+
+def test_a_refusal_takes_no_token_from_the_other_buckets() -> None:
+    tick = Tick()
+    agent_rule = LimitRule(scope="agent", matches=everyone, name="agent:*", rate=1, burst=5)
+    action_rule = LimitRule(
+        scope="action", matches=lambda n: n.endswith(".delete"), name="action:*.delete", rate=1, burst=1
+    )
+    tc = TrafficControl([agent_rule, action_rule], clock=tick)
+    assert isinstance(admit(tc, action="x.delete"), Admission)
+    for _ in range(3):
+        assert isinstance(admit(tc, action="x.delete"), Refusal)  # the action's bucket is empty …
+    assert sum(isinstance(admit(tc, action="x.get"), Admission) for _ in range(5)) == 4  # … the agent's kept 4
+
+
+def test_concurrency_caps_hold_slots_until_released() -> None:
+    tc = TrafficControl([rule(concurrency=2)], clock=Tick())
+    first, second = admit(tc), admit(tc)
+    assert isinstance(first, Admission) and isinstance(second, Admission)
+    third = admit(tc)
+    assert isinstance(third, Refusal) and "in flight" in third.message
+    with first:
+        pass
+    first.release()  # releasing twice frees one slot, not two
+    assert isinstance(admit(tc), Admission)
+    assert isinstance(admit(tc), Refusal)
+
+
+def test_no_rules_admit_everything() -> None:
+    tc = TrafficControl([])
+    assert not tc and all(isinstance(admit(tc), Admission) for _ in range(100))
+
+
+def test_the_circuit_opens_after_consecutive_failures_then_lets_one_trial_through() -> None:
+    tick = Tick()
+    breaker = CircuitBreaker(threshold=3, cooldown=30, clock=tick)
+    for _ in range(2):
+        breaker.failed("slow")
+    breaker.succeeded("slow")  # not consecutive any more
+    for _ in range(3):
+        assert breaker.check("slow") is None
+        breaker.failed("slow")
+    refusal = breaker.check("slow")
+    assert isinstance(refusal, Refusal) and refusal.reason == "upstream_unavailable" and refusal.retry_after == 30
+    assert breaker.state("slow") == "open" and breaker.check("other") is None
+    tick.now += 30
+    assert breaker.check("slow") is None  # the trial call
+    assert isinstance(breaker.check("slow"), Refusal)  # the others wait for its outcome
+    breaker.failed("slow")
+    assert breaker.state("slow") == "open"
+    tick.now += 30
+    assert breaker.check("slow") is None
+    breaker.succeeded("slow")
+    assert breaker.state("slow") == "closed" and breaker.check("slow") is None
+
+
+def test_breaker_arguments_are_checked() -> None:
+    with pytest.raises(ValueError):
+        CircuitBreaker(threshold=0)
