@@ -102,7 +102,7 @@ class Redactor:
         except (TypeError, ValueError, RecursionError):  # not plain JSON data: walk it
             return True
         if self._json_forms is None:
-            self._json_forms = [json.dumps(form)[1:-1] for form in self._forms]
+            self._json_forms = [_json_escaped(form) for form in self._forms]
         return any(form in text for form in self._json_forms)
 
     def _walk(self, obj: Any) -> Any:
@@ -123,3 +123,10 @@ class Redactor:
 
     def __repr__(self) -> str:
         return f"Redactor(forms={len(self._forms)})"
+
+
+def _json_escaped(form: str) -> str:
+    """``form`` as it appears inside a JSON string (``json.dumps`` defaults)."""
+    if form.isascii() and form.isprintable() and '"' not in form and "\\" not in form:
+        return form  # nothing in it is escaped
+    return json.dumps(form)[1:-1]
