@@ -8,7 +8,11 @@ served by uvicorn in its own process, so it shares no GIL with what is measured)
     (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream
     (f) SDK floor     SDK Client -> the thinnest MCPServer (one tool doing the GET) -> upstream
 
-Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per call. "client CPU"
+Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per call. (a) and (b)
+keep their lowest-median round. (c) and (f) run side by side and take turns within each of the
+``--rounds`` rounds, each path's p50 and server CPU being the medians over its rounds: the final
+table sets the gateway against the floor per transport (issue 10, SPEC 12: <= 1.05x the floor's
+p50, <= +0.5 ms of server CPU per call). "client CPU"
 is this process's CPU per call (for (b) it includes the gateway, its SQLite thread included);
 "server CPU" is the server subprocess's utime+stime from /proc/<pid>/stat per call. Then: cold
 sync and warm restart of the bundled default manifest (GitHub's spec), each in a fresh process,
@@ -405,18 +409,19 @@ async def subprocess_http(args: list[str], env: dict[str, str], port: int, path:
             proc.wait()
 
 
-def _child_pid(marker: str) -> int | None:
-    """The pid of our child process whose command line contains ``marker`` (stdio servers)."""
-    me = os.getpid()
+def _child_pid(command: list[str]) -> int | None:
+    """The pid of our child process running ``command`` (a stdio server). Its arguments are matched
+    whole: a server of the same kind over HTTP, running meanwhile, shares most of them."""
+    me, wanted = os.getpid(), [arg.encode() for arg in command[1:]]
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2 :].split()[1]) == me and marker in cmdline:
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == me and argv[1:] == wanted:
             return int(entry.name)
     return None
 
@@ -479,7 +484,7 @@ async def mcp_stdio(
         tools = (await client.list_tools()).tools
         first = await client.call_tool(tool, args)
         _check(label, first.structured_content)
-        yield E2EPath(label, client, tool, args, _child_pid(command[-1]), _tools_bytes(tools))
+        yield E2EPath(label, client, tool, args, _child_pid(command), _tools_bytes(tools))
 
 
 async def measure_interleaved(paths: list[E2EPath], *, n: int, warmup: int) -> list[Result]:
