@@ -517,7 +517,7 @@ def _median_of(label: str, rounds: list[Result]) -> Result:
         label,
         [x for r in rounds for x in r.latencies],
         statistics.median(r.client_cpu for r in rounds),
-        statistics.median(r.server_cpu for r in rounds) if rounds[0].server_cpu is not None else None,
+        statistics.median(r.server_cpu or 0.0 for r in rounds) if rounds[0].server_cpu is not None else None,
         sum(r.wall for r in rounds),
     )
     merged.p50_override = statistics.median(r.p50 for r in rounds)

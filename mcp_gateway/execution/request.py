@@ -202,7 +202,10 @@ def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Plac
             case _:  # pragma: no cover
                 assert_never(spec.location)
     if unknown:
-        accepted = sorted({*specs, *placeholders, *([binding.body_param] if binding.body_param else [])})
+        names: set[str] = {*specs, *placeholders}
+        if binding.body_param:
+            names.add(binding.body_param)
+        accepted = sorted(names)
         listed = ", ".join(accepted[:30]) + (", ..." if len(accepted) > 30 else "")
         raise ArgumentError(
             f"{action.qualified_name} has no argument {', '.join(map(repr, sorted(unknown)))}; "
