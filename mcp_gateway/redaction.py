@@ -10,6 +10,7 @@ rather than ``Bearer [redacted]`` with a trailing fragment of some other form.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -29,19 +30,20 @@ class Redactor:
     Not shared between calls: each call learns only the secrets it used.
     """
 
-    __slots__ = ("_bytes_pattern", "_forms", "_pattern")
+    __slots__ = ("_bytes_pattern", "_forms", "_json_forms", "_pattern")
 
     def __init__(self) -> None:
         self._forms: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._bytes_pattern: re.Pattern[bytes] | None = None
+        self._json_forms: list[str] | None = None
 
     def add(self, secret: SecretValue) -> None:
         """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
         new = secret.redaction_forms() - self._forms
         if new:
             self._forms |= new
-            self._pattern = self._bytes_pattern = None  # recompiled on next use
+            self._pattern = self._bytes_pattern = self._json_forms = None  # rebuilt on next use
 
     def __bool__(self) -> bool:
         return bool(self._forms)
@@ -84,7 +86,24 @@ class Redactor:
             return obj
         if truncated and isinstance(obj, str):
             return self.redact_text(obj, truncated=True)
+        if isinstance(obj, dict | list) and not self._may_contain(obj):
+            return obj
         return self._walk(obj)
+
+    def _may_contain(self, obj: dict[Any, Any] | list[Any]) -> bool:
+        """False when no string in ``obj`` (value or key) holds a form: then there is nothing to walk.
+
+        One serialization in C instead of a walk in Python. JSON escapes each character on its
+        own, so a string holding a form serializes to text holding the form's own JSON escape
+        (``json.dumps(form)[1:-1]``); absent every one of those, no string holds any form.
+        """
+        try:
+            text = json.dumps(obj)
+        except (TypeError, ValueError, RecursionError):  # not plain JSON data: walk it
+            return True
+        if self._json_forms is None:
+            self._json_forms = [_json_escaped(form) for form in self._forms]
+        return any(form in text for form in self._json_forms)
 
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, str):
@@ -104,3 +123,10 @@ class Redactor:
 
     def __repr__(self) -> str:
         return f"Redactor(forms={len(self._forms)})"
+
+
+def _json_escaped(form: str) -> str:
+    """``form`` as it appears inside a JSON string (``json.dumps`` defaults)."""
+    if form.isascii() and form.isprintable() and '"' not in form and "\\" not in form:
+        return form  # nothing in it is escaped
+    return json.dumps(form)[1:-1]

@@ -8,7 +8,11 @@ served by uvicorn in its own process, so it shares no GIL with what is measured)
     (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream
     (f) SDK floor     SDK Client -> the thinnest MCPServer (one tool doing the GET) -> upstream
 
-Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per call. "client CPU"
+Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per call. (a) and (b)
+keep their lowest-median round. (c) and (f) run side by side and take turns within each of the
+``--rounds`` rounds, each path's p50 and server CPU being the medians over its rounds: the final
+table sets the gateway against the floor per transport (issue 10, SPEC 12: <= 1.05x the floor's
+p50, <= +0.5 ms of server CPU per call). "client CPU"
 is this process's CPU per call (for (b) it includes the gateway, its SQLite thread included);
 "server CPU" is the server subprocess's utime+stime from /proc/<pid>/stat per call. Then: cold
 sync and warm restart of the bundled default manifest (GitHub's spec), each in a fresh process,
@@ -43,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -306,10 +310,13 @@ class Result:
     server_cpu: float | None = None
     """Seconds of the server subprocess's CPU per call."""
     wall: float = 0.0
+    p50_override: float | None = None
+    """For interleaved paths: the median of the rounds' medians."""
+    rounds: list[Result] | None = None
 
     @property
     def p50(self) -> float:
-        return statistics.median(self.latencies)
+        return statistics.median(self.latencies) if self.p50_override is None else self.p50_override
 
     @property
     def p99(self) -> float:
@@ -404,18 +411,19 @@ async def subprocess_http(args: list[str], env: dict[str, str], port: int, path:
             proc.wait()
 
 
-def _child_pid(marker: str) -> int | None:
-    """The pid of our child process whose command line contains ``marker`` (stdio servers)."""
-    me = os.getpid()
+def _child_pid(command: list[str]) -> int | None:
+    """The pid of our child process running ``command`` (a stdio server). Its arguments are matched
+    whole: a server of the same kind over HTTP, running meanwhile, shares most of them."""
+    me, wanted = os.getpid(), [arg.encode() for arg in command[1:]]
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2 :].split()[1]) == me and marker in cmdline:
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == me and argv[1:] == wanted:
             return int(entry.name)
     return None
 
@@ -432,18 +440,26 @@ class ToolsListSize:
             self.bytes = len(response.content)
 
 
+@dataclass
+class E2EPath:
+    """One end-to-end path: a connected SDK client, the tool it calls, and the server process."""
+
+    label: str
+    client: Any
+    tool: str
+    args: dict[str, Any]
+    pid: int | None
+    tools_bytes: int = 0
+    http_body: int | None = None
+
+    async def call(self) -> None:
+        await self.client.call_tool(self.tool, self.args)
+
+
+@asynccontextmanager
 async def mcp_http(
-    label: str,
-    url: str,
-    token: str | None,
-    tool: str,
-    args: dict[str, Any],
-    *,
-    n: int,
-    warmup: int,
-    pid: int,
-    mode: str,
-) -> tuple[Result, int, int | None]:
+    label: str, url: str, token: str | None, tool: str, args: dict[str, Any], *, pid: int, mode: str
+) -> AsyncIterator[E2EPath]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
@@ -455,17 +471,13 @@ async def mcp_http(
             tools = (await client.list_tools()).tools
             first = await client.call_tool(tool, args)
             _check(label, first.structured_content)
-
-            async def call() -> None:
-                await client.call_tool(tool, args)
-
-            result = await measure(label, call, n=n, warmup=warmup, server_pid=pid)
-    return result, _tools_bytes(tools), hook.bytes
+            yield E2EPath(label, client, tool, args, pid, _tools_bytes(tools), hook.bytes)
 
 
+@asynccontextmanager
 async def mcp_stdio(
-    label: str, command: list[str], env: dict[str, str], tool: str, args: dict[str, Any], *, n: int, warmup: int
-) -> tuple[Result, int]:
+    label: str, command: list[str], env: dict[str, str], tool: str, args: dict[str, Any]
+) -> AsyncIterator[E2EPath]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -474,13 +486,45 @@ async def mcp_stdio(
         tools = (await client.list_tools()).tools
         first = await client.call_tool(tool, args)
         _check(label, first.structured_content)
-        pid = _child_pid(command[-1])
+        yield E2EPath(label, client, tool, args, _child_pid(command), _tools_bytes(tools))
 
-        async def call() -> None:
-            await client.call_tool(tool, args)
 
-        result = await measure(label, call, n=n, warmup=warmup, server_pid=pid)
-    return result, _tools_bytes(tools)
+async def measure_interleaved(paths: list[E2EPath], *, n: int, warmup: int) -> list[Result]:
+    """Every path, ``ROUNDS`` rounds of ``n`` calls, the paths taking turns within each round (in a
+    rotated order), so that a burst of other work on a shared machine lands on all of them alike.
+    Each path's p50 and server CPU are the medians over its rounds; p99 is over all its calls."""
+    for path in paths:
+        for _ in range(warmup):
+            await path.call()
+    rounds: dict[str, list[Result]] = {path.label: [] for path in paths}
+    for index in range(ROUNDS):
+        shift = index % len(paths)
+        for path in paths[shift:] + paths[:shift]:
+            latencies = []
+            server_before = proc_cpu(path.pid) if path.pid else 0.0
+            cpu_before, wall_before = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await path.call()
+                latencies.append(time.perf_counter() - t0)
+            wall = time.perf_counter() - wall_before
+            client_cpu = (time.process_time() - cpu_before) / n
+            server_cpu = (proc_cpu(path.pid) - server_before) / n if path.pid else None
+            rounds[path.label].append(Result(path.label, latencies, client_cpu, server_cpu, wall))
+    return [_median_of(path.label, rounds[path.label]) for path in paths]
+
+
+def _median_of(label: str, rounds: list[Result]) -> Result:
+    merged = Result(
+        label,
+        [x for r in rounds for x in r.latencies],
+        statistics.median(r.client_cpu for r in rounds),
+        statistics.median(r.server_cpu or 0.0 for r in rounds) if rounds[0].server_cpu is not None else None,
+        sum(r.wall for r in rounds),
+    )
+    merged.p50_override = statistics.median(r.p50 for r in rounds)
+    merged.rounds = rounds
+    return merged
 
 
 def _check(label: str, structured: dict[str, Any] | None) -> None:
@@ -704,72 +748,20 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
     results = [floor, inproc["b"], inproc["b_inline_audit"], inproc["b_uncached"], inproc["b_before"]]
     sizes: dict[str, Any] = {}
 
+    e2e: list[Result] = []
     if not opts.skip_e2e:
-        state = root / "e2e"
-        env = _env(state)
-        _cli(env, "secret", "set", "bench", "--manifest", str(manifest), input=SECRET)
-        token = json.loads(_cli(env, "token", "create", "--agent", "bench", "--json", "--manifest", str(manifest)))
-        port = _free_port()
-        serve = ["-m", "mcp_gateway", "serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest)]
-        for mode in ("legacy", "auto"):
-            async with subprocess_http(serve, env, port, "/healthz") as pid:
-                r, tools_bytes, raw = await mcp_http(
-                    f"(c) gateway, MCP streamable HTTP ({mode})",
-                    f"http://127.0.0.1:{port}",
-                    token["token"],
-                    "call",
-                    {"tool": TOOL, "args": ARGS},
-                    n=n,
-                    warmup=warmup,
-                    pid=pid,
-                    mode=mode,
-                )
-                results.append(r)
-                tiny = sizes.setdefault("tiny", {"tools_list_json": tools_bytes})
-                tiny[f"http_body_{mode}"] = raw
-        command = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
-        r, _ = await mcp_stdio(
-            "(c) gateway, MCP stdio", command, env, "call", {"tool": TOOL, "args": ARGS}, n=n, warmup=warmup
-        )
-        results.append(r)
-
-        floor_port = _free_port()
-        floor_serve = [__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(floor_port)]
-        for mode in ("legacy", "auto"):
-            async with subprocess_http(floor_serve, _env(state), floor_port, "/") as pid:
-                r, _, _ = await mcp_http(
-                    f"(f) SDK floor, MCP streamable HTTP ({mode})",
-                    f"http://127.0.0.1:{floor_port}",
-                    None,
-                    "get_item",
-                    ARGS,
-                    n=n,
-                    warmup=warmup,
-                    pid=pid,
-                    mode=mode,
-                )
-                results.append(r)
-        command = [sys.executable, __file__, "--serve-floor", "stdio", "--upstream", upstream]
-        r, _ = await mcp_stdio("(f) SDK floor, MCP stdio", command, _env(state), "get_item", ARGS, n=n, warmup=warmup)
-        results.append(r)
+        e2e = await end_to_end(root, manifest, upstream, sizes, n=n, warmup=warmup)
+        results += e2e
 
     print_table(results, floor)
     print("\n+p50 / x p50: against (a). cli CPU: this process per call ((b) = gateway + client). srv CPU: server.")
-    by_label = {r.label.rsplit(" ", 1)[0] if "HTTP" in r.label else r.label: r for r in results}
     b = inproc["b"]
     print(
         f"\nin-process gateway overhead: +{_ms(b.p50 - floor.p50)} ms p50, "
         f"+{_ms(b.client_cpu - floor.client_cpu)} ms CPU per call (SPEC 12 target: <= 1 ms p50)"
     )
-    for transport in ("streamable HTTP (legacy)", "streamable HTTP (auto)", "stdio"):
-        gw_label, floor_label = f"(c) gateway, MCP {transport}", f"(f) SDK floor, MCP {transport}"
-        if gw_label in by_label and floor_label in by_label:
-            g, f = by_label[gw_label], by_label[floor_label]
-            print(
-                f"e2e {transport}: +{_ms(g.p50 - floor.p50)} ms p50 over direct; {g.p50 / f.p50:.2f}x the SDK floor "
-                f"(target <= 1.05x); server CPU {_ms(g.server_cpu)} ms vs floor {_ms(f.server_cpu)} ms "
-                f"(+{_ms((g.server_cpu or 0) - (f.server_cpu or 0))} ms; target <= +0.5 ms)"
-            )
+    if e2e:
+        print_floor_table(e2e)
 
     if not opts.skip_sync:
         await sync_and_sizes(root, sizes, opts)
@@ -788,6 +780,88 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
     print("\n".join(hotspots(inproc["profile"], calls, own=True, key="cum")))
     print("top 10 self time, any code (per call):")
     print("\n".join(hotspots(inproc["profile"], calls, own=False, key="self")))
+
+
+async def end_to_end(
+    root: Path, manifest: Path, upstream: str, sizes: dict[str, Any], *, n: int, warmup: int
+) -> list[Result]:
+    """(c) and (f): the gateway's ``serve`` and the SDK floor, over streamable HTTP (both protocol
+    modes) and stdio, all running at once and measured in interleaved rounds."""
+    state = root / "e2e"
+    env = _env(state)
+    _cli(env, "secret", "set", "bench", "--manifest", str(manifest), input=SECRET)
+    token = json.loads(_cli(env, "token", "create", "--agent", "bench", "--json", "--manifest", str(manifest)))
+    port, floor_port = _free_port(), _free_port()
+    serve = ["-m", "mcp_gateway", "serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest)]
+    floor_serve = [__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(floor_port)]
+    gateway_stdio = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
+    floor_stdio = [sys.executable, __file__, "--serve-floor", "stdio", "--upstream", upstream]
+    call = {"tool": TOOL, "args": ARGS}
+    async with AsyncExitStack() as stack:
+        pid = await stack.enter_async_context(subprocess_http(serve, env, port, "/healthz"))
+        floor_pid = await stack.enter_async_context(subprocess_http(floor_serve, _env(state), floor_port, "/"))
+        paths: list[E2EPath] = []
+        for mode in ("legacy", "auto"):
+            gw_url, floor_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{floor_port}"
+            label = f"(c) gateway, MCP streamable HTTP ({mode})"
+            path = await stack.enter_async_context(
+                mcp_http(label, gw_url, token["token"], "call", call, pid=pid, mode=mode)
+            )
+            paths.append(path)
+            tiny = sizes.setdefault("tiny", {"tools_list_json": path.tools_bytes})
+            tiny[f"http_body_{mode}"] = path.http_body
+            label = f"(f) SDK floor, MCP streamable HTTP ({mode})"
+            paths.append(
+                await stack.enter_async_context(
+                    mcp_http(label, floor_url, None, "get_item", ARGS, pid=floor_pid, mode=mode)
+                )
+            )
+        paths.append(
+            await stack.enter_async_context(mcp_stdio("(c) gateway, MCP stdio", gateway_stdio, env, "call", call))
+        )
+        paths.append(
+            await stack.enter_async_context(
+                mcp_stdio("(f) SDK floor, MCP stdio", floor_stdio, _env(state), "get_item", ARGS)
+            )
+        )
+        return await measure_interleaved(paths, n=n, warmup=warmup)
+
+
+P50_TARGET = 1.05
+CPU_TARGET_MS = 0.5
+
+
+def print_floor_table(results: list[Result]) -> None:
+    """Issue 10 item 7 / SPEC 12: per transport, the gateway against the SDK floor, same run."""
+    by_label = {r.label.rsplit(" ", 1)[0] if "HTTP" in r.label else r.label: r for r in results}
+    rows = []
+    for transport in ("stdio", "streamable HTTP (legacy)", "streamable HTTP (auto)"):
+        g, f = by_label.get(f"(c) gateway, MCP {transport}"), by_label.get(f"(f) SDK floor, MCP {transport}")
+        if g is not None and f is not None:
+            rows.append((transport, g, f))
+    if not rows:
+        return
+    rounds = len(rows[0][1].rounds or [])
+    print(f"\ngateway vs SDK floor, same run, {rounds} interleaved rounds (medians over rounds):")
+    head = (
+        f"{'transport':26} {'gw p50':>8} {'floor p50':>9} {'ratio':>6} {'<=1.05':>6}   "
+        f"{'gw srv CPU':>10} {'floor CPU':>9} {'delta':>7} {'<=+0.5':>6}"
+    )
+    print(head)
+    print("-" * len(head))
+    for transport, g, f in rows:
+        ratio = g.p50 / f.p50
+        delta = ((g.server_cpu or 0) - (f.server_cpu or 0)) * 1000
+        fast, lean = "yes" if ratio <= P50_TARGET else "NO", "yes" if delta <= CPU_TARGET_MS else "NO"
+        print(
+            f"{transport:26} {_ms(g.p50):>8} {_ms(f.p50):>9} {ratio:6.2f} {fast:>6}   "
+            f"{_ms(g.server_cpu):>10} {_ms(f.server_cpu):>9} {delta:+7.2f} {lean:>6}"
+        )
+    print("  per round (gw/floor p50 ratio; server CPU delta ms):")
+    for transport, g, f in rows:
+        pairs = zip(g.rounds or [], f.rounds or [], strict=False)
+        cells = [f"{a.p50 / b.p50:.2f}; {((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000:+.2f}" for a, b in pairs]
+        print(f"    {transport:24} " + "   ".join(cells))
 
 
 async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Namespace) -> None:

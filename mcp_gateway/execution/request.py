@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 from typing import Any, assert_never
@@ -46,6 +47,44 @@ _COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 _HttpLike = OpenAPIBinding | HttpBinding | PostmanBinding
+_FAST_URL_LIMIT = 32 * 1024
+"""Longer raw paths take the per-component parse (``_url``), whose length limits are httpx2's own."""
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a binding says about where arguments go: the same for every call, so derived once."""
+
+    specs: dict[str, ParamSpec]
+    placeholders: frozenset[str]
+    path_names: dict[str, str]
+    """Wire name of a path parameter -> its argument name."""
+    template_path: str
+    template_query: str
+
+
+_LAYOUTS: dict[int, tuple[_HttpLike, _Layout]] = {}
+_MAX_LAYOUTS = 4096
+
+
+def _layout(binding: _HttpLike) -> _Layout:
+    # Keyed by identity (a frozen model's hash would walk all its fields on every call); the entry
+    # holds the binding itself, so its id cannot be reused while the entry lives.
+    entry = _LAYOUTS.get(id(binding))
+    if entry is not None and entry[0] is binding:
+        return entry[1]
+    template_path, _, template_query = binding.url.partition("?")
+    layout = _Layout(
+        specs={p.name: p for p in binding.params},
+        placeholders=frozenset(_PLACEHOLDER.findall(binding.url)),
+        path_names={p.on_wire: p.name for p in binding.params if p.location == "path"},
+        template_path=template_path,
+        template_query=template_query,
+    )
+    if len(_LAYOUTS) >= _MAX_LAYOUTS:  # catalogs reloaded many times over: start again
+        _LAYOUTS.clear()
+    _LAYOUTS[id(binding)] = (binding, layout)
+    return layout
 
 
 @dataclass
@@ -134,8 +173,8 @@ def _with_defaults(action: Action, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Placed:
-    specs = {p.name: p for p in binding.params}
-    placeholders = set(_PLACEHOLDER.findall(binding.url))
+    layout = _layout(binding)
+    specs, placeholders = layout.specs, layout.placeholders
     placed = _Placed()
     unknown: list[str] = []
     for name, value in args.items():
@@ -163,7 +202,10 @@ def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Plac
             case _:  # pragma: no cover
                 assert_never(spec.location)
     if unknown:
-        accepted = sorted({*specs, *placeholders, *([binding.body_param] if binding.body_param else [])})
+        names: set[str] = {*specs, *placeholders}
+        if binding.body_param:
+            names.add(binding.body_param)
+        accepted = sorted(names)
         listed = ", ".join(accepted[:30]) + (", ..." if len(accepted) > 30 else "")
         raise ArgumentError(
             f"{action.qualified_name} has no argument {', '.join(map(repr, sorted(unknown)))}; "
@@ -177,18 +219,16 @@ def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Plac
 
 
 def _url(base_url: str, binding: _HttpLike, placed: _Placed) -> httpx2.URL:
-    base = httpx2.URL(base_url)
-    arg_names = {p.on_wire: p.name for p in binding.params if p.location == "path"}
-    if base.scheme not in ("http", "https") or not base.host:
-        raise ValueError("base_url must be an absolute http(s) URL")
-    template_path, _, template_query = binding.url.partition("?")
+    base, prefix, base_path, base_query = _base(base_url)
+    layout = _layout(binding)
+    template_path = layout.template_path
     if "://" in template_path or template_path.startswith("//"):
         raise ValueError("an action's url must be a path relative to the connector's base_url")
 
     def fill(match: re.Match[str]) -> str:
         wire = match.group(1)
         if wire not in placed.path:
-            name = arg_names.get(wire, wire)
+            name = layout.path_names.get(wire, wire)
             raise ArgumentError(
                 f"missing path argument {name!r}; it is required to build the URL",
                 errors=[{"field": name, "message": "required"}],
@@ -196,14 +236,31 @@ def _url(base_url: str, binding: _HttpLike, placed: _Placed) -> httpx2.URL:
         name, value = placed.path[wire]
         return _path_segment(name, value)
 
-    path = _PLACEHOLDER.sub(fill, template_path)
-    base_path, _, base_query = base.raw_path.decode("ascii").partition("?")
-    full_path = base_path.rstrip("/") + "/" + path.lstrip("/")
-    query = "&".join(q for q in (base_query, template_query, _query_string(placed.query)) if q)
+    path = _PLACEHOLDER.sub(fill, template_path) if "{" in template_path else template_path
+    full_path = base_path + "/" + path.lstrip("/")
+    query = "&".join(q for q in (base_query, layout.template_query, _query_string(placed.query)) if q)
     raw = full_path + (f"?{query}" if query else "")
     # Argument values are escaped already; this only escapes what the template or base_url spelled
     # literally (a space, a non-ASCII letter), keeping every ASCII delimiter and existing %XX.
-    return base.copy_with(raw_path=quote(raw, safe=_PRINTABLE_ASCII).encode("ascii"), fragment=None)
+    raw = quote(raw, safe=_PRINTABLE_ASCII)
+    if "#" in raw or len(raw) > _FAST_URL_LIMIT:
+        # Per component, as httpx2 checks them: a literal '#' is refused rather than read as a fragment.
+        return base.copy_with(raw_path=raw.encode("ascii"), fragment=None)
+    # One parse of the whole URL, the same result as the per-component copy above (the authority
+    # is httpx2's own normalized form, the raw path has no '#', so the first '?' splits the query).
+    return httpx2.URL(prefix + raw)
+
+
+@lru_cache(maxsize=256)
+def _base(base_url: str) -> tuple[httpx2.URL, str, str, str]:
+    """A connector's base URL parsed once: the URL, its ``scheme://authority``, its path without a
+    trailing slash, and its query."""
+    base = httpx2.URL(base_url)
+    if base.scheme not in ("http", "https") or not base.host:
+        raise ValueError("base_url must be an absolute http(s) URL")
+    base_path, _, base_query = base.raw_path.decode("ascii").partition("?")
+    prefix = str(base.copy_with(raw_path=b"", fragment=None))
+    return base, prefix, base_path.rstrip("/"), base_query
 
 
 def _path_segment(name: str, value: Any) -> str:

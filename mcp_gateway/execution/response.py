@@ -63,10 +63,22 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     parse is returned as text.
     """
     body, truncated = await _read_capped(response, max_bytes)
-    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    data = _shape(body, truncated, media, response.charset_encoding) if body else None
-    binary = bool(body) and _kind(media, body) == "binary"
-    return Outcome(http_status=response.status_code, data=data, truncated=truncated, content_type=media, binary=binary)
+    content_type = response.headers.get("content-type", "")
+    media, has_params, _ = content_type.partition(";")
+    media = media.strip().lower()
+    if not body:
+        return Outcome(http_status=response.status_code, data=None, truncated=truncated, content_type=media)
+    kind = _kind(media, body)
+    # Only a parameter can name a charset; httpx2's parse of one goes through the email package.
+    charset = response.charset_encoding if has_params else None
+    data = _shape(body, truncated, kind, media, charset)
+    return Outcome(
+        http_status=response.status_code,
+        data=data,
+        truncated=truncated,
+        content_type=media,
+        binary=kind == "binary",
+    )
 
 
 async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
@@ -103,8 +115,7 @@ def _kind(media: str, body: bytes) -> _Kind:
     return "binary"
 
 
-def _shape(body: bytes, truncated: bool, media: str, charset: str | None) -> Any:
-    kind = _kind(media, body)
+def _shape(body: bytes, truncated: bool, kind: _Kind, media: str, charset: str | None) -> Any:
     if kind == "binary":
         return {
             "base64": base64.b64encode(body).decode("ascii"),
@@ -121,8 +132,16 @@ def _shape(body: bytes, truncated: bool, media: str, charset: str | None) -> Any
             return text  # labelled JSON but is not: the text itself is still the best answer
         # Absurdly nested JSON would exhaust the recursion of every later walk (redaction,
         # projection, serialization); as text it is still the upstream's answer.
-        return text if _deeper_than(parsed, MAX_JSON_DEPTH) else parsed
+        return text if _too_deep(text, parsed) else parsed
     return text
+
+
+def _too_deep(text: str, parsed: Any) -> bool:
+    """``parsed`` (the JSON in ``text``) nests deeper than ``MAX_JSON_DEPTH``. Each level opens with
+    a bracket of the text, so a text with fewer brackets than that cannot, and is not walked."""
+    if text.count("{") + text.count("[") <= MAX_JSON_DEPTH:
+        return False
+    return _deeper_than(parsed, MAX_JSON_DEPTH)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -138,13 +157,19 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
+    encoding = charset or "utf-8"
+    if final:
+        try:
+            text = body.decode(encoding, errors="replace")
+        except LookupError:  # an upstream-invented charset name
+            text = body.decode("utf-8", errors="replace")
+        return text.removeprefix("\ufeff")
     try:
-        decoder = codecs.getincrementaldecoder(charset or "utf-8")(errors="replace")
-    except LookupError:  # an upstream-invented charset name
+        decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    except LookupError:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
-    text = decoder.decode(body, final=final)
-    return text.removeprefix("\ufeff")
+    return decoder.decode(body, final=False).removeprefix("\ufeff")
 
 
 def _sse_payloads(text: str, *, complete: bool) -> list[Any]:
@@ -164,7 +189,7 @@ def _sse_payloads(text: str, *, complete: bool) -> list[Any]:
             except (ValueError, RecursionError):
                 payloads.append(payload)
             else:
-                payloads.append(payload if _deeper_than(parsed, MAX_JSON_DEPTH) else parsed)
+                payloads.append(payload if _too_deep(payload, parsed) else parsed)
             data.clear()
 
     for line in _SSE_LINE_BREAK.split(text):

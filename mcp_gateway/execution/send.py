@@ -14,6 +14,8 @@ exceptions are not chained (their tracebacks can print the URL).
 from __future__ import annotations
 
 import ssl
+from functools import lru_cache
+from typing import Any
 
 import anyio
 import httpx2
@@ -53,7 +55,7 @@ async def send(
     where = _where(request.url)
     try:
         with anyio.fail_after(timeout):
-            return await _exchange(client, request, auth, httpx2.Timeout(timeout), max_bytes, max_redirects)
+            return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
     except (TimeoutError, httpx2.TimeoutException):
         raise UpstreamError(
             "upstream_timeout",
@@ -85,26 +87,31 @@ async def send(
         ) from None
 
 
+@lru_cache(maxsize=64)
+def _per_operation(timeout: float) -> dict[str, Any]:
+    """The request extension that limits each network operation to ``timeout`` (httpx2's shape)."""
+    return httpx2.Timeout(timeout).as_dict()
+
+
 async def _exchange(
     client: httpx2.AsyncClient,
     request: httpx2.Request,
     auth: httpx2.Auth | None,
-    per_operation: httpx2.Timeout,
+    per_operation: dict[str, Any],
     max_bytes: int,
     max_redirects: int,
 ) -> Outcome:
-    origin = request.url.origin
     # Auth flows write into the request they are given; later hops start from the unsigned headers.
-    unsigned = httpx2.Headers(request.headers)
+    unsigned = request.headers.raw
     for _ in range(max_redirects + 1):
-        request.extensions = {**request.extensions, "timeout": per_operation.as_dict()}
+        request.extensions = {**request.extensions, "timeout": per_operation}
         response = await client.send(request, auth=auth, follow_redirects=False, stream=True)
-        location = response.headers.get("location")
-        if response.status_code not in _REDIRECTS or location is None:
+        if response.status_code not in _REDIRECTS or "location" not in response.headers:
             return await read_response(response, max_bytes=max_bytes)
+        location = response.headers["location"]
         await response.aclose()
         target = _redirect_url(request.url, location)
-        if target.origin != origin:
+        if target.origin != request.url.origin:
             raise UpstreamError(
                 "upstream_redirect_refused",
                 f"{_where(request.url)} redirected to another origin ({_where(target)}); the gateway follows "
@@ -130,8 +137,8 @@ def _redirect_url(current: httpx2.URL, location: str) -> httpx2.URL:
 
 
 def _next_hop(
-    request: httpx2.Request, unsigned: httpx2.Headers, target: httpx2.URL, status: int
-) -> tuple[httpx2.Request, httpx2.Headers]:
+    request: httpx2.Request, unsigned: list[tuple[bytes, bytes]], target: httpx2.URL, status: int
+) -> tuple[httpx2.Request, list[tuple[bytes, bytes]]]:
     method = request.method
     # RFC 9110 15.4.4: 303 means "GET the result"; 301/302 after POST are GET in every client.
     to_get = (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST")
@@ -140,7 +147,7 @@ def _next_hop(
         headers.pop(name, None)
     content = None if to_get else request.content  # build_request bodies are bytes, so replayable
     next_request = httpx2.Request("GET" if to_get else method, target, headers=headers, content=content)
-    return next_request, httpx2.Headers(next_request.headers)
+    return next_request, next_request.headers.raw
 
 
 def _where(url: httpx2.URL) -> str:
