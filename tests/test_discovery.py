@@ -315,8 +315,15 @@ def test_resolve_forgives_case_and_separator_spelling(index: DiscoveryIndex, spe
     assert found is not None and found.qualified_name == "github.repos.get_content"
 
 
-def test_resolve_keeps_dots_as_separators(index: DiscoveryIndex) -> None:
-    assert index.resolve("github.repos_get_content") is None
+def test_resolve_reads_dots_inside_the_path_as_any_separator(index: DiscoveryIndex) -> None:
+    # Issue 11: a guess differing only by "." against "_" resolves directly (slack.chat.postMessage).
+    found = index.resolve("github.repos_get_content")
+    assert found is not None and found.qualified_name == "github.repos.get_content"
+    found = index.resolve("github.Repos.Get.Content")
+    assert found is not None and found.qualified_name == "github.repos.get_content"
+
+
+def test_resolve_keeps_the_connector_separate(index: DiscoveryIndex) -> None:
     assert index.resolve("githubrepos.get_content") is None
     assert index.resolve("github.repos.get_content.extra") is None
     assert index.resolve("github") is None
