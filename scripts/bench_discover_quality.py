@@ -394,8 +394,38 @@ def run_intents(sets: dict[str, list[Case]]) -> dict[str, dict[str, Metrics]]:
     label = f"POOLED: {len(actions):,} actions of {len(every)} APIs"
     for split in ("dev", "holdout"):
         subset = [case for case in pooled if case.group == split]
-        results[f"{label}, {split}"] = {ranker: evaluate(rank, subset) for ranker, rank in built.items()}
+        results[f"{label}, {split}"] = {ranker: _pooled(rank, subset, every) for ranker, rank in built.items()}
     return results
+
+
+SURFACES = ({"github", "githubql", "githubmcp"}, {"slack", "slackmcp"}, {"realworld", "conduit"})
+"""Connectors that are several surfaces of one service (REST, GraphQL, an MCP server): in the pooled run a
+case labelled on one surface does not see the others, whose twin actions would be right answers too."""
+
+
+def _pooled(rank: RankFn, cases: Sequence[Case], every: Sequence[str]) -> Metrics:
+    by_view: dict[tuple[str, ...], list[Case]] = {}
+    for case in cases:
+        own = {name.split(".", 1)[0] for name in case.relevant}
+        hidden = set().union(*(surfaces - own for surfaces in SURFACES if surfaces & own))
+        by_view.setdefault(tuple(slug for slug in every if slug not in hidden), []).append(case)
+    parts = [evaluate(rank, group, view=view) for view, group in by_view.items()]
+    return _merge(parts)
+
+
+def _merge(parts: Sequence[Metrics]) -> Metrics:
+    """One ``Metrics`` for several disjoint runs (latency percentiles from the pooled medians: approximate)."""
+    out = Metrics(recall=dict.fromkeys(KS, 0.0))
+    out.n = sum(part.n for part in parts)
+    if not out.n:
+        return out
+    for k in KS:
+        out.recall[k] = sum(part.recall[k] * part.n for part in parts) / out.n
+    out.mrr = sum(part.mrr * part.n for part in parts) / out.n
+    out.p50_ms = statistics.median([part.p50_ms for part in parts for _ in range(part.n)])
+    out.p99_ms = max(part.p99_ms for part in parts)
+    out.misses = [miss for part in parts for miss in part.misses]
+    return out
 
 
 def _rows(cases: Iterable[Case]) -> list[dict[str, Any]]:

@@ -406,6 +406,15 @@ class DiscoveryIndex:
         for suffix in ("er", "or"):
             if term.endswith(suffix) and len(term) > 5 and term[: -len(suffix)] in names:
                 forms.append(term[: -len(suffix)])
+        # The action noun of a verb and back: "collaborates"/"collaborator" -> "collaboration",
+        # "subscription" -> "subscribe" (stems: "collaborat", "subscrib").
+        base = term[:-2] if term.endswith(("er", "or")) and len(term) > 6 else term
+        for suffix in ("ion", "ation", "ment"):
+            if len(base) > 4 and base + suffix in names:
+                forms.append(base + suffix)
+        for suffix in ("ion", "ation", "ment"):
+            if term.endswith(suffix) and len(term) - len(suffix) > 4 and term[: -len(suffix)] in names:
+                forms.append(term[: -len(suffix)])
         return forms
 
     def _split(self, word: str) -> list[str]:

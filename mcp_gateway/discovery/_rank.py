@@ -41,6 +41,8 @@ W_OBJECT = 0.3
 """The share of the query's *object* mass (its words other than generic verbs) in the action's name and
 summary: "add 'Premium T-shirt' to our product catalog" is about products, and an action that only
 shares "add" with it (``stars.add``) must not win."""
+W_VERB_ONLY = -0.3
+"""Malus for an action whose name and summary share none of the query's objects, only its verb."""
 W_VERB = 0.15
 """Bonus when the action's name has a verb of the kind the query asks for (create, delete, update, read),
 the same malus when its only such verbs are of another kind."""
@@ -74,6 +76,7 @@ def rerank(
     object_total = sum(value for _, value in objects)
     kinds = verb_kinds or {}
     wanted = {kinds[term] for term, weight in weighted.items() if weight >= 1.0 and term in kinds}
+    wanted_verbs = [term for term, weight in weighted.items() if weight >= 1.0 and term in verbs]
     exact_total = sum(weight for _, weight in exact_query) or 1.0
     best = max((candidate[1] for candidate in candidates), default=0.0) or 1.0
     ranked: list[tuple[float, str, Action]] = []
@@ -93,6 +96,7 @@ def rerank(
             + W_EXACT * found / exact_total
             + W_LENGTH * min(names.count(" ") - 1, _MAX_LENGTH)
             + W_OBJECT * in_about
+            + (W_VERB_ONLY if object_total and not in_about and any(f" {v} " in names for v in wanted_verbs) else 0.0)
             + W_VERB * agreement
             + (W_CONNECTOR if action.connector in named else 0.0)
             + _OFFSET
