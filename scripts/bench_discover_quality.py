@@ -438,7 +438,7 @@ def _show_misses(results: dict[str, dict[str, Metrics]], ranker: str, group: str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sets", default="intents,bfcl,live", help="comma-separated: intents, bfcl, live")
     parser.add_argument("--only", help="comma-separated intent set names (default: every tests/data/intents/*.json)")
     parser.add_argument("--bfcl-data", help="folder holding BFCL_v4_*.json (default: the installed bfcl-eval)")

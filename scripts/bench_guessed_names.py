@@ -124,7 +124,7 @@ def evaluate(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--show", type=int, default=0, help="print this many misses per kind")
     parser.add_argument("--apis", help="comma-separated connector slugs (default: every API of bench_discover_data)")
     args = parser.parse_args()
