@@ -38,7 +38,7 @@ MAX_QUERY_CHARS = 8000
 MAX_QUERY_TERMS = 48
 """Distinct words of a query that are looked up, in order of appearance: a long query's tail adds cost, not sense."""
 
-_LATER_SENTENCE_WEIGHT = 0.5
+_LATER_SENTENCE_WEIGHT = 0.8
 """Query weight of a word first met after the first sentence: the first sentence usually says what is wanted."""
 
 CONFIDENCE_FLOOR = 0.2
