@@ -33,7 +33,7 @@ K1 = 4.8
 """BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
 
 # BM25F fields as (weight, b), in the order build_segment produces them. Tuned by coordinate ascent
-# on BFCL's non-live categories and the dev split of tests/data/github_intents.json (held-out sets:
+# on BFCL's non-live categories and the dev split of tests/data/intents/github.json (held-out sets:
 # BFCL live, the intents' holdout split; scripts/bench_discover_quality.py prints all of them).
 # Names get b=1 so that every extra word in a name costs: for "create an issue", issues.create beats
 # reactions.create_for_issue. Parameters get a low b: a long parameter list is not a rambling

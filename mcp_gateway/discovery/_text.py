@@ -57,7 +57,7 @@ _CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org"
 
 # Query side only: words agents write -> words APIs use, added at a fraction of a written word's weight.
 # Generic API vocabulary (verbs and nouns most REST, RPC and MCP catalogs share), not one API's names;
-# tuned on the dev split of tests/data/github_intents.json and BFCL's non-live categories. Two that
+# tuned on the dev split of tests/data/intents/github.json and BFCL's non-live categories. Two that
 # looked obvious were left out because they hurt: "create" -> "post" (Stripe's post_issuing_cards
 # then beat issues.create, "issuing" stemming like "issue") and "delete" <-> "remove" both ways
 # (GitHub uses both for different things).
