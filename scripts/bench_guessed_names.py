@@ -1,6 +1,7 @@
 """How often a guessed tool name gets the intended action as its first suggestion (SPEC 3.2).
 
-For every action of the GitHub catalog (``../shared/data/openapi/github``), its name is mangled the
+For every action of every API the benchmarks load (``bench_discover_data``: GitHub, Stripe, Slack,
+Notion, Box, Wise, ... through the real normalizers; each API in its own index), its name is mangled the
 ways models guess names, and ``DiscoveryIndex.suggest`` (what ``call`` and ``describe`` answer for
 an unknown tool) must put the original action first. A mangled name that is itself a real action
 (``issues.delete_label`` from ``issues.remove_label`` by synonym) is not a guess: it is skipped and
@@ -12,6 +13,7 @@ counted. Mangles (for ``github.issues.create_comment``):
 - ``verb_first``: ``github.create_issue_comment`` (verb, singular resource, the rest)
 - ``synonym_verb``: ``github.issues.add_comment`` (create/add, get/fetch, list/get_all, delete/remove,
   update/edit, remove/delete, add/create, set/update; actions with another verb are skipped)
+- ``dotted_camel``: ``slack.chat.postMessage`` for ``slack.chat_post_message`` (one-segment paths)
 - ``plural``: ``github.issue.create_comment`` (the resource's plural toggled; when it is not a
   plural, the last word of the operation is pluralized: ``git.create_blobs``)
 
@@ -79,6 +81,8 @@ def mangles(action: Action) -> dict[str, str]:
     if words[0] in VERB_SYNONYMS:
         swapped = "_".join([VERB_SYNONYMS[words[0]], *words[1:]])
         out["synonym_verb"] = f"{slug}.{group + '.' if group else ''}{swapped}"
+    if not group and len(words) > 2:
+        out["dotted_camel"] = f"{slug}.{words[0]}.{_camel('_'.join(words[1:]))}"  # slack.chat.postMessage
     if group and _singular(group) != group:
         out["plural"] = f"{slug}.{_singular(group)}.{op}"
     elif len(words) > 1:
@@ -120,18 +124,33 @@ def evaluate(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--show", type=int, default=0, help="print this many misses per kind")
+    parser.add_argument("--apis", help="comma-separated connector slugs (default: every API of bench_discover_data)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "scripts"))
-    from bench_discover_quality import github_actions
+    from bench_discover_data import API_LOADERS, catalog
 
-    actions = github_actions()
-    index = DiscoveryIndex()
-    index.replace_connector("github", actions)
-    stats = evaluate(index, actions)
-    latency = stats.pop("_latency")
-    print(f"### Guessed names: {len(actions):,} GitHub actions, suggest(limit=3)\n")
+    slugs = args.apis.split(",") if args.apis else list(API_LOADERS)
+    stats: dict[str, dict[str, float]] = {}
+    latencies: list[float] = []
+    misses: dict[str, list[tuple[str, str, list[str]]]] = {}
+    count = 0
+    for slug in slugs:
+        actions = list(catalog(slug))
+        count += len(actions)
+        index = DiscoveryIndex()
+        index.replace_connector(slug, actions)
+        found = evaluate(index, actions)
+        latency = found.pop("_latency")
+        latencies.append(latency["p50"])
+        for kind, row in found.items():
+            total = stats.setdefault(kind, {"n": 0, "first": 0, "top3": 0, "skipped": 0})
+            for key in total:
+                total[key] += row[key]
+        for kind, rows in evaluate.misses.items():  # type: ignore[attr-defined]
+            misses.setdefault(kind, []).extend(rows)
+    print(f"### Guessed names: {count:,} actions of {len(slugs)} APIs, suggest(limit=3)\n")
     print("| mangle | guesses | first suggestion right | in top 3 | skipped (a real name) |")
     print("|---|---|---|---|---|")
     for kind, row in stats.items():
@@ -140,8 +159,8 @@ def main() -> None:
             f"| {kind} | {int(row['n'])} | {100 * row['first'] / n:.1f} % | {100 * row['top3'] / n:.1f} % "
             f"| {int(row['skipped'])} |"
         )
-    print(f"\nsuggest latency: p50 {latency['p50']:.2f} ms, max {latency['max']:.2f} ms")
-    for kind, rows in evaluate.misses.items():  # type: ignore[attr-defined]
+    print(f"\nsuggest latency: p50 of the per-API medians {statistics.median(latencies):.2f} ms")
+    for kind, rows in misses.items():
         for guess, want, got in rows[: args.show]:
             print(f"  MISS {kind}: {guess} want {want} got {got}")
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, fold_name
-from mcp_gateway.model import Action, OpenAPIBinding, risk_of_method
+from mcp_gateway.model import Action, OpenAPIBinding
+from mcp_gateway.sources.openapi import normalize_openapi
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA = REPO_ROOT.parent / "shared" / "data" / "openapi"
@@ -31,58 +31,15 @@ _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 # -- building actions -------------------------------------------------------------------------------
 
 
-def _snake(text: str) -> str:
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text)
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-
-
-def _deref(document: dict[str, Any], node: Any) -> Any:
-    while isinstance(node, dict) and "$ref" in node:
-        target: Any = document
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        node = target
-    return node
-
-
-def openapi_actions(document: dict[str, Any], slug: str) -> list[Action]:
-    """Just enough of an OpenAPI normalizer for ranking: name, summary, description, argument names."""
-    actions: list[Action] = []
-    taken: set[str] = set()
-    for url, item in document["paths"].items():
-        for method, op in item.items():
-            if method not in _METHODS:
-                continue
-            path = ".".join(_snake(part) for part in (op.get("operationId") or f"{method}_{url}").split("/"))
-            if path in taken:
-                continue
-            taken.add(path)
-            properties: dict[str, Any] = {}
-            for param in (_deref(document, p) for p in [*item.get("parameters", []), *op.get("parameters", [])]):
-                if param.get("in") == "body":  # Swagger 2.0
-                    properties.update(_deref(document, param.get("schema", {})).get("properties") or {})
-                else:
-                    properties[param["name"]] = {"type": "string"}
-            for media in (_deref(document, op.get("requestBody") or {}).get("content") or {}).values():
-                properties.update(_deref(document, media.get("schema") or {}).get("properties") or {})
-            actions.append(
-                Action(
-                    connector=slug,
-                    path=path,
-                    summary=op.get("summary") or "",
-                    description=op.get("description") or "",
-                    input_schema={"type": "object", "properties": properties},
-                    risk=risk_of_method(method),
-                    binding=OpenAPIBinding(method=method.upper(), url=url, operation_id=op.get("operationId")),
-                )
-            )
-    return actions
-
-
 def _load(path: Path) -> dict[str, Any]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def openapi_actions(document: dict[str, Any], slug: str) -> list[Action]:
+    """The real OpenAPI normalizer: the index is tested on what a connector's sync would give it."""
+    return list(normalize_openapi(document, connector=slug).actions)
 
 
 @pytest.fixture(scope="module")
@@ -315,8 +272,15 @@ def test_resolve_forgives_case_and_separator_spelling(index: DiscoveryIndex, spe
     assert found is not None and found.qualified_name == "github.repos.get_content"
 
 
-def test_resolve_keeps_dots_as_separators(index: DiscoveryIndex) -> None:
-    assert index.resolve("github.repos_get_content") is None
+def test_resolve_reads_dots_inside_the_path_as_any_separator(index: DiscoveryIndex) -> None:
+    # Issue 11: a guess differing only by "." against "_" resolves directly (slack.chat.postMessage).
+    found = index.resolve("github.repos_get_content")
+    assert found is not None and found.qualified_name == "github.repos.get_content"
+    found = index.resolve("github.Repos.Get.Content")
+    assert found is not None and found.qualified_name == "github.repos.get_content"
+
+
+def test_resolve_keeps_the_connector_separate(index: DiscoveryIndex) -> None:
     assert index.resolve("githubrepos.get_content") is None
     assert index.resolve("github.repos.get_content.extra") is None
     assert index.resolve("github") is None

@@ -76,7 +76,7 @@ def test_evaluate_counts_capped_recall_and_mrr() -> None:
         Case("q2", frozenset({"nope"})),  # missed
         Case("q3", frozenset({"a", "b", "c"})),  # two of three relevant: @1 is full, @5 is 2/3
     ]
-    metrics = evaluate(lambda query, k: ranked[query][:k], cases)
+    metrics = evaluate(lambda query, k, view=None: ranked[query][:k], cases)
     assert metrics.n == 3
     assert metrics.recall[1] == pytest.approx((0 + 0 + 1) / 3)
     assert metrics.recall[5] == pytest.approx((1 + 0 + 2 / 3) / 3)
@@ -144,3 +144,22 @@ def test_first_suggestion_accuracy_floor_on_a_sample(index: DiscoveryIndex, acti
     assert stats["all"]["first"] / stats["all"]["n"] >= 0.95
     for kind in ("no_connector", "camelCase", "one_segment", "verb_first", "synonym_verb", "plural"):
         assert stats[kind]["n"] > 0, kind
+
+
+def test_intent_sets_are_well_formed_and_labelled_against_the_real_catalogs() -> None:
+    from scripts.bench_discover_data import API_LOADERS, DATA, catalog, load_intent_sets, split_of
+
+    if not DATA.is_dir():
+        pytest.skip(f"shared test data not found: {DATA}")
+    sets = load_intent_sets()
+    rows = [row for found in sets.values() for row in found]
+    assert len(rows) >= 400
+    apis = {name.split(".", 1)[0] for row in rows for name in row["actions"]}
+    assert len(apis) >= 8 and apis <= set(API_LOADERS)
+    names = {action.qualified_name for slug in apis for action in catalog(slug)}
+    for name, found in sets.items():
+        assert len({row["intent"] for row in found}) == len(found), f"duplicate intents in {name}"
+        for row in found:
+            assert row["actions"] and set(row["actions"]) <= names, (name, row)
+            if name != "github":  # the GitHub set predates the hash split and keeps its own
+                assert row["split"] == split_of(row["intent"]), row

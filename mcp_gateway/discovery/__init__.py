@@ -17,7 +17,7 @@ in C (``dict(zip(...))``), later lists are added only where they meet it, and th
 ``heapq.nlargest``. Words are normalized the same way on both sides (see ``_text``); the query side
 adds synonyms, agent nouns ("review" -> "reviewer") and splits run-together words ("rerun").
 
-Weights were tuned on BFCL's non-live categories and the dev split of ``tests/data/github_intents.json``;
+Weights were tuned on BFCL's non-live categories and the dev split of ``tests/data/intents/github.json``;
 ``scripts/bench_discover_quality.py`` measures them against BM25 baselines, also on held-out data.
 
 Optionally, a third stage (``_embedding``, off by default, the ``embeddings`` extra): all-MiniLM-L6-v2

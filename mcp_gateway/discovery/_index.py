@@ -5,17 +5,69 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import re
 from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
+from typing import Literal
 
 from ..model import Action
 from . import _rank
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._suggest import suggest
-from ._text import PHRASES, SYNONYMS, fold_name, identifier_terms, keep, original_case, prose_words, raw_words, stem
+from ._text import (
+    PHRASES,
+    SYNONYMS,
+    VERB_KIND,
+    VERBS,
+    fold_name,
+    identifier_terms,
+    keep,
+    original_case,
+    prose_words,
+    raw_words,
+    stem,
+)
 
-__all__ = ["DiscoveryIndex"]
+__all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult"]
+
+MAX_QUERY_CHARS = 8000
+"""Longer queries are cut here; everything up to it is searched (a pasted task, a long BFCL question)."""
+
+MAX_QUERY_TERMS = 48
+"""Distinct words of a query that are looked up, in order of appearance: a long query's tail adds cost, not sense."""
+
+_LATER_SENTENCE_WEIGHT = 0.8
+"""Query weight of a word first met after the first sentence: the first sentence usually says what is wanted."""
+
+CONFIDENCE_FLOOR = 0.2
+"""The best hit's name and summary must carry at least this share of the query's idf mass (see
+``_coverage``) for ``confidence: high``; below it the agent is told to rephrase or name the connector."""
+
+LOW_CONFIDENCE_HINT = (
+    "Nothing matches this well. Rephrase with the thing to act on (\"refund a charge\", \"list channels\"), "
+    "or name the connector (\"in Slack\"); `connectors` lists what is available."
+)
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+_CHANNEL_MENTION = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What ``DiscoveryIndex.find`` answers: the ranked hits, how sure the index is, and near-twins.
+
+    ``confidence`` is ``"low"`` when no hit covers enough of the query (``CONFIDENCE_FLOOR``), or there
+    is none; ``hint`` then says how to ask better. ``twins`` maps a hit's qualified name to the other
+    hits that act on the same object with another verb (``customers.create`` / ``customers.delete``),
+    and ``hits`` keeps each such group side by side, at the place of its best member.
+    """
+
+    hits: list[tuple[Action, float]]
+    confidence: Literal["high", "low"]
+    hint: str | None = None
+    twins: dict[str, list[str]] = field(default_factory=dict)
 
 _SYNONYM_WEIGHT = 0.375
 """Query weight of a synonym, a phrase's meaning or a word form relative to a word the agent wrote."""
@@ -144,11 +196,11 @@ class DiscoveryIndex:
         segment = self._ordered[bisect.bisect_right(self._starts, doc_id) - 1]
         return segment.actions[doc_id - segment.start]
 
-    def _features(self, doc_id: int) -> tuple[str, str, str]:
-        """What the second stage reads of one action: its exact words, name terms, parameter terms."""
+    def _features(self, doc_id: int) -> tuple[str, str, str, str]:
+        """What the second stage reads of one action: its exact words, name, parameter and name+summary terms."""
         segment = self._ordered[bisect.bisect_right(self._starts, doc_id) - 1]
         position = doc_id - segment.start
-        return segment.exact[position], segment.names[position], segment.params[position]
+        return (segment.exact[position], segment.names[position], segment.params[position], segment.about[position])
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -177,6 +229,13 @@ class DiscoveryIndex:
             hit = segment.by_folded.get(folded_path)
             positions = (hit,) if isinstance(hit, int) else hit or ()
             found.extend(segment.actions[position] for position in positions)
+        if not found:
+            # ``slack.chat.postMessage`` for ``slack.chat_post_message``: dots inside the path read as
+            # any separator when that names exactly one action.
+            flat = folded_path.replace(".", "")
+            for slug in self._slugs_by_fold.get(folded_slug, ()):
+                segment = self._segments[slug]
+                found.extend(a for a in segment.actions if fold_name(a.path).replace(".", "") == flat)
         if len(found) > 1:
             lowered = name.strip().lower()
             found = [action for action in found if action.qualified_name.lower() == lowered]
@@ -204,24 +263,88 @@ class DiscoveryIndex:
         optional re-ranker, when the index was given one, re-orders that pool again. Scores are
         deterministic for a given catalog and view; ties are broken by qualified name.
         """
+        return self._search(query, limit, connectors, allow)[0]
+
+    def find(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        connectors: Collection[str] | None = None,
+        allow: Callable[[Action], bool] | None = None,
+    ) -> SearchResult:
+        """``search``, plus whether anything matched well (``confidence``/``hint``) and near-twins side by side."""
+        hits, coverage = self._search(query, limit, connectors, allow)
+        low = not hits or coverage < CONFIDENCE_FLOOR
+        ordered, twins = _group_twins(hits)
+        return SearchResult(ordered, "low" if low else "high", LOW_CONFIDENCE_HINT if low else None, twins)
+
+    def _search(
+        self,
+        query: str,
+        limit: int,
+        connectors: Collection[str] | None,
+        allow: Callable[[Action], bool] | None,
+    ) -> tuple[list[tuple[Action, float]], float]:
+        """The ranked hits and the share of the query's written-word idf mass the best one carries."""
         if limit <= 0:
-            return []
+            return [], 0.0
+        query = query[:MAX_QUERY_CHARS]
+        visible = self._visible(connectors)
         weighted = self._query_terms(query)
         if not weighted:
-            return []
-        hits = self._top(self._score(weighted, self._visible(connectors)), max(limit, _rank.POOL), allow)
+            return [], 0.0
+        named = self._named_connectors(query, visible)
+        pool = max(limit, _rank.POOL)
+        scores = self._score(weighted, visible)
+        hits = self._top(scores, pool, allow)
+        if named:
+            # A connector the query names is a prior: its best actions join the pool even when other
+            # connectors' score higher, and get a bonus in the second stage.
+            seen = {doc_id for doc_id, _, _ in hits}
+            own = self._top(self._score(weighted, [s for s in visible if s.slug in named]), pool, allow)
+            hits.extend(hit for hit in own if hit[0] not in seen)
         if not hits:
-            return []
+            return [], 0.0
         exact_query = []
-        for word in dict.fromkeys(raw_words(query)):
+        for word in list(dict.fromkeys(raw_words(query)))[:MAX_QUERY_TERMS]:
             term = stem(word)
             if term in self._df:
                 exact_query.append((f" {word} ", self._idf_of(term)))
         candidates = [(action, score, *self._features(doc_id)) for doc_id, action, score in hits]
-        ranked = _rank.rerank(candidates, weighted, self._idf_of, exact_query)
+        ranked = _rank.rerank(
+            candidates, weighted, self._idf_of, exact_query, verbs=VERBS, named=named, verb_kinds=VERB_KIND
+        )
+        coverage = self._coverage(weighted, candidates, ranked[0][0])
         if self._reranker is not None:
             ranked = self._reranker.rerank(query, ranked)
-        return ranked[:limit]
+        return ranked[:limit], coverage
+
+    def _coverage(
+        self,
+        weighted: dict[str, float],
+        candidates: Sequence[tuple[Action, float, str, str, str, str]],
+        best: Action,
+    ) -> float:
+        """How well ``best`` is about the query: 0 unless its name or summary holds a written word that is
+        not a generic verb; else the share of the written words' idf mass (those the index knows) found there.
+
+        Words the index does not know are left out: an intent carries content ("saying the deploy is
+        done", "Premium T-shirt") that no action mentions and that is no evidence against a match.
+        """
+        about = next(c[5] for c in candidates if c[0] is best)
+        known = [term for term, weight in weighted.items() if weight >= 1.0 and term in self._df]
+        found = [term for term in known if f" {term} " in about]
+        if not any(term not in VERBS for term in found):
+            return 0.0
+        total = sum(self._idf_of(term) for term in known)
+        return sum(self._idf_of(term) for term in found) / total if total else 0.0
+
+    def _named_connectors(self, query: str, visible: list[Segment]) -> frozenset[str]:
+        """Visible connectors the query names by slug ("in Slack", "our Stripe account")."""
+        slugs = {fold_name(segment.slug): segment.slug for segment in visible}
+        words = {fold_name(word) for word in prose_words(query)}
+        return frozenset(slug for folded, slug in slugs.items() if folded in words)
 
     def _visible(self, connectors: Collection[str] | None) -> list[Segment]:
         if connectors is None:
@@ -230,28 +353,43 @@ class DiscoveryIndex:
         return [segment for segment in self._ordered if segment.slug in wanted]
 
     def _query_terms(self, query: str) -> dict[str, float]:
-        """The query's index terms with their weights: 1 for a word written, less for what it suggests."""
+        """The query's index terms with their weights: 1 for a word written, less for what it suggests.
+
+        Words of the first sentence weigh 1, later ones ``_LATER_SENTENCE_WEIGHT``; only the first
+        ``MAX_QUERY_TERMS`` distinct words are looked up. A ``#name`` mention reads as "channel".
+        """
         weighted: dict[str, float] = {}
         extra: list[str] = []
         forms: list[str] = []
+        first, _, _ = _SENTENCE.split(query, maxsplit=1)[0].partition("\n\n")
+        first_words = set(prose_words(first))
         words = prose_words(query)
+        distinct: set[str] = set()
+        if _CHANNEL_MENTION.search(query):
+            extra.append(stem("channel"))
         for previous, word in zip(["", *words], words, strict=False):
+            if word not in distinct:
+                if len(distinct) >= MAX_QUERY_TERMS:
+                    continue
+                distinct.add(word)
+            weight = 1.0 if word in first_words else _LATER_SENTENCE_WEIGHT
             term = stem(word)
             extra.extend(PHRASES.get((previous, word), ()))
             extra.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
             if not keep(word):
                 continue
             if term in self._df:
-                weighted[term] = 1.0
+                weighted[term] = max(weighted.get(term, 0.0), weight)
                 forms.extend(self._word_forms(term))
                 continue
             # An unknown word may be an identifier typed into the query ("getContent"): try its parts;
             # or two words run together ("rerun", "username").
             parts = identifier_terms(original_case(query, word))
             if len(parts) > 1:
-                weighted.update(dict.fromkeys(parts, 1.0))
+                for part in parts:
+                    weighted[part] = max(weighted.get(part, 0.0), weight)
             else:
-                weighted[term] = 1.0
+                weighted[term] = max(weighted.get(term, 0.0), weight)
                 # "discovered" -> "discover", which no action uses, but discoverer.get does.
                 forms.extend(self._word_forms(term))
                 extra.extend(self._split(word))
@@ -267,6 +405,15 @@ class DiscoveryIndex:
         forms = [term + suffix for suffix in _AGENT_SUFFIXES if term + suffix in names]
         for suffix in ("er", "or"):
             if term.endswith(suffix) and len(term) > 5 and term[: -len(suffix)] in names:
+                forms.append(term[: -len(suffix)])
+        # The action noun of a verb and back: "collaborates"/"collaborator" -> "collaboration",
+        # "subscription" -> "subscribe" (stems: "collaborat", "subscrib").
+        base = term[:-2] if term.endswith(("er", "or")) and len(term) > 6 else term
+        for suffix in ("ion", "ation", "ment"):
+            if len(base) > 4 and base + suffix in names:
+                forms.append(base + suffix)
+        for suffix in ("ion", "ation", "ment"):
+            if term.endswith(suffix) and len(term) - len(suffix) > 4 and term[: -len(suffix)] in names:
                 forms.append(term[: -len(suffix)])
         return forms
 
@@ -375,3 +522,36 @@ def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: 
             total[term] = value
         else:
             total.pop(term, None)
+
+
+def _object_key(action: Action) -> tuple[str, frozenset[str]] | None:
+    """What an action acts on: its connector and its name's words less generic verbs (None: no verb)."""
+    words = identifier_terms(action.path)
+    nouns = frozenset(word for word in words if word not in VERBS)
+    if len(nouns) == len(set(words)) or not nouns:
+        return None
+    return action.connector, nouns
+
+
+def _group_twins(hits: list[tuple[Action, float]]) -> tuple[list[tuple[Action, float]], dict[str, list[str]]]:
+    """Hits with near-twins (same object, another verb) moved next to the best of their group."""
+    groups: dict[tuple[str, frozenset[str]], list[int]] = {}
+    for position, (action, _) in enumerate(hits):
+        key = _object_key(action)
+        if key is not None:
+            groups.setdefault(key, []).append(position)
+    twins: dict[str, list[str]] = {}
+    placed: set[int] = set()
+    ordered: list[tuple[Action, float]] = []
+    by_position = {positions[0]: positions for positions in groups.values() if len(positions) > 1}
+    for position in range(len(hits)):
+        if position in placed:
+            continue
+        members = by_position.get(position, [position])
+        names = [hits[i][0].qualified_name for i in members]
+        for i in members:
+            placed.add(i)
+            ordered.append(hits[i])
+            if len(members) > 1:
+                twins[hits[i][0].qualified_name] = [n for n in names if n != hits[i][0].qualified_name]
+    return ordered, twins

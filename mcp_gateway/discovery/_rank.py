@@ -22,7 +22,7 @@ tuning sets (see ``_segment.FIELDS``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from ..model import Action
@@ -37,30 +37,56 @@ W_NAME = 0.2
 W_PARAMS = -0.1
 W_EXACT = 0.75
 W_LENGTH = -0.05
+W_OBJECT = 0.3
+"""The share of the query's *object* mass (its words other than generic verbs) in the action's name and
+summary: "add 'Premium T-shirt' to our product catalog" is about products, and an action that only
+shares "add" with it (``stars.add``) must not win."""
+W_VERB_ONLY = -0.3
+"""Malus for an action whose name and summary share none of the query's objects, only its verb."""
+W_VERB = 0.15
+"""Bonus when the action's name has a verb of the kind the query asks for (create, delete, update, read),
+the same malus when its only such verbs are of another kind."""
+W_CONNECTOR = 0.35
+"""Bonus for an action of a connector the query names ("in Slack", "our Stripe"): a strong prior, not a filter."""
 _MAX_LENGTH = 12
 _OFFSET = 0.1 + 0.05 * _MAX_LENGTH
 """Lifts every final score above zero (the negative weights' largest pull) without changing the order."""
 
 
 def rerank(
-    candidates: Sequence[tuple[Action, float, str, str, str]],
+    candidates: Sequence[tuple[Action, float, str, str, str, str]],
     weighted: dict[str, float],
     idf: Callable[[str], float],
     exact_query: Sequence[tuple[str, float]],
+    *,
+    verbs: Collection[str] = (),
+    named: Collection[str] = (),
+    verb_kinds: dict[str, str] | None = None,
 ) -> list[tuple[Action, float]]:
     """Order candidates by the linear model, best first.
 
-    A candidate is ``(action, bm25f score, exact words, name terms, parameter-name terms)``, the last
-    three as a segment stores them (`` w1 w2 … ``). ``weighted`` is the analyzed query (term -> query
-    weight), ``exact_query`` its exact words as `` word `` with their idf.
+    A candidate is ``(action, bm25f score, exact words, name terms, parameter-name terms, name and
+    summary terms)``, the last four as a segment stores them (`` w1 w2 … ``). ``weighted`` is the
+    analyzed query (term -> query weight), ``exact_query`` its exact words as `` word `` with their
+    idf, ``verbs`` the generic verbs (not objects), ``named`` the connectors the query names.
     """
     mass = [(f" {term} ", idf(term) * weight) for term, weight in weighted.items()]
     total = sum(value for _, value in mass) or 1.0
+    objects = [(term, value) for term, value in mass if term.strip() not in verbs and weighted[term.strip()] >= 1.0]
+    object_total = sum(value for _, value in objects)
+    kinds = verb_kinds or {}
+    wanted = {kinds[term] for term, weight in weighted.items() if weight >= 1.0 and term in kinds}
+    wanted_verbs = [term for term, weight in weighted.items() if weight >= 1.0 and term in verbs]
     exact_total = sum(weight for _, weight in exact_query) or 1.0
     best = max((candidate[1] for candidate in candidates), default=0.0) or 1.0
     ranked: list[tuple[float, str, Action]] = []
-    for action, score, exact, names, params in candidates:
+    for action, score, exact, names, params, about in candidates:
         in_name = sum(value for term, value in mass if term in names)
+        in_about = sum(value for term, value in objects if term in about) / object_total if object_total else 0.0
+        agreement = 0.0
+        if wanted:
+            theirs = {kinds[word] for word in names.split() if word in kinds}
+            agreement = (1.0 if theirs & wanted else -1.0) if theirs else 0.0
         in_params = sum(value for term, value in mass if term in params)
         found = sum(weight for word, weight in exact_query if word in exact)
         final = (
@@ -69,6 +95,10 @@ def rerank(
             + W_PARAMS * in_params / total
             + W_EXACT * found / exact_total
             + W_LENGTH * min(names.count(" ") - 1, _MAX_LENGTH)
+            + W_OBJECT * in_about
+            + (W_VERB_ONLY if object_total and not in_about and any(f" {v} " in names for v in wanted_verbs) else 0.0)
+            + W_VERB * agreement
+            + (W_CONNECTOR if action.connector in named else 0.0)
             + _OFFSET
         )
         ranked.append((final, action.qualified_name, action))

@@ -22,7 +22,9 @@ from ._text import (
     first_sentence,
     fold_name,
     identifier_terms,
+    is_bare_route,
     prose_terms,
+    route_summary,
 )
 
 __all__ = ["FIELDS", "Segment", "build_segment", "params_of", "summary_of"]
@@ -31,7 +33,7 @@ K1 = 4.8
 """BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
 
 # BM25F fields as (weight, b), in the order build_segment produces them. Tuned by coordinate ascent
-# on BFCL's non-live categories and the dev split of tests/data/github_intents.json (held-out sets:
+# on BFCL's non-live categories and the dev split of tests/data/intents/github.json (held-out sets:
 # BFCL live, the intents' holdout split; scripts/bench_discover_quality.py prints all of them).
 # Names get b=1 so that every extra word in a name costs: for "create an issue", issues.create beats
 # reactions.create_for_issue. Parameters get a low b: a long parameter list is not a rambling
@@ -85,6 +87,8 @@ class Segment:
     """Per action, its name's terms, the same way (the second stage's name features)."""
     params: tuple[str, ...]
     """Per action, its parameter names' terms, the same way."""
+    about: tuple[str, ...]
+    """Per action, the terms of its name and summary, the same way: what the action acts on."""
 
     def postings(self, term: str) -> tuple[array[int], array[float]] | None:
         span = self.spans.get(term)
@@ -108,8 +112,19 @@ def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def summary_of(action: Action) -> str:
-    """An action's one-line summary: its own, or its description's first sentence when it has none."""
-    return action.summary or first_sentence(action.description)
+    """An action's one-line summary, readable whatever its source.
+
+    Its own; or, when it has none or it is a bare route ("GET /rates"), its description's first
+    sentence (the gateway's boilerplate left out); or, with no description either, a line built from
+    the route's method and nouns ("list rates").
+    """
+    summary = action.summary
+    if summary and not is_bare_route(summary):
+        return summary
+    sentence = first_sentence(action.description)
+    if sentence:
+        return sentence
+    return route_summary(summary) if summary else ""
 
 
 _Param = tuple[list[str], list[str], list[str]]
@@ -140,24 +155,26 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
     exact: list[str] = []
     names_column: list[str] = []
     params_column: list[str] = []
+    about_column: list[str] = []
     totals = [0] * len(FIELDS)
     for action in actions:
         params = [param(name, text) for name, text in params_of(action.input_schema)]
         description = clean_description(action.description, RAW_DESCRIPTION_CHARS)
         doc = (
             list(dict.fromkeys(term for part in action.qualified_name.split(".") for term in ident(part))),
-            prose_terms(action.summary or first_sentence(description)),
+            prose_terms(summary_of(action)),
             prose_terms(clean_description(description)),
             [term for terms, _, _ in params for term in terms],
             [term for _, terms, _ in params for term in terms],
             ident(action.path.rsplit(".", 1)[-1])[:1],
         )
         fields.append(doc)
-        words = exact_forms(f"{action.qualified_name} {action.summary} {description}")
+        words = exact_forms(f"{action.qualified_name} {summary_of(action)} {description}")
         words.extend(word for _, _, forms in params for word in forms)
         exact.append(f" {' '.join(dict.fromkeys(words))} ")
         names_column.append(f" {' '.join(doc[0])} ")
         params_column.append(f" {' '.join(dict.fromkeys(doc[3]))} ")
+        about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1])))} ")
         for i, field in enumerate(doc):
             totals[i] += len(field)
     # Per-field average lengths of this segment only: a rebuild of one connector must not change the
@@ -211,4 +228,5 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
         exact=tuple(exact),
         names=tuple(names_column),
         params=tuple(params_column),
+        about=tuple(about_column),
     )

@@ -16,18 +16,23 @@ __all__ = [
     "DESCRIPTION_CHARS",
     "PHRASES",
     "SYNONYMS",
+    "VERBS",
+    "VERB_KIND",
     "clean_description",
     "exact_forms",
     "first_sentence",
     "fold_name",
     "identifier_terms",
+    "is_bare_route",
     "keep",
     "original_case",
     "prose_terms",
     "prose_words",
     "raw_words",
+    "route_summary",
     "singular",
     "stem",
+    "strip_boilerplate",
 ]
 
 DESCRIPTION_CHARS = 300
@@ -40,15 +45,19 @@ _STOPWORDS = frozenset(
     no nor not now of off on once only or other our ours out over own per please same she should so some
     such than that the their theirs them then there these they this those through to too under until up upon
     us using very via want was we were what when where whether which while who whom whose why will with
-    within without would you your yours""".split()
+    within without would you your yours
+    me my mine myself i im ive id ll pls kindly hey hi hello thanks thank ok okay really actually
+    quickly right just""".split()
 )
+"""English function words, pronouns and filler ("please", "me", "my"): they never match an action, so
+"remind me" cannot pull ``chat.me_message`` and "update my profile" cannot pull ``user.put_me``."""
 
 # Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem.
 _CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org", "configuration": "config"}
 
 # Query side only: words agents write -> words APIs use, added at a fraction of a written word's weight.
 # Generic API vocabulary (verbs and nouns most REST, RPC and MCP catalogs share), not one API's names;
-# tuned on the dev split of tests/data/github_intents.json and BFCL's non-live categories. Two that
+# tuned on the dev split of tests/data/intents/github.json and BFCL's non-live categories. Two that
 # looked obvious were left out because they hurt: "create" -> "post" (Stripe's post_issuing_cards
 # then beat issues.create, "issuing" stemming like "issue") and "delete" <-> "remove" both ways
 # (GitHub uses both for different things).
@@ -83,7 +92,6 @@ _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
     "compute": ("calculate",),
     "calculate": ("compute",),
     "odds": ("probability",),
-    "channel": ("conversation",),
     "account": ("user",),
     "member": ("user",),
     "people": ("user",),
@@ -94,16 +102,80 @@ _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
     "emoji": ("reaction",),
     "thumbs": ("reaction",),
     "upvote": ("reaction",),
-    "my": ("authenticated",),
-    "me": ("authenticated",),
-    "mine": ("authenticated",),
+    # The caller's own account, as APIs in general word it (GitHub's "authenticated user", Notion's
+    # "self", Box's "current user"): the pronoun itself never matches (it is a stopword).
+    "my": ("authenticated", "current", "self"),
+    "me": ("authenticated", "current", "self"),
+    "mine": ("authenticated", "current", "self"),
     "rerun": ("re", "run"),
+    # General English: everyday words for what APIs name with a more technical one. Each maps to words
+    # many APIs use (payments, chat, storage, identity), never to one API's action name.
+    "online": ("presence", "status"),
+    "offline": ("presence", "status"),
+    "away": ("presence", "status"),
+    "mute": ("snooze", "notification"),
+    "silence": ("snooze", "notification"),
+    "money": ("balance", "fund", "payment", "transfer"),
+    "cash": ("balance", "fund", "payment"),
+    "funds": ("balance", "fund"),
+    "reimburse": ("refund",),
+    "chargeback": ("dispute",),
+    "subscriber": ("subscription", "customer"),
+    "buyer": ("customer",),
+    "shopper": ("customer",),
+    "client": ("customer",),
+    "discount": ("coupon", "promotion"),
+    "bill": ("invoice", "charge"),
+    "billing": ("invoice", "charge"),
+    "dollars": ("currency", "rate", "amount"),
+    "euros": ("currency", "rate", "amount"),
+    "pounds": ("currency", "rate", "amount"),
+    "exchange": ("rate", "currency"),
+    "convert": ("rate", "currency", "exchange"),
+    "stock": ("inventory",),
+    "workspace": ("team",),
+    "details": ("info", "profile"),
+    "remember": ("memory", "observation", "note"),
+    "need": ("requirement",),
+    "website": ("page", "url", "navigate"),
+    "webpage": ("page", "url", "navigate"),
+    "colleague": ("user", "member", "collaborator"),
+    "coworker": ("user", "member", "collaborator"),
+    "teammate": ("user", "member", "collaborator"),
+    "employee": ("user", "member"),
+    "share": ("collaboration", "collaborator", "shared"),
+    "photo": ("image", "file"),
+    "picture": ("image", "photo", "file"),
+    "thumbnail": ("image", "preview"),
 }
 
 # Two-word phrases whose words are stopwords on their own but say what is wanted.
 _RAW_PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("how", "many"): ("count",),
+    ("how", "much"): ("balance", "amount", "count"),
+    ("money", "back"): ("refund",),
+    ("log", "in"): ("login", "auth", "token"),
+    ("sign", "in"): ("login", "auth", "token"),
+    ("logged", "in"): ("current", "self", "authenticated"),
+    ("sign", "up"): ("register", "signup", "user"),
+    ("thumbs", "up"): ("reaction",),
 }
+
+# Sentences the gateway's own sources add to descriptions (``sources.postman``): true of every request
+# of a collection, so they say nothing about what one does. Never indexed, never embedded.
+_BOILERPLATE = re.compile(
+    r"Arguments you omit are sent with their default \(the collection's value\); pass null to leave one out\."
+    r"|Left out as credentials \(the connector's auth supplies what the API needs\):[^.]*\."
+)
+
+# A summary that is only a route ("GET /rates", "POST /v1/charges/{charge}/dispute") describes nothing.
+_BARE_ROUTE = re.compile(r"^\s*(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+/\S*\s*$", re.IGNORECASE)
+
+# Generic operation verbs: what a query asks to *do*. The rest of its words name what to do it *to*
+# (its object), which ``_rank`` weighs separately so a verb alone cannot carry a match.
+_RAW_VERBS = """add append archive cancel change check close copy create delete destroy edit erase fetch find get
+give list look lookup make modify move new open post put read remove rename retrieve run search see send set
+show start stop tell update upload download view""".split()
 
 _LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
 # An identifier's words: "HTTPServer" -> HTTP, Server; "getContent2" -> get, Content, 2.
@@ -198,12 +270,25 @@ def original_case(text: str, lowered: str) -> str:
     return lowered
 
 
+VERBS: frozenset[str] = frozenset()  # filled below, once ``stem`` exists
+
 SYNONYMS: dict[str, tuple[str, ...]] = {
     stem(key): tuple(stem(v) for v in values) for key, values in _RAW_SYNONYMS.items()
 }
 PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
     key: tuple(stem(v) for v in values) for key, values in _RAW_PHRASES.items()
 }
+VERBS = frozenset(stem(verb) for verb in _RAW_VERBS)
+
+# Verbs that name the same kind of operation, whatever API: a query's verb agrees or disagrees with an
+# action's (``_rank``), which tells near-twins apart ("remove an old card": delete, not create).
+_RAW_VERB_KINDS = {
+    "create": "create add new make insert post",
+    "delete": "delete remove destroy erase drop",
+    "update": "update edit modify change set patch put rename",
+    "read": "get list fetch retrieve read show view find search lookup",
+}
+VERB_KIND: dict[str, str] = {stem(verb): kind for kind, verbs in _RAW_VERB_KINDS.items() for verb in verbs.split()}
 
 
 def singular(word: str) -> str:
@@ -245,12 +330,45 @@ def exact_forms(text: str) -> list[str]:
     return [form for word in _LETTERS_OR_DIGITS.findall(text) for form in (_FORMS.get(word) or _forms(word))]
 
 
+def strip_boilerplate(text: str) -> str:
+    """``text`` without the gateway's own sentences (see ``_BOILERPLATE``)."""
+    return _BOILERPLATE.sub(" ", text).strip() if "Arguments you omit" in text or "Left out as" in text else text
+
+
+def is_bare_route(summary: str) -> bool:
+    """Whether a summary is only ``METHOD /path`` (Postman requests and some OpenAPI operations)."""
+    return bool(_BARE_ROUTE.match(summary))
+
+
+_METHOD_VERBS = {"get": "get", "post": "create", "put": "update", "patch": "update", "delete": "delete"}
+
+
+def route_summary(summary: str) -> str:
+    """A readable line for a bare route: ``POST /v1/customers/{customer}/sources`` -> "create customer sources".
+
+    The method's usual meaning, then the path's nouns (placeholders, versions and file extensions out);
+    a GET ending in a placeholder reads "get", one ending in a collection reads "list".
+    """
+    method, _, path = summary.strip().partition(" ")
+    segments = [part for part in path.strip().split("?")[0].split("/") if part]
+    nouns: list[str] = []
+    for part in segments:
+        if part.startswith(("{", ":", "<")) or re.fullmatch(r"v\d+(\.\d+)?|api", part, re.IGNORECASE):
+            continue
+        nouns.extend(w.lower() for w in re.findall(r"[A-Za-z]+", part.split(".")[0]) if len(w) > 1)
+    verb = _METHOD_VERBS.get(method.lower(), method.lower())
+    if verb == "get" and segments and not segments[-1].startswith(("{", ":", "<")):
+        verb = "list"
+    return " ".join([verb, *nouns])
+
+
 def clean_description(text: str, limit: int = DESCRIPTION_CHARS) -> str:
-    """The indexed head of a description: HTML markup, link targets and URLs out, ~``limit`` characters."""
+    """The indexed head of a description: HTML markup, link targets, URLs and boilerplate out, ~``limit`` characters."""
     if not text:
         return ""
     if len(text) > 4 * limit:
         text = text[: 4 * limit]  # markup rarely eats more than this: don't scan a whole manual
+    text = strip_boilerplate(text)
     text = _URL.sub(" ", _MD_LINK_TARGET.sub("]", _HTML_TAG.sub(" ", text)))
     if len(text) > limit:
         # Cut at a word boundary so the last indexed word is a real one.
