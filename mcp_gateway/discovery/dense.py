@@ -56,6 +56,7 @@ __all__ = [
     "VectorStore",
     "fuse_rrf",
     "fuse_scores",
+    "hybrid",
     "text_digest",
 ]
 
@@ -333,3 +334,47 @@ def fuse_rrf(
         fused[name] = fused.get(name, 0.0) + weight / (k + rank)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:limit] if limit is not None else ranked
+
+
+POOL = 40
+"""Dense hits taken into fusion (the lexical side passes its own pool, ``_rank.POOL`` hits)."""
+
+
+def hybrid(
+    lexical: Sequence[tuple[Action, float]],
+    index: DenseIndex,
+    query_vector: Matrix,
+    *,
+    lookup: Callable[[str], Action | None],
+    allowed_connectors: Collection[str] | None = None,
+    allow: Callable[[Action], bool] | None = None,
+    pool: int = POOL,
+    limit: int = 10,
+    beta: float = BETA,
+) -> list[tuple[Action, float]]:
+    """The lexical pool fused with the dense top ``pool`` (``fuse_scores``), as (action, fused score).
+
+    ``lookup`` maps a qualified name to its current action (None: gone since its vector was made);
+    ``allow`` drops actions the caller may not see, as the lexical search did for its own hits.
+    Connectors without vectors yet rank as they do lexically.
+    """
+    by_name = {action.qualified_name: action for action, _ in lexical}
+    dense: list[Hit] = []
+    for name, score in index.search(query_vector, allowed_connectors, k=pool * 2 if allow else pool):
+        action = by_name.get(name) or lookup(name)
+        if action is None or (allow is not None and name not in by_name and not allow(action)):
+            continue
+        by_name[name] = action
+        dense.append((name, score))
+        if len(dense) == pool:
+            break
+    names = [action.qualified_name for action, _ in lexical]
+    fused = fuse_scores(
+        [(action.qualified_name, score) for action, score in lexical],
+        dense,
+        index.scores(query_vector, names),
+        ready=index.ready,
+        beta=beta,
+        limit=limit,
+    )
+    return [(by_name[name], score) for name, score in fused]

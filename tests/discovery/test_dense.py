@@ -215,3 +215,26 @@ async def test_a_refresh_overtaken_by_a_newer_one_is_dropped() -> None:
 
 def test_text_digest_is_stable() -> None:
     assert text_digest("issues create") == text_digest("issues create") != text_digest("issues  create")
+
+
+def test_hybrid_fuses_a_lexical_pool_with_dense_hits_the_caller_may_see() -> None:
+    from mcp_gateway.discovery.dense import hybrid
+
+    actions = {a.qualified_name: a for a in [*tracker(), *shop()]}
+    encoder = ConceptEncoder()
+    index = DenseIndex()
+    for slug in ("tracker", "shop"):
+        group = [a for a in actions.values() if a.connector == slug]
+        index.replace_connector(
+            slug, [a.qualified_name for a in group], np.asarray(encoder.encode([a.summary for a in group]))
+        )
+    query = np.asarray(encoder.encode(["money back please"])[0])
+    lexical = [(actions["shop.products.create"], 3.0)]  # the lexical ranker found only a verb match
+    fused = hybrid(lexical, index, query, lookup=actions.get, limit=3)
+    assert fused[0][0].qualified_name == "shop.refunds.create"
+    hidden = hybrid(
+        lexical, index, query, lookup=actions.get, allow=lambda a: a.path != "refunds.create", limit=3
+    )
+    assert "shop.refunds.create" not in [a.qualified_name for a, _ in hidden]
+    only_tracker = hybrid([], index, query, lookup=actions.get, allowed_connectors={"tracker"}, limit=5)
+    assert {a.connector for a, _ in only_tracker} == {"tracker"}
