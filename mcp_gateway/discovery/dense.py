@@ -13,8 +13,9 @@ Three pieces, wired by the gateway (the index and the store are not imported her
   embeds nothing. Until a connector's block is in, ``DenseIndex.ready`` says so and the connector
   answers lexically.
 - ``fuse_scores`` / ``fuse_rrf``: lexical hits and dense hits into one ranking. Score fusion
-  (``lexical / best lexical + beta * cosine``) beat reciprocal-rank fusion on every set measured
-  (``scripts/bench_embedding_models.py``), as it did for the re-ranker.
+  (``lexical / best lexical + beta * cosine``) beat reciprocal-rank fusion on the GitHub intents
+  (R@5 88.8 vs 85.2 pooled, holdout 86.0 vs 82.0; ``scripts/bench_embedding_models.py --sets github``),
+  as it did for the re-ranker; lexical alone 86.1, dense alone 83.1.
 
 Example:
     embedder = DenseEmbedder(provider, MemoryVectorStore())
