@@ -346,7 +346,11 @@ class MiniLmEncoder:
         folder = model_dir or _model_dir()
         self._np = np_
         self.batch = batch
-        weights: dict[str, NDArray[np.float32]] = safetensors_numpy.load_file(str(folder / "model.safetensors"))
+        # float16 files (the bundled copy) are computed in float32: the matmuls stay fast and exact enough.
+        weights: dict[str, NDArray[np.float32]] = {
+            name: tensor.astype(np_.float32, copy=False) if tensor.dtype.kind == "f" else tensor
+            for name, tensor in safetensors_numpy.load_file(str(folder / "model.safetensors")).items()
+        }
         self._w = weights
         # Q, K and V in one matmul: one BLAS call over a (384, 1152) matrix instead of three.
         self._qkv: list[tuple[NDArray[np.float32], NDArray[np.float32]]] = []

@@ -1,0 +1,381 @@
+"""Dense retrieval for hybrid ``discover``: one unit vector per action, searched by dot product, fused with lexical.
+
+Three pieces, wired by the gateway (the index and the store are not imported here):
+
+- ``DenseIndex``: the vectors, one float32 matrix block per connector so a re-synced connector
+  replaces only its own block. ``search(query_vector, allowed_connectors, k)`` returns the best
+  ``k`` qualified names by cosine; ``scores`` gives the cosine of named actions (so fusion scores
+  every lexical hit exactly, not only those in the dense top ``k``).
+- ``DenseEmbedder``: keeps a ``DenseIndex`` up to date after each sync. ``refresh(slug, actions)``
+  looks each action's text up in a ``VectorStore`` by (model, text digest), embeds only the misses
+  through an ``EmbeddingProvider`` (worker thread or remote endpoint, never the event loop) and
+  writes them back, so a restart, a second instance, or a re-sync whose actions did not change
+  embeds nothing. Until a connector's block is in, ``DenseIndex.ready`` says so and the connector
+  answers lexically.
+- ``fuse_scores`` / ``fuse_rrf``: lexical hits and dense hits into one ranking. Score fusion
+  (``lexical / best lexical + beta * cosine``) beat reciprocal-rank fusion on the GitHub intents
+  (R@5 88.8 vs 85.2 pooled, holdout 86.0 vs 82.0; ``scripts/bench_embedding_models.py --sets github``),
+  as it did for the re-ranker; lexical alone 86.1, dense alone 83.1.
+
+Example:
+    embedder = DenseEmbedder(provider, MemoryVectorStore())
+    await embedder.refresh("github", actions)           # after each sync, in a task
+    query = await embedder.embed_query("open a bug report")
+    dense = embedder.index.search(query, allowed_connectors={"github"}, k=40)
+    fused = fuse_scores(lexical_hits, dense, embedder.index.scores(query, [n for n, _ in lexical_hits]),
+                        ready=embedder.index.ready)
+
+numpy is imported lazily (the ``embeddings`` extra): importing this module costs nothing without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..model import Action
+from ._embedding import embedded_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Matrix = NDArray[np.float32]
+else:
+    Matrix = Any
+
+__all__ = [
+    "BETA",
+    "RRF_K",
+    "DenseEmbedder",
+    "DenseIndex",
+    "EmbeddingProvider",
+    "MemoryVectorStore",
+    "VectorStore",
+    "fuse_rrf",
+    "fuse_scores",
+    "hybrid",
+    "text_digest",
+]
+
+logger = logging.getLogger(__name__)
+
+BETA = 1.5
+"""Weight of the cosine beside ``lexical / best lexical`` in ``fuse_scores`` (the re-ranker's, re-measured here)."""
+
+RRF_K = 60
+"""The usual reciprocal-rank-fusion constant: ``1 / (RRF_K + rank)``."""
+
+Hit = tuple[str, float]
+"""(qualified name, score), best first in every list."""
+
+
+def text_digest(text: str) -> bytes:
+    """The store key of an embedded text (16 bytes of BLAKE2b): same text, same vector, whatever the action."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EmbeddingProvider(Protocol):
+    """Texts to unit-length float32 vectors. ``providers.LocalProvider`` and ``providers.OpenAIEmbeddings``."""
+
+    @property
+    def model(self) -> str:
+        """Names the vector space: stored vectors are keyed by it, so a different model never reuses them."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """A (len(texts), dimension) float32 matrix of unit rows, in order. Must not block the event loop."""
+        ...
+
+
+class VectorStore(Protocol):
+    """Persisted vectors keyed by (model, text digest); values are raw little-endian float32 bytes."""
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vectors among ``digests`` (missing ones are simply absent)."""
+        ...
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        """Store (or overwrite) vectors."""
+        ...
+
+
+class MemoryVectorStore:
+    """A ``VectorStore`` in a dict, for tests and one-process use. Counts reads and writes."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, bytes], bytes] = {}
+        self.gets = 0
+        self.puts = 0
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        self.gets += 1
+        return {d: self.rows[(model, d)] for d in digests if (model, d) in self.rows}
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        self.puts += 1
+        for digest, blob in vectors.items():
+            self.rows[(model, digest)] = blob
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    names: tuple[str, ...]
+    matrix: Matrix  # (len(names), dimension) float32, unit rows
+    rows: Mapping[str, int]
+
+
+class DenseIndex:
+    """Unit vectors per connector; cosine search over the connectors a caller may see.
+
+    Not thread-safe by itself: mutate and search from one thread (the event loop). Vectors are
+    computed elsewhere (``DenseEmbedder`` in a worker thread) and handed in whole.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, _Block] = {}
+
+    def __len__(self) -> int:
+        return sum(len(block.names) for block in self._blocks.values())
+
+    def ready(self, slug: str) -> bool:
+        """Whether connector ``slug`` has its vectors (otherwise it answers lexically)."""
+        return slug in self._blocks
+
+    @property
+    def connectors(self) -> frozenset[str]:
+        return frozenset(self._blocks)
+
+    def replace_connector(self, slug: str, names: Sequence[str], matrix: Matrix) -> None:
+        """Connector ``slug`` now holds exactly these actions, row ``i`` of ``matrix`` being ``names[i]``'s vector."""
+        import numpy as np
+
+        vectors = np.ascontiguousarray(matrix, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(names):
+            raise ValueError(f"{len(names)} names but a matrix of shape {vectors.shape}")
+        self._blocks[slug] = _Block(tuple(names), vectors, {name: i for i, name in enumerate(names)})
+
+    def remove_connector(self, slug: str) -> None:
+        self._blocks.pop(slug, None)
+
+    def search(self, query_vector: Matrix, allowed_connectors: Collection[str] | None = None, k: int = 40) -> list[Hit]:
+        """The best ``k`` (qualified name, cosine) over ``allowed_connectors`` (None: all), best first.
+
+        Ties are broken by name, so the order is deterministic.
+        """
+        import numpy as np
+
+        blocks = [
+            block
+            for slug, block in self._blocks.items()
+            if (allowed_connectors is None or slug in allowed_connectors) and block.names
+        ]
+        if not blocks or k <= 0:
+            return []
+        query = np.asarray(query_vector, dtype=np.float32)
+        hits: list[Hit] = []
+        for block in blocks:
+            scores = block.matrix @ query
+            take = min(k, len(scores))
+            top = np.argpartition(-scores, take - 1)[:take] if take < len(scores) else np.arange(len(scores))
+            hits.extend((block.names[i], float(scores[i])) for i in top.tolist())
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[:k]
+
+    def scores(self, query_vector: Matrix, names: Sequence[str]) -> dict[str, float]:
+        """The cosine of each named action that has a vector (others are left out)."""
+        import numpy as np
+
+        query = np.asarray(query_vector, dtype=np.float32)
+        out: dict[str, float] = {}
+        for name in names:
+            block = self._blocks.get(name.partition(".")[0])
+            row = block.rows.get(name) if block is not None else None
+            if block is not None and row is not None:
+                out[name] = float(block.matrix[row] @ query)
+        return out
+
+
+class DenseEmbedder:
+    """Keeps a ``DenseIndex`` in step with the catalog: store first, provider for the rest.
+
+    ``refresh`` is meant to run in a background task after each sync (``encoder_calls`` and
+    ``embedded`` count what it cost). Concurrent refreshes of one connector: the last to finish wins,
+    and a refresh that finishes after a newer one started is dropped (``_generation``).
+    """
+
+    def __init__(
+        self,
+        provider: EmbeddingProvider,
+        store: VectorStore,
+        *,
+        index: DenseIndex | None = None,
+        text: Callable[[Action], str] = embedded_text,
+        batch: int = 256,
+    ) -> None:
+        self.provider = provider
+        self.store = store
+        self.index = index or DenseIndex()
+        self._text = text
+        self.batch = batch
+        self.encoder_calls = 0
+        self.embedded = 0
+        self._generation: dict[str, int] = {}
+
+    async def refresh(self, slug: str, actions: Sequence[Action]) -> int:
+        """Give connector ``slug`` its vectors (none: remove it); returns how many texts were embedded anew."""
+        import numpy as np
+
+        generation = self._generation.get(slug, 0) + 1
+        self._generation[slug] = generation
+        if not actions:
+            self.index.remove_connector(slug)
+            return 0
+        model = self.provider.model
+        names = [action.qualified_name for action in actions]
+        texts = [self._text(action) for action in actions]
+        digests = [text_digest(text) for text in texts]
+        known = await self.store.get_vectors(model, list(dict.fromkeys(digests)))
+        vectors: dict[bytes, Matrix] = {d: np.frombuffer(blob, dtype="<f4") for d, blob in known.items()}
+        missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in vectors}
+        fresh: dict[bytes, bytes] = {}
+        items = list(missing.items())
+        for start in range(0, len(items), self.batch):
+            chunk = items[start : start + self.batch]
+            self.encoder_calls += 1
+            matrix = await self.provider.embed([t for _, t in chunk])
+            for (digest, _), row in zip(chunk, matrix, strict=True):
+                vector = np.asarray(row, dtype="<f4")
+                vectors[digest] = vector
+                fresh[digest] = vector.tobytes()
+            if self._generation.get(slug) != generation:
+                return 0  # superseded by a newer refresh (or removal) of this connector
+        if fresh:
+            await self.store.put_vectors(model, fresh)
+            self.embedded += len(fresh)
+        if self._generation.get(slug) == generation:
+            self.index.replace_connector(slug, names, np.stack([vectors[d] for d in digests]))
+        return len(fresh)
+
+    def remove(self, slug: str) -> None:
+        self._generation[slug] = self._generation.get(slug, 0) + 1
+        self.index.remove_connector(slug)
+
+    async def embed_query(self, query: str) -> Matrix:
+        """The query's unit vector (through the provider: a worker thread or the remote endpoint)."""
+        matrix = await self.provider.embed([query])
+        return matrix[0]
+
+
+# -- fusion -------------------------------------------------------------------------------------
+
+
+def _connector(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def fuse_scores(
+    lexical: Sequence[Hit],
+    dense: Sequence[Hit],
+    cosines: Mapping[str, float] | None = None,
+    *,
+    ready: Callable[[str], bool] = lambda _slug: True,
+    beta: float = BETA,
+    limit: int | None = None,
+) -> list[Hit]:
+    """``lexical / best lexical + beta * cosine`` over the union of both lists, best first.
+
+    ``cosines`` gives the exact cosine of lexical hits outside the dense top ``k`` (``DenseIndex.scores``);
+    a hit with no cosine whose connector is not ``ready`` (vectors not computed yet) gets one imputed
+    from its lexical standing (``lexical / best * best cosine``), so a connector still being embedded
+    ranks as it would lexically instead of sinking. Missing lexical score counts 0.
+    """
+    best = max((score for _, score in lexical), default=0.0) or 1.0
+    cos: dict[str, float] = dict(cosines or {})
+    for name, score in dense:
+        cos.setdefault(name, score)
+    top_cos = max((score for _, score in dense), default=0.0) or max(cos.values(), default=0.0)
+    lexical_score = {name: score / best for name, score in lexical}
+    fused: dict[str, float] = {}
+    for name in dict.fromkeys([*(n for n, _ in lexical), *(n for n, _ in dense)]):
+        lex = lexical_score.get(name, 0.0)
+        if name in cos:
+            value = cos[name]
+        elif not ready(_connector(name)):
+            value = lex * top_cos
+        else:
+            value = 0.0
+        fused[name] = lex + beta * value
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:limit] if limit is not None else ranked
+
+
+def fuse_rrf(
+    lexical: Sequence[Hit],
+    dense: Sequence[Hit],
+    *,
+    ready: Callable[[str], bool] = lambda _slug: True,
+    k: int = RRF_K,
+    weight: float = 1.0,
+    limit: int | None = None,
+) -> list[Hit]:
+    """Reciprocal-rank fusion: ``1 / (k + lexical rank) + weight / (k + dense rank)``, best first.
+
+    A lexical hit from a connector that is not ``ready`` counts its lexical rank as its dense rank too.
+    """
+    fused: dict[str, float] = {}
+    for rank, (name, _) in enumerate(lexical, start=1):
+        fused[name] = fused.get(name, 0.0) + 1.0 / (k + rank)
+        if not ready(_connector(name)):
+            fused[name] += weight / (k + rank)
+    for rank, (name, _) in enumerate(dense, start=1):
+        fused[name] = fused.get(name, 0.0) + weight / (k + rank)
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:limit] if limit is not None else ranked
+
+
+POOL = 40
+"""Dense hits taken into fusion (the lexical side passes its own pool, ``_rank.POOL`` hits)."""
+
+
+def hybrid(
+    lexical: Sequence[tuple[Action, float]],
+    index: DenseIndex,
+    query_vector: Matrix,
+    *,
+    lookup: Callable[[str], Action | None],
+    allowed_connectors: Collection[str] | None = None,
+    allow: Callable[[Action], bool] | None = None,
+    pool: int = POOL,
+    limit: int = 10,
+    beta: float = BETA,
+) -> list[tuple[Action, float]]:
+    """The lexical pool fused with the dense top ``pool`` (``fuse_scores``), as (action, fused score).
+
+    ``lookup`` maps a qualified name to its current action (None: gone since its vector was made);
+    ``allow`` drops actions the caller may not see, as the lexical search did for its own hits.
+    Connectors without vectors yet rank as they do lexically.
+    """
+    by_name = {action.qualified_name: action for action, _ in lexical}
+    dense: list[Hit] = []
+    for name, score in index.search(query_vector, allowed_connectors, k=pool * 2 if allow else pool):
+        action = by_name.get(name) or lookup(name)
+        if action is None or (allow is not None and name not in by_name and not allow(action)):
+            continue
+        by_name[name] = action
+        dense.append((name, score))
+        if len(dense) == pool:
+            break
+    names = [action.qualified_name for action, _ in lexical]
+    fused = fuse_scores(
+        [(action.qualified_name, score) for action, score in lexical],
+        dense,
+        index.scores(query_vector, names),
+        ready=index.ready,
+        beta=beta,
+        limit=limit,
+    )
+    return [(by_name[name], score) for name, score in fused]

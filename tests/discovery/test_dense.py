@@ -1,0 +1,240 @@
+"""Dense retrieval (``discovery.dense``): the per-connector vector index, fusion, and embedding after a sync.
+
+A tiny bag-of-concepts provider stands in for the model: it counts its calls, so the tests see
+exactly what was embedded (store hits embed nothing; a re-sync embeds only changed actions).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+np = pytest.importorskip("numpy", reason="the optional embeddings extra is not installed")
+
+from mcp_gateway.discovery.dense import (  # noqa: E402
+    DenseEmbedder,
+    DenseIndex,
+    MemoryVectorStore,
+    fuse_rrf,
+    fuse_scores,
+    text_digest,
+)
+from mcp_gateway.discovery.providers import LocalProvider  # noqa: E402
+from mcp_gateway.model import Action, McpBinding  # noqa: E402
+
+CONCEPTS = (
+    ("bug", "defect", "crash", "issue"),
+    ("money", "refund", "payment", "balance"),
+    ("weather", "rain", "forecast"),
+    ("message", "chat", "post"),
+)
+
+
+class ConceptEncoder:
+    """Unit vectors over four concepts plus a constant; records each batch and the thread it ran in."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.threads: set[int] = set()
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        self.threads.add(threading.get_ident())
+        out = []
+        for text in texts:
+            words = set(re.findall(r"[a-z]+", text.lower()))
+            vector = [float(any(w in words for w in group)) for group in CONCEPTS] + [0.1]
+            norm = math.sqrt(sum(x * x for x in vector))
+            out.append([x / norm for x in vector])
+        return out
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for call in self.calls for text in call]
+
+
+def action(connector: str, path: str, summary: str) -> Action:
+    return Action(connector=connector, path=path, summary=summary, risk="read", binding=McpBinding(tool=path))
+
+
+def tracker() -> list[Action]:
+    return [
+        action("tracker", "tickets.open", "Open a defect ticket"),
+        action("tracker", "reports.create", "Create a report"),
+        action("tracker", "forecast.get", "Get the rain forecast"),
+    ]
+
+
+def shop() -> list[Action]:
+    return [
+        action("shop", "refunds.create", "Give the buyer their payment back"),
+        action("shop", "products.create", "Add a product"),
+    ]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def unit(*values: float) -> Any:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+# -- DenseIndex ---------------------------------------------------------------------------------
+
+
+def test_search_ranks_by_cosine_within_the_allowed_connectors() -> None:
+    index = DenseIndex()
+    index.replace_connector("a", ["a.x", "a.y"], np.stack([unit(1, 0), unit(0, 1)]))
+    index.replace_connector("b", ["b.z"], np.stack([unit(1, 1)]))
+    query = unit(1, 0.2)
+    assert [name for name, _ in index.search(query, None, k=3)] == ["a.x", "b.z", "a.y"]
+    assert [name for name, _ in index.search(query, {"b"}, k=3)] == ["b.z"]
+    assert [name for name, _ in index.search(query, None, k=1)] == ["a.x"]
+    assert index.search(query, set(), k=5) == []
+    assert index.search(query, None, k=3)[0][1] == pytest.approx(float(unit(1, 0.2) @ unit(1, 0)))
+    assert index.scores(query, ["a.y", "b.z", "c.nope"]).keys() == {"a.y", "b.z"}
+
+
+def test_replacing_a_connector_swaps_only_its_block() -> None:
+    index = DenseIndex()
+    index.replace_connector("a", ["a.x"], np.stack([unit(1, 0)]))
+    index.replace_connector("b", ["b.z"], np.stack([unit(0, 1)]))
+    index.replace_connector("a", ["a.w"], np.stack([unit(0, 1)]))
+    assert sorted(name for name, _ in index.search(unit(0, 1), None, k=5)) == ["a.w", "b.z"]
+    index.remove_connector("b")
+    assert not index.ready("b") and index.ready("a") and len(index) == 1
+    with pytest.raises(ValueError):
+        index.replace_connector("a", ["a.x", "a.y"], np.stack([unit(1, 0)]))
+
+
+# -- fusion -------------------------------------------------------------------------------------
+
+
+def test_score_fusion_brings_in_dense_only_hits_and_scores_every_lexical_hit() -> None:
+    lexical = [("s.verb_only", 10.0), ("s.right", 6.0)]
+    dense = [("s.paraphrase", 0.8), ("s.right", 0.7)]
+    cosines = {"s.verb_only": 0.1, "s.right": 0.7}
+    fused = fuse_scores(lexical, dense, cosines, beta=1.5)
+    assert [name for name, _ in fused] == ["s.right", "s.paraphrase", "s.verb_only"]
+    assert dict(fused)["s.right"] == pytest.approx(0.6 + 1.5 * 0.7)
+    assert fuse_scores(lexical, dense, cosines, limit=1) == fused[:1]
+
+
+def test_a_connector_without_vectors_keeps_its_lexical_standing() -> None:
+    lexical = [("new.best", 10.0), ("old.other", 5.0)]
+    dense = [("old.other", 0.6), ("old.third", 0.5)]
+    fused = fuse_scores(lexical, dense, {"old.other": 0.6}, ready=lambda slug: slug == "old")
+    assert fused[0][0] == "new.best"  # imputed cosine: 1.0 * best cosine 0.6
+    assert dict(fused)["new.best"] == pytest.approx(1.0 + 1.5 * 0.6)
+    # Had "new" been ready, a missing cosine would count as none at all.
+    assert fuse_scores(lexical, dense, {"old.other": 0.6})[0][0] == "old.other"
+
+    rrf = fuse_rrf(lexical, dense, ready=lambda slug: slug == "old")
+    assert rrf[0][0] == "new.best"
+    assert [name for name, _ in fuse_rrf(lexical, dense)] == ["old.other", "new.best", "old.third"]
+
+
+# -- DenseEmbedder ------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_vectors_are_embedded_off_the_loop_stored_and_searched() -> None:
+    encoder = ConceptEncoder()
+    store = MemoryVectorStore()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store)
+    assert not embedder.index.ready("tracker")
+    assert await embedder.refresh("tracker", tracker()) == 3
+    assert threading.get_ident() not in encoder.threads  # a worker thread, never the event loop
+    assert embedder.index.ready("tracker") and len(store.rows) == 3
+    query = await embedder.embed_query("the app has a crash")
+    assert embedder.index.search(query, {"tracker"}, k=1)[0][0] == "tracker.tickets.open"
+    # Keys are (model, digest of the embedded text): the same text in another model is another row.
+    assert all(model == "concepts" and len(digest) == 16 for model, digest in store.rows)
+
+
+@pytest.mark.anyio
+async def test_a_restart_with_the_store_embeds_nothing() -> None:
+    store = MemoryVectorStore()
+    first = ConceptEncoder()
+    await DenseEmbedder(LocalProvider(first, "concepts"), store).refresh("tracker", tracker())
+    second = ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(second, "concepts"), store)
+    assert await embedder.refresh("tracker", tracker()) == 0
+    assert second.calls == [] and embedder.encoder_calls == 0
+    assert embedder.index.ready("tracker")
+    # Another model does not reuse them.
+    other = ConceptEncoder()
+    assert await DenseEmbedder(LocalProvider(other, "other-model"), store).refresh("tracker", tracker()) == 3
+
+
+@pytest.mark.anyio
+async def test_a_resync_embeds_only_changed_actions() -> None:
+    encoder = ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), MemoryVectorStore())
+    await embedder.refresh("tracker", tracker())
+    await embedder.refresh("shop", shop())
+    encoder.calls.clear()
+    changed = [*tracker()[:2], action("tracker", "forecast.get", "Get the weather forecast for a city")]
+    assert await embedder.refresh("tracker", [*changed, action("tracker", "chat.post", "Post a message")]) == 2
+    assert len(encoder.calls) == 1 and sorted(encoder.texts) == sorted(
+        [embedder._text(changed[2]), embedder._text(action("tracker", "chat.post", "Post a message"))]
+    )
+    assert embedder.index.ready("shop") and len(embedder.index) == 6
+    await embedder.refresh("tracker", [])
+    assert not embedder.index.ready("tracker") and len(embedder.index) == 2
+
+
+@pytest.mark.anyio
+async def test_a_refresh_overtaken_by_a_newer_one_is_dropped() -> None:
+    gate = anyio.Event()
+
+    class SlowProvider:
+        model = "slow"
+
+        async def embed(self, texts: Sequence[str]) -> Any:
+            await gate.wait()
+            return np.stack([unit(1, 0)] * len(texts))
+
+    embedder = DenseEmbedder(SlowProvider(), MemoryVectorStore())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(embedder.refresh, "tracker", tracker())
+        await anyio.sleep(0.01)
+        embedder.remove("tracker")
+        gate.set()
+    assert not embedder.index.ready("tracker")
+
+
+def test_text_digest_is_stable() -> None:
+    assert text_digest("issues create") == text_digest("issues create") != text_digest("issues  create")
+
+
+def test_hybrid_fuses_a_lexical_pool_with_dense_hits_the_caller_may_see() -> None:
+    from mcp_gateway.discovery.dense import hybrid
+
+    actions = {a.qualified_name: a for a in [*tracker(), *shop()]}
+    encoder = ConceptEncoder()
+    index = DenseIndex()
+    for slug in ("tracker", "shop"):
+        group = [a for a in actions.values() if a.connector == slug]
+        index.replace_connector(
+            slug, [a.qualified_name for a in group], np.asarray(encoder.encode([a.summary for a in group]))
+        )
+    query = np.asarray(encoder.encode(["money back please"])[0])
+    lexical = [(actions["shop.products.create"], 3.0)]  # the lexical ranker found only a verb match
+    fused = hybrid(lexical, index, query, lookup=actions.get, limit=3)
+    assert fused[0][0].qualified_name == "shop.refunds.create"
+    hidden = hybrid(
+        lexical, index, query, lookup=actions.get, allow=lambda a: a.path != "refunds.create", limit=3
+    )
+    assert "shop.refunds.create" not in [a.qualified_name for a, _ in hidden]
+    only_tracker = hybrid([], index, query, lookup=actions.get, allowed_connectors={"tracker"}, limit=5)
+    assert {a.connector for a, _ in only_tracker} == {"tracker"}
