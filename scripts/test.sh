@@ -44,4 +44,9 @@ if ! command -v initdb >/dev/null && ! compgen -G "/usr/lib/postgresql/*/bin/ini
     apt_install --no-install-recommends postgresql
 fi
 
+# Static checks first: they take seconds and say exactly what is wrong.
+python3 -m ruff check --quiet mcp_gateway tests scripts
+lint-imports --no-cache >/dev/null || lint-imports --no-cache
+npx --no-install pyright
+
 exec python3 -m pytest -q "$@"
