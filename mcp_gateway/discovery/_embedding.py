@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -421,7 +421,8 @@ class MiniLmEncoder:
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(size, length, self.HIDDEN)
             x = self._norm(self._linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
             h = self._linear(x, p + "intermediate.dense")
-            h = 0.5 * h * (1.0 + _erf(h * np_.float32(1.0 / math.sqrt(2.0))))  # exact (erf) GELU, as BERT's
+            # exact (erf) GELU, as BERT's; numpy's stubs widen float32 * Python float to float64.
+            h = cast("NDArray[np.float32]", 0.5 * h * (1.0 + _erf(h * np_.float32(1.0 / math.sqrt(2.0)))))
             x = self._norm(self._linear(h, p + "output.dense") + x, p + "output.LayerNorm")
         pooled = (x * mask[:, :, None]).sum(1) / np_.maximum(mask.sum(1, keepdims=True), 1e-9)
         pooled /= np_.maximum(np_.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -454,8 +455,7 @@ def _erf(x: NDArray[np.float32]) -> NDArray[np.float32]:
     a = np_.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
-    result: NDArray[np.float32] = sign * (1.0 - poly * np_.exp(-a * a))
-    return result
+    return cast("NDArray[np.float32]", sign * (1.0 - poly * np_.exp(-a * a)))
 
 
 def minilm_reranker(*, beta: float = BETA, model_dir: Path | None = None) -> EmbeddingReranker[Any]:
