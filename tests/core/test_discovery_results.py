@@ -116,7 +116,16 @@ async def test_discover_tool_takes_detail_over_mcp(tmp_path: Path) -> None:
     assert SECRET not in str(detailed.content)
 
 
-@pytest.mark.parametrize("tool", ["shop.orders.add", "orders.create", "shop.orders_create", "shop.ordersCreate"])
+@pytest.mark.parametrize("tool", ["shop.orders_create", "shop.ordersCreate", "SHOP.Orders.Create", "shop.orders-create"])
+async def test_a_name_differing_only_in_separators_or_case_resolves_directly(tmp_path: Path, tool: str) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        described = result_payload(await h.gateway.describe(OPERATOR, tool))
+        assert described["name"] == "shop.orders.create", described
+        called = (await h.gateway.call(OPERATOR, tool, {})).model_dump(exclude_none=True)
+        assert (called["status"], called["reason"]) == ("denied", "invalid_args")  # found; its arguments are missing
+
+
+@pytest.mark.parametrize("tool", ["shop.orders.add", "orders.create", "shop.order.place"])
 async def test_a_guessed_name_answers_with_suggestions_to_act_on(tmp_path: Path, tool: str) -> None:
     async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
         for answer in [
