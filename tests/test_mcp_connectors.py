@@ -39,7 +39,7 @@ public_url: http://127.0.0.1:1
 connectors:
   - slug: lab
     auth: {{type: bearer}}
-    timeout: 4
+    timeout: 10
     source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
   - slug: clock
     source: {{mcp: {{command: {yaml_list(time_command())}}}}}
@@ -180,7 +180,7 @@ async def test_risk_policy_and_redaction_through_the_gateway(gateway: Gateway) -
 
     hung = await call(gateway, "lab.slow", {"seconds": 30})
     assert hung["status"] == "error" and hung["reason"] == "upstream_timeout"
-    assert "within 4 s" in hung["message"]
+    assert "within 10 s" in hung["message"]
     assert (await call(gateway, "lab.peek", {"key": "k"}))["status"] == "ok"
 
     invalid = await call(gateway, "lab.peek", {"key": 5})

@@ -213,7 +213,7 @@ async def test_entry_syncs_and_its_credential_reaches_the_upstream(
     async with gateway(name, base_url, tmp_path) as gw:
         (cfg,) = gw.manifest.connectors
         await store_credential(gw, name, cfg.auth)
-        (info,) = (await gw.connectors(OPERATOR))["connectors"]
+        (info,) = result_payload(await gw.connectors(OPERATOR))["connectors"]
         assert (info["status"], info["actions"], info["auth_configured"]) == ("ready", entry.actions, True), info
 
         seen = len(app.requests)
@@ -235,7 +235,7 @@ async def test_linear_introspects_with_the_credential_and_calls_with_it(tmp_path
             await gw.vault.put("linear", SECRET)
             # It could not load before a key was stored; a sync now introspects with it.
             await gw.refresh_connector("linear", principal=OPERATOR.user)
-            (info,) = (await gw.connectors(OPERATOR))["connectors"]
+            (info,) = result_payload(await gw.connectors(OPERATOR))["connectors"]
             assert info["status"] == "ready", info
             assert info["actions"] == ENTRIES["linear"].actions
             result = result_payload(await gw.call(OPERATOR, f"linear.{ENTRIES['linear'].tool}", {}))
