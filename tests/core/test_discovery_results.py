@@ -116,7 +116,9 @@ async def test_discover_tool_takes_detail_over_mcp(tmp_path: Path) -> None:
     assert SECRET not in str(detailed.content)
 
 
-@pytest.mark.parametrize("tool", ["shop.orders_create", "shop.ordersCreate", "SHOP.Orders.Create", "shop.orders-create"])
+@pytest.mark.parametrize(
+    "tool", ["shop.orders_create", "shop.ordersCreate", "SHOP.Orders.Create", "shop.orders-create"]
+)
 async def test_a_name_differing_only_in_separators_or_case_resolves_directly(tmp_path: Path, tool: str) -> None:
     async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
         described = result_payload(await h.gateway.describe(OPERATOR, tool))
