@@ -345,3 +345,41 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
     audit = json.loads(env.cli("audit", "--json").stdout)
     users = {(row["user"], row["requested"]) for row in audit}
     assert ("maria", "personal.me.get") in users and ("bob", "personal.me.get") in users
+
+
+def test_claude_code_sees_that_it_needs_to_sign_in(gateway: HttpGateway, tmp_path: Path) -> None:
+    """A real client: Claude Code (npm ``@anthropic-ai/claude-code``; skipped when ``claude`` is not on
+    PATH) registered against the gateway reports that the server needs authentication, which it can
+    only say after reading the 401's ``resource_metadata``, rather than a failed connection."""
+    import os
+    import shutil
+    import subprocess
+
+    claude = shutil.which("claude")
+    if claude is None:
+        pytest.skip("the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))} | {
+        "HOME": str(home),
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            [claude, *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        return proc.stdout + proc.stderr
+
+    # The provider has no dynamic client registration: Claude Code is a pre-registered client.
+    run("mcp", "add", "--transport", "http", "--client-id", CLIENT_ID, "gateway", f"{gateway.url}/mcp")
+    listed = run("mcp", "list")
+    assert "gateway" in listed, listed
+    assert "needs authentication" in listed.lower(), listed
