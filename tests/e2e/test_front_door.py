@@ -47,6 +47,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 MANIFEST = """
 project: front
 default_mode: allow_all
+approvals: {{separate_approver: true}}
 front_door:
   issuer: {issuer}
   scopes: [mcp]
@@ -338,7 +339,11 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
             if user == "maria":
                 asked = structured(await client.call_tool("call", {"tool": "ops.purge.run", "args": {}}))
                 approval = await get(asked["approval_url"])
-                assert "maria" in approval.text and "claude-code" in approval.text
+                assert "<strong>maria</strong>, through <strong>claude-code</strong>, asks" in approval.text
+                # The requester cannot approve her own call through the link (separate_approver).
+                assert 'value="approve"' not in approval.text
+                own = await post(asked["approval_url"], {"csrf": csrf(approval.text), "decision": "approve"})
+                assert own.status_code == 403
     auths = [r.headers.get("authorization") for r in env.upstream.requests]
     assert auths.count("Bearer maria-own-secret") == 1 and auths.count("Bearer bob-own-secret") == 1
     assert auths.count("Bearer team-wide-secret") == 2
