@@ -39,3 +39,12 @@ def test_front_door_in_the_manifest() -> None:
     m = parse_manifest("front_door: {issuer: 'https://idp.test', scopes: [mcp], agents_by_claim: {abc: bot}}\n")
     assert m.front_door is not None and m.front_door.static_tokens and m.front_door.user_claim == "sub"
     assert m.approvals.separate_approver is False
+
+
+def test_front_door_urls_must_be_urls() -> None:
+    import pytest
+
+    from mcp_gateway.errors import ManifestError
+
+    with pytest.raises(ManifestError, match="not an http"):
+        parse_manifest("front_door: {issuer: 'login.example.com'}\n")

@@ -170,6 +170,13 @@ class FrontDoorConfig(BaseModel):
     static_tokens: bool = True
     """Whether ``token create`` tokens keep working beside the identity provider's."""
 
+    @field_validator("issuer", "audience", "jwks_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise Problem(f"{v!r} is not an http(s) URL", "write the full URL, e.g. 'https://login.example.com'")
+        return v
+
 
 class ApprovalsConfig(BaseModel):
     model_config = STRICT
