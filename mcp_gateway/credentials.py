@@ -39,19 +39,24 @@ class CredentialVault:
         key = CredentialKey(connector=connector, principal=principal, name=name)
         await self._store.put_credential(key, self._seal(key, encode_secret(value)))
 
-    async def sealed(self, connector: str, *, principal: str, name: str = "default") -> SealedCredential | None:
-        """The principal's own credential, else the project-wide one, else None. Decrypts nothing."""
-        for who in dict.fromkeys((principal, PROJECT_WIDE)):
+    async def sealed(
+        self, connector: str, *, principal: str, name: str = "default", own_only: bool = False
+    ) -> SealedCredential | None:
+        """The principal's own credential, else (unless ``own_only``) the project-wide one, else None.
+        Decrypts nothing."""
+        for who in (principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE)):
             key = CredentialKey(connector=connector, principal=who, name=name)
             blob = await self._store.get_credential(key)
             if blob is not None:
                 return SealedCredential(key, blob, cipher=self._cipher, project=self._project)
         return None
 
-    async def configured(self, connector: str, *, principal: str | None = None) -> bool:
-        """Whether any credential is stored for ``connector`` (usable by ``principal`` when given)."""
+    async def configured(self, connector: str, *, principal: str | None = None, own_only: bool = False) -> bool:
+        """Whether any credential is stored for ``connector`` (usable by ``principal`` when given: its
+        own, or unless ``own_only`` the project-wide one)."""
+        usable = (principal,) if own_only else (principal, PROJECT_WIDE)
         for key in await self._store.list_credentials():
-            if key.connector == connector and (principal is None or key.principal in (principal, PROJECT_WIDE)):
+            if key.connector == connector and (principal is None or key.principal in usable):
                 return True
         return False
 

@@ -8,7 +8,7 @@ session must name a listed agent, and an unknown agent sees nothing (fail closed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .manifest import Manifest
 
@@ -17,8 +17,13 @@ __all__ = ["OPERATOR", "Principal", "granted_connectors"]
 
 @dataclass(frozen=True)
 class Principal:
+    """``user`` is the human (front door: the token's user claim) or ``token:<id>`` for a static
+    token; ``agent`` the client acting for them; ``groups`` what the identity provider says the user
+    belongs to (front door only; they widen grants, never the identity)."""
+
     user: str
     agent: str | None = None
+    groups: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def label(self) -> str:
@@ -36,7 +41,11 @@ def granted_connectors(manifest: Manifest, principal: Principal) -> frozenset[st
     if principal.agent is None:
         # The operator's own session (stdio, no --agent) owns the gateway and sees everything.
         return all_slugs if principal.user == OPERATOR.user else frozenset()
+    granted: set[str] = set()
     for agent in manifest.agents:
-        if agent.name == principal.agent:
-            return frozenset(agent.connectors)
-    return frozenset()
+        if agent.name != principal.agent:
+            continue
+        if agent.restricted and principal.user not in agent.users and not set(principal.groups) & set(agent.groups):
+            continue  # this grant names other users or groups
+        granted.update(agent.connectors)
+    return frozenset(granted)

@@ -39,9 +39,11 @@ class CredentialBroker:
         self.oauth2 = oauth2
 
     async def sealed(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
-        """``principal``'s credential for ``cfg`` (else the project-wide one); None when the connector
-        needs none or none is stored."""
-        return await self.vault.sealed(cfg.slug, principal=principal) if needs_secret(cfg.auth) else None
+        """``principal``'s credential for ``cfg`` (else the project-wide one, unless the connector is
+        ``credentials: per_user``); None when the connector needs none or none is stored."""
+        if not needs_secret(cfg.auth):
+            return None
+        return await self.vault.sealed(cfg.slug, principal=principal, own_only=_own_only(cfg, principal))
 
     def auth_for(
         self,
@@ -76,12 +78,26 @@ class CredentialBroker:
             )
         return CallCredential(sealed)
 
-    async def configured(self, cfg: ConnectorConfig) -> bool:
+    async def configured(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         """Whether calls could run without a human connecting first (an oauth2 authorization code
-        connector needs its token set too, not just the client's credentials)."""
+        connector needs its token set too, not just the client's credentials). With ``principal``, for
+        a ``per_user`` connector: whether that user has connected (one user's state is not another's)."""
         if isinstance(cfg.auth, OAuth2Auth):
+            if principal is not None and cfg.credentials == "per_user":
+                return await self.oauth2.ready(cfg.auth, cfg.slug, principal)
             return await self.oauth2.ready(cfg.auth, cfg.slug)
-        return not needs_secret(cfg.auth) or await self.vault.configured(cfg.slug)
+        if not needs_secret(cfg.auth):
+            return True
+        if principal is not None and cfg.credentials == "per_user":
+            return await self.vault.configured(cfg.slug, principal=principal, own_only=True)
+        return await self.vault.configured(cfg.slug)
 
-    async def needs_auth(self, cfg: ConnectorConfig) -> bool:
-        return not await self.configured(cfg)
+    async def needs_auth(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
+        return not await self.configured(cfg, principal)
+
+
+def _own_only(cfg: ConnectorConfig, principal: str) -> bool:
+    """A ``per_user`` connector's calls carry the caller's own credential, never the project-wide one.
+    (For ``oauth2`` the stored credential is the client's, which the project shares; what is personal
+    there is the token set, kept under each user by ``OAuth2Tokens``.)"""
+    return cfg.credentials == "per_user" and principal != PROJECT_WIDE and not isinstance(cfg.auth, OAuth2Auth)

@@ -168,7 +168,7 @@ class Gateway:
         out: list[ConnectorInfo] = []
         for slug in sorted(self.permissions.visible(principal)):
             cfg, catalog = self.catalogs.config(slug), self.catalogs.loaded[slug]
-            configured = await self.credentials.configured(cfg)
+            configured = await self.credentials.configured(cfg, principal.user)
             status = catalog.state.status
             if status == "ready" and needs_secret(cfg.auth) and not configured:
                 status = "needs_auth"
@@ -205,7 +205,9 @@ class Gateway:
         limit = max(1, min(limit, 50))
         hits = self.index.search(query, limit=limit, connectors=visible, allow=self.permissions.allow)
         slugs = {a.connector for a, _ in hits}
-        needs_auth = {slug: await self.credentials.needs_auth(self.catalogs.config(slug)) for slug in slugs}
+        needs_auth = {
+            slug: await self.credentials.needs_auth(self.catalogs.config(slug), principal.user) for slug in slugs
+        }
         results: list[DiscoverHit] = []
         for rank, (action, score) in enumerate(hits):
             props = action.input_schema.get("properties") or {}
@@ -249,7 +251,9 @@ class Gateway:
                 rule=verdict.rule,
                 conditional=self.permissions.conditional(action),
             ),
-            auth=DescribeAuth(kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg)),
+            auth=DescribeAuth(
+                kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg, principal.user)
+            ),
         )
 
     async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:

@@ -31,8 +31,10 @@ from .auth import (
 from .bundled import BUNDLED_DIR, CATALOG_DIR, DEFAULT_MANIFEST, EXAMPLE_MANIFEST
 from .loader import (
     AgentConfig,
+    ApprovalsConfig,
     ConnectorConfig,
     DiscoveryConfig,
+    FrontDoorConfig,
     Manifest,
     PolicyRule,
     load_manifest,
@@ -64,6 +66,7 @@ __all__ = [
     "SOURCE_KINDS",
     "AgentConfig",
     "ApiKeyAuth",
+    "ApprovalsConfig",
     "AuthConfig",
     "AwsSigV4Auth",
     "BasicAuth",
@@ -71,6 +74,7 @@ __all__ = [
     "ConnectorConfig",
     "CustomAuth",
     "DiscoveryConfig",
+    "FrontDoorConfig",
     "GraphQLSource",
     "GraphQLSpec",
     "HmacAuth",

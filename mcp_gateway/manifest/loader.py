@@ -112,6 +112,9 @@ class ConnectorConfig(BaseModel):
     policies: list[PolicyRule] = Field(default_factory=list)
     risk: dict[str, Risk] = Field(default_factory=dict)
     """Per-action risk overrides, by relative action path."""
+    credentials: Literal["shared", "per_user"] = "shared"
+    """Whose credential a call carries: ``shared`` (the caller's own, else the project-wide one) or
+    ``per_user`` (only the caller's own: each user connects their own account; issue 15)."""
 
     @field_validator("slug")
     @classmethod
@@ -138,6 +141,48 @@ class AgentConfig(BaseModel):
     model_config = STRICT
     name: str = Field(min_length=1)
     connectors: list[str] = Field(default_factory=list)
+    users: list[str] = Field(default_factory=list)
+    """With ``users`` or ``groups``: this grant applies only to these users (front door), or members of these groups."""
+    groups: list[str] = Field(default_factory=list)
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.users or self.groups)
+
+
+class FrontDoorConfig(BaseModel):
+    """``front_door``: accept access tokens from an identity provider (OAuth 2.1 resource server, issue 15)."""
+
+    model_config = STRICT
+    issuer: str = Field(min_length=1)
+    audience: str | None = None
+    """The ``aud`` tokens must carry: this gateway's resource URL (default ``<public_url>/mcp``)."""
+    jwks_url: str | None = None
+    """Default: ``jwks_uri`` from the issuer's metadata, fetched when serving starts."""
+    scopes: list[str] = Field(default_factory=list)
+    """Scopes every token must carry (advertised in the protected resource metadata)."""
+    user_claim: str = "sub"
+    agent_claim: str | None = None
+    """The claim naming the agent; default the token's client (``azp``/``client_id``)."""
+    groups_claim: str = "groups"
+    agents_by_claim: dict[str, str] = Field(default_factory=dict)
+    """The agent claim's value (or the client id) -> the agent name the ``agents`` grants use."""
+    static_tokens: bool = True
+    """Whether ``token create`` tokens keep working beside the identity provider's."""
+
+    @field_validator("issuer", "audience", "jwks_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise Problem(f"{v!r} is not an http(s) URL", "write the full URL, e.g. 'https://login.example.com'")
+        return v
+
+
+class ApprovalsConfig(BaseModel):
+    model_config = STRICT
+    separate_approver: bool = False
+    """An approval must come from someone other than the user who asked (an operator token, or a
+    front-door sign-in of another user)."""
 
 
 class DiscoveryConfig(BaseModel):
@@ -170,6 +215,9 @@ class Manifest(BaseModel):
     discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """The folder relative source paths resolve against."""
+    front_door: FrontDoorConfig | None = None
+    """Access tokens from an identity provider (README: "Front door (OAuth)")."""
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
 
     _origin: _Origin | None = PrivateAttr(default=None)
 
@@ -202,7 +250,7 @@ class Manifest(BaseModel):
             out += _connector_problems(i, c)
         agents: dict[str, int] = {}
         for j, agent in enumerate(self.agents or []):
-            if agent.name in agents:
+            if agent.name in agents and not agent.restricted and not (self.agents or [])[agents[agent.name]].restricted:
                 why = f"duplicate agent {agent.name!r}: agents[{agents[agent.name]}] has it too"
                 out.append((("agents", j, "name"), why, "merge the two entries' connectors into one"))
             agents.setdefault(agent.name, j)

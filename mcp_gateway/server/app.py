@@ -22,56 +22,27 @@ from types import FrameType
 from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
-from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
+from .front_door import FrontDoor, Gate, open_front_door
+from .tools import build_mcp_server
 from .web import web_routes
 
 __all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio"]
 
+BearerGate = Gate
+"""``/mcp``'s door (static tokens, and the identity provider's with ``front_door``): ``server.front_door``."""
+
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
-
-
-class BearerGate:
-    """ASGI middleware: ``/mcp`` requires a valid bearer token; the principal goes into the scope."""
-
-    def __init__(self, app: ASGIApp, tokens: TokenService) -> None:
-        self.app = app
-        self.tokens = tokens
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].rstrip("/") == MCP_PATH:
-            await self.app(scope, receive, send)
-            return
-        principal = await self.tokens.verify(_bearer(scope))
-        if principal is None:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
-            return
-        scope[PRINCIPAL_SCOPE_KEY] = principal
-        await self.app(scope, receive, send)
-
-
-def _bearer(scope: Scope) -> str | None:
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else None
-    return None
 
 
 def _security(host: str, port: int, public_url: str) -> TransportSecuritySettings:
@@ -86,19 +57,27 @@ def _security(host: str, port: int, public_url: str) -> TransportSecuritySetting
 
 
 def build_http_app(
-    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+    gateway: Gateway,
+    tokens: TokenService,
+    *,
+    host: str,
+    port: int,
+    request_state_key: bytes | None = None,
+    front_door: FrontDoor | None = None,
 ) -> ASGIApp:
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     for route in web_routes(gateway):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
+    for route in front_door.routes() if front_door else []:
+        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=_security(host, port, gateway.links.public_url),
         host=host,
     )
-    return BearerGate(app, tokens)
+    return Gate(app, tokens, front_door)
 
 
 class _Server(uvicorn.Server):
@@ -124,8 +103,18 @@ def _uvicorn(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
 async def run_http(
     gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
 ) -> None:
-    app = build_http_app(gateway, tokens, host=host, port=port, request_state_key=request_state_key)
+    front_door = None
+    if gateway.manifest.front_door is not None:
+        front_door = await open_front_door(gateway.manifest.front_door, gateway.links.public_url, _idp_http())
+    app = build_http_app(
+        gateway, tokens, host=host, port=port, request_state_key=request_state_key, front_door=front_door
+    )
     await _uvicorn(app, host, port).serve()
+
+
+def _idp_http() -> httpx2.AsyncClient:
+    """The client that reads the identity provider's metadata and keys (no redirects, no cookies)."""
+    return httpx2.AsyncClient(follow_redirects=False, timeout=10.0)
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:

@@ -59,3 +59,17 @@ async def test_a_connector_without_auth_needs_nothing(tmp_path: Path) -> None:
         assert await broker.sealed(cfg, "alice") is None
         assert "Authorization" not in sent_with(broker.auth_for(cfg, "alice", None)).headers
         assert await broker.configured(cfg)
+
+
+async def test_a_per_user_connector_carries_only_the_callers_own_credential(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:  # a project-wide credential is stored
+        broker = h.gateway.credentials
+        cfg = h.gateway.catalogs.config("api").model_copy(update={"credentials": "per_user"})
+        alice = await broker.for_call(cfg, "alice")
+        assert alice.sealed is None and alice.missing is not None  # never the project-wide one
+        assert await broker.needs_auth(cfg, "alice") and not await broker.needs_auth(cfg)
+        await h.gateway.vault.put("api", "alice-own", principal="alice")
+        mine = await broker.for_call(cfg, "alice")
+        assert mine.sealed is not None and mine.sealed.open().reveal() == "alice-own"
+        assert (await broker.for_call(cfg, "bob")).sealed is None  # alice's stays alice's
+        assert not await broker.needs_auth(cfg, "alice") and await broker.needs_auth(cfg, "bob")

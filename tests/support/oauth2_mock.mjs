@@ -11,6 +11,11 @@
 // tests can check PKCE, state and client authentication. Reads commands on stdin, one per line:
 //   reject-next-token      the next token request answers 400 invalid_grant
 //   deny-next-authorize    the next authorization answers error=access_denied instead of a code
+//   user NAME [G1,G2]      later authorizations sign in as NAME (claim sub, and groups G1, G2); the
+//                          user sticks to the code and to the refresh tokens issued from it
+//   access-ttl SECONDS     access tokens issued from now on expire after SECONDS (the JWT's exp)
+// An access token carries aud = the RFC 8707 `resource` the client asked for (when it asked), azp =
+// the client id, and the scope granted at the authorize step when the token request names none.
 // Exits when stdin closes (the test process ended).
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
@@ -32,15 +37,34 @@ await server.issuer.keys.generate("RS256");
 
 // A unique id in every token (RFC 7519 section 4.1.7): two tokens signed in the same second with
 // the same claims would otherwise be byte for byte the same, and a revoked one would look renewed.
-server.service.on("beforeTokenSigning", (token) => {
-  token.payload.jti = randomUUID();
-});
-
 let rejectNextToken = false;
 let denyNextAuthorize = false;
+let currentUser = null; // {sub, groups} signed in by later authorizations
+let accessTtl = null;
+const grants = new Map(); // authorization code or refresh token -> {user, scope}
+
+server.service.on("beforeTokenSigning", (token, req) => {
+  token.payload.jti = randomUUID();
+  const body = req.body ?? {};
+  if (token.payload.aud !== undefined && token.payload.scope === undefined) return; // the id token
+  const grant = grants.get(body.code ?? body.refresh_token ?? "");
+  if (grant?.user) {
+    token.payload.sub = grant.user.sub;
+    if (grant.user.groups.length) token.payload.groups = grant.user.groups;
+  }
+  if (grant?.scope && !body.scope) token.payload.scope = grant.scope;
+  if (token.payload.sub === undefined && body.grant_type === "client_credentials") {
+    token.payload.sub = currentUser?.sub ?? body.client_id;
+  }
+  if (body.resource) token.payload.aud = body.resource;
+  if (body.client_id) token.payload.azp = body.client_id;
+  if (accessTtl !== null) token.payload.exp = token.payload.iat + accessTtl;
+});
 
 server.service.on("beforeAuthorizeRedirect", (redirect, req) => {
   const q = req.query;
+  const code = redirect.url.searchParams.get("code");
+  if (code) grants.set(code, { user: currentUser, scope: q.scope ?? null });
   if (denyNextAuthorize) {
     denyNextAuthorize = false;
     redirect.url.searchParams.delete("code");
@@ -73,6 +97,9 @@ server.service.on("beforeResponse", (response, req) => {
   } else if (expiresIn !== undefined && response.statusCode === 200) {
     response.body.expires_in = Number(expiresIn);
   }
+  if (response.statusCode === 200 && response.body.refresh_token) {
+    grants.set(response.body.refresh_token, grants.get(body.code ?? body.refresh_token ?? "") ?? {});
+  }
   if (rotate && response.statusCode === 200 && response.body.refresh_token) {
     liveRefreshTokens.add(response.body.refresh_token);
   }
@@ -103,6 +130,9 @@ const commands = createInterface({ input: process.stdin });
 commands.on("line", (line) => {
   if (line.trim() === "reject-next-token") rejectNextToken = true;
   if (line.trim() === "deny-next-authorize") denyNextAuthorize = true;
+  const [word, arg, groups] = line.trim().split(/\s+/);
+  if (word === "user") currentUser = { sub: arg, groups: groups ? groups.split(",") : [] };
+  if (word === "access-ttl") accessTtl = Number(arg);
   emit({ event: "ack", command: line.trim() });
 });
 commands.on("close", async () => {

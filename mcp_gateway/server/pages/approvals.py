@@ -39,9 +39,11 @@ def approval_routes(ctx: PageContext) -> list[Route]:
             return message("Already decided", f"This call was already {said}.", tone="bad")
         if approval.expires_at <= gateway.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
+        separate = gateway.manifest.approvals.separate_approver
         if request.method == "GET":
             return page(
                 "approval.html",
+                separate_approver=separate,
                 title=f"Approve {approval.tool}?",
                 approval=approval,
                 why=explain(approval),
@@ -55,6 +57,16 @@ def approval_routes(ctx: PageContext) -> list[Route]:
         decision = str(form.get("decision", ""))
         if decision not in ("approve", "deny"):
             return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
+        if decision == "approve" and separate:
+            # The link reaches whoever the agent shows it to, the requester included: approving takes
+            # someone else, signed in on the operator overview. Denying stays open to anyone.
+            return message(
+                "Approval by someone else",
+                "This project wants calls approved by someone other than the person who asked. "
+                "An operator approves it on the overview (/operator).",
+                status=403,
+                tone="bad",
+            )
         if await gateway.links.consume("approval", token) is None:
             return message(*GONE, status=410, tone="bad")
         decided = await gateway.approvals.decide(approval.id, decision == "approve")

@@ -299,7 +299,10 @@ def credential_routes(ctx: PageContext) -> list[Route]:
                 return await client_credentials(kind, link, cfg, auth, value, token)
             if await gateway.links.consume(kind, token) is None:
                 return message(*GONE, status=410, tone="bad")
-            await gateway.vault.put(link.connector, value, name=link.secret_name)
+            # A per_user connector's credential is the linked user's own (the link is bound to them).
+            personal = cfg.credentials == "per_user" and not isinstance(auth, OAuth2Auth)
+            owner = {"principal": link.principal} if personal else {}
+            await gateway.vault.put(link.connector, value, name=link.secret_name, **owner)
             if isinstance(auth, OAuth2Auth):
                 gateway.oauth2.forget(cfg.slug)
             done = (

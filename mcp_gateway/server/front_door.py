@@ -1,0 +1,203 @@
+"""The door to ``/mcp`` over HTTP: static bearer tokens and, with ``front_door``, an identity provider's.
+
+Without ``front_door`` only ``token create`` tokens open it and a request without one gets a bare 401.
+With it the gateway is an OAuth 2.1 resource server (the MCP authorization specification, issue 15):
+
+- ``/.well-known/oauth-protected-resource`` and ``/.well-known/oauth-protected-resource/mcp``
+  (RFC 9728) name the authorization server and the scopes, so a client that gets a 401 can sign
+  its user in on its own;
+- a 401 carries ``WWW-Authenticate: Bearer resource_metadata="…"`` (with ``error="invalid_token"``
+  when a token was presented but refused: bad signature, another audience, expired, unknown key),
+  a token without a required scope gets 403 ``error="insufficient_scope"``;
+- a valid token becomes the ``Principal``: the user claim, the groups, and the agent (the agent
+  claim or the client id, through ``agents_by_claim``). The token itself stays here: it is never
+  forwarded upstream (upstream credentials come from the vault).
+
+Either way the request's ``scope["user"]`` is the SDK's ``AuthenticatedUser``, which is what the
+SDK's session manager binds a session to: a session id presented with another subject's token is
+answered as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx2
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url
+from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
+from ..identity import OPERATOR, Principal
+from ..manifest import FrontDoorConfig
+from ..secrets import PROJECT_WIDE
+from ..tokens import TOKEN_PREFIX, TokenService
+from .tools import PRINCIPAL_SCOPE_KEY
+
+__all__ = ["FrontDoor", "Gate", "open_front_door"]
+
+logger = logging.getLogger(__name__)
+MCP_PATH = "/mcp"
+STATIC_ISSUER = "mcp-gateway:static-token"
+"""The ``iss`` recorded for static-token callers, so their sessions never match a front-door subject's."""
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """A configured front door: the verifier, the resource it guards and how to map callers."""
+
+    config: FrontDoorConfig
+    verifier: JwtVerifier
+    resource_url: str
+
+    @property
+    def metadata_url(self) -> str:
+        return str(build_resource_metadata_url(AnyHttpUrl(self.resource_url)))
+
+    def routes(self) -> list[Route]:
+        """The protected resource metadata (RFC 9728) at the path-suffixed and the root well-known URL.
+
+        Written here rather than with the SDK's ``create_protected_resource_routes``: its URL type
+        adds a slash to a bare-origin issuer, and clients compare the issuer string exactly (RFC 8414)."""
+        document: dict[str, object] = {
+            "resource": self.resource_url,
+            "authorization_servers": [self.config.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "mcp-gateway",
+        }
+        if self.config.scopes:
+            document["scopes_supported"] = list(self.config.scopes)
+
+        async def metadata(request: Request) -> Response:
+            headers = {"Access-Control-Allow-Origin": "*", "Cache-Control": "public, max-age=3600"}
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers=headers | {"Access-Control-Allow-Methods": "GET, OPTIONS"})
+            return JSONResponse(document, headers=headers)
+
+        suffixed = urlsplit(self.metadata_url).path
+        paths = dict.fromkeys((suffixed, "/.well-known/oauth-protected-resource"))
+        return [Route(path, metadata, methods=["GET", "OPTIONS"]) for path in paths]
+
+    def principal(self, access: AccessToken) -> Principal | None:
+        caller = self.verifier.caller(access)
+        if caller.user in (PROJECT_WIDE, OPERATOR.user) or caller.user.startswith("token:"):
+            return None  # a name the gateway reserves (the project-wide credential, the operator, static tokens)
+        raw_agent = caller.agent or caller.client_id
+        agent = self.config.agents_by_claim.get(raw_agent, raw_agent)
+        return Principal(user=caller.user, agent=agent, groups=caller.groups)
+
+
+async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient) -> FrontDoor:
+    """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata."""
+    resource_url = config.audience or f"{public_url.rstrip('/')}{MCP_PATH}"
+    jwks_url = config.jwks_url or await _discover_jwks_url(config.issuer, http)
+    settings = FrontDoorSettings(
+        issuer=config.issuer,
+        audience=resource_url,
+        jwks_url=jwks_url,
+        scopes=tuple(config.scopes),
+        user_claim=config.user_claim,
+        agent_claim=config.agent_claim,
+        groups_claim=config.groups_claim,
+    )
+    return FrontDoor(config, JwtVerifier(settings, JwksCache(jwks_url, http)), resource_url)
+
+
+async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
+    base = issuer.rstrip("/")
+    tried: list[str] = []
+    for path in ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"):
+        url = base + path
+        tried.append(url)
+        try:
+            response = await http.get(url, timeout=10.0)
+            document = response.json() if response.status_code == 200 else None
+        except (httpx2.HTTPError, ValueError):
+            continue
+        if isinstance(document, dict) and isinstance(document.get("jwks_uri"), str):
+            return document["jwks_uri"]
+    raise RuntimeError(
+        f"front_door: no jwks_uri in the issuer's metadata ({', '.join(tried)}); set front_door.jwks_url"
+    )
+
+
+class Gate:
+    """ASGI middleware: ``/mcp`` needs a valid bearer token; the principal goes into the scope."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenService, front_door: FrontDoor | None = None) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.front_door = front_door
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].rstrip("/") == MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        door = self.front_door
+        static = door is None or door.config.static_tokens
+        if static and (door is None or (token or "").startswith(TOKEN_PREFIX)):
+            principal = await self.tokens.verify(token)
+            if principal is not None:
+                access = AccessToken(
+                    token="", client_id=principal.agent or "", scopes=[], subject=principal.user,
+                    claims={"iss": STATIC_ISSUER},
+                )  # fmt: skip
+                await self._enter(scope, receive, send, principal, access)
+                return
+        if door is None:
+            await _refuse(send, 401, "Bearer")
+            return
+        challenge = f'Bearer resource_metadata="{door.metadata_url}"'
+        if not token:
+            await _refuse(send, 401, challenge)
+            return
+        try:
+            access = await door.verifier.verify(token)
+        except TokenRefused as refused:
+            logger.info("front door refused a token: %s", refused.code)
+            if refused.insufficient_scope:
+                scopes = " ".join(door.config.scopes)
+                await _refuse(send, 403, f'Bearer error="insufficient_scope", scope="{scopes}", ' + challenge[7:])
+            else:
+                await _refuse(send, 401, 'Bearer error="invalid_token", ' + challenge[7:])
+            return
+        principal = door.principal(access)
+        if principal is None:
+            logger.info("front door refused a token: reserved user name")
+            await _refuse(send, 401, 'Bearer error="invalid_token", ' + challenge[7:])
+            return
+        await self._enter(scope, receive, send, principal, access)
+
+    async def _enter(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal, access: AccessToken
+    ) -> None:
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        scope["user"] = AuthenticatedUser(access)  # what the SDK binds a session to
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, challenge: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None

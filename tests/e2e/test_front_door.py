@@ -1,0 +1,390 @@
+"""The front door end to end (issue 15): the gateway as an OAuth 2.1 resource server, with the npm
+``oauth2-mock-server`` as the identity provider and the MCP SDK's own OAuth client.
+
+The test plays the browser: the SDK's redirect handler receives the authorization URL, the test
+follows it to the provider (which signs in whichever user ``auth.command("user …")`` named) and hands
+the code from the redirect back to the SDK's callback handler.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+from tests.support.oauth2_server import OAuth2MockServer
+from tests.support.pages import csrf, get, post
+from tests.support.upstream import EchoApp, LoopbackServer, echo_app
+
+from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, structured
+
+pytestmark = pytest.mark.anyio
+
+CLIENT_ID = "claude-code-test"
+REDIRECT_URI = "http://127.0.0.1:9/callback"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+MANIFEST = """
+project: front
+default_mode: allow_all
+approvals: {{separate_approver: true}}
+front_door:
+  issuer: {issuer}
+  scopes: [mcp]
+  agents_by_claim: {{{client}: claude-code}}
+connectors:
+  - slug: personal
+    base_url: {upstream}
+    auth: {{type: bearer}}
+    credentials: per_user
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who the upstream thinks you are}}]}}}}
+  - slug: team
+    base_url: {upstream}
+    auth: {{type: bearer}}
+    source: {{http: {{actions: [{{path: board.get, method: GET, url: /board, summary: The team board}}]}}}}
+  - slug: ops
+    base_url: {upstream}
+    source: {{http: {{actions: [{{path: purge.run, method: POST, url: /purge, summary: Purge the cache}}]}}}}
+    policies: [{{match: "*", action: require_approval}}]
+agents:
+  - name: claude-code
+    connectors: [personal, team]
+  - name: claude-code
+    users: [maria]
+    connectors: [ops]
+"""
+
+
+class Storage:
+    """The SDK client's token storage, pre-registered with the provider (it has no registration endpoint)."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client = OAuthClientInformationFull(
+            client_id=CLIENT_ID, redirect_uris=[REDIRECT_URI], token_endpoint_auth_method="none"  # type: ignore[list-item]
+        )
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Browser:
+    """Follows the authorization URL to the provider and keeps the code it redirects back with."""
+
+    def __init__(self) -> None:
+        self.result: AuthorizationCodeResult | None = None
+        self.visits: list[str] = []
+
+    async def redirect(self, url: str) -> None:
+        self.visits.append(url)
+        async with httpx2.AsyncClient(follow_redirects=False, timeout=10) as http:
+            response = await http.get(url)
+        assert response.status_code in (302, 303), response.text
+        query = parse_qs(urlsplit(response.headers["location"]).query)
+        self.result = AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+
+    async def callback(self) -> AuthorizationCodeResult:
+        assert self.result is not None
+        return self.result
+
+
+@pytest.fixture
+def idp() -> Iterator[OAuth2MockServer]:
+    with OAuth2MockServer() as server:
+        yield server
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[EchoApp, str]]:
+    app = echo_app()
+    with LoopbackServer(app) as server:
+        yield app, server.base_url
+
+
+@pytest.fixture
+def env(tmp_path: Path, idp: OAuth2MockServer, upstream: tuple[EchoApp, str]) -> GatewayEnv:
+    import os
+
+    app, base_url = upstream
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(MANIFEST.format(issuer=idp.url, upstream=base_url, client=CLIENT_ID))
+    state_dir = tmp_path / "state"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        "MCP_GATEWAY_STATE_DIR": str(state_dir),
+        "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
+        "PYTHONUNBUFFERED": "1",
+    }
+    return GatewayEnv(tmp_path, manifest, state_dir, app, base_url, 0, environ)
+
+
+@pytest.fixture
+def gateway(env: GatewayEnv) -> Iterator[HttpGateway]:
+    env.cli("sync", check=False)
+    server = HttpGateway(env, env.root / "http-gateway.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def signed_in(
+    url: str, storage: Storage | None = None
+) -> AsyncIterator[tuple[Client, Storage, Browser, OAuthClientProvider]]:
+    storage = storage or Storage()
+    browser = Browser()
+    provider = OAuthClientProvider(
+        server_url=f"{url}/mcp",
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=browser.redirect,
+        callback_handler=browser.callback,
+    )
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            yield client, storage, browser, provider
+
+
+def claims(token: str) -> dict[str, Any]:
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+async def test_the_sdk_client_discovers_signs_in_and_refreshes(
+    idp: OAuth2MockServer, gateway: HttpGateway, env: GatewayEnv
+) -> None:
+    bare = httpx2.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+    metadata_url = f"{gateway.url}/.well-known/oauth-protected-resource/mcp"
+    assert bare.status_code == 401
+    assert bare.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata_url}"'
+    for url in (metadata_url, f"{gateway.url}/.well-known/oauth-protected-resource"):
+        prm = httpx2.get(url).json()
+        assert prm["resource"] == f"{gateway.url}/mcp"
+        assert prm["authorization_servers"] == [idp.url] or prm["authorization_servers"] == [idp.url + "/"]
+        assert prm["scopes_supported"] == ["mcp"]
+
+    idp.command("user maria eng")
+    async with signed_in(gateway.url) as (client, storage, browser, provider):
+        listed = structured(await client.call_tool("connectors", {}))
+        assert {c["slug"] for c in listed["connectors"]} == {"personal", "team", "ops"}
+        authorize = parse_qs(urlsplit(browser.visits[0]).query)
+        assert authorize["code_challenge_method"] == ["S256"] and authorize["resource"] == [f"{gateway.url}/mcp"]
+        assert storage.tokens is not None
+        first = storage.tokens.access_token
+        assert claims(first)["aud"] == f"{gateway.url}/mcp" and claims(first)["sub"] == "maria"
+        # The token expires (as far as the client knows): the SDK refreshes it on its own.
+        provider.context.token_expiry_time = time.time() - 1
+        client_expiry_passed = structured(await client.call_tool("connectors", {}))
+        assert client_expiry_passed["connectors"]
+        assert storage.tokens.access_token != first
+    grants = [e["grant_type"] for e in idp.events("token")]
+    assert grants == ["authorization_code", "refresh_token"], grants
+    # Nothing of the client's token went upstream.
+    sent = json.dumps([dict(r.headers) for r in env.upstream.requests])
+    assert not any(t in sent for t in idp.issued_tokens())
+
+
+def _mint(idp: OAuth2MockServer, *, key: Any = None, kid: str | None = None, **claims_: Any) -> str:
+    """A token signed by the provider (``key`` None: through its token endpoint) or by ``key``."""
+    now = int(time.time())
+    body = {"iss": idp.url, "sub": "maria", "iat": now, "exp": now + 300, "scope": "mcp"} | claims_
+    return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm="RS256", headers={"kid": kid})
+
+
+def _provider_token(idp: OAuth2MockServer, resource: str, scope: str = "mcp") -> str:
+    """An access token from the provider's token endpoint (client credentials, with ``resource``)."""
+    response = httpx2.post(
+        idp.token_url,
+        data={"grant_type": "client_credentials", "client_id": CLIENT_ID, "scope": scope, "aud": resource},
+    )
+    return response.json()["access_token"]
+
+
+async def test_refused_tokens_never_reach_a_tool(idp: OAuth2MockServer, gateway: HttpGateway, env: GatewayEnv) -> None:
+    resource = f"{gateway.url}/mcp"
+    metadata = f'resource_metadata="{gateway.url}/.well-known/oauth-protected-resource/mcp"'
+    good = _provider_token(idp, resource)
+    assert claims(good)["aud"] == resource
+    ok = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {good}"})
+    assert ok.status_code == 200, ok.text
+
+    forger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    real_kid = jwt.get_unverified_header(good)["kid"]
+    idp.command("access-ttl -120")
+    expired = _provider_token(idp, resource)
+    idp.command("access-ttl 300")
+    refused = {
+        "another audience": _provider_token(idp, "https://other.example/mcp"),
+        "expired": expired,
+        "wrong signature": _mint(idp, key=forger, kid=real_kid, aud=resource),
+        "unknown kid": _mint(idp, key=forger, kid="not-a-key-of-the-provider", aud=resource),
+        "not a jwt": "mgw_not_a_static_token",
+    }
+    for why, token in refused.items():
+        r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {token}"})
+        assert r.status_code == 401, why
+        assert r.headers["www-authenticate"] == f'Bearer error="invalid_token", {metadata}', why
+    no_scope = _provider_token(idp, resource, scope="profile")
+    r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {no_scope}"})
+    assert r.status_code == 403
+    assert r.headers["www-authenticate"] == f'Bearer error="insufficient_scope", scope="mcp", {metadata}'
+    assert env.upstream.requests == []
+    # A static token still opens the door beside the provider's.
+    static = env.cli("token", "create", "--agent", "claude-code").stdout.strip()
+    r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {static}"})
+    assert r.status_code == 200
+
+
+async def test_a_session_belongs_to_its_subject(idp: OAuth2MockServer, gateway: HttpGateway) -> None:
+    resource = f"{gateway.url}/mcp"
+    maria = _provider_token(idp, resource)
+    with httpx2.Client(headers=MCP_HEADERS) as http:
+        opened = http.post(resource, json=INITIALIZE, headers={"Authorization": f"Bearer {maria}"})
+        session = opened.headers["mcp-session-id"]
+        idp.command("user bob")
+        # Client credentials tokens carry the client as subject; mint bob's through the code flow.
+        bob = await _code_flow_token(idp, resource)
+        assert claims(bob)["sub"] == "bob"
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        theirs = http.post(resource, json=ping, headers={"Authorization": f"Bearer {bob}", "mcp-session-id": session})
+        assert theirs.status_code == 404
+
+
+async def _code_flow_token(idp: OAuth2MockServer, resource: str) -> str:
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=10) as http:
+        r = await http.get(
+            idp.authorize_url,
+            params={
+                "response_type": "code",
+                "client_id": CLIENT_ID,
+                "redirect_uri": REDIRECT_URI,
+                "scope": "mcp",
+                "state": "s",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": resource,
+            },
+        )
+        code = parse_qs(urlsplit(r.headers["location"]).query)["code"][0]
+        token = await http.post(
+            idp.token_url,
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "code_verifier": verifier,
+                "client_id": CLIENT_ID,
+                "redirect_uri": REDIRECT_URI,
+                "resource": resource,
+            },
+        )
+    return token.json()["access_token"]
+
+
+async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpGateway, env: GatewayEnv) -> None:
+    env.cli("secret", "set", "team", input="team-wide-secret")
+    seen: dict[str, Any] = {}
+    for user, secret in (("maria", "maria-own-secret"), ("bob", "bob-own-secret")):
+        idp.command(f"user {user}")
+        async with signed_in(gateway.url) as (client, _, _, _):
+            listed = {c["slug"]: c for c in structured(await client.call_tool("connectors", {}))["connectors"]}
+            # One user's connection is not another's: each starts without a personal credential.
+            assert listed["personal"]["status"] == "needs_auth", listed
+            assert ("ops" in listed) == (user == "maria")  # a grant naming maria only
+            before = structured(await client.call_tool("call", {"tool": "personal.me.get", "args": {}}))
+            link = before["connect_url"]
+            page = await get(link)
+            done = await post(link, {"csrf": csrf(page.text), "secret": secret})
+            assert done.status_code == 200, done.text
+            mine = structured(await client.call_tool("call", {"tool": "personal.me.get", "args": {}}))
+            team = structured(await client.call_tool("call", {"tool": "team.board.get", "args": {}}))
+            seen[user] = (mine, team)
+            if user == "maria":
+                asked = structured(await client.call_tool("call", {"tool": "ops.purge.run", "args": {}}))
+                approval = await get(asked["approval_url"])
+                assert "<strong>maria</strong>, through <strong>claude-code</strong>, asks" in approval.text
+                # The requester cannot approve her own call through the link (separate_approver).
+                assert 'value="approve"' not in approval.text
+                own = await post(asked["approval_url"], {"csrf": csrf(approval.text), "decision": "approve"})
+                assert own.status_code == 403
+    auths = [r.headers.get("authorization") for r in env.upstream.requests]
+    assert auths.count("Bearer maria-own-secret") == 1 and auths.count("Bearer bob-own-secret") == 1
+    assert auths.count("Bearer team-wide-secret") == 2
+    audit = json.loads(env.cli("audit", "--json").stdout)
+    users = {(row["user"], row["requested"]) for row in audit}
+    assert ("maria", "personal.me.get") in users and ("bob", "personal.me.get") in users
+
+
+def test_claude_code_sees_that_it_needs_to_sign_in(gateway: HttpGateway, tmp_path: Path) -> None:
+    """A real client: Claude Code (npm ``@anthropic-ai/claude-code``; skipped when ``claude`` is not on
+    PATH) registered against the gateway reports that the server needs authentication, which it can
+    only say after reading the 401's ``resource_metadata``, rather than a failed connection."""
+    import os
+    import shutil
+    import subprocess
+
+    claude = shutil.which("claude")
+    if claude is None:
+        pytest.skip("the claude CLI is not installed (npm install -g @anthropic-ai/claude-code)")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))} | {
+        "HOME": str(home),
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            [claude, *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        return proc.stdout + proc.stderr
+
+    # The provider has no dynamic client registration: Claude Code is a pre-registered client.
+    run("mcp", "add", "--transport", "http", "--client-id", CLIENT_ID, "gateway", f"{gateway.url}/mcp")
+    listed = run("mcp", "list")
+    assert "gateway" in listed, listed
+    assert "needs authentication" in listed.lower(), listed
