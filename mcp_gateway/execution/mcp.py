@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from ..auth import LastMeterAuth
 from ..auth.custom import render_secret_template
 from ..errors import CredentialError, GatewayError, UpstreamError
+from ..logs import known_secrets
 from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..model import Action, McpBinding
 from ..secrets import SecretValue
@@ -294,6 +295,8 @@ class McpExecutor:
         secret: SecretValue | None = None
         if spec.uses_secret:
             secret = auth.open_secret()
+            if secret is not None:
+                known_secrets().add(secret)  # a child may print it: the log filter must know it
         env = {name: _render(value, secret) for name, value in spec.env.items()}
         del secret
         material = json.dumps(sorted(env.items())).encode()
