@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         "in the manifest, the address served)",
     )
     p.add_argument("--agent", help="stdio: act as this agent of the manifest")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="also serve /metrics (no token needed) and /readyz on this port, on --metrics-host",
+    )
+    p.add_argument("--metrics-host", default="127.0.0.1", help="where --metrics-port listens (default: loopback)")
 
     p = add("pages", "serve:cmd_pages", "serve only the human pages (connect, approvals) on loopback at public_url")
     p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")

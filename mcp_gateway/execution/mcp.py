@@ -265,6 +265,11 @@ class McpExecutor:
         finally:
             CALL.reset(token)
 
+    @property
+    def open_sessions(self) -> int:
+        """Upstream MCP sessions open now (stdio children and HTTP sessions), for the metrics."""
+        return len(self._sessions)
+
     # -- the pool ---------------------------------------------------------------------------------
 
     async def _session(self, cfg: ConnectorConfig, auth: LastMeterAuth, state: CallState) -> tuple[_Session, bool]:

@@ -14,10 +14,12 @@ then ends the process as the signal asks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -29,12 +31,15 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core import Gateway
+from ..core.health import StoreHealth
+from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..tokens import TokenService
+from .observability import STORE_UNAVAILABLE_BODY, metrics_app, observability_routes, store_unavailable_handler
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from .web import web_routes
 
-__all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio"]
+__all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio", "serve_metrics"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
@@ -43,15 +48,23 @@ MCP_PATH = "/mcp"
 class BearerGate:
     """ASGI middleware: ``/mcp`` requires a valid bearer token; the principal goes into the scope."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenService) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenService, health: StoreHealth | None = None) -> None:
         self.app = app
         self.tokens = tokens
+        self.health = health
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/") == MCP_PATH:
             await self.app(scope, receive, send)
             return
-        principal = await self.tokens.verify(_bearer(scope))
+        try:
+            principal = await self.tokens.verify(_bearer(scope))
+        except StoreUnavailable as exc:
+            # No tool runs: a short 503 the client can retry, logged once per outage, not a 500.
+            if self.health is not None:
+                self.health.failed(exc)
+            await _store_unavailable(send)
+            return
         if principal is None:
             await send(
                 {
@@ -64,6 +77,16 @@ class BearerGate:
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.app(scope, receive, send)
+
+
+async def _store_unavailable(send: Send) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"retry-after", b"5"),
+        (b"content-length", str(len(STORE_UNAVAILABLE_BODY)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": STORE_UNAVAILABLE_BODY})
 
 
 def _bearer(scope: Scope) -> str | None:
@@ -91,14 +114,15 @@ def build_http_app(
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
-    for route in web_routes(gateway):
+    for route in [*web_routes(gateway), *observability_routes(gateway)]:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=_security(host, port, gateway.links.public_url),
         host=host,
     )
-    return BearerGate(app, tokens)
+    app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
+    return BearerGate(app, tokens, gateway.store_health)
 
 
 class _Server(uvicorn.Server):
@@ -128,6 +152,24 @@ async def run_http(
     await _uvicorn(app, host, port).serve()
 
 
+async def serve_metrics(gateway: Gateway, host: str, port: int) -> None:
+    """``serve --metrics-port``: ``/metrics`` (no token) and ``/readyz`` on their own listener, until cancelled."""
+    config = uvicorn.Config(metrics_app(gateway), host=host, port=port, log_level="warning", access_log=False)
+    try:
+        await _Sidecar(config).serve()
+    except (OSError, SystemExit) as exc:
+        logger.warning("cannot serve /metrics on %s:%d: %s", host, port, exc)
+
+
+class _Sidecar(uvicorn.Server):
+    """A second listener in the same process: it leaves the stop signals to the main server (its
+    task is cancelled when that one stops), so SIGTERM still stops the gateway gracefully."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
     """Serve MCP on stdio; serve the human pages on loopback once the first link is minted."""
 
@@ -135,7 +177,10 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
-        app = Starlette(routes=web_routes(gateway))
+        app = Starlette(
+            routes=[*web_routes(gateway), *observability_routes(gateway)],
+            exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
+        )
         try:
             await _uvicorn(app, host, port).serve()
         except (OSError, SystemExit) as exc:
