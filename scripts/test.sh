@@ -44,4 +44,10 @@ if ! command -v initdb >/dev/null && ! compgen -G "/usr/lib/postgresql/*/bin/ini
     apt_install --no-install-recommends postgresql
 fi
 
+# Prometheus for the metrics test (tests/e2e/test_metrics_e2e.py): the test starts its own server on
+# loopback with a config of its own; the packaged service is not what it scrapes with.
+if ! command -v prometheus >/dev/null && command -v apt-get >/dev/null; then
+    apt_install --no-install-recommends prometheus
+fi
+
 exec python3 -m pytest -q "$@"
