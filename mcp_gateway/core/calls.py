@@ -33,6 +33,7 @@ from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, Pend
 from ..policy import effective_risk
 from ..projection import project
 from ..redaction import Redactor
+from ..tracing import span
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
@@ -146,7 +147,11 @@ class CallPipeline:
                 message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
                 errors=errors,
             )
-        verdict = trace.verdict = self._permissions.verdict(action, args)
+        with span("mcp_gateway.policy", attributes={"mcp_gateway.action": action.qualified_name}) as decided:
+            verdict = trace.verdict = self._permissions.verdict(action, args)
+            decided.set_attributes(
+                {"mcp_gateway.policy.decision": verdict.action, "mcp_gateway.policy.source": verdict.source}
+            )
         if verdict.action == "block":
             return Denied(
                 reason="policy_block",
@@ -167,7 +172,8 @@ class CallPipeline:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
-        credential = await self._credentials.for_call(cfg, principal.user)
+        with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}):
+            credential = await self._credentials.for_call(cfg, principal.user)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         if verdict.action == "require_approval":

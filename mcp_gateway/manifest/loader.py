@@ -112,6 +112,9 @@ class ConnectorConfig(BaseModel):
     policies: list[PolicyRule] = Field(default_factory=list)
     risk: dict[str, Risk] = Field(default_factory=dict)
     """Per-action risk overrides, by relative action path."""
+    trace_context: bool = True
+    """Send W3C trace context (``traceparent``) on this connector's upstream HTTP requests; ``false``
+    for an upstream that must not learn the caller's trace ids."""
 
     @field_validator("slug")
     @classmethod
