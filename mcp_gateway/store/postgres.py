@@ -510,6 +510,23 @@ class PostgresStore:
         await self._execute(_META_UPSERT, key, dump_meta(value))
 
 
+
+class _OneLinePoolWarnings(logging.Filter):
+    """asyncpg's pool logs a full traceback each time it fails to reconnect in the background (with
+    back-off) while the database is down; ``StoreHealth`` already said the store is unavailable, so
+    those records keep one line: the message and the error's type and first line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first_line = next(iter(str(exc).splitlines()), "")
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {first_line})"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_OneLinePoolWarnings())
+
 def _lost(exc: asyncpg.InterfaceError) -> bool:
     """Whether an ``InterfaceError`` is a lost connection (rather than a misuse, a bug)."""
     text = str(exc).lower()

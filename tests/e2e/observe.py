@@ -51,5 +51,6 @@ class ObservedGateway:
         self._log.close()
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()

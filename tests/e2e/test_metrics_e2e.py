@@ -82,7 +82,9 @@ async def test_prometheus_scrapes_the_calls_made(gateway_env: GatewayEnv) -> Non
         statuses: list[str] = []
         async with http_client(gateway.url, token) as client:
             for i in range(5):
-                ok = structured(await client.call_tool("call", {"tool": "bearer_api.items.get", "args": {"id": str(i)}}))
+                ok = structured(
+                    await client.call_tool("call", {"tool": "bearer_api.items.get", "args": {"id": str(i)}})
+                )
                 statuses.append(ok["status"])
             for _ in range(2):  # denied before reaching the upstream
                 bad = structured(await client.call_tool("call", {"tool": "open_api.items.get", "args": {}}))
