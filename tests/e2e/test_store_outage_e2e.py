@@ -79,6 +79,7 @@ async def test_postgres_outage_under_load(gateway_env: GatewayEnv, cluster: Post
     outcomes: list[tuple[float, str]] = []
     ready: list[tuple[float, int]] = []
     stop = anyio.Event()
+    down_at = up_at = float("inf")
 
     async def worker(n: int) -> None:
         auth = HEADERS | {"Authorization": f"Bearer {token}"}
