@@ -163,15 +163,20 @@ class Gateway:
 
     async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded."""
-        return await self.catalogs.sync(progress)
+        return self._synced(await self.catalogs.sync(progress))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
-        return await self.catalogs.reload(manifest, progress)
+        return self._synced(await self.catalogs.reload(manifest, progress))
 
     async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
         """Load one connector again and re-index it (see ``Catalogs.refresh``)."""
-        return await self.catalogs.refresh(slug, principal=principal)
+        return self._synced([await self.catalogs.refresh(slug, principal=principal)])[0]
+
+    def _synced(self, states: list[ConnectorState]) -> list[ConnectorState]:
+        for state in states:
+            self.metrics.observe_sync(state.slug, state.status)
+        return states
 
     # -- meta-tools --------------------------------------------------------------------------------
 
