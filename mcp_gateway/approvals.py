@@ -20,7 +20,7 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from itertools import pairwise
 from typing import Any, Literal
@@ -131,6 +131,8 @@ class ApprovalService:
         self._decided: dict[str, anyio.Event] = {}
         """Approval id -> an event set when it is decided here; only while someone waits on it."""
         self._waiters: dict[str, int] = {}
+        self.on_decided: Callable[[bool], None] | None = None
+        """Told of each decision taken here (True: approved), for the metrics."""
 
     async def request(
         self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, summary: str
@@ -192,6 +194,8 @@ class ApprovalService:
         event = self._decided.get(approval_id)
         if event is not None:
             event.set()
+        if self.on_decided is not None:
+            self.on_decided(approve)
         return await self._store.get_approval(approval_id)
 
     async def wait(self, approval_id: str, timeout: float) -> ApprovalRecord | None:  # noqa: ASYNC109 - a bound, not a deadline to propagate

@@ -114,6 +114,11 @@ class Auditor:
         self._stopped = anyio.Event()
         self._stopped.set()
 
+    @property
+    def backlog(self) -> int:
+        """Rows accepted and not yet written (nor counted as failed), for the metrics."""
+        return self._accepted - self._settled
+
     async def record(self, row: AuditRecord) -> None:
         """Write ``row`` (or queue it, inside ``running``). Never raises for a storage problem."""
         send = self._send

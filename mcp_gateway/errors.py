@@ -7,7 +7,8 @@
     ├── CredentialError          a stored credential cannot be decrypted or has the wrong shape
     ├── UnsupportedAuth          an auth kind this build cannot apply yet
     ├── ArgumentError            arguments that cannot be placed on the wire (-> invalid_args)
-    └── UpstreamError            the upstream failed, timed out, redirected off-origin or answered garbage
+    ├── UpstreamError            the upstream failed, timed out, redirected off-origin or answered garbage
+    └── StoreUnavailable         the state database cannot be reached right now (-> store_unavailable, 503)
 
 Anything else that escapes the core is a bug: the gateway turns it into a generic
 ``internal_error`` naming only the action, and logs the traceback to stderr.
@@ -27,6 +28,7 @@ __all__ = [
     "Issue",
     "ManifestError",
     "SourceError",
+    "StoreUnavailable",
     "UnsupportedAuth",
     "UpstreamError",
 ]
@@ -96,3 +98,10 @@ class UpstreamError(GatewayError):
         self.upstream_status = upstream_status
         self.upstream_message = upstream_message
         super().__init__(message)
+
+
+class StoreUnavailable(GatewayError):
+    """The state database cannot be reached (connection refused or lost, server shutting down, disk
+    I/O): a transient outage, not a bug. Raised by the stores for connection-level failures only;
+    the core answers ``store_unavailable`` and the HTTP edge 503. The message names the database
+    with any password redacted, never a secret."""

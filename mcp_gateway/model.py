@@ -73,6 +73,7 @@ ErrorReason = Literal[
     "auth_failed",
     "connector_error",
     "internal_error",
+    "store_unavailable",
 ]
 
 # -- what the store records (issue 10: records typed with this vocabulary) ----------------------

@@ -44,6 +44,12 @@ if ! command -v initdb >/dev/null && ! compgen -G "/usr/lib/postgresql/*/bin/ini
     apt_install --no-install-recommends postgresql
 fi
 
+# Prometheus for the metrics test (tests/e2e/test_metrics_e2e.py): the test starts its own server on
+# loopback with a config of its own; the packaged service is not what it scrapes with.
+if ! command -v prometheus >/dev/null && command -v apt-get >/dev/null; then
+    apt_install --no-install-recommends prometheus
+fi
+
 # Static checks first: they take seconds and say exactly what is wrong.
 python3 -m ruff check --quiet mcp_gateway tests scripts
 lint-imports --no-cache >/dev/null || lint-imports --no-cache

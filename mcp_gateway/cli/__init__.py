@@ -110,6 +110,12 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
     g.add_argument("--json", action="store_true", default=d(False), help="machine-readable output")
     g.add_argument("--debug", action="store_true", default=d(False), help="show tracebacks and debug logs on stderr")
+    g.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=d("text"),
+        help="stderr log lines as text or one JSON object per line (time, level, logger, message, ...)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         "in the manifest, the address served)",
     )
     p.add_argument("--agent", help="stdio: act as this agent of the manifest")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        help="also serve /metrics (no token needed) and /readyz on this port, on --metrics-host",
+    )
+    p.add_argument("--metrics-host", default="127.0.0.1", help="where --metrics-port listens (default: loopback)")
 
     p = add("pages", "serve:cmd_pages", "serve only the human pages (connect, approvals) on loopback at public_url")
     p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")
@@ -250,11 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.mcp_command = rest
     import logging
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    from ..logs import configure_logging
+
+    # Every record, from every library, passes the secret filter on this one handler.
+    configure_logging(level=logging.DEBUG if args.debug else logging.WARNING, log_format=args.log_format)
     # These libraries log full request URLs (an api_key may sit in the query) and SQL parameters
     # (sealed credentials) at DEBUG: they stay quiet even under --debug.
     for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"):

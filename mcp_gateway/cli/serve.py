@@ -7,6 +7,7 @@ so no other command pays for them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -47,16 +48,18 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from ..crypto import load_master_key
     from ..manifest import load_manifest
     from ..runtime import keep_discovery_warm, open_gateway, reload_on_sighup
-    from ..server.app import run_http, run_stdio
+    from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
     from ..server.tools import build_mcp_server
     from ..tokens import TokenService
+    from ..tracing import configure_tracing, shutdown_tracing
 
     def state_key(gw: Gateway) -> bytes:
         # 2026-07-28 requestState must verify on whichever request the client's retry lands.
         master = load_master_key(args.settings.env, args.settings.state_dir)
         return derive_request_state_key(master, gw.manifest.project)
 
+    configure_tracing(os.environ)  # OTLP export when the standard OTEL_* variables ask for it
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
     if args.transport == "http":
@@ -66,9 +69,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
                 tg.start_soon(keep_discovery_warm, gw)  # the optional re-ranker's vectors, off the event loop
+                if args.metrics_port is not None:
+                    tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
                 tokens = TokenService(gw.store, gw.clock)
                 await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
                 tg.cancel_scope.cancel()
+        shutdown_tracing()
         return 0
     pages_requested = anyio.Event()
     async with open_gateway(
@@ -78,8 +84,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             tg.start_soon(keep_discovery_warm, gw)
+            if args.metrics_port is not None:
+                tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
             await run_stdio(server, gw, pages_requested)
             tg.cancel_scope.cancel()
+    shutdown_tracing()
     return 0
 
 

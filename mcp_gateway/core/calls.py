@@ -11,13 +11,21 @@ decision and writing the audit row are the ``Gateway``'s: one attempt here, mayb
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ..approvals import ApprovalService, redact_arguments
 from ..audit import args_preview
 from ..auth import LastMeterAuth
-from ..errors import ArgumentError, CredentialError, CredentialMissing, UnsupportedAuth, UpstreamError
+from ..errors import (
+    ArgumentError,
+    CredentialError,
+    CredentialMissing,
+    StoreUnavailable,
+    UnsupportedAuth,
+    UpstreamError,
+)
 from ..execution.executor import Executor, Prepared
 from ..identity import Principal, granted_connectors
 from ..links import LinkService
@@ -25,9 +33,11 @@ from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, Pend
 from ..policy import effective_risk
 from ..projection import project
 from ..redaction import Redactor
+from ..tracing import span
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
+from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
 from .results import redact_data, upstream_summary
 from .trace import CallTrace
@@ -59,6 +69,7 @@ class CallPipeline:
         approvals: ApprovalService,
         links: LinkService,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        health: StoreHealth | None = None,
     ) -> None:
         self._catalogs = catalogs
         self._permissions = permissions
@@ -67,6 +78,7 @@ class CallPipeline:
         self._approvals = approvals
         self._links = links
         self.max_response_bytes = max_response_bytes
+        self._health = health if health is not None else StoreHealth(None)
 
     async def attempt(
         self,
@@ -77,15 +89,21 @@ class CallPipeline:
         fields: Sequence[str] | None,
         trace: CallTrace,
     ) -> CallResult:
-        """One attempt; an unexpected failure becomes an ``internal_error`` result (and a log entry)."""
+        """One attempt; an unexpected failure becomes an ``internal_error`` result (and a log entry),
+        an unreachable store ``store_unavailable`` (logged once per outage, see ``StoreHealth``)."""
         try:
-            return await self._attempt(principal, tool, args, approval_id, fields, trace)
+            result = await self._attempt(principal, tool, args, approval_id, fields, trace)
+        except StoreUnavailable as exc:
+            self._health.failed(exc)
+            return store_unavailable_result()
         except Exception:
             logger.exception("call of %s failed unexpectedly", tool)
             return ErrorResult(
                 reason="internal_error",
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
+        self._health.succeeded()
+        return result
 
     async def recover(self, principal: Principal, name: str) -> ErrorResult | None:
         """For a name that resolved to nothing: when it names a visible connector in error, try to
@@ -129,7 +147,11 @@ class CallPipeline:
                 message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
                 errors=errors,
             )
-        verdict = trace.verdict = self._permissions.verdict(action, args)
+        with span("mcp_gateway.policy", attributes={"mcp_gateway.action": action.qualified_name}) as decided:
+            verdict = trace.verdict = self._permissions.verdict(action, args)
+            decided.set_attributes(
+                {"mcp_gateway.policy.decision": verdict.action, "mcp_gateway.policy.source": verdict.source}
+            )
         if verdict.action == "block":
             return Denied(
                 reason="policy_block",
@@ -150,7 +172,8 @@ class CallPipeline:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
-        credential = await self._credentials.for_call(cfg, principal.user)
+        with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}):
+            credential = await self._credentials.for_call(cfg, principal.user)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         if verdict.action == "require_approval":
@@ -198,6 +221,7 @@ class CallPipeline:
         redactor: Redactor,
     ) -> CallResult:
         cfg = prepared.connector
+        sent = time.perf_counter()
         try:
             outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
         except ArgumentError as exc:
@@ -208,6 +232,7 @@ class CallPipeline:
         except UnsupportedAuth as exc:
             return ErrorResult(reason="connector_error", message=str(exc))
         except UpstreamError as exc:
+            trace.upstream_seconds = time.perf_counter() - sent
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
             return ErrorResult(
                 reason=exc.reason,
@@ -217,6 +242,7 @@ class CallPipeline:
                 hint=fallback.strip() or None,
             )
         trace.upstream_status = outcome.http_status
+        trace.upstream_seconds = time.perf_counter() - sent
         if outcome.http_status == 401:
             return await self.connect_result(
                 principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..auth import LastMeterAuth, needs_secret
 from ..credentials import CredentialVault
+from ..logs import known_secrets
 from ..manifest import ConnectorConfig, OAuth2Auth
 from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from .oauth2_tokens import OAuth2Tokens
@@ -59,7 +60,7 @@ class CredentialBroker:
         session = (
             self.oauth2.session(cfg.auth, cfg.slug, principal, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
         )
-        return LastMeterAuth(cfg.auth, sealed, on_secret=on_secret, connector=cfg.slug, oauth2=session)
+        return LastMeterAuth(cfg.auth, sealed, on_secret=_also_logged(on_secret), connector=cfg.slug, oauth2=session)
 
     async def sync_auth(self, cfg: ConnectorConfig, on_secret: Callable[[SecretValue], None]) -> LastMeterAuth:
         """The project-wide credential, for what a source reads at sync (GraphQL introspection)."""
@@ -101,3 +102,17 @@ def _own_only(cfg: ConnectorConfig, principal: str) -> bool:
     (For ``oauth2`` the stored credential is the client's, which the project shares; what is personal
     there is the token set, kept under each user by ``OAuth2Tokens``.)"""
     return cfg.credentials == "per_user" and principal != PROJECT_WIDE and not isinstance(cfg.auth, OAuth2Auth)
+
+
+def _also_logged(on_secret: Callable[[SecretValue], None] | None) -> Callable[[SecretValue], None]:
+    """``on_secret``, plus the log filter learning the secret: every value opened for a request is
+    then redacted from every log line, whichever library writes it."""
+    known = known_secrets()
+    if on_secret is None:
+        return known.add
+
+    def both(secret: SecretValue) -> None:
+        known.add(secret)
+        on_secret(secret)
+
+    return both

@@ -17,6 +17,7 @@ plaintext secret: credentials travel sealed into ``LastMeterAuth``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from ..execution.mcp import McpExecutor
 from ..identity import Principal
 from ..links import LinkService
 from ..manifest import Manifest
+from ..metrics import GatewayMetrics
 from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
@@ -40,6 +42,8 @@ from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
+from .gauges import ScrapeState
+from .health import StoreHealth
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
 from .results import (
@@ -52,6 +56,7 @@ from .results import (
     DiscoverHit,
     DiscoverResult,
     SecretLink,
+    reason_code,
 )
 from .sync import Progress
 from .trace import CallTrace
@@ -74,6 +79,7 @@ class Gateway:
         max_response_bytes: the cap on an upstream answer a call returns.
         oauth2: the OAuth2 token broker (one over ``store`` and ``vault`` by default).
         page_key: the human pages' CSRF key (see the attribute).
+        metrics: this gateway's Prometheus metrics (a fresh set by default).
     """
 
     def __init__(
@@ -92,6 +98,7 @@ class Gateway:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         oauth2: OAuth2Tokens | None = None,
         page_key: bytes | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -124,6 +131,14 @@ class Gateway:
             tools=mcp,
         )
         self.permissions = Permissions(self.catalogs, self.index)
+        self.store_health = StoreHealth(getattr(store, "ping", None))
+        """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
+        self.metrics = metrics if metrics is not None else GatewayMetrics()
+        approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
+        self.scrape = ScrapeState(
+            self.metrics, catalogs=self.catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
+        )
+        """Renders ``/metrics`` (scrape-time gauges refreshed)."""
         self.calls = CallPipeline(
             catalogs=self.catalogs,
             permissions=self.permissions,
@@ -132,6 +147,7 @@ class Gateway:
             approvals=approvals,
             links=links,
             max_response_bytes=max_response_bytes,
+            health=self.store_health,
         )
 
     @property
@@ -147,15 +163,20 @@ class Gateway:
 
     async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded."""
-        return await self.catalogs.sync(progress)
+        return self._synced(await self.catalogs.sync(progress))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
-        return await self.catalogs.reload(manifest, progress)
+        return self._synced(await self.catalogs.reload(manifest, progress))
 
     async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
         """Load one connector again and re-index it (see ``Catalogs.refresh``)."""
-        return await self.catalogs.refresh(slug, principal=principal)
+        return self._synced([await self.catalogs.refresh(slug, principal=principal)])[0]
+
+    def _synced(self, states: list[ConnectorState]) -> list[ConnectorState]:
+        for state in states:
+            self.metrics.observe_sync(state.slug, state.status)
+        return states
 
     # -- meta-tools --------------------------------------------------------------------------------
 
@@ -199,6 +220,7 @@ class Gateway:
     ) -> DiscoverResult:
         """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
         so an agent can call the top hit without a ``describe`` round trip."""
+        started = time.perf_counter()
         visible = self.permissions.visible(principal)
         if connector is not None:
             visible = visible & {connector}
@@ -226,6 +248,7 @@ class Gateway:
                     input_schema=action.input_schema if detail and rank < DETAIL_SCHEMAS else None,
                 )
             )
+        self.metrics.observe_discover(time.perf_counter() - started)
         return DiscoverResult(query=query, results=results)
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
@@ -313,6 +336,15 @@ class Gateway:
             trace = CallTrace()
             result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        action = trace.action
+        self.metrics.observe_call(
+            connector=action.connector if action else None,
+            risk=action.risk if action else None,
+            status=result.status,
+            reason=reason_code(result),
+            total_seconds=time.perf_counter() - trace.started,
+            upstream_seconds=trace.upstream_seconds,
+        )
         return result
 
 

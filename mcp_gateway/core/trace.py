@@ -33,6 +33,8 @@ class CallTrace:
     upstream_status: int | None = None
     """The upstream's HTTP status, once it answered."""
     started: float = field(default_factory=time.perf_counter)
+    upstream_seconds: float | None = None
+    """Time spent waiting for the upstream (None when the call did not reach it), for the metrics."""
 
     def audit_record(
         self, principal: Principal, tool: str, args: Mapping[str, Any], result: CallResult, clock: Clock

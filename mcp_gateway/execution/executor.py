@@ -81,6 +81,8 @@ class HttpExecutor:
             auth=auth,
             timeout=prepared.connector.timeout,
             max_bytes=max_bytes,
+            trace_context=prepared.connector.trace_context,
+            url_template=getattr(prepared.action.binding, "url", None),
         )
 
     def client_for(self, connector: ConnectorConfig, auth: httpx2.Auth) -> httpx2.AsyncClient:

@@ -257,7 +257,12 @@ class GraphQLExecutor:
                 check_against_schema(prepared.action, operation, schema)
         client = self._client_for(prepared.connector, auth) if self._client_for else self._client
         outcome = await send(
-            client, prepared.request, auth=auth, timeout=prepared.connector.timeout, max_bytes=max_bytes
+            client,
+            prepared.request,
+            auth=auth,
+            timeout=prepared.connector.timeout,
+            max_bytes=max_bytes,
+            trace_context=prepared.connector.trace_context,
         )
         data, status = outcome.data, outcome.http_status
         assert status is not None, "send() answers over HTTP, with a status"

@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from ..auth import LastMeterAuth
 from ..auth.custom import render_secret_template
 from ..errors import CredentialError, GatewayError, UpstreamError
+from ..logs import known_secrets
 from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..model import Action, McpBinding
 from ..secrets import SecretValue
@@ -264,6 +265,11 @@ class McpExecutor:
         finally:
             CALL.reset(token)
 
+    @property
+    def open_sessions(self) -> int:
+        """Upstream MCP sessions open now (stdio children and HTTP sessions), for the metrics."""
+        return len(self._sessions)
+
     # -- the pool ---------------------------------------------------------------------------------
 
     async def _session(self, cfg: ConnectorConfig, auth: LastMeterAuth, state: CallState) -> tuple[_Session, bool]:
@@ -294,6 +300,8 @@ class McpExecutor:
         secret: SecretValue | None = None
         if spec.uses_secret:
             secret = auth.open_secret()
+            if secret is not None:
+                known_secrets().add(secret)  # a child may print it: the log filter must know it
         env = {name: _render(value, secret) for name, value in spec.env.items()}
         del secret
         material = json.dumps(sorted(env.items())).encode()

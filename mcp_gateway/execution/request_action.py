@@ -73,6 +73,7 @@ class RequestExecutor:
             auth=auth,
             timeout=prepared.connector.timeout,
             max_bytes=max_bytes,
+            trace_context=prepared.connector.trace_context,
         )
 
 

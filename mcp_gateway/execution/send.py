@@ -21,6 +21,7 @@ import anyio
 import httpx2
 
 from ..errors import ArgumentError, UpstreamError
+from ..tracing import SpanKind, inject_trace_context, span
 from .response import Outcome, read_response
 
 __all__ = ["send"]
@@ -40,8 +41,16 @@ async def send(
     timeout: float,  # noqa: ASYNC109 - also each network operation's limit, which a cancel scope cannot give
     max_bytes: int,
     max_redirects: int = 5,
+    trace_context: bool = True,
+    url_template: str | None = None,
 ) -> Outcome:
     """Send ``request`` with ``auth`` and read at most ``max_bytes`` of the final answer.
+
+    The exchange is one CLIENT span (HTTP client semantic conventions: method, server address and
+    port, the final status). Its ``url.full`` is the origin only, and ``url.template`` the action's
+    path template when given: a path can hold argument values and a query a key. With
+    ``trace_context`` the request carries that span's W3C ``traceparent``, added before the auth
+    flow runs, so a signature (oauth1, hmac, sigv4) covers it like any other header.
 
     Any status is returned as an ``Outcome`` (the caller maps 401, 403 and the rest); only a
     failure to get an answer raises. ``timeout`` bounds the whole exchange, redirects and body
@@ -52,6 +61,35 @@ async def send(
             ``upstream_redirect_refused`` (a redirect off the origin, naming only its host);
             ``upstream_error`` (too many redirects, a bad ``Location``, broken HTTP).
     """
+    url = request.url
+    attributes: dict[str, str | int] = {
+        "http.request.method": request.method,
+        "server.address": url.host,
+        "url.full": f"{url.scheme}://{url.netloc.decode('ascii')}",
+    }
+    if url.port is not None:
+        attributes["server.port"] = url.port
+    if url_template is not None:
+        attributes["url.template"] = url_template
+    with span(request.method, kind=SpanKind.CLIENT, attributes=attributes) as current:
+        if trace_context:  # the client's trace continues upstream even when this process exports nothing
+            carrier: dict[str, str] = {}
+            inject_trace_context(carrier)
+            request.headers.update(carrier)
+        outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
+        if outcome.http_status is not None:
+            current.set_attribute("http.response.status_code", outcome.http_status)
+        return outcome
+
+
+async def _send(
+    client: httpx2.AsyncClient,
+    request: httpx2.Request,
+    auth: httpx2.Auth | None,
+    timeout: float,  # noqa: ASYNC109 - see send()
+    max_bytes: int,
+    max_redirects: int,
+) -> Outcome:
     where = _where(request.url)
     try:
         with anyio.fail_after(timeout):

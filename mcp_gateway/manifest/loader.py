@@ -115,6 +115,9 @@ class ConnectorConfig(BaseModel):
     credentials: Literal["shared", "per_user"] = "shared"
     """Whose credential a call carries: ``shared`` (the caller's own, else the project-wide one) or
     ``per_user`` (only the caller's own: each user connects their own account; issue 15)."""
+    trace_context: bool = True
+    """Send W3C trace context (``traceparent``) on this connector's upstream HTTP requests; ``false``
+    for an upstream that must not learn the caller's trace ids."""
 
     @field_validator("slug")
     @classmethod

@@ -14,10 +14,12 @@ then ends the process as the signal asks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -30,13 +32,15 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..core import Gateway
+from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..tokens import TokenService
 from .front_door import FrontDoor, Gate, open_front_door
+from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
 from .web import web_routes
 
-__all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio"]
+__all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio", "serve_metrics"]
 
 BearerGate = Gate
 """``/mcp``'s door (static tokens, and the identity provider's with ``front_door``): ``server.front_door``."""
@@ -68,7 +72,7 @@ def build_http_app(
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
-    for route in web_routes(gateway):
+    for route in [*web_routes(gateway), *observability_routes(gateway)]:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     for route in front_door.routes() if front_door else []:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
@@ -77,7 +81,8 @@ def build_http_app(
         transport_security=_security(host, port, gateway.links.public_url),
         host=host,
     )
-    return Gate(app, tokens, front_door)
+    app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
+    return Gate(app, tokens, front_door, gateway.store_health)
 
 
 class _Server(uvicorn.Server):
@@ -117,6 +122,24 @@ def _idp_http() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(follow_redirects=False, timeout=10.0)
 
 
+async def serve_metrics(gateway: Gateway, host: str, port: int) -> None:
+    """``serve --metrics-port``: ``/metrics`` (no token) and ``/readyz`` on their own listener, until cancelled."""
+    config = uvicorn.Config(metrics_app(gateway), host=host, port=port, log_level="warning", access_log=False)
+    try:
+        await _Sidecar(config).serve()
+    except (OSError, SystemExit) as exc:
+        logger.warning("cannot serve /metrics on %s:%d: %s", host, port, exc)
+
+
+class _Sidecar(uvicorn.Server):
+    """A second listener in the same process: it leaves the stop signals to the main server (its
+    task is cancelled when that one stops), so SIGTERM still stops the gateway gracefully."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
     """Serve MCP on stdio; serve the human pages on loopback once the first link is minted."""
 
@@ -124,7 +147,10 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
-        app = Starlette(routes=web_routes(gateway))
+        app = Starlette(
+            routes=[*web_routes(gateway), *observability_routes(gateway)],
+            exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
+        )
         try:
             await _uvicorn(app, host, port).serve()
         except (OSError, SystemExit) as exc:

@@ -34,11 +34,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..core.health import StoreHealth
+from ..errors import StoreUnavailable
 from ..front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
 from ..identity import OPERATOR, Principal
 from ..manifest import FrontDoorConfig
 from ..secrets import PROJECT_WIDE
 from ..tokens import TOKEN_PREFIX, TokenService
+from .observability import STORE_UNAVAILABLE_BODY
 from .tools import PRINCIPAL_SCOPE_KEY
 
 __all__ = ["FrontDoor", "Gate", "open_front_door"]
@@ -131,10 +134,17 @@ async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
 class Gate:
     """ASGI middleware: ``/mcp`` needs a valid bearer token; the principal goes into the scope."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenService, front_door: FrontDoor | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: TokenService,
+        front_door: FrontDoor | None = None,
+        health: StoreHealth | None = None,
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.front_door = front_door
+        self.health = health
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/") == MCP_PATH:
@@ -144,7 +154,14 @@ class Gate:
         door = self.front_door
         static = door is None or door.config.static_tokens
         if static and (door is None or (token or "").startswith(TOKEN_PREFIX)):
-            principal = await self.tokens.verify(token)
+            try:
+                principal = await self.tokens.verify(token)
+            except StoreUnavailable as exc:
+                # No tool runs: a short 503 the client can retry, logged once per outage, not a 500.
+                if self.health is not None:
+                    self.health.failed(exc)
+                await _store_unavailable(send)
+                return
             if principal is not None:
                 access = AccessToken(
                     token="", client_id=principal.agent or "", scopes=[], subject=principal.user,
@@ -182,6 +199,16 @@ class Gate:
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = AuthenticatedUser(access)  # what the SDK binds a session to
         await self.app(scope, receive, send)
+
+
+async def _store_unavailable(send: Send) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"retry-after", b"5"),
+        (b"content-length", str(len(STORE_UNAVAILABLE_BODY)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": STORE_UNAVAILABLE_BODY})
 
 
 async def _refuse(send: Send, status: int, challenge: str) -> None:

@@ -10,9 +10,10 @@ the session's fixed principal (stdio).
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,9 +21,12 @@ from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, Field
 
 from ..core import Gateway, result_payload
+from ..core.health import store_unavailable_result
 from ..core.results import Connected
+from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..model import PendingApproval
+from ..tracing import span
 from .elicitation import HumanElicitation, request_state_security
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
@@ -35,6 +39,32 @@ intent -> `describe` it for its full input schema -> `call` it. If `call` answer
 the user the connect_url; pending_approval, give the user the approval_url and retry the same call \
 with approval_id once they approve. Credentials are injected server-side: never ask the user to \
 paste a secret into the chat; use `request_secret` to get a link instead."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _observed(
+    gateway: Gateway, tool: str
+) -> Callable[[Callable[_P, Awaitable[_R]]], Callable[_P, Awaitable[_R | CallToolResult]]]:
+    """Wrap a meta-tool: counted in the metrics, a span of its own (under the SDK's request span),
+    and a store outage answered as a ``store_unavailable`` error result, logged once per outage."""
+
+    def wrap(fn: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[_R | CallToolResult]]:
+        @functools.wraps(fn)
+        async def run(*args: _P.args, **kwargs: _P.kwargs) -> _R | CallToolResult:
+            gateway.metrics.observe_tool(tool)
+            with span(f"mcp_gateway.{tool}", attributes={"gen_ai.tool.name": tool}):
+                try:
+                    return await fn(*args, **kwargs)
+                except StoreUnavailable as exc:
+                    gateway.store_health.failed(exc)
+                    return _result(store_unavailable_result())
+
+        return run
+
+    return wrap
 
 
 def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
@@ -97,6 +127,7 @@ def build_mcp_server(
         "action count. Start here to see what is available.",
         annotations=read_only,
     )
+    @_observed(gateway, "connectors")
     async def connectors(ctx: Context) -> CallToolResult:
         return _result(await gateway.connectors(principal_of(ctx)))
 
@@ -106,6 +137,7 @@ def build_mcp_server(
         "actions with name, summary, risk, whether approval or auth is needed, and parameter names.",
         annotations=read_only,
     )
+    @_observed(gateway, "discover")
     async def discover(
         ctx: Context,
         query: Annotated[str, Field(min_length=1, max_length=500, description="What you want to do, in words.")],
@@ -122,6 +154,7 @@ def build_mcp_server(
         "qualified name from discover, e.g. 'github.issues.create'.",
         annotations=read_only,
     )
+    @_observed(gateway, "describe")
     async def describe(
         ctx: Context,
         tool: Annotated[str, Field(min_length=1, max_length=300, description="Qualified action name.")],
@@ -134,6 +167,7 @@ def build_mcp_server(
         "pending_approval (show approval_url, then retry with approval_id; add wait to block until the human "
         "decides), needs_auth (show connect_url), denied or error (with the reason and what to do).",
     )
+    @_observed(gateway, "call")
     async def call(
         ctx: Context,
         tool: Annotated[str, Field(min_length=1, max_length=300, description="Qualified action name.")],
@@ -187,6 +221,7 @@ def build_mcp_server(
         "link to the user; you never see the credential.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
+    @_observed(gateway, "connect")
     async def connect(
         ctx: Context,
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
@@ -204,6 +239,7 @@ def build_mcp_server(
         description="Get a link for the user to paste one named secret for a connector. Never ask for secrets in chat.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
+    @_observed(gateway, "request_secret")
     async def request_secret(
         ctx: Context,
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],

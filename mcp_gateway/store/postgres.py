@@ -41,7 +41,7 @@ import anyio
 import asyncpg
 from pydantic import BaseModel
 
-from ..errors import GatewayError
+from ..errors import GatewayError, StoreUnavailable
 from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
 from ._postgres_schema import SCHEMA_VERSION, migrate
@@ -80,6 +80,16 @@ _CONNECT_TIMEOUT = 10.0
 _POOL_MAX = 10
 # What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
 _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
+# What a lost or refused connection raises once open (the server stopped, restarting or unreachable):
+# a transient outage (``StoreUnavailable``), not a bug. ``InternalClientError`` is asyncpg's "cannot
+# switch to state N" on a connection the server dropped mid-protocol.
+_CONNECTION_ERRORS = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.InternalClientError,
+)
 
 
 # -- tables and statements -----------------------------------------------------------------------
@@ -242,18 +252,47 @@ class PostgresStore:
         return self._pool
 
     async def _execute(self, sql: str, *params: object) -> int:
-        return _changed(await self._p().execute(sql, *params))
+        try:
+            return _changed(await self._p().execute(sql, *params))
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
 
     async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
-        return await self._p().fetchrow(sql, *params)
+        try:
+            return await self._p().fetchrow(sql, *params)
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
 
     async def _fetch(self, sql: str, *params: object) -> list[asyncpg.Record]:
-        return await self._p().fetch(sql, *params)
+        try:
+            return await self._p().fetch(sql, *params)
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[asyncpg.Connection]:
-        async with self._p().acquire() as conn, conn.transaction():
-            yield conn
+        try:
+            async with self._p().acquire() as conn, conn.transaction():
+                yield conn
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
+
+    async def ping(self) -> None:
+        """One round trip; raises ``StoreUnavailable`` when the database cannot be reached."""
+        await self._fetchrow("SELECT 1")
+
+    def _outage(self, exc: BaseException) -> StoreUnavailable:
+        first_line = next(iter(str(exc).splitlines()), "")
+        reason = scrub(f"{type(exc).__name__}: {first_line}", self._url)[:200]
+        return StoreUnavailable(f"the PostgreSQL database at {redact_url(self._url)} is unreachable ({reason})")
 
     # -- catalog ---------------------------------------------------------------------------------------
 
@@ -469,3 +508,26 @@ class PostgresStore:
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         await self._execute(_META_UPSERT, key, dump_meta(value))
+
+
+
+class _OneLinePoolWarnings(logging.Filter):
+    """asyncpg's pool logs a full traceback each time it fails to reconnect in the background (with
+    back-off) while the database is down; ``StoreHealth`` already said the store is unavailable, so
+    those records keep one line: the message and the error's type and first line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first_line = next(iter(str(exc).splitlines()), "")
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {first_line})"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_OneLinePoolWarnings())
+
+def _lost(exc: asyncpg.InterfaceError) -> bool:
+    """Whether an ``InterfaceError`` is a lost connection (rather than a misuse, a bug)."""
+    text = str(exc).lower()
+    return "connection" in text and ("closed" in text or "lost" in text or "reset" in text)

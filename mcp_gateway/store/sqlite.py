@@ -42,7 +42,7 @@ import aiosqlite
 import anyio
 from pydantic import BaseModel
 
-from ..errors import GatewayError
+from ..errors import GatewayError, StoreUnavailable
 from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
 from ._access import AccessCache, GenerationProbe
@@ -77,6 +77,8 @@ logger = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 
 _BUSY_TIMEOUT_MS = 5000
+_UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
+"""An ``OperationalError`` with one of these is the file being unusable, not a bug (``StoreUnavailable``)."""
 
 
 # -- tables and statements -------------------------------------------------------------------
@@ -281,19 +283,40 @@ class SQLiteStore:
     async def _execute(self, sql: str, params: Sequence[object] = ()) -> int:
         """Run one statement (autocommitted); return the number of rows it changed."""
         async with self._lock:
-            async with self._conn().execute(sql, params) as cursor:
-                return cursor.rowcount
+            try:
+                async with self._conn().execute(sql, params) as cursor:
+                    return cursor.rowcount
+            except sqlite3.OperationalError as exc:
+                raise self._outage(exc) from None
 
     async def _fetchone(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Row | None:
         """The first row of a point read. ``execute_fetchall`` is one hop to aiosqlite's thread, where
         execute + fetchone + close would be three."""
         async with self._lock:
-            rows = await self._conn().execute_fetchall(sql, params)
+            try:
+                rows = await self._conn().execute_fetchall(sql, params)
+            except sqlite3.OperationalError as exc:
+                raise self._outage(exc) from None
         return next(iter(rows), None)
 
     async def _fetchall(self, sql: str, params: Sequence[object] = ()) -> Iterable[sqlite3.Row]:
         async with self._lock:
-            return await self._conn().execute_fetchall(sql, params)
+            try:
+                return await self._conn().execute_fetchall(sql, params)
+            except sqlite3.OperationalError as exc:
+                raise self._outage(exc) from None
+
+    async def ping(self) -> None:
+        """One round trip; raises ``StoreUnavailable`` when the database file cannot be used."""
+        await self._fetchone("SELECT 1")
+
+    def _outage(self, exc: sqlite3.OperationalError) -> Exception:
+        """``StoreUnavailable`` for a file that cannot be opened or read (a lost disk, I/O errors);
+        any other ``OperationalError`` (a lock timeout, bad SQL) as it is."""
+        text = str(exc).lower()
+        if any(sign in text for sign in _UNAVAILABLE_SIGNS):
+            return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]})")
+        return exc
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:

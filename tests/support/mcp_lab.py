@@ -11,7 +11,8 @@ mapping to action paths, and its ``tools/list`` is paginated (``PAGE`` tools a p
 gateway's pagination is exercised. ``whoami`` reports ``LAB_TOKEN`` from its environment and the
 ``Authorization`` header it received, so tests can check where the gateway put a credential (and
 that it is redacted on the way back). With ``LAB_REQUIRE_BEARER=<token>`` in its environment an
-HTTP mode answers 401 to any request without that bearer token.
+HTTP mode answers 401 to any request without that bearer token. With ``LAB_LEAK=1``, stdio mode
+first prints ``LAB_TOKEN`` on a non-JSON stdout line (the client SDK logs that line).
 """
 
 from __future__ import annotations
@@ -139,6 +140,8 @@ def _require_bearer(app: Any, token: str) -> Any:
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "stdio"
     if mode == "stdio":
+        if os.environ.get("LAB_LEAK"):  # a careless server: its secret on a non-JSON stdout line
+            print(f"starting with token {os.environ.get('LAB_TOKEN')}", flush=True)
         lab.run("stdio")
         return
     if mode not in ("streamable-http", "sse"):

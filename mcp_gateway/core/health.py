@@ -1,0 +1,92 @@
+"""Whether the state database is reachable, for ``/readyz`` and for the one warning an outage logs.
+
+While the database is unreachable every request fails the same way, so the gateway answers each with
+``store_unavailable`` (``store_unavailable_result``) and logs the outage once: one warning when it
+starts (the store's message names the database with any password redacted) and one when it ends.
+``ready`` is the cheap check a load balancer polls: one round trip with a short timeout, cached for
+about a second, so a burst of probes costs one query.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from ..errors import StoreUnavailable
+from ..model import ErrorResult
+
+__all__ = ["STORE_UNAVAILABLE_HINT", "StoreHealth", "store_unavailable_result"]
+
+logger = logging.getLogger("mcp_gateway.store")
+
+STORE_UNAVAILABLE_HINT = (
+    "The gateway's database is unreachable for the moment; nothing was run. Retry in a few seconds; "
+    "if it persists, tell the operator."
+)
+PING_TIMEOUT = 1.0
+"""Seconds a readiness ping may take before the database counts as unreachable."""
+PING_CACHE = 1.0
+"""Seconds a readiness answer is reused."""
+
+
+def store_unavailable_result() -> ErrorResult:
+    return ErrorResult(
+        reason="store_unavailable",
+        message="The gateway cannot reach its database right now.",
+        hint=STORE_UNAVAILABLE_HINT,
+    )
+
+
+class StoreHealth:
+    """The store's reachability as the gateway last saw it.
+
+    Args:
+        ping: one cheap round trip to the store (raises ``StoreUnavailable``); None for a store
+            that cannot be unreachable (in memory).
+    """
+
+    def __init__(self, ping: Callable[[], Awaitable[None]] | None) -> None:
+        self._ping = ping
+        self.down_since: float | None = None
+        """``time.monotonic()`` when the current outage was first seen; None while reachable."""
+        self._checked_at = float("-inf")
+        self._lock = anyio.Lock()
+
+    @property
+    def up(self) -> bool:
+        return self.down_since is None
+
+    def failed(self, exc: StoreUnavailable) -> None:
+        """A request met the outage: the first one logs it."""
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            logger.warning("store unavailable: %s; answering store_unavailable until it is back", exc)
+
+    def succeeded(self) -> None:
+        """A request reached the store: the first one after an outage logs its end."""
+        if self.down_since is not None:
+            lasted = time.monotonic() - self.down_since
+            self.down_since = None
+            logger.warning("store reachable again after %.1f s", lasted)
+
+    async def ready(self) -> bool:
+        """Whether the store answers now (a ping, at most one a second; cached between)."""
+        if self._ping is None:
+            return True
+        async with self._lock:
+            if time.monotonic() - self._checked_at < PING_CACHE:
+                return self.up
+            try:
+                with anyio.fail_after(PING_TIMEOUT):
+                    await self._ping()
+            except StoreUnavailable as exc:
+                self.failed(exc)
+            except TimeoutError:
+                self.failed(StoreUnavailable(f"no answer to a ping within {PING_TIMEOUT:g} s"))
+            else:
+                self.succeeded()
+            self._checked_at = time.monotonic()
+            return self.up

@@ -1,0 +1,167 @@
+"""A PostgreSQL outage under load (issue 12 item 2): the database stopped for about 10 s while
+agents call over HTTP. Every request is answered, ``store_unavailable`` or a success, never a bare
+500; ``/readyz`` is 503 during and 200 after; the gateway recovers without a restart and logs the
+outage once when it starts and once when it ends, without a traceback."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from tests.support.postgres import PostgresCluster, PostgresUnavailable, postgres_missing, start_cluster
+
+from .conftest import GatewayEnv
+from .observe import ObservedGateway
+
+pytestmark = pytest.mark.anyio
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}},
+}
+WORKERS = 4
+OUTAGE_SECONDS = 10
+
+
+@pytest.fixture
+def cluster() -> Iterator[PostgresCluster]:
+    """A cluster of this test's own: it is stopped and started again, which the shared one must not be."""
+    try:
+        cluster = start_cluster()
+    except PostgresUnavailable as exc:
+        postgres_missing(str(exc))
+        raise
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _message(response: httpx2.Response) -> dict[str, Any]:
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        for line in response.text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                return json.loads(line[5:])
+        return {}
+    return response.json()
+
+
+def _classify(response: httpx2.Response) -> str:
+    if response.status_code == 503:
+        body = response.json()
+        return "store_unavailable" if body.get("error") == "store_unavailable" else "bad:503"
+    if response.status_code != 200:
+        return f"bad:{response.status_code}"
+    result = _message(response).get("result") or {}
+    payload = result.get("structuredContent") or {}
+    if payload.get("status") == "ok":
+        return "ok"
+    if payload.get("reason") == "store_unavailable" and payload.get("hint"):
+        return "store_unavailable"
+    return f"bad:{payload.get('status')}/{payload.get('reason')}"
+
+
+async def test_postgres_outage_under_load(gateway_env: GatewayEnv, cluster: PostgresCluster) -> None:
+    gateway_env.env["MCP_GATEWAY_DATABASE_URL"] = cluster.url()
+    gateway_env.cli("secret", "set", "bearer_api", input="bearer-secret-value")
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    gateway = ObservedGateway(gateway_env, gateway_env.root / "gateway.log")
+    outcomes: list[tuple[float, str]] = []
+    ready: list[tuple[float, int]] = []
+    stop = anyio.Event()
+    down_at = up_at = float("inf")
+
+    async def worker(n: int) -> None:
+        auth = HEADERS | {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            init = await http.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=auth)
+            assert init.status_code == 200, init.text
+            session = init.headers.get("mcp-session-id")
+            if session:
+                auth = auth | {"mcp-session-id": session}
+            await http.post(
+                f"{gateway.url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=auth
+            )
+            i = 0
+            while not stop.is_set():
+                i += 1
+                call = {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "call",
+                        "arguments": {"tool": "bearer_api.items.get", "args": {"id": f"{n}-{i}"}},
+                    },
+                }
+                response = await http.post(f"{gateway.url}/mcp", json=call, headers=auth)
+                outcomes.append((time.monotonic(), _classify(response)))
+                await anyio.sleep(0.05)
+
+    async def probe() -> None:
+        async with httpx2.AsyncClient(timeout=5) as http:
+            while not stop.is_set():
+                r = await http.get(f"{gateway.url}/readyz")
+                ready.append((time.monotonic(), r.status_code))
+                await anyio.sleep(0.3)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for n in range(WORKERS):
+                tg.start_soon(worker, n)
+            tg.start_soon(probe)
+            await anyio.sleep(3)
+            await anyio.to_thread.run_sync(
+                lambda: cluster.run(str(cluster.bindir / "pg_ctl"), "stop", "-D", str(cluster.data), "-m", "fast", "-w")
+            )
+            down_at = time.monotonic()
+            await anyio.sleep(OUTAGE_SECONDS)
+            await anyio.to_thread.run_sync(
+                lambda: cluster.run(
+                    str(cluster.bindir / "pg_ctl"),
+                    "start",
+                    "-D",
+                    str(cluster.data),
+                    "-l",
+                    str(cluster.root / "server.log"),
+                    "-w",
+                    "-t",
+                    "60",
+                )
+            )
+            up_at = time.monotonic()
+            deadline = up_at + 30
+            while time.monotonic() < deadline:  # until calls succeed again, then a little more
+                if any(t > up_at and o == "ok" for t, o in outcomes) and any(t > up_at and s == 200 for t, s in ready):
+                    break
+                await anyio.sleep(0.2)
+            await anyio.sleep(2)
+            stop.set()
+    finally:
+        gateway.stop()
+
+    counts = Counter(o for _, o in outcomes)
+    bad = {o: c for o, c in counts.items() if o not in ("ok", "store_unavailable")}
+    assert not bad, (counts, gateway.log()[-3000:])
+    during = Counter(o for t, o in outcomes if down_at + 1 < t < up_at)
+    assert during["store_unavailable"] > 0, counts
+    assert any(t > up_at and o == "ok" for t, o in outcomes), counts  # recovered, same process
+    assert 503 in {s for t, s in ready if down_at + 1 < t < up_at}, ready
+    assert ready[-1][1] == 200, ready[-5:]
+    log = gateway.log()
+    assert "Traceback" not in log, log[-3000:]
+    assert "Internal Server Error" not in log
+    started = log.count("store unavailable:")
+    ended = log.count("store reachable again")
+    assert 1 <= started <= 2 and started == ended, log[-3000:]  # once per outage, not per request
+    assert f"127.0.0.1:{cluster.port}" in log  # the warning names the database (password redacted)
