@@ -153,6 +153,8 @@ async def open_gateway(
                 # Audit rows are written by a background task; leaving this block (close, SIGTERM,
                 # stdio EOF) writes whatever is still queued before the store closes.
                 async with gateway.auditor.running():
+                    # Calls a crashed instance left without an outcome (see audit.Auditor).
+                    await gateway.auditor.interrupt_started()
                     await gateway.sync(progress)
                     yield gateway
             finally:

@@ -198,6 +198,7 @@ class CallPipeline:
         redactor: Redactor,
     ) -> CallResult:
         cfg = prepared.connector
+        await trace.reach_upstream()
         try:
             outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
         except ArgumentError as exc:

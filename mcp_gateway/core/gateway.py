@@ -296,7 +296,12 @@ class Gateway:
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
         of that approval before the wait begins."""
         args = dict(args or {})
-        trace = CallTrace()
+
+        async def started(trace: CallTrace) -> None:
+            # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
+            await self.auditor.record(trace.started_record(principal, tool, args, self.clock))
+
+        trace = CallTrace(on_upstream=started)
         result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval):
             # Two decisions, two audit rows: the approval asked for, then what came of it.
@@ -306,7 +311,7 @@ class Gateway:
             decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
             if decided is None or decided.status == "pending":
                 return result
-            trace = CallTrace()
+            trace = CallTrace(on_upstream=started)
             result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
         return result

@@ -121,7 +121,7 @@ _TOKENS = _Table("token", TokenRecord, ["id"])
 _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
-_AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
+_AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -424,6 +424,9 @@ class PostgresStore:
         """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
         rows = await self._fetch(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
         return [_AUDIT.load(r) for r in rows]
+
+    async def interrupt_started_audits(self) -> int:
+        return await self._execute("UPDATE audit SET status = 'interrupted' WHERE status = 'started'")
 
     # -- short-lived shared state ------------------------------------------------------------------------------
 
