@@ -300,7 +300,7 @@ class Auditor:
 class _Queued:
     """A row on the writer's queue, and (``durable``) the event its caller waits on until it is settled."""
 
-    __slots__ = ("row", "_settled")
+    __slots__ = ("_settled", "row")
 
     def __init__(self, row: AuditRecord, settled: anyio.Event | None) -> None:
         self.row = row
