@@ -36,6 +36,7 @@ from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingAppro
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ConnectorState, Store
+from .admission import TrafficGate
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -92,6 +93,7 @@ class Gateway:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         oauth2: OAuth2Tokens | None = None,
         page_key: bytes | None = None,
+        traffic: TrafficGate | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -132,6 +134,7 @@ class Gateway:
             approvals=approvals,
             links=links,
             max_response_bytes=max_response_bytes,
+            traffic=traffic,
         )
 
     @property

@@ -55,6 +55,7 @@ from .sources import (
     McpSpec,
     SourceConfig,
 )
+from .traffic import CircuitBreakerConfig, LimitConfig, RetryConfig
 from .validation import SLUG_RE, STRICT, Problem, choose
 from .yaml_lines import Loc, dotted, line_for, read_yaml
 
@@ -112,6 +113,10 @@ class ConnectorConfig(BaseModel):
     policies: list[PolicyRule] = Field(default_factory=list)
     risk: dict[str, Risk] = Field(default_factory=dict)
     """Per-action risk overrides, by relative action path."""
+    circuit_breaker: CircuitBreakerConfig | None = None
+    """Fail fast after consecutive upstream failures (issue 12); None: no circuit breaker."""
+    retries: RetryConfig = RetryConfig()
+    """Retries of reads after a transient upstream failure (issue 12); none by default."""
 
     @field_validator("slug")
     @classmethod
@@ -170,6 +175,8 @@ class Manifest(BaseModel):
     discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """The folder relative source paths resolve against."""
+    limits: list[LimitConfig] = Field(default_factory=list)
+    """Rate limits and concurrency caps per agent, connector or action pattern (issue 12)."""
 
     _origin: _Origin | None = PrivateAttr(default=None)
 

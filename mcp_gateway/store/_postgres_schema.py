@@ -135,9 +135,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 4: token buckets every instance shares (traffic.BucketStore, see store/postgres.py PostgresBuckets).
     (
         """CREATE TABLE rate_bucket (
-            key    text PRIMARY KEY,
-            tokens double precision NOT NULL,
-            at     double precision NOT NULL
+            key     text PRIMARY KEY,
+            tat     double precision NOT NULL,
+            allowed boolean NOT NULL
         )""",
     ),
 )

@@ -69,7 +69,7 @@ from .base import (
 )
 from .database_url import redact_url, scrub
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresBuckets", "PostgresStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -472,3 +472,41 @@ class PostgresStore:
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         await self._execute(_META_UPSERT, key, dump_meta(value))
+
+
+# -- rate limits every instance shares (issue 12) ------------------------------------------------------------
+
+_NOW = "extract(epoch from now())"
+_TAKE = f"""
+INSERT INTO rate_bucket AS b (key, tat, allowed) VALUES ($1, {_NOW} + 1.0 / $2::float8, true)
+ON CONFLICT (key) DO UPDATE SET
+    allowed = greatest(b.tat, {_NOW}) - {_NOW} <= ($3::float8 - 1.0) / $2::float8,
+    tat = CASE WHEN greatest(b.tat, {_NOW}) - {_NOW} <= ($3::float8 - 1.0) / $2::float8
+               THEN greatest(b.tat, {_NOW}) + 1.0 / $2::float8 ELSE b.tat END
+RETURNING allowed, tat - {_NOW} - ($3::float8 - 1.0) / $2::float8 AS wait
+"""
+_GIVE_BACK = "UPDATE rate_bucket SET tat = tat - 1.0 / $2::float8 WHERE key = $1"
+
+
+class PostgresBuckets:
+    """Token buckets in the ``rate_bucket`` table, so a limit holds across every instance.
+
+    Each bucket is one row holding its *theoretical arrival time* (GCRA, the token bucket as one
+    number): a call may pass when ``tat - now <= (capacity - 1) / rate``, and then moves ``tat`` on
+    by ``1 / rate``. Taking a token is one statement (``INSERT … ON CONFLICT DO UPDATE …
+    RETURNING``): PostgreSQL locks the row for the update, so two instances never both take the
+    last token; time is the database's ``now()``, so the instances' clocks do not matter. Cost: one
+    round trip per applicable rate rule per call (measured by ``scripts/bench_call.py``).
+    """
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    async def take(self, key: str, *, rate: float, capacity: float) -> float:
+        row = await self._store._fetchrow(_TAKE, key, rate, capacity)  # pyright: ignore[reportPrivateUsage]
+        if row is None or row["allowed"]:
+            return 0.0
+        return max(float(row["wait"]), 1e-3)
+
+    async def give_back(self, key: str, *, rate: float, capacity: float) -> None:
+        await self._store._execute(_GIVE_BACK, key, rate)  # pyright: ignore[reportPrivateUsage]
