@@ -503,10 +503,15 @@ class PostgresBuckets:
         self._store = store
 
     async def take(self, key: str, *, rate: float, capacity: float) -> float:
-        row = await self._store._fetchrow(_TAKE, key, rate, capacity)  # pyright: ignore[reportPrivateUsage]
+        row = await self._store._fetchrow(_TAKE, _text_key(key), rate, capacity)  # pyright: ignore[reportPrivateUsage]
         if row is None or row["allowed"]:
             return 0.0
         return max(float(row["wait"]), 1e-3)
 
     async def give_back(self, key: str, *, rate: float, capacity: float) -> None:
-        await self._store._execute(_GIVE_BACK, key, rate)  # pyright: ignore[reportPrivateUsage]
+        await self._store._execute(_GIVE_BACK, _text_key(key), rate)  # pyright: ignore[reportPrivateUsage]
+
+
+def _text_key(key: str) -> str:
+    # PostgreSQL text cannot hold NUL, which ``traffic`` puts between a rule's name and its subject.
+    return key.replace("\0", "\x1f")
