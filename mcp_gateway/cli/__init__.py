@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         "in the manifest, the address served)",
     )
     p.add_argument("--agent", help="stdio: act as this agent of the manifest")
+    p.add_argument("--request-timeout", type=float, default=10.0, help="http: seconds to send a whole request")
+    p.add_argument("--keep-alive", type=float, default=5.0, help="http: seconds an idle connection stays open")
+    p.add_argument("--max-connections", type=int, default=1000, help="http: concurrent connections (503 beyond)")
+    p.add_argument("--drain-timeout", type=float, default=10.0, help="http: seconds SIGTERM waits for calls in flight")
 
     p = add("pages", "serve:cmd_pages", "serve only the human pages (connect, approvals) on loopback at public_url")
     p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")

@@ -49,6 +49,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from ..runtime import keep_discovery_warm, open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio
     from ..server.elicitation import derive_request_state_key
+    from ..server.limits import ConnectionLimits
     from ..server.tools import build_mcp_server
     from ..tokens import TokenService
 
@@ -67,7 +68,15 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
                 tg.start_soon(keep_discovery_warm, gw)  # the optional re-ranker's vectors, off the event loop
                 tokens = TokenService(gw.store, gw.clock)
-                await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
+                limits = ConnectionLimits(
+                    request_timeout=args.request_timeout,
+                    keep_alive=args.keep_alive,
+                    max_connections=args.max_connections,
+                    drain_timeout=args.drain_timeout,
+                )
+                await run_http(
+                    gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw), limits=limits
+                )
                 tg.cancel_scope.cancel()
         return 0
     pages_requested = anyio.Event()

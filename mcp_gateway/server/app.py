@@ -6,8 +6,10 @@ against DNS rebinding by the SDK's transport security, configured here for the a
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,
 started the first time a link is minted, so every link the gateway hands out works.
 
-Stopping: SIGTERM or SIGINT over HTTP stops uvicorn gracefully and then unwinds ``open_gateway``
-like any close (the audit queue is written, the store closed) and exits 0. On stdio, EOF on stdin
+Stopping: SIGTERM or SIGINT over HTTP stops uvicorn gracefully (no new connections; the requests in
+flight finish, for at most the drain timeout) and then unwinds ``open_gateway`` like any close (the
+audit queue is written, upstream MCP sessions closed, the store closed) and exits 0. Connection
+limits and timeouts: see ``server/limits.py``. On stdio, EOF on stdin
 unwinds the same way; a signal cannot (see ``_end_on_signals``), so it writes the audit queue and
 then ends the process as the signal asks.
 """
@@ -31,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
+from .limits import ConnectionLimits, guarded_h11
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from .web import web_routes
 
@@ -116,16 +119,35 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
-def _uvicorn(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
+    limits = limits or ConnectionLimits()
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=guarded_h11(limits.request_timeout),
+        timeout_keep_alive=max(1, round(limits.keep_alive)),
+        limit_concurrency=limits.max_connections,
+        timeout_graceful_shutdown=max(1, round(limits.drain_timeout)),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+    )
     return _Server(config)
 
 
 async def run_http(
-    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+    gateway: Gateway,
+    tokens: TokenService,
+    *,
+    host: str,
+    port: int,
+    request_state_key: bytes | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     app = build_http_app(gateway, tokens, host=host, port=port, request_state_key=request_state_key)
-    await _uvicorn(app, host, port).serve()
+    await _uvicorn(app, host, port, limits).serve()
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
