@@ -73,6 +73,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                     keep_alive=args.keep_alive,
                     max_connections=args.max_connections,
                     drain_timeout=args.drain_timeout,
+                    shutdown_delay=args.shutdown_delay,
                 )
                 await run_http(
                     gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw), limits=limits

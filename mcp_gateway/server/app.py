@@ -16,6 +16,7 @@ then ends the process as the signal asks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -33,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
-from .limits import ConnectionLimits, guarded_h11
+from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from .web import web_routes
 
@@ -113,16 +114,28 @@ class _Server(uvicorn.Server):
     graceful stop; the caller's unwinding then ends the process.
     """
 
+    drain: DrainGate | None = None
+    shutdown_delay: float = 0.0
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
+        if self.drain is not None and self.shutdown_delay > 0 and not self.drain.draining:
+            # Health checks fail first; the listener closes once the load balancer has noticed.
+            self.drain.draining = True
+            asyncio.get_running_loop().call_later(self.shutdown_delay, self._stop)
+            return
+        self.should_exit = True
+
+    def _stop(self) -> None:
         self.should_exit = True
 
 
 def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
     limits = limits or ConnectionLimits()
+    drain = DrainGate(app)
     config = uvicorn.Config(
-        app,
+        drain,
         host=host,
         port=port,
         log_level="warning",
@@ -134,7 +147,9 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
         timeout_graceful_shutdown=max(1, round(limits.drain_timeout)),
         h11_max_incomplete_event_size=limits.max_header_bytes,
     )
-    return _Server(config)
+    server = _Server(config)
+    server.drain, server.shutdown_delay = drain, limits.shutdown_delay
+    return server
 
 
 async def run_http(

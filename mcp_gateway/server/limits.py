@@ -9,8 +9,11 @@
   for an approval, an SSE stream) is not affected: the timer covers reading the request only.
 - **Concurrent connections**: uvicorn's ``limit_concurrency`` answers 503 beyond it.
 - **Header size**: ``h11_max_incomplete_event_size`` bounds what a client may send before its headers end.
-- **Drain**: on SIGTERM uvicorn stops accepting, and waits at most ``timeout_graceful_shutdown`` for
-  the requests in flight (long-lived MCP streams included) before closing them.
+- **Drain**: on SIGTERM, with a ``shutdown_delay``, the server first keeps serving while
+  ``/healthz`` answers 503 (``DrainGate``), so a load balancer's health check takes the instance
+  out before it stops listening (no request lands on a closing socket); then uvicorn stops
+  accepting and waits at most ``timeout_graceful_shutdown`` for the requests in flight (long-lived
+  MCP streams included) before closing them.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ConnectionLimits", "guarded_h11"]
+__all__ = ["ConnectionLimits", "DrainGate", "guarded_h11"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,27 @@ class ConnectionLimits:
     drain_timeout: float = 10.0
     """Seconds a SIGTERM waits for the requests in flight before closing them."""
     max_header_bytes: int = 64 * 1024
+    shutdown_delay: float = 0.0
+    """Seconds between SIGTERM and closing the listener, while ``/healthz`` answers 503 (for a load balancer)."""
+
+
+class DrainGate:
+    """ASGI middleware: once ``draining``, the health checks answer 503 and everything else is served."""
+
+    PATHS = frozenset({"/healthz", "/readyz"})
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.draining = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.draining and scope["type"] == "http" and scope["path"] in self.PATHS:
+            body = b"draining\n"
+            headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 class _GuardedH11(H11Protocol):
