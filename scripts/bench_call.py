@@ -21,6 +21,7 @@ longer makes, each call-path step timed alone, and a cProfile of (b) listing the
 
 Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 3]
     [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N]
+    python scripts/bench_call.py --buckets      # only: rate limits shared through PostgreSQL, per call
 """
 
 # Setup (starting servers, the CLI, reading /proc) blocks on purpose: the calls run strictly one
@@ -893,6 +894,35 @@ def resident_memory(root: Path, upstream: str, top: int) -> None:
                     print(f"    {mb:7.1f} MB {count:9} blocks  {_short(where)}")
 
 
+async def shared_buckets(n: int) -> None:
+    """The cost of a rate limit that holds across instances: one ``PostgresBuckets.take`` (one
+    atomic upsert on a throwaway loopback cluster, see tests/support/postgres.py) per applicable
+    rule per call, against the in-memory bucket of a single instance."""
+    from mcp_gateway.store.postgres import PostgresBuckets, PostgresStore
+    from mcp_gateway.traffic import MemoryBuckets
+    from tests.support.postgres import start_cluster
+
+    cluster = start_cluster()
+    try:
+        async with PostgresStore(cluster.url(cluster.create_database("bench"))) as store:
+            buckets, memory = PostgresBuckets(store), MemoryBuckets()
+
+            async def shared() -> None:
+                await buckets.take("bench", rate=1e9, capacity=1e9)
+
+            async def local() -> None:
+                memory.take("bench", rate=1e9, capacity=1e9, now=time.monotonic())
+
+            print()
+            for result in (
+                await measure("rate limit, in memory (one instance)", local, n=n, warmup=50),
+                await measure("rate limit, PostgreSQL (shared)", shared, n=n, warmup=50),
+            ):
+                print(f"{result.label:<40} p50 {result.p50 * 1000:7.3f} ms  CPU {result.client_cpu * 1000:6.3f} ms")
+    finally:
+        cluster.stop()
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=300, help="measured calls per path")
@@ -903,6 +933,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--skip-sync", action="store_true", help="no cold sync / warm restart of the default manifest")
     p.add_argument("--skip-rss", action="store_true", help="no resident-memory measurement at ~10,000 actions")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="with the RSS run: the N biggest allocators")
+    p.add_argument("--buckets", action="store_true", help="only: the cost of PostgreSQL-shared rate limits per call")
     p.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--serve-floor", choices=["stdio", "http"], help=argparse.SUPPRESS)
     p.add_argument("--upstream", help=argparse.SUPPRESS)
@@ -922,5 +953,7 @@ if __name__ == "__main__":
         open_default(options.open_default)
     elif options.rss_gateway:
         rss_gateway(*options.rss_gateway, options.tracemalloc)
+    elif options.buckets:
+        anyio.run(shared_buckets, options.n)
     else:
         anyio.run(main, options)
