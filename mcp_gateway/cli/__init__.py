@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, default=10.0, help="http: seconds to send a whole request")
     p.add_argument("--keep-alive", type=float, default=5.0, help="http: seconds an idle connection stays open")
     p.add_argument("--max-connections", type=int, default=1000, help="http: concurrent connections (503 beyond)")
+    p.add_argument("--max-sessions", type=int, default=1000, help="http: open MCP sessions (new ones refused beyond)")
     p.add_argument("--drain-timeout", type=float, default=10.0, help="http: seconds SIGTERM waits for calls in flight")
     p.add_argument(
         "--shutdown-delay",

@@ -72,6 +72,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                     request_timeout=args.request_timeout,
                     keep_alive=args.keep_alive,
                     max_connections=args.max_connections,
+                    max_sessions=args.max_sessions,
                     drain_timeout=args.drain_timeout,
                     shutdown_delay=args.shutdown_delay,
                 )

@@ -90,8 +90,15 @@ def _security(host: str, port: int, public_url: str) -> TransportSecuritySetting
 
 
 def build_http_app(
-    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+    gateway: Gateway,
+    tokens: TokenService,
+    *,
+    host: str,
+    port: int,
+    request_state_key: bytes | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> ASGIApp:
+    limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
@@ -101,6 +108,8 @@ def build_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=_security(host, port, gateway.links.public_url),
         host=host,
+        max_sessions=limits.max_sessions,
+        session_idle_timeout=limits.session_idle_timeout,
     )
     return BearerGate(app, tokens)
 
@@ -161,7 +170,7 @@ async def run_http(
     request_state_key: bytes | None = None,
     limits: ConnectionLimits | None = None,
 ) -> None:
-    app = build_http_app(gateway, tokens, host=host, port=port, request_state_key=request_state_key)
+    app = build_http_app(gateway, tokens, host=host, port=port, request_state_key=request_state_key, limits=limits)
     await _uvicorn(app, host, port, limits).serve()
 
 

@@ -8,6 +8,8 @@
   has been read; when it fires the connection is closed. A response that takes long (a call waiting
   for an approval, an SSE stream) is not affected: the timer covers reading the request only.
 - **Concurrent connections**: uvicorn's ``limit_concurrency`` answers 503 beyond it.
+- **MCP sessions**: the SDK's session manager refuses a new session beyond ``max_sessions`` and
+  ends one idle for ``session_idle_timeout``.
 - **Header size**: ``h11_max_incomplete_event_size`` bounds what a client may send before its headers end.
 - **Drain**: on SIGTERM, with a ``shutdown_delay``, the server first keeps serving while
   ``/healthz`` answers 503 (``DrainGate``), so a load balancer's health check takes the instance
@@ -40,6 +42,9 @@ class ConnectionLimits:
     drain_timeout: float = 10.0
     """Seconds a SIGTERM waits for the requests in flight before closing them."""
     max_header_bytes: int = 64 * 1024
+    max_sessions: int = 1000
+    """Open MCP sessions (2025-11-25 protocol) at once; beyond it a new session is refused."""
+    session_idle_timeout: float = 1800.0
     shutdown_delay: float = 0.0
     """Seconds between SIGTERM and closing the listener, while ``/healthz`` answers 503 (for a load balancer)."""
 
