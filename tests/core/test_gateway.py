@@ -223,7 +223,7 @@ async def harness(
         approvals = ApprovalService(store, clock)
         auditor = Auditor(store)
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
-            extra = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
+            extra: dict[str, Any] = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
             gateway = Gateway(
                 manifest=manifest,
                 store=store,
