@@ -4,11 +4,20 @@
 decided, and failing it now would be worse than a missing row. Storage failures are counted
 (``failures``, shown on ``/healthz`` and the operator page) and logged at WARNING to stderr.
 
-Inside ``async with auditor.running():`` (``runtime.open_gateway`` enters it) the write is off the
-call path: ``record`` puts the row on a bounded queue and returns, and one background task waits
-``linger`` (5 ms) after the first row for others to join it, then writes whatever is queued in one
-transaction. Without ``running``, ``record`` writes the
-row before it returns, as a one-shot tool or a test that builds a ``Gateway`` by hand expects.
+Inside ``async with auditor.running():`` (``runtime.open_gateway`` enters it) one background task
+writes the rows: ``record`` puts the row on a bounded queue, and the writer writes whatever is queued
+in one transaction (a group commit). With ``durable`` (the default, issue 12) ``record`` then waits
+until the batch holding its row is committed, so an answer never goes back before its audit row is
+in the database; the writer does not linger, since callers wait: rows recorded while a batch is
+being written form the next batch. Without ``durable`` ``record`` returns as soon as the row is
+queued, and the writer waits ``linger`` (5 ms) after the first row for others to join it. Without
+``running``, ``record`` writes the row before it returns, as a one-shot tool or a test that builds a
+``Gateway`` by hand expects.
+
+A call that reaches for the upstream records twice (``Gateway.call``): a ``started`` row with a
+``call_id`` before the request leaves, then its outcome with the same ``call_id``, which overwrites
+that row (one row per call). ``open_gateway`` marks the rows a crash left ``started`` as
+``interrupted`` when the gateway starts again (``Auditor.interrupt_started``).
 
 Guarantees of the background writer:
 
@@ -26,11 +35,13 @@ Guarantees of the background writer:
   dropped. A signal under stdio cannot unwind (``server/app.py``); it calls ``close()``, which does
   the same, before the process ends.
 
-Crash window: rows are in memory between ``record`` and the writer's commit, normally the linger
-plus one write (~5-6 ms), and at most the queue's worth when the disk is stuck. A process that dies without
-unwinding (SIGKILL, OOM kill, power loss) loses those rows; a clean stop loses none. Readers in
-other processes (``mcp-gateway audit`` while ``serve`` runs) see a row once its batch commits,
-which is normally a few milliseconds after the call returns, not before.
+Crash window: with ``durable``, none for answered calls (the answer waits for the commit), and a
+call whose request reached the upstream has at least its ``started`` row. Without ``durable``, rows
+are in memory between ``record`` and the writer's commit, normally the linger plus one write
+(~5-6 ms), and at most the queue's worth when the disk is stuck; a process that dies without
+unwinding (SIGKILL, OOM kill, power loss) loses those rows. A clean stop loses none either way.
+(SQLite runs with ``synchronous=NORMAL`` in WAL mode: a commit survives a process crash, not a power
+loss; PostgreSQL commits are durable by its own ``synchronous_commit``.)
 """
 
 from __future__ import annotations
@@ -76,7 +87,9 @@ class Auditor:
         max_batch: rows the writer takes into one transaction at most.
         full_wait: seconds ``record`` waits for room in a full queue before counting the row as failed.
         drain_timeout: seconds leaving ``running`` waits for the queue to be written.
-        linger: seconds the writer waits after the first row for more rows to batch with it.
+        linger: seconds the writer waits after the first row for more rows to batch with it
+            (not with ``durable``: the callers wait, so it writes at once).
+        durable: ``record`` returns only once its row is committed (or counted as failed).
     """
 
     def __init__(
@@ -88,6 +101,7 @@ class Auditor:
         full_wait: float = FULL_WAIT_SECONDS,
         drain_timeout: float = DRAIN_SECONDS,
         linger: float = LINGER_SECONDS,
+        durable: bool = True,
     ) -> None:
         if max_queued < 1 or max_batch < 1:
             raise ValueError("max_queued and max_batch must be at least 1")
@@ -96,12 +110,13 @@ class Auditor:
         self._max_batch = max_batch
         self._full_wait = full_wait
         self._drain_timeout = drain_timeout
-        self._linger = linger
+        self._linger = 0.0 if durable else linger
+        self.durable = durable
         self._hurry = anyio.Event()
         """Set by ``flush`` and ``close``: write what is queued now, without lingering."""
         self.failures = 0
         """Rows that could not be written (storage errors, a full queue, a drain that timed out)."""
-        self._send: MemoryObjectSendStream[AuditRecord] | None = None
+        self._send: MemoryObjectSendStream[_Queued] | None = None
         self._accepted = 0
         """Rows queued for the writer, ever."""
         self._settled = 0
@@ -120,7 +135,8 @@ class Auditor:
         return self._accepted - self._settled
 
     async def record(self, row: AuditRecord) -> None:
-        """Write ``row`` (or queue it, inside ``running``). Never raises for a storage problem."""
+        """Write ``row`` (or queue it, inside ``running``; with ``durable``, and wait for its batch's
+        commit). Never raises for a storage problem."""
         send = self._send
         if send is None:
             await self._write([row])
@@ -128,8 +144,10 @@ class Auditor:
         # Counted before the hand-off, and settled exactly once whatever happens next, so ``flush``
         # also waits for a row still waiting for room.
         self._accepted += 1
+        item = _Queued(row, anyio.Event() if self.durable else None)
         try:
-            send.send_nowait(row)
+            send.send_nowait(item)
+            await item.wait()
             return
         except anyio.WouldBlock:
             pass
@@ -137,14 +155,35 @@ class Auditor:
             await self._write_here(row)
             return
         # Backpressure, shielded: a caller cancelled meanwhile must not lose the row it decided.
+        queued = False
         with anyio.move_on_after(self._full_wait, shield=True):
             try:
-                await send.send(row)
+                await send.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._write_here(row)
+                return
+            queued = True
+        if queued:
+            await item.wait()
             return
         self._fail(1, "the audit queue stayed full")
         self._settle(1)
+
+    async def interrupt_started(self) -> int:
+        """Mark the ``started`` rows left by a gateway that died mid-call ``interrupted`` (at start);
+        how many. Logged; never raises for a storage problem."""
+        try:
+            count = await self._store.interrupt_started_audits()
+        except Exception as exc:
+            logger.warning("could not mark interrupted calls in the audit: %s", type(exc).__name__)
+            return 0
+        if count:
+            logger.warning(
+                "%d call(s) reached the upstream but have no recorded outcome (the gateway stopped mid-call); "
+                "marked interrupted in the audit",
+                count,
+            )
+        return count
 
     async def _write_here(self, row: AuditRecord) -> None:
         """The writer is stopping: write an accepted row in the caller's task instead."""
@@ -165,7 +204,7 @@ class Auditor:
         """Run the background writer for the body's duration; on the way out, write what is queued."""
         if self._writing:
             raise RuntimeError("this Auditor's writer is already running")
-        send, receive = anyio.create_memory_object_stream[AuditRecord](self._max_queued)
+        send, receive = anyio.create_memory_object_stream[_Queued](self._max_queued)
         self._writer, self._stopped, self._hurry = anyio.CancelScope(shield=True), anyio.Event(), anyio.Event()
         error: BaseException | None = None
         self._writing = True
@@ -199,37 +238,39 @@ class Auditor:
             self._writer.cancel()  # a no-op when it finished; else it gives up on what is left
 
     async def _write_loop(
-        self, receive: MemoryObjectReceiveStream[AuditRecord], scope: anyio.CancelScope, stopped: anyio.Event
+        self, receive: MemoryObjectReceiveStream[_Queued], scope: anyio.CancelScope, stopped: anyio.Event
     ) -> None:
         # Shielded: the writer outlives a cancelled gateway long enough to drain the queue; only
         # ``running`` ends it early, when the drain timed out.
         try:
             with scope:
-                async for row in receive:
+                async for first in receive:
                     if self._linger and not self._hurry.is_set():
                         with anyio.move_on_after(self._linger):
                             await self._hurry.wait()
                     if self._hurry.is_set() and self._send is not None:
                         self._hurry = anyio.Event()
-                    batch = [row]
+                    batch = [first]
                     while len(batch) < self._max_batch:
                         try:
                             batch.append(receive.receive_nowait())
                         except (anyio.WouldBlock, anyio.EndOfStream):
                             break
                     try:
-                        await self._write(batch)
+                        await self._write([item.row for item in batch])
                     except anyio.get_cancelled_exc_class():
                         self._fail(len(batch), "the gateway stopped while they were being written")
                         raise
                     finally:
                         self._settle(len(batch))
+                        for item in batch:
+                            item.done()
         finally:
             # Cut short by the drain timeout: whatever is still queued will never be written.
             lost = 0
             while True:
                 try:
-                    receive.receive_nowait()
+                    receive.receive_nowait().done()
                 except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                     break
                 lost += 1
@@ -259,3 +300,21 @@ class Auditor:
     def _fail(self, rows: int, why: str) -> None:
         self.failures += rows
         logger.warning("audit write failed for %d row(s) (%d so far): %s", rows, self.failures, why)
+
+
+class _Queued:
+    """A row on the writer's queue, and (``durable``) the event its caller waits on until it is settled."""
+
+    __slots__ = ("_settled", "row")
+
+    def __init__(self, row: AuditRecord, settled: anyio.Event | None) -> None:
+        self.row = row
+        self._settled = settled
+
+    async def wait(self) -> None:
+        if self._settled is not None:
+            await self._settled.wait()
+
+    def done(self) -> None:
+        if self._settled is not None:
+            self._settled.set()

@@ -74,6 +74,8 @@ ErrorReason = Literal[
     "connector_error",
     "internal_error",
     "store_unavailable",
+    "rate_limited",
+    "upstream_unavailable",
 ]
 
 # -- what the store records (issue 10: records typed with this vocabulary) ----------------------
@@ -84,7 +86,11 @@ AuditReason = Literal[DeniedReason, ErrorReason, "needs_auth"]
 """The audit row's ``reason``: a ``Denied``'s or ``ErrorResult``'s reason, or ``needs_auth``."""
 ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
 """Where an approval stands; it moves only by compare-and-set (``Store.transition_approval``)."""
-__all__ += ["ApprovalStatus", "AuditReason", "CallStatus"]
+AuditStatus = Literal[CallStatus, "started", "interrupted"]
+"""The audit row's ``status``: a ``CallStatus`` once the call ended; ``started`` while a call that
+reached for the upstream has no outcome yet; ``interrupted`` when the gateway stopped (crashed) before
+writing one (marked on the next start)."""
+__all__ += ["ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -297,6 +303,9 @@ class ErrorResult(BaseModel):
     upstream_status: int | None = None
     upstream_message: str | None = None
     hint: str | None = None
+    retry_after: float | None = None
+    """Seconds to wait before calling again (``rate_limited``, ``upstream_unavailable``, an upstream
+    429/503 that said ``Retry-After``)."""
 
 
 CallResult = Annotated[Ok | PendingApproval | NeedsAuth | Denied | ErrorResult, Field(discriminator="status")]

@@ -22,6 +22,7 @@ from .audit import Auditor
 from .catalog_memory import limit_malloc_arenas, validate_actions
 from .clock import Clock, SystemClock
 from .core import Gateway
+from .core.admission import TrafficGate
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
@@ -148,15 +149,28 @@ async def open_gateway(
                 mcp=mcp,
                 page_key=derive_key(master_key, "pages", manifest.project),
                 index=index,
+                traffic=traffic_gate(store),
             )
             try:
                 # Audit rows are written by a background task; leaving this block (close, SIGTERM,
                 # stdio EOF) writes whatever is still queued before the store closes.
                 async with gateway.auditor.running():
+                    # Calls a crashed instance left without an outcome (see audit.Auditor).
+                    await gateway.auditor.interrupt_started()
                     await gateway.sync(progress)
                     yield gateway
             finally:
                 await gateway.aclose()
+
+
+def traffic_gate(store: Store) -> TrafficGate:
+    """Rate limits in memory, or in the database when several instances share PostgreSQL (so the
+    manifest's ``limits:`` hold across all of them)."""
+    if type(store).__name__ != "PostgresStore":  # asyncpg (an extra) is imported only when in use
+        return TrafficGate()
+    from .store.postgres import PostgresBuckets, PostgresStore
+
+    return TrafficGate(shared=PostgresBuckets(store) if isinstance(store, PostgresStore) else None)
 
 
 def discovery_index(manifest: Manifest) -> DiscoveryIndex:

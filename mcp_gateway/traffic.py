@@ -12,8 +12,10 @@
   failure opens it again for another cool-down.
 
 All state is in memory and per instance; time comes from a monotonic source the caller injects,
-so every decision is unit-testable without sleeping. (Limits that must hold across instances
-sharing PostgreSQL are a store concern: ``RateLimiter`` takes its buckets from a ``BucketStore``.)
+so every decision is unit-testable without sleeping. Limits that must hold across instances
+sharing PostgreSQL are a store concern: ``admit_async`` takes its tokens from an
+``AsyncBucketStore`` (``store.postgres.PostgresBuckets``: one atomic statement per bucket, on the
+database's clock); concurrency caps and the circuit breaker stay per instance.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Literal, Protocol
 
 __all__ = [
     "Admission",
+    "AsyncBucketStore",
     "BucketStore",
     "CircuitBreaker",
     "LimitRule",
@@ -80,6 +83,16 @@ class BucketStore(Protocol):
     def give_back(self, key: str, *, capacity: float) -> None:
         """Return a token taken by a call that another bucket then refused."""
         ...
+
+
+class AsyncBucketStore(Protocol):
+    """Token buckets in a database several instances share; time is the database's own."""
+
+    async def take(self, key: str, *, rate: float, capacity: float) -> float:
+        """As ``BucketStore.take``, atomically across every instance."""
+        ...
+
+    async def give_back(self, key: str, *, rate: float, capacity: float) -> None: ...
 
 
 @dataclass
@@ -190,10 +203,17 @@ class TrafficControl:
     """Rate limits and concurrency caps over a set of rules; ``admit`` decides one call."""
 
     def __init__(
-        self, rules: Sequence[LimitRule], *, buckets: BucketStore | None = None, clock: Monotonic = time.monotonic
+        self,
+        rules: Sequence[LimitRule],
+        *,
+        buckets: BucketStore | None = None,
+        clock: Monotonic = time.monotonic,
+        shared: AsyncBucketStore | None = None,
     ) -> None:
         self._rules = tuple(rules)
         self._buckets = buckets if buckets is not None else MemoryBuckets()
+        self._shared = shared
+        """With it, ``admit_async`` takes rate-limit tokens there (every instance's calls count)."""
         self._clock = clock
         self._in_flight: dict[str, int] = {}
 
@@ -239,6 +259,62 @@ class TrafficControl:
                 self._in_flight[key] -= 1
 
         return Admission(release)
+
+
+    async def admit_async(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
+        """``admit``, with the rate-limit tokens taken from the shared bucket store when there is one."""
+        if self._shared is None:
+            return self.admit(agent=agent, connector=connector, action=action)
+        keys = {"agent": agent, "connector": connector, "action": action}
+        applicable = [rule for rule in self._rules if rule.matches(keys[rule.scope])]
+        refusal = self._over_concurrency(applicable, keys)
+        if refusal is not None:
+            return refusal
+        taken: list[LimitRule] = []
+        for rule in applicable:
+            if rule.rate is None:
+                continue
+            wait = await self._shared.take(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity)
+            if wait > 0:
+                for done in taken:
+                    assert done.rate is not None
+                    await self._shared.give_back(_bucket_key(done, keys), rate=done.rate, capacity=done.capacity)
+                retry = _ceil_tenth(wait)
+                return Refusal(
+                    reason="rate_limited",
+                    scope=rule.name,
+                    retry_after=retry,
+                    message=f"The rate limit for {rule.name} ({rule.rate:g}/s) is reached; retry in {retry:g} s.",
+                )
+            taken.append(rule)
+        # Checked again: other calls may have taken the last slots while the tokens were taken.
+        refusal = self._over_concurrency(applicable, keys)
+        if refusal is not None:
+            for done in taken:
+                assert done.rate is not None
+                await self._shared.give_back(_bucket_key(done, keys), rate=done.rate, capacity=done.capacity)
+            return refusal
+        held = [_bucket_key(rule, keys) for rule in applicable if rule.concurrency is not None]
+        for key in held:
+            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+
+        def release() -> None:
+            for key in held:
+                self._in_flight[key] -= 1
+
+        return Admission(release)
+
+    def _over_concurrency(self, applicable: Sequence[LimitRule], keys: dict[str, str]) -> Refusal | None:
+        for rule in applicable:
+            if rule.concurrency is not None and self._in_flight.get(_bucket_key(rule, keys), 0) >= rule.concurrency:
+                return Refusal(
+                    reason="rate_limited",
+                    scope=rule.name,
+                    retry_after=1.0,
+                    message=f"Too many calls in flight for {rule.name} (at most {rule.concurrency}); retry when one "
+                    "of them has finished.",
+                )
+        return None
 
 
 def _bucket_key(rule: LimitRule, keys: dict[str, str]) -> str:

@@ -4,7 +4,8 @@ Every path makes the same small JSON GET against the same loopback upstream (a r
 served by uvicorn in its own process, so it shares no GIL with what is measured):
 
     (a) direct        httpx2.AsyncClient -> upstream                                  the floor
-    (b) in-process    Gateway.call (wired like runtime.open_gateway) -> upstream
+    (b) in-process    Gateway.call (wired like runtime.open_gateway) -> upstream; durable audit on
+                      (each call waits for the commit of its "started" and outcome rows), then off
     (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream
     (f) SDK floor     SDK Client -> the thinnest MCPServer (one tool doing the GET) -> upstream
 
@@ -24,6 +25,7 @@ longer makes, each call-path step timed alone, and a cProfile of (b) listing the
 
 Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 3]
     [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N]
+    python scripts/bench_call.py --buckets      # only: rate limits shared through PostgreSQL, per call
 """
 
 # Setup (starting servers, the CLI, reading /proc) blocks on purpose: the calls run strictly one
@@ -561,6 +563,11 @@ async def in_process(root: Path, manifest_path: Path, *, n: int, warmup: int, pr
         # inline), and credential lookups read from SQLite every time (a cache whose counter is
         # never readable answers nothing from memory). Both together are the previous design.
         auditor, access = gw.auditor, gw.store._access
+        # Durable audit (issue 12) off: the call returns once its rows are queued, not committed
+        # (and the upstream call writes no wait for its "started" row). (b) is durable audit on.
+        gw.auditor = Auditor(gw.store, durable=False)
+        async with gw.auditor.running():
+            out["b_lazy_audit"] = await measure("    durable audit off (queued rows)", call, n=n, warmup=warmup)
         gw.auditor = Auditor(gw.store)
         out["b_inline_audit"] = await measure("    ablation: audit INSERT inline", call, n=n, warmup=warmup)
         gw.auditor = auditor
@@ -745,7 +752,14 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
         floor = await measure("(a) direct httpx2 GET", direct, n=n, warmup=warmup)
 
     inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile)
-    results = [floor, inproc["b"], inproc["b_inline_audit"], inproc["b_uncached"], inproc["b_before"]]
+    results = [
+        floor,
+        inproc["b"],
+        inproc["b_lazy_audit"],
+        inproc["b_inline_audit"],
+        inproc["b_uncached"],
+        inproc["b_before"],
+    ]
     sizes: dict[str, Any] = {}
 
     e2e: list[Result] = []
@@ -954,6 +968,35 @@ def resident_memory(root: Path, upstream: str, top: int) -> None:
                     print(f"    {mb:7.1f} MB {count:9} blocks  {_short(where)}")
 
 
+async def shared_buckets(n: int) -> None:
+    """The cost of a rate limit that holds across instances: one ``PostgresBuckets.take`` (one
+    atomic upsert on a throwaway loopback cluster, see tests/support/postgres.py) per applicable
+    rule per call, against the in-memory bucket of a single instance."""
+    from mcp_gateway.store.postgres import PostgresBuckets, PostgresStore
+    from mcp_gateway.traffic import MemoryBuckets
+    from tests.support.postgres import start_cluster
+
+    cluster = start_cluster()
+    try:
+        async with PostgresStore(cluster.url(cluster.create_database("bench"))) as store:
+            buckets, memory = PostgresBuckets(store), MemoryBuckets()
+
+            async def shared() -> None:
+                await buckets.take("bench", rate=1e9, capacity=1e9)
+
+            async def local() -> None:
+                memory.take("bench", rate=1e9, capacity=1e9, now=time.monotonic())
+
+            print()
+            for result in (
+                await measure("rate limit, in memory (one instance)", local, n=n, warmup=50),
+                await measure("rate limit, PostgreSQL (shared)", shared, n=n, warmup=50),
+            ):
+                print(f"{result.label:<40} p50 {result.p50 * 1000:7.3f} ms  CPU {result.client_cpu * 1000:6.3f} ms")
+    finally:
+        cluster.stop()
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=300, help="measured calls per path")
@@ -964,6 +1007,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--skip-sync", action="store_true", help="no cold sync / warm restart of the default manifest")
     p.add_argument("--skip-rss", action="store_true", help="no resident-memory measurement at ~10,000 actions")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="with the RSS run: the N biggest allocators")
+    p.add_argument("--buckets", action="store_true", help="only: the cost of PostgreSQL-shared rate limits per call")
     p.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--serve-floor", choices=["stdio", "http"], help=argparse.SUPPRESS)
     p.add_argument("--upstream", help=argparse.SUPPRESS)
@@ -983,5 +1027,7 @@ if __name__ == "__main__":
         open_default(options.open_default)
     elif options.rss_gateway:
         rss_gateway(*options.rss_gateway, options.tracemalloc)
+    elif options.buckets:
+        anyio.run(shared_buckets, options.n)
     else:
         anyio.run(main, options)

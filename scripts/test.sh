@@ -44,6 +44,12 @@ if ! command -v initdb >/dev/null && ! compgen -G "/usr/lib/postgresql/*/bin/ini
     apt_install --no-install-recommends postgresql
 fi
 
+# HAProxy in front of two gateway instances (tests/e2e/test_production.py): the test writes its
+# own haproxy.cfg on loopback ports and runs `haproxy -f cfg -db`; Debian's service is not used.
+if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ] && command -v apt-get >/dev/null; then
+    apt_install --no-install-recommends haproxy
+fi
+
 # Prometheus for the metrics test (tests/e2e/test_metrics_e2e.py): the test starts its own server on
 # loopback with a config of its own; the packaged service is not what it scrapes with.
 if ! command -v prometheus >/dev/null && command -v apt-get >/dev/null; then

@@ -86,13 +86,13 @@ async def _requested(store: SQLiteStore) -> list[str]:
 
 
 async def test_without_the_writer_record_writes_before_returning(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     await auditor.record(_row(1))
     assert await _requested(store) == ["op_1"]
 
 
 async def test_record_returns_before_the_row_is_written_and_flush_waits_for_it(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     store.gate = anyio.Event()
     async with auditor.running():
         with anyio.fail_after(1):
@@ -115,7 +115,7 @@ async def test_record_returns_before_the_row_is_written_and_flush_waits_for_it(s
 
 
 async def test_rows_queued_meanwhile_go_in_one_batch(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     store.gate = anyio.Event()
     async with auditor.running():
         await auditor.record(_row(0))
@@ -129,7 +129,7 @@ async def test_rows_queued_meanwhile_go_in_one_batch(store: GatedStore) -> None:
 
 
 async def test_the_writer_lingers_for_a_batch_and_flush_cuts_it_short(store: GatedStore) -> None:
-    auditor = Auditor(store, linger=60)
+    auditor = Auditor(store, durable=False, linger=60)
     with anyio.fail_after(10):  # neither flush nor the close waits out the linger
         async with auditor.running():
             for i in range(5):
@@ -146,7 +146,7 @@ async def test_the_writer_lingers_for_a_batch_and_flush_cuts_it_short(store: Gat
 
 
 async def test_batches_are_capped(store: GatedStore) -> None:
-    auditor = Auditor(store, max_batch=30)
+    auditor = Auditor(store, durable=False, max_batch=30)
     store.gate = anyio.Event()
     async with auditor.running():
         await auditor.record(_row(0))
@@ -160,7 +160,7 @@ async def test_batches_are_capped(store: GatedStore) -> None:
 
 
 async def test_leaving_running_writes_everything_queued(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     store.gate = anyio.Event()
     async with auditor.running():
         for i in range(50):
@@ -173,7 +173,7 @@ async def test_leaving_running_writes_everything_queued(store: GatedStore) -> No
 
 
 async def test_a_cancelled_gateway_still_writes_what_was_queued(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     store.gate = anyio.Event()
     with anyio.CancelScope() as scope:
         async with auditor.running():
@@ -187,7 +187,7 @@ async def test_a_cancelled_gateway_still_writes_what_was_queued(store: GatedStor
 
 
 async def test_an_error_in_the_body_propagates_unwrapped_after_the_drain(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     with pytest.raises(LookupError, match="the body's own error"):
         async with auditor.running():
             await auditor.record(_row(1))
@@ -196,7 +196,7 @@ async def test_an_error_in_the_body_propagates_unwrapped_after_the_drain(store: 
 
 
 async def test_after_close_record_writes_directly(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     async with auditor.running():
         await auditor.record(_row(1))
         await auditor.close()  # what a signal handler does before ending the process
@@ -205,7 +205,7 @@ async def test_after_close_record_writes_directly(store: GatedStore) -> None:
 
 
 async def test_failures_are_counted_and_never_raised(store: GatedStore, caplog: pytest.LogCaptureFixture) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     store.fail = True
     with caplog.at_level(logging.WARNING, logger="mcp_gateway.audit"):
         await auditor.record(_row(0))  # direct
@@ -223,7 +223,7 @@ async def test_failures_are_counted_and_never_raised(store: GatedStore, caplog: 
 
 
 async def test_a_full_queue_makes_the_caller_wait_for_room(store: GatedStore) -> None:
-    auditor = Auditor(store, max_queued=2, full_wait=30)
+    auditor = Auditor(store, durable=False, max_queued=2, full_wait=30)
     store.gate = anyio.Event()
     async with auditor.running():
         await auditor.record(_row(0))
@@ -247,7 +247,7 @@ async def test_a_full_queue_makes_the_caller_wait_for_room(store: GatedStore) ->
 
 
 async def test_a_queue_that_stays_full_counts_the_row_as_failed(store: GatedStore) -> None:
-    auditor = Auditor(store, max_queued=1, full_wait=0.05)
+    auditor = Auditor(store, durable=False, max_queued=1, full_wait=0.05)
     store.gate = anyio.Event()
     async with auditor.running():
         await auditor.record(_row(0))
@@ -261,7 +261,7 @@ async def test_a_queue_that_stays_full_counts_the_row_as_failed(store: GatedStor
 
 
 async def test_a_stuck_writer_cannot_hold_the_shutdown_forever(store: GatedStore) -> None:
-    auditor = Auditor(store, drain_timeout=0.1)
+    auditor = Auditor(store, durable=False, drain_timeout=0.1)
     store.gate = anyio.Event()  # never opened
     with anyio.fail_after(5):
         async with auditor.running():
@@ -272,7 +272,7 @@ async def test_a_stuck_writer_cannot_hold_the_shutdown_forever(store: GatedStore
 
 
 async def test_the_writer_runs_once_at_a_time(store: GatedStore) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, durable=False)
     async with auditor.running():
         with pytest.raises(RuntimeError, match="already running"):
             async with auditor.running():
@@ -280,6 +280,74 @@ async def test_the_writer_runs_once_at_a_time(store: GatedStore) -> None:
     async with auditor.running():  # and may run again after it stopped
         await auditor.record(_row(1))
     assert await _requested(store) == ["op_1"]
+
+
+# -- durable: the caller waits for its batch's commit (issue 12) ---------------------------------------------
+
+
+async def test_durable_record_returns_once_its_row_is_committed(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    assert auditor.durable
+    store.gate = anyio.Event()
+    async with auditor.running():
+        returned = anyio.Event()
+
+        async def call() -> None:
+            await auditor.record(_row(1))
+            assert await _requested(store) == ["op_1"]  # in the table when the answer would go back
+            returned.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await store.entered.wait()
+            await anyio.wait_all_tasks_blocked()
+            assert not returned.is_set()  # held at the gate with its row
+            store.gate.set()
+    assert returned.is_set()
+    assert auditor.failures == 0
+
+
+async def test_durable_rows_recorded_meanwhile_commit_together(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.gate = anyio.Event()
+    done: list[int] = []
+
+    async def call(i: int) -> None:
+        await auditor.record(_row(i))
+        done.append(i)
+
+    async with auditor.running():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, 0)
+            await store.entered.wait()  # row 0's batch is being written
+            for i in range(1, 51):
+                tg.start_soon(call, i)
+            await anyio.wait_all_tasks_blocked()
+            assert done == []
+            store.gate.set()
+        assert store.batches == [1, 50]  # a group commit, not 51 commits
+        assert sorted(done) == list(range(51))
+
+
+async def test_durable_record_returns_when_its_batch_failed(store: GatedStore) -> None:
+    auditor = Auditor(store)
+    store.fail = True
+    async with auditor.running():
+        with anyio.fail_after(5):
+            await auditor.record(_row(1))  # counted, never raised: the call was already decided
+    assert auditor.failures == 1
+
+
+async def test_started_rows_are_marked_interrupted_on_start(tmp_path: Path) -> None:
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+    settings.state_dir.mkdir(parents=True)
+    async with SQLiteStore(settings.database) as s:
+        await s.append_audit(_row(1).model_copy(update={"status": "started", "call_id": "x1"}))
+        await s.append_audit(_row(2))
+    manifest = parse_manifest(MANIFEST, base_dir=tmp_path)
+    async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+        rows = {r.requested: r.status for r in await gw.store.list_audit()}
+    assert rows == {"op_1": "interrupted", "op_2": "ok"}
 
 
 # -- through the whole gateway -------------------------------------------------------------------------------

@@ -159,6 +159,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve /metrics (no token needed) and /readyz on this port, on --metrics-host",
     )
     p.add_argument("--metrics-host", default="127.0.0.1", help="where --metrics-port listens (default: loopback)")
+    p.add_argument("--request-timeout", type=float, default=10.0, help="http: seconds to send a whole request")
+    p.add_argument("--keep-alive", type=float, default=5.0, help="http: seconds an idle connection stays open")
+    p.add_argument("--max-connections", type=int, default=1000, help="http: concurrent connections (503 beyond)")
+    p.add_argument("--max-sessions", type=int, default=1000, help="http: open MCP sessions (new ones refused beyond)")
+    p.add_argument("--drain-timeout", type=float, default=10.0, help="http: seconds SIGTERM waits for calls in flight")
+    p.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=0.0,
+        help="http: seconds after SIGTERM with /healthz answering 503 before the listener closes (load balancers)",
+    )
 
     p = add("pages", "serve:cmd_pages", "serve only the human pages (connect, approvals) on loopback at public_url")
     p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")

@@ -50,6 +50,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from ..runtime import keep_discovery_warm, open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
+    from ..server.limits import ConnectionLimits
     from ..server.tools import build_mcp_server
     from ..tokens import TokenService
     from ..tracing import configure_tracing, shutdown_tracing
@@ -72,7 +73,17 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                 if args.metrics_port is not None:
                     tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
                 tokens = TokenService(gw.store, gw.clock)
-                await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
+                limits = ConnectionLimits(
+                    request_timeout=args.request_timeout,
+                    keep_alive=args.keep_alive,
+                    max_connections=args.max_connections,
+                    max_sessions=args.max_sessions,
+                    drain_timeout=args.drain_timeout,
+                    shutdown_delay=args.shutdown_delay,
+                )
+                await run_http(
+                    gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw), limits=limits
+                )
                 tg.cancel_scope.cancel()
         shutdown_tracing()
         return 0

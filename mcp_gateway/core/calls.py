@@ -27,6 +27,7 @@ from ..errors import (
     UpstreamError,
 )
 from ..execution.executor import Executor, Prepared
+from ..execution.response import Outcome
 from ..identity import Principal, granted_connectors
 from ..links import LinkService
 from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
@@ -34,6 +35,7 @@ from ..policy import effective_risk
 from ..projection import project
 from ..redaction import Redactor
 from ..tracing import span
+from .admission import TrafficGate
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
@@ -70,6 +72,7 @@ class CallPipeline:
         links: LinkService,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         health: StoreHealth | None = None,
+        traffic: TrafficGate | None = None,
     ) -> None:
         self._catalogs = catalogs
         self._permissions = permissions
@@ -79,6 +82,8 @@ class CallPipeline:
         self._links = links
         self.max_response_bytes = max_response_bytes
         self._health = health if health is not None else StoreHealth(None)
+        self.traffic = traffic or TrafficGate()
+        """Rate limits, concurrency caps, circuit breakers and read retries (issue 12)."""
 
     async def attempt(
         self,
@@ -180,9 +185,13 @@ class CallPipeline:
             gate = await self._approval_gate(principal, action, args, verdict, approval_id)
             if gate is not None:
                 return gate
-        redactor = Redactor()
-        auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
-        return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
+        admitted = await self.traffic.admit(manifest, principal, action)
+        if isinstance(admitted, ErrorResult):
+            return admitted
+        with admitted:  # concurrency slots held until the call has its result
+            redactor = Redactor()
+            auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
+            return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
 
     async def _approval_gate(
         self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, approval_id: str | None
@@ -221,9 +230,10 @@ class CallPipeline:
         redactor: Redactor,
     ) -> CallResult:
         cfg = prepared.connector
+        await trace.reach_upstream()
         sent = time.perf_counter()
         try:
-            outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
+            outcome = await self._send(executor, prepared, auth)
         except ArgumentError as exc:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except (CredentialMissing, CredentialError) as exc:
@@ -243,6 +253,16 @@ class CallPipeline:
             )
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
+        if outcome.http_status in (429, 503) and outcome.retry_after is not None:
+            retry = max(0.1, round(outcome.retry_after, 1))
+            return ErrorResult(
+                reason="rate_limited",
+                message=f"{cfg.slug} answered {outcome.http_status} and asks to retry in {retry:g} s.",
+                upstream_status=outcome.http_status,
+                upstream_message=upstream_summary(outcome, redactor),
+                retry_after=retry,
+                hint=f"Wait {retry:g} s before calling again (retry_after).",
+            )
         if outcome.http_status == 401:
             return await self.connect_result(
                 principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
@@ -269,6 +289,34 @@ class CallPipeline:
             data = project(data, fields)
         return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
 
+    async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
+        """Run the request, telling the circuit breaker how it went; a read that met a transient
+        failure (timeout, refused connection, 429/503/502/504) is tried again per ``retries.reads``."""
+        cfg, action = prepared.connector, prepared.action
+        attempt = 0
+        while True:
+            try:
+                outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
+            except UpstreamError as exc:
+                transient = exc.reason in ("upstream_timeout", "upstream_unreachable")
+                self.traffic.outcome(cfg.slug, failed=transient)
+                delay = self.traffic.retry_delay(cfg, action, attempt, None) if transient else None
+                if delay is None:
+                    raise
+            else:
+                status = outcome.http_status
+                failed = status is not None and (status >= 500 or status == 429)
+                self.traffic.outcome(cfg.slug, failed=failed)
+                retryable = status in _TRANSIENT_STATUSES
+                delay = self.traffic.retry_delay(cfg, action, attempt, outcome.retry_after) if retryable else None
+                if delay is None:
+                    return outcome
+            if self.traffic.breaker_refusal(cfg.slug) is not None:  # the circuit opened meanwhile
+                raise UpstreamError("upstream_unavailable", f"{cfg.slug}'s upstream keeps failing; not retried.")
+            logger.info("retrying read %s in %.2f s (attempt %d)", action.qualified_name, delay, attempt + 2)
+            await self.traffic.sleep(delay)
+            attempt += 1
+
     def _fallback_hint(self, action: Action) -> str:
         """A sentence pointing at the connector's generic request action, when it has one and this
         call was not already through it: the way around a curated action that cannot say something."""
@@ -279,6 +327,9 @@ class CallPipeline:
             f" If this action cannot express the call, {fallback.qualified_name} sends any HTTP request to the same "
             "API with the connector's credentials (describe it first)."
         )
+
+
+_TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 
 def _pending(approval_id: str, url: str, summary: str, expires_at: str) -> PendingApproval:

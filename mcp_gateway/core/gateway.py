@@ -38,6 +38,7 @@ from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingAppro
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ConnectorState, Store
+from .admission import TrafficGate
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -99,6 +100,7 @@ class Gateway:
         oauth2: OAuth2Tokens | None = None,
         page_key: bytes | None = None,
         metrics: GatewayMetrics | None = None,
+        traffic: TrafficGate | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -148,6 +150,7 @@ class Gateway:
             links=links,
             max_response_bytes=max_response_bytes,
             health=self.store_health,
+            traffic=traffic,
         )
 
     @property
@@ -323,7 +326,12 @@ class Gateway:
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
         of that approval before the wait begins."""
         args = dict(args or {})
-        trace = CallTrace()
+
+        async def started(trace: CallTrace) -> None:
+            # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
+            await self.auditor.record(trace.started_record(principal, tool, args, self.clock))
+
+        trace = CallTrace(on_upstream=started)
         result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval):
             # Two decisions, two audit rows: the approval asked for, then what came of it.
@@ -333,7 +341,7 @@ class Gateway:
             decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
             if decided is None or decided.status == "pending":
                 return result
-            trace = CallTrace()
+            trace = CallTrace(on_upstream=started)
             result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
         action = trace.action

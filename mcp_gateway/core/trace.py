@@ -8,7 +8,8 @@ the audit row cannot be built where the result is: each step fills in what it fo
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..approvals import fingerprint, redact_arguments
 from ..audit import args_preview
 from ..clock import Clock
 from ..identity import Principal
-from ..model import Action, CallResult, Verdict
+from ..model import Action, AuditReason, AuditStatus, CallResult, Verdict
 from ..store.base import AuditRecord
 from .results import reason_code
 
@@ -35,9 +36,37 @@ class CallTrace:
     started: float = field(default_factory=time.perf_counter)
     upstream_seconds: float | None = None
     """Time spent waiting for the upstream (None when the call did not reach it), for the metrics."""
+    on_upstream: Callable[[CallTrace], Awaitable[None]] | None = None
+    """Awaited just before the request leaves for the upstream (the pipeline calls ``reach_upstream``):
+    the ``Gateway`` writes the durable ``started`` audit row there."""
+    call_id: str | None = None
+    """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
+
+    async def reach_upstream(self) -> None:
+        """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
+        if self.call_id is None:
+            self.call_id = uuid.uuid4().hex
+            if self.on_upstream is not None:
+                await self.on_upstream(self)
+
+    def started_record(self, principal: Principal, tool: str, args: Mapping[str, Any], clock: Clock) -> AuditRecord:
+        """The ``started`` row: what is known before the upstream answers."""
+        return self._record(principal, tool, args, clock, status="started", reason=None)
 
     def audit_record(
         self, principal: Principal, tool: str, args: Mapping[str, Any], result: CallResult, clock: Clock
+    ) -> AuditRecord:
+        return self._record(principal, tool, args, clock, status=result.status, reason=reason_code(result))
+
+    def _record(
+        self,
+        principal: Principal,
+        tool: str,
+        args: Mapping[str, Any],
+        clock: Clock,
+        *,
+        status: AuditStatus,
+        reason: AuditReason | None,
     ) -> AuditRecord:
         action, verdict = self.action, self.verdict
         return AuditRecord(
@@ -51,8 +80,9 @@ class CallTrace:
             fingerprint=fingerprint(principal, action.qualified_name, args) if action else None,
             verdict=verdict.action if verdict else None,
             verdict_source=verdict.source if verdict else None,
-            status=result.status,
-            reason=reason_code(result),
+            status=status,
+            reason=reason,
             upstream_status=self.upstream_status,
             latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
+            call_id=self.call_id,
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import codecs
+import datetime
+import email.utils
 import json
 import re
 from dataclasses import dataclass
@@ -53,6 +55,8 @@ class Outcome:
     """The media type without parameters, lower-case (``application/json``); empty when absent."""
     binary: bool = False
     """``data`` is the ``{"base64", ...}`` shape of a binary body."""
+    retry_after: float | None = None
+    """Seconds from the upstream's ``Retry-After`` header (delta-seconds or an HTTP date), if any."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome:
@@ -78,7 +82,24 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
         truncated=truncated,
         content_type=media,
         binary=kind == "binary",
+        retry_after=parse_retry_after(response.headers.get("retry-after")),
     )
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds from now (never negative); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
 
 
 async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:

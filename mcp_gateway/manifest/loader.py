@@ -55,6 +55,7 @@ from .sources import (
     McpSpec,
     SourceConfig,
 )
+from .traffic import CircuitBreakerConfig, LimitConfig, RetryConfig
 from .validation import SLUG_RE, STRICT, Problem, choose
 from .yaml_lines import Loc, dotted, line_for, read_yaml
 
@@ -118,6 +119,10 @@ class ConnectorConfig(BaseModel):
     trace_context: bool = True
     """Send W3C trace context (``traceparent``) on this connector's upstream HTTP requests; ``false``
     for an upstream that must not learn the caller's trace ids."""
+    circuit_breaker: CircuitBreakerConfig | None = None
+    """Fail fast after consecutive upstream failures (issue 12); None: no circuit breaker."""
+    retries: RetryConfig = RetryConfig()
+    """Retries of reads after a transient upstream failure (issue 12); none by default."""
 
     @field_validator("slug")
     @classmethod
@@ -221,6 +226,8 @@ class Manifest(BaseModel):
     front_door: FrontDoorConfig | None = None
     """Access tokens from an identity provider (README: "Front door (OAuth)")."""
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    limits: list[LimitConfig] = Field(default_factory=list)
+    """Rate limits and concurrency caps per agent, connector or action pattern (issue 12)."""
 
     _origin: _Origin | None = PrivateAttr(default=None)
 

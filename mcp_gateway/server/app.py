@@ -6,14 +6,17 @@ against DNS rebinding by the SDK's transport security, configured here for the a
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,
 started the first time a link is minted, so every link the gateway hands out works.
 
-Stopping: SIGTERM or SIGINT over HTTP stops uvicorn gracefully and then unwinds ``open_gateway``
-like any close (the audit queue is written, the store closed) and exits 0. On stdio, EOF on stdin
+Stopping: SIGTERM or SIGINT over HTTP stops uvicorn gracefully (no new connections; the requests in
+flight finish, for at most the drain timeout) and then unwinds ``open_gateway`` like any close (the
+audit queue is written, upstream MCP sessions closed, the store closed) and exits 0. Connection
+limits and timeouts: see ``server/limits.py``. On stdio, EOF on stdin
 unwinds the same way; a signal cannot (see ``_end_on_signals``), so it writes the audit queue and
 then ends the process as the signal asks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -36,6 +39,7 @@ from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..tokens import TokenService
 from .front_door import FrontDoor, Gate, open_front_door
+from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
 from .web import web_routes
@@ -68,7 +72,9 @@ def build_http_app(
     port: int,
     request_state_key: bytes | None = None,
     front_door: FrontDoor | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> ASGIApp:
+    limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
@@ -80,6 +86,8 @@ def build_http_app(
         streamable_http_path=MCP_PATH,
         transport_security=_security(host, port, gateway.links.public_url),
         host=host,
+        max_sessions=limits.max_sessions,
+        session_idle_timeout=limits.session_idle_timeout,
     )
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
     return Gate(app, tokens, front_door, gateway.store_health)
@@ -94,27 +102,66 @@ class _Server(uvicorn.Server):
     graceful stop; the caller's unwinding then ends the process.
     """
 
+    drain: DrainGate | None = None
+    shutdown_delay: float = 0.0
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
+        if self.drain is not None and self.shutdown_delay > 0 and not self.drain.draining:
+            # Health checks fail first; the listener closes once the load balancer has noticed.
+            self.drain.draining = True
+            asyncio.get_running_loop().call_later(self.shutdown_delay, self._stop)
+            return
+        self.should_exit = True
+
+    def _stop(self) -> None:
         self.should_exit = True
 
 
-def _uvicorn(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    return _Server(config)
+def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
+    limits = limits or ConnectionLimits()
+    drain = DrainGate(app)
+    config = uvicorn.Config(
+        drain,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=guarded_h11(limits.request_timeout),
+        timeout_keep_alive=max(1, round(limits.keep_alive)),
+        limit_concurrency=limits.max_connections,
+        timeout_graceful_shutdown=max(1, round(limits.drain_timeout)),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+    )
+    server = _Server(config)
+    server.drain, server.shutdown_delay = drain, limits.shutdown_delay
+    return server
 
 
 async def run_http(
-    gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
+    gateway: Gateway,
+    tokens: TokenService,
+    *,
+    host: str,
+    port: int,
+    request_state_key: bytes | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     front_door = None
     if gateway.manifest.front_door is not None:
         front_door = await open_front_door(gateway.manifest.front_door, gateway.links.public_url, _idp_http())
     app = build_http_app(
-        gateway, tokens, host=host, port=port, request_state_key=request_state_key, front_door=front_door
+        gateway,
+        tokens,
+        host=host,
+        port=port,
+        request_state_key=request_state_key,
+        front_door=front_door,
+        limits=limits,
     )
-    await _uvicorn(app, host, port).serve()
+    await _uvicorn(app, host, port, limits).serve()
 
 
 def _idp_http() -> httpx2.AsyncClient:

@@ -126,6 +126,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    boolean NOT NULL DEFAULT false
         )""",
     ),
+    # 3: durable audit (issue 12): see the SQLite schema's migration 6.
+    (
+        "ALTER TABLE audit ADD COLUMN call_id text",
+        "CREATE UNIQUE INDEX audit_by_call ON audit (call_id)",
+        "CREATE INDEX audit_started ON audit (status) WHERE status = 'started'",
+    ),
+    # 4: token buckets every instance shares (traffic.BucketStore, see store/postgres.py PostgresBuckets).
+    (
+        """CREATE TABLE rate_bucket (
+            key     text PRIMARY KEY,
+            tat     double precision NOT NULL,
+            allowed boolean NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -142,6 +156,7 @@ OUR_TABLES = (
     "meta",
     "ephemeral",
     "operator_token",
+    "rate_bucket",
 )
 
 

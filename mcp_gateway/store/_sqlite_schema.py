@@ -139,6 +139,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    INTEGER NOT NULL DEFAULT 0
         )""",
     ),
+    # 6: durable audit (issue 12): a call that reaches for the upstream writes a ``started`` row
+    # first; its outcome overwrites that row (upsert on call_id; NULLs never conflict), and the
+    # rows left ``started`` by a crash are marked ``interrupted`` on the next start.
+    (
+        "ALTER TABLE audit ADD COLUMN call_id TEXT",
+        "CREATE UNIQUE INDEX audit_by_call ON audit (call_id)",
+        "CREATE INDEX audit_started ON audit (status) WHERE status = 'started'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,7 +26,7 @@ from ..model import (
     Action,
     ApprovalStatus,
     AuditReason,
-    CallStatus,
+    AuditStatus,
     ConnectorStatus,
     PolicyAction,
     Risk,
@@ -160,10 +160,13 @@ class AuditRecord(BaseModel):
     fingerprint: str | None
     verdict: PolicyAction | None
     verdict_source: VerdictSource | None
-    status: CallStatus
+    status: AuditStatus
     reason: AuditReason | None = None
     upstream_status: int | None = None
     latency_ms: float
+    call_id: str | None = None
+    """Set on a call that reached for the upstream: its ``started`` row and its outcome share it, and
+    the outcome overwrites the ``started`` row (one row per call, see ``audit.Auditor.started``)."""
 
 
 class CatalogStore(Protocol):
@@ -261,6 +264,11 @@ class AuditStore(Protocol):
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
         """The ``limit`` newest rows, newest first."""
+        ...
+
+    async def interrupt_started_audits(self) -> int:
+        """Mark every ``started`` row ``interrupted`` (a call whose outcome was never written: the
+        gateway died while it ran); how many. An outcome written later still overwrites the row."""
         ...
 
 

@@ -262,7 +262,20 @@ class MemoryStore:
 
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         rows = [_utc(r) for r in records]  # all validated before any is appended: all or none
-        self._d().audit.extend(rows)
+        audit = self._d().audit
+        for row in rows:
+            at = next((i for i, r in enumerate(audit) if row.call_id and r.call_id == row.call_id), None)
+            if at is None:
+                audit.append(row)
+            else:  # an outcome overwrites its call's ``started`` row, in place (like the SQL upsert)
+                audit[at] = row
+
+    async def interrupt_started_audits(self) -> int:
+        audit = self._d().audit
+        started = [i for i, r in enumerate(audit) if r.status == "started"]
+        for i in started:
+            audit[i] = audit[i].model_copy(update={"status": "interrupted"})
+        return len(started)
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
         """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""

@@ -69,7 +69,7 @@ from .base import (
 )
 from .database_url import redact_url, scrub
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresBuckets", "PostgresStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ _TOKENS = _Table("token", TokenRecord, ["id"])
 _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
-_AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
+_AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -464,6 +464,9 @@ class PostgresStore:
         rows = await self._fetch(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
         return [_AUDIT.load(r) for r in rows]
 
+    async def interrupt_started_audits(self) -> int:
+        return await self._execute("UPDATE audit SET status = 'interrupted' WHERE status = 'started'")
+
     # -- short-lived shared state ------------------------------------------------------------------------------
 
     async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
@@ -531,3 +534,46 @@ def _lost(exc: asyncpg.InterfaceError) -> bool:
     """Whether an ``InterfaceError`` is a lost connection (rather than a misuse, a bug)."""
     text = str(exc).lower()
     return "connection" in text and ("closed" in text or "lost" in text or "reset" in text)
+
+
+# -- rate limits every instance shares (issue 12) ------------------------------------------------------------
+
+_NOW = "extract(epoch from now())"
+_TAKE = f"""
+INSERT INTO rate_bucket AS b (key, tat, allowed) VALUES ($1, {_NOW} + 1.0 / $2::float8, true)
+ON CONFLICT (key) DO UPDATE SET
+    allowed = greatest(b.tat, {_NOW}) - {_NOW} <= ($3::float8 - 1.0) / $2::float8,
+    tat = CASE WHEN greatest(b.tat, {_NOW}) - {_NOW} <= ($3::float8 - 1.0) / $2::float8
+               THEN greatest(b.tat, {_NOW}) + 1.0 / $2::float8 ELSE b.tat END
+RETURNING allowed, tat - {_NOW} - ($3::float8 - 1.0) / $2::float8 AS wait
+"""
+_GIVE_BACK = "UPDATE rate_bucket SET tat = tat - 1.0 / $2::float8 WHERE key = $1"
+
+
+class PostgresBuckets:
+    """Token buckets in the ``rate_bucket`` table, so a limit holds across every instance.
+
+    Each bucket is one row holding its *theoretical arrival time* (GCRA, the token bucket as one
+    number): a call may pass when ``tat - now <= (capacity - 1) / rate``, and then moves ``tat`` on
+    by ``1 / rate``. Taking a token is one statement (``INSERT … ON CONFLICT DO UPDATE …
+    RETURNING``): PostgreSQL locks the row for the update, so two instances never both take the
+    last token; time is the database's ``now()``, so the instances' clocks do not matter. Cost: one
+    round trip per applicable rate rule per call (measured by ``scripts/bench_call.py``).
+    """
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    async def take(self, key: str, *, rate: float, capacity: float) -> float:
+        row = await self._store._fetchrow(_TAKE, _text_key(key), rate, capacity)  # pyright: ignore[reportPrivateUsage]
+        if row is None or row["allowed"]:
+            return 0.0
+        return max(float(row["wait"]), 1e-3)
+
+    async def give_back(self, key: str, *, rate: float, capacity: float) -> None:
+        await self._store._execute(_GIVE_BACK, _text_key(key), rate)  # pyright: ignore[reportPrivateUsage]
+
+
+def _text_key(key: str) -> str:
+    # PostgreSQL text cannot hold NUL, which ``traffic`` puts between a rule's name and its subject.
+    return key.replace("\0", "\x1f")

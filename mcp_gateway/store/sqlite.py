@@ -119,7 +119,7 @@ _TOKENS = _Table("token", TokenRecord, ["id"])
 _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
-_AUDIT = _Table("audit", AuditRecord)  # append-only: a plain INSERT
+_AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -136,15 +136,20 @@ def _never_current() -> None:
     return None
 
 
-_AUDIT_ROWS_PER_STATEMENT = 64
-"""64 rows x 15 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
+_AUDIT_ROWS_PER_STATEMENT = 60
+"""60 rows x 16 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
 
 
 @functools.cache
 def _audit_insert(rows: int) -> str:
     """One INSERT of ``rows`` audit rows: a single statement is atomic on its own in autocommit mode."""
     values = "(" + ", ".join("?" for _ in _AUDIT.columns) + ")"
-    return f"INSERT INTO audit ({', '.join(_AUDIT.columns)}) VALUES " + ", ".join([values] * rows)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _AUDIT.columns if c != "call_id")
+    return (
+        f"INSERT INTO audit ({', '.join(_AUDIT.columns)}) VALUES "
+        + ", ".join([values] * rows)
+        + f" ON CONFLICT (call_id) DO UPDATE SET {updates}"
+    )
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -537,6 +542,11 @@ class SQLiteStore:
         """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
         rows = await self._fetchall(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT ?", (max(limit, 0),))
         return [_AUDIT.load(row) for row in rows]
+
+    async def interrupt_started_audits(self) -> int:
+        async with self._transaction() as db:
+            async with db.execute("UPDATE audit SET status = 'interrupted' WHERE status = 'started'") as cursor:
+                return cursor.rowcount
 
     # -- short-lived shared state ----------------------------------------------------------------------
 

@@ -223,7 +223,7 @@ async def harness(
         approvals = ApprovalService(store, clock)
         auditor = Auditor(store)
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
-            extra = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
+            extra: dict[str, Any] = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
             gateway = Gateway(
                 manifest=manifest,
                 store=store,
@@ -690,13 +690,36 @@ async def test_one_audit_row_per_call_decision(h: Harness) -> None:
     assert h.auditor.failures == 0
 
 
+async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves(h: Harness) -> None:
+    seen: list[list[tuple[str, str | None]]] = []
+    answer = h.upstream.__call__
+
+    async def upstream(request: httpx2.Request) -> httpx2.Response:
+        seen.append([(r.status, r.call_id) for r in await h.store.list_audit()])
+        return await answer(request)
+
+    transport = h.gateway.http._transport  # pyright: ignore[reportPrivateUsage]
+    transport.handler = upstream  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    async with h.auditor.running():  # the background writer, as serve runs it
+        for _ in range(2):
+            result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+            assert isinstance(result, Ok), result
+        denied = await h.gateway.call(OPERATOR, "api.nope")
+        assert isinstance(denied, Denied)
+        rows = await h.store.list_audit()  # no flush: each answer waited for its row's commit
+    assert seen[0] == [("started", seen[0][0][1])] and seen[0][0][1] is not None
+    assert [status for status, _ in seen[1]] == ["started", "ok"]
+    assert [r.status for r in rows] == ["denied", "ok", "ok"]  # one row per call: the outcome replaced "started"
+    assert rows[0].call_id is None and rows[1].call_id != rows[2].call_id
+
+
 async def test_audit_failure_never_breaks_the_call(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with harness(tmp_path, store_cls=FullDiskStore) as h:
         result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
         assert isinstance(result, Ok), result
         denied = await h.gateway.call(OPERATOR, "api.admin.purge")
         assert isinstance(denied, Denied)
-        assert h.auditor.failures == 2
+        assert h.auditor.failures == 3  # the first call's started row and outcome, the denial
     assert "audit write failed" in caplog.text
 
 

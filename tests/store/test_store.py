@@ -546,6 +546,33 @@ async def test_audit_is_append_only(store: Store) -> None:
     assert await store.list_audit() == [row, row]
 
 
+async def test_audit_started_row_is_overwritten_by_its_outcome(store: Store) -> None:
+    started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1", "upstream_status": None})
+    other = _audit(2, T0 + timedelta(seconds=1))
+    await store.append_audit(started)
+    await store.append_audits([other])
+    assert await store.list_audit() == [other, started]
+    done = _audit(1, T0 + timedelta(seconds=2)).model_copy(update={"call_id": "c1"})
+    await store.append_audits([done, _audit(3, T0 + timedelta(seconds=3))])
+    rows = await store.list_audit()
+    assert [r.call_id for r in rows] == [None, "c1", None]  # one row per call, not two
+    assert rows[1] == done
+
+
+async def test_audit_started_rows_are_interrupted(store: Store) -> None:
+    a = _audit(1, T0).model_copy(update={"status": "started", "call_id": "a"})
+    b = _audit(2, T0 + timedelta(seconds=1)).model_copy(update={"status": "started", "call_id": "b"})
+    await store.append_audits([a, b, _audit(3, T0 + timedelta(seconds=2))])
+    await store.append_audit(_audit(2, T0 + timedelta(seconds=3)).model_copy(update={"call_id": "b"}))
+    assert await store.interrupt_started_audits() == 1
+    assert await store.interrupt_started_audits() == 0
+    statuses = {r.call_id: r.status for r in await store.list_audit()}
+    assert statuses == {"a": "interrupted", "b": "ok", None: "ok"}
+    # An outcome that arrives late (another instance's call) still wins over "interrupted".
+    await store.append_audit(_audit(1, T0 + timedelta(seconds=4)).model_copy(update={"call_id": "a"}))
+    assert {r.call_id: r.status for r in await store.list_audit()}["a"] == "ok"
+
+
 # -- short-lived shared state --------------------------------------------------------------------------------
 
 
