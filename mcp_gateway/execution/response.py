@@ -70,8 +70,15 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     content_type = response.headers.get("content-type", "")
     media, has_params, _ = content_type.partition(";")
     media = media.strip().lower()
+    retry_after = parse_retry_after(response.headers.get("retry-after")) if response.status_code >= 400 else None
     if not body:
-        return Outcome(http_status=response.status_code, data=None, truncated=truncated, content_type=media)
+        return Outcome(
+            http_status=response.status_code,
+            data=None,
+            truncated=truncated,
+            content_type=media,
+            retry_after=retry_after,
+        )
     kind = _kind(media, body)
     # Only a parameter can name a charset; httpx2's parse of one goes through the email package.
     charset = response.charset_encoding if has_params else None
@@ -82,7 +89,7 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
         truncated=truncated,
         content_type=media,
         binary=kind == "binary",
-        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        retry_after=retry_after,
     )
 
 
