@@ -126,6 +126,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    boolean NOT NULL DEFAULT false
         )""",
     ),
+    # 3: embedding vectors for hybrid discover, by model and text digest (DenseEmbedder); every
+    # instance on this database reuses them.
+    (
+        """CREATE TABLE discovery_vector (
+            model  text NOT NULL,
+            digest bytea NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (model, digest)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -139,6 +139,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    INTEGER NOT NULL DEFAULT 0
         )""",
     ),
+    # 6: embedding vectors for hybrid discover, by model and text digest (DenseEmbedder).
+    (
+        """CREATE TABLE discovery_vector (
+            model  TEXT NOT NULL,
+            digest BLOB NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, digest)
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
