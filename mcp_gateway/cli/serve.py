@@ -46,7 +46,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..crypto import load_master_key
     from ..manifest import load_manifest
-    from ..runtime import keep_discovery_warm, open_gateway, reload_on_sighup
+    from ..runtime import open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio
     from ..server.elicitation import derive_request_state_key
     from ..server.tools import build_mcp_server
@@ -62,10 +62,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "http":
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
-            sys.stderr.write(f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions\n")
+            sys.stderr.write(
+                f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions, "
+                f"{gw.discovery_status}\n"
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
-                tg.start_soon(keep_discovery_warm, gw)  # the optional re-ranker's vectors, off the event loop
                 tokens = TokenService(gw.store, gw.clock)
                 await run_http(gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw))
                 tg.cancel_scope.cancel()
@@ -77,7 +79,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         server = build_mcp_server(gw, default_principal=principal(args), request_state_key=state_key(gw))
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
-            tg.start_soon(keep_discovery_warm, gw)
             await run_stdio(server, gw, pages_requested)
             tg.cancel_scope.cancel()
     return 0

@@ -28,6 +28,7 @@ from ..auth import needs_secret
 from ..clock import Clock
 from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, summary_of
+from ..discovery.hybrid import HybridSearch, discovery_status
 from ..execution.mcp import McpExecutor
 from ..identity import Principal
 from ..links import LinkService
@@ -74,6 +75,7 @@ class Gateway:
         max_response_bytes: the cap on an upstream answer a call returns.
         oauth2: the OAuth2 token broker (one over ``store`` and ``vault`` by default).
         page_key: the human pages' CSRF key (see the attribute).
+        dense: hybrid discover's dense side (``runtime.discovery_search``); None: lexical only.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class Gateway:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         oauth2: OAuth2Tokens | None = None,
         page_key: bytes | None = None,
+        dense: HybridSearch | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -102,6 +105,10 @@ class Gateway:
         self.auditor = auditor
         # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
         self.index = index if index is not None else DiscoveryIndex()
+        self.dense = dense
+        """Dense retrieval fused into ``discover`` (hybrid); None ranks lexically only."""
+        self.discovery_config = manifest.discovery
+        """The discovery settings this gateway started with (they change only on restart)."""
         self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store, project=manifest.project)
         """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
         self.page_key = page_key
@@ -122,6 +129,7 @@ class Gateway:
             credentials=self.credentials,
             client_for=self.executors.http.client_for,
             tools=mcp,
+            dense=dense,
         )
         self.permissions = Permissions(self.catalogs, self.index)
         self.calls = CallPipeline(
@@ -186,7 +194,12 @@ class Gateway:
                     error=catalog.state.error,
                 )
             )
-        return ConnectorsResult(connectors=out)
+        return ConnectorsResult(connectors=out, discovery=self.discovery_status)
+
+    @property
+    def discovery_status(self) -> str:
+        """"discovery: lexical only", or "discovery: hybrid (<model>; n of m connectors embedded)"."""
+        return discovery_status(self.dense)
 
     async def discover(
         self,
@@ -203,7 +216,13 @@ class Gateway:
         if connector is not None:
             visible = visible & {connector}
         limit = max(1, min(limit, 50))
-        hits = self.index.search(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+        if self.dense is not None:
+            found = await self.dense.find(
+                self.index, query, limit=limit, connectors=visible, allow=self.permissions.allow
+            )
+        else:
+            found = self.index.find(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+        hits = found.hits
         slugs = {a.connector for a, _ in hits}
         needs_auth = {slug: await self.credentials.needs_auth(self.catalogs.config(slug)) for slug in slugs}
         results: list[DiscoverHit] = []
@@ -224,7 +243,13 @@ class Gateway:
                     input_schema=action.input_schema if detail and rank < DETAIL_SCHEMAS else None,
                 )
             )
-        return DiscoverResult(query=query, results=results)
+        return DiscoverResult(
+            query=query,
+            results=results,
+            confidence=found.confidence,
+            hint=found.hint,
+            twins=found.twins or None,
+        )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
         action = self.permissions.lookup(principal, tool)

@@ -19,12 +19,12 @@ from .base import (
     LinkRecord,
     LinkStore,
     MetaStore,
-    VectorStore,
     OperatorTokenRecord,
     OperatorTokenStore,
     Store,
     TokenRecord,
     TokenStore,
+    VectorStore,
 )
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -45,11 +45,11 @@ __all__ = [
     "LinkStore",
     "MemoryStore",
     "MetaStore",
-    "VectorStore",
     "OperatorTokenRecord",
     "OperatorTokenStore",
     "SQLiteStore",
     "Store",
     "TokenRecord",
     "TokenStore",
+    "VectorStore",
 ]
