@@ -116,7 +116,14 @@ async def test_discover_tool_takes_detail_over_mcp(tmp_path: Path) -> None:
     assert SECRET not in str(detailed.content)
 
 
-@pytest.mark.parametrize("tool", ["shop.orders.add", "orders.create", "shop.orders_create", "shop.ordersCreate"])
+@pytest.mark.parametrize("tool", ["shop.orders_create", "shop.ordersCreate", "Shop.Orders.Create"])
+async def test_a_name_differing_only_by_separator_or_case_resolves_directly(tmp_path: Path, tool: str) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        described = result_payload(await h.gateway.describe(OPERATOR, tool))
+    assert described["name"] == "shop.orders.create"
+
+
+@pytest.mark.parametrize("tool", ["shop.orders.add", "orders.create"])
 async def test_a_guessed_name_answers_with_suggestions_to_act_on(tmp_path: Path, tool: str) -> None:
     async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
         for answer in [
