@@ -177,7 +177,7 @@ async def open_gateway(
 
 DISCOVERY_SECRET = ("_discovery", "embeddings")
 """Where the API key of ``discovery.embeddings`` is stored: connector ``_discovery`` (no slug starts with
-``_``), secret name ``embeddings``, project-wide: ``mcp-gateway secret set _discovery embeddings``."""
+``_``), secret name ``embeddings``, project-wide: ``mcp-gateway secret set --discovery``."""
 
 
 def check_discovery(manifest: Manifest) -> None:

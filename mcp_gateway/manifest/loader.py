@@ -146,7 +146,7 @@ class EmbeddingsEndpoint(BaseModel):
 
     ``url`` is the API base (``http://localhost:11434/v1``); the request goes to ``{url}/embeddings``.
     Its API key, if it needs one, is stored sealed like a connector secret:
-    ``mcp-gateway secret set _discovery embeddings`` (``_discovery`` is reserved: no slug starts with ``_``).
+    ``mcp-gateway secret set --discovery`` (stdin; filed under the reserved connector ``_discovery``).
     """
 
     model_config = STRICT
