@@ -25,7 +25,7 @@ from ..errors import GatewayError
 from ..model import Action
 from . import _rank
 from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_twins
-from .dense import DenseEmbedder, EmbeddingProvider, VectorStore, hybrid
+from .dense import DenseEmbedder, EmbeddingProvider, Matrix, VectorStore, hybrid
 
 __all__ = ["DENSE_FLOOR", "HybridSearch", "discovery_status"]
 
@@ -117,6 +117,21 @@ class HybridSearch:
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
+        return self.rank(index, lexical, vector, allowed=allowed, allow=allow, limit=limit)
+
+    def rank(
+        self,
+        index: DiscoveryIndex,
+        lexical: SearchResult,
+        vector: Matrix,
+        *,
+        allowed: Collection[str],
+        allow: Callable[[Action], bool] | None = None,
+        limit: int = 10,
+    ) -> SearchResult:
+        """The fusion itself, for a lexical pool and the query's vector (``find`` minus the embedding;
+        the quality benchmark calls it directly)."""
+        dense = self.embedder.index
         fused = hybrid(
             lexical.hits, dense, vector, lookup=index.get, allowed_connectors=allowed, allow=allow, limit=limit
         )
@@ -124,4 +139,3 @@ class HybridSearch:
         low = not fused or (lexical.confidence == "low" and best_cosine < DENSE_FLOOR)
         ordered, twins = _group_twins(fused)
         return SearchResult(ordered, "low" if low else "high", LOW_CONFIDENCE_HINT if low else None, twins)
-
