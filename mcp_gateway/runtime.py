@@ -126,6 +126,7 @@ async def open_gateway(
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
+    manifest = _discovery_override(manifest, settings.env)
     check_discovery(manifest)  # first: `mode: hybrid` without the embeddings extra fails before anything is opened
     clock = clock or SystemClock()
     async with open_store(settings) as store:
@@ -178,6 +179,21 @@ async def open_gateway(
 DISCOVERY_SECRET = ("_discovery", "embeddings")
 """Where the API key of ``discovery.embeddings`` is stored: connector ``_discovery`` (no slug starts with
 ``_``), secret name ``embeddings``, project-wide: ``mcp-gateway secret set --discovery``."""
+
+
+DISCOVERY_MODE_ENV = "MCP_GATEWAY_DISCOVERY_MODE"
+"""Overrides the manifest's ``discovery.mode`` (``auto``, ``lexical``, ``hybrid``): e.g. ``lexical`` for a
+short-lived command or a test run that should not load the model."""
+
+
+def _discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:
+    mode = (env.get(DISCOVERY_MODE_ENV) or "").strip()
+    if not mode:
+        return manifest
+    if mode not in ("auto", "lexical", "hybrid"):
+        raise GatewayError(f"${DISCOVERY_MODE_ENV} must be auto, lexical or hybrid, not {mode!r}")
+    discovery = manifest.discovery.model_copy(update={"mode": mode})
+    return manifest.model_copy(update={"discovery": discovery})
 
 
 def check_discovery(manifest: Manifest) -> None:

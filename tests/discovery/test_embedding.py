@@ -287,6 +287,7 @@ def test_serve_fails_at_startup_without_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "numpy", None)
+    monkeypatch.delenv("MCP_GATEWAY_DISCOVERY_MODE", raising=False)  # tests/conftest.py's default
     monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "embedding-test-master-key-0123456789abcdef")
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(reranker="minilm"))  # the old spelling of mode: hybrid

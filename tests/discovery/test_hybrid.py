@@ -21,7 +21,7 @@ from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import DISCOVERY_SECRET, Settings, open_gateway
 from mcp_gateway.server.tools import build_mcp_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.hybrid]
 
 
 @pytest.fixture
@@ -238,3 +238,10 @@ async def test_an_openai_compatible_endpoint_with_a_sealed_key(
     assert canary.encode() not in raw
     async with SQLiteStore(tmp_path / "state" / "state.db") as store:
         assert await store.list_credentials()  # stored, sealed
+
+
+async def test_the_environment_overrides_the_mode(tmp_path: Path, provider: CountingProvider) -> None:
+    env = {"MCP_GATEWAY_MASTER_KEY": KEY, "MCP_GATEWAY_DISCOVERY_MODE": "lexical"}
+    state = Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
+    async with open_gateway(state, manifest=parse_manifest(manifest_text("{mode: hybrid}"), base_dir=tmp_path)) as gw:
+        assert gw.dense is None
