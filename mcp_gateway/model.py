@@ -203,6 +203,9 @@ class Action(BaseModel):
     mutating methods raise (``catalog_memory.FrozenDict``); copy it to build another."""
     risk: Risk = "write"
     binding: Binding
+    group: str = ""
+    """Where the source files the action, as words for discovery: the OpenAPI operation's first tag,
+    the Postman folder path, the GraphQL field's result type, the MCP tool's title. Empty when none."""
 
     @property
     def qualified_name(self) -> str:

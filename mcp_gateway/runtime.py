@@ -26,19 +26,22 @@ from .core.admission import TrafficGate
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
-from .discovery import DiscoveryIndex, EmbeddingReranker, minilm_reranker
+from .discovery import EmbeddingsUnavailable
+from .discovery.hybrid import HybridSearch, discovery_status
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
 from .links import LinkService
 from .manifest import Manifest, load_manifest
+from .secrets import PROJECT_WIDE, SealedCredential
 from .store.base import Store
 from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
 
 __all__ = [
+    "DISCOVERY_SECRET",
     "Settings",
-    "discovery_index",
-    "keep_discovery_warm",
+    "check_discovery",
+    "discovery_search",
     "open_gateway",
     "open_store",
     "reload_manifest",
@@ -124,7 +127,8 @@ async def open_gateway(
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
-    index = discovery_index(manifest)  # first: a missing embeddings extra fails before anything is opened
+    manifest = _discovery_override(manifest, settings.env)
+    check_discovery(manifest)  # first: `mode: hybrid` without the embeddings extra fails before anything is opened
     clock = clock or SystemClock()
     async with open_store(settings) as store:
         master_key = load_master_key(settings.env, settings.state_dir)
@@ -137,6 +141,7 @@ async def open_gateway(
             httpx2.AsyncClient(trust_env=False, follow_redirects=False) as http,
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):
+            search = await discovery_search(manifest, store, vault, http)
             gateway = Gateway(
                 manifest=manifest,
                 store=store,
@@ -148,17 +153,29 @@ async def open_gateway(
                 auditor=Auditor(store),
                 mcp=mcp,
                 page_key=derive_key(master_key, "pages", manifest.project),
-                index=index,
                 traffic=traffic_gate(store),
+                dense=search,
             )
+            logger.info("%s", discovery_status(search))
             try:
                 # Audit rows are written by a background task; leaving this block (close, SIGTERM,
-                # stdio EOF) writes whatever is still queued before the store closes.
+                # stdio EOF) writes whatever is still queued before the store closes. Vectors for
+                # hybrid discover are computed by another, after each sync, off the event loop.
                 async with gateway.auditor.running():
                     # Calls a crashed instance left without an outcome (see audit.Auditor).
                     await gateway.auditor.interrupt_started()
-                    await gateway.sync(progress)
-                    yield gateway
+                    failed: Exception | None = None
+                    async with anyio.create_task_group() as tasks:
+                        if search is not None:
+                            tasks.start_soon(search.run)
+                        try:
+                            await gateway.sync(progress)
+                            yield gateway
+                        except Exception as exc:  # re-raised as is below, not wrapped in an ExceptionGroup
+                            failed = exc
+                        tasks.cancel_scope.cancel()
+                    if failed is not None:
+                        raise failed
             finally:
                 await gateway.aclose()
 
@@ -173,27 +190,74 @@ def traffic_gate(store: Store) -> TrafficGate:
     return TrafficGate(shared=PostgresBuckets(store) if isinstance(store, PostgresStore) else None)
 
 
-def discovery_index(manifest: Manifest) -> DiscoveryIndex:
-    """The discovery index the manifest asks for: lexical, or with the MiniLM re-ranker (``discovery.reranker``).
+DISCOVERY_SECRET = ("_discovery", "embeddings")
+"""Where the API key of ``discovery.embeddings`` is stored: connector ``_discovery`` (no slug starts with
+``_``), secret name ``embeddings``, project-wide: ``mcp-gateway secret set --discovery``."""
 
-    Raises:
-        EmbeddingsUnavailable: ``minilm`` without the ``embeddings`` extra (a ``GatewayError`` naming
-            the install command), so ``serve`` stops at startup rather than ranking differently.
+
+DISCOVERY_MODE_ENV = "MCP_GATEWAY_DISCOVERY_MODE"
+"""Overrides the manifest's ``discovery.mode`` (``auto``, ``lexical``, ``hybrid``): e.g. ``lexical`` for a
+short-lived command or a test run that should not load the model."""
+
+
+def _discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:
+    mode = (env.get(DISCOVERY_MODE_ENV) or "").strip()
+    if not mode:
+        return manifest
+    if mode not in ("auto", "lexical", "hybrid"):
+        raise GatewayError(f"${DISCOVERY_MODE_ENV} must be auto, lexical or hybrid, not {mode!r}")
+    discovery = manifest.discovery.model_copy(update={"mode": mode})
+    return manifest.model_copy(update={"discovery": discovery})
+
+
+def check_discovery(manifest: Manifest) -> None:
+    """Raise ``EmbeddingsUnavailable`` (naming the install command) for ``mode: hybrid`` without the extra."""
+    if manifest.discovery.effective_mode == "hybrid" and manifest.discovery.embeddings is None:
+        from .discovery.providers import local_provider
+
+        local_provider()
+
+
+async def discovery_search(
+    manifest: Manifest, store: Store, vault: CredentialVault, http: httpx2.AsyncClient
+) -> HybridSearch | None:
+    """Dense retrieval for ``discover`` as the manifest asks (``discovery``), or None for lexical only.
+
+    ``mode: auto`` is hybrid whenever it can be: an ``embeddings`` endpoint is configured, or the
+    ``embeddings`` extra (numpy, tokenizers, safetensors, threadpoolctl and the bundled model) imports.
     """
-    if manifest.discovery.reranker == "minilm":
-        return DiscoveryIndex(reranker=minilm_reranker())
-    return DiscoveryIndex()
+    config = manifest.discovery
+    mode = config.effective_mode
+    if mode == "lexical":
+        return None
+    from .discovery.providers import OpenAIEmbeddings, local_provider
+
+    if config.embeddings is not None:
+        connector, name = DISCOVERY_SECRET
+        sealed = await vault.sealed(connector, principal=PROJECT_WIDE, name=name)
+        key = _SealedKey(sealed) if sealed is not None else None
+        provider = OpenAIEmbeddings(config.embeddings.url, config.embeddings.model, http, api_key=key)
+        return HybridSearch(provider, store, label=f"{config.embeddings.model} at {config.embeddings.url}")
+    try:
+        provider = local_provider()
+    except EmbeddingsUnavailable:
+        if mode == "hybrid":
+            raise
+        return None
+    return HybridSearch(provider, store)
 
 
-async def keep_discovery_warm(gateway: Gateway) -> None:
-    """Embed newly indexed actions for the re-ranker in a worker thread, until cancelled; a no-op without one.
+class _SealedKey:
+    """The endpoint's API key, opened only while a request is built (``OpenAIEmbeddings`` calls ``reveal``)."""
 
-    ``serve`` runs it beside the transport, so startup never waits for it: until a query's candidates
-    are embedded, that query is answered in lexical order.
-    """
-    reranker = gateway.index.reranker
-    if isinstance(reranker, EmbeddingReranker):
-        await reranker.keep_warm()
+    def __init__(self, sealed: SealedCredential) -> None:
+        self._sealed = sealed
+
+    def __repr__(self) -> str:
+        return "_SealedKey(<sealed>)"
+
+    def reveal(self) -> str | dict[str, str]:
+        return self._sealed.open().reveal()
 
 
 async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
@@ -206,8 +270,8 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
         logger.warning("manifest reload refused, keeping the previous one: %s", exc)
         return str(exc)
     logger.warning("manifest reloaded: %d connectors", len(manifest.connectors))
-    if (manifest.discovery.reranker == "minilm") != isinstance(gateway.index.reranker, EmbeddingReranker):
-        logger.warning("discovery.reranker changed: it takes effect when the gateway restarts")
+    if manifest.discovery != gateway.discovery_config:
+        logger.warning("discovery settings changed: they take effect when the gateway restarts")
     return None
 
 

@@ -8,7 +8,13 @@ the last connector is cut short. Each size runs in a fresh child process so that
 costs); build time likewise as wall and process CPU time. Index memory is the tracemalloc delta
 of building a second, identical index.
 
-Usage: python scripts/bench_discover.py [--sizes 1000,10000,100000] [--rounds 3]
+With ``--hybrid`` (the ``embeddings`` extra), each size also measures hybrid ``discover`` as the gateway
+runs it (``discovery.hybrid.HybridSearch`` over a SQLite vector store in a temporary folder): embedding
+every action in the background (wall and CPU time) while queries keep being answered (their p99 during
+it), hybrid query p50/p99 once embedded, a warm restart that reads every vector back from the store
+(model load included), and RSS with the model loaded.
+
+Usage: python scripts/bench_discover.py [--sizes 1000,10000,100000] [--rounds 3] [--hybrid]
 """
 
 from __future__ import annotations
@@ -134,7 +140,7 @@ def _build(catalog: dict[str, list[Action]]) -> DiscoveryIndex:
     return index
 
 
-def measure(size: int, rounds: int) -> dict[str, Any]:
+def measure(size: int, rounds: int, *, hybrid: bool = False) -> dict[str, Any]:
     bases, source = base_catalogs()
     catalog = replicate(bases, size)
     del bases
@@ -177,6 +183,7 @@ def measure(size: int, rounds: int) -> dict[str, Any]:
         index.suggest(name)
         suggest.append((time.perf_counter() - w0) * 1000)
     rss = _rss_mb()
+    dense = measure_hybrid(catalog, index) if hybrid else {}
 
     del index
     gc.collect()
@@ -206,7 +213,70 @@ def measure(size: int, rounds: int) -> dict[str, Any]:
         "queries": len(wall),
         "index_mb": index_mb,
         "rss_mb": rss,
+        **dense,
     }
+
+
+def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> dict[str, Any]:
+    """Hybrid discover at this size: background embedding, fused queries, warm restart from the store."""
+    import tempfile
+
+    import anyio
+
+    from mcp_gateway.discovery.hybrid import HybridSearch
+    from mcp_gateway.discovery.providers import local_provider
+    from mcp_gateway.store.sqlite import SQLiteStore
+
+    out: dict[str, Any] = {}
+
+    async def run(folder: Path) -> None:
+        async with SQLiteStore(folder / "vectors.db") as store:
+            search = HybridSearch(local_provider(), store)
+            during: list[float] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search.run)
+                started, cpu = time.perf_counter(), time.process_time()
+                for slug, actions in catalog.items():
+                    search.schedule(slug, actions)
+                done = anyio.Event()
+
+                async def wait() -> None:
+                    await search.settled()
+                    done.set()
+
+                tg.start_soon(wait)
+                while not done.is_set():  # discover keeps answering while vectors are computed
+                    for query in queries()[:20]:
+                        w0 = time.perf_counter()
+                        await search.find(index, query, limit=10)
+                        during.append((time.perf_counter() - w0) * 1000)
+                    await anyio.sleep(0.5)
+                out["embed_s"] = time.perf_counter() - started
+                out["embed_cpu_s"] = time.process_time() - cpu
+                out["during_p99"] = _pct(during, 0.99) if during else float("nan")
+                wall: list[float] = []
+                for query in queries():
+                    w0 = time.perf_counter()
+                    await search.find(index, query, limit=10)
+                    wall.append((time.perf_counter() - w0) * 1000)
+                out["hybrid_p50"], out["hybrid_p99"] = statistics.median(wall), _pct(wall, 0.99)
+                out["rss_model_mb"] = _rss_mb()
+                tg.cancel_scope.cancel()
+        async with SQLiteStore(folder / "vectors.db") as store:  # a restart: same store, fresh process state
+            started = time.perf_counter()
+            search = HybridSearch(local_provider(), store)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search.run)
+                for slug, actions in catalog.items():
+                    search.schedule(slug, actions)
+                await search.settled()
+                tg.cancel_scope.cancel()
+            out["restart_s"] = time.perf_counter() - started
+            out["restart_encoded"] = search.embedder.embedded
+
+    with tempfile.TemporaryDirectory() as folder:
+        anyio.run(run, Path(folder))
+    return out
 
 
 def main() -> None:
@@ -214,16 +284,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one size, JSON out
+    parser.add_argument("--hybrid", action="store_true", help="also measure hybrid discover (embeddings extra)")
     args = parser.parse_args()
     if not all(path.exists() for path in SPECS.values()):
         sys.exit(f"missing data under {DATA}")
     if args.one:
-        print(json.dumps(measure(args.one, args.rounds)))
+        print(json.dumps(measure(args.one, args.rounds, hybrid=args.hybrid)))
         return
 
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one", str(size), "--rounds", str(args.rounds)]
+        child += ["--hybrid"] if args.hybrid else []
         rows.append(json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout))
     print(f"actions built by {rows[0]['source']}; {rows[0]['queries']} queries per size (limit=10)")
     head = (
@@ -239,6 +311,20 @@ def main() -> None:
             f"| {r['p50']:.2f} | {r['p99']:.2f} | {r['cpu_p50']:.2f} | {r['cpu_p99']:.2f} | {r['filtered_p50']:.2f} "
             f"| {r['suggest_p50']:.1f}/{r['suggest_max']:.1f} | {r['index_mb']:.1f} | {r['rss_mb']:.0f} |"
         )
+    if args.hybrid:
+        print()
+        head = (
+            "| actions | embed all s (CPU s) | query p99 during ms | hybrid p50 ms | hybrid p99 ms "
+            "| warm restart s (re-embedded) | RSS with model MB |"
+        )
+        print(head)
+        print("|" + "---|" * (head.count("|") - 1))
+        for r in rows:
+            print(
+                f"| {r['actions']:,} | {r['embed_s']:.0f} ({r['embed_cpu_s']:.0f}) | {r['during_p99']:.1f} "
+                f"| {r['hybrid_p50']:.1f} | {r['hybrid_p99']:.1f} | {r['restart_s']:.2f} ({r['restart_encoded']}) "
+                f"| {r['rss_model_mb']:.0f} |"
+            )
 
 
 if __name__ == "__main__":

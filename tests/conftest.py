@@ -3,6 +3,28 @@
 
 from __future__ import annotations
 
+import os
+
+# Gateways the tests start (in process and as subprocesses) rank lexically unless a test asks for
+# hybrid: loading the model and embedding every bundled action in each of them would only cost time.
+# Tests of hybrid discovery build their Settings with an explicit env, which this does not reach.
+os.environ.setdefault("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
+
+import pytest
+
+from mcp_gateway.discovery import EmbeddingsUnavailable
 from tests.support.postgres import postgres_cluster, postgres_url
+
+
+def _no_model() -> object:
+    raise EmbeddingsUnavailable("the embedding model is not loaded in tests not marked 'hybrid'")
+
+
+@pytest.fixture(autouse=True)
+def _lexical_unless_marked_hybrid(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process gateways of tests not marked ``hybrid`` (nor under tests/discovery, which test the model)
+    rank lexically: ``mode: auto`` finds no model."""
+    if request.node.get_closest_marker("hybrid") is None and request.node.path.parent.name != "discovery":
+        monkeypatch.setattr("mcp_gateway.discovery.providers.local_provider", _no_model)
 
 __all__ = ["postgres_cluster", "postgres_url"]

@@ -383,3 +383,15 @@ def test_words_meet_across_spellings(tiny: DiscoveryIndex, query: str, expected:
 def test_markup_and_urls_are_not_indexed(tiny: DiscoveryIndex) -> None:
     assert tiny.search("strong") == []  # an HTML tag
     assert tiny.search("example policy") == []  # ... but not its target
+
+
+def test_the_group_is_a_search_field() -> None:
+    from mcp_gateway.model import HttpBinding
+
+    def make(path: str, group: str) -> Action:
+        binding = HttpBinding(method="POST", url=f"/{path}")
+        return Action(connector="pay", path=path, summary="Create one", binding=binding, group=group)
+
+    index = DiscoveryIndex()
+    index.replace_connector("pay", [make("create_a", "Webhooks"), make("create_b", "Refunds")])
+    assert index.search("refunds", limit=1)[0][0].path == "create_b"

@@ -212,8 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("secret", "commands:cmd_secret", "store a connector's secret, read from stdin")
     ssub = p.add_subparsers(dest="secret_cmd", required=True)
     s = add("set", "commands:cmd_secret", "read the value from stdin (JSON for multi-field kinds)", ssub, None)
-    s.add_argument("connector")
+    s.add_argument("connector", nargs="?")
     s.add_argument("name", nargs="?", default="default")
+    s.add_argument(
+        "--discovery", action="store_true", help="store the API key of discovery.embeddings (instead of a connector's)"
+    )
 
     p = add("approvals", "commands:cmd_approvals", "list, approve or deny pending approvals")
     asub = p.add_subparsers(dest="approvals_cmd", required=True)

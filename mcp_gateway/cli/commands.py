@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..core import Gateway
     from ..core.sync import Progress
     from ..identity import Principal
+    from ..manifest import Manifest
     from ..runtime import Settings
     from ..store.base import Store
 
@@ -280,6 +281,10 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     from ..secrets import parse_secret_input
 
     manifest = load_manifest(args.settings.manifest_path)
+    if args.discovery:
+        return await _discovery_secret(args, manifest)
+    if args.connector is None:
+        raise CliError("name the connector whose secret this is (or --discovery for the embeddings endpoint's key)")
     cfg = manifest.connector(args.connector)
     if cfg is None:
         raise CliError(
@@ -292,6 +297,24 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         await CredentialVault(store, cipher, project=manifest.project).put(cfg.slug, value, name=args.name)
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    return 0
+
+
+async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int:
+    """``secret set --discovery``: the API key of ``discovery.embeddings``, sealed like a connector secret."""
+    from ..credentials import CredentialVault
+    from ..crypto import AESGCMCipher, load_master_key
+    from ..runtime import DISCOVERY_SECRET
+    from ..secrets import parse_secret_input
+
+    if args.connector is not None:
+        raise CliError("--discovery stores the embeddings endpoint's key: name no connector")
+    value = parse_secret_input("bearer", sys.stdin.read())
+    connector, name = DISCOVERY_SECRET
+    async with store_of(args.settings) as store:
+        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
+        await CredentialVault(store, cipher, project=manifest.project).put(connector, value, name=name)
+    sys.stderr.write("stored the discovery embeddings API key (used from the next start)\n")
     return 0
 
 

@@ -112,7 +112,7 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
     if any(f.level == "problem" and f.check == "master key" for f in findings):
         return findings
 
-    from ..runtime import discovery_index, open_gateway, open_store
+    from ..runtime import check_discovery, open_gateway, open_store
 
     try:
         async with open_store(settings) as store:
@@ -130,14 +130,11 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
         return findings
 
     try:
-        discovery_index(manifest)
-        mode = manifest.discovery.reranker
-        findings.append(
-            Finding("discovery", "ok", "lexical ranking" if mode == "none" else f"lexical + {mode} re-ranker")
-        )
+        check_discovery(manifest)
+        findings.append(Finding("discovery", "ok", f"mode {manifest.discovery.effective_mode}"))
     except GatewayError as exc:
         findings.append(
-            Finding("discovery", "problem", str(exc), "install the embeddings extra, or set reranker: none")
+            Finding("discovery", "problem", str(exc), "install the embeddings extra, or set discovery.mode: lexical")
         )
         return findings
 

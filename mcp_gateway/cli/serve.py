@@ -47,7 +47,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..crypto import load_master_key
     from ..manifest import load_manifest
-    from ..runtime import keep_discovery_warm, open_gateway, reload_on_sighup
+    from ..runtime import open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
     from ..server.limits import ConnectionLimits
@@ -66,10 +66,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "http":
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
-            sys.stderr.write(f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions\n")
+            sys.stderr.write(
+                f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions, "
+                f"{gw.discovery_status}\n"
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(reload_on_sighup, gw, args.settings)
-                tg.start_soon(keep_discovery_warm, gw)  # the optional re-ranker's vectors, off the event loop
                 if args.metrics_port is not None:
                     tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
                 tokens = TokenService(gw.store, gw.clock)
@@ -94,7 +96,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         server = build_mcp_server(gw, default_principal=principal(args), request_state_key=state_key(gw))
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
-            tg.start_soon(keep_discovery_warm, gw)
             if args.metrics_port is not None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
             await run_stdio(server, gw, pages_requested)

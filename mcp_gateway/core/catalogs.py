@@ -11,7 +11,7 @@ The credentials a source reads with while it loads come from the ``CredentialBro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,6 +23,7 @@ from jsonschema.validators import validator_for
 from ..auth import needs_secret
 from ..clock import Clock
 from ..discovery import DiscoveryIndex
+from ..discovery.hybrid import HybridSearch
 from ..errors import GatewayError, SourceError
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
@@ -67,9 +68,12 @@ class Catalogs:
         credentials: CredentialBroker,
         client_for: Callable[[ConnectorConfig, httpx2.Auth], httpx2.AsyncClient],
         tools: McpExecutor | None,
+        dense: HybridSearch | None = None,
     ) -> None:
         self.manifest = manifest
         self.index = index
+        self.dense = dense
+        """Hybrid discover's vectors: told of every re-indexed connector, it embeds them in the background."""
         self.graphql_schemas = graphql_schemas
         """Schemas of GraphQL connectors, filled by sync, for checking an agent's ``__select``."""
         self.loaded: dict[str, ConnectorCatalog] = {}
@@ -135,11 +139,13 @@ class Catalogs:
         )
         for slug in set(self.loaded) - set(catalogs):
             self.index.remove_connector(slug)
+            self._embed(slug, ())
         for slug, catalog in list(catalogs.items()):
             previous = self.loaded.get(slug)
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
                 self.index.replace_connector(slug, catalog.actions)
+                self._embed(slug, catalog.actions)
                 self._forget_validators(slug)
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
@@ -183,9 +189,15 @@ class Catalogs:
             else:
                 self.backoff.succeeded(slug)
             self.index.replace_connector(slug, catalog.actions)
+            self._embed(slug, catalog.actions)
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}
             return catalog.state
+
+    def _embed(self, slug: str, actions: Sequence[Action]) -> None:
+        """Schedule a re-indexed connector's vectors (hybrid discover); until they exist it ranks lexically."""
+        if self.dense is not None:
+            self.dense.schedule(slug, actions)
 
     def _forget_validators(self, slug: str) -> None:
         self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}

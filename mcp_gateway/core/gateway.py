@@ -29,6 +29,7 @@ from ..auth import needs_secret
 from ..clock import Clock
 from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, summary_of
+from ..discovery.hybrid import HybridSearch, discovery_status
 from ..execution.mcp import McpExecutor
 from ..identity import Principal
 from ..links import LinkService
@@ -81,6 +82,7 @@ class Gateway:
         oauth2: the OAuth2 token broker (one over ``store`` and ``vault`` by default).
         page_key: the human pages' CSRF key (see the attribute).
         metrics: this gateway's Prometheus metrics (a fresh set by default).
+        dense: hybrid discover's dense side (``runtime.discovery_search``); None: lexical only.
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class Gateway:
         page_key: bytes | None = None,
         metrics: GatewayMetrics | None = None,
         traffic: TrafficGate | None = None,
+        dense: HybridSearch | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -111,6 +114,10 @@ class Gateway:
         self.auditor = auditor
         # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
         self.index = index if index is not None else DiscoveryIndex()
+        self.dense = dense
+        """Dense retrieval fused into ``discover`` (hybrid); None ranks lexically only."""
+        self.discovery_config = manifest.discovery
+        """The discovery settings this gateway started with (they change only on restart)."""
         self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store, project=manifest.project)
         """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
         self.page_key = page_key
@@ -131,6 +138,7 @@ class Gateway:
             credentials=self.credentials,
             client_for=self.executors.http.client_for,
             tools=mcp,
+            dense=dense,
         )
         self.permissions = Permissions(self.catalogs, self.index)
         self.store_health = StoreHealth(getattr(store, "ping", None))
@@ -210,7 +218,12 @@ class Gateway:
                     error=catalog.state.error,
                 )
             )
-        return ConnectorsResult(connectors=out)
+        return ConnectorsResult(connectors=out, discovery=self.discovery_status)
+
+    @property
+    def discovery_status(self) -> str:
+        """ "discovery: lexical only", or "discovery: hybrid (<model>; n of m connectors embedded)"."""
+        return discovery_status(self.dense)
 
     async def discover(
         self,
@@ -228,7 +241,13 @@ class Gateway:
         if connector is not None:
             visible = visible & {connector}
         limit = max(1, min(limit, 50))
-        hits = self.index.search(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+        if self.dense is not None:
+            found = await self.dense.find(
+                self.index, query, limit=limit, connectors=visible, allow=self.permissions.allow
+            )
+        else:
+            found = self.index.find(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+        hits = found.hits
         slugs = {a.connector for a, _ in hits}
         needs_auth = {
             slug: await self.credentials.needs_auth(self.catalogs.config(slug), principal.user) for slug in slugs
@@ -252,7 +271,13 @@ class Gateway:
                 )
             )
         self.metrics.observe_discover(time.perf_counter() - started)
-        return DiscoverResult(query=query, results=results)
+        return DiscoverResult(
+            query=query,
+            results=results,
+            confidence=found.confidence,
+            hint=found.hint,
+            twins=found.twins or None,
+        )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
         action = self.permissions.lookup(principal, tool)

@@ -56,6 +56,8 @@ class ConnectorsResult(BaseModel):
 
     model_config = _FROZEN
     connectors: list[ConnectorInfo]
+    discovery: str | None = None
+    """How ``discover`` ranks: "discovery: lexical only" or "discovery: hybrid (<model>; ...)"."""
 
 
 class DiscoverHit(ActionSummary):
@@ -65,9 +67,17 @@ class DiscoverHit(ActionSummary):
 
 
 class DiscoverResult(BaseModel):
+    """``discover``: the ranked hits, how sure the ranking is, and near-twins to choose between."""
+
     model_config = _FROZEN
     query: str
     results: list[DiscoverHit]
+    confidence: Literal["high", "low"] = "high"
+    """``low`` when nothing matches the query well; ``hint`` then says how to ask better."""
+    hint: str | None = None
+    twins: dict[str, list[str]] | None = None
+    """For a result whose object other results act on with another verb (``customers.create`` beside
+    ``customers.delete``): those results' names. They are listed next to it, so the agent sees the choice."""
 
 
 class DescribePolicy(BaseModel):

@@ -20,9 +20,11 @@ adds synonyms, agent nouns ("review" -> "reviewer") and splits run-together word
 Weights were tuned on BFCL's non-live categories and the dev split of ``tests/data/intents/github.json``;
 ``scripts/bench_discover_quality.py`` measures them against BM25 baselines, also on held-out data.
 
-Optionally, a third stage (``_embedding``, off by default, the ``embeddings`` extra): all-MiniLM-L6-v2
-in numpy re-orders the same pool by lexical score plus the query-action cosine. ``DiscoveryIndex(reranker=...)``
-takes any ``Reranker``; without one nothing of it is imported beyond a few stdlib modules.
+Hybrid (``hybrid.HybridSearch``, on whenever the ``embeddings`` extra is installed): dense retrieval
+over every action the caller may see (``dense``: all-MiniLM-L6-v2 in numpy, or an OpenAI-compatible
+endpoint, ``providers``), score-fused with the lexical ranking. The older re-ranking of the lexical
+pool alone (``DiscoveryIndex(reranker=...)``, ``_embedding.EmbeddingReranker``) is kept for the
+benchmarks; the gateway no longer uses it.
 
 ``suggest`` serves the ``action_not_found`` path (SPEC 3.2): models call guessed names like
 ``github.create_issue``; it answers with the closest real actions (``_suggest``).
@@ -31,16 +33,19 @@ takes any ``Reranker``; without one nothing of it is imported beyond a few stdli
 from __future__ import annotations
 
 from ._embedding import EmbeddingReranker, EmbeddingsUnavailable, minilm_reranker
-from ._index import DiscoveryIndex
+from ._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS, DiscoveryIndex, SearchResult
 from ._rank import Reranker
 from ._segment import summary_of
 from ._text import fold_name
 
 __all__ = [
+    "LOW_CONFIDENCE_HINT",
+    "MAX_QUERY_CHARS",
     "DiscoveryIndex",
     "EmbeddingReranker",
     "EmbeddingsUnavailable",
     "Reranker",
+    "SearchResult",
     "fold_name",
     "minilm_reranker",
     "summary_of",

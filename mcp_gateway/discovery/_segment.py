@@ -45,6 +45,7 @@ FIELDS: tuple[tuple[float, float], ...] = (
     (0.64, 0.25),  # input parameter names
     (0.3, 0.25),  # input parameter description heads
     (2.4, 0.0),  # verb
+    (0.4, 0.5),  # group: OpenAPI tag, Postman folders, GraphQL result type, MCP title (``Action.group``)
 )
 PARAM_CHARS = 100
 """Head of each parameter description that is indexed: what the parameter is, not its fine print."""
@@ -167,6 +168,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             [term for terms, _, _ in params for term in terms],
             [term for _, terms, _ in params for term in terms],
             ident(action.path.rsplit(".", 1)[-1])[:1],
+            prose_terms(action.group) if action.group else [],
         )
         fields.append(doc)
         words = exact_forms(f"{action.qualified_name} {summary_of(action)} {description}")

@@ -63,6 +63,7 @@ __all__ = [
     "AgentConfig",
     "ConnectorConfig",
     "DiscoveryConfig",
+    "EmbeddingsEndpoint",
     "Manifest",
     "PolicyRule",
     "load_manifest",
@@ -193,12 +194,42 @@ class ApprovalsConfig(BaseModel):
     front-door sign-in of another user)."""
 
 
-class DiscoveryConfig(BaseModel):
-    """How ``discover`` ranks. ``reranker: minilm`` adds the optional embedding re-ranker (README:
-    "Better discovery with embeddings"); it needs the ``embeddings`` extra, checked when serving starts."""
+class EmbeddingsEndpoint(BaseModel):
+    """An OpenAI-compatible ``/embeddings`` endpoint for hybrid discovery (OpenAI, Ollama, vLLM, TEI...).
+
+    ``url`` is the API base (``http://localhost:11434/v1``); the request goes to ``{url}/embeddings``.
+    Its API key, if it needs one, is stored sealed like a connector secret:
+    ``mcp-gateway secret set --discovery`` (stdin; filed under the reserved connector ``_discovery``).
+    """
 
     model_config = STRICT
-    reranker: Literal["none", "minilm"] = "none"
+    url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+
+
+class DiscoveryConfig(BaseModel):
+    """How ``discover`` ranks (README: "Better discovery").
+
+    ``mode: auto`` (the default) fuses the lexical ranker with dense retrieval whenever the ``embeddings``
+    extra is installed (or ``embeddings`` names an endpoint), else ranks lexically; ``lexical`` never
+    loads a model; ``hybrid`` refuses to start without one. The older ``reranker: minilm`` means
+    ``hybrid`` and ``reranker: none`` means ``lexical`` (when ``mode`` is not given)."""
+
+    model_config = STRICT
+    reranker: Literal["none", "minilm"] | None = None
+    """Deprecated spelling of ``mode`` (``minilm`` -> ``hybrid``, ``none`` -> ``lexical``)."""
+    mode: Literal["auto", "lexical", "hybrid"] | None = None
+    """``auto`` when neither this nor ``reranker`` is given."""
+    embeddings: EmbeddingsEndpoint | None = None
+    """An OpenAI-compatible endpoint instead of the bundled local model."""
+
+    @property
+    def effective_mode(self) -> Literal["auto", "lexical", "hybrid"]:
+        if self.mode is not None:
+            return self.mode
+        if self.reranker is not None:
+            return "hybrid" if self.reranker == "minilm" else "lexical"
+        return "auto"
 
 
 _DEFER_CROSS_CHECKS = "defer_cross_checks"

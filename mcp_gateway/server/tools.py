@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from ..core import Gateway, result_payload
 from ..core.health import store_unavailable_result
 from ..core.results import Connected
+from ..discovery import MAX_QUERY_CHARS
 from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..model import PendingApproval
@@ -140,7 +141,9 @@ def build_mcp_server(
     @_observed(gateway, "discover")
     async def discover(
         ctx: Context,
-        query: Annotated[str, Field(min_length=1, max_length=500, description="What you want to do, in words.")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What you want to do, in words.")
+        ],
         connector: Annotated[str | None, Field(description="Only search this connector's actions.")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 10,
         detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,

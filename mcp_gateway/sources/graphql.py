@@ -370,6 +370,7 @@ def _action(
             variable_types=variable_types,
             selection=selection,
         ),
+        group=get_named_type(field.type).name,
     )
 
 

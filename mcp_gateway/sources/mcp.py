@@ -106,6 +106,7 @@ def normalize_mcp_tools(
                 input_schema=_schema(tool.input_schema),
                 risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations),
                 binding=McpBinding(tool=tool.name),
+                group=(tool.title or (tool.annotations.title if tool.annotations else None) or "")[:100],
             )
         )
     return actions

@@ -413,6 +413,7 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
             body_param=args.body_param,
             operation_id=operation_id,
         ),
+        group=_first_tag(op),
     )
 
 
@@ -626,3 +627,10 @@ class _Arguments:
             return explode
         style = param.get("style") or ("form" if location in ("query", "cookie") else "simple")
         return style == "form"
+
+
+def _first_tag(op: dict[str, Any]) -> str:
+    """The operation's first tag (its group in the spec's documentation), or ""."""
+    tags = op.get("tags")
+    first = tags[0] if isinstance(tags, list) and tags else ""
+    return first.strip()[:100] if isinstance(first, str) else ""

@@ -355,6 +355,7 @@ def _finish(ctx: _Context, draft: _Draft, origins: Counter[str]) -> Action:
             body_param=draft.args.body_param,
             headers=draft.headers,
         ),
+        group=" / ".join(draft.path.split(".")[:-1]),  # the folder path
     )
 
 

@@ -24,6 +24,7 @@ from .base import (
     Store,
     TokenRecord,
     TokenStore,
+    VectorStore,
 )
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -50,4 +51,5 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TokenStore",
+    "VectorStore",
 ]

@@ -140,6 +140,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             allowed boolean NOT NULL
         )""",
     ),
+    # 5: embedding vectors for hybrid discover, by model and text digest (DenseEmbedder); every
+    # instance on this database reuses them.
+    (
+        """CREATE TABLE discovery_vector (
+            model  text NOT NULL,
+            digest bytea NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (model, digest)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -157,6 +167,7 @@ OUR_TABLES = (
     "ephemeral",
     "operator_token",
     "rate_bucket",
+    "discovery_vector",
 )
 
 

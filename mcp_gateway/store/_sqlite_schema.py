@@ -147,6 +147,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE UNIQUE INDEX audit_by_call ON audit (call_id)",
         "CREATE INDEX audit_started ON audit (status) WHERE status = 'started'",
     ),
+    # 7: embedding vectors for hybrid discover, by model and text digest (DenseEmbedder).
+    (
+        """CREATE TABLE discovery_vector (
+            model  TEXT NOT NULL,
+            digest BLOB NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, digest)
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -16,7 +16,7 @@ arrive here sealed (``bytes`` from ``crypto``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -54,6 +54,7 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TokenStore",
+    "VectorStore",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -306,6 +307,20 @@ class MetaStore(Protocol):
         ...
 
 
+class VectorStore(Protocol):
+    """Embedding vectors for hybrid ``discover``, keyed by (model, text digest): raw little-endian float32
+    bytes. Shared by every instance on one database, so a restart or a second instance embeds nothing
+    an earlier one already did (``discovery.dense.DenseEmbedder``)."""
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vectors among ``digests`` (missing ones are simply absent)."""
+        ...
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        """Store (or overwrite) vectors."""
+        ...
+
+
 class Store(
     CatalogStore,
     CredentialStore,
@@ -316,6 +331,7 @@ class Store(
     AuditStore,
     EphemeralStore,
     MetaStore,
+    VectorStore,
     Protocol,
 ):
     """Persistence for the gateway: every role, and the lifecycle. All methods are safe to call

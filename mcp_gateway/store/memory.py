@@ -20,7 +20,7 @@ sealed already).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -80,6 +80,7 @@ class MemoryData:
     audit: list[AuditRecord] = field(default_factory=list[AuditRecord])
     ephemeral: dict[tuple[str, str], _Ephemeral] = field(default_factory=dict[tuple[str, str], _Ephemeral])
     meta: dict[str, str] = field(default_factory=dict[str, str])
+    vectors: dict[tuple[str, bytes], bytes] = field(default_factory=dict[tuple[str, bytes], bytes])
 
 
 class MemoryStore:
@@ -315,3 +316,14 @@ class MemoryStore:
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         self._d().meta[key] = dump_meta(value)
+
+    # -- discovery vectors -------------------------------------------------------------------------
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        rows = self._d().vectors
+        return {bytes(d): rows[(model, bytes(d))] for d in digests if (model, bytes(d)) in rows}
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        rows = self._d().vectors
+        for digest, vector in vectors.items():
+            rows[(model, bytes(digest))] = bytes(vector)

@@ -31,7 +31,7 @@ conversion in ``_rows.py``):
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import TracebackType
@@ -512,6 +512,28 @@ class PostgresStore:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         await self._execute(_META_UPSERT, key, dump_meta(value))
 
+    # -- discovery vectors -------------------------------------------------------------------------
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        if not digests:
+            return {}
+        rows = await self._fetch(
+            "SELECT digest, vector FROM discovery_vector WHERE model = $1 AND digest = ANY($2::bytea[])",
+            model,
+            [bytes(d) for d in digests],
+        )
+        return {bytes(row["digest"]): bytes(row["vector"]) for row in rows}
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        if not vectors:
+            return
+        params = [(model, bytes(digest), bytes(vector)) for digest, vector in vectors.items()]
+        async with self._transaction() as conn:
+            await conn.executemany(
+                "INSERT INTO discovery_vector (model, digest, vector) VALUES ($1, $2, $3) "
+                "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
+                params,
+            )
 
 
 class _OneLinePoolWarnings(logging.Filter):
@@ -529,6 +551,7 @@ class _OneLinePoolWarnings(logging.Filter):
 
 
 logging.getLogger("asyncpg.pool").addFilter(_OneLinePoolWarnings())
+
 
 def _lost(exc: asyncpg.InterfaceError) -> bool:
     """Whether an ``InterfaceError`` is a lost connection (rather than a misuse, a bug)."""

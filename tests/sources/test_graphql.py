@@ -307,3 +307,8 @@ def test_real_default_selections_are_bounded_and_valid(name: str) -> None:
         doc = f"{op} Q{f'({declared})' if declared else ''} {{ {field}{args} {{ {selection} }} }}"
         errors = validate(schema, parse(doc))
         assert not errors, (action.path, errors[:2])
+
+
+def test_the_result_type_is_the_action_group() -> None:
+    actions = _actions("type Query { repository(name: String!): Repository }\ntype Repository { id: ID! name: String }")
+    assert {path: a.group for path, a in actions.items()} == {"query.repository": "Repository"}

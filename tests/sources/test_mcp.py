@@ -102,3 +102,8 @@ def test_the_digest_changes_exactly_when_the_listing_does() -> None:
     assert tools_digest(tools) != tools_digest([tools[1], tools[0]])  # order decides collision suffixes
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=False), tool("b")])
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=True), tool("b", description="new")])
+
+
+def test_the_tool_title_is_the_action_group() -> None:
+    titled, bare = normalize_mcp_tools("up", [tool("a", title="Search the web"), tool("b")])
+    assert (titled.group, bare.group) == ("Search the web", "")

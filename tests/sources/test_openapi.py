@@ -600,3 +600,16 @@ def test_fan_out_is_bounded() -> None:
     }
     (action,) = normalize_openapi(document, connector="t").actions
     assert len(json.dumps(action.input_schema)) < 1_000_000
+
+
+def test_the_first_tag_is_the_action_group() -> None:
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/refunds": {"post": {"operationId": "createRefund", "tags": ["Refunds", "Payments"], "responses": {}}},
+            "/ping": {"get": {"operationId": "ping", "responses": {}}},
+        },
+    }
+    groups = {a.path: a.group for a in normalize_openapi(document, connector="t").actions}
+    assert groups == {"create_refund": "Refunds", "ping": ""}

@@ -462,3 +462,18 @@ def test_malformed_collection_is_a_clear_source_error(tmp_path: Path, content: s
 def test_junk_items_are_skipped() -> None:
     doc = _collection([1, None, {"name": "no request"}, {"name": "bad", "request": 5}, _request("ok", "GET", None)])
     assert list(_actions(doc)) == ["ok"]
+
+
+def test_the_folder_path_is_the_action_group() -> None:
+    request = {"method": "GET", "url": "https://api.example.com/rates"}
+    document = {
+        "info": {"name": "c", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "item": [
+            {"name": "Exchange Rates", "item": [{"name": "Live", "item": [{"name": "Get rates", "request": request}]}]},
+            {"name": "Top", "request": request},
+        ],
+    }
+    assert {path: a.group for path, a in _actions(document).items()} == {
+        "exchange_rates.live.get_rates": "exchange_rates / live",
+        "top": "",
+    }

@@ -660,6 +660,21 @@ async def test_meta_overwrites(store: Store) -> None:
     assert await store.get_meta("other") == 1
 
 
+async def test_vectors_by_model_and_digest(store: Store, second: Store) -> None:
+    a, b = bytes(range(16)), bytes(range(1, 17))
+    assert await store.get_vectors("m", [a, b]) == {}
+    await store.put_vectors("m", {a: b"\x00\x00\x80?", b: b"\x01\x02\x03\x04"})
+    await store.put_vectors("other", {a: b"\x09\x09\x09\x09"})
+    await second.put_vectors("m", {b: b"\x05\x06\x07\x08"})  # overwrites, from another instance
+    await store.put_vectors("m", {})
+    assert await store.get_vectors("m", [a, b, b"missing"]) == {a: b"\x00\x00\x80?", b: b"\x05\x06\x07\x08"}
+    assert await store.get_vectors("m", []) == {}
+    assert await second.get_vectors("other", [a, b]) == {a: b"\x09\x09\x09\x09"}
+    many = {i.to_bytes(16, "big"): i.to_bytes(4, "little") for i in range(1200)}  # more than one IN (...) chunk
+    await store.put_vectors("bulk", many)
+    assert await second.get_vectors("bulk", list(many)) == many
+
+
 # -- SQLite only ----------------------------------------------------------------------------------------------
 
 

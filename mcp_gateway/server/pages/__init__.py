@@ -22,7 +22,9 @@ def web_routes(gateway: Gateway) -> list[Route]:
     ctx = PageContext(gateway)
 
     async def healthz(_: Request) -> Response:
-        return JSONResponse({"status": "ok", "audit_failures": gateway.auditor.failures})
+        return JSONResponse(
+            {"status": "ok", "audit_failures": gateway.auditor.failures, "discovery": gateway.discovery_status}
+        )
 
     return [
         Route("/healthz", healthz),

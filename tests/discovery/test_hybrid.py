@@ -1,0 +1,247 @@
+"""Hybrid ``discover`` through the gateway: modes, vectors in the store across restarts, incremental
+re-embedding, low confidence, long queries over MCP, and the OpenAI-compatible provider on loopback."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_gateway.core import result_payload
+from mcp_gateway.discovery import LOW_CONFIDENCE_HINT, EmbeddingsUnavailable
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.runtime import DISCOVERY_SECRET, Settings, open_gateway
+from mcp_gateway.server.tools import build_mcp_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.hybrid]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the store runs on asyncio (aiosqlite)
+
+KEY = "hybrid-test-master-key-0123456789abcdef"
+
+MANIFEST = """
+project: hybrid
+discovery: {discovery}
+connectors:
+  - slug: tracker
+    base_url: http://127.0.0.1:9
+    source:
+      http:
+        actions:
+          - {{path: reports.create, method: POST, url: /reports, summary: {summary}}}
+          - {{path: tickets.open, method: POST, url: /tickets, summary: Open a ticket to report a defect}}
+          - {{path: tickets.close, method: POST, url: /tickets/close, summary: Close a ticket}}
+"""
+
+
+def manifest_text(discovery: str = "{}", summary: str = "Create a report") -> str:
+    return MANIFEST.format(discovery=discovery, summary=summary)
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": KEY})
+
+
+def _has_extra() -> bool:
+    try:
+        from mcp_gateway.discovery.providers import local_provider
+
+        local_provider()
+    except EmbeddingsUnavailable:
+        return False
+    return True
+
+
+needs_extra = pytest.mark.skipif(not _has_extra(), reason="the embeddings extra is not installed")
+
+
+class CountingProvider:
+    """A bag-of-words stand-in for the model (numpy still needed), counting the texts it embeds."""
+
+    model = "test-bow"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> object:
+        import numpy as np
+
+        self.texts.extend(texts)
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                rows[i, hashlib.blake2b(word.encode(), digest_size=1).digest()[0] % 64] += 1.0
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return rows
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> CountingProvider:
+    pytest.importorskip("numpy")
+    made = CountingProvider()
+    monkeypatch.setattr("mcp_gateway.discovery.providers.local_provider", lambda: made)
+    return made
+
+
+# -- modes -----------------------------------------------------------------------------------------
+
+
+def test_modes_default_to_auto_and_the_old_reranker_setting_maps_to_them() -> None:
+    assert parse_manifest(manifest_text()).discovery.effective_mode == "auto"
+    assert parse_manifest(manifest_text("{reranker: minilm}")).discovery.effective_mode == "hybrid"
+    assert parse_manifest(manifest_text("{reranker: none}")).discovery.effective_mode == "lexical"
+    assert parse_manifest(manifest_text("{mode: lexical}")).discovery.effective_mode == "lexical"
+    with pytest.raises(Exception, match=r"discovery\.mode"):
+        parse_manifest(manifest_text("{mode: dense}"))
+
+
+async def test_lexical_mode_says_so_everywhere(tmp_path: Path, provider: CountingProvider) -> None:
+    manifest = parse_manifest(manifest_text("{mode: lexical}"), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is None
+        listed = result_payload(await gw.connectors(OPERATOR))
+        found = result_payload(await gw.discover(OPERATOR, "report a bug"))
+    assert listed["discovery"] == "discovery: lexical only"
+    assert found["results"] and provider.texts == []
+
+
+async def test_auto_without_the_extra_is_lexical_and_hybrid_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "tokenizers", None)  # as if the extra were not installed
+    caplog.set_level(logging.INFO, logger="mcp_gateway.runtime")
+    async with open_gateway(settings(tmp_path), manifest=parse_manifest(manifest_text(), base_dir=tmp_path)) as gw:
+        assert gw.dense is None and gw.discovery_status == "discovery: lexical only"
+        assert (await gw.discover(OPERATOR, "open a ticket")).results[0].name == "tracker.tickets.open"
+    assert "discovery: lexical only" in caplog.text
+    hybrid = parse_manifest(manifest_text("{mode: hybrid}"), base_dir=tmp_path)
+    with pytest.raises(EmbeddingsUnavailable, match=r"pip install"):
+        async with open_gateway(settings(tmp_path / "other"), manifest=hybrid):
+            pass
+    assert not (tmp_path / "other").exists()  # it stopped before opening anything
+
+
+# -- vectors ---------------------------------------------------------------------------------------
+
+
+async def test_vectors_survive_a_restart_and_a_resync_embeds_only_what_changed(
+    tmp_path: Path, provider: CountingProvider
+) -> None:
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        await gw.dense.settled()
+        assert len(provider.texts) == 3
+        assert gw.discovery_status == "discovery: hybrid (test-bow; 1 of 1 connectors embedded)"
+        found = await gw.discover(OPERATOR, "report a defect ticket")
+        assert found.results[0].name == "tracker.tickets.open"
+
+    provider.texts.clear()
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        await gw.dense.settled()
+        assert provider.texts == []  # every vector came from the store
+        assert gw.dense.embedder.index.ready("tracker")
+        await gw.reload(parse_manifest(manifest_text(summary="File an incident report"), base_dir=tmp_path))
+        await gw.dense.settled()
+        assert len(provider.texts) == 1 and "incident" in provider.texts[0]
+
+
+async def test_until_vectors_exist_discover_answers_lexically(tmp_path: Path, provider: CountingProvider) -> None:
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        lexical = [a.qualified_name for a, _ in gw.index.find("close a ticket", limit=10).hits]
+        if not gw.dense.embedder.index.ready("tracker"):
+            assert [r.name for r in (await gw.discover(OPERATOR, "close a ticket")).results] == lexical
+        await gw.dense.settled()
+        assert (await gw.discover(OPERATOR, "close a ticket")).results[0].name == "tracker.tickets.close"
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+async def test_nonsense_is_low_confidence_with_a_hint_and_long_queries_are_searched_over_mcp(
+    tmp_path: Path, provider: CountingProvider
+) -> None:
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        await gw.dense.settled()
+        nonsense = result_payload(await gw.discover(OPERATOR, "zxqv plorb wibbles"))
+        assert nonsense["confidence"] == "low" and nonsense["hint"] == LOW_CONFIDENCE_HINT
+        sure = result_payload(await gw.discover(OPERATOR, "close a ticket"))
+        assert sure["confidence"] == "high" and "hint" not in sure
+        long_query = "Please close the ticket about the broken build. " + "More context follows here. " * 260
+        assert 7000 <= len(long_query) <= 8000
+        async with Client(build_mcp_server(gw, default_principal=OPERATOR)) as client:
+            answer = await client.call_tool("discover", {"query": long_query})
+    assert not answer.is_error and answer.structured_content is not None
+    assert answer.structured_content["results"][0]["name"] == "tracker.tickets.close"
+
+
+# -- the real model and the OpenAI-compatible provider ---------------------------------------------------
+
+
+@needs_extra
+async def test_the_bundled_model_is_on_by_default(tmp_path: Path) -> None:
+    async with open_gateway(settings(tmp_path), manifest=parse_manifest(manifest_text(), base_dir=tmp_path)) as gw:
+        assert gw.dense is not None
+        with anyio.fail_after(60):
+            await gw.dense.settled()
+        assert "all-MiniLM-L6-v2; 1 of 1 connectors embedded" in gw.discovery_status
+        found = await gw.discover(OPERATOR, "something is broken, tell support")
+        assert found.results[0].name == "tracker.tickets.open"
+
+
+@needs_extra
+async def test_an_openai_compatible_endpoint_with_a_sealed_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp_gateway.discovery._embedding import MiniLmEncoder
+    from mcp_gateway.store.sqlite import SQLiteStore
+    from tests.support.embeddings_server import embeddings_app
+    from tests.support.upstream import serve_asgi
+
+    canary = "sk-canary-" + "7f3a9c" * 6
+    app = embeddings_app(MiniLmEncoder(), model="all-minilm", api_key=canary)
+    caplog.set_level(logging.DEBUG)
+    with serve_asgi(app) as base_url:
+        discovery = f"{{embeddings: {{url: '{base_url}/v1', model: all-minilm}}}}"
+        manifest = parse_manifest(manifest_text(discovery), base_dir=tmp_path)
+        async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+            connector, name = DISCOVERY_SECRET
+            await gw.vault.put(connector, canary, name=name)
+        async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+            assert gw.dense is not None
+            with anyio.fail_after(60):
+                await gw.dense.settled()
+            assert gw.dense.embedder.index.ready("tracker")
+            assert "all-minilm at http://127.0.0.1" in gw.discovery_status
+            found = result_payload(await gw.discover(OPERATOR, "something is broken, tell support"))
+            listed = result_payload(await gw.connectors(OPERATOR))
+    assert found["results"][0]["name"] == "tracker.tickets.open"
+    assert app.requests and all(r["headers"].get("authorization") == f"Bearer {canary}" for r in app.requests)
+    assert canary not in caplog.text and canary not in str(found) and canary not in str(listed)
+    raw = (tmp_path / "state" / "state.db").read_bytes()
+    assert canary.encode() not in raw
+    async with SQLiteStore(tmp_path / "state" / "state.db") as store:
+        assert await store.list_credentials()  # stored, sealed
+
+
+async def test_the_environment_overrides_the_mode(tmp_path: Path, provider: CountingProvider) -> None:
+    env = {"MCP_GATEWAY_MASTER_KEY": KEY, "MCP_GATEWAY_DISCOVERY_MODE": "lexical"}
+    state = Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
+    async with open_gateway(state, manifest=parse_manifest(manifest_text("{mode: hybrid}"), base_dir=tmp_path)) as gw:
+        assert gw.dense is None
