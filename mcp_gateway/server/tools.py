@@ -16,7 +16,15 @@ from typing import Annotated, Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 from ..core import Gateway, result_payload
@@ -47,6 +55,18 @@ def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
     )
 
 
+class _GatewayServer(MCPServer):
+    """The SDK's server, answering an unknown prompt like an unknown resource: JSON-RPC -32602 with
+    the name, instead of an internal error (-32603) and a traceback in the log."""
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
+        return await super().get_prompt(name, arguments, context)
+
+
 def build_mcp_server(
     gateway: Gateway,
     *,
@@ -72,7 +92,7 @@ def build_mcp_server(
         return default_principal
 
     humans = HumanElicitation(gateway)
-    server = MCPServer(
+    server = _GatewayServer(
         name=name,
         instructions=INSTRUCTIONS,
         log_level="WARNING",

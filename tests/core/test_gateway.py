@@ -20,6 +20,7 @@ import anyio.lowlevel
 import httpx2
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_gateway.approvals import ApprovalService, fingerprint
 from mcp_gateway.audit import Auditor
@@ -735,3 +736,16 @@ async def test_mcp_surface_in_memory(h: Harness) -> None:
         listed = await client.call_tool("connectors", {})
         assert listed.structured_content is not None
         assert slugs(listed.structured_content) == ["api", "open", "vault"]
+
+
+async def test_unknown_prompt_or_resource_is_invalid_params_without_traceback(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Client(build_mcp_server(h.gateway, default_principal=OPERATOR)) as client:
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("nosuch")
+        with pytest.raises(MCPError) as resource:
+            await client.read_resource("gateway://nosuch")
+    assert (prompt.value.code, prompt.value.error.message) == (-32602, "Unknown prompt: nosuch")
+    assert resource.value.code == -32602
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
