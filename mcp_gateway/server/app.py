@@ -129,24 +129,35 @@ async def run_http(
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
-    """Serve MCP on stdio; serve the human pages on loopback once the first link is minted."""
+    """Serve MCP on stdio; serve the human pages on loopback once the first link is minted.
+
+    When stdin closes, a running pages server is asked to stop (uvicorn's graceful exit) rather than
+    cancelled: cancelling it mid-lifespan prints a ``CancelledError`` traceback on the way out.
+    """
+    pages_server: uvicorn.Server | None = None
 
     async def pages() -> None:
+        nonlocal pages_server
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
-        app = Starlette(routes=web_routes(gateway))
+        pages_server = _uvicorn(Starlette(routes=web_routes(gateway)), host, port)
         try:
-            await _uvicorn(app, host, port).serve()
+            await pages_server.serve()
         except (OSError, SystemExit) as exc:
             logger.warning("cannot serve the link pages at %s: %s", gateway.links.public_url, exc)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pages)
-        if threading.current_thread() is threading.main_thread():
-            tg.start_soon(_end_on_signals, gateway)
-        await server.run_stdio_async()
-        tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(pages)
+        async with anyio.create_task_group() as inner:
+            if threading.current_thread() is threading.main_thread():
+                inner.start_soon(_end_on_signals, gateway)
+            await server.run_stdio_async()
+            inner.cancel_scope.cancel()
+        if pages_server is None:
+            outer.cancel_scope.cancel()  # no link was minted: stop waiting for one
+        else:
+            pages_server.should_exit = True
 
 
 async def _end_on_signals(gateway: Gateway) -> None:
