@@ -35,6 +35,7 @@ from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
 
 __all__ = [
+    "BackgroundSync",
     "Settings",
     "discovery_index",
     "keep_discovery_warm",
@@ -75,6 +76,33 @@ class Settings:
     @property
     def database(self) -> Path:
         return self.state_dir / "state.db"
+
+
+@dataclass
+class BackgroundSync:
+    """A sync that runs after the gateway is handed out (``open_gateway(background=...)``), so a stdio
+    server answers ``initialize`` and ``tools/list`` at once.
+
+    The sync starts once the server says it answered its first ``tools/list`` (``served``), or after
+    ``grace`` seconds, so its CPU-heavy part (indexing) does not delay that answer; ``ready`` is set
+    when the catalog is loaded. Whatever needs the catalog awaits ``wait_ready``.
+    """
+
+    grace: float = 1.0
+    served: anyio.Event = field(default_factory=anyio.Event)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+
+    async def wait_ready(self) -> None:
+        self.served.set()  # a caller needs the catalog now: no reason to hold the sync back
+        await self.ready.wait()
+
+    async def run(self, gateway: Gateway, progress: Progress | None) -> None:
+        with anyio.move_on_after(self.grace):
+            await self.served.wait()
+        try:
+            await gateway.sync(progress)
+        finally:
+            self.ready.set()
 
 
 def _store_for(settings: Settings) -> Store:
@@ -118,8 +146,12 @@ async def open_gateway(
     on_link_minted: Callable[[], None] | None = None,
     progress: Progress | None = None,
     clock: Clock | None = None,
+    background: BackgroundSync | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Load the manifest, open the state, sync every connector, and yield a ready gateway."""
+    """Load the manifest, open the state, sync every connector, and yield a ready gateway.
+
+    With ``background``, the gateway is yielded before the sync, which runs beside the caller
+    (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -153,8 +185,14 @@ async def open_gateway(
                 # Audit rows are written by a background task; leaving this block (close, SIGTERM,
                 # stdio EOF) writes whatever is still queued before the store closes.
                 async with gateway.auditor.running():
-                    await gateway.sync(progress)
-                    yield gateway
+                    if background is None:
+                        await gateway.sync(progress)
+                        yield gateway
+                    else:
+                        async with anyio.create_task_group() as tg:
+                            tg.start_soon(background.run, gateway, progress)
+                            yield gateway
+                            tg.cancel_scope.cancel()
             finally:
                 await gateway.aclose()
 
