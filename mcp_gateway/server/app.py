@@ -32,7 +32,6 @@ from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
-from .web import web_routes
 
 __all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio"]
 
@@ -91,6 +90,8 @@ def build_http_app(
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
+    from .web import web_routes  # the pages (jinja2, forms) load only when served
+
     for route in web_routes(gateway):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     app = server.streamable_http_app(
@@ -141,6 +142,8 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
+        from .web import web_routes  # the pages (jinja2, forms) load with the first link, not at start
+
         pages_server = _uvicorn(Starlette(routes=web_routes(gateway)), host, port)
         try:
             await pages_server.serve()
