@@ -273,3 +273,19 @@ def test_manifest_errors_exit_2_without_traceback(env: CliEnv) -> None:
         assert "gateway.yaml:4" in result.err and "kerberos" in result.err, result.err
         assert "Traceback" not in result.err
         assert result.out == ""
+
+
+def test_validate_names_a_missing_or_unparsable_spec_file_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "project: v\nconnectors:\n  - slug: billing\n    base_url: http://127.0.0.1:9\n"
+        "    source:\n      openapi: ./nosuch.yaml\n"
+        "  - slug: notes\n    base_url: http://127.0.0.1:9\n    source:\n      postman: ./broken.json\n"
+    )
+    (tmp_path / "broken.json").write_text('{"info": ')
+    assert cli.main(["validate", "--manifest", str(manifest)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{manifest}:6: connectors[0].source.openapi: './nosuch.yaml': no such file"), err
+    assert err[1].startswith(f"{manifest}:10: connectors[1].source.postman: './broken.json' does not parse"), err
