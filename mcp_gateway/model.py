@@ -262,6 +262,8 @@ class Ok(BaseModel):
     http_status: int | None = None
     data: Any = None
     truncated: bool | None = None
+    unmatched_fields: list[str] | None = None
+    """The ``fields`` paths that matched nothing in the upstream's answer (absent when all matched)."""
 
 
 class PendingApproval(BaseModel):

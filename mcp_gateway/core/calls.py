@@ -23,7 +23,7 @@ from ..identity import Principal, granted_connectors
 from ..links import LinkService
 from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
 from ..policy import effective_risk
-from ..projection import project
+from ..projection import project, unmatched
 from ..redaction import Redactor
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -239,9 +239,16 @@ class CallPipeline:
                 + self._fallback_hint(prepared.action),
             )
         data = redact_data(outcome, redactor)
+        missed: list[str] = []
         if fields:
+            missed = unmatched(data, fields)
             data = project(data, fields)
-        return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
+        return Ok(
+            http_status=outcome.http_status,
+            data=data,
+            truncated=outcome.truncated or None,
+            unmatched_fields=missed or None,
+        )
 
     def _fallback_hint(self, action: Action) -> str:
         """A sentence pointing at the connector's generic request action, when it has one and this

@@ -713,6 +713,10 @@ async def test_mcp_surface_in_memory(h: Harness) -> None:
 
         ok = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}, "fields": ["path"]})
         assert ok.structured_content == {"status": "ok", "http_status": 200, "data": {"path": "/items/1"}}
+        typo = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}, "fields": ["path", "pth"]})
+        assert typo.structured_content is not None
+        assert typo.structured_content["data"] == {"path": "/items/1"}
+        assert typo.structured_content["unmatched_fields"] == ["pth"]
         assert not ok.is_error
         assert json.loads(ok.content[0].text) == ok.structured_content  # type: ignore[union-attr]
 
