@@ -309,7 +309,13 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     async with store_of(args.settings) as store:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         await CredentialVault(store, cipher, project=manifest.project).put(cfg.slug, value, name=args.name)
+        in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
+        async with _gateway(args, manifest=manifest) as gw:
+            state = await gw.credential_stored(cfg.slug) or gw.catalogs.loaded[cfg.slug].state
+        detail = f"{state.actions} actions" if state.status != "error" else state.error
+        sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0
 
 

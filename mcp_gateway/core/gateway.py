@@ -17,6 +17,7 @@ plaintext secret: credentials travel sealed into ``LastMeterAuth``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..auth import needs_secret
 from ..clock import Clock
 from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, summary_of
+from ..errors import GatewayError
 from ..execution.mcp import McpExecutor
 from ..identity import Principal
 from ..links import LinkService
@@ -57,6 +59,8 @@ from .sync import Progress
 from .trace import CallTrace
 
 __all__ = ["DETAIL_SCHEMAS", "Gateway", "OnPending"]
+
+logger = logging.getLogger(__name__)
 
 DETAIL_SCHEMAS = 3
 """How many of discover's first results carry their full input schema when asked with ``detail``."""
@@ -156,6 +160,20 @@ class Gateway:
     async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
         """Load one connector again and re-index it (see ``Catalogs.refresh``)."""
         return await self.catalogs.refresh(slug, principal=principal)
+
+    async def credential_stored(self, slug: str) -> ConnectorState | None:
+        """A credential for ``slug`` was just stored (``secret set``, the connect or secret page): a
+        connector in error, whose sync may have needed it, loads again now rather than at its next
+        call. Its new state, or None when it was not in error. Never raises: the secret is stored
+        whatever the upstream says, and the state records why a reload failed."""
+        catalog = self.catalogs.loaded.get(slug)
+        if catalog is None or catalog.state.status != "error":
+            return None
+        try:
+            return await self.refresh_connector(slug)
+        except GatewayError as exc:
+            logger.warning("reloading %s after its credential was stored failed: %s", slug, exc)
+            return None
 
     # -- meta-tools --------------------------------------------------------------------------------
 

@@ -258,6 +258,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             return message(*GONE, status=410, tone="bad")
         await gateway.vault.put(cfg.slug, value)
         gateway.oauth2.forget(cfg.slug)
+        await gateway.credential_stored(cfg.slug)
         return message(
             "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
         )
@@ -303,6 +304,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             await gateway.vault.put(link.connector, value, name=link.secret_name)
             if isinstance(auth, OAuth2Auth):
                 gateway.oauth2.forget(cfg.slug)
+            await gateway.credential_stored(cfg.slug)  # a connector whose sync needed it loads now
             done = (
                 f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
                 if link.secret_name != "default"
