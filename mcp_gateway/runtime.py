@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 import httpx2
@@ -30,6 +29,7 @@ from .errors import GatewayError
 from .execution.mcp import McpExecutor
 from .links import LinkService
 from .manifest import Manifest, load_manifest
+from .settings import Settings
 from .store.base import Store
 from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
@@ -46,36 +46,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Settings:
-    manifest_path: Path | None
-    """None means the bundled default manifest."""
-    state_dir: Path
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    database_url: str | None = field(default=None, repr=False)
-    """``postgresql://...`` selects the PostgreSQL store several instances share; None the SQLite file
-    in ``state_dir``. It may hold a password, so it is never printed (``redact_url`` shows it)."""
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        *,
-        manifest: str | None = None,
-        state_dir: str | None = None,
-        database_url: str | None = None,
-    ) -> Settings:
-        env = dict(os.environ if env is None else env)
-        manifest = manifest or env.get("MCP_GATEWAY_MANIFEST")
-        state = state_dir or env.get("MCP_GATEWAY_STATE_DIR") or ".mcp-gateway"
-        url = (database_url or env.get("MCP_GATEWAY_DATABASE_URL") or "").strip() or None
-        return cls(manifest_path=Path(manifest) if manifest else None, state_dir=Path(state), env=env, database_url=url)
-
-    @property
-    def database(self) -> Path:
-        return self.state_dir / "state.db"
 
 
 @dataclass

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..core import Gateway
     from ..core.sync import Progress
     from ..identity import Principal
-    from ..runtime import Settings
+    from ..settings import Settings
     from ..store.base import Store
 
 __all__ = [
