@@ -117,11 +117,13 @@ async def open_gateway(
     progress: Progress | None = None,
     clock: Clock | None = None,
     background: BackgroundSync | None = None,
+    build_index: bool = True,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
 
     With ``background``, the gateway is yielded before the sync, which runs beside the caller
-    (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it."""
+    (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it.
+    ``build_index=False``: the discovery index stays empty (for a command that only reports states)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -156,7 +158,7 @@ async def open_gateway(
                 # stdio EOF) writes whatever is still queued before the store closes.
                 async with gateway.auditor.running():
                     if background is None:
-                        await gateway.sync(progress)
+                        await gateway.sync(progress, index=build_index)
                         yield gateway
                     else:
                         async with anyio.create_task_group() as tg:

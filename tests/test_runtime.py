@@ -105,3 +105,13 @@ async def test_a_background_sync_starts_after_its_grace_without_a_request(tmp_pa
         with anyio.fail_after(30):
             await startup.ready.wait()
         assert len(gw.index) == 1
+
+
+async def test_a_states_only_open_skips_the_index_and_the_next_sync_builds_it(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    async with open_gateway(settings, manifest=manifest, build_index=False) as gw:
+        assert [s.status for s in gw.catalogs.states()] == ["ready"]
+        assert len(gw.index) == 0
+        await gw.sync()  # the catalog is unchanged, yet it is indexed now
+        assert len(gw.index) == 1

@@ -125,7 +125,7 @@ def _read_spec(kind: str, path: Path) -> None:
 
 
 async def cmd_sync(args: argparse.Namespace) -> int:
-    async with _gateway(args, progress=_progress()) as gw:
+    async with _gateway(args, progress=_progress(), build_index=False) as gw:  # stores catalogs; nothing to search
         states = gw.catalogs.states()
     if args.json:
         _print_json([s.model_dump(mode="json") for s in states])
@@ -140,7 +140,7 @@ async def cmd_sync(args: argparse.Namespace) -> int:
 async def cmd_connectors(args: argparse.Namespace) -> int:
     from ..core import result_payload
 
-    async with _gateway(args) as gw:
+    async with _gateway(args, build_index=False) as gw:  # states only: no discovery index to build
         data = result_payload(await gw.connectors(_principal(args)))
     if args.json:
         _print_json(data)

@@ -124,8 +124,10 @@ class Catalogs:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded."""
+    async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded. ``index=False`` skips the index
+        (a CLI listing that only reports states: indexing is most of a warm start); the next sync
+        indexes everything then."""
         catalogs = await sync_manifest(
             self.manifest,
             self._store,
@@ -134,6 +136,9 @@ class Catalogs:
             graphql=self._graphql(),
             mcp_tools=self._mcp_tools(PROJECT_WIDE),
         )
+        if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
+            self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}
+            return self.states()
         for slug in set(self.loaded) - set(catalogs):
             self.index.remove_connector(slug)
         for slug, catalog in list(catalogs.items()):

@@ -149,9 +149,9 @@ class Gateway:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded."""
-        return await self.catalogs.sync(progress)
+    async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded (``index=False``: see ``Catalogs.sync``)."""
+        return await self.catalogs.sync(progress, index=index)
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
