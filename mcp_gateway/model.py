@@ -41,6 +41,7 @@ __all__ = [
     "Risk",
     "Verdict",
     "VerdictSource",
+    "a_credential",
 ]
 
 Risk = Literal["read", "write", "destructive"]
@@ -49,6 +50,13 @@ AuthKind = Literal["none", "bearer", "basic", "api_key", "custom", "oauth1", "hm
 module each in ``auth/``. Adding a kind starts here; the type checker and ``tests/manifest/test_auth_kinds.py``
 then point at every place that must follow."""
 AUTH_KINDS: tuple[AuthKind, ...] = get_args(AuthKind)
+
+
+def a_credential(kind: str) -> str:
+    """``kind`` with its article, as read aloud: "an oauth2 credential", "a bearer credential"."""
+    article = "an" if kind[:1] in "aeiou" or kind in ("hmac", "mtls") else "a"
+    return f"{article} {kind} credential"
+
 ParamLocation = Literal["path", "query", "header", "cookie", "body"]
 ConnectorStatus = Literal["ready", "needs_auth", "error"]
 PolicyAction = Literal["always_run", "require_approval", "block"]
@@ -264,6 +272,8 @@ class Ok(BaseModel):
     http_status: int | None = None
     data: Any = None
     truncated: bool | None = None
+    unmatched_fields: list[str] | None = None
+    """The ``fields`` paths that matched nothing in the upstream's answer (absent when all matched)."""
 
 
 class PendingApproval(BaseModel):

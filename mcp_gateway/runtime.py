@@ -12,7 +12,6 @@ import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 import httpx2
@@ -33,12 +32,14 @@ from .execution.mcp import McpExecutor
 from .links import LinkService
 from .manifest import Manifest, load_manifest
 from .secrets import PROJECT_WIDE, SealedCredential
+from .settings import Settings
 from .store.base import Store
 from .store.database_url import is_postgres_url, redact_url
 from .store.sqlite import SQLiteStore
 
 __all__ = [
     "DISCOVERY_SECRET",
+    "BackgroundSync",
     "Settings",
     "check_discovery",
     "discovery_search",
@@ -51,34 +52,31 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Settings:
-    manifest_path: Path | None
-    """None means the bundled default manifest."""
-    state_dir: Path
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    database_url: str | None = field(default=None, repr=False)
-    """``postgresql://...`` selects the PostgreSQL store several instances share; None the SQLite file
-    in ``state_dir``. It may hold a password, so it is never printed (``redact_url`` shows it)."""
+@dataclass
+class BackgroundSync:
+    """A sync that runs after the gateway is handed out (``open_gateway(background=...)``), so a stdio
+    server answers ``initialize`` and ``tools/list`` at once.
 
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        *,
-        manifest: str | None = None,
-        state_dir: str | None = None,
-        database_url: str | None = None,
-    ) -> Settings:
-        env = dict(os.environ if env is None else env)
-        manifest = manifest or env.get("MCP_GATEWAY_MANIFEST")
-        state = state_dir or env.get("MCP_GATEWAY_STATE_DIR") or ".mcp-gateway"
-        url = (database_url or env.get("MCP_GATEWAY_DATABASE_URL") or "").strip() or None
-        return cls(manifest_path=Path(manifest) if manifest else None, state_dir=Path(state), env=env, database_url=url)
+    The sync starts once the server says it answered its first ``tools/list`` (``served``), or after
+    ``grace`` seconds, so its CPU-heavy part (indexing) does not delay that answer; ``ready`` is set
+    when the catalog is loaded. Whatever needs the catalog awaits ``wait_ready``.
+    """
 
-    @property
-    def database(self) -> Path:
-        return self.state_dir / "state.db"
+    grace: float = 1.0
+    served: anyio.Event = field(default_factory=anyio.Event)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+
+    async def wait_ready(self) -> None:
+        self.served.set()  # a caller needs the catalog now: no reason to hold the sync back
+        await self.ready.wait()
+
+    async def run(self, gateway: Gateway, progress: Progress | None) -> None:
+        with anyio.move_on_after(self.grace):
+            await self.served.wait()
+        try:
+            await gateway.sync(progress)
+        finally:
+            self.ready.set()
 
 
 def _store_for(settings: Settings) -> Store:
@@ -97,7 +95,7 @@ def _store_for(settings: Settings) -> Store:
     except ImportError:
         raise GatewayError(
             "a PostgreSQL database URL is set but its driver is not installed; run: "
-            "python3 -m pip install 'mcp-gateway[postgres]'"
+            "python3 -m pip install 'mcp-action-gateway[postgres]'"
         ) from None
     return PostgresStore(url, decode_actions=validate_actions)
 
@@ -122,8 +120,14 @@ async def open_gateway(
     on_link_minted: Callable[[], None] | None = None,
     progress: Progress | None = None,
     clock: Clock | None = None,
+    background: BackgroundSync | None = None,
+    build_index: bool = True,
 ) -> AsyncIterator[Gateway]:
-    """Load the manifest, open the state, sync every connector, and yield a ready gateway."""
+    """Load the manifest, open the state, sync every connector, and yield a ready gateway.
+
+    With ``background``, the gateway is yielded before the sync, which runs beside the caller
+    (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it.
+    ``build_index=False``: the discovery index stays empty (for a command that only reports states)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -169,7 +173,10 @@ async def open_gateway(
                         if search is not None:
                             tasks.start_soon(search.run)
                         try:
-                            await gateway.sync(progress)
+                            if background is None:
+                                await gateway.sync(progress, index=build_index)
+                            else:
+                                tasks.start_soon(background.run, gateway, progress)
                             yield gateway
                         except Exception as exc:  # re-raised as is below, not wrapped in an ExceptionGroup
                             failed = exc

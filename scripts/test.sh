@@ -61,4 +61,15 @@ python3 -m ruff check --quiet mcp_gateway tests scripts
 lint-imports --no-cache >/dev/null || lint-imports --no-cache
 npx --no-install pyright
 
+# Two workers, one test file each at a time (--dist loadfile: a file's module-scoped fixtures and its
+# gateway processes stay in one worker). Most of the suite's time is spent waiting on the gateway and
+# upstream processes the end-to-end tests spawn, so two workers overlap that waiting on two cores.
+# Every fixture is parallel-safe: ports are picked free, state lives in per-test tmp folders, the
+# PostgreSQL cluster is per worker session (its own folder and free port), and Chromium gets a fresh
+# profile per launch. PYTEST_WORKERS=0 runs everything in this one process (e.g. to debug a test).
+WORKERS="${PYTEST_WORKERS:-2}"
+if [ "$WORKERS" != "0" ]; then
+    # -p no:benchmark: a pytest-benchmark installed beside us would warn (an error here) under xdist.
+    exec python3 -m pytest -q -n "$WORKERS" --dist loadfile -p no:benchmark "$@"
+fi
 exec python3 -m pytest -q "$@"

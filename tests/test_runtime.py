@@ -5,10 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
 from mcp_gateway.errors import GatewayError
-from mcp_gateway.runtime import Settings, open_store
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.runtime import BackgroundSync, Settings, open_gateway, open_store
+from mcp_gateway.server.tools import build_mcp_server
 from mcp_gateway.store import SQLiteStore
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +62,56 @@ async def test_another_scheme_is_refused_without_its_password(tmp_path: Path) ->
 async def test_a_missing_driver_says_which_extra_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp_gateway.store.postgres", None)  # as if asyncpg were not installed
     settings = Settings.from_env({}, state_dir=str(tmp_path), database_url=f"postgresql://gw:{PASSWORD}@db/x")
-    with pytest.raises(GatewayError, match=r"pip install 'mcp-gateway\[postgres\]'") as caught:
+    with pytest.raises(GatewayError, match=r"pip install 'mcp-action-gateway\[postgres\]'") as caught:
         async with open_store(settings):
             pass
     assert PASSWORD not in str(caught.value)
+
+
+KEY = "runtime-test-master-key-0123456789"
+SMALL = """
+project: bg
+connectors:
+  - slug: notes
+    base_url: http://127.0.0.1:9
+    source:
+      http:
+        actions:
+          - path: notes.list
+            method: GET
+            url: /notes
+            summary: List the notes
+"""
+
+
+async def test_a_background_sync_serves_tools_list_first_and_calls_wait_for_the_catalog(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    startup = BackgroundSync(grace=30)  # only the first tools/list (or a call) lets the sync start
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), background=startup) as gw:
+        assert not startup.ready.is_set() and len(gw.index) == 0  # handed out before the sync
+        async with Client(build_mcp_server(gw, default_principal=OPERATOR, startup=startup)) as client:
+            assert len((await client.list_tools()).tools) == 6
+            assert startup.served.is_set()
+            found = await client.call_tool("discover", {"query": "list notes"})  # waits for the catalog
+        assert startup.ready.is_set()
+        assert found.structured_content is not None
+        assert [r["name"] for r in found.structured_content["results"]] == ["notes.notes.list"]
+
+
+async def test_a_background_sync_starts_after_its_grace_without_a_request(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    startup = BackgroundSync(grace=0.05)
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), background=startup) as gw:
+        with anyio.fail_after(30):
+            await startup.ready.wait()
+        assert len(gw.index) == 1
+
+
+async def test_a_states_only_open_skips_the_index_and_the_next_sync_builds_it(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    async with open_gateway(settings, manifest=manifest, build_index=False) as gw:
+        assert [s.status for s in gw.catalogs.states()] == ["ready"]
+        assert len(gw.index) == 0
+        await gw.sync()  # the catalog is unchanged, yet it is indexed now
+        assert len(gw.index) == 1

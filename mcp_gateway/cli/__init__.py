@@ -26,7 +26,7 @@ from .. import __version__
 from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError
 
 if TYPE_CHECKING:
-    from ..runtime import Settings
+    from ..settings import Settings
 
 __all__ = ["Args", "build_parser", "main"]
 
@@ -41,7 +41,7 @@ class Args(argparse.Namespace):
 
     @cached_property
     def settings(self) -> Settings:
-        from ..runtime import Settings
+        from ..settings import Settings
 
         return Settings.from_env(manifest=self.manifest, state_dir=self.state_dir, database_url=self.database_url)
 

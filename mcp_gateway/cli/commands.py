@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .output import EXIT_STORE, CliError, link_hint, print_json, table
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from ..core.sync import Progress
     from ..identity import Principal
     from ..manifest import Manifest
-    from ..runtime import Settings
+    from ..settings import Settings
     from ..store.base import Store
 
 __all__ = [
@@ -95,7 +96,7 @@ async def cmd_validate(args: argparse.Namespace) -> int:
     from ..manifest import load_manifest
 
     manifest = load_manifest(args.manifest_path)
-    problems = manifest.diagnostics()
+    problems = manifest.diagnostics(_read_spec)
     where = args.manifest_path or "bundled default manifest"
     if args.json:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
@@ -107,8 +108,25 @@ async def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _read_spec(kind: str, path: Path) -> None:
+    """Parse one spec file the way a sync would read it (raises ``SourceError`` when it does not parse).
+    The bundled catalog's specs are skipped: their tests parse them, and GitHub's alone takes a second."""
+    from ..manifest.bundled import CATALOG_DIR
+
+    if path.resolve().is_relative_to(Path(str(CATALOG_DIR)).resolve()):
+        return
+    if kind == "schema":
+        from ..sources.graphql import read_schema
+
+        read_schema(str(path))
+        return
+    from ..sources._documents import read_document
+
+    read_document(path)
+
+
 async def cmd_sync(args: argparse.Namespace) -> int:
-    async with _gateway(args, progress=_progress()) as gw:
+    async with _gateway(args, progress=_progress(), build_index=False) as gw:  # stores catalogs; nothing to search
         states = gw.catalogs.states()
     if args.json:
         _print_json([s.model_dump(mode="json") for s in states])
@@ -123,7 +141,7 @@ async def cmd_sync(args: argparse.Namespace) -> int:
 async def cmd_connectors(args: argparse.Namespace) -> int:
     from ..core import result_payload
 
-    async with _gateway(args) as gw:
+    async with _gateway(args, build_index=False) as gw:  # states only: no discovery index to build
         data = result_payload(await gw.connectors(_principal(args)))
     if args.json:
         _print_json(data)
@@ -296,7 +314,13 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     async with store_of(args.settings) as store:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         await CredentialVault(store, cipher, project=manifest.project).put(cfg.slug, value, name=args.name)
+        in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
+        async with _gateway(args, manifest=manifest) as gw:
+            state = await gw.credential_stored(cfg.slug) or gw.catalogs.loaded[cfg.slug].state
+        detail = f"{state.actions} actions" if state.status != "error" else state.error
+        sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0
 
 

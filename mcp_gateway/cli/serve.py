@@ -47,7 +47,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..crypto import load_master_key
     from ..manifest import load_manifest
-    from ..runtime import open_gateway, reload_on_sighup
+    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
     from ..server.limits import ConnectionLimits
@@ -90,10 +90,17 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         shutdown_tracing()
         return 0
     pages_requested = anyio.Event()
+    startup = BackgroundSync()  # initialize and tools/list answer at once; tool calls wait for the catalog
     async with open_gateway(
-        args.settings, manifest=manifest, public_url=args.public_url, on_link_minted=pages_requested.set
+        args.settings,
+        manifest=manifest,
+        public_url=args.public_url,
+        on_link_minted=pages_requested.set,
+        background=startup,
     ) as gw:
-        server = build_mcp_server(gw, default_principal=principal(args), request_state_key=state_key(gw))
+        server = build_mcp_server(
+            gw, default_principal=principal(args), request_state_key=state_key(gw), startup=startup
+        )
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             if args.metrics_port is not None:

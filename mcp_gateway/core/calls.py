@@ -32,7 +32,7 @@ from ..identity import Principal, granted_connectors
 from ..links import LinkService
 from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
 from ..policy import effective_risk
-from ..projection import project
+from ..projection import project, unmatched
 from ..redaction import Redactor
 from ..tracing import span
 from .admission import TrafficGate
@@ -285,9 +285,16 @@ class CallPipeline:
                 + self._fallback_hint(prepared.action),
             )
         data = redact_data(outcome, redactor)
+        missed: list[str] = []
         if fields:
+            missed = unmatched(data, fields)
             data = project(data, fields)
-        return Ok(http_status=outcome.http_status, data=data, truncated=outcome.truncated or None)
+        return Ok(
+            http_status=outcome.http_status,
+            data=data,
+            truncated=outcome.truncated or None,
+            unmatched_fields=missed or None,
+        )
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient

@@ -17,6 +17,7 @@ from ..auth import LastMeterAuth, needs_secret
 from ..credentials import CredentialVault
 from ..logs import known_secrets
 from ..manifest import ConnectorConfig, OAuth2Auth
+from ..model import a_credential
 from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from .oauth2_tokens import OAuth2Tokens
 
@@ -71,7 +72,7 @@ class CredentialBroker:
         sealed = await self.sealed(cfg, user)
         if needs_secret(cfg.auth) and sealed is None:
             return CallCredential(
-                None, f"{cfg.slug} needs a {cfg.auth.type} credential; ask the user to open the link."
+                None, f"{cfg.slug} needs {a_credential(cfg.auth.type)}; ask the user to open the link."
             )
         if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(cfg.auth, cfg.slug, user):
             return CallCredential(

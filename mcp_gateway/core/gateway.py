@@ -17,6 +17,7 @@ plaintext secret: credentials travel sealed into ``LastMeterAuth``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -30,6 +31,7 @@ from ..clock import Clock
 from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, summary_of
 from ..discovery.hybrid import HybridSearch, discovery_status
+from ..errors import GatewayError
 from ..execution.mcp import McpExecutor
 from ..identity import Principal
 from ..links import LinkService
@@ -64,6 +66,8 @@ from .sync import Progress
 from .trace import CallTrace
 
 __all__ = ["DETAIL_SCHEMAS", "Gateway", "OnPending"]
+
+logger = logging.getLogger(__name__)
 
 DETAIL_SCHEMAS = 3
 """How many of discover's first results carry their full input schema when asked with ``detail``."""
@@ -172,9 +176,9 @@ class Gateway:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    async def sync(self, progress: Progress | None = None) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded."""
-        return self._synced(await self.catalogs.sync(progress))
+    async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded (``index=False``: see ``Catalogs.sync``)."""
+        return self._synced(await self.catalogs.sync(progress, index=index))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
@@ -188,6 +192,20 @@ class Gateway:
         for state in states:
             self.metrics.observe_sync(state.slug, state.status)
         return states
+
+    async def credential_stored(self, slug: str) -> ConnectorState | None:
+        """A credential for ``slug`` was just stored (``secret set``, the connect or secret page): a
+        connector in error, whose sync may have needed it, loads again now rather than at its next
+        call. Its new state, or None when it was not in error. Never raises: the secret is stored
+        whatever the upstream says, and the state records why a reload failed."""
+        catalog = self.catalogs.loaded.get(slug)
+        if catalog is None or catalog.state.status != "error":
+            return None
+        try:
+            return await self.refresh_connector(slug)
+        except GatewayError as exc:
+            logger.warning("reloading %s after its credential was stored failed: %s", slug, exc)
+            return None
 
     # -- meta-tools --------------------------------------------------------------------------------
 

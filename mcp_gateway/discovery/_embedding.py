@@ -61,7 +61,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "python3 -m pip install 'mcp-gateway[embeddings]'"
+INSTALL_HINT = "python3 -m pip install 'mcp-action-gateway[embeddings]'"
 """One step: the model's files ship inside the package (``discovery/models``); the extra adds numpy & co."""
 
 BETA = 1.5

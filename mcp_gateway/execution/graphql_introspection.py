@@ -18,7 +18,7 @@ import anyio.to_thread
 import httpx2
 from graphql import GraphQLSchema, get_introspection_query
 
-from ..errors import GatewayError, SourceError, UpstreamError
+from ..errors import CredentialMissing, GatewayError, SourceError, UpstreamError
 from ..manifest import ConnectorConfig
 from ..redaction import Redactor
 from ..secrets import SecretValue
@@ -61,15 +61,27 @@ async def introspect(
         content=body.encode(),
     )
     host = request.url.host
+    unauthenticated: GatewayError | None = None
     try:
-        outcome = await send(client, request, auth=auth, timeout=timeout, max_bytes=MAX_REMOTE_BYTES)
+        try:
+            outcome = await send(client, request, auth=auth, timeout=timeout, max_bytes=MAX_REMOTE_BYTES)
+        except CredentialMissing as exc:
+            # No credential stored yet: many endpoints answer introspection without one, and then the
+            # connector loads now (its calls still need the credential) instead of waiting for it.
+            unauthenticated = exc
+            outcome = await send(client, request, auth=httpx2.Auth(), timeout=timeout, max_bytes=MAX_REMOTE_BYTES)
     except UpstreamError as exc:
         raise SourceError(f"introspection failed: {redactor.redact_text(str(exc))}") from None
-    except GatewayError as exc:  # a missing or unusable credential, an auth kind this build cannot apply
+    except GatewayError as exc:  # an unusable credential, an auth kind this build cannot apply
         raise SourceError(
             f"introspection of {host} could not be authenticated: {exc}; store the connector's credential "
             "(mcp-gateway secret set, or the connect link), then sync again"
         ) from None
+    if unauthenticated is not None and outcome.http_status in (401, 403):
+        raise SourceError(
+            f"introspection of {host} needs the credential ({outcome.http_status} without it): {unauthenticated}; "
+            "store the connector's credential (mcp-gateway secret set, or the connect link), then sync again"
+        )
     if outcome.http_status in (401, 403):
         raise SourceError(
             f"{host} refused the introspection query ({outcome.http_status}); store a valid credential for this "

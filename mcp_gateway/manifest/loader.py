@@ -22,6 +22,7 @@ parts (see ``mcp_gateway.manifest``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import Issue, ManifestError
+from ..errors import GatewayError, Issue, ManifestError
 from ..model import PolicyAction, Risk
 from ..policy import Condition, Matcher, compile_matcher
 from .auth import (
@@ -50,9 +51,12 @@ from .bundled import CATALOG_DIR, DEFAULT_MANIFEST
 from .catalog import CatalogUse, catalog_entry, merge_defaults
 from .issues import describe, located_issue
 from .sources import (
+    GraphQLSource,
     HttpSource,
     McpSource,
     McpSpec,
+    OpenAPISource,
+    PostmanSource,
     SourceConfig,
 )
 from .traffic import CircuitBreakerConfig, LimitConfig, RetryConfig
@@ -311,8 +315,10 @@ class Manifest(BaseModel):
         path = Path(ref).expanduser()
         return str(path if path.is_absolute() else (self.base_dir / path))
 
-    def diagnostic_issues(self) -> list[Issue]:
-        """Non-fatal problems ``validate`` reports (and exits non-zero on): rules that can never match."""
+    def diagnostic_issues(self, read_spec: Callable[[str, Path], None] | None = None) -> list[Issue]:
+        """Non-fatal problems ``validate`` reports (and exits non-zero on): rules that can never match,
+        spec files that do not exist, and (with ``read_spec(kind, path)``, which raises ``GatewayError``
+        on a file that does not parse; kind is ``openapi``, ``postman`` or ``schema``) specs that do not parse."""
         origin = self._origin or _Origin(file="<manifest>")
         out: list[Issue] = []
         layers: list[tuple[Loc, list[PolicyRule]]] = [(("policies",), self.policies)]
@@ -330,11 +336,50 @@ class Manifest(BaseModel):
                             "fix the pattern, or use a glob such as 'issues.*'; until then this rule is ignored",
                         )
                     )
+        for loc, ref in self.local_files():
+            path = Path(self.resolve(ref))
+            if not path.is_file():
+                out.append(
+                    Issue(
+                        origin.file,
+                        line_for(loc, origin.lines),
+                        dotted(loc),
+                        f"{ref!r}: no such file ({path})",
+                        "fix the path: a relative one starts at the manifest's folder",
+                    )
+                )
+                continue
+            try:
+                if read_spec is not None:
+                    read_spec(str(loc[-1]), path)
+            except GatewayError as exc:
+                out.append(
+                    Issue(
+                        origin.file,
+                        line_for(loc, origin.lines),
+                        dotted(loc),
+                        f"{ref!r} does not parse: {exc}",
+                        "fix the file, or point at the right one",
+                    )
+                )
         return out
 
-    def diagnostics(self) -> list[str]:
+    def local_files(self) -> list[tuple[Loc, str]]:
+        """Every spec or schema file the connectors' sources name on disk (not URLs), with its location."""
+        out: list[tuple[Loc, str]] = []
+        for i, c in enumerate(self.connectors):
+            src = c.source
+            if isinstance(src, OpenAPISource):
+                out.append((("connectors", i, "source", "openapi"), src.openapi))
+            elif isinstance(src, PostmanSource):
+                out.append((("connectors", i, "source", "postman"), src.postman))
+            elif isinstance(src, GraphQLSource) and src.graphql.schema_ is not None:
+                out.append((("connectors", i, "source", "graphql", "schema"), src.graphql.schema_))
+        return [(loc, ref) for loc, ref in out if not ref.startswith(("http://", "https://"))]
+
+    def diagnostics(self, read_spec: Callable[[str, Path], None] | None = None) -> list[str]:
         """``diagnostic_issues`` as text, one ``file:line: field: problem (fix: …)`` each."""
-        return [str(issue) for issue in self.diagnostic_issues()]
+        return [str(issue) for issue in self.diagnostic_issues(read_spec)]
 
 
 _Located = tuple[Loc, str, str]

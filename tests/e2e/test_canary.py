@@ -452,6 +452,9 @@ def _assert_secrets_reached_the_upstream(upstream: LeakyUpstream) -> None:
     assert any(r.path == "/echo-headers-error" for r in seen)
 
 
+# Every surface in one test (stdio, HTTP, pages, ~40 CLI processes): ~70 s alone on two cores, about
+# twice that inside the full suite, so its timeout is 3x the latter rather than the default 120 s.
+@pytest.mark.timeout(420)
 async def test_canary_never_leaks(canary_env: CanaryEnv) -> None:
     env, ev = canary_env, canary_env.evidence
     env.cli("validate")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
+from typing import IO
 
 import httpx2
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from .conftest import GatewayEnv, HttpGateway, http_client, structured
+from .conftest import GatewayEnv, HttpGateway, free_port, http_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -85,3 +90,38 @@ def test_tools_list_is_small_and_constant(gateway_env: GatewayEnv, http_gateway:
         )
     assert listed.status_code == 200
     assert len(listed.content) <= 4096, len(listed.content)
+
+
+def _serve_http(env: GatewayEnv, manifest: Path, port: int, log: IO[str]) -> subprocess.Popen[bytes]:
+    """``serve --transport http --port PORT`` without ``--public-url``, once /healthz answers."""
+    argv = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest)]
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_gateway", *argv], env=env.env, stdout=log, stderr=log)
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+        try:
+            if httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx2.HTTPError:
+            time.sleep(0.1)
+
+
+async def test_links_point_at_the_port_served_when_no_public_url_is_set(gateway_env: GatewayEnv) -> None:
+    """`serve --transport http --port P` on a manifest without public_url hands out links on P (issue 14.4)."""
+    text = gateway_env.manifest.read_text()
+    manifest = gateway_env.root / "no_public_url.yaml"
+    manifest.write_text("\n".join(line for line in text.splitlines() if not line.startswith("public_url:")))
+    port = free_port()
+    with (gateway_env.root / "serve.log").open("w") as log:
+        proc = _serve_http(gateway_env, manifest, port, log)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+            async with http_client(url, token) as client:
+                link = structured(await client.call_tool("connect", {"connector": "bearer_api"}))
+            assert link["connect_url"].startswith(f"{url}/connect/"), link
+            async with httpx2.AsyncClient() as http:
+                assert (await http.get(link["connect_url"])).status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

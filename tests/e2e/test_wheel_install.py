@@ -57,6 +57,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Built as users build it: pip fetches the build backend (setuptools) into an isolated environment.
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, source)
     (wheel,) = dist.glob("*.whl")
+    # Our own distribution name: PyPI's `mcp-gateway` is another project.
+    assert wheel.name.startswith("mcp_action_gateway-"), wheel.name
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in (
         "mcp_gateway/bundled/manifests/default.yaml",
@@ -64,6 +66,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "mcp_gateway/bundled/catalog/github.yaml",
         "mcp_gateway/bundled/catalog/specs/petstore.json",
         "mcp_gateway/server/templates/base.html",
+        "mcp_gateway/py.typed",
     ):
         assert data in names, f"{data} is not in the wheel"
 

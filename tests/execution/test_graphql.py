@@ -352,3 +352,28 @@ async def test_introspection_of_something_that_is_not_graphql(tmp_path: Path) ->
         async with _gateway(tmp_path, _manifest(f"{server.base_url}/anything")) as gw:
             (state,) = [s for s in await gw.sync()]
             assert state.status == "error" and "introspection" in (state.error or "")
+
+
+async def test_public_introspection_loads_a_connector_with_declared_auth_before_its_secret(tmp_path: Path) -> None:
+    app = GraphQLApp()  # introspection (and everything) answers without a credential
+    with LoopbackServer(app) as server:
+        async with _gateway(tmp_path, _manifest(f"{server.base_url}/graphql", auth="{type: bearer}")) as gw:
+            listed = (result_payload(await gw.connectors(OPERATOR)))["connectors"][0]
+            assert (listed["status"], listed["actions"]) == ("needs_auth", 5), listed
+            assert "authorization" not in app.requests[0].headers
+            # Its calls still wait for the credential.
+            assert (await _call(gw, "gh.query.ping", {}))["status"] == "needs_auth"
+
+
+async def test_storing_the_secret_reloads_a_connector_whose_introspection_needed_it(tmp_path: Path) -> None:
+    app = GraphQLApp(token=TOKEN)
+    with LoopbackServer(app) as server:
+        async with _gateway(tmp_path, _manifest(f"{server.base_url}/graphql", auth="{type: bearer}")) as gw:
+            (state,) = gw.catalogs.states()
+            assert state.status == "error" and "needs the credential (401 without it)" in (state.error or "")
+            still = await gw.credential_stored("gh")  # nothing stored yet: it tries, and stays in error
+            assert still is not None and still.status == "error"
+            await gw.vault.put("gh", TOKEN)
+            reloaded = await gw.credential_stored("gh")
+            assert reloaded is not None and (reloaded.status, reloaded.actions) == ("ready", 5)
+            assert await gw.credential_stored("gh") is None  # not in error any more: nothing to do

@@ -109,7 +109,8 @@ def test_spec_example_parses(catalog: Path) -> None:
     assert manifest.agents is not None and [(a.name, a.connectors) for a in manifest.agents] == [
         ("release-bot", ["github"])
     ]
-    assert manifest.diagnostics() == []
+    # The SPEC's example names spec files it does not ship: only those are reported (validate's file check).
+    assert manifest.diagnostics() and all("no such file" in d for d in manifest.diagnostics())
 
 
 @pytest.mark.parametrize("path", [DEFAULT_MANIFEST, EXAMPLE_MANIFEST])
