@@ -126,6 +126,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    boolean NOT NULL DEFAULT false
         )""",
     ),
+    # 3: operators' decisions on upstream actions' snapshots (pinning and review, issue 13).
+    (
+        """CREATE TABLE action_review (
+            name        text NOT NULL,
+            fingerprint text NOT NULL,
+            decision    text NOT NULL,
+            snapshot    text NOT NULL,
+            decided_at  timestamptz NOT NULL,
+            decided_by  text NOT NULL,
+            PRIMARY KEY (name, fingerprint)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -142,6 +154,7 @@ OUR_TABLES = (
     "meta",
     "ephemeral",
     "operator_token",
+    "action_review",
 )
 
 

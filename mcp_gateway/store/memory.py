@@ -32,6 +32,7 @@ from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
 from ._rows import ActionsDecoder, aware, catalog_params, dump_meta, load_catalog, load_meta
 from .base import (
+    ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,
     AuditRecord,
@@ -80,6 +81,9 @@ class MemoryData:
     audit: list[AuditRecord] = field(default_factory=list[AuditRecord])
     ephemeral: dict[tuple[str, str], _Ephemeral] = field(default_factory=dict[tuple[str, str], _Ephemeral])
     meta: dict[str, str] = field(default_factory=dict[str, str])
+    action_reviews: dict[tuple[str, str], ActionReviewRecord] = field(
+        default_factory=dict[tuple[str, str], ActionReviewRecord]
+    )
 
 
 class MemoryStore:
@@ -302,3 +306,13 @@ class MemoryStore:
     async def set_meta(self, key: str, value: Any) -> None:
         """Store any JSON-serializable value under ``key`` (a ``None`` value reads back as absent)."""
         self._d().meta[key] = dump_meta(value)
+
+    # -- action reviews -----------------------------------------------------------------------------
+
+    async def put_action_review(self, record: ActionReviewRecord) -> None:
+        reviews = self._d().action_reviews
+        reviews.pop((record.name, record.fingerprint), None)  # a replaced decision moves to the end
+        reviews[(record.name, record.fingerprint)] = _utc(record)
+
+    async def list_action_reviews(self) -> list[ActionReviewRecord]:
+        return sorted(self._d().action_reviews.values(), key=lambda r: r.decided_at)
