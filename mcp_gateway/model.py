@@ -64,6 +64,7 @@ DeniedReason = Literal[
     "approval_expired",
     "invalid_args",
     "upstream_forbidden",
+    "quarantined",
 ]
 ErrorReason = Literal[
     "upstream_error",
@@ -73,6 +74,7 @@ ErrorReason = Literal[
     "auth_failed",
     "connector_error",
     "internal_error",
+    "rate_limited",
 ]
 
 # -- what the store records (issue 10: records typed with this vocabulary) ----------------------

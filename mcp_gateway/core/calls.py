@@ -122,6 +122,15 @@ class CallPipeline:
         if action is None:
             return self._permissions.not_found(principal, tool)
         trace.action = action
+        if self._catalogs.quarantined(action.qualified_name) is not None:
+            await self._catalogs.refresh_decisions()  # approved elsewhere (the CLI) since?
+            if self._catalogs.quarantined(action.qualified_name) is not None:
+                return Denied(
+                    reason="quarantined",
+                    message=f"{action.qualified_name} is held for review: its upstream added or changed it, or its "
+                    "text reads as instructions. An operator must review and approve it (`mcp-gateway review` or "
+                    "the operator page) before it can be called.",
+                )
         errors = self._catalogs.validate(action, args)
         if errors:
             return Denied(

@@ -180,7 +180,7 @@ class Gateway:
                     name=cfg.display_name,
                     description=cfg.description,
                     status=status,
-                    actions=sum(1 for a in catalog.actions if not self.permissions.hidden(a)),
+                    actions=sum(1 for a in catalog.actions if self.permissions.allow(a)),
                     auth=cfg.auth.type,
                     auth_configured=configured or not needs_secret(cfg.auth),
                     error=catalog.state.error,
@@ -199,6 +199,7 @@ class Gateway:
     ) -> DiscoverResult:
         """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
         so an agent can call the top hit without a ``describe`` round trip."""
+        await self.catalogs.refresh_decisions()
         visible = self.permissions.visible(principal)
         if connector is not None:
             visible = visible & {connector}
@@ -227,6 +228,7 @@ class Gateway:
         return DiscoverResult(query=query, results=results)
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
+        await self.catalogs.refresh_decisions()
         action = self.permissions.lookup(principal, tool)
         if action is None:
             unavailable = await self.calls.recover(principal, tool)

@@ -45,7 +45,8 @@ class Permissions:
         )
 
     def allow(self, action: Action) -> bool:
-        return not self.hidden(action)
+        """Whether agents may see the action: no ``hide`` rule, and not quarantined for review."""
+        return not self.hidden(action) and self._catalogs.quarantined(action.qualified_name) is None
 
     def lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
         """The action this principal may address by ``name``. ``call`` includes blocked ones, so
@@ -53,7 +54,7 @@ class Permissions:
         action = self._index.resolve(name)
         if action is None or action.connector not in self.visible(principal):
             return None
-        return None if not include_hidden and self.hidden(action) else action
+        return None if not include_hidden and not self.allow(action) else action
 
     def connector_of(self, principal: Principal, name: str) -> str | None:
         """The visible connector an action name starts with, whether or not the action exists."""
