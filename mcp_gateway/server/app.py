@@ -2,7 +2,8 @@
 
 HTTP: every request to ``/mcp`` needs ``Authorization: Bearer <token>`` minted by ``token
 create``; anything else gets a bare 401 (no detail to probe with). Host and Origin are checked
-against DNS rebinding by the SDK's transport security, configured here for the address we bind.
+against DNS rebinding on every route (``HostGuard``: pages, operator, OAuth callback, health) and
+by the SDK's transport security on ``/mcp``, both from one allow-list for the address we bind.
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,
 started the first time a link is minted, so every link the gateway hands out works.
 
@@ -24,13 +25,13 @@ from urllib.parse import urlsplit
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core import Gateway
 from ..identity import Principal
 from ..tokens import TokenService
+from .host_guard import HostGuard, allow_list
 from .tools import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from .web import web_routes
 
@@ -74,17 +75,6 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def _security(host: str, port: int, public_url: str) -> TransportSecuritySettings:
-    public = urlsplit(public_url)
-    hosts = {f"{host}:{port}", "127.0.0.1:*", "localhost:*", "[::1]:*"}
-    origins = {"http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", f"{public.scheme}://{public.netloc}"}
-    if public.netloc:
-        hosts.add(public.netloc)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts), allowed_origins=sorted(origins)
-    )
-
-
 def build_http_app(
     gateway: Gateway, tokens: TokenService, *, host: str, port: int, request_state_key: bytes | None = None
 ) -> ASGIApp:
@@ -93,12 +83,13 @@ def build_http_app(
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     for route in web_routes(gateway):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
+    allowed = allow_list(host, port, gateway.links.public_url)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        transport_security=_security(host, port, gateway.links.public_url),
+        transport_security=allowed.transport_security(),
         host=host,
     )
-    return BearerGate(app, tokens)
+    return HostGuard(BearerGate(app, tokens), allowed)
 
 
 class _Server(uvicorn.Server):
@@ -135,7 +126,7 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
         await pages_requested.wait()
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
-        app = Starlette(routes=web_routes(gateway))
+        app = HostGuard(Starlette(routes=web_routes(gateway)), allow_list(host, port, gateway.links.public_url))
         try:
             await _uvicorn(app, host, port).serve()
         except (OSError, SystemExit) as exc:
