@@ -29,7 +29,7 @@ from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
 from .permissions import Permissions
-from .results import redact_data, upstream_summary
+from .results import clean_result, redact_data, upstream_summary
 from .trace import CallTrace
 
 __all__ = ["CallPipeline"]
@@ -79,13 +79,16 @@ class CallPipeline:
     ) -> CallResult:
         """One attempt; an unexpected failure becomes an ``internal_error`` result (and a log entry)."""
         try:
-            return await self._attempt(principal, tool, args, approval_id, fields, trace)
+            result = await self._attempt(principal, tool, args, approval_id, fields, trace)
         except Exception:
             logger.exception("call of %s failed unexpectedly", tool)
             return ErrorResult(
                 reason="internal_error",
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
+        # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
+        cfg = self._catalogs.manifest.connector(trace.action.connector) if trace.action is not None else None
+        return clean_result(result, cfg.max_result_chars if cfg is not None else None)
 
     async def recover(self, principal: Principal, name: str) -> ErrorResult | None:
         """For a name that resolved to nothing: when it names a visible connector in error, try to

@@ -52,6 +52,9 @@ from .results import (
     DiscoverHit,
     DiscoverResult,
     SecretLink,
+    shown_description,
+    shown_schema,
+    shown_summary,
 )
 from .sync import Progress
 from .trace import CallTrace
@@ -214,7 +217,7 @@ class Gateway:
             results.append(
                 DiscoverHit(
                     name=action.qualified_name,
-                    summary=summary_of(action),
+                    summary=shown_summary(summary_of(action)),
                     risk=action.risk,
                     needs_approval=self.permissions.verdict(action, {}).action == "require_approval",
                     needs_auth=needs_auth[action.connector],
@@ -222,7 +225,7 @@ class Gateway:
                     params=[*required, *(name for name in props if name not in required)][:12],
                     required=required,
                     score=round(score, 3),
-                    input_schema=action.input_schema if detail and rank < DETAIL_SCHEMAS else None,
+                    input_schema=shown_schema(action.input_schema) if detail and rank < DETAIL_SCHEMAS else None,
                 )
             )
         return DiscoverResult(query=query, results=results)
@@ -241,10 +244,10 @@ class Gateway:
         cfg = self.catalogs.config(action.connector)
         return DescribeResult(
             name=action.qualified_name,
-            summary=action.summary,
-            description=action.description,
+            summary=shown_summary(action.summary),
+            description=shown_description(action.description),
             risk=action.risk,
-            input_schema=action.input_schema,
+            input_schema=shown_schema(action.input_schema),
             policy=DescribePolicy(
                 action=verdict.action,
                 source=verdict.source,

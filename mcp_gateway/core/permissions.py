@@ -16,6 +16,7 @@ from ..model import Action, Denied, Verdict
 from ..policy import effective_risk, evaluate, is_hidden
 from .catalogs import Catalogs
 from .recovery import connector_named
+from .results import shown_schema, shown_summary
 
 __all__ = ["SUGGESTIONS", "Permissions"]
 
@@ -90,7 +91,12 @@ class Permissions:
             reason="action_not_found",
             message=f"No action named {name!r}.{hint} Use discover to search by intent.",
             suggestions=[
-                {"name": a.qualified_name, "summary": summary_of(a), "risk": a.risk, "input_schema": a.input_schema}
+                {
+                    "name": a.qualified_name,
+                    "summary": shown_summary(summary_of(a)),
+                    "risk": a.risk,
+                    "input_schema": shown_schema(a.input_schema),
+                }
                 for a in suggestions
             ],
         )
