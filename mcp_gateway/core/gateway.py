@@ -36,6 +36,7 @@ from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingAppro
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ConnectorState, Store
+from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -127,6 +128,8 @@ class Gateway:
             tools=mcp,
         )
         self.permissions = Permissions(self.catalogs, self.index)
+        self.bounds = Bounds()
+        """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
         self.calls = CallPipeline(
             catalogs=self.catalogs,
             permissions=self.permissions,
@@ -301,20 +304,62 @@ class Gateway:
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
         of that approval before the wait begins."""
         args = dict(args or {})
+        key = f"agent:{principal.label}"
+        with self.bounds.calls.holding(key) as admitted:
+            if not admitted:
+                result = too_many_calls(self.bounds.calls.limit)
+                await self.auditor.record(CallTrace().audit_record(principal, tool, args, result, self.clock))
+                return result
+            return await self._call(principal, tool, args, approval_id, fields, wait, on_pending)
+
+    async def _call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        wait: float | None,
+        on_pending: OnPending | None,
+    ) -> CallResult:
         trace = CallTrace()
         result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
-        if wait and wait > 0 and isinstance(result, PendingApproval):
-            # Two decisions, two audit rows: the approval asked for, then what came of it.
+        if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
-            if on_pending is not None:
-                await on_pending(result)
-            decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
-            if decided is None or decided.status == "pending":
-                return result
             trace = CallTrace()
-            result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
+            result = too_many_waits(self.bounds.waits.limit, result.approval_id, result.approval_url)
+        elif wait and wait > 0 and isinstance(result, PendingApproval):
+            try:
+                result, after = await self._wait(principal, tool, args, fields, wait, on_pending, result, trace)
+            finally:
+                self.bounds.waits.give(principal.label)
+            if after is None:
+                return result
+            trace = after
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
         return result
+
+    async def _wait(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        fields: Sequence[str] | None,
+        wait: float,
+        on_pending: OnPending | None,
+        result: PendingApproval,
+        trace: CallTrace,
+    ) -> tuple[CallResult, CallTrace | None]:
+        """Sleep on the approval ``result`` asked for; then run once if it was approved."""
+        # Two decisions, two audit rows: the approval asked for, then what came of it.
+        await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        if on_pending is not None:
+            await on_pending(result)
+        decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+        if decided is None or decided.status == "pending":
+            return result, None  # undecided: the one row already written says so
+        trace = CallTrace()
+        return await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
 
 
 def _no_connector(connector: str) -> Denied:
