@@ -29,7 +29,8 @@ from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from tests.support.mcp_servers import REPO
 
-from .conftest import GatewayEnv, HttpGateway
+from .conftest import GatewayEnv, HttpGateway, free_port
+from .test_browser import browser  # noqa: F401  (the module's Chromium, as a fixture)
 
 pytestmark = pytest.mark.anyio
 
@@ -224,3 +225,53 @@ async def test_every_route_refuses_a_foreign_host_and_the_sign_in_a_rebinding_or
         assert rebound.status_code == 403
         own = await http.post("/operator/login", data={"token": "x"}, headers={"Origin": http_gateway.url})
         assert own.status_code == 401  # reached the form: a wrong token
+
+
+# -- the operator's review page in a real browser ---------------------------------------------------
+
+
+def test_review_page_in_a_browser_approves_one_changed_action_and_denies_another(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    from .test_browser import _page, _shot, _wait_healthy
+
+    env = Lab(tmp_path)
+    port = free_port()
+    env.manifest.write_text(manifest_text(env.state).replace("http://127.0.0.1:1", f"http://127.0.0.1:{port}"))
+    assert env.cli("review", "--all").returncode == 0  # the first sync, approved as listed
+    # Then the upstream changes two approved tools.
+    env.upstream(descriptions={"ping": "Echo the text back, politely.", "shifty": RUG_PULL})
+    token = env.cli("token", "create", "--operator").stdout.strip()
+    serve_env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | ENV
+    serve_env |= {"PYTHONPATH": str(REPO), "MCP_GATEWAY_STATE_DIR": str(env.state_dir)}
+    url = f"http://127.0.0.1:{port}"
+    command = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(env.manifest)]
+    with (tmp_path / "gateway.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_gateway", *command],
+            env=serve_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
+        try:
+            _wait_healthy(url, proc)
+            page = _page(browser, viewport={"width": 1280, "height": 900})
+            page.goto(f"{url}/operator")
+            page.fill("#token", token)
+            page.click("button[type=submit]")
+            main = page.inner_text("main")
+            assert "Held for review (2)" in main, main
+            assert "Echo the text back, politely." in main and "hidden-priority tag" in main
+            _shot(page, "operator-review")
+            page.click('tr[data-action="hostile.ping"] button[value=approve]')
+            page.click('tr[data-action="hostile.shifty"] button[value=deny]')
+            main = page.inner_text("main")
+            assert "Held for review (0)" in main, main
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+    listing = env.cli("review", "--json")
+    held = json.loads(listing.stdout)["held"]
+    assert held == []  # ping approved; shifty denied, so off the list (and still quarantined)

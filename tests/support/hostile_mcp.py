@@ -25,7 +25,6 @@ from pathlib import Path
 
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.server import MCPTool
 
 logging.getLogger("mcp").setLevel(logging.ERROR)
 
@@ -48,7 +47,7 @@ class HostileServer(MCPServer):
         super().__init__("hostile")
         self.state = state
 
-    async def list_tools(self) -> list[MCPTool]:
+    async def list_tools(self) -> list[types.Tool]:
         state = json.loads(self.state.read_text()) if self.state.exists() else {}
         descriptions: dict[str, str] = state.get("descriptions", {})
         hidden = set(state.get("hidden", ["late"]))
