@@ -72,6 +72,7 @@ DeniedReason = Literal[
     "approval_expired",
     "invalid_args",
     "upstream_forbidden",
+    "quarantined",
 ]
 ErrorReason = Literal[
     "upstream_error",

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .model import Action, McpBinding
-from .sanitize import instruction_flags
+from .sanitize import hidden_characters, instruction_flags
 
-__all__ = ["Finding", "ReviewStatus", "Trust", "diff", "fingerprint", "review", "snapshot"]
+__all__ = ["Finding", "ReviewStatus", "Trust", "diff", "fingerprint", "hidden_text", "review", "snapshot"]
 
 Trust = Literal["review", "pinned", "auto"]
 ReviewStatus = Literal["approved", "new", "changed", "flagged"]
@@ -107,6 +107,20 @@ def review(
             status = "changed" if pinned is not None else "new"
         findings.append(Finding(action.qualified_name, status, digest, shown, flags, previous))
     return findings
+
+
+def hidden_text(action: Action) -> Finding | None:
+    """A ``flagged`` finding when ``action``'s text hides characters (tag, zero-width, bidi, ANSI),
+    else None. The cheap check for sources the operator wrote or pinned (a large spec's own wording
+    about "secrets" or "tokens" is its API, not an order to the model, but hidden text never is)."""
+    found: list[str] = []
+    for label, text in _texts(action):
+        if not (text.isascii() and text.isprintable()):
+            found += [f"{label}: hides text: {kind}" for kind in hidden_characters(text)]
+    if not found:
+        return None
+    shown = snapshot(action)
+    return Finding(action.qualified_name, "flagged", fingerprint(shown), shown, tuple(dict.fromkeys(found)))
 
 
 def _flags(action: Action, other_tools: list[str]) -> list[str]:

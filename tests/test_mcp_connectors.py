@@ -40,14 +40,18 @@ connectors:
   - slug: lab
     auth: {{type: bearer}}
     timeout: 10
+    trust: auto
     source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
   - slug: clock
+    trust: auto
     source: {{mcp: {{command: {yaml_list(time_command())}}}}}
   - slug: remote
     timeout: 5
+    trust: auto
     source: {{mcp: {{url: "{lab_url}"}}}}
   - slug: locked
     auth: {{type: bearer}}
+    trust: auto
     source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
   - slug: echo
     base_url: {echo_url}

@@ -76,6 +76,8 @@ EXAMPLES: dict[str, str] = {
     "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github',
     "approvals": "mcp-gateway approvals list\n  mcp-gateway approvals approve ID",
     "audit": "mcp-gateway audit --limit 20 | head",
+    "review": "mcp-gateway review            # what is held, with diffs and flags\n"
+    "  mcp-gateway review --all\n  mcp-gateway review 'lab.*'\n  mcp-gateway review --deny lab.exfiltrate",
     "keys": "new=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')\n"
     '  echo "$new" | mcp-gateway keys rotate',
     "init": "mcp-gateway init                 # writes ./gateway.yaml\n  mcp-gateway init my-gateway.yaml",
@@ -249,6 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("slug")
 
     add("doctor", "doctor:cmd_doctor", "check the set-up and say how to fix each problem; non-zero exit on any")
+
+    p = add(
+        "review", "review:cmd_review", "list upstream actions held for review (new, changed, flagged) and approve them"
+    )
+    p.add_argument("names", nargs="*", help="approve these actions (globs allowed, e.g. 'lab.*')")
+    p.add_argument("--all", action="store_true", help="approve every action held for review")
+    p.add_argument("--deny", action="store_true", help="keep the named actions quarantined and off the list")
     return parser
 
 

@@ -120,6 +120,7 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     from starlette.applications import Starlette
 
     from ..runtime import open_gateway
+    from ..server.host_guard import HostGuard, allow_list
     from ..server.web import web_routes
     from .output import EXIT_CONFIG, CliError
 
@@ -129,9 +130,8 @@ async def cmd_pages(args: argparse.Namespace) -> int:
         if host not in ("127.0.0.1", "localhost", "::1"):
             host = "127.0.0.1"  # only loopback: the pages sit behind whatever proxies public_url
         sys.stderr.write(f"mcp-gateway: human pages at {gw.links.public_url} (Ctrl-C to stop)\n")
-        config = uvicorn.Config(
-            Starlette(routes=web_routes(gw)), host=host, port=port, log_level="warning", access_log=False
-        )
+        app = HostGuard(Starlette(routes=web_routes(gw)), allow_list(host, port, gw.links.public_url))
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)
         try:
             await server.serve()

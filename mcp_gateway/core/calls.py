@@ -41,7 +41,7 @@ from .credential_broker import CredentialBroker
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
-from .results import redact_data, upstream_summary
+from .results import clean_result, redact_data, upstream_summary
 from .trace import CallTrace
 
 __all__ = ["CallPipeline"]
@@ -108,7 +108,9 @@ class CallPipeline:
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
         self._health.succeeded()
-        return result
+        # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
+        cfg = self._catalogs.manifest.connector(trace.action.connector) if trace.action is not None else None
+        return clean_result(result, cfg.max_result_chars if cfg is not None else None)
 
     async def recover(self, principal: Principal, name: str) -> ErrorResult | None:
         """For a name that resolved to nothing: when it names a visible connector in error, try to
@@ -145,6 +147,15 @@ class CallPipeline:
         if action is None:
             return self._permissions.not_found(principal, tool)
         trace.action = action
+        if self._catalogs.quarantined(action.qualified_name) is not None:
+            await self._catalogs.refresh_decisions()  # approved elsewhere (the CLI) since?
+            if self._catalogs.quarantined(action.qualified_name) is not None:
+                return Denied(
+                    reason="quarantined",
+                    message=f"{action.qualified_name} is held for review: its upstream added or changed it, or its "
+                    "text reads as instructions. An operator must review and approve it (`mcp-gateway review` or "
+                    "the operator page) before it can be called.",
+                )
         errors = self._catalogs.validate(action, args)
         if errors:
             return Denied(
@@ -209,9 +220,7 @@ class CallPipeline:
                         "approval", connector=action.connector, principal=principal.user, approval_id=record.id
                     )
                     return _pending(record.id, url, record.summary, record.expires_at.isoformat())
-            return Denied(
-                reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule
-            )
+            return Denied(reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
         record = await self._approvals.request(principal, action, args, verdict, summary)
         url, _ = await self._links.mint(

@@ -11,8 +11,10 @@ The credentials a source reads with while it loads come from the ``CredentialBro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import httpx2
@@ -25,10 +27,11 @@ from ..errors import GatewayError, SourceError
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
-from ..model import Action, ErrorResult, RequestBinding, a_credential
+from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
+from ..review import Finding, hidden_text, review
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
-from ..store.base import ConnectorState, Store
+from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from .credential_broker import CredentialBroker
 from .recovery import Backoff
 from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
@@ -88,6 +91,13 @@ class Catalogs:
         self._tools = tools
         self._validators: dict[str, Validator] = {}
         self._refreshing: dict[str, anyio.Lock] = {}
+        self.quarantine: dict[str, Finding] = {}
+        """Actions an operator must review before agents see or call them, by qualified name (issue 13)."""
+        self.denied: set[tuple[str, str]] = set()
+        """(name, fingerprint) an operator kept quarantined: off the review list until they change."""
+        self._reviewed: dict[str, tuple[str | None, str]] = {}
+        self._quarantine_audited: dict[str, str] = {}
+        """Per connector, the catalog fingerprint and trust its last review was of."""
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -156,6 +166,7 @@ class Catalogs:
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
         self.loaded = catalogs
+        await self.review(catalogs)
         return self.states()
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
@@ -198,12 +209,133 @@ class Catalogs:
             self._embed(slug, catalog.actions)
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}
+            await self.review([slug])
             return catalog.state
 
     def _embed(self, slug: str, actions: Sequence[Action]) -> None:
         """Schedule a re-indexed connector's vectors (hybrid discover); until they exist it ranks lexically."""
         if self.dense is not None:
             self.dense.schedule(slug, actions)
+
+    # -- review (issue 13) -------------------------------------------------------------------------
+
+    def quarantined(self, name: str) -> Finding | None:
+        """The finding that keeps action ``name`` from agents, or None when it is approved."""
+        return self.quarantine.get(name)
+
+    async def review(self, slugs: Iterable[str], *, force: bool = False) -> None:
+        """Compare the actions of ``slugs`` with the approved snapshots and quarantine what differs.
+
+        Approved findings of an ``mcp`` source are pinned in the store (so that a later switch to
+        ``trust: review`` starts from them); other sources are approved as they load without a row.
+        A connector whose catalog and trust did not change since its last review is skipped.
+        """
+        todo = []
+        for slug in slugs:
+            catalog = self.loaded.get(slug)
+            if catalog is None:
+                continue
+            key = (catalog.fingerprint, self.config(slug).effective_trust)
+            if force or catalog.fingerprint is None or self._reviewed.get(slug) != key:
+                todo.append((slug, catalog, key))
+        for slug in set(self._reviewed) - set(self.loaded):
+            self._drop_findings(slug)
+            del self._reviewed[slug]
+        if not todo:
+            return
+        approved, self.denied = await self._decisions()
+        now = self._clock.now()
+        for slug, catalog, key in todo:
+            cfg = self.config(slug)
+            upstream = any(isinstance(a.binding, McpBinding) for a in catalog.actions)
+            others = (
+                [a.qualified_name for s, c in self.loaded.items() if s != slug for a in c.actions] if upstream else []
+            )
+            if upstream or cfg.effective_trust == "review":
+                findings = review(catalog.actions, approved, trust=cfg.effective_trust, other_tools=others)
+            elif cfg.effective_trust == "pinned":
+                # A spec the operator chose: approved as it loads, unless its text hides characters.
+                found = (hidden_text(a) for a in catalog.actions)
+                findings = [f for f in found if f is not None and approved.get(f.name, ("",))[0] != f.fingerprint]
+            else:
+                findings = []
+            self._drop_findings(slug)
+            for finding in findings:
+                if finding.status != "approved":
+                    self.quarantine[finding.name] = finding
+                    await self._audit_quarantine(slug, finding, now)
+                elif upstream and approved.get(finding.name, ("",))[0] != finding.fingerprint:
+                    await self._store.put_action_review(_decision(finding, "approved", f"trust:{key[1]}", now))
+            self._reviewed[slug] = key
+
+    async def refresh_decisions(self) -> None:
+        """Apply decisions taken elsewhere (``mcp-gateway review``, another instance) to the quarantine:
+        an approval of the exact fingerprint held makes the action visible at once."""
+        if not self.quarantine:
+            return
+        approved, self.denied = await self._decisions()
+        for name, finding in list(self.quarantine.items()):
+            pinned = approved.get(name)
+            if pinned is not None and pinned[0] == finding.fingerprint:
+                del self.quarantine[name]
+
+    async def decide(self, name: str, *, approve: bool, by: str) -> Finding | None:
+        """An operator's decision on quarantined action ``name`` (its current snapshot). None when
+        nothing by that name is held."""
+        finding = self.quarantine.get(name)
+        if finding is None:
+            return None
+        record = _decision(finding, "approved" if approve else "denied", by, self._clock.now())
+        await self._store.put_action_review(record)
+        if approve:
+            del self.quarantine[name]
+            self.denied.discard((name, finding.fingerprint))
+        else:
+            self.denied.add((name, finding.fingerprint))
+        return finding
+
+    def pending(self) -> list[Finding]:
+        """The quarantined findings an operator has not denied, by name."""
+        return [f for name, f in sorted(self.quarantine.items()) if (name, f.fingerprint) not in self.denied]
+
+    async def _decisions(self) -> tuple[dict[str, tuple[str, Mapping[str, Any]]], set[tuple[str, str]]]:
+        approved: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        denied: set[tuple[str, str]] = set()
+        for record in await self._store.list_action_reviews():  # oldest first: the last approval wins
+            if record.decision == "approved":
+                approved[record.name] = (record.fingerprint, json.loads(record.snapshot))
+            else:
+                denied.add((record.name, record.fingerprint))
+        return approved, denied
+
+    def _drop_findings(self, slug: str) -> None:
+        self.quarantine = {k: v for k, v in self.quarantine.items() if not k.startswith(f"{slug}.")}
+
+    async def _audit_quarantine(self, slug: str, finding: Finding, now: datetime) -> None:
+        """An action held for review (new, changed since approval, or reading as instructions):
+        audited once per fingerprint."""
+        held = self._quarantine_audited.get(finding.name)
+        if held == finding.fingerprint:
+            return
+        self._quarantine_audited[finding.name] = finding.fingerprint
+        why = "; ".join(finding.flags) or "its text, schema or risk changed since it was approved"
+        await self._store.append_audit(
+            AuditRecord(
+                at=now,
+                user="gateway",
+                agent=None,
+                requested=finding.name,
+                connector=slug,
+                action=finding.name,
+                args_preview=f"quarantined ({finding.status}): {why}"[:500],
+                fingerprint=finding.fingerprint,
+                verdict=None,
+                verdict_source=None,
+                status="denied",
+                reason="quarantined",
+                latency_ms=0.0,
+            )
+        )
 
     def _forget_validators(self, slug: str) -> None:
         self._validators = {k: v for k, v in self._validators.items() if not k.startswith(f"{slug}.")}
@@ -252,3 +384,14 @@ class Catalogs:
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )
+
+
+def _decision(finding: Finding, decision: Literal["approved", "denied"], by: str, now: datetime) -> ActionReviewRecord:
+    return ActionReviewRecord(
+        name=finding.name,
+        fingerprint=finding.fingerprint,
+        decision=decision,
+        snapshot=json.dumps(finding.snapshot, sort_keys=True, ensure_ascii=False, default=str),
+        decided_at=now,
+        decided_by=by,
+    )

@@ -42,6 +42,7 @@ from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ConnectorState, Store
 from .admission import TrafficGate
+from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -61,6 +62,9 @@ from .results import (
     DiscoverResult,
     SecretLink,
     reason_code,
+    shown_description,
+    shown_schema,
+    shown_summary,
 )
 from .sync import Progress
 from .trace import CallTrace
@@ -153,6 +157,8 @@ class Gateway:
             self.metrics, catalogs=self.catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
         )
         """Renders ``/metrics`` (scrape-time gauges refreshed)."""
+        self.bounds = Bounds()
+        """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
         self.calls = CallPipeline(
             catalogs=self.catalogs,
             permissions=self.permissions,
@@ -230,7 +236,7 @@ class Gateway:
                     name=cfg.display_name,
                     description=cfg.description,
                     status=status,
-                    actions=sum(1 for a in catalog.actions if not self.permissions.hidden(a)),
+                    actions=sum(1 for a in catalog.actions if self.permissions.allow(a)),
                     auth=cfg.auth.type,
                     auth_configured=configured or not needs_secret(cfg.auth),
                     error=catalog.state.error,
@@ -255,6 +261,7 @@ class Gateway:
         """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
         so an agent can call the top hit without a ``describe`` round trip."""
         started = time.perf_counter()
+        await self.catalogs.refresh_decisions()
         visible = self.permissions.visible(principal)
         if connector is not None:
             visible = visible & {connector}
@@ -277,7 +284,7 @@ class Gateway:
             results.append(
                 DiscoverHit(
                     name=action.qualified_name,
-                    summary=summary_of(action),
+                    summary=shown_summary(summary_of(action)),
                     risk=action.risk,
                     needs_approval=self.permissions.verdict(action, {}).action == "require_approval",
                     needs_auth=needs_auth[action.connector],
@@ -285,7 +292,7 @@ class Gateway:
                     params=[*required, *(name for name in props if name not in required)][:12],
                     required=required,
                     score=round(score, 3),
-                    input_schema=action.input_schema if detail and rank < DETAIL_SCHEMAS else None,
+                    input_schema=shown_schema(action.input_schema) if detail and rank < DETAIL_SCHEMAS else None,
                 )
             )
         self.metrics.observe_discover(time.perf_counter() - started)
@@ -298,6 +305,7 @@ class Gateway:
         )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
+        await self.catalogs.refresh_decisions()
         action = self.permissions.lookup(principal, tool)
         if action is None:
             unavailable = await self.calls.recover(principal, tool)
@@ -310,10 +318,10 @@ class Gateway:
         cfg = self.catalogs.config(action.connector)
         return DescribeResult(
             name=action.qualified_name,
-            summary=action.summary,
-            description=action.description,
+            summary=shown_summary(action.summary),
+            description=shown_description(action.description),
             risk=action.risk,
-            input_schema=action.input_schema,
+            input_schema=shown_schema(action.input_schema),
             policy=DescribePolicy(
                 action=verdict.action,
                 source=verdict.source,
@@ -369,23 +377,44 @@ class Gateway:
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
         of that approval before the wait begins."""
         args = dict(args or {})
+        key = f"agent:{principal.label}"
+        with self.bounds.calls.holding(key) as admitted:
+            if not admitted:
+                result = too_many_calls(self.bounds.calls.limit)
+                await self.auditor.record(CallTrace().audit_record(principal, tool, args, result, self.clock))
+                return result
+            return await self._call(principal, tool, args, approval_id, fields, wait, on_pending)
 
+    async def _call(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        wait: float | None,
+        on_pending: OnPending | None,
+    ) -> CallResult:
         async def started(trace: CallTrace) -> None:
             # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
             await self.auditor.record(trace.started_record(principal, tool, args, self.clock))
 
         trace = CallTrace(on_upstream=started)
         result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
-        if wait and wait > 0 and isinstance(result, PendingApproval):
-            # Two decisions, two audit rows: the approval asked for, then what came of it.
+        if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
-            if on_pending is not None:
-                await on_pending(result)
-            decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
-            if decided is None or decided.status == "pending":
+            trace = CallTrace()
+            result = too_many_waits(self.bounds.waits.limit, result.approval_id, result.approval_url)
+        elif wait and wait > 0 and isinstance(result, PendingApproval):
+            try:
+                result, after = await self._wait(
+                    principal, tool, args, fields, wait, on_pending, result, trace, started
+                )
+            finally:
+                self.bounds.waits.give(principal.label)
+            if after is None:
                 return result
-            trace = CallTrace(on_upstream=started)
-            result = await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace)
+            trace = after
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
         action = trace.action
         self.metrics.observe_call(
@@ -397,6 +426,29 @@ class Gateway:
             upstream_seconds=trace.upstream_seconds,
         )
         return result
+
+    async def _wait(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        fields: Sequence[str] | None,
+        wait: float,
+        on_pending: OnPending | None,
+        result: PendingApproval,
+        trace: CallTrace,
+        started: Callable[[CallTrace], Awaitable[None]],
+    ) -> tuple[CallResult, CallTrace | None]:
+        """Sleep on the approval ``result`` asked for; then run once if it was approved."""
+        # Two decisions, two audit rows: the approval asked for, then what came of it.
+        await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        if on_pending is not None:
+            await on_pending(result)
+        decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+        if decided is None or decided.status == "pending":
+            return result, None  # undecided: the one row already written says so
+        trace = CallTrace(on_upstream=started)
+        return await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
 
 
 def _no_connector(connector: str) -> Denied:

@@ -16,6 +16,7 @@ from ..model import Action, Denied, Verdict
 from ..policy import effective_risk, evaluate, is_hidden
 from .catalogs import Catalogs
 from .recovery import connector_named
+from .results import shown_schema, shown_summary
 
 __all__ = ["SUGGESTIONS", "Permissions"]
 
@@ -45,7 +46,8 @@ class Permissions:
         )
 
     def allow(self, action: Action) -> bool:
-        return not self.hidden(action)
+        """Whether agents may see the action: no ``hide`` rule, and not quarantined for review."""
+        return not self.hidden(action) and self._catalogs.quarantined(action.qualified_name) is None
 
     def lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
         """The action this principal may address by ``name``. ``call`` includes blocked ones, so
@@ -53,7 +55,7 @@ class Permissions:
         action = self._index.resolve(name)
         if action is None or action.connector not in self.visible(principal):
             return None
-        return None if not include_hidden and self.hidden(action) else action
+        return None if not include_hidden and not self.allow(action) else action
 
     def connector_of(self, principal: Principal, name: str) -> str | None:
         """The visible connector an action name starts with, whether or not the action exists."""
@@ -89,7 +91,12 @@ class Permissions:
             reason="action_not_found",
             message=f"No action named {name!r}.{hint} Use discover to search by intent.",
             suggestions=[
-                {"name": a.qualified_name, "summary": summary_of(a), "risk": a.risk, "input_schema": a.input_schema}
+                {
+                    "name": a.qualified_name,
+                    "summary": shown_summary(summary_of(a)),
+                    "risk": a.risk,
+                    "input_schema": shown_schema(a.input_schema),
+                }
                 for a in suggestions
             ],
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -26,11 +27,13 @@ from ..model import (
     Denied,
     ErrorResult,
     NeedsAuth,
+    Ok,
     PolicyAction,
     Risk,
     VerdictSource,
 )
 from ..redaction import Redactor
+from ..sanitize import MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_TITLE_CHARS, clean_json, clean_text
 
 __all__ = [
     "ConnectLink",
@@ -42,9 +45,13 @@ __all__ = [
     "DiscoverHit",
     "DiscoverResult",
     "SecretLink",
+    "clean_result",
     "reason_code",
     "redact_data",
     "result_payload",
+    "shown_description",
+    "shown_schema",
+    "shown_summary",
     "upstream_summary",
 ]
 
@@ -182,3 +189,48 @@ def redact_data(outcome: Outcome, redactor: Redactor) -> Any:
         raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
         return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
     return redactor.redact(data, truncated=outcome.truncated)
+
+
+# -- what reaches the model from upstreams is cleaned (issue 13) --------------------------------------
+
+
+def shown_summary(summary: str) -> str:
+    """An action's summary as an agent sees it: no invisible characters, capped."""
+    return clean_text(summary, max_chars=MAX_TITLE_CHARS)
+
+
+def shown_description(text: str) -> str:
+    return clean_text(text, max_chars=MAX_DESCRIPTION_CHARS)
+
+
+def shown_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """An input schema with its strings (descriptions, titles, enums, names) cleaned."""
+    cleaned = clean_json(schema, max_string_chars=MAX_DESCRIPTION_CHARS)
+    return cleaned if isinstance(cleaned, dict) else dict(schema)
+
+
+def clean_result(result: CallResult, max_result_chars: int | None = None) -> CallResult:
+    """``result`` with upstream text made safe for the model: the messages of a denial or an error
+    cleaned and capped, and an ``ok`` answer's strings cleaned. With ``max_result_chars``, an answer
+    whose JSON is longer is cut to that many characters (as one string) and marked ``truncated``."""
+    if isinstance(result, ErrorResult):
+        return result.model_copy(
+            update={
+                "message": clean_text(result.message, max_chars=MAX_ERROR_CHARS),
+                "upstream_message": clean_text(result.upstream_message, max_chars=MAX_ERROR_CHARS)
+                if result.upstream_message
+                else result.upstream_message,
+                "hint": clean_text(result.hint, max_chars=MAX_ERROR_CHARS) if result.hint else result.hint,
+            }
+        )
+    if isinstance(result, Denied):
+        return result.model_copy(update={"message": clean_text(result.message, max_chars=MAX_ERROR_CHARS)})
+    if not isinstance(result, Ok):
+        return result
+    data = clean_json(result.data)
+    truncated = result.truncated
+    if max_result_chars is not None:
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        if len(text) > max_result_chars:
+            data, truncated = text[:max_result_chars], True
+    return result.model_copy(update={"data": data, "truncated": truncated})

@@ -128,6 +128,19 @@ class ConnectorConfig(BaseModel):
     """Fail fast after consecutive upstream failures (issue 12); None: no circuit breaker."""
     retries: RetryConfig = RetryConfig()
     """Retries of reads after a transient upstream failure (issue 12); none by default."""
+    trust: Literal["review", "pinned", "auto"] | None = None
+    """How far what the upstream says is trusted (issue 13, ``review.py``): ``review`` quarantines new
+    and changed actions until an operator approves them, ``pinned`` approves them as they load but
+    still quarantines instruction-like text, ``auto`` approves everything. Unset: ``review`` for an
+    ``mcp`` source, ``pinned`` otherwise (see ``effective_trust``)."""
+    max_result_chars: int | None = Field(None, gt=0)
+    """The most characters of a call's result data that reach the model (longer: cut, ``truncated``)."""
+
+    @property
+    def effective_trust(self) -> Literal["review", "pinned", "auto"]:
+        if self.trust is not None:
+            return self.trust
+        return "review" if isinstance(self.source, McpSource) else "pinned"
 
     @field_validator("slug")
     @classmethod

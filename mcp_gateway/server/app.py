@@ -2,7 +2,8 @@
 
 HTTP: every request to ``/mcp`` needs ``Authorization: Bearer <token>`` minted by ``token
 create``; anything else gets a bare 401 (no detail to probe with). Host and Origin are checked
-against DNS rebinding by the SDK's transport security, configured here for the address we bind.
+against DNS rebinding on every route (``HostGuard``: pages, operator, OAuth callback, health) and
+by the SDK's transport security on ``/mcp``, both from one allow-list for the address we bind.
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,
 started the first time a link is minted, so every link the gateway hands out works.
 
@@ -30,7 +31,6 @@ import anyio
 import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
@@ -39,6 +39,7 @@ from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..tokens import TokenService
 from .front_door import FrontDoor, Gate, open_front_door
+from .host_guard import HostGuard, allow_list
 from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
@@ -50,17 +51,6 @@ BearerGate = Gate
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
-
-
-def _security(host: str, port: int, public_url: str) -> TransportSecuritySettings:
-    public = urlsplit(public_url)
-    hosts = {f"{host}:{port}", "127.0.0.1:*", "localhost:*", "[::1]:*"}
-    origins = {"http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", f"{public.scheme}://{public.netloc}"}
-    if public.netloc:
-        hosts.add(public.netloc)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts), allowed_origins=sorted(origins)
-    )
 
 
 def build_http_app(
@@ -83,15 +73,16 @@ def build_http_app(
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     for route in front_door.routes() if front_door else []:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
+    allowed = allow_list(host, port, gateway.links.public_url)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        transport_security=_security(host, port, gateway.links.public_url),
+        transport_security=allowed.transport_security(),
         host=host,
         max_sessions=limits.max_sessions,
         session_idle_timeout=limits.session_idle_timeout,
     )
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
-    return Gate(app, tokens, front_door, gateway.store_health)
+    return HostGuard(Gate(app, tokens, front_door, gateway.store_health), allowed)
 
 
 class _Server(uvicorn.Server):
@@ -207,7 +198,7 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
             routes=[*web_routes(gateway), *observability_routes(gateway)],
             exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
         )
-        pages_server = _uvicorn(app, host, port)
+        pages_server = _uvicorn(HostGuard(app, allow_list(host, port, gateway.links.public_url)), host, port)
         try:
             await pages_server.serve()
         except (OSError, SystemExit) as exc:

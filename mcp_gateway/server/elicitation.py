@@ -248,16 +248,35 @@ class HumanElicitation:
         if answer.action == "accept" and self._watchers is not None:
             session = ctx.session
             expires = link.expires_at
-            self._watchers.start_soon(
-                self._watch,
-                session,
-                elicitation_id,
-                link.kind,
-                link.link_id,
-                approval_id if isinstance(approval_id, str) else None,
-                expires,
-            )
+            keys = (f"session:{id(session)}", f"agent:{principal.label}")
+            bounds = self._gateway.bounds
+            # Bounded per session and per agent (issue 13): past the cap the link still works, only
+            # the completion notification is not sent.
+            if bounds.watchers_per_session.take(keys[0]):
+                if bounds.watchers_per_agent.take(keys[1]):
+                    self._watchers.start_soon(
+                        self._bounded_watch,
+                        keys,
+                        session,
+                        elicitation_id,
+                        link.kind,
+                        link.link_id,
+                        approval_id if isinstance(approval_id, str) else None,
+                        expires,
+                    )
+                else:
+                    bounds.watchers_per_session.give(keys[0])
+                    logger.info("too many elicitation watchers for %s: no completion notification", keys[1])
+            else:
+                logger.info("too many elicitation watchers for one session: no completion notification")
         return payload
+
+    async def _bounded_watch(self, keys: tuple[str, str], *args: Any) -> None:
+        try:
+            await self._watch(*args)
+        finally:
+            self._gateway.bounds.watchers_per_session.give(keys[0])
+            self._gateway.bounds.watchers_per_agent.give(keys[1])
 
     # -- completion ----------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from mcp_types import Tool as MCPTool
 from pydantic import BaseModel, Field
 
 from ..core import Gateway, result_payload
+from ..core.bounds import too_many_calls
 from ..core.health import store_unavailable_result
 from ..core.results import Connected
 from ..discovery import MAX_QUERY_CHARS
@@ -249,15 +250,20 @@ def build_mcp_server(
             announced = pending, await offered(ctx, principal, "call", pending)
 
         elicits = bool(wait) and humans.supported(ctx) and not humans.stateless(ctx)
-        result = await gateway.call(
-            principal,
-            tool,
-            args or {},
-            approval_id=approval_id,
-            fields=fields,
-            wait=wait,
-            on_pending=announce if elicits else None,
-        )
+        # One MCP session may hold as many calls open as one agent (issue 13): the per-agent cap is
+        # the gateway's, this one is the session's.
+        with gateway.bounds.calls.holding(f"session:{id(ctx.session)}") as admitted:
+            if not admitted:
+                return _result(too_many_calls(gateway.bounds.calls.limit))
+            result = await gateway.call(
+                principal,
+                tool,
+                args or {},
+                approval_id=approval_id,
+                fields=fields,
+                wait=wait,
+                on_pending=announce if elicits else None,
+            )
         if announced is not None and announced[0] is result:
             return announced[1]  # nobody decided in time: the answer already given stands
         return await offered(ctx, principal, "call", result)

@@ -150,6 +150,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (model, digest)
         )""",
     ),
+    # 6: operators' decisions on upstream actions' snapshots (pinning and review, issue 13).
+    (
+        """CREATE TABLE action_review (
+            name        text NOT NULL,
+            fingerprint text NOT NULL,
+            decision    text NOT NULL,
+            snapshot    text NOT NULL,
+            decided_at  timestamptz NOT NULL,
+            decided_by  text NOT NULL,
+            PRIMARY KEY (name, fingerprint)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -168,6 +180,7 @@ OUR_TABLES = (
     "operator_token",
     "rate_bucket",
     "discovery_vector",
+    "action_review",
 )
 
 

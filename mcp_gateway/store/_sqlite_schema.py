@@ -156,6 +156,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (model, digest)
         ) WITHOUT ROWID""",
     ),
+    # 8: operators' decisions on upstream actions' snapshots (pinning and review, issue 13).
+    (
+        """CREATE TABLE action_review (
+            name        TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            decision    TEXT NOT NULL,
+            snapshot    TEXT NOT NULL,
+            decided_at  TEXT NOT NULL,
+            decided_by  TEXT NOT NULL,
+            PRIMARY KEY (name, fingerprint)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

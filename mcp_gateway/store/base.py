@@ -35,6 +35,8 @@ from ..model import (
 from ..secrets import CredentialKey
 
 __all__ = [
+    "ActionReviewRecord",
+    "ActionReviewStore",
     "ApprovalRecord",
     "ApprovalStatus",
     "ApprovalStore",
@@ -170,6 +172,22 @@ class AuditRecord(BaseModel):
     the outcome overwrites the ``started`` row (one row per call, see ``audit.Auditor.started``)."""
 
 
+class ActionReviewRecord(BaseModel):
+    """An operator's decision on one exact snapshot of an action (issue 13): ``approved`` pins that
+    fingerprint (the action is visible while it stays the same), ``denied`` keeps it quarantined and
+    off the review list."""
+
+    model_config = _FROZEN
+    name: str
+    """The action's qualified name."""
+    fingerprint: str
+    decision: Literal["approved", "denied"]
+    snapshot: str
+    """The agent-visible snapshot decided on, as JSON text (``review.snapshot``)."""
+    decided_at: datetime
+    decided_by: str
+
+
 class CatalogStore(Protocol):
     """The sync's cache: normalized catalogs and what the last sync found per connector."""
 
@@ -298,6 +316,18 @@ class EphemeralStore(Protocol):
     async def delete_ephemeral(self, kind: str, key: str) -> None: ...
 
 
+class ActionReviewStore(Protocol):
+    """Operators' decisions on upstream actions' snapshots (pinning, issue 13)."""
+
+    async def put_action_review(self, record: ActionReviewRecord) -> None:
+        """Record a decision; a later one on the same (name, fingerprint) replaces it."""
+        ...
+
+    async def list_action_reviews(self) -> list[ActionReviewRecord]:
+        """Every decision, oldest first."""
+        ...
+
+
 class MetaStore(Protocol):
     """Small JSON values by key. Last write wins: not for anything two instances update together."""
 
@@ -332,6 +362,7 @@ class Store(
     EphemeralStore,
     MetaStore,
     VectorStore,
+    ActionReviewStore,
     Protocol,
 ):
     """Persistence for the gateway: every role, and the lifecycle. All methods are safe to call

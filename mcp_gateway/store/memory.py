@@ -32,6 +32,7 @@ from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
 from ._rows import ActionsDecoder, aware, catalog_params, dump_meta, load_catalog, load_meta
 from .base import (
+    ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,
     AuditRecord,
@@ -81,6 +82,9 @@ class MemoryData:
     ephemeral: dict[tuple[str, str], _Ephemeral] = field(default_factory=dict[tuple[str, str], _Ephemeral])
     meta: dict[str, str] = field(default_factory=dict[str, str])
     vectors: dict[tuple[str, bytes], bytes] = field(default_factory=dict[tuple[str, bytes], bytes])
+    action_reviews: dict[tuple[str, str], ActionReviewRecord] = field(
+        default_factory=dict[tuple[str, str], ActionReviewRecord]
+    )
 
 
 class MemoryStore:
@@ -327,3 +331,13 @@ class MemoryStore:
         rows = self._d().vectors
         for digest, vector in vectors.items():
             rows[(model, bytes(digest))] = bytes(vector)
+
+    # -- action reviews -----------------------------------------------------------------------------
+
+    async def put_action_review(self, record: ActionReviewRecord) -> None:
+        reviews = self._d().action_reviews
+        reviews.pop((record.name, record.fingerprint), None)  # a replaced decision moves to the end
+        reviews[(record.name, record.fingerprint)] = _utc(record)
+
+    async def list_action_reviews(self) -> list[ActionReviewRecord]:
+        return sorted(self._d().action_reviews.values(), key=lambda r: r.decided_at)

@@ -58,6 +58,7 @@ from ._rows import (
     load_meta,
 )
 from .base import (
+    ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,
     AuditRecord,
@@ -132,6 +133,7 @@ _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted onc
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
+_REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -534,6 +536,15 @@ class PostgresStore:
                 "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
                 params,
             )
+
+    # -- action reviews ---------------------------------------------------------------------------------
+
+    async def put_action_review(self, record: ActionReviewRecord) -> None:
+        await self._execute(_REVIEWS.insert, *_REVIEWS.params(record))
+
+    async def list_action_reviews(self) -> list[ActionReviewRecord]:
+        rows = await self._fetch(f"{_REVIEWS.select} ORDER BY decided_at, name {_C}")
+        return [_REVIEWS.load(r) for r in rows]
 
 
 class _OneLinePoolWarnings(logging.Filter):

@@ -60,6 +60,7 @@ from ._rows import (
 )
 from ._sqlite_schema import SCHEMA_VERSION, migrate
 from .base import (
+    ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,
     AuditRecord,
@@ -120,6 +121,7 @@ _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted onc
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
+_REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -619,3 +621,12 @@ class SQLiteStore:
                 "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
                 params,
             )
+
+    # -- action reviews -------------------------------------------------------------------------------
+
+    async def put_action_review(self, record: ActionReviewRecord) -> None:
+        await self._execute(_REVIEWS.insert, _REVIEWS.params(record))
+
+    async def list_action_reviews(self) -> list[ActionReviewRecord]:
+        rows = await self._fetchall(f"{_REVIEWS.select} ORDER BY decided_at, name")
+        return [_REVIEWS.load(row) for row in rows]

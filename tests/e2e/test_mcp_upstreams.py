@@ -47,13 +47,17 @@ project: e2e-mcp
 public_url: http://127.0.0.1:1
 connectors:
   - slug: everything
+    trust: auto
     source: {{mcp: {{command: {yaml_list(everything_command("stdio"))}}}}}
   - slug: clock
+    trust: auto
     source: {{mcp: {{command: {yaml_list(time_command())}}}}}
   - slug: lab
     auth: {{type: bearer}}
+    trust: auto
     source: {{mcp: {{command: {yaml_list(lab_command())}, cwd: "{REPO}", env: {{LAB_TOKEN: "{{secret}}"}}}}}}
   - slug: remote
+    trust: auto
     source: {{mcp: {{url: "{remote.url}"}}}}
 """
     )

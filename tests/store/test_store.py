@@ -265,6 +265,29 @@ async def test_connector_states(store: Store) -> None:
     _assert_utc(states[0].synced_at)
 
 
+async def test_action_reviews(store: Store) -> None:
+    from mcp_gateway.store.base import ActionReviewRecord
+
+    assert await store.list_action_reviews() == []
+    first = ActionReviewRecord(
+        name="lab.echo",
+        fingerprint="a" * 64,
+        decision="approved",
+        snapshot='{"name":"lab.echo"}',
+        decided_at=T0,
+        decided_by="operator",
+    )
+    later = first.model_copy(update={"fingerprint": "b" * 64, "decision": "denied", "decided_at": T0 + DAY})
+    await store.put_action_review(later)
+    await store.put_action_review(first)
+    assert await store.list_action_reviews() == [first, later]  # oldest first
+    redecided = later.model_copy(update={"decision": "approved", "decided_at": T0 + 2 * DAY, "decided_by": "cli"})
+    await store.put_action_review(redecided)  # same (name, fingerprint): replaced
+    reviews = await store.list_action_reviews()
+    assert reviews == [first, redecided]
+    _assert_utc(reviews[1].decided_at)
+
+
 # -- credentials ----------------------------------------------------------------------------------
 
 SEALED = bytes(range(256)) + b"\x00\x00" + bytes(range(255, -1, -1))  # every byte value, NULs included

@@ -8,6 +8,11 @@ as ``Authorization: Bearer mgo_…``; a person pastes it into the login form onc
 the cookie's SHA-256 (never the cookie), so every instance behind a load balancer knows it.
 Forms on the overview (approve, deny, log out) carry a CSRF token bound to the session.
 
+The overview also lists the upstream actions held for review (issue 13: new, changed since approval,
+or flagged as instructions to the model) with their diff and flags: Approve pins that exact snapshot
+and makes the action visible to agents at once; Deny keeps it quarantined and off the list until the
+upstream changes it again.
+
 Everything shown is already redacted where it was recorded: approval summaries and audit argument
 previews have credential-like values replaced, and no secret is ever stored in either.
 """
@@ -77,6 +82,10 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         pending = [a for a in await gateway.store.list_approvals("pending") if a.expires_at > now]
         await gateway.auditor.flush()  # rows are written in the background: show the latest calls too
         audit = await gateway.store.list_audit(AUDIT_ROWS)
+        await gateway.catalogs.refresh_decisions()
+        held = [
+            {"name": f.name, "status": f.status, "flags": f.flags, "diff": f.diff()} for f in gateway.catalogs.pending()
+        ]
         return page(
             "operator.html",
             title="Operator overview",
@@ -84,6 +93,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
             connectors=connectors,
             approvals=pending,
             audit=audit,
+            held=held,
             audit_failures=gateway.auditor.failures,
             csrf=ctx.csrf(f"operator\0{session}") if session else "",
             project=gateway.manifest.project,
@@ -148,8 +158,25 @@ def operator_routes(ctx: PageContext) -> list[Route]:
             return message("Already decided", "That approval was already decided or has expired.", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())
 
+    async def review(request: Request) -> Response:
+        token_id, refused = await guarded(request)
+        if refused is not None:
+            return refused
+        form = await request.form()
+        decision = str(form.get("decision", ""))
+        if decision not in ("approve", "deny"):
+            return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
+        await gateway.catalogs.refresh_decisions()
+        decided = await gateway.catalogs.decide(
+            request.path_params["name"], approve=decision == "approve", by=f"operator:{token_id}"
+        )
+        if decided is None:
+            return message("Already decided", "That action is not held for review (any more).", tone="bad")
+        return RedirectResponse("/operator", status_code=303, headers=security_headers())
+
     return [
         Route("/operator", overview, methods=["GET"]),
+        Route("/operator/review/{name:path}", review, methods=["POST"]),
         Route("/operator/login", login, methods=["POST"]),
         Route("/operator/logout", logout, methods=["POST"]),
         Route("/operator/approvals/{id}", decide, methods=["POST"]),

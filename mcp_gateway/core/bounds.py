@@ -1,0 +1,87 @@
+"""Bounds on what one agent (or one MCP session) can hold open at once (issue 13, item 6).
+
+A misbehaving or hostile agent could open many slow calls, many ``wait`` sleepers (each parks a
+task for up to two minutes) or many URL-elicitation watchers (each polls the store until its link
+expires). ``Slots`` counts what each key holds and refuses past a cap; the refusal is an
+``ErrorResult`` with reason ``rate_limited`` and a message that says what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..model import ErrorResult
+
+__all__ = ["MAX_CALLS", "MAX_WAITS", "MAX_WATCHERS_PER_AGENT", "MAX_WATCHERS_PER_SESSION", "Bounds", "Slots"]
+
+MAX_CALLS = 16
+"""Calls one agent (or one MCP session) may have running at once."""
+MAX_WAITS = 8
+"""Calls one agent may have sleeping on a human's approval (``wait``) at once."""
+MAX_WATCHERS_PER_SESSION = 8
+"""URL-elicitation completion watchers one MCP session may have at once."""
+MAX_WATCHERS_PER_AGENT = 32
+"""... and one agent, over all its sessions."""
+
+
+class Slots:
+    """At most ``limit`` held per key; ``take`` is all-or-nothing over several keys."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+
+    def held(self, key: str) -> int:
+        return self._held.get(key, 0)
+
+    def take(self, *keys: str) -> bool:
+        if any(self._held.get(k, 0) >= self.limit for k in keys):
+            return False
+        for k in keys:
+            self._held[k] = self._held.get(k, 0) + 1
+        return True
+
+    def give(self, *keys: str) -> None:
+        for k in keys:
+            left = self._held.get(k, 0) - 1
+            if left > 0:
+                self._held[k] = left
+            else:
+                self._held.pop(k, None)
+
+    @contextmanager
+    def holding(self, *keys: str) -> Iterator[bool]:
+        """Yields whether the slots were taken; gives them back on exit when they were."""
+        taken = self.take(*keys)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self.give(*keys)
+
+
+@dataclass
+class Bounds:
+    calls: Slots = field(default_factory=lambda: Slots(MAX_CALLS))
+    waits: Slots = field(default_factory=lambda: Slots(MAX_WAITS))
+    watchers_per_session: Slots = field(default_factory=lambda: Slots(MAX_WATCHERS_PER_SESSION))
+    watchers_per_agent: Slots = field(default_factory=lambda: Slots(MAX_WATCHERS_PER_AGENT))
+
+
+def too_many_calls(limit: int) -> ErrorResult:
+    return ErrorResult(
+        reason="rate_limited",
+        message=f"This agent already has {limit} calls running, the most it may have at once. Wait for some "
+        "to finish, then call again.",
+    )
+
+
+def too_many_waits(limit: int, approval_id: str, approval_url: str) -> ErrorResult:
+    return ErrorResult(
+        reason="rate_limited",
+        message=f"This agent already has {limit} calls waiting for a human's approval, the most it may have at "
+        f"once, so this one does not wait. Its approval was requested ({approval_id}): show the human "
+        f"{approval_url}, then call again with approval_id once they decide.",
+    )
