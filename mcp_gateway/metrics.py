@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE", "GatewayMetrics", "StateReader"]
+__all__ = ["CONTENT_TYPE", "MAX_USERS", "GatewayMetrics", "StateReader"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -27,6 +27,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _OWN_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
 _UPSTREAM_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _DISCOVER_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1)
+
+MAX_USERS = 500
+"""Distinct users the per-user calls counter labels; the rest are counted as ``other``."""
 
 StateReader = Callable[[], Mapping[str, float] | float]
 """Returns a gauge's current value, or values by label, at scrape time."""
@@ -95,6 +98,14 @@ class GatewayMetrics:
             ["scope"],
             registry=r,
         )
+        self.user_calls = Counter(
+            "mcp_gateway_user_calls",
+            "Calls answered, by the human user behind them (at most MAX_USERS distinct users; the rest "
+            "count as 'other') and status.",
+            ["user", "status"],
+            registry=r,
+        )
+        self._users: set[str] = set()
         self.syncs = Counter(
             "mcp_gateway_syncs",
             "Connector loads, by connector and resulting status.",
@@ -117,13 +128,26 @@ class GatewayMetrics:
         reason: str | None,
         total_seconds: float,
         upstream_seconds: float | None,
+        user: str | None = None,
     ) -> None:
         slug = connector or "none"
         self.calls.labels(slug, risk or "none", status, reason or "none").inc()
+        if user is not None:
+            self.user_calls.labels(self._user_label(user), status).inc()
         upstream = upstream_seconds or 0.0
         self.gateway_seconds.labels(slug).observe(max(0.0, total_seconds - upstream))
         if upstream_seconds is not None:
             self.upstream_seconds.labels(slug).observe(upstream_seconds)
+
+    def _user_label(self, user: str) -> str:
+        # Users are an open set (front-door subjects): past MAX_USERS they share one series, so a
+        # flood of subjects cannot grow the registry without bound.
+        if user in self._users:
+            return user
+        if len(self._users) < MAX_USERS:
+            self._users.add(user)
+            return user
+        return "other"
 
     def observe_tool(self, tool: str) -> None:
         self.tool_requests.labels(tool).inc()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_gateway.metrics import GatewayMetrics
+from mcp_gateway.metrics import MAX_USERS, GatewayMetrics
 
 
 def samples(metrics: GatewayMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -70,3 +70,19 @@ def test_each_gateway_has_its_own_registry() -> None:
     a.observe_tool("discover")
     assert samples(a)[("mcp_gateway_tool_requests_total", (("tool", "discover"),))] == 1
     assert ("mcp_gateway_tool_requests_total", (("tool", "discover"),)) not in samples(b)
+
+
+def test_calls_are_counted_per_user_with_a_bound_on_distinct_users() -> None:
+    m = GatewayMetrics()
+    for i in range(MAX_USERS + 3):
+        m.observe_call(
+            connector="c", risk="read", status="ok", reason=None, total_seconds=0.01, upstream_seconds=0.0, user=f"u{i}"
+        )
+    m.observe_call(
+        connector="c", risk="read", status="ok", reason=None, total_seconds=0.01, upstream_seconds=0.0, user="u0"
+    )
+    s = samples(m)
+    assert s[("mcp_gateway_user_calls_total", (("status", "ok"), ("user", "u0")))] == 2
+    assert s[("mcp_gateway_user_calls_total", (("status", "ok"), ("user", "other")))] == 3
+    users = {dict(k[1]).get("user") for k in s if k[0] == "mcp_gateway_user_calls_total"}
+    assert len(users) == MAX_USERS + 1

@@ -424,6 +424,7 @@ class Gateway:
             reason=reason_code(result),
             total_seconds=time.perf_counter() - trace.started,
             upstream_seconds=trace.upstream_seconds,
+            user=principal.user,
         )
         return result
 
