@@ -35,7 +35,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.health import StoreHealth
-from ..errors import StoreUnavailable
+from ..errors import GatewayError, StoreUnavailable
 from ..front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
 from ..identity import OPERATOR, Principal
 from ..manifest import FrontDoorConfig
@@ -126,8 +126,9 @@ async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
             continue
         if isinstance(document, dict) and isinstance(document.get("jwks_uri"), str):
             return document["jwks_uri"]
-    raise RuntimeError(
-        f"front_door: no jwks_uri in the issuer's metadata ({', '.join(tried)}); set front_door.jwks_url"
+    raise GatewayError(
+        f"front_door: cannot read a jwks_uri from the issuer's metadata ({', '.join(tried)}): check that the "
+        "issuer is reachable from the gateway and its URL is right, or set front_door.jwks_url"
     )
 
 

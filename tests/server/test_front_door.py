@@ -15,6 +15,7 @@ from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
+from mcp_gateway.errors import GatewayError
 from mcp_gateway.identity import Principal
 from mcp_gateway.manifest import FrontDoorConfig
 from mcp_gateway.server.front_door import FrontDoor, Gate, open_front_door
@@ -108,3 +109,12 @@ async def test_the_protected_resource_metadata_names_the_issuer_as_configured() 
             assert document["resource"] == f"{PUBLIC}/mcp"
             assert document["authorization_servers"] == [ISSUER]  # no slash added: clients compare exactly
             assert document["scopes_supported"] == ["mcp"]
+
+
+async def test_an_issuer_without_readable_metadata_stops_the_start_with_what_to_do() -> None:
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: httpx2.Response(404)))
+    config = FrontDoorConfig(issuer="http://127.0.0.1:9/issuer")
+    with pytest.raises(GatewayError) as raised:
+        await open_front_door(config, "http://127.0.0.1:8765", http)
+    message = str(raised.value)
+    assert "/.well-known/openid-configuration" in message and "front_door.jwks_url" in message
