@@ -33,10 +33,11 @@ from tests.support.upstream import EchoApp, LoopbackServer
 
 from .conftest import MASTER_KEY, free_port, http_client
 
-pytestmark = pytest.mark.anyio
+# Two gateways, HAProxy and PostgreSQL on two cores, beside another test worker: minutes, not seconds.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(480)]
 
 SESSIONS = 8
-CALLS = 50
+CALLS = 30
 
 MANIFEST = """
 project: production-e2e
