@@ -27,4 +27,5 @@ def _lexical_unless_marked_hybrid(request: pytest.FixtureRequest, monkeypatch: p
     if request.node.get_closest_marker("hybrid") is None and request.node.path.parent.name != "discovery":
         monkeypatch.setattr("mcp_gateway.discovery.providers.local_provider", _no_model)
 
+
 __all__ = ["postgres_cluster", "postgres_url"]

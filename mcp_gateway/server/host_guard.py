@@ -30,7 +30,9 @@ class AllowList:
     """Exact ``scheme://host[:port]`` values, or ``scheme://host:*`` for any port."""
 
     def host_ok(self, host: str | None) -> bool:
-        return host is not None and _matches(host.lower(), self.hosts)
+        # No Host header at all: not a browser (every browser sends one, and a rebinding attack needs a
+        # browser), but a load balancer's HTTP/1.0 health check. A Host that is present must match.
+        return host is None or _matches(host.lower(), self.hosts)
 
     def origin_ok(self, origin: str | None) -> bool:
         # No Origin: not a cross-site browser request (same-origin GETs, curl, MCP clients).

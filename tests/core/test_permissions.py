@@ -13,6 +13,7 @@ from tests.core.test_gateway import AGENTS, CONNECTORS, harness
 
 pytestmark = pytest.mark.anyio
 
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

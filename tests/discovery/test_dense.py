@@ -232,9 +232,7 @@ def test_hybrid_fuses_a_lexical_pool_with_dense_hits_the_caller_may_see() -> Non
     lexical = [(actions["shop.products.create"], 3.0)]  # the lexical ranker found only a verb match
     fused = hybrid(lexical, index, query, lookup=actions.get, limit=3)
     assert fused[0][0].qualified_name == "shop.refunds.create"
-    hidden = hybrid(
-        lexical, index, query, lookup=actions.get, allow=lambda a: a.path != "refunds.create", limit=3
-    )
+    hidden = hybrid(lexical, index, query, lookup=actions.get, allow=lambda a: a.path != "refunds.create", limit=3)
     assert "shop.refunds.create" not in [a.qualified_name for a, _ in hidden]
     only_tracker = hybrid([], index, query, lookup=actions.get, allowed_connectors={"tracker"}, limit=5)
     assert {a.connector for a, _ in only_tracker} == {"tracker"}

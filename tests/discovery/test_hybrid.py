@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.hybrid]
 def anyio_backend() -> str:
     return "asyncio"  # the store runs on asyncio (aiosqlite)
 
+
 KEY = "hybrid-test-master-key-0123456789abcdef"
 
 MANIFEST = """

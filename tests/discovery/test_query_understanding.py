@@ -134,9 +134,7 @@ def test_the_gateways_boilerplate_is_never_indexed() -> None:
 @pytest.mark.parametrize(
     "guess", ["chat.chat.postMessage", "chat.chat_postMessage", "Chat.Chat.Post.Message", "chat.chat_post_message"]
 )
-def test_guessed_names_differing_by_dots_case_or_camel_case_resolve_directly(
-    index: DiscoveryIndex, guess: str
-) -> None:
+def test_guessed_names_differing_by_dots_case_or_camel_case_resolve_directly(index: DiscoveryIndex, guess: str) -> None:
     found = index.resolve(guess)
     assert found is not None and found.qualified_name == "chat.chat.post_message"
     assert index.suggest(guess, limit=1)[0].qualified_name == "chat.chat.post_message"

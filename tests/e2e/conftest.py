@@ -161,7 +161,9 @@ def gateway_env(tmp_path: Path, upstream: tuple[EchoApp, str]) -> GatewayEnv:
         MANIFEST.format(pages_port=pages_port, upstream=base_url, connectors=connectors, granted=", ".join(AUTH_KINDS))
     )
     state_dir = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",

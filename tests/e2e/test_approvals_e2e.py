@@ -75,7 +75,9 @@ def env(tmp_path: Path) -> Iterator[GatewayEnv]:
         pages_port = free_port()
         manifest = tmp_path / "approvals.yaml"
         manifest.write_text(MANIFEST.format(pages_port=pages_port, upstream=server.base_url))
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        } | {
             "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
             "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
             "PYTHONUNBUFFERED": "1",

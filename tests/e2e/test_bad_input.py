@@ -34,7 +34,9 @@ MASTER_KEY = "bad-input-master-key-0123456789abcdef0123"
 
 
 def _env(state_dir: Path) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",

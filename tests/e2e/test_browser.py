@@ -120,7 +120,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             port = free_port()
             manifest = tmp_path / "browser.yaml"
             manifest.write_text(MANIFEST.format(port=port, api=protected.base_url, auth=auth.url, echo=plain.base_url))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+            } | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

@@ -296,7 +296,9 @@ def canary_env(tmp_path: Path) -> Iterator[CanaryEnv]:
         )
         state_dir = tmp_path / "state"
         # No MCP_GATEWAY_MASTER_KEY: the gateway creates state/master.key, which is checked too.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        } | {
             "MCP_GATEWAY_STATE_DIR": str(state_dir),
             "PYTHONUNBUFFERED": "1",
         }

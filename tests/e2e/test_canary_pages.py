@@ -141,7 +141,11 @@ def pages_env(tmp_path: Path) -> Iterator[PagesEnv]:
                 f"project: pages\npublic_url: http://127.0.0.1:{pages_port}\nconnectors:\n" + "".join(blocks)
             )
             # No MCP_GATEWAY_MASTER_KEY: the gateway creates state/master.key, which is searched too.
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+            } | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "PYTHONUNBUFFERED": "1",
             }

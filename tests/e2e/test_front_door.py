@@ -81,7 +81,9 @@ class Storage:
     def __init__(self) -> None:
         self.tokens: OAuthToken | None = None
         self.client = OAuthClientInformationFull(
-            client_id=CLIENT_ID, redirect_uris=[REDIRECT_URI], token_endpoint_auth_method="none"  # type: ignore[list-item]
+            client_id=CLIENT_ID,
+            redirect_uris=[REDIRECT_URI],
+            token_endpoint_auth_method="none",  # type: ignore[list-item]
         )
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -138,7 +140,9 @@ def env(tmp_path: Path, idp: OAuth2MockServer, upstream: tuple[EchoApp, str]) ->
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(issuer=idp.url, upstream=base_url, client=CLIENT_ID))
     state_dir = tmp_path / "state"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",

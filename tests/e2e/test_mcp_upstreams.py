@@ -61,7 +61,9 @@ connectors:
     source: {{mcp: {{url: "{remote.url}"}}}}
 """
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
     }

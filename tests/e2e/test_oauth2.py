@@ -72,7 +72,11 @@ def _oauth_env(tmp_path: Path, *, expires_in: int | None = None) -> Iterator[OAu
             pages_port = free_port()
             manifest = tmp_path / "oauth.yaml"
             manifest.write_text(MANIFEST.format(pages_port=pages_port, api=server.base_url, auth=auth.url))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+            } | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

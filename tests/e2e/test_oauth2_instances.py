@@ -65,7 +65,11 @@ def setting(tmp_path: Path, database: dict[str, str]) -> Iterator[tuple[GatewayE
         with LoopbackServer(api) as server:
             manifest = tmp_path / "oauth.yaml"
             manifest.write_text(MANIFEST.format(api=server.base_url, auth=auth.url))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+            } | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

@@ -76,7 +76,9 @@ def anyio_backend() -> str:
 
 def _instance(root: Path, name: str, manifest: Path, upstream: EchoApp, url: str, database_url: str) -> GatewayEnv:
     state = root / name
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(state),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,  # every instance must share the master key
         "MCP_GATEWAY_DATABASE_URL": database_url,
@@ -195,7 +197,9 @@ def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
     """Exit 2, one line naming the redacted URL and what to check, no traceback, no password."""
     port = free_port()
     url = f"postgresql://gw:{DB_PASSWORD}@127.0.0.1:{port}/gateway"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | {
         "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
     }

@@ -45,7 +45,9 @@ connectors:
 """
         )
         state = tmp_path / "state"
-        variables = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")}
+        variables = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        }
         variables |= {"MCP_GATEWAY_STATE_DIR": str(state), "MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
         yield GatewayEnv(tmp_path, manifest, state, echo, upstream.base_url, free_port(), variables), graphql
 

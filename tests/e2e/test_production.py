@@ -149,7 +149,9 @@ class Cluster:
         manifest.write_text(MANIFEST.format(upstream=upstream_url))
         self.front = free_port()
         self.url = f"http://127.0.0.1:{self.front}"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        } | {
             "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
             "MCP_GATEWAY_DATABASE_URL": database_url,
             "MCP_GATEWAY_STATE_DIR": str(root / "cli"),

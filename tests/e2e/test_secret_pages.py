@@ -304,7 +304,9 @@ def mtls_env(tmp_path: Path) -> Iterator[tuple[GatewayEnv, EchoApp, trustme.Leaf
             f"  - slug: mtls_api\n    base_url: {tls.base_url}\n    auth: {{type: mtls, ca_file: pki/ca.pem}}\n"
             "    source: {http: {actions: [{path: ping, method: GET, url: /ping, summary: Ping}]}}\n"
         )
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        } | {
             "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
             "MCP_GATEWAY_MASTER_KEY": "stdio-pages-master-key-0123456789abcdef",
             "PYTHONUNBUFFERED": "1",

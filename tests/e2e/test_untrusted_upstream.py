@@ -73,7 +73,9 @@ class Lab:
         self.state.write_text(json.dumps(state))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | ENV
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+        } | ENV
         env["PYTHONPATH"] = str(REPO)
         return subprocess.run(
             [
@@ -243,7 +245,9 @@ def test_review_page_in_a_browser_approves_one_changed_action_and_denies_another
     # Then the upstream changes two approved tools.
     env.upstream(descriptions={"ping": "Echo the text back, politely.", "shifty": RUG_PULL})
     token = env.cli("token", "create", "--operator").stdout.strip()
-    serve_env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | ENV
+    serve_env = {
+        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
+    } | ENV
     serve_env |= {"PYTHONPATH": str(REPO), "MCP_GATEWAY_STATE_DIR": str(env.state_dir)}
     url = f"http://127.0.0.1:{port}"
     command = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(env.manifest)]

@@ -40,7 +40,11 @@ def _run(*args: str | Path, cwd: Path | None = None) -> str:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """This environment without what would point the child at the checkout (PYTHONPATH) or other state."""
-    keep = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("MCP_GATEWAY_")}
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTHONPATH" and (not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE")
+    }
     return keep | extra
 
 

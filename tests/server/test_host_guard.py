@@ -52,3 +52,26 @@ def test_the_public_url_names_the_gateway_too() -> None:
 def test_the_sdk_gets_the_same_list() -> None:
     settings = allow_list("127.0.0.1", 8765, "http://127.0.0.1:8765").transport_security()
     assert "127.0.0.1:8765" in settings.allowed_hosts and "http://127.0.0.1:*" in settings.allowed_origins
+
+
+def test_a_request_without_host_is_not_a_browser_and_passes() -> None:
+    """A load balancer's HTTP/1.0 health check sends no Host; a browser always does."""
+    import anyio
+
+    guard = app()
+    sent: list[dict[str, object]] = []
+
+    async def run() -> None:
+        scope = {"type": "http", "method": "GET", "path": "/healthz", "headers": [], "query_string": b"",
+                 "http_version": "1.0", "scheme": "http", "server": ("127.0.0.1", 8765), "root_path": ""}  # fmt: skip
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        await guard(scope, receive, send)
+
+    anyio.run(run)
+    assert sent[0]["status"] == 200

@@ -65,9 +65,7 @@ class EmbeddingsApp:
             200,
             {
                 "object": "list",
-                "data": [
-                    {"object": "embedding", "embedding": vector, "index": i} for i, vector in enumerate(vectors)
-                ],
+                "data": [{"object": "embedding", "embedding": vector, "index": i} for i, vector in enumerate(vectors)],
                 "model": self.model,
                 "usage": {"prompt_tokens": 0, "total_tokens": 0},
             },
