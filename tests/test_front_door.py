@@ -81,24 +81,27 @@ async def test_a_valid_token_names_the_user_client_and_scopes(idp: Idp, verifier
     assert idp.hits == 1  # cached
 
 
+# Times are taken when the test runs, not when it is collected: a long suite would otherwise
+# reach a "not yet valid" token's nbf before the test does.
 @pytest.mark.parametrize(
     ("claims", "code"),
     [
-        ({"aud": "http://127.0.0.1:9999/other"}, "wrong_audience"),
-        ({"iss": "http://127.0.0.1:9/evil"}, "wrong_issuer"),
-        ({"exp": int(time.time()) - 120}, "expired"),
-        ({"nbf": int(time.time()) + 600}, "not_yet_valid"),
-        ({"exp": None}, "invalid_signature_or_claims"),
-        ({"sub": None}, "no_user_claim"),
+        (lambda now: {"aud": "http://127.0.0.1:9999/other"}, "wrong_audience"),
+        (lambda now: {"iss": "http://127.0.0.1:9/evil"}, "wrong_issuer"),
+        (lambda now: {"exp": now - 120}, "expired"),
+        (lambda now: {"nbf": now + 600}, "not_yet_valid"),
+        (lambda now: {"exp": None}, "invalid_signature_or_claims"),
+        (lambda now: {"sub": None}, "no_user_claim"),
     ],
+    ids=["wrong_audience", "wrong_issuer", "expired", "not_yet_valid", "no_exp", "no_user_claim"],
 )
 async def test_claims_that_do_not_fit_are_refused(
-    idp: Idp, verifier: Callable[..., JwtVerifier], claims: dict[str, Any], code: str
+    idp: Idp, verifier: Callable[..., JwtVerifier], claims: Callable[[int], dict[str, Any]], code: str
 ) -> None:
     with pytest.raises(TokenRefused) as refused:
-        await verifier().verify(idp.mint(**claims))
+        await verifier().verify(idp.mint(**claims(int(time.time()))))
     assert refused.value.code == code
-    assert await verifier().verify_token(idp.mint(**claims)) is None
+    assert await verifier().verify_token(idp.mint(**claims(int(time.time())))) is None
 
 
 async def test_a_missing_scope_is_insufficient_scope(idp: Idp, verifier: Callable[..., JwtVerifier]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -98,23 +97,6 @@ def test_github_names_and_shapes() -> None:
     assert search["type"]["enum"][:2] == ["ISSUE", "ISSUE_ADVANCED"] or "REPOSITORY" in search["type"]["enum"]
     labels = actions["mutation.create_issue"].input_schema["properties"]["input"]["properties"]["labelIds"]
     assert labels == {"type": "array", "items": {"type": "string"}, "description": labels["description"]}
-
-
-@needs_data
-def test_github_sdl_normalize_time(capsys: pytest.CaptureFixture[str]) -> None:
-    path = str(DATA / "github/schema.graphql")
-    started = time.perf_counter()
-    schema = read_schema(path)
-    parsed = time.perf_counter()
-    actions = normalize_graphql(schema, connector="gh")
-    done = time.perf_counter()
-    size = sum(len(a.model_dump_json()) for a in actions)
-    with capsys.disabled():
-        print(
-            f"\nGitHub GraphQL SDL: parse+build {parsed - started:.2f} s, normalize {done - parsed:.3f} s, "
-            f"{len(actions)} actions, {size / 1e6:.2f} MB of catalog JSON"
-        )
-    assert done - started < 10  # generous: ~0.7 s on a 2-core machine
 
 
 # -- reading ------------------------------------------------------------------------------------

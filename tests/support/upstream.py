@@ -220,6 +220,8 @@ class EchoApp:
         if scope["type"] != "http":
             return
         request = await self._record(scope, receive)
+        if request is None:
+            return  # the client died before its body arrived (a kill -9 test): nothing reached us
         self.requests.append(request)
         route, rest = next(
             ((h, request.path[len(p) :]) for p, h in self.routes if request.path.startswith(p)), (_echo, "")
@@ -249,10 +251,12 @@ class EchoApp:
         return answer.result()
 
     @staticmethod
-    async def _record(scope: Scope, receive: Receive) -> RecordedRequest:
+    async def _record(scope: Scope, receive: Receive) -> RecordedRequest | None:
         body = b""
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
