@@ -28,4 +28,28 @@ def _lexical_unless_marked_hybrid(request: pytest.FixtureRequest, monkeypatch: p
         monkeypatch.setattr("mcp_gateway.discovery.providers.local_provider", _no_model)
 
 
+# The files that take longest, heaviest first (from `--durations` of a full run). xdist's
+# `--dist loadfile` hands files to workers in collection order, so one of these collected last
+# would run alone at the end while the other worker sits idle; first, they pair off and the many
+# short files fill in around them.
+_HEAVIEST = (
+    "tests/e2e/test_elicitation.py",
+    "tests/e2e/test_meta_tools.py",
+    "tests/e2e/test_canary.py",
+    "tests/e2e/test_production.py",
+    "tests/e2e/test_approvals_e2e.py",
+)
+
+
+def _schedule_rank(item: pytest.Item) -> tuple[int, int]:
+    path = item.nodeid.partition("::")[0]
+    if path in _HEAVIEST:
+        return (0, _HEAVIEST.index(path))
+    return (1, 0) if path.startswith("tests/e2e/") else (2, 0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_schedule_rank)  # stable: each file's tests stay together and in order
+
+
 __all__ = ["postgres_cluster", "postgres_url"]
