@@ -96,8 +96,10 @@ class Catalogs:
         self.denied: set[tuple[str, str]] = set()
         """(name, fingerprint) an operator kept quarantined: off the review list until they change."""
         self._reviewed: dict[str, tuple[str | None, str]] = {}
-        self._quarantine_audited: dict[str, str] = {}
         """Per connector, the catalog fingerprint and trust its last review was of."""
+        self._quarantine_audited: dict[str, str] = {}
+        self._decided: _Decisions | None = None
+        """The decisions last read from the store, with the store's version of them at the time."""
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -270,10 +272,20 @@ class Catalogs:
 
     async def refresh_decisions(self) -> None:
         """Apply decisions taken elsewhere (``mcp-gateway review``, another instance) to the quarantine:
-        an approval of the exact fingerprint held makes the action visible at once."""
+        an approval of the exact fingerprint held makes the action visible at once.
+
+        Every discover and describe asks this while something is quarantined. The decisions are
+        re-read only when the store's version of them moved: the CLI and other instances write to
+        the same database, so one small aggregate per ask sees their decisions on the very next
+        discover (a time-to-live would hide them for its length), and reading and parsing every
+        snapshot happens once per decision instead of once per discover."""
         if not self.quarantine:
             return
-        approved, self.denied = await self._decisions()
+        before = self._decided
+        approved, denied = await self._decisions()
+        if self._decided is before:
+            return  # nothing decided since the last read: the quarantine already reflects it
+        self.denied = denied
         for name, finding in list(self.quarantine.items()):
             pinned = approved.get(name)
             if pinned is not None and pinned[0] == finding.fingerprint:
@@ -298,15 +310,20 @@ class Catalogs:
         """The quarantined findings an operator has not denied, by name."""
         return [f for name, f in sorted(self.quarantine.items()) if (name, f.fingerprint) not in self.denied]
 
-    async def _decisions(self) -> tuple[dict[str, tuple[str, Mapping[str, Any]]], set[tuple[str, str]]]:
-        approved: dict[str, tuple[str, Mapping[str, Any]]] = {}
-        denied: set[tuple[str, str]] = set()
-        for record in await self._store.list_action_reviews():  # oldest first: the last approval wins
-            if record.decision == "approved":
-                approved[record.name] = (record.fingerprint, json.loads(record.snapshot))
-            else:
-                denied.add((record.name, record.fingerprint))
-        return approved, denied
+    async def _decisions(self) -> tuple[Mapping[str, tuple[str, Mapping[str, Any]]], set[tuple[str, str]]]:
+        """The approved snapshots by name and the denied (name, fingerprint), read from the store
+        only when its version of them changed since the last read."""
+        version = await self._store.action_reviews_version()  # before the read: a race re-reads, never misses
+        if self._decided is None or self._decided.version != version:
+            approved: dict[str, tuple[str, Mapping[str, Any]]] = {}
+            denied: set[tuple[str, str]] = set()
+            for record in await self._store.list_action_reviews():  # oldest first: the last approval wins
+                if record.decision == "approved":
+                    approved[record.name] = (record.fingerprint, json.loads(record.snapshot))
+                else:
+                    denied.add((record.name, record.fingerprint))
+            self._decided = _Decisions(version, approved, frozenset(denied))
+        return self._decided.approved, set(self._decided.denied)
 
     def _drop_findings(self, slug: str) -> None:
         self.quarantine = {k: v for k, v in self.quarantine.items() if not k.startswith(f"{slug}.")}
@@ -384,6 +401,13 @@ class Catalogs:
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decisions:
+    version: str
+    approved: Mapping[str, tuple[str, Mapping[str, Any]]]
+    denied: frozenset[tuple[str, str]]
 
 
 def _decision(finding: Finding, decision: Literal["approved", "denied"], by: str, now: datetime) -> ActionReviewRecord:
