@@ -28,7 +28,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
-from ..review import Finding, hidden_text, review
+from ..review import Finding, review
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
@@ -253,14 +253,9 @@ class Catalogs:
             others = (
                 [a.qualified_name for s, c in self.loaded.items() if s != slug for a in c.actions] if upstream else []
             )
-            if upstream or cfg.effective_trust == "review":
-                findings = review(catalog.actions, approved, trust=cfg.effective_trust, other_tools=others)
-            elif cfg.effective_trust == "pinned":
-                # A spec the operator chose: approved as it loads, unless its text hides characters.
-                found = (hidden_text(a) for a in catalog.actions)
-                findings = [f for f in found if f is not None and approved.get(f.name, ("",))[0] != f.fingerprint]
-            else:
-                findings = []
+            findings = review(
+                catalog.actions, approved, trust=cfg.effective_trust, upstream=upstream, other_tools=others
+            )
             self._drop_findings(slug)
             for finding in findings:
                 if finding.status != "approved":
