@@ -84,9 +84,9 @@ ENTRIES: dict[str, Entry] = {
     "petstore": Entry(20, "get_inventory", "/store/inventory"),
     "plaid": Entry(200, "categories_get", "/categories/get", {"body": {}}, headers={"plaid-version": "2020-09-14"}),
     "sendgrid": Entry(334, "get_user_profile", "/user/profile"),
-    # Slack's spec declares the token as a parameter of most methods too, and the normalizer keeps it
-    # (it drops only parameters that an apiKey scheme names): the agent must pass something there.
-    "slack": Entry(174, "auth_test", "/auth.test", {"token": "xoxb-not-the-credential"}),
+    # Slack's spec declares the token as a `token` parameter of most methods too; the entry names it
+    # (credential_params), so the agent passes nothing and the token goes in the Authorization header.
+    "slack": Entry(174, "auth_test", "/auth.test"),
     "square": Entry(200, "list_locations", "/v2/locations"),
     "stripe": Entry(417, "get_account", "/v1/account", headers={"stripe-version": "2020-08-27"}),
     "telnyx": Entry(361, "get_user_balance", "/balance"),
