@@ -31,7 +31,7 @@ from typing import Any, Literal
 from .model import Action, McpBinding
 from .sanitize import hidden_characters, instruction_flags
 
-__all__ = ["Finding", "ReviewStatus", "Trust", "diff", "fingerprint", "hidden_text", "review", "snapshot"]
+__all__ = ["Finding", "ReviewStatus", "Trust", "diff", "fingerprint", "review", "snapshot"]
 
 Trust = Literal["review", "pinned", "auto"]
 ReviewStatus = Literal["approved", "new", "changed", "flagged"]
@@ -83,11 +83,25 @@ def review(
     approved: Mapping[str, tuple[str, Mapping[str, Any]]],
     *,
     trust: Trust,
+    upstream: bool = True,
     other_tools: Iterable[str] = (),
 ) -> list[Finding]:
-    """Each action's state, given ``approved`` (qualified name -> (fingerprint, snapshot)) and the
+    """The actions' states, given ``approved`` (qualified name -> (fingerprint, snapshot)) and the
     connector's ``trust``; ``other_tools`` are other connectors' action names (a description that
-    names one is flagged). ``approved`` findings are the ones to pin when ``trust`` allows."""
+    names one is flagged).
+
+    ``upstream`` says the text comes from a server as it runs (an ``mcp`` source); then, and under
+    ``trust: review``, there is one finding per action, and the ``approved`` ones are the ones to
+    pin. Otherwise the text is a spec the operator wrote or pinned: approved as it loads, so only
+    the actions held back are returned — none under ``auto``, and under ``pinned`` those whose text
+    hides characters (a large spec's own wording about "secrets" or "tokens" is its API, not an
+    order to the model, but hidden text never is) unless that exact text was approved. Only those
+    are fingerprinted: a spec of thousands of actions is not snapshotted at every sync."""
+    if not upstream and trust != "review":
+        if trust == "auto":
+            return []
+        held = (_hidden_text(action) for action in actions)
+        return [f for f in held if f is not None and approved.get(f.name, ("",))[0] != f.fingerprint]
     others = list(other_tools)
     findings: list[Finding] = []
     for action in actions:
@@ -109,10 +123,9 @@ def review(
     return findings
 
 
-def hidden_text(action: Action) -> Finding | None:
+def _hidden_text(action: Action) -> Finding | None:
     """A ``flagged`` finding when ``action``'s text hides characters (tag, zero-width, bidi, ANSI),
-    else None. The cheap check for sources the operator wrote or pinned (a large spec's own wording
-    about "secrets" or "tokens" is its API, not an order to the model, but hidden text never is)."""
+    else None."""
     found: list[str] = []
     for label, text in _texts(action):
         if not (text.isascii() and text.isprintable()):

@@ -13,7 +13,7 @@
 
 All state is in memory and per instance; time comes from a monotonic source the caller injects,
 so every decision is unit-testable without sleeping. Limits that must hold across instances
-sharing PostgreSQL are a store concern: ``admit_async`` takes its tokens from an
+sharing PostgreSQL are a store concern: ``admit`` then takes its tokens from an
 ``AsyncBucketStore`` (``store.postgres.PostgresBuckets``: one atomic statement per bucket, on the
 database's clock); concurrency caps and the circuit breaker stay per instance.
 """
@@ -124,6 +124,20 @@ class MemoryBuckets:
             bucket.tokens = min(capacity, bucket.tokens + 1.0)
 
 
+class _LocalBuckets:
+    """A process's ``BucketStore`` seen through the shared store's interface, on the injected clock."""
+
+    def __init__(self, buckets: BucketStore, clock: Monotonic) -> None:
+        self._buckets = buckets
+        self._clock = clock
+
+    async def take(self, key: str, *, rate: float, capacity: float) -> float:
+        return self._buckets.take(key, rate=rate, capacity=capacity, now=self._clock())
+
+    async def give_back(self, key: str, *, rate: float, capacity: float) -> None:
+        self._buckets.give_back(key, capacity=capacity)
+
+
 @dataclass
 class Admission:
     """A call let through: holds its concurrency slots until ``release`` (or the ``with`` block ends)."""
@@ -211,60 +225,20 @@ class TrafficControl:
         shared: AsyncBucketStore | None = None,
     ) -> None:
         self._rules = tuple(rules)
-        self._buckets = buckets if buckets is not None else MemoryBuckets()
-        self._shared = shared
-        """With it, ``admit_async`` takes rate-limit tokens there (every instance's calls count)."""
-        self._clock = clock
+        self._tokens: AsyncBucketStore = (
+            shared if shared is not None else _LocalBuckets(buckets if buckets is not None else MemoryBuckets(), clock)
+        )
+        """With ``shared``, rate-limit tokens are taken there (every instance's calls count)."""
         self._in_flight: dict[str, int] = {}
 
     def __bool__(self) -> bool:
         return bool(self._rules)
 
-    def admit(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
-        """Let one call through every applicable limit, or refuse it saying which and for how long."""
-        keys = {"agent": agent, "connector": connector, "action": action}
-        applicable = [rule for rule in self._rules if rule.matches(keys[rule.scope])]
-        for rule in applicable:
-            if rule.concurrency is not None and self._in_flight.get(_bucket_key(rule, keys), 0) >= rule.concurrency:
-                return Refusal(
-                    reason="rate_limited",
-                    scope=rule.name,
-                    retry_after=1.0,
-                    message=f"Too many calls in flight for {rule.name} (at most {rule.concurrency}); retry when one "
-                    "of them has finished.",
-                )
-        now = self._clock()
-        taken: list[LimitRule] = []
-        for rule in applicable:
-            if rule.rate is None:
-                continue
-            wait = self._buckets.take(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity, now=now)
-            if wait > 0:
-                for done in taken:  # all or nothing: the other buckets keep their tokens
-                    self._buckets.give_back(_bucket_key(done, keys), capacity=done.capacity)
-                retry = _ceil_tenth(wait)
-                return Refusal(
-                    reason="rate_limited",
-                    scope=rule.name,
-                    retry_after=retry,
-                    message=f"The rate limit for {rule.name} ({rule.rate:g}/s) is reached; retry in {retry:g} s.",
-                )
-            taken.append(rule)
-        held = [_bucket_key(rule, keys) for rule in applicable if rule.concurrency is not None]
-        for key in held:
-            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+    async def admit(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
+        """Let one call through every applicable limit, or refuse it saying which and for how long.
 
-        def release() -> None:
-            for key in held:
-                self._in_flight[key] -= 1
-
-        return Admission(release)
-
-
-    async def admit_async(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
-        """``admit``, with the rate-limit tokens taken from the shared bucket store when there is one."""
-        if self._shared is None:
-            return self.admit(agent=agent, connector=connector, action=action)
+        The tokens come from the shared store when there is one, else from this instance's memory;
+        either way the decision is this one piece of code."""
         keys = {"agent": agent, "connector": connector, "action": action}
         applicable = [rule for rule in self._rules if rule.matches(keys[rule.scope])]
         refusal = self._over_concurrency(applicable, keys)
@@ -274,11 +248,9 @@ class TrafficControl:
         for rule in applicable:
             if rule.rate is None:
                 continue
-            wait = await self._shared.take(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity)
+            wait = await self._tokens.take(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity)
             if wait > 0:
-                for done in taken:
-                    assert done.rate is not None
-                    await self._shared.give_back(_bucket_key(done, keys), rate=done.rate, capacity=done.capacity)
+                await self._give_back(taken, keys)  # all or nothing: the other buckets keep their tokens
                 retry = _ceil_tenth(wait)
                 return Refusal(
                     reason="rate_limited",
@@ -287,12 +259,11 @@ class TrafficControl:
                     message=f"The rate limit for {rule.name} ({rule.rate:g}/s) is reached; retry in {retry:g} s.",
                 )
             taken.append(rule)
-        # Checked again: other calls may have taken the last slots while the tokens were taken.
+        # Checked again: with a shared store, other calls may have taken the last slots while this
+        # one waited for its tokens.
         refusal = self._over_concurrency(applicable, keys)
         if refusal is not None:
-            for done in taken:
-                assert done.rate is not None
-                await self._shared.give_back(_bucket_key(done, keys), rate=done.rate, capacity=done.capacity)
+            await self._give_back(taken, keys)
             return refusal
         held = [_bucket_key(rule, keys) for rule in applicable if rule.concurrency is not None]
         for key in held:
@@ -303,6 +274,11 @@ class TrafficControl:
                 self._in_flight[key] -= 1
 
         return Admission(release)
+
+    async def _give_back(self, taken: Sequence[LimitRule], keys: dict[str, str]) -> None:
+        for rule in taken:
+            if rule.rate is not None:
+                await self._tokens.give_back(_bucket_key(rule, keys), rate=rule.rate, capacity=rule.capacity)
 
     def _over_concurrency(self, applicable: Sequence[LimitRule], keys: dict[str, str]) -> Refusal | None:
         for rule in applicable:

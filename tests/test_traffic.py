@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import anyio
+import anyio.lowlevel
 import pytest
 
-from mcp_gateway.traffic import Admission, CircuitBreaker, LimitRule, Refusal, Scope, TrafficControl
+from mcp_gateway.traffic import Admission, CircuitBreaker, LimitRule, MemoryBuckets, Refusal, Scope, TrafficControl
 
 
 class Tick:
@@ -25,62 +27,106 @@ def rule(
     return LimitRule(scope=scope, matches=everyone, name=f"{scope}:*", rate=rate, burst=burst, concurrency=concurrency)
 
 
-def admit(
+async def admit(
     tc: TrafficControl, agent: str = "bot", connector: str = "github", action: str = "github.repos.get"
 ) -> Admission | Refusal:
-    return tc.admit(agent=agent, connector=connector, action=action)
+    return await tc.admit(agent=agent, connector=connector, action=action)
 
 
-def test_a_token_bucket_allows_its_rate_over_time() -> None:
+@pytest.mark.anyio
+async def test_a_token_bucket_allows_its_rate_over_time() -> None:
     tick = Tick()
     tc = TrafficControl([rule(rate=10, burst=10)], clock=tick)
-    ok = sum(isinstance(admit(tc), Admission) for _ in range(50))  # 50 at once: the burst gets through
+    ok = sum([isinstance(await admit(tc), Admission) for _ in range(50)])  # 50 at once: the burst gets through
     assert ok == 10
-    refused = admit(tc)
+    refused = await admit(tc)
     assert isinstance(refused, Refusal) and refused.reason == "rate_limited" and refused.retry_after == 0.1
     total = 0
     for _ in range(250):  # 50/s offered for 5 s against 10/s
         tick.now += 0.02
-        total += isinstance(admit(tc), Admission)
+        total += isinstance(await admit(tc), Admission)
     assert 49 <= total <= 51
 
 
-def test_each_subject_has_its_own_bucket() -> None:
+@pytest.mark.anyio
+async def test_each_subject_has_its_own_bucket() -> None:
     tc = TrafficControl([rule("agent", rate=1, burst=1)], clock=Tick())
-    assert isinstance(admit(tc, agent="a"), Admission)
-    assert isinstance(admit(tc, agent="b"), Admission)
-    assert isinstance(admit(tc, agent="a"), Refusal)
+    assert isinstance(await admit(tc, agent="a"), Admission)
+    assert isinstance(await admit(tc, agent="b"), Admission)
+    assert isinstance(await admit(tc, agent="a"), Refusal)
 
 
-def test_a_refusal_takes_no_token_from_the_other_buckets() -> None:
+@pytest.mark.anyio
+async def test_a_refusal_takes_no_token_from_the_other_buckets() -> None:
     tick = Tick()
     agent_rule = LimitRule(scope="agent", matches=everyone, name="agent:*", rate=1, burst=5)
     action_rule = LimitRule(
         scope="action", matches=lambda n: n.endswith(".delete"), name="action:*.delete", rate=1, burst=1
     )
     tc = TrafficControl([agent_rule, action_rule], clock=tick)
-    assert isinstance(admit(tc, action="x.delete"), Admission)
+    assert isinstance(await admit(tc, action="x.delete"), Admission)
     for _ in range(3):
-        assert isinstance(admit(tc, action="x.delete"), Refusal)  # the action's bucket is empty …
-    assert sum(isinstance(admit(tc, action="x.get"), Admission) for _ in range(5)) == 4  # … the agent's kept 4
+        assert isinstance(await admit(tc, action="x.delete"), Refusal)  # the action's bucket is empty …
+    assert sum([isinstance(await admit(tc, action="x.get"), Admission) for _ in range(5)]) == 4  # … the agent's kept 4
 
 
-def test_concurrency_caps_hold_slots_until_released() -> None:
+@pytest.mark.anyio
+async def test_concurrency_caps_hold_slots_until_released() -> None:
     tc = TrafficControl([rule(concurrency=2)], clock=Tick())
-    first, second = admit(tc), admit(tc)
+    first, second = await admit(tc), await admit(tc)
     assert isinstance(first, Admission) and isinstance(second, Admission)
-    third = admit(tc)
+    third = await admit(tc)
     assert isinstance(third, Refusal) and "in flight" in third.message
     with first:
         pass
     first.release()  # releasing twice frees one slot, not two
-    assert isinstance(admit(tc), Admission)
-    assert isinstance(admit(tc), Refusal)
+    assert isinstance(await admit(tc), Admission)
+    assert isinstance(await admit(tc), Refusal)
 
 
-def test_no_rules_admit_everything() -> None:
+@pytest.mark.anyio
+async def test_no_rules_admit_everything() -> None:
     tc = TrafficControl([])
-    assert not tc and all(isinstance(admit(tc), Admission) for _ in range(100))
+    assert not tc and all([isinstance(await admit(tc), Admission) for _ in range(100)])
+
+
+class SlowSharedBuckets:
+    """A shared bucket store whose every round trip lets other tasks run (as a database's does)."""
+
+    def __init__(self, tick: Tick) -> None:
+        self._memory = MemoryBuckets()
+        self._tick = tick
+        self.given_back: list[str] = []
+
+    async def take(self, key: str, *, rate: float, capacity: float) -> float:
+        await anyio.lowlevel.checkpoint()
+        return self._memory.take(key, rate=rate, capacity=capacity, now=self._tick())
+
+    async def give_back(self, key: str, *, rate: float, capacity: float) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.given_back.append(key)
+        self._memory.give_back(key, capacity=capacity)
+
+
+@pytest.mark.anyio
+async def test_with_a_shared_store_the_cap_is_checked_again_after_the_tokens_and_they_go_back() -> None:
+    tick = Tick()
+    shared = SlowSharedBuckets(tick)
+    tc = TrafficControl([rule(rate=1, burst=2, concurrency=1)], clock=tick, shared=shared)
+    results: list[Admission | Refusal] = []
+
+    async def one() -> None:
+        results.append(await admit(tc))
+
+    async with anyio.create_task_group() as tg:  # both pass the first cap check, then wait for the store
+        tg.start_soon(one)
+        tg.start_soon(one)
+    admitted = [r for r in results if isinstance(r, Admission)]
+    refused = [r for r in results if isinstance(r, Refusal)]
+    assert len(admitted) == 1 and len(refused) == 1 and "in flight" in refused[0].message
+    assert shared.given_back == ["connector:*\0github"]  # the refused call's token went back …
+    admitted[0].release()
+    assert isinstance(await admit(tc), Admission)  # … so the burst of 2 still has one for the next call
 
 
 def test_the_circuit_opens_after_consecutive_failures_then_lets_one_trial_through() -> None:

@@ -240,7 +240,9 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
         entry = {"slug": slug, "source": {"openapi": str(path)}}
         comment = f"fetched from {what} (sha256 {digest})"
     elif SLUG_RE.match(what) and what in _catalog_names():
-        return {"slug": args.slug or what, "catalog": what}, None
+        # --base-url too: an entry such as jira has none that works for everyone.
+        base_url = {"base_url": args.base_url} if args.base_url else {}
+        return {"slug": args.slug or what, "catalog": what, **base_url}, None
     elif (local := _local_spec(what)) is not None:
         doc, resolved = local
         stem = Path(what).stem

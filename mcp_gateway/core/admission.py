@@ -86,7 +86,7 @@ class TrafficGate:
         self._adopt(manifest)
         admitted: Admission | Refusal = Admission(_nothing)
         if self._control:
-            admitted = await self._control.admit_async(
+            admitted = await self._control.admit(
                 agent=principal.agent or principal.user, connector=action.connector, action=action.qualified_name
             )
             if isinstance(admitted, Refusal):

@@ -70,9 +70,9 @@ class CallPipeline:
         executors: Executors,
         approvals: ApprovalService,
         links: LinkService,
+        health: StoreHealth,
+        traffic: TrafficGate,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        health: StoreHealth | None = None,
-        traffic: TrafficGate | None = None,
     ) -> None:
         self._catalogs = catalogs
         self._permissions = permissions
@@ -81,8 +81,8 @@ class CallPipeline:
         self._approvals = approvals
         self._links = links
         self.max_response_bytes = max_response_bytes
-        self._health = health if health is not None else StoreHealth(None)
-        self.traffic = traffic or TrafficGate()
+        self._health = health
+        self.traffic = traffic
         """Rate limits, concurrency caps, circuit breakers and read retries (issue 12)."""
 
     async def attempt(

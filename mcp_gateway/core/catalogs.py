@@ -28,7 +28,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
-from ..review import Finding, hidden_text, review
+from ..review import Finding, review
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
@@ -96,8 +96,10 @@ class Catalogs:
         self.denied: set[tuple[str, str]] = set()
         """(name, fingerprint) an operator kept quarantined: off the review list until they change."""
         self._reviewed: dict[str, tuple[str | None, str]] = {}
-        self._quarantine_audited: dict[str, str] = {}
         """Per connector, the catalog fingerprint and trust its last review was of."""
+        self._quarantine_audited: dict[str, str] = {}
+        self._decided: _Decisions | None = None
+        """The decisions last read from the store, with the store's version of them at the time."""
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -251,14 +253,9 @@ class Catalogs:
             others = (
                 [a.qualified_name for s, c in self.loaded.items() if s != slug for a in c.actions] if upstream else []
             )
-            if upstream or cfg.effective_trust == "review":
-                findings = review(catalog.actions, approved, trust=cfg.effective_trust, other_tools=others)
-            elif cfg.effective_trust == "pinned":
-                # A spec the operator chose: approved as it loads, unless its text hides characters.
-                found = (hidden_text(a) for a in catalog.actions)
-                findings = [f for f in found if f is not None and approved.get(f.name, ("",))[0] != f.fingerprint]
-            else:
-                findings = []
+            findings = review(
+                catalog.actions, approved, trust=cfg.effective_trust, upstream=upstream, other_tools=others
+            )
             self._drop_findings(slug)
             for finding in findings:
                 if finding.status != "approved":
@@ -270,10 +267,20 @@ class Catalogs:
 
     async def refresh_decisions(self) -> None:
         """Apply decisions taken elsewhere (``mcp-gateway review``, another instance) to the quarantine:
-        an approval of the exact fingerprint held makes the action visible at once."""
+        an approval of the exact fingerprint held makes the action visible at once.
+
+        Every discover and describe asks this while something is quarantined. The decisions are
+        re-read only when the store's version of them moved: the CLI and other instances write to
+        the same database, so one small aggregate per ask sees their decisions on the very next
+        discover (a time-to-live would hide them for its length), and reading and parsing every
+        snapshot happens once per decision instead of once per discover."""
         if not self.quarantine:
             return
-        approved, self.denied = await self._decisions()
+        before = self._decided
+        approved, denied = await self._decisions()
+        if self._decided is before:
+            return  # nothing decided since the last read: the quarantine already reflects it
+        self.denied = denied
         for name, finding in list(self.quarantine.items()):
             pinned = approved.get(name)
             if pinned is not None and pinned[0] == finding.fingerprint:
@@ -298,15 +305,20 @@ class Catalogs:
         """The quarantined findings an operator has not denied, by name."""
         return [f for name, f in sorted(self.quarantine.items()) if (name, f.fingerprint) not in self.denied]
 
-    async def _decisions(self) -> tuple[dict[str, tuple[str, Mapping[str, Any]]], set[tuple[str, str]]]:
-        approved: dict[str, tuple[str, Mapping[str, Any]]] = {}
-        denied: set[tuple[str, str]] = set()
-        for record in await self._store.list_action_reviews():  # oldest first: the last approval wins
-            if record.decision == "approved":
-                approved[record.name] = (record.fingerprint, json.loads(record.snapshot))
-            else:
-                denied.add((record.name, record.fingerprint))
-        return approved, denied
+    async def _decisions(self) -> tuple[Mapping[str, tuple[str, Mapping[str, Any]]], set[tuple[str, str]]]:
+        """The approved snapshots by name and the denied (name, fingerprint), read from the store
+        only when its version of them changed since the last read."""
+        version = await self._store.action_reviews_version()  # before the read: a race re-reads, never misses
+        if self._decided is None or self._decided.version != version:
+            approved: dict[str, tuple[str, Mapping[str, Any]]] = {}
+            denied: set[tuple[str, str]] = set()
+            for record in await self._store.list_action_reviews():  # oldest first: the last approval wins
+                if record.decision == "approved":
+                    approved[record.name] = (record.fingerprint, json.loads(record.snapshot))
+                else:
+                    denied.add((record.name, record.fingerprint))
+            self._decided = _Decisions(version, approved, frozenset(denied))
+        return self._decided.approved, set(self._decided.denied)
 
     def _drop_findings(self, slug: str) -> None:
         self.quarantine = {k: v for k, v in self.quarantine.items() if not k.startswith(f"{slug}.")}
@@ -384,6 +396,13 @@ class Catalogs:
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decisions:
+    version: str
+    approved: Mapping[str, tuple[str, Mapping[str, Any]]]
+    denied: frozenset[tuple[str, str]]
 
 
 def _decision(finding: Finding, decision: Literal["approved", "denied"], by: str, now: datetime) -> ActionReviewRecord:

@@ -168,7 +168,7 @@ class Gateway:
             links=links,
             max_response_bytes=max_response_bytes,
             health=self.store_health,
-            traffic=traffic,
+            traffic=traffic if traffic is not None else TrafficGate(),
         )
 
     @property

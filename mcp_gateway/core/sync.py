@@ -77,8 +77,8 @@ def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpToo
     """The ``Source`` that loads ``cfg``'s ``source:`` (plus the request action, when it has one)."""
     source: Source
     match cfg.source:
-        case OpenAPISource(openapi=ref):
-            source = OpenAPILoader(ref)
+        case OpenAPISource(openapi=ref, credential_params=names):
+            source = OpenAPILoader(ref, tuple(names))
         case HttpSource(http=h):
             source = HttpLoader(h.actions)
         case PostmanSource(postman=ref):

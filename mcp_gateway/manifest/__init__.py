@@ -27,6 +27,7 @@ from .auth import (
     OAuth1Auth,
     OAuth2Auth,
     auth_headers,
+    auth_params,
 )
 from .bundled import BUNDLED_DIR, CATALOG_DIR, DEFAULT_MANIFEST, EXAMPLE_MANIFEST
 from .loader import (
@@ -96,6 +97,7 @@ __all__ = [
     "PostmanSource",
     "SourceConfig",
     "auth_headers",
+    "auth_params",
     "load_manifest",
     "parse_manifest",
 ]

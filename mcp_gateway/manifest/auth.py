@@ -283,6 +283,15 @@ def refuse_credential_headers(headers: dict[str, str], where: str) -> dict[str, 
     return headers
 
 
+def auth_params(auth: BaseModel) -> frozenset[tuple[str, str]]:
+    """``(location, name)`` of everything an auth kind writes on the outbound request (header names
+    lower-cased): a spec's parameter there would carry the credential, so it is not an argument."""
+    places = {("header", name) for name in auth_headers(auth)}
+    if isinstance(auth, ApiKeyAuth) and auth.in_ != "header":
+        places.add((auth.in_, auth.name))
+    return frozenset(places)
+
+
 def auth_headers(auth: BaseModel) -> frozenset[str]:
     """The (lower-cased) header names an auth kind writes on the outbound request."""
     names: set[str] = set()

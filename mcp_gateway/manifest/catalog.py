@@ -2,11 +2,13 @@
 
 ``catalog_entry`` reads one entry (its ``connector_keys`` only; other keys are metadata) with its relative
 source paths made absolute against the catalog folder; ``merge_defaults`` lays a connector over it.
+An entry's ``fill_in`` metadata names the keys no default can serve (Jira's ``base_url``: every site
+has its own host), each with an example; ``unfilled`` reports a connector that leaves one out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from ..errors import Issue, ManifestError
 from .validation import SLUG_RE, choose
 from .yaml_lines import Loc, dotted, read_yaml
 
-__all__ = ["CatalogUse", "catalog_entry", "merge_defaults"]
+__all__ = ["CatalogUse", "catalog_entry", "merge_defaults", "unfilled"]
 
 
 @dataclass
@@ -25,6 +27,8 @@ class CatalogUse:
     file: str
     lines: dict[Loc, int]
     keys: set[str]
+    fill_in: dict[str, str] = field(default_factory=dict[str, str])
+    """Keys the connector must set itself, each with an example value."""
 
 
 _PATH_KEYS: dict[str, str | None] = {"openapi": None, "postman": None, "graphql": "schema"}
@@ -55,7 +59,27 @@ def catalog_entry(
     source = defaults.get("source")
     if isinstance(source, dict):
         defaults["source"] = _resolve_source_paths(source, catalog_dir)
-    return defaults, CatalogUse(name, str(entry_path), lines, set(defaults))
+    fill_in = entry.get("fill_in") or {}
+    if not isinstance(fill_in, dict) or not all(k in connector_keys and isinstance(v, str) for k, v in fill_in.items()):
+        fix = "map connector keys to example values, e.g. 'fill_in: { base_url: \"https://<your-site>.example.com\" }'"
+        return [Issue(str(entry_path), lines.get(("fill_in",)), "fill_in", "'fill_in' is not a mapping of keys", fix)]
+    return defaults, CatalogUse(name, str(entry_path), lines, set(defaults), dict(fill_in))
+
+
+def unfilled(use: CatalogUse, raw: dict[str, Any], file: str, line: int | None, index: int) -> list[Issue]:
+    """A problem for each key of the entry's ``fill_in`` that connector ``raw`` does not set."""
+    return [
+        Issue(
+            file,
+            line,
+            dotted(("connectors", index, key)),
+            f"catalog entry {use.name!r} has no {key} that works for everyone: this connector must set its own",
+            f"add '{key}: {example}' to it"
+            + (f" ('mcp-gateway add {use.name} --base-url URL' does)" if key == "base_url" else ""),
+        )
+        for key, example in use.fill_in.items()
+        if raw.get(key) in (None, "")
+    ]
 
 
 def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from .auth import (
     refuse_credential_headers,
 )
 from .bundled import CATALOG_DIR, DEFAULT_MANIFEST
-from .catalog import CatalogUse, catalog_entry, merge_defaults
+from .catalog import CatalogUse, catalog_entry, merge_defaults, unfilled
 from .issues import describe, located_issue
 from .sources import (
     GraphQLSource,
@@ -496,6 +496,7 @@ def parse_manifest(
                     issues.extend(found)
                 else:
                     defaults, uses[i] = found
+                    issues.extend(unfilled(uses[i], raw, file, line, i))
                     raw = merge_defaults(defaults, raw)
             merged_connectors.append(raw)
         data = {**data, "connectors": merged_connectors}

@@ -34,6 +34,11 @@ class OpenAPISource(BaseModel):
     model_config = STRICT
     openapi: str
     """A file path (relative to the manifest) or an http(s) URL; ``.gz`` files are decompressed."""
+    credential_params: list[str] = Field(default_factory=list)
+    """Parameters the spec declares that carry the credential the connector's ``auth`` already
+    sends (Slack's ``token``, in the query, a header or the form, beside ``Authorization``): not
+    arguments, in whichever location. An ``apiKey`` scheme's parameter and the places the ``auth``
+    writes are dropped without being named here."""
 
 
 class HttpActionConfig(BaseModel):

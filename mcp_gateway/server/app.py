@@ -44,10 +44,7 @@ from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
 
-__all__ = ["BearerGate", "build_http_app", "run_http", "run_stdio", "serve_metrics"]
-
-BearerGate = Gate
-"""``/mcp``'s door (static tokens, and the identity provider's with ``front_door``): ``server.front_door``."""
+__all__ = ["build_http_app", "run_http", "run_stdio", "serve_metrics"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"

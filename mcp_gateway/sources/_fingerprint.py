@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ..manifest import ConnectorConfig, PostmanSource
+from ..manifest import ConnectorConfig, OpenAPISource, PostmanSource
 
 if TYPE_CHECKING:
     from .base import Normalized
 
 __all__ = ["NORMALIZER_VERSION", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "2"
+NORMALIZER_VERSION = "3"
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:
@@ -32,8 +32,8 @@ def settings_digest(cfg: ConnectorConfig) -> str:
         "slug": cfg.slug,
         "risk": cfg.risk,
         "source": cfg.source.model_dump(mode="json") if cfg.source else None,
-        # Postman drops the headers the connector's auth writes, so the auth shapes actions too.
-        "auth": cfg.auth.model_dump(mode="json") if isinstance(cfg.source, PostmanSource) else None,
+        # Postman and OpenAPI drop the parameters the connector's auth writes: it shapes actions too.
+        "auth": cfg.auth.model_dump(mode="json") if isinstance(cfg.source, PostmanSource | OpenAPISource) else None,
         "request_action": cfg.request_action,
         "trust_annotations": cfg.trust_annotations,
     }

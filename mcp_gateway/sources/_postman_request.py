@@ -37,6 +37,9 @@ def text_of(raw: Any) -> str:
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _DIGITS = re.compile(r"^[0-9]+$")
+_BRACED = re.compile(r"^(?:\{|%7[Bb])([A-Za-z_][A-Za-z0-9_.-]*)(?:\}|%7[Dd])$")
+"""A whole segment ``{id}`` (or URL-encoded, ``%7Bid%7D``): an OpenAPI-style template kept by a
+collection exported from a spec (Wise's ``/v1/profiles/{id}/directors``)."""
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,15 @@ def path_template(url: Url, args: Arguments) -> str:
             parts.append("{" + args.add_path(name, entry.get("value"), about=entry) + "}")
         elif is_placeholder(segment):
             parts.append("{" + args.add_path(segment.strip("<>[] "), None, placeholder=True) + "}")
+        elif (braced := _BRACED.match(segment)) is not None:
+            parts.append("{" + args.add_path(braced.group(1), None, placeholder=True) + "}")
         elif "{{" in segment:
             parts.append(args.path_template(segment))
         elif _DIGITS.match(segment) and previous:
             parts.append("{" + args.add_path(f"{_singular(previous)}_id", segment, example_id=True) + "}")
         else:
             parts.append(literal_path(segment))
-        if not _DIGITS.match(segment) and "{" not in segment and ":" not in segment[:1]:
+        if not _DIGITS.match(segment) and "{" not in segment and ":" not in segment[:1] and not _BRACED.match(segment):
             previous = snake_case(segment)
     return "/" + "/".join(parts)
 

@@ -3,8 +3,11 @@
 One action per operation (get/put/post/delete/options/head/patch/trace under ``paths``). Its
 ``input_schema`` is one flat JSON Schema object: every parameter is a property, and the
 properties of an object request body are merged in beside them; the ``OpenAPIBinding`` records
-where each argument goes on the wire. Credential parameters (an ``apiKey`` scheme's parameter, a
-header named ``Authorization``) are not arguments: the gateway injects them server-side.
+where each argument goes on the wire. Credential parameters are not arguments: the gateway
+injects the credential server-side. They are an ``apiKey`` scheme's parameter, a header named
+``Authorization``, whatever the connector's ``auth`` writes (its header, its api_key parameter),
+and the names the source's ``credential_params`` lists, in any location but the path (Slack
+declares its ``token`` in the query, a header or the form of most methods).
 
 Action path naming (deterministic; the same text is in README):
 
@@ -34,7 +37,7 @@ argument goes to the body.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +47,7 @@ import anyio.to_thread
 import httpx2
 
 from ..errors import SourceError
-from ..manifest import ConnectorConfig
+from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
@@ -58,6 +61,7 @@ __all__ = [
     "OpenAPILoader",
     "action_path",
     "arg_name",
+    "credential_places",
     "load_openapi",
     "normalize_openapi",
     "snake_case",
@@ -89,8 +93,11 @@ async def load_openapi(
     connector: str,
     risk_overrides: Mapping[str, Risk] = {},
     client: httpx2.AsyncClient | None = None,
+    credentials: Collection[tuple[str, str]] = (),
 ) -> NormalizedSource:
     """Load an OpenAPI/Swagger document from an absolute file path or an http(s) URL and normalize it.
+    ``credentials`` are ``(in, name)`` of parameters that carry the connector's credential, beside
+    the ones the document's apiKey schemes name (``credential_places`` makes them from a connector).
 
     Parsing and normalizing run in a worker thread: GitHub's spec takes about a second of CPU
     and the event loop keeps serving meanwhile. Remote documents that refs point at are fetched
@@ -108,7 +115,9 @@ async def load_openapi(
     for _ in range(_MAX_FETCH_ROUNDS):
         try:
             result: NormalizedSource | None = await anyio.to_thread.run_sync(
-                lambda: _normalize(document, resolver, connector=connector, risk_overrides=risk_overrides)
+                lambda: _normalize(
+                    document, resolver, connector=connector, risk_overrides=risk_overrides, credentials=credentials
+                )
             )
         except SourceError:
             if not resolver.pending:
@@ -136,13 +145,15 @@ class OpenAPILoader:
     is not parsed again; a URL is fetched and normalized on every sync."""
 
     ref: str
+    credential_params: tuple[str, ...] = ()
 
     async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
         resolved = ctx.resolve(self.ref)
         reused = await reuse(cfg, ctx.cached, resolved)
         if reused is not None:
             return reused
-        spec = await load_openapi(resolved, connector=cfg.slug, risk_overrides=cfg.risk)
+        credentials = credential_places(cfg.auth, self.credential_params)
+        spec = await load_openapi(resolved, connector=cfg.slug, risk_overrides=cfg.risk, credentials=credentials)
         fingerprint = await file_fingerprint(cfg, spec.files, fallback="url")
         return Normalized(spec.actions, spec.base_url, fingerprint, spec.files)
 
@@ -153,14 +164,30 @@ def normalize_openapi(
     connector: str,
     source_file: Path | None = None,
     risk_overrides: Mapping[str, Risk] = {},
+    credentials: Collection[tuple[str, str]] = (),
 ) -> NormalizedSource:
-    """Normalize an already-parsed document. ``source_file`` anchors relative-file ``$ref``s.
+    """Normalize an already-parsed document. ``source_file`` anchors relative-file ``$ref``s;
+    ``credentials`` as in ``load_openapi``.
 
     Raises:
         SourceError: not an OpenAPI/Swagger document, or an operation's own ``$ref`` is broken.
     """
     location = str(source_file.absolute()) if source_file is not None else ""
-    return _normalize(document, Resolver(document, location), connector=connector, risk_overrides=risk_overrides)
+    return _normalize(
+        document,
+        Resolver(document, location),
+        connector=connector,
+        risk_overrides=risk_overrides,
+        credentials=credentials,
+    )
+
+
+def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[tuple[str, str]]:
+    """``(in, name)`` of the parameters that carry a connector's credential: where its ``auth``
+    writes, and each of ``names`` (the source's ``credential_params``) in every location a
+    parameter can have but the path, which the URL cannot do without."""
+    places = {(location, name) for name in names for location in ("query", "header", "cookie", "formData")}
+    return frozenset(_credential_key(location, name) for location, name in places | auth_params(auth))
 
 
 # -- naming -----------------------------------------------------------------------------------
@@ -288,7 +315,12 @@ def _first_paragraph(text: Any, limit: int) -> str:
 
 
 def _normalize(
-    document: Any, resolver: Resolver, *, connector: str, risk_overrides: Mapping[str, Risk]
+    document: Any,
+    resolver: Resolver,
+    *,
+    connector: str,
+    risk_overrides: Mapping[str, Risk],
+    credentials: Collection[tuple[str, str]] = (),
 ) -> NormalizedSource:
     label = resolver.root_location or "<document>"
     dialect = _dialect(document, label)
@@ -303,7 +335,8 @@ def _normalize(
         dialect=dialect,
         resolver=resolver,
         inliner=SchemaInliner(resolver, dialect),
-        credentials=_credential_params(document, dialect, resolver),
+        credentials=_credential_params(document, dialect, resolver)
+        | {_credential_key(location, name) for location, name in credentials},
         connector=connector,
         risk_overrides=risk_overrides,
     )
@@ -360,7 +393,8 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
         if location == "body":
             body_param = (param, base)
         elif location == "formData":
-            form_fields.append((param, base))
+            if not _is_credential(ctx, wire, location):
+                form_fields.append((param, base))
         elif location in ("path", "query", "header", "cookie") and not _is_credential(ctx, wire, location):
             args.add_parameter(param, base)
     for var in _TEMPLATE_VAR.findall(url):

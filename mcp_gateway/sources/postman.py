@@ -21,7 +21,9 @@ in README):
   ``<placeholder>`` makes it optional; a disabled query or body entry is an optional argument
   without a default. A path segment of
   digits only (an example id) becomes an argument ``<segment before it, singular>_id`` whose
-  default is that id. Literal headers are sent as they are.
+  default is that id. A path segment ``{name}`` (or URL-encoded, ``%7Bname%7D``: an
+  OpenAPI-style template the collection kept) is a required argument ``name``. Literal headers
+  are sent as they are.
 * **Bodies**: a raw JSON object's top-level fields become arguments (nested objects and arrays
   are one argument each, their shape from the example); other raw JSON, and raw text, is one
   ``body`` argument; ``urlencoded`` entries are form fields; ``formdata`` entries are multipart

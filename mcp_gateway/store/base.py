@@ -327,6 +327,12 @@ class ActionReviewStore(Protocol):
         """Every decision, oldest first."""
         ...
 
+    async def action_reviews_version(self) -> str:
+        """An opaque value that changes whenever a decision is recorded, by this process or any
+        other on the same database: one small aggregate instead of every snapshot, so that a
+        reader can skip ``list_action_reviews`` when nothing changed."""
+        ...
+
 
 class MetaStore(Protocol):
     """Small JSON values by key. Last write wins: not for anything two instances update together."""

@@ -85,6 +85,7 @@ class MemoryData:
     action_reviews: dict[tuple[str, str], ActionReviewRecord] = field(
         default_factory=dict[tuple[str, str], ActionReviewRecord]
     )
+    action_review_changes: int = 0
 
 
 class MemoryStore:
@@ -338,6 +339,10 @@ class MemoryStore:
         reviews = self._d().action_reviews
         reviews.pop((record.name, record.fingerprint), None)  # a replaced decision moves to the end
         reviews[(record.name, record.fingerprint)] = _utc(record)
+        self._d().action_review_changes += 1
 
     async def list_action_reviews(self) -> list[ActionReviewRecord]:
         return sorted(self._d().action_reviews.values(), key=lambda r: r.decided_at)
+
+    async def action_reviews_version(self) -> str:
+        return str(self._d().action_review_changes)

@@ -134,6 +134,9 @@ _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
 _REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
+# Rows are only ever added or re-decided (an upsert with a new decided_at), never deleted: the
+# count, the newest decision and the number of approvals together change with every decision.
+_REVIEWS_VERSION = "SELECT count(*), max(decided_at), count(*) FILTER (WHERE decision = 'approved') FROM action_review"
 
 _CATALOG_UPSERT = _insert_sql("catalog", CATALOG_COLUMNS, ["slug"])
 _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
@@ -545,6 +548,10 @@ class PostgresStore:
     async def list_action_reviews(self) -> list[ActionReviewRecord]:
         rows = await self._fetch(f"{_REVIEWS.select} ORDER BY decided_at, name {_C}")
         return [_REVIEWS.load(r) for r in rows]
+
+    async def action_reviews_version(self) -> str:
+        row = await self._fetchrow(_REVIEWS_VERSION)
+        return "" if row is None else "/".join(str(value) for value in row.values())
 
 
 class _OneLinePoolWarnings(logging.Filter):

@@ -113,6 +113,16 @@ def test_add_a_catalog_entry_and_an_mcp_url(env: CliEnv) -> None:  # noqa: F811
     assert unknown.code == 2 and "petstore" in unknown.err
 
 
+def test_add_an_entry_that_needs_a_base_url(env: CliEnv) -> None:  # noqa: F811
+    original = _commented(env)
+    refused = env.run("add", "jira", "--no-sync")
+    assert refused.code == 2 and "base_url: https://<your-site>.atlassian.net" in refused.err
+    assert env.manifest.read_text() == original  # nothing written
+    added = env.run("add", "jira", "--base-url", "https://acme.atlassian.net", "--no-sync")
+    assert added.code == 0, added.err
+    assert load_manifest(env.manifest).connector("jira").base_url == "https://acme.atlassian.net"  # type: ignore[union-attr]
+
+
 def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # noqa: F811
     _commented(env)
     body = json.dumps(_spec(env.upstream_url)).encode()

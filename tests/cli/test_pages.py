@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,6 +10,8 @@ import time
 from pathlib import Path
 
 import httpx2
+
+from tests.support.env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,9 +30,7 @@ def test_pages_serves_a_link_minted_by_connect(tmp_path: Path) -> None:
         "  - slug: api\n    base_url: http://127.0.0.1:9\n    auth: {type: bearer}\n"
         "    source: {http: {actions: [{path: items.list, method: GET, url: /items}]}}\n"
     )
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    env = child_env() | {
         "PYTHONPATH": str(ROOT),
         "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
         "MCP_GATEWAY_MASTER_KEY": "pages-test-master-key-0123456789abcdef0123",

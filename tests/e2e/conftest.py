@@ -4,7 +4,6 @@ stdio or streamable HTTP."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.support.env import child_env
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 MASTER_KEY = "e2e-master-key-0123456789abcdef0123456789"
@@ -161,9 +161,7 @@ def gateway_env(tmp_path: Path, upstream: tuple[EchoApp, str]) -> GatewayEnv:
         MANIFEST.format(pages_port=pages_port, upstream=base_url, connectors=connectors, granted=", ".join(AUTH_KINDS))
     )
     state_dir = tmp_path / "state"
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    env = child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",
@@ -172,26 +170,18 @@ def gateway_env(tmp_path: Path, upstream: tuple[EchoApp, str]) -> GatewayEnv:
 
 
 class HttpGateway:
-    def __init__(self, env: GatewayEnv, log: Path) -> None:
+    """``mcp-gateway serve --transport http`` on a free port, with ``extra`` options and
+    ``extra_env`` added to ``env``'s; ready once ``/healthz`` answers."""
+
+    def __init__(self, env: GatewayEnv, log: Path, *extra: str, extra_env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log
         self._log = log.open("w")
+        command = [sys.executable, "-m", "mcp_gateway", "serve", "--transport", "http", "--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_gateway",
-                "serve",
-                "--transport",
-                "http",
-                "--port",
-                str(self.port),
-                "--manifest",
-                str(env.manifest),
-                "--public-url",
-                self.url,
-            ],
-            env=env.env,
+            [*command, "--manifest", str(env.manifest), "--public-url", self.url, *extra],
+            env=env.env | (extra_env or {}),
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
@@ -211,10 +201,15 @@ class HttpGateway:
     def stop(self) -> None:
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self._log.close()
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ real loopback server that records every request it gets.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.support.env import child_env
 from tests.support.pages import csrf, get, post
 from tests.support.upstream import EchoApp, LoopbackServer
 
@@ -75,9 +75,7 @@ def env(tmp_path: Path) -> Iterator[GatewayEnv]:
         pages_port = free_port()
         manifest = tmp_path / "approvals.yaml"
         manifest.write_text(MANIFEST.format(pages_port=pages_port, upstream=server.base_url))
-        environ = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | {
+        environ = child_env() | {
             "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
             "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
             "PYTHONUNBUFFERED": "1",

@@ -5,7 +5,6 @@ error (never a traceback) and keep serving."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_gateway.manifest import CATALOG_DIR
+from tests.support.env import child_env
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 pytestmark = pytest.mark.anyio
@@ -34,9 +34,7 @@ MASTER_KEY = "bad-input-master-key-0123456789abcdef0123"
 
 
 def _env(state_dir: Path) -> dict[str, str]:
-    return {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    return child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",

@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from tests.support.env import child_env
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi
 from tests.support.upstream import EchoApp, LoopbackServer
 
@@ -120,11 +121,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             port = free_port()
             manifest = tmp_path / "browser.yaml"
             manifest.write_text(MANIFEST.format(port=port, api=protected.base_url, auth=auth.url, echo=plain.base_url))
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-            } | {
+            env = child_env() | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

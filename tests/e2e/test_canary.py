@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from mcp.client.stdio import stdio_client
 
 from mcp_gateway.core.calls import DEFAULT_MAX_RESPONSE_BYTES
 from mcp_gateway.execution.response import ERROR_TEXT_LIMIT
+from tests.support.env import child_env
 from tests.support.upstream import EchoApp, serve_asgi
 
 from .conftest import GatewayEnv, HttpGateway, free_port, http_client
@@ -296,9 +296,7 @@ def canary_env(tmp_path: Path) -> Iterator[CanaryEnv]:
         )
         state_dir = tmp_path / "state"
         # No MCP_GATEWAY_MASTER_KEY: the gateway creates state/master.key, which is checked too.
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | {
+        env = child_env() | {
             "MCP_GATEWAY_STATE_DIR": str(state_dir),
             "PYTHONUNBUFFERED": "1",
         }

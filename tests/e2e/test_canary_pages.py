@@ -18,7 +18,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 import trustme
 
+from tests.support.env import child_env
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi
 from tests.support.pages import csrf, get, oauth_sign_in, post
 from tests.support.upstream import EchoApp, LoopbackServer
@@ -141,11 +141,7 @@ def pages_env(tmp_path: Path) -> Iterator[PagesEnv]:
                 f"project: pages\npublic_url: http://127.0.0.1:{pages_port}\nconnectors:\n" + "".join(blocks)
             )
             # No MCP_GATEWAY_MASTER_KEY: the gateway creates state/master.key, which is searched too.
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-            } | {
+            env = child_env() | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "PYTHONUNBUFFERED": "1",
             }

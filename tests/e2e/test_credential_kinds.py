@@ -18,7 +18,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import re
 import ssl
 import sys
@@ -37,6 +36,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from oauthlib.oauth1 import RequestValidator, SignatureOnlyEndpoint
 
+from tests.support.env import child_env
 from tests.support.upstream import EchoApp, LoopbackServer, RecordedRequest, echo_app
 
 from .conftest import GatewayEnv, free_port
@@ -329,9 +329,7 @@ def kinds_env(tmp_path: Path) -> Iterator[KindsEnv]:
             "connectors:\n" + "".join(blocks)
         )
         # No MCP_GATEWAY_MASTER_KEY: the gateway creates state/master.key, which is searched too.
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | {
+        env = child_env() | {
             "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
             "PYTHONUNBUFFERED": "1",
         }

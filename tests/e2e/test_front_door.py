@@ -26,6 +26,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+from tests.support.env import child_env
 from tests.support.oauth2_server import OAuth2MockServer
 from tests.support.pages import csrf, get, post
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
@@ -134,15 +135,12 @@ def upstream() -> Iterator[tuple[EchoApp, str]]:
 
 @pytest.fixture
 def env(tmp_path: Path, idp: OAuth2MockServer, upstream: tuple[EchoApp, str]) -> GatewayEnv:
-    import os
 
     app, base_url = upstream
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(issuer=idp.url, upstream=base_url, client=CLIENT_ID))
     state_dir = tmp_path / "state"
-    environ = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    environ = child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(state_dir),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
         "PYTHONUNBUFFERED": "1",

@@ -5,7 +5,6 @@ a streamable-HTTP lab server that is down when the gateway starts and comes back
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.support.env import child_env
 from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command
 
 from .conftest import MASTER_KEY, structured
@@ -61,9 +61,7 @@ connectors:
     source: {{mcp: {{url: "{remote.url}"}}}}
 """
     )
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    env = child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
     }

@@ -13,8 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from .conftest import SECRETS, GatewayEnv, free_port, http_client, structured
-from .observe import ObservedGateway
+from .conftest import SECRETS, GatewayEnv, HttpGateway, free_port, http_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +74,7 @@ async def test_prometheus_scrapes_the_calls_made(gateway_env: GatewayEnv) -> Non
     gateway_env.set_secrets()
     gateway_env.cli("sync", check=False)
     metrics_port = free_port()
-    gateway = ObservedGateway(gateway_env, gateway_env.root / "gateway.log", "--metrics-port", str(metrics_port))
+    gateway = HttpGateway(gateway_env, gateway_env.root / "gateway.log", "--metrics-port", str(metrics_port))
     prometheus: subprocess.Popen[bytes] | None = None
     try:
         token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()

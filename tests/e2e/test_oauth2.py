@@ -8,7 +8,6 @@ succeeds only with a token that server really issued through the flow under test
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import httpx2
 import pytest
 from mcp import Client
 
+from tests.support.env import child_env
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi
 from tests.support.pages import csrf, get, oauth_sign_in, post
 from tests.support.upstream import LoopbackServer
@@ -72,11 +72,7 @@ def _oauth_env(tmp_path: Path, *, expires_in: int | None = None) -> Iterator[OAu
             pages_port = free_port()
             manifest = tmp_path / "oauth.yaml"
             manifest.write_text(MANIFEST.format(pages_port=pages_port, api=server.base_url, auth=auth.url))
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-            } | {
+            env = child_env() | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

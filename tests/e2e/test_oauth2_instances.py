@@ -10,7 +10,6 @@ every call succeeds, and the connector stays connected.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.support.env import child_env
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi
 from tests.support.pages import oauth_sign_in
 from tests.support.upstream import LoopbackServer
@@ -65,11 +65,7 @@ def setting(tmp_path: Path, database: dict[str, str]) -> Iterator[tuple[GatewayE
         with LoopbackServer(api) as server:
             manifest = tmp_path / "oauth.yaml"
             manifest.write_text(MANIFEST.format(api=server.base_url, auth=auth.url))
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-            } | {
+            env = child_env() | {
                 "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
                 "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
                 "PYTHONUNBUFFERED": "1",

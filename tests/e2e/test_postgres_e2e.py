@@ -14,7 +14,6 @@ The URL carries a password (trust authentication ignores it): it must never show
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import httpx2
 import pytest
 from mcp import Client
 
+from tests.support.env import child_env
 from tests.support.pages import csrf, get, post
 from tests.support.upstream import EchoApp, LoopbackServer
 
@@ -76,9 +76,7 @@ def anyio_backend() -> str:
 
 def _instance(root: Path, name: str, manifest: Path, upstream: EchoApp, url: str, database_url: str) -> GatewayEnv:
     state = root / name
-    environ = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    environ = child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(state),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,  # every instance must share the master key
         "MCP_GATEWAY_DATABASE_URL": database_url,
@@ -197,9 +195,7 @@ def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
     """Exit 2, one line naming the redacted URL and what to check, no traceback, no password."""
     port = free_port()
     url = f"postgresql://gw:{DB_PASSWORD}@127.0.0.1:{port}/gateway"
-    environ = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | {
+    environ = child_env() | {
         "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
         "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
     }

@@ -4,13 +4,13 @@ and a real GraphQL server on 127.0.0.1 that the gateway introspects with the sto
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
+from tests.support.env import child_env
 from tests.support.graphql_upstream import GraphQLApp
 from tests.support.upstream import LoopbackServer, echo_app
 
@@ -45,9 +45,7 @@ connectors:
 """
         )
         state = tmp_path / "state"
-        variables = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        }
+        variables = child_env()
         variables |= {"MCP_GATEWAY_STATE_DIR": str(state), "MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
         yield GatewayEnv(tmp_path, manifest, state, echo, upstream.base_url, free_port(), variables), graphql
 

@@ -15,7 +15,6 @@ when ``haproxy`` is not installed.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import anyio
 import httpx2
 import pytest
 
+from tests.support.env import child_env
 from tests.support.upstream import EchoApp, LoopbackServer
 
 from .conftest import MASTER_KEY, free_port, http_client
@@ -149,9 +149,7 @@ class Cluster:
         manifest.write_text(MANIFEST.format(upstream=upstream_url))
         self.front = free_port()
         self.url = f"http://127.0.0.1:{self.front}"
-        self.env = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | {
+        self.env = child_env() | {
             "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
             "MCP_GATEWAY_DATABASE_URL": database_url,
             "MCP_GATEWAY_STATE_DIR": str(root / "cli"),

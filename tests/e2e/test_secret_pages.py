@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hmac
 import json
-import os
 import re
 import sqlite3
 import ssl
@@ -41,6 +40,7 @@ from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.server.pages import _common
 from mcp_gateway.server.web import FIELDS, web_routes
 from mcp_gateway.store.sqlite import SQLiteStore
+from tests.support.env import child_env
 from tests.support.pages import csrf, get, post
 from tests.support.upstream import EchoApp, LoopbackServer
 
@@ -304,9 +304,7 @@ def mtls_env(tmp_path: Path) -> Iterator[tuple[GatewayEnv, EchoApp, trustme.Leaf
             f"  - slug: mtls_api\n    base_url: {tls.base_url}\n    auth: {{type: mtls, ca_file: pki/ca.pem}}\n"
             "    source: {http: {actions: [{path: ping, method: GET, url: /ping, summary: Ping}]}}\n"
         )
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | {
+        env = child_env() | {
             "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
             "MCP_GATEWAY_MASTER_KEY": "stdio-pages-master-key-0123456789abcdef",
             "PYTHONUNBUFFERED": "1",

@@ -17,8 +17,7 @@ import pytest
 
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, postgres_missing, start_cluster
 
-from .conftest import GatewayEnv
-from .observe import ObservedGateway
+from .conftest import GatewayEnv, HttpGateway
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +74,7 @@ async def test_postgres_outage_under_load(gateway_env: GatewayEnv, cluster: Post
     gateway_env.env["MCP_GATEWAY_DATABASE_URL"] = cluster.url()
     gateway_env.cli("secret", "set", "bearer_api", input="bearer-secret-value")
     token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
-    gateway = ObservedGateway(gateway_env, gateway_env.root / "gateway.log")
+    gateway = HttpGateway(gateway_env, gateway_env.root / "gateway.log")
     outcomes: list[tuple[float, str]] = []
     ready: list[tuple[float, int]] = []
     stop = anyio.Event()

@@ -13,8 +13,7 @@ import pytest
 from tests.support.otlp import OtlpReceiver, ReceivedSpan
 from tests.support.upstream import LoopbackServer
 
-from .conftest import SECRETS, GatewayEnv, http_client, structured
-from .observe import ObservedGateway
+from .conftest import SECRETS, GatewayEnv, HttpGateway, http_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +35,7 @@ async def test_one_call_one_trace_with_the_upstream_span_as_child(gateway_env: G
     gateway_env.cli("sync", check=False)
     receiver = OtlpReceiver()
     with LoopbackServer(receiver) as otlp:
-        gateway = ObservedGateway(
+        gateway = HttpGateway(
             gateway_env,
             gateway_env.root / "gateway.log",
             extra_env={
@@ -103,7 +102,7 @@ async def test_trace_context_off_per_connector(gateway_env: GatewayEnv) -> None:
     gateway_env.cli("sync", check=False)
     receiver = OtlpReceiver()
     with LoopbackServer(receiver) as otlp:
-        gateway = ObservedGateway(
+        gateway = HttpGateway(
             gateway_env,
             gateway_env.root / "gateway.log",
             extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.base_url, "OTEL_BSP_SCHEDULE_DELAY": "200"},

@@ -13,7 +13,6 @@ checks Host and Origin.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -27,6 +26,7 @@ from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
+from tests.support.env import child_env
 from tests.support.mcp_servers import REPO
 
 from .conftest import GatewayEnv, HttpGateway, free_port
@@ -73,9 +73,7 @@ class Lab:
         self.state.write_text(json.dumps(state))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-        } | ENV
+        env = child_env() | ENV
         env["PYTHONPATH"] = str(REPO)
         return subprocess.run(
             [
@@ -245,9 +243,7 @@ def test_review_page_in_a_browser_approves_one_changed_action_and_denies_another
     # Then the upstream changes two approved tools.
     env.upstream(descriptions={"ping": "Echo the text back, politely.", "shifty": RUG_PULL})
     token = env.cli("token", "create", "--operator").stdout.strip()
-    serve_env = {
-        k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE"
-    } | ENV
+    serve_env = child_env() | ENV
     serve_env |= {"PYTHONPATH": str(REPO), "MCP_GATEWAY_STATE_DIR": str(env.state_dir)}
     url = f"http://127.0.0.1:{port}"
     command = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(env.manifest)]

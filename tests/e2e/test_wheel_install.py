@@ -11,7 +11,6 @@ checks that the package imported is the installed copy.
 
 from __future__ import annotations
 
-import os
 import shutil
 import site
 import subprocess
@@ -23,6 +22,8 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.support.env import child_env
 
 pytestmark = pytest.mark.anyio
 
@@ -40,11 +41,8 @@ def _run(*args: str | Path, cwd: Path | None = None) -> str:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """This environment without what would point the child at the checkout (PYTHONPATH) or other state."""
-    keep = {
-        k: v
-        for k, v in os.environ.items()
-        if k != "PYTHONPATH" and (not k.startswith("MCP_GATEWAY_") or k == "MCP_GATEWAY_DISCOVERY_MODE")
-    }
+    keep = child_env()
+    keep.pop("PYTHONPATH", None)
     return keep | extra
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_gateway.errors import ManifestError
 from mcp_gateway.manifest import (
     CATALOG_DIR,
     CREDENTIAL_HEADERS,
@@ -19,6 +20,14 @@ from mcp_gateway.manifest import (
 from mcp_gateway.sources.openapi import load_openapi
 
 ENTRIES = sorted(p.stem for p in CATALOG_DIR.glob("*.yaml"))
+FILLED = {"jira": "    base_url: https://acme.atlassian.net\n"}
+"""What a manifest must add to the entries whose ``fill_in`` names a key no default can serve."""
+
+
+def using(name: str) -> str:
+    return f"connectors:\n  - slug: {name}\n    catalog: {name}\n" + FILLED.get(name, "")
+
+
 REQUIRED = {"github", "stripe", "linear", "notion", "slack", "petstore"}
 # Operations per bundled spec (../shared/data/README.md); each becomes one action.
 OPERATIONS = {"github": 1223, "stripe": 417, "slack": 174, "notion": 24, "petstore": 20}
@@ -30,7 +39,7 @@ def test_the_catalog_has_at_least_the_required_integrations() -> None:
 
 @pytest.mark.parametrize("name", ENTRIES)
 def test_every_entry_loads_through_the_manifest_loader(name: str, tmp_path: Path) -> None:
-    manifest = parse_manifest(f"connectors:\n  - slug: {name}\n    catalog: {name}\n", base_dir=tmp_path)
+    manifest = parse_manifest(using(name), base_dir=tmp_path)
     (cfg,) = manifest.connectors
     assert cfg.name and cfg.description
     assert cfg.base_url is not None and cfg.base_url.startswith("https://")
@@ -45,6 +54,16 @@ def test_every_entry_loads_through_the_manifest_loader(name: str, tmp_path: Path
             assert spec.introspect and spec.schema_ is None  # read from base_url at sync
         case other:
             raise AssertionError(f"unexpected source in catalog/{name}.yaml: {other}")
+
+
+def test_an_entry_without_a_default_for_everyone_says_what_to_fill_in() -> None:
+    with pytest.raises(ManifestError) as info:
+        parse_manifest("project: p\nconnectors:\n  - slug: work\n    catalog: jira\n")
+    (issue,) = info.value.issues
+    assert (issue.line, issue.field) == (4, "connectors[0].base_url")
+    assert "'jira' has no base_url" in issue.message
+    assert "base_url: https://<your-site>.atlassian.net" in issue.fix and "--base-url" in issue.fix
+    assert {name for name in ENTRIES if "fill_in" in (CATALOG_DIR / f"{name}.yaml").read_text()} == set(FILLED)
 
 
 def test_a_manifest_refines_a_catalog_entry() -> None:
@@ -73,7 +92,7 @@ def anyio_backend() -> str:
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
 async def test_every_bundled_spec_normalizes(name: str, tmp_path: Path) -> None:
-    (cfg,) = parse_manifest(f"connectors:\n  - slug: {name}\n    catalog: {name}\n", base_dir=tmp_path).connectors
+    (cfg,) = parse_manifest(using(name), base_dir=tmp_path).connectors
     assert isinstance(cfg.source, OpenAPISource)
     spec = await load_openapi(cfg.source.openapi, connector=name)
     assert len(spec.actions) == OPERATIONS[name]

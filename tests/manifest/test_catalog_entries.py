@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx2
 import pytest
 
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
@@ -84,9 +85,9 @@ ENTRIES: dict[str, Entry] = {
     "petstore": Entry(20, "get_inventory", "/store/inventory"),
     "plaid": Entry(200, "categories_get", "/categories/get", {"body": {}}, headers={"plaid-version": "2020-09-14"}),
     "sendgrid": Entry(334, "get_user_profile", "/user/profile"),
-    # Slack's spec declares the token as a parameter of most methods too, and the normalizer keeps it
-    # (it drops only parameters that an apiKey scheme names): the agent must pass something there.
-    "slack": Entry(174, "auth_test", "/auth.test", {"token": "xoxb-not-the-credential"}),
+    # Slack's spec declares the token as a `token` parameter of most methods too; the entry names it
+    # (credential_params), so the agent passes nothing and the token goes in the Authorization header.
+    "slack": Entry(174, "auth_test", "/auth.test"),
     "square": Entry(200, "list_locations", "/v2/locations"),
     "stripe": Entry(417, "get_account", "/v1/account", headers={"stripe-version": "2020-08-27"}),
     "telnyx": Entry(361, "get_user_balance", "/balance"),
@@ -95,6 +96,11 @@ ENTRIES: dict[str, Entry] = {
     "youtube": Entry(80, "youtube_channels_list", "/youtube/v3/channels", {"part": ["snippet"], "mine": True}),
     "zoom": Entry(373, "user", "/users/me", {"userId": "me"}),
 }
+
+
+def using(name: str) -> str:
+    # Jira's entry has no base_url that works for everyone (fill_in): a manifest must set one.
+    return f"connectors:\n  - slug: {name}\n    catalog: {name}\n    base_url: https://acme.atlassian.net\n"
 
 
 def test_the_table_covers_the_whole_catalog() -> None:
@@ -110,11 +116,24 @@ def test_sources_md_names_every_entry() -> None:
 
 def test_oauth2_entries_name_the_providers_endpoints() -> None:
     for name in ENTRIES:
-        (cfg,) = parse_manifest(f"connectors:\n  - slug: {name}\n    catalog: {name}\n").connectors
+        (cfg,) = parse_manifest(using(name)).connectors
         if isinstance(cfg.auth, OAuth2Auth):
             assert cfg.auth.flow == "authorization_code"
             for url in (cfg.auth.authorize_url, cfg.auth.token_url):
                 assert url is not None and url.startswith("https://") and "127.0.0.1" not in url, (name, url)
+
+
+def test_google_entries_ask_for_a_refresh_token() -> None:
+    # Without access_type=offline Google returns no refresh token, and the connection dies with the
+    # access token after an hour; without prompt=consent an account that granted access once gets none.
+    google = []
+    for name in ENTRIES:
+        (cfg,) = parse_manifest(using(name)).connectors
+        if isinstance(cfg.auth, OAuth2Auth) and "accounts.google.com" in (cfg.auth.authorize_url or ""):
+            google.append(name)
+            params = httpx2.URL(cfg.auth.authorize_url or "").params
+            assert (params.get("access_type"), params.get("prompt")) == ("offline", "consent"), name
+    assert sorted(google) == ["gmail", "google-calendar", "google-drive", "google-sheets", "youtube"]
 
 
 # -- end to end --------------------------------------------------------------------------------
@@ -202,6 +221,32 @@ BIG = 300
 HTTP_ENTRIES = [
     pytest.param(n, marks=pytest.mark.slow) if ENTRIES[n].actions > BIG else n for n in sorted(ENTRIES) if n != "linear"
 ]
+
+
+async def test_the_sign_in_keeps_the_entrys_authorize_parameters(tmp_path: Path, upstream: tuple[EchoApp, str]) -> None:
+    # RFC 6749 3.1: the authorization endpoint's own query is kept when the flow adds its parameters.
+    async with gateway("gmail", upstream[1], tmp_path) as gw:
+        (cfg,) = gw.manifest.connectors
+        assert isinstance(cfg.auth, OAuth2Auth)
+        _, link = await gw.links.mint("connect", connector="gmail", principal="operator")
+        url = httpx2.URL(
+            await gw.oauth2.begin(
+                cfg.auth,
+                connector="gmail",
+                principal="operator",
+                client_id="client-0123",
+                link_token="link",
+                redirect_uri="http://127.0.0.1:1/oauth/callback",
+                link_expires_at=link.expires_at,
+            )
+        )
+    assert (url.host, url.path) == ("accounts.google.com", "/o/oauth2/v2/auth")
+    assert (url.params["access_type"], url.params["prompt"], url.params["response_type"]) == (
+        "offline",
+        "consent",
+        "code",
+    )
+    assert url.params["scope"] == "https://mail.google.com/" and url.params["code_challenge_method"] == "S256"
 
 
 @pytest.mark.parametrize("name", HTTP_ENTRIES)

@@ -13,11 +13,13 @@ import httpx2
 import pytest
 
 from mcp_gateway.errors import SourceError
-from mcp_gateway.model import ACTIONS_ADAPTER, Action
+from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, NoAuth
+from mcp_gateway.model import ACTIONS_ADAPTER, Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import (
     PATH_RE,
     NormalizedSource,
     action_path,
+    credential_places,
     load_openapi,
     normalize_openapi,
     snake_case,
@@ -150,6 +152,71 @@ def test_nytimes_api_key_parameter_is_dropped() -> None:
     lists = _by_path(_real("nytimes/books_api.json"))["get_lists_format"]
     spec = next(p for p in lists.binding.params if p.name == "weeks_on_list")
     assert spec.wire_name == "weeks-on-list" and spec.location == "query"
+
+
+@needs_data
+def test_slacks_token_parameter_carries_the_credential_and_is_no_argument() -> None:
+    # Slack declares the token as a `token` parameter of 170 of its 174 methods (in the header on
+    # 101, the query on 54, the form on 15) beside its oauth2 scheme: no apiKey scheme names it.
+    path = DATA / "slack" / "slack_web_openapi_v2.json"
+    declared = [a for a in _real("slack/slack_web_openapi_v2.json").actions if "token" in a.input_schema["properties"]]
+    assert len(declared) == 170
+    slack = _load(path, credentials=credential_places(BearerAuth(type="bearer"), ["token"]))
+    assert len(slack.actions) == 174
+    for action in slack.actions:
+        assert isinstance(action.binding, OpenAPIBinding)
+        assert "token" not in action.input_schema["properties"], action.path
+        assert "token" not in action.input_schema.get("required", []), action.path
+        assert all(p.on_wire != "token" for p in action.binding.params), action.path
+    actions = _by_path(slack)
+    assert actions["auth_test"].input_schema["properties"] == {}  # its one parameter was the token
+    post = actions["chat_post_message"]  # a form method keeps its other fields
+    assert isinstance(post.binding, OpenAPIBinding) and post.binding.body == "form"
+    assert {"channel", "text"} <= set(post.input_schema["properties"])
+    # The same spec for a connector that does not name `token` keeps it: nothing is guessed.
+    assert (
+        "token"
+        in _by_path(_load(path, credentials=credential_places(BearerAuth(type="bearer"))))["auth_test"].input_schema[
+            "properties"
+        ]
+    )
+
+
+def test_the_parameters_the_connectors_auth_writes_are_no_arguments() -> None:
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/items/{key}": {
+                "get": {
+                    "operationId": "items_get",
+                    "parameters": [
+                        {"name": "key", "in": "path", "required": True, "schema": {"type": "string"}},
+                        {"name": "key", "in": "query", "schema": {"type": "string"}},
+                        {"name": "X-Access-Token", "in": "header", "schema": {"type": "string"}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                    ],
+                }
+            }
+        },
+    }
+
+    def arguments(auth: AuthConfig, names: list[str] | None = None) -> set[str]:
+        credentials = credential_places(auth, names or [])
+        (action,) = normalize_openapi(document, connector="t", credentials=credentials).actions
+        assert isinstance(action.binding, OpenAPIBinding)
+        return {f"{p.location}:{p.on_wire}" for p in action.binding.params}
+
+    everything = {"path:key", "query:key", "header:X-Access-Token", "query:limit"}
+    assert arguments(NoAuth()) == everything
+    assert arguments(ApiKeyAuth.model_validate({"type": "api_key", "in": "query", "name": "key"})) == everything - {
+        "query:key"
+    }
+    assert arguments(BearerAuth(type="bearer", header="x-access-token", prefix="")) == everything - {
+        "header:X-Access-Token"
+    }
+    # A name the source lists goes in every location but the path, which the URL cannot do without.
+    assert arguments(NoAuth(), ["key"]) == everything - {"query:key"}
 
 
 @needs_data

@@ -103,6 +103,16 @@ def test_real_collection_shapes() -> None:
     assert _binding(statement).url == "/v1/borderless-accounts/{accountId}/statement.json"
     assert statement.input_schema["properties"]["currency"]["default"] == "GBP"
     assert statement.input_schema["required"] == ["accountId"]
+    # Ten requests keep OpenAPI-style segments (nine `{id}`, one `{transferId}`): each a required path
+    # argument, never a literal `%7Bid%7D`.
+    assert not [a.path for a in wise.values() if "%7" in _binding(a).url]
+    templated = [a for a in wise.values() if "{id}" in _binding(a).url] + [wise["transfers.get_transfers_id"]]
+    assert len(templated) == 10
+    for action in templated:
+        (name,) = (p.name for p in _binding(action).params if p.location == "path")
+        assert name in action.input_schema["required"] and "default" not in action.input_schema["properties"][name]
+    assert _binding(wise["profiles.get_profiles_id_directors"]).url == "/v1/profiles/{id}/directors"
+    assert _binding(wise["transfers.get_transfers_id"]).url == "/v1/transfers/{transferId}"
     token = wise["oauth.access_token_from_refresh_token"]
     assert set(token.input_schema["properties"]) == {"grant_type"}  # refresh_token is a credential: dropped
     assert "refresh_token (body)" in token.description
@@ -177,6 +187,11 @@ def test_url_origin_is_replaced_and_path_arguments_found() -> None:
                 },
             ),
             _request("Raw only", "GET", "https://api.other.test:8443/v2/things/<thingId>?limit=<limit>"),
+            _request(
+                "Templated",
+                "GET",
+                {"raw": "{{baseUrl}}/v1/a/{id}/b/%7Bkey%7D", "path": ["v1", "a", "{id}", "b", "%7Bkey%7D"]},
+            ),
         ],
         variable=[
             {"key": "baseUrl", "value": "https://api.example.test/api"},
@@ -184,7 +199,7 @@ def test_url_origin_is_replaced_and_path_arguments_found() -> None:
         ],
     )
     result = normalize_postman(doc, connector="pm")
-    get, raw = result.actions
+    get, raw, templated = result.actions
     assert result.base_url == "https://api.example.test/api"  # the host variable's value
     assert _binding(get).url == "/v1/orgs/{orgId}/repos/{repo}/items/{item_id}/x-{part}"
     props = get.input_schema["properties"]
@@ -197,6 +212,9 @@ def test_url_origin_is_replaced_and_path_arguments_found() -> None:
     assert raw.input_schema["required"] == ["thingId"]
     assert "default" not in raw.input_schema["properties"]["limit"]  # a placeholder: optional, not sent
     assert "https://api.other.test:8443" in raw.description
+    # OpenAPI-style segments, plain or URL-encoded, are required path arguments.
+    assert _binding(templated).url == "/v1/a/{id}/b/{key}"
+    assert templated.input_schema["required"] == ["id", "key"]
 
 
 def test_headers_literal_variable_placeholder_and_credentials() -> None:

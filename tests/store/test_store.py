@@ -269,6 +269,7 @@ async def test_action_reviews(store: Store) -> None:
     from mcp_gateway.store.base import ActionReviewRecord
 
     assert await store.list_action_reviews() == []
+    versions = [await store.action_reviews_version()]
     first = ActionReviewRecord(
         name="lab.echo",
         fingerprint="a" * 64,
@@ -279,12 +280,17 @@ async def test_action_reviews(store: Store) -> None:
     )
     later = first.model_copy(update={"fingerprint": "b" * 64, "decision": "denied", "decided_at": T0 + DAY})
     await store.put_action_review(later)
+    versions.append(await store.action_reviews_version())
     await store.put_action_review(first)
+    versions.append(await store.action_reviews_version())
     assert await store.list_action_reviews() == [first, later]  # oldest first
+    assert await store.action_reviews_version() == versions[-1]  # reading changes nothing
     redecided = later.model_copy(update={"decision": "approved", "decided_at": T0 + 2 * DAY, "decided_by": "cli"})
     await store.put_action_review(redecided)  # same (name, fingerprint): replaced
+    versions.append(await store.action_reviews_version())
     reviews = await store.list_action_reviews()
     assert reviews == [first, redecided]
+    assert len(set(versions)) == 4  # every decision moved the version, the replacing one included
     _assert_utc(reviews[1].decided_at)
 
 
