@@ -25,9 +25,10 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 from tests.support.oauth2_server import OAuth2MockServer
-from tests.support.pages import csrf, get, post
+from tests.support.pages import csrf, get, oauth_sign_in, post
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, structured
@@ -35,6 +36,7 @@ from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, structured
 pytestmark = pytest.mark.anyio
 
 CLIENT_ID = "claude-code-test"
+MAIL_CLIENT = {"client_id": "gateway-mail", "client_secret": "mail-client-secret"}
 REDIRECT_URI = "http://127.0.0.1:9/callback"
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -62,13 +64,18 @@ connectors:
     base_url: {upstream}
     auth: {{type: bearer}}
     source: {{http: {{actions: [{{path: board.get, method: GET, url: /board, summary: The team board}}]}}}}
+  - slug: mail
+    base_url: {upstream}
+    auth: {{type: oauth2, authorize_url: "{issuer}/authorize", token_url: "{issuer}/token"}}
+    credentials: per_user
+    source: {{http: {{actions: [{{path: inbox.get, method: GET, url: /inbox, summary: My inbox}}]}}}}
   - slug: ops
     base_url: {upstream}
     source: {{http: {{actions: [{{path: purge.run, method: POST, url: /purge, summary: Purge the cache}}]}}}}
     policies: [{{match: "*", action: require_approval}}]
 agents:
   - name: claude-code
-    connectors: [personal, team]
+    connectors: [personal, team, mail]
   - name: claude-code
     users: [maria]
     connectors: [ops]
@@ -82,8 +89,8 @@ class Storage:
         self.tokens: OAuthToken | None = None
         self.client = OAuthClientInformationFull(
             client_id=CLIENT_ID,
-            redirect_uris=[REDIRECT_URI],
-            token_endpoint_auth_method="none",  # type: ignore[list-item]
+            redirect_uris=[AnyUrl(REDIRECT_URI)],
+            token_endpoint_auth_method="none",
         )
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -169,7 +176,7 @@ async def signed_in(
     provider = OAuthClientProvider(
         server_url=f"{url}/mcp",
         client_metadata=OAuthClientMetadata(
-            redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
+            redirect_uris=[AnyUrl(REDIRECT_URI)],
             grant_types=["authorization_code", "refresh_token"],
             token_endpoint_auth_method="none",
         ),
@@ -203,7 +210,7 @@ async def test_the_sdk_client_discovers_signs_in_and_refreshes(
     idp.command("user maria eng")
     async with signed_in(gateway.url) as (client, storage, browser, provider):
         listed = structured(await client.call_tool("connectors", {}))
-        assert {c["slug"] for c in listed["connectors"]} == {"personal", "team", "ops"}
+        assert {c["slug"] for c in listed["connectors"]} == {"personal", "team", "mail", "ops"}
         authorize = parse_qs(urlsplit(browser.visits[0]).query)
         assert authorize["code_challenge_method"] == ["S256"] and authorize["resource"] == [f"{gateway.url}/mcp"]
         assert storage.tokens is not None
@@ -324,6 +331,7 @@ async def _code_flow_token(idp: OAuth2MockServer, resource: str) -> str:
 
 async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpGateway, env: GatewayEnv) -> None:
     env.cli("secret", "set", "team", input="team-wide-secret")
+    env.cli("secret", "set", "mail", input=json.dumps(MAIL_CLIENT))  # the OAuth client is the project's
     seen: dict[str, Any] = {}
     for user, secret in (("maria", "maria-own-secret"), ("bob", "bob-own-secret")):
         idp.command(f"user {user}")
@@ -340,6 +348,13 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
             mine = structured(await client.call_tool("call", {"tool": "personal.me.get", "args": {}}))
             team = structured(await client.call_tool("call", {"tool": "team.board.get", "args": {}}))
             seen[user] = (mine, team)
+            # An OAuth2 per_user connector: maria's sign-in is not bob's; each connects their own account.
+            unconnected = structured(await client.call_tool("call", {"tool": "mail.inbox.get", "args": {}}))
+            assert unconnected["status"] == "needs_auth", unconnected
+            hops = await oauth_sign_in(unconnected["connect_url"])
+            assert hops[-1].status == 200 and "Connected" in hops[-1].text, hops[-1].text
+            inbox = structured(await client.call_tool("call", {"tool": "mail.inbox.get", "args": {}}))
+            assert inbox["status"] == "ok", inbox
             if user == "maria":
                 asked = structured(await client.call_tool("call", {"tool": "ops.purge.run", "args": {}}))
                 approval = await get(asked["approval_url"])
@@ -348,7 +363,13 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
                 assert 'value="approve"' not in approval.text
                 own = await post(asked["approval_url"], {"csrf": csrf(approval.text), "decision": "approve"})
                 assert own.status_code == 403
-    auths = [r.headers.get("authorization") for r in env.upstream.requests]
+    # The mail upstream saw each user's own access token (the provider's JWT naming that user), once each.
+    mail_tokens = [
+        r.headers["authorization"].removeprefix("Bearer ") for r in env.upstream.requests if r.path == "/inbox"
+    ]
+    assert [claims(t)["sub"] for t in mail_tokens] == ["maria", "bob"]
+    assert [e["grant_type"] for e in idp.events("token")].count("refresh_token") == 0
+    auths = [r.headers.get("authorization") for r in env.upstream.requests if r.path != "/inbox"]
     assert auths.count("Bearer maria-own-secret") == 1 and auths.count("Bearer bob-own-secret") == 1
     assert auths.count("Bearer team-wide-secret") == 2
     audit = json.loads(env.cli("audit", "--json").stdout)
