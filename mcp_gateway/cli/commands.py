@@ -343,7 +343,8 @@ async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int
 
 
 async def cmd_approvals(args: argparse.Namespace) -> int:
-    from ..approvals import ApprovalService
+    from ..approvals import ApprovalService, ApproverRefused
+    from ..identity import OPERATOR
 
     async with store_of(args.settings) as store:
         if args.approvals_cmd == "list":
@@ -366,7 +367,14 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
                     ["id", "status", "tool", "who", "expires", "summary"],
                 )
             return 0
-        decided = await ApprovalService(store, _clock()).decide(args.id, args.approvals_cmd == "approve")
+        try:
+            decided = await ApprovalService(store, _clock()).decide(
+                args.id, args.approvals_cmd == "approve", by=OPERATOR.user
+            )
+        except ApproverRefused:
+            raise CliError(
+                f"approval {args.id!r} was asked for by the operator itself and must be approved by someone else"
+            ) from None
         if decided is None:
             raise CliError(f"approval {args.id!r} is not pending (unknown, decided or expired)")
         sys.stdout.write(f"{decided.id}: {decided.status}\n")

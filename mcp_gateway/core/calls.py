@@ -222,7 +222,8 @@ class CallPipeline:
                     return _pending(record.id, url, record.summary, record.expires_at.isoformat())
             return Denied(reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
-        record = await self._approvals.request(principal, action, args, verdict, summary)
+        separate = self._catalogs.manifest.approvals.separate_approver
+        record = await self._approvals.request(principal, action, args, verdict, summary, separate_approver=separate)
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
         )

@@ -85,11 +85,24 @@ class PolicyRule(BaseModel):
     match: str = Field(min_length=1)
     action: PolicyAction
     when: dict[str, Condition] | None = None
+    separate_approver: bool = False
+    """With ``require_approval``: the approver must be someone other than the user who asked
+    (as the project-wide ``approvals.separate_approver``, for this rule's calls only)."""
 
     _matcher: Matcher = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         self._matcher = compile_matcher(self.match)
+
+    @model_validator(mode="after")
+    def _separate_approver_needs_approval(self) -> PolicyRule:
+        if self.separate_approver and self.action != "require_approval":
+            raise Problem(
+                f"separate_approver applies to require_approval rules, not to {self.action!r}",
+                "drop separate_approver, or use 'action: require_approval'",
+                key="separate_approver",
+            )
+        return self
 
     @property
     def matcher(self) -> Matcher:

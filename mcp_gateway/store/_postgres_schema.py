@@ -162,6 +162,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (name, fingerprint)
         )""",
     ),
+    # 7: who decided an approval, and whether the requester was barred from it (issue 15).
+    (
+        "ALTER TABLE approval ADD COLUMN separate_approver boolean NOT NULL DEFAULT false",
+        "ALTER TABLE approval ADD COLUMN decided_by text",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

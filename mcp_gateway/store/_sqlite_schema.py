@@ -168,6 +168,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (name, fingerprint)
         )""",
     ),
+    # 9: who decided an approval, and whether the requester was barred from it (issue 15).
+    (
+        "ALTER TABLE approval ADD COLUMN separate_approver INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE approval ADD COLUMN decided_by TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,7 +39,7 @@ def approval_routes(ctx: PageContext) -> list[Route]:
             return message("Already decided", f"This call was already {said}.", tone="bad")
         if approval.expires_at <= gateway.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
-        separate = gateway.manifest.approvals.separate_approver
+        separate = approval.separate_approver
         if request.method == "GET":
             return page(
                 "approval.html",
