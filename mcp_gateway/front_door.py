@@ -33,7 +33,14 @@ import jwt
 from jwt import PyJWK
 from mcp.server.auth.provider import AccessToken
 
-__all__ = ["ALLOWED_ALGORITHMS", "FrontDoorSettings", "JwksCache", "JwtVerifier", "TokenRefused"]
+__all__ = [
+    "ALLOWED_ALGORITHMS",
+    "FRONT_DOOR_SECRETS",
+    "FrontDoorSettings",
+    "JwksCache",
+    "JwtVerifier",
+    "TokenRefused",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +50,11 @@ MIN_REFRESH_SECONDS: Final = 30.0
 JWKS_MAX_AGE_SECONDS: Final = 3600.0
 JWKS_MAX_BYTES: Final = 256 * 1024
 JWKS_MAX_KEYS: Final = 50
+FRONT_DOOR_SECRETS: Final = "_front_door"
+"""The vault's reserved connector for the front door's own client secrets (``secret set --front-door
+NAME``): ``approver`` (the approval page's sign-in client) and ``introspection`` (RFC 7662). Connector
+slugs cannot start with ``_``, so it never clashes with one."""
+FRONT_DOOR_SECRET_NAMES: Final = ("approver", "introspection")
 
 
 class TokenRefused(Exception):

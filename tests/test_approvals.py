@@ -109,6 +109,9 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
         assert decided is not None and (decided.status, decided.decided_by) == ("approved", "bob")
         ran = await h.gateway.call(maria, "api.payments.create", {"amount": 500}, approval_id=asked.approval_id)
         assert isinstance(ran, Ok), ran
+        await h.gateway.auditor.flush()
+        [row] = [r for r in await h.store.list_audit(10) if r.status == "ok"]
+        assert (row.user, row.action, row.approved_by) == ("maria", "api.payments.create", "bob")
 
         # The same requester may always deny her own call.
         again = await h.gateway.call(maria, "api.payments.create", {"amount": 700})

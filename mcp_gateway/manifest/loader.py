@@ -208,8 +208,18 @@ class FrontDoorConfig(BaseModel):
     """The agent claim's value (or the client id) -> the agent name the ``agents`` grants use."""
     static_tokens: bool = True
     """Whether ``token create`` tokens keep working beside the identity provider's."""
+    approver_client_id: str | None = None
+    """The gateway's own client at the issuer, for approvers signing in on the approval page
+    (authorization code + PKCE; redirect URI ``<public_url>/approvals/callback``). A public client,
+    unless ``secret set --front-door approver`` stored its secret."""
+    introspection_url: str | None = None
+    """RFC 7662: opaque (non-JWT) access tokens are checked at this endpoint (default: the issuer
+    metadata's ``introspection_endpoint`` when ``introspection_client_id`` is set)."""
+    introspection_client_id: str | None = None
+    """The client the gateway authenticates as at the introspection endpoint; its secret is stored
+    with ``secret set --front-door introspection``."""
 
-    @field_validator("issuer", "audience", "jwks_url")
+    @field_validator("issuer", "audience", "jwks_url", "introspection_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("http://", "https://")):

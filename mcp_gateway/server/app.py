@@ -69,7 +69,7 @@ def build_http_app(
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     from .web import web_routes  # the pages (jinja2, forms) load only when served
 
-    for route in [*web_routes(gateway), *observability_routes(gateway)]:
+    for route in [*web_routes(gateway, front_door), *observability_routes(gateway)]:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     for route in front_door.routes() if front_door else []:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)

@@ -44,12 +44,21 @@ from ..tokens import TOKEN_PREFIX, TokenService
 from .observability import STORE_UNAVAILABLE_BODY
 from .tools import PRINCIPAL_SCOPE_KEY
 
-__all__ = ["FrontDoor", "Gate", "open_front_door"]
+__all__ = ["FrontDoor", "Gate", "IssuerEndpoints", "open_front_door"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 STATIC_ISSUER = "mcp-gateway:static-token"
 """The ``iss`` recorded for static-token callers, so their sessions never match a front-door subject's."""
+
+
+@dataclass(frozen=True)
+class IssuerEndpoints:
+    """Where the issuer's metadata (RFC 8414 / OpenID discovery) says its endpoints are; what the
+    approver sign-in and token introspection need. None when not asked for or not advertised."""
+
+    authorization: str | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,9 @@ class FrontDoor:
     config: FrontDoorConfig
     verifier: JwtVerifier
     resource_url: str
+    endpoints: IssuerEndpoints = IssuerEndpoints()
+    http: httpx2.AsyncClient | None = None
+    """The client that talks to the identity provider (metadata, keys, token endpoint)."""
 
     @property
     def metadata_url(self) -> str:
@@ -98,9 +110,19 @@ class FrontDoor:
 
 
 async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient) -> FrontDoor:
-    """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata."""
+    """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata
+    (read too when approvers sign in, for the authorization and token endpoints)."""
     resource_url = config.audience or f"{public_url.rstrip('/')}{MCP_PATH}"
-    jwks_url = config.jwks_url or await _discover_jwks_url(config.issuer, http)
+    metadata: dict[str, object] = {}
+    if config.jwks_url is None or config.approver_client_id is not None:
+        metadata = await _issuer_metadata(config.issuer, http)
+    jwks_url = config.jwks_url or _metadata_url(metadata, "jwks_uri")
+    endpoints = IssuerEndpoints()
+    if config.approver_client_id is not None:
+        endpoints = IssuerEndpoints(
+            authorization=_metadata_url(metadata, "authorization_endpoint"),
+            token=_metadata_url(metadata, "token_endpoint"),
+        )
     settings = FrontDoorSettings(
         issuer=config.issuer,
         audience=resource_url,
@@ -110,10 +132,11 @@ async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2
         agent_claim=config.agent_claim,
         groups_claim=config.groups_claim,
     )
-    return FrontDoor(config, JwtVerifier(settings, JwksCache(jwks_url, http)), resource_url)
+    verifier = JwtVerifier(settings, JwksCache(jwks_url, http))
+    return FrontDoor(config, verifier, resource_url, endpoints, http)
 
 
-async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
+async def _issuer_metadata(issuer: str, http: httpx2.AsyncClient) -> dict[str, object]:
     base = issuer.rstrip("/")
     tried: list[str] = []
     for path in ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"):
@@ -125,11 +148,23 @@ async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
         except (httpx2.HTTPError, ValueError):
             continue
         if isinstance(document, dict) and isinstance(document.get("jwks_uri"), str):
-            return document["jwks_uri"]
+            return document
     raise GatewayError(
         f"front_door: cannot read a jwks_uri from the issuer's metadata ({', '.join(tried)}): check that the "
         "issuer is reachable from the gateway and its URL is right, or set front_door.jwks_url"
     )
+
+
+def _metadata_url(metadata: dict[str, object], key: str) -> str:
+    value = metadata.get(key)
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise GatewayError(
+            f"front_door: the issuer's metadata names no {key}; approvers cannot sign in without it "
+            "(remove front_door.approver_client_id, or check the issuer URL)"
+            if key != "jwks_uri"
+            else "front_door: the issuer's metadata names no jwks_uri; set front_door.jwks_url"
+        )
+    return value
 
 
 class Gate:

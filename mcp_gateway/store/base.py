@@ -174,6 +174,9 @@ class AuditRecord(BaseModel):
     call_id: str | None = None
     """Set on a call that reached for the upstream: its ``started`` row and its outcome share it, and
     the outcome overwrites the ``started`` row (one row per call, see ``audit.Auditor.started``)."""
+    approved_by: str | None = None
+    """For a call run under an approval: who approved it (``operator``, or the user who signed in on
+    the approval page); None when nobody known did, or no approval was needed."""
 
 
 class ActionReviewRecord(BaseModel):

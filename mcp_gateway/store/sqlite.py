@@ -138,8 +138,8 @@ def _never_current() -> None:
     return None
 
 
-_AUDIT_ROWS_PER_STATEMENT = 60
-"""60 rows x 16 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
+_AUDIT_ROWS_PER_STATEMENT = 55
+"""55 rows x 17 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
 
 
 @functools.cache

@@ -49,11 +49,11 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 MANIFEST = """
 project: front
 default_mode: allow_all
-approvals: {{separate_approver: true}}
 front_door:
   issuer: {issuer}
   scopes: [mcp]
   agents_by_claim: {{{client}: claude-code}}
+  approver_client_id: gateway-approvals
 connectors:
   - slug: personal
     base_url: {upstream}
@@ -72,7 +72,7 @@ connectors:
   - slug: ops
     base_url: {upstream}
     source: {{http: {{actions: [{{path: purge.run, method: POST, url: /purge, summary: Purge the cache}}]}}}}
-    policies: [{{match: "*", action: require_approval}}]
+    policies: [{{match: "*", action: require_approval, separate_approver: true}}]
 agents:
   - name: claude-code
     connectors: [personal, team, mail]
@@ -187,6 +187,29 @@ async def signed_in(
     async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
         async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
             yield client, storage, browser, provider
+
+
+@asynccontextmanager
+async def approver_browser(
+    idp: OAuth2MockServer, approval_url: str, gateway_url: str
+) -> AsyncIterator[httpx2.AsyncClient]:
+    """A browser (cookies kept) that signs in on the approval page as the provider's current user."""
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=15) as browser:
+        page = await browser.get(approval_url)
+        start = await browser.post(f"{approval_url}/sign-in", data={"csrf": csrf(page.text)})
+        assert start.status_code == 303, start.text
+        authorize = parse_qs(urlsplit(start.headers["location"]).query)
+        assert authorize["client_id"] == ["gateway-approvals"] and authorize["code_challenge_method"] == ["S256"]
+        assert authorize["resource"] == [f"{gateway_url}/mcp"]
+        assert authorize["redirect_uri"] == [f"{gateway_url}/approvals/callback"]
+        provider = await browser.get(start.headers["location"])
+        assert provider.status_code == 302, provider.text
+        back = await browser.get(provider.headers["location"])
+        assert back.status_code == 303, back.text
+        assert back.headers["location"] == urlsplit(approval_url).path
+        assert "httponly" in back.headers["set-cookie"].lower()
+        yield browser
+    assert idp.events("token")[-1]["has_code_verifier"]
 
 
 def claims(token: str) -> dict[str, Any]:
@@ -333,6 +356,7 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
     env.cli("secret", "set", "team", input="team-wide-secret")
     env.cli("secret", "set", "mail", input=json.dumps(MAIL_CLIENT))  # the OAuth client is the project's
     seen: dict[str, Any] = {}
+    approval_url = ""
     for user, secret in (("maria", "maria-own-secret"), ("bob", "bob-own-secret")):
         idp.command(f"user {user}")
         async with signed_in(gateway.url) as (client, _, _, _):
@@ -357,12 +381,38 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
             assert inbox["status"] == "ok", inbox
             if user == "maria":
                 asked = structured(await client.call_tool("call", {"tool": "ops.purge.run", "args": {}}))
-                approval = await get(asked["approval_url"])
+                approval_url = asked["approval_url"]
+                approval = await get(approval_url)
                 assert "<strong>maria</strong>, through <strong>claude-code</strong>, asks" in approval.text
-                # The requester cannot approve her own call through the link (separate_approver).
-                assert 'value="approve"' not in approval.text
-                own = await post(asked["approval_url"], {"csrf": csrf(approval.text), "decision": "approve"})
+                # The rule wants a separate approver: nobody known may approve through the link...
+                assert 'value="approve"' not in approval.text and "Sign in to approve" in approval.text
+                own = await post(approval_url, {"csrf": csrf(approval.text), "decision": "approve"})
                 assert own.status_code == 403
+                # ...nor maria once she has signed in with the identity provider: she asked.
+                async with approver_browser(idp, approval_url, gateway.url) as browser:
+                    signed_in_page = await browser.get(approval_url)
+                    assert "Signed in as <strong>maria</strong>" in signed_in_page.text
+                    assert 'value="approve"' not in signed_in_page.text
+                    mine_too = await browser.post(
+                        approval_url, data={"csrf": csrf(approval.text), "decision": "approve"}
+                    )
+                    assert mine_too.status_code == 403 and "You (maria) asked for this call" in mine_too.text
+    public = [e for e in idp.events("token") if e["client_id"] == "gateway-approvals"]
+    assert [e["client_auth"] for e in public] == ["none"]  # maria's sign-in: a public client, PKCE only
+    # bob, signed in through the same provider, approves maria's call; the approval names him. The
+    # gateway is a confidential client now: its secret is sealed in the vault, never in the manifest.
+    env.cli("secret", "set", "--front-door", "approver", input="approver-client-secret")
+    async with approver_browser(idp, approval_url, gateway.url) as browser:
+        page = await browser.get(approval_url)
+        assert "Signed in as <strong>bob</strong>" in page.text and 'value="approve"' in page.text
+        approved = await browser.post(approval_url, data={"csrf": csrf(page.text), "decision": "approve"})
+        assert approved.status_code == 200 and "Approved" in approved.text, approved.text
+    exchange = idp.events("token")[-1]
+    assert exchange["client_auth"] == "basic" and exchange["grant_type"] == "authorization_code"
+    assert base64.b64decode(exchange["basic_header"].split()[1]) == b"gateway-approvals:approver-client-secret"
+    [decided] = json.loads(env.cli("approvals", "list", "--all", "--json").stdout)
+    assert (decided["principal"], decided["status"], decided["decided_by"]) == ("maria", "approved", "bob")
+    assert decided["separate_approver"] is True
     # The mail upstream saw each user's own access token (the provider's JWT naming that user), once each.
     mail_tokens = [
         r.headers["authorization"].removeprefix("Bearer ") for r in env.upstream.requests if r.path == "/inbox"
