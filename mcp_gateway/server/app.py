@@ -143,7 +143,9 @@ async def run_http(
 ) -> None:
     front_door = None
     if gateway.manifest.front_door is not None:
-        front_door = await open_front_door(gateway.manifest.front_door, gateway.links.public_url, _idp_http())
+        front_door = await open_front_door(
+            gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.vault
+        )
     app = build_http_app(
         gateway,
         tokens,

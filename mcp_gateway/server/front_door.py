@@ -35,8 +35,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.health import StoreHealth
+from ..credentials import CredentialVault
 from ..errors import GatewayError, StoreUnavailable
-from ..front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
+from ..front_door import (
+    FRONT_DOOR_SECRETS,
+    FrontDoorSettings,
+    IntrospectionSecret,
+    Introspector,
+    JwksCache,
+    JwtVerifier,
+    TokenRefused,
+    looks_like_jwt,
+)
 from ..identity import OPERATOR, Principal
 from ..manifest import FrontDoorConfig
 from ..secrets import PROJECT_WIDE
@@ -71,6 +81,14 @@ class FrontDoor:
     endpoints: IssuerEndpoints = IssuerEndpoints()
     http: httpx2.AsyncClient | None = None
     """The client that talks to the identity provider (metadata, keys, token endpoint)."""
+    introspector: Introspector | None = None
+    """With ``introspection_client_id``: opaque (non-JWT) tokens are checked at the issuer (RFC 7662)."""
+
+    async def verify(self, token: str) -> AccessToken:
+        """A JWT checked locally, else an opaque token introspected; ``TokenRefused`` says why not."""
+        if looks_like_jwt(token) or self.introspector is None:
+            return await self.verifier.verify(token)
+        return await self.introspector.verify(token)
 
     @property
     def metadata_url(self) -> str:
@@ -109,12 +127,21 @@ class FrontDoor:
         return Principal(user=caller.user, agent=agent, groups=caller.groups)
 
 
-async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient) -> FrontDoor:
+async def open_front_door(
+    config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient, vault: CredentialVault | None = None
+) -> FrontDoor:
     """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata
-    (read too when approvers sign in, for the authorization and token endpoints)."""
+    (read too when approvers sign in, for the authorization and token endpoints, and for the
+    introspection endpoint unless the manifest names it). ``vault`` holds the introspection
+    client's secret (``secret set --front-door introspection``)."""
     resource_url = config.audience or f"{public_url.rstrip('/')}{MCP_PATH}"
+    introspects = config.introspection_client_id is not None
     metadata: dict[str, object] = {}
-    if config.jwks_url is None or config.approver_client_id is not None:
+    if (
+        config.jwks_url is None
+        or config.approver_client_id is not None
+        or (introspects and config.introspection_url is None)
+    ):
         metadata = await _issuer_metadata(config.issuer, http)
     jwks_url = config.jwks_url or _metadata_url(metadata, "jwks_uri")
     endpoints = IssuerEndpoints()
@@ -133,7 +160,25 @@ async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2
         groups_claim=config.groups_claim,
     )
     verifier = JwtVerifier(settings, JwksCache(jwks_url, http))
-    return FrontDoor(config, verifier, resource_url, endpoints, http)
+    introspector = None
+    if config.introspection_client_id is not None:
+        url = config.introspection_url or _metadata_url(metadata, "introspection_endpoint")
+        introspector = Introspector(settings, url, config.introspection_client_id, _sealed_secret(vault), http)
+    return FrontDoor(config, verifier, resource_url, endpoints, http, introspector)
+
+
+def _sealed_secret(vault: CredentialVault | None) -> IntrospectionSecret:
+    """The introspection client's secret, opened from the vault when a request needs it (so storing
+    or changing it takes effect without a restart); None when none is stored."""
+
+    async def secret() -> str | None:
+        if vault is None:
+            return None
+        sealed = await vault.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="introspection")
+        value = sealed.open().reveal() if sealed is not None else None
+        return value if isinstance(value, str) else None
+
+    return secret
 
 
 async def _issuer_metadata(issuer: str, http: httpx2.AsyncClient) -> dict[str, object]:
@@ -155,14 +200,18 @@ async def _issuer_metadata(issuer: str, http: httpx2.AsyncClient) -> dict[str, o
     )
 
 
+_WITHOUT = {
+    "jwks_uri": "set front_door.jwks_url",
+    "introspection_endpoint": "set front_door.introspection_url",
+}
+
+
 def _metadata_url(metadata: dict[str, object], key: str) -> str:
     value = metadata.get(key)
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise GatewayError(
-            f"front_door: the issuer's metadata names no {key}; approvers cannot sign in without it "
-            "(remove front_door.approver_client_id, or check the issuer URL)"
-            if key != "jwks_uri"
-            else "front_door: the issuer's metadata names no jwks_uri; set front_door.jwks_url"
+            f"front_door: the issuer's metadata names no {key}; "
+            + _WITHOUT.get(key, "approvers cannot sign in without it (remove front_door.approver_client_id)")
         )
     return value
 
@@ -213,7 +262,7 @@ class Gate:
             await _refuse(send, 401, challenge)
             return
         try:
-            access = await door.verifier.verify(token)
+            access = await door.verify(token)
         except TokenRefused as refused:
             logger.info("front door refused a token: %s", refused.code)
             if refused.insufficient_scope:

@@ -54,6 +54,7 @@ front_door:
   scopes: [mcp]
   agents_by_claim: {{{client}: claude-code}}
   approver_client_id: gateway-approvals
+  introspection_client_id: gateway-introspect
 connectors:
   - slug: personal
     base_url: {upstream}
@@ -296,6 +297,28 @@ async def test_refused_tokens_never_reach_a_tool(idp: OAuth2MockServer, gateway:
     assert r.status_code == 403
     assert r.headers["www-authenticate"] == f'Bearer error="insufficient_scope", scope="mcp", {metadata}'
     assert env.upstream.requests == []
+
+    # Opaque tokens are introspected at the issuer (RFC 7662) as the gateway's own client, whose
+    # secret is sealed in the vault; the answer gets the checks a JWT gets.
+    env.cli("secret", "set", "--front-door", "introspection", input="introspection-secret")
+    for line in (
+        f"opaque opaque-maria maria {resource}",
+        "opaque opaque-elsewhere maria https://other.example/mcp",
+        f"opaque opaque-expired maria {resource} -60",
+    ):
+        idp.command(line)
+    r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": "Bearer opaque-maria"})
+    assert r.status_code == 200, r.text
+    for token in ("opaque-elsewhere", "opaque-expired", "opaque-unknown"):
+        r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {token}"})
+        assert r.status_code == 401, token
+        assert r.headers["www-authenticate"] == f'Bearer error="invalid_token", {metadata}', token
+    asked = [e for e in idp.events("introspect") if e["client_auth"] == "basic"]
+    assert len(asked) == 4 and all(e["known"] for e in asked[:3]) and not asked[3]["known"]
+    secret = base64.b64decode(asked[0]["basic_header"].split()[1])
+    assert secret == b"gateway-introspect:introspection-secret"
+    r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": "Bearer opaque-maria"})
+    assert r.status_code == 200 and len(idp.events("introspect")) == len(asked) + 1  # cached: not asked again
     # A static token still opens the door beside the provider's.
     static = env.cli("token", "create", "--agent", "claude-code").stdout.strip()
     r = httpx2.post(resource, json=INITIALIZE, headers=MCP_HEADERS | {"Authorization": f"Bearer {static}"})

@@ -21,14 +21,12 @@ browser then holds a short session cookie naming that user; the approval records
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import quote_plus
 
 import httpx2
 from starlette.requests import Request
@@ -37,7 +35,7 @@ from starlette.routing import Route
 
 from ...auth.oauth2 import pkce_challenge
 from ...core.oauth2_pending import PendingAuthorization, open_pending, seal_pending
-from ...front_door import FRONT_DOOR_SECRETS, TokenRefused
+from ...front_door import FRONT_DOOR_SECRETS, TokenRefused, client_basic
 from ...secrets import PROJECT_WIDE
 from ..front_door import FrontDoor
 from ._common import GONE, PageContext, message, security_headers
@@ -181,9 +179,7 @@ class ApproverSignIn:
         if sealed is not None:
             secret = sealed.open().reveal()
             if isinstance(secret, str):
-                # RFC 6749 section 2.3.1: both parts form-urlencoded before the Basic encoding.
-                pair = f"{quote_plus(self.client_id)}:{quote_plus(secret)}".encode()
-                headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+                headers["Authorization"] = client_basic(self.client_id, secret)
         http = self.door.http or self.ctx.gateway.http
         try:
             response = await http.post(self.door.endpoints.token or "", data=form, headers=headers, timeout=15.0)
@@ -196,7 +192,7 @@ class ApproverSignIn:
             logger.warning("approver sign-in: the token endpoint answered %d without a token", response.status_code)
             return None
         try:
-            access = await self.door.verifier.verify(token)
+            access = await self.door.verify(token)
         except TokenRefused as refused:
             logger.info("approver sign-in: the provider's token was refused: %s", refused.code)
             return None
