@@ -8,7 +8,8 @@
 //
 // Prints one JSON object per line on stdout: {"event": "ready", "url": ...} once listening, then one
 // line per authorize redirect and per token response (what the gateway sent and what it got), so
-// tests can check PKCE, state and client authentication. Reads commands on stdin, one per line:
+// tests can check PKCE, state and client authentication; and {"event": "request", method, path}
+// for every request. Reads commands on stdin, one per line:
 //   reject-next-token      the next token request answers 400 invalid_grant
 //   deny-next-authorize    the next authorization answers error=access_denied instead of a code
 //   user NAME [G1,G2]      later authorizations sign in as NAME (claim sub, and groups G1, G2); the
@@ -53,6 +54,13 @@ const opaqueTokens = new Map(); // opaque access token -> its introspection clai
 // parser goes first in the router for that route.
 const app = server.service.requestHandler;
 app.post("/introspect", express.urlencoded({ extended: false }));
+app.router.stack.unshift(app.router.stack.pop());
+// Every request's method and path, first of all (a client that read the gateway's protected
+// resource metadata comes here for the authorization server's metadata).
+app.use((req, _res, next) => {
+  emit({ event: "request", method: req.method, path: req.path });
+  next();
+});
 app.router.stack.unshift(app.router.stack.pop());
 
 server.service.on("beforeIntrospect", (response, req) => {
