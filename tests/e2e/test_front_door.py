@@ -425,6 +425,14 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
     # bob, signed in through the same provider, approves maria's call; the approval names him. The
     # gateway is a confidential client now: its secret is sealed in the vault, never in the manifest.
     env.cli("secret", "set", "--front-door", "approver", input="approver-client-secret")
+    idp.command("deny-next-authorize")  # a sign-in the provider refuses signs nobody in, and works once
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=15) as stranger:
+        page = await stranger.get(approval_url)
+        start = await stranger.post(f"{approval_url}/sign-in", data={"csrf": csrf(page.text)})
+        refused = await stranger.get((await stranger.get(start.headers["location"])).headers["location"])
+        assert refused.status_code == 400 and "access_denied" in refused.text and "set-cookie" not in refused.headers
+        replayed = await stranger.get(str(refused.url))
+        assert replayed.status_code == 400 and "not recognised" in replayed.text
     async with approver_browser(idp, approval_url, gateway.url) as browser:
         page = await browser.get(approval_url)
         assert "Signed in as <strong>bob</strong>" in page.text and 'value="approve"' in page.text
