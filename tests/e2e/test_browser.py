@@ -289,7 +289,8 @@ def test_an_approver_signs_in_with_the_identity_provider(browser: Any, site: Sit
     _shot(page, "approval-signed-in")
     page.click("button[value=approve]")
     assert page.locator("h1").inner_text() == "Approved"
-    [decided] = [a for a in site.cli("approvals", "list", "--all", "--json") if a["id"] == pending["approval_id"]]
+    approvals: list[dict[str, Any]] = json.loads(site.gw.cli("approvals", "list", "--all", "--json").stdout)
+    [decided] = [a for a in approvals if a["id"] == pending["approval_id"]]
     assert (decided["principal"], decided["decided_by"]) == ("operator", "maria")
     ran = site.cli("call", "tickets.tickets.close", "--args", '{"id": "7"}', "--approval-id", pending["approval_id"])
     assert ran["status"] == "ok", ran
