@@ -108,7 +108,15 @@ def redact_arguments(value: Any) -> Any:
 
 
 def explain(record: ApprovalRecord) -> str:
-    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3)."""
+    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3), and
+    whether that human must be someone other than the requester."""
+    why = _why(record)
+    if record.separate_approver:
+        return f"{why} Someone other than {record.principal}, who asked, must approve it."
+    return why
+
+
+def _why(record: ApprovalRecord) -> str:
     match record.verdict_source:
         case "project":
             return f"The project's policy rule “{record.verdict_rule}” requires approval for this call."

@@ -102,6 +102,9 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
         assert isinstance(asked, PendingApproval)
         record = await h.store.get_approval(asked.approval_id)
         assert record is not None and record.separate_approver
+        assert explain(record).endswith(
+            "requires approval for this call. Someone other than maria, who asked, must approve it."
+        )
         for who in ("maria", None):
             with pytest.raises(ApproverRefused):
                 await h.gateway.approvals.decide(asked.approval_id, True, by=who)
