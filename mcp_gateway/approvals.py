@@ -37,8 +37,10 @@ __all__ = [
     "MAX_WAIT_SECONDS",
     "ApprovalCheck",
     "ApprovalService",
+    "ApproverRefused",
     "explain",
     "fingerprint",
+    "may_approve",
     "redact_arguments",
 ]
 
@@ -106,7 +108,15 @@ def redact_arguments(value: Any) -> Any:
 
 
 def explain(record: ApprovalRecord) -> str:
-    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3)."""
+    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3), and
+    whether that human must be someone other than the requester."""
+    why = _why(record)
+    if record.separate_approver:
+        return f"{why} Someone other than {record.principal}, who asked, must approve it."
+    return why
+
+
+def _why(record: ApprovalRecord) -> str:
     match record.verdict_source:
         case "project":
             return f"The project's policy rule “{record.verdict_rule}” requires approval for this call."
@@ -118,6 +128,17 @@ def explain(record: ApprovalRecord) -> str:
             return f"It is a {record.risk} action, and by default every write or delete needs a human's approval."
         case other:
             return f"A {other} policy requires approval for this call."
+
+
+class ApproverRefused(Exception):
+    """An approval that must come from someone other than the requester, approved by the requester
+    (or by nobody known: an approval link opened without signing in)."""
+
+
+def may_approve(record: ApprovalRecord, approver: str | None) -> bool:
+    """Whether ``approver`` (a user name, ``operator``, or None for someone unknown) may approve
+    ``record``. With ``separate_approver`` the approver must be known and not the requester."""
+    return not record.separate_approver or (approver is not None and approver != record.principal)
 
 
 class ApprovalService:
@@ -135,8 +156,17 @@ class ApprovalService:
         """Told of each decision taken here (True: approved), for the metrics."""
 
     async def request(
-        self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, summary: str
+        self,
+        principal: Principal,
+        action: Action,
+        args: Mapping[str, Any],
+        verdict: Verdict,
+        summary: str,
+        *,
+        separate_approver: bool = False,
     ) -> ApprovalRecord:
+        """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
+        verdict's rule saying so bars the requester from approving it."""
         now = self._clock.now()
         arguments = json.dumps(redact_arguments(args), indent=2, ensure_ascii=False, sort_keys=True, default=str)
         if len(arguments) > ARGUMENTS_CHARS:
@@ -152,6 +182,7 @@ class ApprovalService:
             arguments=arguments,
             verdict_source=verdict.source,
             verdict_rule=verdict.rule,
+            separate_approver=separate_approver or verdict.separate_approver,
             created_at=now,
             expires_at=now + self._ttl,
         )
@@ -183,13 +214,21 @@ class ApprovalService:
                 # Already used once: a second run would exceed what the human approved.
                 return "approval_mismatch", record
 
-    async def decide(self, approval_id: str, approve: bool) -> ApprovalRecord | None:
-        """A human's decision. Returns the updated record, or None if it was not pending."""
+    async def decide(self, approval_id: str, approve: bool, *, by: str | None = None) -> ApprovalRecord | None:
+        """A human's decision; ``by`` is who (recorded; None when not known). Returns the updated
+        record, or None if it was not pending.
+
+        Raises:
+            ApproverRefused: ``by`` may not approve this call (``may_approve``); denying is open to anyone.
+        """
         now = self._clock.now()
         record = await self._store.get_approval(approval_id)
         if record is None or record.expires_at <= now:
             return None
-        if not await self._store.transition_approval(approval_id, "pending", "approved" if approve else "denied", now):
+        if approve and not may_approve(record, by):
+            raise ApproverRefused(approval_id)
+        status = "approved" if approve else "denied"
+        if not await self._store.transition_approval(approval_id, "pending", status, now, by=by):
             return None
         event = self._decided.get(approval_id)
         if event is not None:

@@ -20,12 +20,15 @@ groups and an agent. Nothing from the token is ever forwarded upstream.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import quote_plus
 
 import anyio
 import httpx2
@@ -33,7 +36,17 @@ import jwt
 from jwt import PyJWK
 from mcp.server.auth.provider import AccessToken
 
-__all__ = ["ALLOWED_ALGORITHMS", "FrontDoorSettings", "JwksCache", "JwtVerifier", "TokenRefused"]
+__all__ = [
+    "ALLOWED_ALGORITHMS",
+    "FRONT_DOOR_SECRETS",
+    "FrontDoorSettings",
+    "Introspector",
+    "JwksCache",
+    "JwtVerifier",
+    "TokenRefused",
+    "client_basic",
+    "looks_like_jwt",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +56,11 @@ MIN_REFRESH_SECONDS: Final = 30.0
 JWKS_MAX_AGE_SECONDS: Final = 3600.0
 JWKS_MAX_BYTES: Final = 256 * 1024
 JWKS_MAX_KEYS: Final = 50
+FRONT_DOOR_SECRETS: Final = "_front_door"
+"""The vault's reserved connector for the front door's own client secrets (``secret set --front-door
+NAME``): ``approver`` (the approval page's sign-in client) and ``introspection`` (RFC 7662). Connector
+slugs cannot start with ``_``, so it never clashes with one."""
+FRONT_DOOR_SECRET_NAMES: Final = ("approver", "introspection")
 
 
 class TokenRefused(Exception):
@@ -180,23 +198,7 @@ class JwtVerifier:
             raise TokenRefused("wrong_issuer") from None
         except jwt.PyJWTError:
             raise TokenRefused("invalid_signature_or_claims") from None
-        scopes = _scopes(claims)
-        missing = [scope for scope in s.scopes if scope not in scopes]
-        if missing:
-            raise TokenRefused("missing_scope:" + ",".join(missing), insufficient_scope=True)
-        user = claims.get(s.user_claim)
-        if not isinstance(user, str) or not user:
-            raise TokenRefused("no_user_claim")
-        client_id = str(claims.get("azp") or claims.get("client_id") or "unknown-client")
-        return AccessToken(
-            token=token,
-            client_id=client_id,
-            scopes=list(scopes),
-            expires_at=int(claims["exp"]),
-            resource=s.audience,
-            subject=user,
-            claims=claims,
-        )
+        return _access_token(token, claims, s)
 
     def caller(self, access: AccessToken) -> Caller:
         """The user, agent and groups the verified token names."""
@@ -212,6 +214,149 @@ class JwtVerifier:
             scopes=tuple(access.scopes),
             claims=claims,
         )
+
+
+def _access_token(token: str, claims: dict[str, Any], s: FrontDoorSettings) -> AccessToken:
+    """What a token whose signature (or introspection) and ``iss``/``aud``/``exp`` passed says, once
+    its scopes and user claim pass too: the same for a JWT and an introspected opaque token."""
+    scopes = _scopes(claims)
+    missing = [scope for scope in s.scopes if scope not in scopes]
+    if missing:
+        raise TokenRefused("missing_scope:" + ",".join(missing), insufficient_scope=True)
+    user = claims.get(s.user_claim)
+    if not isinstance(user, str) or not user:
+        raise TokenRefused("no_user_claim")
+    client_id = str(claims.get("azp") or claims.get("client_id") or "unknown-client")
+    return AccessToken(
+        token=token,
+        client_id=client_id,
+        scopes=list(scopes),
+        expires_at=int(claims["exp"]) if isinstance(claims.get("exp"), int | float) else None,
+        resource=s.audience,
+        subject=user,
+        claims=claims,
+    )
+
+
+def client_basic(client_id: str, secret: str) -> str:
+    """The ``Authorization`` value of a client authenticating with HTTP Basic at the issuer: both
+    parts form-urlencoded before the Basic encoding (RFC 6749 section 2.3.1)."""
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Three base64url parts whose first decodes as a JOSE header: a JWT to check locally; anything
+    else is opaque, for introspection."""
+    if token.count(".") != 2:
+        return False
+    try:
+        jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        return False
+    return True
+
+
+IntrospectionSecret = Callable[[], Awaitable[str | None]]
+"""Opens the introspection client's secret when a request needs it (None: a public client)."""
+
+
+class Introspector:
+    """RFC 7662 token introspection for opaque access tokens, with the same checks as a JWT's.
+
+    The issuer's introspection endpoint is asked (``token`` + ``token_type_hint``, the gateway's
+    client authenticating with HTTP Basic); an answer is cached under the token's SHA-256 for at most
+    ``CACHE_SECONDS`` (never past the token's ``exp``; a refusal for ``NEGATIVE_CACHE_SECONDS``), at
+    most ``CACHE_ENTRIES`` of them. ``active`` must be true; ``aud`` must name this gateway (required:
+    an answer without one could be a token for any resource), ``iss`` if present the issuer,
+    ``exp``/``nbf`` with the leeway; then scopes and the user claim as for a JWT.
+    """
+
+    CACHE_SECONDS: Final = 60.0
+    NEGATIVE_CACHE_SECONDS: Final = 10.0
+    CACHE_ENTRIES: Final = 1000
+    MAX_BYTES: Final = 64 * 1024
+
+    def __init__(
+        self,
+        settings: FrontDoorSettings,
+        url: str,
+        client_id: str,
+        secret: IntrospectionSecret,
+        http: httpx2.AsyncClient,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.url = url
+        self._client_id = client_id
+        self._secret = secret
+        self._http = http
+        self._clock = clock
+        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        """SHA-256 of the token -> (until when the answer holds, the claims or None for a refusal)."""
+
+    async def verify(self, token: str) -> AccessToken:
+        """The token's ``AccessToken`` if the issuer says it is active for this gateway; else ``TokenRefused``."""
+        key = hashlib.sha256(token.encode()).hexdigest()
+        now = self._clock()
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > now:
+            claims = cached[1]
+        else:
+            claims = await self._ask(token)
+            self._remember(key, claims, now)
+        if claims is None:
+            raise TokenRefused("inactive")
+        self._check(claims, self._clock())
+        return _access_token(token, claims, self.settings)
+
+    async def _ask(self, token: str) -> dict[str, Any] | None:
+        headers = {"Accept": "application/json"}
+        secret = await self._secret()
+        form = {"token": token, "token_type_hint": "access_token"}
+        if secret is not None:
+            headers["Authorization"] = client_basic(self._client_id, secret)
+        else:
+            form["client_id"] = self._client_id
+        try:
+            response = await self._http.post(self.url, data=form, headers=headers, timeout=10.0)
+            if response.status_code != 200 or len(response.content) > self.MAX_BYTES:
+                raise ValueError(f"HTTP {response.status_code}")
+            answer = json.loads(response.content)
+        except (httpx2.HTTPError, ValueError) as exc:
+            # Not cached: the next request asks again. The token is never logged, nor the answer.
+            logger.warning("front door: token introspection at %s failed: %s", self.url, type(exc).__name__)
+            raise TokenRefused("introspection_unavailable") from None
+        if not isinstance(answer, dict) or answer.get("active") is not True:
+            return None
+        return answer
+
+    def _check(self, claims: Mapping[str, Any], now: float) -> None:
+        s = self.settings
+        if "iss" in claims and claims["iss"] != s.issuer:
+            raise TokenRefused("wrong_issuer")
+        audience = claims.get("aud")
+        audiences = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        if s.audience not in audiences:
+            raise TokenRefused("wrong_audience")
+        exp, nbf = claims.get("exp"), claims.get("nbf")
+        if isinstance(exp, int | float) and exp + s.leeway_seconds < now:
+            raise TokenRefused("expired")
+        if isinstance(nbf, int | float) and nbf - s.leeway_seconds > now:
+            raise TokenRefused("not_yet_valid")
+
+    def _remember(self, key: str, claims: dict[str, Any] | None, now: float) -> None:
+        until = now + (self.CACHE_SECONDS if claims is not None else self.NEGATIVE_CACHE_SECONDS)
+        exp = claims.get("exp") if claims is not None else None
+        if isinstance(exp, int | float):
+            until = min(until, float(exp))
+        if len(self._cache) >= self.CACHE_ENTRIES:
+            # Bounded: drop what has lapsed, else the oldest tenth (dicts keep insertion order).
+            lapsed = [k for k, (t, _) in self._cache.items() if t <= now]
+            for k in lapsed or list(self._cache)[: self.CACHE_ENTRIES // 10]:
+                del self._cache[k]
+        self._cache[key] = (until, claims)
 
 
 def _scopes(claims: Mapping[str, Any]) -> Sequence[str]:

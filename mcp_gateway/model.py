@@ -57,6 +57,7 @@ def a_credential(kind: str) -> str:
     article = "an" if kind[:1] in "aeiou" or kind in ("hmac", "mtls") else "a"
     return f"{article} {kind} credential"
 
+
 ParamLocation = Literal["path", "query", "header", "cookie", "body"]
 ConnectorStatus = Literal["ready", "needs_auth", "error"]
 PolicyAction = Literal["always_run", "require_approval", "block"]
@@ -233,6 +234,8 @@ class Verdict(BaseModel):
     source: VerdictSource
     rule: str | None = None
     """The matching rule's pattern, for ``describe`` and the audit row; None for defaults."""
+    separate_approver: bool = False
+    """The rule asks that someone other than the requester approves (``require_approval`` only)."""
 
 
 # -- what the meta-tools return -------------------------------------------------------------

@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from mcp_gateway import approvals as approvals_module
-from mcp_gateway.approvals import ApprovalService, explain, redact_arguments
+from mcp_gateway.approvals import ApprovalService, ApproverRefused, explain, redact_arguments
 from mcp_gateway.clock import FixedClock
-from mcp_gateway.identity import OPERATOR
+from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.model import Ok, PendingApproval
 from mcp_gateway.store.sqlite import SQLiteStore
 from tests.core.test_gateway import harness, manifest_text
@@ -85,6 +85,50 @@ async def test_the_record_keeps_redacted_arguments_and_explains_itself(tmp_path:
         assert record is not None and "marked sensitive" in explain(record)
 
 
+SEPARATE = manifest_text().replace(
+    "    action: require_approval\n    when: {amount: {gt: 100}}",
+    "    action: require_approval\n    separate_approver: true\n    when: {amount: {gt: 100}}",
+)
+
+
+@pytest.mark.parametrize("project_wide", [False, True])
+async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path: Path, project_wide: bool) -> None:
+    """Per rule (``separate_approver`` on the payments rule) or project-wide (``approvals``): the
+    requester may deny but not approve, nor may someone unknown; another user or the operator may."""
+    text = manifest_text() + "approvals: {separate_approver: true}\n" if project_wide else SEPARATE
+    maria = Principal("maria")
+    async with harness(tmp_path, text) as h:
+        asked = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        assert isinstance(asked, PendingApproval)
+        record = await h.store.get_approval(asked.approval_id)
+        assert record is not None and record.separate_approver
+        assert explain(record).endswith(
+            "requires approval for this call. Someone other than maria, who asked, must approve it."
+        )
+        for who in ("maria", None):
+            with pytest.raises(ApproverRefused):
+                await h.gateway.approvals.decide(asked.approval_id, True, by=who)
+        decided = await h.gateway.approvals.decide(asked.approval_id, True, by="bob")
+        assert decided is not None and (decided.status, decided.decided_by) == ("approved", "bob")
+        ran = await h.gateway.call(maria, "api.payments.create", {"amount": 500}, approval_id=asked.approval_id)
+        assert isinstance(ran, Ok), ran
+        await h.gateway.auditor.flush()
+        [row] = [r for r in await h.store.list_audit(10) if r.status == "ok"]
+        assert (row.user, row.action, row.approved_by) == ("maria", "api.payments.create", "bob")
+
+        # The same requester may always deny her own call.
+        again = await h.gateway.call(maria, "api.payments.create", {"amount": 700})
+        assert isinstance(again, PendingApproval)
+        denied = await h.gateway.approvals.decide(again.approval_id, False, by="maria")
+        assert denied is not None and (denied.status, denied.decided_by) == ("denied", "maria")
+
+        # Another rule's approval (the risk default for a write) lets anyone approve it, unless project-wide.
+        other = await h.gateway.call(maria, "api.items.create", {"name": "w"})
+        assert isinstance(other, PendingApproval)
+        record = await h.store.get_approval(other.approval_id)
+        assert record is not None and record.separate_approver is project_wide
+
+
 async def test_approval_ids_carry_128_random_bits(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         ids = set()
@@ -106,8 +150,10 @@ async def test_wait_wakes_at_once_on_a_decision_in_this_process(tmp_path: Path) 
         async def call() -> None:
             results.append(await h.gateway.call(OPERATOR, "api.items.create", args, wait=30))
 
+        started = 0.0
         async with anyio.create_task_group() as tg:
             tg.start_soon(call)
+            pending = []
             for _ in range(100):
                 await anyio.sleep(0.01)
                 pending = await h.store.list_approvals("pending")

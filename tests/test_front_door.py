@@ -3,10 +3,12 @@ through ``MockTransport``, key rotation, and every way a token is refused."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx2
 import jwt
@@ -14,7 +16,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from mcp_gateway.front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
+from mcp_gateway.front_door import (
+    FrontDoorSettings,
+    Introspector,
+    JwksCache,
+    JwtVerifier,
+    TokenRefused,
+    looks_like_jwt,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -157,3 +166,92 @@ def _with_kid(idp: Idp, kid: str) -> str:
         algorithm="RS256",
         headers={"kid": kid},
     )
+
+
+# -- opaque tokens: introspection (RFC 7662) ---------------------------------------------------------
+
+
+class Introspection:
+    """An introspection endpoint: the tokens it knows and the claims it answers for each; it counts its
+    hits and refuses a client that does not authenticate as ``gw``/``s3cret``."""
+
+    def __init__(self) -> None:
+        now = int(time.time())
+        base = {"active": True, "iss": ISSUER, "aud": AUDIENCE, "sub": "maria", "scope": "mcp", "exp": now + 300}
+        self.tokens: dict[str, dict[str, Any]] = {
+            "opaque-maria": base,
+            "opaque-other-aud": base | {"aud": "https://other.example/mcp"},
+            "opaque-no-aud": {k: v for k, v in base.items() if k != "aud"},
+            "opaque-expired": base | {"exp": now - 120},
+            "opaque-no-scope": base | {"scope": "profile"},
+            "opaque-other-issuer": base | {"iss": "https://evil.example"},
+        }
+        self.requests: list[httpx2.Request] = []
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if request.headers.get("authorization") != "Basic " + base64.b64encode(b"gw:s3cret").decode():
+            return httpx2.Response(401, json={"error": "invalid_client"})
+        token = parse_qs(request.content.decode())["token"][0]
+        return httpx2.Response(200, json=self.tokens.get(token, {"active": False}))
+
+
+def introspector(endpoint: Introspection, *, secret: str | None = "s3cret", **kw: Any) -> Introspector:
+    async def opened() -> str | None:
+        return secret
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint.handler))
+    settings = FrontDoorSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url="http://127.0.0.1:9/jwks", scopes=("mcp",))
+    return Introspector(settings, "http://127.0.0.1:9/introspect", "gw", opened, http, **kw)
+
+
+async def test_an_active_opaque_token_names_its_user_and_is_cached_briefly() -> None:
+    endpoint = Introspection()
+    now = [time.time()]
+    check = introspector(endpoint, clock=lambda: now[0])
+    access = await check.verify("opaque-maria")
+    assert (access.subject, access.scopes, access.resource) == ("maria", ["mcp"], AUDIENCE)
+    [sent] = endpoint.requests
+    assert parse_qs(sent.content.decode()) == {"token": ["opaque-maria"], "token_type_hint": ["access_token"]}
+    await check.verify("opaque-maria")
+    assert len(endpoint.requests) == 1  # cached
+    now[0] += Introspector.CACHE_SECONDS + 1
+    endpoint.tokens["opaque-maria"] = {"active": False}  # revoked at the issuer meanwhile
+    with pytest.raises(TokenRefused, match="inactive"):
+        await check.verify("opaque-maria")
+    assert len(endpoint.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("token", "code"),
+    [
+        ("unknown-token", "inactive"),
+        ("opaque-other-aud", "wrong_audience"),
+        ("opaque-no-aud", "wrong_audience"),
+        ("opaque-expired", "expired"),
+        ("opaque-other-issuer", "wrong_issuer"),
+        ("opaque-no-scope", "missing_scope:mcp"),
+    ],
+)
+async def test_opaque_tokens_get_the_checks_a_jwt_gets(token: str, code: str) -> None:
+    with pytest.raises(TokenRefused) as refused:
+        await introspector(Introspection()).verify(token)
+    assert refused.value.code == code
+    assert refused.value.insufficient_scope == code.startswith("missing_scope")
+
+
+async def test_an_unreachable_or_refusing_endpoint_refuses_the_token_and_says_nothing_of_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    endpoint = Introspection()
+    with pytest.raises(TokenRefused, match="introspection_unavailable"):
+        await introspector(endpoint, secret="wrong").verify("opaque-maria")
+    with pytest.raises(TokenRefused, match="introspection_unavailable"):
+        await introspector(endpoint, secret="wrong").verify("opaque-maria")
+    assert len(endpoint.requests) == 2  # a failure is not cached
+    assert "opaque-maria" not in caplog.text and "wrong" not in caplog.text
+
+
+def test_jwts_and_opaque_tokens_are_told_apart(idp: Idp) -> None:
+    assert looks_like_jwt(idp.mint())
+    assert not looks_like_jwt("opaque-maria") and not looks_like_jwt("a.b.c") and not looks_like_jwt("mgw_x")

@@ -48,3 +48,17 @@ def test_front_door_urls_must_be_urls() -> None:
 
     with pytest.raises(ManifestError, match="not an http"):
         parse_manifest("front_door: {issuer: 'login.example.com'}\n")
+
+
+def test_separate_approver_per_policy_rule() -> None:
+    import pytest
+
+    from mcp_gateway.errors import ManifestError
+
+    m = parse_manifest(
+        "policies:\n  - {match: 'ops.*', action: require_approval, separate_approver: true}\n"
+        "  - {match: 'docs.*', action: require_approval}\n"
+    )
+    assert [r.separate_approver for r in m.policies] == [True, False]
+    with pytest.raises(ManifestError, match="separate_approver applies to require_approval rules"):
+        parse_manifest("policies:\n  - {match: 'ops.*', action: block, separate_approver: true}\n")

@@ -68,12 +68,16 @@ class OAuth2Session:
         connector: str,
         principal: str,
         client: SealedCredential | None,
+        *,
+        personal: bool = False,
     ) -> None:
         self._tokens = tokens
         self.config = config
         self.connector = connector
         self.principal = principal
         self.client = client
+        self.personal = personal
+        """Only ``principal``'s own token set will do (``credentials: per_user``), never the project-wide one."""
 
     async def flow(
         self, request: httpx2.Request, on_secret: Callable[[SecretValue], None] | None

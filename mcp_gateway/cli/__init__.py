@@ -219,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--discovery", action="store_true", help="store the API key of discovery.embeddings (instead of a connector's)"
     )
+    s.add_argument(
+        "--front-door",
+        choices=["approver", "introspection"],
+        help="store a client secret of the front door: the approval page's sign-in client, or the introspection client",
+    )
 
     p = add("approvals", "commands:cmd_approvals", "list, approve or deny pending approvals")
     asub = p.add_subparsers(dest="approvals_cmd", required=True)

@@ -301,6 +301,8 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.settings.manifest_path)
     if args.discovery:
         return await _discovery_secret(args, manifest)
+    if args.front_door:
+        return await _front_door_secret(args, manifest)
     if args.connector is None:
         raise CliError("name the connector whose secret this is (or --discovery for the embeddings endpoint's key)")
     cfg = manifest.connector(args.connector)
@@ -326,24 +328,42 @@ async def cmd_secret(args: argparse.Namespace) -> int:
 
 async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int:
     """``secret set --discovery``: the API key of ``discovery.embeddings``, sealed like a connector secret."""
-    from ..credentials import CredentialVault
-    from ..crypto import AESGCMCipher, load_master_key
     from ..runtime import DISCOVERY_SECRET
-    from ..secrets import parse_secret_input
 
     if args.connector is not None:
         raise CliError("--discovery stores the embeddings endpoint's key: name no connector")
-    value = parse_secret_input("bearer", sys.stdin.read())
-    connector, name = DISCOVERY_SECRET
-    async with store_of(args.settings) as store:
-        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
-        await CredentialVault(store, cipher, project=manifest.project).put(connector, value, name=name)
+    await _reserved_secret(args, manifest, *DISCOVERY_SECRET)
     sys.stderr.write("stored the discovery embeddings API key (used from the next start)\n")
     return 0
 
 
+async def _front_door_secret(args: argparse.Namespace, manifest: Manifest) -> int:
+    """``secret set --front-door approver|introspection``: a client secret of the front door's own
+    clients at the issuer, sealed like a connector secret (never in the manifest)."""
+    from ..front_door import FRONT_DOOR_SECRETS
+
+    if args.connector is not None:
+        raise CliError("--front-door stores a client secret of the front door: name no connector")
+    await _reserved_secret(args, manifest, FRONT_DOOR_SECRETS, args.front_door)
+    sys.stderr.write(f"stored the front door's {args.front_door} client secret\n")
+    return 0
+
+
+async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connector: str, name: str) -> None:
+    """Seal stdin under one of the vault's reserved connectors (``_discovery``, ``_front_door``)."""
+    from ..credentials import CredentialVault
+    from ..crypto import AESGCMCipher, load_master_key
+    from ..secrets import parse_secret_input
+
+    value = parse_secret_input("bearer", sys.stdin.read())
+    async with store_of(args.settings) as store:
+        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
+        await CredentialVault(store, cipher, project=manifest.project).put(connector, value, name=name)
+
+
 async def cmd_approvals(args: argparse.Namespace) -> int:
-    from ..approvals import ApprovalService
+    from ..approvals import ApprovalService, ApproverRefused
+    from ..identity import OPERATOR
 
     async with store_of(args.settings) as store:
         if args.approvals_cmd == "list":
@@ -366,7 +386,14 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
                     ["id", "status", "tool", "who", "expires", "summary"],
                 )
             return 0
-        decided = await ApprovalService(store, _clock()).decide(args.id, args.approvals_cmd == "approve")
+        try:
+            decided = await ApprovalService(store, _clock()).decide(
+                args.id, args.approvals_cmd == "approve", by=OPERATOR.user
+            )
+        except ApproverRefused:
+            raise CliError(
+                f"approval {args.id!r} was asked for by the operator itself and must be approved by someone else"
+            ) from None
         if decided is None:
             raise CliError(f"approval {args.id!r} is not pending (unknown, decided or expired)")
         sys.stdout.write(f"{decided.id}: {decided.status}\n")

@@ -193,7 +193,7 @@ class CallPipeline:
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         if verdict.action == "require_approval":
-            gate = await self._approval_gate(principal, action, args, verdict, approval_id)
+            gate = await self._approval_gate(principal, action, args, verdict, approval_id, trace)
             if gate is not None:
                 return gate
         admitted = await self.traffic.admit(manifest, principal, action)
@@ -205,12 +205,19 @@ class CallPipeline:
             return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
 
     async def _approval_gate(
-        self, principal: Principal, action: Action, args: Mapping[str, Any], verdict: Verdict, approval_id: str | None
+        self,
+        principal: Principal,
+        action: Action,
+        args: Mapping[str, Any],
+        verdict: Verdict,
+        approval_id: str | None,
+        trace: CallTrace,
     ) -> CallResult | None:
         """None when the call may run now; else the result that stops it."""
         if approval_id:
             outcome, record = await self._approvals.check(approval_id, principal, action.qualified_name, args)
             if outcome == "run":
+                trace.approved_by = record.decided_by if record is not None else None
                 return None
             if outcome == "pending":
                 if record is None:  # not reachable: a pending check comes with its record
@@ -222,7 +229,8 @@ class CallPipeline:
                     return _pending(record.id, url, record.summary, record.expires_at.isoformat())
             return Denied(reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
-        record = await self._approvals.request(principal, action, args, verdict, summary)
+        separate = self._catalogs.manifest.approvals.separate_approver
+        record = await self._approvals.request(principal, action, args, verdict, summary, separate_approver=separate)
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
         )

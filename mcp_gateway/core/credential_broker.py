@@ -59,7 +59,9 @@ class CredentialBroker:
         for ``oauth2`` the token session of ``principal``. ``on_secret`` learns every value sent (for
         redacting it from the answer)."""
         session = (
-            self.oauth2.session(cfg.auth, cfg.slug, principal, sealed) if isinstance(cfg.auth, OAuth2Auth) else None
+            self.oauth2.session(cfg.auth, cfg.slug, principal, sealed, personal=_personal(cfg, principal))
+            if isinstance(cfg.auth, OAuth2Auth)
+            else None
         )
         return LastMeterAuth(cfg.auth, sealed, on_secret=_also_logged(on_secret), connector=cfg.slug, oauth2=session)
 
@@ -74,7 +76,9 @@ class CredentialBroker:
             return CallCredential(
                 None, f"{cfg.slug} needs {a_credential(cfg.auth.type)}; ask the user to open the link."
             )
-        if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(cfg.auth, cfg.slug, user):
+        if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(
+            cfg.auth, cfg.slug, user, personal=_personal(cfg, user)
+        ):
             return CallCredential(
                 sealed, f"{cfg.slug} needs the user to sign in with OAuth2; ask them to open the link."
             )
@@ -86,7 +90,7 @@ class CredentialBroker:
         a ``per_user`` connector: whether that user has connected (one user's state is not another's)."""
         if isinstance(cfg.auth, OAuth2Auth):
             if principal is not None and cfg.credentials == "per_user":
-                return await self.oauth2.ready(cfg.auth, cfg.slug, principal)
+                return await self.oauth2.ready(cfg.auth, cfg.slug, principal, personal=_personal(cfg, principal))
             return await self.oauth2.ready(cfg.auth, cfg.slug)
         if not needs_secret(cfg.auth):
             return True
@@ -98,11 +102,16 @@ class CredentialBroker:
         return not await self.configured(cfg, principal)
 
 
+def _personal(cfg: ConnectorConfig, principal: str) -> bool:
+    """A ``per_user`` connector's calls carry the caller's own credential, never the project-wide one."""
+    return cfg.credentials == "per_user" and principal != PROJECT_WIDE
+
+
 def _own_only(cfg: ConnectorConfig, principal: str) -> bool:
-    """A ``per_user`` connector's calls carry the caller's own credential, never the project-wide one.
-    (For ``oauth2`` the stored credential is the client's, which the project shares; what is personal
-    there is the token set, kept under each user by ``OAuth2Tokens``.)"""
-    return cfg.credentials == "per_user" and principal != PROJECT_WIDE and not isinstance(cfg.auth, OAuth2Auth)
+    """Whether the stored credential must be ``principal``'s own. For ``oauth2`` it is the client's,
+    which the project shares; what is personal there is the token set, which ``OAuth2Tokens`` reads
+    only under the caller (``_personal``)."""
+    return _personal(cfg, principal) and not isinstance(cfg.auth, OAuth2Auth)
 
 
 def _also_logged(on_secret: Callable[[SecretValue], None] | None) -> Callable[[SecretValue], None]:

@@ -117,22 +117,32 @@ class OAuth2Tokens:
     # -- the call path --------------------------------------------------------------------------
 
     def session(
-        self, config: OAuth2Auth, connector: str, principal: str, client: SealedCredential | None
+        self,
+        config: OAuth2Auth,
+        connector: str,
+        principal: str,
+        client: SealedCredential | None,
+        *,
+        personal: bool = False,
     ) -> OAuth2Session:
-        """What ``LastMeterAuth`` runs for one call of an ``oauth2`` connector."""
-        return OAuth2Session(self, config, connector, principal, client)
+        """What ``LastMeterAuth`` runs for one call of an ``oauth2`` connector. ``personal``: the
+        connector is ``credentials: per_user``, so only ``principal``'s own token set is used."""
+        return OAuth2Session(self, config, connector, principal, client, personal=personal)
 
-    async def ready(self, config: OAuth2Auth, connector: str, principal: str | None = None) -> bool:
+    async def ready(
+        self, config: OAuth2Auth, connector: str, principal: str | None = None, *, personal: bool = False
+    ) -> bool:
         """Whether a call could get a token without a human: client credentials are stored, and for
-        the authorization code grant a token set too. Decrypts nothing."""
-        names = {
-            k.name
-            for k in await self._vault.keys(connector)
-            if principal is None or k.principal in (principal, PROJECT_WIDE)
-        }
-        if "default" not in names:
+        the authorization code grant a token set too. With ``personal`` the token set must be
+        ``principal``'s own (the client's credentials stay the project's). Decrypts nothing."""
+        keys = await self._vault.keys(connector)
+        usable = (principal, PROJECT_WIDE)
+        if not any(k.name == "default" and (principal is None or k.principal in usable) for k in keys):
             return False
-        return config.flow == "client_credentials" or TOKEN_NAME in names
+        if config.flow == "client_credentials":
+            return True
+        owners = (principal,) if personal else usable
+        return any(k.name == TOKEN_NAME and (principal is None or k.principal in owners) for k in keys)
 
     def forget(self, connector: str) -> None:
         """Drop every cached token of a connector (a new authorization or client replaced them)."""
@@ -191,7 +201,9 @@ class OAuth2Tokens:
         if not await lease.claim():
             return
         try:
-            sealed = await self._vault.sealed(session.connector, principal=token.stored_as, name=TOKEN_NAME)
+            sealed = await self._vault.sealed(
+                session.connector, principal=token.stored_as, name=TOKEN_NAME, own_only=True
+            )
             if sealed is None or sealed.key.principal != token.stored_as:
                 return
             stored = _token_set(sealed)
@@ -319,7 +331,9 @@ class OAuth2Tokens:
 
     async def _read(self, session: OAuth2Session) -> _Found | None:
         """The token set as the vault holds it now (never the memory cache's idea of it)."""
-        sealed = await self._vault.sealed(session.connector, principal=session.principal, name=TOKEN_NAME)
+        sealed = await self._vault.sealed(
+            session.connector, principal=session.principal, name=TOKEN_NAME, own_only=session.personal
+        )
         return (sealed, _token_set(sealed)) if sealed is not None else None
 
     def _usable(self, found: _Found, rejected: IssuedToken | None) -> IssuedToken | None:
@@ -407,9 +421,10 @@ class OAuth2Tokens:
         answer = await self._grant(pending.connector, config, _client(client, pending.connector), form)
         return self._token_set(answer, refresh_token=None, verified="0")
 
-    async def save(self, connector: str, token_set: dict[str, str]) -> None:
-        """Seal a new token set (project-wide, like every credential a page stores) and use it from now on."""
-        await self._vault.put(connector, token_set, name=TOKEN_NAME)
+    async def save(self, connector: str, token_set: dict[str, str], *, principal: str = PROJECT_WIDE) -> None:
+        """Seal a new token set and use it from now on: project-wide (a ``shared`` connector), or under
+        the user whose connect link it came from (``per_user``)."""
+        await self._vault.put(connector, token_set, principal=principal, name=TOKEN_NAME)
         self.forget(connector)
 
     async def check_client(self, config: OAuth2Auth, connector: str, client: dict[str, str]) -> None:

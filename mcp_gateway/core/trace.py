@@ -41,6 +41,8 @@ class CallTrace:
     the ``Gateway`` writes the durable ``started`` audit row there."""
     call_id: str | None = None
     """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
+    approved_by: str | None = None
+    """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
 
     async def reach_upstream(self) -> None:
         """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
@@ -85,4 +87,5 @@ class CallTrace:
             upstream_status=self.upstream_status,
             latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
             call_id=self.call_id,
+            approved_by=self.approved_by,
         )

@@ -85,11 +85,24 @@ class PolicyRule(BaseModel):
     match: str = Field(min_length=1)
     action: PolicyAction
     when: dict[str, Condition] | None = None
+    separate_approver: bool = False
+    """With ``require_approval``: the approver must be someone other than the user who asked
+    (as the project-wide ``approvals.separate_approver``, for this rule's calls only)."""
 
     _matcher: Matcher = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         self._matcher = compile_matcher(self.match)
+
+    @model_validator(mode="after")
+    def _separate_approver_needs_approval(self) -> PolicyRule:
+        if self.separate_approver and self.action != "require_approval":
+            raise Problem(
+                f"separate_approver applies to require_approval rules, not to {self.action!r}",
+                "drop separate_approver, or use 'action: require_approval'",
+                key="separate_approver",
+            )
+        return self
 
     @property
     def matcher(self) -> Matcher:
@@ -195,8 +208,18 @@ class FrontDoorConfig(BaseModel):
     """The agent claim's value (or the client id) -> the agent name the ``agents`` grants use."""
     static_tokens: bool = True
     """Whether ``token create`` tokens keep working beside the identity provider's."""
+    approver_client_id: str | None = None
+    """The gateway's own client at the issuer, for approvers signing in on the approval page
+    (authorization code + PKCE; redirect URI ``<public_url>/approvals/callback``). A public client,
+    unless ``secret set --front-door approver`` stored its secret."""
+    introspection_url: str | None = None
+    """RFC 7662: opaque (non-JWT) access tokens are checked at this endpoint (default: the issuer
+    metadata's ``introspection_endpoint`` when ``introspection_client_id`` is set)."""
+    introspection_client_id: str | None = None
+    """The client the gateway authenticates as at the introspection endpoint; its secret is stored
+    with ``secret set --front-door introspection``."""
 
-    @field_validator("issuer", "audience", "jwks_url")
+    @field_validator("issuer", "audience", "jwks_url", "introspection_url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("http://", "https://")):

@@ -31,6 +31,8 @@ class Rule(Protocol):
     def action(self) -> PolicyAction: ...
     @property
     def when(self) -> Mapping[str, Condition] | None: ...
+    @property
+    def separate_approver(self) -> bool: ...
 
 
 def _conditions_hold(rule: Rule, args: Mapping[str, Any]) -> bool | None:
@@ -73,7 +75,12 @@ def evaluate(
             outcome = _conditions_hold(rule, args)
             if outcome is False:
                 continue
-            verdict = Verdict(action=rule.action, source=_layer(source), rule=rule.matcher.pattern)
+            verdict = Verdict(
+                action=rule.action,
+                source=_layer(source),
+                rule=rule.matcher.pattern,
+                separate_approver=rule.separate_approver and rule.action == "require_approval",
+            )
             if outcome is True:
                 return _strictest([*undecided, verdict])
             undecided.append(verdict)

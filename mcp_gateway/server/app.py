@@ -66,7 +66,7 @@ def build_http_app(
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     from .web import web_routes  # the pages (jinja2, forms) load only when served
 
-    for route in [*web_routes(gateway), *observability_routes(gateway)]:
+    for route in [*web_routes(gateway, front_door), *observability_routes(gateway)]:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     for route in front_door.routes() if front_door else []:
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
@@ -140,7 +140,9 @@ async def run_http(
 ) -> None:
     front_door = None
     if gateway.manifest.front_door is not None:
-        front_door = await open_front_door(gateway.manifest.front_door, gateway.links.public_url, _idp_http())
+        front_door = await open_front_door(
+            gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.vault
+        )
     app = build_http_app(
         gateway,
         tokens,

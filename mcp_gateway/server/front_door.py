@@ -35,8 +35,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.health import StoreHealth
+from ..credentials import CredentialVault
 from ..errors import GatewayError, StoreUnavailable
-from ..front_door import FrontDoorSettings, JwksCache, JwtVerifier, TokenRefused
+from ..front_door import (
+    FRONT_DOOR_SECRETS,
+    FrontDoorSettings,
+    IntrospectionSecret,
+    Introspector,
+    JwksCache,
+    JwtVerifier,
+    TokenRefused,
+    looks_like_jwt,
+)
 from ..identity import OPERATOR, Principal
 from ..manifest import FrontDoorConfig
 from ..secrets import PROJECT_WIDE
@@ -44,12 +54,21 @@ from ..tokens import TOKEN_PREFIX, TokenService
 from .observability import STORE_UNAVAILABLE_BODY
 from .tools import PRINCIPAL_SCOPE_KEY
 
-__all__ = ["FrontDoor", "Gate", "open_front_door"]
+__all__ = ["FrontDoor", "Gate", "IssuerEndpoints", "open_front_door"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 STATIC_ISSUER = "mcp-gateway:static-token"
 """The ``iss`` recorded for static-token callers, so their sessions never match a front-door subject's."""
+
+
+@dataclass(frozen=True)
+class IssuerEndpoints:
+    """Where the issuer's metadata (RFC 8414 / OpenID discovery) says its endpoints are; what the
+    approver sign-in and token introspection need. None when not asked for or not advertised."""
+
+    authorization: str | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,17 @@ class FrontDoor:
     config: FrontDoorConfig
     verifier: JwtVerifier
     resource_url: str
+    endpoints: IssuerEndpoints = IssuerEndpoints()
+    http: httpx2.AsyncClient | None = None
+    """The client that talks to the identity provider (metadata, keys, token endpoint)."""
+    introspector: Introspector | None = None
+    """With ``introspection_client_id``: opaque (non-JWT) tokens are checked at the issuer (RFC 7662)."""
+
+    async def verify(self, token: str) -> AccessToken:
+        """A JWT checked locally, else an opaque token introspected; ``TokenRefused`` says why not."""
+        if looks_like_jwt(token) or self.introspector is None:
+            return await self.verifier.verify(token)
+        return await self.introspector.verify(token)
 
     @property
     def metadata_url(self) -> str:
@@ -97,10 +127,29 @@ class FrontDoor:
         return Principal(user=caller.user, agent=agent, groups=caller.groups)
 
 
-async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient) -> FrontDoor:
-    """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata."""
+async def open_front_door(
+    config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient, vault: CredentialVault | None = None
+) -> FrontDoor:
+    """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata
+    (read too when approvers sign in, for the authorization and token endpoints, and for the
+    introspection endpoint unless the manifest names it). ``vault`` holds the introspection
+    client's secret (``secret set --front-door introspection``)."""
     resource_url = config.audience or f"{public_url.rstrip('/')}{MCP_PATH}"
-    jwks_url = config.jwks_url or await _discover_jwks_url(config.issuer, http)
+    introspects = config.introspection_client_id is not None
+    metadata: dict[str, object] = {}
+    if (
+        config.jwks_url is None
+        or config.approver_client_id is not None
+        or (introspects and config.introspection_url is None)
+    ):
+        metadata = await _issuer_metadata(config.issuer, http)
+    jwks_url = config.jwks_url or _metadata_url(metadata, "jwks_uri")
+    endpoints = IssuerEndpoints()
+    if config.approver_client_id is not None:
+        endpoints = IssuerEndpoints(
+            authorization=_metadata_url(metadata, "authorization_endpoint"),
+            token=_metadata_url(metadata, "token_endpoint"),
+        )
     settings = FrontDoorSettings(
         issuer=config.issuer,
         audience=resource_url,
@@ -110,10 +159,29 @@ async def open_front_door(config: FrontDoorConfig, public_url: str, http: httpx2
         agent_claim=config.agent_claim,
         groups_claim=config.groups_claim,
     )
-    return FrontDoor(config, JwtVerifier(settings, JwksCache(jwks_url, http)), resource_url)
+    verifier = JwtVerifier(settings, JwksCache(jwks_url, http))
+    introspector = None
+    if config.introspection_client_id is not None:
+        url = config.introspection_url or _metadata_url(metadata, "introspection_endpoint")
+        introspector = Introspector(settings, url, config.introspection_client_id, _sealed_secret(vault), http)
+    return FrontDoor(config, verifier, resource_url, endpoints, http, introspector)
 
 
-async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
+def _sealed_secret(vault: CredentialVault | None) -> IntrospectionSecret:
+    """The introspection client's secret, opened from the vault when a request needs it (so storing
+    or changing it takes effect without a restart); None when none is stored."""
+
+    async def secret() -> str | None:
+        if vault is None:
+            return None
+        sealed = await vault.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="introspection")
+        value = sealed.open().reveal() if sealed is not None else None
+        return value if isinstance(value, str) else None
+
+    return secret
+
+
+async def _issuer_metadata(issuer: str, http: httpx2.AsyncClient) -> dict[str, object]:
     base = issuer.rstrip("/")
     tried: list[str] = []
     for path in ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"):
@@ -125,11 +193,27 @@ async def _discover_jwks_url(issuer: str, http: httpx2.AsyncClient) -> str:
         except (httpx2.HTTPError, ValueError):
             continue
         if isinstance(document, dict) and isinstance(document.get("jwks_uri"), str):
-            return document["jwks_uri"]
+            return document
     raise GatewayError(
         f"front_door: cannot read a jwks_uri from the issuer's metadata ({', '.join(tried)}): check that the "
         "issuer is reachable from the gateway and its URL is right, or set front_door.jwks_url"
     )
+
+
+_WITHOUT = {
+    "jwks_uri": "set front_door.jwks_url",
+    "introspection_endpoint": "set front_door.introspection_url",
+}
+
+
+def _metadata_url(metadata: dict[str, object], key: str) -> str:
+    value = metadata.get(key)
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise GatewayError(
+            f"front_door: the issuer's metadata names no {key}; "
+            + _WITHOUT.get(key, "approvers cannot sign in without it (remove front_door.approver_client_id)")
+        )
+    return value
 
 
 class Gate:
@@ -178,7 +262,7 @@ class Gate:
             await _refuse(send, 401, challenge)
             return
         try:
-            access = await door.verifier.verify(token)
+            access = await door.verify(token)
         except TokenRefused as refused:
             logger.info("front door refused a token: %s", refused.code)
             if refused.insufficient_scope:

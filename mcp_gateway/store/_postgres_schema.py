@@ -162,6 +162,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (name, fingerprint)
         )""",
     ),
+    # 7: who decided an approval, whether the requester was barred from it, and on the audit row of
+    # the call it let run, who approved it (issue 15).
+    (
+        "ALTER TABLE approval ADD COLUMN separate_approver boolean NOT NULL DEFAULT false",
+        "ALTER TABLE approval ADD COLUMN decided_by text",
+        "ALTER TABLE audit ADD COLUMN approved_by text",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -168,6 +168,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (name, fingerprint)
         )""",
     ),
+    # 9: who decided an approval, whether the requester was barred from it, and on the audit row of
+    # the call it let run, who approved it (issue 15).
+    (
+        "ALTER TABLE approval ADD COLUMN separate_approver INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE approval ADD COLUMN decided_by TEXT",
+        "ALTER TABLE audit ADD COLUMN approved_by TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

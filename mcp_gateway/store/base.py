@@ -147,6 +147,10 @@ class ApprovalRecord(BaseModel):
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None = None
+    separate_approver: bool = False
+    """Only someone other than ``principal`` may approve it (the rule's or the project's ``separate_approver``)."""
+    decided_by: str | None = None
+    """Who decided: ``operator`` (the overview, the CLI) or the user who signed in on the approval page."""
 
 
 class AuditRecord(BaseModel):
@@ -170,6 +174,9 @@ class AuditRecord(BaseModel):
     call_id: str | None = None
     """Set on a call that reached for the upstream: its ``started`` row and its outcome share it, and
     the outcome overwrites the ``started`` row (one row per call, see ``audit.Auditor.started``)."""
+    approved_by: str | None = None
+    """For a call run under an approval: who approved it (``operator``, or the user who signed in on
+    the approval page); None when nobody known did, or no approval was needed."""
 
 
 class ActionReviewRecord(BaseModel):
@@ -265,9 +272,15 @@ class ApprovalStore(Protocol):
     async def put_approval(self, approval: ApprovalRecord) -> None: ...
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None: ...
     async def transition_approval(
-        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+        self,
+        approval_id: str,
+        from_status: ApprovalStatus,
+        to_status: ApprovalStatus,
+        now: datetime,
+        by: str | None = None,
     ) -> bool:
-        """Compare-and-set the status; True only for the one caller that made the change."""
+        """Compare-and-set the status; True only for the one caller that made the change. ``by``
+        (who decided) is kept from the first transition that names one, like ``decided_at``."""
         ...
 
     async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]: ...

@@ -246,7 +246,12 @@ class MemoryStore:
         return self._d().approvals.get(approval_id)
 
     async def transition_approval(
-        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+        self,
+        approval_id: str,
+        from_status: ApprovalStatus,
+        to_status: ApprovalStatus,
+        now: datetime,
+        by: str | None = None,
     ) -> bool:
         now = aware(now).astimezone(UTC)
         approvals = self._d().approvals
@@ -254,7 +259,10 @@ class MemoryStore:
         if approval is None or approval.status != from_status:
             return False
         decided_at = approval.decided_at if approval.decided_at is not None else now
-        approvals[approval_id] = approval.model_copy(update={"status": to_status, "decided_at": decided_at})
+        decided_by = approval.decided_by if approval.decided_by is not None else by
+        approvals[approval_id] = approval.model_copy(
+            update={"status": to_status, "decided_at": decided_at, "decided_by": decided_by}
+        )
         return True
 
     async def list_approvals(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:

@@ -427,17 +427,23 @@ class PostgresStore:
         return _APPROVALS.load(row) if row is not None else None
 
     async def transition_approval(
-        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+        self,
+        approval_id: str,
+        from_status: ApprovalStatus,
+        to_status: ApprovalStatus,
+        now: datetime,
+        by: str | None = None,
     ) -> bool:
         """Compare-and-set the status; True only for the one caller that made the change.
 
-        ``decided_at`` keeps the first transition's time (the human's decision, not the consumption).
+        ``decided_at`` and ``decided_by`` keep the first transition's (the human's decision, not the consumption).
         """
         row = await self._fetchrow(
-            "UPDATE approval SET status = $1, decided_at = COALESCE(decided_at, $2) "
-            "WHERE id = $3 AND status = $4 RETURNING id",
+            "UPDATE approval SET status = $1, decided_at = COALESCE(decided_at, $2), "
+            "decided_by = COALESCE(decided_by, $3) WHERE id = $4 AND status = $5 RETURNING id",
             to_status,
             aware(now),
+            by,
             approval_id,
             from_status,
         )

@@ -141,8 +141,8 @@ def _never_current() -> None:
     return None
 
 
-_AUDIT_ROWS_PER_STATEMENT = 60
-"""60 rows x 16 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
+_AUDIT_ROWS_PER_STATEMENT = 55
+"""55 rows x 17 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
 
 
 @functools.cache
@@ -511,7 +511,12 @@ class SQLiteStore:
         return _APPROVALS.load(row) if row is not None else None
 
     async def transition_approval(
-        self, approval_id: str, from_status: ApprovalStatus, to_status: ApprovalStatus, now: datetime
+        self,
+        approval_id: str,
+        from_status: ApprovalStatus,
+        to_status: ApprovalStatus,
+        now: datetime,
+        by: str | None = None,
     ) -> bool:
         """Compare-and-set the status; True only for the one caller that made the change.
 
@@ -519,8 +524,9 @@ class SQLiteStore:
         still says the human decided at T1.
         """
         changed = await self._execute(
-            "UPDATE approval SET status = ?, decided_at = COALESCE(decided_at, ?) WHERE id = ? AND status = ?",
-            (to_status, _ts(now), approval_id, from_status),
+            "UPDATE approval SET status = ?, decided_at = COALESCE(decided_at, ?), "
+            "decided_by = COALESCE(decided_by, ?) WHERE id = ? AND status = ?",
+            (to_status, _ts(now), by, approval_id, from_status),
         )
         return changed == 1
 

@@ -32,10 +32,10 @@ from mcp_gateway.core.oauth2_pending import PENDING_KIND
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.errors import ManifestError
-from mcp_gateway.identity import OPERATOR
+from mcp_gateway.errors import CredentialMissing, ManifestError
+from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.links import LinkService
-from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.manifest import ConnectorConfig, OAuth2Auth, parse_manifest
 from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok
 from mcp_gateway.store.sqlite import SQLiteStore
 
@@ -57,6 +57,11 @@ connectors:
   - slug: machine
     base_url: http://api.test
     auth: {{type: oauth2, flow: client_credentials, token_url: http://auth.test/token, scopes: [api]}}
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
+  - slug: personal
+    base_url: http://api.test
+    credentials: per_user
+    auth: {{type: oauth2, authorize_url: http://auth.test/authorize, token_url: http://auth.test/token}}
     source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
 """
 
@@ -114,16 +119,16 @@ class Env:
     clock: FixedClock
     provider: Provider
 
-    async def authorize(self, connector: str = "code") -> None:
-        """What a human does through the connect page and the provider: begin, come back, exchange."""
-        link, record = await self.gateway.links.mint("connect", connector=connector, principal="operator")
+    async def authorize(self, connector: str = "code", principal: str = "operator") -> None:
+        """What a human does through the connect page and the provider: begin, come back, exchange
+        (and save where ``/oauth/callback`` does: under the linked user for a ``per_user`` connector)."""
+        link, record = await self.gateway.links.mint("connect", connector=connector, principal=principal)
         token = link.rsplit("/", 1)[1]
-        cfg = self.gateway.manifest.connector(connector)
-        assert cfg is not None
+        cfg, auth = self.config_of(connector), self.config(connector)
         url = await self.gateway.oauth2.begin(
-            cfg.auth,  # type: ignore[arg-type]
+            auth,
             connector=connector,
-            principal="operator",
+            principal=principal,
             client_id=CLIENT["client_id"],
             link_token=token,
             redirect_uri="http://pages.test/oauth/callback",
@@ -132,8 +137,19 @@ class Env:
         state = httpx2.URL(url).params["state"]
         pending = await self.gateway.oauth2.take(state)
         assert pending is not None
-        token_set = await self.gateway.oauth2.exchange(cfg.auth, pending, "the-code")  # type: ignore[arg-type]
-        await self.gateway.oauth2.save(connector, token_set)
+        token_set = await self.gateway.oauth2.exchange(auth, pending, "the-code")
+        owner = {"principal": pending.principal} if cfg.credentials == "per_user" else {}
+        await self.gateway.oauth2.save(connector, token_set, **owner)
+
+    def config_of(self, connector: str) -> ConnectorConfig:
+        cfg = self.gateway.manifest.connector(connector)
+        assert cfg is not None
+        return cfg
+
+    def config(self, connector: str) -> OAuth2Auth:
+        auth = self.config_of(connector).auth
+        assert isinstance(auth, OAuth2Auth)
+        return auth
 
 
 @asynccontextmanager
@@ -146,8 +162,8 @@ async def env(
     async with SQLiteStore(tmp_path / "s.db") as store:
         vault = CredentialVault(store, AESGCMCipher(b"k" * 32, project="unit"), project="unit")
         if client:
-            await vault.put("code", CLIENT)
-            await vault.put("machine", CLIENT)
+            for slug in ("code", "machine", "personal"):
+                await vault.put(slug, CLIENT)
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
             gateway = Gateway(
                 manifest=manifest,
@@ -375,6 +391,52 @@ async def test_concurrent_calls_with_an_expired_token_refresh_once(tmp_path: Pat
                 tg.start_soon(one)
         assert all(isinstance(r, Ok) for r in results), results
         assert e.provider.grants() == ["authorization_code", "refresh_token"]
+
+
+# -- per_user: each user's own token set -------------------------------------------------------------
+
+
+MARIA, BOB = Principal(user="maria"), Principal(user="bob")
+SHARED_SET = {"access_token": "shared-at", "refresh_token": "shared-rt", "expires_at": "", "verified": "1"}
+
+
+async def test_a_per_user_connector_uses_only_the_callers_own_token_set(tmp_path: Path) -> None:
+    async with env(tmp_path, refresh_error="invalid_grant") as e:
+        await e.vault.put("personal", SHARED_SET, name=TOKEN_NAME)  # project-wide: never a per_user call's
+        assert isinstance(await e.gateway.call(MARIA, "personal.me.get"), NeedsAuth)
+        assert not await e.gateway.oauth2.ready(e.config("personal"), "personal", "maria", personal=True)
+        assert e.provider.api_requests == []
+
+        await e.authorize("personal", principal="maria")
+        result = await e.gateway.call(MARIA, "personal.me.get")
+        assert isinstance(result, Ok), result
+        assert isinstance(await e.gateway.call(BOB, "personal.me.get"), NeedsAuth)  # maria's stays maria's
+        assert await e.gateway.credentials.needs_auth(e.config_of("personal"), "bob")
+        assert not await e.gateway.credentials.needs_auth(e.config_of("personal"), "maria")
+
+        e.clock.advance(7200)  # maria's token expires, and her refresh will be refused
+        await e.authorize("personal", principal="bob")
+        assert isinstance(await e.gateway.call(BOB, "personal.me.get"), Ok)
+        assert isinstance(await e.gateway.call(MARIA, "personal.me.get"), NeedsAuth)
+        # Her refused refresh forgot her set only: bob's and the project-wide one stay.
+        assert await e.vault.sealed("personal", principal="maria", name=TOKEN_NAME, own_only=True) is None
+        assert await e.vault.sealed("personal", principal="bob", name=TOKEN_NAME, own_only=True) is not None
+        assert isinstance(await e.gateway.call(BOB, "personal.me.get"), Ok)
+        assert await e.gateway.credentials.needs_auth(e.config_of("personal"), "maria")
+        sent = [r.headers["authorization"] for r in e.provider.api_requests]
+        # at-1 maria's, at-2 bob's: each call carried its caller's own token, never the shared one.
+        assert sent == ["Bearer at-1", "Bearer at-2", "Bearer at-2"], sent
+
+
+async def test_a_per_user_token_session_never_falls_back_to_the_shared_set(tmp_path: Path) -> None:
+    async with env(tmp_path) as e:
+        await e.vault.put("personal", SHARED_SET, name=TOKEN_NAME)
+        cfg = e.config("personal")
+        client = await e.vault.sealed("personal", principal="maria")
+        with pytest.raises(CredentialMissing):
+            await e.gateway.oauth2.token(e.gateway.oauth2.session(cfg, "personal", "maria", client, personal=True))
+        shared = await e.gateway.oauth2.token(e.gateway.oauth2.session(cfg, "personal", "maria", client))
+        assert shared.stored_as == "*"  # the same call for a shared connector: the project's set
 
 
 # -- client credentials ------------------------------------------------------------------------------

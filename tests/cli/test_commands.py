@@ -286,6 +286,14 @@ def test_secret_set_discovery_seals_the_embeddings_key(env: CliEnv) -> None:
     assert neither.code == 2 and "--discovery" in neither.err
 
 
+def test_secret_set_front_door_seals_a_client_secret_of_the_front_door(env: CliEnv) -> None:
+    stored = env.run("secret", "set", "--front-door", "introspection", stdin="introspection-canary-417\n")
+    assert stored.code == 0 and "introspection client secret" in stored.err
+    assert "introspection-canary-417" not in stored.out + stored.err
+    assert b"introspection-canary-417" not in (env.state_dir / "state.db").read_bytes()
+    assert env.run("secret", "set", "echo", "--front-door", "approver", stdin="x").code == 2
+
+
 def test_validate_names_a_missing_or_unparsable_spec_file_with_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

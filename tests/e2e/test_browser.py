@@ -47,6 +47,11 @@ CLIENT = {"client_id": "browser-client", "client_secret": "browser-client-secret
 MANIFEST = """
 project: browser
 public_url: http://127.0.0.1:{port}
+front_door:
+  issuer: {auth}
+  approver_client_id: browser-approvals
+policies:
+  - {{match: "tickets.tickets.close", action: require_approval, separate_approver: true}}
 connectors:
   - slug: people
     name: People API
@@ -68,6 +73,11 @@ connectors:
               type: object
               required: [title]
               properties: {{title: {{type: string}}, priority: {{type: string}}, api_token: {{type: string}}}}
+          - path: tickets.close
+            method: POST
+            url: /tickets/{{id}}/close
+            summary: Close a ticket
+            input_schema: {{type: object, required: [id], properties: {{id: {{type: string}}}}}}
 """
 
 
@@ -257,3 +267,27 @@ def test_operator_overview(browser: Any, site: Site) -> None:
     assert "Needs a human" in page.inner_text("main")
     page.click("button[value=approve]")
     assert "Pending approvals (0)" in page.inner_text("main")
+
+
+def test_an_approver_signs_in_with_the_identity_provider(browser: Any, site: Site) -> None:
+    """The approval page's sign-in (front door ``approver_client_id``) in a real browser: the form
+    leads to the provider (allowed by the page's CSP), the provider back to ``/approvals/callback``,
+    which sets the session cookie and returns to the page, now naming the approver."""
+    site.gw.cli("secret", "set", "tickets", input='{"username": "alice", "password": "pw-for-tickets"}')
+    pending = site.cli("call", "tickets.tickets.close", "--args", '{"id": "7"}')  # asked by the operator
+    assert pending["status"] == "pending_approval", pending
+    page = _page(browser, viewport={"width": 1280, "height": 900})
+    page.goto(pending["approval_url"])
+    assert page.locator("button[value=approve]").count() == 0  # a separate approver, and nobody signed in
+    site.auth.command("user maria")
+    page.click("text=Sign in to approve")  # -> the provider -> /approvals/callback -> this page again
+    page.wait_for_url(pending["approval_url"])
+    assert "Signed in as maria" in page.inner_text("main")
+    _shot(page, "approval-signed-in")
+    page.click("button[value=approve]")
+    assert page.locator("h1").inner_text() == "Approved"
+    approvals: list[dict[str, Any]] = json.loads(site.gw.cli("approvals", "list", "--all", "--json").stdout)
+    [decided] = [a for a in approvals if a["id"] == pending["approval_id"]]
+    assert (decided["principal"], decided["decided_by"]) == ("operator", "maria")
+    ran = site.cli("call", "tickets.tickets.close", "--args", '{"id": "7"}', "--approval-id", pending["approval_id"])
+    assert ran["status"] == "ok", ran

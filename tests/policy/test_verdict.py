@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.model import PolicyAction, Risk
+from mcp_gateway.model import PolicyAction, Risk, Verdict
 from mcp_gateway.policy import Condition, Matcher, compile_matcher, evaluate, is_hidden
 
 
@@ -18,6 +18,7 @@ class Rule:
     match: str
     action: PolicyAction
     when: dict[str, Condition] | None = None
+    separate_approver: bool = False
 
     @property
     def matcher(self) -> Matcher:
@@ -52,6 +53,26 @@ def decide(
 
 
 # -- evaluate: layers and sources -------------------------------------------------------------
+
+
+def test_a_rule_asking_for_a_separate_approver_says_so_in_its_verdict() -> None:
+    def verdict(*rules: Rule, risk: Risk = "write") -> Verdict:
+        return evaluate(
+            qualified_name="github.issues.create",
+            path="issues.create",
+            risk=risk,
+            args={},
+            project_rules=list(rules),
+            connector_rules=[],
+            sensitive=False,
+            default_mode="risk",
+        )
+
+    assert verdict(Rule("github.*", "require_approval", separate_approver=True)).separate_approver
+    assert not verdict(Rule("github.*", "require_approval")).separate_approver
+    assert not verdict().separate_approver  # the defaults never ask for one
+    # Only an approval can need an approver: the flag on any other rule says nothing.
+    assert not verdict(Rule("github.*", "always_run", separate_approver=True)).separate_approver
 
 
 def test_project_rule_wins_over_connector_rule() -> None:

@@ -521,6 +521,18 @@ async def test_transition_approval_is_compare_and_set(store: Store) -> None:
     _assert_utc(got.decided_at)
 
 
+async def test_an_approval_keeps_who_decided_it_and_whether_the_requester_could(store: Store) -> None:
+    await store.put_approval(_approval("ap1").model_copy(update={"separate_approver": True}))
+    decided = T0 + timedelta(minutes=1)
+    assert await store.transition_approval("ap1", "pending", "approved", decided, by="bob") is True
+    assert await store.transition_approval("ap1", "approved", "consumed", decided + timedelta(minutes=1)) is True
+    got = await store.get_approval("ap1")
+    assert got is not None and got.separate_approver and got.decided_by == "bob"  # the decider, not the consumer
+    await store.put_approval(_approval("ap2"))
+    plain = await store.get_approval("ap2")
+    assert plain is not None and not plain.separate_approver and plain.decided_by is None
+
+
 async def test_concurrent_deciders_have_one_winner(store: Store, second: Store) -> None:
     await store.put_approval(_approval("ap1"))
     wins: list[ApprovalStatus] = []

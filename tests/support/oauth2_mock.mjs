@@ -8,17 +8,23 @@
 //
 // Prints one JSON object per line on stdout: {"event": "ready", "url": ...} once listening, then one
 // line per authorize redirect and per token response (what the gateway sent and what it got), so
-// tests can check PKCE, state and client authentication. Reads commands on stdin, one per line:
+// tests can check PKCE, state and client authentication; and {"event": "request", method, path}
+// for every request. Reads commands on stdin, one per line:
 //   reject-next-token      the next token request answers 400 invalid_grant
 //   deny-next-authorize    the next authorization answers error=access_denied instead of a code
 //   user NAME [G1,G2]      later authorizations sign in as NAME (claim sub, and groups G1, G2); the
 //                          user sticks to the code and to the refresh tokens issued from it
 //   access-ttl SECONDS     access tokens issued from now on expire after SECONDS (the JWT's exp)
+//   opaque TOKEN SUB AUD [TTL]  TOKEN (not a JWT) is active for SUB at resource AUD, scope mcp, for
+//                          TTL seconds (300): /introspect (RFC 7662, form-encoded, client authenticated
+//                          with HTTP Basic, else 401) answers its claims, and {"active": false} for
+//                          any other token; one {"event": "introspect"} line per request
 // An access token carries aud = the RFC 8707 `resource` the client asked for (when it asked), azp =
 // the client id, and the scope granted at the authorize step when the token request names none.
 // Exits when stdin closes (the test process ended).
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
+import express from "express";
 import { OAuth2Server } from "oauth2-mock-server";
 
 const args = process.argv.slice(2);
@@ -42,6 +48,33 @@ let denyNextAuthorize = false;
 let currentUser = null; // {sub, groups} signed in by later authorizations
 let accessTtl = null;
 const grants = new Map(); // authorization code or refresh token -> {user, scope}
+const opaqueTokens = new Map(); // opaque access token -> its introspection claims
+
+// The package's /introspect reads JSON bodies only; RFC 7662 requests are form-encoded, so a form
+// parser goes first in the router for that route.
+const app = server.service.requestHandler;
+app.post("/introspect", express.urlencoded({ extended: false }));
+app.router.stack.unshift(app.router.stack.pop());
+// Every request's method and path, first of all (a client that read the gateway's protected
+// resource metadata comes here for the authorization server's metadata).
+app.use((req, _res, next) => {
+  emit({ event: "request", method: req.method, path: req.path });
+  next();
+});
+app.router.stack.unshift(app.router.stack.pop());
+
+server.service.on("beforeIntrospect", (response, req) => {
+  const auth = req.headers.authorization ?? "";
+  const basic = auth.startsWith("Basic ");
+  const claims = opaqueTokens.get(req.body?.token ?? "");
+  emit({ event: "introspect", client_auth: basic ? "basic" : "none", basic_header: basic ? auth : null, known: !!claims });
+  if (!basic) {
+    response.statusCode = 401;
+    response.body = { error: "invalid_client" };
+  } else {
+    response.body = claims && claims.exp > Date.now() / 1000 ? { active: true, ...claims } : { active: false };
+  }
+});
 
 server.service.on("beforeTokenSigning", (token, req) => {
   token.payload.jti = randomUUID();
@@ -133,6 +166,13 @@ commands.on("line", (line) => {
   const [word, arg, groups] = line.trim().split(/\s+/);
   if (word === "user") currentUser = { sub: arg, groups: groups ? groups.split(",") : [] };
   if (word === "access-ttl") accessTtl = Number(arg);
+  if (word === "opaque") {
+    const [, token, sub, aud, ttl] = line.trim().split(/\s+/);
+    const now = Math.floor(Date.now() / 1000);
+    opaqueTokens.set(token, {
+      iss: server.issuer.url, sub, aud, scope: "mcp", client_id: "claude-code-test", iat: now, exp: now + Number(ttl ?? 300),
+    });
+  }
   emit({ event: "ack", command: line.trim() });
 });
 commands.on("close", async () => {

@@ -9,8 +9,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...core import Gateway
+from ..front_door import FrontDoor
 from ._common import PageContext
 from .approvals import approval_routes
+from .approver import ApproverSignIn
 from .credentials import FIELDS, Field, credential_routes
 from .oauth import oauth_routes
 from .operator import OperatorTokens, operator_routes
@@ -18,8 +20,12 @@ from .operator import OperatorTokens, operator_routes
 __all__ = ["FIELDS", "Field", "OperatorTokens", "web_routes"]
 
 
-def web_routes(gateway: Gateway) -> list[Route]:
+def web_routes(gateway: Gateway, front_door: FrontDoor | None = None) -> list[Route]:
+    """The pages; with a ``front_door`` that names an ``approver_client_id``, approvers sign in on
+    the approval page through its issuer."""
     ctx = PageContext(gateway)
+    client_id = front_door.config.approver_client_id if front_door is not None else None
+    sign_in = ApproverSignIn(ctx, front_door, client_id) if front_door is not None and client_id else None
 
     async def healthz(_: Request) -> Response:
         return JSONResponse(
@@ -30,6 +36,6 @@ def web_routes(gateway: Gateway) -> list[Route]:
         Route("/healthz", healthz),
         *credential_routes(ctx),
         *oauth_routes(ctx),
-        *approval_routes(ctx),
+        *approval_routes(ctx, sign_in),
         *operator_routes(ctx),
     ]

@@ -4,6 +4,11 @@ The page shows who asks (user and agent), the action and its risk, the redacted 
 why approval is needed (the verdict's source and rule). Approve and Deny are buttons of one
 CSRF-protected form; the POST consumes the link, then decides the approval by compare-and-set,
 so a decision is made once whatever is clicked twice or in two tabs.
+
+Who decides: with the front door's approver sign-in (``pages.approver``), the user this browser
+signed in as, recorded as the approval's ``decided_by``; else nobody known. An approval that wants
+a separate approver (the rule's or the project's ``separate_approver``) can be approved here only
+by a signed-in user other than the requester; anyone may deny it.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...approvals import explain
+from ...approvals import ApproverRefused, explain, may_approve
 from ._common import GONE, PageContext, message, page
+from .approver import ApproverSignIn
 
 __all__ = ["approval_routes"]
 
@@ -25,7 +31,7 @@ _STATUS_WORDS = {
 }
 
 
-def approval_routes(ctx: PageContext) -> list[Route]:
+def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> list[Route]:
     gateway = ctx.gateway
 
     async def approval_page(request: Request) -> Response:
@@ -39,11 +45,16 @@ def approval_routes(ctx: PageContext) -> list[Route]:
             return message("Already decided", f"This call was already {said}.", tone="bad")
         if approval.expires_at <= gateway.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
-        separate = gateway.manifest.approvals.separate_approver
+        approver = await sign_in.who(request) if sign_in is not None else None
         if request.method == "GET":
             return page(
                 "approval.html",
-                separate_approver=separate,
+                form_targets=(sign_in.provider_origin,) if sign_in is not None else (),
+                separate_approver=approval.separate_approver,
+                may_approve=may_approve(approval, approver),
+                approver=approver,
+                can_sign_in=sign_in is not None and approver is None,
+                sign_in_action=f"{token}/sign-in",
                 title=f"Approve {approval.tool}?",
                 approval=approval,
                 why=explain(approval),
@@ -57,19 +68,14 @@ def approval_routes(ctx: PageContext) -> list[Route]:
         decision = str(form.get("decision", ""))
         if decision not in ("approve", "deny"):
             return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
-        if decision == "approve" and separate:
-            # The link reaches whoever the agent shows it to, the requester included: approving takes
-            # someone else, signed in on the operator overview. Denying stays open to anyone.
-            return message(
-                "Approval by someone else",
-                "This project wants calls approved by someone other than the person who asked. "
-                "An operator approves it on the overview (/operator).",
-                status=403,
-                tone="bad",
-            )
+        if decision == "approve" and not may_approve(approval, approver):
+            return _someone_else(approver, sign_in is not None)
         if await gateway.links.consume("approval", token) is None:
             return message(*GONE, status=410, tone="bad")
-        decided = await gateway.approvals.decide(approval.id, decision == "approve")
+        try:
+            decided = await gateway.approvals.decide(approval.id, decision == "approve", by=approver)
+        except ApproverRefused:
+            return _someone_else(approver, sign_in is not None)
         if decided is None:
             return message("Already decided", "This call was already decided or has expired.", tone="bad")
         if decision == "approve":
@@ -78,4 +84,34 @@ def approval_routes(ctx: PageContext) -> list[Route]:
             )
         return message("Denied", f"{approval.tool} will not run. You can close this page.", tone="bad")
 
-    return [Route("/approvals/{token}", approval_page, methods=["GET", "POST"])]
+    async def start_sign_in(request: Request) -> Response:
+        token = request.path_params["token"]
+        link = await gateway.links.peek("approval", token)
+        if link is None or sign_in is None:
+            return message(*GONE, status=410, tone="bad")
+        form = await ctx.form(request, link.token_hash)
+        if isinstance(form, Response):
+            return form
+        return await sign_in.begin(token)
+
+    routes = [*sign_in.routes()] if sign_in is not None else []  # the callback first: it would match {token}
+    routes.append(Route("/approvals/{token}", approval_page, methods=["GET", "POST"]))
+    if sign_in is not None:
+        routes.append(Route("/approvals/{token}/sign-in", start_sign_in, methods=["POST"]))
+    return routes
+
+
+def _someone_else(approver: str | None, can_sign_in: bool) -> Response:
+    """Why this approver may not approve: they asked for the call themselves, or nobody signed in."""
+    if approver is not None:
+        text = f"You ({approver}) asked for this call; someone else must approve it. You can still deny it."
+    elif can_sign_in:
+        text = "This call must be approved by someone other than the person who asked: sign in on this page first."
+    else:
+        # The link reaches whoever the agent shows it to, the requester included: approving takes
+        # someone known to be someone else, an operator signed in on the overview.
+        text = (
+            "This project wants calls approved by someone other than the person who asked. "
+            "An operator approves it on the overview (/operator)."
+        )
+    return message("Approval by someone else", text, status=403, tone="bad")

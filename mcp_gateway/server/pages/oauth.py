@@ -62,7 +62,9 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
         # Consumed only now: an attempt abandoned at the provider leaves the link usable for another.
         if await gateway.links.consume("connect", pending.link_token) is None:
             return message(*GONE, status=410, tone="bad")
-        await gateway.oauth2.save(cfg.slug, token_set)
+        # A per_user connector's token set is the linked user's own (the link is bound to them).
+        owner = {"principal": pending.principal} if cfg.credentials == "per_user" else {}
+        await gateway.oauth2.save(cfg.slug, token_set, **owner)
         return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
 
     return [Route(CALLBACK_PATH, callback, methods=["GET"])]

@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ...approvals import ApproverRefused
 from ...core import result_payload
 from ...identity import OPERATOR
 from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
@@ -153,7 +154,15 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         decision = str(form.get("decision", ""))
         if decision not in ("approve", "deny"):
             return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
-        decided = await gateway.approvals.decide(request.path_params["id"], decision == "approve")
+        try:
+            decided = await gateway.approvals.decide(request.path_params["id"], decision == "approve", by=OPERATOR.user)
+        except ApproverRefused:
+            return message(
+                "Approval by someone else",
+                "The operator asked for this call itself; someone else must approve it.",
+                status=403,
+                tone="bad",
+            )
         if decided is None:
             return message("Already decided", "That approval was already decided or has expired.", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())
