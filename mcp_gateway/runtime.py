@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.to_thread
 import httpx2
 
 from .approvals import ApprovalService
@@ -40,6 +41,7 @@ from .store.sqlite import SQLiteStore
 __all__ = [
     "DISCOVERY_SECRET",
     "BackgroundSync",
+    "LazyTransport",
     "Settings",
     "check_discovery",
     "discovery_search",
@@ -77,6 +79,30 @@ class BackgroundSync:
             await gateway.sync(progress)
         finally:
             self.ready.set()
+
+
+class LazyTransport(httpx2.AsyncBaseTransport):
+    """httpx2's own transport (``trust_env=False``), made by the first request: making it imports
+    httpcore2 and loads the CA bundle (~0.2 s), which a start that sends nothing (a warm catalog,
+    a listing command) should not pay. It is made in a worker thread, off the event loop."""
+
+    def __init__(self) -> None:
+        self._transport: httpx2.AsyncHTTPTransport | None = None
+        self._lock = anyio.Lock()
+
+    async def _made(self) -> httpx2.AsyncHTTPTransport:
+        async with self._lock:
+            if self._transport is None:
+                self._transport = await anyio.to_thread.run_sync(lambda: httpx2.AsyncHTTPTransport(trust_env=False))
+            return self._transport
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        transport = self._transport or await self._made()
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
 
 
 def _store_for(settings: Settings) -> Store:
@@ -142,7 +168,7 @@ async def open_gateway(
         # trust_env=False: a proxy from the environment would see every credential we send.
         # The MCP executor owns the upstream MCP sessions; leaving it stops every stdio child.
         async with (
-            httpx2.AsyncClient(trust_env=False, follow_redirects=False) as http,
+            httpx2.AsyncClient(transport=LazyTransport(), trust_env=False, follow_redirects=False) as http,
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):
             search = await discovery_search(manifest, store, vault, http)

@@ -30,7 +30,7 @@ from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
 from ..review import Finding, hidden_text, review
 from ..secrets import PROJECT_WIDE
-from ..sources.graphql import GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from .credential_broker import CredentialBroker
 from .recovery import Backoff

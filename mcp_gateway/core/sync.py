@@ -23,7 +23,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from ..model import Action
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
-from ..sources.graphql import GraphQLLoader, GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
 from ..sources.http import HttpLoader
 from ..sources.mcp import McpLoader, McpTools
 from ..sources.openapi import OpenAPILoader
@@ -84,6 +84,8 @@ def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpToo
         case PostmanSource(postman=ref):
             source = PostmanLoader(ref)
         case GraphQLSource(graphql=spec):
+            from ..sources.graphql import GraphQLLoader  # graphql-core, for GraphQL connectors only
+
             source = GraphQLLoader(spec, graphql.schemas, graphql.introspect_connector)
         case McpSource():
             source = McpLoader(mcp_tools)
