@@ -283,6 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and args.command != "add":
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
+    args.early_stdio = None
+    if args.command == "serve" and args.transport == "stdio":
+        from ..server.early_stdio import EarlyStdio
+
+        # Claims stdin/stdout now and answers initialize and tools/list as the last start did,
+        # while the SDK and the gateway load (see server/early_stdio.py).
+        args.early_stdio = EarlyStdio.start(args.settings.state_dir)
     # A start allocates objects that nearly all stay alive (modules, classes, models, the catalog):
     # until it is over, the collector's passes (~50 ms of a listing command) would free next to
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.

@@ -51,7 +51,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from ..runtime import BackgroundSync, open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
-    from ..server.limits import ConnectionLimits
     from ..server.tools import build_mcp_server
     from ..tokens import TokenService
     from ..tracing import configure_tracing, shutdown_tracing
@@ -65,6 +64,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
     if args.transport == "http":
+        from ..server.limits import ConnectionLimits
+
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
             started()
@@ -108,7 +109,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             if args.metrics_port is not None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
-            await run_stdio(server, gw, pages_requested)
+            await run_stdio(server, gw, pages_requested, early=args.early_stdio)
             tg.cancel_scope.cancel()
     shutdown_tracing()
     return 0

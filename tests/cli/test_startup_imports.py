@@ -12,19 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-KEY = "startup-imports-master-key-0123456789abcdef"
-
-MANIFEST = """\
-project: startup
-connectors:
-  - slug: echo
-    base_url: http://127.0.0.1:9
-    source:
-      http:
-        actions:
-          - {path: items.list, method: GET, url: /items, summary: List items}
-"""
+from tests.support.one_connector import ROOT, gateway_env, write_manifest
 
 # The embedding model's stack, GraphQL, the HTTP transport (built by the first request), the MCP SDK
 # and the web server: none is needed to list connectors.
@@ -44,16 +32,12 @@ _PARSER_PROBE = "import json, sys, mcp_gateway.cli as c; c.build_parser(); print
 
 
 def _imported(tmp_path: Path, *argv: str) -> list[str]:
-    manifest = tmp_path / "gateway.yaml"
-    manifest.write_text(MANIFEST)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GATEWAY_")} | {
-        "PYTHONPATH": str(ROOT),
-        "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
-        "MCP_GATEWAY_MASTER_KEY": KEY,
-        "MCP_GATEWAY_MANIFEST": str(manifest),
+    env = gateway_env(
+        tmp_path,
+        MCP_GATEWAY_MANIFEST=str(write_manifest(tmp_path)),
         # auto: hybrid whenever the embeddings extra is installed; listing must not load its model anyway
-        "MCP_GATEWAY_DISCOVERY_MODE": "auto",
-    }
+        MCP_GATEWAY_DISCOVERY_MODE="auto",
+    )
     probe = _PROBE.replace("HEAVY", repr(json.dumps(HEAVY)))
     done = subprocess.run(
         [sys.executable, "-c", probe, *argv],
