@@ -148,12 +148,15 @@ async def open_gateway(
     clock: Clock | None = None,
     background: BackgroundSync | None = None,
     build_index: bool = True,
+    embed: bool = True,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
 
     With ``background``, the gateway is yielded before the sync, which runs beside the caller
     (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it.
-    ``build_index=False``: the discovery index stays empty (for a command that only reports states)."""
+    ``build_index=False``: the discovery index stays empty (for a command that only reports states).
+    ``embed=False``: hybrid discovery embeds no catalog in the background (a one-shot command exits
+    long before a catalog is embedded; it would only load the model and wait for its first batch)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -196,7 +199,7 @@ async def open_gateway(
                     await gateway.auditor.interrupt_started()
                     failed: Exception | None = None
                     async with anyio.create_task_group() as tasks:
-                        if search is not None:
+                        if search is not None and embed:
                             tasks.start_soon(search.run)
                         try:
                             if background is None:

@@ -74,3 +74,4 @@ def test_listing_commands_import_no_model_graphql_transport_or_sdk(tmp_path: Pat
     assert _imported(tmp_path, "sync") == []  # stores the catalog: the later commands start warm
     assert _imported(tmp_path, "connectors") == []
     assert _imported(tmp_path, "validate") == []
+    assert _imported(tmp_path, "discover", "list", "items") == []  # ranks lexically: no catalog embedded yet
