@@ -200,7 +200,7 @@ async def open_gateway(
                     failed: Exception | None = None
                     async with anyio.create_task_group() as tasks:
                         if search is not None and embed:
-                            tasks.start_soon(search.run)
+                            tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:
                                 await gateway.sync(progress, index=build_index)
@@ -214,6 +214,14 @@ async def open_gateway(
                         raise failed
             finally:
                 await gateway.aclose()
+
+
+async def _embed_when_loaded(search: HybridSearch, background: BackgroundSync | None) -> None:
+    """Run the embedder; after a background sync, once the catalog is loaded: loading the model and
+    embedding beside the sync would slow the sync that the first tool call waits for."""
+    if background is not None:
+        await background.ready.wait()
+    await search.run()
 
 
 def traffic_gate(store: Store) -> TrafficGate:
