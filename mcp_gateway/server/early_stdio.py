@@ -1,13 +1,14 @@
 """``serve --transport stdio`` answers ``initialize`` and ``tools/list`` before the MCP SDK is imported.
 
-A stdio start spends most of its time importing: the SDK's protocol models alone take ~0.4 s, the
-gateway's own modules as much again. Both answers are fixed for a given build (the six meta-tools
-never change with the catalog), so the answers the SDK gave last time are kept in the state folder
-(``stdio-answers.json``) and replayed at once, from the first instant of the process, by a thread
-that needs nothing but the standard library. Everything the client sends still goes to the SDK in
-order, exactly as it arrived, so its session is what it would have been; its own answer to a
-request already answered is dropped, and compared: an answer that changed (a client's parameters
-never seen, another build) is stored for the next start, never replayed before the SDK gave it.
+A stdio start spends most of its time importing: the SDK's protocol models (pydantic models of two
+protocol versions) and the gateway's own modules each take several hundred milliseconds. Both
+answers are fixed for a given build (the six meta-tools never change with the catalog), so the
+answers the SDK gave last time are kept in the state folder (``stdio-answers.json``) and replayed at
+once, from the first instant of the process, by a thread that needs nothing but the standard
+library. Everything the client sends still goes to the SDK in order, exactly as it arrived, so its
+session is what it would have been; its own answer to a request already answered is dropped, and
+compared: an answer that changed (a client's parameters never seen, another build) is stored for
+the next start, never replayed before the SDK gave it.
 
 An answer is replayed only for the same request parameters, the same protocol version negotiated in
 this session, and the same build: the key covers the Python version, this package's version and the
@@ -87,15 +88,25 @@ class EarlyStdio:
         self.sdk_stdin: IO[bytes] = sys.stdin.buffer
 
     @classmethod
-    def start(cls, state_dir: Path) -> EarlyStdio:
+    def start(cls, state_dir: Path) -> EarlyStdio | None:
+        """Claim fd 0 and 1 and start the pump; None when they cannot be duplicated (then the SDK
+        claims them itself, as without this module)."""
         early = cls(state_dir)
         sys.stdout.flush()
-        wire_in, wire_out = os.dup(0), os.dup(1)
+        try:
+            wire_in = os.dup(0)
+        except OSError:
+            return None
+        try:
+            wire_out = os.dup(1)
+            read_end, write_end = os.pipe()
+        except OSError:
+            os.close(wire_in)
+            return None
         with open(os.devnull, "rb") as null:
             os.dup2(null.fileno(), 0)
         os.dup2(2, 1)
         early._wire = os.fdopen(wire_out, "wb", buffering=0)
-        read_end, write_end = os.pipe()
         early._to_sdk = os.fdopen(write_end, "wb", buffering=0)
         early.sdk_stdin = os.fdopen(read_end, "rb")
         threading.Thread(target=early._pump, args=(os.fdopen(wire_in, "rb"),), name="stdio-pump", daemon=True).start()
