@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.to_thread
 import httpx2
 
 from .approvals import ApprovalService
@@ -40,6 +41,7 @@ from .store.sqlite import SQLiteStore
 __all__ = [
     "DISCOVERY_SECRET",
     "BackgroundSync",
+    "LazyTransport",
     "Settings",
     "check_discovery",
     "discovery_search",
@@ -77,6 +79,30 @@ class BackgroundSync:
             await gateway.sync(progress)
         finally:
             self.ready.set()
+
+
+class LazyTransport(httpx2.AsyncBaseTransport):
+    """httpx2's own transport (``trust_env=False``), made by the first request: making it imports
+    httpcore2 and loads the CA bundle (~0.2 s), which a start that sends nothing (a warm catalog,
+    a listing command) should not pay. It is made in a worker thread, off the event loop."""
+
+    def __init__(self) -> None:
+        self._transport: httpx2.AsyncHTTPTransport | None = None
+        self._lock = anyio.Lock()
+
+    async def _made(self) -> httpx2.AsyncHTTPTransport:
+        async with self._lock:
+            if self._transport is None:
+                self._transport = await anyio.to_thread.run_sync(lambda: httpx2.AsyncHTTPTransport(trust_env=False))
+            return self._transport
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        transport = self._transport or await self._made()
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
 
 
 def _store_for(settings: Settings) -> Store:
@@ -122,12 +148,15 @@ async def open_gateway(
     clock: Clock | None = None,
     background: BackgroundSync | None = None,
     build_index: bool = True,
+    embed: bool = True,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
 
     With ``background``, the gateway is yielded before the sync, which runs beside the caller
     (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it.
-    ``build_index=False``: the discovery index stays empty (for a command that only reports states)."""
+    ``build_index=False``: the discovery index stays empty (for a command that only reports states).
+    ``embed=False``: hybrid discovery embeds no catalog in the background (a one-shot command exits
+    long before a catalog is embedded; it would only load the model and wait for its first batch)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -142,7 +171,7 @@ async def open_gateway(
         # trust_env=False: a proxy from the environment would see every credential we send.
         # The MCP executor owns the upstream MCP sessions; leaving it stops every stdio child.
         async with (
-            httpx2.AsyncClient(trust_env=False, follow_redirects=False) as http,
+            httpx2.AsyncClient(transport=LazyTransport(), trust_env=False, follow_redirects=False) as http,
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):
             search = await discovery_search(manifest, store, vault, http)
@@ -170,8 +199,8 @@ async def open_gateway(
                     await gateway.auditor.interrupt_started()
                     failed: Exception | None = None
                     async with anyio.create_task_group() as tasks:
-                        if search is not None:
-                            tasks.start_soon(search.run)
+                        if search is not None and embed:
+                            tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:
                                 await gateway.sync(progress, index=build_index)
@@ -185,6 +214,14 @@ async def open_gateway(
                         raise failed
             finally:
                 await gateway.aclose()
+
+
+async def _embed_when_loaded(search: HybridSearch, background: BackgroundSync | None) -> None:
+    """Run the embedder; after a background sync, once the catalog is loaded: loading the model and
+    embedding beside the sync would slow the sync that the first tool call waits for."""
+    if background is not None:
+        await background.ready.wait()
+    await search.run()
 
 
 def traffic_gate(store: Store) -> TrafficGate:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError
+from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, holding_collector
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -288,6 +288,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and args.command != "add":
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
+    args.early_stdio = None
+    if args.command == "serve" and args.transport == "stdio":
+        from ..server.early_stdio import EarlyStdio
+
+        # Claims stdin/stdout now and answers initialize and tools/list as the last start did,
+        # while the SDK and the gateway load (see server/early_stdio.py).
+        args.early_stdio = EarlyStdio.start(args.settings.state_dir)
+    # A start allocates objects that nearly all stay alive (modules, classes, models, the catalog):
+    # until it is over, the collector's passes (~50 ms of a listing command) would free next to
+    # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.
+    with holding_collector():
+        return _run(args)
+
+
+def _run(args: Args) -> int:
     import logging
 
     from ..logs import configure_logging

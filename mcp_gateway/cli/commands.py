@@ -86,7 +86,8 @@ async def store_of(settings: Settings) -> AsyncIterator[Store]:
 def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager[Gateway]:
     from ..runtime import open_gateway
 
-    return open_gateway(args.settings, **kw)
+    # One command, then exit: embedding a catalog for hybrid discover takes far longer than that.
+    return open_gateway(args.settings, embed=False, **kw)
 
 
 # -- commands ---------------------------------------------------------------------------------

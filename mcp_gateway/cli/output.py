@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import gc
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
@@ -13,8 +15,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_STORE",
     "CliError",
+    "holding_collector",
     "link_hint",
     "print_json",
+    "started",
     "table",
 ]
 
@@ -70,3 +74,31 @@ def link_hint(data: Any, public_url: str) -> str | None:
         f"to open {links[0]} the pages must be served at {public_url}: keep `mcp-gateway pages` "
         "(or `mcp-gateway serve --transport http`) running with the same manifest and state folder"
     )
+
+
+_held = False
+
+
+@contextmanager
+def holding_collector() -> Iterator[None]:
+    """The cyclic garbage collector off for the command's start (``started`` turns it back on), and as
+    it was before once the command returns (``main`` also runs inside test processes)."""
+    global _held
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    _held = True
+    try:
+        yield
+    finally:
+        _held = False
+        gc.enable()
+
+
+def started() -> None:
+    """A long-running command is up: the collector runs again (a one-shot command ends first)."""
+    global _held
+    if _held:
+        _held = False
+        gc.enable()

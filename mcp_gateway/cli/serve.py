@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .commands import principal
+from .output import started
 
 if TYPE_CHECKING:
     from ..core import Gateway
@@ -50,7 +51,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     from ..runtime import BackgroundSync, open_gateway, reload_on_sighup
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
-    from ..server.limits import ConnectionLimits
     from ..server.tools import build_mcp_server
     from ..tokens import TokenService
     from ..tracing import configure_tracing, shutdown_tracing
@@ -64,8 +64,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
     if args.transport == "http":
+        from ..server.limits import ConnectionLimits
+
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
+            started()
             sys.stderr.write(
                 f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions, "
                 f"{gw.discovery_status}\n"
@@ -101,11 +104,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         server = build_mcp_server(
             gw, default_principal=principal(args), request_state_key=state_key(gw), startup=startup
         )
+        started()
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             if args.metrics_port is not None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
-            await run_stdio(server, gw, pages_requested)
+            await run_stdio(server, gw, pages_requested, early=args.early_stdio)
             tg.cancel_scope.cancel()
     shutdown_tracing()
     return 0
@@ -125,6 +129,7 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     from .output import EXIT_CONFIG, CliError
 
     async with open_gateway(args.settings, public_url=args.public_url) as gw:
+        started()
         url = urlsplit(gw.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
         if host not in ("127.0.0.1", "localhost", "::1"):

@@ -30,7 +30,7 @@ from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
 from ..review import Finding, review
 from ..secrets import PROJECT_WIDE
-from ..sources.graphql import GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from .credential_broker import CredentialBroker
 from .recovery import Backoff
@@ -142,8 +142,8 @@ class Catalogs:
 
     async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded. ``index=False`` skips the index
-        (a CLI listing that only reports states: indexing is most of a warm start); the next sync
-        indexes everything then."""
+        (a CLI listing that only reports states: indexing is most of a warm start) and the sharing of
+        equal values that keeps a resident catalog small; the next sync indexes everything then."""
         catalogs = await sync_manifest(
             self.manifest,
             self._store,
@@ -151,6 +151,7 @@ class Catalogs:
             progress,
             graphql=self._graphql(),
             mcp_tools=self._mcp_tools(PROJECT_WIDE),
+            share=index,  # a command that only reports states exits soon: no memory to save
         )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
             self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}

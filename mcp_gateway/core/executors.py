@@ -9,13 +9,13 @@ the ``mtls`` connectors' clients; ``graphql`` and the generic ``request`` action
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import assert_never
+from functools import cached_property
+from typing import TYPE_CHECKING, assert_never
 
 import httpx2
 
 from ..auth import MtlsClients
 from ..execution.executor import Executor, HttpExecutor
-from ..execution.graphql import GraphQLExecutor
 from ..execution.mcp import McpExecutor
 from ..execution.request_action import RequestExecutor
 from ..model import (
@@ -27,7 +27,10 @@ from ..model import (
     PostmanBinding,
     RequestBinding,
 )
-from ..sources.graphql import GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
+
+if TYPE_CHECKING:
+    from ..execution.graphql import GraphQLExecutor
 
 __all__ = ["Executors"]
 
@@ -49,9 +52,18 @@ class Executors:
         mcp: McpExecutor | None = None,
     ) -> None:
         self.http = HttpExecutor(http, client_certificates=MtlsClients(resolve=resolve))
-        self.graphql = GraphQLExecutor(http, schemas, client_for=self.http.client_for)
+        self._shared = http
+        self._schemas = schemas
         self.request = RequestExecutor(self.http)
         self.mcp = mcp
+
+    @cached_property
+    def graphql(self) -> GraphQLExecutor:
+        """Made on the first GraphQL action: its module imports graphql-core, which a gateway without
+        GraphQL connectors never needs."""
+        from ..execution.graphql import GraphQLExecutor
+
+        return GraphQLExecutor(self._shared, self._schemas, client_for=self.http.client_for)
 
     def for_binding(self, binding: Binding) -> Executor | None:
         """The executor of ``binding``'s kind; None when this gateway has none for it (``mcp`` without a pool)."""

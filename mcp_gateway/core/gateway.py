@@ -39,7 +39,7 @@ from ..manifest import Manifest
 from ..metrics import GatewayMetrics
 from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
 from ..secrets import PROJECT_WIDE
-from ..sources.graphql import GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ConnectorState, Store
 from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits

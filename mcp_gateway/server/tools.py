@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TextIO, TypeVar, cast
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -41,7 +41,10 @@ from ..runtime import BackgroundSync
 from ..tracing import span
 from .elicitation import HumanElicitation, request_state_security
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
+if TYPE_CHECKING:
+    from .early_stdio import EarlyStdio
+
+__all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server", "run_stdio_streams"]
 
 PRINCIPAL_SCOPE_KEY = "mcp_gateway.principal"
 
@@ -310,3 +313,20 @@ def build_mcp_server(
         return await offered(ctx, principal, "request_secret", await gateway.request_secret(principal, connector, name))
 
     return server
+
+
+async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
+    """``server.run_stdio_async()`` over the streams ``early_stdio`` claimed at start: the SDK's own
+    stdio transport, given the client's lines and writing its answers through ``early``."""
+    import io
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from .early_stdio import SdkStdout
+
+    stdin = anyio.wrap_file(io.TextIOWrapper(early.sdk_stdin, encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(cast("TextIO", SdkStdout(early)))  # anyio calls its write and flush only
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs; the SDK takes no streams there
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

@@ -67,6 +67,7 @@ from ..model import Action, GraphQLBinding, Risk
 from ._fingerprint import file_fingerprint, reuse, settings_digest
 from ._naming import snake_case, unique_name
 from .base import LoadContext, Normalized
+from .graphql_schemas import GraphQLSchemas
 
 __all__ = [
     "MAX_INPUT_DEPTH",
@@ -187,60 +188,6 @@ def read_schema(path: str) -> GraphQLSchema:
             ) from None
         return build_schema_from_introspection(data, label)
     return build_schema_from_sdl(text, label)
-
-
-# -- the schema cache the executor validates __select against ----------------------------------
-
-
-class GraphQLSchemas:
-    """Parsed schemas by connector, for checking an agent's ``__select`` against the real types.
-
-    Sync registers each GraphQL connector: a schema built from introspection is kept (it cannot
-    be read again without the network), a schema file is only remembered by path and parsed on
-    the first ``__select`` (GitHub's SDL takes ~0.6 s and ~22 MB, which a warm restart and an
-    agent that never overrides the selection should not pay).
-    """
-
-    def __init__(self) -> None:
-        self._loaded: dict[str, GraphQLSchema] = {}
-        self._files: dict[str, str] = {}
-        self._lock = anyio.Lock()
-
-    def put(self, slug: str, schema: GraphQLSchema) -> None:
-        self._files.pop(slug, None)
-        self._loaded[slug] = schema
-
-    def put_file(self, slug: str, path: str) -> None:
-        if self._files.get(slug) != path:
-            self._loaded.pop(slug, None)
-        self._files[slug] = path
-
-    def drop(self, slug: str) -> None:
-        self._loaded.pop(slug, None)
-        self._files.pop(slug, None)
-
-    def get(self, slug: str) -> GraphQLSchema | None:
-        """The schema if it is in memory already (no I/O)."""
-        return self._loaded.get(slug)
-
-    def known(self, slug: str) -> bool:
-        return slug in self._loaded or slug in self._files
-
-    async def load(self, slug: str) -> GraphQLSchema | None:
-        """The schema, parsing a registered file in a worker thread the first time; None if unknown
-        or unreadable now (the upstream still validates the operation itself)."""
-        async with self._lock:
-            if slug in self._loaded:
-                return self._loaded[slug]
-            path = self._files.get(slug)
-            if path is None:
-                return None
-            try:
-                schema = await anyio.to_thread.run_sync(read_schema, path)
-            except SourceError:
-                return None
-            self._loaded[slug] = schema
-            return schema
 
 
 # -- the source -------------------------------------------------------------------------------

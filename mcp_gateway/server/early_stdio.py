@@ -1,0 +1,250 @@
+"""``serve --transport stdio`` answers ``initialize`` and ``tools/list`` before the MCP SDK is imported.
+
+A stdio start spends most of its time importing: the SDK's protocol models (pydantic models of two
+protocol versions) and the gateway's own modules each take several hundred milliseconds. Both
+answers are fixed for a given build (the six meta-tools never change with the catalog), so the
+answers the SDK gave last time are kept in the state folder (``stdio-answers.json``) and replayed at
+once, from the first instant of the process, by a thread that needs nothing but the standard
+library. Everything the client sends still goes to the SDK in order, exactly as it arrived, so its
+session is what it would have been; its own answer to a request already answered is dropped, and
+compared: an answer that changed (a client's parameters never seen, another build) is stored for
+the next start, never replayed before the SDK gave it.
+
+An answer is replayed only for the same request parameters, the same protocol version negotiated in
+this session, and the same build: the key covers the Python version, this package's version and the
+files that shape the answers, and the SDK's installed files (sizes and times, not contents: cheap).
+Like the SDK's own stdio transport, the standard descriptors are diverted while serving (fd 0 reads
+the null device, fd 1 writes to stderr), so a child process or a stray print never touches the wire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import json
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdout", "build_key"]
+
+logger = logging.getLogger(__name__)
+
+CACHEABLE = frozenset({"initialize", "tools/list"})
+"""Requests whose answer depends on the build and the request alone, never on state."""
+
+_FILE = "stdio-answers.json"
+_MAX_ENTRIES = 32
+_SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/early_stdio.py")
+"""This package's files that shape the two answers (its version, the tools, the capabilities)."""
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def build_key() -> str:
+    """What the answers depend on besides the request: this build of the gateway, of the SDK, of Python."""
+    parts = [sys.version]
+    here = Path(__file__).resolve().parents[1]
+    files = [here / name for name in _SHAPING]
+    for package in ("mcp", "mcp_types", "pydantic"):
+        spec = importlib.util.find_spec(package)  # finds the files, imports nothing
+        if spec is not None and spec.origin is not None:
+            files.append(Path(spec.origin))
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            parts.append(f"{path}:-")
+            continue
+        parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class EarlyStdio:
+    """The process's stdin and stdout for an MCP stdio session, claimed before anything is imported.
+
+    ``start`` diverts fd 0 and 1 and starts the pump; the SDK then reads ``sdk_stdin`` (everything
+    the client sent, in order) and writes through ``sdk_stdout`` (its answers, minus the ones
+    already given).
+    """
+
+    def __init__(self, state_dir: Path) -> None:
+        self._path = state_dir / _FILE
+        self._key = build_key()
+        self._lock = threading.Lock()
+        self._answers = self._read()
+        self._answered: set[str] = set()
+        self._asked: dict[str, str] = {}  # request id -> cache entry, for the requests worth remembering
+        self._version: str | None = None  # the protocol version this session negotiated
+        self.serving = False  # the SDK answers from now on: nothing more is replayed
+        self._wire: IO[bytes] = sys.stderr.buffer  # set by start
+        self._to_sdk: IO[bytes] = sys.stderr.buffer
+        self.sdk_stdin: IO[bytes] = sys.stdin.buffer
+
+    @classmethod
+    def start(cls, state_dir: Path) -> EarlyStdio | None:
+        """Claim fd 0 and 1 and start the pump; None when they cannot be duplicated (then the SDK
+        claims them itself, as without this module)."""
+        early = cls(state_dir)
+        sys.stdout.flush()
+        try:
+            wire_in = os.dup(0)
+        except OSError:
+            return None
+        try:
+            wire_out = os.dup(1)
+            read_end, write_end = os.pipe()
+        except OSError:
+            os.close(wire_in)
+            return None
+        with open(os.devnull, "rb") as null:
+            os.dup2(null.fileno(), 0)
+        os.dup2(2, 1)
+        early._wire = os.fdopen(wire_out, "wb", buffering=0)
+        early._to_sdk = os.fdopen(write_end, "wb", buffering=0)
+        early.sdk_stdin = os.fdopen(read_end, "rb")
+        threading.Thread(target=early._pump, args=(os.fdopen(wire_in, "rb"),), name="stdio-pump", daemon=True).start()
+        return early
+
+    # -- the stored answers ------------------------------------------------------------------------
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("key") != self._key or not isinstance(data.get("answers"), dict):
+            return {}
+        return {str(k): str(v) for k, v in data["answers"].items()}
+
+    def _remember(self, entry: str, result: str) -> None:
+        if self._answers.get(entry) == result:
+            return
+        self._answers[entry] = result
+        while len(self._answers) > _MAX_ENTRIES:
+            self._answers.pop(next(iter(self._answers)))
+        self._store()
+
+    def _forget(self, entry: str) -> None:
+        if self._answers.pop(entry, None) is not None:
+            self._store()
+
+    def _store(self) -> None:
+        try:
+            self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = self._path.with_suffix(f".{os.getpid()}.tmp")  # another instance may write at once
+            tmp.write_text(json.dumps({"key": self._key, "answers": self._answers}))
+            tmp.chmod(0o600)
+            tmp.replace(self._path)
+        except OSError as exc:  # a read-only state folder: the next start is just slower
+            logger.debug("cannot store the stdio answers: %s", exc)
+
+    def _entry(self, method: str, params: Any) -> str | None:
+        """The key of a request's answer; None when it cannot be known yet (tools/list before this
+        session negotiated its protocol version: its answer's shape depends on it)."""
+        if method == "initialize":
+            return _compact([method, params])
+        return None if self._version is None else _compact([method, self._version, params])
+
+    # -- the client's side -------------------------------------------------------------------------
+
+    def _pump(self, wire: IO[bytes]) -> None:
+        """Every line the client sends goes to the SDK; a known request is answered on the way."""
+        try:
+            for line in wire:
+                self._early_answer(line)
+                self._to_sdk.write(line)
+        except OSError:
+            pass
+        finally:
+            try:
+                self._to_sdk.close()  # EOF for the SDK: the client closed stdin
+            except OSError:
+                pass
+
+    def _early_answer(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict) or message.get("method") not in CACHEABLE or "id" not in message:
+            return
+        rid = _compact(message["id"])
+        with self._lock:
+            entry = self._entry(message["method"], message.get("params"))
+            if entry is None:
+                return
+            self._asked[rid] = entry
+            result = None if self.serving else self._answers.get(entry)
+            if result is None:
+                return
+            self._write(f'{{"jsonrpc":"2.0","id":{rid},"result":{result}}}\n'.encode())
+            self._answered.add(rid)
+            if message["method"] == "initialize":
+                self._version = _version_of(result)
+
+    # -- the SDK's side ----------------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        self._wire.write(data)
+
+    def sdk_line(self, text: str) -> None:
+        """One line the SDK writes (a JSON-RPC message and its newline)."""
+        with self._lock:
+            self.serving = True  # the SDK is up: from now on it answers everything itself
+            message = _parse(text)
+            if message is not None and "id" in message and "method" not in message:  # an answer
+                rid = _compact(message["id"])
+                entry = self._asked.pop(rid, None)
+                if entry is not None and "result" in message:
+                    result = _compact(message["result"])
+                    if entry.startswith('["initialize",') and self._version is None:
+                        self._version = _version_of(result)
+                    self._remember(entry, result)
+                elif entry is not None:  # the SDK refused it: never replay an answer to it again
+                    self._forget(entry)
+                if rid in self._answered:
+                    self._answered.discard(rid)
+                    return  # the client has it already
+            self._write(text.encode())
+
+
+class SdkStdout(io.TextIOBase):
+    """What the SDK's stdio transport writes to: a text file whose lines go through ``EarlyStdio``."""
+
+    def __init__(self, early: EarlyStdio) -> None:
+        super().__init__()
+        self._early = early
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            self._early.sdk_line(line + "\n")
+        return len(text)
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _version_of(result: str) -> str | None:
+    try:
+        version = json.loads(result).get("protocolVersion")
+    except (ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None

@@ -1,0 +1,77 @@
+"""What a start imports (issue 14, "start fast"): listing commands never pay for the heavy packages.
+
+Steady by construction: each case runs in a fresh interpreter and checks ``sys.modules``, never a clock.
+The figures themselves are ``scripts/bench_startup.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.one_connector import ROOT, gateway_env, write_manifest
+
+# The embedding model's stack, GraphQL, the HTTP transport (built by the first request), the MCP SDK
+# and the web server: none is needed to list connectors.
+HEAVY = ("numpy", "tokenizers", "safetensors", "graphql", "httpcore2", "trio", "mcp", "mcp_types", "uvicorn")
+
+_PROBE = """\
+import json, sys
+from mcp_gateway.cli import main
+code = main(sys.argv[1:])
+heavy = sorted({name.split(".")[0] for name in sys.modules} & set(json.loads(HEAVY)))
+sys.stderr.write("\\nIMPORTED " + json.dumps(heavy) + "\\n")
+sys.exit(code)
+"""
+
+
+_PARSER_PROBE = "import json, sys, mcp_gateway.cli as c; c.build_parser(); print(json.dumps(list(sys.modules)))"
+
+
+def _imported(tmp_path: Path, *argv: str) -> list[str]:
+    env = gateway_env(
+        tmp_path,
+        MCP_GATEWAY_MANIFEST=str(write_manifest(tmp_path)),
+        # auto: hybrid whenever the embeddings extra is installed; listing must not load its model anyway
+        MCP_GATEWAY_DISCOVERY_MODE="auto",
+    )
+    probe = _PROBE.replace("HEAVY", repr(json.dumps(HEAVY)))
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stderr.rsplit("IMPORTED ", 1)[1])
+
+
+def test_the_parser_alone_imports_nothing_heavy(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, mcp_gateway.cli as c; c.build_parser(); print(json.dumps(list(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=True,
+        cwd=tmp_path,
+    )
+    loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
+    assert loaded & {*HEAVY, "pydantic", "httpx2", "yaml"} == set()
+
+
+def test_listing_commands_import_no_model_graphql_transport_or_sdk(tmp_path: Path) -> None:
+    assert _imported(tmp_path, "sync") == []  # stores the catalog: the later commands start warm
+    assert _imported(tmp_path, "connectors") == []
+    assert _imported(tmp_path, "validate") == []
+    assert _imported(tmp_path, "discover", "list", "items") == []  # ranks lexically: no catalog embedded yet

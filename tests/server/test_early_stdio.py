@@ -1,0 +1,97 @@
+"""``serve --transport stdio`` replays ``initialize`` and ``tools/list`` from the last start (server/early_stdio.py).
+
+Each case drives a real ``mcp-gateway serve`` over stdin/stdout with raw JSON-RPC lines, pipelined
+as a client may send them, and checks what came back: the same bytes as the SDK's own answers, one
+answer per request id, and the SDK staying the judge of what is stored. No clock is read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+SESSION = [
+    INITIALIZE,
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": "two", "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+]
+
+
+def _serve(tmp_path: Path, messages: list[dict[str, Any]], *, step: bool = False) -> list[dict[str, Any]]:
+    """One session; ``step``: wait for each answer before the next request, as the SDK client does."""
+    manifest = write_manifest(tmp_path)
+    env = gateway_env(tmp_path, MCP_GATEWAY_DISCOVERY_MODE="lexical")
+    argv = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
+    if not step:
+        lines = "".join(json.dumps(m) + "\n" for m in messages)
+        done = subprocess.run(argv, input=lines, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    answers = []
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        answers += [json.loads(line) for line in proc.stdout.read().splitlines()]
+    finally:
+        proc.wait(timeout=60)
+    return answers
+
+
+def _stored(tmp_path: Path) -> dict[str, Any]:
+    return json.loads((tmp_path / "state" / "stdio-answers.json").read_text())
+
+
+def test_a_second_start_gives_the_same_answers_once_each(tmp_path: Path) -> None:
+    first = _serve(tmp_path, SESSION, step=True)  # the SDK answers; its answers are stored
+    assert [a["id"] for a in first] == [1, "two", 3]
+    stored = _stored(tmp_path)
+    assert len(stored["answers"]) == 2  # initialize, and tools/list in the version it negotiated
+    assert (tmp_path / "state" / "stdio-answers.json").stat().st_mode & 0o077 == 0
+    assert MASTER_KEY not in json.dumps(stored)
+    second = _serve(tmp_path, SESSION, step=True)  # initialize and tools/list replayed, ping by the SDK
+    # All at once, then EOF: both replayed at once (the SDK itself may drop what is in flight at EOF).
+    pipelined = _serve(tmp_path, SESSION)
+    assert second == first
+    assert pipelined[:2] == first[:2] and len({json.dumps(a["id"]) for a in pipelined}) == len(pipelined)
+    assert {t["name"] for t in first[1]["result"]["tools"]} == {
+        "connectors",
+        "discover",
+        "describe",
+        "call",
+        "connect",
+        "request_secret",
+    }
+
+
+def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
+    real = _serve(tmp_path, SESSION, step=True)
+    stored = _stored(tmp_path)
+    entry = next(k for k in stored["answers"] if k.startswith('["tools/list"'))
+    stored["answers"][entry] = stored["answers"][entry].replace("List the connectors", "STALE: list the connectors")
+    (tmp_path / "state" / "stdio-answers.json").write_text(json.dumps(stored))
+    replayed = _serve(tmp_path, SESSION, step=True)
+    assert "STALE" in json.dumps(replayed[1])  # what was stored is what the client got, once
+    assert "STALE" not in json.dumps(_stored(tmp_path))  # the SDK's own answer replaced it
+    assert _serve(tmp_path, SESSION, step=True) == real
+    other = {**INITIALIZE, "params": {**INITIALIZE["params"], "clientInfo": {"name": "other", "version": "2"}}}
+    assert _serve(tmp_path, [other])[0]["result"] == real[0]["result"]  # parameters never seen: the SDK answers
