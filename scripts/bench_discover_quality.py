@@ -33,10 +33,12 @@ import argparse
 import importlib.util
 import json
 import re
+import sqlite3
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,6 +261,41 @@ def bm25(actions: Sequence[Action], *, params: bool) -> RankFn:
     return rank
 
 
+DEFAULT_VECTOR_CACHE = Path(tempfile.gettempdir()) / "mcp-gateway-bench-vectors.sqlite3"
+VECTOR_CACHE: Path | None = DEFAULT_VECTOR_CACHE
+"""Action vectors kept between runs, keyed by model and text digest (``--vector-cache``; empty: none)."""
+
+
+class DiskVectorStore:
+    """A ``VectorStore`` in one SQLite file: benchmark runs on one machine re-embed only changed texts.
+
+    The key is (model label, digest of the embedded text), as in the gateway's own store; it does not
+    see a change inside the encoder (say a new token cap), so delete the file after one.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vector (model TEXT, digest BLOB, blob BLOB, PRIMARY KEY (model, digest))"
+        )
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        for start in range(0, len(digests), 500):
+            chunk = list(digests[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT digest, blob FROM vector WHERE model = ? AND digest IN ({marks})", [model, *chunk]
+            )
+            found.update((bytes(digest), bytes(blob)) for digest, blob in rows)
+        return found
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        rows = [(model, digest, blob) for digest, blob in vectors.items()]
+        self._db.executemany("INSERT OR REPLACE INTO vector VALUES (?, ?, ?)", rows)
+        self._db.commit()
+
+
 LEXICAL_ONLY = False
 """``--lexical``: skip the embedding rows (embedding a few thousand actions takes minutes on two cores)."""
 
@@ -296,7 +333,8 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     from mcp_gateway.discovery.providers import local_provider
 
     provider = local_provider()
-    search = HybridSearch(provider, MemoryVectorStore())
+    store = DiskVectorStore(VECTOR_CACHE) if VECTOR_CACHE else MemoryVectorStore()
+    search = HybridSearch(provider, store)
     index = _indexed(actions, DiscoveryIndex())
     by_connector: dict[str, list[Action]] = {}
     for action in actions:
@@ -338,9 +376,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
-def evaluate(
-    rank: RankFn, cases: Iterable[Case], *, depth: int = 10, view: Collection[str] | None = None
-) -> Metrics:
+def evaluate(rank: RankFn, cases: Iterable[Case], *, depth: int = 10, view: Collection[str] | None = None) -> Metrics:
     """Recall@1/5/10 (capped at the number of relevant documents), MRR@10 and per-query latency."""
     metrics = Metrics(recall=dict.fromkeys(KS, 0.0))
     latencies: list[float] = []
@@ -460,10 +496,16 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="print this many top-5 misses of ours per set")
     parser.add_argument("--split", default="dev", help="which split's misses to print (never tune on holdout)")
     parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
+    parser.add_argument(
+        "--vector-cache",
+        default=str(DEFAULT_VECTOR_CACHE),
+        help="SQLite file keeping action vectors between runs (model + text digest); '' for none",
+    )
     args = parser.parse_args()
     sets = set(args.sets.split(","))
-    global LEXICAL_ONLY
+    global LEXICAL_ONLY, VECTOR_CACHE
     LEXICAL_ONLY = args.lexical
+    VECTOR_CACHE = Path(args.vector_cache) if args.vector_cache else None
 
     if "intents" in sets:
         found = intent_sets()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NORMALIZER_VERSION", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "2"
+NORMALIZER_VERSION = "3"
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:
