@@ -73,6 +73,8 @@ class SearchResult:
     confidence: Literal["high", "low"]
     hint: str | None = None
     twins: dict[str, list[str]] = field(default_factory=dict)
+    named: frozenset[str] = frozenset()
+    """The visible connectors the query names ("in Slack"): a prior the hybrid fusion applies too."""
 
 
 _SYNONYM_WEIGHT = 0.375
@@ -284,7 +286,9 @@ class DiscoveryIndex:
         hits, coverage = self._search(query, limit, connectors, allow)
         low = not hits or coverage < CONFIDENCE_FLOOR
         ordered, twins = _group_twins(hits)
-        return SearchResult(ordered, "low" if low else "high", LOW_CONFIDENCE_HINT if low else None, twins)
+        named = self._named_connectors(query[:MAX_QUERY_CHARS], self._visible(connectors)) if hits else frozenset()
+        hint = LOW_CONFIDENCE_HINT if low else None
+        return SearchResult(ordered, "low" if low else "high", hint, twins, named)
 
     def _search(
         self,

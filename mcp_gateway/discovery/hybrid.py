@@ -60,6 +60,11 @@ LEXICAL_POOL = 20
 DENSE_POOL = 40
 """Dense hits (best cosines over every visible action) that take part, and over which cosines are scaled."""
 
+CONNECTOR_PRIOR = 0.1
+"""Added to the fused score of an action of a connector the query names ("in Slack", "our Stripe"): the
+lexical side's prior (``_rank.W_CONNECTOR``) carried through fusion, so the dense side's hits from
+other connectors do not wash it out. A prior, not a filter."""
+
 MIN_SPREAD = 0.1
 """The cosine range scaled to [0, 1] is at least this wide: when the model sees every action alike (a
 long query of filler, a tiny catalog), scaling must not blow its noise up into a strong opinion. The
@@ -162,7 +167,16 @@ class HybridSearch:
         """The fusion itself, for a lexical pool and the query's vector (``find`` minus the embedding;
         the quality benchmark calls it directly)."""
         dense = self.embedder.index
-        fused = fuse(lexical.hits, dense, vector, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
+        fused = fuse(
+            lexical.hits,
+            dense,
+            vector,
+            lookup=index.get,
+            allowed=allowed,
+            allow=allow,
+            limit=limit,
+            named=lexical.named,
+        )
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
         low = not fused or best_cosine < DENSE_FLOOR or (lexical.confidence == "low" and best_cosine < DENSE_SURE)
         ordered, twins = _group_twins(fused)
@@ -179,6 +193,7 @@ def fuse(
     allow: Callable[[Action], bool] | None = None,
     limit: int = 10,
     alpha: float = ALPHA,
+    named: Collection[str] = (),
 ) -> list[tuple[Action, float]]:
     """The best ``limit`` of the lexical pool and the dense top hits, by ``(1 - alpha) * lexical + alpha * dense``.
 
@@ -187,7 +202,8 @@ def fuse(
     (floored at 0). A hit of a connector whose vectors are not in yet counts its lexical value on both
     sides, so it ranks as it would lexically instead of sinking. ``lookup`` maps a qualified name to
     its current action (None: gone since its vector was made); ``allow`` drops what the caller may
-    not see, as the lexical search did for its own hits. Ties break by lexical score, then name.
+    not see, as the lexical search did for its own hits. Actions of the ``named`` connectors get
+    ``CONNECTOR_PRIOR`` more. Ties break by lexical score, then name.
     """
     pool = list(lexical[:LEXICAL_POOL])
     by_name = {action.qualified_name: action for action, _ in lexical}
@@ -212,7 +228,8 @@ def fuse(
             dense_value = min(max((cosines[name] - low) / max(high - low, MIN_SPREAD), 0.0), 1.0)
         else:  # no vector yet: the connector is still being embedded
             dense_value = lexical_value
-        fused[name] = (1.0 - alpha) * lexical_value + alpha * dense_value
+        prior = CONNECTOR_PRIOR if name.partition(".")[0] in named else 0.0
+        fused[name] = (1.0 - alpha) * lexical_value + alpha * dense_value + prior
     # Equal fused scores: the lexical side's evidence (words the agent wrote) goes first, then the name.
     ranked = sorted(fused.items(), key=lambda item: (-item[1], -lexical_scaled.get(item[0], 0.0), item[0]))[:limit]
     return [(by_name[name], score) for name, score in ranked]

@@ -171,3 +171,23 @@ def test_fusion_lets_the_model_bring_in_what_no_word_matched_and_keeps_lexical_o
         lexical, sure, _unit([1.0, 0.0]), lookup=actions.get, allowed={"pay"}, allow=lambda a: a.path != "balance.get"
     )
     assert "balance.get" not in [a.path for a, _ in hidden]
+
+
+def test_a_connector_the_query_names_stays_a_prior_through_fusion() -> None:
+    np = pytest.importorskip("numpy")
+    from mcp_gateway.discovery.dense import DenseIndex
+    from mcp_gateway.discovery.hybrid import fuse
+
+    ours, other = action("search.items"), action("refunds.create")
+    theirs = action("invoices.search").model_copy(update={"connector": "bill"})
+    by_name = {a.qualified_name: a for a in (ours, other, theirs)}
+    dense = DenseIndex()
+    rows = np.array([[0.98, 0.199], [0.0, 1.0]], dtype=np.float32)
+    dense.replace_connector("pay", [ours.qualified_name, other.qualified_name], rows)
+    dense.replace_connector("bill", [theirs.qualified_name], np.array([[1.0, 0.0]], dtype=np.float32))
+    lexical = [(theirs, 2.0), (ours, 1.9), (other, 0.0)]
+    query, allowed = _unit([1.0, 0.0]), {"pay", "bill"}
+    plain = fuse(lexical, dense, query, lookup=by_name.get, allowed=allowed)
+    assert [a.qualified_name for a, _ in plain][:2] == ["bill.invoices.search", "pay.search.items"]
+    named = fuse(lexical, dense, query, lookup=by_name.get, allowed=allowed, named={"pay"})
+    assert [a.qualified_name for a, _ in named][:2] == ["pay.search.items", "bill.invoices.search"]
