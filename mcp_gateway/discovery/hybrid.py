@@ -205,7 +205,8 @@ def fuse(
     not see, as the lexical search did for its own hits. Actions of the ``named`` connectors get
     ``CONNECTOR_PRIOR`` more. Ties break by lexical score, then name.
     """
-    pool = list(lexical[:LEXICAL_POOL])
+    # By score: ``lexical`` may come with near-twins grouped (``SearchResult.hits``), not in score order.
+    pool = sorted(lexical, key=lambda hit: -hit[1])[:LEXICAL_POOL]
     by_name = {action.qualified_name: action for action, _ in lexical}
     top: list[tuple[str, float]] = []
     for name, cosine in dense.search(vector, allowed, k=DENSE_POOL * 2 if allow else DENSE_POOL):
