@@ -104,7 +104,11 @@ class Segment:
 
 
 def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, description) of an input schema's first ``MAX_PARAMS`` top-level properties."""
+    """(name, description) of an input schema's first ``MAX_PARAMS`` top-level properties.
+
+    A raw body parameter whose default is a JSON example (Postman's raw bodies: ``{"targetAccount": …,
+    "quote": …}``) adds that example's keys after it: they are the fields the request really takes.
+    """
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return []
@@ -113,7 +117,15 @@ def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(name, str):
             text = spec.get("description") if isinstance(spec, dict) else None
             out.append((name, text if isinstance(text, str) else ""))
-    return out
+            default = spec.get("default") if isinstance(spec, dict) else None
+            if isinstance(default, str) and default.lstrip().startswith("{"):
+                keys = dict.fromkeys(_JSON_KEY.findall(default[:_EXAMPLE_CHARS]))
+                out.extend((key, "") for key in keys if key not in properties)
+    return out[:MAX_PARAMS]
+
+
+_JSON_KEY = re.compile(r'"([A-Za-z_][\w-]{0,63})"\s*:')
+_EXAMPLE_CHARS = 4000
 
 
 def summary_of(action: Action) -> str:

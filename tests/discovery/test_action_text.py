@@ -191,3 +191,13 @@ def test_a_connector_the_query_names_stays_a_prior_through_fusion() -> None:
     assert [a.qualified_name for a, _ in plain][:2] == ["bill.invoices.search", "pay.search.items"]
     named = fuse(lexical, dense, query, lookup=by_name.get, allowed=allowed, named={"pay"})
     assert [a.qualified_name for a, _ in named][:2] == ["pay.search.items", "bill.invoices.search"]
+
+
+def test_a_raw_json_body_example_lends_its_keys_as_parameters() -> None:
+    from mcp_gateway.discovery._segment import params_of
+
+    example = '{\n  "targetAccount": <accountId>,\n  "quote": <quoteId>,\n  "details": {"reference": "rent"}\n}'
+    schema = {"type": "object", "properties": {"body": {"type": "string", "default": example}, "quote": {}}}
+    assert [name for name, _ in params_of(schema)] == ["body", "targetAccount", "details", "reference", "quote"]
+    transfer = action("transfers.post_transfers", "POST /transfers").model_copy(update={"input_schema": schema})
+    assert dense_text(transfer).endswith("Parameters: body, targetAccount, details, reference, quote")
