@@ -216,6 +216,9 @@ class Action(BaseModel):
     group: str = ""
     """Where the source files the action, as words for discovery: the OpenAPI operation's first tag,
     the Postman folder path, the GraphQL field's result type, the MCP tool's title. Empty when none."""
+    response_fields: str = ""
+    """The field names of a successful response, space-separated, for discovery (a weak field: what the
+    action returns, "available" for a balance). Empty when the source does not say."""
 
     @property
     def qualified_name(self) -> str:

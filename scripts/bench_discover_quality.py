@@ -14,7 +14,9 @@ Test sets:
     into one catalog through the MCP normalizer, deduplicated by (name, description); each question
     of the first four is a query whose relevant documents are its ground-truth functions
     (``irrelevance`` only adds distractors). The ``live_*`` categories are pooled the same way into a
-    second catalog. Long questions (over 500 characters) are included.
+    second catalog. Long questions (over 500 characters) are included. BFCL repeats functions under
+    one name with reworded descriptions (live: 1,506 documents, 738 names), so each BFCL table has a
+    second pooled row where any document of the right function name counts.
 
 Rankers, side by side: ours lexical (``DiscoveryIndex``); ours hybrid and dense alone (MiniLM, with
 the ``embeddings`` extra); BM25 over name + description; BM25 over name + description + parameter
@@ -22,9 +24,11 @@ names and descriptions. The BM25 baselines use ``rank-bm25`` (``pip install -e '
 BM25Okapi with its defaults, over lowercase alphanumeric runs minus English stopwords. With several
 relevant documents, recall@k is ``|relevant in top k| / min(k, |relevant|)``; MRR is the reciprocal
 rank of the first relevant document within the top 10. Document vectors are embedded before timing
-starts; every query is embedded while timed.
+starts (and kept between runs in ``--vector-cache``, by model and text digest); every query is
+embedded while timed.
 
 Usage: python scripts/bench_discover_quality.py [--sets intents,bfcl,live] [--only stripe,slack] [--misses N]
+       [--lexical] [--vector-cache FILE]
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ import argparse
 import importlib.util
 import json
 import re
+import sqlite3
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,6 +265,41 @@ def bm25(actions: Sequence[Action], *, params: bool) -> RankFn:
     return rank
 
 
+DEFAULT_VECTOR_CACHE = Path(tempfile.gettempdir()) / "mcp-gateway-bench-vectors.sqlite3"
+VECTOR_CACHE: Path | None = DEFAULT_VECTOR_CACHE
+"""Action vectors kept between runs, keyed by model and text digest (``--vector-cache``; empty: none)."""
+
+
+class DiskVectorStore:
+    """A ``VectorStore`` in one SQLite file: benchmark runs on one machine re-embed only changed texts.
+
+    The key is (model label, digest of the embedded text), as in the gateway's own store; it does not
+    see a change inside the encoder (say a new token cap), so delete the file after one.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vector (model TEXT, digest BLOB, blob BLOB, PRIMARY KEY (model, digest))"
+        )
+
+    async def get_vectors(self, model: str, digests: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        for start in range(0, len(digests), 500):
+            chunk = list(digests[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT digest, blob FROM vector WHERE model = ? AND digest IN ({marks})", [model, *chunk]
+            )
+            found.update((bytes(digest), bytes(blob)) for digest, blob in rows)
+        return found
+
+    async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:
+        rows = [(model, digest, blob) for digest, blob in vectors.items()]
+        self._db.executemany("INSERT OR REPLACE INTO vector VALUES (?, ?, ?)", rows)
+        self._db.commit()
+
+
 LEXICAL_ONLY = False
 """``--lexical``: skip the embedding rows (embedding a few thousand actions takes minutes on two cores)."""
 
@@ -296,7 +337,8 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     from mcp_gateway.discovery.providers import local_provider
 
     provider = local_provider()
-    search = HybridSearch(provider, MemoryVectorStore())
+    store = DiskVectorStore(VECTOR_CACHE) if VECTOR_CACHE else MemoryVectorStore()
+    search = HybridSearch(provider, store)
     index = _indexed(actions, DiscoveryIndex())
     by_connector: dict[str, list[Action]] = {}
     for action in actions:
@@ -339,9 +381,17 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def evaluate(
-    rank: RankFn, cases: Iterable[Case], *, depth: int = 10, view: Collection[str] | None = None
+    rank: RankFn,
+    cases: Iterable[Case],
+    *,
+    depth: int = 10,
+    view: Collection[str] | None = None,
+    key: Callable[[str], str] | None = None,
 ) -> Metrics:
-    """Recall@1/5/10 (capped at the number of relevant documents), MRR@10 and per-query latency."""
+    """Recall@1/5/10 (capped at the number of relevant documents), MRR@10 and per-query latency.
+
+    ``key`` maps a qualified name to what counts as the same answer (default: itself).
+    """
     metrics = Metrics(recall=dict.fromkeys(KS, 0.0))
     latencies: list[float] = []
     reciprocal = 0.0
@@ -349,10 +399,12 @@ def evaluate(
         started = time.perf_counter()
         top = rank(case.query, depth, view)
         latencies.append((time.perf_counter() - started) * 1000)
+        relevant = case.relevant if key is None else frozenset(map(key, case.relevant))
+        found = top if key is None else list(dict.fromkeys(map(key, top)))
         metrics.n += 1
         for k in KS:
-            metrics.recall[k] += len(case.relevant.intersection(top[:k])) / min(k, len(case.relevant))
-        first = next((i for i, name in enumerate(top) if name in case.relevant), None)
+            metrics.recall[k] += len(relevant.intersection(found[:k])) / min(k, len(relevant))
+        first = next((i for i, name in enumerate(found) if name in relevant), None)
         reciprocal += 0.0 if first is None else 1.0 / (first + 1)
         if first is None or first >= 5:
             metrics.misses.append((case, top[:5]))
@@ -378,13 +430,24 @@ def table(title: str, results: dict[str, dict[str, Metrics]]) -> str:
     return "\n".join(lines)
 
 
+SAME_NAME = "pooled, any same-name function counts"
+"""BFCL repeats a function under one name with reworded descriptions (live: 1,506 documents, 738 names;
+``get_current_weather`` 29 times): the strict rows ask for the one document of the question's own
+entry, these count any document of the same function name as right."""
+
+
+def _function_name(qualified: str) -> str:
+    return qualified.partition(".")[2]
+
+
 def run_set(
     actions: Sequence[Action], cases: Sequence[Case], groups: Sequence[str], pooled: str
 ) -> dict[str, dict[str, Metrics]]:
     built = rankers(actions)
-    results: dict[str, dict[str, Metrics]] = {pooled: {}}
+    results: dict[str, dict[str, Metrics]] = {pooled: {}, SAME_NAME: {}}
     for name, rank in built.items():
         results[pooled][name] = evaluate(rank, cases)
+        results[SAME_NAME][name] = evaluate(rank, cases, key=_function_name)
     for group in groups:
         subset = [case for case in cases if case.group == group]
         results[group] = {name: evaluate(rank, subset) for name, rank in built.items()}
@@ -460,10 +523,16 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="print this many top-5 misses of ours per set")
     parser.add_argument("--split", default="dev", help="which split's misses to print (never tune on holdout)")
     parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
+    parser.add_argument(
+        "--vector-cache",
+        default=str(DEFAULT_VECTOR_CACHE),
+        help="SQLite file keeping action vectors between runs (model + text digest); '' for none",
+    )
     args = parser.parse_args()
     sets = set(args.sets.split(","))
-    global LEXICAL_ONLY
+    global LEXICAL_ONLY, VECTOR_CACHE
     LEXICAL_ONLY = args.lexical
+    VECTOR_CACHE = Path(args.vector_cache) if args.vector_cache else None
 
     if "intents" in sets:
         found = intent_sets()

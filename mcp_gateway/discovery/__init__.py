@@ -22,7 +22,8 @@ Weights were tuned on BFCL's non-live categories and the dev split of ``tests/da
 
 Hybrid (``hybrid.HybridSearch``, on whenever the ``embeddings`` extra is installed): dense retrieval
 over every action the caller may see (``dense``: all-MiniLM-L6-v2 in numpy, or an OpenAI-compatible
-endpoint, ``providers``), score-fused with the lexical ranking. The older re-ranking of the lexical
+endpoint, ``providers``), fused with the lexical ranking by min-max scaled scores (``hybrid.fuse``).
+The model embeds a short plain card per action (``_segment.dense_text``). The older re-ranking of the lexical
 pool alone (``DiscoveryIndex(reranker=...)``, ``_embedding.EmbeddingReranker``) is kept for the
 benchmarks; the gateway no longer uses it.
 

@@ -46,6 +46,9 @@ W_VERB_ONLY = -0.3
 W_VERB = 0.15
 """Bonus when the action's name has a verb of the kind the query asks for (create, delete, update, read),
 the same malus when its only such verbs are of another kind."""
+W_RETURNS = 0.3
+"""Bonus for the share of the query's object mass found only among the names of the fields the action
+returns ("how much money is *available*": a balance): weak evidence, so small and not indexed."""
 W_CONNECTOR = 0.35
 """Bonus for an action of a connector the query names ("in Slack", "our Stripe"): a strong prior, not a filter."""
 _MAX_LENGTH = 12
@@ -54,7 +57,7 @@ _OFFSET = 0.1 + 0.05 * _MAX_LENGTH
 
 
 def rerank(
-    candidates: Sequence[tuple[Action, float, str, str, str, str]],
+    candidates: Sequence[tuple[Action, float, str, str, str, str, str]],
     weighted: dict[str, float],
     idf: Callable[[str], float],
     exact_query: Sequence[tuple[str, float]],
@@ -80,9 +83,14 @@ def rerank(
     exact_total = sum(weight for _, weight in exact_query) or 1.0
     best = max((candidate[1] for candidate in candidates), default=0.0) or 1.0
     ranked: list[tuple[float, str, Action]] = []
-    for action, score, exact, names, params, about in candidates:
+    for action, score, exact, names, params, about, returns in candidates:
         in_name = sum(value for term, value in mass if term in names)
         in_about = sum(value for term, value in objects if term in about) / object_total if object_total else 0.0
+        in_returns = (
+            sum(value for term, value in objects if term in returns and term not in about) / object_total
+            if object_total
+            else 0.0
+        )
         agreement = 0.0
         if wanted:
             theirs = {kinds[word] for word in names.split() if word in kinds}
@@ -98,6 +106,7 @@ def rerank(
             + W_OBJECT * in_about
             + (W_VERB_ONLY if object_total and not in_about and any(f" {v} " in names for v in wanted_verbs) else 0.0)
             + W_VERB * agreement
+            + W_RETURNS * in_returns
             + (W_CONNECTOR if action.connector in named else 0.0)
             + _OFFSET
         )

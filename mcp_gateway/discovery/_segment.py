@@ -10,6 +10,7 @@ for the second ranking stage, which tells near-twins apart by the words an agent
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ._text import (
     route_summary,
 )
 
-__all__ = ["FIELDS", "Segment", "build_segment", "params_of", "summary_of"]
+__all__ = ["FIELDS", "Segment", "build_segment", "dense_text", "params_of", "summary_of"]
 
 K1 = 4.8
 """BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
@@ -90,6 +91,9 @@ class Segment:
     """Per action, its parameter names' terms, the same way."""
     about: tuple[str, ...]
     """Per action, the terms of its name and summary, the same way: what the action acts on."""
+    returns: tuple[str, ...]
+    """Per action, the terms of its response's field names (``Action.response_fields``), the same way:
+    not indexed (common field names would blur every term's idf), only read by the second stage."""
 
     def postings(self, term: str) -> tuple[array[int], array[float]] | None:
         span = self.spans.get(term)
@@ -100,7 +104,11 @@ class Segment:
 
 
 def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, description) of an input schema's first ``MAX_PARAMS`` top-level properties."""
+    """(name, description) of an input schema's first ``MAX_PARAMS`` top-level properties.
+
+    A raw body parameter whose default is a JSON example (Postman's raw bodies: ``{"targetAccount": …,
+    "quote": …}``) adds that example's keys after it: they are the fields the request really takes.
+    """
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return []
@@ -109,7 +117,15 @@ def params_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(name, str):
             text = spec.get("description") if isinstance(spec, dict) else None
             out.append((name, text if isinstance(text, str) else ""))
-    return out
+            default = spec.get("default") if isinstance(spec, dict) else None
+            if isinstance(default, str) and default.lstrip().startswith("{"):
+                keys = dict.fromkeys(_JSON_KEY.findall(default[:_EXAMPLE_CHARS]))
+                out.extend((key, "") for key in keys if key not in properties)
+    return out[:MAX_PARAMS]
+
+
+_JSON_KEY = re.compile(r'"([A-Za-z_][\w-]{0,63})"\s*:')
+_EXAMPLE_CHARS = 4000
 
 
 def summary_of(action: Action) -> str:
@@ -126,6 +142,48 @@ def summary_of(action: Action) -> str:
     if sentence:
         return sentence
     return route_summary(summary) if summary else ""
+
+
+DENSE_WORDS = 90
+"""Words of an action's text that are embedded at most: under the encoder's 128-token window, so the
+name and summary, which come first, are never what a cap cuts."""
+DENSE_PARAMS = 10
+DENSE_DESCRIPTION_CHARS = 240
+"""The description's head that is embedded, at most its first two sentences: the rest is fine print
+(media types, scopes, pagination) that pulls every action of an API towards the same point."""
+
+_SENTENCES = re.compile(r"(?<=[a-z0-9)][.!?])\s+")
+
+_MARKUP = re.compile(r"\[!\w+\]|[*_`#>|]+|\s+")
+_IDENT_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def dense_text(action: Action) -> str:
+    """What an action's vector is made of: a short plain-text card, the most telling words first.
+
+    ``"issues create (issues): Create an issue. Creates an issue in a repository … Parameters: owner,
+    repo, title, body"``: its name's words and its group, its readable summary (``summary_of``), the
+    description's head when it says more than the summary (markup out, not repeated), parameter names;
+    at most ``DENSE_WORDS`` words.
+    """
+    words = " ".join(w.lower() for part in action.path.split(".") for w in _IDENT_WORDS.findall(part))
+    group = " ".join(w.lower() for w in _IDENT_WORDS.findall(action.group))
+    head = f"{words} ({group})" if group and group not in words else words
+    summary = _plain(summary_of(action))
+    description = _plain(clean_description(action.description, DENSE_DESCRIPTION_CHARS))
+    if description.lower().startswith(summary.lower().rstrip(".")):
+        description = description[len(summary.rstrip(".")) :].lstrip(". ")
+    description = " ".join(_SENTENCES.split(description)[:2])
+    params = [name for name, _ in params_of(action.input_schema)][:DENSE_PARAMS]
+    text = f"{head}: {summary.rstrip('.')}. {description}".strip()
+    if params:
+        text = f"{text} Parameters: {', '.join(params)}"
+    return " ".join(text.split()[:DENSE_WORDS])
+
+
+def _plain(text: str) -> str:
+    """Markdown and layout out of a description: emphasis, code ticks, headings, admonitions, line breaks."""
+    return _MARKUP.sub(" ", text).strip()
 
 
 _Param = tuple[list[str], list[str], list[str]]
@@ -157,6 +215,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
     names_column: list[str] = []
     params_column: list[str] = []
     about_column: list[str] = []
+    returns_column: list[str] = []
     totals = [0] * len(FIELDS)
     for action in actions:
         params = [param(name, text) for name, text in params_of(action.input_schema)]
@@ -177,6 +236,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
         names_column.append(f" {' '.join(doc[0])} ")
         params_column.append(f" {' '.join(dict.fromkeys(doc[3]))} ")
         about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1])))} ")
+        returns_column.append(f" {' '.join(dict.fromkeys(identifier_terms(action.response_fields)))} ")
         for i, field in enumerate(doc):
             totals[i] += len(field)
     # Per-field average lengths of this segment only: a rebuild of one connector must not change the
@@ -231,4 +291,5 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
         names=tuple(names_column),
         params=tuple(params_column),
         about=tuple(about_column),
+        returns=tuple(returns_column),
     )

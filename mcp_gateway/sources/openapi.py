@@ -448,7 +448,65 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
             operation_id=operation_id,
         ),
         group=_first_tag(op),
+        response_fields=_response_fields(ctx, op, item_base),
     )
+
+
+_RESPONSE_FIELDS = 40
+"""Field names of a success response kept for discovery, at most (a Stripe object has sixty)."""
+
+
+def _response_fields(ctx: _Context, op: dict[str, Any], base: str) -> str:
+    """The top-level field names of the operation's first 2xx JSON response, space-separated, or "".
+
+    Discovery indexes them as a weak field: "how much money is available" meets ``get_balance`` by its
+    ``available`` field. A list response gives its items' fields (or the wrapper's, when the items are
+    one field of an object). Best effort: a reference that cannot be resolved gives "".
+    """
+    responses = op.get("responses")
+    if not isinstance(responses, dict):
+        return ""
+    codes = sorted(str(code) for code in responses if str(code).startswith("2"))
+    try:
+        for code in codes:
+            response, where = ctx.resolver.deref(responses.get(code) or responses.get(int(code)), base)
+            if not isinstance(response, dict):
+                continue
+            schema: Any = response.get("schema")  # Swagger 2
+            content = response.get("content")
+            if isinstance(content, dict) and (picked := _pick_media_type(content)) is not None:
+                media = content[picked[0]]
+                schema = media.get("schema") if isinstance(media, dict) else None
+            names = _field_names(ctx, schema, where)
+            if names:
+                return " ".join(names[:_RESPONSE_FIELDS])
+    except RefError:
+        return ""
+    return ""
+
+
+def _field_names(ctx: _Context, schema: Any, base: str, depth: int = 0) -> list[str]:
+    """Property names of an object schema (through ``$ref``, ``allOf``/``anyOf``/``oneOf`` and array items),
+    then those of its object-valued properties one level down: Slack's ``{"ok", "team": {"name", "domain"}}``."""
+    schema, base = ctx.resolver.deref(schema, base)
+    if not isinstance(schema, dict) or depth > 3:
+        return []
+    if isinstance(schema.get("items"), dict):
+        return _field_names(ctx, schema["items"], base, depth + 1)
+    names: dict[str, None] = {}
+    for key in ("allOf", "anyOf", "oneOf"):
+        parts = schema.get(key)
+        for part in parts[:4] if isinstance(parts, list) else ():
+            names.update(dict.fromkeys(_field_names(ctx, part, base, depth + 1)))
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        names.update(dict.fromkeys(str(name) for name in properties))
+        if depth == 0:
+            for value in properties.values():
+                inner, inner_base = ctx.resolver.deref(value, base)
+                if isinstance(inner, dict) and isinstance(inner.get("properties"), dict):
+                    names.update(dict.fromkeys(_field_names(ctx, inner, inner_base, depth + 2)))
+    return list(names)
 
 
 def _is_credential(ctx: _Context, name: str, location: str) -> bool:

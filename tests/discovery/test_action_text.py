@@ -1,0 +1,203 @@
+"""What discovery reads of an action besides its name and summary: response field names, the text that
+is embedded, and how the hybrid fusion weighs the two rankings (issue 11, items 1 and 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.discovery._index import MAX_QUERY_TERMS
+from mcp_gateway.discovery._segment import DENSE_WORDS, dense_text
+from mcp_gateway.model import Action, OpenAPIBinding
+from mcp_gateway.sources.openapi import normalize_openapi
+
+
+def action(path: str, summary: str = "", description: str = "", *, returns: str = "", group: str = "") -> Action:
+    return Action(
+        connector="pay",
+        path=path,
+        summary=summary,
+        description=description,
+        risk="read",
+        binding=OpenAPIBinding(method="GET", url="/" + path.replace(".", "/")),
+        response_fields=returns,
+        group=group,
+    )
+
+
+def openapi(responses: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/thing": {"get": {"operationId": "get_thing", "responses": responses}}},
+        "components": {"schemas": schemas or {}},
+    }
+
+
+def json_response(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+# -- response field names ----------------------------------------------------------------------------
+
+
+def test_response_fields_follow_refs_list_items_and_one_level_of_nested_objects() -> None:
+    schemas = {
+        "Team": {"type": "object", "properties": {"name": {"type": "string"}, "domain": {"type": "string"}}},
+        "Wrapper": {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}, "team": {"$ref": "#/components/schemas/Team"}},
+        },
+    }
+    (wrapped,) = normalize_openapi(
+        openapi(json_response({"$ref": "#/components/schemas/Wrapper"}), schemas), connector="t"
+    ).actions
+    assert wrapped.response_fields.split() == ["ok", "team", "name", "domain"]
+    listed = openapi(json_response({"type": "array", "items": {"$ref": "#/components/schemas/Team"}}), schemas)
+    assert normalize_openapi(listed, connector="t").actions[0].response_fields == "name domain"
+    swagger = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/b": {"get": {"responses": {"201": {"description": "ok", "schema": {"properties": {"available": {}}}}}}}
+        },
+    }
+    assert normalize_openapi(swagger, connector="t").actions[0].response_fields == "available"
+
+
+def test_an_unresolvable_or_missing_response_schema_gives_no_fields_and_no_error() -> None:
+    broken = openapi(json_response({"$ref": "#/components/schemas/Nowhere"}))
+    assert normalize_openapi(broken, connector="t").actions[0].response_fields == ""
+    assert (
+        normalize_openapi(openapi({"204": {"description": "nothing"}}), connector="t").actions[0].response_fields == ""
+    )
+
+
+def test_a_field_the_action_returns_breaks_a_tie_but_is_not_indexed() -> None:
+    index = DiscoveryIndex()
+    index.replace_connector(
+        "pay",
+        [
+            action("balance.get", "Retrieve the balance of the account", returns="available pending currency"),
+            action("payouts.get", "Retrieve the balance of a payout", returns="amount arrival_date"),
+        ],
+    )
+    found = index.search("how much money is available on the balance", limit=2)
+    assert [a.path for a, _ in found] == ["balance.get", "payouts.get"]
+    # Only a response field matches: not found at all (field names are too common to index).
+    assert index.search("arrival", limit=2) == []
+
+
+# -- long queries ------------------------------------------------------------------------------------
+
+
+def test_a_long_query_keeps_its_most_telling_words_wherever_they_stand() -> None:
+    # Context words each found in three actions; the one word that matters, in one, at the very end.
+    filler = [f"zz{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(MAX_QUERY_TERMS + 20)]
+    n = len(filler)
+    actions = [
+        action(f"misc.m{chr(97 + i // 26)}{chr(97 + i % 26)}", " ".join(filler[(i + j) % n] for j in range(3)))
+        for i in range(n)
+    ]
+    index = DiscoveryIndex()
+    index.replace_connector("pay", [*actions, action("refunds.create", "Create a refund")])
+    query = "Here is some context. " + " ".join(filler) + ". Then create a refund please."
+    assert len(set(query.split())) > MAX_QUERY_TERMS
+    assert index.search(query, limit=1)[0][0].path == "refunds.create"
+
+
+# -- the embedded text -------------------------------------------------------------------------------
+
+
+def test_the_embedded_text_is_a_short_plain_card_without_repeats() -> None:
+    text = dense_text(
+        action(
+            "transfers.post_transfers",
+            "POST /transfers",
+            "**Create** a transfer.\n\n> [!NOTE]\n> Funds leave at once. Scopes and pagination follow. More.",
+            group="transfers",
+        )
+    )
+    assert text.startswith("transfers post transfers: Create a transfer. Funds leave at once.")
+    assert "*" not in text and "[!NOTE]" not in text and ">" not in text
+    assert text.count("Create a transfer") == 1 and "More." not in text  # two sentences of description at most
+    grouped = dense_text(action("get_balance", "Retrieve the balance", group="Balance API"))
+    assert grouped.startswith("get balance (balance api): Retrieve the balance.")
+    long = dense_text(action("a.b", "Summary", " ".join(["word"] * 500) + "."))
+    assert len(long.split()) <= DENSE_WORDS
+
+
+@pytest.mark.parametrize("summary", ["GET /v1/rates", ""])
+def test_a_bare_or_missing_summary_reads_as_words(summary: str) -> None:
+    assert dense_text(action("rates.get_rates", summary)).startswith("rates get rates:")
+
+
+# -- fusion ------------------------------------------------------------------------------------------
+
+
+def _dense(vectors: dict[str, list[float]]) -> Any:
+    np = pytest.importorskip("numpy")
+    from mcp_gateway.discovery.dense import DenseIndex
+
+    dense = DenseIndex()
+    rows = np.array(list(vectors.values()), dtype=np.float32)
+    dense.replace_connector("pay", list(vectors), rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    return dense
+
+
+def _unit(values: list[float]) -> Any:
+    np = pytest.importorskip("numpy")
+    return np.asarray(values, dtype=np.float32)
+
+
+def test_fusion_lets_the_model_bring_in_what_no_word_matched_and_keeps_lexical_order_when_it_has_no_opinion() -> None:
+    from mcp_gateway.discovery.hybrid import fuse
+
+    actions = {a.qualified_name: a for a in (action("refunds.create"), action("charges.list"), action("balance.get"))}
+    lexical = [(actions["pay.charges.list"], 2.0), (actions["pay.refunds.create"], 1.0)]
+    # The model puts balance.get, which the lexical side never found, far ahead: it enters, above the
+    # lexical hit the model ranks last.
+    sure = _dense({"pay.balance.get": [1.0, 0.0], "pay.charges.list": [0.2, 1.0], "pay.refunds.create": [0.1, 1.0]})
+    fused = fuse(lexical, sure, _unit([1.0, 0.0]), lookup=actions.get, allowed={"pay"})
+    assert [a.path for a, _ in fused] == ["charges.list", "balance.get", "refunds.create"]
+    # Cosines a hair apart say nothing: the lexical order stands (no scaling of noise into an opinion).
+    flat = _dense({"pay.balance.get": [1.0, 0.02], "pay.charges.list": [1.0, 0.0], "pay.refunds.create": [1.0, 0.01]})
+    fused = fuse(lexical, flat, _unit([1.0, 0.0]), lookup=actions.get, allowed={"pay"})
+    assert [a.path for a, _ in fused][:2] == ["charges.list", "refunds.create"]
+    # A caller who may not see balance.get never gets it from the dense side either.
+    hidden = fuse(
+        lexical, sure, _unit([1.0, 0.0]), lookup=actions.get, allowed={"pay"}, allow=lambda a: a.path != "balance.get"
+    )
+    assert "balance.get" not in [a.path for a, _ in hidden]
+
+
+def test_a_connector_the_query_names_stays_a_prior_through_fusion() -> None:
+    np = pytest.importorskip("numpy")
+    from mcp_gateway.discovery.dense import DenseIndex
+    from mcp_gateway.discovery.hybrid import fuse
+
+    ours, other = action("search.items"), action("refunds.create")
+    theirs = action("invoices.search").model_copy(update={"connector": "bill"})
+    by_name = {a.qualified_name: a for a in (ours, other, theirs)}
+    dense = DenseIndex()
+    rows = np.array([[0.98, 0.199], [0.0, 1.0]], dtype=np.float32)
+    dense.replace_connector("pay", [ours.qualified_name, other.qualified_name], rows)
+    dense.replace_connector("bill", [theirs.qualified_name], np.array([[1.0, 0.0]], dtype=np.float32))
+    lexical = [(theirs, 2.0), (ours, 1.9), (other, 0.0)]
+    query, allowed = _unit([1.0, 0.0]), {"pay", "bill"}
+    plain = fuse(lexical, dense, query, lookup=by_name.get, allowed=allowed)
+    assert [a.qualified_name for a, _ in plain][:2] == ["bill.invoices.search", "pay.search.items"]
+    named = fuse(lexical, dense, query, lookup=by_name.get, allowed=allowed, named={"pay"})
+    assert [a.qualified_name for a, _ in named][:2] == ["pay.search.items", "bill.invoices.search"]
+
+
+def test_a_raw_json_body_example_lends_its_keys_as_parameters() -> None:
+    from mcp_gateway.discovery._segment import params_of
+
+    example = '{\n  "targetAccount": <accountId>,\n  "quote": <quoteId>,\n  "details": {"reference": "rent"}\n}'
+    schema = {"type": "object", "properties": {"body": {"type": "string", "default": example}, "quote": {}}}
+    assert [name for name, _ in params_of(schema)] == ["body", "targetAccount", "details", "reference", "quote"]
+    transfer = action("transfers.post_transfers", "POST /transfers").model_copy(update={"input_schema": schema})
+    assert dense_text(transfer).endswith("Parameters: body, targetAccount, details, reference, quote")
