@@ -120,7 +120,7 @@ async def test_the_remote_provider_feeds_the_dense_index(server: tuple[Embedding
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    for module in ("tokenizers", "safetensors", "threadpoolctl"):
+    for module in ("tokenizers", "threadpoolctl"):
         pytest.importorskip(module, reason="the optional embeddings extra is not installed")
     from mcp_gateway.discovery._embedding import EmbeddingsUnavailable, MiniLmEncoder
 
