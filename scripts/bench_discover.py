@@ -5,9 +5,10 @@ normalizer) under new slugs (``github-0``, ``stripe-0``, ``slack-0``, ``github-1
 the wanted number of actions; the last connector is cut short. Copy ``n`` > 0 of an action has
 " (copy n)" after its summary and description, so no two actions embed the same text: vectors are
 stored by text digest, and identical copies would be embedded once and make embedding look ~5x cheaper.
-Each size runs in a fresh child process so that resident memory (RSS) is that size's alone. Queries are ~200 realistic intents; latency is reported as wall time
-(what an agent waits for, noisy on a shared machine) and as the thread's CPU time (what the index
-costs); build time likewise as wall and process CPU time. Index memory is the tracemalloc delta
+Each size runs in a fresh child process so that resident memory (RSS) is that size's alone. Queries
+are ~200 realistic intents; latency is reported as wall time (what an agent waits for, noisy on a
+shared machine) and as the thread's CPU time (what the index costs); build time likewise as wall
+and process CPU time. Index memory is the tracemalloc delta
 of building a second, identical index.
 
 With ``--hybrid`` (the ``embeddings`` extra), each size also measures hybrid ``discover`` as the gateway
