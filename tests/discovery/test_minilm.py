@@ -86,3 +86,13 @@ def test_a_bad_tensor_file_is_refused_with_its_name(tmp_path: Path) -> None:
         tensors.map("ids")
     with pytest.raises(ValueError, match="no floating-point tensor 'missing'"):
         tensors.map("missing")
+
+
+def test_malloc_arenas_are_capped_where_glibc_allows_it() -> None:
+    import platform
+
+    from mcp_gateway.discovery._minilm import _limit_malloc_arenas
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("M_ARENA_MAX is a glibc malloc option")
+    assert _limit_malloc_arenas() is True
