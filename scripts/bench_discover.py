@@ -13,10 +13,11 @@ of building a second, identical index.
 
 With ``--hybrid`` (the ``embeddings`` extra), each size also measures hybrid ``discover`` as the gateway
 runs it (``discovery.hybrid.HybridSearch`` over a SQLite vector store in a temporary folder): embedding
-every action in the background (wall and CPU time) while queries keep being answered (their p99 during
-it), hybrid query p50/p99 once embedded (wall, and CPU of the whole process per query), a warm restart
-that reads every vector back from the store (model load included, in the same process: imports and
-page cache are warm), and RSS with the model loaded (this process also holds the catalog and the
+every action in the background (wall time; CPU time of the embedding thread and of the whole process)
+while ~5 queries a second keep being answered (their p99 during it), hybrid query p50/p99 once embedded
+(wall, and CPU of the whole process per query), a warm restart that reads every vector back from the
+store (in the same process: imports and page cache are warm; the model loads with the first query
+after it, timed apart), and RSS with the model loaded (this process also holds the catalog and the
 lexical index). Then one table sets every speed and memory target of issue 11 beside its figure, with
 the load average before and after (the machine is shared: wall times under load are upper bounds).
 
@@ -241,14 +242,16 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
     import anyio
 
     from mcp_gateway.discovery.hybrid import HybridSearch
-    from mcp_gateway.discovery.providers import local_provider
+    from mcp_gateway.discovery.providers import LocalProvider, local_provider
     from mcp_gateway.store.sqlite import SQLiteStore
 
     out: dict[str, Any] = {}
 
     async def run(folder: Path) -> None:
         async with SQLiteStore(folder / "vectors.db") as store:
-            search = HybridSearch(local_provider(), store)
+            provider = local_provider()
+            timed = _BackgroundCpu(provider.encoder)
+            search = HybridSearch(LocalProvider(timed, provider.model), store)
             during: list[float] = []
             async with anyio.create_task_group() as tg:
                 tg.start_soon(search.run)
@@ -262,14 +265,15 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
                     done.set()
 
                 tg.start_soon(wait)
-                while not done.is_set():  # discover keeps answering while vectors are computed
-                    for query in queries()[:20]:
-                        w0 = time.perf_counter()
-                        await search.find(index, query, limit=10)
-                        during.append((time.perf_counter() - w0) * 1000)
-                    await anyio.sleep(0.5)
+                asked = queries()
+                while not done.is_set():  # discover keeps answering (~5 queries/s) while vectors are computed
+                    w0 = time.perf_counter()
+                    await search.find(index, asked[len(during) % len(asked)], limit=10)
+                    during.append((time.perf_counter() - w0) * 1000)
+                    await anyio.sleep(0.2)
                 out["embed_s"] = time.perf_counter() - started
                 out["embed_cpu_s"] = time.process_time() - cpu
+                out["embed_thread_cpu_s"] = timed.cpu_s
                 out["during_p99"] = _pct(during, 0.99) if during else float("nan")
                 out["during_p50"] = statistics.median(during) if during else float("nan")
                 out["during_n"] = len(during)
@@ -296,10 +300,30 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
                 tg.cancel_scope.cancel()
             out["restart_s"] = time.perf_counter() - started
             out["restart_encoded"] = search.embedder.embedded
+            started = time.perf_counter()  # the model is loaded by the first query's embedding
+            await search.find(index, "create an issue", limit=10)
+            out["restart_first_query_s"] = time.perf_counter() - started
 
     with tempfile.TemporaryDirectory() as folder:
         anyio.run(run, Path(folder))
     return out
+
+
+class _BackgroundCpu:
+    """Wraps the provider's encoder to add up the CPU time of the background batches (the worker
+    thread's own, so the queries answered meanwhile are not counted)."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+        self.cpu_s = 0.0
+
+    def encode(self, texts: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return self.encoder.encode(texts)
+        finally:
+            if len(texts) > 1:
+                self.cpu_s += time.thread_time() - started
 
 
 def main() -> None:
@@ -380,7 +404,8 @@ def print_targets(r: dict[str, Any]) -> None:
             f"embed {r['actions']:,} actions in the background",
             "<= 5 min",
             minutes <= 5,
-            f"{minutes:.1f} min ({r['embed_cpu_s']:.0f} CPU s; {r['embedded']:,} texts embedded)",
+            f"{minutes:.1f} min wall; CPU {r['embed_thread_cpu_s']:.0f} s in the embedding thread, "
+            f"{r['embed_cpu_s']:.0f} s whole process; {r['embedded']:,} texts embedded",
         ),
         (
             "discover p99 while embedding",
@@ -392,7 +417,8 @@ def print_targets(r: dict[str, Any]) -> None:
             "warm restart, vectors from the store",
             "<= 1 s",
             r["restart_s"] <= 1 and r["restart_encoded"] == 0,
-            f"{r['restart_s']:.2f} s ({r['restart_encoded']} re-embedded)",
+            f"{r['restart_s']:.2f} s ({r['restart_encoded']} re-embedded); "
+            f"first query after it, model load included: {r['restart_first_query_s']:.2f} s",
         ),
         (
             "process RSS with the model loaded",
