@@ -88,11 +88,14 @@ def local_provider() -> LocalProvider:
     in the store has them in use before, and the event loop never waits for the load.
     """
     from ._embedding import MiniLmEncoder, _model_dir, _require
+    from ._minilm import _limit_malloc_arenas
     from .models import MINILM, bundled_minilm_dir
 
     for module in ("numpy", "tokenizers", "threadpoolctl"):
         _require(module)
     folder = bundled_minilm_dir() or _model_dir()
+    # Now, before the worker threads exist: a thread that allocated before the cap keeps its own arena.
+    _limit_malloc_arenas()
     return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM)
 
 
