@@ -7,15 +7,16 @@ tells paraphrases apart ("how much is that in euros" vs "convert_currency"), and
 lexical order wherever the embedding has no opinion. Dense retrieval alone is worse than BM25F on
 both tuning sets, so the embedding never widens the pool.
 
-Cost (two cores, one BLAS thread): one query embedding per search, ~6 ms for a short intent, ~10 ms
-for a long question; each action is embedded once, ~15-30 ms (GitHub's actions average 80 tokens:
-its 1,223 take ~35 s), and its vector memoized, keyed by qualified name and a digest of the embedded
-text, so a re-synced action whose text changed is embedded again and an unchanged one is not.
+Cost (two cores, one BLAS thread; the model is ``_minilm.MiniLmEncoder``): one query embedding per
+search, ~5-11 ms CPU for a short intent (reading the 42 MB of float32 weights bounds it); each action
+is embedded once, ~19-28 ms CPU (action texts average ~75 tokens), and its vector memoized, keyed
+by qualified name and a digest of the embedded text, so a re-synced action whose text changed is
+embedded again and an unchanged one is not.
 ``keep_warm`` embeds new actions in a worker thread after a sync, so steady-state queries pay only
 for the query; while ``keep_warm`` runs, a query that meets actions not embedded yet is answered in
 lexical order and hands them to the warmer (embedding forty on the event loop would take about a
 second); without a warmer (a benchmark, a one-shot tool) it embeds them then, in one batch.
-Memory: ~105 MB for the model, and 1.5 KB per action (384 float32):
+Memory: ~50 MB for the model (numpy and tokenizers ~16 MB more), and 1.5 KB per action (384 float32):
 10,000 actions hold ~15 MB; ``max_vectors`` bounds the cache.
 
 Nothing here imports numpy, tokenizers or the model package until a ``MiniLmEncoder``
