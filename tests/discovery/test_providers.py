@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -120,7 +121,7 @@ async def test_the_remote_provider_feeds_the_dense_index(server: tuple[Embedding
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    for module in ("tokenizers", "safetensors", "threadpoolctl"):
+    for module in ("tokenizers", "threadpoolctl"):
         pytest.importorskip(module, reason="the optional embeddings extra is not installed")
     from mcp_gateway.discovery._embedding import EmbeddingsUnavailable, MiniLmEncoder
 
@@ -142,3 +143,31 @@ async def test_a_real_model_behind_the_endpoint_matches_the_local_one(minilm: An
     local = await LocalProvider(minilm, "all-minilm").embed(texts)
     assert np.allclose(remote, local, atol=1e-6)
     assert float(remote[0] @ remote[1]) > float(remote[0] @ remote[2]) + 0.2  # the paraphrase is the closer one
+
+
+# -- the local model, loaded on first use ---------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_local_model_is_loaded_once_by_the_first_embed_in_a_worker_thread() -> None:
+    import threading
+
+    from mcp_gateway.discovery.providers import LazyEncoder
+
+    made: list[int] = []
+    loop_thread = threading.get_ident()
+
+    def make() -> HashEncoder:
+        made.append(threading.get_ident())
+        return HashEncoder()
+
+    lazy = LazyEncoder(make)
+    provider = LocalProvider(lazy, "hash")
+    assert not lazy.loaded and made == []  # building the provider loads nothing
+    async with anyio.create_task_group() as tg:  # a query and a background batch start together
+        for texts in (["create an issue"], ["refund a charge", "list channels"]):
+            tg.start_soon(provider.embed, texts)
+    assert lazy.loaded and len(made) == 1 and made[0] != loop_thread
+    vectors = await provider.embed(["create an issue"])
+    assert vectors.shape == (1, 8) and len(made) == 1
+    assert np.allclose(vectors[0], HashEncoder().encode(["create an issue"])[0])
