@@ -22,16 +22,23 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN, NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind, StatusCode
 
-__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "span", "tracer"]
+__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "recording", "span", "tracer"]
 
 logger = logging.getLogger(__name__)
 _TRACER_NAME = "mcp-gateway"
+_NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(_TRACER_NAME)
+
+
+def recording() -> bool:
+    """Whether spans go anywhere: an SDK (or any real provider) is installed. Without one a span
+    would be a no-op object that costs a context switch per use; ``span`` then makes none."""
+    return not isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 
 @contextmanager
@@ -39,7 +46,13 @@ def span(
     name: str, *, kind: SpanKind = SpanKind.INTERNAL, attributes: Mapping[str, Any] | None = None
 ) -> Iterator[Span]:
     """A child span of the current one; an exception marks it as an error with its type only
-    (an exception's message may quote an upstream's text)."""
+    (an exception's message may quote an upstream's text).
+
+    With no tracer provider installed it yields the invalid span and leaves the current context as
+    it is: what a no-op span would propagate (its parent's trace context) is the same either way."""
+    if not recording():
+        yield INVALID_SPAN
+        return
     with tracer().start_as_current_span(
         name, kind=kind, attributes=dict(attributes or {}), record_exception=False, set_status_on_exception=False
     ) as current:
