@@ -110,6 +110,7 @@ class GatewayMetrics:
         # arguments every time (~10 µs a call for the four). Label sets are bounded (see above).
         self._call_children: dict[tuple[str, str, str, str], tuple[Counter, Histogram, Histogram]] = {}
         self._user_children: dict[tuple[str, str], Counter] = {}
+        self._tool_children: dict[str, Counter] = {}
         self.syncs = Counter(
             "mcp_gateway_syncs",
             "Connector loads, by connector and resulting status.",
@@ -168,7 +169,10 @@ class GatewayMetrics:
         return "other"
 
     def observe_tool(self, tool: str) -> None:
-        self.tool_requests.labels(tool).inc()
+        child = self._tool_children.get(tool)
+        if child is None:
+            child = self._tool_children[tool] = self.tool_requests.labels(tool)
+        child.inc()
 
     def observe_discover(self, seconds: float) -> None:
         self.discover_seconds.observe(seconds)

@@ -17,6 +17,7 @@ turns it off.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
@@ -35,10 +36,28 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer(_TRACER_NAME)
 
 
+_RECHECK_SECONDS = 1.0
+
+
+class _ProviderLookup:
+    """Whether a real tracer provider was found, and when it was last looked for: once found it
+    stays (a provider is set once per process); while there is none, asking OpenTelemetry (which
+    reads ``os.environ`` each time) happens at most once a second, not once per span."""
+
+    found = False
+    checked = float("-inf")
+
+
 def recording() -> bool:
     """Whether spans go anywhere: an SDK (or any real provider) is installed. Without one a span
     would be a no-op object that costs a context switch per use; ``span`` then makes none."""
-    return not isinstance(trace.get_tracer_provider(), _NO_SDK)
+    if _ProviderLookup.found:
+        return True
+    now = time.monotonic()
+    if now - _ProviderLookup.checked >= _RECHECK_SECONDS:
+        _ProviderLookup.found = not isinstance(trace.get_tracer_provider(), _NO_SDK)
+        _ProviderLookup.checked = now
+    return _ProviderLookup.found
 
 
 @contextmanager
@@ -87,6 +106,7 @@ def configure_tracing(env: Mapping[str, str]) -> bool:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
+    _ProviderLookup.found = True
     logger.info("tracing: exporting spans over OTLP/HTTP")
     return True
 

@@ -624,6 +624,7 @@ def _install_tracing() -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Discard()))
     trace.set_tracer_provider(provider)
+    time.sleep(1.1)  # ``tracing.recording`` looks for a provider at most once a second
 
 
 async def components(gw: Any) -> list[tuple[str, float]]:
