@@ -5,7 +5,10 @@ served by uvicorn in its own process, so it shares no GIL with what is measured)
 
     (a) direct        httpx2.AsyncClient -> upstream                                  the floor
     (b) in-process    Gateway.call (wired like runtime.open_gateway) -> upstream; durable audit on
-                      (each call waits for the commit of its "started" and outcome rows), then off
+                      (each call waits for the commit of its "started" and outcome rows), metrics
+                      on, tracing off; then issue 12's costs, each off in turn and all off, with
+                      tracing on (the SDK, spans discarded), in interleaved rounds: the table
+                      "production costs" reads durable audit, metrics and tracing on minus off
     (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream
     (f) SDK floor     SDK Client -> the thinnest MCPServer (one tool doing the GET) -> upstream
 
