@@ -43,10 +43,17 @@ class KnownSecrets:
     def __init__(self) -> None:
         self._redactor = Redactor()
         self._lock = threading.Lock()
+        self._seen: set[bytes] = set()
+        """Digests of the values learned: every call opens its credential again, and working out
+        a value's forms (encodings) once is enough."""
 
     def add(self, secret: SecretValue) -> None:
+        digest = secret.digest()
+        if digest in self._seen:
+            return
         with self._lock:
             self._redactor.add(secret)
+            self._seen.add(digest)
 
     def redact(self, text: str) -> str:
         if not self._redactor:

@@ -106,6 +106,11 @@ class GatewayMetrics:
             registry=r,
         )
         self._users: set[str] = set()
+        # Each call's series, looked up once per label set: ``labels()`` takes a lock and checks its
+        # arguments every time (~10 µs a call for the four). Label sets are bounded (see above).
+        self._call_children: dict[tuple[str, str, str, str], tuple[Counter, Histogram, Histogram]] = {}
+        self._user_children: dict[tuple[str, str], Counter] = {}
+        self._tool_children: dict[str, Counter] = {}
         self.syncs = Counter(
             "mcp_gateway_syncs",
             "Connector loads, by connector and resulting status.",
@@ -131,13 +136,27 @@ class GatewayMetrics:
         user: str | None = None,
     ) -> None:
         slug = connector or "none"
-        self.calls.labels(slug, risk or "none", status, reason or "none").inc()
+        key = (slug, risk or "none", status, reason or "none")
+        children = self._call_children.get(key)
+        if children is None:
+            children = self._call_children[key] = (
+                self.calls.labels(*key),
+                self.gateway_seconds.labels(slug),
+                self.upstream_seconds.labels(slug),
+            )
+        calls, own, upstream = children
+        calls.inc()
         if user is not None:
-            self.user_calls.labels(self._user_label(user), status).inc()
-        upstream = upstream_seconds or 0.0
-        self.gateway_seconds.labels(slug).observe(max(0.0, total_seconds - upstream))
+            user_key = (user, status)
+            per_user = self._user_children.get(user_key)
+            if per_user is None:
+                per_user = self.user_calls.labels(self._user_label(user), status)
+                if len(self._user_children) < 4 * MAX_USERS:
+                    self._user_children[user_key] = per_user
+            per_user.inc()
+        own.observe(max(0.0, total_seconds - (upstream_seconds or 0.0)))
         if upstream_seconds is not None:
-            self.upstream_seconds.labels(slug).observe(upstream_seconds)
+            upstream.observe(upstream_seconds)
 
     def _user_label(self, user: str) -> str:
         # Users are an open set (front-door subjects): past MAX_USERS they share one series, so a
@@ -150,7 +169,10 @@ class GatewayMetrics:
         return "other"
 
     def observe_tool(self, tool: str) -> None:
-        self.tool_requests.labels(tool).inc()
+        child = self._tool_children.get(tool)
+        if child is None:
+            child = self._tool_children[tool] = self.tool_requests.labels(tool)
+        child.inc()
 
     def observe_discover(self, seconds: float) -> None:
         self.discover_seconds.observe(seconds)

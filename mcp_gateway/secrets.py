@@ -75,7 +75,6 @@ class CredentialKey(BaseModel):
     name: str = "default"
 
 
-
 class SecretValue:
     """A revealed secret: a string, or a ``dict[str, str]`` for JSON shapes. Never prints itself."""
 
@@ -87,6 +86,12 @@ class SecretValue:
     def reveal(self) -> str | dict[str, str]:
         """The plaintext. Call it only where the secret is put on the wire."""
         return self._value
+
+    def digest(self) -> bytes:
+        """A SHA-256 of the value: tells two openings of the same secret apart from different ones
+        (the log filter learns each value once) without keeping the value."""
+        value = self._value if isinstance(self._value, str) else json.dumps(self._value, sort_keys=True)
+        return hashlib.sha256(value.encode()).digest()
 
     def redaction_forms(self) -> set[str]:
         """Every string that, found in an upstream response, would leak this secret.

@@ -17,21 +17,47 @@ turns it off.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import INVALID_SPAN, NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind, StatusCode
 
-__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "span", "tracer"]
+__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "recording", "span", "tracer"]
 
 logger = logging.getLogger(__name__)
 _TRACER_NAME = "mcp-gateway"
+_NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(_TRACER_NAME)
+
+
+_RECHECK_SECONDS = 1.0
+
+
+class _ProviderLookup:
+    """Whether a real tracer provider was found, and when it was last looked for: once found it
+    stays (a provider is set once per process); while there is none, asking OpenTelemetry (which
+    reads ``os.environ`` each time) happens at most once a second, not once per span."""
+
+    found = False
+    checked = float("-inf")
+
+
+def recording() -> bool:
+    """Whether spans go anywhere: an SDK (or any real provider) is installed. Without one a span
+    would be a no-op object that costs a context switch per use; ``span`` then makes none."""
+    if _ProviderLookup.found:
+        return True
+    now = time.monotonic()
+    if now - _ProviderLookup.checked >= _RECHECK_SECONDS:
+        _ProviderLookup.found = not isinstance(trace.get_tracer_provider(), _NO_SDK)
+        _ProviderLookup.checked = now
+    return _ProviderLookup.found
 
 
 @contextmanager
@@ -39,7 +65,13 @@ def span(
     name: str, *, kind: SpanKind = SpanKind.INTERNAL, attributes: Mapping[str, Any] | None = None
 ) -> Iterator[Span]:
     """A child span of the current one; an exception marks it as an error with its type only
-    (an exception's message may quote an upstream's text)."""
+    (an exception's message may quote an upstream's text).
+
+    With no tracer provider installed it yields the invalid span and leaves the current context as
+    it is: what a no-op span would propagate (its parent's trace context) is the same either way."""
+    if not recording():
+        yield INVALID_SPAN
+        return
     with tracer().start_as_current_span(
         name, kind=kind, attributes=dict(attributes or {}), record_exception=False, set_status_on_exception=False
     ) as current:
@@ -74,6 +106,7 @@ def configure_tracing(env: Mapping[str, str]) -> bool:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
+    _ProviderLookup.found = True
     logger.info("tracing: exporting spans over OTLP/HTTP")
     return True
 

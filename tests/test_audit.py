@@ -8,6 +8,7 @@ it fail, so every ordering below is forced, not waited for.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_gateway import audit
 from mcp_gateway.audit import Auditor
 from mcp_gateway.clock import FixedClock
 from mcp_gateway.identity import OPERATOR
@@ -57,6 +59,7 @@ class GatedStore(SQLiteStore):
         """Set when a write reaches the gate."""
         self.fail = False
         self.batches: list[int] = []
+        self.checkpoints = 0
 
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         await self._pass(len(records))
@@ -65,6 +68,16 @@ class GatedStore(SQLiteStore):
     async def append_audit(self, record: AuditRecord) -> None:
         await self._pass(1)
         await super().append_audits([record])
+
+    def append_audits_now(self, records: Sequence[AuditRecord]) -> bool:
+        # A closed gate or a failing disk is a write that cannot be done at once: the queued path.
+        if self.gate is not None or self.fail:
+            return False
+        return super().append_audits_now(records)
+
+    async def checkpoint_audits(self) -> None:
+        self.checkpoints += 1
+        await super().checkpoint_audits()
 
     async def _pass(self, rows: int) -> None:
         self.batches.append(rows)
@@ -336,6 +349,45 @@ async def test_durable_record_returns_when_its_batch_failed(store: GatedStore) -
         with anyio.fail_after(5):
             await auditor.record(_row(1))  # counted, never raised: the call was already decided
     assert auditor.failures == 1
+
+
+async def test_durable_rows_are_written_by_the_caller_while_nothing_is_queued(
+    store: GatedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit, "CHECKPOINT_EVERY", 3)
+    auditor = Auditor(store)
+    async with auditor.running():
+        for i in range(7):
+            await auditor.record(_row(i))
+            assert (await _requested(store))[-1] == f"op_{i}"  # committed before record returned
+        await auditor.flush()
+    assert store.batches == []  # no row went through the writer
+    assert store.checkpoints == 2  # the WAL upkeep, after rows 3 and 6, ran on the writer
+    assert auditor.failures == 0
+
+
+async def test_a_write_lock_held_elsewhere_sends_the_row_through_the_queue(store: GatedStore, tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / "gateway.db", isolation_level=None)
+    auditor = Auditor(store)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process mid-transaction
+        async with auditor.running():
+            returned = anyio.Event()
+
+            async def call() -> None:
+                await auditor.record(_row(1))
+                returned.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await store.entered.wait()  # queued, never blocking the event loop on the lock
+                assert not returned.is_set()
+                other.rollback()
+    finally:
+        other.close()
+    assert store.batches == [1]
+    assert await _requested(store) == ["op_1"]
+    assert auditor.failures == 0
 
 
 async def test_started_rows_are_marked_interrupted_on_start(tmp_path: Path) -> None:

@@ -67,3 +67,30 @@ def test_nothing_is_exported_without_an_endpoint_or_when_disabled() -> None:
         assert run({"OTEL_EXPORTER_OTLP_ENDPOINT": server.base_url, "OTEL_TRACES_EXPORTER": "none"})["enabled"] is False
         assert run({"OTEL_EXPORTER_OTLP_ENDPOINT": server.base_url, "OTEL_SDK_DISABLED": "true"})["enabled"] is False
     assert receiver.requests == 0
+
+
+PROPAGATE = textwrap.dedent(
+    """
+    import json
+    from opentelemetry import context, propagate
+    from mcp_gateway.tracing import inject_trace_context, recording, span, SpanKind
+    client = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    token = context.attach(propagate.extract({"traceparent": client}))  # what the SDK's request span does
+    headers = {}
+    with span("mcp_gateway.call"), span("GET", kind=SpanKind.CLIENT) as current:
+        inject_trace_context(headers)
+    context.detach(token)
+    print(json.dumps({"recording": recording(), "valid": current.get_span_context().is_valid, "headers": headers}))
+    """
+)
+
+
+def test_without_an_exporter_no_span_is_made_and_the_clients_trace_still_reaches_the_upstream() -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROPAGATE], env=clean, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["recording"] is False and out["valid"] is False  # no span object of ours
+    assert out["headers"]["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -43,6 +43,9 @@ class CallTrace:
     """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
     approved_by: str | None = None
     """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
+    _shown: tuple[Action | None, str, str | None] | None = field(default=None, repr=False)
+    """(action, args preview, fingerprint) of the last row built: the ``started`` row and the
+    outcome show the same arguments, so they are rendered and hashed once per call."""
 
     async def reach_upstream(self) -> None:
         """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
@@ -71,6 +74,11 @@ class CallTrace:
         reason: AuditReason | None,
     ) -> AuditRecord:
         action, verdict = self.action, self.verdict
+        shown = self._shown
+        if shown is None or shown[0] is not action:
+            preview = args_preview(redact_arguments(args))
+            digest = fingerprint(principal, action.qualified_name, args) if action else None
+            shown = self._shown = (action, preview, digest)
         return AuditRecord(
             at=clock.now(),
             user=principal.user,
@@ -78,8 +86,8 @@ class CallTrace:
             requested=tool[:200],
             connector=action.connector if action else None,
             action=action.qualified_name if action else None,
-            args_preview=args_preview(redact_arguments(args)),
-            fingerprint=fingerprint(principal, action.qualified_name, args) if action else None,
+            args_preview=shown[1],
+            fingerprint=shown[2],
             verdict=verdict.action if verdict else None,
             verdict_source=verdict.source if verdict else None,
             status=status,

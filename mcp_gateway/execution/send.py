@@ -21,7 +21,7 @@ import anyio
 import httpx2
 
 from ..errors import ArgumentError, UpstreamError
-from ..tracing import SpanKind, inject_trace_context, span
+from ..tracing import SpanKind, inject_trace_context, recording, span
 from .response import Outcome, read_response
 
 __all__ = ["send"]
@@ -61,6 +61,19 @@ async def send(
             ``upstream_redirect_refused`` (a redirect off the origin, naming only its host);
             ``upstream_error`` (too many redirects, a bad ``Location``, broken HTTP).
     """
+    attributes = _span_attributes(request, url_template) if recording() else None
+    with span(request.method, kind=SpanKind.CLIENT, attributes=attributes) as current:
+        if trace_context:  # the client's trace continues upstream even when this process exports nothing
+            carrier: dict[str, str] = {}
+            inject_trace_context(carrier)
+            request.headers.update(carrier)
+        outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
+        if outcome.http_status is not None:
+            current.set_attribute("http.response.status_code", outcome.http_status)
+        return outcome
+
+
+def _span_attributes(request: httpx2.Request, url_template: str | None) -> dict[str, str | int]:
     url = request.url
     attributes: dict[str, str | int] = {
         "http.request.method": request.method,
@@ -71,15 +84,7 @@ async def send(
         attributes["server.port"] = url.port
     if url_template is not None:
         attributes["url.template"] = url_template
-    with span(request.method, kind=SpanKind.CLIENT, attributes=attributes) as current:
-        if trace_context:  # the client's trace continues upstream even when this process exports nothing
-            carrier: dict[str, str] = {}
-            inject_trace_context(carrier)
-            request.headers.update(carrier)
-        outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
-        if outcome.http_status is not None:
-            current.set_attribute("http.response.status_code", outcome.http_status)
-        return outcome
+    return attributes
 
 
 async def _send(

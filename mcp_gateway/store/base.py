@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,6 +47,7 @@ __all__ = [
     "ConnectorState",
     "CredentialStore",
     "EphemeralStore",
+    "InlineAuditStore",
     "LinkKind",
     "LinkRecord",
     "LinkStore",
@@ -301,6 +302,21 @@ class AuditStore(Protocol):
     async def interrupt_started_audits(self) -> int:
         """Mark every ``started`` row ``interrupted`` (a call whose outcome was never written: the
         gateway died while it ran); how many. An outcome written later still overwrites the row."""
+        ...
+
+
+@runtime_checkable
+class InlineAuditStore(Protocol):
+    """An audit log that can also take rows synchronously, on the caller's thread, when that costs
+    less than handing them to a worker (``SQLiteStore``: a WAL append). The ``Auditor`` uses it for
+    durable rows and falls back to the queued ``append_audits`` when it answers False or raises."""
+
+    def append_audits_now(self, records: Sequence[AuditRecord]) -> bool:
+        """Write rows now, all or none, without ever waiting for a lock; False when that is not possible."""
+        ...
+
+    async def checkpoint_audits(self) -> None:
+        """The housekeeping the synchronous writes leave to a worker (SQLite: the WAL checkpoint)."""
         ...
 
 
