@@ -1,7 +1,7 @@
 """Compare embedding models and fusion methods for hybrid ``discover``; measure hybrid speed and memory at scale.
 
 Quality (default): for each model variant, dense alone and lexical fused with dense
-(``dense.fuse_scores`` at a few betas and ``dense.fuse_rrf``), recall@1/5/10 and ms per query, on
+(``fuse_scores`` at a few betas and ``fuse_rrf``, below), recall@1/5/10 and ms per query, on
 the GitHub intents (dev / holdout) and BFCL non-live / live (``pip install --no-deps bfcl-eval``).
 Data loading and metrics are ``scripts/bench_discover_quality.py``'s. Also prints each model's
 load time, embedding time per 1,000 actions and the process RSS after loading it.
@@ -26,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,87 @@ import numpy as np  # noqa: E402
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.discovery._embedding import MiniLmEncoder, embedded_text  # noqa: E402
-from mcp_gateway.discovery.dense import DenseIndex, fuse_rrf, fuse_scores  # noqa: E402
+from mcp_gateway.discovery.dense import DenseIndex  # noqa: E402
 from mcp_gateway.model import Action  # noqa: E402
 
 POOL = 40
 """Lexical hits and dense hits each taken into fusion."""
+
+BETA = 1.5
+"""Weight of the cosine beside ``lexical / best lexical`` in ``fuse_scores``."""
+
+RRF_K = 60
+"""The usual reciprocal-rank-fusion constant: ``1 / (RRF_K + rank)``."""
+
+Hit = tuple[str, float]
+"""(qualified name, score), best first in every list."""
+
+
+# -- the fusions compared (the gateway's own is ``hybrid.fuse``, min-max scaled) -------------------------
+
+
+def _connector(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def fuse_scores(
+    lexical: Sequence[Hit],
+    dense: Sequence[Hit],
+    cosines: Mapping[str, float] | None = None,
+    *,
+    ready: Callable[[str], bool] = lambda _slug: True,
+    beta: float = BETA,
+    limit: int | None = None,
+) -> list[Hit]:
+    """``lexical / best lexical + beta * cosine`` over the union of both lists, best first.
+
+    ``cosines`` gives the exact cosine of lexical hits outside the dense top ``k`` (``DenseIndex.scores``);
+    a hit with no cosine whose connector is not ``ready`` (vectors not computed yet) gets one imputed
+    from its lexical standing (``lexical / best * best cosine``), so a connector still being embedded
+    ranks as it would lexically instead of sinking. Missing lexical score counts 0.
+    """
+    best = max((score for _, score in lexical), default=0.0) or 1.0
+    cos: dict[str, float] = dict(cosines or {})
+    for name, score in dense:
+        cos.setdefault(name, score)
+    top_cos = max((score for _, score in dense), default=0.0) or max(cos.values(), default=0.0)
+    lexical_score = {name: score / best for name, score in lexical}
+    fused: dict[str, float] = {}
+    for name in dict.fromkeys([*(n for n, _ in lexical), *(n for n, _ in dense)]):
+        lex = lexical_score.get(name, 0.0)
+        if name in cos:
+            value = cos[name]
+        elif not ready(_connector(name)):
+            value = lex * top_cos
+        else:
+            value = 0.0
+        fused[name] = lex + beta * value
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:limit] if limit is not None else ranked
+
+
+def fuse_rrf(
+    lexical: Sequence[Hit],
+    dense: Sequence[Hit],
+    *,
+    ready: Callable[[str], bool] = lambda _slug: True,
+    k: int = RRF_K,
+    weight: float = 1.0,
+    limit: int | None = None,
+) -> list[Hit]:
+    """Reciprocal-rank fusion: ``1 / (k + lexical rank) + weight / (k + dense rank)``, best first.
+
+    A lexical hit from a connector that is not ``ready`` counts its lexical rank as its dense rank too.
+    """
+    fused: dict[str, float] = {}
+    for rank, (name, _) in enumerate(lexical, start=1):
+        fused[name] = fused.get(name, 0.0) + 1.0 / (k + rank)
+        if not ready(_connector(name)):
+            fused[name] += weight / (k + rank)
+    for rank, (name, _) in enumerate(dense, start=1):
+        fused[name] = fused.get(name, 0.0) + weight / (k + rank)
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:limit] if limit is not None else ranked
 
 
 def rss_mb() -> float:
@@ -155,16 +231,21 @@ def compare(args: argparse.Namespace) -> None:
         print("|---|---|---|---|---|---|---|---|---|")
         for name, (actions, cases) in sets.items():
             dense, seconds = embed_all(encoder, actions)
-            print(f"<!-- {name}: {len(actions)} actions embedded in {seconds:.1f} s, "
-                  f"{1000 * seconds / len(actions):.1f} s per 1k -->", flush=True)
+            print(
+                f"<!-- {name}: {len(actions)} actions embedded in {seconds:.1f} s, "
+                f"{1000 * seconds / len(actions):.1f} s per 1k -->",
+                flush=True,
+            )
             groups = ["all"] if name != "github" else ["all", "dev", "holdout"]
             for label, rank in rankers(encoder, actions, dense).items():
                 for group in groups:
                     chosen = [c for c in cases if group == "all" or c.group == group]
                     m = quality.evaluate(rank, chosen)
-                    print(f"| {name} | {group} | {label} | {m.n} | {100 * m.recall[1]:.1f} | "
-                          f"{100 * m.recall[5]:.1f} | {100 * m.recall[10]:.1f} | {m.p50_ms:.1f} | {m.p99_ms:.1f} |",
-                          flush=True)
+                    print(
+                        f"| {name} | {group} | {label} | {m.n} | {100 * m.recall[1]:.1f} | "
+                        f"{100 * m.recall[5]:.1f} | {100 * m.recall[10]:.1f} | {m.p50_ms:.1f} | {m.p99_ms:.1f} |",
+                        flush=True,
+                    )
         del encoder
 
 
@@ -214,12 +295,18 @@ def scale(n: int) -> None:
     q = quality._percentile
     minutes = per_1k * total / 1000 / 60
     print(f"actions: {total:,}; embedding: {per_1k:.1f} s per 1k actions -> {minutes:.1f} min for all")
-    print(f"embedding CPU time (what an idle core would take): {cpu_per_1k:.1f} s per 1k actions "
-          f"-> {cpu_per_1k * total / 1000 / 60:.1f} min for all")
-    print(f"lexical p50 {statistics.median(lex_ms):.2f} ms p99 {q(lex_ms, 0.99):.2f} ms "
-          f"(CPU p50 {statistics.median(lex_cpu):.2f} p99 {q(lex_cpu, 0.99):.2f})")
-    print(f"hybrid  p50 {statistics.median(hybrid_ms):.2f} ms p99 {q(hybrid_ms, 0.99):.2f} ms "
-          f"(CPU p50 {statistics.median(hybrid_cpu):.2f} p99 {q(hybrid_cpu, 0.99):.2f})")
+    print(
+        f"embedding CPU time (what an idle core would take): {cpu_per_1k:.1f} s per 1k actions "
+        f"-> {cpu_per_1k * total / 1000 / 60:.1f} min for all"
+    )
+    print(
+        f"lexical p50 {statistics.median(lex_ms):.2f} ms p99 {q(lex_ms, 0.99):.2f} ms "
+        f"(CPU p50 {statistics.median(lex_cpu):.2f} p99 {q(lex_cpu, 0.99):.2f})"
+    )
+    print(
+        f"hybrid  p50 {statistics.median(hybrid_ms):.2f} ms p99 {q(hybrid_ms, 0.99):.2f} ms "
+        f"(CPU p50 {statistics.median(hybrid_cpu):.2f} p99 {q(hybrid_cpu, 0.99):.2f})"
+    )
     print(f"RSS with the model, {total:,} vectors and the lexical index: {rss_mb():.0f} MB")
 
 

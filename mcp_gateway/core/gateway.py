@@ -120,7 +120,7 @@ class Gateway:
         self.links = links
         self.approvals = approvals
         self.auditor = auditor
-        # Not ``index or …``: an index is falsy while empty, and the one passed may carry a re-ranker.
+        # Not ``index or …``: an index is falsy while empty, and the caller may keep the one it passed.
         self.index = index if index is not None else DiscoveryIndex()
         self.dense = dense
         """Dense retrieval fused into ``discover`` (hybrid); None ranks lexically only."""

@@ -23,9 +23,8 @@ Weights were tuned on BFCL's non-live categories and the dev split of ``tests/da
 Hybrid (``hybrid.HybridSearch``, on whenever the ``embeddings`` extra is installed): dense retrieval
 over every action the caller may see (``dense``: all-MiniLM-L6-v2 in numpy, or an OpenAI-compatible
 endpoint, ``providers``), fused with the lexical ranking by min-max scaled scores (``hybrid.fuse``).
-The model embeds a short plain card per action (``_segment.dense_text``). The older re-ranking of the lexical
-pool alone (``DiscoveryIndex(reranker=...)``, ``_embedding.EmbeddingReranker``) is kept for the
-benchmarks; the gateway no longer uses it.
+The model embeds a short plain card per action (``_segment.dense_text``). Without the extra,
+asking for hybrid discovery raises ``EmbeddingsUnavailable`` naming the install command (``_embedding``).
 
 ``suggest`` serves the ``action_not_found`` path (SPEC 3.2): models call guessed names like
 ``github.create_issue``; it answers with the closest real actions (``_suggest``).
@@ -33,9 +32,8 @@ benchmarks; the gateway no longer uses it.
 
 from __future__ import annotations
 
-from ._embedding import EmbeddingReranker, EmbeddingsUnavailable, minilm_reranker
+from ._embedding import EmbeddingsUnavailable
 from ._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS, DiscoveryIndex, SearchResult
-from ._rank import Reranker
 from ._segment import summary_of
 from ._text import fold_name
 
@@ -43,11 +41,8 @@ __all__ = [
     "LOW_CONFIDENCE_HINT",
     "MAX_QUERY_CHARS",
     "DiscoveryIndex",
-    "EmbeddingReranker",
     "EmbeddingsUnavailable",
-    "Reranker",
     "SearchResult",
     "fold_name",
-    "minilm_reranker",
     "summary_of",
 ]

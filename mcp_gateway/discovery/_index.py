@@ -1,4 +1,4 @@
-"""``DiscoveryIndex``: BM25F over actions in per-connector segments, a re-ranking stage, name lookup."""
+"""``DiscoveryIndex``: BM25F over actions in per-connector segments, a second ranking stage, name lookup."""
 
 from __future__ import annotations
 
@@ -109,16 +109,13 @@ class DiscoveryIndex:
         "_name_vocab",
         "_next_id",
         "_ordered",
-        "_reranker",
         "_segments",
         "_size",
         "_slugs_by_fold",
         "_starts",
     )
 
-    def __init__(self, *, reranker: _rank.Reranker | None = None) -> None:
-        # An optional third stage (the embedding re-ranker); None keeps search purely lexical.
-        self._reranker = reranker
+    def __init__(self) -> None:
         self._segments: dict[str, Segment] = {}
         # Segments by ascending ``start`` and those starts, to map a global id to its action by bisection.
         self._ordered: list[Segment] = []
@@ -135,11 +132,6 @@ class DiscoveryIndex:
 
     def __len__(self) -> int:
         return self._size
-
-    @property
-    def reranker(self) -> _rank.Reranker | None:
-        """The optional third stage given at construction (``keep_discovery_warm`` warms it)."""
-        return self._reranker
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -170,17 +162,12 @@ class DiscoveryIndex:
         _add_counts(self._df, ((term, span & COUNT_MASK) for term, span in segment.spans.items()), 1)
         _add_counts(self._name_df, ((term, 1) for term in segment.name_terms), 1)
         self._changed()
-        if self._reranker is not None:
-            self._reranker.update(slug, segment.actions)
 
     def remove_connector(self, slug: str) -> None:
         """Forget one connector; a slug that is not indexed is a no-op."""
         self._unindex(slug)
-        if self._reranker is not None:
-            self._reranker.update(slug, ())
 
     def _unindex(self, slug: str) -> None:
-        # Without telling the re-ranker: on a replace it keeps the vectors of unchanged actions.
         segment = self._segments.pop(slug, None)
         if segment is None:
             return
@@ -268,9 +255,8 @@ class DiscoveryIndex:
             connectors: only these connector slugs (the caller's permission view); None means all.
             allow: a per-action filter, applied before the ranking is cut to ``limit``.
 
-        BM25F picks the best few the filters allow, a second stage re-orders them (``_rank``), and the
-        optional re-ranker, when the index was given one, re-orders that pool again. Scores are
-        deterministic for a given catalog and view; ties are broken by qualified name.
+        BM25F picks the best few the filters allow and a second stage re-orders them (``_rank``).
+        Scores are deterministic for a given catalog and view; ties are broken by qualified name.
         """
         return self._search(query, limit, connectors, allow)[0]
 
@@ -327,8 +313,6 @@ class DiscoveryIndex:
             candidates, weighted, self._idf_of, exact_query, verbs=VERBS, named=named, verb_kinds=VERB_KIND
         )
         coverage = self._coverage(weighted, candidates, ranked[0][0])
-        if self._reranker is not None:
-            ranked = self._reranker.rerank(query, ranked)
         return ranked[:limit], coverage
 
     def _coverage(

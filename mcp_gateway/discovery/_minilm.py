@@ -108,8 +108,8 @@ class MiniLmEncoder:
         tokenizers = _require("tokenizers")
         if blas_threads is not None:
             # Process-wide (nothing else in the gateway uses BLAS). Multi-threaded OpenBLAS spins for work:
-            # beside the warm-up thread, or on a busy host, it ran 2-13x slower than one thread per call
-            # (measured on two cores); one thread each, the event loop's query and the warm-up use a core each.
+            # beside the background embedding, or on a busy host, it ran 2-13x slower than one thread per call
+            # (measured on two cores); one thread each, a query and the background embedding use a core each.
             _require("threadpoolctl").threadpool_limits(limits=blas_threads, user_api="blas")
         _limit_malloc_arenas()
         folder = model_dir or _model_dir()

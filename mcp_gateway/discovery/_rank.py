@@ -23,11 +23,10 @@ tuning sets (see ``_segment.FIELDS``).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Protocol
 
 from ..model import Action
 
-__all__ = ["POOL", "Reranker", "rerank"]
+__all__ = ["POOL", "rerank"]
 
 POOL = 40
 """How many BM25F hits the second stage re-orders (more when the caller asks for more)."""
@@ -113,18 +112,3 @@ def rerank(
         ranked.append((final, action.qualified_name, action))
     ranked.sort(key=lambda item: (-item[0], item[1]))
     return [(action, final) for final, _, action in ranked]
-
-
-class Reranker(Protocol):
-    """An optional third stage over the second stage's pool: ``DiscoveryIndex(reranker=...)``.
-
-    The embedding re-ranker (``_embedding.EmbeddingReranker``) is the one there is; it is off by default.
-    """
-
-    def rerank(self, query: str, hits: list[tuple[Action, float]]) -> list[tuple[Action, float]]:
-        """The pool (every allowed hit, best first, scores from ``rerank`` above) in a new order, rescored."""
-        ...
-
-    def update(self, slug: str, actions: Sequence[Action]) -> None:
-        """Connector ``slug`` is now indexed with exactly ``actions`` (none: removed): drop what is stale."""
-        ...

@@ -1,6 +1,7 @@
-"""Dense retrieval for hybrid ``discover``: one unit vector per action, searched by dot product, fused with lexical.
+"""Dense retrieval for hybrid ``discover``: one unit vector per action, searched by dot product.
 
-Three pieces, wired by the gateway (the index and the store are not imported here):
+Two pieces, wired by the gateway (the index and the store are not imported here); the fusion with
+the lexical ranking is ``hybrid.fuse``:
 
 - ``DenseIndex``: the vectors, one float32 matrix block per connector so a re-synced connector
   replaces only its own block. ``search(query_vector, allowed_connectors, k)`` returns the best
@@ -12,18 +13,13 @@ Three pieces, wired by the gateway (the index and the store are not imported her
   writes them back, so a restart, a second instance, or a re-sync whose actions did not change
   embeds nothing. Until a connector's block is in, ``DenseIndex.ready`` says so and the connector
   answers lexically.
-- ``fuse_scores`` / ``fuse_rrf``: lexical hits and dense hits into one ranking. Score fusion
-  (``lexical / best lexical + beta * cosine``) beat reciprocal-rank fusion on the GitHub intents
-  (R@5 88.8 vs 85.2 pooled, holdout 86.0 vs 82.0; ``scripts/bench_embedding_models.py --sets github``),
-  as it did for the re-ranker; lexical alone 86.1, dense alone 83.1.
 
 Example:
     embedder = DenseEmbedder(provider, MemoryVectorStore())
     await embedder.refresh("github", actions)           # after each sync, in a task
     query = await embedder.embed_query("open a bug report")
     dense = embedder.index.search(query, allowed_connectors={"github"}, k=40)
-    fused = fuse_scores(lexical_hits, dense, embedder.index.scores(query, [n for n, _ in lexical_hits]),
-                        ready=embedder.index.ready)
+    cosines = embedder.index.scores(query, [name for name, _ in lexical_hits])
 
 numpy is imported lazily (the ``embeddings`` extra): importing this module costs nothing without it.
 """
@@ -48,26 +44,15 @@ else:
     Matrix = Any
 
 __all__ = [
-    "BETA",
-    "RRF_K",
     "DenseEmbedder",
     "DenseIndex",
     "EmbeddingProvider",
     "MemoryVectorStore",
     "VectorStore",
-    "fuse_rrf",
-    "fuse_scores",
-    "hybrid",
     "text_digest",
 ]
 
 logger = logging.getLogger(__name__)
-
-BETA = 1.5
-"""Weight of the cosine beside ``lexical / best lexical`` in ``fuse_scores`` (the re-ranker's, re-measured here)."""
-
-RRF_K = 60
-"""The usual reciprocal-rank-fusion constant: ``1 / (RRF_K + rank)``."""
 
 Hit = tuple[str, float]
 """(qualified name, score), best first in every list."""
@@ -307,114 +292,3 @@ class DenseEmbedder:
         """The query's unit vector (through the provider: a worker thread or the remote endpoint)."""
         matrix = await self.provider.embed([query])
         return matrix[0]
-
-
-# -- fusion -------------------------------------------------------------------------------------
-
-
-def _connector(name: str) -> str:
-    return name.partition(".")[0]
-
-
-def fuse_scores(
-    lexical: Sequence[Hit],
-    dense: Sequence[Hit],
-    cosines: Mapping[str, float] | None = None,
-    *,
-    ready: Callable[[str], bool] = lambda _slug: True,
-    beta: float = BETA,
-    limit: int | None = None,
-) -> list[Hit]:
-    """``lexical / best lexical + beta * cosine`` over the union of both lists, best first.
-
-    ``cosines`` gives the exact cosine of lexical hits outside the dense top ``k`` (``DenseIndex.scores``);
-    a hit with no cosine whose connector is not ``ready`` (vectors not computed yet) gets one imputed
-    from its lexical standing (``lexical / best * best cosine``), so a connector still being embedded
-    ranks as it would lexically instead of sinking. Missing lexical score counts 0.
-    """
-    best = max((score for _, score in lexical), default=0.0) or 1.0
-    cos: dict[str, float] = dict(cosines or {})
-    for name, score in dense:
-        cos.setdefault(name, score)
-    top_cos = max((score for _, score in dense), default=0.0) or max(cos.values(), default=0.0)
-    lexical_score = {name: score / best for name, score in lexical}
-    fused: dict[str, float] = {}
-    for name in dict.fromkeys([*(n for n, _ in lexical), *(n for n, _ in dense)]):
-        lex = lexical_score.get(name, 0.0)
-        if name in cos:
-            value = cos[name]
-        elif not ready(_connector(name)):
-            value = lex * top_cos
-        else:
-            value = 0.0
-        fused[name] = lex + beta * value
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return ranked[:limit] if limit is not None else ranked
-
-
-def fuse_rrf(
-    lexical: Sequence[Hit],
-    dense: Sequence[Hit],
-    *,
-    ready: Callable[[str], bool] = lambda _slug: True,
-    k: int = RRF_K,
-    weight: float = 1.0,
-    limit: int | None = None,
-) -> list[Hit]:
-    """Reciprocal-rank fusion: ``1 / (k + lexical rank) + weight / (k + dense rank)``, best first.
-
-    A lexical hit from a connector that is not ``ready`` counts its lexical rank as its dense rank too.
-    """
-    fused: dict[str, float] = {}
-    for rank, (name, _) in enumerate(lexical, start=1):
-        fused[name] = fused.get(name, 0.0) + 1.0 / (k + rank)
-        if not ready(_connector(name)):
-            fused[name] += weight / (k + rank)
-    for rank, (name, _) in enumerate(dense, start=1):
-        fused[name] = fused.get(name, 0.0) + weight / (k + rank)
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return ranked[:limit] if limit is not None else ranked
-
-
-POOL = 40
-"""Dense hits taken into fusion (the lexical side passes its own pool, ``_rank.POOL`` hits)."""
-
-
-def hybrid(
-    lexical: Sequence[tuple[Action, float]],
-    index: DenseIndex,
-    query_vector: Matrix,
-    *,
-    lookup: Callable[[str], Action | None],
-    allowed_connectors: Collection[str] | None = None,
-    allow: Callable[[Action], bool] | None = None,
-    pool: int = POOL,
-    limit: int = 10,
-    beta: float = BETA,
-) -> list[tuple[Action, float]]:
-    """The lexical pool fused with the dense top ``pool`` (``fuse_scores``), as (action, fused score).
-
-    ``lookup`` maps a qualified name to its current action (None: gone since its vector was made);
-    ``allow`` drops actions the caller may not see, as the lexical search did for its own hits.
-    Connectors without vectors yet rank as they do lexically.
-    """
-    by_name = {action.qualified_name: action for action, _ in lexical}
-    dense: list[Hit] = []
-    for name, score in index.search(query_vector, allowed_connectors, k=pool * 2 if allow else pool):
-        action = by_name.get(name) or lookup(name)
-        if action is None or (allow is not None and name not in by_name and not allow(action)):
-            continue
-        by_name[name] = action
-        dense.append((name, score))
-        if len(dense) == pool:
-            break
-    names = [action.qualified_name for action, _ in lexical]
-    fused = fuse_scores(
-        [(action.qualified_name, score) for action, score in lexical],
-        dense,
-        index.scores(query_vector, names),
-        ready=index.ready,
-        beta=beta,
-        limit=limit,
-    )
-    return [(by_name[name], score) for name, score in fused]

@@ -45,7 +45,7 @@ class Secret(Protocol):
 
 
 class TextEncoder(Protocol):
-    """What ``LocalProvider`` runs: ``encode`` of ``_embedding.Encoder``, safe to call from a worker thread."""
+    """What ``LocalProvider`` runs (``MiniLmEncoder``): one vector per text, safe to call from a worker thread."""
 
     def encode(self, texts: Sequence[str]) -> Sequence[Any]: ...
 

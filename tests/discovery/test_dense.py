@@ -1,4 +1,4 @@
-"""Dense retrieval (``discovery.dense``): the per-connector vector index, fusion, and embedding after a sync.
+"""Dense retrieval (``discovery.dense``): the per-connector vector index and embedding after a sync.
 
 A tiny bag-of-concepts provider stands in for the model: it counts its calls, so the tests see
 exactly what was embedded (store hits embed nothing; a re-sync embeds only changed actions).
@@ -21,8 +21,6 @@ from mcp_gateway.discovery.dense import (  # noqa: E402
     DenseEmbedder,
     DenseIndex,
     MemoryVectorStore,
-    fuse_rrf,
-    fuse_scores,
     text_digest,
 )
 from mcp_gateway.discovery.providers import LocalProvider  # noqa: E402
@@ -143,33 +141,6 @@ def test_searches_between_changes_see_each_change_and_hold_the_vectors_once() ->
     assert index.scores(query, ["b.3", "a.1"]) == {"b.3": pytest.approx(float(blocks["b"][3] @ query))}
 
 
-# -- fusion -------------------------------------------------------------------------------------
-
-
-def test_score_fusion_brings_in_dense_only_hits_and_scores_every_lexical_hit() -> None:
-    lexical = [("s.verb_only", 10.0), ("s.right", 6.0)]
-    dense = [("s.paraphrase", 0.8), ("s.right", 0.7)]
-    cosines = {"s.verb_only": 0.1, "s.right": 0.7}
-    fused = fuse_scores(lexical, dense, cosines, beta=1.5)
-    assert [name for name, _ in fused] == ["s.right", "s.paraphrase", "s.verb_only"]
-    assert dict(fused)["s.right"] == pytest.approx(0.6 + 1.5 * 0.7)
-    assert fuse_scores(lexical, dense, cosines, limit=1) == fused[:1]
-
-
-def test_a_connector_without_vectors_keeps_its_lexical_standing() -> None:
-    lexical = [("new.best", 10.0), ("old.other", 5.0)]
-    dense = [("old.other", 0.6), ("old.third", 0.5)]
-    fused = fuse_scores(lexical, dense, {"old.other": 0.6}, ready=lambda slug: slug == "old")
-    assert fused[0][0] == "new.best"  # imputed cosine: 1.0 * best cosine 0.6
-    assert dict(fused)["new.best"] == pytest.approx(1.0 + 1.5 * 0.6)
-    # Had "new" been ready, a missing cosine would count as none at all.
-    assert fuse_scores(lexical, dense, {"old.other": 0.6})[0][0] == "old.other"
-
-    rrf = fuse_rrf(lexical, dense, ready=lambda slug: slug == "old")
-    assert rrf[0][0] == "new.best"
-    assert [name for name, _ in fuse_rrf(lexical, dense)] == ["old.other", "new.best", "old.third"]
-
-
 # -- DenseEmbedder ------------------------------------------------------------------------------
 
 
@@ -242,24 +213,3 @@ async def test_a_refresh_overtaken_by_a_newer_one_is_dropped() -> None:
 
 def test_text_digest_is_stable() -> None:
     assert text_digest("issues create") == text_digest("issues create") != text_digest("issues  create")
-
-
-def test_hybrid_fuses_a_lexical_pool_with_dense_hits_the_caller_may_see() -> None:
-    from mcp_gateway.discovery.dense import hybrid
-
-    actions = {a.qualified_name: a for a in [*tracker(), *shop()]}
-    encoder = ConceptEncoder()
-    index = DenseIndex()
-    for slug in ("tracker", "shop"):
-        group = [a for a in actions.values() if a.connector == slug]
-        index.replace_connector(
-            slug, [a.qualified_name for a in group], np.asarray(encoder.encode([a.summary for a in group]))
-        )
-    query = np.asarray(encoder.encode(["money back please"])[0])
-    lexical = [(actions["shop.products.create"], 3.0)]  # the lexical ranker found only a verb match
-    fused = hybrid(lexical, index, query, lookup=actions.get, limit=3)
-    assert fused[0][0].qualified_name == "shop.refunds.create"
-    hidden = hybrid(lexical, index, query, lookup=actions.get, allow=lambda a: a.path != "refunds.create", limit=3)
-    assert "shop.refunds.create" not in [a.qualified_name for a, _ in hidden]
-    only_tracker = hybrid([], index, query, lookup=actions.get, allowed_connectors={"tracker"}, limit=5)
-    assert {a.connector for a, _ in only_tracker} == {"tracker"}

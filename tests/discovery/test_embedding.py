@@ -1,259 +1,24 @@
-"""The optional embedding re-ranker (``discovery._embedding``) and its wiring.
+"""What hybrid discovery needs from ``discovery._embedding`` and the local model.
 
-Most tests use a tiny bag-of-concepts encoder, so the fusion, the memoized vectors, their
-invalidation, warming and the missing-extra errors are checked on every run without numpy. The
-real-model tests at the end compare ``MiniLmEncoder`` with reference vectors computed by
-sentence-transformers 6.2.0 on torch 2.14.1 (CPU) from the same files; they skip when the
-``embeddings`` extra or the model package is absent (CI does not install them).
+Without the ``embeddings`` extra: the install command is named, ``serve`` refuses to start, and
+lexical discovery imports nothing heavy. With it: ``MiniLmEncoder`` is compared with reference
+vectors computed by sentence-transformers 6.2.0 on torch 2.14.1 (CPU) from the same files; those
+tests skip when the extra or the model package is absent (CI does not install them).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-import math
-import re
 import subprocess
 import sys
-import threading
-from collections.abc import Sequence
 from pathlib import Path
 
-import anyio
 import pytest
 
 from mcp_gateway import cli
-from mcp_gateway.discovery import DiscoveryIndex, EmbeddingReranker, EmbeddingsUnavailable
-from mcp_gateway.discovery._embedding import INSTALL_HINT, MiniLmEncoder, embedded_text
-from mcp_gateway.model import Action, McpBinding
+from mcp_gateway.discovery import EmbeddingsUnavailable
+from mcp_gateway.discovery._embedding import INSTALL_HINT, MiniLmEncoder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-
-CONCEPTS = (
-    ("bug", "defect", "crash"),
-    ("money", "dollar", "currency", "euro"),
-    ("weather", "rain", "forecast"),
-)
-
-
-class ConceptEncoder:
-    """A unit vector per text over three concepts (plus a small constant so nothing is all-zero).
-
-    Records every batch it encodes and the thread that asked, so tests can see what was embedded when.
-    """
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.threads: set[int] = set()
-
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        self.threads.add(threading.get_ident())
-        out: list[list[float]] = []
-        for text in texts:
-            words = set(re.findall(r"[a-z]+", text.lower()))
-            vector = [float(any(word in words for word in group)) for group in CONCEPTS] + [0.1]
-            norm = math.sqrt(sum(x * x for x in vector))
-            out.append([x / norm for x in vector])
-        return out
-
-    def similarities(self, query: list[float], docs: Sequence[list[float]]) -> list[float]:
-        return [sum(a * b for a, b in zip(query, doc, strict=True)) for doc in docs]
-
-    def documents(self) -> list[str]:
-        """Every text embedded so far that was not a query (queries here never contain ':')."""
-        return [text for call in self.calls for text in call if ":" in text]
-
-
-def action(path: str, summary: str, description: str = "", connector: str = "tracker") -> Action:
-    return Action(
-        connector=connector,
-        path=path,
-        summary=summary,
-        description=description,
-        risk="read",
-        binding=McpBinding(tool=path),
-    )
-
-
-def tracker() -> list[Action]:
-    # Lexically, "report a bug" is about reports.create (its name says "report"); by meaning it is
-    # about tickets.open (a defect), whose summary also says "report", so it is in the pool.
-    return [
-        action("reports.create", "Create a report"),
-        action("tickets.open", "Open a ticket to report a defect"),
-        action("invoices.list", "List invoices"),
-    ]
-
-
-def names(hits: Sequence[tuple[Action, float]]) -> list[str]:
-    return [a.qualified_name for a, _ in hits]
-
-
-async def settled(reranker: EmbeddingReranker[list[float]]) -> None:
-    """Wait (at most 10 s) until the background warmer has embedded everything pending."""
-    for _ in range(1000):
-        if not reranker.pending:
-            return
-        await anyio.sleep(0.01)
-    raise AssertionError(f"{reranker.pending} actions still pending after 10 s")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-# -- fusion ----------------------------------------------------------------------------------------
-
-
-def test_the_embedding_reorders_the_lexical_pool() -> None:
-    plain = DiscoveryIndex()
-    plain.replace_connector("tracker", tracker())
-    assert names(plain.search("report a bug"))[:2] == ["tracker.reports.create", "tracker.tickets.open"]
-
-    index = DiscoveryIndex(reranker=EmbeddingReranker(ConceptEncoder(), beta=1.0))
-    index.replace_connector("tracker", tracker())
-    hits = index.search("report a bug")
-    assert names(hits)[:2] == ["tracker.tickets.open", "tracker.reports.create"]
-    assert hits[0][1] > hits[1][1]  # the fused score is what the agent sees
-
-
-def test_beta_zero_keeps_the_lexical_order_and_the_pool_only() -> None:
-    plain = DiscoveryIndex()
-    plain.replace_connector("tracker", tracker())
-    index = DiscoveryIndex(reranker=EmbeddingReranker(ConceptEncoder(), beta=0.0))
-    index.replace_connector("tracker", tracker())
-    assert names(index.search("report a bug")) == names(plain.search("report a bug"))
-    # Nothing lexical, nothing to re-rank: the embedding never brings in actions BM25F did not find.
-    assert index.search("zzzz") == []
-    assert names(index.search("report a bug", limit=1)) == names(plain.search("report a bug", limit=1))
-
-
-def test_filters_apply_before_the_reranker() -> None:
-    index = DiscoveryIndex(reranker=EmbeddingReranker(ConceptEncoder()))
-    index.replace_connector("tracker", tracker())
-    hits = index.search("report a bug", allow=lambda a: a.path != "tickets.open")
-    assert "tracker.tickets.open" not in names(hits)
-    assert index.search("report a bug", connectors={"elsewhere"}) == []
-
-
-# -- memoized vectors --------------------------------------------------------------------------------
-
-
-def test_document_vectors_are_embedded_once_then_only_the_query() -> None:
-    encoder = ConceptEncoder()
-    index = DiscoveryIndex(reranker=EmbeddingReranker(encoder))
-    index.replace_connector("tracker", tracker())
-    index.search("report a bug")
-    assert encoder.calls[0] == [embedded_text(a) for a in tracker()[:2]]  # the pool's two, in one batch
-    assert encoder.calls[1] == ["report a bug"]
-    encoder.calls.clear()
-    index.search("report a bug")
-    index.search("open a report")
-    assert encoder.calls == [["report a bug"], ["open a report"]]  # queries are never cached
-
-
-def test_a_resynced_action_whose_text_changed_is_embedded_again_and_only_it() -> None:
-    encoder = ConceptEncoder()
-    reranker = EmbeddingReranker(encoder)
-    index = DiscoveryIndex(reranker=reranker)
-    index.replace_connector("tracker", tracker())
-    index.search("report a bug")
-    assert len(reranker) == 2
-
-    changed = [*tracker()[:1], action("tickets.open", "Open a ticket to report a crash"), tracker()[2]]
-    index.replace_connector("tracker", changed)
-    assert len(reranker) == 1  # the stale tickets.open vector is gone, reports.create's is kept
-    encoder.calls.clear()
-    index.search("report a bug")
-    assert encoder.documents() == [embedded_text(changed[1])]
-
-
-def test_removing_a_connector_forgets_its_vectors_only() -> None:
-    reranker = EmbeddingReranker(ConceptEncoder())
-    index = DiscoveryIndex(reranker=reranker)
-    index.replace_connector("tracker", tracker())
-    index.replace_connector("billing", [action("charges.report", "Report a charge in dollars", connector="billing")])
-    index.search("report a bug")
-    assert len(reranker) == 3
-    index.remove_connector("tracker")
-    assert len(reranker) == 1 and reranker.pending == 0
-    assert names(index.search("report money")) == ["billing.charges.report"]
-
-
-def test_the_cache_is_bounded() -> None:
-    reranker = EmbeddingReranker(ConceptEncoder(), max_vectors=1)
-    index = DiscoveryIndex(reranker=reranker)
-    index.replace_connector("tracker", tracker())
-    assert names(index.search("report a bug"))[:2] == ["tracker.tickets.open", "tracker.reports.create"]
-    assert len(reranker) == 1
-    with pytest.raises(ValueError, match="max_vectors"):
-        EmbeddingReranker(ConceptEncoder(), max_vectors=0)
-
-
-# -- warming ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_warm_embeds_pending_actions_in_a_worker_thread() -> None:
-    encoder = ConceptEncoder()
-    reranker = EmbeddingReranker(encoder)
-    index = DiscoveryIndex(reranker=reranker)
-    index.replace_connector("tracker", tracker())
-    assert reranker.pending == 3 and len(reranker) == 0 and encoder.calls == []
-
-    assert await reranker.warm(batch=2) == 3
-    assert reranker.pending == 0 and len(reranker) == 3
-    assert threading.get_ident() not in encoder.threads  # the event loop never ran the model
-    encoder.calls.clear()
-    index.search("report a bug")
-    assert encoder.calls == [["report a bug"]]
-
-
-@pytest.mark.anyio
-async def test_keep_warm_follows_every_resync_until_cancelled() -> None:
-    encoder = ConceptEncoder()
-    reranker = EmbeddingReranker(encoder)
-    index = DiscoveryIndex(reranker=reranker)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reranker.keep_warm)
-        index.replace_connector("tracker", tracker())
-        await settled(reranker)
-        assert len(reranker) == 3
-        index.replace_connector("billing", [action("charges.list", "List charges in euros", connector="billing")])
-        await settled(reranker)
-        assert len(reranker) == 4
-        tg.cancel_scope.cancel()
-
-
-@pytest.mark.anyio
-async def test_while_warming_a_query_never_embeds_actions_on_the_event_loop() -> None:
-    encoder = ConceptEncoder()
-    reranker = EmbeddingReranker(encoder)
-    index = DiscoveryIndex(reranker=reranker)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reranker.keep_warm)
-        await anyio.sleep(0.01)  # let the warmer start waiting
-        blocked = threading.Event()
-        real_encode = encoder.encode
-
-        def slow_encode(texts: Sequence[str]) -> list[list[float]]:
-            blocked.wait(5)  # the warmer is stuck on its first batch
-            return real_encode(texts)
-
-        encoder.encode = slow_encode  # type: ignore[method-assign]
-        index.replace_connector("tracker", tracker())
-        await anyio.sleep(0.05)
-        loop_thread = threading.get_ident()
-        # Not warm yet: lexical order, and nothing was embedded on this (the loop's) thread.
-        assert names(index.search("report a bug", limit=2))[0] == "tracker.reports.create"
-        assert loop_thread not in encoder.threads
-        blocked.set()
-        await settled(reranker)
-        assert names(index.search("report a bug", limit=2))[0] == "tracker.tickets.open"
-        tg.cancel_scope.cancel()
 
 
 # -- the missing extra ------------------------------------------------------------------------------
@@ -299,7 +64,7 @@ def test_serve_fails_at_startup_without_the_extra(
     assert not (tmp_path / "state").exists()  # it stopped before opening anything
 
 
-def test_without_a_reranker_nothing_heavy_is_imported() -> None:
+def test_lexical_discovery_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
         "from mcp_gateway.discovery import DiscoveryIndex\n"
@@ -354,20 +119,3 @@ def test_minilm_matches_sentence_transformers(minilm: MiniLmEncoder) -> None:
     assert [float(alone[i]) for i in COMPONENTS] == pytest.approx(REFERENCE["create an issue"], abs=1e-4)
     # Reference cosines: 0.574282 ("create an issue" vs its action), 0.044404 (vs the dollars question).
     assert minilm.similarities(vectors[0], [vectors[1], vectors[2]]) == pytest.approx([0.574282, 0.044404], abs=1e-4)
-
-
-def test_minilm_reranker_fixes_near_misses_on_the_github_catalog(minilm: MiniLmEncoder) -> None:
-    """Two GitHub dev intents whose lexical first hit is wrong; the pool is embedded on demand (no warm-up)."""
-    spec = REPO_ROOT.parent / "shared" / "data" / "openapi" / "github" / "api.github.com.json.gz"
-    if not spec.is_file():
-        pytest.skip(f"missing {spec}")
-    from mcp_gateway.sources.openapi import normalize_openapi
-
-    with gzip.open(spec, "rt", encoding="utf-8") as handle:
-        actions = list(normalize_openapi(json.load(handle), connector="github").actions)
-    reranker = EmbeddingReranker(minilm)
-    index = DiscoveryIndex(reranker=reranker)
-    index.replace_connector("github", actions)
-    assert names(index.search("remove a webhook", limit=3))[0] == "github.repos.delete_webhook"
-    assert names(index.search("star a repository", limit=3))[0] == "github.activity.star_repo_for_authenticated_user"
-    assert 0 < len(reranker) <= 2 * 40  # only the two pools were embedded
