@@ -22,18 +22,31 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry import propagate, trace
+from opentelemetry import context, propagate, trace
 from opentelemetry.trace import INVALID_SPAN, NoOpTracerProvider, ProxyTracerProvider, Span, SpanKind, StatusCode
 
-__all__ = ["SpanKind", "configure_tracing", "inject_trace_context", "recording", "span", "tracer"]
+__all__ = ["SpanKind", "configure_tracing", "finished_span", "inject_trace_context", "recording", "span", "tracer"]
 
 logger = logging.getLogger(__name__)
 _TRACER_NAME = "mcp-gateway"
 _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 
 
+class _TracerCache:
+    """The gateway's tracer and the provider it came from: ``trace.get_tracer`` builds a new tracer
+    (and its instrumentation scope) on every call, ~15 µs, where a span costs ~20 µs."""
+
+    provider: trace.TracerProvider | None = None
+    tracer: trace.Tracer | None = None
+
+
 def tracer() -> trace.Tracer:
-    return trace.get_tracer(_TRACER_NAME)
+    provider = trace.get_tracer_provider()
+    cached = _TracerCache.tracer
+    if cached is None or _TracerCache.provider is not provider:
+        cached = _TracerCache.tracer = provider.get_tracer(_TRACER_NAME)
+        _TracerCache.provider = provider
+    return cached
 
 
 _RECHECK_SECONDS = 1.0
@@ -72,15 +85,27 @@ def span(
     if not recording():
         yield INVALID_SPAN
         return
-    with tracer().start_as_current_span(
-        name, kind=kind, attributes=dict(attributes or {}), record_exception=False, set_status_on_exception=False
-    ) as current:
-        try:
-            yield current
-        except BaseException as exc:
-            current.set_attribute("error.type", type(exc).__qualname__)
-            current.set_status(StatusCode.ERROR)
-            raise
+    # start_span and attach by hand: ``start_as_current_span`` wraps the same in two more context
+    # managers, twice the cost of the span itself with the SDK's batch processor (~45 µs vs ~25 µs).
+    current = tracer().start_span(name, kind=kind, attributes=attributes)
+    token = context.attach(trace.set_span_in_context(current))
+    try:
+        yield current
+    except BaseException as exc:
+        current.set_attribute("error.type", type(exc).__qualname__)
+        current.set_status(StatusCode.ERROR)
+        raise
+    finally:
+        context.detach(token)
+        current.end()
+
+
+def finished_span(name: str, start_ns: int, attributes: Mapping[str, Any]) -> None:
+    """A child span of the current one, from ``start_ns`` (``time.time_ns()``) to now, for a step that
+    runs no code of its own under it (no child, no exception to mark): made whole once its
+    attributes are known, which spares a context switch and a ``set_attributes`` after the start."""
+    if recording():
+        tracer().start_span(name, attributes=attributes, start_time=start_ns).end()
 
 
 def inject_trace_context(headers: MutableMapping[str, str]) -> None:

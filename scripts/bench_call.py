@@ -29,6 +29,7 @@ longer makes, each call-path step timed alone, and a cProfile of (b) listing the
 Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 3]
     [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N]
     python scripts/bench_call.py --buckets      # only: rate limits shared through PostgreSQL, per call
+    python scripts/bench_call.py --costs        # only: (a) and issue 12's production-costs table
 """
 
 # Setup (starting servers, the CLI, reading /proc) blocks on purpose: the calls run strictly one
@@ -540,7 +541,9 @@ def _check(label: str, structured: dict[str, Any] | None) -> None:
 # -- the in-process gateway ---------------------------------------------------------------------
 
 
-async def in_process(root: Path, manifest_path: Path, *, n: int, warmup: int, profile: int) -> dict[str, Any]:
+async def in_process(
+    root: Path, manifest_path: Path, *, n: int, warmup: int, profile: int, costs_only: bool = False
+) -> dict[str, Any]:
     from mcp_gateway.audit import Auditor
     from mcp_gateway.identity import OPERATOR
     from mcp_gateway.model import Ok
@@ -593,6 +596,8 @@ async def in_process(root: Path, manifest_path: Path, *, n: int, warmup: int, pr
             )
         out.update(zip([key for key, _, _ in variants], measured, strict=True))
         setting(auditor, metrics, False)()
+        if costs_only:
+            return out
         # Ablations put back, one at a time and then together, what this build took off the call
         # path: the audit INSERT awaited by the call (an Auditor without its background writer writes
         # inline), and credential lookups read from SQLite every time (a cache whose counter is
@@ -842,7 +847,11 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
 
         floor = await measure("(a) direct httpx2 GET", direct, n=n, warmup=warmup)
 
-    inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile)
+    inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile, costs_only=opts.costs)
+    if opts.costs:
+        print_table([floor, *(inproc[key] for key in _COST_VARIANTS)], floor)
+        print_production_costs(inproc)
+        return
     results = [
         floor,
         inproc["b"],
@@ -938,6 +947,7 @@ async def end_to_end(
 
 
 PRODUCTION_TARGET_MS = 0.3
+_COST_VARIANTS = ("b", "b_lazy_audit", "b_no_metrics", "b_tracing", "b_all_off", "b_threaded")
 
 
 def print_production_costs(inproc: dict[str, Any]) -> None:
@@ -1126,6 +1136,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--skip-rss", action="store_true", help="no resident-memory measurement at ~10,000 actions")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="with the RSS run: the N biggest allocators")
     p.add_argument("--buckets", action="store_true", help="only: the cost of PostgreSQL-shared rate limits per call")
+    p.add_argument("--costs", action="store_true", help="only (a) and the production-costs table of (b)")
     p.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--serve-floor", choices=["stdio", "http"], help=argparse.SUPPRESS)
     p.add_argument("--upstream", help=argparse.SUPPRESS)

@@ -34,7 +34,7 @@ from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, Pend
 from ..policy import effective_risk
 from ..projection import project, unmatched
 from ..redaction import Redactor
-from ..tracing import span
+from ..tracing import finished_span, span
 from .admission import TrafficGate
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -163,11 +163,17 @@ class CallPipeline:
                 message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
                 errors=errors,
             )
-        with span("mcp_gateway.policy", attributes={"mcp_gateway.action": action.qualified_name}) as decided:
-            verdict = trace.verdict = self._permissions.verdict(action, args)
-            decided.set_attributes(
-                {"mcp_gateway.policy.decision": verdict.action, "mcp_gateway.policy.source": verdict.source}
-            )
+        deciding = time.time_ns()
+        verdict = trace.verdict = self._permissions.verdict(action, args)
+        finished_span(
+            "mcp_gateway.policy",
+            deciding,
+            {
+                "mcp_gateway.action": action.qualified_name,
+                "mcp_gateway.policy.decision": verdict.action,
+                "mcp_gateway.policy.source": verdict.source,
+            },
+        )
         if verdict.action == "block":
             return Denied(
                 reason="policy_block",
