@@ -86,6 +86,11 @@ async def test_one_call_one_trace_with_the_upstream_span_as_child(gateway_env: G
     assert {"mcp_gateway.policy", "mcp_gateway.credential"} <= names, names
     credential = next(s for s in trace.values() if s.name == "mcp_gateway.credential")
     assert credential.attributes == {"mcp_gateway.auth.kind": "api_key"}
+    # The policy span, made whole once the verdict is known, is a sibling of the others under the
+    # meta-tool span, and says what was decided and by which source.
+    policy = next(s for s in trace.values() if s.name == "mcp_gateway.policy")
+    assert trace[policy.parent_id].name == "mcp_gateway.call" and policy.parent_id == credential.parent_id
+    assert set(policy.attributes) == {"mcp_gateway.action", "mcp_gateway.policy.decision", "mcp_gateway.policy.source"}
 
     # No secret, argument value or query string in any attribute of any span.
     everything = repr([(s.name, s.attributes) for s in spans])
