@@ -26,7 +26,7 @@ from .core.admission import TrafficGate
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
-from .discovery import EmbeddingsUnavailable
+from .discovery import DiscoveryIndex, EmbeddingsUnavailable, SegmentCache
 from .discovery.hybrid import HybridSearch, discovery_status
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
@@ -188,6 +188,8 @@ async def open_gateway(
                 page_key=derive_key(master_key, "pages", manifest.project),
                 traffic=traffic_gate(store),
                 dense=search,
+                # Built segments outlive the process: the next start on unchanged catalogs reads them back.
+                index=DiscoveryIndex(SegmentCache(settings.state_dir / "discovery-index")),
             )
             logger.info("%s", discovery_status(search))
             try:

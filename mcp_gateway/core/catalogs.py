@@ -163,7 +163,7 @@ class Catalogs:
             previous = self.loaded.get(slug)
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
-                self.index.replace_connector(slug, catalog.actions)
+                self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
                 self._embed(slug, catalog.actions)
                 self._forget_validators(slug)
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
@@ -208,7 +208,7 @@ class Catalogs:
                 self.backoff.failed(slug)
             else:
                 self.backoff.succeeded(slug)
-            self.index.replace_connector(slug, catalog.actions)
+            self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
             self._embed(slug, catalog.actions)
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}
