@@ -189,7 +189,10 @@ async def open_gateway(
                 traffic=traffic_gate(store),
                 dense=search,
                 # Built segments outlive the process: the next start on unchanged catalogs reads them back.
-                index=DiscoveryIndex(SegmentCache(settings.state_dir / "discovery-index")),
+                # Only into a state folder that exists (SQLite's; PostgreSQL needs none, so none is made).
+                index=DiscoveryIndex(
+                    SegmentCache(settings.state_dir / "discovery-index") if settings.state_dir.is_dir() else None
+                ),
             )
             logger.info("%s", discovery_status(search))
             try:
