@@ -133,3 +133,15 @@ async def test_a_second_start_reads_the_index_the_first_built(tmp_path: Path, mo
     async with open_gateway(settings, manifest=manifest, embed=False) as gw:
         assert len(gw.index) == 1
         assert await gw.discover(OPERATOR, "anything") == first
+
+
+async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    answers = []
+    for resident in (True, False, True):  # normalized, then read back from the store either way
+        async with open_gateway(settings, manifest=manifest, embed=False, resident=resident) as gw:
+            actions = [a for c in gw.catalogs.loaded.values() for a in c.actions]
+            answers.append((actions, await gw.discover(OPERATOR, "anything"), await gw.connectors(OPERATOR)))
+    assert answers[0][0]
+    assert answers[0] == answers[1] == answers[2]
