@@ -94,7 +94,7 @@ def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager
 # -- commands ---------------------------------------------------------------------------------
 
 
-async def cmd_validate(args: argparse.Namespace) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from ..manifest import load_manifest
 
     manifest = load_manifest(args.manifest_path)

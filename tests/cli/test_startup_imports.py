@@ -77,6 +77,6 @@ def test_listing_commands_import_no_model_graphql_transport_or_sdk(tmp_path: Pat
     assert _imported(tmp_path, "discover", "list", "items") == []  # ranks lexically: no catalog embedded yet
 
 
-def test_validate_loads_no_cryptography(tmp_path: Path) -> None:
-    # It opens no credential; logging's secret filter must not pull the cipher in.
-    assert _imported(tmp_path, "validate", heavy=("cryptography",)) == []
+def test_validate_loads_no_cryptography_and_no_event_loop(tmp_path: Path) -> None:
+    # It opens no credential (logging's secret filter must not pull the cipher in) and awaits nothing.
+    assert _imported(tmp_path, "validate", heavy=("cryptography", "anyio", "asyncio")) == []
