@@ -145,34 +145,33 @@ def _flags(action: Action, other_tools: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _texts(action: Action) -> Iterable[tuple[str, str]]:
-    yield "name", action.path
-    yield "summary", action.summary
-    yield "description", action.description
-    yield from _schema_texts(action.input_schema, "input_schema")
+def _texts(action: Action) -> list[tuple[str, str]]:
+    found = [("name", action.path), ("summary", action.summary), ("description", action.description)]
+    _schema_texts(action.input_schema, "input_schema", 0, found)
+    return found
 
 
-def _schema_texts(node: Any, where: str, depth: int = 0) -> Iterable[tuple[str, str]]:
-    """Parameter names, titles, descriptions and enum strings, where instructions also hide."""
+def _schema_texts(node: Any, where: str, depth: int, found: list[tuple[str, str]]) -> None:
+    """Parameter names, titles, descriptions and enum strings, where instructions also hide, onto
+    ``found`` in document order. A plain recursion, not nested generators: every start walks every
+    action's schema, and each level of ``yield from`` re-handles every string below it."""
     if depth > 8:
         return
     if isinstance(node, Mapping):
         for key, value in node.items():
             if key in ("description", "title") and isinstance(value, str):
-                yield f"{where}.{key}", value
+                found.append((f"{where}.{key}", value))
             elif key == "properties" and isinstance(value, Mapping):
                 for name, sub in value.items():
-                    yield f"{where}.properties", str(name)
-                    yield from _schema_texts(sub, f"{where}.{name}", depth + 1)
+                    found.append((f"{where}.properties", str(name)))
+                    _schema_texts(sub, f"{where}.{name}", depth + 1, found)
             elif key in ("enum", "examples", "default") and isinstance(value, list):
-                for item in value:
-                    if isinstance(item, str):
-                        yield f"{where}.{key}", item
+                found.extend((f"{where}.{key}", item) for item in value if isinstance(item, str))
             elif isinstance(value, Mapping | list):
-                yield from _schema_texts(value, where, depth + 1)
+                _schema_texts(value, where, depth + 1, found)
     elif isinstance(node, list):
         for item in node:
-            yield from _schema_texts(item, where, depth + 1)
+            _schema_texts(item, where, depth + 1, found)
 
 
 def diff(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:

@@ -26,7 +26,7 @@ from .core.admission import TrafficGate
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
-from .discovery import EmbeddingsUnavailable
+from .discovery import DiscoveryIndex, EmbeddingsUnavailable, SegmentCache
 from .discovery.hybrid import HybridSearch, discovery_status
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
@@ -149,6 +149,7 @@ async def open_gateway(
     background: BackgroundSync | None = None,
     build_index: bool = True,
     embed: bool = True,
+    resident: bool = True,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
 
@@ -156,7 +157,9 @@ async def open_gateway(
     (see ``BackgroundSync``); the caller makes everything that needs the catalog wait for it.
     ``build_index=False``: the discovery index stays empty (for a command that only reports states).
     ``embed=False``: hybrid discovery embeds no catalog in the background (a one-shot command exits
-    long before a catalog is embedded; it would only load the model and wait for its first batch)."""
+    long before a catalog is embedded; it would only load the model and wait for its first batch).
+    ``resident=False``: the first sync does not share equal values across the catalog (a one-shot
+    command exits before the memory it would save matters; sharing slows decoding a stored catalog)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -188,6 +191,11 @@ async def open_gateway(
                 page_key=derive_key(master_key, "pages", manifest.project),
                 traffic=traffic_gate(store),
                 dense=search,
+                # Built segments outlive the process: the next start on unchanged catalogs reads them back.
+                # Only into a state folder that exists (SQLite's; PostgreSQL needs none, so none is made).
+                index=DiscoveryIndex(
+                    SegmentCache(settings.state_dir / "discovery-index") if settings.state_dir.is_dir() else None
+                ),
             )
             logger.info("%s", discovery_status(search))
             try:
@@ -203,7 +211,7 @@ async def open_gateway(
                             tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:
-                                await gateway.sync(progress, index=build_index)
+                                await gateway.sync(progress, index=build_index, share=resident)
                             else:
                                 tasks.start_soon(background.run, gateway, progress)
                             yield gateway

@@ -20,14 +20,16 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Final, NoReturn, cast
+from typing import TYPE_CHECKING, Final, NoReturn, cast
 from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, ConfigDict
 
-from .crypto import Cipher, credential_aad
 from .errors import CredentialError
 from .model import AuthKind
+
+if TYPE_CHECKING:
+    from .crypto import Cipher
 
 __all__ = [
     "PROJECT_WIDE",
@@ -165,6 +167,10 @@ class SealedCredential:
         """Which credential this is; ``key.principal == '*'`` when the project-wide one was used."""
         self._sealed = sealed
         self._cipher = cipher
+        # Here, not at module level: logging imports this module, and a command that opens no
+        # credential (``validate``) need not load the cryptography library.
+        from .crypto import credential_aad
+
         self._aad = credential_aad(project, key.connector, key.principal, key.name)
 
     def open(self) -> SecretValue:

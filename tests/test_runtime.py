@@ -115,3 +115,33 @@ async def test_a_states_only_open_skips_the_index_and_the_next_sync_builds_it(tm
         assert len(gw.index) == 0
         await gw.sync()  # the catalog is unchanged, yet it is indexed now
         assert len(gw.index) == 1
+
+
+async def test_a_second_start_reads_the_index_the_first_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_gateway.discovery import _index
+
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    async with open_gateway(settings, manifest=manifest, embed=False) as gw:
+        first = await gw.discover(OPERATOR, "anything")
+    assert list((tmp_path / "discovery-index").iterdir())
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("built again, not read back")
+
+    monkeypatch.setattr(_index, "build_segment", no_build)
+    async with open_gateway(settings, manifest=manifest, embed=False) as gw:
+        assert len(gw.index) == 1
+        assert await gw.discover(OPERATOR, "anything") == first
+
+
+async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    answers = []
+    for resident in (True, False, True):  # normalized, then read back from the store either way
+        async with open_gateway(settings, manifest=manifest, embed=False, resident=resident) as gw:
+            actions = [a for c in gw.catalogs.loaded.values() for a in c.actions]
+            answers.append((actions, await gw.discover(OPERATOR, "anything"), await gw.connectors(OPERATOR)))
+    assert answers[0][0]
+    assert answers[0] == answers[1] == answers[2]

@@ -47,6 +47,14 @@ def test_tag_characters_are_spelled_out_for_the_operator() -> None:
     assert "asks to read local files or keys" in flags
 
 
+def test_every_character_clean_text_removes_is_reported_in_ascii_text_too() -> None:
+    # hidden_characters answers plain ASCII text in one pass: it must still see every ASCII control.
+    for code in [*range(0x80), 0x9B, 0x200B]:
+        text = f"line one\nline {chr(code)} two\t"
+        removed = clean_text(text) != text.replace("\r\n", "\n")
+        assert bool(hidden_characters(text)) == removed, hex(code)
+
+
 def test_line_endings_are_normalized_and_long_text_is_capped() -> None:
     assert clean_text("a\r\nb") == "a\nb"
     capped = clean_text("x" * 50, max_chars=10)

@@ -86,14 +86,15 @@ async def store_of(settings: Settings) -> AsyncIterator[Store]:
 def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager[Gateway]:
     from ..runtime import open_gateway
 
-    # One command, then exit: embedding a catalog for hybrid discover takes far longer than that.
-    return open_gateway(args.settings, embed=False, **kw)
+    # One command, then exit: embedding a catalog for hybrid discover takes far longer than that,
+    # and sharing equal values to keep a resident catalog small only slows the start.
+    return open_gateway(args.settings, embed=False, resident=False, **kw)
 
 
 # -- commands ---------------------------------------------------------------------------------
 
 
-async def cmd_validate(args: argparse.Namespace) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from ..manifest import load_manifest
 
     manifest = load_manifest(args.manifest_path)

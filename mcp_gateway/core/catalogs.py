@@ -140,10 +140,14 @@ class Catalogs:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
+    async def sync(
+        self, progress: Progress | None = None, *, index: bool = True, share: bool = True
+    ) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded. ``index=False`` skips the index
         (a CLI listing that only reports states: indexing is most of a warm start) and the sharing of
-        equal values that keeps a resident catalog small; the next sync indexes everything then."""
+        equal values that keeps a resident catalog small; the next sync indexes everything then.
+        ``share=False`` skips only the sharing: a one-shot command exits before memory matters, and
+        sharing triples the cost of decoding a stored catalog."""
         catalogs = await sync_manifest(
             self.manifest,
             self._store,
@@ -151,7 +155,7 @@ class Catalogs:
             progress,
             graphql=self._graphql(),
             mcp_tools=self._mcp_tools(PROJECT_WIDE),
-            share=index,  # a command that only reports states exits soon: no memory to save
+            share=index and share,  # a command that only reports states exits soon: no memory to save
         )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
             self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}
@@ -163,7 +167,7 @@ class Catalogs:
             previous = self.loaded.get(slug)
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
-                self.index.replace_connector(slug, catalog.actions)
+                self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
                 self._embed(slug, catalog.actions)
                 self._forget_validators(slug)
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
@@ -208,7 +212,7 @@ class Catalogs:
                 self.backoff.failed(slug)
             else:
                 self.backoff.succeeded(slug)
-            self.index.replace_connector(slug, catalog.actions)
+            self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
             self._embed(slug, catalog.actions)
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}

@@ -182,9 +182,11 @@ class Gateway:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    async def sync(self, progress: Progress | None = None, *, index: bool = True) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded (``index=False``: see ``Catalogs.sync``)."""
-        return self._synced(await self.catalogs.sync(progress, index=index))
+    async def sync(
+        self, progress: Progress | None = None, *, index: bool = True, share: bool = True
+    ) -> list[ConnectorState]:
+        """Load every connector (best effort) and index what loaded (``index``, ``share``: see ``Catalogs.sync``)."""
+        return self._synced(await self.catalogs.sync(progress, index=index, share=share))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 from ._embedding import EmbeddingsUnavailable
 from ._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS, DiscoveryIndex, SearchResult
 from ._segment import summary_of
+from ._segment_cache import SegmentCache
 from ._text import fold_name
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "DiscoveryIndex",
     "EmbeddingsUnavailable",
     "SearchResult",
+    "SegmentCache",
     "fold_name",
     "summary_of",
 ]

@@ -15,6 +15,7 @@ from typing import Literal
 from ..model import Action
 from . import _rank
 from ._segment import COUNT_MASK, Segment, build_segment
+from ._segment_cache import SegmentCache
 from ._suggest import suggest
 from ._text import (
     PHRASES,
@@ -113,9 +114,12 @@ class DiscoveryIndex:
         "_size",
         "_slugs_by_fold",
         "_starts",
+        "cache",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, cache: SegmentCache | None = None) -> None:
+        self.cache = cache
+        """Where built segments are kept between starts (``replace_connector``'s ``fingerprint``)."""
         self._segments: dict[str, Segment] = {}
         # Segments by ascending ``start`` and those starts, to map a global id to its action by bisection.
         self._ordered: list[Segment] = []
@@ -135,8 +139,10 @@ class DiscoveryIndex:
 
     # -- maintenance -----------------------------------------------------------------------
 
-    def replace_connector(self, slug: str, actions: Sequence[Action]) -> None:
+    def replace_connector(self, slug: str, actions: Sequence[Action], *, fingerprint: str | None = None) -> None:
         """(Re)index one connector's actions; every other connector's postings stay as they are.
+        With the catalog's ``fingerprint`` (see ``SegmentCache``), a segment kept by an earlier start
+        is read back instead of built, and one built now is kept.
 
         Raises:
             ValueError: an action belongs to another connector, or two actions share a path. The
@@ -151,7 +157,7 @@ class DiscoveryIndex:
             seen.add(action.path)
         if self._next_id + len(actions) > _MAX_IDS or len(actions) > COUNT_MASK:
             raise ValueError("discovery index id space exhausted; restart the gateway")
-        segment = build_segment(slug, self._next_id, actions)
+        segment = self._segment(slug, actions, fingerprint)
         self._next_id += len(actions)
         self._unindex(slug)
         self._segments[slug] = segment
@@ -162,6 +168,15 @@ class DiscoveryIndex:
         _add_counts(self._df, ((term, span & COUNT_MASK) for term, span in segment.spans.items()), 1)
         _add_counts(self._name_df, ((term, 1) for term in segment.name_terms), 1)
         self._changed()
+
+    def _segment(self, slug: str, actions: Sequence[Action], fingerprint: str | None) -> Segment:
+        if self.cache is None or fingerprint is None:
+            return build_segment(slug, self._next_id, actions)
+        segment = self.cache.load(slug, fingerprint, self._next_id, actions)
+        if segment is None:
+            segment = build_segment(slug, self._next_id, actions)
+            self.cache.save(segment, fingerprint)
+        return segment
 
     def remove_connector(self, slug: str) -> None:
         """Forget one connector; a slug that is not indexed is a no-op."""

@@ -31,14 +31,14 @@ sys.exit(code)
 _PARSER_PROBE = "import json, sys, mcp_gateway.cli as c; c.build_parser(); print(json.dumps(list(sys.modules)))"
 
 
-def _imported(tmp_path: Path, *argv: str) -> list[str]:
+def _imported(tmp_path: Path, *argv: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     env = gateway_env(
         tmp_path,
         MCP_GATEWAY_MANIFEST=str(write_manifest(tmp_path)),
         # auto: hybrid whenever the embeddings extra is installed; listing must not load its model anyway
         MCP_GATEWAY_DISCOVERY_MODE="auto",
     )
-    probe = _PROBE.replace("HEAVY", repr(json.dumps(HEAVY)))
+    probe = _PROBE.replace("HEAVY", repr(json.dumps(heavy)))
     done = subprocess.run(
         [sys.executable, "-c", probe, *argv],
         capture_output=True,
@@ -75,3 +75,8 @@ def test_listing_commands_import_no_model_graphql_transport_or_sdk(tmp_path: Pat
     assert _imported(tmp_path, "connectors") == []
     assert _imported(tmp_path, "validate") == []
     assert _imported(tmp_path, "discover", "list", "items") == []  # ranks lexically: no catalog embedded yet
+
+
+def test_validate_loads_no_cryptography_and_no_event_loop(tmp_path: Path) -> None:
+    # It opens no credential (logging's secret filter must not pull the cipher in) and awaits nothing.
+    assert _imported(tmp_path, "validate", heavy=("cryptography", "anyio", "asyncio")) == []
