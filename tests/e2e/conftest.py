@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,14 +212,21 @@ class HttpGateway:
         return self.log_path.read_text()
 
 
-@pytest.fixture
-def http_gateway(gateway_env: GatewayEnv) -> Iterator[HttpGateway]:
-    gateway_env.cli("sync", check=False)
-    server = HttpGateway(gateway_env, gateway_env.root / "http-gateway.log")
+@contextmanager
+def serving(env: GatewayEnv) -> Iterator[HttpGateway]:
+    """``env``'s catalog synced, then ``serve`` over HTTP for the block."""
+    env.cli("sync", check=False)
+    server = HttpGateway(env, env.root / "http-gateway.log")
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def http_gateway(gateway_env: GatewayEnv) -> Iterator[HttpGateway]:
+    with serving(gateway_env) as server:
+        yield server
 
 
 @asynccontextmanager

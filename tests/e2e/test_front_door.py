@@ -32,7 +32,7 @@ from tests.support.oauth2_server import OAuth2MockServer
 from tests.support.pages import csrf, get, oauth_sign_in, post
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
-from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, structured
+from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, serving, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -158,12 +158,8 @@ def env(tmp_path: Path, idp: OAuth2MockServer, upstream: tuple[EchoApp, str]) ->
 
 @pytest.fixture
 def gateway(env: GatewayEnv) -> Iterator[HttpGateway]:
-    env.cli("sync", check=False)
-    server = HttpGateway(env, env.root / "http-gateway.log")
-    try:
+    with serving(env) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @asynccontextmanager

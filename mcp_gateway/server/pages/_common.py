@@ -25,7 +25,7 @@ from starlette.templating import Jinja2Templates
 
 from ...core import Gateway
 
-__all__ = ["GONE", "TEMPLATES", "PageContext", "message", "page"]
+__all__ = ["GONE", "TEMPLATES", "PageContext", "approves", "message", "page"]
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
 MAX_FORM_BYTES = 256 * 1024
@@ -67,6 +67,14 @@ def page(
 
 def message(heading: str, text: str, *, status: int = 200, tone: str = "ok") -> HTMLResponse:
     return page("message.html", status, title=heading, heading=heading, message=text, tone=tone)
+
+
+def approves(form: FormData) -> bool | HTMLResponse:
+    """The form's Approve (True) or Deny (False) button, or the 400 page for anything else."""
+    decision = form.get("decision")
+    if decision not in ("approve", "deny"):
+        return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
+    return decision == "approve"
 
 
 GONE = ("Link not valid", "This link has expired or was already used. Ask the agent for a new one.")

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...approvals import ApproverRefused, explain, may_approve
-from ._common import GONE, PageContext, message, page
+from ._common import GONE, PageContext, approves, message, page
 from .approver import ApproverSignIn
 
 __all__ = ["approval_routes"]
@@ -65,20 +65,20 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
         form = await ctx.form(request, link.token_hash)
         if isinstance(form, Response):
             return form
-        decision = str(form.get("decision", ""))
-        if decision not in ("approve", "deny"):
-            return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
-        if decision == "approve" and not may_approve(approval, approver):
+        approve = approves(form)
+        if isinstance(approve, Response):
+            return approve
+        if approve and not may_approve(approval, approver):
             return _someone_else(approver, sign_in is not None)
         if await gateway.links.consume("approval", token) is None:
             return message(*GONE, status=410, tone="bad")
         try:
-            decided = await gateway.approvals.decide(approval.id, decision == "approve", by=approver)
+            decided = await gateway.approvals.decide(approval.id, approve, by=approver)
         except ApproverRefused:
             return _someone_else(approver, sign_in is not None)
         if decided is None:
             return message("Already decided", "This call was already decided or has expired.", tone="bad")
-        if decision == "approve":
+        if approve:
             return message(
                 "Approved", f"The agent may now run {approval.tool} once, exactly as shown. You can close this page."
             )

@@ -31,7 +31,7 @@ from ...approvals import ApproverRefused
 from ...core import result_payload
 from ...identity import OPERATOR
 from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
-from ._common import PageContext, message, page, security_headers
+from ._common import PageContext, approves, message, page, security_headers
 
 __all__ = ["OPERATOR_TOKEN_PREFIX", "OperatorToken", "OperatorTokens", "operator_routes"]
 
@@ -151,11 +151,11 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         if refused is not None:
             return refused
         form = await request.form()
-        decision = str(form.get("decision", ""))
-        if decision not in ("approve", "deny"):
-            return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
+        approve = approves(form)
+        if isinstance(approve, Response):
+            return approve
         try:
-            decided = await gateway.approvals.decide(request.path_params["id"], decision == "approve", by=OPERATOR.user)
+            decided = await gateway.approvals.decide(request.path_params["id"], approve, by=OPERATOR.user)
         except ApproverRefused:
             return message(
                 "Approval by someone else",
@@ -172,13 +172,11 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         if refused is not None:
             return refused
         form = await request.form()
-        decision = str(form.get("decision", ""))
-        if decision not in ("approve", "deny"):
-            return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
+        approve = approves(form)
+        if isinstance(approve, Response):
+            return approve
         await gateway.catalogs.refresh_decisions()
-        decided = await gateway.catalogs.decide(
-            request.path_params["name"], approve=decision == "approve", by=f"operator:{token_id}"
-        )
+        decided = await gateway.catalogs.decide(request.path_params["name"], approve=approve, by=f"operator:{token_id}")
         if decided is None:
             return message("Already decided", "That action is not held for review (any more).", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())
