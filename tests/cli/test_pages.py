@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,9 @@ from pathlib import Path
 import httpx2
 
 from tests.support.env import child_env
+from tests.support.ports import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_pages_serves_a_link_minted_by_connect(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ stdio or streamable HTTP."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.env import child_env
+from tests.support.ports import free_port
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 MASTER_KEY = "e2e-master-key-0123456789abcdef0123456789"
@@ -91,12 +91,6 @@ def _actions() -> str:
             method: GET
             url: /echo-headers-error
             summary: Trigger an upstream error page"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

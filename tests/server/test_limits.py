@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_gateway.server.app import _uvicorn  # pyright: ignore[reportPrivateUsage]
 from mcp_gateway.server.limits import ConnectionLimits
+from tests.support.ports import free_port as _port
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +35,6 @@ async def slow_app(scope: Scope, receive: Receive, send: Send) -> None:
     await anyio.sleep(1.5)  # longer than the request timeout: answering is not reading
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
     await send({"type": "http.response.body", "body": b"ok"})
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @asynccontextmanager

@@ -8,7 +8,6 @@ and errors that never show the URL's password.
 from __future__ import annotations
 
 import inspect
-import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -20,18 +19,13 @@ from mcp_gateway.errors import GatewayError
 from mcp_gateway.store import AuditRecord, Store
 from mcp_gateway.store import _postgres_schema as schema
 from mcp_gateway.store.postgres import PostgresStore
+from tests.support.ports import free_port as _free_port
 from tests.support.postgres import PostgresCluster
 from tests.support.protocols import protocol_methods
 
 pytestmark = pytest.mark.anyio
 
 CANARY = "CANARY-db-pass-7731"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from typing import Self
 
 import pytest
 
+from tests.support.ports import free_port
+
 __all__ = ["REPO", "McpHttpServer", "everything_command", "free_port", "lab_command", "time_command"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,12 +60,6 @@ def time_command() -> list[str]:
 def lab_command(mode: str = "stdio", *extra: str) -> list[str]:
     """The controllable test server (``tests/support/mcp_lab.py``); run it with ``cwd=REPO``."""
     return [sys.executable, "-m", "tests.support.mcp_lab", mode, *extra]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class McpHttpServer:

@@ -14,7 +14,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import free_port as _free_port
 
 __all__ = [
     "PostgresCluster",
@@ -84,12 +85,6 @@ def postgres_missing(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
