@@ -102,7 +102,9 @@ reached for the upstream has no outcome yet; ``interrupted`` when the gateway st
 writing one (marked on the next start)."""
 __all__ += ["ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# defer_build: a model's validator is built when first used, not at import, so a command that never
+# makes one of these (``connectors`` read from the store) does not pay for building them all.
+_FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def risk_of_method(method: str) -> Risk:
@@ -225,7 +227,8 @@ class Action(BaseModel):
         return f"{self.connector}.{self.path}"
 
 
-ACTIONS_ADAPTER: TypeAdapter[list[Action]] = TypeAdapter(list[Action])
+ACTIONS_ADAPTER: TypeAdapter[list[Action]] = TypeAdapter(list[Action], config=ConfigDict(defer_build=True))
+"""Decodes and encodes a stored catalog; built on first use (it builds ``Action``'s validator)."""
 
 
 class Verdict(BaseModel):

@@ -140,11 +140,16 @@ async def cmd_sync(args: argparse.Namespace) -> int:
     return 1 if any(s.status == "error" for s in states) else 0
 
 
-async def cmd_connectors(args: argparse.Namespace) -> int:
-    from ..core import result_payload
+def cmd_connectors(args: argparse.Namespace) -> int:
+    from .listing import connectors_from_state
 
-    async with _gateway(args, build_index=False) as gw:  # states only: no discovery index to build
-        data = result_payload(await gw.connectors(_principal(args)))
+    # Most runs read back what the last sync stored: answered from the store, no gateway assembled
+    # and no event loop (see listing.py); anything it cannot vouch for takes the full path.
+    data = connectors_from_state(args, _principal(args))
+    if data is None:
+        import anyio
+
+        data = anyio.run(_connectors_payload, args)
     if args.json:
         _print_json(data)
     else:
@@ -153,6 +158,14 @@ async def cmd_connectors(args: argparse.Namespace) -> int:
             ["slug", "status", "actions", "auth", "error"],
         )
     return 0
+
+
+async def _connectors_payload(args: argparse.Namespace) -> dict[str, Any]:
+    """``connectors`` the full way: sync every connector through a ``Gateway`` and ask it."""
+    from ..core import result_payload
+
+    async with _gateway(args, build_index=False) as gw:  # states only: no discovery index to build
+        return result_payload(await gw.connectors(_principal(args)))
 
 
 async def cmd_discover(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from ..manifest import ConnectorConfig, OpenAPISource, PostmanSource
 if TYPE_CHECKING:
     from .base import Normalized
 
-__all__ = ["NORMALIZER_VERSION", "file_fingerprint", "reuse", "settings_digest"]
+__all__ = ["NORMALIZER_VERSION", "current_fingerprint", "file_fingerprint", "reuse", "settings_digest"]
 
 NORMALIZER_VERSION = "3"
 
@@ -50,7 +50,9 @@ def _files_digest(files: list[str]) -> str | None:
     return h.hexdigest()
 
 
-def _fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
+def current_fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
+    """The fingerprint ``files`` and ``cfg``'s settings have now; None when a file cannot be read.
+    ``cli/listing.py`` compares it with a stored one, as ``reuse`` does, without decoding the catalog."""
     files_digest = _files_digest(files)
     return None if files_digest is None else f"{settings_digest(cfg)}:{files_digest}"
 
@@ -58,7 +60,7 @@ def _fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
 async def file_fingerprint(cfg: ConnectorConfig, files: list[str], *, fallback: str) -> str:
     """The settings and the bytes of ``files`` (read in a worker thread); when there are no files
     or one cannot be read, the settings digest followed by ``:<fallback>``."""
-    fp = await anyio.to_thread.run_sync(_fingerprint, cfg, files) if files else None
+    fp = await anyio.to_thread.run_sync(current_fingerprint, cfg, files) if files else None
     return fp or f"{settings_digest(cfg)}:{fallback}"
 
 
@@ -68,7 +70,7 @@ async def reuse(cfg: ConnectorConfig, cached: Normalized | None, resolved: str) 
         return None
     if cached.files[0] != resolved:
         return None
-    fp = await anyio.to_thread.run_sync(_fingerprint, cfg, cached.files)
+    fp = await anyio.to_thread.run_sync(current_fingerprint, cfg, cached.files)
     if fp is None or fp != cached.fingerprint:
         return None
     return cached

@@ -1,33 +1,39 @@
 """Persistence: the ``Store`` protocol (split by role), its record models, and the embedded
 ``SQLiteStore``. ``PostgresStore`` (``store.postgres``, needs asyncpg) and ``MemoryStore``
-(``store.memory``) implement the same protocol."""
+(``store.memory``) implement the same protocol.
+
+The names below are imported on first use: importing one submodule (``store._sqlite_schema`` for the
+schema version ``cli/listing.py`` checks) must not load aiosqlite, the event loop and every record model."""
 
 from __future__ import annotations
 
-from .base import (
-    ApprovalRecord,
-    ApprovalStatus,
-    ApprovalStore,
-    AuditRecord,
-    AuditStore,
-    CatalogRecord,
-    CatalogStore,
-    ConnectorState,
-    CredentialStore,
-    EphemeralStore,
-    LinkKind,
-    LinkRecord,
-    LinkStore,
-    MetaStore,
-    OperatorTokenRecord,
-    OperatorTokenStore,
-    Store,
-    TokenRecord,
-    TokenStore,
-    VectorStore,
-)
-from .memory import MemoryStore
-from .sqlite import SQLiteStore
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import (
+        ApprovalRecord,
+        ApprovalStatus,
+        ApprovalStore,
+        AuditRecord,
+        AuditStore,
+        CatalogRecord,
+        CatalogStore,
+        ConnectorState,
+        CredentialStore,
+        EphemeralStore,
+        LinkKind,
+        LinkRecord,
+        LinkStore,
+        MetaStore,
+        OperatorTokenRecord,
+        OperatorTokenStore,
+        Store,
+        TokenRecord,
+        TokenStore,
+        VectorStore,
+    )
+    from .memory import MemoryStore
+    from .sqlite import SQLiteStore
 
 __all__ = [
     "ApprovalRecord",
@@ -53,3 +59,16 @@ __all__ = [
     "TokenStore",
     "VectorStore",
 ]
+
+_HOMES = {name: "base" for name in __all__} | {"MemoryStore": "memory", "SQLiteStore": "sqlite"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value

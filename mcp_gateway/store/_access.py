@@ -30,10 +30,11 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ..secrets import CredentialKey
-from .base import TokenRecord
+if TYPE_CHECKING:  # annotations only: the schema (``ACCESS_MIGRATION``) is read without the record models
+    from ..secrets import CredentialKey
+    from .base import TokenRecord
 
 __all__ = ["ACCESS_MIGRATION", "AccessCache", "GenerationProbe", "Ticket"]
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-
-import aiosqlite
-import anyio
+from typing import TYPE_CHECKING
 
 from ..errors import GatewayError
 from ._access import ACCESS_MIGRATION
+
+if TYPE_CHECKING:
+    import aiosqlite  # only migrate needs it: reading SCHEMA_VERSION loads no event loop
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -218,6 +219,8 @@ async def migrate(db: aiosqlite.Connection, where: str | Path) -> None:
         if app_id == 0:
             await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     except BaseException:
+        import anyio
+
         with anyio.CancelScope(shield=True):
             await db.rollback()
         raise

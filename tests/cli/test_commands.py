@@ -257,6 +257,8 @@ def test_unexpected_error_has_a_traceback_only_with_debug(env: CliEnv, monkeypat
         raise RuntimeError("boom in connectors")
 
     monkeypatch.setattr(Gateway, "connectors", broken)
+    # After the first run's sync, the stored state would answer without a Gateway (cli/listing.py).
+    monkeypatch.setattr("mcp_gateway.cli.listing.connectors_from_state", lambda *_: None)
     quiet = env.run("connectors")
     assert quiet.code == 1
     assert "unexpected RuntimeError" in quiet.err and "--debug" in quiet.err

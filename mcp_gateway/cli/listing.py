@@ -1,0 +1,220 @@
+"""``connectors`` answered from the stored state, without assembling a ``Gateway`` (issue 14.3).
+
+The full path (``runtime.open_gateway``) syncs every connector: it imports the whole core, opens the
+store, decodes every stored catalog (GitHub's ~1,200 actions) and checks each one's fingerprint, then
+``Gateway.connectors`` prints a few fields per connector. When the sync would reuse every stored
+catalog unchanged, those fields are already in the state store: the connector's state row (status,
+action count), the catalog row's fingerprint and files, and which credentials exist. This module
+reads just those, with the same checks the sync makes (``sources/_fingerprint.py``: the settings
+that shape the actions and the bytes of every spec file), on a read-only SQLite connection.
+
+It answers only what it can prove the full path would answer the same way, and returns None for
+everything else, which then takes the full path: PostgreSQL; a source fetched or listed over the
+network (a URL, GraphQL, MCP); an ``oauth2`` connector (its readiness is a token set); a connector
+with no stored catalog or state, in error, or whose spec or settings changed; a store that needs a
+migration. The answer is computed afresh on every run (nothing printed is cached), so a credential
+stored or a catalog changed by another process shows at once. ``tests/cli/test_listing.py`` compares
+both paths byte for byte.
+
+Unlike the full path it writes nothing: the state rows keep the time of the last real sync.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import zlib
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..identity import Principal
+    from ..manifest import ConnectorConfig, Manifest
+    from ..model import ConnectorInfo
+
+__all__ = ["connectors_from_state"]
+
+_LEXICAL = "discovery: lexical only"
+"""``discovery.hybrid.discovery_status(None)``, without importing the discovery package."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What the last sync left for one connector."""
+
+    status: str
+    actions: int
+    error: str | None
+    fingerprint: str | None
+    files: list[str]
+
+
+def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dict[str, Any] | None:
+    """``connectors``' payload (as ``result_payload`` makes it), or None when the full path must answer."""
+    import json
+
+    from ..identity import granted_connectors
+    from ..manifest import load_manifest
+    from ..store._sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+
+    settings = args.settings
+    if settings.database_url:
+        return None  # PostgreSQL: the full path
+    db_path: Path = settings.database
+    if not db_path.is_file():
+        return None  # a first start: the full path creates and syncs it
+    manifest = load_manifest(settings.manifest_path)
+    discovery = _discovery(manifest, settings.env, json_wanted=bool(args.json))
+    if discovery is None:
+        return None
+    names: dict[str, list[dict[str, Any]]] = {}
+    try:
+        with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("PRAGMA busy_timeout = 5000")
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            (application,) = db.execute("PRAGMA application_id").fetchone()
+            if version != SCHEMA_VERSION or application != APPLICATION_ID:
+                return None  # a migration to run, or not our file: the full path says which
+            db.execute("BEGIN")  # one snapshot for every read below
+            stored = _stored(db)
+            keys: list[tuple[str, str]] = db.execute("SELECT connector, principal FROM credential").fetchall()
+            for cfg in manifest.connectors:
+                if _block_rules(manifest, cfg):  # a hide rule needs the actions' names; only then are they read
+                    row = db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
+                    if row is None:
+                        return None
+                    names[cfg.slug] = json.loads(zlib.decompress(row[0]))
+    except (sqlite3.Error, zlib.error, ValueError):
+        return None  # whatever the full path makes of it, it says so properly
+    # The full path syncs every connector, seen or not: each must be one it would only read back.
+    if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
+        return None
+    out: list[ConnectorInfo] = []
+    for slug in sorted(granted_connectors(manifest, principal)):
+        cfg = manifest.connector(slug)
+        assert cfg is not None, slug
+        info = _info(manifest, cfg, stored[slug], keys, principal.user, names.get(slug))
+        if info is None:
+            return None
+        out.append(info)
+    return {"connectors": [c.model_dump(mode="json", exclude_none=True) for c in out], "discovery": discovery()}
+
+
+def _stored(db: sqlite3.Connection) -> dict[str, _Stored]:
+    import json
+
+    states = {
+        slug: (status, actions, error)
+        for slug, status, actions, error in db.execute("SELECT slug, status, actions, error FROM connector_state")
+    }
+    out: dict[str, _Stored] = {}
+    for slug, fingerprint, info in db.execute("SELECT slug, fingerprint, info FROM catalog"):
+        if slug not in states:
+            continue
+        status, actions, error = states[slug]
+        files = json.loads(info or "{}").get("files") or []
+        out[slug] = _Stored(status, int(actions), error, fingerprint, [str(f) for f in files])
+    return out
+
+
+def _unchanged(cfg: ConnectorConfig, manifest: Manifest, state: _Stored) -> bool:
+    """Whether a sync now would reuse the stored catalog and record the stored state again (``core/sync.py``)."""
+    from ..manifest import GraphQLSource, HttpSource, McpSource, OAuth2Auth, OpenAPISource, PostmanSource
+    from ..sources._fingerprint import current_fingerprint, settings_digest
+
+    if state.status != "ready" or state.error is not None or state.fingerprint is None:
+        return False
+    if isinstance(cfg.auth, OAuth2Auth):
+        return False  # ready means a token set there (``OAuth2Tokens.ready``): the full path asks it
+    match cfg.source:
+        case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
+            # ``sources._fingerprint.reuse``: the same local file, and the same bytes and settings.
+            resolved = manifest.resolve(ref)
+            if resolved.startswith(("http://", "https://")) or not state.files or state.files[0] != resolved:
+                return False
+            return current_fingerprint(cfg, state.files) == state.fingerprint
+        case HttpSource() | None:
+            return settings_digest(cfg) == state.fingerprint  # normalized afresh, equal when the settings are
+        case GraphQLSource() | McpSource():
+            return False  # introspected or listed over the network
+    return False
+
+
+def _block_rules(manifest: Manifest, cfg: ConnectorConfig) -> bool:
+    """Whether any rule could hide an action of ``cfg`` (only ``block`` rules hide: ``policy.is_hidden``)."""
+    return any(r.action == "block" for r in (*manifest.policies, *cfg.policies))
+
+
+def _info(
+    manifest: Manifest,
+    cfg: ConnectorConfig,
+    state: _Stored,
+    keys: list[tuple[str, str]],
+    user: str,
+    actions: list[dict[str, Any]] | None,
+) -> ConnectorInfo | None:
+    """``Gateway.connectors``' entry for one connector whose stored catalog is current."""
+    from ..manifest import NoAuth
+    from ..model import ConnectorInfo
+    from ..policy import is_hidden
+
+    # ``CredentialBroker.configured`` with the caller's user: a per_user connector needs their own.
+    if cfg.credentials == "per_user":
+        configured = any(c == cfg.slug and p == user for c, p in keys)
+    else:
+        configured = any(c == cfg.slug for c, _ in keys)
+    needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
+    count = state.actions
+    if actions is not None:
+        if len(actions) != state.actions:
+            return None
+        count = sum(
+            1
+            for a in actions
+            if not is_hidden(
+                qualified_name=f"{cfg.slug}.{a['path']}",
+                path=a["path"],
+                project_rules=manifest.policies,
+                connector_rules=cfg.policies,
+            )
+        )
+    return ConnectorInfo(
+        slug=cfg.slug,
+        name=cfg.display_name,
+        description=cfg.description,
+        status="needs_auth" if needs and not configured else "ready",
+        actions=count,
+        auth=cfg.auth.type,
+        auth_configured=configured or not needs,
+    )
+
+
+def _discovery(manifest: Manifest, env: Any, *, json_wanted: bool) -> Any:
+    """A function giving ``connectors``' discovery line (``runtime.discovery_search``'s choice, with no
+    connector scheduled: the full path builds no index for ``connectors``), or None for the full path.
+    The local model's presence is looked up only when the line is printed (``--json``) or ``mode:
+    hybrid`` must fail without it, as the full path does."""
+    mode = (env.get("MCP_GATEWAY_DISCOVERY_MODE") or "").strip()
+    if mode and mode not in ("auto", "lexical", "hybrid"):
+        return None  # the full path names the mistake
+    config = manifest.discovery.model_copy(update={"mode": mode}) if mode else manifest.discovery
+    effective = config.effective_mode
+    if effective == "lexical":
+        return lambda: _LEXICAL
+    if config.embeddings is not None:
+        label = f"{config.embeddings.model} at {config.embeddings.url}"
+        return lambda: f"discovery: hybrid ({label}; 0 of 0 connectors embedded)"
+    if effective == "auto" and not json_wanted:
+        return lambda: ""  # not printed
+    from ..discovery import EmbeddingsUnavailable
+    from ..discovery.providers import local_provider
+
+    try:
+        model = local_provider().model
+    except EmbeddingsUnavailable:
+        if effective == "hybrid":
+            return None  # the full path refuses to start, naming the install command
+        return lambda: _LEXICAL
+    return lambda: f"discovery: hybrid ({model}; 0 of 0 connectors embedded)"

@@ -1,0 +1,216 @@
+"""``connectors`` answered from the stored state (``cli/listing.py``) prints exactly what the full
+path (a ``Gateway`` synced through ``runtime.open_gateway``) prints, and hands over to it whenever
+it cannot vouch for the answer.
+
+Each comparison runs the command twice in-process on the same state: once as shipped (the light path
+must have answered: checked, so a comparison never passes because both runs took the full path),
+once with the light path switched off.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway import cli
+from mcp_gateway.cli import listing
+from mcp_gateway.cli.commands import principal
+from mcp_gateway.manifest.bundled import CATALOG_DIR
+
+PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"
+
+MANIFEST = """
+project: listing
+policies:
+  - {{match: "hidden_api.secret.*", action: block}}
+connectors:
+  - slug: echo
+    name: Echo service
+    description: Items, fetched and made.
+    base_url: http://127.0.0.1:9
+    auth: {{type: bearer}}
+{actions}
+  - slug: open_api
+    base_url: http://127.0.0.1:9
+{actions}
+  - slug: mine
+    base_url: http://127.0.0.1:9
+    auth: {{type: bearer}}
+    credentials: per_user
+{actions}
+  - slug: hidden_api
+    base_url: http://127.0.0.1:9
+    auth: {{type: basic}}
+    policies:
+      - {{match: "items.create", action: block, when: {{name: {{eq: x}}}}}}
+    source:
+      http:
+        actions:
+          - {{path: items.list, method: GET, url: /items}}
+          - {{path: secret.read, method: GET, url: /secret}}
+          - {{path: secret.wipe, method: DELETE, url: /secret}}
+  - slug: pets
+    base_url: http://127.0.0.1:9
+    auth: {{type: api_key, in: header, name: X-Key}}
+    source: {{openapi: {spec}}}
+  - slug: bare
+    base_url: http://127.0.0.1:9
+    auth: {{type: none}}
+    request_action: true
+agents:
+  - {{name: bot, connectors: [echo, pets]}}
+{discovery}
+"""
+
+ACTIONS = """    source:
+      http:
+        actions:
+          - {path: items.get, method: GET, url: "/items/{id}", summary: Fetch one item}
+          - {path: items.create, method: POST, url: /items, summary: Create an item}"""
+
+
+@dataclass
+class Listing:
+    manifest: Path | None
+    state_dir: Path
+    capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch
+
+    def argv(self, *extra: str) -> list[str]:
+        return ["connectors", *extra, *(["--manifest", str(self.manifest)] if self.manifest else [])]
+
+    def run(self, *argv: str, stdin: str | None = None) -> str:
+        self.capsys.readouterr()
+        if stdin is not None:
+            self.monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = cli.main([*argv, *(["--manifest", str(self.manifest)] if self.manifest else [])])
+        captured = self.capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    def light(self, *extra: str) -> dict[str, object] | None:
+        args = cli.build_parser().parse_args(self.argv(*extra), namespace=cli.Args())
+        return listing.connectors_from_state(args, principal(args))
+
+    def both(self, *extra: str) -> tuple[str, str]:
+        """(light path's output, full path's output) of ``connectors`` with ``extra``."""
+        assert self.light(*extra) is not None, "the light path did not answer: nothing would be compared"
+        fast = self.run("connectors", *extra)
+        with self.monkeypatch.context() as m:
+            m.setattr(listing, "connectors_from_state", lambda *_: None)
+            full = self.run("connectors", *extra)
+        return fast, full
+
+
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MCP_GATEWAY_MANIFEST", "MCP_GATEWAY_AGENT", "MCP_GATEWAY_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "listing-test-master-key-0123456789abcdef0123")
+
+
+@pytest.fixture
+def several(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Listing]:
+    _env(tmp_path, monkeypatch)
+    spec = tmp_path / "petstore.json"
+    shutil.copy(PETSTORE, spec)
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(MANIFEST.format(actions=ACTIONS, spec=spec.name, discovery=""))
+    env = Listing(manifest, tmp_path / "state", capsys, monkeypatch)
+    env.run("sync")
+    yield env
+
+
+def test_the_bundled_default_lists_the_same_both_ways(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _env(tmp_path, monkeypatch)
+    env = Listing(None, tmp_path / "state", capsys, monkeypatch)
+    env.run("sync")
+    for extra in ((), ("--json",)):
+        fast, full = env.both(*extra)
+        assert fast == full
+    assert "github" in fast
+
+
+def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
+    several.run("secret", "set", "echo", stdin="echo-token-1234\n")
+    several.run("secret", "set", "hidden_api", stdin='{"username": "u", "password": "p"}')
+    for extra in ((), ("--json",), ("--agent", "bot"), ("--agent", "nobody", "--json")):
+        fast, full = several.both(*extra)
+        assert fast == full, extra
+    table = several.both()[0]
+    # The block rule hides two of hidden_api's three actions; a conditional one hides none of echo's.
+    assert [line.split()[:3] for line in table.splitlines()[1:]] == [
+        ["bare", "ready", "1"],
+        ["echo", "ready", "2"],
+        ["hidden_api", "ready", "1"],
+        ["mine", "needs_auth", "2"],
+        ["open_api", "ready", "2"],
+        ["pets", "needs_auth", "20"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "discovery",
+    ["discovery: {mode: lexical}", "discovery: {embeddings: {url: 'http://127.0.0.1:9/v1', model: tiny}}"],
+)
+def test_the_discovery_line_is_the_same_both_ways(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, discovery: str
+) -> None:
+    _env(tmp_path, monkeypatch)
+    monkeypatch.delenv("MCP_GATEWAY_DISCOVERY_MODE", raising=False)
+    spec = tmp_path / "petstore.json"
+    shutil.copy(PETSTORE, spec)
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(MANIFEST.format(actions=ACTIONS, spec=spec.name, discovery=discovery))
+    env = Listing(manifest, tmp_path / "state", capsys, monkeypatch)
+    env.run("sync")
+    fast, full = env.both("--json")
+    assert fast == full
+
+
+def test_a_changed_spec_or_manifest_takes_the_full_path(several: Listing) -> None:
+    assert several.light() is not None
+    spec = several.manifest.parent / "petstore.json" if several.manifest else None
+    assert spec is not None
+    spec.write_text(spec.read_text().replace('"Add a new pet to the store"', '"Add a pet"'))
+    assert several.light() is None  # the sync would normalize the spec again
+    several.run("sync")
+    assert several.light() is not None
+    manifest = several.manifest
+    assert manifest is not None
+    manifest.write_text(manifest.read_text().replace("summary: Fetch one item", "summary: Fetch an item"))
+    assert several.light() is None  # echo's settings changed: its actions would be normalized again
+
+
+def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
+    several: Listing, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MCP_GATEWAY_DATABASE_URL", "postgresql://u@127.0.0.1:9/db")
+    assert several.light() is None  # PostgreSQL
+    monkeypatch.delenv("MCP_GATEWAY_DATABASE_URL")
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "fresh"))
+    assert several.light() is None  # nothing synced yet
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(several.state_dir))
+    monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "sometimes")
+    assert several.light() is None  # the full path names the mistake
+    monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
+    assert several.manifest is not None
+    text = several.manifest.read_text()
+    several.manifest.write_text(
+        text.replace(
+            "  - slug: bare\n",
+            "  - slug: lent\n    base_url: http://127.0.0.1:9\n    auth: {type: oauth2, flow: client_credentials, "
+            "token_url: 'http://127.0.0.1:9/token'}\n  - slug: bare\n",
+        )
+    )
+    assert several.light() is None  # lent was never synced
+    several.run("sync")
+    assert several.light() is None  # an oauth2 connector is ready when its token set is: the full path asks
