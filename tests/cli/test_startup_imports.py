@@ -22,7 +22,7 @@ _PROBE = """\
 import json, sys
 from mcp_gateway.cli import main
 code = main(sys.argv[1:])
-heavy = sorted({name.split(".")[0] for name in sys.modules} & set(json.loads(HEAVY)))
+heavy = sorted(({name.split(".")[0] for name in sys.modules} | set(sys.modules)) & set(json.loads(HEAVY)))
 sys.stderr.write("\\nIMPORTED " + json.dumps(heavy) + "\\n")
 sys.exit(code)
 """
@@ -80,3 +80,12 @@ def test_listing_commands_import_no_model_graphql_transport_or_sdk(tmp_path: Pat
 def test_validate_loads_no_cryptography_and_no_event_loop(tmp_path: Path) -> None:
     # It opens no credential (logging's secret filter must not pull the cipher in) and awaits nothing.
     assert _imported(tmp_path, "validate", heavy=("cryptography", "anyio", "asyncio")) == []
+
+
+def test_connectors_on_a_synced_state_assembles_no_gateway(tmp_path: Path) -> None:
+    # Every catalog is current: the stored state answers (cli/listing.py), with no core, no event
+    # loop, no async SQLite driver and no HTTP client.
+    assert _imported(tmp_path, "sync") == []
+    light = ("mcp_gateway.core", "mcp_gateway.runtime", "asyncio", "aiosqlite", "httpx2", "cryptography")
+    assert _imported(tmp_path, "connectors", heavy=light) == []
+    assert _imported(tmp_path, "connectors", "--json", heavy=light) == []
