@@ -284,7 +284,7 @@ class _Origin:
 
 
 class Manifest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     project: str = Field("default", min_length=1)
     default_mode: Literal["risk", "allow_all"] = "risk"
     public_url: str = "http://127.0.0.1:8765"

@@ -89,7 +89,7 @@ class PostmanSource(BaseModel):
 
 
 class GraphQLSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
     schema_: str | None = Field(None, alias="schema")
     """An SDL file or an introspection JSON file (relative to the manifest)."""
     introspect: bool = False

@@ -15,8 +15,10 @@ __all__ = ["SLUG_RE", "STRICT", "Problem", "choose"]
 
 SLUG_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
-STRICT = ConfigDict(extra="forbid", frozen=True)
-"""Unknown keys are errors (a typo must not be ignored) and a parsed manifest never changes."""
+STRICT = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+"""Unknown keys are errors (a typo must not be ignored) and a parsed manifest never changes.
+``defer_build``: a model's own validator is built on first use; loading a manifest builds only
+``Manifest``'s, which holds every nested model's (built eagerly, each would be built twice)."""
 
 
 class Problem(ValueError):
