@@ -277,6 +277,8 @@ def _quiet_closed_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Without ``argv``, this process's command line: the process ends when it returns."""
+    exiting = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after "--" is a command to run (``add --mcp -- npx -y server``), never our options.
     rest: list[str] = []
@@ -298,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A start allocates objects that nearly all stay alive (modules, classes, models, the catalog):
     # until it is over, the collector's passes (~50 ms of a listing command) would free next to
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.
-    with holding_collector():
+    with holding_collector(exiting=exiting):
         return _run(args)
 
 

@@ -120,3 +120,23 @@ def test_serve_warns_about_an_unknown_agent(tmp_path: Path) -> None:
     )
     assert "no agent 'nosuch'" in proc.stderr and "bot" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_only_the_process_own_command_line_freezes_the_heap_at_the_end(
+    env: CliEnv,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from mcp_gateway import cli
+
+    assert gc.get_freeze_count() == 0
+    assert cli.main(["validate", "--manifest", str(env.manifest)]) == 0
+    assert gc.get_freeze_count() == 0 and gc.isenabled()  # a test process (or a caller) keeps its collector
+    monkeypatch.setattr(sys, "argv", ["mcp-gateway", "validate", "--manifest", str(env.manifest)])
+    try:
+        assert cli.main() == 0
+        # the process exits next: its objects are out of the collector's sight, which is back on
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+    finally:
+        gc.unfreeze()
