@@ -159,7 +159,14 @@ def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
 
 @pytest.mark.parametrize(
     "discovery",
-    ["discovery: {mode: lexical}", "discovery: {embeddings: {url: 'http://127.0.0.1:9/v1', model: tiny}}"],
+    [
+        "discovery: {mode: lexical}",
+        "discovery: {embeddings: {url: 'http://127.0.0.1:9/v1', model: tiny}}",
+        # mode auto, where the suite's fixture finds no local model: lexical only
+        "discovery: {mode: auto}",
+        # the local model as installed (when it is; else lexical both ways): neither path loads it
+        pytest.param("discovery: {mode: auto}", marks=pytest.mark.hybrid, id="auto-local-model"),
+    ],
 )
 def test_the_discovery_line_is_the_same_both_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, discovery: str
