@@ -19,7 +19,7 @@ import httpx2
 
 from .approvals import ApprovalService
 from .audit import Auditor
-from .catalog_memory import limit_malloc_arenas, validate_actions
+from .catalog_memory import limit_malloc_arenas
 from .clock import Clock, SystemClock
 from .core import Gateway
 from .core.admission import TrafficGate
@@ -35,8 +35,7 @@ from .manifest import Manifest, load_manifest
 from .secrets import PROJECT_WIDE, SealedCredential
 from .settings import Settings
 from .store.base import Store
-from .store.database_url import is_postgres_url, redact_url
-from .store.sqlite import SQLiteStore
+from .store.opening import open_store
 
 __all__ = [
     "DISCOVERY_SECRET",
@@ -103,38 +102,6 @@ class LazyTransport(httpx2.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self._transport is not None:
             await self._transport.aclose()
-
-
-def _store_for(settings: Settings) -> Store:
-    url = settings.database_url
-    if not url:
-        settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return SQLiteStore(settings.database, decode_actions=validate_actions)
-    if not is_postgres_url(url):
-        raise GatewayError(
-            f"the database URL {redact_url(url)} is not a PostgreSQL URL; give postgresql://user:password@host:5432/"
-            "database, or unset $MCP_GATEWAY_DATABASE_URL (and drop --database-url) to use the embedded SQLite "
-            "database in the state folder"
-        )
-    try:
-        from .store.postgres import PostgresStore
-    except ImportError:
-        raise GatewayError(
-            "a PostgreSQL database URL is set but its driver is not installed; run: "
-            "python3 -m pip install 'mcp-action-gateway[postgres]'"
-        ) from None
-    return PostgresStore(url, decode_actions=validate_actions)
-
-
-@asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[Store]:
-    """The store the settings select: PostgreSQL for a ``postgresql://`` URL, else SQLite in the state folder."""
-    store = _store_for(settings)
-    await store.open()
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 @asynccontextmanager

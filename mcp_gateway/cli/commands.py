@@ -73,7 +73,7 @@ def _progress() -> Progress | None:
 async def store_of(settings: Settings) -> AsyncIterator[Store]:
     """The state store, or exit 3 (``EXIT_STORE``) saying why it cannot be opened."""
     from ..errors import GatewayError
-    from ..runtime import open_store
+    from ..store.opening import open_store  # not runtime's re-export: that imports the gateway core
 
     async with AsyncExitStack() as stack:
         try:

@@ -91,3 +91,11 @@ def test_connectors_on_a_synced_state_assembles_no_gateway(tmp_path: Path) -> No
     # --json names the discovery mode: with mode auto, whether the local model is installed, which
     # imports discovery.providers (and its HTTP client, for the embeddings endpoint it also offers).
     assert _imported(tmp_path, "connectors", "--json", heavy=tuple(n for n in light if n != "httpx2")) == []
+
+
+def test_store_listings_open_the_store_without_the_core(tmp_path: Path) -> None:
+    # audit, token list and approvals list read the store only (store.opening, not runtime's re-export).
+    assert _imported(tmp_path, "sync") == []
+    core = ("mcp_gateway.core", "mcp_gateway.runtime", "httpx2")
+    for argv in (("audit",), ("token", "list"), ("approvals", "list")):
+        assert _imported(tmp_path, *argv, heavy=core) == [], argv

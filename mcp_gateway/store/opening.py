@@ -1,0 +1,56 @@
+"""The store the settings select: PostgreSQL for a ``postgresql://`` URL, else SQLite in the state folder.
+
+Here rather than in ``runtime`` (which re-exports ``open_store``), so that a command that only reads
+the store (``audit``, ``token list``, ``approvals list``) opens it without importing the gateway core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from ..catalog_memory import validate_actions
+from ..errors import GatewayError
+from .database_url import is_postgres_url, redact_url
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .base import Store
+
+__all__ = ["open_store", "store_for"]
+
+
+def store_for(settings: Settings) -> Store:
+    """The store, not yet opened. Stored catalogs decode with ``catalog_memory.validate_actions``."""
+    url = settings.database_url
+    if not url:
+        from .sqlite import SQLiteStore
+
+        settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return SQLiteStore(settings.database, decode_actions=validate_actions)
+    if not is_postgres_url(url):
+        raise GatewayError(
+            f"the database URL {redact_url(url)} is not a PostgreSQL URL; give postgresql://user:password@host:5432/"
+            "database, or unset $MCP_GATEWAY_DATABASE_URL (and drop --database-url) to use the embedded SQLite "
+            "database in the state folder"
+        )
+    try:
+        from .postgres import PostgresStore
+    except ImportError:
+        raise GatewayError(
+            "a PostgreSQL database URL is set but its driver is not installed; run: "
+            "python3 -m pip install 'mcp-action-gateway[postgres]'"
+        ) from None
+    return PostgresStore(url, decode_actions=validate_actions)
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncGenerator[Store]:
+    """The store the settings select, opened, and closed on leaving."""
+    store = store_for(settings)
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
