@@ -142,6 +142,7 @@ def test_the_bundled_default_lists_the_same_both_ways(
 def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
     several.run("secret", "set", "echo", stdin="echo-token-1234\n")
     several.run("secret", "set", "hidden_api", stdin='{"username": "u", "password": "p"}')
+    several.run("secret", "set", "mine", stdin="project-wide-token\n")  # per_user: the operator's own is missing
     for extra in ((), ("--json",), ("--agent", "bot"), ("--agent", "nobody", "--json")):
         fast, full = several.both(*extra)
         assert fast == full, extra
