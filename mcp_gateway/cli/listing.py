@@ -10,11 +10,10 @@ that shape the actions and the bytes of every spec file), on a read-only SQLite 
 
 It answers only what it can prove the full path would answer the same way, and returns None for
 everything else, which then takes the full path: PostgreSQL; a source fetched or listed over the
-network (a URL, GraphQL, MCP); an ``oauth2`` connector (its readiness is a token set); a connector
-with no stored catalog or state, in error, or whose spec or settings changed; a store that needs a
-migration. The answer is computed afresh on every run (nothing printed is cached), so a credential
-stored or a catalog changed by another process shows at once. ``tests/cli/test_listing.py`` compares
-both paths byte for byte.
+network (a URL, GraphQL, MCP); a connector with no stored catalog or state, in error, or whose spec
+or settings changed; a store that needs a migration. The answer is computed afresh on every run
+(nothing printed is cached), so a credential stored or a catalog changed by another process shows at
+once. ``tests/cli/test_listing.py`` compares both paths byte for byte.
 
 Unlike the full path it writes nothing: the state rows keep the time of the last real sync.
 """
@@ -35,6 +34,10 @@ if TYPE_CHECKING:
     from ..model import ConnectorInfo
 
 __all__ = ["connectors_from_state"]
+
+OAUTH2_TOKEN_NAME = "oauth2_token"
+"""``auth.oauth2.TOKEN_NAME``: the credential an authorization's token set is stored as (that package
+loads every auth kind and the HTTP client; ``tests/cli/test_listing.py`` checks the two agree)."""
 
 _LEXICAL = "discovery: lexical only"
 """``discovery.hybrid.discovery_status(None)``, without importing the discovery package."""
@@ -79,7 +82,9 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
                 return None  # a migration to run, or not our file: the full path says which
             db.execute("BEGIN")  # one snapshot for every read below
             stored = _stored(db)
-            keys: list[tuple[str, str]] = db.execute("SELECT connector, principal FROM credential").fetchall()
+            keys: list[tuple[str, str, str]] = db.execute(
+                "SELECT connector, principal, name FROM credential"
+            ).fetchall()
             for cfg in manifest.connectors:
                 if _block_rules(manifest, cfg):  # a hide rule needs the actions' names; only then are they read
                     row = db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
@@ -121,13 +126,11 @@ def _stored(db: sqlite3.Connection) -> dict[str, _Stored]:
 
 def _unchanged(cfg: ConnectorConfig, manifest: Manifest, state: _Stored) -> bool:
     """Whether a sync now would reuse the stored catalog and record the stored state again (``core/sync.py``)."""
-    from ..manifest import GraphQLSource, HttpSource, McpSource, OAuth2Auth, OpenAPISource, PostmanSource
+    from ..manifest import GraphQLSource, HttpSource, McpSource, OpenAPISource, PostmanSource
     from ..sources._fingerprint import current_fingerprint, settings_digest
 
     if state.status != "ready" or state.error is not None or state.fingerprint is None:
         return False
-    if isinstance(cfg.auth, OAuth2Auth):
-        return False  # ready means a token set there (``OAuth2Tokens.ready``): the full path asks it
     match cfg.source:
         case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
             # ``sources._fingerprint.reuse``: the same local file, and the same bytes and settings.
@@ -151,7 +154,7 @@ def _info(
     manifest: Manifest,
     cfg: ConnectorConfig,
     state: _Stored,
-    keys: list[tuple[str, str]],
+    keys: list[tuple[str, str, str]],
     user: str,
     actions: list[dict[str, Any]] | None,
 ) -> ConnectorInfo | None:
@@ -160,11 +163,7 @@ def _info(
     from ..model import ConnectorInfo
     from ..policy import is_hidden
 
-    # ``CredentialBroker.configured`` with the caller's user: a per_user connector needs their own.
-    if cfg.credentials == "per_user":
-        configured = any(c == cfg.slug and p == user for c, p in keys)
-    else:
-        configured = any(c == cfg.slug for c, _ in keys)
+    configured = _configured(cfg, [(p, n) for c, p, n in keys if c == cfg.slug], user)
     needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
     count = state.actions
     if actions is not None:
@@ -189,6 +188,28 @@ def _info(
         auth=cfg.auth.type,
         auth_configured=configured or not needs,
     )
+
+
+def _configured(cfg: ConnectorConfig, keys: list[tuple[str, str]], user: str) -> bool:
+    """``CredentialBroker.configured(cfg, user)`` from the stored keys (principal, name) of ``cfg``'s
+    credentials: which exist, never their values (the broker decrypts nothing either)."""
+    from ..manifest import NoAuth, OAuth2Auth
+    from ..secrets import PROJECT_WIDE
+
+    per_user = cfg.credentials == "per_user"
+    if isinstance(cfg.auth, OAuth2Auth):  # ``OAuth2Tokens.ready``
+        if not per_user:
+            return any(n == "default" for _, n in keys) and (
+                cfg.auth.flow == "client_credentials" or any(n == OAUTH2_TOKEN_NAME for _, n in keys)
+            )
+        usable = (user, PROJECT_WIDE)
+        if not any(n == "default" and p in usable for p, n in keys):
+            return False
+        owners = (user,) if user != PROJECT_WIDE else usable  # a per_user token set is the user's own
+        return cfg.auth.flow == "client_credentials" or any(n == OAUTH2_TOKEN_NAME and p in owners for p, n in keys)
+    if isinstance(cfg.auth, NoAuth):
+        return True
+    return any(p == user for p, _ in keys) if per_user else bool(keys)
 
 
 def _discovery(manifest: Manifest, env: Any, *, json_wanted: bool) -> Any:

@@ -10,18 +10,24 @@ once with the light path switched off.
 from __future__ import annotations
 
 import io
+import json
 import shutil
+import sqlite3
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from mcp_gateway import cli
+from mcp_gateway.auth.oauth2 import TOKEN_NAME
 from mcp_gateway.cli import listing
 from mcp_gateway.cli.commands import principal
+from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest.bundled import CATALOG_DIR
+from mcp_gateway.secrets import PROJECT_WIDE
 
 PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"
 
@@ -63,6 +69,16 @@ connectors:
     base_url: http://127.0.0.1:9
     auth: {{type: none}}
     request_action: true
+  - slug: lent
+    base_url: http://127.0.0.1:9
+    auth: {{type: oauth2, flow: client_credentials, token_url: "http://127.0.0.1:9/token"}}
+  - slug: code
+    base_url: http://127.0.0.1:9
+    auth: {{type: oauth2, authorize_url: "http://127.0.0.1:9/authorize", token_url: "http://127.0.0.1:9/token"}}
+  - slug: code_mine
+    base_url: http://127.0.0.1:9
+    credentials: per_user
+    auth: {{type: oauth2, authorize_url: "http://127.0.0.1:9/authorize", token_url: "http://127.0.0.1:9/token"}}
 agents:
   - {{name: bot, connectors: [echo, pets]}}
 {discovery}
@@ -150,12 +166,41 @@ def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
     # The block rule hides two of hidden_api's three actions; a conditional one hides none of echo's.
     assert [line.split()[:3] for line in table.splitlines()[1:]] == [
         ["bare", "ready", "1"],
+        ["code", "needs_auth", "0"],
+        ["code_mine", "needs_auth", "0"],
         ["echo", "ready", "2"],
         ["hidden_api", "ready", "1"],
+        ["lent", "needs_auth", "0"],
         ["mine", "needs_auth", "2"],
         ["open_api", "ready", "2"],
         ["pets", "needs_auth", "20"],
     ]
+    # OAuth2 readiness is which keys exist (client, token set; OAuth2Tokens.ready decrypts nothing):
+    # written straight into the store, step by step, each step compared.
+    steps = [
+        ("lent", PROJECT_WIDE, "default"),
+        ("code", PROJECT_WIDE, "default"),
+        ("code", PROJECT_WIDE, TOKEN_NAME),
+        ("code_mine", PROJECT_WIDE, "default"),
+        ("code_mine", PROJECT_WIDE, TOKEN_NAME),  # a per_user token set must be the caller's own
+        ("code_mine", OPERATOR.user, TOKEN_NAME),
+    ]
+    for step in steps:
+        with closing(sqlite3.connect(several.state_dir / "state.db")) as db, db:
+            db.execute("INSERT INTO credential (connector, principal, name, sealed) VALUES (?, ?, ?, x'00')", step)
+        fast, full = several.both("--json")
+        assert fast == full, step
+    assert {c["slug"]: c["status"] for c in json.loads(fast)["connectors"]} == {
+        "bare": "ready",
+        "code": "ready",
+        "code_mine": "ready",
+        "echo": "ready",
+        "hidden_api": "ready",
+        "lent": "ready",
+        "mine": "needs_auth",
+        "open_api": "ready",
+        "pets": "needs_auth",
+    }
 
 
 @pytest.mark.parametrize(
@@ -210,15 +255,20 @@ def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
     monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "sometimes")
     assert several.light() is None  # the full path names the mistake
     monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
+    assert several.light() is not None
     assert several.manifest is not None
     text = several.manifest.read_text()
     several.manifest.write_text(
         text.replace(
             "  - slug: bare\n",
-            "  - slug: lent\n    base_url: http://127.0.0.1:9\n    auth: {type: oauth2, flow: client_credentials, "
-            "token_url: 'http://127.0.0.1:9/token'}\n  - slug: bare\n",
+            "  - slug: graph\n    base_url: http://127.0.0.1:9\n    source: {graphql: {introspect: true}}\n"
+            "  - slug: bare\n",
         )
     )
-    assert several.light() is None  # lent was never synced
-    several.run("sync")
-    assert several.light() is None  # an oauth2 connector is ready when its token set is: the full path asks
+    assert several.light() is None  # graph was never synced
+    assert cli.main(["sync", "--manifest", str(several.manifest)]) == 1  # graph: nothing answers there
+    assert several.light() is None  # introspected over the network at every sync: the full path does it
+
+
+def test_the_oauth2_token_name_is_the_auth_package_s() -> None:
+    assert listing.OAUTH2_TOKEN_NAME == TOKEN_NAME
