@@ -72,7 +72,7 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
     discovery = _discovery(manifest, settings.env, json_wanted=bool(args.json))
     if discovery is None:
         return None
-    names: dict[str, list[dict[str, Any]]] = {}
+    names: dict[str, list[Any]] = {}
     try:
         with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             db.execute("PRAGMA busy_timeout = 5000")
@@ -90,7 +90,10 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
                     row = db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
                     if row is None:
                         return None
-                    names[cfg.slug] = json.loads(zlib.decompress(row[0]))
+                    decoded = json.loads(zlib.decompress(row[0]))
+                    if not isinstance(decoded, list):
+                        return None
+                    names[cfg.slug] = decoded
     except (sqlite3.Error, zlib.error, ValueError):
         return None  # whatever the full path makes of it, it says so properly
     # The full path syncs every connector, seen or not: each must be one it would only read back.
@@ -156,7 +159,7 @@ def _info(
     state: _Stored,
     keys: list[tuple[str, str, str]],
     user: str,
-    actions: list[dict[str, Any]] | None,
+    actions: list[Any] | None,
 ) -> ConnectorInfo | None:
     """``Gateway.connectors``' entry for one connector whose stored catalog is current."""
     from ..manifest import NoAuth
@@ -167,14 +170,15 @@ def _info(
     needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
     count = state.actions
     if actions is not None:
-        if len(actions) != state.actions:
-            return None
+        paths = [a.get("path") for a in actions if isinstance(a, dict)]
+        if len(paths) != state.actions or not all(isinstance(p, str) for p in paths):
+            return None  # not what this build stores: the full path decodes (or rebuilds) it
         count = sum(
             1
-            for a in actions
+            for p in paths
             if not is_hidden(
-                qualified_name=f"{cfg.slug}.{a['path']}",
-                path=a["path"],
+                qualified_name=f"{cfg.slug}.{p}",
+                path=str(p),
                 project_rules=manifest.policies,
                 connector_rules=cfg.policies,
             )
