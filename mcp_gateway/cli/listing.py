@@ -94,8 +94,8 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
                     if not isinstance(decoded, list):
                         return None
                     names[cfg.slug] = decoded
-    except (sqlite3.Error, zlib.error, ValueError):
-        return None  # whatever the full path makes of it, it says so properly
+    except (sqlite3.Error, zlib.error, ValueError, TypeError, AttributeError):
+        return None  # a file or row not as this build writes it: the full path says what it makes of it
     # The full path syncs every connector, seen or not: each must be one it would only read back.
     if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
         return None
