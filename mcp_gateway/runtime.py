@@ -243,7 +243,7 @@ async def discovery_search(
     """Dense retrieval for ``discover`` as the manifest asks (``discovery``), or None for lexical only.
 
     ``mode: auto`` is hybrid whenever it can be: an ``embeddings`` endpoint is configured, or the
-    ``embeddings`` extra (numpy, tokenizers, threadpoolctl and the bundled model) imports.
+    ``embeddings`` extra (numpy, tokenizers, onnxruntime and the bundled model) imports.
     """
     config = manifest.discovery
     mode = config.effective_mode

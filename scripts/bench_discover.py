@@ -290,7 +290,7 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
                 out["rss_model_mb"] = _rss_mb()
                 tg.cancel_scope.cancel()
         async with SQLiteStore(folder / "vectors.db") as store:  # a restart: same store, fresh process state
-            started = time.perf_counter()
+            started, restart_cpu = time.perf_counter(), time.process_time()
             search = HybridSearch(local_provider(), store)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(search.run)
@@ -299,6 +299,7 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
                 await search.settled()
                 tg.cancel_scope.cancel()
             out["restart_s"] = time.perf_counter() - started
+            out["restart_cpu_s"] = time.process_time() - restart_cpu
             out["restart_encoded"] = search.embedder.embedded
             started = time.perf_counter()  # the model is loaded by the first query's embedding
             await search.find(index, "create an issue", limit=10)
@@ -417,7 +418,7 @@ def print_targets(r: dict[str, Any]) -> None:
             "warm restart, vectors from the store",
             "<= 1 s",
             r["restart_s"] <= 1 and r["restart_encoded"] == 0,
-            f"{r['restart_s']:.2f} s ({r['restart_encoded']} re-embedded); "
+            f"{r['restart_s']:.2f} s, CPU {r['restart_cpu_s']:.2f} s ({r['restart_encoded']} re-embedded); "
             f"first query after it, model load included: {r['restart_first_query_s']:.2f} s",
         ),
         (

@@ -322,7 +322,7 @@ def rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     return out
 
 
-_EMBEDDING_MODULES = ("numpy", "tokenizers", "threadpoolctl")
+_EMBEDDING_MODULES = ("numpy", "tokenizers", "onnxruntime")
 INSTALL_EMBEDDINGS = "python3 -m pip install -e '.[embeddings]'"
 
 

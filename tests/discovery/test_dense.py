@@ -213,3 +213,12 @@ async def test_a_refresh_overtaken_by_a_newer_one_is_dropped() -> None:
 
 def test_text_digest_is_stable() -> None:
     assert text_digest("issues create") == text_digest("issues create") != text_digest("issues  create")
+
+
+def test_searching_pins_blas_to_one_thread() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="the optional embeddings extra is not installed")
+    index = DenseIndex()
+    index.replace_connector("svc", ["svc.a"], np.ones((1, 4), dtype=np.float32) / 2)
+    assert index.search(np.ones(4, dtype=np.float32) / 2, None, k=1) == [("svc.a", pytest.approx(1.0))]
+    blas = [pool for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)

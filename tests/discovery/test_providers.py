@@ -1,7 +1,7 @@
 """Embedding providers (``discovery.providers``) against a real OpenAI-compatible server on loopback.
 
 ``tests/support/embeddings_server.py`` speaks the ``/embeddings`` API over real HTTP (uvicorn). One
-test puts the real all-MiniLM-L6-v2 (numpy) behind it and skips without the embeddings extra; the
+test puts the real all-MiniLM-L6-v2 (int8) behind it and skips without the embeddings extra; the
 others use a small deterministic encoder so the protocol, errors and key handling run everywhere.
 The API key is a canary: it must reach the server's ``Authorization`` header and nothing else.
 """
@@ -121,7 +121,7 @@ async def test_the_remote_provider_feeds_the_dense_index(server: tuple[Embedding
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    for module in ("tokenizers", "threadpoolctl"):
+    for module in ("tokenizers", "onnxruntime"):
         pytest.importorskip(module, reason="the optional embeddings extra is not installed")
     from mcp_gateway.discovery._embedding import EmbeddingsUnavailable, MiniLmEncoder
 

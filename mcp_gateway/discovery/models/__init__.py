@@ -1,10 +1,11 @@
 """Model files shipped inside the package, so the ``embeddings`` extra needs no separate model download.
 
-``all-MiniLM-L6-v2/``: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, its licence beside the
-files): the weights stored as float16 (45 MB instead of 91 MB; upcast to float32 at load, recall
-unchanged on the benchmark sets, see ``scripts/bench_embedding_models.py``), its ``tokenizer.json``
-and ``sentence_bert_config.json``. The PyPI packages that carry this model declare
-sentence-transformers (torch, CUDA: ~6 GB) or other unused dependencies, so its files live here.
+``all-MiniLM-L6-v2/``: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, its licence and a NOTICE
+of the changes beside the files) as one ONNX graph, ``model.onnx`` (35 MB: linear layers int8 per
+output channel, word table float16; made by ``scripts/build_minilm_onnx.py`` from the original
+weights), its ``tokenizer.json`` and ``sentence_bert_config.json``. The PyPI packages that carry this
+model declare sentence-transformers (torch, CUDA: ~6 GB) or other unused dependencies, so its files
+live here.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pathlib import Path
 
 __all__ = ["MINILM", "bundled_minilm_dir"]
 
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-"""The bundled model's name: the key its stored vectors are filed under."""
+MINILM = "sentence-transformers/all-MiniLM-L6-v2@int8"
+"""The bundled model's name and the key its stored vectors are filed under. ``@int8``: the quantized
+graph's vectors differ from the float32 model's (cosine ~0.99), so they never share stored vectors
+with an instance that ran the float32 model (key ``sentence-transformers/all-MiniLM-L6-v2``)."""
 
 
 def bundled_minilm_dir() -> Path | None:
     """The bundled all-MiniLM-L6-v2 folder, or None when the package was installed without it."""
     folder = Path(__file__).resolve().parent / "all-MiniLM-L6-v2"
-    return folder if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file() else None
+    return folder if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file() else None
