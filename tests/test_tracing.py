@@ -213,3 +213,31 @@ def test_the_sdk_makes_the_spans_lean_ones_could_not_make_exactly() -> None:
     unsampled = lean_run("unsampled")
     assert [s["name"] for s in unsampled["spans"]] == ["root"]
     assert unsampled["headers"]["traceparent"].endswith("-00")
+
+
+def test_the_w3c_headers_written_directly_are_the_propagators_own() -> None:
+    from opentelemetry import baggage, context, propagate
+
+    from mcp_gateway.tracing import inject_trace_context
+
+    clients = [
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03", "tracestate": "a=1,b=2"},
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-00"},
+        {},
+    ]
+    for client in clients:
+        for with_baggage in (False, True):
+            extracted = propagate.extract(client)
+            if with_baggage:
+                extracted = baggage.set_baggage("tenant", "t1", extracted)
+            token = context.attach(extracted)
+            try:
+                ours: dict[str, str] = {}
+                inject_trace_context(ours)
+                theirs: dict[str, str] = {}
+                propagate.inject(theirs)
+            finally:
+                context.detach(token)
+            assert ours == theirs, (client, with_baggage)
+            assert ("traceparent" in ours) == bool(client) and ("baggage" in ours) == with_baggage
