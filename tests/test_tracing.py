@@ -136,8 +136,8 @@ LEAN = textwrap.dedent(
                 raise KeyError("not in any attribute")
         except KeyError:
             pass
-        with tracing.span("GET", kind=SpanKind.CLIENT, attributes={"server.port": 443}) as upstream:
-            tracing.inject_trace_context(headers)
+        with tracing.span("GET", kind=SpanKind.CLIENT, attributes={"server.port": 443}, current=False) as upstream:
+            tracing.inject_trace_context(headers, upstream)  # not the current span: named explicitly
             upstream.set_attribute("http.response.status_code", 200)
             upstream.set_attribute("ok", True)
             upstream.set_attribute("tags", ["a", "b"])  # a sequence: cleaned as the SDK does
@@ -164,7 +164,9 @@ LEAN = textwrap.dedent(
                 s.update(resource=resource_spans["resource"], scope=scope_spans["scope"], type=type(span).__name__)
                 out.append(s)
     root_flags = root_headers.get("traceparent", "")[-2:]
-    print(json.dumps({"spans": sorted(out, key=lambda s: s["name"]), "headers": headers, "root_flags": root_flags}))
+    upstream_id = f"{upstream.get_span_context().span_id:016x}"
+    print(json.dumps({"spans": sorted(out, key=lambda s: s["name"]), "headers": headers, "root_flags": root_flags,
+                      "upstream_id": upstream_id}))
     """
 )
 
@@ -198,9 +200,11 @@ def test_lean_spans_reach_the_exporter_as_the_sdks_own_would() -> None:
     assert spans["mcp_gateway.credential"]["status"] == {"code": "STATUS_CODE_ERROR"}
     assert {"key": "error.type", "value": {"stringValue": "KeyError"}} in spans["mcp_gateway.credential"]["attributes"]
     assert "not in any attribute" not in json.dumps(lean)
-    # The traceparent names the upstream span, which was the current one; the leaf credential span was not.
-    assert lean["headers"]["tracestate"] == "k=v" and lean["headers"]["traceparent"].endswith("-01")
-    assert lean["headers"]["traceparent"].startswith("00-0af7651916cd43dd8448eb211c80319c-")
+    # The traceparent names the upstream span, made current or not.
+    assert lean["headers"] == {
+        "traceparent": f"00-0af7651916cd43dd8448eb211c80319c-{lean['upstream_id']}-01",
+        "tracestate": "k=v",
+    }
 
 
 def test_the_sdk_makes_the_spans_lean_ones_could_not_make_exactly() -> None:
@@ -212,7 +216,8 @@ def test_the_sdk_makes_the_spans_lean_ones_could_not_make_exactly() -> None:
     # A client that does not sample: no span is exported, and its decision goes upstream.
     unsampled = lean_run("unsampled")
     assert [s["name"] for s in unsampled["spans"]] == ["root"]
-    assert unsampled["headers"]["traceparent"].endswith("-00")
+    upstream_id = unsampled["upstream_id"]
+    assert unsampled["headers"]["traceparent"] == f"00-0af7651916cd43dd8448eb211c80319c-{upstream_id}-00"
 
 
 def test_the_w3c_headers_written_directly_are_the_propagators_own() -> None:
@@ -241,3 +246,28 @@ def test_the_w3c_headers_written_directly_are_the_propagators_own() -> None:
                 context.detach(token)
             assert ours == theirs, (client, with_baggage)
             assert ("traceparent" in ours) == bool(client) and ("baggage" in ours) == with_baggage
+
+
+def test_client_span_attributes_name_the_origin_and_template_only() -> None:
+    import httpx2
+
+    from mcp_gateway.execution.send import _span_attributes
+
+    def attributes(url: str, template: str | None = "/items/{id}", method: str = "GET") -> dict[str, Any]:
+        return dict(_span_attributes(httpx2.Request(method, url), template))
+
+    first = attributes("https://api.example.com/items/1?api_key=k1")
+    assert first == {
+        "http.request.method": "GET",
+        "server.address": "api.example.com",
+        "url.full": "https://api.example.com",
+        "url.template": "/items/{id}",
+    }
+    assert attributes("https://api.example.com/items/2?api_key=k2") == first  # the same action, another call
+    assert attributes("https://api.example.com:8443/items/1")["url.full"] == "https://api.example.com:8443"
+    assert attributes("https://api.example.com:8443/items/1")["server.port"] == 8443
+    assert attributes("https://api.example.com/items/1", method="DELETE")["http.request.method"] == "DELETE"
+    assert "url.template" not in attributes("https://api.example.com/items/1", None)
+    idna = attributes("https://中国.icom.museum/x")
+    assert idna["server.address"] == "中国.icom.museum" and idna["url.full"] == "https://xn--fiqs8s.icom.museum"
+    assert attributes("http://[::1]:9000/x")["url.full"] == "http://[::1]:9000"

@@ -180,17 +180,20 @@ def _w3c_default(propagator: object) -> bool:
     return parts is not None and [type(p) for p in parts] == [TraceContextTextMapPropagator, W3CBaggagePropagator]
 
 
-def inject_trace_context(headers: MutableMapping[str, str]) -> None:
-    """Add ``traceparent``/``tracestate`` (and ``baggage``, if any) for the current span to an
-    outbound request's headers, as the configured propagator would."""
+def inject_trace_context(headers: MutableMapping[str, str], of: Span | None = None) -> None:
+    """Add ``traceparent``/``tracestate`` (and ``baggage``, if any) to an outbound request's headers,
+    as the configured propagator would: for ``of`` when it is a real span (the request's own, which
+    need not be the current one), else for the current span (the client's, when nothing records)."""
+    current = context.get_current()
+    if of is None or not of.get_span_context().is_valid:
+        of = trace.get_current_span(current)
     propagator = propagate.get_global_textmap()
     if propagator is not _Propagator.seen:
         _Propagator.seen, _Propagator.default = propagator, _w3c_default(propagator)
-    current = context.get_current()
     if not _Propagator.default or baggage.get_all(current):
-        propagate.inject(headers, current)
+        propagate.inject(headers, trace.set_span_in_context(of, current))
         return
-    span_context = trace.get_current_span(current).get_span_context()
+    span_context = of.get_span_context()
     if span_context != INVALID_SPAN_CONTEXT:  # what TraceContextTextMapPropagator.inject writes
         headers["traceparent"] = (
             f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{span_context.trace_flags:02x}"
