@@ -118,15 +118,15 @@ class Lean:
             return None
         parent: SpanContext | None = trace.get_current_span().get_span_context()
         if parent.is_valid:
-            if not parent.trace_flags.sampled:
+            inherited = parent.trace_flags
+            if not inherited & TraceFlags.SAMPLED:
                 return None  # dropped by the sampler: the SDK makes the non-recording span that still propagates
-            trace_id, random, state = parent.trace_id, parent.trace_flags.random_trace_id, parent.trace_state
+            trace_id, random, state = parent.trace_id, inherited & TraceFlags.RANDOM_TRACE_ID, parent.trace_state
         else:
             parent, trace_id, random, state = None, self.ids.generate_trace_id(), self.ids.is_trace_id_random(), None
         flags = _SAMPLED_RANDOM if random else _SAMPLED
-        context = SpanContext(
-            trace_id, self.ids.generate_span_id(), is_remote=False, trace_flags=flags, trace_state=state
-        )
+        # Positional: SpanContext(trace_id, span_id, is_remote, trace_flags, trace_state).
+        context = SpanContext(trace_id, self.ids.generate_span_id(), False, flags, state)
         ended = self.metrics.start_span(parent, _RECORD_AND_SAMPLE)
         return LeanSpan(self, processor, name, kind, context, parent, attributes, start_ns or time_ns(), ended)
 
@@ -243,7 +243,8 @@ class LeanSpan(trace.Span, ReadableSpan):
         self.add_event("exception", recorded, timestamp)
 
     def end(self, end_time: int | None = None) -> None:
-        if self._ended_already("end"):
+        if self._end_time is not None:
+            self._ended_already("end")
             return
         self._end_time = end_time if end_time is not None else time_ns()
         self._ended()
