@@ -94,3 +94,180 @@ def test_without_an_exporter_no_span_is_made_and_the_clients_trace_still_reaches
     out = json.loads(done.stdout)
     assert out["recording"] is False and out["valid"] is False  # no span object of ours
     assert out["headers"]["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+LEAN = textwrap.dedent(
+    """
+    import base64, json, sys, time
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry import context, propagate, trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider, sampling
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from mcp_gateway import tracing
+    from mcp_gateway.tracing import SpanKind
+
+    case = sys.argv[1]
+    exporter = InMemorySpanExporter()
+    sampler = sampling.ALWAYS_ON if case == "other_sampler" else sampling.DEFAULT_ON
+    resource = Resource.create({"service.name": "gw", "service.instance.id": "one"})
+    provider = TracerProvider(resource=resource, sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if case == "watching_processor":
+        class Watching(SpanProcessor):
+            def on_start(self, span, parent_context=None):
+                span.set_attribute("watched", True)
+        provider.add_span_processor(Watching())
+    trace.set_tracer_provider(provider)
+    tracing.tracer()
+    if case == "sdk":
+        tracing._TracerCache.lean = None  # the SDK's own spans, to compare with
+
+    flags = "00" if case == "unsampled" else "01"
+    client = {"traceparent": f"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-{flags}", "tracestate": "k=v"}
+    token = context.attach(propagate.extract(client))
+    headers = {}
+    with tracing.span("mcp_gateway.call", kind=SpanKind.SERVER, attributes={"gen_ai.tool.name": "call"}):
+        tracing.finished_span("mcp_gateway.policy", time.time_ns(), {"mcp_gateway.policy.decision": "allow"})
+        try:
+            with tracing.span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": "bearer"}, current=False):
+                raise KeyError("not in any attribute")
+        except KeyError:
+            pass
+        with tracing.span("GET", kind=SpanKind.CLIENT, attributes={"server.port": 443}, current=False) as upstream:
+            tracing.inject_trace_context(headers, upstream)  # not the current span: named explicitly
+            upstream.set_attribute("http.response.status_code", 200)
+            upstream.set_attribute("ok", True)
+            upstream.set_attribute("tags", ["a", "b"])  # a sequence: cleaned as the SDK does
+            upstream.add_event("retry", {"attempt": 2})
+    context.detach(token)
+    root_headers = {}
+    with tracing.span("root"):  # no parent: a trace of its own
+        tracing.inject_trace_context(root_headers)
+
+    spans = exporter.get_finished_spans()
+    names = {s.context.span_id: s.name for s in spans}
+    out = []
+    for resource_spans in MessageToDict(encode_spans(spans)).get("resourceSpans", []):
+        for scope_spans in resource_spans["scopeSpans"]:
+            for s in scope_spans["spans"]:
+                span = next(x for x in spans if x.name == s["name"])
+                s["parentSpanId"] = names.get(span.parent.span_id, "client") if span.parent else None
+                assert int(s.pop("endTimeUnixNano")) >= int(s.pop("startTimeUnixNano"))
+                for event in s.get("events", []):
+                    event.pop("timeUnixNano")
+                s.pop("spanId")
+                s["traceId"] = base64.b64decode(s["traceId"]).hex() if span.parent else "new"
+                s["traceFlags"] = int(span.context.trace_flags)  # W3C flags, which OTLP does not carry
+                s.update(resource=resource_spans["resource"], scope=scope_spans["scope"], type=type(span).__name__)
+                out.append(s)
+    root_flags = root_headers.get("traceparent", "")[-2:]
+    upstream_id = f"{upstream.get_span_context().span_id:016x}"
+    print(json.dumps({"spans": sorted(out, key=lambda s: s["name"]), "headers": headers, "root_flags": root_flags,
+                      "upstream_id": upstream_id}))
+    """
+)
+
+
+def lean_run(case: str) -> dict[str, Any]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", LEAN, case], env=clean, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _without_type(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in s.items() if k != "type"} for s in spans]
+
+
+def test_lean_spans_reach_the_exporter_as_the_sdks_own_would() -> None:
+    lean, sdk = lean_run("lean"), lean_run("sdk")
+    assert {s["type"] for s in lean["spans"]} == {"LeanSpan"} and {s["type"] for s in sdk["spans"]} == {"ReadableSpan"}
+    # What OTLP carries is the same: names, kinds, parents, trace, flags, trace state, attributes (the
+    # sequence cleaned to an array), events, status (the error's type only), resource and scope.
+    assert _without_type(lean["spans"]) == _without_type(sdk["spans"])
+    assert lean["root_flags"] == sdk["root_flags"] == "03"  # sampled, and a random trace id
+    spans = {s["name"]: s for s in lean["spans"]}
+    assert spans.pop("root")["parentSpanId"] is None
+    assert {s["traceId"] for s in spans.values()} == {"0af7651916cd43dd8448eb211c80319c"}
+    assert {s["traceState"] for s in spans.values()} == {"k=v"}
+    assert spans["mcp_gateway.call"]["parentSpanId"] == "client" and spans["GET"]["parentSpanId"] == "mcp_gateway.call"
+    assert spans["mcp_gateway.credential"]["parentSpanId"] == "mcp_gateway.call"
+    assert spans["mcp_gateway.credential"]["status"] == {"code": "STATUS_CODE_ERROR"}
+    assert {"key": "error.type", "value": {"stringValue": "KeyError"}} in spans["mcp_gateway.credential"]["attributes"]
+    assert "not in any attribute" not in json.dumps(lean)
+    # The traceparent names the upstream span, made current or not.
+    assert lean["headers"] == {
+        "traceparent": f"00-0af7651916cd43dd8448eb211c80319c-{lean['upstream_id']}-01",
+        "tracestate": "k=v",
+    }
+
+
+def test_the_sdk_makes_the_spans_lean_ones_could_not_make_exactly() -> None:
+    for case in ("other_sampler", "watching_processor"):
+        spans = lean_run(case)["spans"]
+        assert len(spans) == 5 and {s["type"] for s in spans} == {"ReadableSpan"}, case
+    watched = lean_run("watching_processor")["spans"]
+    assert all({"key": "watched", "value": {"boolValue": True}} in s["attributes"] for s in watched)
+    # A client that does not sample: no span is exported, and its decision goes upstream.
+    unsampled = lean_run("unsampled")
+    assert [s["name"] for s in unsampled["spans"]] == ["root"]
+    upstream_id = unsampled["upstream_id"]
+    assert unsampled["headers"]["traceparent"] == f"00-0af7651916cd43dd8448eb211c80319c-{upstream_id}-00"
+
+
+def test_the_w3c_headers_written_directly_are_the_propagators_own() -> None:
+    from opentelemetry import baggage, context, propagate
+
+    from mcp_gateway.tracing import inject_trace_context
+
+    clients = [
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03", "tracestate": "a=1,b=2"},
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-00"},
+        {},
+    ]
+    for client in clients:
+        for with_baggage in (False, True):
+            extracted = propagate.extract(client)
+            if with_baggage:
+                extracted = baggage.set_baggage("tenant", "t1", extracted)
+            token = context.attach(extracted)
+            try:
+                ours: dict[str, str] = {}
+                inject_trace_context(ours)
+                theirs: dict[str, str] = {}
+                propagate.inject(theirs)
+            finally:
+                context.detach(token)
+            assert ours == theirs, (client, with_baggage)
+            assert ("traceparent" in ours) == bool(client) and ("baggage" in ours) == with_baggage
+
+
+def test_client_span_attributes_name_the_origin_and_template_only() -> None:
+    import httpx2
+
+    from mcp_gateway.execution.send import _span_attributes
+
+    def attributes(url: str, template: str | None = "/items/{id}", method: str = "GET") -> dict[str, Any]:
+        return dict(_span_attributes(httpx2.Request(method, url), template))
+
+    first = attributes("https://api.example.com/items/1?api_key=k1")
+    assert first == {
+        "http.request.method": "GET",
+        "server.address": "api.example.com",
+        "url.full": "https://api.example.com",
+        "url.template": "/items/{id}",
+    }
+    assert attributes("https://api.example.com/items/2?api_key=k2") == first  # the same action, another call
+    assert attributes("https://api.example.com:8443/items/1")["url.full"] == "https://api.example.com:8443"
+    assert attributes("https://api.example.com:8443/items/1")["server.port"] == 8443
+    assert attributes("https://api.example.com/items/1", method="DELETE")["http.request.method"] == "DELETE"
+    assert "url.template" not in attributes("https://api.example.com/items/1", None)
+    idna = attributes("https://中国.icom.museum/x")
+    assert idna["server.address"] == "中国.icom.museum" and idna["url.full"] == "https://xn--fiqs8s.icom.museum"
+    assert attributes("http://[::1]:9000/x")["url.full"] == "http://[::1]:9000"

@@ -194,7 +194,7 @@ class CallPipeline:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
-        with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}):
+        with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}, current=False):
             credential = await self._credentials.for_call(cfg, principal.user)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
