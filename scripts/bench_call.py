@@ -389,7 +389,7 @@ def _cli(env: dict[str, str], *args: str, input: str | None = None) -> str:
     return proc.stdout
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], path: str = "/healthz") -> None:
+def _wait_healthy(url: str, proc: subprocess.Popen[Any], path: str = "/healthz") -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -570,7 +570,8 @@ async def in_process(
         # are queued, not committed. Tracing on: the SDK with its batch processor, as
         # ``configure_tracing`` installs it, exporting to nowhere (the OTLP encoding and POST happen
         # on the processor's thread, off the call path, and are not counted).
-        auditor, access, metrics = gw.auditor, gw.store._access, gw.metrics
+        sqlite: Any = gw.store  # the SQLite store's access cache, swapped by the ablations below
+        auditor, access, metrics = gw.auditor, sqlite._access, gw.metrics
         lazy, threaded, no_metrics = Auditor(gw.store, durable=False), Auditor(gw.store), _no_metrics()
         threaded._inline = None  # durable, every row through the writer task and aiosqlite's thread
         _install_tracing()
@@ -605,11 +606,11 @@ async def in_process(
         gw.auditor = Auditor(gw.store)
         out["b_inline_audit"] = await measure("    ablation: audit INSERT awaited, no writer", call, n=n, warmup=warmup)
         gw.auditor = auditor
-        gw.store._access = AccessCache(lambda: None)
+        sqlite._access = AccessCache(lambda: None)
         out["b_uncached"] = await measure("    ablation: vault lookups uncached", call, n=n, warmup=warmup)
         gw.auditor = Auditor(gw.store)
         out["b_before"] = await measure("    ablation: both (the previous design)", call, n=n, warmup=warmup)
-        gw.auditor, gw.store._access = auditor, access
+        gw.auditor, sqlite._access = auditor, access
 
         profiler = cProfile.Profile()
         profiler.enable()
@@ -772,9 +773,11 @@ async def components(gw: Any) -> list[tuple[str, float]]:
 
 
 def hotspots(profiler: cProfile.Profile, calls: int, *, own: bool, key: str, limit: int = 10) -> list[str]:
-    stats = pstats.Stats(profiler, stream=io.StringIO())
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = vars(
+        pstats.Stats(profiler, stream=io.StringIO())
+    )["stats"]  # the raw table, undeclared in typeshed
     rows = []
-    for (filename, line, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, line, func), (_, ncalls, tottime, cumtime, _) in table.items():
         if own and "/mcp_gateway/" not in filename:
             continue
         where = filename.split("/mcp_gateway/")[-1] if "/mcp_gateway/" in filename else _short(filename)
@@ -1155,7 +1158,8 @@ if __name__ == "__main__":
     elif options.open_default:
         open_default(options.open_default)
     elif options.rss_gateway:
-        rss_gateway(*options.rss_gateway, options.tracemalloc)
+        state_dir, manifest_path = options.rss_gateway
+        rss_gateway(state_dir, manifest_path, options.tracemalloc)
     elif options.buckets:
         anyio.run(shared_buckets, options.n)
     else:

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 CACHEABLE = frozenset({"initialize", "tools/list"})
 """Requests whose answer depends on the build and the request alone, never on state."""
+_CACHEABLE_BYTES = tuple(method.encode() for method in CACHEABLE)
 
 _FILE = "stdio-answers.json"
 _MAX_ENTRIES = 32
@@ -169,6 +170,8 @@ class EarlyStdio:
                 pass
 
     def _early_answer(self, line: bytes) -> None:
+        if not any(method in line for method in _CACHEABLE_BYTES):
+            return  # a tool call, a notification: parsed by the SDK alone, not here as well
         try:
             message = json.loads(line)
         except ValueError:
@@ -198,6 +201,9 @@ class EarlyStdio:
         """One line the SDK writes (a JSON-RPC message and its newline)."""
         with self._lock:
             self.serving = True  # the SDK is up: from now on it answers everything itself
+            if not self._asked and not self._answered:
+                self._write(text.encode())  # nothing to compare or drop: not parsed again here
+                return
             message = _parse(text)
             if message is not None and "id" in message and "method" not in message:  # an answer
                 rid = _compact(message["id"])

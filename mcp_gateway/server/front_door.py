@@ -20,6 +20,7 @@ answered as if it did not exist.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -248,11 +249,7 @@ class Gate:
                 await _store_unavailable(send)
                 return
             if principal is not None:
-                access = AccessToken(
-                    token="", client_id=principal.agent or "", scopes=[], subject=principal.user,
-                    claims={"iss": STATIC_ISSUER},
-                )  # fmt: skip
-                await self._enter(scope, receive, send, principal, access)
+                await self._enter_as(scope, receive, send, principal, _static_user(principal.user, principal.agent))
                 return
         if door is None:
             await _refuse(send, 401, "Bearer")
@@ -281,9 +278,22 @@ class Gate:
     async def _enter(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal, access: AccessToken
     ) -> None:
+        await self._enter_as(scope, receive, send, principal, AuthenticatedUser(access))
+
+    async def _enter_as(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal, user: AuthenticatedUser
+    ) -> None:
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        scope["user"] = AuthenticatedUser(access)  # what the SDK binds a session to
+        scope["user"] = user  # what the SDK binds a session to
         await self.app(scope, receive, send)
+
+
+@functools.lru_cache(maxsize=1024)
+def _static_user(user: str, agent: str | None) -> AuthenticatedUser:
+    """The SDK's user for a static-token caller, made once per caller rather than on every request
+    (the token itself is still verified on every request: a revoked one stops working at once)."""
+    access = AccessToken(token="", client_id=agent or "", scopes=[], subject=user, claims={"iss": STATIC_ISSUER})
+    return AuthenticatedUser(access)
 
 
 async def _store_unavailable(send: Send) -> None:

@@ -83,7 +83,11 @@ def _observed(
 
 
 def _result(payload: BaseModel | Mapping[str, Any]) -> CallToolResult:
-    data = result_payload(payload)
+    return _shaped(result_payload(payload))
+
+
+def _shaped(data: dict[str, Any]) -> CallToolResult:
+    """``data``, a JSON object the gateway made, as the tool result: structured, and as text."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
@@ -154,7 +158,8 @@ def build_mcp_server(
     server.startup = startup
 
     async def loaded() -> None:
-        if startup is not None:
+        # Once loaded, no wait at all: awaiting a set event still yields to the event loop once.
+        if startup is not None and not startup.ready.is_set():
             await startup.wait_ready()
 
     async def offered(
@@ -162,7 +167,7 @@ def build_mcp_server(
     ) -> CallToolResult | InputRequiredResult:
         # A human link also goes to a client that declared URL elicitation (see elicitation.py).
         answer = await humans.offer(ctx, principal, tool, result_payload(payload))
-        return answer if isinstance(answer, InputRequiredResult) else _result(answer)
+        return answer if isinstance(answer, InputRequiredResult) else _shaped(answer)
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
