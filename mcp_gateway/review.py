@@ -24,17 +24,30 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .model import Action, McpBinding
 from .sanitize import hidden_characters, instruction_flags
 
-__all__ = ["Finding", "ReviewStatus", "Trust", "diff", "fingerprint", "review", "snapshot"]
+__all__ = [
+    "Finding",
+    "ReviewStatus",
+    "Scan",
+    "Trust",
+    "diff",
+    "fingerprint",
+    "flagged",
+    "hidden_text",
+    "review",
+    "snapshot",
+]
 
 Trust = Literal["review", "pinned", "auto"]
 ReviewStatus = Literal["approved", "new", "changed", "flagged"]
+Scan = Callable[[Sequence[Action]], list["Finding"]]
+"""What finds the actions whose text hides characters: ``hidden_text``, or a cache of its answers."""
 
 
 def snapshot(action: Action) -> dict[str, Any]:
@@ -85,6 +98,7 @@ def review(
     trust: Trust,
     upstream: bool = True,
     other_tools: Iterable[str] = (),
+    scan: Scan | None = None,
 ) -> list[Finding]:
     """The actions' states, given ``approved`` (qualified name -> (fingerprint, snapshot)) and the
     connector's ``trust``; ``other_tools`` are other connectors' action names (a description that
@@ -96,12 +110,13 @@ def review(
     the actions held back are returned — none under ``auto``, and under ``pinned`` those whose text
     hides characters (a large spec's own wording about "secrets" or "tokens" is its API, not an
     order to the model, but hidden text never is) unless that exact text was approved. Only those
-    are fingerprinted: a spec of thousands of actions is not snapshotted at every sync."""
+    are fingerprinted: a spec of thousands of actions is not snapshotted at every sync. ``scan``
+    replaces ``hidden_text`` there (a cache that answers the same for an unchanged catalog)."""
     if not upstream and trust != "review":
         if trust == "auto":
             return []
-        held = (_hidden_text(action) for action in actions)
-        return [f for f in held if f is not None and approved.get(f.name, ("",))[0] != f.fingerprint]
+        held = (scan or hidden_text)(list(actions))
+        return [f for f in held if approved.get(f.name, ("",))[0] != f.fingerprint]
     others = list(other_tools)
     findings: list[Finding] = []
     for action in actions:
@@ -123,17 +138,28 @@ def review(
     return findings
 
 
-def _hidden_text(action: Action) -> Finding | None:
-    """A ``flagged`` finding when ``action``'s text hides characters (tag, zero-width, bidi, ANSI),
-    else None."""
+def hidden_text(actions: Sequence[Action]) -> list[Finding]:
+    """A ``flagged`` finding for each of ``actions`` whose text hides characters (tag, zero-width,
+    bidi, ANSI), in their order."""
+    held = (flagged(action, _hiding_flags(action)) for action in actions)
+    return [finding for finding in held if finding is not None]
+
+
+def _hiding_flags(action: Action) -> tuple[str, ...]:
+    """Why ``action``'s text hides characters; empty when it does not."""
     found: list[str] = []
     for label, text in _texts(action):
         if not (text.isascii() and text.isprintable()):
             found += [f"{label}: hides text: {kind}" for kind in hidden_characters(text)]
-    if not found:
+    return tuple(dict.fromkeys(found))
+
+
+def flagged(action: Action, flags: tuple[str, ...]) -> Finding | None:
+    """The ``flagged`` finding of ``action`` for ``flags``; None without flags."""
+    if not flags:
         return None
     shown = snapshot(action)
-    return Finding(action.qualified_name, "flagged", fingerprint(shown), shown, tuple(dict.fromkeys(found)))
+    return Finding(action.qualified_name, "flagged", fingerprint(shown), shown, flags)
 
 
 def _flags(action: Action, other_tools: list[str]) -> list[str]:

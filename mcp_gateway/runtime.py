@@ -26,7 +26,7 @@ from .core.admission import TrafficGate
 from .core.sync import Progress
 from .credentials import CredentialVault
 from .crypto import AESGCMCipher, derive_key, load_master_key
-from .discovery import DiscoveryIndex, EmbeddingsUnavailable, SegmentCache
+from .discovery import DiscoveryIndex, EmbeddingsUnavailable, ReviewCache, SegmentCache
 from .discovery.hybrid import HybridSearch, discovery_status
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
@@ -145,6 +145,7 @@ async def open_gateway(
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):
             search = await discovery_search(manifest, store, vault, http)
+            kept = settings.state_dir if settings.state_dir.is_dir() else None
             gateway = Gateway(
                 manifest=manifest,
                 store=store,
@@ -158,11 +159,11 @@ async def open_gateway(
                 page_key=derive_key(master_key, "pages", manifest.project),
                 traffic=traffic_gate(store),
                 dense=search,
-                # Built segments outlive the process: the next start on unchanged catalogs reads them back.
-                # Only into a state folder that exists (SQLite's; PostgreSQL needs none, so none is made).
-                index=DiscoveryIndex(
-                    SegmentCache(settings.state_dir / "discovery-index") if settings.state_dir.is_dir() else None
-                ),
+                # Built segments and hidden-text scans outlive the process: the next start on unchanged
+                # catalogs reads them back. Only into a state folder that exists (SQLite's; PostgreSQL
+                # needs none, so none is made).
+                index=DiscoveryIndex(SegmentCache(kept / "discovery-index") if kept else None),
+                review_cache=ReviewCache(kept / "review-scan") if kept else None,
             )
             logger.info("%s", discovery_status(search))
             try:

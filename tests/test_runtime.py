@@ -135,6 +135,29 @@ async def test_a_second_start_reads_the_index_the_first_built(tmp_path: Path, mo
         assert await gw.discover(OPERATOR, "anything") == first
 
 
+HIDING = SMALL.replace("summary: List the notes", 'summary: "List the notes\\u200b"')
+
+
+async def test_a_second_start_reads_the_review_scan_the_first_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_gateway.discovery import _review_cache
+
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    manifest = parse_manifest(HIDING, base_dir=tmp_path)
+    async with open_gateway(settings, manifest=manifest, embed=False) as gw:
+        first = gw.catalogs.pending()
+    assert [f.name for f in first] == ["notes.notes.list"] and first[0].status == "flagged"
+    assert list((tmp_path / "review-scan").iterdir())
+
+    def no_scan(*_: object) -> object:
+        raise AssertionError("scanned again, not read back")
+
+    monkeypatch.setattr(_review_cache, "hidden_text", no_scan)
+    async with open_gateway(settings, manifest=manifest, embed=False) as gw:
+        assert gw.catalogs.pending() == first
+
+
 async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: Path) -> None:
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     manifest = parse_manifest(SMALL, base_dir=tmp_path)

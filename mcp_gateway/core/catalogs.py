@@ -21,7 +21,7 @@ import httpx2
 
 from ..auth import needs_secret
 from ..clock import Clock
-from ..discovery import DiscoveryIndex
+from ..discovery import DiscoveryIndex, ReviewCache
 from ..discovery.hybrid import HybridSearch
 from ..errors import GatewayError, SourceError
 from ..execution.graphql_introspection import GraphQLServices
@@ -70,6 +70,7 @@ class Catalogs:
         client_for: Callable[[ConnectorConfig, httpx2.Auth], httpx2.AsyncClient],
         tools: McpExecutor | None,
         dense: HybridSearch | None = None,
+        review_cache: ReviewCache | None = None,
     ) -> None:
         self.manifest = manifest
         self.index = index
@@ -89,6 +90,7 @@ class Catalogs:
         self._credentials = credentials
         self._client_for = client_for
         self._tools = tools
+        self._review_cache = review_cache
         self._validators: dict[str, Validator] = {}
         self._refreshing: dict[str, anyio.Lock] = {}
         self.quarantine: dict[str, Finding] = {}
@@ -259,7 +261,12 @@ class Catalogs:
                 [a.qualified_name for s, c in self.loaded.items() if s != slug for a in c.actions] if upstream else []
             )
             findings = review(
-                catalog.actions, approved, trust=cfg.effective_trust, upstream=upstream, other_tools=others
+                catalog.actions,
+                approved,
+                trust=cfg.effective_trust,
+                upstream=upstream,
+                other_tools=others,
+                scan=self._review_cache.scan(slug, catalog.fingerprint) if self._review_cache else None,
             )
             self._drop_findings(slug)
             for finding in findings:

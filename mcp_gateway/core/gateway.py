@@ -29,7 +29,7 @@ from ..audit import Auditor
 from ..auth import needs_secret
 from ..clock import Clock
 from ..credentials import CredentialVault
-from ..discovery import DiscoveryIndex, summary_of
+from ..discovery import DiscoveryIndex, ReviewCache, summary_of
 from ..discovery.hybrid import HybridSearch, discovery_status
 from ..errors import GatewayError
 from ..execution.mcp import McpExecutor
@@ -91,6 +91,7 @@ class Gateway:
         page_key: the human pages' CSRF key (see the attribute).
         metrics: this gateway's Prometheus metrics (a fresh set by default).
         dense: hybrid discover's dense side (``runtime.discovery_search``); None: lexical only.
+        review_cache: the hidden-text scans of earlier starts (``discovery.ReviewCache``); None: scan every start.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class Gateway:
         metrics: GatewayMetrics | None = None,
         traffic: TrafficGate | None = None,
         dense: HybridSearch | None = None,
+        review_cache: ReviewCache | None = None,
     ) -> None:
         self.store = store
         self.vault = vault
@@ -147,6 +149,7 @@ class Gateway:
             client_for=self.executors.http.client_for,
             tools=mcp,
             dense=dense,
+            review_cache=review_cache,
         )
         self.permissions = Permissions(self.catalogs, self.index)
         self.store_health = StoreHealth(getattr(store, "ping", None))

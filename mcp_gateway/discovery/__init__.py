@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from ._embedding import EmbeddingsUnavailable
 from ._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS, DiscoveryIndex, SearchResult
+from ._review_cache import ReviewCache
 from ._segment import summary_of
 from ._segment_cache import SegmentCache
 from ._text import fold_name
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "DiscoveryIndex",
     "EmbeddingsUnavailable",
+    "ReviewCache",
     "SearchResult",
     "SegmentCache",
     "fold_name",

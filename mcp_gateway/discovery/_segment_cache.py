@@ -18,29 +18,50 @@ import marshal
 import os
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from ..model import Action
 from . import _segment, _text
 from ._segment import Segment
 
-__all__ = ["SegmentCache"]
+__all__ = ["SegmentCache", "code_digest", "keep"]
 
 logger = logging.getLogger(__name__)
 
 _FORMAT = 1
 
 
+def code_digest(tag: str, modules: Iterable[ModuleType]) -> str:
+    """A digest of the source of ``modules`` and of Python's version (``marshal``'s format is Python's own)."""
+    digest = hashlib.sha256(f"{tag}\0{sys.version}".encode())
+    for module in modules:
+        digest.update(Path(module.__file__ or "").read_bytes())
+    return digest.hexdigest()
+
+
+def keep(path: Path, data: Any, what: str) -> None:
+    """Write ``data`` with ``marshal`` to ``path`` (its folder made private if absent), whole or not
+    at all; a failure only costs the next start the work the file would have saved."""
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial.write_bytes(marshal.dumps(data))
+        os.replace(partial, path)  # a reader sees the old file or the new one, never half of one
+    except OSError as exc:
+        logger.debug("could not keep %s: %s", what, exc)
+        with suppress(OSError):
+            partial.unlink(missing_ok=True)
+
+
 @cache
 def _code_digest() -> str:
     """What a segment's content depends on besides the actions: the analyzing code and the Python version."""
-    digest = hashlib.sha256(f"{_FORMAT}\0{sys.version}".encode())
-    for module in (_segment, _text):
-        digest.update(Path(module.__file__ or "").read_bytes())
-    return digest.hexdigest()
+    return code_digest(str(_FORMAT), (_segment, _text))
 
 
 class SegmentCache:
@@ -108,13 +129,4 @@ class SegmentCache:
             segment.about,
             segment.returns,
         )
-        path = self._path(segment.slug)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            partial.write_bytes(marshal.dumps(data))
-            os.replace(partial, path)  # a reader sees the old file or the new one, never half of one
-        except OSError as exc:
-            logger.debug("could not keep the discovery index of %s: %s", segment.slug, exc)
-            with suppress(OSError):
-                partial.unlink(missing_ok=True)
+        keep(self._path(segment.slug), data, f"the discovery index of {segment.slug}")
