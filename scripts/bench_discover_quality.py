@@ -28,7 +28,7 @@ starts (and kept between runs in ``--vector-cache``, by model and text digest); 
 embedded while timed.
 
 Usage: python scripts/bench_discover_quality.py [--sets intents,bfcl,live] [--only stripe,slack] [--misses N]
-       [--lexical] [--vector-cache FILE]
+       [--misses-of 'ours hybrid'] [--split dev] [--lexical] [--vector-cache FILE]
 """
 
 from __future__ import annotations
@@ -511,6 +511,9 @@ def _rows(cases: Iterable[Case]) -> list[dict[str, Any]]:
 
 
 def _show_misses(results: dict[str, dict[str, Metrics]], ranker: str, group: str, limit: int) -> None:
+    if ranker not in results[group]:
+        print(f"  no {ranker!r} row (rankers: {', '.join(results[group])})")
+        return
     for case, top in results[group][ranker].misses[:limit]:
         print(f"  MISS {case.query[:90]!r} want {sorted(case.relevant)} got {top}")
 
@@ -522,6 +525,9 @@ def main() -> None:
     parser.add_argument("--bfcl-data", help="folder holding BFCL_v4_*.json (default: the installed bfcl-eval)")
     parser.add_argument("--misses", type=int, default=0, help="print this many top-5 misses of ours per set")
     parser.add_argument("--split", default="dev", help="which split's misses to print (never tune on holdout)")
+    parser.add_argument(
+        "--misses-of", default="ours lexical", help="whose misses to print: 'ours lexical', 'ours hybrid', ..."
+    )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
     parser.add_argument(
         "--vector-cache",
@@ -543,8 +549,9 @@ def main() -> None:
         print(table(f"Intents worded as users speak: {total} in {len(found)} sets", results), "\n")
         if args.misses:
             for group in results:
-                if group.endswith(args.split) and not group.startswith("POOLED"):
-                    _show_misses(results, "ours lexical", group, args.misses)
+                if group.endswith(args.split):
+                    print(f"{group}, misses of {args.misses_of}:")
+                    _show_misses(results, args.misses_of, group, args.misses)
 
     if sets & {"bfcl", "live"}:
         data = bfcl_data_dir(args.bfcl_data)
@@ -561,7 +568,7 @@ def main() -> None:
             long = sum(len(case.query) > 500 for case in cases)
             title = f"{title}: {len(actions):,} documents, {len(cases):,} queries ({long} over 500 chars)"
             print(table(title, results), "\n")
-            _show_misses(results, "ours lexical", "pooled", args.misses)
+            _show_misses(results, args.misses_of, "pooled", args.misses)
 
 
 if __name__ == "__main__":

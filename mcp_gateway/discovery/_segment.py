@@ -132,16 +132,18 @@ def summary_of(action: Action) -> str:
     """An action's one-line summary, readable whatever its source.
 
     Its own; or, when it has none or it is a bare route ("GET /rates"), its description's first
-    sentence (the gateway's boilerplate left out); or, with no description either, a line built from
-    the route's method and nouns ("list rates").
+    sentence (the gateway's boilerplate left out); or, with no description either (or one that only
+    repeats the route), a line built from the route's method and nouns ("list rates").
     """
     summary = action.summary
     if summary and not is_bare_route(summary):
         return summary
     sentence = first_sentence(action.description)
-    if sentence:
+    if sentence and not is_bare_route(sentence):
         return sentence
-    return route_summary(summary) if summary else ""
+    # A Postman request often repeats its route as its description's first line: no better.
+    route = summary if summary else sentence
+    return route_summary(route) if route else ""
 
 
 DENSE_WORDS = 90

@@ -108,11 +108,34 @@ def test_near_twins_are_grouped_side_by_side(index: DiscoveryIndex) -> None:
     assert positions == list(range(positions[0], positions[0] + 3))
 
 
+def test_a_far_twin_stays_in_place_but_is_still_named() -> None:
+    """Moving a twin up from far below would push distinct candidates out of the top: it stays where it
+    ranks, and ``twins`` still names it."""
+    from mcp_gateway.discovery._index import _TWIN_REACH, _group_twins
+
+    hits = [(action("shop", "products.create", "Create a product"), 1.0)]
+    hits += [(action("shop", f"other{i}.thing", f"Thing {i}"), 0.9 - i / 100) for i in range(_TWIN_REACH)]
+    hits += [(action("shop", "products.delete", "Delete a product"), 0.5)]
+    hits += [(action("shop", "products.update", "Update a product"), 0.95)]
+    hits.sort(key=lambda hit: -hit[1])
+    ordered, twins = _group_twins(hits)
+    top = names(ordered)
+    assert top[:2] == ["shop.products.create", "shop.products.update"]  # near: moved next to it
+    assert top[-1] == "shop.products.delete"  # far: left in place
+    assert set(twins["shop.products.create"]) == {"shop.products.update", "shop.products.delete"}
+    assert set(twins["shop.products.delete"]) == {"shop.products.create", "shop.products.update"}
+
+
 def test_bare_route_summaries_are_made_readable() -> None:
     bare = action("wise", "rates.get_rates", "GET /v1/rates")
     assert summary_of(bare) == "list rates"
     nested = action("stripe", "x", "POST /v1/customers/{customer}/sources")
     assert summary_of(nested) == "create customers sources"
+    # Postman: the description's first line only repeats the route.
+    repeated = action("wise", "x", "GET /account-requirements", "GET /account-requirements\n\nMore text.")
+    assert summary_of(repeated) == "list account requirements"
+    described = action("wise", "x", "GET /v1/rates", "Current exchange rates. Use them to price a transfer.")
+    assert summary_of(described) == "Current exchange rates."
     described = action("wise", "b", "GET /borderless-accounts", "Get Accounts")
     assert summary_of(described) == "Get Accounts"
 
