@@ -22,6 +22,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -89,6 +90,8 @@ def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# Cached: every call's arguments are checked for its audit row, and argument names repeat.
+@lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORD.findall(name)]
     if any(w in _SECRET_WORDS for w in words):

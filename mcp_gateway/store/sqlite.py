@@ -96,6 +96,9 @@ _UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
 
 def _ts(value: datetime) -> str:
     """Fixed-width UTC text: lexicographic order is time order, so SQL can compare it directly."""
+    if value.tzinfo is UTC and value.year >= 1000:
+        # What the clock gives: the same text from isoformat (C, no format string to interpret).
+        return value.isoformat(timespec="microseconds")[:-6] + "Z"
     return aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -155,6 +158,7 @@ _AUDIT_ROWS_PER_STATEMENT = 55
 
 
 @functools.cache
+@functools.lru_cache(maxsize=_AUDIT_ROWS_PER_STATEMENT)
 def _audit_insert(rows: int) -> str:
     """One INSERT of ``rows`` audit rows: a single statement is atomic on its own in autocommit mode."""
     values = "(" + ", ".join("?" for _ in _AUDIT.columns) + ")"
