@@ -41,6 +41,7 @@ __all__ = [
     "ApproverRefused",
     "explain",
     "fingerprint",
+    "fingerprint_of",
     "may_approve",
     "redact_arguments",
 ]
@@ -87,6 +88,19 @@ def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str
         ensure_ascii=False,
         default=str,
     )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def fingerprint_of(principal: Principal, tool: str, args_json: str) -> str:
+    """``fingerprint(principal, tool, args)`` from ``args`` already in its canonical JSON (sorted keys,
+    compact, not ASCII-escaped, ``default=str``): the same text, without serializing ``args`` again."""
+
+    def encoded(value: str | None) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    # The keys in sorted order, as json.dumps(sort_keys=True) writes them.
+    agent, user = encoded(principal.agent), encoded(principal.user)
+    canonical = f'{{"agent":{agent},"args":{args_json},"tool":{encoded(tool)},"user":{user}}}'
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -17,6 +17,9 @@ from .store.base import CredentialStore
 
 __all__ = ["CredentialVault"]
 
+_MAX_HANDED = 4096
+"""Past this many keys the handed-out credentials are forgotten (far more than a gateway serves)."""
+
 
 class CredentialVault:
     """Seals credentials into a ``Store`` and finds them again, without ever decrypting.
@@ -31,6 +34,10 @@ class CredentialVault:
         self._store = store
         self._cipher = cipher
         self._project = project
+        self._handed: dict[CredentialKey, tuple[bytes, Cipher, SealedCredential]] = {}
+        """The ``SealedCredential`` last handed out per key, with the bytes and cipher it holds: a
+        call gets the same object again while the store returns the same bytes (binding the
+        associated data anew each call was a measurable part of a call's cost)."""
 
     async def put(
         self, connector: str, value: str | dict[str, str], *, principal: str = PROJECT_WIDE, name: str = "default"
@@ -48,8 +55,19 @@ class CredentialVault:
             key = CredentialKey(connector=connector, principal=who, name=name)
             blob = await self._store.get_credential(key)
             if blob is not None:
-                return SealedCredential(key, blob, cipher=self._cipher, project=self._project)
+                return self._handing(key, blob)
         return None
+
+    def _handing(self, key: CredentialKey, blob: bytes) -> SealedCredential:
+        handed = self._handed.get(key)
+        # ``==`` on bytes returns at once for the same object (what the store's cache hands back).
+        if handed is not None and handed[1] is self._cipher and handed[0] == blob:
+            return handed[2]
+        sealed = SealedCredential(key, blob, cipher=self._cipher, project=self._project)
+        if len(self._handed) >= _MAX_HANDED:
+            self._handed.clear()
+        self._handed[key] = (blob, self._cipher, sealed)
+        return sealed
 
     async def configured(self, connector: str, *, principal: str | None = None, own_only: bool = False) -> bool:
         """Whether any credential is stored for ``connector`` (usable by ``principal`` when given: its
