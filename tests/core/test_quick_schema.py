@@ -6,6 +6,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from jsonschema.validators import validator_for
 
 from mcp_gateway.core.quick_schema import quick_check
 
@@ -66,7 +67,7 @@ def test_a_quick_yes_is_always_jsonschemas_yes(schema: dict[str, Any]) -> None:
     check = quick_check(schema)
     if check is None:
         return
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    validator = validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     for args in ARGS:
         if check(args):
             assert validator.is_valid(args), (schema, args)
@@ -76,7 +77,7 @@ def test_a_quick_yes_is_always_jsonschemas_yes(schema: dict[str, Any]) -> None:
 def test_plain_schemas_have_a_shortcut_that_accepts_valid_arguments(schema: dict[str, Any]) -> None:
     check = quick_check(schema)
     assert check is not None
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    validator = validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     valid = [args for args in ARGS if validator.is_valid(args)]
     assert valid and all(check(args) for args in valid if "n" not in args or type(args["n"]) is int)
 
