@@ -13,7 +13,7 @@ from __future__ import annotations
 from .crypto import Cipher, credential_aad
 from .errors import CredentialError
 from .secrets import PROJECT_WIDE, CredentialKey, SealedCredential, encode_secret
-from .store.base import CredentialStore
+from .store.base import CachedCredentialStore, CredentialStore
 
 __all__ = ["CredentialVault"]
 
@@ -34,6 +34,7 @@ class CredentialVault:
         self._store = store
         self._cipher = cipher
         self._project = project
+        self._cached = store if isinstance(store, CachedCredentialStore) else None
         self._handed: dict[CredentialKey, tuple[bytes, Cipher, SealedCredential]] = {}
         """The ``SealedCredential`` last handed out per key, with the bytes and cipher it holds: a
         call gets the same object again while the store returns the same bytes (binding the
@@ -51,8 +52,16 @@ class CredentialVault:
     ) -> SealedCredential | None:
         """The principal's own credential, else (unless ``own_only``) the project-wide one, else None.
         Decrypts nothing."""
-        for who in (principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE)):
-            key = CredentialKey(connector=connector, principal=who, name=name)
+        keys = [
+            CredentialKey(connector=connector, principal=who, name=name)
+            for who in ((principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE)))
+        ]
+        if self._cached is not None:
+            found = self._cached.cached_credential(keys)
+            if found is not None:
+                key, blob = found
+                return None if key is None or blob is None else self._handing(key, blob)
+        for key in keys:
             blob = await self._store.get_credential(key)
             if blob is not None:
                 return self._handing(key, blob)

@@ -433,6 +433,22 @@ class SQLiteStore:
         self._access.keep_credential(ticket, key, sealed)
         return sealed
 
+    def cached_credential(self, keys: Sequence[CredentialKey]) -> tuple[CredentialKey | None, bytes | None] | None:
+        """The first of ``keys`` with a credential, from memory under one read of the access counter
+        (a call looks up its principal's own credential, then the project-wide one: one read, not
+        two); None when memory cannot tell, and the caller asks ``get_credential``."""
+        ticket = self._access.ticket()
+        if ticket is None:
+            return None
+        cached = self._access.credentials
+        for key in keys:
+            if key not in cached:
+                return None
+            sealed = cached[key]
+            if sealed is not None:
+                return key, sealed
+        return None, None
+
     async def delete_credential(self, key: CredentialKey) -> None:
         try:
             await self._execute(f"DELETE FROM credential {_CREDENTIAL_WHERE}", (key.connector, key.principal, key.name))
