@@ -94,14 +94,19 @@ def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str
 def fingerprint_of(principal: Principal, tool: str, args_json: str) -> str:
     """``fingerprint(principal, tool, args)`` from ``args`` already in its canonical JSON (sorted keys,
     compact, not ASCII-escaped, ``default=str``): the same text, without serializing ``args`` again."""
+    before, after = _around_args(principal.agent, tool, principal.user)
+    return hashlib.sha256(f"{before}{args_json}{after}".encode()).hexdigest()
+
+
+@lru_cache(maxsize=1024)
+def _around_args(agent: str | None, tool: str, user: str) -> tuple[str, str]:
+    """The canonical JSON of ``fingerprint`` before and after its arguments: the keys in sorted order,
+    as json.dumps(sort_keys=True) writes them (the same few callers and tools come back every call)."""
 
     def encoded(value: str | None) -> str:
         return json.dumps(value, ensure_ascii=False)
 
-    # The keys in sorted order, as json.dumps(sort_keys=True) writes them.
-    agent, user = encoded(principal.agent), encoded(principal.user)
-    canonical = f'{{"agent":{agent},"args":{args_json},"tool":{encoded(tool)},"user":{user}}}'
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return f'{{"agent":{encoded(agent)},"args":', f',"tool":{encoded(tool)},"user":{encoded(user)}}}'
 
 
 # Cached: every call's arguments are checked for its audit row, and argument names repeat.

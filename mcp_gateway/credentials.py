@@ -34,6 +34,7 @@ class CredentialVault:
         self._store = store
         self._cipher = cipher
         self._project = project
+        self._keys: dict[tuple[str, str, str, bool], tuple[CredentialKey, ...]] = {}
         self._cached = store if isinstance(store, CachedCredentialStore) else None
         self._handed: dict[CredentialKey, tuple[bytes, Cipher, SealedCredential]] = {}
         """The ``SealedCredential`` last handed out per key, with the bytes and cipher it holds: a
@@ -52,10 +53,7 @@ class CredentialVault:
     ) -> SealedCredential | None:
         """The principal's own credential, else (unless ``own_only``) the project-wide one, else None.
         Decrypts nothing."""
-        keys = [
-            CredentialKey(connector=connector, principal=who, name=name)
-            for who in ((principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE)))
-        ]
+        keys = self._keys_for(connector, principal, name, own_only)
         if self._cached is not None:
             found = self._cached.cached_credential(keys)
             if found is not None:
@@ -66,6 +64,19 @@ class CredentialVault:
             if blob is not None:
                 return self._handing(key, blob)
         return None
+
+    def _keys_for(self, connector: str, principal: str, name: str, own_only: bool) -> tuple[CredentialKey, ...]:
+        """The keys ``sealed`` tries, in order; the same objects every call (the store's cache then
+        finds them by identity, not by comparing models field by field)."""
+        asked = (connector, principal, name, own_only)
+        keys = self._keys.get(asked)
+        if keys is None:
+            whom = (principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE))
+            keys = tuple(CredentialKey(connector=connector, principal=who, name=name) for who in whom)
+            if len(self._keys) >= _MAX_HANDED:
+                self._keys.clear()
+            self._keys[asked] = keys
+        return keys
 
     def _handing(self, key: CredentialKey, blob: bytes) -> SealedCredential:
         handed = self._handed.get(key)

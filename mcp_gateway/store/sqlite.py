@@ -153,6 +153,10 @@ def _never_current() -> None:
     return None
 
 
+_UNKNOWN = bytes(bytearray(b"no answer in memory"))
+"""``cached_credential``'s marker for a key the cache has no answer for: an object of its own,
+compared by identity, so no stored value can be mistaken for it."""
+
 _AUDIT_ROWS_PER_STATEMENT = 55
 """55 rows x 17 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
 
@@ -442,9 +446,9 @@ class SQLiteStore:
             return None
         cached = self._access.credentials
         for key in keys:
-            if key not in cached:
+            sealed = cached.get(key, _UNKNOWN)
+            if sealed is _UNKNOWN:
                 return None
-            sealed = cached[key]
             if sealed is not None:
                 return key, sealed
         return None, None
