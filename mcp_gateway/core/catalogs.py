@@ -90,6 +90,7 @@ class Catalogs:
         self._credentials = credentials
         self._client_for = client_for
         self._tools = tools
+        self._configs: tuple[Manifest | None, dict[str, ConnectorConfig]] = (None, {})
         self._validators: dict[str, tuple[QuickCheck | None, Validator]] = {}
         """Per action: the shortcut for plain schemas (``quick_schema``), and jsonschema's validator."""
         self._refreshing: dict[str, anyio.Lock] = {}
@@ -107,9 +108,19 @@ class Catalogs:
 
     def config(self, slug: str) -> ConnectorConfig:
         """The manifest's entry of a loaded connector."""
-        cfg = self.manifest.connector(slug)
+        cfg = self.config_of(slug)
         assert cfg is not None, slug
         return cfg
+
+    def config_of(self, slug: str) -> ConnectorConfig | None:
+        """``manifest.connector(slug)``, by a map kept per manifest (a call asks more than once)."""
+        manifest = self.manifest
+        if self._configs[0] is not manifest:
+            configs: dict[str, ConnectorConfig] = {}
+            for cfg in manifest.connectors:
+                configs.setdefault(cfg.slug, cfg)  # the first of a slug, as Manifest.connector
+            self._configs = (manifest, configs)
+        return self._configs[1].get(slug)
 
     def states(self) -> list[ConnectorState]:
         return [c.state for c in self.loaded.values()]
