@@ -22,6 +22,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ __all__ = [
     "ApproverRefused",
     "explain",
     "fingerprint",
+    "fingerprint_of",
     "may_approve",
     "redact_arguments",
 ]
@@ -89,6 +91,26 @@ def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def fingerprint_of(principal: Principal, tool: str, args_json: str) -> str:
+    """``fingerprint(principal, tool, args)`` from ``args`` already in its canonical JSON (sorted keys,
+    compact, not ASCII-escaped, ``default=str``): the same text, without serializing ``args`` again."""
+    before, after = _around_args(principal.agent, tool, principal.user)
+    return hashlib.sha256(f"{before}{args_json}{after}".encode()).hexdigest()
+
+
+@lru_cache(maxsize=1024)
+def _around_args(agent: str | None, tool: str, user: str) -> tuple[str, str]:
+    """The canonical JSON of ``fingerprint`` before and after its arguments: the keys in sorted order,
+    as json.dumps(sort_keys=True) writes them (the same few callers and tools come back every call)."""
+
+    def encoded(value: str | None) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    return f'{{"agent":{encoded(agent)},"args":', f',"tool":{encoded(tool)},"user":{encoded(user)}}}'
+
+
+# Cached: every call's arguments are checked for its audit row, and argument names repeat.
+@lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORD.findall(name)]
     if any(w in _SECRET_WORDS for w in words):

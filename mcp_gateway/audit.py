@@ -65,7 +65,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .store.base import AuditRecord, AuditStore, InlineAuditStore
 
-__all__ = ["Auditor", "args_preview"]
+__all__ = ["Auditor", "args_json", "args_preview", "capped_preview"]
 
 logger = logging.getLogger(__name__)
 PREVIEW_CHARS = 512
@@ -87,7 +87,16 @@ pages to SQLite's WAL: 200 rows are about SQLite's own auto-checkpoint threshold
 
 def args_preview(args: Any) -> str:
     """A capped, compact rendering of already-redacted arguments."""
-    text = json.dumps(args, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return capped_preview(args_json(args))
+
+
+def args_json(args: Any) -> str:
+    """Arguments as canonical JSON (sorted keys, compact, not ASCII-escaped): ``args_preview`` uncapped."""
+    return json.dumps(args, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
+def capped_preview(text: str) -> str:
+    """``args_json``'s text as the audit row shows it."""
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 from .crypto import Cipher, credential_aad
 from .errors import CredentialError
 from .secrets import PROJECT_WIDE, CredentialKey, SealedCredential, encode_secret
-from .store.base import CredentialStore
+from .store.base import CachedCredentialStore, CredentialStore
 
 __all__ = ["CredentialVault"]
+
+_MAX_HANDED = 4096
+"""Past this many keys the handed-out credentials are forgotten (far more than a gateway serves)."""
 
 
 class CredentialVault:
@@ -31,6 +34,12 @@ class CredentialVault:
         self._store = store
         self._cipher = cipher
         self._project = project
+        self._keys: dict[tuple[str, str, str, bool], tuple[CredentialKey, ...]] = {}
+        self._cached = store if isinstance(store, CachedCredentialStore) else None
+        self._handed: dict[CredentialKey, tuple[bytes, Cipher, SealedCredential]] = {}
+        """The ``SealedCredential`` last handed out per key, with the bytes and cipher it holds: a
+        call gets the same object again while the store returns the same bytes (binding the
+        associated data anew each call was a measurable part of a call's cost)."""
 
     async def put(
         self, connector: str, value: str | dict[str, str], *, principal: str = PROJECT_WIDE, name: str = "default"
@@ -44,12 +53,41 @@ class CredentialVault:
     ) -> SealedCredential | None:
         """The principal's own credential, else (unless ``own_only``) the project-wide one, else None.
         Decrypts nothing."""
-        for who in (principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE)):
-            key = CredentialKey(connector=connector, principal=who, name=name)
+        keys = self._keys_for(connector, principal, name, own_only)
+        if self._cached is not None:
+            found = self._cached.cached_credential(keys)
+            if found is not None:
+                key, blob = found
+                return None if key is None or blob is None else self._handing(key, blob)
+        for key in keys:
             blob = await self._store.get_credential(key)
             if blob is not None:
-                return SealedCredential(key, blob, cipher=self._cipher, project=self._project)
+                return self._handing(key, blob)
         return None
+
+    def _keys_for(self, connector: str, principal: str, name: str, own_only: bool) -> tuple[CredentialKey, ...]:
+        """The keys ``sealed`` tries, in order; the same objects every call (the store's cache then
+        finds them by identity, not by comparing models field by field)."""
+        asked = (connector, principal, name, own_only)
+        keys = self._keys.get(asked)
+        if keys is None:
+            whom = (principal,) if own_only else dict.fromkeys((principal, PROJECT_WIDE))
+            keys = tuple(CredentialKey(connector=connector, principal=who, name=name) for who in whom)
+            if len(self._keys) >= _MAX_HANDED:
+                self._keys.clear()
+            self._keys[asked] = keys
+        return keys
+
+    def _handing(self, key: CredentialKey, blob: bytes) -> SealedCredential:
+        handed = self._handed.get(key)
+        # ``==`` on bytes returns at once for the same object (what the store's cache hands back).
+        if handed is not None and handed[1] is self._cipher and handed[0] == blob:
+            return handed[2]
+        sealed = SealedCredential(key, blob, cipher=self._cipher, project=self._project)
+        if len(self._handed) >= _MAX_HANDED:
+            self._handed.clear()
+        self._handed[key] = (blob, self._cipher, sealed)
+        return sealed
 
     async def configured(self, connector: str, *, principal: str | None = None, own_only: bool = False) -> bool:
         """Whether any credential is stored for ``connector`` (usable by ``principal`` when given: its

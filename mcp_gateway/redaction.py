@@ -27,23 +27,26 @@ class Redactor:
     """Replaces every known form of the secrets it was given with ``[redacted]``.
 
     Cheap when empty (the common case for ``auth: none``): nothing is compiled or walked.
-    Not shared between calls: each call learns only the secrets it used.
+    Not shared between calls: each call learns only the secrets it used. What is derived from a
+    secret's forms (its encodings, the compiled patterns) is worked out once per distinct secret set
+    and kept (``_Compiled``), as the log filter keeps the same forms for the process's life: every
+    call opens its credential again, and re-deriving the same patterns each time was most of the
+    cost of redacting a small answer.
     """
 
-    __slots__ = ("_bytes_pattern", "_forms", "_json_forms", "_pattern")
+    __slots__ = ("_compiled", "_forms")
 
     def __init__(self) -> None:
-        self._forms: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
-        self._bytes_pattern: re.Pattern[bytes] | None = None
-        self._json_forms: list[str] | None = None
+        self._forms: frozenset[str] = frozenset()
+        self._compiled: _Compiled | None = None
 
     def add(self, secret: SecretValue) -> None:
         """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
-        new = secret.redaction_forms() - self._forms
-        if new:
-            self._forms |= new
-            self._pattern = self._bytes_pattern = self._json_forms = None  # rebuilt on next use
+        forms = _forms_of(secret)
+        if not self._forms:
+            self._forms, self._compiled = forms, None
+        elif not forms <= self._forms:
+            self._forms, self._compiled = self._forms | forms, None  # rebuilt on next use
 
     def __bool__(self) -> bool:
         return bool(self._forms)
@@ -53,7 +56,7 @@ class Redactor:
         secret that no longer matches whole; such a tail is cut off too."""
         if not self._forms or not s:
             return s
-        s = self._compiled().sub(REDACTED, s)
+        s = self._state().pattern.sub(REDACTED, s)
         if truncated:
             s = self._cut_partial_tail(s)
         return s
@@ -62,10 +65,7 @@ class Redactor:
         """Redact a binary body (its text forms, as UTF-8 bytes)."""
         if not self._forms or not body:
             return body
-        if self._bytes_pattern is None:
-            forms = sorted((f.encode() for f in self._forms), key=len, reverse=True)
-            self._bytes_pattern = re.compile(b"|".join(map(re.escape, forms)))
-        return self._bytes_pattern.sub(REDACTED.encode(), body)
+        return self._state().bytes_pattern.sub(REDACTED.encode(), body)
 
     def _cut_partial_tail(self, s: str) -> str:
         longest = 0
@@ -101,9 +101,7 @@ class Redactor:
             text = json.dumps(obj)
         except (TypeError, ValueError, RecursionError):  # not plain JSON data: walk it
             return True
-        if self._json_forms is None:
-            self._json_forms = [_json_escaped(form) for form in self._forms]
-        return any(form in text for form in self._json_forms)
+        return any(form in text for form in self._state().json_forms)
 
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, str):
@@ -114,15 +112,73 @@ class Redactor:
             return [self._walk(v) for v in obj]
         return obj
 
-    def _compiled(self) -> re.Pattern[str]:
+    def _state(self) -> _Compiled:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = _compiled(self._forms)
+        return compiled
+
+    def __repr__(self) -> str:
+        return f"Redactor(forms={len(self._forms)})"
+
+
+class _Compiled:
+    """What redacting needs of one set of forms, built lazily (most calls use only ``json_forms``)."""
+
+    __slots__ = ("_bytes_pattern", "_forms", "_json_forms", "_pattern")
+
+    def __init__(self, forms: frozenset[str]) -> None:
+        self._forms = forms
+        self._pattern: re.Pattern[str] | None = None
+        self._bytes_pattern: re.Pattern[bytes] | None = None
+        self._json_forms: tuple[str, ...] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
         if self._pattern is None:
             # Longest first: regex alternation takes the first alternative that matches, not the longest.
             forms = sorted(self._forms, key=len, reverse=True)
             self._pattern = re.compile("|".join(map(re.escape, forms)))
         return self._pattern
 
-    def __repr__(self) -> str:
-        return f"Redactor(forms={len(self._forms)})"
+    @property
+    def bytes_pattern(self) -> re.Pattern[bytes]:
+        if self._bytes_pattern is None:
+            forms = sorted((f.encode() for f in self._forms), key=len, reverse=True)
+            self._bytes_pattern = re.compile(b"|".join(map(re.escape, forms)))
+        return self._bytes_pattern
+
+    @property
+    def json_forms(self) -> tuple[str, ...]:
+        if self._json_forms is None:
+            self._json_forms = tuple(_json_escaped(form) for form in self._forms)
+        return self._json_forms
+
+
+_MAX_KEPT = 1024
+"""Distinct secrets (and secret sets) whose derived forms are kept; past it the maps start again."""
+_FORMS: dict[bytes, frozenset[str]] = {}
+"""A secret's forms by its digest (``SecretValue.digest``: never the value itself as a key)."""
+_COMPILED: dict[frozenset[str], _Compiled] = {}
+
+
+def _forms_of(secret: SecretValue) -> frozenset[str]:
+    digest = secret.digest()
+    forms = _FORMS.get(digest)
+    if forms is None:
+        if len(_FORMS) >= _MAX_KEPT:
+            _FORMS.clear()
+        forms = _FORMS[digest] = frozenset(secret.redaction_forms())
+    return forms
+
+
+def _compiled(forms: frozenset[str]) -> _Compiled:
+    compiled = _COMPILED.get(forms)
+    if compiled is None:
+        if len(_COMPILED) >= _MAX_KEPT:
+            _COMPILED.clear()
+        compiled = _COMPILED[forms] = _Compiled(forms)
+    return compiled
 
 
 def _json_escaped(form: str) -> str:

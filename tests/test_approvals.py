@@ -13,7 +13,15 @@ import anyio
 import pytest
 
 from mcp_gateway import approvals as approvals_module
-from mcp_gateway.approvals import ApprovalService, ApproverRefused, explain, redact_arguments
+from mcp_gateway.approvals import (
+    ApprovalService,
+    ApproverRefused,
+    explain,
+    fingerprint,
+    fingerprint_of,
+    redact_arguments,
+)
+from mcp_gateway.audit import args_json
 from mcp_gateway.clock import FixedClock
 from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.model import Ok, PendingApproval
@@ -206,3 +214,16 @@ async def test_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert await h.approvals.wait(result.approval_id, 10_000) is not None
         assert time.monotonic() - started < 1.5
         assert h.upstream.hits("/items") == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{}, {"id": "1"}, {"b": [1, 2.5, None, True], "a": {"z": 'ü\n"', "y": 1}}, {"when": Path("/x")}, {"é": "日本"}],
+)
+@pytest.mark.parametrize(
+    "principal", [OPERATOR, Principal(user="alice", agent="bot-1"), Principal(user='we"ird\\', agent="ä")]
+)
+def test_fingerprint_from_canonical_text_equals_the_fingerprint(principal: Principal, args: dict[str, Any]) -> None:
+    # The audit path serializes the arguments once and hashes that text (fingerprint_of): the
+    # digest must be the one approvals compute from the arguments themselves.
+    assert fingerprint_of(principal, "gh.repos.get", args_json(args)) == fingerprint(principal, "gh.repos.get", args)

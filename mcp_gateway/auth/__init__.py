@@ -158,11 +158,23 @@ class LastMeterAuth(httpx2.Auth):
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if not isinstance(self._config, OAuth2Auth):
-            flow = super().async_auth_flow(request)
-        elif self._oauth2 is None:
+            # httpx2's own async flow over ``auth_flow``, inlined: every call goes through here, and
+            # one generator wrapping another was a measurable part of the call's own cost.
+            if self.requires_request_body:
+                await request.aread()
+            sync_flow = self.auth_flow(request)
+            request = next(sync_flow)
+            while True:
+                response = yield request
+                if self.requires_response_body:
+                    await response.aread()
+                try:
+                    request = sync_flow.send(response)
+                except StopIteration:
+                    return
+        if self._oauth2 is None:
             raise UnsupportedAuth("an oauth2 connector needs the gateway's token store; this client has none")
-        else:
-            flow = self._oauth2.flow(request, self._on_secret)
+        flow = self._oauth2.flow(request, self._on_secret)
         try:
             request = await flow.__anext__()
             while True:

@@ -39,7 +39,7 @@ def secret_fields(kind: str, secret: SecretValue, required: tuple[str, ...]) -> 
 
 def check_header_value(kind: str, where: str, value: str) -> str:
     """Refuse values that would end the header early (CR, LF) or are not valid in one (NUL)."""
-    if any(c in value for c in "\r\n\0"):
+    if "\r" in value or "\n" in value or "\0" in value:
         raise CredentialError(
             f"the {kind} secret cannot go in {where}: it contains a line break or NUL character; {_RESET_HINT}"
         )

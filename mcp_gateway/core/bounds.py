@@ -8,13 +8,19 @@ expires). ``Slots`` counts what each key holds and refuses past a cap; the refus
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..model import ErrorResult
 
-__all__ = ["MAX_CALLS", "MAX_WAITS", "MAX_WATCHERS_PER_AGENT", "MAX_WATCHERS_PER_SESSION", "Bounds", "Slots"]
+__all__ = [
+    "MAX_CALLS",
+    "MAX_WAITS",
+    "MAX_WATCHERS_PER_AGENT",
+    "MAX_WATCHERS_PER_SESSION",
+    "Bounds",
+    "Holding",
+    "Slots",
+]
 
 MAX_CALLS = 16
 """Calls one agent (or one MCP session) may have running at once."""
@@ -51,15 +57,27 @@ class Slots:
             else:
                 self._held.pop(k, None)
 
-    @contextmanager
-    def holding(self, *keys: str) -> Iterator[bool]:
-        """Yields whether the slots were taken; gives them back on exit when they were."""
-        taken = self.take(*keys)
-        try:
-            yield taken
-        finally:
-            if taken:
-                self.give(*keys)
+    def holding(self, *keys: str) -> Holding:
+        """Enters as whether the slots were taken; gives them back on exit when they were."""
+        return Holding(self, keys)
+
+
+class Holding:
+    """``Slots.holding``: a plain context manager (every call enters one), not a generator."""
+
+    __slots__ = ("_keys", "_slots", "_taken")
+
+    def __init__(self, slots: Slots, keys: tuple[str, ...]) -> None:
+        self._slots, self._keys, self._taken = slots, keys, False
+
+    def __enter__(self) -> bool:
+        self._taken = self._slots.take(*self._keys)
+        return self._taken
+
+    def __exit__(self, *exc: object) -> None:
+        if self._taken:
+            self._taken = False
+            self._slots.give(*self._keys)
 
 
 @dataclass

@@ -109,7 +109,7 @@ class CallPipeline:
             )
         self._health.succeeded()
         # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
-        cfg = self._catalogs.manifest.connector(trace.action.connector) if trace.action is not None else None
+        cfg = self._catalogs.config_of(trace.action.connector) if trace.action is not None else None
         return clean_result(result, cfg.max_result_chars if cfg is not None else None)
 
     async def recover(self, principal: Principal, name: str) -> ErrorResult | None:

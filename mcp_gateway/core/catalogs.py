@@ -33,6 +33,7 @@ from ..secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from .credential_broker import CredentialBroker
+from .quick_schema import QuickCheck, quick_check
 from .recovery import Backoff
 from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
 
@@ -91,7 +92,9 @@ class Catalogs:
         self._client_for = client_for
         self._tools = tools
         self._review_cache = review_cache
-        self._validators: dict[str, Validator] = {}
+        self._configs: tuple[Manifest | None, dict[str, ConnectorConfig]] = (None, {})
+        self._validators: dict[str, tuple[QuickCheck | None, Validator]] = {}
+        """Per action: the shortcut for plain schemas (``quick_schema``), and jsonschema's validator."""
         self._refreshing: dict[str, anyio.Lock] = {}
         self.quarantine: dict[str, Finding] = {}
         """Actions an operator must review before agents see or call them, by qualified name (issue 13)."""
@@ -107,9 +110,19 @@ class Catalogs:
 
     def config(self, slug: str) -> ConnectorConfig:
         """The manifest's entry of a loaded connector."""
-        cfg = self.manifest.connector(slug)
+        cfg = self.config_of(slug)
         assert cfg is not None, slug
         return cfg
+
+    def config_of(self, slug: str) -> ConnectorConfig | None:
+        """``manifest.connector(slug)``, by a map kept per manifest (a call asks more than once)."""
+        manifest = self.manifest
+        if self._configs[0] is not manifest:
+            configs: dict[str, ConnectorConfig] = {}
+            for cfg in manifest.connectors:
+                configs.setdefault(cfg.slug, cfg)  # the first of a slug, as Manifest.connector
+            self._configs = (manifest, configs)
+        return self._configs[1].get(slug)
 
     def states(self) -> list[ConnectorState]:
         return [c.state for c in self.loaded.values()]
@@ -124,17 +137,20 @@ class Catalogs:
 
     def validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Where ``args`` break the action's input schema (path and message, first ones first)."""
-        validator = self._validators.get(action.qualified_name)
-        if validator is None:
+        known = self._validators.get(action.qualified_name)
+        if known is None:
             import jsonschema  # here, not at module level: ~0.25 s off every start (issue 14.3)
             from jsonschema.validators import validator_for
 
             cls = validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
             try:
-                validator = cls(action.input_schema)
+                known = (quick_check(action.input_schema), cls(action.input_schema))
             except jsonschema.SchemaError:
-                validator = jsonschema.Draft202012Validator({"type": "object"})
-            self._validators[action.qualified_name] = validator
+                known = (None, jsonschema.Draft202012Validator({"type": "object"}))
+            self._validators[action.qualified_name] = known
+        quick, validator = known
+        if quick is not None and quick(args):
+            return []
         errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:MAX_SCHEMA_ERRORS]
         return [
             {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]} for e in errors

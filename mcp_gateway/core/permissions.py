@@ -3,6 +3,8 @@ see and address, the policy verdict on a call, and the denial for a name that re
 
 ``Permissions`` keeps no state of its own: it reads the manifest in force and the loaded connectors
 from ``Catalogs``, and the actions from the discovery index, so a reload changes what it answers.
+(It remembers, per action, a verdict no argument can change, together with the manifest, connector
+and action it was decided on: any of them replaced, it is decided again.)
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 
 from ..discovery import DiscoveryIndex, summary_of
 from ..identity import Principal, granted_connectors
-from ..model import Action, Denied, Verdict
+from ..manifest import ConnectorConfig, Manifest
+from ..model import Action, Denied, RequestBinding, Verdict
 from ..policy import effective_risk, evaluate, is_hidden
 from .catalogs import Catalogs
 from .recovery import connector_named
@@ -22,6 +25,7 @@ __all__ = ["SUGGESTIONS", "Permissions"]
 
 SUGGESTIONS = 3
 """How many close names an unknown action's denial suggests."""
+_MAX_VERDICTS = 8192
 
 
 class Permissions:
@@ -30,6 +34,7 @@ class Permissions:
     def __init__(self, catalogs: Catalogs, index: DiscoveryIndex) -> None:
         self._catalogs = catalogs
         self._index = index
+        self._verdicts: dict[str, tuple[Action, Manifest, ConnectorConfig, Verdict]] = {}
 
     def visible(self, principal: Principal) -> frozenset[str]:
         """The loaded connectors granted to ``principal``."""
@@ -64,7 +69,10 @@ class Permissions:
     def verdict(self, action: Action, args: Mapping[str, Any]) -> Verdict:
         manifest = self._catalogs.manifest
         cfg = self._catalogs.config(action.connector)
-        return evaluate(
+        kept = self._verdicts.get(action.qualified_name)
+        if kept is not None and kept[0] is action and kept[1] is manifest and kept[2] is cfg:
+            return kept[3]
+        verdict = evaluate(
             qualified_name=action.qualified_name,
             path=action.path,
             risk=effective_risk(action, args),
@@ -74,6 +82,16 @@ class Permissions:
             sensitive=cfg.sensitive,
             default_mode=manifest.default_mode,
         )
+        # Arguments decide only through the ``when`` of a rule that matches, and the generic request
+        # action's method.
+        if not isinstance(action.binding, RequestBinding) and not (
+            any(rule.when and rule.matcher.matches(action.qualified_name) for rule in manifest.policies)
+            or any(rule.when and rule.matcher.matches(action.path) for rule in cfg.policies)
+        ):
+            if len(self._verdicts) >= _MAX_VERDICTS:
+                self._verdicts.clear()
+            self._verdicts[action.qualified_name] = (action, manifest, cfg, verdict)
+        return verdict
 
     def conditional(self, action: Action) -> bool:
         """Whether a rule with ``when`` may change the verdict depending on the arguments."""

@@ -227,10 +227,32 @@ def clean_result(result: CallResult, max_result_chars: int | None = None) -> Cal
         return result.model_copy(update={"message": clean_text(result.message, max_chars=MAX_ERROR_CHARS)})
     if not isinstance(result, Ok):
         return result
-    data = clean_json(result.data)
+    data, text = _cleaned(result.data)
     truncated = result.truncated
     if max_result_chars is not None:
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        if text is None:
+            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         if len(text) > max_result_chars:
             data, truncated = text[:max_result_chars], True
+    if data is result.data and truncated == result.truncated:
+        return result  # nothing to clean or cut (the common case): no copy
     return result.model_copy(update={"data": data, "truncated": truncated})
+
+
+def _cleaned(data: Any) -> tuple[Any, str | None]:
+    """``clean_json(data)``, and the text ``clean_result`` measures against ``max_result_chars`` when
+    it came for free. ``data`` itself when no string in it (key or value) has anything to clean:
+    decided on one serialization in C instead of a walk in Python. JSON escapes every control
+    character and a backslash, so text that is printable ASCII without a backslash holds only
+    strings of printable ASCII, which ``clean_text`` returns as they are. (``clean_json`` would also
+    turn tuples into lists and keys into strings; the JSON the agent gets is the same either way.)"""
+    if isinstance(data, str):
+        cleaned = clean_text(data)
+        return cleaned, cleaned
+    try:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return clean_json(data), None
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return data, text
+    return clean_json(data), None

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..approvals import fingerprint, redact_arguments
-from ..audit import args_preview
+from ..approvals import fingerprint, fingerprint_of, redact_arguments
+from ..audit import args_json, capped_preview
 from ..clock import Clock
 from ..identity import Principal
 from ..model import Action, AuditReason, AuditStatus, CallResult, Verdict
@@ -76,24 +76,42 @@ class CallTrace:
         action, verdict = self.action, self.verdict
         shown = self._shown
         if shown is None or shown[0] is not action:
-            preview = args_preview(redact_arguments(args))
-            digest = fingerprint(principal, action.qualified_name, args) if action else None
+            preview, digest = _preview_and_fingerprint(principal, action, args)
             shown = self._shown = (action, preview, digest)
-        return AuditRecord(
-            at=clock.now(),
-            user=principal.user,
-            agent=principal.agent,
-            requested=tool[:200],
-            connector=action.connector if action else None,
-            action=action.qualified_name if action else None,
-            args_preview=shown[1],
-            fingerprint=shown[2],
-            verdict=verdict.action if verdict else None,
-            verdict_source=verdict.source if verdict else None,
-            status=status,
-            reason=reason,
-            upstream_status=self.upstream_status,
-            latency_ms=round((time.perf_counter() - self.started) * 1000, 3),
-            call_id=self.call_id,
-            approved_by=self.approved_by,
+        # model_validate of a dict: the same validation as keyword arguments, without pydantic's
+        # Python-level __init__ (two rows per call).
+        return AuditRecord.model_validate(
+            {
+                "at": clock.now(),
+                "user": principal.user,
+                "agent": principal.agent,
+                "requested": tool[:200],
+                "connector": action.connector if action else None,
+                "action": action.qualified_name if action else None,
+                "args_preview": shown[1],
+                "fingerprint": shown[2],
+                "verdict": verdict.action if verdict else None,
+                "verdict_source": verdict.source if verdict else None,
+                "status": status,
+                "reason": reason,
+                "upstream_status": self.upstream_status,
+                "latency_ms": round((time.perf_counter() - self.started) * 1000, 3),
+                "call_id": self.call_id,
+                "approved_by": self.approved_by,
+            }
         )
+
+
+def _preview_and_fingerprint(
+    principal: Principal, action: Action | None, args: Mapping[str, Any]
+) -> tuple[str, str | None]:
+    """The row's arguments preview and the call's fingerprint, serializing ``args`` once when no
+    argument needed redacting (the fingerprint's canonical JSON holds the preview's text then)."""
+    redacted = redact_arguments(args)
+    text = args_json(redacted)
+    preview = capped_preview(text)
+    if action is None:
+        return preview, None
+    if redacted == args:
+        return preview, fingerprint_of(principal, action.qualified_name, text)
+    return preview, fingerprint(principal, action.qualified_name, args)

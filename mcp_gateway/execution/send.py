@@ -111,8 +111,11 @@ async def _send(
 ) -> Outcome:
     where = _where(request.url)
     try:
-        with anyio.fail_after(timeout):
+        # anyio.fail_after, without its two generator-based context managers (every call passes here):
+        # the scope swallows only its own cancellation, so leaving it that way is the deadline.
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout):
             return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
+        raise TimeoutError
     except (TimeoutError, httpx2.TimeoutException):
         raise UpstreamError(
             "upstream_timeout",

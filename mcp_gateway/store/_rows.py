@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import zlib
 from collections.abc import Callable
 from datetime import datetime
@@ -112,14 +113,17 @@ class RecordColumns(Generic[_M]):
     def __init__(self, model: type[_M]) -> None:
         self.model = model
         self.columns = tuple(model.model_fields)
+        self._values = operator.attrgetter(*self.columns)
         self.datetimes = frozenset(
             n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
         )
 
     def values(self, record: _M, stamp: Callable[[datetime], object]) -> tuple[object, ...]:
         """The record's values in column order, every datetime passed through ``stamp``."""
-        values = (getattr(record, c) for c in self.columns)
-        return tuple(stamp(v) if isinstance(v, datetime) else v for v in values)
+        values = self._values(record)
+        if len(self.columns) == 1:
+            values = (values,)
+        return tuple([stamp(v) if isinstance(v, datetime) else v for v in values])
 
     def record(self, row: Row, parse: Callable[[Any], datetime] | None = None) -> _M:
         """The record in ``row``; ``parse`` turns each non-null datetime column back into a datetime."""

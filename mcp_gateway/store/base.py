@@ -42,6 +42,7 @@ __all__ = [
     "ApprovalStore",
     "AuditRecord",
     "AuditStore",
+    "CachedCredentialStore",
     "CatalogRecord",
     "CatalogStore",
     "ConnectorState",
@@ -317,6 +318,17 @@ class InlineAuditStore(Protocol):
 
     async def checkpoint_audits(self) -> None:
         """The housekeeping the synchronous writes leave to a worker (SQLite: the WAL checkpoint)."""
+        ...
+
+
+@runtime_checkable
+class CachedCredentialStore(Protocol):
+    """Credentials a store can also answer from memory, synchronously (``SQLiteStore``: its access
+    cache). The ``CredentialVault`` asks it first, then the store itself when it cannot tell."""
+
+    def cached_credential(self, keys: Sequence[CredentialKey]) -> tuple[CredentialKey | None, bytes | None] | None:
+        """The first of ``keys`` that holds a credential, as (key, sealed bytes), or (None, None) when
+        none does, all read under one check that nothing changed; None when memory cannot tell."""
         ...
 
 

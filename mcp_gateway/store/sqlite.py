@@ -96,6 +96,9 @@ _UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
 
 def _ts(value: datetime) -> str:
     """Fixed-width UTC text: lexicographic order is time order, so SQL can compare it directly."""
+    if value.tzinfo is UTC and value.year >= 1000:
+        # What the clock gives: the same text from isoformat (C, no format string to interpret).
+        return value.isoformat(timespec="microseconds")[:-6] + "Z"
     return aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -150,11 +153,16 @@ def _never_current() -> None:
     return None
 
 
+_UNKNOWN = bytes(bytearray(b"no answer in memory"))
+"""``cached_credential``'s marker for a key the cache has no answer for: an object of its own,
+compared by identity, so no stored value can be mistaken for it."""
+
 _AUDIT_ROWS_PER_STATEMENT = 55
 """55 rows x 17 columns stays under 999 bound parameters, the limit of SQLite builds before 3.32."""
 
 
 @functools.cache
+@functools.lru_cache(maxsize=_AUDIT_ROWS_PER_STATEMENT)
 def _audit_insert(rows: int) -> str:
     """One INSERT of ``rows`` audit rows: a single statement is atomic on its own in autocommit mode."""
     values = "(" + ", ".join("?" for _ in _AUDIT.columns) + ")"
@@ -428,6 +436,22 @@ class SQLiteStore:
         sealed = bytes(row["sealed"]) if row is not None else None
         self._access.keep_credential(ticket, key, sealed)
         return sealed
+
+    def cached_credential(self, keys: Sequence[CredentialKey]) -> tuple[CredentialKey | None, bytes | None] | None:
+        """The first of ``keys`` with a credential, from memory under one read of the access counter
+        (a call looks up its principal's own credential, then the project-wide one: one read, not
+        two); None when memory cannot tell, and the caller asks ``get_credential``."""
+        ticket = self._access.ticket()
+        if ticket is None:
+            return None
+        cached = self._access.credentials
+        for key in keys:
+            sealed = cached.get(key, _UNKNOWN)
+            if sealed is _UNKNOWN:
+                return None
+            if sealed is not None:
+                return key, sealed
+        return None, None
 
     async def delete_credential(self, key: CredentialKey) -> None:
         try:

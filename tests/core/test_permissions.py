@@ -9,7 +9,8 @@ import pytest
 
 from mcp_gateway.core.permissions import SUGGESTIONS
 from mcp_gateway.identity import OPERATOR, Principal
-from tests.core.test_gateway import AGENTS, CONNECTORS, harness
+from mcp_gateway.manifest import parse_manifest
+from tests.core.test_gateway import AGENTS, CONNECTORS, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
 
@@ -36,6 +37,26 @@ async def test_verdict_and_conditional_rules(tmp_path: Path) -> None:
         assert permissions.verdict(payment, {"amount": 5}).action == "always_run"
         assert permissions.verdict(payment, {"amount": 500}).action == "require_approval"
         assert permissions.conditional(payment)
+
+
+async def test_a_verdict_no_argument_can_change_is_kept_until_the_manifest_changes(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        permissions = h.gateway.permissions
+        items = permissions.lookup(OPERATOR, "api.items.get")
+        payment = permissions.lookup(OPERATOR, "api.payments.create")
+        assert items is not None and payment is not None
+        first = permissions.verdict(items, {"id": "1"})
+        assert first.action == "always_run" and permissions.verdict(items, {"id": "2"}) is first
+        # A matching rule with ``when``: decided again for every call.
+        assert permissions.verdict(payment, {"amount": 5}).action == "always_run"
+        assert permissions.verdict(payment, {"amount": 500}).action == "require_approval"
+
+        blocked = manifest_text().replace(
+            '  - match: "*.admin.*"', '  - match: "api.items.*"\n    action: block\n  - match: "*.admin.*"', 1
+        )
+        await h.gateway.reload(parse_manifest(blocked, base_dir=tmp_path))
+        items = permissions.lookup(OPERATOR, "api.items.get", include_hidden=True)
+        assert items is not None and permissions.verdict(items, {"id": "1"}).action == "block"
 
 
 async def test_an_action_blocked_whatever_its_arguments_is_hidden_but_call_still_finds_it(tmp_path: Path) -> None:

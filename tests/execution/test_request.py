@@ -6,10 +6,12 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+import httpx2
 import pytest
 
 from mcp_gateway.errors import ArgumentError
 from mcp_gateway.execution import build_request
+from mcp_gateway.execution import request as request_module
 from mcp_gateway.execution.request import DEFAULT_ACCEPT, USER_AGENT
 from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, ParamLocation, ParamSpec
 
@@ -279,3 +281,30 @@ def test_unknown_arguments_are_refused_with_what_is_accepted() -> None:
 def test_unusable_urls_are_a_configuration_error(base: str, url: str) -> None:
     with pytest.raises(ValueError):
         build_request(action(url, "GET"), {}, base_url=base)
+
+
+@pytest.mark.parametrize(
+    ("base", "url", "args"),
+    [
+        ("http://127.0.0.1:9", "/items/{id}", {"id": "1"}),
+        ("https://user:pw@api.example.com:8443/v1/", "/a b/{id}", {"id": "x/y?z#w"}),
+        ("https://api.example.com", "/ünï/{id}?fixed=a|b&x=[1]", {"id": "café", "q": "a b&c=d"}),
+        ("http://[::1]:8080/base?k=v", "/x/./y/{id}", {"id": "1"}),
+        ("https://API.Example.COM:443", "/%7Euser/%zz/{id}", {"id": "~-._"}),
+        ("https://api.example.com", "/{id}/x;y=1,2:3@4", {"id": "!$&'()*+,;=:@"}),
+        ("https://api.example.com", '/a/{id}?q={id}&r="<>`^', {"id": "1", "q": ["a", "b"]}),
+    ],
+)
+def test_urls_built_without_a_reparse_equal_httpx2s_own_parse(
+    base: str, url: str, args: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # build_request skips httpx2's parse of the finished URL when its parts are already normal; the
+    # URL must be exactly the one that parse gives, part by part.
+    specs = (ParamSpec(name="q", location="query"),)
+    request = build_request(action(url, "GET", specs=specs), args, base_url=base)
+    monkeypatch.setattr(request_module, "_normal_url", lambda base, raw: None)
+    parsed = build_request(action(url, "GET", specs=specs), args, base_url=base).url
+    for expected in (parsed, httpx2.URL(str(parsed))):
+        for part in ("scheme", "userinfo", "host", "port", "raw_path", "query", "fragment"):
+            assert getattr(request.url, part) == getattr(expected, part), part
+        assert str(request.url) == str(expected)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import httpx2
 import pytest
 
@@ -210,6 +211,22 @@ async def test_timeout(upstream: Upstream) -> None:
     assert info.value.reason == "upstream_timeout"
     assert "within 0.3 s" in str(info.value)
     assert_no_leak(info.value, "/slow", "key=")
+
+
+async def test_the_deadline_bounds_the_whole_exchange_without_per_operation_timeouts() -> None:
+    # A transport that honours no per-operation timeout (it just hangs): only send's own deadline
+    # can end the exchange, and it must surface as upstream_timeout.
+    class Hanging(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            await anyio.sleep(30)
+            return httpx2.Response(200)
+
+    started = time.monotonic()
+    async with httpx2.AsyncClient(transport=Hanging()) as client:
+        with pytest.raises(UpstreamError) as info:
+            await send(client, httpx2.Request("GET", "http://h/x"), auth=None, timeout=0.2, max_bytes=10)
+    assert time.monotonic() - started < 5
+    assert info.value.reason == "upstream_timeout"
 
 
 def free_port() -> int:

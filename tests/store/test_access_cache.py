@@ -100,6 +100,36 @@ async def test_a_missing_credential_is_remembered_too(serve: SQLiteStore, cli: S
     assert await serve.get_credential(other) == b"alice's"
 
 
+async def test_the_first_cached_credential_of_several_keys_under_one_counter_read(
+    serve: SQLiteStore, cli: SQLiteStore, path: Path
+) -> None:
+    own = CredentialKey(connector="github", principal="alice")
+    keys = [own, KEY]
+    assert serve.cached_credential(keys) is None  # nothing read yet: memory cannot tell
+    await serve.put_credential(KEY, b"shared")
+    assert await serve.get_credential(own) is None
+    assert serve.cached_credential(keys) is None  # the project-wide one not read since the write
+    assert await serve.get_credential(KEY) == b"shared"
+    assert serve.cached_credential(keys) == (KEY, b"shared")
+    assert serve.cached_credential([own]) == (None, None)
+
+    reads: list[int | None] = []
+    read = serve._access._read_generation
+
+    def counted() -> int | None:
+        reads.append(read())
+        return reads[-1]
+
+    serve._access._read_generation = counted
+    assert serve.cached_credential(keys) == (KEY, b"shared")
+    assert len(reads) == 1  # one read of the counter for both keys
+
+    await cli.put_credential(own, b"alice's")  # another process: the counter moves
+    assert serve.cached_credential(keys) is None
+    assert await serve.get_credential(own) == b"alice's"
+    assert serve.cached_credential(keys) == (own, b"alice's")
+
+
 # -- writes in this process -----------------------------------------------------------------------
 
 
