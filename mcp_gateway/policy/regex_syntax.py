@@ -520,4 +520,3 @@ def _set_member(source: _Tokens, this: str) -> SetItem:
 
 def _unique(items: list[SetItem]) -> tuple[SetItem, ...]:
     return tuple(dict.fromkeys(items))
-
