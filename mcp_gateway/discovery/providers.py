@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
-import httpx2
 
 from ..errors import GatewayError
 
 if TYPE_CHECKING:
+    import httpx2
     import numpy as np
     from numpy.typing import NDArray
 
@@ -164,6 +164,8 @@ class OpenAIEmbeddings:
         return _unit_rows(rows) if rows else _unit_rows([[0.0]])[:0]
 
     async def _request(self, texts: list[str]) -> list[list[float]]:
+        import httpx2  # here: `connectors --json` loads this module only to name the discovery mode
+
         endpoint = f"{self.url}/embeddings"
         headers = {"content-type": "application/json"}
         if self._api_key is not None:
