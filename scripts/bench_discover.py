@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import hashlib
 import json
 import os
 import statistics
@@ -246,6 +247,12 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
     from mcp_gateway.store.sqlite import SQLiteStore
 
     out: dict[str, Any] = {}
+    # What the gateway hands over with each connector's actions: its catalog's fingerprint (here a
+    # digest of the actions themselves, computed before anything is timed).
+    prints = {
+        slug: hashlib.sha256("".join(a.model_dump_json() for a in actions).encode()).hexdigest()
+        for slug, actions in catalog.items()
+    }
 
     async def run(folder: Path) -> None:
         async with SQLiteStore(folder / "vectors.db") as store:
@@ -257,7 +264,7 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
                 tg.start_soon(search.run)
                 started, cpu = time.perf_counter(), time.process_time()
                 for slug, actions in catalog.items():
-                    search.schedule(slug, actions)
+                    search.schedule(slug, actions, prints[slug])
                 done = anyio.Event()
 
                 async def wait() -> None:
@@ -295,7 +302,7 @@ def measure_hybrid(catalog: dict[str, list[Action]], index: DiscoveryIndex) -> d
             async with anyio.create_task_group() as tg:
                 tg.start_soon(search.run)
                 for slug, actions in catalog.items():
-                    search.schedule(slug, actions)
+                    search.schedule(slug, actions, prints[slug])
                 await search.settled()
                 tg.cancel_scope.cancel()
             out["restart_s"] = time.perf_counter() - started

@@ -186,7 +186,7 @@ class Catalogs:
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
                 self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
-                self._embed(slug, catalog.actions)
+                self._embed(slug, catalog.actions, catalog.fingerprint)
                 self._forget_validators(slug)
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
@@ -231,16 +231,16 @@ class Catalogs:
             else:
                 self.backoff.succeeded(slug)
             self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
-            self._embed(slug, catalog.actions)
+            self._embed(slug, catalog.actions, catalog.fingerprint)
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}
             await self.review([slug])
             return catalog.state
 
-    def _embed(self, slug: str, actions: Sequence[Action]) -> None:
+    def _embed(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> None:
         """Schedule a re-indexed connector's vectors (hybrid discover); until they exist it ranks lexically."""
         if self.dense is not None:
-            self.dense.schedule(slug, actions)
+            self.dense.schedule(slug, actions, fingerprint)
 
     # -- review (issue 13) -------------------------------------------------------------------------
 

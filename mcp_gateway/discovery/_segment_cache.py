@@ -64,6 +64,12 @@ def _code_digest() -> str:
     return code_digest(str(_FORMAT), (_segment, _text))
 
 
+@cache
+def card_version() -> str:
+    """What an action's embedded card (``_segment.dense_text``) depends on besides the action: its code."""
+    return code_digest("cards-1", (_segment, _text))
+
+
 class SegmentCache:
     """Segments built earlier, one file per connector under ``directory`` (created on first write)."""
 

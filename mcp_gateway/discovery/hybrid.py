@@ -35,6 +35,7 @@ from ..model import Action
 from . import _rank
 from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_twins
 from ._segment import dense_text
+from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 
 __all__ = ["ALPHA", "DENSE_FLOOR", "DENSE_SURE", "HybridSearch", "discovery_status", "fuse"]
@@ -80,10 +81,10 @@ class HybridSearch:
     """Dense retrieval beside a ``DiscoveryIndex``: scheduling, background embedding, fused search."""
 
     def __init__(self, provider: EmbeddingProvider, store: VectorStore, *, label: str | None = None) -> None:
-        self.embedder = DenseEmbedder(provider, store, text=dense_text)
+        self.embedder = DenseEmbedder(provider, store, text=dense_text, cards=card_version())
         self.label = label or provider.model
         """The model as the status line names it (never a key: the endpoint's URL at most)."""
-        self._pending: dict[str, Sequence[Action]] = {}
+        self._pending: dict[str, tuple[Sequence[Action], str | None]] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
@@ -91,14 +92,15 @@ class HybridSearch:
 
     # -- upkeep ------------------------------------------------------------------------------------
 
-    def schedule(self, slug: str, actions: Sequence[Action]) -> None:
-        """Connector ``slug`` now has these actions: (re-)embed them in the background (none: drop it)."""
+    def schedule(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> None:
+        """Connector ``slug`` now has these actions: (re-)embed them in the background (none: drop it).
+        ``fingerprint``, the catalog's, lets a restart find the vectors without rebuilding the texts."""
         if actions:
             self._connectors.add(slug)
         else:
             self._connectors.discard(slug)
             self.embedder.remove(slug)
-        self._pending[slug] = actions
+        self._pending[slug] = (actions, fingerprint)
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._wake.set()
 
@@ -112,11 +114,11 @@ class HybridSearch:
                 self._wake = anyio.Event()
                 continue
             slug = next(iter(self._pending))
-            actions = self._pending.pop(slug)
+            actions, fingerprint = self._pending.pop(slug)
             if not actions:
                 continue
             try:
-                embedded = await self.embedder.refresh(slug, actions)
+                embedded = await self.embedder.refresh(slug, actions, fingerprint)
             except (GatewayError, OSError, ValueError) as exc:
                 logger.warning("discovery: could not embed %s (it answers lexically meanwhile): %s", slug, exc)
                 continue

@@ -174,6 +174,66 @@ async def test_a_restart_with_the_store_embeds_nothing() -> None:
     assert await DenseEmbedder(LocalProvider(other, "other-model"), store).refresh("tracker", tracker()) == 3
 
 
+class CountingText:
+    """The embedded text of an action, counting how many were built."""
+
+    def __init__(self) -> None:
+        self.built = 0
+
+    def __call__(self, action: Action) -> str:
+        self.built += 1
+        return f"{action.path}: {action.description}"
+
+
+def vectors_of(embedder: DenseEmbedder, names: Sequence[str]) -> list[list[float]]:
+    query = np.ones(5, dtype=np.float32)
+    return [[round(embedder.index.scores(query, [name])[name], 6)] for name in names]
+
+
+@pytest.mark.anyio
+async def test_a_restart_with_the_catalog_fingerprint_builds_no_text() -> None:
+    store = MemoryVectorStore()
+    first_text = CountingText()
+    first = DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, text=first_text, cards="v1")
+    assert await first.refresh("tracker", tracker(), "fp-1") == 3
+    assert first_text.built == 3
+    names = [a.qualified_name for a in tracker()]
+
+    def restarted(cards: str = "v1") -> tuple[DenseEmbedder, CountingText, ConceptEncoder]:
+        text, encoder = CountingText(), ConceptEncoder()
+        return DenseEmbedder(LocalProvider(encoder, "concepts"), store, text=text, cards=cards), text, encoder
+
+    embedder, text, encoder = restarted()
+    assert await embedder.refresh("tracker", tracker(), "fp-1") == 0
+    assert text.built == 0 and encoder.calls == []  # the kept digests found every vector
+    assert embedder.index.ready("tracker") and vectors_of(embedder, names) == vectors_of(first, names)
+    # Another catalog, other card code, other actions under the same fingerprint, or no fingerprint:
+    # the texts are built again (and their vectors, unchanged, come from the store).
+    for cards, actions, fingerprint in (
+        ("v1", tracker(), "fp-2"),
+        ("v2", tracker(), "fp-1"),
+        ("v1", tracker()[:2], "fp-1"),
+        ("v1", tracker(), None),
+    ):
+        embedder, text, encoder = restarted(cards)
+        assert await embedder.refresh("tracker", actions, fingerprint) == 0
+        assert text.built == len(actions) and encoder.calls == []
+
+
+@pytest.mark.anyio
+async def test_kept_digests_whose_vector_is_gone_fall_back_to_the_texts() -> None:
+    store = MemoryVectorStore()
+    await DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, text=CountingText(), cards="v1").refresh(
+        "tracker", tracker(), "fp-1"
+    )
+    lost = text_digest(CountingText()(tracker()[0]))
+    del store.rows[("concepts", lost)]
+    text, encoder = CountingText(), ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store, text=text, cards="v1")
+    assert await embedder.refresh("tracker", tracker(), "fp-1") == 1
+    assert text.built == 3 and len(encoder.calls) == 1 and embedder.index.ready("tracker")
+
+
 @pytest.mark.anyio
 async def test_a_resync_embeds_only_changed_actions() -> None:
     encoder = ConceptEncoder()
