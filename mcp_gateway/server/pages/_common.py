@@ -14,18 +14,19 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from ...core import Gateway
 
-__all__ = ["GONE", "TEMPLATES", "PageContext", "approves", "message", "page"]
+__all__ = ["GONE", "TEMPLATES", "CookieSession", "PageContext", "approves", "digest", "message", "page"]
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
 MAX_FORM_BYTES = 256 * 1024
@@ -119,3 +120,60 @@ class PageContext:
         if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(binding)):
             return refused
         return form
+
+
+def digest(value: str) -> str:
+    """How a random browser secret (a session cookie, an OAuth ``state``) is kept in the store."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CookieSession:
+    """A browser session: 256 random bits in an ``HttpOnly`` cookie, kept in the store as their
+    SHA-256 (never the cookie) with who signed in, so every instance behind a load balancer knows it."""
+
+    kind: str
+    """The ``Store`` ephemeral kind of its rows."""
+    cookie: str
+    ttl: timedelta
+    path: str
+    samesite: Literal["lax", "strict"]
+
+    def key(self, request: Request) -> str | None:
+        """The store key of this request's session cookie, if it carries a plausible one."""
+        cookie = request.cookies.get(self.cookie)
+        return digest(cookie) if cookie and len(cookie) <= 128 else None
+
+    async def who(self, gateway: Gateway, request: Request) -> tuple[str, str] | None:
+        """(who, store key) of the live session this request carries, if any."""
+        key = self.key(request)
+        found = None if key is None else await gateway.store.get_ephemeral(self.kind, key, gateway.clock.now())
+        return None if found is None or key is None else (found.decode(), key)
+
+    async def start(self, gateway: Gateway, who: str, location: str) -> Response:
+        """Sign this browser in as ``who`` and send it on to ``location``."""
+        now = gateway.clock.now()
+        cookie = secrets.token_urlsafe(32)
+        # 256 random bits: a clash with a live session is not a case to handle.
+        await gateway.store.put_ephemeral(self.kind, digest(cookie), who.encode(), now + self.ttl, now)
+        response = RedirectResponse(location, status_code=303, headers=security_headers())
+        response.set_cookie(
+            self.cookie,
+            cookie,
+            max_age=int(self.ttl.total_seconds()),
+            path=self.path,
+            httponly=True,
+            samesite=self.samesite,
+            secure=gateway.links.public_url.startswith("https://"),
+        )
+        return response
+
+    async def end(self, gateway: Gateway, request: Request, location: str) -> Response:
+        """Forget this request's session and send the browser on to ``location`` without its cookie."""
+        key = self.key(request)
+        if key is not None:
+            await gateway.store.delete_ephemeral(self.kind, key)
+        response = RedirectResponse(location, status_code=303, headers=security_headers())
+        secure = gateway.links.public_url.startswith("https://")
+        response.delete_cookie(self.cookie, path=self.path, httponly=True, samesite=self.samesite, secure=secure)
+        return response

@@ -21,7 +21,6 @@ browser then holds a short session cookie naming that user; the approval records
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import secrets
@@ -38,7 +37,7 @@ from ...core.oauth2_pending import PendingAuthorization, open_pending, seal_pend
 from ...front_door import FRONT_DOOR_SECRETS, TokenRefused, client_basic
 from ...secrets import PROJECT_WIDE
 from ..front_door import FrontDoor
-from ._common import GONE, PageContext, message, security_headers
+from ._common import GONE, CookieSession, PageContext, digest, message, security_headers
 
 __all__ = ["APPROVER_COOKIE", "CALLBACK_PATH", "ApproverSignIn"]
 
@@ -47,15 +46,11 @@ logger = logging.getLogger(__name__)
 CALLBACK_PATH = "/approvals/callback"
 APPROVER_COOKIE = "mgw_approver"
 STATE_KIND = "approver_state"
-SESSION_KIND = "approver_session"
 STATE_TTL = timedelta(minutes=10)
-SESSION_TTL = timedelta(minutes=30)
+# Lax: the provider's redirect back is a cross-site navigation (every POST still needs the CSRF token).
+SESSION = CookieSession("approver_session", APPROVER_COOKIE, timedelta(minutes=30), "/approvals/", "lax")
 _ERROR_CODE = re.compile(r"^[a-z_]{1,40}$")
 _START_OVER = "Open the approval link again to retry."
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -78,12 +73,8 @@ class ApproverSignIn:
 
     async def who(self, request: Request) -> str | None:
         """The user this browser signed in as, if its session is still live."""
-        cookie = request.cookies.get(APPROVER_COOKIE)
-        if not cookie or len(cookie) > 128:
-            return None
-        gateway = self.ctx.gateway
-        found = await gateway.store.get_ephemeral(SESSION_KIND, _digest(cookie), gateway.clock.now())
-        return found.decode() if found is not None else None
+        session = await SESSION.who(self.ctx.gateway, request)
+        return session[0] if session is not None else None
 
     async def begin(self, link_token: str) -> Response:
         """Send the browser to the provider; it comes back to ``CALLBACK_PATH`` with a code."""
@@ -99,9 +90,7 @@ class ApproverSignIn:
             redirect_uri=self.redirect_uri,
             expires_at=now + STATE_TTL,
         )
-        await gateway.store.put_ephemeral(
-            STATE_KIND, _digest(state), seal_pending(state, pending), now + STATE_TTL, now
-        )
+        await gateway.store.put_ephemeral(STATE_KIND, digest(state), seal_pending(state, pending), now + STATE_TTL, now)
         params = {
             "response_type": "code",
             "client_id": self.client_id,
@@ -121,7 +110,7 @@ class ApproverSignIn:
         query = request.query_params
         state = query.get("state", "")
         sealed = (
-            await gateway.store.take_ephemeral(STATE_KIND, _digest(state), gateway.clock.now())
+            await gateway.store.take_ephemeral(STATE_KIND, digest(state), gateway.clock.now())
             if state and len(state) <= 512
             else None
         )
@@ -148,20 +137,7 @@ class ApproverSignIn:
                 status=502,
                 tone="bad",
             )
-        now = gateway.clock.now()
-        cookie = secrets.token_urlsafe(32)
-        await gateway.store.put_ephemeral(SESSION_KIND, _digest(cookie), user.encode(), now + SESSION_TTL, now)
-        response = RedirectResponse(f"/approvals/{pending.link_token}", status_code=303, headers=security_headers())
-        response.set_cookie(
-            APPROVER_COOKIE,
-            cookie,
-            max_age=int(SESSION_TTL.total_seconds()),
-            path="/approvals/",
-            httponly=True,
-            samesite="lax",
-            secure=gateway.links.public_url.startswith("https://"),
-        )
-        return response
+        return await SESSION.start(gateway, user, f"/approvals/{pending.link_token}")
 
     async def _exchange(self, code: str, pending: PendingAuthorization) -> str | None:
         """The user the provider signed in: the code traded for an access token (with the PKCE

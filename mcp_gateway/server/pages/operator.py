@@ -19,8 +19,6 @@ previews have credential-like values replaced, and no secret is ever stored in e
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from datetime import timedelta
 
 from starlette.requests import Request
@@ -31,43 +29,32 @@ from ...approvals import ApproverRefused
 from ...core import result_payload
 from ...identity import OPERATOR
 from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
-from ._common import PageContext, approves, message, page, security_headers
+from ._common import CookieSession, PageContext, approves, message, page, security_headers
 
 __all__ = ["OPERATOR_TOKEN_PREFIX", "OperatorToken", "OperatorTokens", "operator_routes"]
 
-_COOKIE = "mgw_operator"
-SESSION_TTL = timedelta(hours=8)
-SESSION_KIND = "operator_session"
-"""The ``Store`` ephemeral kind: key the cookie's SHA-256, value the operator token's id."""
+SESSION = CookieSession("operator_session", "mgw_operator", timedelta(hours=8), "/operator", "strict")
+"""Its rows hold the operator token's id."""
 AUDIT_ROWS = 50
-
-
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def operator_routes(ctx: PageContext) -> list[Route]:
     gateway = ctx.gateway
     tokens = OperatorTokens(gateway.store, gateway.clock)
     store = gateway.store
-    secure = gateway.links.public_url.startswith("https://")
 
     async def who(request: Request) -> tuple[str | None, str | None]:
         """(token id, session hash) of the operator making this request; session hash None for bearer."""
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             return await tokens.verify(value.strip()), None
-        cookie = request.cookies.get(_COOKIE)
-        if not cookie or len(cookie) > 128:
+        key = SESSION.key(request)
+        session = await SESSION.who(gateway, request)
+        if session is None or not await tokens.active(session[0]):
+            if key is not None:  # expired, logged out, or its token revoked since (any instance or the CLI)
+                await store.delete_ephemeral(SESSION.kind, key)
             return None, None
-        key = _hash(cookie)
-        found = await store.get_ephemeral(SESSION_KIND, key, gateway.clock.now())
-        token_id = found.decode() if found is not None else None
-        if token_id is None or not await tokens.active(token_id):
-            # Expired, logged out, or its token revoked since (from any instance or the CLI).
-            await store.delete_ephemeral(SESSION_KIND, key)
-            return None, None
-        return token_id, key
+        return session
 
     def login_page(error: str | None = None, status: int = 200) -> Response:
         return page("operator_login.html", status, title="Operator sign-in", error=error)
@@ -108,21 +95,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         token_id = await tokens.verify(str(form.get("token", "")).strip())
         if token_id is None:
             return login_page("That is not a valid operator token.", status=401)
-        now = gateway.clock.now()
-        cookie = secrets.token_urlsafe(32)
-        # 256 random bits: a clash with a live session is not a case to handle.
-        await store.put_ephemeral(SESSION_KIND, _hash(cookie), token_id.encode(), now + SESSION_TTL, now)
-        response = RedirectResponse("/operator", status_code=303, headers=security_headers())
-        response.set_cookie(
-            _COOKIE,
-            cookie,
-            max_age=int(SESSION_TTL.total_seconds()),
-            path="/operator",
-            httponly=True,
-            samesite="strict",
-            secure=secure,
-        )
-        return response
+        return await SESSION.start(gateway, token_id, "/operator")
 
     async def guarded(request: Request) -> tuple[str | None, Response | None]:
         """The operator behind a POST, or the response that refuses it (CSRF for cookie sessions)."""
@@ -139,12 +112,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         _, refused = await guarded(request)
         if refused is not None:
             return refused
-        cookie = request.cookies.get(_COOKIE)
-        if cookie:
-            await store.delete_ephemeral(SESSION_KIND, _hash(cookie))
-        response = RedirectResponse("/operator", status_code=303, headers=security_headers())
-        response.delete_cookie(_COOKIE, path="/operator", httponly=True, samesite="strict", secure=secure)
-        return response
+        return await SESSION.end(gateway, request, "/operator")
 
     async def decide(request: Request) -> Response:
         _, refused = await guarded(request)
