@@ -151,23 +151,15 @@ async def sync_connector(
         )
         if progress:
             progress(cfg.slug, "cached" if reused else "normalized")
-    except GatewayError as exc:
-        actions, spec_base_url, fp = [], None, None
-        state = ConnectorState(
-            slug=cfg.slug, source=source, status="error", actions=0, error=str(exc), synced_at=clock.now()
-        )
-        if progress:
-            progress(cfg.slug, "error")
     except Exception as exc:
-        logger.exception("connector %s failed to load", cfg.slug)
+        if isinstance(exc, GatewayError):
+            error = str(exc)
+        else:
+            logger.exception("connector %s failed to load", cfg.slug)
+            error = f"unexpected {type(exc).__name__} while loading; run with --debug for details"
         actions, spec_base_url, fp = [], None, None
         state = ConnectorState(
-            slug=cfg.slug,
-            source=source,
-            status="error",
-            actions=0,
-            error=f"unexpected {type(exc).__name__} while loading; run with --debug for details",
-            synced_at=clock.now(),
+            slug=cfg.slug, source=source, status="error", actions=0, error=error, synced_at=clock.now()
         )
         if progress:
             progress(cfg.slug, "error")

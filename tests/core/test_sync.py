@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import sync
 from mcp_gateway.core.sync import sync_manifest
-from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.manifest import ConnectorConfig, parse_manifest
+from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.anyio
@@ -43,3 +45,32 @@ async def test_a_restart_keeps_the_request_action(tmp_path: Path) -> None:
             assert {c.state.status for c in catalogs.values()} == {"ready"}
     assert seen[0] == seen[1] == {"api": ["ping", "request"], "bare": ["request"]}
     assert ("api", "cached") in progress and ("bare", "cached") in progress
+
+
+class _Broken:
+    async def load(self, cfg: ConnectorConfig, ctx: LoadContext) -> Normalized:
+        raise RuntimeError("a bug in a source")
+
+
+async def test_a_failing_connector_gets_its_reason_and_the_others_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    manifest = parse_manifest(
+        MANIFEST
+        + "  - slug: gone\n    source: {openapi: missing.yaml}\n  - slug: buggy\n    base_url: https://b.example\n",
+        base_dir=tmp_path,
+    )
+    real = sync.source_for
+    monkeypatch.setattr(sync, "source_for", lambda cfg, *a: _Broken() if cfg.slug == "buggy" else real(cfg, *a))
+    async with SQLiteStore(tmp_path / "gateway.db") as store:
+        catalogs = await sync_manifest(manifest, store, FixedClock())
+        states = {s.slug: s for s in await store.list_connector_states()}
+    assert catalogs["api"].state.status == "ready" and catalogs["bare"].state.status == "ready"
+    gone, buggy = catalogs["gone"].state, catalogs["buggy"].state
+    assert gone.status == "error" and "missing.yaml" in (gone.error or "") and catalogs["gone"].actions == []
+    assert (
+        buggy.status == "error" and buggy.error == "unexpected RuntimeError while loading; run with --debug for details"
+    )
+    assert "a bug in a source" not in (buggy.error or "")  # the reason names the class, the log has the rest
+    assert any(r.exc_info and "buggy" in r.getMessage() for r in caplog.records)
+    assert states["gone"].status == "error" and states["buggy"].status == "error"
