@@ -24,6 +24,7 @@ What stays resident is also a matter of where objects land in the heap, so a syn
 from __future__ import annotations
 
 import ctypes
+import gc
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ __all__ = [
     "CatalogSharing",
     "FrozenDict",
     "FrozenList",
+    "collect_frozen_garbage",
     "limit_malloc_arenas",
     "release_free_memory",
     "validate_actions",
@@ -306,3 +308,16 @@ def release_free_memory() -> None:
         return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
+
+
+def collect_frozen_garbage() -> None:
+    """After a reload replaced the catalogs: free the reference cycles among objects the server
+    froze at its start (``gc.freeze``), which no collection looks at and which reference counting
+    alone never frees, then freeze what is left again. One full collection (~0.1 s at 130,000
+    objects) per reload; a no-op in a process that froze nothing."""
+    if gc.get_freeze_count() == 0:
+        return
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    release_free_memory()

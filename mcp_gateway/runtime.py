@@ -19,7 +19,7 @@ import httpx2
 
 from .approvals import ApprovalService
 from .audit import Auditor
-from .catalog_memory import limit_malloc_arenas
+from .catalog_memory import collect_frozen_garbage, limit_malloc_arenas
 from .clock import Clock, SystemClock
 from .core import Gateway
 from .core.admission import TrafficGate
@@ -289,6 +289,7 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
     except GatewayError as exc:
         logger.warning("manifest reload refused, keeping the previous one: %s", exc)
         return str(exc)
+    collect_frozen_garbage()
     logger.warning("manifest reloaded: %d connectors", len(manifest.connectors))
     if manifest.discovery != gateway.discovery_config:
         logger.warning("discovery settings changed: they take effect when the gateway restarts")

@@ -8,8 +8,10 @@ cold then warm, as ``serve`` does.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import pickle
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from mcp_gateway.catalog_memory import (
     CatalogSharing,
     FrozenDict,
     FrozenList,
+    collect_frozen_garbage,
     limit_malloc_arenas,
     release_free_memory,
     validate_actions,
@@ -242,3 +245,25 @@ async def test_one_connector_refreshed_alone_is_shared_too(tmp_path: Path) -> No
         assert catalog.actions and all(type(a.input_schema) is FrozenDict for a in catalog.actions)
         loaded = gw.catalogs.loaded["pets-b"].actions
         assert ACTIONS_ADAPTER.dump_json(catalog.actions) == ACTIONS_ADAPTER.dump_json(loaded)
+
+
+class _Node:
+    peer: _Node
+
+
+def test_a_reload_frees_the_cycles_the_start_froze_and_freezes_the_rest_again() -> None:
+    collect_frozen_garbage()  # nothing frozen: nothing to do, and nothing gets frozen
+    assert gc.get_freeze_count() == 0
+    node = _Node()
+    node.peer = node
+    alive = weakref.ref(node)
+    gc.freeze()  # what the server does once it has started
+    try:
+        del node
+        gc.collect()
+        assert alive() is not None  # no collection looks at frozen objects
+        collect_frozen_garbage()
+        assert alive() is None
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

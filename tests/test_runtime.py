@@ -168,3 +168,25 @@ async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: 
             answers.append((actions, await gw.discover(OPERATOR, "anything"), await gw.connectors(OPERATOR)))
     assert answers[0][0]
     assert answers[0] == answers[1] == answers[2]
+
+
+async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_broken_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_gateway import runtime
+
+    collections: list[None] = []
+    monkeypatch.setattr(runtime, "collect_frozen_garbage", lambda: collections.append(None))
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SMALL)
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, manifest=str(path), state_dir=str(tmp_path))
+    more = SMALL + "          - {path: notes.create, method: POST, url: /notes, summary: Create a note}\n"
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), embed=False) as gw:
+        path.write_text(more)
+        assert await runtime.reload_manifest(gw, settings) is None
+        assert sorted(a.path for a in gw.catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
+        assert len(collections) == 1  # the replaced catalog's frozen cycles are collected
+        path.write_text(more.replace("connectors:", "connectors: [oops"))
+        refused = await runtime.reload_manifest(gw, settings)
+        assert refused and "gateway.yaml" in refused
+        assert len(gw.catalogs.loaded["notes"].actions) == 2 and len(collections) == 1

@@ -178,8 +178,9 @@ def _settle_heap() -> None:
     objects) and now walks only what came after the start (~7 ms, bench_call over HTTP).
 
     A start leaves no cyclic garbage behind to pin (``gc.collect()`` here finds none). A frozen
-    object nobody refers to any more is still freed by reference counting; only a reference cycle
-    among frozen objects (say, parts of a catalog replaced by a reload) would stay in memory."""
+    object nobody refers to any more is still freed by reference counting; a reference cycle among
+    frozen objects (say, parts of a catalog replaced by a reload) is freed by the reload itself
+    (``catalog_memory.collect_frozen_garbage``)."""
     if gc.get_freeze_count() == 0:
         gc.freeze()
 
