@@ -23,6 +23,8 @@ from mcp_gateway.approvals import (
 )
 from mcp_gateway.audit import args_json
 from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import result_payload
+from mcp_gateway.core.results import DescribeResult
 from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.model import Ok, PendingApproval
 from mcp_gateway.store.sqlite import SQLiteStore
@@ -135,6 +137,12 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
         assert isinstance(other, PendingApproval)
         record = await h.store.get_approval(other.approval_id)
         assert record is not None and record.separate_approver is project_wide
+
+        # describe says so before the call, where the no-argument call needs an approval.
+        described = await h.gateway.describe(maria, "api.items.create")
+        assert isinstance(described, DescribeResult) and described.policy.action == "require_approval"
+        assert described.policy.separate_approver is (True if project_wide else None)
+        assert ("separate_approver" in result_payload(described)["policy"]) is project_wide
 
 
 async def test_approval_ids_carry_128_random_bits(tmp_path: Path) -> None:

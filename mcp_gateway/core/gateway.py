@@ -332,6 +332,9 @@ class Gateway:
                 source=verdict.source,
                 rule=verdict.rule,
                 conditional=self.permissions.conditional(action),
+                separate_approver=verdict.action == "require_approval"
+                and (verdict.separate_approver or self.catalogs.manifest.approvals.separate_approver)
+                or None,
             ),
             auth=DescribeAuth(
                 kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg, principal.user)

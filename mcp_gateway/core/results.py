@@ -96,6 +96,9 @@ class DescribePolicy(BaseModel):
     rule: str | None
     """Sent as null for a default (no rule matched): an agent reads "no rule", not a missing field."""
     conditional: bool
+    separate_approver: bool | None = None
+    """True when an approval of this call must come from someone other than the caller (the
+    rule's or the project's ``separate_approver``); left out otherwise."""
 
     @model_serializer(mode="wrap")
     def _keep_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
