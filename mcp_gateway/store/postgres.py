@@ -56,6 +56,7 @@ from ._rows import (
     dump_meta,
     load_catalog,
     load_meta,
+    split_audits,
 )
 from .base import (
     ActionReviewRecord,
@@ -132,7 +133,21 @@ _TOKENS = _Table("token", TokenRecord, ["id"])
 _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
-_AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
+_AUDIT = _Table("audit", AuditRecord)  # append-only: an outcome is one more row
+_AUDIT_OPEN = _Table("audit_open", AuditRecord, ["call_id"])  # upsert: a retried ``started`` row is one row
+# An outcome settles its call's open row in the same statement (one round trip, one snapshot).
+_AUDIT_SETTLE = (
+    f"WITH settled AS (DELETE FROM audit_open WHERE call_id = ${_AUDIT.columns.index('call_id') + 1}) " + _AUDIT.insert
+)
+_AUDIT_COLUMNS = ", ".join(map(_q, _AUDIT.columns))
+_AUDIT_LIST = (
+    f"SELECT {_AUDIT_COLUMNS} FROM ("
+    f"(SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL::bigint AS id FROM audit_open ORDER BY at DESC LIMIT $1) "
+    f"UNION ALL (SELECT {_AUDIT_COLUMNS}, 1, id FROM audit ORDER BY at DESC, id DESC LIMIT $1)"
+    ") AS newest ORDER BY at DESC, part, id DESC LIMIT $1"
+)
+"""The newest rows of ``audit_open`` and ``audit`` together, in one statement (one snapshot: a call
+settling meanwhile is seen in exactly one of them); equal times list open rows first."""
 _REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
 # Rows are only ever added or re-decided (an upsert with a new decided_at), never deleted: the
 # count, the newest decision and the number of approvals together change with every decision.
@@ -460,23 +475,32 @@ class PostgresStore:
     # -- audit -----------------------------------------------------------------------------------------------
 
     async def append_audit(self, record: AuditRecord) -> None:
-        await self._execute(_AUDIT.insert, *_AUDIT.params(record))
+        await self.append_audits([record])
 
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         """Append rows in one transaction: all of them, or none (the background audit writer's batch,
-        see ``audit.Auditor``). asyncpg pipelines the rows: one round trip, not one per row."""
-        if not records:
+        see ``audit.Auditor``). ``started`` rows go to ``audit_open`` first, then the outcomes to
+        ``audit``, each deleting its call's open row. asyncpg pipelines each kind's rows: one round
+        trip per kind, not one per row; a call's single row is one statement, one round trip."""
+        parts = split_audits(records)
+        if len(parts) == 1 and len(parts[0][0]) == 1:
+            rows, open_rows = parts[0]
+            await self._execute(_AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE, *_AUDIT.params(rows[0]))
+            return
+        if not parts:
             return
         async with self._transaction() as conn:
-            await conn.executemany(_AUDIT.insert, [_AUDIT.params(record) for record in records])
+            for rows, open_rows in parts:
+                sql = _AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE
+                await conn.executemany(sql, [_AUDIT.params(record) for record in rows])
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
-        """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
-        rows = await self._fetch(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
-        return [_AUDIT.load(r) for r in rows]
+        """The ``limit`` newest rows of ``audit`` and ``audit_open``, newest first (ties in ``at``: open
+        rows first, then by insertion order)."""
+        return [_AUDIT.load(r) for r in await self._fetch(_AUDIT_LIST, max(limit, 0))]
 
     async def interrupt_started_audits(self) -> int:
-        return await self._execute("UPDATE audit SET status = 'interrupted' WHERE status = 'started'")
+        return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
 
     # -- short-lived shared state ------------------------------------------------------------------------------
 
