@@ -118,13 +118,20 @@ class RecordColumns(Generic[_M]):
         self.datetimes = frozenset(
             n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
         )
+        self._datetime_at = tuple(i for i, n in enumerate(self.columns) if n in self.datetimes)
+        """Positions of the datetime columns: only those are looked at (an audit row has one of 16)."""
 
     def values(self, record: _M, stamp: Callable[[datetime], object]) -> tuple[object, ...]:
         """The record's values in column order, every datetime passed through ``stamp``."""
-        values = self._values(record)
-        if len(self.columns) == 1:
-            values = (values,)
-        return tuple([stamp(v) if isinstance(v, datetime) else v for v in values])
+        got: Any = self._values(record)
+        values: tuple[Any, ...] = (got,) if len(self.columns) == 1 else got
+        if not self._datetime_at:
+            return values
+        stamped: list[Any] = list(values)
+        for i in self._datetime_at:
+            if (value := stamped[i]) is not None:
+                stamped[i] = stamp(value)
+        return tuple(stamped)
 
     def record(self, row: Row, parse: Callable[[Any], datetime] | None = None) -> _M:
         """The record in ``row``; ``parse`` turns each non-null datetime column back into a datetime."""

@@ -193,11 +193,14 @@ _AUDIT_LIST = (
 settling meanwhile is seen in exactly one of them); equal times list open rows first."""
 
 
-def _audit_statements(records: Sequence[AuditRecord]) -> list[tuple[str, list[object]]]:
+def _audit_statements(records: Sequence[AuditRecord]) -> list[tuple[str, Sequence[object]]]:
     """The multi-row INSERTs that append ``records``, in order (``split_audits``), each of at most
     ``_AUDIT_ROWS_PER_STATEMENT`` rows: one statement for a call's row or a one-kind batch."""
-    statements: list[tuple[str, list[object]]] = []
-    for rows, open_rows in split_audits(records):
+    parts = split_audits(records)
+    if len(records) == 1:  # a call's row, written inline: no list to flatten
+        return [(_audit_insert(1, parts[0][1]), _AUDIT.params(records[0]))]
+    statements: list[tuple[str, Sequence[object]]] = []
+    for rows, open_rows in parts:
         for start in range(0, len(rows), _AUDIT_ROWS_PER_STATEMENT):
             chunk = rows[start : start + _AUDIT_ROWS_PER_STATEMENT]
             params = [value for record in chunk for value in _AUDIT.params(record)]
