@@ -12,6 +12,11 @@ conversion in ``_rows.py``):
 
 - A connection pool (``asyncpg.create_pool``); every method is one statement, or one short
   transaction on one pooled connection. Nothing is held across awaits of the caller.
+- Nothing here leaves session state on a connection (no ``SET``, ``LISTEN``, session-level advisory
+  locks or ``WITH HOLD`` cursors; the migration lock is transaction-scoped), so a connection goes
+  back to the pool without asyncpg's default reset query (``RESET ALL``, ``UNLISTEN *``, ...): that
+  query is a round trip of its own on every release, which doubled the round trips of every store
+  method, two audit rows per call included. asyncpg still rolls back a transaction left open.
 - State changes that must happen exactly once are one conditional statement: ``UPDATE ... WHERE
   status = $n RETURNING``. Under READ COMMITTED a concurrent UPDATE re-checks the WHERE against
   the row the winner committed, so of any number of instances exactly one sees a row come back.
@@ -92,6 +97,11 @@ _CONNECTION_ERRORS = (
     asyncpg.OperatorInterventionError,
     asyncpg.InternalClientError,
 )
+
+
+async def _no_session_state(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing to undo (see the module docstring). asyncpg has already
+    rolled back an open transaction and dropped listeners, locally, before it calls this."""
 
 
 # -- tables and statements -----------------------------------------------------------------------
@@ -229,6 +239,7 @@ class PostgresStore:
                     max_size=self._max,
                     timeout=_CONNECT_TIMEOUT,
                     server_settings={"application_name": "mcp-gateway"},
+                    reset=_no_session_state,
                 )
             except _DRIVER_ERRORS as exc:
                 raise GatewayError(self._unusable(exc)) from None
