@@ -290,6 +290,16 @@ class PostgresStore:
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
 
+    async def _executemany(self, sql: str, params: Sequence[Sequence[object]]) -> None:
+        """One statement for many rows, atomic on its own: asyncpg pipelines them with one Sync at
+        the end, so they are one implicit transaction and one round trip (no BEGIN and COMMIT)."""
+        try:
+            await self._p().executemany(sql, params)
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
+
     async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
         try:
             return await self._p().fetchrow(sql, *params)
@@ -491,12 +501,16 @@ class PostgresStore:
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         """Append rows in one transaction: all of them, or none (the background audit writer's batch,
         see ``audit.Auditor``). ``started`` rows go to ``audit_open`` first, then the outcomes to
-        ``audit``, each deleting its call's open row. asyncpg pipelines each kind's rows: one round
-        trip per kind, not one per row; a call's single row is one statement, one round trip."""
+        ``audit``, each deleting its call's open row. Rows of one kind (a call's row, or a batch of
+        starts or of outcomes) are one round trip; a batch of both kinds is one transaction."""
         parts = split_audits(records)
-        if len(parts) == 1 and len(parts[0][0]) == 1:
+        if len(parts) == 1:
             rows, open_rows = parts[0]
-            await self._execute(_AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE, *_AUDIT.params(rows[0]))
+            sql = _AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE
+            if len(rows) == 1:
+                await self._execute(sql, *_AUDIT.params(rows[0]))
+            else:
+                await self._executemany(sql, [_AUDIT.params(record) for record in rows])
             return
         if not parts:
             return
