@@ -587,7 +587,7 @@ async def test_audit_is_append_only(store: Store) -> None:
     assert await store.list_audit() == [row, row]
 
 
-async def test_audit_started_row_is_overwritten_by_its_outcome(store: Store) -> None:
+async def test_audit_started_row_is_replaced_by_its_outcome(store: Store) -> None:
     started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1", "upstream_status": None})
     other = _audit(2, T0 + timedelta(seconds=1))
     await store.append_audit(started)
