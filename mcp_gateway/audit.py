@@ -23,9 +23,10 @@ rows are already queued (their order is kept), the row takes the queued path abo
 which fsyncs) off the event loop.
 
 A call that reaches for the upstream records twice (``Gateway.call``): a ``started`` row with a
-``call_id`` before the request leaves, then its outcome with the same ``call_id``, which overwrites
-that row (one row per call). ``open_gateway`` marks the rows a crash left ``started`` as
-``interrupted`` when the gateway starts again (``Auditor.interrupt_started``).
+``call_id`` before the request leaves, then its outcome with the same ``call_id``, which settles
+that row (one row per call: the store keeps open rows apart and drops a call's open row when its
+outcome is appended, in the same statement). ``open_gateway`` marks the rows a crash left
+``started`` as ``interrupted`` when the gateway starts again (``Auditor.interrupt_started``).
 
 Guarantees of the background writer:
 
@@ -81,8 +82,9 @@ calls, and costs nothing a reader can notice (``flush`` cuts it short)."""
 
 
 CHECKPOINT_EVERY = 200
-"""Rows written on the caller's thread between two store housekeeping runs. An audit row adds ~4-5
-pages to SQLite's WAL: 200 rows are about SQLite's own auto-checkpoint threshold of 1,000 pages."""
+"""Rows written on the caller's thread between two store housekeeping runs. An audit row adds ~2
+pages to SQLite's WAL (a call's two rows ~4.3): 200 rows stay under SQLite's own auto-checkpoint
+threshold of 1,000 pages."""
 
 
 def args_preview(args: Any) -> str:

@@ -46,6 +46,9 @@ class CallTrace:
     _shown: tuple[Action | None, str, str | None] | None = field(default=None, repr=False)
     """(action, args preview, fingerprint) of the last row built: the ``started`` row and the
     outcome show the same arguments, so they are rendered and hashed once per call."""
+    _last: tuple[Action | None, Verdict | None, Principal, str, AuditRecord] | None = field(default=None, repr=False)
+    """(action, verdict, principal, tool, row) of the last row built: an outcome that shows the same
+    call is that row with its outcome's fields replaced, not a second validation of all 16."""
 
     async def reach_upstream(self) -> None:
         """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
@@ -74,15 +77,27 @@ class CallTrace:
         reason: AuditReason | None,
     ) -> AuditRecord:
         action, verdict = self.action, self.verdict
+        varying = {
+            "at": clock.now(),
+            "status": status,
+            "reason": reason,
+            "upstream_status": self.upstream_status,
+            "latency_ms": round((time.perf_counter() - self.started) * 1000, 3),
+            "call_id": self.call_id,
+            "approved_by": self.approved_by,
+        }
+        last = self._last
+        if last is not None and last[0] is action and last[1] is verdict and last[2] is principal and last[3] is tool:
+            # The call's ``started`` row with its outcome's fields, all typed already: no validation.
+            return last[4].model_copy(update=varying)
         shown = self._shown
         if shown is None or shown[0] is not action:
             preview, digest = _preview_and_fingerprint(principal, action, args)
             shown = self._shown = (action, preview, digest)
         # model_validate of a dict: the same validation as keyword arguments, without pydantic's
-        # Python-level __init__ (two rows per call).
-        return AuditRecord.model_validate(
+        # Python-level __init__.
+        row = AuditRecord.model_validate(
             {
-                "at": clock.now(),
                 "user": principal.user,
                 "agent": principal.agent,
                 "requested": tool[:200],
@@ -92,14 +107,11 @@ class CallTrace:
                 "fingerprint": shown[2],
                 "verdict": verdict.action if verdict else None,
                 "verdict_source": verdict.source if verdict else None,
-                "status": status,
-                "reason": reason,
-                "upstream_status": self.upstream_status,
-                "latency_ms": round((time.perf_counter() - self.started) * 1000, 3),
-                "call_id": self.call_id,
-                "approved_by": self.approved_by,
+                **varying,
             }
         )
+        self._last = (action, verdict, principal, tool, row)
+        return row
 
 
 def _preview_and_fingerprint(

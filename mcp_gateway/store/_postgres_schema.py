@@ -22,6 +22,12 @@ logger = logging.getLogger(__name__)
 # application's lock on the same database.
 MIGRATION_LOCK = 0x6D637067
 
+_V8_AUDIT_COLUMNS = (
+    'at, "user", agent, requested, connector, action, args_preview, fingerprint, verdict, verdict_source, '
+    "status, reason, upstream_status, latency_ms, call_id, approved_by"
+)
+"""The columns ``audit`` and ``audit_open`` had at migration 8 (frozen with it, like every step)."""
+
 # Migration N (1-based) brings the schema from version N-1 to N. Append only: never edit a step that
 # has shipped. Column names equal the record fields (``"user"`` is quoted: a reserved word here).
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -169,6 +175,34 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE approval ADD COLUMN decided_by text",
         "ALTER TABLE audit ADD COLUMN approved_by text",
     ),
+    # 8: a call's ``started`` row in ``audit_open`` until its outcome, appended to ``audit``, deletes
+    # it in the same statement (see the SQLite schema's migration 10): ``audit`` loses its unique
+    # index on call_id and its partial one on status, and no longer gets a dead row version per call.
+    (
+        """CREATE TABLE audit_open (
+            call_id         text PRIMARY KEY,
+            at              timestamptz NOT NULL,
+            "user"          text NOT NULL,
+            agent           text,
+            requested       text NOT NULL,
+            connector       text,
+            action          text,
+            args_preview    text NOT NULL,
+            fingerprint     text,
+            verdict         text,
+            verdict_source  text,
+            status          text NOT NULL,
+            reason          text,
+            upstream_status integer,
+            latency_ms      double precision NOT NULL,
+            approved_by     text
+        )""",
+        f"INSERT INTO audit_open ({_V8_AUDIT_COLUMNS}) SELECT {_V8_AUDIT_COLUMNS} FROM audit "
+        "WHERE status = 'started' AND call_id IS NOT NULL",
+        "DELETE FROM audit WHERE status = 'started' AND call_id IS NOT NULL",
+        "DROP INDEX audit_started",
+        "DROP INDEX audit_by_call",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -188,6 +222,7 @@ OUR_TABLES = (
     "rate_bucket",
     "discovery_vector",
     "action_review",
+    "audit_open",
 )
 
 

@@ -23,7 +23,7 @@ import json
 import logging
 import operator
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from ..model import ACTIONS_ADAPTER, Action
 from ..secrets import CredentialKey
-from .base import CatalogRecord
+from .base import AuditRecord, CatalogRecord
 
 __all__ = [
     "CATALOG_COLUMNS",
@@ -49,6 +49,7 @@ __all__ = [
     "encode_actions",
     "load_catalog",
     "load_meta",
+    "split_audits",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -117,13 +118,20 @@ class RecordColumns(Generic[_M]):
         self.datetimes = frozenset(
             n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
         )
+        self._datetime_at = tuple(i for i, n in enumerate(self.columns) if n in self.datetimes)
+        """Positions of the datetime columns: only those are looked at (an audit row has one of 16)."""
 
     def values(self, record: _M, stamp: Callable[[datetime], object]) -> tuple[object, ...]:
         """The record's values in column order, every datetime passed through ``stamp``."""
-        values = self._values(record)
-        if len(self.columns) == 1:
-            values = (values,)
-        return tuple([stamp(v) if isinstance(v, datetime) else v for v in values])
+        got: Any = self._values(record)
+        values: tuple[Any, ...] = (got,) if len(self.columns) == 1 else got
+        if not self._datetime_at:
+            return values
+        stamped: list[Any] = list(values)
+        for i in self._datetime_at:
+            if (value := stamped[i]) is not None:
+                stamped[i] = stamp(value)
+        return tuple(stamped)
 
     def record(self, row: Row, parse: Callable[[Any], datetime] | None = None) -> _M:
         """The record in ``row``; ``parse`` turns each non-null datetime column back into a datetime."""
@@ -133,6 +141,30 @@ class RecordColumns(Generic[_M]):
                 if data[c] is not None:
                     data[c] = parse(data[c])
         return self.model.model_validate(data)
+
+
+# -- audit --------------------------------------------------------------------------------------
+
+
+def split_audits(records: Sequence[AuditRecord]) -> list[tuple[list[AuditRecord], bool]]:
+    """``records`` as the writes they make, in this order: the ``started`` rows (True: for the
+    ``audit_open`` table), then the outcomes (False: appended to ``audit``, each settling its call's
+    open row, which may be among the first part). Empty parts are left out.
+
+    Raises:
+        ValueError: a ``started`` row without a ``call_id``: no outcome could ever settle it.
+    """
+    if len(records) == 1:  # every call's write
+        record = records[0]
+        opens = record.status == "started"
+        if opens and record.call_id is None:
+            raise ValueError("a started audit row needs a call_id")
+        return [([record], opens)]
+    started = [r for r in records if r.status == "started"]
+    if any(r.call_id is None for r in started):
+        raise ValueError("a started audit row needs a call_id")
+    settled = [r for r in records if r.status != "started"]
+    return [(rows, opens) for rows, opens in ((started, True), (settled, False)) if rows]
 
 
 # -- catalog ------------------------------------------------------------------------------------

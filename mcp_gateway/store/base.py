@@ -175,7 +175,8 @@ class AuditRecord(BaseModel):
     latency_ms: float
     call_id: str | None = None
     """Set on a call that reached for the upstream: its ``started`` row and its outcome share it, and
-    the outcome overwrites the ``started`` row (one row per call, see ``audit.Auditor.started``)."""
+    appending the outcome settles the ``started`` (or ``interrupted``) row: one row per call. A
+    ``started`` row without one is refused (``ValueError``): nothing could ever settle it."""
     approved_by: str | None = None
     """For a call run under an approval: who approved it (``operator``, or the user who signed in on
     the approval page); None when nobody known did, or no approval was needed."""
@@ -302,7 +303,7 @@ class AuditStore(Protocol):
 
     async def interrupt_started_audits(self) -> int:
         """Mark every ``started`` row ``interrupted`` (a call whose outcome was never written: the
-        gateway died while it ran); how many. An outcome written later still overwrites the row."""
+        gateway died while it ran); how many. An outcome written later still replaces the row."""
         ...
 
 

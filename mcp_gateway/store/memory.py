@@ -20,6 +20,7 @@ sealed already).
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +31,15 @@ from pydantic import BaseModel
 
 from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
-from ._rows import ActionsDecoder, aware, catalog_params, dump_meta, load_catalog, load_meta
+from ._rows import (
+    ActionsDecoder,
+    aware,
+    catalog_params,
+    dump_meta,
+    load_catalog,
+    load_meta,
+    split_audits,
+)
 from .base import (
     ActionReviewRecord,
     ApprovalRecord,
@@ -48,6 +57,7 @@ __all__ = ["MemoryData", "MemoryStore"]
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
+_at = operator.attrgetter("at")
 
 
 def _utc(record: _M) -> _M:
@@ -79,6 +89,8 @@ class MemoryData:
     links: dict[str, LinkRecord] = field(default_factory=dict[str, LinkRecord])
     approvals: dict[str, ApprovalRecord] = field(default_factory=dict[str, ApprovalRecord])
     audit: list[AuditRecord] = field(default_factory=list[AuditRecord])
+    audit_open: dict[str, AuditRecord] = field(default_factory=dict[str, AuditRecord])
+    """``started`` (and then ``interrupted``) rows by call_id until their outcome settles them."""
     ephemeral: dict[tuple[str, str], _Ephemeral] = field(default_factory=dict[tuple[str, str], _Ephemeral])
     meta: dict[str, str] = field(default_factory=dict[str, str])
     vectors: dict[tuple[str, bytes], bytes] = field(default_factory=dict[tuple[str, bytes], bytes])
@@ -275,27 +287,31 @@ class MemoryStore:
         await self.append_audits([record])
 
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
-        rows = [_utc(r) for r in records]  # all validated before any is appended: all or none
-        audit = self._d().audit
-        for row in rows:
-            at = next((i for i, r in enumerate(audit) if row.call_id and r.call_id == row.call_id), None)
-            if at is None:
-                audit.append(row)
-            else:  # an outcome overwrites its call's ``started`` row, in place (like the SQL upsert)
-                audit[at] = row
+        parts = split_audits([_utc(r) for r in records])  # all validated before any is kept: all or none
+        data = self._d()
+        for rows, open_rows in parts:
+            for row in rows:
+                call_id = row.call_id
+                if not open_rows:  # an outcome settles its call's open row, like the SQL stores' trigger
+                    data.audit.append(row)
+                    if call_id is not None:
+                        data.audit_open.pop(call_id, None)
+                elif call_id is not None:  # always: split_audits refuses a started row without one
+                    data.audit_open[call_id] = row
 
     async def interrupt_started_audits(self) -> int:
-        audit = self._d().audit
-        started = [i for i, r in enumerate(audit) if r.status == "started"]
-        for i in started:
-            audit[i] = audit[i].model_copy(update={"status": "interrupted"})
+        opened = self._d().audit_open
+        started = [call_id for call_id, r in opened.items() if r.status == "started"]
+        for call_id in started:
+            opened[call_id] = opened[call_id].model_copy(update={"status": "interrupted"})
         return len(started)
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
-        """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
-        audit = self._d().audit
-        order = sorted(range(len(audit)), key=lambda i: (audit[i].at, i), reverse=True)
-        return [audit[i] for i in order[: max(limit, 0)]]
+        """The ``limit`` newest rows, newest first (ties in ``at``: open rows first, then by insertion order)."""
+        data = self._d()
+        # Newest first, stable: equal times keep this order (open rows, then the newest appended).
+        rows = sorted([*reversed(data.audit_open.values()), *reversed(data.audit)], key=_at, reverse=True)
+        return rows[: max(limit, 0)]
 
     # -- short-lived shared state -----------------------------------------------------------------------
 

@@ -12,6 +12,11 @@ conversion in ``_rows.py``):
 
 - A connection pool (``asyncpg.create_pool``); every method is one statement, or one short
   transaction on one pooled connection. Nothing is held across awaits of the caller.
+- Nothing here leaves session state on a connection (no ``SET``, ``LISTEN``, session-level advisory
+  locks or ``WITH HOLD`` cursors; the migration lock is transaction-scoped), so a connection goes
+  back to the pool without asyncpg's default reset query (``RESET ALL``, ``UNLISTEN *``, ...): that
+  query is a round trip of its own on every release, which doubled the round trips of every store
+  method, two audit rows per call included. asyncpg still rolls back a transaction left open.
 - State changes that must happen exactly once are one conditional statement: ``UPDATE ... WHERE
   status = $n RETURNING``. Under READ COMMITTED a concurrent UPDATE re-checks the WHERE against
   the row the winner committed, so of any number of instances exactly one sees a row come back.
@@ -56,6 +61,7 @@ from ._rows import (
     dump_meta,
     load_catalog,
     load_meta,
+    split_audits,
 )
 from .base import (
     ActionReviewRecord,
@@ -91,6 +97,11 @@ _CONNECTION_ERRORS = (
     asyncpg.OperatorInterventionError,
     asyncpg.InternalClientError,
 )
+
+
+async def _no_session_state(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing to undo (see the module docstring). asyncpg has already
+    rolled back an open transaction and dropped listeners, locally, before it calls this."""
 
 
 # -- tables and statements -----------------------------------------------------------------------
@@ -132,7 +143,21 @@ _TOKENS = _Table("token", TokenRecord, ["id"])
 _OPERATOR_TOKENS = _Table("operator_token", OperatorTokenRecord)  # inserted once, never overwritten
 _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
-_AUDIT = _Table("audit", AuditRecord, ["call_id"])  # append-only, but an outcome overwrites its ``started`` row
+_AUDIT = _Table("audit", AuditRecord)  # append-only: an outcome is one more row
+_AUDIT_OPEN = _Table("audit_open", AuditRecord, ["call_id"])  # upsert: a retried ``started`` row is one row
+# An outcome settles its call's open row in the same statement (one round trip, one snapshot).
+_AUDIT_SETTLE = (
+    f"WITH settled AS (DELETE FROM audit_open WHERE call_id = ${_AUDIT.columns.index('call_id') + 1}) " + _AUDIT.insert
+)
+_AUDIT_COLUMNS = ", ".join(map(_q, _AUDIT.columns))
+_AUDIT_LIST = (
+    f"SELECT {_AUDIT_COLUMNS} FROM ("
+    f"(SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL::bigint AS id FROM audit_open ORDER BY at DESC LIMIT $1) "
+    f"UNION ALL (SELECT {_AUDIT_COLUMNS}, 1, id FROM audit ORDER BY at DESC, id DESC LIMIT $1)"
+    ") AS newest ORDER BY at DESC, part, id DESC LIMIT $1"
+)
+"""The newest rows of ``audit_open`` and ``audit`` together, in one statement (one snapshot: a call
+settling meanwhile is seen in exactly one of them); equal times list open rows first."""
 _REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
 # Rows are only ever added or re-decided (an upsert with a new decided_at), never deleted: the
 # count, the newest decision and the number of approvals together change with every decision.
@@ -214,6 +239,7 @@ class PostgresStore:
                     max_size=self._max,
                     timeout=_CONNECT_TIMEOUT,
                     server_settings={"application_name": "mcp-gateway"},
+                    reset=_no_session_state,
                 )
             except _DRIVER_ERRORS as exc:
                 raise GatewayError(self._unusable(exc)) from None
@@ -259,6 +285,16 @@ class PostgresStore:
     async def _execute(self, sql: str, *params: object) -> int:
         try:
             return _changed(await self._p().execute(sql, *params))
+        except _CONNECTION_ERRORS as exc:
+            raise self._outage(exc) from None
+        except asyncpg.InterfaceError as exc:
+            raise self._outage(exc) if _lost(exc) else exc from None
+
+    async def _executemany(self, sql: str, params: Sequence[Sequence[object]]) -> None:
+        """One statement for many rows, atomic on its own: asyncpg pipelines them with one Sync at
+        the end, so they are one implicit transaction and one round trip (no BEGIN and COMMIT)."""
+        try:
+            await self._p().executemany(sql, params)
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -460,23 +496,36 @@ class PostgresStore:
     # -- audit -----------------------------------------------------------------------------------------------
 
     async def append_audit(self, record: AuditRecord) -> None:
-        await self._execute(_AUDIT.insert, *_AUDIT.params(record))
+        await self.append_audits([record])
 
     async def append_audits(self, records: Sequence[AuditRecord]) -> None:
         """Append rows in one transaction: all of them, or none (the background audit writer's batch,
-        see ``audit.Auditor``). asyncpg pipelines the rows: one round trip, not one per row."""
-        if not records:
+        see ``audit.Auditor``). ``started`` rows go to ``audit_open`` first, then the outcomes to
+        ``audit``, each deleting its call's open row. Rows of one kind (a call's row, or a batch of
+        starts or of outcomes) are one round trip; a batch of both kinds is one transaction."""
+        parts = split_audits(records)
+        if len(parts) == 1:
+            rows, open_rows = parts[0]
+            sql = _AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE
+            if len(rows) == 1:
+                await self._execute(sql, *_AUDIT.params(rows[0]))
+            else:
+                await self._executemany(sql, [_AUDIT.params(record) for record in rows])
+            return
+        if not parts:
             return
         async with self._transaction() as conn:
-            await conn.executemany(_AUDIT.insert, [_AUDIT.params(record) for record in records])
+            for rows, open_rows in parts:
+                sql = _AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE
+                await conn.executemany(sql, [_AUDIT.params(record) for record in rows])
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
-        """The ``limit`` newest rows, newest first (ties in ``at`` broken by insertion order)."""
-        rows = await self._fetch(f"{_AUDIT.select} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
-        return [_AUDIT.load(r) for r in rows]
+        """The ``limit`` newest rows of ``audit`` and ``audit_open``, newest first (ties in ``at``: open
+        rows first, then by insertion order)."""
+        return [_AUDIT.load(r) for r in await self._fetch(_AUDIT_LIST, max(limit, 0))]
 
     async def interrupt_started_audits(self) -> int:
-        return await self._execute("UPDATE audit SET status = 'interrupted' WHERE status = 'started'")
+        return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
 
     # -- short-lived shared state ------------------------------------------------------------------------------
 

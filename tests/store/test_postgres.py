@@ -208,3 +208,38 @@ async def test_audit_batches_are_one_transaction(postgres_url: str) -> None:
         with pytest.raises(asyncpg.DataError):
             await store.append_audits([rows[1], rows[2], broken])
         assert len(await store.list_audit()) == 3  # none of the failed batch
+
+
+async def test_a_pooled_connection_goes_back_without_a_reset_round_trip(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    async with PostgresStore(postgres_url, max_connections=1) as store:
+        await store.set_meta("k", "v")
+        # The backend's last statement is the store's own: asyncpg's reset query (RESET ALL,
+        # UNLISTEN *, ...) would have been one more round trip after it, on every release.
+        last = await db.fetchval("SELECT query FROM pg_stat_activity WHERE application_name = 'mcp-gateway'")
+        assert last is not None and "INSERT INTO meta" in last and "RESET ALL" not in last
+        # A transaction that failed midway is still rolled back before the connection is reused.
+        with pytest.raises(asyncpg.DataError):
+            await store.append_audits([_row(0), _row(1).model_copy(update={"upstream_status": 2**40})])
+        assert await store.get_meta("k") == "v"
+        assert [r.requested for r in await store.list_audit()] == []
+        await store.append_audit(_row(2))
+        assert [r.requested for r in await store.list_audit()] == ["op_2"]
+
+
+def _row(i: int) -> AuditRecord:
+    return AuditRecord(
+        at=datetime(2026, 1, 1, 12, 0, i, tzinfo=UTC),
+        user="alice",
+        agent=None,
+        requested=f"op_{i}",
+        connector=None,
+        action=None,
+        args_preview="{}",
+        fingerprint=None,
+        verdict=None,
+        verdict_source=None,
+        status="denied",
+        latency_ms=1.0,
+    )

@@ -13,7 +13,7 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -587,7 +587,7 @@ async def test_audit_is_append_only(store: Store) -> None:
     assert await store.list_audit() == [row, row]
 
 
-async def test_audit_started_row_is_overwritten_by_its_outcome(store: Store) -> None:
+async def test_audit_started_row_is_replaced_by_its_outcome(store: Store) -> None:
     started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1", "upstream_status": None})
     other = _audit(2, T0 + timedelta(seconds=1))
     await store.append_audit(started)
@@ -612,6 +612,34 @@ async def test_audit_started_rows_are_interrupted(store: Store) -> None:
     # An outcome that arrives late (another instance's call) still wins over "interrupted".
     await store.append_audit(_audit(1, T0 + timedelta(seconds=4)).model_copy(update={"call_id": "a"}))
     assert {r.call_id: r.status for r in await store.list_audit()}["a"] == "ok"
+
+
+async def test_audit_batch_holding_a_call_start_and_outcome_leaves_one_row(store: Store) -> None:
+    # The queued writer's batch (durable off) can hold a call's ``started`` row and its outcome.
+    started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1", "upstream_status": None})
+    done = _audit(1, T0 + timedelta(seconds=2)).model_copy(update={"call_id": "c1"})
+    other = _audit(2, T0 + timedelta(seconds=1)).model_copy(update={"status": "started", "call_id": "c2"})
+    await store.append_audits([started, other, done])
+    assert await store.list_audit() == [done, other]
+    assert await store.interrupt_started_audits() == 1  # c2 only: c1 is settled
+    assert [(r.call_id, r.status) for r in await store.list_audit()] == [("c1", "ok"), ("c2", "interrupted")]
+
+
+async def test_audit_lists_calls_in_flight_among_the_finished_ones(store: Store) -> None:
+    rows = [_audit(i, T0 + timedelta(seconds=i)) for i in range(4)]
+    running = _audit(9, T0 + timedelta(seconds=2)).model_copy(update={"status": "started", "call_id": "r"})
+    await store.append_audits(rows)
+    await store.append_audit(running)
+    assert await store.list_audit() == [rows[3], running, rows[2], rows[1], rows[0]]  # equal times: open first
+    assert await store.list_audit(limit=2) == [rows[3], running]
+    assert await store.list_audit(limit=0) == []
+
+
+async def test_audit_refuses_a_started_row_without_call_id(store: Store) -> None:
+    orphan = _audit(1, T0).model_copy(update={"status": "started"})
+    with pytest.raises(ValueError, match="call_id"):
+        await store.append_audits([_audit(2, T0), orphan])
+    assert await store.list_audit() == []  # all or none
 
 
 # -- short-lived shared state --------------------------------------------------------------------------------
@@ -823,6 +851,133 @@ async def test_sqlite_migrations_apply_in_order_and_roll_back_on_failure(
     db = sqlite3.connect(path)
     assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'extra'").fetchone() is not None
     db.close()
+
+
+_BEFORE_AUDIT_OPEN = {"sqlite": 9, "postgres": 7}
+"""The last schema version before ``audit_open`` (SQLite's migration 10, PostgreSQL's 8)."""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_audit_upgrade_keeps_every_row_and_still_recovers_started_calls(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = [T0 + timedelta(seconds=i) for i in range(6)]
+    finished = _audit(1, t[0]).model_copy(update={"call_id": "c-done"})
+    denied = _audit(2, t[1]).model_copy(update={"status": "denied", "reason": "policy_block"})
+    interrupted = _audit(3, t[2]).model_copy(update={"status": "interrupted", "call_id": "c-old"})
+    started = _audit(4, t[3]).model_copy(update={"status": "started", "call_id": "c-run", "upstream_status": None})
+    old_rows = [finished, denied, interrupted, started]
+    # A database as the previous build left it, the rows written straight into its one audit table.
+    before = _BEFORE_AUDIT_OPEN[backend]
+    if backend == "sqlite":
+        store_factory, audit_indexes = await _sqlite_before(tmp_path / "gateway.db", before, old_rows, monkeypatch)
+    else:
+        url = request.getfixturevalue("postgres_url")
+        store_factory, audit_indexes = await _postgres_before(url, before, old_rows, monkeypatch)
+
+    store = store_factory()
+    await store.open()
+    try:
+        assert await store.list_audit() == old_rows[::-1]  # every row kept as it was, the call in flight too
+        assert await store.interrupt_started_audits() == 1  # the upgraded start finds the started call
+        assert [(r.call_id, r.status) for r in await store.list_audit()] == [
+            ("c-run", "interrupted"),
+            ("c-old", "interrupted"),
+            (None, "denied"),
+            ("c-done", "ok"),
+        ]
+        late = _audit(4, t[4]).model_copy(update={"call_id": "c-run"})
+        await store.append_audit(late)  # its outcome after all (another instance's call): one row
+        new_call = _audit(5, t[5]).model_copy(update={"status": "started", "call_id": "c-new"})
+        await store.append_audit(new_call)
+        await store.append_audit(new_call.model_copy(update={"status": "ok"}))
+        rows = await store.list_audit()
+        assert [(r.call_id, r.status) for r in rows] == [
+            ("c-new", "ok"),
+            ("c-run", "ok"),
+            ("c-old", "interrupted"),
+            (None, "denied"),
+            ("c-done", "ok"),
+        ]
+    finally:
+        await store.close()
+    # What an outcome costs: besides its own row, only the time index changes (no upsert indexes).
+    assert await audit_indexes() == ["audit_by_time"]
+
+
+AuditIndexes = Callable[[], Awaitable[list[str]]]
+
+
+async def _sqlite_before(
+    path: Path, version: int, rows: list[AuditRecord], monkeypatch: pytest.MonkeyPatch
+) -> tuple[StoreFactory, AuditIndexes]:
+    with monkeypatch.context() as m:
+        m.setattr(sqlite_schema, "MIGRATIONS", sqlite_schema.MIGRATIONS[:version])
+        m.setattr(sqlite_schema, "SCHEMA_VERSION", version)
+        async with SQLiteStore(path):
+            pass
+    db = sqlite3.connect(path)
+    db.executemany(sqlite_module._AUDIT.insert, [sqlite_module._AUDIT.params(r) for r in rows])
+    db.commit()
+    db.close()
+
+    async def indexes() -> list[str]:
+        db = sqlite3.connect(path)
+        try:
+            return [
+                n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit'")
+            ]
+        finally:
+            db.close()
+
+    return lambda: SQLiteStore(path), indexes
+
+
+async def _postgres_before(
+    url: str, version: int, rows: list[AuditRecord], monkeypatch: pytest.MonkeyPatch
+) -> tuple[StoreFactory, AuditIndexes]:
+    import asyncpg
+
+    from mcp_gateway.store import _postgres_schema as postgres_schema
+    from mcp_gateway.store import postgres as postgres_module
+
+    with monkeypatch.context() as m:
+        m.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:version])
+        m.setattr(postgres_schema, "SCHEMA_VERSION", version)
+        async with postgres_module.PostgresStore(url):
+            pass
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.executemany(postgres_module._AUDIT.insert, [postgres_module._AUDIT.params(r) for r in rows])
+    finally:
+        await conn.close()
+
+    async def indexes() -> list[str]:
+        conn = await asyncpg.connect(url)
+        try:
+            sql = "SELECT indexname FROM pg_indexes WHERE tablename = 'audit' AND indexname <> 'audit_pkey'"
+            return [r[0] for r in await conn.fetch(sql)]
+        finally:
+            await conn.close()
+
+    return lambda: postgres_module.PostgresStore(url), indexes
+
+
+async def test_sqlite_inline_audit_write_of_a_start_and_its_outcome(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "gateway.db") as store:
+        started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})
+        done = _audit(1, T0 + timedelta(seconds=1)).model_copy(update={"call_id": "c1"})
+        running = _audit(2, T0).model_copy(update={"status": "started", "call_id": "c2"})
+        assert store.append_audits_now([started, done, running])  # one transaction, started rows first
+        assert await store.list_audit() == [done, running]
+        other = sqlite3.connect(tmp_path / "gateway.db", isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another writer holds the lock: nothing is written, no wait
+            assert not store.append_audits_now([done.model_copy(update={"call_id": "c2"}), started])
+            other.rollback()
+        finally:
+            other.close()
+        assert await store.list_audit() == [done, running]
 
 
 async def test_sqlite_concurrent_first_open_migrates_once(tmp_path: Path) -> None:

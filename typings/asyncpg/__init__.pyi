@@ -2,7 +2,7 @@
 # ships no stubs and leaves most parameters unannotated). pyright reads this folder (its default
 # `stubPath`); at run time the real package is used. Extend it when the store uses more.
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self
 
 __version__: str
@@ -16,6 +16,7 @@ class InternalClientError(Exception): ...
 class OperatorInterventionError(PostgresError): ...
 class UndefinedColumnError(PostgresError): ...
 class UniqueViolationError(PostgresError): ...
+class DataError(PostgresError): ...
 
 class Record:
     def __getitem__(self, key: str | int, /) -> Any: ...
@@ -70,6 +71,7 @@ async def create_pool(
     max_size: int = 10,
     timeout: float = 60.0,
     server_settings: Mapping[str, str] | None = None,
+    reset: Callable[[Connection], Awaitable[None]] | None = None,
     **connect_kwargs: Any,
 ) -> Pool: ...
 async def connect(
