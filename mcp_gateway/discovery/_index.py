@@ -161,9 +161,29 @@ class DiscoveryIndex:
             if action.path in seen:
                 raise ValueError(f"connector {slug!r} has two actions with path {action.path!r}")
             seen.add(action.path)
-        if self._next_id + len(actions) > _MAX_IDS or len(actions) > COUNT_MASK:
+        self._check_room(len(actions))
+        self._install(self._segment(slug, actions, fingerprint))
+
+    def add_kept(self, slug: str, actions: Sequence[Action], *, fingerprint: str, paths: Sequence[str]) -> bool:
+        """Index one connector from the segment kept for its catalog, reading none of its actions:
+        ``actions`` may decode each on first use (``store.catalog_lines``), and only the ones a search
+        ranks are. ``paths`` are the actions' paths, in order, checked against the kept segment.
+        False (and the index unchanged) when no segment is kept for this catalog."""
+        if self.cache is None:
+            return False
+        self._check_room(len(paths))
+        segment = self.cache.load(slug, fingerprint, self._next_id, actions, paths=paths)
+        if segment is None:
+            return False
+        self._install(segment)
+        return True
+
+    def _check_room(self, count: int) -> None:
+        if self._next_id + count > _MAX_IDS or count > COUNT_MASK:
             raise ValueError("discovery index id space exhausted; restart the gateway")
-        segment = self._segment(slug, actions, fingerprint)
+
+    def _install(self, segment: Segment) -> None:
+        slug, actions = segment.slug, segment.actions
         self._next_id += len(actions)
         self._unindex(slug)
         self._segments[slug] = segment

@@ -82,16 +82,23 @@ class SegmentCache:
     def _key(self, slug: str, fingerprint: str) -> str:
         return f"{_code_digest()}:{slug}:{fingerprint}"
 
-    def load(self, slug: str, fingerprint: str, start: int, actions: Sequence[Action]) -> Segment | None:
+    def load(
+        self, slug: str, fingerprint: str, start: int, actions: Sequence[Action], *, paths: Sequence[str] | None = None
+    ) -> Segment | None:
         """The segment stored for this catalog, its ids starting at ``start``; None when there is none
-        (or it was built from other actions or by other code)."""
+        (or it was built from other actions or by other code). ``paths``: the actions' paths, read
+        without touching the actions; ``actions`` is then kept as given (a sequence that decodes each
+        action on first use), else copied into a tuple."""
         try:
             data = marshal.loads(self._path(slug).read_bytes())
             key, by_path, by_folded, spans, ids, weights, names, exact, name_col, params, about, returns = data
         except (OSError, ValueError, EOFError, TypeError):
             return None  # absent, or not a file this code wrote
         # A last check that it indexes these very actions, in this order (cheap beside the build).
-        if key != self._key(slug, fingerprint) or list(by_path) != [a.path for a in actions]:
+        if paths is None:
+            actions = tuple(actions)
+            paths = [a.path for a in actions]
+        if key != self._key(slug, fingerprint) or list(by_path) != list(paths):
             return None
         doc_ids: array[int] = array("I")
         doc_ids.frombytes(ids)
@@ -102,7 +109,7 @@ class SegmentCache:
         return Segment(
             slug=slug,
             start=start,
-            actions=tuple(actions),
+            actions=actions,
             by_path=by_path,
             by_folded=by_folded,
             spans=spans,
