@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import zlib
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,15 +33,7 @@ if TYPE_CHECKING:
     from ..model import ConnectorInfo
     from ..settings import Settings
 
-__all__ = [
-    "Stored",
-    "configured",
-    "connectors_from_state",
-    "credential_keys",
-    "current_catalogs",
-    "open_snapshot",
-    "sqlite_state",
-]
+__all__ = ["CurrentState", "Stored", "configured", "connectors_from_state", "current_state", "sqlite_state"]
 
 OAUTH2_TOKEN_NAME = "oauth2_token"
 """``auth.oauth2.TOKEN_NAME``: the credential an authorization's token set is stored as (that package
@@ -79,17 +70,14 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
         return None
     names: dict[str, list[Any]] = {}
     try:
-        db = open_snapshot(settings.database)
-        if db is None:
+        state = current_state(settings.database, manifest)
+        if state is None:
             return None
-        with closing(db):
-            stored = current_catalogs(db, manifest)
-            if stored is None:
-                return None
-            keys = credential_keys(db)
+        with state:
+            stored, keys = state.stored, state.keys
             for cfg in manifest.connectors:
                 if _block_rules(manifest, cfg):  # a hide rule needs the actions' names; only then are they read
-                    row = db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
+                    row = state.db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
                     if row is None:
                         return None
                     decoded = json.loads(zlib.decompress(row[0]))
@@ -114,10 +102,28 @@ def sqlite_state(settings: Settings) -> bool:
     return not settings.database_url and settings.database.is_file()
 
 
-def open_snapshot(path: Path) -> sqlite3.Connection | None:
-    """A read-only connection to the SQLite state at ``path``, inside one read transaction (every
-    read sees one snapshot); None when the file needs a migration or is not ours (the full path
-    says which). The caller closes it."""
+@dataclass
+class CurrentState:
+    """The SQLite state when every stored catalog is current: what the last sync left for each
+    connector, which credentials exist, and the connection for further reads in the same snapshot
+    (closed on leaving ``with``)."""
+
+    db: sqlite3.Connection
+    stored: dict[str, Stored]
+    keys: list[tuple[str, str, str]]
+    """(connector, principal, name) of every stored credential: which exist, never their values."""
+
+    def __enter__(self) -> CurrentState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+
+
+def current_state(path: Path, manifest: Manifest) -> CurrentState | None:
+    """The SQLite state at ``path`` read in one snapshot, when a sync now would reuse every stored
+    catalog unchanged (the full path syncs every connector, seen or not); None when it would not, or
+    the file needs a migration or is not ours (the full path says which)."""
     from ..store._sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
     db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
@@ -128,25 +134,16 @@ def open_snapshot(path: Path) -> sqlite3.Connection | None:
         if version != SCHEMA_VERSION or application != APPLICATION_ID:
             db.close()
             return None
-        db.execute("BEGIN")
+        db.execute("BEGIN")  # one snapshot for every read, here and the caller's
+        stored = _stored(db)
+        if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
+            db.close()
+            return None
+        keys: list[tuple[str, str, str]] = db.execute("SELECT connector, principal, name FROM credential").fetchall()
     except BaseException:
         db.close()
         raise
-    return db
-
-
-def current_catalogs(db: sqlite3.Connection, manifest: Manifest) -> dict[str, Stored] | None:
-    """What the last sync left for each connector, when a sync now would reuse every stored catalog
-    unchanged (the full path syncs every connector, seen or not); else None."""
-    stored = _stored(db)
-    if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
-        return None
-    return stored
-
-
-def credential_keys(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
-    """(connector, principal, name) of every stored credential: which exist, never their values."""
-    return db.execute("SELECT connector, principal, name FROM credential").fetchall()
+    return CurrentState(db, stored, keys)
 
 
 def _stored(db: sqlite3.Connection) -> dict[str, Stored]:

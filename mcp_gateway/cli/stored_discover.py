@@ -4,7 +4,7 @@ The full path (``runtime.open_gateway``) imports the whole core, syncs every con
 every stored catalog: GitHub's 1,223 actions, ~0.1 s of JSON and validation), indexes each one
 (reading back the segment its last start kept, ``discovery.SegmentCache``), reviews each one
 (reading back the kept hidden-text scan, ``discovery.ReviewCache``), then ranks. When every
-stored catalog is current (``listing.current_catalogs``: the checks ``connectors`` makes), all of
+stored catalog is current (``listing.current_state``: the checks ``connectors`` makes), all of
 that is already on disk: this module builds the same ``DiscoveryIndex`` from the kept segments over
 actions that are decoded only when the ranking touches them (``store.catalog_lines``: the forty or
 so candidates and the hits, never the whole catalog), applies the same grants, hide rules and
@@ -27,11 +27,10 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import zlib
-from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .listing import configured, credential_keys, current_catalogs, open_snapshot, sqlite_state
+from .listing import configured, current_state, sqlite_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,17 +55,14 @@ def discover_from_state(args: argparse.Namespace, principal: Principal) -> dict[
     if not _ranks_lexically(manifest, settings.env):
         return None
     try:
-        db = open_snapshot(settings.database)
-        if db is None:
+        state = current_state(settings.database, manifest)
+        if state is None:
             return None
-        with closing(db):
-            stored = current_catalogs(db, manifest)
-            if stored is None:
-                return None
-            keys = credential_keys(db)
+        with state:
+            stored, keys = state.stored, state.keys
             rows: dict[str, tuple[str, bytes]] = {
                 slug: (fingerprint, blob)
-                for slug, fingerprint, blob in db.execute("SELECT slug, fingerprint, actions FROM catalog")
+                for slug, fingerprint, blob in state.db.execute("SELECT slug, fingerprint, actions FROM catalog")
             }
         index = _kept_index(manifest, rows, {slug: s.actions for slug, s in stored.items()}, settings.state_dir)
         if index is None:

@@ -9,26 +9,22 @@ once with the light path switched off.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import sqlite3
-import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from mcp_gateway import cli
 from mcp_gateway.cli import stored_discover
-from mcp_gateway.cli.commands import principal
 from mcp_gateway.manifest.bundled import CATALOG_DIR
 from mcp_gateway.model import ACTIONS_ADAPTER
 from mcp_gateway.store import catalog_lines
 from mcp_gateway.store.catalog_lines import ActionLines
+from tests.support.two_paths import TwoPaths, isolate
 
 PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"
 
@@ -111,70 +107,34 @@ QUERIES = [
 ]
 
 
-@dataclass
-class Discovering:
-    manifest: Path | None
-    state_dir: Path
-    capsys: pytest.CaptureFixture[str]
-    monkeypatch: pytest.MonkeyPatch
-
-    def _manifest(self) -> list[str]:
-        return ["--manifest", str(self.manifest)] if self.manifest else []
-
-    def run(self, *argv: str, stdin: str | None = None) -> str:
-        self.capsys.readouterr()
-        if stdin is not None:
-            self.monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        code = cli.main([*argv, *self._manifest()])
-        captured = self.capsys.readouterr()
-        assert code == 0, captured.err
-        return captured.out
-
-    def light(self, *argv: str) -> dict[str, object] | None:
-        args = cli.build_parser().parse_args(["discover", *argv, *self._manifest()], namespace=cli.Args())
-        return stored_discover.discover_from_state(args, principal(args))
-
-    def both(self, *argv: str) -> tuple[str, str]:
-        """(light path's output, full path's output) of ``discover`` with ``argv``."""
-        assert self.light(*argv) is not None, "the light path did not answer: nothing would be compared"
-        fast = self.run("discover", *argv)
-        with self.monkeypatch.context() as m:
-            m.setattr(stored_discover, "discover_from_state", lambda *_: None)
-            full = self.run("discover", *argv)
-        return fast, full
+def _discovering(
+    manifest: Path | None, state_dir: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch
+) -> TwoPaths:
+    return TwoPaths("discover", stored_discover, "discover_from_state", manifest, state_dir, capsys, mp)
 
 
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MCP_GATEWAY_MANIFEST", "MCP_GATEWAY_AGENT", "MCP_GATEWAY_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "discover-test-master-key-0123456789abcdef0123")
-
-
-def _setup(tmp_path: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch, discovery: str) -> Discovering:
-    _env(tmp_path, mp)
+def _setup(tmp_path: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch, discovery: str) -> TwoPaths:
+    isolate(tmp_path, mp)
     spec = tmp_path / "petstore.json"
     shutil.copy(PETSTORE, spec)
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(actions=ACTIONS, spec=spec.name, discovery=discovery))
-    env = Discovering(manifest, tmp_path / "state", capsys, mp)
+    env = _discovering(manifest, tmp_path / "state", capsys, mp)
     env.run("sync")
     env.run("discover", "warm")  # ``sync`` indexes nothing: the first discover keeps each catalog's index
     return env
 
 
 @pytest.fixture
-def several(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Discovering]:
+def several(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[TwoPaths]:
     yield _setup(tmp_path, capsys, monkeypatch, "")
 
 
 def test_the_bundled_default_finds_the_same_both_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(tmp_path, monkeypatch)
-    env = Discovering(None, tmp_path / "state", capsys, monkeypatch)
+    isolate(tmp_path, monkeypatch)
+    env = _discovering(None, tmp_path / "state", capsys, monkeypatch)
     env.run("sync")
     assert env.light("create", "an", "issue") is None  # ``sync`` indexes nothing: the full path keeps the index
     env.run("discover", "warm")
@@ -198,7 +158,7 @@ def test_the_bundled_default_finds_the_same_both_ways(
     assert len(github) == 1223 and 0 < github.decoded <= 100
 
 
-def test_several_connectors_find_the_same_both_ways(several: Discovering) -> None:
+def test_several_connectors_find_the_same_both_ways(several: TwoPaths) -> None:
     several.run("secret", "set", "echo", stdin="echo-token-1234\n")
     several.run("secret", "set", "mine", stdin="project-wide-token\n")  # per_user: the operator's own is missing
     for query in QUERIES:
@@ -244,7 +204,7 @@ def test_every_discovery_mode_finds_the_same_both_ways(
     assert fast == full
 
 
-def test_a_change_takes_the_full_path_until_the_next_run(several: Discovering) -> None:
+def test_a_change_takes_the_full_path_until_the_next_run(several: TwoPaths) -> None:
     assert several.manifest is not None
     spec = several.manifest.parent / "petstore.json"
     spec.write_text(spec.read_text().replace('"Add a new pet to the store"', '"Add a pet"'))
@@ -261,7 +221,7 @@ def test_a_change_takes_the_full_path_until_the_next_run(several: Discovering) -
 
 
 def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
-    several: Discovering, monkeypatch: pytest.MonkeyPatch
+    several: TwoPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert several.light("list", "items") is not None
     monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "sometimes")
@@ -293,7 +253,7 @@ def _stored(state_dir: Path, slug: str) -> bytes:
     return zlib.decompress(blob)
 
 
-def test_a_catalog_it_cannot_split_or_that_does_not_match_takes_the_full_path(several: Discovering) -> None:
+def test_a_catalog_it_cannot_split_or_that_does_not_match_takes_the_full_path(several: TwoPaths) -> None:
     raw = _stored(several.state_dir, "echo")
     actions = ACTIONS_ADAPTER.validate_json(raw)
     # Written by an earlier build: one compact array, the same actions.
