@@ -14,7 +14,6 @@ decodes the whole array as before.
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from collections.abc import Iterable, Sequence
@@ -26,8 +25,10 @@ __all__ = ["ActionLines", "encode_lines"]
 
 _OPEN, _SEPARATOR, _CLOSE = b"[\n", b",\n", b"\n]"
 
-# Pydantic writes a model's fields in their declared order: ``connector`` and ``path`` first.
-_HEAD = re.compile(rb'\{"connector":"((?:[^"\\]|\\.)*)","path":"((?:[^"\\]|\\.)*)"')
+# The start of every line: pydantic writes a model's fields in their declared order, ``connector`` and
+# ``path`` first. Only names without escapes are read this way (a slug never has one; a path with a
+# quote or a backslash makes ``read`` hand the row back).
+_LINE = re.compile(rb'\n\{"connector":"([^"\\]*)","path":"([^"\\]*)"')
 
 
 def encode_lines(actions: Iterable[Action]) -> bytes:
@@ -36,18 +37,14 @@ def encode_lines(actions: Iterable[Action]) -> bytes:
     return _OPEN + _SEPARATOR.join(lines) + _CLOSE if lines else b"[]"
 
 
-def _text(raw: bytes) -> str:
-    """A JSON string's content as captured by ``_HEAD`` (escapes only when there are any)."""
-    return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
-
-
 class ActionLines(Sequence[Action]):
     """The actions of one stored catalog, each decoded (and checked against its line's connector and
     path) on first use. Raises ``ValueError`` when a line does not decode to the action it names."""
 
-    def __init__(self, lines: list[bytes], connector: str, paths: list[str]) -> None:
-        self._lines = lines
-        self._decoded: list[Action | None] = [None] * len(lines)
+    def __init__(self, raw: bytes, starts: list[int], connector: str, paths: list[str]) -> None:
+        self._raw = raw
+        self._starts = starts
+        self._decoded: list[Action | None] = [None] * len(starts)
         self.connector = connector
         self.paths = paths
         """Every action's path, in order, read without decoding the actions."""
@@ -55,23 +52,28 @@ class ActionLines(Sequence[Action]):
     @classmethod
     def read(cls, blob: bytes, connector: str) -> ActionLines | None:
         """The actions of a catalog row's ``actions`` column; None when the row is not in the line
-        layout (written by an earlier build) or a line is not an action of ``connector``."""
+        layout (written by an earlier build), or a line is not an action of ``connector`` whose
+        path reads without escapes."""
         raw = zlib.decompress(blob)
         if raw == b"[]":
-            return cls([], connector, [])
+            return cls(raw, [], connector, [])
         if not (raw.startswith(_OPEN) and raw.endswith(_CLOSE)):
             return None
-        lines = raw[len(_OPEN) : -len(_CLOSE)].split(_SEPARATOR)
-        paths: list[str] = []
-        for line in lines:
-            head = _HEAD.match(line)
-            if head is None or _text(head[1]) != connector:
-                return None
-            paths.append(_text(head[2]))
-        return cls(lines, connector, paths)
+        # One pass in C over the whole text; no line break is inside an element, so every line but
+        # the array's own two is an element, and each must start as _LINE reads it.
+        heads = [(m.start(), m[1], m[2]) for m in _LINE.finditer(raw)]
+        slug = connector.encode()
+        if len(heads) != raw.count(b"\n") - 1 or any(c != slug for _, c, _ in heads):
+            return None
+        return cls(raw, [start for start, _, _ in heads], connector, [path.decode() for _, _, path in heads])
+
+    def _line(self, index: int) -> bytes:
+        start = self._starts[index] + 1  # past the line break
+        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._raw) - len(_CLOSE)
+        return self._raw[start:end]  # without the comma that ends every line but the last
 
     def __len__(self) -> int:
-        return len(self._lines)
+        return len(self._starts)
 
     @overload
     def __getitem__(self, index: int) -> Action: ...
@@ -84,7 +86,7 @@ class ActionLines(Sequence[Action]):
             return [self[i] for i in range(*index.indices(len(self)))]
         action = self._decoded[index]
         if action is None:
-            action = Action.model_validate_json(self._lines[index])
+            action = Action.model_validate_json(self._line(index))
             if action.connector != self.connector or action.path != self.paths[index]:
                 raise ValueError(f"a stored action of {self.connector} does not match its line")
             self._decoded[index] = action

@@ -285,5 +285,7 @@ def test_the_line_layout_is_the_same_json_array() -> None:
     assert lines[1] == actions[1] and lines.decoded == 1 and list(lines) == actions
     assert ActionLines.read(zlib.compress(encoded), "other") is None  # another connector's
     assert ActionLines.read(zlib.compress(ACTIONS_ADAPTER.dump_json(actions)), "c") is None  # compact
+    quoted = [actions[0], Action(connector="c", path='say."hi"', binding=binding)]
+    assert ActionLines.read(zlib.compress(catalog_lines.encode_lines(quoted)), "c") is None  # escapes: whole decode
     empty = ActionLines.read(zlib.compress(catalog_lines.encode_lines([])), "c")
     assert empty is not None and len(empty) == 0
