@@ -114,8 +114,10 @@ def _kept_index(
             return None
         if not _nothing_held(cfg, reviews, fingerprint, len(actions)):
             return None
-        if not index.add_kept(cfg.slug, actions, fingerprint=fingerprint, paths=actions.paths):
+        paths = index.add_kept(cfg.slug, actions, fingerprint=fingerprint)
+        if paths is None:
             return None
+        actions.expect(paths)
     return index
 
 

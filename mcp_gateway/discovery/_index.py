@@ -164,19 +164,19 @@ class DiscoveryIndex:
         self._check_room(len(actions))
         self._install(self._segment(slug, actions, fingerprint))
 
-    def add_kept(self, slug: str, actions: Sequence[Action], *, fingerprint: str, paths: Sequence[str]) -> bool:
+    def add_kept(self, slug: str, actions: Sequence[Action], *, fingerprint: str) -> list[str] | None:
         """Index one connector from the segment kept for its catalog, reading none of its actions:
-        ``actions`` may decode each on first use (``store.catalog_lines``), and only the ones a search
-        ranks are. ``paths`` are the actions' paths, in order, checked against the kept segment.
-        False (and the index unchanged) when no segment is kept for this catalog."""
+        ``actions`` decodes each on first use (``store.catalog_lines``), and only the ones a search
+        ranks are. The paths the kept segment indexes, in order, for ``actions`` to check what it
+        decodes against; None (and the index unchanged) when no segment is kept for this catalog."""
         if self.cache is None:
-            return False
-        self._check_room(len(paths))
-        segment = self.cache.load(slug, fingerprint, self._next_id, actions, paths=paths)
+            return None
+        self._check_room(len(actions))
+        segment = self.cache.load(slug, fingerprint, self._next_id, actions, lazy=True)
         if segment is None:
-            return False
+            return None
         self._install(segment)
-        return True
+        return list(segment.by_path)  # positions in order: built from ``enumerate``
 
     def _check_room(self, count: int) -> None:
         if self._next_id + count > _MAX_IDS or count > COUNT_MASK:
@@ -557,6 +557,9 @@ class DiscoveryIndex:
 
 
 def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: int) -> None:
+    if sign > 0 and not total:  # the first segment (its terms are distinct, its counts positive): in C
+        total.update(counts)
+        return
     for term, count in counts:
         value = total.get(term, 0) + sign * count
         if value > 0:

@@ -5,8 +5,8 @@ written with a line break before each element: still the same JSON array to ever
 since compact JSON never holds a raw line break (it escapes them inside strings), the array splits
 into its actions without being parsed. ``mcp-gateway discover`` from the command line
 (``cli/stored_discover.py``) uses that: it ranks with the discovery index kept for the catalog, which
-needs only the actions' names, and decodes just the actions it shows (GitHub's whole catalog: ~45 ms
-of JSON and ~60 ms of validation; its ten hits: well under a millisecond each).
+needs only the actions' names, and decodes just the few dozen candidates the ranking reads (GitHub's
+whole catalog: ~45 ms of JSON and ~60 ms of validation; one action: well under a millisecond).
 
 A row written before this layout is not split (``ActionLines.read`` answers None): the reader then
 decodes the whole array as before.
@@ -14,7 +14,6 @@ decodes the whole array as before.
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import overload
@@ -25,11 +24,6 @@ __all__ = ["ActionLines", "encode_lines"]
 
 _OPEN, _SEPARATOR, _CLOSE = b"[\n", b",\n", b"\n]"
 
-# The start of every line: pydantic writes a model's fields in their declared order, ``connector`` and
-# ``path`` first. Only names without escapes are read this way (a slug never has one; a path with a
-# quote or a backslash makes ``read`` hand the row back).
-_LINE = re.compile(rb'\n\{"connector":"([^"\\]*)","path":"([^"\\]*)"')
-
 
 def encode_lines(actions: Iterable[Action]) -> bytes:
     """The actions as one JSON array, each element on a line of its own."""
@@ -38,34 +32,40 @@ def encode_lines(actions: Iterable[Action]) -> bytes:
 
 
 class ActionLines(Sequence[Action]):
-    """The actions of one stored catalog, each decoded (and checked against its line's connector and
-    path) on first use. Raises ``ValueError`` when a line does not decode to the action it names."""
+    """The actions of one stored catalog, each decoded on first use and checked against the connector
+    and the path the reader expects at its place (``expect``). Raises ``ValueError`` when a line does
+    not decode to that action, or is read before ``expect``."""
 
-    def __init__(self, raw: bytes, starts: list[int], connector: str, paths: list[str]) -> None:
+    def __init__(self, raw: bytes, starts: list[int], connector: str) -> None:
         self._raw = raw
         self._starts = starts
         self._decoded: list[Action | None] = [None] * len(starts)
+        self._paths: Sequence[str] | None = None
         self.connector = connector
-        self.paths = paths
-        """Every action's path, in order, read without decoding the actions."""
 
     @classmethod
     def read(cls, blob: bytes, connector: str) -> ActionLines | None:
         """The actions of a catalog row's ``actions`` column; None when the row is not in the line
-        layout (written by an earlier build), or a line is not an action of ``connector`` whose
-        path reads without escapes."""
+        layout (written by an earlier build)."""
         raw = zlib.decompress(blob)
         if raw == b"[]":
-            return cls(raw, [], connector, [])
+            return cls(raw, [], connector)
         if not (raw.startswith(_OPEN) and raw.endswith(_CLOSE)):
             return None
-        # One pass in C over the whole text; no line break is inside an element, so every line but
-        # the array's own two is an element, and each must start as _LINE reads it.
-        heads = [(m.start(), m[1], m[2]) for m in _LINE.finditer(raw)]
-        slug = connector.encode()
-        if len(heads) != raw.count(b"\n") - 1 or any(c != slug for _, c, _ in heads):
-            return None
-        return cls(raw, [start for start, _, _ in heads], connector, [path.decode() for _, _, path in heads])
+        # No line break is inside an element: each one before the last starts a line, an element.
+        starts: list[int] = []
+        at = raw.find(b"\n")
+        while at >= 0:
+            starts.append(at)
+            at = raw.find(b"\n", at + 1)
+        return cls(raw, starts[:-1], connector)
+
+    def expect(self, paths: Sequence[str]) -> None:
+        """The path of every action, in order, as the reader knows them (a kept index built from
+        these very actions): each action decoded is checked against its own."""
+        if len(paths) != len(self._starts):
+            raise ValueError(f"{len(paths)} paths for the {len(self._starts)} stored actions of {self.connector}")
+        self._paths = paths
 
     def _line(self, index: int) -> bytes:
         start = self._starts[index] + 1  # past the line break
@@ -86,9 +86,11 @@ class ActionLines(Sequence[Action]):
             return [self[i] for i in range(*index.indices(len(self)))]
         action = self._decoded[index]
         if action is None:
+            if self._paths is None:
+                raise ValueError("the actions' paths are not known yet: call expect() first")
             action = Action.model_validate_json(self._line(index))
-            if action.connector != self.connector or action.path != self.paths[index]:
-                raise ValueError(f"a stored action of {self.connector} does not match its line")
+            if action.connector != self.connector or action.path != self._paths[index]:
+                raise ValueError(f"a stored action of {self.connector} is not the one its place expects")
             self._decoded[index] = action
         return action
 

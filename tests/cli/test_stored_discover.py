@@ -281,11 +281,23 @@ def test_the_line_layout_is_the_same_json_array() -> None:
     assert json.loads(encoded) == json.loads(ACTIONS_ADAPTER.dump_json(actions))
     assert ACTIONS_ADAPTER.validate_json(encoded) == actions
     lines = ActionLines.read(zlib.compress(encoded), "c")
-    assert lines is not None and lines.paths == ["a.b", "é.ü"] and lines.decoded == 0
+    assert lines is not None and len(lines) == 2 and lines.decoded == 0
+    with pytest.raises(ValueError, match="expect"):
+        lines[0]  # the paths the reader expects come first
+    lines.expect(["a.b", "é.ü"])
     assert lines[1] == actions[1] and lines.decoded == 1 and list(lines) == actions
-    assert ActionLines.read(zlib.compress(encoded), "other") is None  # another connector's
-    assert ActionLines.read(zlib.compress(ACTIONS_ADAPTER.dump_json(actions)), "c") is None  # compact
-    quoted = [actions[0], Action(connector="c", path='say."hi"', binding=binding)]
-    assert ActionLines.read(zlib.compress(catalog_lines.encode_lines(quoted)), "c") is None  # escapes: whole decode
+    swapped = ActionLines.read(zlib.compress(encoded), "c")
+    assert swapped is not None
+    swapped.expect(["é.ü", "a.b"])
+    with pytest.raises(ValueError):
+        swapped[0]  # not the action the index has at that place
+    theirs = ActionLines.read(zlib.compress(encoded), "other")
+    assert theirs is not None
+    theirs.expect(["a.b", "é.ü"])
+    with pytest.raises(ValueError):
+        theirs[0]  # another connector's
+    with pytest.raises(ValueError):
+        theirs.expect(["a.b"])
+    assert ActionLines.read(zlib.compress(ACTIONS_ADAPTER.dump_json(actions)), "c") is None  # compact: whole decode
     empty = ActionLines.read(zlib.compress(catalog_lines.encode_lines([])), "c")
     assert empty is not None and len(empty) == 0
