@@ -9,7 +9,8 @@ needs only the actions' names, and decodes just the few dozen candidates the ran
 whole catalog: ~45 ms of JSON and ~60 ms of validation; one action: well under a millisecond).
 
 A row written before this layout is not split (``ActionLines.read`` answers None): the reader then
-decodes the whole array as before.
+decodes the whole array as before. ``sources/_fingerprint.NORMALIZER_VERSION`` 4 makes the first sync
+of an upgraded installation store every catalog anew, in this layout.
 """
 
 from __future__ import annotations
