@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any, Final
 
 __all__ = [
@@ -120,52 +121,57 @@ def clean_json(data: Any, *, max_string_chars: int | None = None) -> Any:
 # Phrases that address the model rather than describe an API. Each is a plain alternation over a
 # bounded gap, so matching stays linear on hostile input.
 _GAP = r"[^.\n]{0,40}?"
-_FLAGS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    (
-        "asks the model to ignore its instructions",
-        re.compile(
-            rf"\b(ignore|disregard|forget|override)\b{_GAP}\b(previous|prior|above|earlier|all|any|system|other)\b"
-            rf"{_GAP}\b(instructions?|prompts?|rules|directions|guidelines|context)\b",
-            re.I,
+
+
+@cache
+def _flags() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The phrases, compiled on first use: only a review scans for them, and every start imports this module."""
+    return (
+        (
+            "asks the model to ignore its instructions",
+            re.compile(
+                rf"\b(ignore|disregard|forget|override)\b{_GAP}\b(previous|prior|above|earlier|all|any|system|other)\b"
+                rf"{_GAP}\b(instructions?|prompts?|rules|directions|guidelines|context)\b",
+                re.I,
+            ),
         ),
-    ),
-    (
-        "contains a hidden-priority tag such as <IMPORTANT>",
-        re.compile(r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|prompt)\b[^>]{0,40}>", re.I),
-    ),
-    (
-        "asks to read local files or keys",
-        re.compile(
-            r"(~/\.(ssh|aws|config|netrc|gnupg|kube|docker)|\bid_(rsa|ed25519|ecdsa)\b|/etc/(passwd|shadow)"
-            r"|\.env\b|\bmcp\.json\b|claude_desktop_config|\.cursor/)",
-            re.I,
+        (
+            "contains a hidden-priority tag such as <IMPORTANT>",
+            re.compile(r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|prompt)\b[^>]{0,40}>", re.I),
         ),
-    ),
-    (
-        "asks for credentials or secrets",
-        re.compile(
-            rf"\b(read|send|include|pass|provide|give|share|upload|post|leak|exfiltrate|append|attach|reveal)\b"
-            rf"{_GAP}\b(api[ _-]?keys?|tokens?|passwords?|secrets?|credentials?|private keys?|session cookies?)\b",
-            re.I,
+        (
+            "asks to read local files or keys",
+            re.compile(
+                r"(~/\.(ssh|aws|config|netrc|gnupg|kube|docker)|\bid_(rsa|ed25519|ecdsa)\b|/etc/(passwd|shadow)"
+                r"|\.env\b|\bmcp\.json\b|claude_desktop_config|\.cursor/)",
+                re.I,
+            ),
         ),
-    ),
-    (
-        "asks to hide something from the user",
-        re.compile(
-            rf"\b(do not|don't|never|without)\b{_GAP}\b(tell|telling|inform|informing|mention|mentioning|show|"
-            rf"showing|notify|notifying|alert|alerting)\b{_GAP}\b(the )?(user|human|operator)\b",
-            re.I,
+        (
+            "asks for credentials or secrets",
+            re.compile(
+                rf"\b(read|send|include|pass|provide|give|share|upload|post|leak|exfiltrate|append|attach|reveal)\b"
+                rf"{_GAP}\b(api[ _-]?keys?|tokens?|passwords?|secrets?|credentials?|private keys?|session cookies?)\b",
+                re.I,
+            ),
         ),
-    ),
-    (
-        "addresses the model directly",
-        re.compile(
-            r"\b(you are now|as an ai|system prompt|assistant must|the assistant should|before using this tool"
-            r"|before (calling|using) any other tool|instead of (calling|using) the)\b",
-            re.I,
+        (
+            "asks to hide something from the user",
+            re.compile(
+                rf"\b(do not|don't|never|without)\b{_GAP}\b(tell|telling|inform|informing|mention|mentioning|show|"
+                rf"showing|notify|notifying|alert|alerting)\b{_GAP}\b(the )?(user|human|operator)\b",
+                re.I,
+            ),
         ),
-    ),
-)
+        (
+            "addresses the model directly",
+            re.compile(
+                r"\b(you are now|as an ai|system prompt|assistant must|the assistant should|before using this tool"
+                r"|before (calling|using) any other tool|instead of (calling|using) the)\b",
+                re.I,
+            ),
+        ),
+    )
 
 
 def instruction_flags(text: str, *, other_tools: Iterable[str] = ()) -> list[str]:
@@ -176,7 +182,7 @@ def instruction_flags(text: str, *, other_tools: Iterable[str] = ()) -> list[str
     flags = [f"hides text: {found}" for found in hidden_characters(text)]
     # Judge what the tag block spells as well as what is visible: hidden orders are still orders.
     visible = clean_text(text) + "\n" + _spelled_tags(text)
-    flags += [reason for reason, pattern in _FLAGS if pattern.search(visible)]
+    flags += [reason for reason, pattern in _flags() if pattern.search(visible)]
     lowered = visible.lower()
     mentioned = sorted({name for name in other_tools if len(name) >= 4 and _mentions(lowered, name.lower())})
     if mentioned:

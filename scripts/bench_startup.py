@@ -2,7 +2,8 @@
 
 Rows: ``python -c pass`` (the interpreter's own start, included in every other row: in a checkout
 with an editable install and ``.pth`` files it costs more than in a wheel install), ``mcp-gateway
---version``, ``connectors``, ``discover x``, ``validate`` (each a fresh process on the warm embedded
+--version``, ``connectors``, ``discover x`` (a query nothing matches), ``discover open issues``
+(one with hits to show), ``validate`` (each a fresh process on the warm embedded
 default: the state folder already holds the synced catalog, and the answers of an earlier stdio
 session), and stdio spawn -> first ``tools/list`` answer through the official MCP SDK client.
 Targets: every CLI listing command <= 0.4 s, stdio spawn -> tools/list <= 0.5 s, on an idle machine.
@@ -38,6 +39,7 @@ TARGETS: dict[str, float | None] = {
     "--version": 0.4,
     "connectors": 0.4,
     "discover x": 0.4,
+    "discover open issues": 0.4,
     "validate": 0.4,
     "stdio -> tools/list": 0.5,
 }
@@ -106,7 +108,8 @@ def main() -> None:
         for name, argv in (
             ("--version", ["--version"]),
             ("connectors", ["connectors", *manifest]),
-            ("discover x", ["discover", "x", *manifest]),
+            ("discover x", ["discover", "x", *manifest]),  # no hit: nothing decoded
+            ("discover open issues", ["discover", "open", "issues", *manifest]),  # hits: decoded
             ("validate", ["validate", *manifest]),
         ):
             runs = [_cli(argv, env) for _ in range(opts.n)]

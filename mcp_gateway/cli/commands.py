@@ -168,18 +168,31 @@ async def _connectors_payload(args: argparse.Namespace) -> dict[str, Any]:
         return result_payload(await gw.connectors(_principal(args)))
 
 
-async def cmd_discover(args: argparse.Namespace) -> int:
-    from ..core import result_payload
+def cmd_discover(args: argparse.Namespace) -> int:
+    from .stored_discover import discover_from_state
 
-    async with _gateway(args) as gw:
-        data = result_payload(
-            await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
-        )
+    # As for ``connectors``: most runs rank over what the last sync stored, with no gateway assembled
+    # and no event loop (see stored_discover.py); anything it cannot vouch for takes the full path.
+    data = discover_from_state(args, _principal(args))
+    if data is None:
+        import anyio
+
+        data = anyio.run(_discover_payload, args)
     if args.json:
         _print_json(data)
     else:
         _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
     return 0
+
+
+async def _discover_payload(args: argparse.Namespace) -> dict[str, Any]:
+    """``discover`` the full way: a ``Gateway`` synced and indexed, and its ``discover``."""
+    from ..core import result_payload
+
+    async with _gateway(args) as gw:
+        return result_payload(
+            await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
+        )
 
 
 def _exit_for(data: dict[str, Any]) -> int:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import zlib
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,8 +31,9 @@ if TYPE_CHECKING:
     from ..identity import Principal
     from ..manifest import ConnectorConfig, Manifest
     from ..model import ConnectorInfo
+    from ..settings import Settings
 
-__all__ = ["connectors_from_state"]
+__all__ = ["CurrentState", "Stored", "configured", "connectors_from_state", "current_state", "sqlite_state"]
 
 OAUTH2_TOKEN_NAME = "oauth2_token"
 """``auth.oauth2.TOKEN_NAME``: the credential an authorization's token set is stored as (that package
@@ -44,7 +44,7 @@ _LEXICAL = "discovery: lexical only"
 
 
 @dataclass(frozen=True)
-class _Stored:
+class Stored:
     """What the last sync left for one connector."""
 
     status: str
@@ -60,34 +60,24 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
 
     from ..identity import granted_connectors
     from ..manifest import load_manifest
-    from ..store._sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
     settings = args.settings
-    if settings.database_url:
-        return None  # PostgreSQL: the full path
-    db_path: Path = settings.database
-    if not db_path.is_file():
-        return None  # a first start: the full path creates and syncs it
+    if not sqlite_state(settings):
+        return None
     manifest = load_manifest(settings.manifest_path)
     discovery = _discovery(manifest, settings.env, json_wanted=bool(args.json))
     if discovery is None:
         return None
     names: dict[str, list[Any]] = {}
     try:
-        with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            db.execute("PRAGMA busy_timeout = 5000")
-            (version,) = db.execute("PRAGMA user_version").fetchone()
-            (application,) = db.execute("PRAGMA application_id").fetchone()
-            if version != SCHEMA_VERSION or application != APPLICATION_ID:
-                return None  # a migration to run, or not our file: the full path says which
-            db.execute("BEGIN")  # one snapshot for every read below
-            stored = _stored(db)
-            keys: list[tuple[str, str, str]] = db.execute(
-                "SELECT connector, principal, name FROM credential"
-            ).fetchall()
+        state = current_state(settings.database, manifest)
+        if state is None:
+            return None
+        with state:
+            stored, keys = state.stored, state.keys
             for cfg in manifest.connectors:
                 if _block_rules(manifest, cfg):  # a hide rule needs the actions' names; only then are they read
-                    row = db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
+                    row = state.db.execute("SELECT actions FROM catalog WHERE slug = ?", (cfg.slug,)).fetchone()
                     if row is None:
                         return None
                     decoded = json.loads(zlib.decompress(row[0]))
@@ -96,9 +86,6 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
                     names[cfg.slug] = decoded
     except (sqlite3.Error, zlib.error, ValueError, TypeError, AttributeError):
         return None  # a file or row not as this build writes it: the full path says what it makes of it
-    # The full path syncs every connector, seen or not: each must be one it would only read back.
-    if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
-        return None
     out: list[ConnectorInfo] = []
     for slug in sorted(granted_connectors(manifest, principal)):
         cfg = manifest.connector(slug)
@@ -110,24 +97,73 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
     return {"connectors": [c.model_dump(mode="json", exclude_none=True) for c in out], "discovery": discovery()}
 
 
-def _stored(db: sqlite3.Connection) -> dict[str, _Stored]:
+def sqlite_state(settings: Settings) -> bool:
+    """Whether the state is an SQLite file that exists (PostgreSQL, or a first start: the full path)."""
+    return not settings.database_url and settings.database.is_file()
+
+
+@dataclass
+class CurrentState:
+    """The SQLite state when every stored catalog is current: what the last sync left for each
+    connector, which credentials exist, and the connection for further reads in the same snapshot
+    (closed on leaving ``with``)."""
+
+    db: sqlite3.Connection
+    stored: dict[str, Stored]
+    keys: list[tuple[str, str, str]]
+    """(connector, principal, name) of every stored credential: which exist, never their values."""
+
+    def __enter__(self) -> CurrentState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+
+
+def current_state(path: Path, manifest: Manifest) -> CurrentState | None:
+    """The SQLite state at ``path`` read in one snapshot, when a sync now would reuse every stored
+    catalog unchanged (the full path syncs every connector, seen or not); None when it would not, or
+    the file needs a migration or is not ours (the full path says which)."""
+    from ..store._sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
+
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        db.execute("PRAGMA busy_timeout = 5000")
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        (application,) = db.execute("PRAGMA application_id").fetchone()
+        if version != SCHEMA_VERSION or application != APPLICATION_ID:
+            db.close()
+            return None
+        db.execute("BEGIN")  # one snapshot for every read, here and the caller's
+        stored = _stored(db)
+        if not all(c.slug in stored and _unchanged(c, manifest, stored[c.slug]) for c in manifest.connectors):
+            db.close()
+            return None
+        keys: list[tuple[str, str, str]] = db.execute("SELECT connector, principal, name FROM credential").fetchall()
+    except BaseException:
+        db.close()
+        raise
+    return CurrentState(db, stored, keys)
+
+
+def _stored(db: sqlite3.Connection) -> dict[str, Stored]:
     import json
 
     states = {
         slug: (status, actions, error)
         for slug, status, actions, error in db.execute("SELECT slug, status, actions, error FROM connector_state")
     }
-    out: dict[str, _Stored] = {}
+    out: dict[str, Stored] = {}
     for slug, fingerprint, info in db.execute("SELECT slug, fingerprint, info FROM catalog"):
         if slug not in states:
             continue
         status, actions, error = states[slug]
         files = json.loads(info or "{}").get("files") or []
-        out[slug] = _Stored(status, int(actions), error, fingerprint, [str(f) for f in files])
+        out[slug] = Stored(status, int(actions), error, fingerprint, [str(f) for f in files])
     return out
 
 
-def _unchanged(cfg: ConnectorConfig, manifest: Manifest, state: _Stored) -> bool:
+def _unchanged(cfg: ConnectorConfig, manifest: Manifest, state: Stored) -> bool:
     """Whether a sync now would reuse the stored catalog and record the stored state again (``core/sync.py``)."""
     from ..manifest import GraphQLSource, HttpSource, McpSource, OpenAPISource, PostmanSource
     from ..sources._fingerprint import current_fingerprint, settings_digest
@@ -156,7 +192,7 @@ def _block_rules(manifest: Manifest, cfg: ConnectorConfig) -> bool:
 def _info(
     manifest: Manifest,
     cfg: ConnectorConfig,
-    state: _Stored,
+    state: Stored,
     keys: list[tuple[str, str, str]],
     user: str,
     actions: list[Any] | None,
@@ -166,7 +202,7 @@ def _info(
     from ..model import ConnectorInfo
     from ..policy import is_hidden
 
-    configured = _configured(cfg, [(p, n) for c, p, n in keys if c == cfg.slug], user)
+    has = configured(cfg, [(p, n) for c, p, n in keys if c == cfg.slug], user)
     needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
     count = state.actions
     if actions is not None:
@@ -187,14 +223,14 @@ def _info(
         slug=cfg.slug,
         name=cfg.display_name,
         description=cfg.description,
-        status="needs_auth" if needs and not configured else "ready",
+        status="needs_auth" if needs and not has else "ready",
         actions=count,
         auth=cfg.auth.type,
-        auth_configured=configured or not needs,
+        auth_configured=has or not needs,
     )
 
 
-def _configured(cfg: ConnectorConfig, keys: list[tuple[str, str]], user: str) -> bool:
+def configured(cfg: ConnectorConfig, keys: list[tuple[str, str]], user: str) -> bool:
     """``CredentialBroker.configured(cfg, user)`` from the stored keys (principal, name) of ``cfg``'s
     credentials: which exist, never their values (the broker decrypts nothing either)."""
     from ..manifest import NoAuth, OAuth2Auth

@@ -161,9 +161,29 @@ class DiscoveryIndex:
             if action.path in seen:
                 raise ValueError(f"connector {slug!r} has two actions with path {action.path!r}")
             seen.add(action.path)
-        if self._next_id + len(actions) > _MAX_IDS or len(actions) > COUNT_MASK:
+        self._check_room(len(actions))
+        self._install(self._segment(slug, actions, fingerprint))
+
+    def add_kept(self, slug: str, actions: Sequence[Action], *, fingerprint: str) -> list[str] | None:
+        """Index one connector from the segment kept for its catalog, reading none of its actions:
+        ``actions`` decodes each on first use (``store.catalog_lines``), and only the ones a search
+        ranks are. The paths the kept segment indexes, in order, for ``actions`` to check what it
+        decodes against; None (and the index unchanged) when no segment is kept for this catalog."""
+        if self.cache is None:
+            return None
+        self._check_room(len(actions))
+        segment = self.cache.load(slug, fingerprint, self._next_id, actions, lazy=True)
+        if segment is None:
+            return None
+        self._install(segment)
+        return list(segment.by_path)  # positions in order: built from ``enumerate``
+
+    def _check_room(self, count: int) -> None:
+        if self._next_id + count > _MAX_IDS or count > COUNT_MASK:
             raise ValueError("discovery index id space exhausted; restart the gateway")
-        segment = self._segment(slug, actions, fingerprint)
+
+    def _install(self, segment: Segment) -> None:
+        slug, actions = segment.slug, segment.actions
         self._next_id += len(actions)
         self._unindex(slug)
         self._segments[slug] = segment
@@ -537,6 +557,9 @@ class DiscoveryIndex:
 
 
 def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: int) -> None:
+    if sign > 0 and not total:  # the first segment (its terms are distinct, its counts positive): in C
+        total.update(counts)
+        return
     for term, count in counts:
         value = total.get(term, 0) + sign * count
         if value > 0:

@@ -64,18 +64,26 @@ class ReviewCache:
     def load(self, slug: str, fingerprint: str, actions: Sequence[Action]) -> list[Finding] | None:
         """The findings kept for this catalog, rebuilt from ``actions``; None when there are none
         (or they were found in other actions or by other code)."""
-        try:
-            key, count, held = marshal.loads(self._path(slug).read_bytes())
-            flags_by_name = {str(name): tuple(map(str, flags)) for name, flags in held}
-        except (OSError, ValueError, EOFError, TypeError):
-            return None  # absent, or not a file this code wrote
-        if key != self._key(slug, fingerprint) or count != len(actions):
+        flags_by_name = self.held(slug, fingerprint, len(actions))
+        if flags_by_name is None:
             return None
         if not flags_by_name:
             return []  # the usual case: nothing hides text
         found = [flagged(a, flags_by_name[a.qualified_name]) for a in actions if a.qualified_name in flags_by_name]
         findings = [f for f in found if f is not None]
         return findings if len(findings) == len(flags_by_name) else None
+
+    def held(self, slug: str, fingerprint: str, count: int) -> dict[str, tuple[str, ...]] | None:
+        """The names of the actions found hiding text in this catalog of ``count`` actions, with the
+        reasons, read without the actions; None when nothing is kept for it."""
+        try:
+            key, kept_count, held = marshal.loads(self._path(slug).read_bytes())
+            flags_by_name = {str(name): tuple(map(str, flags)) for name, flags in held}
+        except (OSError, ValueError, EOFError, TypeError):
+            return None  # absent, or not a file this code wrote
+        if key != self._key(slug, fingerprint) or kept_count != count:
+            return None
+        return flags_by_name
 
     def save(self, slug: str, fingerprint: str, count: int, findings: Sequence[Finding]) -> None:
         """Keep ``findings`` (of ``count`` actions) for the next start; a failure to write only costs it a scan."""

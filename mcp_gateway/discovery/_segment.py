@@ -71,7 +71,8 @@ class Segment:
 
     slug: str
     start: int
-    actions: tuple[Action, ...]
+    actions: Sequence[Action]
+    """A tuple, or a sequence that decodes each action on first use (``store.catalog_lines``)."""
     by_path: dict[str, int]
     """path -> position in ``actions``."""
     by_folded: dict[str, int | tuple[int, ...]]

@@ -82,17 +82,29 @@ class SegmentCache:
     def _key(self, slug: str, fingerprint: str) -> str:
         return f"{_code_digest()}:{slug}:{fingerprint}"
 
-    def load(self, slug: str, fingerprint: str, start: int, actions: Sequence[Action]) -> Segment | None:
+    def load(
+        self, slug: str, fingerprint: str, start: int, actions: Sequence[Action], *, lazy: bool = False
+    ) -> Segment | None:
         """The segment stored for this catalog, its ids starting at ``start``; None when there is none
-        (or it was built from other actions or by other code)."""
+        (or it was built from other actions or by other code). ``lazy``: ``actions`` decodes each
+        action on first use and checks it against the segment's paths (``Segment.by_path``); it is
+        kept as given and only its length is compared here. Else it is copied into a tuple and every
+        action's path compared."""
         try:
             data = marshal.loads(self._path(slug).read_bytes())
             key, by_path, by_folded, spans, ids, weights, names, exact, name_col, params, about, returns = data
         except (OSError, ValueError, EOFError, TypeError):
             return None  # absent, or not a file this code wrote
         # A last check that it indexes these very actions, in this order (cheap beside the build).
-        if key != self._key(slug, fingerprint) or list(by_path) != [a.path for a in actions]:
+        if key != self._key(slug, fingerprint):
             return None
+        if lazy:
+            if len(by_path) != len(actions):
+                return None
+        else:
+            actions = tuple(actions)
+            if list(by_path) != [a.path for a in actions]:
+                return None
         doc_ids: array[int] = array("I")
         doc_ids.frombytes(ids)
         if start:
@@ -102,7 +114,7 @@ class SegmentCache:
         return Segment(
             slug=slug,
             start=start,
-            actions=tuple(actions),
+            actions=actions,
             by_path=by_path,
             by_folded=by_folded,
             spans=spans,

@@ -27,14 +27,13 @@ the strict side: it keeps the stricter of "this rule applies" and "it does not",
 value can never slip past a ``block`` and never earns an ``always_run``.
 
 The package: ``verdict`` (``evaluate``, ``is_hidden``, ``effective_risk``), ``patterns`` (``Matcher``,
-``compile_matcher``), ``conditions`` (``Condition``, ``OPERATORS``), ``regex_shape`` (the backtracking
-analysis, ``MAX_VALUE_CHARS``) and ``regex_syntax`` (the parse tree it reads). Import from the package:
-``from mcp_gateway.policy import X``.
+``compile_matcher``, ``MAX_VALUE_CHARS``), ``conditions`` (``Condition``, ``OPERATORS``),
+``regex_shape`` (the backtracking analysis, imported by the first regex compiled) and ``regex_syntax``
+(the parse tree it reads). Import from the package: ``from mcp_gateway.policy import X``.
 """
 
 from .conditions import OPERATORS, Condition
-from .patterns import Matcher, compile_matcher
-from .regex_shape import MAX_VALUE_CHARS
+from .patterns import MAX_VALUE_CHARS, Matcher, compile_matcher
 from .verdict import Rule, effective_risk, evaluate, is_hidden
 
 __all__ = [

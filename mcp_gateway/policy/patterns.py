@@ -11,9 +11,10 @@ import functools
 import re
 from dataclasses import dataclass
 
-from .regex_shape import MAX_VALUE_CHARS, analyze
+__all__ = ["MAX_VALUE_CHARS", "Matcher", "as_regex", "compile_matcher"]
 
-__all__ = ["Matcher", "as_regex", "compile_matcher"]
+MAX_VALUE_CHARS = 4096
+"""The most characters of one value (or name) any pattern ever reads."""
 
 _REGEX_FORM = re.compile(r"/(.*)/([A-Za-z]*)", re.DOTALL)
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
@@ -85,6 +86,10 @@ def compile_matcher(pattern: str) -> Matcher:
         regex = re.compile(body, flags)
     except re.error as exc:
         return Matcher(pattern, None, f"invalid regex: {exc}")
+    # Here, not at the top: the analysis and the regex parse tree it walks (~15 ms of imports) are
+    # needed only by a manifest that has a regex, and every start imports this module.
+    from .regex_shape import analyze
+
     shape = analyze(body, flags)
     if shape.problem is not None:
         return Matcher(pattern, None, shape.problem)

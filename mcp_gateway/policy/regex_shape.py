@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from .patterns import MAX_VALUE_CHARS
 from .regex_syntax import (
     AnyChar,
     At,
@@ -43,8 +44,6 @@ from .regex_syntax import (
 
 __all__ = ["MAX_VALUE_CHARS", "RegexShape", "analyze"]
 
-MAX_VALUE_CHARS = 4096
-"""The most characters of one value (or name) any pattern ever reads."""
 
 _Charset = frozenset[int]
 _BUDGET_LOG2 = 22

@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio.to_thread
-
 from ..manifest import ConnectorConfig, OpenAPISource, PostmanSource
 
 if TYPE_CHECKING:
@@ -22,7 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["NORMALIZER_VERSION", "current_fingerprint", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "3"
+NORMALIZER_VERSION = "4"
+"""Part of every fingerprint: a new value makes the next sync normalize every catalog again and store
+it anew. 4: catalogs are stored one action a line (``store/catalog_lines.py``), which the command
+line's ``discover`` needs to answer from the stored state; rows of earlier builds are rewritten."""
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:
@@ -60,6 +61,8 @@ def current_fingerprint(cfg: ConnectorConfig, files: list[str]) -> str | None:
 async def file_fingerprint(cfg: ConnectorConfig, files: list[str], *, fallback: str) -> str:
     """The settings and the bytes of ``files`` (read in a worker thread); when there are no files
     or one cannot be read, the settings digest followed by ``:<fallback>``."""
+    import anyio.to_thread  # here: the command line's listings read fingerprints without an event loop
+
     fp = await anyio.to_thread.run_sync(current_fingerprint, cfg, files) if files else None
     return fp or f"{settings_digest(cfg)}:{fallback}"
 
@@ -70,6 +73,8 @@ async def reuse(cfg: ConnectorConfig, cached: Normalized | None, resolved: str) 
         return None
     if cached.files[0] != resolved:
         return None
+    import anyio.to_thread
+
     fp = await anyio.to_thread.run_sync(current_fingerprint, cfg, cached.files)
     if fp is None or fp != cached.fingerprint:
         return None

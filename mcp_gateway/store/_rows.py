@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from ..model import ACTIONS_ADAPTER, Action
 from ..secrets import CredentialKey
 from .base import AuditRecord, CatalogRecord
+from .catalog_lines import encode_lines
 
 __all__ = [
     "CATALOG_COLUMNS",
@@ -171,7 +172,8 @@ def split_audits(records: Sequence[AuditRecord]) -> list[tuple[list[AuditRecord]
 
 
 def encode_actions(actions: list[Action]) -> bytes:
-    return zlib.compress(ACTIONS_ADAPTER.dump_json(actions), ZLIB_LEVEL)
+    # One action a line: the same JSON array, which a reader can split without parsing (``catalog_lines``).
+    return zlib.compress(encode_lines(actions), ZLIB_LEVEL)
 
 
 def decode_actions(blob: bytes, validate: ActionsDecoder = ACTIONS_ADAPTER.validate_json) -> list[Action]:

@@ -9,14 +9,11 @@ once with the light path switched off.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import sqlite3
-import sys
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,10 +21,10 @@ import pytest
 from mcp_gateway import cli
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
 from mcp_gateway.cli import listing
-from mcp_gateway.cli.commands import principal
 from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest.bundled import CATALOG_DIR
 from mcp_gateway.secrets import PROJECT_WIDE
+from tests.support.two_paths import TwoPaths, isolate
 
 PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"
 
@@ -91,54 +88,20 @@ ACTIONS = """    source:
           - {path: items.create, method: POST, url: /items, summary: Create an item}"""
 
 
-@dataclass
-class Listing:
-    manifest: Path | None
-    state_dir: Path
-    capsys: pytest.CaptureFixture[str]
-    monkeypatch: pytest.MonkeyPatch
-
-    def argv(self, *extra: str) -> list[str]:
-        return ["connectors", *extra, *(["--manifest", str(self.manifest)] if self.manifest else [])]
-
-    def run(self, *argv: str, stdin: str | None = None) -> str:
-        self.capsys.readouterr()
-        if stdin is not None:
-            self.monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        code = cli.main([*argv, *(["--manifest", str(self.manifest)] if self.manifest else [])])
-        captured = self.capsys.readouterr()
-        assert code == 0, captured.err
-        return captured.out
-
-    def light(self, *extra: str) -> dict[str, object] | None:
-        args = cli.build_parser().parse_args(self.argv(*extra), namespace=cli.Args())
-        return listing.connectors_from_state(args, principal(args))
-
-    def both(self, *extra: str) -> tuple[str, str]:
-        """(light path's output, full path's output) of ``connectors`` with ``extra``."""
-        assert self.light(*extra) is not None, "the light path did not answer: nothing would be compared"
-        fast = self.run("connectors", *extra)
-        with self.monkeypatch.context() as m:
-            m.setattr(listing, "connectors_from_state", lambda *_: None)
-            full = self.run("connectors", *extra)
-        return fast, full
-
-
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MCP_GATEWAY_MANIFEST", "MCP_GATEWAY_AGENT", "MCP_GATEWAY_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "listing-test-master-key-0123456789abcdef0123")
+def _listing(
+    manifest: Path | None, state_dir: Path, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch
+) -> TwoPaths:
+    return TwoPaths("connectors", listing, "connectors_from_state", manifest, state_dir, capsys, mp)
 
 
 @pytest.fixture
-def several(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Listing]:
-    _env(tmp_path, monkeypatch)
+def several(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[TwoPaths]:
+    isolate(tmp_path, monkeypatch)
     spec = tmp_path / "petstore.json"
     shutil.copy(PETSTORE, spec)
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(actions=ACTIONS, spec=spec.name, discovery=""))
-    env = Listing(manifest, tmp_path / "state", capsys, monkeypatch)
+    env = _listing(manifest, tmp_path / "state", capsys, monkeypatch)
     env.run("sync")
     yield env
 
@@ -146,8 +109,8 @@ def several(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pyt
 def test_the_bundled_default_lists_the_same_both_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(tmp_path, monkeypatch)
-    env = Listing(None, tmp_path / "state", capsys, monkeypatch)
+    isolate(tmp_path, monkeypatch)
+    env = _listing(None, tmp_path / "state", capsys, monkeypatch)
     env.run("sync")
     for extra in ((), ("--json",)):
         fast, full = env.both(*extra)
@@ -155,7 +118,7 @@ def test_the_bundled_default_lists_the_same_both_ways(
     assert "github" in fast
 
 
-def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
+def test_several_connectors_list_the_same_both_ways(several: TwoPaths) -> None:
     several.run("secret", "set", "echo", stdin="echo-token-1234\n")
     several.run("secret", "set", "hidden_api", stdin='{"username": "u", "password": "p"}')
     several.run("secret", "set", "mine", stdin="project-wide-token\n")  # per_user: the operator's own is missing
@@ -217,19 +180,19 @@ def test_several_connectors_list_the_same_both_ways(several: Listing) -> None:
 def test_the_discovery_line_is_the_same_both_ways(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, discovery: str
 ) -> None:
-    _env(tmp_path, monkeypatch)
+    isolate(tmp_path, monkeypatch)
     monkeypatch.delenv("MCP_GATEWAY_DISCOVERY_MODE", raising=False)
     spec = tmp_path / "petstore.json"
     shutil.copy(PETSTORE, spec)
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(MANIFEST.format(actions=ACTIONS, spec=spec.name, discovery=discovery))
-    env = Listing(manifest, tmp_path / "state", capsys, monkeypatch)
+    env = _listing(manifest, tmp_path / "state", capsys, monkeypatch)
     env.run("sync")
     fast, full = env.both("--json")
     assert fast == full
 
 
-def test_a_changed_spec_or_manifest_takes_the_full_path(several: Listing) -> None:
+def test_a_changed_spec_or_manifest_takes_the_full_path(several: TwoPaths) -> None:
     assert several.light() is not None
     spec = several.manifest.parent / "petstore.json" if several.manifest else None
     assert spec is not None
@@ -244,7 +207,7 @@ def test_a_changed_spec_or_manifest_takes_the_full_path(several: Listing) -> Non
 
 
 def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
-    several: Listing, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    several: TwoPaths, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("MCP_GATEWAY_DATABASE_URL", "postgresql://u@127.0.0.1:9/db")
     assert several.light() is None  # PostgreSQL

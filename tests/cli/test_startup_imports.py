@@ -93,6 +93,26 @@ def test_connectors_on_a_synced_state_assembles_no_gateway(tmp_path: Path) -> No
     assert _imported(tmp_path, "connectors", "--json", heavy=light) == []
 
 
+def test_discover_on_an_indexed_state_assembles_no_gateway(tmp_path: Path) -> None:
+    # Every catalog current and its index kept (by the first discover): the stored state ranks
+    # (cli/stored_discover.py), with no core, no event loop, no async SQLite driver, no HTTP client,
+    # and not the regex analysis a manifest without regexes never needs.
+    assert _imported(tmp_path, "sync") == []
+    assert _imported(tmp_path, "discover", "list", "items") == []  # the full path keeps the index
+    light = (
+        "mcp_gateway.core",
+        "mcp_gateway.runtime",
+        "asyncio",
+        "anyio",
+        "aiosqlite",
+        "httpx2",
+        "cryptography",
+        "mcp_gateway.policy.regex_shape",
+    )
+    assert _imported(tmp_path, "discover", "list", "items", heavy=light) == []
+    assert _imported(tmp_path, "discover", "list", "items", "--json", heavy=light) == []
+
+
 def test_store_listings_open_the_store_without_the_core(tmp_path: Path) -> None:
     # audit, token list and approvals list read the store only (store.opening, not runtime's re-export).
     assert _imported(tmp_path, "sync") == []
