@@ -100,6 +100,8 @@ class _Wire:
     the static ones), and those calls take the general path."""
 
     base: httpx2.URL
+    url_parts: tuple[Any, str, str, str, int | None] | None
+    """``_url_parts(base)``, or None when the URL must be parsed after all."""
     prefix: str
     """``scheme://authority`` of the base URL, for a URL that must be parsed after all."""
     path_pieces: tuple[str, ...]
@@ -154,8 +156,9 @@ def _make_wire(binding: _HttpLike, base_url: str, static_headers: Mapping[str, s
     base_path = quote(base_path, safe=_PRINTABLE_ASCII)
     # Escaped values are in normal form, so the URL is when each fixed piece is on its own (then
     # no '%XX' can be split between a piece and a value).
+    url_parts = _url_parts(base)
     normal = (
-        _url_parts(base) is not None
+        url_parts is not None
         and all(_NORMAL_PATH.fullmatch("/" + piece) for piece in (base_path, *pieces[0::2]))
         and _NORMAL_QUERY.fullmatch(fixed_query) is not None
     )
@@ -163,6 +166,7 @@ def _make_wire(binding: _HttpLike, base_url: str, static_headers: Mapping[str, s
     bodiless = [*host, (b"Content-Length", b"0")] if binding.method.upper() in _EMPTY_BODY_LENGTH else host
     return _Wire(
         base=base,
+        url_parts=url_parts,
         prefix=prefix,
         path_pieces=pieces,
         base_path=base_path,
@@ -432,8 +436,8 @@ def _normal_url(base: httpx2.URL, raw: str) -> httpx2.URL | None:
 def _fast_url(wire: _Wire, path: str, query: str) -> httpx2.URL | None:
     """``_normal_url`` for a ``_Wire`` whose fixed parts are normal: ``path`` and ``query`` (already
     escaped, and normal but for dot segments) on the base's authority, with no parse."""
-    parts = _url_parts(wire.base)
-    if parts is None or len(path) + len(query) > _FAST_URL_LIMIT or _DOT_SEGMENT.search(path):
+    parts = wire.url_parts
+    if parts is None or len(path) + len(query) + bool(query) > _FAST_URL_LIMIT or _DOT_SEGMENT.search(path):
         return None
     make, scheme, userinfo, host, port = parts
     url = httpx2.URL.__new__(httpx2.URL)
@@ -441,7 +445,6 @@ def _fast_url(wire: _Wire, path: str, query: str) -> httpx2.URL | None:
     return url
 
 
-@lru_cache(maxsize=256)
 def _url_parts(base: httpx2.URL) -> tuple[Any, str, str, str, int | None] | None:
     """The parse result's type and the base's scheme, userinfo, host and port, to make the parse
     result of a URL on the same authority; None for another httpx2 than this was written against."""
