@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 
@@ -168,3 +169,19 @@ async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: 
             answers.append((actions, await gw.discover(OPERATOR, "anything"), await gw.connectors(OPERATOR)))
     assert answers[0][0]
     assert answers[0] == answers[1] == answers[2]
+
+
+async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> None:
+    # One caller's upstream session must not ride along with another's requests through the shared
+    # client (which sends its jar on the requests it builds), nor an upstream grow the jar at will.
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), build_index=False) as gw:
+        for name in ("session", "tracker"):
+            answer = httpx2.Response(
+                200,
+                headers={"set-cookie": f"{name}=abc; Path=/"},
+                request=httpx2.Request("GET", "http://127.0.0.1:9/notes"),
+            )
+            gw.http.cookies.extract_cookies(answer)  # what the client does with every answer
+        assert len(gw.http.cookies.jar) == 0
+        assert "cookie" not in gw.http.build_request("GET", "http://127.0.0.1:9/notes").headers
