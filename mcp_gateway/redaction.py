@@ -82,26 +82,21 @@ class Redactor:
         Non-string scalars are returned as they are; the input is never mutated. ``truncated``
         applies to a bare string (a body cut at the size cap, see ``redact_text``).
         """
+        return self.redact_json(obj, truncated=truncated)[0]
+
+    def redact_json(self, obj: Any, *, truncated: bool = False) -> tuple[Any, str | None]:
+        """``redact``, and ``obj``'s JSON text (``json.dumps(obj, ensure_ascii=False)``) when the
+        check made it and ``obj`` came back as it was (None otherwise): the result cleaning reads the
+        same text, and serializing a large answer twice was a cost in proportion to its size."""
         if not self._forms:
-            return obj
+            return obj, None
         if truncated and isinstance(obj, str):
-            return self.redact_text(obj, truncated=True)
-        if isinstance(obj, dict | list) and not self._may_contain(obj):
-            return obj
-        return self._walk(obj)
-
-    def _may_contain(self, obj: dict[Any, Any] | list[Any]) -> bool:
-        """False when no string in ``obj`` (value or key) holds a form: then there is nothing to walk.
-
-        One serialization in C instead of a walk in Python. JSON escapes each character on its
-        own, so a string holding a form serializes to text holding the form's own JSON escape
-        (``json.dumps(form)[1:-1]``); absent every one of those, no string holds any form.
-        """
-        try:
-            text = json.dumps(obj)
-        except (TypeError, ValueError, RecursionError):  # not plain JSON data: walk it
-            return True
-        return any(form in text for form in self._state().json_forms)
+            return self.redact_text(obj, truncated=True), None
+        if isinstance(obj, dict | list):
+            text = _json_text(obj)
+            if text is not None and not any(form in text for form in self._state().json_forms):
+                return obj, text
+        return self._walk(obj), None
 
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, str):
@@ -181,8 +176,20 @@ def _compiled(forms: frozenset[str]) -> _Compiled:
     return compiled
 
 
+def _json_text(obj: dict[Any, Any] | list[Any]) -> str | None:
+    """``obj`` as JSON text, or None when it is not plain JSON data (then it is walked).
+
+    What ``redact_json`` looks for forms in. JSON escapes each character on its own, so a string
+    holding a form serializes to text holding the form's own escape (``_json_escaped``); absent
+    every one of those, no string (value or key) holds any form and nothing needs a walk: one
+    serialization in C instead of a walk in Python."""
+    try:
+        return json.dumps(obj, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _json_escaped(form: str) -> str:
-    """``form`` as it appears inside a JSON string (``json.dumps`` defaults)."""
-    if form.isascii() and form.isprintable() and '"' not in form and "\\" not in form:
-        return form  # nothing in it is escaped
-    return json.dumps(form)[1:-1]
+    """``form`` as it appears inside a JSON string (``json.dumps(..., ensure_ascii=False)``, as
+    ``_json_text`` writes it)."""
+    return json.dumps(form, ensure_ascii=False)[1:-1]

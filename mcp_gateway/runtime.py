@@ -12,6 +12,7 @@ import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import anyio
 import anyio.to_thread
@@ -138,10 +139,15 @@ async def open_gateway(
         cipher = AESGCMCipher(master_key, project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)
         links = LinkService(store, clock, public_url or manifest.public_url, on_mint=on_link_minted)
-        # trust_env=False: a proxy from the environment would see every credential we send.
+        # trust_env=False: a proxy from the environment would see every credential we send. No cookie
+        # is kept: one caller's upstream session must not ride along with another's requests through
+        # the shared client (its token requests, say), and an upstream's Set-Cookie must not grow memory.
         # The MCP executor owns the upstream MCP sessions; leaving it stops every stdio child.
+        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
         async with (
-            httpx2.AsyncClient(transport=LazyTransport(), trust_env=False, follow_redirects=False) as http,
+            httpx2.AsyncClient(
+                transport=LazyTransport(), trust_env=False, follow_redirects=False, cookies=no_cookies
+            ) as http,
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):
             search = await discovery_search(manifest, store, vault, http)

@@ -80,10 +80,11 @@ class CredentialKey(BaseModel):
 class SecretValue:
     """A revealed secret: a string, or a ``dict[str, str]`` for JSON shapes. Never prints itself."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_digest", "_value")
 
     def __init__(self, value: str | dict[str, str]) -> None:
         self._value = value
+        self._digest: bytes | None = None
 
     def reveal(self) -> str | dict[str, str]:
         """The plaintext. Call it only where the secret is put on the wire."""
@@ -92,8 +93,10 @@ class SecretValue:
     def digest(self) -> bytes:
         """A SHA-256 of the value: tells two openings of the same secret apart from different ones
         (the log filter learns each value once) without keeping the value."""
-        value = self._value if isinstance(self._value, str) else json.dumps(self._value, sort_keys=True)
-        return hashlib.sha256(value.encode()).digest()
+        if self._digest is None:  # asked by the redactor and the log filter alike
+            value = self._value if isinstance(self._value, str) else json.dumps(self._value, sort_keys=True)
+            self._digest = hashlib.sha256(value.encode()).digest()
+        return self._digest
 
     def redaction_forms(self) -> set[str]:
         """Every string that, found in an upstream response, would leak this secret.

@@ -64,3 +64,24 @@ def test_repr_shows_counts_only() -> None:
     redactor = Redactor()
     redactor.add(SecretValue(CANARY))
     assert CANARY not in repr(redactor)
+
+
+def test_secrets_with_escaped_and_non_ascii_characters_are_found_in_json_data() -> None:
+    # The check serializes the data once (as the result cleaning does) and looks for each form's
+    # JSON escape in it: escapes, non-ASCII letters and control characters must all be found.
+    secrets = ['tok"en\\with-quotes', "pässwörd-日本-1", "tab\there\nnewline\u2028sep"]
+    redactor = Redactor()
+    for secret in secrets:
+        redactor.add(SecretValue(secret))
+    for secret in secrets:
+        out, text = redactor.redact_json({"echo": [f"<{secret}>"], secret: 1})
+        assert out == {"echo": ["<[redacted]>"], "[redacted]": 1} and text is None
+
+
+def test_clean_data_comes_back_as_it_was_with_its_json_text() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    data = {"name": "wïdget", "tags": ["a", "b"], "n": 1}
+    out, text = redactor.redact_json(data)
+    assert out is data and text == json.dumps(data, ensure_ascii=False)
+    assert Redactor().redact_json(data) == (data, None)  # nothing to look for: not serialized either

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 
@@ -190,3 +191,19 @@ async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_brok
         refused = await runtime.reload_manifest(gw, settings)
         assert refused and "gateway.yaml" in refused
         assert len(gw.catalogs.loaded["notes"].actions) == 2 and len(collections) == 1
+
+
+async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> None:
+    # One caller's upstream session must not ride along with another's requests through the shared
+    # client (which sends its jar on the requests it builds), nor an upstream grow the jar at will.
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), build_index=False) as gw:
+        for name in ("session", "tracker"):
+            answer = httpx2.Response(
+                200,
+                headers={"set-cookie": f"{name}=abc; Path=/"},
+                request=httpx2.Request("GET", "http://127.0.0.1:9/notes"),
+            )
+            gw.http.cookies.extract_cookies(answer)  # what the client does with every answer
+        assert len(gw.http.cookies.jar) == 0
+        assert "cookie" not in gw.http.build_request("GET", "http://127.0.0.1:9/notes").headers

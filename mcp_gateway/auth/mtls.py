@@ -25,6 +25,7 @@ import re
 import ssl
 import tempfile
 from collections.abc import Callable, Generator
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TypeVar
 
 import httpx2
@@ -158,8 +159,10 @@ class MtlsClients:
         transport = _CertificateTransport(
             httpx2.AsyncHTTPTransport(verify=context, trust_env=False), connector=credential.key.connector
         )
-        # trust_env=False as for the shared client: a proxy from the environment sees what we send.
-        client = httpx2.AsyncClient(transport=transport, trust_env=False, follow_redirects=False)
+        # trust_env=False and no cookies kept, as for the shared client: a proxy from the environment
+        # sees what we send, and an upstream's Set-Cookie would only grow memory.
+        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+        client = httpx2.AsyncClient(transport=transport, trust_env=False, follow_redirects=False, cookies=no_cookies)
         if entry is not None:
             self._retired.append(entry[1])
         self._clients[credential.key] = (version, client)

@@ -41,7 +41,7 @@ from .credential_broker import CredentialBroker
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
-from .results import clean_result, redact_data, upstream_summary
+from .results import clean_result, redacted_json, upstream_summary
 from .trace import CallTrace
 
 __all__ = ["CallPipeline"]
@@ -108,6 +108,8 @@ class CallPipeline:
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
         self._health.succeeded()
+        if isinstance(result, Ok):
+            return result  # cleaned by _run, where its JSON text was at hand
         # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
         cfg = self._catalogs.config_of(trace.action.connector) if trace.action is not None else None
         return clean_result(result, cfg.max_result_chars if cfg is not None else None)
@@ -307,17 +309,19 @@ class CallPipeline:
                 hint="Check the arguments against describe; the upstream's message says what it expected."
                 + self._fallback_hint(prepared.action),
             )
-        data = redact_data(outcome, redactor)
+        data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
         if fields:
             missed = unmatched(data, fields)
-            data = project(data, fields)
-        return Ok(
+            data, text = project(data, fields), None
+        ok = Ok(
             http_status=outcome.http_status,
             data=data,
             truncated=outcome.truncated or None,
             unmatched_fields=missed or None,
         )
+        # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
+        return clean_result(ok, cfg.max_result_chars, text=text)
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient

@@ -48,6 +48,7 @@ __all__ = [
     "clean_result",
     "reason_code",
     "redact_data",
+    "redacted_json",
     "result_payload",
     "shown_description",
     "shown_schema",
@@ -186,12 +187,18 @@ def upstream_summary(outcome: Outcome, redactor: Redactor) -> str:
 
 def redact_data(outcome: Outcome, redactor: Redactor) -> Any:
     """The upstream's answer with every secret the call used taken out."""
+    return redacted_json(outcome, redactor)[0]
+
+
+def redacted_json(outcome: Outcome, redactor: Redactor) -> tuple[Any, str | None]:
+    """``redact_data``, and the answer's JSON text when redacting worked it out and changed nothing
+    (``Redactor.redact_json``): ``clean_result`` takes it instead of serializing the answer again."""
     data = outcome.data
     if redactor and outcome.binary:
         # A binary body: the secret would hide inside the base64, so redact the bytes themselves.
         raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
-        return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
-    return redactor.redact(data, truncated=outcome.truncated)
+        return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}, None
+    return redactor.redact_json(data, truncated=outcome.truncated)
 
 
 # -- what reaches the model from upstreams is cleaned (issue 13) --------------------------------------
@@ -212,10 +219,11 @@ def shown_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned if isinstance(cleaned, dict) else dict(schema)
 
 
-def clean_result(result: CallResult, max_result_chars: int | None = None) -> CallResult:
+def clean_result(result: CallResult, max_result_chars: int | None = None, *, text: str | None = None) -> CallResult:
     """``result`` with upstream text made safe for the model: the messages of a denial or an error
     cleaned and capped, and an ``ok`` answer's strings cleaned. With ``max_result_chars``, an answer
-    whose JSON is longer is cut to that many characters (as one string) and marked ``truncated``."""
+    whose JSON is longer is cut to that many characters (as one string) and marked ``truncated``.
+    ``text``: the ``ok`` answer's ``json.dumps(data, ensure_ascii=False)`` when it is already at hand."""
     if isinstance(result, ErrorResult):
         return result.model_copy(
             update={
@@ -230,7 +238,7 @@ def clean_result(result: CallResult, max_result_chars: int | None = None) -> Cal
         return result.model_copy(update={"message": clean_text(result.message, max_chars=MAX_ERROR_CHARS)})
     if not isinstance(result, Ok):
         return result
-    data, text = _cleaned(result.data)
+    data, text = _cleaned(result.data, text)
     truncated = result.truncated
     if max_result_chars is not None:
         if text is None:
@@ -242,7 +250,7 @@ def clean_result(result: CallResult, max_result_chars: int | None = None) -> Cal
     return result.model_copy(update={"data": data, "truncated": truncated})
 
 
-def _cleaned(data: Any) -> tuple[Any, str | None]:
+def _cleaned(data: Any, known: str | None = None) -> tuple[Any, str | None]:
     """``clean_json(data)``, and the text ``clean_result`` measures against ``max_result_chars`` when
     it came for free. ``data`` itself when no string in it (key or value) has anything to clean:
     decided on one serialization in C instead of a walk in Python. JSON escapes every control
@@ -253,7 +261,7 @@ def _cleaned(data: Any) -> tuple[Any, str | None]:
         cleaned = clean_text(data)
         return cleaned, cleaned
     try:
-        text = json.dumps(data, ensure_ascii=False, default=str)
+        text = known if known is not None else json.dumps(data, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         return clean_json(data), None
     if text.isascii() and text.isprintable() and "\\" not in text:

@@ -47,6 +47,8 @@ _COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 _HttpLike = OpenAPIBinding | HttpBinding | PostmanBinding
+_EMPTY_BODY_LENGTH = frozenset({"POST", "PUT", "PATCH", "QUERY"})
+"""Methods httpx2 sends ``Content-Length: 0`` for when they have no body."""
 _FAST_URL_LIMIT = 32 * 1024
 """Longer raw paths take the per-component parse (``_url``), whose length limits are httpx2's own."""
 
@@ -85,6 +87,150 @@ def _layout(binding: _HttpLike) -> _Layout:
         _LAYOUTS.clear()
     _LAYOUTS[id(binding)] = (binding, layout)
     return layout
+
+
+@dataclass(frozen=True)
+class _Wire:
+    """What every request of one binding through one connector shares, derived once: the URL's
+    fixed parts in their final (escaped) form, and the headers before any argument's.
+
+    Only made when the result is what the general path (``_url``, ``_headers`` and
+    ``httpx2.Request``'s own preparation) would build, part for part: ``_wire`` returns None for a
+    template or base URL outside that (a literal ``#``, an absolute template, a framing header among
+    the static ones), and those calls take the general path."""
+
+    base: httpx2.URL
+    url_parts: tuple[Any, str, str, str, int | None] | None
+    """``_url_parts(base)``, or None when the URL must be parsed after all."""
+    prefix: str
+    """``scheme://authority`` of the base URL, for a URL that must be parsed after all."""
+    path_pieces: tuple[str, ...]
+    """The path template split at its placeholders: escaped literal text at even indexes, the
+    wire name of a placeholder at odd ones."""
+    base_path: str
+    fixed_query: str
+    """The base URL's and the template's own query, escaped, joined."""
+    normal: bool
+    """The fixed parts are in httpx2's normal form (``_NORMAL_PATH``, ``_NORMAL_QUERY``), so with
+    escaped values added the URL needs no parse."""
+    headers: httpx2.Headers
+    """``Host``, the defaults and the static headers, as ``httpx2.Request`` lays them out for a request
+    without a body (with ``Content-Length: 0`` for the methods that get one)."""
+    body_headers: httpx2.Headers
+    """The same for a request with a body (its ``Content-Length`` is added last, per call)."""
+
+
+_WIRES: dict[int, tuple[_HttpLike, str, dict[str, str], _Wire | None]] = {}
+
+
+def _wire(binding: _HttpLike, base_url: str, static_headers: Mapping[str, str]) -> _Wire | None:
+    # Keyed like _LAYOUTS; the connector's base URL and static headers are checked by value, so a
+    # changed manifest gets a new entry.
+    entry = _WIRES.get(id(binding))
+    if entry is not None and entry[0] is binding and entry[1] == base_url and entry[2] == static_headers:
+        return entry[3]
+    wire = _make_wire(binding, base_url, static_headers)
+    if len(_WIRES) >= _MAX_LAYOUTS:
+        _WIRES.clear()
+    _WIRES[id(binding)] = (binding, base_url, dict(static_headers), wire)
+    return wire
+
+
+def _make_wire(binding: _HttpLike, base_url: str, static_headers: Mapping[str, str]) -> _Wire | None:
+    layout = _layout(binding)
+    template_path = layout.template_path
+    if "://" in template_path or template_path.startswith("//") or "#" in binding.url:
+        return None  # the general path refuses or parses these, as it always did
+    try:
+        base, prefix, base_path, base_query = _base(base_url)
+    except ValueError:
+        return None
+    headers = _defaults(_static_headers(binding, static_headers))
+    if any(name in headers for name in _FRAMING_HEADERS):
+        return None  # httpx2 would keep the operator's own framing headers: left to it
+    pieces = tuple(
+        quote(piece, safe=_PRINTABLE_ASCII) if index % 2 == 0 else piece
+        for index, piece in enumerate(_PLACEHOLDER.split(template_path))
+    )
+    fixed_query = quote("&".join(q for q in (base_query, layout.template_query) if q), safe=_PRINTABLE_ASCII)
+    base_path = quote(base_path, safe=_PRINTABLE_ASCII)
+    # Escaped values are in normal form, so the URL is when each fixed piece is on its own (then
+    # no '%XX' can be split between a piece and a value).
+    url_parts = _url_parts(base)
+    normal = (
+        url_parts is not None
+        and all(_NORMAL_PATH.fullmatch("/" + piece) for piece in (base_path, *pieces[0::2]))
+        and _NORMAL_QUERY.fullmatch(fixed_query) is not None
+    )
+    host = [(b"Host", base.netloc)]
+    bodiless = [*host, (b"Content-Length", b"0")] if binding.method.upper() in _EMPTY_BODY_LENGTH else host
+    return _Wire(
+        base=base,
+        url_parts=url_parts,
+        prefix=prefix,
+        path_pieces=pieces,
+        base_path=base_path,
+        fixed_query=fixed_query,
+        normal=normal,
+        headers=httpx2.Headers(bodiless + headers.raw),
+        body_headers=httpx2.Headers(host + headers.raw),
+    )
+
+
+def _prepared_request(action: Action, binding: _HttpLike, placed: _Placed, wire: _Wire) -> httpx2.Request:
+    """``build_request`` for a binding with a ``_Wire``: the same request, part for part, from its
+    prepared parts; only what the arguments add is worked out."""
+    pieces = wire.path_pieces
+    if len(pieces) == 1:
+        path = pieces[0]
+    else:
+        parts = list(pieces)
+        for index in range(1, len(pieces), 2):
+            parts[index] = _path_value(placed, pieces[index], _layout(binding))
+        path = "".join(parts)
+    full_path = wire.base_path + "/" + path.lstrip("/")
+    query = wire.fixed_query
+    if placed.query:
+        arguments = _query_string(placed.query)
+        query = f"{query}&{arguments}" if query and arguments else query or arguments
+    try:
+        url = _fast_url(wire, full_path, query) if wire.normal else None
+        if url is None:
+            raw = full_path + (f"?{query}" if query else "")
+            if len(raw) > _FAST_URL_LIMIT:
+                url = wire.base.copy_with(raw_path=raw.encode("ascii"), fragment=None)
+            else:
+                url = httpx2.URL(wire.prefix + raw)
+    except httpx2.InvalidURL:
+        raise _url_too_long(placed) from None
+    arguments_headers = _header_arguments(placed) if placed.header else ()
+    content, content_type = _body(action, binding, placed)
+    headers = wire.headers if content is None else wire.body_headers
+    if arguments_headers or placed.cookie or content is not None:
+        headers = httpx2.Headers(headers)  # the template stays as it is
+        for name, text in arguments_headers:
+            headers[name] = text
+        _add_cookies(headers, placed)
+        if content is not None:
+            if "content-type" not in headers:
+                headers["Content-Type"] = content_type
+            headers["Content-Length"] = str(len(content))
+    # With ``stream=`` (public API) httpx2 takes the headers as they are: they already hold what its
+    # own preparation would add (Host, Content-Length), so that is not worked out again per call.
+    request = httpx2.Request(binding.method, url, headers=headers, stream=httpx2.ByteStream(content or b""))
+    request.read()  # as Request(content=...) does: the body stays replayable (redirects, signing)
+    return request
+
+
+def _path_value(placed: _Placed, wire_name: str, layout: _Layout) -> str:
+    if wire_name not in placed.path:
+        name = layout.path_names.get(wire_name, wire_name)
+        raise ArgumentError(
+            f"missing path argument {name!r}; it is required to build the URL",
+            errors=[{"field": name, "message": "required"}],
+        )
+    name, value = placed.path[wire_name]
+    return _path_segment(name, value)
 
 
 @dataclass
@@ -130,26 +276,37 @@ def build_request(
     if isinstance(binding, PostmanBinding):
         args = _with_defaults(action, args)
     placed = _place(action, binding, args)
+    wire = _wire(binding, base_url, static_headers)
+    if wire is not None:
+        return _prepared_request(action, binding, placed, wire)
     try:
         url = _url(base_url, binding, placed)
     except httpx2.InvalidURL:
-        # Almost always a path or query value too long for a URL; the URL itself is not echoed.
-        raise ArgumentError(
-            "the arguments make the request URL invalid or too long; shorten the path and query values",
-            errors=[
-                {"field": name, "message": "too long for a URL"}
-                for name in (*(n for n, _ in placed.path.values()), *(spec.name for spec, _ in placed.query))
-            ],
-        ) from None
-    if isinstance(binding, PostmanBinding) and binding.headers:
-        # The collection's headers first; the operator's static headers and header arguments override them.
-        static_headers = {**dict(binding.headers), **static_headers}
-    headers = _headers(placed, static_headers)
+        raise _url_too_long(placed) from None
+    headers = _headers(placed, _static_headers(binding, static_headers))
     content, content_type = _body(action, binding, placed)
     if content is not None and "content-type" not in headers:
         # An operator-declared Content-Type (a vendor JSON type, say) wins over our generic one.
         headers["Content-Type"] = content_type
     return httpx2.Request(binding.method, url, headers=headers, content=content)
+
+
+def _url_too_long(placed: _Placed) -> ArgumentError:
+    # Almost always a path or query value too long for a URL; the URL itself is not echoed.
+    return ArgumentError(
+        "the arguments make the request URL invalid or too long; shorten the path and query values",
+        errors=[
+            {"field": name, "message": "too long for a URL"}
+            for name in (*(n for n, _ in placed.path.values()), *(spec.name for spec, _ in placed.query))
+        ],
+    )
+
+
+def _static_headers(binding: _HttpLike, static_headers: Mapping[str, str]) -> Mapping[str, str]:
+    if isinstance(binding, PostmanBinding) and binding.headers:
+        # The collection's headers first; the operator's static headers and header arguments override them.
+        return {**dict(binding.headers), **static_headers}
+    return static_headers
 
 
 def _http_binding(action: Action) -> _HttpLike:
@@ -226,15 +383,7 @@ def _url(base_url: str, binding: _HttpLike, placed: _Placed) -> httpx2.URL:
         raise ValueError("an action's url must be a path relative to the connector's base_url")
 
     def fill(match: re.Match[str]) -> str:
-        wire = match.group(1)
-        if wire not in placed.path:
-            name = layout.path_names.get(wire, wire)
-            raise ArgumentError(
-                f"missing path argument {name!r}; it is required to build the URL",
-                errors=[{"field": name, "message": "required"}],
-            )
-        name, value = placed.path[wire]
-        return _path_segment(name, value)
+        return _path_value(placed, match.group(1), layout)
 
     path = _PLACEHOLDER.sub(fill, template_path) if "{" in template_path else template_path
     full_path = base_path + "/" + path.lstrip("/")
@@ -282,6 +431,27 @@ def _normal_url(base: httpx2.URL, raw: str) -> httpx2.URL | None:
     url = httpx2.URL.__new__(httpx2.URL)
     url._uri_reference = reference._replace(path=path, query=query if mark else None, fragment=None)
     return url
+
+
+def _fast_url(wire: _Wire, path: str, query: str) -> httpx2.URL | None:
+    """``_normal_url`` for a ``_Wire`` whose fixed parts are normal: ``path`` and ``query`` (already
+    escaped, and normal but for dot segments) on the base's authority, with no parse."""
+    parts = wire.url_parts
+    if parts is None or len(path) + len(query) + bool(query) > _FAST_URL_LIMIT or _DOT_SEGMENT.search(path):
+        return None
+    make, scheme, userinfo, host, port = parts
+    url = httpx2.URL.__new__(httpx2.URL)
+    url._uri_reference = make(scheme, userinfo, host, port, path, query or None, None)
+    return url
+
+
+def _url_parts(base: httpx2.URL) -> tuple[Any, str, str, str, int | None] | None:
+    """The parse result's type and the base's scheme, userinfo, host and port, to make the parse
+    result of a URL on the same authority; None for another httpx2 than this was written against."""
+    reference = getattr(base, "_uri_reference", None)
+    if reference is None or getattr(reference, "_fields", None) != _URL_PARTS:
+        return None
+    return type(reference), reference.scheme, reference.userinfo, reference.host, reference.port
 
 
 @lru_cache(maxsize=256)
@@ -345,9 +515,23 @@ def wire_text(value: Any) -> str:
 
 
 def _headers(placed: _Placed, static_headers: Mapping[str, str]) -> httpx2.Headers:
+    headers = _defaults(static_headers)
+    for name, text in _header_arguments(placed):
+        headers[name] = text
+    _add_cookies(headers, placed)
+    return headers
+
+
+def _defaults(static_headers: Mapping[str, str]) -> httpx2.Headers:
     headers = httpx2.Headers({"User-Agent": USER_AGENT, "Accept": DEFAULT_ACCEPT})
     for name, value in static_headers.items():
         headers[name] = value
+    return headers
+
+
+def _header_arguments(placed: _Placed) -> list[tuple[str, str]]:
+    """Header arguments as (wire name, text), each checked."""
+    out: list[tuple[str, str]] = []
     for spec, value in placed.header:
         if value is None:
             continue
@@ -362,12 +546,15 @@ def _headers(placed: _Placed, static_headers: Mapping[str, str]) -> httpx2.Heade
                 f"header argument {spec.name!r} must not contain line breaks or NUL",
                 errors=[{"field": spec.name, "message": "contains CR, LF or NUL"}],
             )
-        headers[spec.on_wire] = text  # non-ASCII goes out as UTF-8 (httpx2.Headers' own choice)
+        out.append((spec.on_wire, text))  # non-ASCII goes out as UTF-8 (httpx2.Headers' own choice)
+    return out
+
+
+def _add_cookies(headers: httpx2.Headers, placed: _Placed) -> None:
     cookies = [f"{spec.on_wire}={_cookie_value(value)}" for spec, value in placed.cookie if value is not None]
     if cookies:
         existing = headers.get("cookie")
         headers["Cookie"] = "; ".join([existing, *cookies] if existing else cookies)
-    return headers
 
 
 def _cookie_value(value: Any) -> str:

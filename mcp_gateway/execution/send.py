@@ -68,7 +68,8 @@ async def send(
         if trace_context:  # the client's trace continues upstream even when this process exports nothing
             carrier: dict[str, str] = {}
             inject_trace_context(carrier, current)
-            request.headers.update(carrier)
+            if carrier:  # nothing to add without a trace (updating with nothing still copies)
+                request.headers.update(carrier)
         outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
         if outcome.http_status is not None:
             current.set_attribute("http.response.status_code", outcome.http_status)
@@ -109,7 +110,6 @@ async def _send(
     max_bytes: int,
     max_redirects: int,
 ) -> Outcome:
-    where = _where(request.url)
     try:
         # anyio.fail_after, without its two generator-based context managers (every call passes here):
         # the scope swallows only its own cancellation, so leaving it that way is the deadline.
@@ -119,12 +119,13 @@ async def _send(
     except (TimeoutError, httpx2.TimeoutException):
         raise UpstreamError(
             "upstream_timeout",
-            f"{where} did not answer within {timeout:g} s; try again later or raise the connector's timeout",
+            f"{_where(request.url)} did not answer within {timeout:g} s; try again later or raise the "
+            "connector's timeout",
         ) from None
     except (httpx2.NetworkError, httpx2.ProxyError) as exc:
         raise UpstreamError(
             "upstream_unreachable",
-            f"could not reach {where} ({type(exc).__name__}); check that the service is up and the "
+            f"could not reach {_where(request.url)} ({type(exc).__name__}); check that the service is up and the "
             "connector's base_url is right, then try again",
         ) from None
     except httpx2.InvalidURL:
@@ -137,13 +138,13 @@ async def _send(
         why = getattr(exc, "reason", None) or type(exc).__name__
         raise UpstreamError(
             "upstream_unreachable",
-            f"the TLS connection to {where} failed ({why}); check the connector's base_url and certificates, "
-            "then try again",
+            f"the TLS connection to {_where(request.url)} failed ({why}); check the connector's base_url and "
+            "certificates, then try again",
         ) from None
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(
             "upstream_error",
-            f"{where} broke the HTTP exchange ({type(exc).__name__}); try again later",
+            f"{_where(request.url)} broke the HTTP exchange ({type(exc).__name__}); try again later",
         ) from None
 
 

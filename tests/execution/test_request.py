@@ -303,8 +303,81 @@ def test_urls_built_without_a_reparse_equal_httpx2s_own_parse(
     specs = (ParamSpec(name="q", location="query"),)
     request = build_request(action(url, "GET", specs=specs), args, base_url=base)
     monkeypatch.setattr(request_module, "_normal_url", lambda base, raw: None)
+    monkeypatch.setattr(request_module, "_fast_url", lambda wire, path, query: None)
     parsed = build_request(action(url, "GET", specs=specs), args, base_url=base).url
     for expected in (parsed, httpx2.URL(str(parsed))):
         for part in ("scheme", "userinfo", "host", "port", "raw_path", "query", "fragment"):
             assert getattr(request.url, part) == getattr(expected, part), part
         assert str(request.url) == str(expected)
+
+
+_SPECS = (
+    ParamSpec(name="q", location="query"),
+    ParamSpec(name="x-mode", location="header"),
+    ParamSpec(name="Accept", location="header"),
+    ParamSpec(name="session", location="cookie"),
+    ParamSpec(name="name", location="body"),
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "args", "static", "body"),
+    [
+        ("GET", "/items/{id}", {"id": "1"}, {}, "json"),
+        ("GET", "/items/{id}", {"id": "ä/1", "q": ["a", "b"]}, {"X-Api-Version": "2"}, "json"),
+        ("POST", "/items", {}, {}, "json"),
+        ("POST", "/items", {"name": "n", "x-mode": "fast"}, {"Content-Type": "application/vnd+json"}, "json"),
+        ("PUT", "/items/{id}", {"id": "1", "name": "é"}, {"Cookie": "lang=en"}, "form"),
+        ("PATCH", "/a b/{id}?fixed=1", {"id": [], "session": "s;1", "Accept": "text/plain"}, {}, "json"),
+        ("DELETE", "/{id}/x", {"id": "..x", "x-mode": "naïve"}, {"Accept": "a/b"}, "json"),
+        ("POST", "/%7e/{id}?q={id}", {"id": "1", "name": "n"}, {}, "raw_name"),
+        ("GET", "/x#frag", {}, {}, "json"),
+        ("POST", "/x", {}, {"Transfer-Encoding": "chunked"}, "json"),
+    ],
+)
+def test_the_prepared_request_is_the_general_paths_request(
+    method: str, url: str, args: dict[str, Any], static: dict[str, str], body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # build_request keeps per binding what every call shares (the URL's fixed parts, the headers before
+    # the arguments') and makes the request from them; it must be the request the general path makes.
+    def build() -> httpx2.Request | Exception:
+        binding_body, body_param = ("raw", "name") if body == "raw_name" else (body, None)
+        specs = tuple(s for s in _SPECS if s.name != body_param)
+        act = action(url, method, specs=specs, body=binding_body, body_param=body_param)
+        try:
+            return build_request(act, args, base_url="https://api.example.com:8443/v1?k=v", static_headers=static)
+        except Exception as exc:  # the same refusal, too
+            return exc
+
+    prepared = build()
+    monkeypatch.setattr(request_module, "_wire", lambda binding, base_url, static_headers: None)
+    general = build()
+    if isinstance(general, Exception):
+        assert type(prepared) is type(general) and str(prepared) == str(general)
+        return
+    assert isinstance(prepared, httpx2.Request)
+    assert (prepared.method, str(prepared.url), prepared.url.raw_path) == (
+        general.method,
+        str(general.url),
+        general.url.raw_path,
+    )
+    assert prepared.headers.raw == general.headers.raw
+    assert prepared.content == general.content
+    assert type(prepared.stream) is type(general.stream)
+    # A header the auth step adds later is encoded the same way (the headers' encoding is a state).
+    for request in (prepared, general):
+        request.headers["X-Later"] = "ünï"
+    assert prepared.headers.raw == general.headers.raw
+
+
+def test_the_prepared_parts_are_kept_per_binding_and_connector() -> None:
+    act = action("/items/{id}", "GET", specs=())
+    binding = act.binding
+    assert isinstance(binding, OpenAPIBinding)
+    build_request(act, {"id": "1"}, base_url=BASE)
+    first = request_module._wire(binding, BASE, {})
+    assert first is not None and first is request_module._wire(binding, BASE, {})
+    # Another base URL or other static headers (a reloaded manifest) get their own.
+    other = build_request(act, {"id": "1"}, base_url="https://other.example.com", static_headers={"X": "1"})
+    assert str(other.url) == "https://other.example.com/items/1" and other.headers["x"] == "1"
+    assert request_module._wire(binding, BASE, {}) is not first
