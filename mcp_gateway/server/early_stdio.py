@@ -27,10 +27,11 @@ import logging
 import os
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdout", "build_key"]
+__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdin", "SdkStdout", "SdkWire", "build_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ _CACHEABLE_BYTES = tuple(method.encode() for method in CACHEABLE)
 
 _FILE = "stdio-answers.json"
 _MAX_ENTRIES = 32
+_READ_BYTES = 1 << 16
 _SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/early_stdio.py")
 """This package's files that shape the two answers (its version, the tools, the capabilities)."""
 
@@ -219,6 +221,66 @@ class EarlyStdio:
                     self._answered.discard(rid)
                     return  # the client has it already
             self._write(text.encode())
+
+
+class SdkStdin:
+    """What the SDK's stdio transport reads (``async for line in stdin``): the lines the pump forwards,
+    read from our own pipe on the event loop when it is readable.
+
+    ``anyio.wrap_file`` would hand every line's ``readline`` to a worker thread and wait for it to come
+    back (a thread round trip per message); the pipe's read end is this process's alone, so it can
+    be non-blocking and watched by the event loop instead. Lines are decoded like the SDK's own text
+    wrapper does (UTF-8, undecodable bytes replaced), each with its newline (the last one may lack it).
+    """
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe  # kept open: the descriptor is read through it
+        self._fd = pipe.fileno()
+        os.set_blocking(self._fd, False)
+        self._lines: deque[bytes] = deque()
+        self._partial = b""
+        self._ended = False
+
+    def __aiter__(self) -> SdkStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        while not self._lines:
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                chunk = os.read(self._fd, _READ_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not chunk:  # EOF: the client closed stdin
+                self._ended = True
+                if self._partial:
+                    self._lines.append(self._partial)
+                    self._partial = b""
+                continue
+            *complete, self._partial = (self._partial + chunk).split(b"\n")
+            self._lines.extend(line + b"\n" for line in complete)
+        return self._lines.popleft().decode("utf-8", errors="replace")
+
+
+class SdkWire:
+    """What the SDK's stdio transport writes to (``await stdout.write(line)``, then ``flush``): each
+    line goes through ``EarlyStdio`` on a worker thread (a stalled client must not block the event
+    loop); the flush needs no thread of its own, the line being written unbuffered already."""
+
+    def __init__(self, early: EarlyStdio) -> None:
+        self._out = SdkStdout(early)
+
+    async def write(self, text: str) -> int:
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self._out.write, text)
+
+    async def flush(self) -> None:
+        pass
 
 
 class SdkStdout(io.TextIOBase):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar, cast
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -356,16 +356,16 @@ def _only_declared_param_headers(server: MCPServer) -> None:
 
 async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     """``server.run_stdio_async()`` over the streams ``early_stdio`` claimed at start: the SDK's own
-    stdio transport, given the client's lines and writing its answers through ``early``."""
-    import io
-
+    stdio transport, given the client's lines and writing its answers through ``early``. Its lines
+    are read on the event loop (``SdkStdin``) and its flushes cost nothing (``SdkWire``): of the
+    three worker-thread round trips a message exchange costs through ``anyio.wrap_file``, one is left."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from .early_stdio import SdkStdout
+    from .early_stdio import SdkStdin, SdkWire
 
-    stdin = anyio.wrap_file(io.TextIOWrapper(early.sdk_stdin, encoding="utf-8", errors="replace"))
-    stdout = anyio.wrap_file(cast("TextIO", SdkStdout(early)))  # anyio calls its write and flush only
+    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
+    stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
     lowlevel = server._lowlevel_server  # what run_stdio_async runs; the SDK takes no streams there
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

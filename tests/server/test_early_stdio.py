@@ -7,12 +7,18 @@ answer per request id, and the SDK staying the judge of what is stored. No clock
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
+
+from mcp_gateway.server.early_stdio import SdkStdin
 from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
 
 INITIALIZE = {
@@ -95,3 +101,25 @@ def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
     assert _serve(tmp_path, SESSION, step=True) == real
     other = {**INITIALIZE, "params": {**INITIALIZE["params"], "clientInfo": {"name": "other", "version": "2"}}}
     assert _serve(tmp_path, [other])[0]["result"] == real[0]["result"]  # parameters never seen: the SDK answers
+
+
+@pytest.mark.anyio
+async def test_sdk_stdin_gives_the_lines_as_a_text_file_would() -> None:
+    """The pipe the SDK reads is watched by the event loop: lines split across writes, several in
+    one write, undecodable bytes and a last line without its newline come out as from a text file."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as pipe, os.fdopen(write_end, "wb", buffering=0) as writer:
+        lines = SdkStdin(pipe)
+        got: list[str] = []
+
+        async def read_all() -> None:
+            got.extend([line async for line in lines])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_all)
+            for chunk in (b'{"a":', b'1}\n{"b":2}\n', b"\xff\xfe\n", "é".encode(), b"\nlast"):
+                writer.write(chunk)
+                await anyio.sleep(0.01)
+            writer.close()
+    want = ['{"a":1}\n', '{"b":2}\n', "\ufffd\ufffd\n", "é\n", "last"]
+    assert got == want == io.TextIOWrapper(io.BytesIO(b"".join(w.encode() for w in want))).readlines()
