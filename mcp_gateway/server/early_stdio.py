@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import os
+import select
 import sys
 import threading
 from collections import deque
@@ -89,6 +90,7 @@ class EarlyStdio:
         self._wire: IO[bytes] = sys.stderr.buffer  # set by start
         self._to_sdk: IO[bytes] = sys.stderr.buffer
         self.sdk_stdin: IO[bytes] = sys.stdin.buffer
+        self._poll: select.poll | None = None
 
     @classmethod
     def start(cls, state_dir: Path) -> EarlyStdio | None:
@@ -199,6 +201,13 @@ class EarlyStdio:
     def _write(self, data: bytes) -> None:
         self._wire.write(data)
 
+    def wire_ready(self) -> bool:
+        """Whether the client's end can take a write now (a pipe: room for ``PIPE_BUF`` bytes at least)."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self._wire.fileno(), select.POLLOUT)
+        return any(events & select.POLLOUT for _, events in self._poll.poll(0))
+
     def sdk_line(self, text: str) -> None:
         """One line the SDK writes (a JSON-RPC message and its newline)."""
         with self._lock:
@@ -267,16 +276,24 @@ class SdkStdin:
 
 
 class SdkWire:
-    """What the SDK's stdio transport writes to (``await stdout.write(line)``, then ``flush``): each
-    line goes through ``EarlyStdio`` on a worker thread (a stalled client must not block the event
-    loop); the flush needs no thread of its own, the line being written unbuffered already."""
+    """What the SDK's stdio transport writes to (``await stdout.write(line)``, then ``flush``).
+
+    A line the wire can take at once (at most ``PIPE_BUF`` bytes, and the wire ready for writing: a
+    pipe then takes it whole without blocking) is written on the event loop; any other goes through
+    ``EarlyStdio`` on a worker thread, so a client that stops reading never blocks the event loop.
+    The flush needs no thread of its own: every line is written unbuffered already.
+    """
 
     def __init__(self, early: EarlyStdio) -> None:
         self._out = SdkStdout(early)
+        self._ready = early.wire_ready
 
     async def write(self, text: str) -> int:
         import anyio.to_thread
 
+        if len(text) <= select.PIPE_BUF // 4 or len(text.encode()) <= select.PIPE_BUF:  # 4 bytes a character at most
+            if self._ready():
+                return self._out.write(text)
         return await anyio.to_thread.run_sync(self._out.write, text)
 
     async def flush(self) -> None:
