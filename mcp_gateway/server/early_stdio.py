@@ -15,6 +15,9 @@ this session, and the same build: the key covers the Python version, this packag
 files that shape the answers, and the SDK's installed files (sizes and times, not contents: cheap).
 Like the SDK's own stdio transport, the standard descriptors are diverted while serving (fd 0 reads
 the null device, fd 1 writes to stderr), so a child process or a stray print never touches the wire.
+Unlike it, a message costs no worker thread at all in the common case: the SDK's lines are read on
+the event loop from our pipe (``SdkStdin``), and an answer the wire can take whole at once is
+written there too (``SdkWire``); ``anyio.wrap_file`` took three thread round trips per exchange.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import io
 import json
 import logging
 import os
+import select
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdout", "build_key"]
+__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdin", "SdkStdout", "SdkWire", "build_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +45,7 @@ _CACHEABLE_BYTES = tuple(method.encode() for method in CACHEABLE)
 
 _FILE = "stdio-answers.json"
 _MAX_ENTRIES = 32
+_READ_BYTES = 1 << 16
 _SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/early_stdio.py")
 """This package's files that shape the two answers (its version, the tools, the capabilities)."""
 
@@ -87,6 +93,7 @@ class EarlyStdio:
         self._wire: IO[bytes] = sys.stderr.buffer  # set by start
         self._to_sdk: IO[bytes] = sys.stderr.buffer
         self.sdk_stdin: IO[bytes] = sys.stdin.buffer
+        self._poll: select.poll | None = None
 
     @classmethod
     def start(cls, state_dir: Path) -> EarlyStdio | None:
@@ -197,6 +204,13 @@ class EarlyStdio:
     def _write(self, data: bytes) -> None:
         self._wire.write(data)
 
+    def wire_ready(self) -> bool:
+        """Whether the client's end can take a write now (a pipe: room for ``PIPE_BUF`` bytes at least)."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self._wire.fileno(), select.POLLOUT)
+        return any(events & select.POLLOUT for _, events in self._poll.poll(0))
+
     def sdk_line(self, text: str) -> None:
         """One line the SDK writes (a JSON-RPC message and its newline)."""
         with self._lock:
@@ -219,6 +233,74 @@ class EarlyStdio:
                     self._answered.discard(rid)
                     return  # the client has it already
             self._write(text.encode())
+
+
+class SdkStdin:
+    """What the SDK's stdio transport reads (``async for line in stdin``): the lines the pump forwards,
+    read from our own pipe on the event loop when it is readable.
+
+    ``anyio.wrap_file`` would hand every line's ``readline`` to a worker thread and wait for it to come
+    back (a thread round trip per message); the pipe's read end is this process's alone, so it can
+    be non-blocking and watched by the event loop instead. Lines are decoded like the SDK's own text
+    wrapper does (UTF-8, undecodable bytes replaced), each with its newline (the last one may lack it).
+    """
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe  # kept open: the descriptor is read through it
+        self._fd = pipe.fileno()
+        os.set_blocking(self._fd, False)
+        self._lines: deque[bytes] = deque()
+        self._partial = b""
+        self._ended = False
+
+    def __aiter__(self) -> SdkStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        while not self._lines:
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                chunk = os.read(self._fd, _READ_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not chunk:  # EOF: the client closed stdin
+                self._ended = True
+                if self._partial:
+                    self._lines.append(self._partial)
+                    self._partial = b""
+                continue
+            *complete, self._partial = (self._partial + chunk).split(b"\n")
+            self._lines.extend(line + b"\n" for line in complete)
+        return self._lines.popleft().decode("utf-8", errors="replace")
+
+
+class SdkWire:
+    """What the SDK's stdio transport writes to (``await stdout.write(line)``, then ``flush``).
+
+    A line the wire can take at once (at most ``PIPE_BUF`` bytes, and the wire ready for writing: a
+    pipe then takes it whole without blocking) is written on the event loop; any other goes through
+    ``EarlyStdio`` on a worker thread, so a client that stops reading never blocks the event loop.
+    The flush needs no thread of its own: every line is written unbuffered already.
+    """
+
+    def __init__(self, early: EarlyStdio) -> None:
+        self._out = SdkStdout(early)
+        self._ready = early.wire_ready
+
+    async def write(self, text: str) -> int:
+        import anyio.to_thread
+
+        if len(text) <= select.PIPE_BUF // 4 or len(text.encode()) <= select.PIPE_BUF:  # 4 bytes a character at most
+            if self._ready():
+                return self._out.write(text)
+        return await anyio.to_thread.run_sync(self._out.write, text)
+
+    async def flush(self) -> None:
+        pass
 
 
 class SdkStdout(io.TextIOBase):

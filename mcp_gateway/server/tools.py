@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar, cast
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import (
     INVALID_PARAMS,
     CallToolResult,
@@ -36,7 +37,7 @@ from ..core.results import Connected
 from ..discovery import MAX_QUERY_CHARS
 from ..errors import StoreUnavailable
 from ..identity import Principal
-from ..model import PendingApproval
+from ..model import Denied, ErrorResult, Ok, PendingApproval
 from ..runtime import BackgroundSync
 from ..tracing import span
 from .elicitation import HumanElicitation, request_state_security
@@ -134,6 +135,12 @@ def build_mcp_server(
 
     def principal_of(ctx: Context) -> Principal:
         return principal_of_request(ctx.request_context)
+
+    def principal_and_session(ctx: Context) -> tuple[Principal, object]:
+        # ``Context`` is a pydantic model: each of its properties is a private-attribute lookup
+        # through ``BaseModel.__getattr__``, so ``call`` reads the request context once.
+        request_context = ctx.request_context
+        return principal_of_request(request_context), request_context.session
 
     def principal_of_request(request_context: ServerRequestContext[Any, Any]) -> Principal:
         request = request_context.request
@@ -242,7 +249,7 @@ def build_mcp_server(
         ] = None,
     ) -> CallToolResult | InputRequiredResult:
         await loaded()
-        principal = principal_of(ctx)
+        principal, session = principal_and_session(ctx)
         resumed = await humans.resume(ctx, principal, "call")
         if resumed is not None:
             if not resumed.done:
@@ -260,7 +267,7 @@ def build_mcp_server(
         elicits = bool(wait) and humans.supported(ctx) and not humans.stateless(ctx)
         # One MCP session may hold as many calls open as one agent (issue 13): the per-agent cap is
         # the gateway's, this one is the session's.
-        with gateway.bounds.calls.holding(f"session:{id(ctx.session)}") as admitted:
+        with gateway.bounds.calls.holding(f"session:{id(session)}") as admitted:
             if not admitted:
                 return _result(too_many_calls(gateway.bounds.calls.limit))
             result = await gateway.call(
@@ -274,6 +281,8 @@ def build_mcp_server(
             )
         if announced is not None and announced[0] is result:
             return announced[1]  # nobody decided in time: the answer already given stands
+        if isinstance(result, Ok | Denied | ErrorResult):
+            return _result(result)  # nothing for a human to open: no link to offer
         return await offered(ctx, principal, "call", result)
 
     @server.tool(
@@ -317,21 +326,46 @@ def build_mcp_server(
             return _result(Connected(connector=connector, name=name, message=stored))
         return await offered(ctx, principal, "request_secret", await gateway.request_secret(principal, connector, name))
 
+    _only_declared_param_headers(server)
     return server
+
+
+def _only_declared_param_headers(server: MCPServer) -> None:
+    """Let the SDK check ``Mcp-Param-*`` headers (2026-07-28 HTTP) only for a tool whose input schema
+    declares one (``x-mcp-header``). The SDK walks the whole schema of the called tool twice per
+    ``tools/call`` to find those declarations (~25 us for ``call``'s five arguments); the six
+    meta-tools declare none, so that walk can never reject anything. A schema that does mention
+    ``x-mcp-header`` is still handed over and checked as before."""
+    lowlevel = server._lowlevel_server
+    lookup = lowlevel.get_tool_input_schema
+    if lookup is None:
+        return
+    declares: dict[str, tuple[Mapping[str, Any], bool]] = {}
+
+    def declared(name: str) -> Mapping[str, Any] | None:
+        schema = lookup(name)
+        if schema is None:
+            return None
+        known = declares.get(name)
+        if known is None or known[0] is not schema:
+            known = declares[name] = (schema, X_MCP_HEADER_KEY in json.dumps(schema, default=str))
+        return schema if known[1] else None
+
+    lowlevel.get_tool_input_schema = declared
 
 
 async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     """``server.run_stdio_async()`` over the streams ``early_stdio`` claimed at start: the SDK's own
-    stdio transport, given the client's lines and writing its answers through ``early``."""
-    import io
-
+    stdio transport, given the client's lines and writing its answers through ``early``. Its lines
+    are read on the event loop (``SdkStdin``) and its flushes cost nothing (``SdkWire``): of the
+    three worker-thread round trips a message exchange costs through ``anyio.wrap_file``, one is left."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from .early_stdio import SdkStdout
+    from .early_stdio import SdkStdin, SdkWire
 
-    stdin = anyio.wrap_file(io.TextIOWrapper(early.sdk_stdin, encoding="utf-8", errors="replace"))
-    stdout = anyio.wrap_file(cast("TextIO", SdkStdout(early)))  # anyio calls its write and flush only
+    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
+    stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
     lowlevel = server._lowlevel_server  # what run_stdio_async runs; the SDK takes no streams there
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

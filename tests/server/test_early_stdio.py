@@ -7,12 +7,18 @@ answer per request id, and the SDK staying the judge of what is stored. No clock
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
+
+from mcp_gateway.server.early_stdio import EarlyStdio, SdkStdin, SdkWire
 from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
 
 INITIALIZE = {
@@ -95,3 +101,58 @@ def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
     assert _serve(tmp_path, SESSION, step=True) == real
     other = {**INITIALIZE, "params": {**INITIALIZE["params"], "clientInfo": {"name": "other", "version": "2"}}}
     assert _serve(tmp_path, [other])[0]["result"] == real[0]["result"]  # parameters never seen: the SDK answers
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # what the gateway serves on
+
+
+@pytest.mark.anyio
+async def test_sdk_stdin_gives_the_lines_as_a_text_file_would() -> None:
+    """The pipe the SDK reads is watched by the event loop: lines split across writes, several in
+    one write, undecodable bytes and a last line without its newline come out as from a text file."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as pipe, os.fdopen(write_end, "wb", buffering=0) as writer:
+        lines = SdkStdin(pipe)
+        got: list[str] = []
+
+        async def read_all() -> None:
+            got.extend([line async for line in lines])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_all)
+            for chunk in (b'{"a":', b'1}\n{"b":2}\n', b"\xff\xfe\n", "é".encode(), b"\nlast"):
+                writer.write(chunk)
+                await anyio.sleep(0.01)
+            writer.close()
+    want = ['{"a":1}\n', '{"b":2}\n', "\ufffd\ufffd\n", "é\n", "last"]
+    assert got == want == io.TextIOWrapper(io.BytesIO(b"".join(w.encode() for w in want))).readlines()
+
+
+@pytest.mark.anyio
+async def test_sdk_wire_writes_every_line_whole_and_in_order(tmp_path: Path) -> None:
+    """Short lines are written on the event loop, a line longer than the pipe holds on a worker thread
+    (the loop keeps running while the client reads it); the client gets each whole, in order."""
+    early = EarlyStdio(tmp_path)
+    read_end, write_end = os.pipe()
+    early._wire = os.fdopen(write_end, "wb", buffering=0)
+    wire = SdkWire(early)
+    big = json.dumps({"data": "x" * 300_000}) + "\n"
+    sent = ['{"id":1}\n', big, '{"id":"é"}\n']
+    with os.fdopen(read_end, "rb") as client:
+        received = b""
+        async with anyio.create_task_group() as tg:
+
+            async def read() -> None:
+                nonlocal received
+                want = sum(len(line.encode()) for line in sent)
+                while len(received) < want:
+                    received += await anyio.to_thread.run_sync(client.read1, 1 << 16)
+
+            tg.start_soon(read)
+            for line in sent:
+                assert await wire.write(line) == len(line)
+                await wire.flush()
+        early._wire.close()
+    assert received.decode() == "".join(sent)
