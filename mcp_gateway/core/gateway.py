@@ -321,6 +321,9 @@ class Gateway:
             return self.permissions.not_found(principal, tool)
         verdict = self.permissions.verdict(action, {})
         cfg = self.catalogs.config(action.connector)
+        separate = verdict.action == "require_approval" and (
+            verdict.separate_approver or self.catalogs.manifest.approvals.separate_approver
+        )
         return DescribeResult(
             name=action.qualified_name,
             summary=shown_summary(action.summary),
@@ -332,9 +335,7 @@ class Gateway:
                 source=verdict.source,
                 rule=verdict.rule,
                 conditional=self.permissions.conditional(action),
-                separate_approver=verdict.action == "require_approval"
-                and (verdict.separate_approver or self.catalogs.manifest.approvals.separate_approver)
-                or None,
+                separate_approver=True if separate else None,
             ),
             auth=DescribeAuth(
                 kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg, principal.user)
