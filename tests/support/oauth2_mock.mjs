@@ -19,6 +19,8 @@
 //                          TTL seconds (300): /introspect (RFC 7662, form-encoded, client authenticated
 //                          with HTTP Basic, else 401) answers its claims, and {"active": false} for
 //                          any other token; one {"event": "introspect"} line per request
+//   any other line         only acknowledged ({"event": "ack"}): a barrier, since the ack comes after
+//                          every line the server wrote before it (oauth2_server.py's events())
 // An access token carries aud = the RFC 8707 `resource` the client asked for (when it asked), azp =
 // the client id, and the scope granted at the authorize step when the token request names none.
 // Exits when stdin closes (the test process ended).

@@ -76,6 +76,7 @@ class OAuth2MockServer:
         )
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self._events: list[dict[str, Any]] = []
+        self._syncs = 0
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
         ready = self._next("ready", timeout=30)
@@ -106,6 +107,16 @@ class OAuth2MockServer:
                 return event
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every event the server has written so far. The server writes a request's event before it
+        answers, but this process reads its output on a thread that may lag behind the answer the
+        test already holds: a command's acknowledgement comes after every earlier line, so waiting
+        for one first means nothing written before this call is missed."""
+        if self._proc.poll() is None and self._proc.stdin is not None and not self._proc.stdin.closed:
+            self._syncs += 1
+            self.command(f"sync {self._syncs}")  # not a command the server knows: it only acknowledges it
+        return self._seen(kind)
+
+    def _seen(self, kind: str | None) -> list[dict[str, Any]]:
         with self._lock:
             return [e for e in self._events if kind is None or e.get("event") == kind]
 
@@ -115,7 +126,7 @@ class OAuth2MockServer:
         self._proc.stdin.write(line + "\n")
         self._proc.stdin.flush()
         deadline = time.monotonic() + 10
-        while not any(e.get("command") == line for e in self.events("ack")):
+        while not any(e.get("command") == line for e in self._seen("ack")):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"oauth2-mock-server did not take {line!r}")
             time.sleep(0.01)
