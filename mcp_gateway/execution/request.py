@@ -395,11 +395,9 @@ def _url(base_url: str, binding: _HttpLike, placed: _Placed) -> httpx2.URL:
     if "#" in raw or len(raw) > _FAST_URL_LIMIT:
         # Per component, as httpx2 checks them: a literal '#' is refused rather than read as a fragment.
         return base.copy_with(raw_path=raw.encode("ascii"), fragment=None)
-    url = _normal_url(base, raw)
-    if url is not None:
-        return url
     # One parse of the whole URL, the same result as the per-component copy above (the authority
     # is httpx2's own normalized form, the raw path has no '#', so the first '?' splits the query).
+    # Only bindings without a ``_Wire`` come here; the others skip the parse (``_fast_url``).
     return httpx2.URL(prefix + raw)
 
 
@@ -411,31 +409,14 @@ _DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
 _URL_PARTS = ("scheme", "userinfo", "host", "port", "path", "query", "fragment")
 
 
-def _normal_url(base: httpx2.URL, raw: str) -> httpx2.URL | None:
-    """``base`` with the raw path ``raw``, made without parsing the URL again, when ``raw`` is already
-    in the form httpx2 would normalize it to (the common case: a template of plain segments, values
-    escaped whole by ``_path_segment``); None otherwise, and the caller parses.
+def _fast_url(wire: _Wire, path: str, query: str) -> httpx2.URL | None:
+    """The URL ``path`` and ``query`` (already escaped, and normal but for dot segments) make on a
+    ``_Wire``'s base authority, made without parsing it again; None when it must be parsed.
 
     httpx2's parse of the whole URL (validation, the host's IP address parse, two escaping passes)
     was most of the cost of building a request; its parse result is a named tuple of the URL's
-    normalized parts, which for such a ``raw`` are the base's scheme, userinfo, host and port with
-    ``raw``'s path and query. ``test_request.py`` checks the two agree."""
-    reference = getattr(base, "_uri_reference", None)
-    if reference is None or getattr(reference, "_fields", None) != _URL_PARTS:
-        return None  # another httpx2 than the one this was written against: parse
-    path, mark, query = raw.partition("?")
-    if not _NORMAL_PATH.fullmatch(path) or _DOT_SEGMENT.search(path):
-        return None
-    if mark and not _NORMAL_QUERY.fullmatch(query):
-        return None
-    url = httpx2.URL.__new__(httpx2.URL)
-    url._uri_reference = reference._replace(path=path, query=query if mark else None, fragment=None)
-    return url
-
-
-def _fast_url(wire: _Wire, path: str, query: str) -> httpx2.URL | None:
-    """``_normal_url`` for a ``_Wire`` whose fixed parts are normal: ``path`` and ``query`` (already
-    escaped, and normal but for dot segments) on the base's authority, with no parse."""
+    normalized parts, which for such a path and query are the base's scheme, userinfo, host and
+    port with them. ``test_request.py`` checks the two agree."""
     parts = wire.url_parts
     if parts is None or len(path) + len(query) + bool(query) > _FAST_URL_LIMIT or _DOT_SEGMENT.search(path):
         return None
