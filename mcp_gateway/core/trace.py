@@ -43,12 +43,10 @@ class CallTrace:
     """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
     approved_by: str | None = None
     """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
-    _shown: tuple[Action | None, str, str | None] | None = field(default=None, repr=False)
-    """(action, args preview, fingerprint) of the last row built: the ``started`` row and the
-    outcome show the same arguments, so they are rendered and hashed once per call."""
     _last: tuple[Action | None, Verdict | None, Principal, str, AuditRecord] | None = field(default=None, repr=False)
     """(action, verdict, principal, tool, row) of the last row built: an outcome that shows the same
-    call is that row with its outcome's fields replaced, not a second validation of all 16."""
+    call is that row with its outcome's fields replaced, not a second validation of all 16; one of
+    the same action and principal at least shows the same arguments (rendered and hashed once)."""
 
     async def reach_upstream(self) -> None:
         """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
@@ -87,13 +85,13 @@ class CallTrace:
             "approved_by": self.approved_by,
         }
         last = self._last
-        if last is not None and last[0] is action and last[1] is verdict and last[2] is principal and last[3] is tool:
-            # The call's ``started`` row with its outcome's fields, all typed already: no validation.
-            return last[4].model_copy(update=varying)
-        shown = self._shown
-        if shown is None or shown[0] is not action:
+        if last is not None and last[0] is action and last[2] is principal:
+            if last[1] is verdict and last[3] is tool:
+                # The call's ``started`` row with its outcome's fields, all typed already: no validation.
+                return last[4].model_copy(update=varying)
+            preview, digest = last[4].args_preview, last[4].fingerprint
+        else:
             preview, digest = _preview_and_fingerprint(principal, action, args)
-            shown = self._shown = (action, preview, digest)
         # model_validate of a dict: the same validation as keyword arguments, without pydantic's
         # Python-level __init__.
         row = AuditRecord.model_validate(
@@ -103,8 +101,8 @@ class CallTrace:
                 "requested": tool[:200],
                 "connector": action.connector if action else None,
                 "action": action.qualified_name if action else None,
-                "args_preview": shown[1],
-                "fingerprint": shown[2],
+                "args_preview": preview,
+                "fingerprint": digest,
                 "verdict": verdict.action if verdict else None,
                 "verdict_source": verdict.source if verdict else None,
                 **varying,

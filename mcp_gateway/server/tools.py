@@ -337,8 +337,8 @@ def _only_declared_param_headers(server: MCPServer) -> None:
     meta-tools declare none, so that walk can never reject anything. A schema that does mention
     ``x-mcp-header`` is still handed over and checked as before."""
     lowlevel = server._lowlevel_server
-    lookup = lowlevel.get_tool_input_schema
-    if lookup is None:
+    lookup = getattr(lowlevel, "get_tool_input_schema", None)
+    if lookup is None:  # an SDK without the hook (or with it unset): nothing to narrow
         return
     declares: dict[str, tuple[Mapping[str, Any], bool]] = {}
 
