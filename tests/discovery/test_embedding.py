@@ -134,7 +134,9 @@ def test_minilm_int8_gives_the_float32_vectors(minilm: MiniLmEncoder) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     reference = np.load(FLOAT32)
     cosines = np.sum(vectors * reference, axis=1)
-    assert cosines.min() > 0.98, cosines  # measured: 0.986-0.999 (int8 weights and activations)
+    # Measured 0.986-0.999 on a CPU with AVX-512 VNNI, 0.976-0.996 on one with AVX2 only (onnxruntime's
+    # int8 kernels differ by instruction set): the bound holds on both.
+    assert cosines.min() > 0.97, cosines
     # What retrieval sees: the similarities between texts move by a few hundredths at most.
     assert np.abs(vectors @ vectors.T - reference @ reference.T).max() < 0.05
     # Reference cosine 0.574282: "create an issue" vs its action; 0.044404 vs the dollars question.
