@@ -5,7 +5,7 @@
   command (``_require``).
 - ``embedded_text``: an action as a sentence (name words, summary, description head, parameter names),
   ``dense.DenseEmbedder``'s default text and the benchmarks'. The gateway embeds the shorter
-  ``_segment.dense_text``.
+  ``_segment.dense_texts``.
 - ``MiniLmEncoder`` is re-exported from ``_minilm``.
 
 Nothing here imports numpy, tokenizers or onnxruntime until a ``MiniLmEncoder`` is made: a

@@ -66,7 +66,7 @@ def _code_digest() -> str:
 
 @cache
 def card_version() -> str:
-    """What an action's embedded card (``_segment.dense_text``) depends on besides the action: its code."""
+    """What an action's embedded texts (``_segment.dense_texts``) depend on besides the action: its code."""
     return code_digest("cards-1", (_segment, _text))
 
 

@@ -1,4 +1,7 @@
-"""Dense retrieval for hybrid ``discover``: one unit vector per action, searched by dot product.
+"""Dense retrieval for hybrid ``discover``: one vector per action, searched by dot product.
+
+An action's vector is the mean of its texts' unit vectors (``DenseEmbedder``'s ``texts``), so its
+score is the mean of the query's cosines to them.
 
 Two pieces, wired by the gateway (the index and the store are not imported here); the fusion with
 the lexical ranking is ``hybrid.fuse``:
@@ -261,16 +264,18 @@ class DenseEmbedder:
         store: VectorStore,
         *,
         index: DenseIndex | None = None,
-        text: Callable[[Action], str] = embedded_text,
+        texts: Callable[[Action], Sequence[str]] = lambda action: (embedded_text(action),),
         cards: str | None = None,
         batch: int = 256,
     ) -> None:
         self.provider = provider
         self.store = store
         self.index = index or DenseIndex()
-        self._text = text
+        self._texts = texts
+        """The texts an action's vector is the mean of (each a unit vector: its score is the mean of
+        the query's cosines to them), one or more, the same number for every action."""
         self._cards = cards
-        """A version of what ``text`` makes of a catalog (its code's digest). With it, a refresh given the
+        """A version of what ``texts`` makes of a catalog (its code's digest). With it, a refresh given the
         catalog's fingerprint keeps the connector's text digests in the store, so that the next start
         finds its vectors without rebuilding every text (~60 us an action; a restart's biggest cost)."""
         self.batch = batch
@@ -295,22 +300,26 @@ class DenseEmbedder:
         kept_at = self._digests_key(slug, fingerprint, names)
         digests = await self._kept_digests(model, kept_at, len(actions))
         known = await self.store.get_vectors(model, list(dict.fromkeys(digests))) if digests else {}
-        texts: list[str] | None = None
+        texts: list[Sequence[str]] | None = None
         if digests is None or len(known) < len(set(digests)):
-            # Nothing kept, or a kept vector is gone: the texts themselves say what to embed.
-            texts = [self._text(action) for action in actions]
-            digests = [text_digest(text) for text in texts]
+            # Nothing kept, or a kept vector is gone: the texts themselves say what to embed. One vector
+            # per action, filed under the digest of all its texts (one text: that text's digest).
+            texts = [self._texts(action) for action in actions]
+            digests = [text_digest("\0".join(parts)) for parts in texts]
             known = await self.store.get_vectors(model, list(dict.fromkeys(digests)))
         vectors: dict[bytes, Matrix] = {d: np.frombuffer(blob, dtype="<f4") for d, blob in known.items()}
-        missing = {d: t for d, t in zip(digests, texts or (), strict=False) if d not in vectors}
+        missing = {d: parts for d, parts in zip(digests, texts or (), strict=False) if d not in vectors}
         fresh: dict[bytes, bytes] = {}
         items = list(missing.items())
         for start in range(0, len(items), self.batch):
             chunk = items[start : start + self.batch]
             self.encoder_calls += 1
-            matrix = await self.provider.embed([t for _, t in chunk])
-            for (digest, _), row in zip(chunk, matrix, strict=True):
-                vector = np.asarray(row, dtype="<f4")
+            matrix = await self.provider.embed([text for _, parts in chunk for text in parts])
+            row = 0
+            for digest, parts in chunk:
+                rows = matrix[row : row + len(parts)]
+                row += len(parts)
+                vector = np.asarray(rows[0] if len(parts) == 1 else np.mean(rows, axis=0), dtype="<f4")
                 vectors[digest] = vector
                 fresh[digest] = vector.tobytes()
             if self._generation.get(slug) != generation:

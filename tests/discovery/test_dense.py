@@ -17,6 +17,7 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the optional embeddings extra is not installed")
 
+from mcp_gateway.discovery._embedding import embedded_text  # noqa: E402
 from mcp_gateway.discovery.dense import (  # noqa: E402
     DenseEmbedder,
     DenseIndex,
@@ -180,9 +181,9 @@ class CountingText:
     def __init__(self) -> None:
         self.built = 0
 
-    def __call__(self, action: Action) -> str:
+    def __call__(self, action: Action) -> tuple[str]:
         self.built += 1
-        return f"{action.path}: {action.description}"
+        return (f"{action.path}: {action.description}",)
 
 
 def vectors_of(embedder: DenseEmbedder, names: Sequence[str]) -> list[list[float]]:
@@ -194,14 +195,14 @@ def vectors_of(embedder: DenseEmbedder, names: Sequence[str]) -> list[list[float
 async def test_a_restart_with_the_catalog_fingerprint_builds_no_text() -> None:
     store = MemoryVectorStore()
     first_text = CountingText()
-    first = DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, text=first_text, cards="v1")
+    first = DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, texts=first_text, cards="v1")
     assert await first.refresh("tracker", tracker(), "fp-1") == 3
     assert first_text.built == 3
     names = [a.qualified_name for a in tracker()]
 
     def restarted(cards: str = "v1") -> tuple[DenseEmbedder, CountingText, ConceptEncoder]:
         text, encoder = CountingText(), ConceptEncoder()
-        return DenseEmbedder(LocalProvider(encoder, "concepts"), store, text=text, cards=cards), text, encoder
+        return DenseEmbedder(LocalProvider(encoder, "concepts"), store, texts=text, cards=cards), text, encoder
 
     embedder, text, encoder = restarted()
     assert await embedder.refresh("tracker", tracker(), "fp-1") == 0
@@ -223,13 +224,13 @@ async def test_a_restart_with_the_catalog_fingerprint_builds_no_text() -> None:
 @pytest.mark.anyio
 async def test_kept_digests_whose_vector_is_gone_fall_back_to_the_texts() -> None:
     store = MemoryVectorStore()
-    await DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, text=CountingText(), cards="v1").refresh(
+    await DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store, texts=CountingText(), cards="v1").refresh(
         "tracker", tracker(), "fp-1"
     )
-    lost = text_digest(CountingText()(tracker()[0]))
+    lost = text_digest(CountingText()(tracker()[0])[0])
     del store.rows[("concepts", lost)]
     text, encoder = CountingText(), ConceptEncoder()
-    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store, text=text, cards="v1")
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store, texts=text, cards="v1")
     assert await embedder.refresh("tracker", tracker(), "fp-1") == 1
     assert text.built == 3 and len(encoder.calls) == 1 and embedder.index.ready("tracker")
 
@@ -244,7 +245,7 @@ async def test_a_resync_embeds_only_changed_actions() -> None:
     changed = [*tracker()[:2], action("tracker", "forecast.get", "Get the weather forecast for a city")]
     assert await embedder.refresh("tracker", [*changed, action("tracker", "chat.post", "Post a message")]) == 2
     assert len(encoder.calls) == 1 and sorted(encoder.texts) == sorted(
-        [embedder._text(changed[2]), embedder._text(action("tracker", "chat.post", "Post a message"))]
+        [embedded_text(changed[2]), embedded_text(action("tracker", "chat.post", "Post a message"))]
     )
     assert embedder.index.ready("shop") and len(embedder.index) == 6
     await embedder.refresh("tracker", [])
@@ -282,3 +283,26 @@ def test_searching_pins_blas_to_one_thread() -> None:
     assert index.search(np.ones(4, dtype=np.float32) / 2, None, k=1) == [("svc.a", pytest.approx(1.0))]
     blas = [pool for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+@pytest.mark.anyio
+async def test_an_action_of_several_texts_gets_the_mean_of_their_vectors() -> None:
+    def two(action: Action) -> tuple[str, str]:
+        return (action.summary, f"{action.path}: {action.summary}")
+
+    store, encoder = MemoryVectorStore(), ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store, texts=two)
+    assert await embedder.refresh("tracker", tracker()) == 3
+    # Both texts of every action in one batch, in order; one vector per action, under the digest of both.
+    assert encoder.texts == [text for a in tracker() for text in two(a)]
+    names = [a.qualified_name for a in tracker()]
+    assert all(("concepts", text_digest("\0".join(two(a)))) in store.rows for a in tracker())
+    # A query scores the mean of its cosines to the two texts.
+    query = unit(0, 1, 0, 0, 0)
+    scores = embedder.index.scores(query, names)
+    for a in tracker():
+        parts = np.asarray(ConceptEncoder().encode(two(a)), dtype=np.float32)
+        assert scores[a.qualified_name] == pytest.approx(float((parts @ query).mean()))
+    again = ConceptEncoder()
+    assert await DenseEmbedder(LocalProvider(again, "concepts"), store, texts=two).refresh("tracker", tracker()) == 0
+    assert again.calls == []

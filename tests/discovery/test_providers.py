@@ -18,6 +18,7 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the optional embeddings extra is not installed")
 
+from mcp_gateway.discovery._embedding import embedded_text  # noqa: E402
 from mcp_gateway.discovery.dense import DenseEmbedder, MemoryVectorStore  # noqa: E402
 from mcp_gateway.discovery.providers import EmbeddingsFailed, LocalProvider, OpenAIEmbeddings  # noqa: E402
 from mcp_gateway.model import Action, McpBinding  # noqa: E402
@@ -110,7 +111,7 @@ async def test_the_remote_provider_feeds_the_dense_index(server: tuple[Embedding
         provider = OpenAIEmbeddings(f"{base_url}/v1", "hash-8", http, api_key=SecretValue(CANARY))
         embedder = DenseEmbedder(provider, store)
         assert await embedder.refresh("svc", actions) == 2
-        query = await embedder.embed_query(embedder._text(actions[1]))
+        query = await embedder.embed_query(embedded_text(actions[1]))
     assert embedder.index.search(query, {"svc"}, k=1)[0][0] == "svc.b.list"
     assert all(CANARY.encode() not in blob for blob in store.rows.values())
     assert all(model == f"openai:{base_url}/v1#hash-8" for model, _ in store.rows)
