@@ -582,21 +582,29 @@ class DiscoveryIndex:
                 continue
             # ``estimate`` sums in another order than ``_score``: a relative margin far above rounding
             # covers that and the bound's own rounding.
-            floor = heapq.nlargest(k, estimate.values())[-1] * (1.0 - _MARGIN)
+            kth = heapq.nlargest(k, estimate.values())[-1]
             bound = bounds[j] * (1.0 + _MARGIN)
-            if bound >= floor:
+            if bound >= kth * (1.0 - _MARGIN):
                 continue
+            # The read lists' own best k first: their exact scores (the unread lists added) raise the
+            # floor, so fewer of the others need looking up.
+            leaders = [doc_id for doc_id, value in estimate.items() if value >= kth]
+            scores = self._exact(lists, partials, leaders)
+            floor = max(kth, heapq.nlargest(k, scores.values())[-1]) * (1.0 - _MARGIN)
             reach = floor - bound
-            candidates = [doc_id for doc_id, value in estimate.items() if value >= reach]
-            return self._exact(lists, partials, j, candidates), bound
+            scores.update(
+                self._exact(lists, partials, [d for d, value in estimate.items() if value >= reach and d not in scores])
+            )
+            return scores, bound
         return None
 
     @staticmethod
     def _exact(
-        lists: list[_Postings], partials: list[dict[int, float] | None], read: int, candidates: list[int]
+        lists: list[_Postings], partials: list[dict[int, float] | None], candidates: list[int]
     ) -> dict[int, float]:
-        """The candidates' scores, summed list by list in ``_score``'s order: the maps of the lists read
-        (``partials``), the others (before ``read``) looked up."""
+        """The candidates' scores, summed list by list in ``_score``'s order: from the maps of the lists
+        read (``partials``), looking the others up. Each document's sum is its own: the same float
+        whichever other candidates come along."""
         candidates.sort()
         scores: dict[int, float] = {}
         for position, postings in enumerate(lists):
