@@ -100,6 +100,9 @@ _PRUNE_MIN = 1024
 """Postings the commonest lists must hold together before ``_pruned`` tries to leave them unread:
 below it, reading them costs less than proving they can be left."""
 
+_SORT_MAX = 2000
+"""Up to this many scores, ``_kth`` sorts them all (see there)."""
+
 _MARGIN = 1e-9
 """Relative slack on ``_pruned``'s bounds: far above the rounding of sums of at most 48 terms (~1e-14),
 so a bound that proves a document out never rests on how its floats were added."""
@@ -540,11 +543,15 @@ class DiscoveryIndex:
     ) -> list[tuple[int, Action, float]]:
         """``_top`` of ``_score``, scoring only the documents that can reach the top when that is provable
         (``_pruned``): the same hits and the same floats, without turning the longest postings into a map."""
-        pruned = self._pruned(self._lists(weighted, segments), limit)
-        if pruned is not None:
-            hits = self._window(pruned[0], limit, allow, pruned[1])
+        lists = self._lists(weighted, segments)
+        k = limit
+        while (pruned := self._pruned(lists, k)) is not None:
+            hits = self._window(pruned[0], limit, allow, pruned[1], k)
             if hits is not None:
                 return hits
+            if allow is None or k > limit:
+                break
+            k *= 4  # the filter hid too many of the best k: once more with a window as wide as ``_top``'s next
         return self._top(self._score(weighted, segments), limit, allow)
 
     def _pruned(self, lists: list[_Postings], k: int) -> tuple[dict[int, float], float] | None:
@@ -582,7 +589,7 @@ class DiscoveryIndex:
                 continue
             # ``estimate`` sums in another order than ``_score``: a relative margin far above rounding
             # covers that and the bound's own rounding.
-            kth = heapq.nlargest(k, estimate.values())[-1]
+            kth = _kth(estimate.values(), k)
             bound = bounds[j] * (1.0 + _MARGIN)
             if bound >= kth * (1.0 - _MARGIN):
                 continue
@@ -590,7 +597,7 @@ class DiscoveryIndex:
             # floor, so fewer of the others need looking up.
             leaders = [doc_id for doc_id, value in estimate.items() if value >= kth]
             scores = self._exact(lists, partials, leaders)
-            floor = max(kth, heapq.nlargest(k, scores.values())[-1]) * (1.0 - _MARGIN)
+            floor = max(kth, _kth(scores.values(), k)) * (1.0 - _MARGIN)
             reach = floor - bound
             scores.update(
                 self._exact(lists, partials, [d for d, value in estimate.items() if value >= reach and d not in scores])
@@ -606,6 +613,7 @@ class DiscoveryIndex:
         read (``partials``), looking the others up. Each document's sum is its own: the same float
         whichever other candidates come along."""
         candidates.sort()
+        wanted = set(candidates)
         scores: dict[int, float] = {}
         for position, postings in enumerate(lists):
             partial = partials[position]
@@ -623,7 +631,7 @@ class DiscoveryIndex:
                         if ids[at] == doc_id:
                             found[doc_id] = factor * ws[at]
             else:
-                found = {doc_id: partial[doc_id] for doc_id in candidates if doc_id in partial}
+                found = {doc_id: partial[doc_id] for doc_id in partial.keys() & wanted}
             for doc_id in found.keys() & scores.keys():
                 found[doc_id] += scores[doc_id]
             scores.update(found)
@@ -641,7 +649,7 @@ class DiscoveryIndex:
         self, scores: dict[int, float], limit: int, allow: Callable[[Action], bool] | None
     ) -> list[tuple[int, Action, float]]:
         """The ``limit`` best allowed ``(doc id, action, score)``, best first, ties by qualified name."""
-        return self._window(scores, limit, allow, None) or []
+        return self._window(scores, limit, allow, None, limit) or []
 
     def _window(
         self,
@@ -649,12 +657,13 @@ class DiscoveryIndex:
         limit: int,
         allow: Callable[[Action], bool] | None,
         bound: float | None,
+        k: int,
     ) -> list[tuple[int, Action, float]] | None:
-        """``_top``. With a ``bound``, ``scores`` holds only the documents that can score above it (``_pruned``):
-        None when the answer would need another one (too few above it, or a filter hiding too many).
+        """``_top``, looking at the best ``k`` first. With a ``bound``, ``scores`` holds only the documents
+        that can score above it (``_pruned``): None when the answer would need another one (too few above
+        it, or a filter hiding too many of the best ``k``).
         """
         verdicts: dict[int, bool] = {}
-        k = limit
         while scores:
             if k >= len(scores):
                 if bound is not None:
@@ -662,7 +671,7 @@ class DiscoveryIndex:
                 candidates = list(scores.items())
             else:
                 # Everything tied with the k-th best comes along, so ties break by name, not by id.
-                floor = heapq.nlargest(k, scores.values())[-1]
+                floor = _kth(scores.values(), k)
                 if bound is not None and floor <= bound:
                     return None
                 candidates = [(doc_id, score) for doc_id, score in scores.items() if score >= floor]
@@ -712,6 +721,12 @@ class DiscoveryIndex:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
+
+
+def _kth(values: Collection[float], k: int) -> float:
+    """The ``k``-th largest of ``values`` (at least ``k`` of them): a C sort up to a few thousand, where
+    ``heapq.nlargest``'s Python loop costs more; past that the heap's linear pass wins."""
+    return sorted(values)[-k] if len(values) <= _SORT_MAX else heapq.nlargest(k, values)[-1]
 
 
 def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: int) -> None:
