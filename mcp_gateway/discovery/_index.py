@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 import re
@@ -99,6 +100,9 @@ _MAX_IDS = 1 << 32  # postings hold ids as unsigned 32-bit ints
 _PRUNE_MIN = 1024
 """Postings the commonest lists must hold together before ``_pruned`` tries to leave them unread:
 below it, reading them costs less than proving they can be left."""
+
+_fold_slug = functools.lru_cache(maxsize=4096)(fold_name)
+"""``fold_name`` of a connector slug, remembered: every query compares the visible slugs with its words."""
 
 _SORT_MAX = 2000
 """Up to this many scores, ``_kth`` sorts them all (see there)."""
@@ -408,8 +412,8 @@ class DiscoveryIndex:
 
     def _named_connectors(self, query: str, visible: list[Segment]) -> frozenset[str]:
         """Visible connectors the query names by slug ("in Slack", "our Stripe account")."""
-        slugs = {fold_name(segment.slug): segment.slug for segment in visible}
-        words = {fold_name(word) for word in prose_words(query)}
+        slugs = {_fold_slug(segment.slug): segment.slug for segment in visible}
+        words = set(prose_words(query))  # letters or digits, lowercased: already folded
         return frozenset(slug for folded, slug in slugs.items() if folded in words)
 
     def _visible(self, connectors: Collection[str] | None) -> list[Segment]:

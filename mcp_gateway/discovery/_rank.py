@@ -93,7 +93,7 @@ def rerank(
             in_about = in_returns = 0.0
         agreement = 0.0
         if wanted:
-            theirs = {kinds[word] for word in names.split() if word in kinds}
+            theirs = {kinds[word] for word in kinds.keys() & names.split()}
             agreement = (1.0 if theirs & wanted else -1.0) if theirs else 0.0
         in_params = sum([value for term, value in mass if term in params])
         found = sum([weight for word, weight in exact_query if word in exact])
