@@ -597,15 +597,8 @@ class DiscoveryIndex:
             bound = bounds[j] * (1.0 + _MARGIN)
             if bound >= kth * (1.0 - _MARGIN):
                 continue
-            # The read lists' own best k first: their exact scores (the unread lists added) raise the
-            # floor, so fewer of the others need looking up.
-            leaders = [doc_id for doc_id, value in estimate.items() if value >= kth]
-            scores = self._exact(lists, partials, leaders)
-            floor = max(kth, _kth(scores.values(), k)) * (1.0 - _MARGIN)
-            reach = floor - bound
-            scores.update(
-                self._exact(lists, partials, [d for d, value in estimate.items() if value >= reach and d not in scores])
-            )
+            reach = kth * (1.0 - _MARGIN) - bound
+            scores = self._exact(lists, partials, [doc_id for doc_id, value in estimate.items() if value >= reach])
             return scores, bound
         return None
 
