@@ -97,7 +97,7 @@ _AGENT_SUFFIXES = ("er", "or", "r")
 
 _MAX_IDS = 1 << 32  # postings hold ids as unsigned 32-bit ints
 
-_PRUNE_MIN = 1024
+_PRUNE_MIN = 512
 """Postings the commonest lists must hold together before ``_pruned`` tries to leave them unread:
 below it, reading them costs less than proving they can be left."""
 
