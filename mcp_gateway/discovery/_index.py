@@ -123,10 +123,8 @@ class _Postings:
     """idf times the query weight: a posting adds ``factor * weight``."""
     columns: list[tuple[array[int], array[float]]]
     """One ``(doc ids, weights)`` per segment holding the term, in id order; ids ascend in each."""
-
-    @property
-    def length(self) -> int:
-        return sum(len(ids) for ids, _ in self.columns)
+    length: int
+    """Postings in all ``columns``."""
 
 
 class DiscoveryIndex:
@@ -516,7 +514,8 @@ class DiscoveryIndex:
         for term, query_weight in weighted.items():
             columns = [column for segment in segments if (column := segment.postings(term)) is not None]
             if columns:
-                lists.append(_Postings(self._df[term], term, self._idf_of(term) * query_weight, columns))
+                length = sum([len(ids) for ids, _ in columns])
+                lists.append(_Postings(self._df[term], term, self._idf_of(term) * query_weight, columns, length))
         # Commonest term first, so the big lists become the score map in one C-level dict() and the
         # Python loop only runs where a rarer list meets it. Ordered by global df, not by what the
         # filter left visible: the summation order, hence every float, is the same under any filter.
@@ -575,9 +574,14 @@ class DiscoveryIndex:
         bounds = [0.0]  # bounds[j]: the most the j commonest lists can add together (a float sum of maxima)
         for postings, maximum in zip(lists, maxima, strict=True):
             bounds.append(bounds[-1] + postings.factor * maximum)
+        unread = [0]  # unread[j]: postings in the j commonest lists
+        for postings in lists:
+            unread.append(unread[-1] + postings.length)
         partials: list[dict[int, float] | None] = [None] * len(lists)
         estimate: dict[int, float] = {}
         for j in range(len(lists) - 1, 0, -1):
+            if unread[j] < _PRUNE_MIN:
+                return None  # what would be left unread is short: scoring it all costs no more
             postings = lists[j]
             multiply = postings.factor.__mul__
             partial = partials[j] = dict(
@@ -587,8 +591,6 @@ class DiscoveryIndex:
             for doc_id in merged.keys() & estimate.keys():
                 merged[doc_id] += estimate[doc_id]
             estimate.update(merged)
-            if sum(item.length for item in lists[:j]) < _PRUNE_MIN:
-                return None  # what is left unread is short: scoring it all costs no more
             if len(estimate) < k:
                 continue
             # ``estimate`` sums in another order than ``_score``: a relative margin far above rounding
