@@ -512,7 +512,10 @@ class DiscoveryIndex:
         """The query's terms that the ``segments`` hold, commonest first (the order scores are summed in)."""
         lists: list[_Postings] = []
         for term, query_weight in weighted.items():
-            columns = [column for segment in segments if (column := segment.postings(term)) is not None]
+            # Only the segments that hold the term pay for a method call (most hold few query terms).
+            columns = [
+                segment.postings_at(span) for segment in segments if (span := segment.spans.get(term)) is not None
+            ]
             if columns:
                 length = sum([len(ids) for ids, _ in columns])
                 lists.append(_Postings(self._df[term], term, self._idf_of(term) * query_weight, columns, length))

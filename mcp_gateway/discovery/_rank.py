@@ -88,7 +88,11 @@ def rerank(
         in_name = sum([value for term, value in mass if term in names])
         if object_total:
             in_about = sum([value for term, value in objects if term in about]) / object_total
-            in_returns = sum([value for term, value in objects if term in returns and term not in about]) / object_total
+            in_returns = (
+                sum([value for term, value in objects if term in returns and term not in about]) / object_total
+                if len(returns) > 2  # "  " when the action's response fields are unknown: nothing to find
+                else 0.0
+            )
         else:
             in_about = in_returns = 0.0
         agreement = 0.0
