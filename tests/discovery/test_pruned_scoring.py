@@ -51,6 +51,8 @@ def index() -> DiscoveryIndex:
         for copy in range(2):
             name = f"{slug}-{copy}"
             built.replace_connector(name, list(normalize_openapi(document, connector=name).actions))
+    # Re-indexed last: its ids now follow every other segment's, leaving a gap where they were.
+    built.replace_connector("github-0", list(built._segments["github-0"].actions))
     return built
 
 
