@@ -98,7 +98,7 @@ _AGENT_SUFFIXES = ("er", "or", "r")
 _MAX_IDS = 1 << 32  # postings hold ids as unsigned 32-bit ints
 
 _PRUNE_MIN = 512
-"""Postings the commonest lists must hold together before ``_pruned`` tries to leave them unread:
+"""Postings the lists ``_pruned`` leaves unread must hold at least (the commonest alone, for it to try):
 below it, reading them costs less than proving they can be left."""
 
 _fold_slug = functools.lru_cache(maxsize=4096)(fold_name)
@@ -569,7 +569,7 @@ class DiscoveryIndex:
         add up to: a document in none of the read lists cannot reach the top. A candidate's score is
         then summed term by term in ``_score``'s order, looking the unread lists up (bisection in the
         sorted postings), so it is the very float ``_score`` gives. Candidates whose read part plus
-        the bound cannot reach the ``k``-th best are dropped unscored. ``_top`` checks the result.
+        the bound cannot reach the ``k``-th best are dropped unscored. ``_window`` checks the result.
         """
         if len(lists) < 2 or lists[0].length < _PRUNE_MIN:
             return None
