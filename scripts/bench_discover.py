@@ -48,6 +48,8 @@ from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.model import Action  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "openapi"
+if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
+    DATA = Path("/work/shared/data/openapi")
 SPECS = {
     "github": DATA / "github" / "api.github.com.json.gz",
     "stripe": DATA / "stripe" / "spec3.json",

@@ -20,6 +20,8 @@ from mcp_gateway.sources.openapi import normalize_openapi
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA = REPO_ROOT.parent / "shared" / "data" / "openapi"
+if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
+    DATA = Path("/work/shared/data/openapi")
 SPECS = {
     "github": DATA / "github" / "api.github.com.json.gz",
     "stripe": DATA / "stripe" / "spec3.json",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 import re
@@ -96,6 +97,35 @@ _AGENT_SUFFIXES = ("er", "or", "r")
 
 _MAX_IDS = 1 << 32  # postings hold ids as unsigned 32-bit ints
 
+_PRUNE_MIN = 512
+"""Postings the lists ``_pruned`` leaves unread must hold at least (the commonest alone, for it to try):
+below it, reading them costs less than proving they can be left."""
+
+_fold_slug = functools.lru_cache(maxsize=4096)(fold_name)
+"""``fold_name`` of a connector slug, remembered: every query compares the visible slugs with its words."""
+
+_SORT_MAX = 2000
+"""Up to this many scores, ``_kth`` sorts them all (see there)."""
+
+_MARGIN = 1e-9
+"""Relative slack on ``_pruned``'s bounds: far above the rounding of sums of at most 48 terms (~1e-14),
+so a bound that proves a document out never rests on how its floats were added."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Postings:
+    """One query term's postings in the searched segments, with what they weigh in this query."""
+
+    df: int
+    """Documents holding the term in the whole index: the summation order does not depend on the view."""
+    term: str
+    factor: float
+    """idf times the query weight: a posting adds ``factor * weight``."""
+    columns: list[tuple[array[int], array[float]]]
+    """One ``(doc ids, weights)`` per segment holding the term, in id order; ids ascend in each."""
+    length: int
+    """Postings in all ``columns``."""
+
 
 class DiscoveryIndex:
     """BM25F search over actions, kept per connector so that one connector can be re-indexed alone.
@@ -112,6 +142,7 @@ class DiscoveryIndex:
     __slots__ = (
         "_df",
         "_idf",
+        "_maxima",
         "_name_df",
         "_name_vocab",
         "_next_id",
@@ -134,6 +165,7 @@ class DiscoveryIndex:
         self._df: dict[str, int] = {}
         self._name_df: dict[str, int] = {}  # term -> how many segments use it in an action name
         self._idf: dict[str, float] = {}
+        self._maxima: dict[str, float] = {}  # term -> its largest weight in any segment (``_pruned``)
         self._name_vocab: list[str] | None = None
         # Ids are never reused, so a stale id can never alias a newer action, and a new segment always
         # sorts last in ``_ordered``. 2**32 ids is thousands of years of reloading a large catalog.
@@ -226,6 +258,7 @@ class DiscoveryIndex:
     def _changed(self) -> None:
         # idf depends on N and df, both global: drop the cache rather than patch it.
         self._idf.clear()
+        self._maxima.clear()
         self._name_vocab = None
 
     def _action(self, doc_id: int) -> Action:
@@ -334,13 +367,12 @@ class DiscoveryIndex:
             return [], 0.0
         named = self._named_connectors(query, visible)
         pool = max(limit, _rank.POOL)
-        scores = self._score(weighted, visible)
-        hits = self._top(scores, pool, allow)
+        hits = self._best(weighted, visible, pool, allow)
         if named:
             # A connector the query names is a prior: its best actions join the pool even when other
             # connectors' score higher, and get a bonus in the second stage.
             seen = {doc_id for doc_id, _, _ in hits}
-            own = self._top(self._score(weighted, [s for s in visible if s.slug in named]), pool, allow)
+            own = self._best(weighted, [s for s in visible if s.slug in named], pool, allow)
             hits.extend(hit for hit in own if hit[0] not in seen)
         if not hits:
             return [], 0.0
@@ -378,8 +410,8 @@ class DiscoveryIndex:
 
     def _named_connectors(self, query: str, visible: list[Segment]) -> frozenset[str]:
         """Visible connectors the query names by slug ("in Slack", "our Stripe account")."""
-        slugs = {fold_name(segment.slug): segment.slug for segment in visible}
-        words = {fold_name(word) for word in prose_words(query)}
+        slugs = {_fold_slug(segment.slug): segment.slug for segment in visible}
+        words = set(prose_words(query))  # letters or digits, lowercased: already folded
         return frozenset(slug for folded, slug in slugs.items() if folded in words)
 
     def _visible(self, connectors: Collection[str] | None) -> list[Segment]:
@@ -476,39 +508,174 @@ class DiscoveryIndex:
             idf = self._idf[term] = math.log(1.0 + (self._size - df + 0.5) / (df + 0.5))
         return idf
 
-    def _score(self, weighted: dict[str, float], segments: list[Segment]) -> dict[int, float]:
-        lists: list[tuple[int, str, float, list[tuple[array[int], array[float]]]]] = []
+    def _lists(self, weighted: dict[str, float], segments: list[Segment]) -> list[_Postings]:
+        """The query's terms that the ``segments`` hold, commonest first (the order scores are summed in)."""
+        lists: list[_Postings] = []
         for term, query_weight in weighted.items():
-            columns = [column for segment in segments if (column := segment.postings(term)) is not None]
+            # Only the segments that hold the term pay for a method call (most hold few query terms).
+            columns = [
+                segment.postings_at(span) for segment in segments if (span := segment.spans.get(term)) is not None
+            ]
             if columns:
-                lists.append((self._df[term], term, self._idf_of(term) * query_weight, columns))
+                length = sum([len(ids) for ids, _ in columns])
+                lists.append(_Postings(self._df[term], term, self._idf_of(term) * query_weight, columns, length))
         # Commonest term first, so the big lists become the score map in one C-level dict() and the
         # Python loop only runs where a rarer list meets it. Ordered by global df, not by what the
         # filter left visible: the summation order, hence every float, is the same under any filter.
-        lists.sort(key=lambda item: (-item[0], item[1]))
+        lists.sort(key=lambda item: (-item.df, item.term))
+        return lists
+
+    def _score(self, weighted: dict[str, float], segments: list[Segment]) -> dict[int, float]:
+        """Every document's BM25F score, over the documents that hold any of the query's terms."""
         scores: dict[int, float] = {}
-        for _, _, factor, columns in lists:
-            multiply = factor.__mul__
+        for postings in self._lists(weighted, segments):
+            multiply = postings.factor.__mul__
             # Segments hold disjoint ids: their postings chain into one map without collisions.
-            partial = dict(chain.from_iterable(zip(ids, map(multiply, ws), strict=True) for ids, ws in columns))
+            partial = dict(
+                chain.from_iterable(zip(ids, map(multiply, ws), strict=True) for ids, ws in postings.columns)
+            )
             if scores:
                 for doc_id in partial.keys() & scores.keys():
                     partial[doc_id] += scores[doc_id]
             scores.update(partial)
         return scores
 
+    def _best(
+        self,
+        weighted: dict[str, float],
+        segments: list[Segment],
+        limit: int,
+        allow: Callable[[Action], bool] | None,
+    ) -> list[tuple[int, Action, float]]:
+        """``_top`` of ``_score``, scoring only the documents that can reach the top when that is provable
+        (``_pruned``): the same hits and the same floats, without turning the longest postings into a map."""
+        lists = self._lists(weighted, segments)
+        k = limit
+        while (pruned := self._pruned(lists, k)) is not None:
+            hits = self._window(pruned[0], limit, allow, pruned[1], k)
+            if hits is not None:
+                return hits
+            if allow is None or k > limit:
+                break
+            k *= 4  # the filter hid too many of the best k: once more with a window as wide as ``_top``'s next
+        return self._top(self._score(weighted, segments), limit, allow)
+
+    def _pruned(self, lists: list[_Postings], k: int) -> tuple[dict[int, float], float] | None:
+        """Exact scores of the only documents that can make the best ``k``, and a bound on every other
+        score (MaxScore); None when the commonest lists cannot be set aside or it would not pay.
+
+        The rarest lists are read whole (their documents are the candidates) until the ``k``-th best
+        candidate, counting those lists alone, beats the most that the commonest lists left over can
+        add up to: a document in none of the read lists cannot reach the top. A candidate's score is
+        then summed term by term in ``_score``'s order, looking the unread lists up (bisection in the
+        sorted postings), so it is the very float ``_score`` gives. Candidates whose read part plus
+        the bound cannot reach the ``k``-th best are dropped unscored. ``_window`` checks the result.
+        """
+        if len(lists) < 2 or lists[0].length < _PRUNE_MIN:
+            return None
+        maxima = [self._max_weight(postings) for postings in lists]
+        bounds = [0.0]  # bounds[j]: the most the j commonest lists can add together (a float sum of maxima)
+        for postings, maximum in zip(lists, maxima, strict=True):
+            bounds.append(bounds[-1] + postings.factor * maximum)
+        unread = [0]  # unread[j]: postings in the j commonest lists
+        for postings in lists:
+            unread.append(unread[-1] + postings.length)
+        partials: list[dict[int, float] | None] = [None] * len(lists)
+        estimate: dict[int, float] = {}
+        for j in range(len(lists) - 1, 0, -1):
+            if unread[j] < _PRUNE_MIN:
+                return None  # what would be left unread is short: scoring it all costs no more
+            postings = lists[j]
+            multiply = postings.factor.__mul__
+            partial = partials[j] = dict(
+                chain.from_iterable(zip(ids, map(multiply, ws), strict=True) for ids, ws in postings.columns)
+            )
+            merged = dict(partial)
+            for doc_id in merged.keys() & estimate.keys():
+                merged[doc_id] += estimate[doc_id]
+            estimate.update(merged)
+            if len(estimate) < k:
+                continue
+            # ``estimate`` sums in another order than ``_score``: a relative margin far above rounding
+            # covers that and the bound's own rounding.
+            kth = _kth(estimate.values(), k)
+            bound = bounds[j] * (1.0 + _MARGIN)
+            if bound >= kth * (1.0 - _MARGIN):
+                continue
+            reach = kth * (1.0 - _MARGIN) - bound
+            scores = self._exact(lists, partials, [doc_id for doc_id, value in estimate.items() if value >= reach])
+            return scores, bound
+        return None
+
+    @staticmethod
+    def _exact(
+        lists: list[_Postings], partials: list[dict[int, float] | None], candidates: list[int]
+    ) -> dict[int, float]:
+        """The candidates' scores, summed list by list in ``_score``'s order: from the maps of the lists
+        read (``partials``), looking the others up. Each document's sum is its own: the same float
+        whichever other candidates come along."""
+        candidates.sort()
+        wanted = set(candidates)
+        scores: dict[int, float] = {}
+        for position, postings in enumerate(lists):
+            partial = partials[position]
+            if partial is None:
+                factor = postings.factor
+                found: dict[int, float] = {}
+                for ids, ws in postings.columns:
+                    # One column per segment: the candidates in its id range, each found by bisection
+                    # from where the previous one was (both ascend).
+                    first = bisect.bisect_left(candidates, ids[0])
+                    last = bisect.bisect_right(candidates, ids[-1], first)
+                    at = 0
+                    for doc_id in candidates[first:last]:
+                        at = bisect.bisect_left(ids, doc_id, at)
+                        if ids[at] == doc_id:
+                            found[doc_id] = factor * ws[at]
+            else:
+                found = {doc_id: partial[doc_id] for doc_id in partial.keys() & wanted}
+            for doc_id in found.keys() & scores.keys():
+                found[doc_id] += scores[doc_id]
+            scores.update(found)
+        return scores
+
+    def _max_weight(self, postings: _Postings) -> float:
+        """The largest weight of a term in any segment (kept until the index changes)."""
+        maximum = self._maxima.get(postings.term)
+        if maximum is None:
+            columns = (segment.postings(postings.term) for segment in self._ordered)
+            maximum = self._maxima[postings.term] = max(max(column[1]) for column in columns if column is not None)
+        return maximum
+
     def _top(
         self, scores: dict[int, float], limit: int, allow: Callable[[Action], bool] | None
     ) -> list[tuple[int, Action, float]]:
         """The ``limit`` best allowed ``(doc id, action, score)``, best first, ties by qualified name."""
+        return self._window(scores, limit, allow, None, limit) or []
+
+    def _window(
+        self,
+        scores: dict[int, float],
+        limit: int,
+        allow: Callable[[Action], bool] | None,
+        bound: float | None,
+        k: int,
+    ) -> list[tuple[int, Action, float]] | None:
+        """``_top``, looking at the best ``k`` first. With a ``bound``, ``scores`` holds only the documents
+        that can score above it (``_pruned``): None when the answer would need another one (too few above
+        it, or a filter hiding too many of the best ``k``).
+        """
         verdicts: dict[int, bool] = {}
-        k = limit
         while scores:
             if k >= len(scores):
+                if bound is not None:
+                    return None
                 candidates = list(scores.items())
             else:
                 # Everything tied with the k-th best comes along, so ties break by name, not by id.
-                floor = heapq.nlargest(k, scores.values())[-1]
+                floor = _kth(scores.values(), k)
+                if bound is not None and floor <= bound:
+                    return None
                 candidates = [(doc_id, score) for doc_id, score in scores.items() if score >= floor]
             ranked: list[tuple[float, str, int, Action]] = []
             for doc_id, score in candidates:
@@ -528,6 +695,8 @@ class DiscoveryIndex:
                     return out
             if len(candidates) >= len(scores):
                 return out
+            if bound is not None:
+                return None
             # The filter hid too many of the best: widen the window and try again.
             k *= 4
         return []
@@ -554,6 +723,12 @@ class DiscoveryIndex:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
+
+
+def _kth(values: Collection[float], k: int) -> float:
+    """The ``k``-th largest of ``values`` (at least ``k`` of them): a C sort up to a few thousand, where
+    ``heapq.nlargest``'s Python loop costs more; past that the heap's linear pass wins."""
+    return sorted(values)[-k] if len(values) <= _SORT_MAX else heapq.nlargest(k, values)[-1]
 
 
 def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: int) -> None:

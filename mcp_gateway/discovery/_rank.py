@@ -81,21 +81,26 @@ def rerank(
     wanted_verbs = [term for term, weight in weighted.items() if weight >= 1.0 and term in verbs]
     exact_total = sum(weight for _, weight in exact_query) or 1.0
     best = max((candidate[1] for candidate in candidates), default=0.0) or 1.0
+    padded_verbs = [f" {verb} " for verb in wanted_verbs]
     ranked: list[tuple[float, str, Action]] = []
+    # Sums over lists, not generators (cheaper per candidate), in the same order: the same floats.
     for action, score, exact, names, params, about, returns in candidates:
-        in_name = sum(value for term, value in mass if term in names)
-        in_about = sum(value for term, value in objects if term in about) / object_total if object_total else 0.0
-        in_returns = (
-            sum(value for term, value in objects if term in returns and term not in about) / object_total
-            if object_total
-            else 0.0
-        )
+        in_name = sum([value for term, value in mass if term in names])
+        if object_total:
+            in_about = sum([value for term, value in objects if term in about]) / object_total
+            in_returns = (
+                sum([value for term, value in objects if term in returns and term not in about]) / object_total
+                if len(returns) > 2  # "  " when the action's response fields are unknown: nothing to find
+                else 0.0
+            )
+        else:
+            in_about = in_returns = 0.0
         agreement = 0.0
         if wanted:
-            theirs = {kinds[word] for word in names.split() if word in kinds}
+            theirs = {kinds[word] for word in kinds.keys() & names.split()}
             agreement = (1.0 if theirs & wanted else -1.0) if theirs else 0.0
-        in_params = sum(value for term, value in mass if term in params)
-        found = sum(weight for word, weight in exact_query if word in exact)
+        in_params = sum([value for term, value in mass if term in params])
+        found = sum([weight for word, weight in exact_query if word in exact])
         final = (
             W_SCORE * score / best
             + W_NAME * in_name / total
@@ -103,7 +108,7 @@ def rerank(
             + W_EXACT * found / exact_total
             + W_LENGTH * min(names.count(" ") - 1, _MAX_LENGTH)
             + W_OBJECT * in_about
-            + (W_VERB_ONLY if object_total and not in_about and any(f" {v} " in names for v in wanted_verbs) else 0.0)
+            + (W_VERB_ONLY if object_total and not in_about and any(v in names for v in padded_verbs) else 0.0)
             + W_VERB * agreement
             + W_RETURNS * in_returns
             + (W_CONNECTOR if action.connector in named else 0.0)

@@ -98,8 +98,10 @@ class Segment:
 
     def postings(self, term: str) -> tuple[array[int], array[float]] | None:
         span = self.spans.get(term)
-        if span is None:
-            return None
+        return None if span is None else self.postings_at(span)
+
+    def postings_at(self, span: int) -> tuple[array[int], array[float]]:
+        """The ``(doc ids, weights)`` of a term's run, given its entry in ``spans``."""
         offset, count = span >> _COUNT_BITS, span & COUNT_MASK
         return self.doc_ids[offset : offset + count], self.weights[offset : offset + count]
 
