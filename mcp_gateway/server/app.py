@@ -33,7 +33,9 @@ import anyio
 import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from ..core import Gateway
@@ -69,6 +71,7 @@ def build_http_app(
 ) -> ASGIApp:
     from .front_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
     from .limits import ConnectionLimits
+    from .mcp_endpoint import JsonFirstSessionManager
 
     limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
@@ -76,20 +79,24 @@ def build_http_app(
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     from .web import web_routes  # the pages (jinja2, forms) load only when served
 
-    for route in [*web_routes(gateway, front_door), *observability_routes(gateway)]:
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
-    for route in front_door.routes() if front_door else []:
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
+    routes = [*web_routes(gateway, front_door), *observability_routes(gateway)]
+    routes += front_door.routes() if front_door else []
     allowed = allow_list(host, port, gateway.links.public_url)
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=allowed.transport_security(),
-        host=host,
+    # What ``server.streamable_http_app`` builds (the SDK's session manager at MCP_PATH, our routes
+    # beside it, the manager run by the lifespan), with the manager answering quick requests as JSON.
+    manager = JsonFirstSessionManager(
+        app=server._lowlevel_server,
+        security_settings=allowed.transport_security(),
         max_sessions=limits.max_sessions,
         session_idle_timeout=limits.session_idle_timeout,
     )
-    app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
-    return HostGuard(Gate(app, tokens, front_door, gateway.store_health), allowed)
+    app = Starlette(
+        routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager)), *routes],
+        lifespan=lambda _: manager.run(),
+        exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
+    )
+    gate = Gate(app, tokens, front_door, gateway.store_health, mcp=manager.handle_request)
+    return HostGuard(gate, allowed)
 
 
 class _Server(uvicorn.Server):
