@@ -33,9 +33,7 @@ import anyio
 import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
-from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from ..core import Gateway
@@ -71,7 +69,7 @@ def build_http_app(
 ) -> ASGIApp:
     from .front_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
     from .limits import ConnectionLimits
-    from .mcp_endpoint import JsonFirstSessionManager
+    from .mcp_endpoint import streamable_http_app  # the SDK's, answering quick requests as JSON
 
     limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
@@ -82,19 +80,15 @@ def build_http_app(
     routes = [*web_routes(gateway, front_door), *observability_routes(gateway)]
     routes += front_door.routes() if front_door else []
     allowed = allow_list(host, port, gateway.links.public_url)
-    # What ``server.streamable_http_app`` builds (the SDK's session manager at MCP_PATH, our routes
-    # beside it, the manager run by the lifespan), with the manager answering quick requests as JSON.
-    manager = JsonFirstSessionManager(
-        app=server._lowlevel_server,
-        security_settings=allowed.transport_security(),
+    app, manager = streamable_http_app(
+        server,
+        path=MCP_PATH,
+        routes=routes,
+        security=allowed.transport_security(),
         max_sessions=limits.max_sessions,
         session_idle_timeout=limits.session_idle_timeout,
     )
-    app = Starlette(
-        routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager)), *routes],
-        lifespan=lambda _: manager.run(),
-        exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
-    )
+    app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
     gate = Gate(app, tokens, front_door, gateway.store_health, mcp=manager.handle_request)
     return HostGuard(gate, allowed)
 

@@ -28,6 +28,7 @@ byte has been written, a client that goes away is noticed when the response is r
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import partial
 from http import HTTPStatus
 from typing import Any, Final
@@ -37,6 +38,7 @@ import anyio
 import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import (
     MCP_SESSION_ID_HEADER,
     REQUEST_STREAM_BUFFER_SIZE,
@@ -44,7 +46,13 @@ from mcp.server.streamable_http import (
     StreamableHTTPServerTransport,
     check_accept_headers,
 )
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    StreamableHTTPASGIApp,
+    StreamableHTTPSessionManager,
+)
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
@@ -56,10 +64,12 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["SSE_COMMIT_AFTER", "JsonFirstSessionManager", "JsonFirstTransport"]
+__all__ = ["SSE_COMMIT_AFTER", "JsonFirstSessionManager", "JsonFirstTransport", "streamable_http_app"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +81,8 @@ choice for the 2026-07-28 revision (``_SSE_PING_INTERVAL``)."""
 
 class JsonFirstTransport(StreamableHTTPServerTransport):
     """The SDK's transport of one session, answering a request whose first message is its response with JSON."""
+
+    sse_commit_after: float = SSE_COMMIT_AFTER
 
     async def _handle_post_request(self, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
         writer = self._read_stream_writer
@@ -114,7 +126,7 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
         first: EventMessage | None = None
         try:
             await writer.send(self._create_session_message(message, request, request_id, version))
-            with anyio.move_on_after(SSE_COMMIT_AFTER):
+            with anyio.move_on_after(self.sse_commit_after):
                 first = await reader.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             pass  # the session ended (DELETE, idle timeout) with the request in flight: an empty stream
@@ -181,3 +193,27 @@ class JsonFirstSessionManager(StreamableHTTPSessionManager):
         self._server_instances[session_id] = http_transport
         logger.info("Created new transport with session ID: %s", session_id)
         return http_transport
+
+
+def streamable_http_app(
+    server: MCPServer,
+    *,
+    path: str,
+    routes: Sequence[BaseRoute] = (),
+    security: TransportSecuritySettings | None = None,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+) -> tuple[Starlette, JsonFirstSessionManager]:
+    """What ``server.streamable_http_app`` builds without auth (the session manager at ``path``, ``routes``
+    beside it, the manager run by the app's lifespan), with ``JsonFirstSessionManager``; and the manager,
+    whose ``handle_request`` serves ``path`` without the app's router."""
+    manager = JsonFirstSessionManager(
+        app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # what the SDK's builder hands it
+        security_settings=security,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+    )
+    app = Starlette(
+        routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager)), *routes], lifespan=lambda _: manager.run()
+    )
+    return app, manager
