@@ -62,6 +62,7 @@ from mcp_types import (
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -69,9 +70,12 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["SSE_COMMIT_AFTER", "JsonFirstSessionManager", "JsonFirstTransport", "streamable_http_app"]
+from .single_exchange import serve_single_exchange
+
+__all__ = ["SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "streamable_http_app"]
 
 logger = logging.getLogger(__name__)
+_VERSION_HEADER: Final = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
 
 SSE_COMMIT_AFTER: Final = 15.0
 """Seconds a request may run without writing anything before its answer becomes an SSE stream (whose
@@ -171,8 +175,20 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
             await sse_reader.aclose()
 
 
-class JsonFirstSessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager, its stateful sessions served by ``JsonFirstTransport``."""
+class LeanSessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, its stateful sessions served by ``JsonFirstTransport`` and its
+    2026-07-28 requests by ``single_exchange.serve_single_exchange``."""
+
+    async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The SDK's own era routing (mcp 2.3): a protocol-version header naming no handshake
+        # version is a single-exchange request; its checks run there, as in the SDK's handler.
+        pv = next((v for k, v in scope["headers"] if k == _VERSION_HEADER), None)
+        if pv is not None and self._task_group is not None and pv.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await serve_single_exchange(
+                self.app, self.security_settings, self.json_response, self._lifespan_state, scope, receive, send
+            )
+            return
+        await super()._handle_request(scope, receive, send)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         # The SDK's own admission (mcp 2.3 ``_admit_session``) with the transport class swapped.
@@ -203,11 +219,11 @@ def streamable_http_app(
     security: TransportSecuritySettings | None = None,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
-) -> tuple[Starlette, JsonFirstSessionManager]:
+) -> tuple[Starlette, LeanSessionManager]:
     """What ``server.streamable_http_app`` builds without auth (the session manager at ``path``, ``routes``
-    beside it, the manager run by the app's lifespan), with ``JsonFirstSessionManager``; and the manager,
+    beside it, the manager run by the app's lifespan), with ``LeanSessionManager``; and the manager,
     whose ``handle_request`` serves ``path`` without the app's router."""
-    manager = JsonFirstSessionManager(
+    manager = LeanSessionManager(
         app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # what the SDK's builder hands it
         security_settings=security,
         max_sessions=max_sessions,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import httpx2
@@ -18,6 +19,7 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import _streamable_http_modern as modern_sdk  # pyright: ignore[reportPrivateUsage]
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -194,10 +196,98 @@ async def test_a_call_the_client_gives_up_on_is_cancelled_and_the_session_still_
         assert (await session.call_tool("quick", {"n": 7})).structured_content == {"result": "got 7"}
 
 
-async def test_the_2026_revision_keeps_the_sdks_own_answers() -> None:
+async def test_2026_quick_calls_and_errors_are_json_answers_with_the_sdks_content() -> None:
+    calls = [("quick", {"n": 1}), ("fails", {}), ("quick", {"n": "not a number"}), ("no_such_tool", {})]
+    seen: dict[bool, list[object]] = {}
+    for sdk in (True, False):
+        async with served(sdk=sdk) as lab, client(lab, mode="auto") as session:
+            seen[sdk] = [(await session.call_tool(name, args)).model_dump() for name, args in calls]
+        assert answered(lab, "tools/call") == ["application/json"] * 4
+    assert seen[False] == seen[True]
+
+
+async def test_2026_progress_commits_the_answer_to_sse_and_reaches_the_client() -> None:
+    reports: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, total, message))
+
     async with served() as lab, client(lab, mode="auto") as session:
-        assert (await session.call_tool("quick", {"n": 1})).structured_content == {"result": "got 1"}
-    assert answered(lab, "tools/call") == ["application/json"]
+        done = await session.call_tool("progress", {}, progress_callback=on_progress)
+        assert done.structured_content == {"result": "done"}
+    assert reports == [(1, 2, "half way")]
+    assert answered(lab, "tools/call") == ["text/event-stream"]
+
+
+async def test_2026_a_call_silent_past_the_ping_interval_is_streamed_with_pings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(modern_sdk, "_SSE_PING_INTERVAL", 0.1)
+    async with served() as lab, httpx2.AsyncClient(timeout=10) as http:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"seconds": 0.35}},
+        }
+        answer = await http.post(lab.url, json=envelope(call), headers=modern_headers("tools/call", "slow"))
+    assert answer.headers["content-type"] == "text/event-stream"
+    *pings, last = answer.text.strip().split("\r\n\r\n")
+    assert len(pings) >= 2 and set(pings) == {": ping"}
+    assert last.startswith('event: message\r\ndata: {"jsonrpc":"2.0","id":5,"result":') and '"slept"' in last
+
+
+async def test_2026_a_client_that_goes_away_cancels_its_call() -> None:
+    async with served() as lab:
+        call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(10, read=0.3)) as http:
+            with pytest.raises(httpx2.ReadTimeout):
+                await http.post(lab.url, json=envelope(call), headers=modern_headers("tools/call", "hang"))
+        with anyio.fail_after(5):
+            await lab.cancelled.wait()
+
+
+async def test_2026_what_the_lean_path_does_not_vouch_for_gets_the_sdks_answers() -> None:
+    call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "quick", "arguments": {"n": 4}}}
+    headers = modern_headers("tools/call", "quick")
+    async with served() as lab, httpx2.AsyncClient(timeout=10) as http:
+        ok = await http.post(lab.url, json=envelope(call), headers=headers)
+        assert ok.status_code == 200 and ok.json()["result"]["structuredContent"] == {"result": "got 4"}
+        assert (await http.get(lab.url, headers=headers)).status_code == 405
+        assert (
+            await http.post(lab.url, json=envelope(call), headers=headers | {"accept": "text/plain"})
+        ).status_code == 406
+        parse = await http.post(lab.url, content=b"{nope", headers=headers)
+        assert parse.status_code == 400 and parse.json()["error"]["code"] == -32700
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        assert (await http.post(lab.url, json=note, headers=headers)).status_code == 202
+        batch = await http.post(lab.url, json=[envelope(call)], headers=headers)
+        assert batch.status_code == 400
+        mismatch = await http.post(lab.url, json=envelope(call), headers=headers | {"mcp-name": "other"})
+        assert mismatch.status_code == 400 and mismatch.json()["id"] == 8
+        bare = await http.post(lab.url, json=call, headers=headers)  # no _meta envelope
+        assert bare.status_code == 400
+        again = await http.post(lab.url, json=envelope(call), headers=headers)
+        assert again.json() == ok.json()
+
+
+def envelope(message: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    }
+    return message | {"params": message["params"] | {"_meta": meta}}
+
+
+def modern_headers(method: str, name: str) -> dict[str, str]:
+    return {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        "mcp-name": name,
+    }
 
 
 async def test_requests_the_transport_refuses_get_the_sdks_answers() -> None:
