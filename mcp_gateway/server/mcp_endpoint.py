@@ -14,8 +14,8 @@ an elicitation or other request to the client), or nothing comes within ``SSE_CO
 seconds (a call waiting for a human), the answer becomes the SDK's own SSE stream, starting with
 that message: what a client sees then is what it saw before. ``initialize``, notifications and
 responses, a session with an event store or in JSON-response mode, and anything the transport would
-refuse take the SDK's path unchanged, as does everything under the 2026-07-28 revision (the SDK
-already answers those with JSON when it can).
+refuse take the SDK's path unchanged. 2026-07-28 requests (no session; the SDK already answers those
+with JSON when it can) go to ``single_exchange``, which runs their handler in the request's own task.
 
 Semantics kept: the session id and protocol-version checks, the credential a session is bound to
 (the manager's), ``notifications/cancelled`` (the session answers the cancelled request with its
