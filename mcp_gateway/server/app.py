@@ -69,6 +69,7 @@ def build_http_app(
 ) -> ASGIApp:
     from .front_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
     from .limits import ConnectionLimits
+    from .mcp_endpoint import streamable_http_app  # the SDK's, answering quick requests as JSON
 
     limits = limits or ConnectionLimits()
     # Over HTTP every request names its principal; the default is never used.
@@ -76,20 +77,20 @@ def build_http_app(
     server = build_mcp_server(gateway, default_principal=nobody, request_state_key=request_state_key)
     from .web import web_routes  # the pages (jinja2, forms) load only when served
 
-    for route in [*web_routes(gateway, front_door), *observability_routes(gateway)]:
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
-    for route in front_door.routes() if front_door else []:
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
+    routes = [*web_routes(gateway, front_door), *observability_routes(gateway)]
+    routes += front_door.routes() if front_door else []
     allowed = allow_list(host, port, gateway.links.public_url)
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=allowed.transport_security(),
-        host=host,
+    app, manager = streamable_http_app(
+        server,
+        path=MCP_PATH,
+        routes=routes,
+        security=allowed.transport_security(),
         max_sessions=limits.max_sessions,
         session_idle_timeout=limits.session_idle_timeout,
     )
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
-    return HostGuard(Gate(app, tokens, front_door, gateway.store_health), allowed)
+    gate = Gate(app, tokens, front_door, gateway.store_health, mcp=manager.handle_request)
+    return HostGuard(gate, allowed)
 
 
 class _Server(uvicorn.Server):

@@ -218,7 +218,11 @@ def _metadata_url(metadata: dict[str, object], key: str) -> str:
 
 
 class Gate:
-    """ASGI middleware: ``/mcp`` needs a valid bearer token; the principal goes into the scope."""
+    """ASGI middleware: ``/mcp`` needs a valid bearer token; the principal goes into the scope.
+
+    ``mcp``: the endpoint at ``/mcp`` itself, which a request for exactly that path that passed the
+    door is handed to directly, not through ``app``'s router and middleware (which are for the pages:
+    a per-request cost on every MCP message otherwise)."""
 
     def __init__(
         self,
@@ -226,11 +230,14 @@ class Gate:
         tokens: TokenService,
         front_door: FrontDoor | None = None,
         health: StoreHealth | None = None,
+        *,
+        mcp: ASGIApp | None = None,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.front_door = front_door
         self.health = health
+        self.mcp = mcp
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/") == MCP_PATH:
@@ -285,7 +292,10 @@ class Gate:
     ) -> None:
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = user  # what the SDK binds a session to
-        await self.app(scope, receive, send)
+        if self.mcp is not None and scope["path"] == MCP_PATH:
+            await self.mcp(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 @functools.lru_cache(maxsize=1024)
