@@ -31,6 +31,7 @@ import logging
 from collections.abc import Sequence
 from functools import partial
 from http import HTTPStatus
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 from uuid import uuid4
 
@@ -70,12 +71,24 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from .single_exchange import serve_single_exchange
-
-__all__ = ["SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "streamable_http_app"]
+__all__ = ["LEAN_SDK", "SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "streamable_http_app"]
 
 logger = logging.getLogger(__name__)
 _VERSION_HEADER: Final = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
+
+
+def _sdk_release() -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in version("mcp").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return ()
+
+
+LEAN_SDK: Final = _sdk_release() == (2, 3)
+"""Whether the installed SDK is the release these paths were written against: they override private
+methods of its transport and manager and call its private wire helpers, which a minor release may
+change. On another release ``streamable_http_app`` builds the SDK's own manager (its answers: SSE for
+a 2025 session's requests), so an SDK upgrade costs speed, never correctness."""
 
 SSE_COMMIT_AFTER: Final = 15.0
 """Seconds a request may run without writing anything before its answer becomes an SSE stream (whose
@@ -184,6 +197,9 @@ class LeanSessionManager(StreamableHTTPSessionManager):
         # version is a single-exchange request; its checks run there, as in the SDK's handler.
         pv = next((v for k, v in scope["headers"] if k == _VERSION_HEADER), None)
         if pv is not None and self._task_group is not None and pv.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # Imported here: it imports the SDK's private module, which only ``LEAN_SDK``'s release is known to have.
+            from .single_exchange import serve_single_exchange
+
             await serve_single_exchange(
                 self.app, self.security_settings, self.json_response, self._lifespan_state, scope, receive, send
             )
@@ -219,11 +235,12 @@ def streamable_http_app(
     security: TransportSecuritySettings | None = None,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
-) -> tuple[Starlette, LeanSessionManager]:
+    lean: bool = LEAN_SDK,
+) -> tuple[Starlette, StreamableHTTPSessionManager]:
     """What ``server.streamable_http_app`` builds without auth (the session manager at ``path``, ``routes``
-    beside it, the manager run by the app's lifespan), with ``LeanSessionManager``; and the manager,
-    whose ``handle_request`` serves ``path`` without the app's router."""
-    manager = LeanSessionManager(
+    beside it, the manager run by the app's lifespan), with ``LeanSessionManager`` (the SDK's own
+    without ``lean``); and the manager, whose ``handle_request`` serves ``path`` without the app's router."""
+    manager = (LeanSessionManager if lean else StreamableHTTPSessionManager)(
         app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # what the SDK's builder hands it
         security_settings=security,
         max_sessions=max_sessions,

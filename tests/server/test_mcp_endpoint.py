@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel
 
-from mcp_gateway.server.mcp_endpoint import JsonFirstTransport, streamable_http_app
+from mcp_gateway.server.mcp_endpoint import LEAN_SDK, JsonFirstTransport, streamable_http_app
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.anyio
@@ -88,14 +88,16 @@ def lab_server(lab: Lab) -> MCPServer:
 
 
 @asynccontextmanager
-async def served(*, sdk: bool = False) -> AsyncIterator[Lab]:
-    """The lab server behind ``streamable_http_app``, or with ``sdk`` behind the SDK's own."""
+async def served(*, sdk: bool = False, lean: bool = True) -> AsyncIterator[Lab]:
+    """The lab server behind ``streamable_http_app`` (``lean=False``: as on an SDK release the lean paths
+    were not written for), or with ``sdk`` behind the SDK's own."""
     port = free_port()
     lab = Lab(url=f"http://127.0.0.1:{port}/mcp")
     server = lab_server(lab)
-    app = (
-        server.streamable_http_app(streamable_http_path="/mcp") if sdk else streamable_http_app(server, path="/mcp")[0]
-    )
+    if sdk:
+        app = server.streamable_http_app(streamable_http_path="/mcp")
+    else:
+        app = streamable_http_app(server, path="/mcp", lean=lean)[0]
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
@@ -137,6 +139,16 @@ async def test_a_quick_call_is_answered_with_json_and_the_session_goes_on() -> N
     assert answered(lab, "tools/call") == ["application/json"] * 3
     assert set(answered(lab, "tools/list")) == {"application/json"}  # the client lists the tools itself too
     assert answered(lab, "initialize") == ["text/event-stream"]  # the SDK's path, unchanged
+
+
+async def test_on_another_sdk_release_the_sdks_own_manager_answers() -> None:
+    assert LEAN_SDK  # the release these paths were written against is the one the tests run
+    async with served(lean=False) as lab:
+        async with client(lab) as session:
+            assert (await session.call_tool("quick", {"n": 1})).structured_content == {"result": "got 1"}
+        async with client(lab, mode="auto") as session:
+            assert (await session.call_tool("quick", {"n": 2})).structured_content == {"result": "got 2"}
+    assert answered(lab, "tools/call")[0] == "text/event-stream"  # the SDK's SSE, no JSON-first answer
 
 
 async def test_errors_are_json_answers_with_the_content_the_sdks_stream_carried() -> None:
