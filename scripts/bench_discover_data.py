@@ -26,8 +26,23 @@ DATA = REPO.parent / "shared" / "data"
 if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
     DATA = Path("/work/shared/data")
 INTENTS_DIR = REPO / "tests" / "data" / "intents"
+OPENAPI_SPECS = {
+    "github": DATA / "openapi" / "github" / "api.github.com.json.gz",
+    "stripe": DATA / "openapi" / "stripe" / "spec3.json",
+    "slack": DATA / "openapi" / "slack" / "slack_web_openapi_v2.json",
+}
+"""The three large OpenAPI descriptions the index and speed tests replicate (GitHub, Stripe, Slack)."""
 
-__all__ = ["API_LOADERS", "DATA", "INTENTS_DIR", "IntentRow", "catalog", "load_intent_sets", "split_of"]
+__all__ = [
+    "API_LOADERS",
+    "DATA",
+    "INTENTS_DIR",
+    "OPENAPI_SPECS",
+    "IntentRow",
+    "catalog",
+    "load_intent_sets",
+    "split_of",
+]
 
 
 def _json(path: Path) -> Any:

@@ -17,16 +17,9 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex, fold_name
 from mcp_gateway.model import Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import normalize_openapi
+from scripts.bench_discover_data import OPENAPI_SPECS
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA = REPO_ROOT.parent / "shared" / "data" / "openapi"
-if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
-    DATA = Path("/work/shared/data/openapi")
-SPECS = {
-    "github": DATA / "github" / "api.github.com.json.gz",
-    "stripe": DATA / "stripe" / "spec3.json",
-    "slack": DATA / "slack" / "slack_web_openapi_v2.json",
-}
+SPECS = OPENAPI_SPECS
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 

@@ -14,15 +14,9 @@ from mcp_gateway.discovery import DiscoveryIndex, _index
 from mcp_gateway.discovery._rank import POOL
 from mcp_gateway.model import Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import normalize_openapi
+from scripts.bench_discover_data import OPENAPI_SPECS
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "openapi"
-if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
-    DATA = Path("/work/shared/data/openapi")
-SPECS = {
-    "github": DATA / "github" / "api.github.com.json.gz",
-    "stripe": DATA / "stripe" / "spec3.json",
-    "slack": DATA / "slack" / "slack_web_openapi_v2.json",
-}
+SPECS = OPENAPI_SPECS
 QUERIES = (
     "create an issue", "list pull requests", "get the authenticated user", "list my repositories",
     "add a collaborator to a repository", "list organization members", "get a user by username",
