@@ -13,11 +13,14 @@ from memory, ``AccessCache.ticket`` reads that counter; if it moved, everything 
 So a revoked token stops working on the very next request, and a secret set from the CLI is used
 by the next call; there is no time-based staleness at all.
 
-The counter is read on a second, read-only, synchronous ``sqlite3`` connection, on the event loop
-itself: one indexed point read in WAL mode, where readers never wait for writers, measured at
-3-6 µs (vs ~25 µs for the cheapest aiosqlite round trip on an idle machine, where the thread hop is
-also CPU). Its busy timeout is short; if it cannot answer (a checkpoint restart, a locked file) the
-cache is bypassed for that lookup and the ordinary aiosqlite path answers.
+The counter is read on a synchronous ``sqlite3`` connection, on the event loop itself: one indexed
+point read in WAL mode, where readers never wait for writers, measured at 3-6 µs (vs ~25 µs for the
+cheapest aiosqlite round trip on an idle machine, where the thread hop is also CPU). That is the
+store's audit connection when it has one (``GenerationProbe.on``: it writes a call's audit rows, so
+its page cache is still current at the next call's read, where any other connection re-reads the
+counter's pages after every audit commit), else a read-only connection of its own. Its busy
+timeout is short (zero on the audit connection); if it cannot answer (a checkpoint restart, a
+locked file) the cache is bypassed for that lookup and the ordinary aiosqlite path answers.
 
 What is cached is exactly what the table holds: sealed bytes (opened only inside the last meter,
 as before) and token records (hashes, never tokens). Unknown tokens are not cached, so guessing
@@ -64,7 +67,8 @@ Ticket = tuple[int, int]
 
 
 class GenerationProbe:
-    """A read-only, synchronous connection that reads the access counter (and nothing else).
+    """A synchronous connection that reads the access counter: a read-only one of its own, or
+    (``on``) the store's audit connection, borrowed.
 
     Args:
         path: the database file, already migrated by the store's own connection.
@@ -76,11 +80,28 @@ class GenerationProbe:
         self._db = sqlite3.connect(
             path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
         )
+        self._owned = True
         try:
             self._db.execute(f"PRAGMA busy_timeout = {_PROBE_BUSY_MS}")
         except sqlite3.Error:
             self._db.close()
             raise
+
+    @classmethod
+    def on(cls, db: sqlite3.Connection) -> GenerationProbe:
+        """Read the counter on ``db``, which the caller keeps open and closes (``close`` leaves it).
+
+        Meant for the connection that writes each call's audit rows: a connection keeps its page
+        cache across its own commits, but drops it at its next read once another connection has
+        written. A connection of its own saw the audit writes as someone else's, and so read the
+        counter's pages again (three ``pread``s and their parsing) on every call; the writer reads
+        them from memory. Each read is still its own read transaction, at the newest commit of any
+        connection or process, so what it answers is the same. ``db`` must be in autocommit mode
+        and only ever used on one thread at a time (the event loop's), so no read lands inside one
+        of its own transactions."""
+        probe = cls.__new__(cls)
+        probe._db, probe._owned = db, False
+        return probe
 
     def read(self) -> int | None:
         """The counter, or None when it cannot be read right now (the caller then bypasses the cache)."""
@@ -94,7 +115,8 @@ class GenerationProbe:
         return int(rows[0][0]) if rows else None
 
     def close(self) -> None:
-        self._db.close()
+        if self._owned:
+            self._db.close()
 
 
 class AccessCache:

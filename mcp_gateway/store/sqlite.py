@@ -20,7 +20,8 @@ Design:
 - Credentials arrive already sealed; they are stored and returned byte for byte, and never logged.
 - Credential and token lookups, made on every call, are answered from memory while a counter that
   triggers bump on every write to those tables stands still (``_access.py``); the counter is read
-  on a read-only synchronous connection, so a cached lookup makes no thread hop.
+  on the synchronous audit connection (below), so a cached lookup makes no thread hop and, that
+  connection having written the last audit row itself, reads no page from the file.
 - Audit: a call's ``started`` row goes to ``audit_open`` (a WITHOUT ROWID table of the calls in
   flight, a page or two), its outcome is appended to ``audit``, whose trigger deletes the open row
   in the same statement. So ``audit`` is append-only with one index (time), and a call writes ~4.3
@@ -275,8 +276,8 @@ class SQLiteStore:
                     await db.close()
                 raise
             self._db = db
-            self._access = AccessCache(self._open_probe())
             self._audit_db = self._open_audit_writer()
+            self._access = AccessCache(self._open_probe())
 
     async def close(self) -> None:
         """Close the connection, after any operation in flight. Idempotent; ``open`` may follow."""
@@ -299,6 +300,11 @@ class SQLiteStore:
         if not isinstance(self._path, Path):
             # A private in-memory database: only this store writes it, and its writes invalidate.
             return _always_current
+        if self._audit_db is not None:
+            # Its page cache survives its own audit commits, where a connection of the probe's own
+            # would read the counter's pages again after each (``GenerationProbe.on``).
+            self._probe = GenerationProbe.on(self._audit_db)
+            return self._probe.read
         try:
             self._probe = GenerationProbe(self._path)
         except sqlite3.Error as exc:

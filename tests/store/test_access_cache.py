@@ -218,6 +218,55 @@ async def test_only_credential_and_token_writes_move_the_counter(serve: SQLiteSt
     assert _generation(path) == start + 3
 
 
+async def test_writes_elsewhere_between_inline_audit_rows_are_seen(
+    serve: SQLiteStore, cli: SQLiteStore, path: Path
+) -> None:
+    """The counter is read on the connection that writes the audit rows inline (``GenerationProbe.on``):
+    its own commits keep its page cache, another writer's must still reach the next lookup."""
+    await serve.put_credential(KEY, b"v1")
+    for round_ in range(3):
+        assert serve.append_audits_now([_audit(round_)])
+        assert await serve.get_credential(KEY) == f"v{round_ + 1}".encode()
+        assert serve.append_audits_now([_audit(round_ + 10)])
+        if round_ == 0:
+            await cli.put_credential(KEY, b"v2")
+        else:
+            _raw(path, "UPDATE credential SET sealed = ?", (f"v{round_ + 2}".encode(),))
+    assert await serve.get_credential(KEY) == b"v4"
+
+
+def _read_syscalls() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("syscr:"):
+            return int(line.split()[1])
+    raise AssertionError("no syscr in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's per-process I/O counters")
+async def test_a_cached_lookup_after_an_inline_audit_row_reads_nothing_from_the_file(serve: SQLiteStore) -> None:
+    """A call writes its audit rows, then the next call's lookup reads the counter: on the audit
+    connection that is served from its page cache; a connection of its own re-read three pages
+    from the file each time (~150 reads here)."""
+    await serve.put_credential(KEY, b"v1")
+    assert await serve.get_credential(KEY) == b"v1"
+    calls = 50
+    before = _read_syscalls()
+    for i in range(calls):
+        assert serve.append_audits_now([_audit(i)])
+        assert await serve.get_credential(KEY) == b"v1"
+    assert _read_syscalls() - before < calls // 2
+
+
+async def test_closing_the_store_closes_the_borrowed_connection_once(path: Path) -> None:
+    store = SQLiteStore(path)
+    for _ in range(2):  # open again after close: a new audit connection, a new probe on it
+        await store.open()
+        await store.put_credential(KEY, b"v1")
+        assert store.append_audits_now([_audit(1)])
+        assert await store.get_credential(KEY) == b"v1"
+        await store.close()
+
+
 # -- what is never cached --------------------------------------------------------------------------
 
 
