@@ -16,7 +16,7 @@ by the next call; there is no time-based staleness at all.
 The counter is read on a synchronous ``sqlite3`` connection, on the event loop itself: one indexed
 point read in WAL mode, where readers never wait for writers, measured at 3-6 µs (vs ~25 µs for the
 cheapest aiosqlite round trip on an idle machine, where the thread hop is also CPU). That is the
-store's audit connection when it has one (``GenerationProbe.on``: it writes a call's audit rows, so
+store's audit connection when it has one (``GenerationProbe``: it writes a call's audit rows, so
 its page cache is still current at the next call's read, where any other connection re-reads the
 counter's pages after every audit commit), else a read-only connection of its own. Its busy
 timeout is short (zero on the audit connection); if it cannot answer (a checkpoint restart, a
@@ -67,41 +67,37 @@ Ticket = tuple[int, int]
 
 
 class GenerationProbe:
-    """A synchronous connection that reads the access counter: a read-only one of its own, or
-    (``on``) the store's audit connection, borrowed.
+    """A synchronous connection that reads the access counter (and nothing else).
 
-    Args:
-        path: the database file, already migrated by the store's own connection.
+    The connection is the store's audit connection when it has one, borrowed (``owned=False``:
+    ``close`` leaves it to the store): a connection keeps its page cache across its own commits, but
+    drops it at its next read once another connection has written. A connection of its own saw the
+    audit writes as someone else's, and so read the counter's pages again (three ``pread``s and their
+    parsing) on every call; the writer reads them from memory. Each read is still its own read
+    transaction, at the newest commit of any connection or process, so what it answers is the same.
+    A borrowed ``db`` must be in autocommit mode and only ever used on one thread at a time (the
+    event loop's), so no read lands inside one of its own transactions. Without one, ``read_only``
+    opens a connection of the probe's own.
     """
 
-    def __init__(self, path: Path) -> None:
-        # mode=ro: this connection can never write, whatever a bug asks of it. as_uri escapes
-        # '?', '#' and spaces in the path.
-        self._db = sqlite3.connect(
-            path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-        )
-        self._owned = True
-        try:
-            self._db.execute(f"PRAGMA busy_timeout = {_PROBE_BUSY_MS}")
-        except sqlite3.Error:
-            self._db.close()
-            raise
+    def __init__(self, db: sqlite3.Connection, *, owned: bool) -> None:
+        self._db = db
+        self._owned = owned
 
     @classmethod
-    def on(cls, db: sqlite3.Connection) -> GenerationProbe:
-        """Read the counter on ``db``, which the caller keeps open and closes (``close`` leaves it).
-
-        Meant for the connection that writes each call's audit rows: a connection keeps its page
-        cache across its own commits, but drops it at its next read once another connection has
-        written. A connection of its own saw the audit writes as someone else's, and so read the
-        counter's pages again (three ``pread``s and their parsing) on every call; the writer reads
-        them from memory. Each read is still its own read transaction, at the newest commit of any
-        connection or process, so what it answers is the same. ``db`` must be in autocommit mode
-        and only ever used on one thread at a time (the event loop's), so no read lands inside one
-        of its own transactions."""
-        probe = cls.__new__(cls)
-        probe._db, probe._owned = db, False
-        return probe
+    def read_only(cls, path: Path) -> GenerationProbe:
+        """A read-only connection of its own on ``path``, the database file already migrated by the store."""
+        # mode=ro: this connection can never write, whatever a bug asks of it. as_uri escapes
+        # '?', '#' and spaces in the path.
+        db = sqlite3.connect(
+            path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
+        try:
+            db.execute(f"PRAGMA busy_timeout = {_PROBE_BUSY_MS}")
+        except sqlite3.Error:
+            db.close()
+            raise
+        return cls(db, owned=True)
 
     def read(self) -> int | None:
         """The counter, or None when it cannot be read right now (the caller then bypasses the cache)."""

@@ -302,11 +302,11 @@ class SQLiteStore:
             return _always_current
         if self._audit_db is not None:
             # Its page cache survives its own audit commits, where a connection of the probe's own
-            # would read the counter's pages again after each (``GenerationProbe.on``).
-            self._probe = GenerationProbe.on(self._audit_db)
+            # would read the counter's pages again after each (``GenerationProbe``).
+            self._probe = GenerationProbe(self._audit_db, owned=False)
             return self._probe.read
         try:
-            self._probe = GenerationProbe(self._path)
+            self._probe = GenerationProbe.read_only(self._path)
         except sqlite3.Error as exc:
             # Without the counter no cached answer could be trusted: every lookup reads the file.
             logger.warning("%s: cannot open the read-only connection (%s); lookups will not be cached", self, exc)

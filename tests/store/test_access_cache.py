@@ -221,7 +221,7 @@ async def test_only_credential_and_token_writes_move_the_counter(serve: SQLiteSt
 async def test_writes_elsewhere_between_inline_audit_rows_are_seen(
     serve: SQLiteStore, cli: SQLiteStore, path: Path
 ) -> None:
-    """The counter is read on the connection that writes the audit rows inline (``GenerationProbe.on``):
+    """The counter is read on the connection that writes the audit rows inline (``GenerationProbe``, borrowed):
     its own commits keep its page cache, another writer's must still reach the next lookup."""
     await serve.put_credential(KEY, b"v1")
     for round_ in range(3):
