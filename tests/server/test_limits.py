@@ -18,6 +18,7 @@ from starlette.types import Receive, Scope, Send
 from mcp_gateway.server.app import _uvicorn  # pyright: ignore[reportPrivateUsage]
 from mcp_gateway.server.limits import ConnectionLimits
 from tests.support.ports import free_port as _port
+from tests.support.serving import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -42,15 +43,8 @@ async def served(limits: ConnectionLimits) -> AsyncIterator[int]:
     port = _port()
     server = _uvicorn(slow_app, "127.0.0.1", port, limits)
     server.config.lifespan = "off"
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server._serve)  # pyright: ignore[reportPrivateUsage]  # no signal handlers in a test
-        with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-                await anyio.sleep(0.02)
-        try:
-            yield port
-        finally:
-            server.should_exit = True
+    async with serving(server):
+        yield port
 
 
 def _closed_within(sock: socket.socket, seconds: float) -> bool:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from mcp_gateway.server.mcp_endpoint import LEAN_SDK, JsonFirstTransport, streamable_http_app
 from tests.support.ports import free_port
+from tests.support.serving import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -99,16 +100,8 @@ async def served(*, sdk: bool = False, lean: bool = True) -> AsyncIterator[Lab]:
     else:
         app = streamable_http_app(server, path="/mcp", lean=lean)[0]
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server._serve)  # pyright: ignore[reportPrivateUsage]  # no signal handlers in a test
-        with anyio.fail_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-                await anyio.sleep(0.02)
-        try:
-            yield lab
-        finally:
-            server.should_exit = True
+    async with serving(uvicorn.Server(config)):
+        yield lab
 
 
 @asynccontextmanager
