@@ -980,6 +980,37 @@ async def test_sqlite_inline_audit_write_of_a_start_and_its_outcome(tmp_path: Pa
         assert await store.list_audit() == [done, running]
 
 
+async def test_sqlite_wal_starts_over_while_calls_keep_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Calls commit audit rows while the housekeeping checkpoints on aiosqlite's thread: a PASSIVE
+    # checkpoint then never finds every frame copied, so SQLite never started the WAL over, and it
+    # grew for as long as calls came. Past WAL_RESTART_FRAMES the housekeeping restarts it.
+    monkeypatch.setattr(sqlite_module, "WAL_RESTART_FRAMES", 64)
+    path = tmp_path / "gateway.db"
+    written = 0
+    async with SQLiteStore(path) as store:
+        writing = True
+
+        async def write() -> None:
+            nonlocal written
+            while writing:
+                if store.append_audits_now([_audit(written, T0 + timedelta(microseconds=written))]):
+                    written += 1  # False while the restart holds the write lock: a call queues its row then
+                await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            for _ in range(30):
+                await store.checkpoint_audits()
+                await anyio.sleep(0.002)
+            writing = False
+        # A row adds ~2 frames (the table's page and its time index'). Without restarts the file held
+        # every frame ever written (~2.2 per row); restarted, it is rewritten from its start.
+        frames = (path.parent / f"{path.name}-wal").stat().st_size // (4096 + 24)
+        assert written >= 200
+        assert frames < written / 2
+        assert len(await store.list_audit(limit=written + 1)) == written
+
+
 async def test_sqlite_concurrent_first_open_migrates_once(tmp_path: Path) -> None:
     stores = [SQLiteStore(tmp_path / "gateway.db") for _ in range(4)]
     async with anyio.create_task_group() as tg:
