@@ -92,9 +92,14 @@ def args_preview(args: Any) -> str:
     return capped_preview(args_json(args))
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+"""``json.dumps`` with these options builds an encoder on every call (every call's audit row renders
+its arguments); this one is made once. ``encode`` keeps no state, so it is shared."""
+
+
 def args_json(args: Any) -> str:
     """Arguments as canonical JSON (sorted keys, compact, not ASCII-escaped): ``args_preview`` uncapped."""
-    return json.dumps(args, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(args)
 
 
 def capped_preview(text: str) -> str:

@@ -176,6 +176,11 @@ def _compiled(forms: frozenset[str]) -> _Compiled:
     return compiled
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(obj, ensure_ascii=False)``, made once: ``json.dumps`` builds an encoder on each call
+with any non-default option, and every answer of a call with a credential is serialized here."""
+
+
 def _json_text(obj: dict[Any, Any] | list[Any]) -> str | None:
     """``obj`` as JSON text, or None when it is not plain JSON data (then it is walked).
 
@@ -184,7 +189,7 @@ def _json_text(obj: dict[Any, Any] | list[Any]) -> str | None:
     every one of those, no string (value or key) holds any form and nothing needs a walk: one
     serialization in C instead of a walk in Python."""
     try:
-        return json.dumps(obj, ensure_ascii=False)
+        return _ENCODER.encode(obj)
     except (TypeError, ValueError, RecursionError):
         return None
 

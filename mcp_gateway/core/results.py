@@ -219,6 +219,11 @@ def shown_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned if isinstance(cleaned, dict) else dict(schema)
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(data, ensure_ascii=False, default=str)``, made once (``json.dumps`` builds an encoder
+per call when given options); measures and checks every ``ok`` answer that redaction did not serialize."""
+
+
 def clean_result(result: CallResult, max_result_chars: int | None = None, *, text: str | None = None) -> CallResult:
     """``result`` with upstream text made safe for the model: the messages of a denial or an error
     cleaned and capped, and an ``ok`` answer's strings cleaned. With ``max_result_chars``, an answer
@@ -242,7 +247,7 @@ def clean_result(result: CallResult, max_result_chars: int | None = None, *, tex
     truncated = result.truncated
     if max_result_chars is not None:
         if text is None:
-            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+            text = data if isinstance(data, str) else _JSON.encode(data)
         if len(text) > max_result_chars:
             data, truncated = text[:max_result_chars], True
     if data is result.data and truncated == result.truncated:
@@ -261,7 +266,7 @@ def _cleaned(data: Any, known: str | None = None) -> tuple[Any, str | None]:
         cleaned = clean_text(data)
         return cleaned, cleaned
     try:
-        text = known if known is not None else json.dumps(data, ensure_ascii=False, default=str)
+        text = known if known is not None else _JSON.encode(data)
     except (TypeError, ValueError, RecursionError):
         return clean_json(data), None
     if text.isascii() and text.isprintable() and "\\" not in text:

@@ -115,7 +115,10 @@ class RecordColumns(Generic[_M]):
     def __init__(self, model: type[_M]) -> None:
         self.model = model
         self.columns = tuple(model.model_fields)
-        self._values = operator.attrgetter(*self.columns)
+        # From the instance's __dict__, where pydantic keeps every field's value: a dict lookup per
+        # column instead of an attribute lookup through the model's class (half the cost; every
+        # call writes two audit rows).
+        self._values: operator.itemgetter[str] = operator.itemgetter(*self.columns)
         self.datetimes = frozenset(
             n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
         )
@@ -124,7 +127,7 @@ class RecordColumns(Generic[_M]):
 
     def values(self, record: _M, stamp: Callable[[datetime], object]) -> tuple[object, ...]:
         """The record's values in column order, every datetime passed through ``stamp``."""
-        got: Any = self._values(record)
+        got: Any = self._values(record.__dict__)
         values: tuple[Any, ...] = (got,) if len(self.columns) == 1 else got
         if not self._datetime_at:
             return values

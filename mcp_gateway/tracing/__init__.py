@@ -185,11 +185,13 @@ def inject_trace_context(headers: MutableMapping[str, str], of: Span | None = No
     as the configured propagator would: for ``of`` when it is a real span (the request's own, which
     need not be the current one), else for the current span (the client's, when nothing records)."""
     current = context.get_current()
-    if of is None or not of.get_span_context().is_valid:
-        of = trace.get_current_span(current)
     propagator = propagate.get_global_textmap()
     if propagator is not _Propagator.seen:
         _Propagator.seen, _Propagator.default = propagator, _w3c_default(propagator)
+    if of is None or not of.get_span_context().is_valid:
+        if not current and _Propagator.default:
+            return  # an empty context holds no span and no baggage: the W3C headers would say nothing
+        of = trace.get_current_span(current)
     if not _Propagator.default or baggage.get_all(current):
         propagate.inject(headers, trace.set_span_in_context(of, current))
         return

@@ -1021,6 +1021,29 @@ async def test_sqlite_concurrent_first_open_migrates_once(tmp_path: Path) -> Non
     assert _pragma(tmp_path / "gateway.db", "user_version") == sqlite_module.SCHEMA_VERSION
 
 
+def test_sqlite_timestamp_text_is_fixed_width_utc_to_the_microsecond() -> None:
+    # ``_ts`` keeps the text of the last second it formatted: every value, in order or not, across
+    # second boundaries, before 1970, past 2106 (years 1000 to 9999) and at the last microsecond of a second, must give
+    # the text strftime gives.
+    rng = random.Random(7)
+    edges = [
+        datetime(1970, 1, 1, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2106, 2, 7, 6, 28, 15, 999_999, tzinfo=UTC),
+        datetime(2106, 2, 7, 6, 28, 16, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(1000, 1, 1, tzinfo=UTC),
+        datetime(2026, 12, 2, 16, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2026, 12, 2, 17, 0, 0, 0, tzinfo=UTC),
+        datetime(2026, 12, 2, 17, 0, 0, 1, tzinfo=timezone(timedelta(hours=2))),
+    ]
+    start = datetime(2026, 12, 2, 17, tzinfo=UTC)
+    steps = [start + timedelta(microseconds=rng.randrange(-3_000_000, 3_000_000)) for _ in range(2000)]
+    for value in [*edges, *steps, *reversed(edges)]:
+        expected = f"{value.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%f}Z"
+        assert sqlite_module._ts(value) == expected, value
+
+
 async def test_sqlite_rejects_naive_datetimes(tmp_path: Path) -> None:
     async with SQLiteStore(tmp_path / "gateway.db") as store:
         with pytest.raises(ValueError, match="naive datetime"):
