@@ -43,10 +43,12 @@ class Slots:
         return self._held.get(key, 0)
 
     def take(self, *keys: str) -> bool:
-        if any(self._held.get(k, 0) >= self.limit for k in keys):
-            return False
+        held, limit = self._held, self.limit
+        for k in keys:  # a loop, not any() over a generator: every call takes a slot
+            if held.get(k, 0) >= limit:
+                return False
         for k in keys:
-            self._held[k] = self._held.get(k, 0) + 1
+            held[k] = held.get(k, 0) + 1
         return True
 
     def give(self, *keys: str) -> None:
