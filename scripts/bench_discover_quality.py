@@ -28,7 +28,7 @@ starts (and kept between runs in ``--vector-cache``, by model and text digest); 
 embedded while timed.
 
 Usage: python scripts/bench_discover_quality.py [--sets intents,bfcl,live] [--only stripe,slack] [--misses N]
-       [--misses-of 'ours hybrid'] [--split dev] [--lexical] [--vector-cache FILE]
+       [--misses-of 'ours hybrid'] [--split dev] [--splits dev] [--lexical] [--vector-cache FILE]
 """
 
 from __future__ import annotations
@@ -454,15 +454,19 @@ def run_set(
     return results
 
 
-def run_intents(sets: dict[str, list[Case]]) -> dict[str, dict[str, Metrics]]:
-    """Each set searched over its own APIs (``view``), then all intents over every API loaded together."""
+SPLITS = ("dev", "holdout")
+
+
+def run_intents(sets: dict[str, list[Case]], splits: Sequence[str] = SPLITS) -> dict[str, dict[str, Metrics]]:
+    """Each set searched over its own APIs (``view``), then all intents over every API loaded together;
+    only the ``splits`` asked for are ranked (``--splits dev`` while tuning: the holdout is never run)."""
     every = sorted({slug for cases in sets.values() for slug in connectors_of(_rows(cases))})
     actions = [action for slug in every for action in catalog(slug)]
     built = rankers(actions)
     results: dict[str, dict[str, Metrics]] = {}
     for name, cases in sets.items():
         view = connectors_of(_rows(cases))
-        for split in ("dev", "holdout"):
+        for split in splits:
             subset = [case for case in cases if case.group == split]
             if subset:
                 results[f"{name} ({'+'.join(view)}) {split}"] = {
@@ -470,7 +474,7 @@ def run_intents(sets: dict[str, list[Case]]) -> dict[str, dict[str, Metrics]]:
                 }
     pooled = [case for cases in sets.values() for case in cases]
     label = f"POOLED: {len(actions):,} actions of {len(every)} APIs"
-    for split in ("dev", "holdout"):
+    for split in splits:
         subset = [case for case in pooled if case.group == split]
         results[f"{label}, {split}"] = {ranker: _pooled(rank, subset, every) for ranker, rank in built.items()}
     return results
@@ -526,6 +530,11 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="print this many top-5 misses of ours per set")
     parser.add_argument("--split", default="dev", help="which split's misses to print (never tune on holdout)")
     parser.add_argument(
+        "--splits",
+        default=",".join(SPLITS),
+        help="comma-separated intent splits to rank; 'dev' while tuning, so the holdout stays unseen",
+    )
+    parser.add_argument(
         "--misses-of", default="ours lexical", help="whose misses to print: 'ours lexical', 'ours hybrid', ..."
     )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
@@ -544,7 +553,11 @@ def main() -> None:
         found = intent_sets()
         if args.only:
             found = {name: cases for name, cases in found.items() if name in args.only.split(",")}
-        results = run_intents(found)
+        splits = [split for split in args.splits.split(",") if split]
+        unknown = sorted(set(splits) - set(SPLITS))
+        if unknown:
+            sys.exit(f"unknown --splits {', '.join(unknown)}: choose among {', '.join(SPLITS)}")
+        results = run_intents(found, splits)
         total = sum(len(cases) for cases in found.values())
         print(table(f"Intents worded as users speak: {total} in {len(found)} sets", results), "\n")
         if args.misses:
