@@ -1,0 +1,208 @@
+"""Instructions per call: ``Gateway.call`` against a direct GET of the same upstream, under callgrind.
+
+``bench_call.py`` times the call path, and on a shared 2-core machine its rounds swing by more than
+most changes to it (the gateway against the SDK floor moves ±0.5 ms from one round to the next).
+This counts instructions instead, which repeat within ~0.2 % from run to run whatever the load, so
+two builds can be compared on a busy host: run it on each and compare the columns.
+
+The parent process starts a child under ``valgrind --tool=callgrind`` with instrumentation off. The
+child (``--child``) opens the gateway as ``bench_call``'s in-process path (b) does, against the same
+loopback upstream (its own process, not counted), warms up, then runs each phase ``--n`` times; the
+parent zeroes callgrind's counters before a phase and dumps them after it (``callgrind_control``),
+the two meeting through marker files. Counts are of user-space instructions in the child only: the
+kernel's share of a call (SQLite's ``pwrite`` and ``fcntl``, socket I/O) is not in them, and the
+audit writes that SQLite makes on aiosqlite's thread are (callgrind counts every thread).
+
+Phases: ``Gateway.call`` as wired by ``runtime.open_gateway`` (durable audit, metrics on, no
+tracer), a direct ``httpx2`` GET of the same URL (the floor of the call's HTTP work), and
+``Gateway.call`` again with its audit record and metrics replaced by no-ops (what the rest costs).
+
+Needs valgrind (``apt-get install valgrind``). A run takes 1-3 minutes (the child's start-up runs
+under valgrind too).
+
+Usage (from the repo root): python scripts/count_call_instructions.py [--n 200]
+"""
+
+# The child polls marker files on purpose: the other side of the handshake is another process (no
+# event to wait on), and the upstream starts blocking, as bench_call's does, before anything runs.
+# ruff: noqa: ASYNC110, ASYNC220
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+PHASES = ("gateway", "direct", "gateway_no_audit_no_metrics")
+WARMUP = 300
+
+
+def _wait_for(marker: Path, child: subprocess.Popen[bytes], timeout: float = 900.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        if child.poll() is not None:
+            raise SystemExit(f"the child ended before {marker.name}; its log: {marker.parent / 'child.log'}")
+        if time.monotonic() > deadline:
+            child.kill()
+            raise SystemExit(f"no {marker.name} after {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def _control(pid: int, *args: str) -> None:
+    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
+
+
+def parent(n: int) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("needs valgrind (apt-get install valgrind)")
+    work = Path(tempfile.mkdtemp(prefix="count-instructions-"))
+    out = work / "cg.out"
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        __file__,
+        "--child",
+        str(work),
+        "--n",
+        str(n),
+    ]
+    started = time.perf_counter()
+    with (work / "child.log").open("wb") as log:
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(work / "start.ready", child)
+        _control(child.pid, "-i", "on")
+        for phase in PHASES:
+            _control(child.pid, "-z")
+            (work / f"{phase}.go").touch()
+            _wait_for(work / f"{phase}.done", child)
+            _control(child.pid, "-d", phase)
+        (work / "end.go").touch()
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    counts = _dumped_counts(work)
+    print(f"instructions per call, {n} calls per phase (callgrind, user space, every thread of the child)")
+    print(f"{'phase':34} {'per call':>12}")
+    for phase in PHASES:
+        print(f"{phase:34} {counts.get(phase, 0) // n:>12,}")
+    if "gateway" in counts and "direct" in counts:
+        print(f"{'gateway minus direct':34} {(counts['gateway'] - counts['direct']) // n:>12,}")
+    print(f"({time.perf_counter() - started:.0f} s; dumps in {work})")
+
+
+def _dumped_counts(work: Path) -> dict[str, int]:
+    """Each dump's trigger (the phase name given to ``callgrind_control -d``) and its total."""
+    counts: dict[str, int] = {}
+    for dump in work.glob("cg.out.*"):
+        text = dump.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: dump (\S+)$", text, re.M)
+        total = re.search(r"^summary: (\d+)$", text, re.M)
+        if trigger and total:
+            counts[trigger.group(1)] = int(total.group(1))
+    return counts
+
+
+def child(work: Path, n: int) -> None:
+    import anyio
+
+    anyio.run(_child, work, n)
+
+
+async def _child(work: Path, n: int) -> None:
+    import anyio
+    import bench_call
+    import httpx2
+
+    from mcp_gateway.identity import OPERATOR
+    from mcp_gateway.model import Ok
+    from mcp_gateway.runtime import Settings, open_gateway
+
+    upstream_process = subprocess.Popen(
+        [sys.executable, bench_call.__file__, "--serve-upstream"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert upstream_process.stdout is not None
+    upstream = f"http://127.0.0.1:{upstream_process.stdout.readline().strip()}"
+    bench_call._wait_healthy(upstream, upstream_process, "/items/1")
+    manifest = work / "bench.yaml"
+    manifest.write_text(bench_call.TINY_MANIFEST.format(upstream=upstream, pages_port=bench_call._free_port()))
+    settings = Settings(
+        manifest_path=manifest, state_dir=work / "state", env={"MCP_GATEWAY_MASTER_KEY": bench_call.MASTER_KEY}
+    )
+    try:
+        async with open_gateway(settings) as gw, httpx2.AsyncClient(trust_env=False) as http:
+            await gw.vault.put("bench", bench_call.SECRET)
+            first = await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
+            if not isinstance(first, Ok):
+                raise RuntimeError(f"the call failed: {first}")
+
+            async def call() -> None:
+                await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
+
+            async def direct() -> None:
+                await http.get(f"{upstream}/items/1")
+
+            class NoAudit:
+                async def record(self, row: Any) -> None:
+                    return None
+
+            for _ in range(WARMUP):
+                await call()
+                await direct()
+            await gw.auditor.flush()
+            (work / "start.ready").touch()
+            steps: dict[str, Callable[[], Awaitable[None]]] = {
+                "gateway": call,
+                "direct": direct,
+                "gateway_no_audit_no_metrics": call,
+            }
+            for phase in PHASES:
+                if phase == "gateway_no_audit_no_metrics":
+                    await gw.auditor.flush()
+                    gateway: Any = gw  # the bench swaps collaborators the types do not allow
+                    gateway.auditor, gateway.metrics = NoAudit(), bench_call._no_metrics()
+                while not (work / f"{phase}.go").exists():
+                    await anyio.sleep(0.02)
+                for _ in range(n):
+                    await steps[phase]()
+                (work / f"{phase}.done").touch()
+            while not (work / "end.go").exists():
+                await anyio.sleep(0.02)
+    finally:
+        upstream_process.terminate()
+        upstream_process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--n", type=int, default=200, help="calls per phase")
+    parser.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.child:
+        child(Path(opts.child), opts.n)
+    else:
+        parent(opts.n)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    main()
