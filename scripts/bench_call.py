@@ -52,8 +52,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,23 @@ def serve_upstream() -> None:
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(upstream_app, log_level="warning", access_log=False, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+@contextmanager
+def upstream_process() -> Iterator[str]:
+    """``serve_upstream`` in a process of its own (it shares no GIL with what is measured), healthy;
+    yields its base URL and stops it on the way out."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve-upstream"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        upstream = f"http://127.0.0.1:{process.stdout.readline().strip()}"
+        _wait_healthy(upstream, process, "/items/1")
+        yield upstream
+    finally:
+        process.terminate()
+        process.wait()
 
 
 def serve_floor(transport: str, upstream: str, port: int) -> None:
@@ -819,18 +836,8 @@ def print_table(results: list[Result], floor: Result) -> None:
 async def main(opts: argparse.Namespace) -> None:
     global ROUNDS
     n, warmup, ROUNDS = opts.n, opts.warmup, opts.rounds
-    upstream_proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-upstream"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    assert upstream_proc.stdout is not None
-    upstream = f"http://127.0.0.1:{upstream_proc.stdout.readline().strip()}"
-    _wait_healthy(upstream, upstream_proc, "/items/1")
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-call-") as tmp:
-            await run_all(Path(tmp), upstream, n, warmup, opts)
-    finally:
-        upstream_proc.terminate()
-        upstream_proc.wait()
+    with upstream_process() as upstream, tempfile.TemporaryDirectory(prefix="bench-call-") as tmp:
+        await run_all(Path(tmp), upstream, n, warmup, opts)
 
 
 async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse.Namespace) -> None:

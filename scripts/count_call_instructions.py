@@ -23,9 +23,9 @@ under valgrind too).
 Usage (from the repo root): python scripts/count_call_instructions.py [--n 200]
 """
 
-# The child polls marker files on purpose: the other side of the handshake is another process (no
-# event to wait on), and the upstream starts blocking, as bench_call's does, before anything runs.
-# ruff: noqa: ASYNC110, ASYNC220
+# The child polls marker files on purpose: the other side of the handshake is another process, so
+# there is no event to wait on.
+# ruff: noqa: ASYNC110
 
 from __future__ import annotations
 
@@ -126,6 +126,13 @@ def child(work: Path, n: int) -> None:
 
 
 async def _child(work: Path, n: int) -> None:
+    import bench_call
+
+    with bench_call.upstream_process() as upstream:
+        await _measure(work, n, upstream)
+
+
+async def _measure(work: Path, n: int, upstream: str) -> None:
     import anyio
     import bench_call
     import httpx2
@@ -134,62 +141,49 @@ async def _child(work: Path, n: int) -> None:
     from mcp_gateway.model import Ok
     from mcp_gateway.runtime import Settings, open_gateway
 
-    upstream_process = subprocess.Popen(
-        [sys.executable, bench_call.__file__, "--serve-upstream"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert upstream_process.stdout is not None
-    upstream = f"http://127.0.0.1:{upstream_process.stdout.readline().strip()}"
-    bench_call._wait_healthy(upstream, upstream_process, "/items/1")
     manifest = work / "bench.yaml"
     manifest.write_text(bench_call.TINY_MANIFEST.format(upstream=upstream, pages_port=bench_call._free_port()))
     settings = Settings(
         manifest_path=manifest, state_dir=work / "state", env={"MCP_GATEWAY_MASTER_KEY": bench_call.MASTER_KEY}
     )
-    try:
-        async with open_gateway(settings) as gw, httpx2.AsyncClient(trust_env=False) as http:
-            await gw.vault.put("bench", bench_call.SECRET)
-            first = await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
-            if not isinstance(first, Ok):
-                raise RuntimeError(f"the call failed: {first}")
+    async with open_gateway(settings) as gw, httpx2.AsyncClient(trust_env=False) as http:
+        await gw.vault.put("bench", bench_call.SECRET)
+        first = await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
+        if not isinstance(first, Ok):
+            raise RuntimeError(f"the call failed: {first}")
 
-            async def call() -> None:
-                await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
+        async def call() -> None:
+            await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
 
-            async def direct() -> None:
-                await http.get(f"{upstream}/items/1")
+        async def direct() -> None:
+            await http.get(f"{upstream}/items/1")
 
-            class NoAudit:
-                async def record(self, row: Any) -> None:
-                    return None
+        class NoAudit:
+            async def record(self, row: Any) -> None:
+                return None
 
-            for _ in range(WARMUP):
-                await call()
-                await direct()
-            await gw.auditor.flush()
-            (work / "start.ready").touch()
-            steps: dict[str, Callable[[], Awaitable[None]]] = {
-                "gateway": call,
-                "direct": direct,
-                "gateway_no_audit_no_metrics": call,
-            }
-            for phase in PHASES:
-                if phase == "gateway_no_audit_no_metrics":
-                    await gw.auditor.flush()
-                    gateway: Any = gw  # the bench swaps collaborators the types do not allow
-                    gateway.auditor, gateway.metrics = NoAudit(), bench_call._no_metrics()
-                while not (work / f"{phase}.go").exists():
-                    await anyio.sleep(0.02)
-                for _ in range(n):
-                    await steps[phase]()
-                (work / f"{phase}.done").touch()
-            while not (work / "end.go").exists():
+        for _ in range(WARMUP):
+            await call()
+            await direct()
+        await gw.auditor.flush()
+        (work / "start.ready").touch()
+        steps: dict[str, Callable[[], Awaitable[None]]] = {
+            "gateway": call,
+            "direct": direct,
+            "gateway_no_audit_no_metrics": call,
+        }
+        for phase in PHASES:
+            if phase == "gateway_no_audit_no_metrics":
+                await gw.auditor.flush()
+                gateway: Any = gw  # the bench swaps collaborators the types do not allow
+                gateway.auditor, gateway.metrics = NoAudit(), bench_call._no_metrics()
+            while not (work / f"{phase}.go").exists():
                 await anyio.sleep(0.02)
-    finally:
-        upstream_process.terminate()
-        upstream_process.wait()
+            for _ in range(n):
+                await steps[phase]()
+            (work / f"{phase}.done").touch()
+        while not (work / "end.go").exists():
+            await anyio.sleep(0.02)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ Usage (from the repo root): python scripts/profile_servers.py [--calls 1000] [--
 """
 
 # Setup blocks on purpose, like bench_call's: nothing else runs on the loop meanwhile.
-# ruff: noqa: ASYNC220, ASYNC240
+# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ import pstats
 import re
 import runpy
 import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -135,21 +134,8 @@ def compare(gateway: dict[str, Row], floor: dict[str, Row], *, match: str | None
 
 
 async def main(opts: argparse.Namespace) -> None:
-    upstream_proc = subprocess.Popen(
-        [sys.executable, bench_call.__file__, "--serve-upstream"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert upstream_proc.stdout is not None
-    upstream = f"http://127.0.0.1:{upstream_proc.stdout.readline().strip()}"
-    bench_call._wait_healthy(upstream, upstream_proc, "/items/1")
-    try:
-        with tempfile.TemporaryDirectory(prefix="profile-servers-") as tmp:
-            await run(Path(tmp), upstream, opts)
-    finally:
-        upstream_proc.terminate()
-        upstream_proc.wait()
+    with bench_call.upstream_process() as upstream, tempfile.TemporaryDirectory(prefix="profile-servers-") as tmp:
+        await run(Path(tmp), upstream, opts)
 
 
 async def run(root: Path, upstream: str, opts: argparse.Namespace) -> None:
