@@ -34,7 +34,7 @@ from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, Pend
 from ..policy import effective_risk
 from ..projection import project, unmatched
 from ..redaction import Redactor
-from ..tracing import finished_span, recording, span
+from ..tracing import finished_span, span
 from .admission import TrafficGate
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
@@ -165,19 +165,17 @@ class CallPipeline:
                 message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
                 errors=errors,
             )
-        tracing = recording()  # without a tracer provider, no span's attributes are built
         deciding = time.time_ns()
         verdict = trace.verdict = self._permissions.verdict(action, args)
-        if tracing:
-            finished_span(
-                "mcp_gateway.policy",
-                deciding,
-                {
-                    "mcp_gateway.action": action.qualified_name,
-                    "mcp_gateway.policy.decision": verdict.action,
-                    "mcp_gateway.policy.source": verdict.source,
-                },
-            )
+        finished_span(
+            "mcp_gateway.policy",
+            deciding,
+            {
+                "mcp_gateway.action": action.qualified_name,
+                "mcp_gateway.policy.decision": verdict.action,
+                "mcp_gateway.policy.source": verdict.source,
+            },
+        )
         if verdict.action == "block":
             return Denied(
                 reason="policy_block",
@@ -198,10 +196,7 @@ class CallPipeline:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
-        if tracing:
-            with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}, current=False):
-                credential = await self._credentials.for_call(cfg, principal.user)
-        else:
+        with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}, current=False):
             credential = await self._credentials.for_call(cfg, principal.user)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)

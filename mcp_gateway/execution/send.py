@@ -17,7 +17,7 @@ import ssl
 from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx2
@@ -25,9 +25,6 @@ import httpx2
 from ..errors import ArgumentError, UpstreamError
 from ..tracing import SpanKind, inject_trace_context, recording, span
 from .response import Outcome, read_response
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
 
 __all__ = ["send"]
 
@@ -66,27 +63,17 @@ async def send(
             ``upstream_redirect_refused`` (a redirect off the origin, naming only its host);
             ``upstream_error`` (too many redirects, a bad ``Location``, broken HTTP).
     """
-    if not recording():  # no span to make (``span`` would yield the invalid one): every call without a tracer
-        if trace_context:
-            _continue_trace(request, None)
-        return await _send(client, request, auth, timeout, max_bytes, max_redirects)
-    attributes = _span_attributes(request, url_template)
+    attributes = _span_attributes(request, url_template) if recording() else None
     with span(request.method, kind=SpanKind.CLIENT, attributes=attributes, current=False) as current:
-        if trace_context:
-            _continue_trace(request, current)
+        if trace_context:  # the client's trace continues upstream even when this process exports nothing
+            carrier: dict[str, str] = {}
+            inject_trace_context(carrier, current)
+            if carrier:  # nothing to add without a trace (updating with nothing still copies)
+                request.headers.update(carrier)
         outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
         if outcome.http_status is not None:
             current.set_attribute("http.response.status_code", outcome.http_status)
         return outcome
-
-
-def _continue_trace(request: httpx2.Request, current: Span | None) -> None:
-    """The W3C trace headers for ``current`` (else the current context's span): the client's trace
-    continues upstream even when this process exports nothing."""
-    carrier: dict[str, str] = {}
-    inject_trace_context(carrier, current)
-    if carrier:  # nothing to add without a trace (updating with nothing still copies)
-        request.headers.update(carrier)
 
 
 # An action's CLIENT span attributes, by method, origin and path template: the same on each call,

@@ -114,27 +114,10 @@ _UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
 
 def _ts(value: datetime) -> str:
     """Fixed-width UTC text: lexicographic order is time order, so SQL can compare it directly."""
-    if value.tzinfo is UTC:
-        # What the clock gives (each audit row's ``at``): the text up to the second is the same for
-        # every row written within that second, so it is worked out once per second; isoformat
-        # formats the whole value and its offset each time (twice the cost).
-        second = value.timestamp()
-        if 0.0 <= second < _EXACT_SECONDS:
-            whole, prefix = _SECOND
-            if whole != (second := int(second)):
-                whole, prefix = _SECOND[:] = second, value.isoformat(timespec="seconds")[:-6]
-            return f"{prefix}.{value.microsecond:06d}Z"
-        if value.year >= 1000:
-            return value.isoformat(timespec="microseconds")[:-6] + "Z"
+    if value.tzinfo is UTC and value.year >= 1000:
+        # What the clock gives: the same text from isoformat (C, no format string to interpret).
+        return value.isoformat(timespec="microseconds")[:-6] + "Z"
     return aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-_EXACT_SECONDS = 2.0**32
-"""Timestamps (1970 to 2106) whose float keeps a microsecond apart from the next second, so its
-integer part is the value's second exactly."""
-_SECOND: list[Any] = [-1, ""]
-"""The last second ``_ts`` formatted and its text. Read and replaced as one slice (threads share it:
-aiosqlite's, the event loop's), so a reader never pairs one second with another's text."""
 
 
 def _insert_sql(table: str, columns: Sequence[str], key: Sequence[str] = ()) -> str:

@@ -123,8 +123,25 @@ def span(
     sends); a leaf span, under which no span is made, spares that context switch.
 
     With no tracer provider installed it yields the invalid span and leaves the current context as
-    it is: what a no-op span would propagate (its parent's trace context) is the same either way."""
-    return _Scope(name, kind, attributes, current)
+    it is: what a no-op span would propagate (its parent's trace context) is the same either way.
+    That case (every call of a gateway that exports nothing) builds no scope object at all."""
+    return _Scope(name, kind, attributes, current) if recording() else _NO_SCOPE
+
+
+class _NoScope:
+    """``span`` without a tracer provider: yields the invalid span, records nothing. Stateless, so one
+    instance serves every block, nested or concurrent."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Span:
+        return INVALID_SPAN
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        return None
+
+
+_NO_SCOPE = _NoScope()
 
 
 class _Scope:
@@ -139,8 +156,6 @@ class _Scope:
         self._token: Token[Context] | None = None
 
     def __enter__(self) -> Span:
-        if not recording():
-            return INVALID_SPAN
         opened = self._span = _start(self._name, self._kind, self._attributes)
         if self._current:
             self._token = context.attach(trace.set_span_in_context(opened))

@@ -1022,9 +1022,8 @@ async def test_sqlite_concurrent_first_open_migrates_once(tmp_path: Path) -> Non
 
 
 def test_sqlite_timestamp_text_is_fixed_width_utc_to_the_microsecond() -> None:
-    # ``_ts`` keeps the text of the last second it formatted: every value, in order or not, across
-    # second boundaries, before 1970, past 2106 (years 1000 to 9999) and at the last microsecond of a second, must give
-    # the text strftime gives.
+    # Every value, in order or not, across second boundaries, before 1970, past 2106 (years 1000 to
+    # 9999), at the last microsecond of a second and in another zone gives the text strftime gives.
     rng = random.Random(7)
     edges = [
         datetime(1970, 1, 1, tzinfo=UTC),
