@@ -11,6 +11,17 @@ views of one action together and pushes those of other actions of the same API a
 batch, so the negatives are its near-twins). One epoch, AdamW at 2e-5, 10 % warm-up, linear decay,
 seed 0.
 
+A second stage (``--requests SPECS``) teaches it how users ask: ``tuning/requests.jsonl.gz`` holds
+15,033 requests written by hand, worded as people talk to an agent ("give the customer their money back",
+"is anyone watching the checkout alerts this weekend"), for 4,901 actions of 23 public API descriptions
+that are *not* in the catalog the benchmarks rank (Twilio, DigitalOcean, Discord, PagerDuty, Square,
+Okta, OpenAI, Xero and others: ``tuning/sources.json`` names each file's repository, commit and path).
+Each request is pulled towards its action's vector (the mean of ``dense_texts``, as the index embeds
+it) and away from the other actions of its API in the batch (one action at most once per batch).
+The shipped weights are stage one's, then stage two's on top: ``tune_minilm.py BASE STAGE1``, then
+``tune_minilm.py STAGE1 OUT --requests SPECS``, SPECS holding each repository of ``sources.json`` at
+``SPECS/owner/name`` (a checkout of the listed commit).
+
 ``--exclude`` keeps APIs out of training. The shipped weights were trained without Stripe, Slack,
 Wise and Box, so the intents over those four measure the tuning on APIs it never saw
 (``bench_discover_quality.py``; the gains there match those on the APIs it saw).
@@ -22,11 +33,14 @@ int8 graph.
 
 Usage:
     python scripts/tune_minilm.py BASE_FOLDER OUT_FOLDER [--exclude stripe,slack,wise,box]
+    python scripts/tune_minilm.py STAGE1_FOLDER OUT_FOLDER --requests SPECS
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
 import re
 import sys
@@ -44,7 +58,9 @@ from mcp_gateway.model import Action  # noqa: E402
 from scripts.bench_discover_data import API_LOADERS, catalog  # noqa: E402
 
 SHIPPED_EXCLUDE = "stripe,slack,wise,box"
+TUNING = REPO / "scripts" / "tuning"
 BATCH = 64
+REQUEST_BATCH = 48
 SCALE = 20.0
 MAX_TOKENS = 96
 DESCRIPTION_CHARS = 600
@@ -62,10 +78,14 @@ def views(action: Action) -> list[tuple[str, str]]:
     return [(summary, dense_text(action))] if summary else []
 
 
-def training_pairs(exclude: set[str]) -> list[tuple[str, str, str]]:
-    """(API, short, long) for every action of every API not excluded."""
+Pair = tuple[str, str, tuple[str, ...]]
+"""(API, what is matched, the texts it is matched against): a vector is the mean of those texts'."""
+
+
+def training_pairs(exclude: set[str]) -> list[Pair]:
+    """Stage one: (API, short view, (long view,)) for every action of every API not excluded."""
     return [
-        (slug, short, long)
+        (slug, short, (long,))
         for slug in API_LOADERS
         if slug not in exclude
         for action in catalog(slug)
@@ -73,20 +93,57 @@ def training_pairs(exclude: set[str]) -> list[tuple[str, str, str]]:
     ]
 
 
-def batches(pairs: Sequence[tuple[str, str, str]], rng: random.Random) -> Iterator[list[tuple[str, str, str]]]:
-    """Shuffled batches of one API each (its near-twins are the hardest negatives); tiny tails dropped."""
-    by_api: dict[str, list[tuple[str, str, str]]] = {}
+def request_pairs(specs: Path) -> list[Pair]:
+    """Stage two: (API, request, the action's ``dense_texts``) for every hand-written request."""
+    from mcp_gateway.discovery._segment import dense_texts
+    from mcp_gateway.sources._documents import read_document
+    from mcp_gateway.sources.openapi import normalize_openapi
+
+    texts: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for source in json.loads((TUNING / "sources.json").read_text(encoding="utf-8")):
+        path = specs / source["repo"] / source["path"]
+        for action in normalize_openapi(read_document(path), connector=source["slug"], source_file=path).actions:
+            texts[action.qualified_name] = (source["api"], dense_texts(action))
+    with gzip.open(TUNING / "requests.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    missing = sorted({row["name"] for row in rows} - texts.keys())
+    if missing:
+        sys.exit(f"{len(missing)} actions of requests.jsonl.gz not in the specs (first: {missing[0]}): check SPECS")
+    return [(texts[row["name"]][0], row["request"], texts[row["name"]][1]) for row in rows]
+
+
+def batches(pairs: Sequence[Pair], rng: random.Random, *, distinct: bool) -> Iterator[list[Pair]]:
+    """Shuffled batches of one API each (its near-twins are the hardest negatives); tiny tails dropped.
+
+    ``distinct`` keeps an action to one pair per batch: a second request for it would be a negative
+    of the first.
+    """
+    by_api: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_api.setdefault(pair[0], []).append(pair)
-    out: list[list[tuple[str, str, str]]] = []
+    out: list[list[Pair]] = []
     for group in by_api.values():
         rng.shuffle(group)
-        out += [group[i : i + BATCH] for i in range(0, len(group), BATCH)]
+        if not distinct:
+            out += [group[i : i + BATCH] for i in range(0, len(group), BATCH)]
+            continue
+        while group:
+            batch: list[Pair] = []
+            seen: set[tuple[str, ...]] = set()
+            rest: list[Pair] = []
+            for pair in group:
+                if len(batch) < REQUEST_BATCH and pair[2] not in seen:
+                    batch.append(pair)
+                    seen.add(pair[2])
+                else:
+                    rest.append(pair)
+            out.append(batch)
+            group = rest
     rng.shuffle(out)
     yield from (batch for batch in out if len(batch) > 4)
 
 
-def tune(base: Path, out: Path, exclude: set[str], *, epochs: float = 1.0, lr: float = 2e-5) -> None:
+def tune(base: Path, out: Path, pairs: list[Pair], *, distinct: bool, epochs: float = 1.0, lr: float = 2e-5) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -94,9 +151,8 @@ def tune(base: Path, out: Path, exclude: set[str], *, epochs: float = 1.0, lr: f
     rng = random.Random(0)
     model: Any = SentenceTransformer(str(base), device="cpu")
     model.max_seq_length = MAX_TOKENS
-    pairs = training_pairs(exclude)
-    total = int(len(pairs) / BATCH * epochs) + 1
-    print(f"{len(pairs)} pairs from {len(API_LOADERS) - len(exclude)} APIs, {total} steps", flush=True)
+    total = int(len(pairs) / (REQUEST_BATCH if distinct else BATCH) * epochs) + 1
+    print(f"{len(pairs)} pairs from {len({pair[0] for pair in pairs})} APIs, {total} steps", flush=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = max(1.0, total * 0.1)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -110,10 +166,10 @@ def tune(base: Path, out: Path, exclude: set[str], *, epochs: float = 1.0, lr: f
     model.train()
     step, started = 0, time.monotonic()
     while step < total:
-        for batch in batches(pairs, rng):
+        for batch in batches(pairs, rng, distinct=distinct):
             if step >= total:
                 break
-            similarity = encode([p[1] for p in batch]) @ encode([p[2] for p in batch]).T * SCALE
+            similarity = encode([p[1] for p in batch]) @ targets(encode, batch).T * SCALE
             labels = torch.arange(len(batch))
             cross = torch.nn.functional.cross_entropy
             loss = (cross(similarity, labels) + cross(similarity.T, labels)) / 2
@@ -129,6 +185,16 @@ def tune(base: Path, out: Path, exclude: set[str], *, epochs: float = 1.0, lr: f
     print(f"saved {out}")
 
 
+def targets(encode: Any, batch: list[Pair]) -> Any:
+    """Each pair's target vector: the normalized mean of its texts' vectors, as the index builds it."""
+    import torch
+
+    texts = [text for pair in batch for text in pair[2]]
+    owners = torch.tensor([i for i, pair in enumerate(batch) for _ in pair[2]])
+    summed = torch.zeros(len(batch), 384).index_add(0, owners, encode(texts))
+    return torch.nn.functional.normalize(summed, dim=-1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Fine-tune all-MiniLM-L6-v2 on API descriptions.")
     parser.add_argument("base", type=Path, help="the original model folder (sentence-transformers layout)")
@@ -136,8 +202,15 @@ def main() -> None:
     parser.add_argument("--exclude", default=SHIPPED_EXCLUDE, help="APIs kept out of training ('' for none)")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument(
+        "--requests", type=Path, metavar="SPECS", help="stage two: the folder of sources.json's checkouts"
+    )
     args = parser.parse_args()
-    tune(args.base, args.out, set(filter(None, args.exclude.split(","))), epochs=args.epochs, lr=args.lr)
+    if args.requests:
+        pairs, distinct = request_pairs(args.requests), True
+    else:
+        pairs, distinct = training_pairs(set(filter(None, args.exclude.split(",")))), False
+    tune(args.base, args.out, pairs, distinct=distinct, epochs=args.epochs, lr=args.lr)
 
 
 if __name__ == "__main__":
