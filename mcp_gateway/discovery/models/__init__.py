@@ -1,7 +1,8 @@
 """Model files shipped inside the package, so the ``embeddings`` extra needs no separate model download.
 
 ``all-MiniLM-L6-v2/``: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, its licence and a NOTICE
-of the changes beside the files), fine-tuned on API descriptions (``scripts/tune_minilm.py``), as one
+of the changes beside the files), fine-tuned on API descriptions and then on hand-written requests for
+other APIs' actions (``scripts/tune_minilm.py``), as one
 ONNX graph, ``model.onnx`` (35 MB: linear layers int8 per output channel, word table float16; made by
 ``scripts/build_minilm_onnx.py`` from the tuned weights), its ``tokenizer.json`` and
 ``sentence_bert_config.json``. The PyPI packages that carry this
@@ -15,11 +16,12 @@ from pathlib import Path
 
 __all__ = ["MINILM", "bundled_minilm_dir"]
 
-MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-1@int8"
+MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-2@int8"
 """The bundled model's name and the key its stored vectors are filed under: the stock model tuned on API
-descriptions (``-api-1``: a later tuning gets the next number, so vectors of different weights never
-mix; those the stock graph stored under ``sentence-transformers/all-MiniLM-L6-v2@int8`` are left
-alone and the catalog is embedded again in the background). ``@int8``: the quantized graph's vectors
+descriptions, then on users' requests (``-api-2``; each tuning gets the next number, so vectors of
+different weights never mix: those an earlier graph stored, ``-api-1`` or the stock
+``sentence-transformers/all-MiniLM-L6-v2@int8``, are left alone and the catalog is embedded again in
+the background). ``@int8``: the quantized graph's vectors
 differ from the float32 weights' (cosine ~0.98-0.99)."""
 
 
