@@ -12,10 +12,11 @@ batch, so the negatives are its near-twins). One epoch, AdamW at 2e-5, 10 % warm
 seed 0.
 
 A second stage (``--requests SPECS``) teaches it how users ask: ``tuning/requests.jsonl.gz`` holds
-15,033 requests written by hand, worded as people talk to an agent ("give the customer their money back",
-"is anyone watching the checkout alerts this weekend"), for 4,901 actions of 23 public API descriptions
+16,546 requests written by hand, worded as people talk to an agent ("give the customer their money back",
+"is anyone watching the checkout alerts this weekend"), for 5,399 actions of 31 public API descriptions
 that are *not* in the catalog the benchmarks rank (Twilio, DigitalOcean, Discord, PagerDuty, Square,
-Okta, OpenAI, Xero and others: ``tuning/sources.json`` names each file's repository, commit and path).
+Okta, OpenAI, Xero, PayPal and others: ``tuning/sources.json`` names each file's repository, commit
+and path).
 Each request is pulled towards its action's vector (the mean of ``dense_texts``, as the index embeds
 it) and away from the other actions of its API in the batch (one action at most once per batch).
 The shipped weights are stage one's, then stage two's on top: ``tune_minilm.py BASE STAGE1``, then
