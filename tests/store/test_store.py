@@ -1004,10 +1004,12 @@ async def test_sqlite_wal_starts_over_while_calls_keep_writing(tmp_path: Path, m
                 await anyio.sleep(0.002)
             writing = False
         # A row adds ~2 frames (the table's page and its time index'). Without restarts the file held
-        # every frame ever written (~2.2 per row); restarted, it is rewritten from its start.
+        # every frame ever written (~2.2 per row); restarted, it is rewritten from its start, so it
+        # holds the most written between two restarts: ~0.3 frames per row idle, ~0.6 on a busy host
+        # (the checkpoint thread starved while the writer keeps committing).
         frames = (path.parent / f"{path.name}-wal").stat().st_size // (4096 + 24)
         assert written >= 200
-        assert frames < written / 2
+        assert frames < written
         assert len(await store.list_audit(limit=written + 1)) == written
 
 
