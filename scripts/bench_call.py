@@ -1014,6 +1014,14 @@ def print_floor_table(results: list[Result]) -> None:
         pairs = zip(g.rounds or [], f.rounds or [], strict=False)
         cells = [f"{a.p50 / b.p50:.2f}; {((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000:+.2f}" for a, b in pairs]
         print(f"    {transport:24} " + "   ".join(cells))
+    # On a shared 2-core machine one round's ratio swings by more than the 5 % target: the quartiles
+    # say whether a "NO" (or a "yes") stands out of that noise.
+    print("  per-round ratio, lower - upper quartile:")
+    for transport, g, f in rows:
+        ratios = [a.p50 / b.p50 for a, b in zip(g.rounds or [], f.rounds or [], strict=False)]
+        if len(ratios) >= 2:
+            low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
+            print(f"    {transport:24} {low:.2f} - {high:.2f}")
 
 
 async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Namespace) -> None:
