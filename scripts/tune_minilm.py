@@ -120,7 +120,8 @@ def request_pairs(specs: Path) -> list[Pair]:
 
 
 def batches(pairs: Sequence[Pair], rng: random.Random, *, distinct: bool, mix: int = 1) -> Iterator[list[Pair]]:
-    """Shuffled batches of one API each (its near-twins are the hardest negatives); tiny tails dropped.
+    """Shuffled batches of one API each (its near-twins are the hardest negatives), or of ``mix`` APIs
+    each; tiny tails dropped.
 
     ``distinct`` keeps an action to one pair per batch: a second request for it would be a negative
     of the first.
@@ -152,11 +153,11 @@ def batches(pairs: Sequence[Pair], rng: random.Random, *, distinct: bool, mix: i
     yield from (batch for batch in out if len(batch) > 4)
 
 
-def _mixed(batches: list[list[Pair]], mix: int, rng: random.Random) -> list[list[Pair]]:
+def _mixed(single: list[list[Pair]], mix: int, rng: random.Random) -> list[list[Pair]]:
     """Batches of ``mix`` APIs each, the same size as before: a request meets its API's near-twins and
     the look-alikes of other APIs (\"delete the old draft\": a Box file, not a Stripe invoice)."""
     share = REQUEST_BATCH // mix
-    pieces = [batch[i : i + share] for batch in batches for i in range(0, len(batch), share)]
+    pieces = [batch[i : i + share] for batch in single for i in range(0, len(batch), share)]
     rng.shuffle(pieces)
     out: list[list[Pair]] = []
     while pieces:
