@@ -1009,19 +1009,19 @@ def print_floor_table(results: list[Result]) -> None:
             f"{transport:26} {_ms(g.p50):>8} {_ms(f.p50):>9} {ratio:6.2f} {fast:>6}   "
             f"{_ms(g.server_cpu):>10} {_ms(f.server_cpu):>9} {delta:+7.2f} {lean:>6}"
         )
-    print("  per round (gw/floor p50 ratio; server CPU delta ms):")
-    for transport, g, f in rows:
-        pairs = zip(g.rounds or [], f.rounds or [], strict=False)
-        cells = [f"{a.p50 / b.p50:.2f}; {((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000:+.2f}" for a, b in pairs]
-        print(f"    {transport:24} " + "   ".join(cells))
     # On a shared 2-core machine one round's ratio swings by more than the 5 % target: the quartiles
-    # say whether a "NO" (or a "yes") stands out of that noise.
-    print("  per-round ratio, lower - upper quartile:")
+    # of the per-round ratios say whether a "NO" (or a "yes") stands out of that noise.
+    print("  per round (gw/floor p50 ratio; server CPU delta ms), then the ratio's lower - upper quartile:")
     for transport, g, f in rows:
-        ratios = [a.p50 / b.p50 for a, b in zip(g.rounds or [], f.rounds or [], strict=False)]
+        pairs = list(zip(g.rounds or [], f.rounds or [], strict=False))
+        ratios = [a.p50 / b.p50 for a, b in pairs]
+        deltas = [((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000 for a, b in pairs]
+        cells = [f"{r:.2f}; {d:+.2f}" for r, d in zip(ratios, deltas, strict=True)]
+        spread = ""
         if len(ratios) >= 2:
             low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
-            print(f"    {transport:24} {low:.2f} - {high:.2f}")
+            spread = f"   | {low:.2f} - {high:.2f}"
+        print(f"    {transport:24} " + "   ".join(cells) + spread)
 
 
 async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Namespace) -> None:
