@@ -156,22 +156,20 @@ def mine_negatives(
 
     model: Any = SentenceTransformer(str(miner), device="cpu")
     model.max_seq_length = MAX_TOKENS
+
+    def encode(texts: list[str]) -> Any:
+        return torch.tensor(model.encode(texts, batch_size=128, normalize_embeddings=True))
+
     corpus = list(dict.fromkeys(corpus))
-    flat = [text for texts in corpus for text in texts]
-    owners = torch.tensor([i for i, texts in enumerate(corpus) for _ in texts])
     with torch.no_grad():
-        vectors = torch.tensor(model.encode(flat, batch_size=128, normalize_embeddings=True))
-        actions = torch.nn.functional.normalize(
-            torch.zeros(len(corpus), vectors.shape[1]).index_add(0, owners, vectors), dim=-1
-        )
-        queries = torch.tensor(model.encode([p[1] for p in pairs], batch_size=128, normalize_embeddings=True))
+        scores = encode([p[1] for p in pairs]) @ targets(encode, corpus).T
+    top = scores.topk(min(200, len(corpus))).indices.tolist()
     index = {texts: i for i, texts in enumerate(corpus)}
     out: Negatives = {}
-    for row, pair in zip((queries @ actions.T).tolist(), pairs, strict=True):
+    for row, ranked, pair in zip(scores.tolist(), top, pairs, strict=True):
         positive = index[pair[2]]
         ceiling = 0.95 * row[positive]
-        ranked = sorted(range(len(row)), key=row.__getitem__, reverse=True)
-        candidates = [i for i in ranked[:200] if i != positive and row[i] < ceiling][:5]
+        candidates = [i for i in ranked if i != positive and row[i] < ceiling][:5]
         if candidates:
             out[(pair[1], pair[2])] = corpus[rng.choice(candidates)]
     return out
