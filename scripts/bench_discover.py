@@ -415,7 +415,7 @@ def print_targets(r: dict[str, Any]) -> None:
             "<= 5 min",
             minutes <= 5,
             f"{minutes:.1f} min wall; CPU {r['embed_thread_cpu_s']:.0f} s in the embedding thread, "
-            f"{r['embed_cpu_s']:.0f} s whole process; {r['embedded']:,} texts embedded",
+            f"{r['embed_cpu_s']:.0f} s whole process; {r['embedded']:,} actions embedded",
         ),
         (
             "discover p99 while embedding",
