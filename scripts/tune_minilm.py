@@ -35,7 +35,8 @@ column of the batch, so a request also meets the look-alikes that never share it
 2026-12-03 (round nine's stage one, then stage two on ``requests.jsonl.gz`` mined by the round-nine
 candidate, 345 steps, ~10 s each against ~6 without): dev pooled hybrid 72.0/83.1/89.2 against the
 shipped 72.3/83.0/88.7, dense alone 65.9/82.3/88.1 against 64.0/82.1/88.3, BFCL non-live pooled hybrid
-79.1/92.9/97.1 against 79.9/93.2/97.0: noise-sized again, so not shipped. The uniform average of the
+79.1/92.9/97.1 against 79.4/92.9/97.0 (the shipped weights on the same AVX-512 VNNI host; 79.9/93.2/97.0
+on the AVX2 host of the README): noise-sized again, so not shipped. The uniform average of the
 three candidates' weights (one API per batch, ``--mix 2``, ``--negatives``) gave dev pooled hybrid 71.6/83.0/88.7.
 A second epoch (``--epochs 2`` on the shipped requests, 690 steps) gave dev 72.3/83.9/87.4 and BFCL
 non-live 79.3/92.8/96.9: noise-sized too.
@@ -125,9 +126,9 @@ def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     return texts
 
 
-def request_pairs(specs: Path) -> list[Pair]:
-    """Stage two: (API, request, the action's ``dense_texts``) for every hand-written request."""
-    texts = tuning_actions(specs)
+def request_pairs(texts: dict[str, tuple[str, tuple[str, ...]]]) -> list[Pair]:
+    """Stage two: (API, request, the action's ``dense_texts``) for every hand-written request, from
+    ``tuning_actions``' map."""
     with gzip.open(TUNING / "requests.jsonl.gz", "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     missing = sorted({row["name"] for row in rows} - texts.keys())
@@ -271,6 +272,8 @@ def tune(
             similarity = queries @ targets(encode, [p[2] for p in batch]).T * SCALE
             labels = torch.arange(len(batch))
             cross = torch.nn.functional.cross_entropy
+            # Action -> request over the batch's own requests only; the mined columns join the
+            # request -> action side, where a request must pick its action out of them too.
             loss = cross(similarity.T, labels) / 2
             if negatives:
                 mined = [negatives.get((p[1], p[2]), p[2]) for p in batch]
@@ -318,9 +321,10 @@ def main() -> None:
     args = parser.parse_args()
     negatives = None
     if args.requests:
-        pairs, distinct = request_pairs(args.requests), True
+        actions = tuning_actions(args.requests)
+        pairs, distinct = request_pairs(actions), True
         if args.negatives:
-            corpus = [texts for _, texts in tuning_actions(args.requests).values()]
+            corpus = [texts for _, texts in actions.values()]
             negatives = mine_negatives(pairs, corpus, args.negatives, random.Random(1))
             print(f"{len(negatives)} mined negatives", flush=True)
     else:
