@@ -102,8 +102,9 @@ class SecretValue:
         """Every string that, found in an upstream response, would leak this secret.
 
         Each secret value of >= 4 characters, as is, URL-encoded (``%XX`` upper and lower case,
-        ``+`` for spaces), JSON-escaped and base64-encoded, with its ``Bearer`` form; for a
-        username/password pair also ``user:pass`` and its Basic-auth base64.
+        ``+`` for spaces), JSON-escaped, base64-encoded and hex-encoded (its UTF-8 bytes, lower and
+        upper case), with its ``Bearer`` form; for a username/password pair also ``user:pass`` and
+        its Basic-auth base64.
         """
         values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
         forms: set[str] = set()
@@ -148,6 +149,9 @@ def _encodings(v: str) -> set[str]:
         json.dumps(v)[1:-1],
         _b64(v),
         base64.urlsafe_b64encode(v.encode()).decode(),
+        # An upstream that dumps what it received as bytes (a debug echo, a hexdump in an error) leaks it too.
+        v.encode().hex(),
+        v.encode().hex().upper(),
     }
 
 

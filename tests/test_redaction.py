@@ -85,3 +85,26 @@ def test_clean_data_comes_back_as_it_was_with_its_json_text() -> None:
     out, text = redactor.redact_json(data)
     assert out is data and text == json.dumps(data, ensure_ascii=False)
     assert Redactor().redact_json(data) == (data, None)  # nothing to look for: not serialized either
+
+
+def test_the_hex_of_a_secret_is_redacted_in_lower_and_upper_case() -> None:
+    secret = "pässwörd-" + CANARY  # non-ASCII: hex is of the UTF-8 bytes
+    lower = secret.encode().hex()
+    redactor = Redactor()
+    redactor.add(SecretValue(secret))
+    for form in (lower, lower.upper()):
+        assert redactor.redact_text(f"got 0x{form}!") == "got 0x[redacted]!"
+        out, _ = redactor.redact_json({"dump": [f"bytes={form}"], form: 1})
+        assert out == {"dump": ["bytes=[redacted]"], "[redacted]": 1}
+        assert redactor.redact_bytes(f"<{form}>".encode()) == b"<[redacted]>"
+    # A dump cut by a size cap in the middle of the hex still loses its start.
+    assert redactor.redact_text("dump: " + lower[:20], truncated=True) == "dump: [redacted]"
+
+
+def test_the_hex_of_a_basic_pair_and_of_each_field_is_redacted() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue({"username": "alice", "password": "pw-" + CANARY}))
+    pair = f"alice:pw-{CANARY}".encode().hex()
+    password = f"pw-{CANARY}".encode().hex().upper()
+    assert redactor.redact_text(f"{pair} {password}") == "[redacted] [redacted]"
+    assert redactor.redact_text("alice".encode().hex()) == "alice".encode().hex()  # a username alone is not a secret
