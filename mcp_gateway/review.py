@@ -24,14 +24,18 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from .model import Action, McpBinding
+from .model import Action, McpBinding, Risk
 from .sanitize import hidden_characters, instruction_flags
 
 __all__ = [
+    "MAX_SCHEMA_CHARS",
+    "MAX_SCHEMA_NODES",
+    "TOO_LARGE",
     "Finding",
     "ReviewStatus",
     "Scan",
@@ -42,6 +46,7 @@ __all__ = [
     "hidden_text",
     "review",
     "snapshot",
+    "worded_risk",
 ]
 
 Trust = Literal["review", "pinned", "auto"]
@@ -127,7 +132,7 @@ def review(
         if pinned is not None and pinned[0] == digest:
             findings.append(Finding(action.qualified_name, "approved", digest, shown))
             continue
-        flags = () if trust == "auto" else tuple(_flags(action, others))
+        flags = () if trust == "auto" else tuple(_flags(action, others, trust=trust))
         if flags:
             status: ReviewStatus = "flagged"
         elif trust != "review":
@@ -149,7 +154,9 @@ def _hiding_flags(action: Action) -> tuple[str, ...]:
     """Why ``action``'s text hides characters; empty when it does not."""
     found: list[str] = []
     for label, text in _texts(action):
-        if not (text.isascii() and text.isprintable()):
+        if label == TOO_LARGE:
+            found.append(f"{label}: {text}")
+        elif not (text.isascii() and text.isprintable()):
             found += [f"{label}: hides text: {kind}" for kind in hidden_characters(text)]
     return tuple(dict.fromkeys(found))
 
@@ -162,42 +169,120 @@ def flagged(action: Action, flags: tuple[str, ...]) -> Finding | None:
     return Finding(action.qualified_name, "flagged", fingerprint(shown), shown, flags)
 
 
-def _flags(action: Action, other_tools: list[str]) -> list[str]:
+def _flags(action: Action, other_tools: list[str], *, trust: Trust) -> list[str]:
     found: list[str] = []
+    if trust == "review" and isinstance(action.binding, McpBinding):
+        # The risk an upstream's annotations declare is shown to the operator who approves it: say
+        # so when the words disagree ("Delete every record", marked read-only).
+        worded = worded_risk(action.path, action.binding.tool, action.summary, action.description)
+        if worded is not None and _RANK[worded[0]] > _RANK[action.risk]:
+            found.append(f"risk: {action.risk}, but its name or text says {worded[1]!r} ({worded[0]})")
     own = action.connector + "."
     others = [name for name in other_tools if not name.startswith(own)]
     for label, text in _texts(action):
-        found += [f"{label}: {flag}" for flag in instruction_flags(text, other_tools=others)]
+        if label == TOO_LARGE:
+            found.append(f"{label}: {text}")
+        else:
+            found += [f"{label}: {flag}" for flag in instruction_flags(text, other_tools=others)]
     return list(dict.fromkeys(found))
+
+
+MAX_SCHEMA_NODES: Final = 50_000
+"""The most objects, arrays, keys and strings of one input schema the scan reads. A schema past it is
+held as too large to check: text the scan did not read must not reach an agent unread."""
+
+MAX_SCHEMA_CHARS: Final = 2_000_000
+"""The most characters of strings (keys included) of one input schema the scan reads (same reason)."""
+
+_NAMED: Final = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names an agent sees (parameter names, mostly) to schemas."""
+
+TOO_LARGE: Final = "input_schema: too large to check"
 
 
 def _texts(action: Action) -> list[tuple[str, str]]:
     found = [("name", action.path), ("summary", action.summary), ("description", action.description)]
-    _schema_texts(action.input_schema, "input_schema", 0, found)
+    _schema_texts(action.input_schema, found)
     return found
 
 
-def _schema_texts(node: Any, where: str, depth: int, found: list[tuple[str, str]]) -> None:
-    """Parameter names, titles, descriptions and enum strings, where instructions also hide, onto
-    ``found`` in document order. A plain recursion, not nested generators: every start walks every
-    action's schema, and each level of ``yield from`` re-handles every string below it."""
-    if depth > 8:
-        return
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            if key in ("description", "title") and isinstance(value, str):
-                found.append((f"{where}.{key}", value))
-            elif key == "properties" and isinstance(value, Mapping):
-                for name, sub in value.items():
-                    found.append((f"{where}.properties", str(name)))
-                    _schema_texts(sub, f"{where}.{name}", depth + 1, found)
-            elif key in ("enum", "examples", "default") and isinstance(value, list):
-                found.extend((f"{where}.{key}", item) for item in value if isinstance(item, str))
-            elif isinstance(value, Mapping | list):
-                _schema_texts(value, where, depth + 1, found)
-    elif isinstance(node, list):
-        for item in node:
-            _schema_texts(item, where, depth + 1, found)
+def _schema_texts(schema: Any, found: list[tuple[str, str]]) -> None:
+    """Every string of ``schema`` onto ``found``, in document order and at any depth: keys (parameter
+    names, ``x-`` extensions) and values (descriptions, titles, defaults, constants, patterns,
+    examples, enum members, ``$comment`` and whatever else an agent is shown). Labels say where each
+    sits (``input_schema.a.description`` for parameter ``a``). Past ``MAX_SCHEMA_NODES`` or
+    ``MAX_SCHEMA_CHARS`` one ``TOO_LARGE`` entry stands for the rest, which the flags then hold.
+
+    An explicit stack, not recursion: the depth is the upstream's to choose. A subtree shared by
+    several places (a resolved ``$ref``) is read once: its strings are the same wherever it shows."""
+    seen: set[int] = set()
+    nodes = chars = 0
+    stack: list[tuple[str, Any, bool]] = [("input_schema", schema, False)]
+    while stack:
+        where, node, named = stack.pop()  # named: a map of names to schemas (``properties``)
+        if isinstance(node, str):
+            nodes, chars = nodes + 1, chars + len(node)
+            found.append((where, node))
+        elif isinstance(node, Mapping | list | tuple) and id(node) not in seen:
+            seen.add(id(node))
+            nodes += 1
+            children: list[tuple[str, Any, bool]] = []
+            if isinstance(node, Mapping):
+                for key, value in node.items():
+                    name = str(key)
+                    nodes, chars = nodes + 1, chars + len(name)
+                    if named:
+                        found.append((f"{where}.properties", name))
+                        children.append((f"{where}.{name}", value, False))
+                    elif name in _NAMED and isinstance(value, Mapping):
+                        found.append((f"{where}.key", name))
+                        children.append((where, value, True))
+                    else:
+                        found.append((f"{where}.key", name))
+                        children.append((f"{where}.{name}", value, False))
+            else:
+                children = [(where, item, False) for item in node]
+            stack.extend(reversed(children))
+        if nodes > MAX_SCHEMA_NODES or chars > MAX_SCHEMA_CHARS:
+            found.append((TOO_LARGE, f"more than {MAX_SCHEMA_NODES:,} parts or {MAX_SCHEMA_CHARS:,} characters"))
+            return
+
+
+_RANK: Final[dict[Risk, int]] = {"read": 0, "write": 1, "destructive": 2}
+
+
+def _forms(verbs: str) -> frozenset[str]:
+    """The verbs and the forms a name or an order uses (``delete``, ``deletes``, ``deleting``);
+    not the past participle, which describes a state (``deleted records``) more often than an act."""
+    out: set[str] = set()
+    for verb in verbs.split():
+        out |= {verb, verb + "s", verb + "es", verb + "ing", verb.removesuffix("e") + "ing"}
+    return frozenset(out)
+
+
+_DESTRUCTIVE_WORDS: Final = _forms(
+    "delete remove destroy drop purge erase wipe truncate revoke terminate uninstall overwrite discard kill"
+)
+_WRITE_WORDS: Final = _forms(
+    "send pay transfer create update write publish charge refund withdraw deposit upload insert modify edit "
+    "execute invite approve merge deploy submit cancel archive grant purchase buy rename replace move"
+)
+_CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
+_WORD: Final = re.compile(r"[a-z]+")
+
+
+def worded_risk(*texts: str) -> tuple[Risk, str] | None:
+    """The risk the words of ``texts`` (a tool's name, title, description) speak of, with the word:
+    ``destructive`` for delete/remove/drop/purge…, ``write`` for send/pay/transfer/create…; None
+    when they name no such act. Names are split at ``_ . / -`` and camelCase (``deleteAll``)."""
+    found: tuple[Risk, str] | None = None
+    for text in texts:
+        for word in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower()):
+            if word in _DESTRUCTIVE_WORDS:
+                return "destructive", word
+            if found is None and word in _WRITE_WORDS:
+                found = ("write", word)
+    return found
 
 
 def diff(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:

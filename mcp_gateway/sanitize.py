@@ -6,7 +6,8 @@ operator does not control. Two things can hide in them:
 - **Characters a human reviewer never sees**: ANSI escape sequences, C0/C1 controls, zero-width and
   bidirectional controls, variation selectors and the Unicode *tag* block (U+E0000–U+E007F), which
   spells ASCII invisibly ("ASCII smuggling"). ``clean_text`` removes them all; a model then reads
-  exactly what the operator's review page shows.
+  exactly what the operator's review page shows. Tab, line feed and carriage return are whitespace,
+  not hidden text: specs written on Windows end their description lines with ``\r\n``.
 - **Instructions aimed at the model** ("tool poisoning"): "ignore previous instructions",
   ``<IMPORTANT>`` blocks, requests to read local files or credentials, to keep something from the
   user, or to call another connector's tools. ``instruction_flags`` names each such finding so the
@@ -65,14 +66,16 @@ _INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _
 _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 
 
-_ASCII_HIDDEN: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-"""The only ASCII characters ``_INVISIBLE`` holds (ANSI escapes start with one of them too)."""
+_ASCII_HIDDEN: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""The ASCII characters ``_INVISIBLE`` holds, but for the carriage return (ANSI escapes start with one
+of them too)."""
 
 
 def hidden_characters(text: str) -> list[str]:
     """What ``clean_text`` would remove, by kind (for the operator's review), most telling first."""
     if text.isascii() and not _ASCII_HIDDEN.search(text):
         return []  # the common case (a description with line breaks): one pass instead of three
+    text = text.replace("\r", "")  # a line ending, which ``clean_text`` turns into ``\n``
     found: list[str] = []
     spelled = _spelled_tags(text)
     if spelled:
@@ -94,10 +97,11 @@ def _spelled_tags(text: str) -> str:
 
 def clean_text(text: str, *, max_chars: int | None = None) -> str:
     """``text`` without ANSI escapes and invisible characters; line breaks and tabs are kept,
-    ``\\r\\n`` becomes ``\\n``. With ``max_chars``, longer text is cut and ends with ``…``."""
+    ``\\r\\n`` and a lone ``\\r`` become ``\\n``. With ``max_chars``, longer text is cut and ends
+    with ``…``."""
     if text.isascii() and text.isprintable() and (max_chars is None or len(text) <= max_chars):
         return text  # the common case, without a regex pass
-    text = text.replace("\r\n", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text)
     text = _INVISIBLE.sub("", text)
     if max_chars is not None and len(text) > max_chars:

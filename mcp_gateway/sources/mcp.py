@@ -13,8 +13,12 @@ The binding keeps the tool's own name, which is what the upstream is called with
 
 **Risk** comes from the tool's annotations when the connector trusts them
 (``trust_annotations: true``, the default): ``destructiveHint`` -> destructive, else
-``readOnlyHint`` -> read, else write. An untrusted upstream's tools are all write. A manifest
-``risk:`` override (by action path) wins either way.
+``readOnlyHint`` -> read, else write. An untrusted upstream's tools are all write. Annotations lower
+a risk only where an operator sees them before the tool is used (``trust: review``: the risk is part
+of the snapshot approved) or chose to believe them (``trust: auto``); under ``trust: pinned`` a tool
+marked read-only whose name, title or description speaks of deleting, sending, paying … gets the
+risk of those words (``review.worded_risk``) instead. A manifest ``risk:`` override (by action
+path) wins either way.
 
 **Fingerprint.** ``tools_digest`` hashes the listing itself (canonical JSON of every tool), so an
 unchanged server re-syncs without re-indexing and a changed one is picked up by the next sync.
@@ -33,6 +37,7 @@ import httpx2
 from ..errors import SourceError
 from ..manifest import ConnectorConfig
 from ..model import Action, McpBinding, Risk
+from ..review import Trust, worded_risk
 from ._fingerprint import settings_digest
 from ._naming import snake_case, unique_name
 from .base import LoadContext, Normalized
@@ -67,16 +72,23 @@ def mcp_action_path(tool_name: str) -> str:
     return f"n{name}" if name[0].isdigit() else name
 
 
-def tool_risk(tool: types.Tool, *, trust_annotations: bool) -> Risk:
-    """The risk a tool's annotations declare, or ``write`` when they are absent or not trusted."""
+def tool_risk(tool: types.Tool, *, trust_annotations: bool, trust: Trust = "pinned") -> Risk:
+    """The risk a tool's annotations declare, or ``write`` when they are absent or not trusted; under
+    ``trust: pinned``, a read-only hint yields to what the tool's words say (module docstring)."""
     hints = tool.annotations
     if not trust_annotations or hints is None:
-        return "write"
-    if hints.destructive_hint is True:
-        return "destructive"
-    if hints.read_only_hint is True:
-        return "read"
-    return "write"
+        declared: Risk = "write"
+    elif hints.destructive_hint is True:
+        declared = "destructive"
+    elif hints.read_only_hint is True:
+        declared = "read"
+    else:
+        declared = "write"
+    if trust != "pinned" or declared != "read":
+        return declared
+    title = tool.title or (hints.title if hints else None) or ""
+    worded = worded_risk(tool.name, title, tool.description or "")
+    return declared if worded is None else worded[0]
 
 
 def normalize_mcp_tools(
@@ -85,8 +97,11 @@ def normalize_mcp_tools(
     *,
     trust_annotations: bool = True,
     risk_overrides: Mapping[str, Risk] | None = None,
+    trust: Trust = "pinned",
 ) -> list[Action]:
-    """One action per tool, in listing order. A tool name listed twice keeps its first entry."""
+    """One action per tool, in listing order. A tool name listed twice keeps its first entry.
+    ``trust`` is the connector's (``ConnectorConfig.effective_trust``): it decides how far the
+    tools' annotations may lower their risk."""
     overrides = risk_overrides or {}
     taken: set[str] = set()
     seen_names: set[str] = set()
@@ -104,7 +119,7 @@ def normalize_mcp_tools(
                 summary=_summary(tool, description),
                 description=description[:_MAX_DESCRIPTION],
                 input_schema=_schema(tool.input_schema),
-                risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations),
+                risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations, trust=trust),
                 binding=McpBinding(tool=tool.name),
                 group=(tool.title or (tool.annotations.title if tool.annotations else None) or "")[:100],
             )
@@ -146,8 +161,11 @@ class McpLoader:
         if self.list_tools is None:
             raise SourceError("this gateway was started without an MCP client, so MCP connectors cannot load")
         tools = await self.list_tools(cfg)
-        fingerprint = f"{settings_digest(cfg)}:{tools_digest(tools)}"
+        trust = cfg.effective_trust  # it shapes the risks: a change of trust normalizes again
+        fingerprint = f"{settings_digest(cfg)}:{trust}:{tools_digest(tools)}"
         if ctx.cached is not None and ctx.cached.fingerprint == fingerprint:
             return Normalized(ctx.cached.actions, None, fingerprint, [])
-        actions = normalize_mcp_tools(cfg.slug, tools, trust_annotations=cfg.trust_annotations, risk_overrides=cfg.risk)
+        actions = normalize_mcp_tools(
+            cfg.slug, tools, trust_annotations=cfg.trust_annotations, risk_overrides=cfg.risk, trust=trust
+        )
         return Normalized(actions, None, fingerprint, [])

@@ -107,3 +107,52 @@ def test_the_digest_changes_exactly_when_the_listing_does() -> None:
 def test_the_tool_title_is_the_action_group() -> None:
     titled, bare = normalize_mcp_tools("up", [tool("a", title="Search the web"), tool("b")])
     assert (titled.group, bare.group) == ("Search the web", "")
+
+
+def needs_approval(risk: str) -> bool:
+    """What the default policy (``default_mode: risk``, no rules) decides for a call of this risk."""
+    from mcp_gateway.policy import evaluate
+
+    verdict = evaluate(
+        qualified_name="up.t",
+        path="t",
+        risk=risk,  # type: ignore[arg-type]
+        args={},
+        project_rules=[],
+        connector_rules=[],
+        sensitive=False,
+        default_mode="risk",
+    )
+    return verdict.action == "require_approval"
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "title", "risk"),
+    [
+        ("list_records", "Delete every record", None, "destructive"),
+        ("deleteAll", "Lists the records.", None, "destructive"),
+        ("records/purge", None, None, "destructive"),
+        ("cleanup", None, "Remove old entries", "destructive"),
+        ("notify", "Sends an email to every customer.", None, "write"),
+        ("settle", "Pay the invoice from the company account.", None, "write"),
+    ],
+)
+def test_under_pinned_a_read_only_hint_does_not_lower_what_the_words_say(
+    name: str, description: str | None, title: str | None, risk: str
+) -> None:
+    listed = tool(name, description=description, title=title, read_only_hint=True)
+    (pinned,) = normalize_mcp_tools("up", [listed], trust="pinned")
+    assert pinned.risk == risk and needs_approval(pinned.risk)
+    # Chosen to be believed (``auto``) or shown to the approving operator (``review``): honoured.
+    for trusting in ("auto", "review"):
+        (honoured,) = normalize_mcp_tools("up", [listed], trust=trusting)
+        assert honoured.risk == "read" and not needs_approval(honoured.risk)
+
+
+def test_under_pinned_a_read_only_tool_whose_words_name_no_act_stays_a_read() -> None:
+    listed = tool("list_records", description="Lists records; deleted ones are left out.", read_only_hint=True)
+    assert normalize_mcp_tools("up", [listed], trust="pinned")[0].risk == "read"
+    # And an operator's risk override wins over the words too.
+    wiper = tool("wipe_cache", read_only_hint=True)
+    assert normalize_mcp_tools("up", [wiper], trust="pinned", risk_overrides={"wipe_cache": "read"})[0].risk == "read"
+    assert normalize_mcp_tools("up", [wiper], trust="pinned")[0].risk == "destructive"
