@@ -221,6 +221,10 @@ class Action(BaseModel):
     response_fields: str = ""
     """The field names of a successful response, space-separated, for discovery (a weak field: what the
     action returns, "available" for a balance). Empty when the source does not say."""
+    aliases: tuple[str, ...] = Field(default=(), exclude_if=lambda aliases: not aliases)
+    """Paths earlier releases gave this action, still resolving to it (``describe``, ``call``) so a name
+    an agent or a policy already holds keeps working; not listed, not searched. Left out of the stored
+    JSON when empty."""
 
     @property
     def qualified_name(self) -> str:

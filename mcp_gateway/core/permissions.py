@@ -16,7 +16,7 @@ from ..discovery import DiscoveryIndex, summary_of
 from ..identity import Principal, granted_connectors
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, Denied, RequestBinding, Verdict
-from ..policy import effective_risk, evaluate, is_hidden
+from ..policy import effective_risk, evaluate, is_hidden, strictest
 from .catalogs import Catalogs
 from .recovery import connector_named
 from .results import shown_schema, shown_summary
@@ -43,11 +43,14 @@ class Permissions:
     def hidden(self, action: Action) -> bool:
         """Whether a ``hide`` rule keeps the action out of connectors, discover and describe."""
         cfg = self._catalogs.config(action.connector)
-        return is_hidden(
-            qualified_name=action.qualified_name,
-            path=action.path,
-            project_rules=self._catalogs.manifest.policies,
-            connector_rules=cfg.policies,
+        return any(
+            is_hidden(
+                qualified_name=qualified_name,
+                path=path,
+                project_rules=self._catalogs.manifest.policies,
+                connector_rules=cfg.policies,
+            )
+            for qualified_name, path in _names(action)
         )
 
     def allow(self, action: Action) -> bool:
@@ -72,22 +75,26 @@ class Permissions:
         kept = self._verdicts.get(action.qualified_name)
         if kept is not None and kept[0] is action and kept[1] is manifest and kept[2] is cfg:
             return kept[3]
-        verdict = evaluate(
-            qualified_name=action.qualified_name,
-            path=action.path,
-            risk=effective_risk(action, args),
-            args=args,
-            project_rules=manifest.policies,
-            connector_rules=cfg.policies,
-            sensitive=cfg.sensitive,
-            default_mode=manifest.default_mode,
+        # A rule written for a name the action had in an earlier release still applies to it: of the
+        # verdicts under each of its names, the strictest.
+        verdict = strictest(
+            [
+                evaluate(
+                    qualified_name=qualified_name,
+                    path=path,
+                    risk=effective_risk(action, args),
+                    args=args,
+                    project_rules=manifest.policies,
+                    connector_rules=cfg.policies,
+                    sensitive=cfg.sensitive,
+                    default_mode=manifest.default_mode,
+                )
+                for qualified_name, path in _names(action)
+            ]
         )
         # Arguments decide only through the ``when`` of a rule that matches, and the generic request
         # action's method.
-        if not isinstance(action.binding, RequestBinding) and not (
-            any(rule.when and rule.matcher.matches(action.qualified_name) for rule in manifest.policies)
-            or any(rule.when and rule.matcher.matches(action.path) for rule in cfg.policies)
-        ):
+        if not isinstance(action.binding, RequestBinding) and not self.conditional(action):
             if len(self._verdicts) >= _MAX_VERDICTS:
                 self._verdicts.clear()
             self._verdicts[action.qualified_name] = (action, manifest, cfg, verdict)
@@ -97,8 +104,10 @@ class Permissions:
         """Whether a rule with ``when`` may change the verdict depending on the arguments."""
         cfg = self._catalogs.config(action.connector)
         project = self._catalogs.manifest.policies
-        return any(r.when and r.matcher.matches(action.qualified_name) for r in project) or any(
-            r.when and r.matcher.matches(action.path) for r in cfg.policies
+        return any(
+            any(r.when and r.matcher.matches(qualified_name) for r in project)
+            or any(r.when and r.matcher.matches(path) for r in cfg.policies)
+            for qualified_name, path in _names(action)
         )
 
     def not_found(self, principal: Principal, name: str) -> Denied:
@@ -118,3 +127,11 @@ class Permissions:
                 for a in suggestions
             ],
         )
+
+
+def _names(action: Action) -> list[tuple[str, str]]:
+    """The action's qualified name and path, then those of each name it had in an earlier release."""
+    return [
+        (action.qualified_name, action.path),
+        *((f"{action.connector}.{alias}", alias) for alias in action.aliases),
+    ]

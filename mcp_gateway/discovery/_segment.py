@@ -313,6 +313,9 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             by_folded[key] = position
         else:
             by_folded[key] = (*((previous,) if isinstance(previous, int) else previous), position)
+    for position, action in enumerate(actions):
+        for alias in action.aliases:
+            by_folded.setdefault(fold_name(alias), position)  # a real name wins over an earlier one
     return Segment(
         slug=slug,
         start=start,

@@ -34,7 +34,7 @@ The package: ``verdict`` (``evaluate``, ``is_hidden``, ``effective_risk``), ``pa
 
 from .conditions import OPERATORS, Condition
 from .patterns import MAX_VALUE_CHARS, Matcher, compile_matcher
-from .verdict import Rule, effective_risk, evaluate, is_hidden
+from .verdict import Rule, effective_risk, evaluate, is_hidden, strictest
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -46,4 +46,5 @@ __all__ = [
     "effective_risk",
     "evaluate",
     "is_hidden",
+    "strictest",
 ]

@@ -14,7 +14,7 @@ from ..model import Action, PolicyAction, RequestBinding, Risk, Verdict, Verdict
 from .conditions import Condition
 from .patterns import Matcher
 
-__all__ = ["Rule", "effective_risk", "evaluate", "is_hidden"]
+__all__ = ["Rule", "effective_risk", "evaluate", "is_hidden", "strictest"]
 
 _STRICTNESS: dict[str, int] = {"always_run": 0, "require_approval": 1, "block": 2}
 
@@ -82,9 +82,9 @@ def evaluate(
                 separate_approver=rule.separate_approver and rule.action == "require_approval",
             )
             if outcome is True:
-                return _strictest([*undecided, verdict])
+                return strictest([*undecided, verdict])
             undecided.append(verdict)
-    return _strictest([*undecided, _default(risk=risk, sensitive=sensitive, default_mode=default_mode)])
+    return strictest([*undecided, _default(risk=risk, sensitive=sensitive, default_mode=default_mode)])
 
 
 def effective_risk(action: Action, args: Mapping[str, Any]) -> Risk:
@@ -111,7 +111,8 @@ def _default(*, risk: Risk, sensitive: bool, default_mode: str) -> Verdict:
     return Verdict(action="always_run" if risk == "read" else "require_approval", source="risk_default")
 
 
-def _strictest(verdicts: list[Verdict]) -> Verdict:
+def strictest(verdicts: Sequence[Verdict]) -> Verdict:
+    """The strictest of ``verdicts``: ``block`` > ``require_approval`` > ``always_run``, the first on a tie."""
     # max() keeps the first of equals, so on a tie the earlier rule is the one reported.
     return max(verdicts, key=lambda v: _STRICTNESS[v.action])
 

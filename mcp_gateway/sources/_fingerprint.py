@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["NORMALIZER_VERSION", "current_fingerprint", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "4"
+NORMALIZER_VERSION = "5"
 """Part of every fingerprint: a new value makes the next sync normalize every catalog again and store
 it anew. 4: catalogs are stored one action a line (``store/catalog_lines.py``), which the command
-line's ``discover`` needs to answer from the stored state; rows of earlier builds are rewritten."""
+line's ``discover`` needs to answer from the stored state; rows of earlier builds are rewritten.
+5: acronyms are one word in names (``list_redirect_urls``) and operations without a name of their own
+are named verb first (``list_deployment_builds``), their earlier names kept as aliases."""
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:

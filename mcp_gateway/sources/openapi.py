@@ -12,14 +12,14 @@ declares its ``token`` in the query, a header or the form of most methods).
 Action path naming (deterministic; the same text is in README):
 
 * With an ``operationId``: split it on ``/``; convert each part to snake_case (camelCase and
-  PascalCase words are split, ``-``, spaces and any other punctuation become ``_``, the result is
-  lowercased and repeated ``_`` collapsed); join the parts with ``.``.
+  PascalCase words are split, an acronym is one word, ``-``, spaces and any other punctuation become
+  ``_``, the result is lowercased and repeated ``_`` collapsed); join the parts with ``.``.
   ``issues/create`` -> ``issues.create``, ``repos/get-content`` -> ``repos.get_content``,
   ``addPet`` -> ``add_pet``, ``GetCustomersCustomer`` -> ``get_customers_customer``,
-  ``chat_postMessage`` -> ``chat_post_message``.
-* Without one: the URL path's literal segments in snake_case, each ``{param}`` as
-  ``by_<param in snake_case>``, then the lowercase method, joined with ``.``:
-  ``GET /pet/{petId}`` -> ``pet.by_pet_id.get``.
+  ``chat_postMessage`` -> ``chat_post_message``, ``listRedirectURLs`` -> ``list_redirect_urls``.
+* Without one: verb first, then the resource (``_naming.rest_path``): ``GET /pet/{petId}`` ->
+  ``get_pet``, ``GET /deployments/{id}/builds`` -> ``list_deployment_builds``. The name earlier
+  releases gave it (``pet.by_pet_id.get``) is kept in ``Action.aliases``.
 * A name that starts with a digit gets an ``n`` prefix. When two operations get the same name,
   the later ones in document order get ``_2``, ``_3`` ... appended.
   Every name matches ``^[a-z0-9_]+(\\.[a-z0-9_]+)*$``.
@@ -51,7 +51,7 @@ from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
-from ._naming import snake_case, unique_name
+from ._naming import legacy_rest_path, rest_path, snake_case, unique_name
 from ._refs import Dialect, RefError, Resolver, SchemaInliner
 from .base import LoadContext, Normalized
 
@@ -62,6 +62,7 @@ __all__ = [
     "action_path",
     "arg_name",
     "credential_places",
+    "legacy_action_path",
     "load_openapi",
     "normalize_openapi",
     "snake_case",
@@ -203,13 +204,17 @@ def action_path(operation_id: str | None, method: str, url: str) -> str:
     parts: list[str] = []
     if operation_id:
         parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p]
-    if not parts:
-        for segment in url.split("/"):
-            segment = _TEMPLATE_VAR.sub(lambda m: f" by_{snake_case(m.group(1))} ", segment)
-            if part := snake_case(segment):
-                parts.append(part)
-        parts.append(method.lower())
-    name = ".".join(parts)
+    name = ".".join(parts) if parts else rest_path(method, url)
+    return f"n{name}" if name[0].isdigit() else name
+
+
+def legacy_action_path(operation_id: str | None, method: str, url: str) -> str | None:
+    """The path earlier releases gave an operation without an ``operationId``, kept resolving as an
+    alias of its verb-first path; None when the operation has an ``operationId`` (its name did not
+    change but for acronyms, and those fold to the same key)."""
+    if operation_id and any(snake_case(seg) for seg in operation_id.split("/")):
+        return None
+    name = legacy_rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
 
@@ -378,6 +383,8 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
     where = f"{method} {url}"
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
     name = unique_name(action_path(operation_id, method, url), ctx.taken)
+    legacy = legacy_action_path(operation_id, method, url)
+    aliases = (legacy,) if legacy is not None and legacy != name else ()
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     for raw_list, base in ((item.get("parameters"), item_base), (op.get("parameters"), item_base)):
@@ -438,7 +445,7 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
         summary=_summary(op, item, method, url),
         description=_description(op.get("description")),
         input_schema=args.input_schema(),
-        risk=ctx.risk_overrides.get(name, risk_of_method(method)),
+        risk=ctx.risk_overrides.get(name) or _legacy_risk(ctx, aliases) or risk_of_method(method),
         binding=OpenAPIBinding(
             method=method,
             url=url,
@@ -449,7 +456,13 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
         ),
         group=_first_tag(op),
         response_fields=_response_fields(ctx, op, item_base),
+        aliases=aliases,
     )
+
+
+def _legacy_risk(ctx: _Context, aliases: tuple[str, ...]) -> Risk | None:
+    """A risk override a manifest wrote under the action's earlier name."""
+    return next((ctx.risk_overrides[alias] for alias in aliases if alias in ctx.risk_overrides), None)
 
 
 _RESPONSE_FIELDS = 40

@@ -61,7 +61,7 @@ from ._naming import snake_case, unique_name
 from ._postman_request import Arguments, Url, path_template, text_of
 from ._postman_values import PostmanVars, credential_name, is_placeholder, json_body_fields
 from .base import LoadContext, Normalized
-from .openapi import action_path
+from .openapi import action_path, legacy_action_path
 
 __all__ = ["NormalizedCollection", "PostmanLoader", "load_postman", "normalize_postman"]
 
@@ -222,6 +222,7 @@ class _Draft:
     args: Arguments
     url: str
     headers: tuple[tuple[str, str], ...]
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass
@@ -299,6 +300,8 @@ def _request(
     leaf = snake_case(name) or action_path(None, method, template)
     path = ".".join((*folders, leaf))
     path = unique_name(f"n{path}" if path[0].isdigit() else path, ctx.taken)
+    legacy = None if snake_case(name) else legacy_action_path(None, method, template)
+    aliases = (".".join((*folders, legacy)),) if legacy is not None else ()
     if auth is not None and auth.type not in ("noauth", "inherit"):
         notes.append(
             f"The collection authenticates this request with {auth.type}; the gateway applies the connector's "
@@ -326,6 +329,7 @@ def _request(
             args=args,
             url=template,
             headers=headers,
+            aliases=tuple(alias for alias in aliases if alias != path),
         )
     )
 
@@ -348,7 +352,7 @@ def _finish(ctx: _Context, draft: _Draft, origins: Counter[str]) -> Action:
         summary=draft.summary,
         description=description,
         input_schema=draft.args.input_schema(),
-        risk=ctx.risk_overrides.get(draft.path, risk_of_method(draft.method)),
+        risk=_risk(ctx, draft),
         binding=PostmanBinding(
             method=draft.method,
             url=draft.url,
@@ -358,7 +362,16 @@ def _finish(ctx: _Context, draft: _Draft, origins: Counter[str]) -> Action:
             headers=draft.headers,
         ),
         group=" / ".join(draft.path.split(".")[:-1]),  # the folder path
+        aliases=draft.aliases,
     )
+
+
+def _risk(ctx: _Context, draft: _Draft) -> Risk:
+    """The manifest's override, under the action's path or a name it had earlier, else the method's."""
+    for name in (draft.path, *draft.aliases):
+        if name in ctx.risk_overrides:
+            return ctx.risk_overrides[name]
+    return risk_of_method(draft.method)
 
 
 def _summary(name: str, method: str, path: str) -> str:

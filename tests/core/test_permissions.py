@@ -85,3 +85,27 @@ async def test_catalogs_validate_arguments_and_list_states(tmp_path: Path) -> No
         assert catalogs.validate(action, {}) == [{"path": "(root)", "message": "'id' is a required property"}]
         assert {s.slug: s.status for s in catalogs.states()} == {"api": "ready", "vault": "ready", "open": "ready"}
         assert await catalogs.recover("api", principal="alice") is None  # not in error: nothing to recover
+
+
+_UNNAMED_OPERATIONS = """{"openapi": "3.0.0", "info": {"title": "Pets", "version": "1"},
+ "paths": {"/pets/{petId}": {"get": {"summary": "Get a pet", "responses": {"200": {"description": "ok"}}},
+                             "delete": {"summary": "Delete a pet", "responses": {"200": {"description": "ok"}}}}}}"""
+
+
+async def test_a_name_an_earlier_release_gave_still_resolves_and_its_rules_still_apply(tmp_path: Path) -> None:
+    (tmp_path / "pets.json").write_text(_UNNAMED_OPERATIONS)
+    text = (
+        "project: unit\npolicies:\n  - match: pets.pets.by_pet_id.delete\n    action: block\n"
+        "connectors:\n  - slug: pets\n    base_url: http://pets.test\n    source: {openapi: pets.json}\n"
+    )
+    async with harness(tmp_path, text) as h:
+        permissions = h.gateway.permissions
+        found = permissions.lookup(OPERATOR, "pets.pets.by_pet_id.get")
+        assert found is not None and found.qualified_name == "pets.get_pet"
+        assert permissions.lookup(OPERATOR, "Pets.Pets.ByPetId.Get") is found  # forgiving as any name
+        # The block written for the old name still holds the renamed action: hidden, and blocked.
+        assert permissions.lookup(OPERATOR, "pets.delete_pet") is None
+        delete = permissions.lookup(OPERATOR, "pets.delete_pet", include_hidden=True)
+        assert delete is not None and permissions.hidden(delete)
+        assert permissions.verdict(delete, {"petId": "1"}).action == "block"
+        assert permissions.verdict(found, {"petId": "1"}).action == "always_run"

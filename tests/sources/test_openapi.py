@@ -254,11 +254,21 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("GetCustomersCustomer", "GET", "/x", "get_customers_customer"),
         ("chat_postMessage", "POST", "/x", "chat_post_message"),
         ("getHTTPServer v2", "GET", "/x", "get_http_server_v2"),
-        (None, "GET", "/pet/{petId}", "pet.by_pet_id.get"),
-        (None, "GET", "/lists.{format}", "lists_by_format.get"),
+        (None, "GET", "/pet/{petId}", "get_pet"),
+        (None, "GET", "/deployments/{id}/builds", "list_deployment_builds"),
+        (None, "GET", "/status", "get_status"),
+        (None, "POST", "/v1/pets", "create_pet"),
+        (None, "POST", "/v1/customers/{customer}", "update_customer"),
+        (None, "POST", "/deployments/{id}/cancel", "cancel_deployment"),
+        (None, "GET", "/users/search", "search_users"),
+        (None, "GET", "/lists.{format}", "list_lists"),
         (None, "DELETE", "/", "delete"),
         ("2fa/enable", "POST", "/x", "n2fa.enable"),
-        ("//", "PUT", "/a-b/{c}", "a_b.by_c.put"),
+        ("//", "PUT", "/a-b/{c}", "update_a_b"),
+        ("listRedirectURLs", "GET", "/x", "list_redirect_urls"),
+        ("getOAuthAccessToken", "GET", "/x", "get_oauth_access_token"),
+        ("createM2MToken", "POST", "/x", "create_m2m_token"),
+        ("resetE2EKey", "POST", "/x", "reset_e2e_key"),
     ],
 )
 def test_action_path(operation_id: str | None, method: str, url: str, expected: str) -> None:
@@ -269,6 +279,12 @@ def test_action_path(operation_id: str | None, method: str, url: str, expected: 
 def test_snake_case() -> None:
     assert snake_case("HTTPServerURL") == "http_server_url"
     assert snake_case("  --Weird__Name!! ") == "weird_name"
+    # an acronym is one word, however it is followed: a plural s, digits, the next capitalized word
+    assert snake_case("listUserIDs") == "list_user_ids"
+    assert snake_case("HTTP2Server") == "http2_server"
+    assert snake_case("getAUser") == "get_a_user"
+    assert snake_case("getV2Users") == "get_v2_users"
+    assert snake_case("OAuth2Token") == "oauth2_token"
 
 
 # -- fixtures: multi-file YAML, cycles, Swagger 2.0 forms ---------------------------------------
@@ -298,7 +314,7 @@ def test_multifile_yaml_with_cycle_across_files() -> None:
     assert list(actions) == [
         "list_animals",
         "animals.create",
-        "animals.by_animal_id.get",
+        "get_animal",
         "animals.update",
         "keepers.list",
     ]
@@ -330,7 +346,9 @@ def test_multifile_yaml_with_cycle_across_files() -> None:
     update = actions["animals.update"]
     assert update.binding.body == "json"  # application/merge-patch+json counts as JSON
     assert update.input_schema["required"] == ["animalId", "name"]
-    assert actions["animals.by_animal_id.get"].summary == "Get one animal"
+    assert actions["get_animal"].summary == "Get one animal"
+    assert actions["get_animal"].aliases == ("animals.by_animal_id.get",)  # the name earlier releases gave it
+    assert actions["list_animals"].aliases == ()
     assert actions["keepers.list"].binding.url == "/keepers"
 
 
@@ -339,7 +357,7 @@ def test_swagger2_body_and_form_parameters() -> None:
     _assert_consistent(source.actions)
     assert source.base_url == "https://forms.example/api"
     actions = _by_path(source)
-    assert list(actions) == ["notes.replace", "notes.attach", "notes.post", "list_notes", "list_notes_2"]
+    assert list(actions) == ["notes.replace", "notes.attach", "create_note", "list_notes", "list_notes_2"]
 
     replace = actions["notes.replace"]
     assert "api_key" not in replace.input_schema["properties"]  # apiKey scheme in query
@@ -362,7 +380,7 @@ def test_swagger2_body_and_form_parameters() -> None:
     assert specs["ids"].style_explode is False  # collectionFormat defaults to csv
     assert attach.input_schema["required"] == ["id", "file"]
 
-    whole = actions["notes.post"]  # no operationId, and an array body
+    whole = actions["create_note"]  # no operationId, and an array body
     assert whole.binding.body_param == "body" and whole.input_schema["properties"]["body"]["type"] == "array"
     assert actions["list_notes"].input_schema["properties"]["limit"] == {"type": "integer", "exclusiveMinimum": 0}
     assert actions["list_notes_2"].binding.url == "/notes/all"  # collision, in document order
@@ -424,7 +442,7 @@ def test_openapi31_features() -> None:
     assert "Accept" not in props and "accept" not in props
     assert put.input_schema["required"] == ["id", "body_id", "name"]
     assert {p.name: p.style_explode for p in put.binding.params}["tags"] is False
-    assert raw.path == "raw.post" and raw.binding.body_param == "body"
+    assert raw.path == "create_raw" and raw.aliases == ("raw.post",) and raw.binding.body_param == "body"
     assert raw.input_schema["properties"]["body"]["type"] == "string"
     assert "text/plain" in raw.input_schema["properties"]["body"]["description"]
 

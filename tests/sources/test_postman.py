@@ -165,9 +165,10 @@ def test_folders_become_dotted_snake_case_paths_and_names_stay_unique() -> None:
         "user_accounts.list",
         "user_accounts.list_2",
         "n2_fa_setup",
-        "items.by_item_id.delete",
+        "delete_item",
     ]
-    assert actions["items.by_item_id.delete"].risk == "destructive"
+    assert actions["delete_item"].risk == "destructive"
+    assert actions["delete_item"].aliases == ("items.by_item_id.delete",)
     assert actions["n2_fa_setup"].risk == "write"
     assert actions["user_accounts.list"].risk == "read"
 
