@@ -28,6 +28,24 @@ that row (one row per call: the store keeps open rows apart and drops a call's o
 outcome is appended, in the same statement). ``open_gateway`` marks the rows a crash left
 ``started`` as ``interrupted`` when the gateway starts again (``Auditor.interrupt_started``).
 
+No answer without a durable record: ``record`` tells its caller whether the row is durable. With a
+``journal`` (``runtime.open_gateway`` gives one in the state folder), an outcome row (anything but
+``started``) the store refuses while its caller waits (``durable``, or no writer) is retried for
+``retry_for`` seconds (``RETRY_SECONDS``, with back-off), then appended to the journal
+(``store.audit_journal.AuditJournal``: one fsynced JSON line per row, the same redacted row), and
+``record`` answers True: the row is durable on the local disk. The journal is replayed into the
+store exactly once (``AuditStore.replay_audits`` leaves out rows it already holds) by a task inside
+``running``: soon after the next row the store commits, and every ``replay_every`` seconds while
+rows wait; and at start, by ``interrupt_started``, before it marks calls ``interrupted``, which
+skips the calls still journaled. When even the journal refuses the row (a full or read-only disk),
+``record`` answers False and the row is counted in ``failures``: the ``Gateway`` then withholds the
+upstream's answer from the agent and says that the call ran but its outcome could not be recorded
+(``core.gateway.unrecorded``). Without a journal (a test or a tool that builds an ``Auditor`` by
+hand), a refused row is counted and ``record`` answers False at once. Without ``durable`` nobody
+waits for a row, so the writer journals a refused batch's outcome rows itself, without retrying.
+A ``started`` row is never journaled: the call has not been answered yet, and its outcome settles
+whatever its start left (a missing row, or one marked ``interrupted`` meanwhile).
+
 Guarantees of the background writer:
 
 - Every row handed to ``record`` is written or counted in ``failures``; a batch that cannot be
@@ -64,6 +82,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .store.audit_journal import AuditJournal
 from .store.base import AuditRecord, AuditStore, InlineAuditStore
 
 __all__ = ["Auditor", "args_json", "args_preview", "capped_preview"]
@@ -80,6 +99,14 @@ loaded 2-core machine: writing each row as it comes costs ~0.12-0.17 ms of CPU p
 hop to aiosqlite's worker and a commit); lingering 5 ms brings that to ~0.03-0.05 ms with sequential
 calls, and costs nothing a reader can notice (``flush`` cuts it short)."""
 
+
+RETRY_SECONDS = 3.0
+"""How long a waiting caller keeps trying to commit its outcome row before journaling it: a database
+that restarts or fails over within that never sends a row to the journal."""
+RETRY_FIRST_DELAY = 0.05
+RETRY_MAX_DELAY = 1.0
+REPLAY_EVERY = 5.0
+"""Seconds between two replays of a journal holding rows (the next committed row starts one sooner)."""
 
 CHECKPOINT_EVERY = 200
 """Rows written on the caller's thread between two store housekeeping runs. An audit row adds ~2
@@ -119,6 +146,9 @@ class Auditor:
         linger: seconds the writer waits after the first row for more rows to batch with it
             (not with ``durable``: the callers wait, so it writes at once).
         durable: ``record`` returns only once its row is committed (or counted as failed).
+        journal: where outcome rows the store refuses go (see the module docstring); None: nowhere.
+        retry_for: seconds a refused outcome row is retried before it is journaled.
+        replay_every: seconds between replays while the journal holds rows.
     """
 
     def __init__(
@@ -131,6 +161,9 @@ class Auditor:
         drain_timeout: float = DRAIN_SECONDS,
         linger: float = LINGER_SECONDS,
         durable: bool = True,
+        journal: AuditJournal | None = None,
+        retry_for: float = RETRY_SECONDS,
+        replay_every: float = REPLAY_EVERY,
     ) -> None:
         if max_queued < 1 or max_batch < 1:
             raise ValueError("max_queued and max_batch must be at least 1")
@@ -162,21 +195,37 @@ class Auditor:
         """The writer task's scope, while it runs."""
         self._stopped = anyio.Event()
         self._stopped.set()
+        self._journal = journal
+        self._retry_for = retry_for
+        self._replay_every = replay_every
+        self.journal_pending = journal is not None and journal.pending()
+        """Rows may wait in the journal: the replay task runs, and a committed row wakes it."""
+        self._replay_wanted = anyio.Event()
+        self._replayer: anyio.CancelScope | None = None
+        self.journaled = 0
+        """Rows the store refused that went to the journal instead, ever."""
+        self.replayed = 0
+        """Journaled rows a replay appended to the store, ever."""
 
     @property
     def backlog(self) -> int:
         """Rows accepted and not yet written (nor counted as failed), for the metrics."""
         return self._accepted - self._settled
 
-    async def record(self, row: AuditRecord) -> None:
+    async def record(self, row: AuditRecord) -> bool:
         """Write ``row`` (or queue it, inside ``running``; with ``durable``, and wait for its batch's
-        commit). Never raises for a storage problem."""
+        commit). Never raises for a storage problem.
+
+        Returns:
+            False when the row is lost: the store refused it and so did the journal (or there is
+            none), and it is counted in ``failures``. True when it is committed or journaled, and,
+            without ``durable``, as soon as it is queued.
+        """
         send = self._send
         if send is None:
-            await self._write([row])
-            return
+            return await self._written(row, await self._write([row]))
         if self._inline is not None and self._accepted == self._settled and self._write_now(row, send):
-            return
+            return True
         # Counted before the hand-off, and settled exactly once whatever happens next, so ``flush``
         # also waits for a row still waiting for room.
         self._accepted += 1
@@ -184,26 +233,118 @@ class Auditor:
         try:
             send.send_nowait(item)
             await item.wait()
-            return
+            return await self._written(row, item.error)
         except anyio.WouldBlock:
             pass
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await self._write_here(row)
-            return
+            return await self._written(row, await self._write_here(row))
         # Backpressure, shielded: a caller cancelled meanwhile must not lose the row it decided.
         queued = False
         with anyio.move_on_after(self._full_wait, shield=True):
             try:
                 await send.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await self._write_here(row)
-                return
+                return await self._written(row, await self._write_here(row))
             queued = True
         if queued:
             await item.wait()
-            return
-        self._fail(1, "the audit queue stayed full")
+            return await self._written(row, item.error)
         self._settle(1)
+        return await self._written(row, "the audit queue stayed full")
+
+    async def _written(self, row: AuditRecord, error: str | None) -> bool:
+        """What became of a row its caller waits for: committed (``error`` None), else retried and
+        journaled when it is an outcome and there is a journal, else counted as lost."""
+        if error is None:
+            self._committed()
+            return True
+        if self._journal is None or row.status == "started":
+            self._fail(1, error)
+            return False
+        return await self._rescue(row, error)
+
+    async def _rescue(self, row: AuditRecord, error: str) -> bool:
+        """Retry a refused outcome row for ``retry_for`` seconds (with back-off), then journal it.
+        Shielded: the call was decided, and a caller cancelled now must not lose its row."""
+        journaled = False
+        with anyio.CancelScope(shield=True):
+            deadline = anyio.current_time() + self._retry_for
+            delay = RETRY_FIRST_DELAY
+            while (left := deadline - anyio.current_time()) > 0:
+                await anyio.sleep(min(delay, left))
+                delay = min(delay * 2, RETRY_MAX_DELAY)
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    break
+                with anyio.move_on_after(left):
+                    retried = await self._write([row])
+                    if retried is None:
+                        self._committed()
+                        return True
+                    error = retried
+            journaled = await self._to_journal([row], error)
+        return journaled
+
+    async def _to_journal(self, rows: list[AuditRecord], error: str) -> bool:
+        """Append rows the store refused to the journal; False (and counted) when it refuses them too."""
+        journal = self._journal
+        assert journal is not None
+        try:
+            await anyio.to_thread.run_sync(journal.append, rows)
+        except Exception as exc:
+            why = getattr(exc, "strerror", None) or type(exc).__name__
+            self._fail(len(rows), f"{error}; the audit journal refused them too ({why})")
+            return False
+        self.journaled += len(rows)
+        self.journal_pending = True
+        logger.warning(
+            "audit: the store refused %d outcome row(s) (%s); journaled in %s (%d so far), to be replayed "
+            "into the store when it answers again",
+            len(rows),
+            error,
+            journal.path,
+            self.journaled,
+        )
+        return True
+
+    def _committed(self) -> None:
+        """A row reached the store: it answers again, so a waiting journal can be replayed now."""
+        if self.journal_pending:
+            self._replay_wanted.set()
+
+    async def replay(self) -> int:
+        """Replay the journal into the store now; how many rows the store took. Never raises for a
+        storage problem (the rows stay journaled for the next try)."""
+        journal = self._journal
+        if journal is None or not self.journal_pending:
+            return 0
+        before = self.journaled
+        try:
+            added = await journal.replay(self._store)
+        except Exception as exc:
+            # The store is still down (the usual case), or the journal cannot be read.
+            level = logging.WARNING if isinstance(exc, OSError) else logging.DEBUG
+            logger.log(level, "audit journal replay failed (%s); the rows stay journaled", type(exc).__name__)
+            return 0
+        if self.journaled == before and not await anyio.to_thread.run_sync(journal.pending):
+            self.journal_pending = False  # else rows came in meanwhile: the next round takes them
+        self.replayed += added
+        if added:
+            logger.warning(
+                "audit: replayed %d journaled outcome row(s) into the store (%d so far)", added, self.replayed
+            )
+        return added
+
+    async def _replay_loop(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                if self.journal_pending:
+                    with anyio.move_on_after(self._replay_every):
+                        await self._replay_wanted.wait()
+                else:
+                    await self._replay_wanted.wait()
+                self._replay_wanted = anyio.Event()
+                await self.replay()
 
     def _write_now(self, row: AuditRecord, send: MemoryObjectSendStream[_Queued | None]) -> bool:
         """Write ``row`` on this thread (the store's inline write); False when it must be queued."""
@@ -215,6 +356,7 @@ class Auditor:
             # The queued path tries again, and counts the row if that fails too.
             logger.debug("inline audit write failed (%s); queueing the row", type(exc).__name__)
             return False
+        self._committed()
         self._inline_rows += 1
         if self._inline_rows >= CHECKPOINT_EVERY:
             try:
@@ -226,9 +368,19 @@ class Auditor:
 
     async def interrupt_started(self) -> int:
         """Mark the ``started`` rows left by a gateway that died mid-call ``interrupted`` (at start);
-        how many. Logged; never raises for a storage problem."""
+        how many. The journal is replayed first, and the calls still in it are left alone: their
+        outcome is known. Logged; never raises for a storage problem."""
+        keep: set[str] = set()
+        if self._journal is not None and self.journal_pending:
+            await self.replay()
+            try:
+                keep = await anyio.to_thread.run_sync(self._journal.call_ids)
+            except OSError as exc:
+                # Which calls it holds is unknown: marking none beats marking a finished one.
+                logger.warning("cannot read the audit journal (%s); no call marked interrupted", exc.strerror)
+                return 0
         try:
-            count = await self._store.interrupt_started_audits()
+            count = await self._store.interrupt_started_audits(keep)
         except Exception as exc:
             logger.warning("could not mark interrupted calls in the audit: %s", type(exc).__name__)
             return 0
@@ -240,10 +392,10 @@ class Auditor:
             )
         return count
 
-    async def _write_here(self, row: AuditRecord) -> None:
-        """The writer is stopping: write an accepted row in the caller's task instead."""
+    async def _write_here(self, row: AuditRecord) -> str | None:
+        """The writer is stopping: write an accepted row in the caller's task instead (``_write``)."""
         try:
-            await self._write([row])
+            return await self._write([row])
         finally:
             self._settle(1)
 
@@ -265,6 +417,9 @@ class Auditor:
         self._writing = True
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write_loop, receive, self._writer, self._stopped)
+            if self._journal is not None:
+                self._replayer = anyio.CancelScope()
+                tg.start_soon(self._replay_loop, self._replayer)
             self._send = send
             try:
                 yield self
@@ -285,6 +440,8 @@ class Auditor:
         leaving ``running`` calls it, and so may a signal handler that is about to end the process."""
         send, self._send = self._send, None
         self._hurry.set()  # and stays set: no lingering while the writer drains
+        if self._replayer is not None:
+            self._replayer.cancel()  # what it did not replay, the next start does
         if send is not None:
             send.close()  # the writer drains the queue, then sees the end of the stream
         with anyio.move_on_after(self._drain_timeout, shield=True):
@@ -320,9 +477,13 @@ class Auditor:
                             batch.append(item)
                     if batch:
                         try:
-                            await self._write([item.row for item in batch])
+                            error = await self._write([item.row for item in batch])
+                            if error is None:
+                                self._committed()
+                            else:
+                                await self._refused(batch, error)
                         except anyio.get_cancelled_exc_class():
-                            self._fail(len(batch), "the gateway stopped while they were being written")
+                            self._abandon(batch, "the gateway stopped while they were being written")
                             raise
                         finally:
                             self._settle(len(batch))
@@ -332,19 +493,20 @@ class Auditor:
                         await self._housekeeping()
         finally:
             # Cut short by the drain timeout: whatever is still queued will never be written.
-            lost = 0
+            lost: list[_Queued] = []
             while True:
                 try:
                     item = receive.receive_nowait()
                 except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                     break
                 if item is not None:
-                    item.done()
-                    lost += 1
+                    lost.append(item)
             receive.close()
             if lost:
-                self._fail(lost, "the gateway stopped before they were written")
-                self._settle(lost)
+                self._abandon(lost, "the gateway stopped before they were written")
+                self._settle(len(lost))
+                for item in lost:
+                    item.done()
             self._writing = False
             self._settle(0)
             stopped.set()
@@ -359,15 +521,44 @@ class Auditor:
         except Exception as exc:
             logger.warning("audit housekeeping (WAL checkpoint) failed: %s", type(exc).__name__)
 
-    async def _write(self, batch: list[AuditRecord]) -> None:
-        """Write rows, counting the ones that could not be; never raises (but for cancellation)."""
+    def _abandon(self, items: list[_Queued], why: str) -> None:
+        """Rows the writer gives up on: a waiting caller learns ``why`` (and settles its row itself),
+        the others are counted."""
+        unattended = 0
+        for item in items:
+            if item.waited:
+                item.error = why
+            else:
+                unattended += 1
+        if unattended:
+            self._fail(unattended, why)
+
+    async def _refused(self, batch: list[_Queued], error: str) -> None:
+        """A batch the store refused: each waiting caller settles its own row (``_written``); rows
+        nobody waits for (without ``durable``) are journaled here, outcomes only, else counted."""
+        unattended: list[AuditRecord] = []
+        for item in batch:
+            if item.waited:
+                item.error = error
+            else:
+                unattended.append(item.row)
+        outcomes = [r for r in unattended if r.status != "started"] if self._journal is not None else []
+        if len(outcomes) < len(unattended):
+            self._fail(len(unattended) - len(outcomes), error)
+        if outcomes:
+            await self._to_journal(outcomes, error)
+
+    async def _write(self, batch: list[AuditRecord]) -> str | None:
+        """Write rows in one transaction: None once committed, else why not (the error's type; the
+        caller counts or rescues the rows). Never raises (but for cancellation)."""
         try:
             if len(batch) == 1:
                 await self._store.append_audit(batch[0])
             else:
                 await self._store.append_audits(batch)
         except Exception as exc:
-            self._fail(len(batch), type(exc).__name__)
+            return type(exc).__name__
+        return None
 
     def _settle(self, rows: int) -> None:
         self._settled += rows
@@ -382,11 +573,18 @@ class Auditor:
 class _Queued:
     """A row on the writer's queue, and (``durable``) the event its caller waits on until it is settled."""
 
-    __slots__ = ("_settled", "row")
+    __slots__ = ("_settled", "error", "row")
 
     def __init__(self, row: AuditRecord, settled: anyio.Event | None) -> None:
         self.row = row
         self._settled = settled
+        self.error: str | None = None
+        """Why the store refused the row (set before ``done`` for a waiting caller), else None."""
+
+    @property
+    def waited(self) -> bool:
+        """A caller waits for this row, and settles it itself when the store refuses it."""
+        return self._settled is not None
 
     async def wait(self) -> None:
         if self._settled is not None:

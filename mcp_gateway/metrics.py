@@ -92,6 +92,14 @@ class GatewayMetrics:
             "mcp_gateway_approvals_decided", "Approvals decided, by decision.", ["decision"], registry=r
         )
         self.audit_failures = Counter("mcp_gateway_audit_failures", "Audit rows that could not be written.", registry=r)
+        self.audit_journaled = Counter(
+            "mcp_gateway_audit_journaled",
+            "Audit outcome rows the store refused, kept in the local journal instead.",
+            registry=r,
+        )
+        self.audit_replayed = Counter(
+            "mcp_gateway_audit_replayed", "Journaled audit rows replayed into the store.", registry=r
+        )
         self.rate_limited = Counter(
             "mcp_gateway_rate_limited",
             "Calls refused by a rate limit or concurrency cap, by scope.",

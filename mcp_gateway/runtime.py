@@ -35,6 +35,7 @@ from .links import LinkService
 from .manifest import Manifest, load_manifest
 from .secrets import PROJECT_WIDE, SealedCredential
 from .settings import Settings
+from .store.audit_journal import AuditJournal
 from .store.base import Store
 from .store.opening import open_store
 
@@ -160,7 +161,8 @@ async def open_gateway(
                 http=http,
                 links=links,
                 approvals=ApprovalService(store, clock),
-                auditor=Auditor(store),
+                # Outcome rows the store refuses wait in the state folder until it answers again.
+                auditor=Auditor(store, journal=AuditJournal(settings.state_dir)),
                 mcp=mcp,
                 page_key=derive_key(master_key, "pages", manifest.project),
                 traffic=traffic_gate(store),

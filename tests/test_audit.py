@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.store import AuditRecord, SQLiteStore
+from mcp_gateway.store.audit_journal import AuditJournal
 
 pytestmark = pytest.mark.anyio
 
@@ -442,3 +443,97 @@ async def test_open_gateway_writes_one_row_per_decision_in_the_background(tmp_pa
         rows = await store.list_audit(limit=1000)
     assert len(rows) == 90
     assert {r.reason for r in rows} == {"invalid_args", "action_not_found"}
+
+
+# -- no answer without a durable record: retry, journal, replay -------------------------------------------
+
+
+def _call(i: int, status: str = "ok") -> AuditRecord:
+    return _row(i).model_copy(update={"call_id": f"c{i}", "status": status})
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(5):
+        while not condition():  # noqa: ASYNC110 - the writer and the replay task have no event to wait on
+            await anyio.sleep(0.01)
+
+
+async def test_a_refused_outcome_is_retried_until_the_store_takes_it(store: GatedStore, tmp_path: Path) -> None:
+    auditor = Auditor(store, journal=AuditJournal(tmp_path / "state"), retry_for=5)
+    store.fail = True
+    async with auditor.running():
+        async with anyio.create_task_group() as tg:
+            done: list[bool] = []
+
+            async def call() -> None:
+                done.append(await auditor.record(_call(1)))
+
+            tg.start_soon(call)
+            await _until(lambda: len(store.batches) >= 2)  # the first write and a retry failed
+            assert done == []  # the answer waits for the record
+            store.fail = False
+        assert done == [True]
+    assert (auditor.journaled, auditor.failures) == (0, 0)
+    assert await _requested(store) == ["op_1"]
+
+
+async def test_an_outcome_refused_past_the_window_is_journaled_then_replayed_once(
+    store: GatedStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = AuditJournal(tmp_path / "state")
+    auditor = Auditor(store, journal=journal, retry_for=0.2, replay_every=60)
+    store.fail = True
+    with caplog.at_level(logging.INFO):
+        async with auditor.running():
+            with anyio.fail_after(5):
+                assert await auditor.record(_call(1)) is True  # durable: on the local disk
+            assert (auditor.journaled, auditor.failures, auditor.journal_pending) == (1, 0, True)
+            assert await _requested(store) == []
+            store.fail = False
+            assert await auditor.record(_call(2)) is True  # the store answers again: the replay starts
+            await _until(lambda: auditor.replayed == 1)
+            assert not auditor.journal_pending and not journal.pending()
+            assert await auditor.replay() == 0  # exactly once
+    assert sorted(await _requested(store)) == ["op_1", "op_2"]
+    assert "journaled in" in caplog.text and "replayed 1 journaled outcome row" in caplog.text
+
+
+async def test_a_started_row_is_never_journaled(store: GatedStore, tmp_path: Path) -> None:
+    journal = AuditJournal(tmp_path / "state")
+    auditor = Auditor(store, journal=journal, retry_for=0.05)
+    store.fail = True
+    async with auditor.running():
+        assert await auditor.record(_call(1, "started")) is False
+    assert (auditor.journaled, auditor.failures) == (0, 1)
+    assert not journal.pending()
+
+
+async def test_without_durable_the_writer_journals_a_refused_batch(store: GatedStore, tmp_path: Path) -> None:
+    journal = AuditJournal(tmp_path / "state")
+    auditor = Auditor(store, durable=False, journal=journal)
+    store.fail = True
+    async with auditor.running():
+        await auditor.record(_call(1, "started"))
+        await auditor.record(_call(1))
+        await auditor.flush()
+    assert (auditor.journaled, auditor.failures) == (1, 1)
+    assert journal.call_ids() == {"c1"}
+
+
+class NoReplay(GatedStore):
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        raise OSError("still down")
+
+
+@pytest.mark.parametrize("replays", [True, False])
+async def test_recovery_never_marks_a_journaled_call_interrupted(tmp_path: Path, replays: bool) -> None:
+    async with (GatedStore if replays else NoReplay)(tmp_path / "gateway.db") as store:
+        journal = AuditJournal(tmp_path / "state")
+        await store.append_audits([_call(1, "started"), _call(2, "started")])  # two calls in flight
+        journal.append([_call(1)])  # c1 answered, its outcome journaled; c2 died with its gateway
+        auditor = Auditor(store, journal=journal)  # the next start
+        async with auditor.running():
+            assert await auditor.interrupt_started() == 1
+        statuses = {r.call_id: r.status for r in await store.list_audit()}
+    assert statuses == {"c1": "ok" if replays else "started", "c2": "interrupted"}
+    assert journal.pending() is not replays

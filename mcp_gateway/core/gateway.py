@@ -424,7 +424,9 @@ class Gateway:
             if after is None:
                 return result
             trace = after
-        await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        if not await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock)):
+            if trace.call_id is not None:
+                result = unrecorded(trace.upstream_status)
         action = trace.action
         self.metrics.observe_call(
             connector=action.connector if action else None,
@@ -459,6 +461,31 @@ class Gateway:
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
         return await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
+
+
+def unrecorded(upstream_status: int | None) -> ErrorResult:
+    """The answer to a call that reached its upstream when neither the store nor the local audit
+    journal could take its outcome row (``audit.Auditor.record`` answered False: a database down
+    past the retry window and a full or read-only disk).
+
+    No answer goes back without a durable record, so the upstream's answer is withheld: an agent
+    must not receive data, or act on a success, that the audit trail will never show. It is not
+    reported as a plain failure either: the request did reach the upstream and may have taken
+    effect, so the message says so, and that repeating it blindly could do it twice. The reason is
+    ``store_unavailable`` (the gateway's own storage failed, not the upstream), with a hint, and the
+    upstream's HTTP status when it answered."""
+    answered = f", which answered HTTP {upstream_status}" if upstream_status is not None else ""
+    return ErrorResult(
+        reason="store_unavailable",
+        message=(
+            f"The call reached the upstream{answered}, but the gateway could not record its outcome in "
+            "the audit trail, so the answer is withheld. It may have taken effect: do not repeat it "
+            "without checking."
+        ),
+        upstream_status=upstream_status,
+        hint="Tell the user: the gateway's database and its local audit journal both refused the write; "
+        "an operator must fix its storage.",
+    )
 
 
 def _no_connector(connector: str) -> Denied:

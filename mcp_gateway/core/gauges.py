@@ -3,7 +3,7 @@
 State is read when scraped, never counted on the side: connectors by sync status and their action
 counts, the audit backlog, open upstream MCP sessions, whether the store answers. Pending approvals
 live in the store, so a scrape first counts them (one query; on a store outage the last count
-stands), and carries the audit writer's failure count over to its counter.
+stands), and carries the audit writer's counts (rows lost, journaled, replayed) over to its counters.
 """
 
 from __future__ import annotations
@@ -39,10 +39,15 @@ class ScrapeState:
         self._approvals = approvals
         self._health = health
         self._pending = 0
-        self._audit_failures_seen = 0
+        self._audit_failures_seen = self._audit_journaled_seen = self._audit_replayed_seen = 0
         m = metrics
         m.read_state("mcp_gateway_approvals_pending", "Approvals waiting for a human.", lambda: self._pending)
         m.read_state("mcp_gateway_audit_backlog", "Audit rows accepted and not yet written.", lambda: auditor.backlog)
+        m.read_state(
+            "mcp_gateway_audit_journal_pending",
+            "1 while audit rows wait in the local journal for the store, else 0.",
+            lambda: float(auditor.journal_pending),
+        )
         m.read_state(
             "mcp_gateway_connector_actions",
             "Actions each connector's last sync loaded.",
@@ -76,8 +81,17 @@ class ScrapeState:
             self._health.failed(exc)
         else:
             self._pending = len(pending)
-        failures = self._auditor.failures
-        if failures > self._audit_failures_seen:
-            self.metrics.audit_failures.inc(failures - self._audit_failures_seen)
-            self._audit_failures_seen = failures
+        auditor, m = self._auditor, self.metrics
+        for counter, now, seen in (
+            (m.audit_failures, auditor.failures, self._audit_failures_seen),
+            (m.audit_journaled, auditor.journaled, self._audit_journaled_seen),
+            (m.audit_replayed, auditor.replayed, self._audit_replayed_seen),
+        ):
+            if now > seen:
+                counter.inc(now - seen)
+        self._audit_failures_seen, self._audit_journaled_seen, self._audit_replayed_seen = (
+            auditor.failures,
+            auditor.journaled,
+            auditor.replayed,
+        )
         return self.metrics.render()

@@ -171,6 +171,22 @@ def split_audits(records: Sequence[AuditRecord]) -> list[tuple[list[AuditRecord]
     return [(rows, opens) for rows, opens in ((started, True), (settled, False)) if rows]
 
 
+def replayed_outcomes(records: Sequence[AuditRecord]) -> Sequence[AuditRecord]:
+    """``records``, checked to be outcomes: what ``replay_audits`` takes.
+
+    Raises:
+        ValueError: a ``started`` row (a journal holds outcomes only).
+    """
+    if any(r.status == "started" for r in records):
+        raise ValueError("only outcome rows are replayed, not started ones")
+    return records
+
+
+def audit_identity(record: AuditRecord) -> tuple[datetime, str | None, str, str]:
+    """What makes two audit rows the same row for ``replay_audits``: the instant, the call, who, what."""
+    return (record.at, record.call_id, record.user, record.requested)
+
+
 # -- catalog ------------------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ arrive here sealed (``bytes`` from ``crypto``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -301,9 +301,22 @@ class AuditStore(Protocol):
         """The ``limit`` newest rows, newest first."""
         ...
 
-    async def interrupt_started_audits(self) -> int:
+    async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
         """Mark every ``started`` row ``interrupted`` (a call whose outcome was never written: the
-        gateway died while it ran); how many. An outcome written later still replaces the row."""
+        gateway died while it ran), but for the calls in ``keep`` (their outcome is known, waiting in
+        a journal); how many. An outcome written later still replaces the row."""
+        ...
+
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        """Append outcome rows in one transaction, leaving out each one the log already holds (the
+        same ``at``, ``call_id``, ``user`` and ``requested``: the same row), so a journal replayed
+        twice, or after a write whose commit was never acknowledged, adds nothing the second time.
+        Each row appended or left out settles its call's open row, ``interrupted`` included. How
+        many were appended.
+
+        Raises:
+            ValueError: a ``started`` row (only outcomes are replayed).
+        """
         ...
 
 

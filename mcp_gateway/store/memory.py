@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -33,11 +33,13 @@ from ..model import ACTIONS_ADAPTER
 from ..secrets import CredentialKey
 from ._rows import (
     ActionsDecoder,
+    audit_identity,
     aware,
     catalog_params,
     dump_meta,
     load_catalog,
     load_meta,
+    replayed_outcomes,
     split_audits,
 )
 from .base import (
@@ -299,9 +301,24 @@ class MemoryStore:
                 elif call_id is not None:  # always: split_audits refuses a started row without one
                     data.audit_open[call_id] = row
 
-    async def interrupt_started_audits(self) -> int:
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        rows = [_utc(r) for r in replayed_outcomes(records)]
+        data = self._d()
+        present = {audit_identity(r) for r in data.audit}
+        added = 0
+        for row in rows:
+            if row.call_id is not None:
+                data.audit_open.pop(row.call_id, None)
+            if audit_identity(row) not in present:
+                data.audit.append(row)
+                present.add(audit_identity(row))
+                added += 1
+        return added
+
+    async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
         opened = self._d().audit_open
-        started = [call_id for call_id, r in opened.items() if r.status == "started"]
+        kept = set(keep)
+        started = [call_id for call_id, r in opened.items() if r.status == "started" and call_id not in kept]
         for call_id in started:
             opened[call_id] = opened[call_id].model_copy(update={"status": "interrupted"})
         return len(started)

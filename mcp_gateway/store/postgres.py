@@ -36,7 +36,7 @@ conversion in ``_rows.py``):
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import TracebackType
@@ -55,12 +55,14 @@ from ._rows import (
     CREDENTIAL_KEY,
     ActionsDecoder,
     RecordColumns,
+    audit_identity,
     aware,
     catalog_params,
     credential_key,
     dump_meta,
     load_catalog,
     load_meta,
+    replayed_outcomes,
     split_audits,
 )
 from .base import (
@@ -150,6 +152,8 @@ _AUDIT_SETTLE = (
     f"WITH settled AS (DELETE FROM audit_open WHERE call_id = ${_AUDIT.columns.index('call_id') + 1}) " + _AUDIT.insert
 )
 _AUDIT_COLUMNS = ", ".join(map(_q, _AUDIT.columns))
+_AUDIT_HELD = 'SELECT 1 FROM audit WHERE at = $1 AND call_id IS NOT DISTINCT FROM $2 AND "user" = $3 AND requested = $4'
+"""Whether ``audit`` holds a row already (``audit_identity``): ``at`` first, so its index finds it."""
 _AUDIT_LIST = (
     f"SELECT {_AUDIT_COLUMNS} FROM ("
     f"(SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL::bigint AS id FROM audit_open ORDER BY at DESC LIMIT $1) "
@@ -524,8 +528,30 @@ class PostgresStore:
         rows first, then by insertion order)."""
         return [_AUDIT.load(r) for r in await self._fetch(_AUDIT_LIST, max(limit, 0))]
 
-    async def interrupt_started_audits(self) -> int:
-        return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        """Append the outcomes ``audit`` does not hold yet, in one transaction (see ``AuditStore``); a
+        row already there still settles its call's open row. A journal's replay is rare and short:
+        a lookup per row is simpler than one statement that would need every column's type cast."""
+        rows = replayed_outcomes(records)
+        added = 0
+        async with self._transaction() as conn:
+            for record in rows:
+                at, call_id, user, requested = audit_identity(record)
+                if await conn.fetchval(_AUDIT_HELD, aware(at), call_id, user, requested):
+                    if call_id is not None:
+                        await conn.execute("DELETE FROM audit_open WHERE call_id = $1", call_id)
+                    continue
+                await conn.execute(_AUDIT_SETTLE, *_AUDIT.params(record))
+                added += 1
+        return added
+
+    async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
+        if not keep:
+            return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+        return await self._execute(
+            "UPDATE audit_open SET status = 'interrupted' WHERE status = 'started' AND NOT (call_id = ANY($1::text[]))",
+            sorted(keep),
+        )
 
     # -- short-lived shared state ------------------------------------------------------------------------------
 

@@ -42,10 +42,11 @@ Design:
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,12 +66,14 @@ from ._rows import (
     CREDENTIAL_KEY,
     ActionsDecoder,
     RecordColumns,
+    audit_identity,
     aware,
     catalog_params,
     credential_key,
     dump_meta,
     load_catalog,
     load_meta,
+    replayed_outcomes,
     split_audits,
 )
 from ._sqlite_schema import SCHEMA_VERSION, migrate
@@ -195,6 +198,8 @@ def _audit_insert(rows: int, open_rows: bool) -> str:
 
 
 _AUDIT_COLUMNS = ", ".join(_AUDIT.columns)
+_AUDIT_HELD = "SELECT 1 FROM audit WHERE at = ? AND call_id IS ? AND user = ? AND requested = ? LIMIT 1"
+"""Whether ``audit`` holds a row already (``audit_identity``): ``at`` first, so its index finds it."""
 _AUDIT_LIST = (
     f"SELECT {_AUDIT_COLUMNS} FROM ("
     f"SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL AS id FROM (SELECT * FROM audit_open ORDER BY at DESC LIMIT ?1) "
@@ -722,8 +727,31 @@ class SQLiteStore:
         rows first, then by insertion order)."""
         return [_AUDIT.load(row) for row in await self._fetchall(_AUDIT_LIST, (max(limit, 0),))]
 
-    async def interrupt_started_audits(self) -> int:
-        return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        """Append the outcomes ``audit`` does not hold yet, in one transaction (see ``AuditStore``); a
+        row already there still settles its call's open row."""
+        rows = replayed_outcomes(records)
+        added = 0
+        async with self._transaction() as db:
+            for record in rows:
+                at, call_id, user, requested = audit_identity(record)
+                found = await db.execute_fetchall(_AUDIT_HELD, (_ts(at), call_id, user, requested))
+                if found:
+                    if call_id is not None:
+                        await db.execute("DELETE FROM audit_open WHERE call_id = ?", (call_id,))
+                    continue
+                await db.execute(_audit_insert(1, False), _AUDIT.params(record))  # its trigger settles
+                added += 1
+        return added
+
+    async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
+        if not keep:
+            return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+        return await self._execute(
+            "UPDATE audit_open SET status = 'interrupted' WHERE status = 'started' "
+            "AND call_id NOT IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(keep)),),
+        )
 
     # -- short-lived shared state ----------------------------------------------------------------------
 

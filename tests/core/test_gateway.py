@@ -33,6 +33,7 @@ from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok, PendingApproval
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.store.audit_journal import AuditJournal
 from mcp_gateway.store.base import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 
@@ -211,6 +212,7 @@ async def harness(
     secret: str | None = SECRET,
     store_cls: type[SQLiteStore] = SQLiteStore,
     max_response_bytes: int | None = None,
+    journal: AuditJournal | None = None,
 ) -> AsyncIterator[Harness]:
     manifest = parse_manifest(text or manifest_text(), base_dir=tmp_path)
     clock = FixedClock()
@@ -222,7 +224,7 @@ async def harness(
         if secret is not None:
             await vault.put("api", secret)
         approvals = ApprovalService(store, clock)
-        auditor = Auditor(store)
+        auditor = Auditor(store, journal=journal, retry_for=0.1)
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as http:
             extra: dict[str, Any] = {} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}
             gateway = Gateway(
@@ -714,14 +716,33 @@ async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves
     assert rows[0].call_id is None and rows[1].call_id != rows[2].call_id
 
 
-async def test_audit_failure_never_breaks_the_call(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    async with harness(tmp_path, store_cls=FullDiskStore) as h:
+async def test_an_outcome_the_store_refuses_is_journaled_and_the_call_answered(tmp_path: Path) -> None:
+    journal = AuditJournal(tmp_path / "state")
+    async with harness(tmp_path, store_cls=FullDiskStore, journal=journal) as h:
         result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
         assert isinstance(result, Ok), result
         denied = await h.gateway.call(OPERATOR, "api.admin.purge")
         assert isinstance(denied, Denied)
+        assert (h.auditor.failures, h.auditor.journaled) == (1, 2)  # the started row is not journaled
+    lines = journal.path.read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["ok", "denied"]
+    assert SECRET not in journal.path.read_text()
+
+
+async def test_an_outcome_nobody_can_record_withholds_the_answer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "full").write_text("")  # the journal's folder cannot be made: a full or read-only disk
+    async with harness(tmp_path, store_cls=FullDiskStore, journal=AuditJournal(tmp_path / "full" / "state")) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, ErrorResult) and result.reason == "store_unavailable", result
+        assert result.upstream_status == 200 and "may have taken effect" in result.message
+        assert result.hint and "/items/1" not in json.dumps(payload(result))  # the upstream's answer is withheld
+        assert len(h.upstream.requests) == 1  # it did run
+        denied = await h.gateway.call(OPERATOR, "api.admin.purge")
+        assert isinstance(denied, Denied)  # nothing ran, nothing to withhold
         assert h.auditor.failures == 3  # the first call's started row and outcome, the denial
-    assert "audit write failed" in caplog.text
+    assert "audit write failed" in caplog.text and "journal refused them too" in caplog.text
 
 
 # -- the MCP surface, in memory ----------------------------------------------------------------

@@ -614,6 +614,42 @@ async def test_audit_started_rows_are_interrupted(store: Store) -> None:
     assert {r.call_id: r.status for r in await store.list_audit()}["a"] == "ok"
 
 
+async def test_audit_started_rows_in_keep_are_not_interrupted(store: Store) -> None:
+    a = _audit(1, T0).model_copy(update={"status": "started", "call_id": "a"})
+    b = _audit(2, T0).model_copy(update={"status": "started", "call_id": "b"})
+    await store.append_audits([a, b])
+    assert await store.interrupt_started_audits(keep={"b", "elsewhere"}) == 1
+    assert {r.call_id: r.status for r in await store.list_audit()} == {"a": "interrupted", "b": "started"}
+
+
+async def test_audit_replay_adds_each_outcome_once_and_settles_its_call(store: Store) -> None:
+    at = T0 + timedelta(microseconds=123457)  # the instant survives each backend's storage exactly
+    interrupted = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})
+    running = _audit(2, T0).model_copy(update={"status": "started", "call_id": "c2"})
+    await store.append_audits([interrupted, running])
+    assert await store.interrupt_started_audits() == 2
+    done = _audit(1, at).model_copy(update={"call_id": "c1"})
+    denied = _audit(3, at).model_copy(update={"status": "denied", "reason": "policy_block"})  # no call_id
+    committed = _audit(2, at).model_copy(update={"call_id": "c2"})
+    await store.append_audit(committed)  # its commit was lost on the way back: journaled anyway
+    assert await store.replay_audits([done, denied, committed]) == 2
+    assert await store.replay_audits([done, denied, committed]) == 0  # a second replay adds nothing
+    rows = await store.list_audit()
+    assert sorted((r.call_id or "", r.status) for r in rows) == [("", "denied"), ("c1", "ok"), ("c2", "ok")]
+    assert next(r for r in rows if r.call_id == "c1") == done
+    # The same call at another instant, or another user's row at the same one, is a row of its own.
+    assert await store.replay_audits([done.model_copy(update={"at": at + timedelta(microseconds=1)})]) == 1
+    assert await store.replay_audits([denied.model_copy(update={"user": "bob"})]) == 1
+    assert await store.replay_audits([]) == 0
+
+
+async def test_audit_replay_refuses_a_started_row_and_writes_nothing(store: Store) -> None:
+    started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})
+    with pytest.raises(ValueError, match="outcome"):
+        await store.replay_audits([_audit(2, T0), started])
+    assert await store.list_audit() == []
+
+
 async def test_audit_batch_holding_a_call_start_and_outcome_leaves_one_row(store: Store) -> None:
     # The queued writer's batch (durable off) can hold a call's ``started`` row and its outcome.
     started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1", "upstream_status": None})
