@@ -263,6 +263,9 @@ class ConnectorInfo(BaseModel):
     """The auth kind the connector needs (``bearer``, ``none`` ...); never a value."""
     auth_configured: bool
     error: str | None = None
+    warning: str | None = None
+    """Something an operator must look at while the connector still works (its API description
+    moved its servers to another origin: calls keep going to the pinned one until approved)."""
 
 
 class ActionSummary(BaseModel):

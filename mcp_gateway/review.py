@@ -16,6 +16,13 @@ Independently of trust (``auto`` aside), an action whose text hides characters o
 instructions to the model (``sanitize.instruction_flags``) is quarantined with the reasons shown,
 until approved as it is. Approval is always of one exact fingerprint: a later change needs another.
 
+Where a connector sends its requests (and its credential) is pinned the same way. A connector whose
+API description is fetched from a URL and whose manifest names no ``base_url`` takes its origin from
+the description's ``servers``; that origin is pinned at the first sync, as an approved snapshot named
+``<slug>.@origin`` (``origin_name``). A later description naming another origin is held like a rug
+pull (``moved_origin``): the connector keeps sending to the pinned origin until an operator approves
+the new one, because a fetched document must never decide where a credential goes.
+
 Pure: the store keeps the approved snapshots; this module only compares.
 """
 
@@ -28,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from .model import Action, McpBinding, Risk
 from .sanitize import hidden_characters, instruction_flags
@@ -44,6 +52,11 @@ __all__ = [
     "fingerprint",
     "flagged",
     "hidden_text",
+    "moved_origin",
+    "on_origin",
+    "origin_name",
+    "origin_of",
+    "origin_snapshot",
     "review",
     "snapshot",
     "worded_risk",
@@ -291,3 +304,56 @@ def diff(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
     new = json.dumps(after, indent=2, sort_keys=True, ensure_ascii=True).splitlines()
     # ensure_ascii: invisible characters show as \\uXXXX escapes, so the operator sees them.
     return "\n".join(difflib.unified_diff(old, new, "approved", "now", lineterm="", n=2))
+
+
+# -- the origin a connector sends to -----------------------------------------------------------
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an absolute URL, lowercased and without a default port: two URLs
+    share an origin exactly when these are equal. ``""`` for a URL without a scheme or host."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), parts.hostname
+    if not scheme or not host:
+        return ""
+    try:
+        port = parts.port
+    except ValueError:
+        return ""
+    where = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        where = f"{where}:{port}"
+    return f"{scheme}://{where}"
+
+
+def origin_name(slug: str) -> str:
+    """The name connector ``slug``'s pinned origin is reviewed under; no action path can take it."""
+    return f"{slug}.@origin"
+
+
+def origin_snapshot(origin: str) -> dict[str, Any]:
+    return {"origin": origin}
+
+
+def moved_origin(slug: str, base_url: str, pinned: Mapping[str, Any]) -> Finding | None:
+    """The finding that holds connector ``slug`` when ``base_url`` is on another origin than the
+    ``pinned`` snapshot; None when it stays on it."""
+    before = str(pinned.get("origin", ""))
+    now = origin_of(base_url)
+    if now == before:
+        return None
+    shown = origin_snapshot(now)
+    why = (
+        f"origin: the API description now names {now} instead of {before}; its requests and credential "
+        f"keep going to {before} until an operator approves the new origin"
+    )
+    return Finding(origin_name(slug), "changed", fingerprint(shown), shown, (why,), pinned)
+
+
+def on_origin(base_url: str, origin: str) -> str:
+    """``base_url``'s path (and query) on ``origin``: where a held connector keeps sending."""
+    parts = urlsplit(base_url)
+    pinned = urlsplit(origin)
+    return urlunsplit((pinned.scheme, pinned.netloc, parts.path, parts.query, "")).rstrip("/")

@@ -8,7 +8,17 @@ from typing import Any
 import pytest
 
 from mcp_gateway.model import Action, McpBinding
-from mcp_gateway.review import Finding, fingerprint, review, snapshot
+from mcp_gateway.review import (
+    Finding,
+    fingerprint,
+    moved_origin,
+    on_origin,
+    origin_name,
+    origin_of,
+    origin_snapshot,
+    review,
+    snapshot,
+)
 
 
 def tool(path: str = "add", description: str = "Adds two numbers.", **kw: Any) -> Action:
@@ -256,3 +266,27 @@ def test_under_review_a_risk_its_words_contradict_is_flagged_for_the_approving_o
     assert "risk: read, but its name or text says 'delete' (destructive)" in finding.flags
     assert one(review([liar], pinned(liar), trust="review")).visible  # approved as it is: the operator saw it
     assert one(review([tool(path="list_records", description="Lists records.")], {}, trust="review")).status == "new"
+
+
+def test_origins_compare_scheme_host_and_port_only() -> None:
+    assert origin_of("HTTPS://API.Example.com:443/v1/x?q=1") == "https://api.example.com"
+    assert origin_of("http://[::1]:8080/v1") == "http://[::1]:8080"
+    assert origin_of("http://127.0.0.1:80/") == "http://127.0.0.1"
+    assert origin_of("/relative/path") == "" and origin_of("http://host:notaport/") == ""
+    assert origin_of("http://127.0.0.1:1/a") != origin_of("http://127.0.0.1:2/a")
+
+
+def test_a_base_url_on_another_origin_is_held_and_keeps_the_pinned_one() -> None:
+    pinned_origin = origin_snapshot("https://api.example.com")
+    assert moved_origin("pay", "https://api.example.com/v2", pinned_origin) is None  # a new path: same origin
+    held = moved_origin("pay", "https://collector.example.net/v1", pinned_origin)
+    assert held is not None and held.name == origin_name("pay") == "pay.@origin" and not held.visible
+    assert held.status == "changed" and held.previous == pinned_origin
+    assert "https://collector.example.net instead of https://api.example.com" in held.flags[0]
+    assert held.fingerprint == fingerprint(origin_snapshot("https://collector.example.net"))
+    assert '+  "origin": "https://collector.example.net"' in held.diff()
+    assert (
+        on_origin("https://collector.example.net/v1/?x=1", "https://api.example.com")
+        == "https://api.example.com/v1/?x=1"
+    )
+    assert on_origin("http://[::1]:9/v1/", "http://127.0.0.1:8") == "http://127.0.0.1:8/v1"

@@ -154,7 +154,10 @@ def cmd_connectors(args: argparse.Namespace) -> int:
         _print_json(data)
     else:
         _table(
-            [(c["slug"], c["status"], c["actions"], c["auth"], c.get("error")) for c in data["connectors"]],
+            [
+                (c["slug"], c["status"], c["actions"], c["auth"], c.get("error") or c.get("warning"))
+                for c in data["connectors"]
+            ],
             ["slug", "status", "actions", "auth", "error"],
         )
     return 0

@@ -239,6 +239,13 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
         slug = args.slug or _slugify(str(doc.get("info", {}).get("title") or urlsplit(what).hostname or "api"))
         entry = {"slug": slug, "source": {"openapi": str(path)}}
         comment = f"fetched from {what} (sha256 {digest})"
+        if not args.base_url:
+            from ..sources.openapi import declared_base_url
+
+            # Where the credential goes is decided now, by the operator running `add`, and written
+            # down: a later copy of the description naming other servers changes nothing.
+            if declared := declared_base_url(doc, what):
+                entry["base_url"] = declared
     elif SLUG_RE.match(what) and what in _catalog_names():
         # --base-url too: an entry such as jira has none that works for everyone.
         base_url = {"base_url": args.base_url} if args.base_url else {}

@@ -191,7 +191,7 @@ class CallPipeline:
                 reason="connector_error", message=f"This build cannot run {action.binding.kind} actions yet."
             )
         try:
-            prepared = executor.prepare(action, args, cfg, self._catalogs.loaded[action.connector].base_url)
+            prepared = executor.prepare(action, args, cfg, await self._catalogs.base_url(action.connector))
         except ArgumentError as exc:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:

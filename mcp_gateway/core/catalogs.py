@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,14 +29,15 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
-from ..review import Finding, review
+from ..review import Finding, moved_origin, on_origin, origin_name, origin_of, origin_snapshot, review
+from ..review import fingerprint as snapshot_fingerprint
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from .credential_broker import CredentialBroker
 from .quick_schema import QuickCheck, quick_check
 from .recovery import Backoff
-from .sync import ConnectorCatalog, McpTools, Progress, sync_connector, sync_manifest
+from .sync import ConnectorCatalog, McpTools, Progress, fetched_base_url, sync_connector, sync_manifest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 __all__ = ["Catalogs"]
+
+logger = logging.getLogger(__name__)
 
 MAX_SCHEMA_ERRORS = 10
 """How many argument errors a call's denial lists (the first ones by path)."""
@@ -177,6 +181,7 @@ class Catalogs:
         )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
             self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}
+            await self.pin_origins(self.loaded)
             return self.states()
         for slug in set(self.loaded) - set(catalogs):
             self.index.remove_connector(slug)
@@ -192,6 +197,7 @@ class Catalogs:
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
         self.loaded = catalogs
         await self.review(catalogs)
+        await self.pin_origins(catalogs)
         return self.states()
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
@@ -235,6 +241,7 @@ class Catalogs:
             self._forget_validators(slug)
             self.loaded = {**self.loaded, slug: catalog}
             await self.review([slug])
+            await self.pin_origins([slug])
             return catalog.state
 
     def _embed(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> None:
@@ -328,6 +335,60 @@ class Catalogs:
         else:
             self.denied.add((name, finding.fingerprint))
         return finding
+
+    # -- the origin a connector sends to -----------------------------------------------------------
+
+    async def pin_origins(self, slugs: Iterable[str]) -> None:
+        """Pin the origin of every connector of ``slugs`` whose base URL comes from a description
+        fetched from a URL (``sync.fetched_base_url``), or hold it when the description moved it.
+
+        The first sync that sees such a connector records its origin as approved (``origin_name``);
+        a later description naming another origin is quarantined like a changed action, logged and
+        audited, and ``base_url`` keeps the connector on the pinned origin until an operator approves
+        the new one (``mcp-gateway review``, the operator page). Runs at every sync, whatever the
+        catalog's fingerprint: a fetched description can move its servers without changing an action.
+        """
+        todo = []
+        for slug in slugs:
+            catalog, cfg = self.loaded.get(slug), self.config_of(slug)
+            self.quarantine.pop(origin_name(slug), None)
+            if catalog is not None and cfg is not None and catalog.base_url and fetched_base_url(cfg, self.manifest):
+                todo.append((slug, catalog.base_url))
+        if not todo:
+            return
+        approved, self.denied = await self._decisions()
+        now = self._clock.now()
+        for slug, base_url in todo:
+            name = origin_name(slug)
+            pinned = approved.get(name)
+            if pinned is None:
+                shown = origin_snapshot(origin_of(base_url))
+                first = Finding(name, "approved", snapshot_fingerprint(shown), shown)
+                await self._store.put_action_review(_decision(first, "approved", "first sync", now))
+                continue
+            held = moved_origin(slug, base_url, pinned[1])
+            if held is None:
+                continue
+            self.quarantine[name] = held
+            logger.warning(
+                "connector %s is held for review: %s (approve with `mcp-gateway review %s`)", slug, held.flags[0], name
+            )
+            await self._audit_quarantine(slug, held, now)
+
+    def origin_held(self, slug: str) -> Finding | None:
+        """The finding that keeps connector ``slug`` on its pinned origin, or None."""
+        return self.quarantine.get(origin_name(slug)) if self.quarantine else None
+
+    async def base_url(self, slug: str) -> str | None:
+        """Where connector ``slug``'s requests go: its base URL, or that URL's path on the pinned
+        origin while a move of its origin waits for an operator (approved elsewhere since: the new one)."""
+        base = self.loaded[slug].base_url
+        if self.origin_held(slug) is not None:
+            await self.refresh_decisions()
+            held = self.origin_held(slug)
+            if held is not None and held.previous is not None and base:
+                return on_origin(base, str(held.previous.get("origin", "")))
+        return base
 
     def pending(self) -> list[Finding]:
         """The quarantined findings an operator has not denied, by name."""

@@ -245,9 +245,19 @@ class Gateway:
                     auth=cfg.auth.type,
                     auth_configured=configured or not needs_secret(cfg.auth),
                     error=catalog.state.error,
+                    warning=self._origin_warning(slug),
                 )
             )
         return ConnectorsResult(connectors=out, discovery=self.discovery_status)
+
+    def _origin_warning(self, slug: str) -> str | None:
+        held = self.catalogs.origin_held(slug)
+        if held is None or held.previous is None:
+            return None
+        return (
+            f"Its API description moved its servers to another origin; calls keep going to "
+            f"{held.previous.get('origin')} until an operator reviews the move (`mcp-gateway review`)."
+        )
 
     @property
     def discovery_status(self) -> str:

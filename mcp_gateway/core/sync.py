@@ -37,6 +37,7 @@ __all__ = [
     "McpTools",
     "Progress",
     "describe_source",
+    "fetched_base_url",
     "source_for",
     "sync_connector",
     "sync_manifest",
@@ -72,6 +73,18 @@ def describe_source(cfg: ConnectorConfig) -> str:
             return "none"
         case unreachable:
             assert_never(unreachable)
+
+
+def fetched_base_url(cfg: ConnectorConfig, manifest: Manifest) -> bool:
+    """Whether ``cfg``'s base URL is whatever a description fetched from a URL says: the manifest
+    names none, and the OpenAPI or Postman source is a URL (its ``servers`` can change at any sync)."""
+    if cfg.base_url:
+        return False
+    match cfg.source:
+        case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
+            return manifest.resolve(ref).startswith(("http://", "https://"))
+        case _:
+            return False
 
 
 def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpTools | None) -> Source:

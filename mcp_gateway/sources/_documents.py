@@ -17,11 +17,13 @@ import json
 import zlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx2
 import yaml
 
 from ..errors import SourceError
+from ..review import origin_of
 
 __all__ = ["MAX_REMOTE_BYTES", "fetch_document", "is_url", "parse_document", "read_document"]
 
@@ -132,46 +134,70 @@ def read_document(path: Path) -> Any:
     return parse_document(data, name=str(path))
 
 
-async def fetch_document(url: str, client: httpx2.AsyncClient | None = None) -> Any:
+async def fetch_document(url: str, client: httpx2.AsyncClient | None = None, *, origin: str | None = None) -> Any:
     """Download and parse a document from an http(s) URL.
 
     Args:
         url: the document's URL (any ``#fragment`` is ignored).
         client: the HTTP client to use; a short-lived one is created when None.
+        origin: when given (``scheme://host[:port]``), the document must be served from it: a
+            redirect elsewhere is refused before it is followed.
 
     Raises:
-        SourceError: the request fails, the status is not 2xx, the body is too large or unparsable.
+        SourceError: the request fails, the status is not 2xx, the body is too large or unparsable,
+            or a redirect leaves ``origin``.
     """
     url = url.split("#", 1)[0]
     if client is None:
-        async with httpx2.AsyncClient(follow_redirects=True, timeout=30.0) as own:
-            return await _fetch(own, url)
-    return await _fetch(client, url)
+        async with httpx2.AsyncClient(follow_redirects=origin is None, timeout=30.0) as own:
+            return await _fetch(own, url, origin)
+    return await _fetch(client, url, origin)
 
 
-async def _fetch(client: httpx2.AsyncClient, url: str) -> Any:
+_MAX_REDIRECTS = 10
+
+
+async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> Any:
+    first = url
     try:
-        async with client.stream("GET", url, headers={"Accept": "application/json, application/yaml, */*"}) as resp:
-            if resp.status_code >= 400:
-                raise SourceError(
-                    f"{url}: the server answered HTTP {resp.status_code}. Check the URL, or download the spec "
-                    "and point the source at the file."
-                )
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_REMOTE_BYTES:
+        for _ in range(_MAX_REDIRECTS):
+            async with client.stream(
+                "GET",
+                url,
+                headers={"Accept": "application/json, application/yaml, */*"},
+                follow_redirects=origin is None,
+            ) as resp:
+                location = resp.headers.get("location")
+                if origin is not None and resp.is_redirect and location:
+                    url = urljoin(url, location)
+                    if origin_of(url) != origin:
+                        raise SourceError(
+                            f"{first}: the server redirects to another origin ({origin_of(url) or url}) than the "
+                            f"spec's own ({origin}); a referenced document is read only from the spec's origin. "
+                            "Download it beside the spec and refer to it by a relative path."
+                        )
+                    continue
+                if resp.status_code >= 400:
                     raise SourceError(
-                        f"{url}: the document is larger than {MAX_REMOTE_BYTES // (1024 * 1024)} MB. "
-                        "Download it and point the source at the file."
+                        f"{url}: the server answered HTTP {resp.status_code}. Check the URL, or download the spec "
+                        "and point the source at the file."
                     )
-                chunks.append(chunk)
-            content_type = resp.headers.get("content-type", "")
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in resp.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_REMOTE_BYTES:
+                        raise SourceError(
+                            f"{url}: the document is larger than {MAX_REMOTE_BYTES // (1024 * 1024)} MB. "
+                            "Download it and point the source at the file."
+                        )
+                    chunks.append(chunk)
+                content_type = resp.headers.get("content-type", "")
+                return parse_document(b"".join(chunks), name=url, content_type=content_type)
     except httpx2.TimeoutException:
         raise SourceError(f"{url}: timed out while downloading the spec. Retry, or use a local copy.") from None
     except httpx2.HTTPError as exc:
         raise SourceError(
             f"{url}: cannot download the spec ({type(exc).__name__}: {exc}). Check the URL and network."
         ) from None
-    return parse_document(b"".join(chunks), name=url, content_type=content_type)
+    raise SourceError(f"{first}: more than {_MAX_REDIRECTS} redirects. Check the URL, or use a local copy.")

@@ -8,7 +8,9 @@ Relative locations resolve against that document's own path (or URL).
 Local files are read on demand. Remote documents (a ref from a URL-loaded spec, or an absolute
 ``http(s)`` ref) cannot be fetched from this synchronous code: they are recorded in
 ``Resolver.pending`` and the ref fails for now; the async loader fetches them and normalizes
-again (see ``openapi.load_openapi``).
+again (see ``openapi.load_openapi``). Only documents on the spec's own origin are ever fetched: a
+ref to another origin (or any remote ref from a local or in-memory spec) fails with a ``RefError``
+that names it, so a third party's document never decides what an agent reads.
 
 ``SchemaInliner`` turns an OpenAPI schema into a self-contained JSON Schema for an action's
 ``input_schema``: refs inlined, cycles cut to a placeholder, nesting capped so that huge specs
@@ -23,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urljoin
 
 from ..errors import SourceError
+from ..review import origin_of
 from ._documents import is_url, read_document
 
 __all__ = ["Dialect", "RefError", "Resolver", "SchemaInliner"]
@@ -73,16 +76,28 @@ class Resolver:
         fragment = unquote(fragment)
         if not where:
             return base, fragment
-        if is_url(where):
-            return where, fragment
-        if is_url(base):
-            return urljoin(base, where), fragment
+        if is_url(where) or is_url(base):
+            location = where if is_url(where) else urljoin(base, where)
+            self._same_origin(ref, location)
+            return location, fragment
         if not base:
             raise RefError(f"relative file reference {where!r} needs the spec's own path; load the spec from a file")
         target = Path(unquote(where))
         if not target.is_absolute():
             target = Path(base).parent / target
         return str(target.resolve()), fragment
+
+    def _same_origin(self, ref: str, location: str) -> None:
+        own = origin_of(self.root_location) if is_url(self.root_location) else ""
+        there = origin_of(location)
+        if own and there == own:
+            return
+        spec = f"the spec's own ({own})" if own else "a spec read from a file"
+        raise RefError(
+            f"the $ref {ref!r} points at another origin ({there or location}) than {spec}; $refs are resolved "
+            "only within the spec's own origin, so it was not fetched. Download that document beside the spec "
+            "and refer to it by a relative path, or bundle the spec into one file"
+        )
 
     def key(self, ref: str, base: str) -> str:
         """A canonical name for the ref's target, used to detect cycles."""

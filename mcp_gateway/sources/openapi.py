@@ -49,6 +49,7 @@ import httpx2
 from ..errors import SourceError
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
+from ..review import origin_of
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import legacy_rest_path, rest_path, snake_case, unique_name
@@ -62,6 +63,7 @@ __all__ = [
     "action_path",
     "arg_name",
     "credential_places",
+    "declared_base_url",
     "legacy_action_path",
     "load_openapi",
     "normalize_openapi",
@@ -128,7 +130,7 @@ async def load_openapi(
             return result
         for url in sorted(resolver.pending):
             try:
-                resolver.add_document(url, await fetch_document(url, client))
+                resolver.add_document(url, await fetch_document(url, client, origin=origin_of(location)))
             except SourceError as exc:
                 resolver.add_failure(url, str(exc))
         resolver.pending.clear()
@@ -310,6 +312,15 @@ def _base_url(document: dict[str, Any], dialect: Dialect, origin: str) -> str | 
     if is_url(origin):  # a relative server URL is relative to where the document is served
         return urljoin(origin, url).rstrip("/")
     return None
+
+
+def declared_base_url(document: Any, location: str) -> str | None:
+    """The base URL ``document`` names (its first ``servers`` entry, or 2.0's host and basePath), a
+    relative one resolved against ``location``, the URL it was fetched from; None when it names none."""
+    if not isinstance(document, dict):
+        return None
+    dialect: Dialect = "2.0" if str(document.get("swagger", "")).startswith("2") else "3.0"
+    return _base_url(document, dialect, location)
 
 
 def _first_paragraph(text: Any, limit: int) -> str:

@@ -144,6 +144,23 @@ def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # n
     assert billing is not None and "billing_api: needs_auth, 2 actions" in added.out
 
 
+def test_add_a_url_writes_the_base_url_its_servers_name(env: CliEnv) -> None:  # noqa: F811
+    # Where the credential goes is written into the manifest when the operator adds the connector
+    # (a relative server resolved against the URL the description came from), not read from a
+    # later copy of the description.
+    _commented(env)
+    spec = _spec("/api/v2")
+
+    async def serve(request: object) -> Response:
+        return Response(json.dumps(spec), media_type="application/json")
+
+    with LoopbackServer(Starlette(routes=[Route("/openapi.json", serve)])) as server:
+        added = env.run("add", f"{server.base_url}/openapi.json", "--no-sync")
+        assert added.code == 0, added.err
+        billing = load_manifest(env.manifest).connector("billing_api")
+        assert billing is not None and billing.base_url == f"{server.base_url}/api/v2"
+
+
 def test_removing_a_granted_connector_drops_the_grant(env: CliEnv) -> None:  # noqa: F811
     _commented(env)
     assert env.run("add", "petstore", "--no-sync").code == 0

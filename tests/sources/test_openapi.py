@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+import yaml
 
 from mcp_gateway.errors import SourceError
 from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, NoAuth
@@ -649,6 +650,78 @@ paths:
         "x_trace": {"type": "string"},
         "name": {"type": "string", "maxLength": 10},
     }
+
+
+def _remote_ref_spec(ref: str) -> str:
+    return f"""
+openapi: 3.0.0
+info: {{title: Remote, version: "1"}}
+paths:
+  /things:
+    get:
+      operationId: things/list
+      parameters: [{{name: size, in: query, schema: {{$ref: "{ref}"}}}}]
+      responses: {{"200": {{description: ok}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "https://attacker.example/common.yaml#/Size",  # another host
+        "//attacker.example/common.yaml#/Size",  # scheme-relative: another host too
+        "http://specs.example/common.yaml#/Size",  # another scheme
+        "https://specs.example:8443/common.yaml#/Size",  # another port
+    ],
+)
+def test_a_ref_to_another_origin_is_refused_and_never_fetched(ref: str) -> None:
+    asked: list[str] = []
+    files = {"/specs/api.yaml": _remote_ref_spec(ref), "/common.yaml": {"Size": {"type": "integer"}}}
+    serve = _serve(files)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        asked.append(str(request.url))
+        return serve(request)
+
+    async def go() -> NormalizedSource:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+            return await load_openapi("https://specs.example/specs/api.yaml", connector="r", client=client)
+
+    (action,) = anyio.run(go).actions
+    assert asked == ["https://specs.example/specs/api.yaml"]
+    note = action.input_schema["properties"]["size"]["description"]
+    assert f"(unresolved $ref {ref}: the $ref {ref!r} points at another origin" in note
+    assert "than the spec's own (https://specs.example)" in note and "it was not fetched" in note
+    assert "Download that document beside the spec" in note
+
+
+def test_a_same_origin_ref_that_redirects_elsewhere_is_not_followed() -> None:
+    asked: list[str] = []
+    files = {"/specs/api.yaml": _remote_ref_spec("/common.yaml#/Size")}
+    serve = _serve(files)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        asked.append(str(request.url))
+        if request.url.path == "/common.yaml":
+            return httpx2.Response(302, headers={"location": "https://attacker.example/common.yaml"})
+        return serve(request)
+
+    async def go() -> NormalizedSource:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler), follow_redirects=True) as client:
+            return await load_openapi("https://specs.example/specs/api.yaml", connector="r", client=client)
+
+    (action,) = anyio.run(go).actions
+    assert asked == ["https://specs.example/specs/api.yaml", "https://specs.example/common.yaml"]
+    note = action.input_schema["properties"]["size"]["description"]
+    assert "redirects to another origin (https://attacker.example)" in note
+
+
+def test_a_local_spec_resolves_no_remote_ref(tmp_path: Path) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(_remote_ref_spec("https://specs.example/common.yaml#/Size"))
+    (action,) = normalize_openapi(yaml.safe_load(spec.read_text()), connector="r", source_file=spec).actions
+    note = action.input_schema["properties"]["size"]["description"]
+    assert "points at another origin (https://specs.example) than a spec read from a file" in note
 
 
 def test_url_errors_are_source_errors() -> None:
