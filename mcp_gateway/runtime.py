@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from pathlib import Path
 
 import anyio
 import anyio.to_thread
@@ -32,8 +33,9 @@ from .discovery.hybrid import HybridSearch, discovery_status
 from .errors import GatewayError
 from .execution.mcp import McpExecutor
 from .links import LinkService
-from .manifest import Manifest, load_manifest
+from .manifest import ConnectorConfig, Manifest, load_manifest
 from .secrets import PROJECT_WIDE, SealedCredential
+from .served import manifest_digest, read_served
 from .settings import Settings
 from .store.audit_journal import AuditJournal
 from .store.base import Store
@@ -46,10 +48,12 @@ __all__ = [
     "Settings",
     "check_discovery",
     "discovery_search",
+    "links_base",
     "open_gateway",
     "open_store",
     "reload_manifest",
     "reload_on_sighup",
+    "watch_manifest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -139,7 +143,7 @@ async def open_gateway(
         master_key = load_master_key(settings.env, settings.state_dir)
         cipher = AESGCMCipher(master_key, project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)
-        links = LinkService(store, clock, public_url or manifest.public_url, on_mint=on_link_minted)
+        links = LinkService(store, clock, public_url or links_base(manifest, settings), on_mint=on_link_minted)
         # trust_env=False: a proxy from the environment would see every credential we send. No cookie
         # is kept: one caller's upstream session must not ride along with another's requests through
         # the shared client (its token requests, say), and an upstream's Set-Cookie must not grow memory.
@@ -198,6 +202,16 @@ async def open_gateway(
                         raise failed
             finally:
                 await gateway.aclose()
+
+
+def links_base(manifest: Manifest, settings: Settings) -> str:
+    """Where the links this process mints point: the manifest's ``public_url`` when the operator wrote
+    one; else the address a gateway of this state folder serves right now (``served.json``), so a link
+    minted beside ``serve --transport http --port N`` opens on port N; else the default address."""
+    if "public_url" in manifest.model_fields_set:
+        return manifest.public_url
+    served = read_served(settings.state_dir)
+    return served.url if served is not None else manifest.public_url
 
 
 async def _embed_when_loaded(search: HybridSearch, background: BackgroundSync | None) -> None:
@@ -291,6 +305,7 @@ class _SealedKey:
 async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
     """Re-read the manifest and re-sync. On any problem the running gateway is left exactly as it
     was and the reason is returned (and logged), so a half-edited file never takes effect."""
+    before = {c.slug: c for c in gateway.manifest.connectors}
     try:
         manifest = load_manifest(settings.manifest_path)
         await gateway.reload(manifest)
@@ -298,14 +313,71 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
         logger.warning("manifest reload refused, keeping the previous one: %s", exc)
         return str(exc)
     collect_frozen_garbage()
-    logger.warning("manifest reloaded: %d connectors", len(manifest.connectors))
+    logger.warning("manifest reloaded: %d connectors%s", len(manifest.connectors), _changes(before, manifest))
     if manifest.discovery != gateway.discovery_config:
         logger.warning("discovery settings changed: they take effect when the gateway restarts")
     return None
 
 
-async def reload_on_sighup(gateway: Gateway, settings: Settings) -> None:
+def _changes(before: Mapping[str, ConnectorConfig], after: Manifest) -> str:
+    """What a reload changed, for its log line: ``(added x; removed y; changed z)``, or nothing."""
+    now = {c.slug: c for c in after.connectors}
+    parts = [
+        f"{what} {', '.join(slugs)}"
+        for what, slugs in (
+            ("added", [s for s in now if s not in before]),
+            ("removed", [s for s in before if s not in now]),
+            ("changed", [s for s in now if s in before and now[s] != before[s]]),
+        )
+        if slugs
+    ]
+    return f" ({'; '.join(parts)})" if parts else " (no connector changed)"
+
+
+async def reload_on_sighup(gateway: Gateway, settings: Settings, on_reloaded: Callable[[], None] | None = None) -> None:
     """``kill -HUP <pid>`` re-reads the manifest (runs until cancelled)."""
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
         async for _ in signals:
-            await reload_manifest(gateway, settings)
+            if await reload_manifest(gateway, settings) is None and on_reloaded is not None:
+                on_reloaded()
+
+
+MANIFEST_POLL_SECONDS = 1.0
+
+
+async def watch_manifest(
+    gateway: Gateway,
+    settings: Settings,
+    on_reloaded: Callable[[], None] | None = None,
+    *,
+    interval: float = MANIFEST_POLL_SECONDS,
+) -> None:
+    """Reload when the manifest file's content changes (``add``, ``remove``, an editor), until cancelled.
+
+    Polling the file's size and modification time is one ``stat`` a second, portable, and needs no
+    extra dependency; the content's hash decides, so touching the file or an editor's rewrite of the
+    same text reloads nothing. A half-written or invalid file is refused by ``reload_manifest``."""
+    path = settings.manifest_path
+    if path is None:
+        return  # the bundled default never changes while we run
+    seen, digest = _file_mark(path), manifest_digest(path)
+    while True:
+        await anyio.sleep(interval)
+        mark = _file_mark(path)
+        if mark == seen:
+            continue
+        seen = mark
+        now = manifest_digest(path)
+        if not now or now == digest:
+            continue
+        digest = now
+        if await reload_manifest(gateway, settings) is None and on_reloaded is not None:
+            on_reloaded()
+
+
+def _file_mark(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size

@@ -43,13 +43,44 @@ class Args(argparse.Namespace):
     def settings(self) -> Settings:
         from ..settings import Settings
 
-        return Settings.from_env(manifest=self.manifest, state_dir=self.state_dir, database_url=self.database_url)
+        path = self.manifest_path
+        return Settings.from_env(
+            manifest=str(path) if path else None, state_dir=self.state_dir, database_url=self.database_url
+        )
 
     @property
     def manifest_path(self) -> Path | None:
-        """``--manifest``, else ``$MCP_GATEWAY_MANIFEST``, else None (the bundled default): ``Settings``'s rule."""
-        given = self.manifest or os.environ.get("MCP_GATEWAY_MANIFEST")
-        return Path(given) if given else None
+        """The manifest every command reads (``manifest_choice``); None for the bundled default."""
+        return manifest_choice(self.manifest)[0]
+
+    @property
+    def manifest_source(self) -> str:
+        """Which manifest this command uses and why, as the line on stderr and ``--json``'s field say it."""
+        path, why = manifest_choice(self.manifest)
+        return f"{path} ({why})" if path else why
+
+
+LOCAL_MANIFEST = "gateway.yaml"
+"""The file ``init`` writes and every command reads when it is in the current folder."""
+
+
+def manifest_choice(given: str | None) -> tuple[Path | None, str]:
+    """The one rule every command follows: ``--manifest``, else ``$MCP_GATEWAY_MANIFEST``, else
+    ``./gateway.yaml`` when it exists, else the bundled default (None); and why that one."""
+    if given:
+        return Path(given), "--manifest"
+    if env := os.environ.get("MCP_GATEWAY_MANIFEST"):
+        return Path(env), "$MCP_GATEWAY_MANIFEST"
+    if Path(LOCAL_MANIFEST).is_file():
+        return Path(LOCAL_MANIFEST), f"./{LOCAL_MANIFEST} in this folder"
+    return None, f"the bundled default manifest (no --manifest, $MCP_GATEWAY_MANIFEST or ./{LOCAL_MANIFEST})"
+
+
+SAYS_MANIFEST = frozenset(
+    {"sync", "connectors", "discover", "describe", "call", "connect", "secret", "token", "doctor", "review"}
+    | {"audit", "add", "remove", "approvals"}
+)
+"""The commands that say on stderr which manifest they used (``serve`` says it in its start-up block)."""
 
 
 EXIT_CODES = f"""exit codes:
@@ -99,7 +130,9 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
     g = parser.add_argument_group("global options (before or after the command)")
     g.add_argument(
-        "--manifest", default=d(None), help="manifest YAML (default: $MCP_GATEWAY_MANIFEST, else the bundled default)"
+        "--manifest",
+        default=d(None),
+        help="manifest YAML (default: $MCP_GATEWAY_MANIFEST, else ./gateway.yaml if it exists, else the bundled one)",
     )
     g.add_argument(
         "--state-dir", default=d(None), help="state folder (default: $MCP_GATEWAY_STATE_DIR or ./.mcp-gateway)"
@@ -118,6 +151,9 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         default=d("text"),
         help="stderr log lines as text or one JSON object per line (time, level, logger, message, ...)",
     )
+
+
+_AGENT_HELP = "act as this agent of the manifest (default: $MCP_GATEWAY_AGENT, else the operator)"
 
 
 class _Skipped:
@@ -191,9 +227,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         return p
 
     p = add("serve", "serve:cmd_serve", "run the MCP server (stdio or streamable HTTP)")
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio: a client starts this command (default); http: streamable HTTP at http://HOST:PORT/mcp",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default: loopback)")
+    p.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default: 8765)")
+    p.add_argument("--quiet", action="store_true", help="no start-up summary on stderr")
     p.add_argument(
         "--public-url",
         help="base of links handed to humans (default: the manifest's public_url; with --transport http and none "
@@ -224,27 +266,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add("validate", "commands:cmd_validate", "check the manifest; non-zero exit on any problem")
     add("sync", "commands:cmd_sync", "load every connector and print a table; non-zero exit if any failed")
     p = add("connectors", "commands:cmd_connectors", "list connectors with status")
-    p.add_argument("--agent")
+    p.add_argument("--agent", help=_AGENT_HELP)
     p = add("discover", "commands:cmd_discover", "search actions by intent")
-    p.add_argument("query", nargs="+")
-    p.add_argument("--connector")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--agent")
+    p.add_argument("query", nargs="+", help="what you want to do, in words")
+    p.add_argument("--connector", help="search only this connector (a slug of the manifest)")
+    p.add_argument("--limit", type=int, default=10, help="at most this many results (default: 10)")
+    p.add_argument("--agent", help=_AGENT_HELP)
     p = add("describe", "commands:cmd_describe", "show an action's input schema, risk and policy")
-    p.add_argument("tool")
-    p.add_argument("--agent")
+    p.add_argument("tool", help="the action's name, e.g. github.issues.list")
+    p.add_argument("--agent", help=_AGENT_HELP)
     p = add("call", "commands:cmd_call", "run an action (same checks as the MCP call tool)")
-    p.add_argument("tool")
+    p.add_argument("tool", help="the action's name, e.g. github.issues.list")
     p.add_argument("--args", help="arguments as a JSON object")
-    p.add_argument("--approval-id")
-    p.add_argument("--fields", nargs="*")
+    p.add_argument("--approval-id", help="the approval_id a pending_approval answer gave, once a human approved it")
+    p.add_argument("--fields", nargs="*", help="keep only these fields of the result (dotted paths)")
     p.add_argument(
         "--wait", type=float, metavar="SECONDS", help="if approval is needed, wait for the decision (at most 120 s)"
     )
-    p.add_argument("--agent")
+    p.add_argument("--agent", help=_AGENT_HELP)
     p = add("connect", "commands:cmd_connect", "print a link a human opens to connect a connector")
-    p.add_argument("connector")
-    p.add_argument("--agent")
+    p.add_argument("connector", help="the connector's slug")
+    p.add_argument("--agent", help=_AGENT_HELP)
 
     p = add("token", "commands:cmd_token", "manage HTTP bearer tokens")
     tsub = p.add_subparsers(dest="token_cmd", required=True)
@@ -254,13 +296,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     t.add_argument("--force", action="store_true", help="mint a token for an agent the manifest does not name")
     add("list", "commands:cmd_token", "list tokens (never the secret)", tsub, EXAMPLES["token"])
     t = add("revoke", "commands:cmd_token", "revoke a token by id", tsub, EXAMPLES["token"])
-    t.add_argument("id")
+    t.add_argument("id", help="the token's id ('mcp-gateway token list')")
 
     p = add("secret", "commands:cmd_secret", "store a connector's secret, read from stdin")
     ssub = p.add_subparsers(dest="secret_cmd", required=True)
     s = add("set", "commands:cmd_secret", "read the value from stdin (JSON for multi-field kinds)", ssub, None)
-    s.add_argument("connector", nargs="?")
-    s.add_argument("name", nargs="?", default="default")
+    s.add_argument("connector", nargs="?", help="the connector's slug")
+    s.add_argument("name", nargs="?", default="default", help="the secret's name (default: the connector's credential)")
     s.add_argument(
         "--discovery", action="store_true", help="store the API key of discovery.embeddings (instead of a connector's)"
     )
@@ -273,13 +315,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("approvals", "commands:cmd_approvals", "list, approve or deny pending approvals")
     asub = p.add_subparsers(dest="approvals_cmd", required=True)
     a = add("list", "commands:cmd_approvals", "pending approvals (--all: every one)", asub, EXAMPLES["approvals"])
-    a.add_argument("--all", action="store_true")
+    a.add_argument("--all", action="store_true", help="every approval, not only the pending ones")
     for verb in ("approve", "deny"):
         a = add(verb, "commands:cmd_approvals", f"{verb} a pending approval", asub, EXAMPLES["approvals"])
-        a.add_argument("id")
+        a.add_argument("id", help="the approval's id ('mcp-gateway approvals list')")
 
     p = add("audit", "commands:cmd_audit", "show recent call decisions")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50, help="the newest this many decisions (default: 50)")
 
     p = add("keys", "commands:cmd_keys", "re-encrypt stored credentials under a new master key (read from stdin)")
     ksub = p.add_subparsers(dest="keys_cmd", required=True)
@@ -298,7 +340,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-sync", action="store_true", help="only write and validate the entry")
 
     p = add("remove", "edit:cmd_remove", "remove a connector from the manifest (comments and order kept)")
-    p.add_argument("slug")
+    p.add_argument("slug", help="the connector's slug")
 
     add("doctor", "doctor:cmd_doctor", "check the set-up and say how to fix each problem; non-zero exit on any")
 
@@ -363,6 +405,8 @@ def _run(args: Args) -> int:
     # (sealed credentials) at DEBUG: they stay quiet even under --debug.
     for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):
+        sys.stderr.write(f"mcp-gateway: manifest {args.manifest_source}\n")
     try:
         module, _, name = args.fn.partition(":")
         fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -39,6 +39,7 @@ __all__ = [
     "cmd_sync",
     "cmd_token",
     "cmd_validate",
+    "did_you_mean",
 ]
 
 _print_json = print_json
@@ -151,7 +152,7 @@ def cmd_connectors(args: argparse.Namespace) -> int:
 
         data = anyio.run(_connectors_payload, args)
     if args.json:
-        _print_json(data)
+        _print_json({**data, "manifest": args.manifest_source})
     else:
         _table(
             [
@@ -174,6 +175,9 @@ async def _connectors_payload(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_discover(args: argparse.Namespace) -> int:
     from .stored_discover import discover_from_state
 
+    if args.connector is not None:
+        _known_connector(args, args.connector)
+
     # As for ``connectors``: most runs rank over what the last sync stored, with no gateway assembled
     # and no event loop (see stored_discover.py); anything it cannot vouch for takes the full path.
     data = discover_from_state(args, _principal(args))
@@ -182,7 +186,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
         data = anyio.run(_discover_payload, args)
     if args.json:
-        _print_json(data)
+        _print_json({**data, "manifest": args.manifest_source})
     else:
         _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
     return 0
@@ -196,6 +200,26 @@ async def _discover_payload(args: argparse.Namespace) -> dict[str, Any]:
         return result_payload(
             await gw.discover(_principal(args), " ".join(args.query), connector=args.connector, limit=args.limit)
         )
+
+
+def _known_connector(args: argparse.Namespace, slug: str) -> None:
+    """Refuse a connector the manifest does not have, suggesting the nearest slugs (a typo, or the
+    manifest another command edited): an empty answer would look like "nothing matches"."""
+    from ..manifest import load_manifest
+
+    slugs = [c.slug for c in load_manifest(args.settings.manifest_path).connectors]
+    if slug not in slugs:
+        raise CliError(f"no connector {slug!r} in the manifest {args.manifest_source}{did_you_mean(slug, slugs)}")
+
+
+def did_you_mean(word: str, known: list[str]) -> str:
+    """``; did you mean 'x'?`` for the nearest of ``known``, else the whole list (or nothing)."""
+    import difflib
+
+    near = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
+    if near:
+        return "; did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return f"; it has: {', '.join(known)}" if known else "; it has none"
 
 
 def _exit_for(data: dict[str, Any]) -> int:
@@ -249,8 +273,11 @@ async def cmd_connect(args: argparse.Namespace) -> int:
 
 
 def _hint_link(data: dict[str, Any], public_url: str) -> None:
+    """How to open the link just printed; nothing when a server already answers where it points."""
+    from ..served import url_answers
+
     hint = link_hint(data, public_url)
-    if hint:
+    if hint and not url_answers(public_url):
         sys.stderr.write(f"mcp-gateway: {hint}\n")
 
 
@@ -338,9 +365,8 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         raise CliError("name the connector whose secret this is (or --discovery for the embeddings endpoint's key)")
     cfg = manifest.connector(args.connector)
     if cfg is None:
-        raise CliError(
-            f"no connector {args.connector!r} in the manifest; known: {', '.join(c.slug for c in manifest.connectors)}"
-        )
+        slugs = [c.slug for c in manifest.connectors]
+        raise CliError(f"no connector {args.connector!r} in the manifest{did_you_mean(args.connector, slugs)}")
     raw = sys.stdin.read()
     kind = cfg.auth.type if args.name == "default" else "bearer"
     value = parse_secret_input(kind, raw)

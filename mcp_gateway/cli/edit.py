@@ -42,9 +42,11 @@ project: {project}
 # risk: reads run, writes and deletes wait for a human's approval. allow_all: everything runs.
 default_mode: risk
 
-# Where humans open the links the gateway hands out (connect a credential, approve a call).
-# `mcp-gateway serve --transport http` serves them; with stdio, `mcp-gateway pages` does.
-public_url: http://127.0.0.1:8765
+# Links the gateway hands out (connect a credential, approve a call) point at the address it serves:
+# `mcp-gateway serve --transport http --port N` serves them on port N; with stdio, `mcp-gateway pages`
+# (http://127.0.0.1:8765). Set public_url only when humans reach the gateway at another address
+# (a proxy, a public host name):
+# public_url: https://gateway.example.com
 
 # Gateway-wide rules, first match wins: always_run, require_approval or block, by action name.
 policies:
@@ -52,7 +54,10 @@ policies:
     action: require_approval
 
 connectors:
-  # A public API from the bundled catalog, no credential needed.
+  # The Swagger Petstore demo from the bundled catalog. It asks for an api_key (the connectors
+  # list shows needs_auth) but its demo server takes any value:
+  #   echo special-key | mcp-gateway secret set petstore
+  # discover and describe work without it.
   - slug: petstore
     catalog: petstore
 
@@ -258,8 +263,11 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
         entry = {"slug": slug, "source": {"openapi": resolved}}
         comment = None
     else:
-        from ..manifest import CATALOG_DIR  # noqa: F401 -- the same folder _catalog_names reads
+        import difflib
 
+        near = difflib.get_close_matches(what, _catalog_names(), n=3, cutoff=0.6)
+        if near:
+            raise CliError(f"no catalog entry {what!r}; did you mean {' or '.join(repr(n) for n in near)}?")
         raise CliError(
             f"{what!r} is neither a catalog entry ({', '.join(_catalog_names())}) nor a file nor an http(s) URL"
         )
@@ -269,6 +277,17 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
     if auth:
         entry["auth"] = auth
     return entry, comment
+
+
+def _relative_source(entry: dict[str, Any], manifest: Path) -> None:
+    """A spec file inside the manifest's folder written relative to it (as the loader resolves it),
+    so the folder moves, or is checked out elsewhere, with its manifest still right."""
+    source = entry.get("source")
+    spec = source.get("openapi") if isinstance(source, dict) else None
+    if isinstance(source, dict) and isinstance(spec, str) and Path(spec).is_absolute():
+        folder = manifest.resolve().parent
+        if Path(spec).is_relative_to(folder):
+            source["openapi"] = str(Path(spec).relative_to(folder))
 
 
 def _flow(value: Any) -> Any:
@@ -332,6 +351,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
     path = _manifest_file(args)
     original = path.read_text(encoding="utf-8")
     entry, comment = await _entry_for(args)
+    _relative_source(entry, path)
     if not SLUG_RE.match(entry["slug"]):
         raise CliError(f"{entry['slug']!r} is not a valid slug; give --slug (lowercase letters, digits, '_' or '-')")
     doc: Any = _yaml_for(original)[1]

@@ -17,8 +17,9 @@ from .output import started
 if TYPE_CHECKING:
     from ..core import Gateway
     from ..manifest import Manifest
+    from ..runtime import BackgroundSync
 
-__all__ = ["cmd_pages", "cmd_serve", "served_public_url"]
+__all__ = ["claude_line", "cmd_pages", "cmd_serve", "discovery_line", "served_public_url"]
 
 
 def served_public_url(manifest: Manifest, given: str | None, host: str, port: int) -> str:
@@ -48,7 +49,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..crypto import load_master_key
     from ..manifest import load_manifest
-    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup
+    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
     from ..server.tools import build_mcp_server
@@ -63,33 +64,45 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     configure_tracing(os.environ)  # OTLP export when the standard OTEL_* variables ask for it
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
+    say = _Say(args)
     if args.transport == "http":
         from ..server.limits import ConnectionLimits
+        from .ports import check_port_free
 
+        check_port_free(args.host, args.port, args.settings.state_dir, instead="pick another with --port N")
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
             started()
-            sys.stderr.write(
-                f"mcp-gateway: MCP at http://{args.host}:{args.port}/mcp, {len(gw.index)} actions, "
-                f"{gw.discovery_status}\n"
-            )
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(reload_on_sighup, gw, args.settings)
-                if args.metrics_port is not None:
-                    tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
-                tokens = TokenService(gw.store, gw.clock)
-                limits = ConnectionLimits(
-                    request_timeout=args.request_timeout,
-                    keep_alive=args.keep_alive,
-                    max_connections=args.max_connections,
-                    max_sessions=args.max_sessions,
-                    drain_timeout=args.drain_timeout,
-                    shutdown_delay=args.shutdown_delay,
-                )
-                await run_http(
-                    gw, tokens, host=args.host, port=args.port, request_state_key=state_key(gw), limits=limits
-                )
-                tg.cancel_scope.cancel()
+            say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {public_url})")
+            recorded = _Recorded(args, gw, "http", args.host, args.port)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(reload_on_sighup, gw, args.settings, recorded.reloaded)
+                    tg.start_soon(watch_manifest, gw, args.settings, recorded.reloaded)
+                    tg.start_soon(say.when_embedded, gw, None)
+                    if args.metrics_port is not None:
+                        tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
+                    tokens = TokenService(gw.store, gw.clock)
+                    limits = ConnectionLimits(
+                        request_timeout=args.request_timeout,
+                        keep_alive=args.keep_alive,
+                        max_connections=args.max_connections,
+                        max_sessions=args.max_sessions,
+                        drain_timeout=args.drain_timeout,
+                        shutdown_delay=args.shutdown_delay,
+                    )
+                    await run_http(
+                        gw,
+                        tokens,
+                        host=args.host,
+                        port=args.port,
+                        request_state_key=state_key(gw),
+                        limits=limits,
+                        on_started=recorded.write,
+                    )
+                    tg.cancel_scope.cancel()
+            finally:
+                recorded.forget()
         shutdown_tracing()
         return 0
     pages_requested = anyio.Event()
@@ -105,8 +118,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             gw, default_principal=principal(args), request_state_key=state_key(gw), startup=startup
         )
         started()
+        say.block(gw, f"stdio (links and pages at {gw.links.public_url} once a link is handed out)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
+            tg.start_soon(watch_manifest, gw, args.settings)
+            tg.start_soon(say.when_embedded, gw, startup)
             if args.metrics_port is not None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
             await run_stdio(server, gw, pages_requested, early=args.early_stdio)
@@ -115,31 +131,182 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp_url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/mcp"
+
+
+class _Recorded:
+    """This server's entry in the state folder's served-address record (``served.py``): written once
+    it listens, its manifest digest renewed on each reload, removed when it stops."""
+
+    def __init__(self, args: argparse.Namespace, gw: Gateway, transport: str, host: str, port: int) -> None:
+        self._args, self._gw, self._transport, self._host, self._port = args, gw, transport, host, port
+        self._written = False
+
+    def write(self) -> None:
+        from ..served import ServedAddress, manifest_digest, record
+
+        path = self._args.settings.manifest_path
+        served = ServedAddress(
+            url=self._gw.links.public_url,
+            pid=os.getpid(),
+            host=self._host,
+            port=self._port,
+            transport=self._transport,
+            manifest=str(path.resolve()) if path else "bundled",
+            manifest_digest=manifest_digest(path),
+        )
+        try:
+            record(self._args.settings.state_dir, served)
+            self._written = True
+        except OSError as exc:  # a read-only state folder: links still work, the CLI just cannot find us
+            sys.stderr.write(f"mcp-gateway: warning: cannot record the served address: {exc}\n")
+
+    def reloaded(self) -> None:
+        if self._written:
+            self.write()
+
+    def forget(self) -> None:
+        from ..served import forget
+
+        if self._written:
+            forget(self._args.settings.state_dir)
+
+
+class _Say:
+    """The start-up block on stderr (``--quiet``: nothing). Never stdout: over stdio it is the protocol's."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self.quiet: bool = bool(getattr(args, "quiet", False))
+
+    def block(self, gw: Gateway, transport: str) -> None:
+        if self.quiet:
+            return
+        args = self._args
+        settings = args.settings
+        state = str(settings.state_dir.resolve())
+        if settings.database_url:
+            state += " (database: $MCP_GATEWAY_DATABASE_URL)"
+        lines = [
+            f"mcp-gateway {_version()} serving {len(gw.manifest.connectors)} connectors",
+            f"  manifest   {args.manifest_source}",
+            f"  state      {state}",
+            f"  transport  {transport}",
+            f"  discovery  {discovery_line(gw)}",
+            f"  register   {claude_line(args)}",
+        ]
+        if args.transport == "http":
+            lines.append("             (a token: TOKEN=$(mcp-gateway token create --agent NAME))")
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
+
+    async def when_embedded(self, gw: Gateway, startup: BackgroundSync | None) -> None:
+        """One line once hybrid discovery has embedded the catalog (it ranks lexically until then)."""
+        if self.quiet or gw.dense is None:
+            return
+        if startup is not None:
+            await startup.ready.wait()
+        await gw.dense.settled()
+        sys.stderr.write(f"mcp-gateway: {gw.discovery_status}\n")
+        sys.stderr.flush()
+
+
+def discovery_line(gw: Gateway) -> str:
+    """``hybrid (...)``, or why discovery is lexical only and how to make it hybrid."""
+    if gw.dense is not None:
+        return gw.discovery_status.removeprefix("discovery: ") + "; until embedded, lexical"
+    if gw.manifest.discovery.effective_mode == "lexical":
+        return "lexical only (discovery.mode or $MCP_GATEWAY_DISCOVERY_MODE says lexical)"
+    return f"lexical only — install the embeddings extra for hybrid: {EMBEDDINGS_INSTALL}"
+
+
+EMBEDDINGS_INSTALL = "pip install 'mcp-action-gateway[embeddings]'"
+
+
+def claude_line(args: argparse.Namespace) -> str:
+    """The ``claude mcp add`` command that registers this very server with Claude Code."""
+    import shlex
+
+    if args.transport == "http":
+        url = _mcp_url(args.host, args.port)
+        return f'claude mcp add --transport http gateway {url} --header "Authorization: Bearer $TOKEN"'
+    command = [*_self_command()]
+    path = args.settings.manifest_path
+    if path is not None:
+        command += ["--manifest", str(path.resolve())]
+    command += ["--state-dir", str(args.settings.state_dir.resolve()), "serve"]
+    if getattr(args, "agent", None):
+        command += ["--agent", args.agent]
+    env = ' -e MCP_GATEWAY_MASTER_KEY="$MCP_GATEWAY_MASTER_KEY"' if "MCP_GATEWAY_MASTER_KEY" in os.environ else ""
+    return f"claude mcp add{env} gateway -- {shlex.join(command)}"
+
+
+def _self_command() -> list[str]:
+    """How a client starts this program: ``mcp-gateway`` when that name on PATH is this very
+    script, its full path when it is another, else ``python -m mcp_gateway`` with this interpreter."""
+    import shutil
+    from pathlib import Path
+
+    script = Path(sys.argv[0])
+    if script.name == "mcp-gateway":
+        found = shutil.which("mcp-gateway")
+        if found and Path(found).resolve() == script.resolve():
+            return ["mcp-gateway"]
+        return [str(script.resolve())]
+    return [sys.executable, "-m", "mcp_gateway"]
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 async def cmd_pages(args: argparse.Namespace) -> int:
     """Serve the human pages (connect, secrets, approvals, OAuth callback, operator) on ``public_url``,
     for people whose agents use stdio and who minted a link with ``connect`` or ``call``."""
     from urllib.parse import urlsplit
 
+    import anyio
     import uvicorn
     from starlette.applications import Starlette
 
+    from ..manifest import load_manifest
     from ..runtime import open_gateway
+    from ..server.app import call_when_started
     from ..server.host_guard import HostGuard, allow_list
     from ..server.web import web_routes
     from .output import EXIT_CONFIG, CliError
+    from .ports import check_port_free
 
-    async with open_gateway(args.settings, public_url=args.public_url) as gw:
+    manifest = load_manifest(args.settings.manifest_path)
+    # The manifest's own address (or --public-url): never a running server's, which is where these would clash.
+    base = (args.public_url or manifest.public_url).rstrip("/")
+    url = urlsplit(base)
+    host, port = url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        host = "127.0.0.1"  # only loopback: the pages sit behind whatever proxies public_url
+    check_port_free(
+        host, port, args.settings.state_dir, instead="stop it, or serve the pages elsewhere with --public-url URL"
+    )
+    async with open_gateway(args.settings, manifest=manifest, public_url=base) as gw:
         started()
-        url = urlsplit(gw.links.public_url)
-        host, port = url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            host = "127.0.0.1"  # only loopback: the pages sit behind whatever proxies public_url
         sys.stderr.write(f"mcp-gateway: human pages at {gw.links.public_url} (Ctrl-C to stop)\n")
         app = HostGuard(Starlette(routes=web_routes(gw)), allow_list(host, port, gw.links.public_url))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)
+        recorded = _Recorded(args, gw, "pages", host, port)
         try:
-            await server.serve()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call_when_started, server, recorded.write)
+                await server.serve()
+                tg.cancel_scope.cancel()
         except (OSError, SystemExit) as exc:
             raise CliError(f"cannot serve the pages on {host}:{port}: {exc}", EXIT_CONFIG) from None
+        finally:
+            recorded.forget()
     return 0

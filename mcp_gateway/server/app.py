@@ -24,7 +24,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .front_door import FrontDoor
     from .limits import ConnectionLimits, DrainGate
 
-__all__ = ["build_http_app", "run_http", "run_stdio", "serve_metrics"]
+__all__ = ["build_http_app", "call_when_started", "run_http", "run_stdio", "serve_metrics"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
@@ -150,7 +150,9 @@ async def run_http(
     port: int,
     request_state_key: bytes | None = None,
     limits: ConnectionLimits | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> None:
+    """Serve until stopped. ``on_started`` runs once the listener accepts connections."""
     front_door = None
     if gateway.manifest.front_door is not None:
         from .front_door import open_front_door
@@ -168,7 +170,21 @@ async def run_http(
         limits=limits,
     )
     _settle_heap()
-    await _uvicorn(app, host, port, limits).serve()
+    server = _uvicorn(app, host, port, limits)
+    if on_started is None:
+        await server.serve()
+        return
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(call_when_started, server, on_started)
+        await server.serve()
+        tasks.cancel_scope.cancel()
+
+
+async def call_when_started(server: uvicorn.Server, then: Callable[[], None]) -> None:
+    """Run ``then`` once ``server`` listens (uvicorn sets a plain flag: there is no event to wait on)."""
+    while not server.started:  # noqa: ASYNC110
+        await anyio.sleep(0.05)
+    then()
 
 
 YOUNG_COLLECTION_THRESHOLD = 5000

@@ -1,0 +1,85 @@
+"""One manifest, found the same way by every command: ``--manifest``, then ``$MCP_GATEWAY_MANIFEST``,
+then ``./gateway.yaml`` when it exists, then the bundled default; each command says which it used."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway import cli
+from tests.cli.test_edit import _spec
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    for name in ("MCP_GATEWAY_MANIFEST", "MCP_GATEWAY_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "choice-test-master-key-0123456789abcdef0123")
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_add_then_discover_without_manifest_finds_the_new_actions(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(capsys, "init")[0] == 0
+    (folder / "billing.json").write_text(json.dumps(_spec("http://127.0.0.1:9")))
+    code, _, err = _run(capsys, "add", "billing.json", "--slug", "billing")
+    assert code == 0, err
+    assert "manifest gateway.yaml (./gateway.yaml in this folder)" in err
+    assert "openapi: billing.json" in (folder / "gateway.yaml").read_text()  # relative to the manifest
+
+    code, out, err = _run(capsys, "discover", "list", "invoices", "--connector", "billing", "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert [r["name"] for r in found["results"]][:1] == ["billing.list_invoices"]
+    assert found["manifest"] == "gateway.yaml (./gateway.yaml in this folder)"
+    assert "manifest gateway.yaml (./gateway.yaml in this folder)" in err
+
+    code, out, err = _run(capsys, "connectors", "--json")
+    assert code == 0 and {c["slug"] for c in json.loads(out)["connectors"]} == {"petstore", "billing"}
+
+
+def test_an_unknown_connector_is_an_error_with_suggestions(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "init")[0] == 0
+    code, out, err = _run(capsys, "discover", "pets", "--connector", "petstor")
+    assert code == 2 and out == ""
+    assert "no connector 'petstor'" in err and "did you mean 'petstore'?" in err
+    code, _, err = _run(capsys, "secret", "set", "petsore")
+    assert code == 2 and "did you mean 'petstore'?" in err
+
+
+def test_the_order_is_flag_then_variable_then_local_file_then_bundled(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = _run(capsys, "validate", "--json")
+    assert code == 0 and json.loads(out)["manifest"] == "bundled default manifest"
+    (folder / "gateway.yaml").write_text("project: local\nconnectors: []\n")
+    (folder / "other.yaml").write_text("project: other\nconnectors: []\n")
+    (folder / "third.yaml").write_text("project: third\nconnectors: []\n")
+    assert json.loads(_run(capsys, "validate", "--json")[1])["manifest"] == "gateway.yaml"
+    monkeypatch.setenv("MCP_GATEWAY_MANIFEST", str(folder / "other.yaml"))
+    assert json.loads(_run(capsys, "validate", "--json")[1])["manifest"] == str(folder / "other.yaml")
+    code, _, err = _run(capsys, "audit", "--manifest", "third.yaml")
+    assert code == 0 and "mcp-gateway: manifest third.yaml (--manifest)" in err
+    monkeypatch.delenv("MCP_GATEWAY_MANIFEST")
+    (folder / "gateway.yaml").unlink()
+    code, _, err = _run(capsys, "audit")
+    assert code == 0 and "manifest the bundled default manifest" in err
+
+
+def test_add_a_misspelt_catalog_entry_suggests_the_right_one(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "init")[0] == 0
+    code, _, err = _run(capsys, "add", "sendgird")
+    assert code == 2 and "did you mean 'sendgrid'?" in err

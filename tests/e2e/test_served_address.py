@@ -1,0 +1,71 @@
+"""Links follow the address actually served: ``serve --transport http`` on a port of its own records
+it in the state folder, and ``connect`` run beside it mints a link on that port which opens."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+
+from mcp_gateway.served import url_answers
+from tests.support.env import child_env
+from tests.support.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MANIFEST = """\
+project: served
+connectors:
+  - slug: api
+    base_url: http://127.0.0.1:9
+    auth: {type: bearer}
+    source: {http: {actions: [{path: items.list, method: GET, url: /items, summary: List the items}]}}
+"""
+
+
+def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path: Path) -> None:
+    (tmp_path / "gateway.yaml").write_text(MANIFEST)  # no public_url: links follow the served address
+    state = tmp_path / "state"
+    env = child_env() | {
+        "PYTHONPATH": str(ROOT),
+        "MCP_GATEWAY_STATE_DIR": str(state),
+        "MCP_GATEWAY_MASTER_KEY": "served-test-master-key-0123456789abcdef01",
+    }
+    cli = [sys.executable, "-m", "mcp_gateway"]
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [*cli, "serve", "--transport", "http", "--port", str(port)], cwd=tmp_path, env=env, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (state / "served.json").exists():
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "the server never recorded its address"
+            time.sleep(0.1)
+        minted = subprocess.run([*cli, "connect", "api"], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert minted.returncode == 0, minted.stderr
+        link = json.loads(minted.stdout)["connect_url"]
+        assert link.startswith(f"http://127.0.0.1:{port}/connect/")
+        assert "must be served" not in minted.stderr  # something serves it: no advice to start the pages
+        assert "manifest gateway.yaml (./gateway.yaml in this folder)" in minted.stderr
+        page = httpx2.get(link, timeout=10)
+        assert page.status_code == 200 and "<form" in page.text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+    assert not (state / "served.json").exists()  # removed at shutdown
+    block = (tmp_path / "serve.log").read_text()
+    assert f"MCP at http://127.0.0.1:{port}/mcp" in block and "claude mcp add --transport http" in block
+
+    # Nothing serves now: the link goes to the default address, and the advice says to serve the pages.
+    alone = subprocess.run([*cli, "connect", "api"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads(alone.stdout)["connect_url"].startswith("http://127.0.0.1:8765/connect/")
+    if not url_answers("http://127.0.0.1:8765"):  # another program on this machine may use the default port
+        assert "must be served" in alone.stderr
