@@ -11,7 +11,13 @@ by the same gateway) wakes it at once through an in-memory event; one made by an
 interval. The wait is bounded (``MAX_WAIT_SECONDS``).
 
 What a human is shown is redacted first (``redact_arguments``): values under names that usually
-hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``.
+hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``. Nothing
+else is cut: the page must show every argument that will run (a long first value must not push the
+recipient and the amount out of sight).
+
+An approval of kind ``credential`` lets one connect or secret link replace a connector's team-wide
+credential (every user's calls carry it). Only an operator may approve it (``may_approve``), and the
+page that stores the new value takes it once (``take_credential``).
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ from typing import Any, Literal
 import anyio
 
 from .clock import Clock
-from .identity import Principal
-from .model import Action, Verdict
+from .identity import OPERATOR, Principal
+from .model import Action, Risk, Verdict
 from .policy import effective_risk
 from .store.base import ApprovalRecord, ApprovalStore
 
@@ -39,11 +45,14 @@ __all__ = [
     "ApprovalCheck",
     "ApprovalService",
     "ApproverRefused",
+    "asked_by",
+    "credential_tool",
     "explain",
     "fingerprint",
     "fingerprint_of",
     "may_approve",
     "redact_arguments",
+    "secret_name",
 ]
 
 DEFAULT_TTL = timedelta(minutes=15)
@@ -51,7 +60,9 @@ MAX_WAIT_SECONDS = 120.0
 """The longest a ``call`` may block for a human (an MCP request should not hang for longer)."""
 POLL_SECONDS = 0.5
 """How often a waiter looks at the store for a decision made by another process."""
-ARGUMENTS_CHARS = 4000
+ARGUMENTS_CHARS = 1_000_000
+"""Past this the stored arguments are cut; cut text is not JSON, and the page then refuses to offer
+Approve for what it cannot show (no agent request carries this much to a write in practice)."""
 ID_BYTES = 16
 """Approval ids carry 128 random bits (``apr_`` + 22 URL-safe characters)."""
 REDACTED = "[redacted]"
@@ -118,6 +129,11 @@ def _secret_name(name: str) -> bool:
     return any(pair in _SECRET_PAIRS for pair in pairwise(words))
 
 
+def secret_name(name: str) -> bool:
+    """Whether a value under ``name`` (an argument, a query parameter) is shown as ``[redacted]``."""
+    return _secret_name(name)
+
+
 def redact_arguments(value: Any) -> Any:
     """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``."""
     if isinstance(value, Mapping):
@@ -129,11 +145,36 @@ def redact_arguments(value: Any) -> Any:
     return value
 
 
+def asked_by(principal: str, agent: str | None) -> str:
+    """Who asks, as a person reads it: the user when one is known, else the agent; a static token's
+    id (``token:…``) is never the subject, only a detail in brackets."""
+    if principal == OPERATOR.user and agent is None:
+        return "The operator's own session"
+    if principal.startswith("token:"):
+        token = principal.removeprefix("token:")
+        who = f"The agent “{agent}”" if agent else "An agent"
+        return f"{who} (static token {token}, no user signed in)"
+    return f"{principal}, through the agent “{agent}”," if agent else principal
+
+
+def credential_tool(connector: str, name: str = "default") -> str:
+    """The ``tool`` of a ``credential`` approval: not a qualified action name (a slug has no colon)."""
+    return f"credential:{connector}" if name == "default" else f"credential:{connector}/{name}"
+
+
 def explain(record: ApprovalRecord) -> str:
     """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3), and
     whether that human must be someone other than the requester."""
+    if record.kind == "credential":
+        return (
+            "It replaces a team-wide credential: every user's calls to this connector would carry the new "
+            "value. Only an operator may approve it (the overview at /operator, or mcp-gateway approvals approve)."
+        )
     why = _why(record)
     if record.separate_approver:
+        if record.principal.startswith("token:"):
+            who = asked_by(record.principal, record.agent)
+            return f"{why} Someone other than whoever asked ({who[0].lower()}{who[1:]}) must approve it."
         return f"{why} Someone other than {record.principal}, who asked, must approve it."
     return why
 
@@ -160,6 +201,8 @@ class ApproverRefused(Exception):
 def may_approve(record: ApprovalRecord, approver: str | None) -> bool:
     """Whether ``approver`` (a user name, ``operator``, or None for someone unknown) may approve
     ``record``. With ``separate_approver`` the approver must be known and not the requester."""
+    if record.kind == "credential":
+        return approver == OPERATOR.user
     return not record.separate_approver or (approver is not None and approver != record.principal)
 
 
@@ -186,13 +229,16 @@ class ApprovalService:
         summary: str,
         *,
         separate_approver: bool = False,
+        does: str = "",
+        calls: str = "",
     ) -> ApprovalRecord:
         """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
-        verdict's rule saying so bars the requester from approving it."""
+        verdict's rule saying so bars the requester from approving it. ``does`` and ``calls`` tell
+        the approver what the action does and where the call goes."""
         now = self._clock.now()
         arguments = json.dumps(redact_arguments(args), indent=2, ensure_ascii=False, sort_keys=True, default=str)
         if len(arguments) > ARGUMENTS_CHARS:
-            arguments = arguments[: ARGUMENTS_CHARS - 1] + "…"
+            arguments = arguments[:ARGUMENTS_CHARS]  # no longer JSON: the page says so and offers no Approve
         record = ApprovalRecord(
             id="apr_" + secrets.token_urlsafe(ID_BYTES),
             fingerprint=fingerprint(principal, action.qualified_name, args),
@@ -207,9 +253,53 @@ class ApprovalService:
             separate_approver=separate_approver or verdict.separate_approver,
             created_at=now,
             expires_at=now + self._ttl,
+            does=does,
+            calls=calls,
         )
         await self._store.put_approval(record)
         return record
+
+    async def request_credential(
+        self, principal: Principal, connector: str, name: str, summary: str, *, ttl: timedelta | None = None
+    ) -> ApprovalRecord:
+        """A new pending approval for replacing ``connector``'s team-wide credential ``name`` through a
+        link ``principal`` asked for; only an operator may approve it."""
+        now = self._clock.now()
+        tool = credential_tool(connector, name)
+        risk: Risk = "write"
+        record = ApprovalRecord(
+            id="apr_" + secrets.token_urlsafe(ID_BYTES),
+            fingerprint=fingerprint(principal, tool, {"connector": connector, "name": name}),
+            principal=principal.user,
+            agent=principal.agent,
+            tool=tool,
+            risk=risk,
+            summary=summary,
+            verdict_source="project",
+            separate_approver=True,
+            created_at=now,
+            expires_at=now + (ttl or self._ttl),
+            kind="credential",
+            does=summary,
+        )
+        await self._store.put_approval(record)
+        return record
+
+    async def take_credential(
+        self, approval_id: str, *, connector: str, name: str, principal: str, consume: bool = True
+    ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
+        """Whether the link of ``principal`` may now replace ``connector``'s team-wide credential
+        ``name``: ``run`` once (approved -> consumed; without ``consume`` only looked at), else why not."""
+        record = await self._store.get_approval(approval_id)
+        if (
+            record is None
+            or record.kind != "credential"
+            or record.tool != credential_tool(connector, name)
+            or record.principal != principal
+            or (record.status == "approved" and record.decided_by != OPERATOR.user)
+        ):
+            return "approval_mismatch", record
+        return await self._settle(record, consume=consume), record
 
     async def check(
         self, approval_id: str, principal: Principal, tool: str, args: Mapping[str, Any]
@@ -218,23 +308,30 @@ class ApprovalService:
         record = await self._store.get_approval(approval_id)
         if record is None or record.fingerprint != fingerprint(principal, tool, args):
             return "approval_mismatch", record
+        return await self._settle(record, consume=True), record
+
+    async def _settle(self, record: ApprovalRecord, *, consume: bool) -> ApprovalCheck:
+        """Where a matching approval stands; ``run`` (approved -> consumed, by compare-and-set) to one
+        caller only. Without ``consume`` an approved one answers ``run`` and stays approved."""
         now = self._clock.now()
         if record.status in ("pending", "approved") and record.expires_at <= now:
             await self._store.transition_approval(record.id, record.status, "expired", now)
-            return "approval_expired", record
+            return "approval_expired"
         match record.status:
             case "pending":
-                return "pending", record
+                return "pending"
             case "approved":
+                if not consume:
+                    return "run"
                 won = await self._store.transition_approval(record.id, "approved", "consumed", now)
-                return ("run" if won else "approval_mismatch"), record
+                return "run" if won else "approval_mismatch"
             case "denied":
-                return "approval_denied", record
+                return "approval_denied"
             case "expired":
-                return "approval_expired", record
+                return "approval_expired"
             case "consumed":
                 # Already used once: a second run would exceed what the human approved.
-                return "approval_mismatch", record
+                return "approval_mismatch"
 
     async def decide(self, approval_id: str, approve: bool, *, by: str | None = None) -> ApprovalRecord | None:
         """A human's decision; ``by`` is who (recorded; None when not known). Returns the updated

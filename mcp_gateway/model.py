@@ -96,11 +96,13 @@ AuditReason = Literal[DeniedReason, ErrorReason, "needs_auth"]
 """The audit row's ``reason``: a ``Denied``'s or ``ErrorResult``'s reason, or ``needs_auth``."""
 ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
 """Where an approval stands; it moves only by compare-and-set (``Store.transition_approval``)."""
+ApprovalKind = Literal["call", "credential"]
+"""What an approval lets happen: one call, or one replacement of a team-wide credential."""
 AuditStatus = Literal[CallStatus, "started", "interrupted"]
 """The audit row's ``status``: a ``CallStatus`` once the call ended; ``started`` while a call that
 reached for the upstream has no outcome yet; ``interrupted`` when the gateway stopped (crashed) before
 writing one (marked on the next start)."""
-__all__ += ["ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
+__all__ += ["ApprovalKind", "ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
 
 # defer_build: a model's validator is built when first used, not at import, so a command that never
 # makes one of these (``connectors`` read from the store) does not pay for building them all.

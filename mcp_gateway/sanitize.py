@@ -33,6 +33,7 @@ __all__ = [
     "clean_text",
     "hidden_characters",
     "instruction_flags",
+    "reveal",
 ]
 
 MAX_TITLE_CHARS: Final = 200
@@ -204,3 +205,32 @@ def _mentions(text: str, name: str) -> bool:
             return True
         start = text.find(name, start + 1)
     return False
+
+
+# What a human must not be shown raw on a page where they decide: everything ``clean_text`` removes,
+# the other format characters (Unicode category Cf) and the characters that break or overwrite a
+# line without looking like a break (CR, the Unicode line and paragraph separators).
+_OTHER_FORMAT: Final = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2))
+_MORE_FORMAT: Final = ((0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3))
+_REVEALED = re.compile(
+    "(["
+    + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*_INVISIBLE_RANGES, *_OTHER_FORMAT, *_MORE_FORMAT))
+    + "\\r\\u2028\\u2029])"
+)
+
+
+def reveal(text: str) -> list[tuple[str, bool]]:
+    """``text`` as runs of what shows as itself (False) and of hidden characters spelled as escapes,
+    ``\\u202e`` (True): a page shows the second kind marked, so "\\u202e0001" cannot pass for "1000"."""
+    if text.isascii() and text.isprintable():
+        return [(text, False)] if text else []
+    runs: list[tuple[str, bool]] = []
+    for i, part in enumerate(_REVEALED.split(text)):
+        if not part:
+            continue
+        if i % 2:
+            code = ord(part)
+            runs.append((f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}", True))
+        else:
+            runs.append((part, False))
+    return runs

@@ -36,6 +36,7 @@ from ..projection import project, unmatched
 from ..redaction import Redactor
 from ..tracing import finished_span, span
 from .admission import TrafficGate
+from .call_target import what_it_calls, what_it_does
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .executors import Executors
@@ -201,7 +202,7 @@ class CallPipeline:
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         if verdict.action == "require_approval":
-            gate = await self._approval_gate(principal, action, args, verdict, approval_id, trace)
+            gate = await self._approval_gate(principal, prepared, args, verdict, approval_id, trace)
             if gate is not None:
                 return gate
         admitted = await self.traffic.admit(manifest, principal, action)
@@ -215,13 +216,14 @@ class CallPipeline:
     async def _approval_gate(
         self,
         principal: Principal,
-        action: Action,
+        prepared: Prepared,
         args: Mapping[str, Any],
         verdict: Verdict,
         approval_id: str | None,
         trace: CallTrace,
     ) -> CallResult | None:
         """None when the call may run now; else the result that stops it."""
+        action = prepared.action
         if approval_id:
             outcome, record = await self._approvals.check(approval_id, principal, action.qualified_name, args)
             if outcome == "run":
@@ -238,7 +240,16 @@ class CallPipeline:
             return Denied(reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
         separate = self._catalogs.manifest.approvals.separate_approver
-        record = await self._approvals.request(principal, action, args, verdict, summary, separate_approver=separate)
+        record = await self._approvals.request(
+            principal,
+            action,
+            args,
+            verdict,
+            summary,
+            separate_approver=separate,
+            does=what_it_does(action),
+            calls=what_it_calls(prepared),
+        )
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
         )

@@ -203,6 +203,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP INDEX audit_started",
         "DROP INDEX audit_by_call",
     ),
+    # 9: the approval page shows what the action does and where the call goes, and an approval may
+    # be for replacing a team-wide credential rather than for a call.
+    (
+        "ALTER TABLE approval ADD COLUMN does text NOT NULL DEFAULT ''",
+        "ALTER TABLE approval ADD COLUMN calls text NOT NULL DEFAULT ''",
+        "ALTER TABLE approval ADD COLUMN kind text NOT NULL DEFAULT 'call'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

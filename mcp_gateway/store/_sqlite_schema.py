@@ -218,6 +218,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TRIGGER audit_settles_open AFTER INSERT ON audit WHEN NEW.call_id IS NOT NULL
         BEGIN DELETE FROM audit_open WHERE call_id = NEW.call_id; END""",
     ),
+    # 11: the approval page shows what the action does and where the call goes, and an approval may
+    # be for replacing a team-wide credential rather than for a call.
+    (
+        "ALTER TABLE approval ADD COLUMN does TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE approval ADD COLUMN calls TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE approval ADD COLUMN kind TEXT NOT NULL DEFAULT 'call'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

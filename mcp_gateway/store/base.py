@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..model import (
     Action,
+    ApprovalKind,
     ApprovalStatus,
     AuditReason,
     AuditStatus,
@@ -153,6 +154,13 @@ class ApprovalRecord(BaseModel):
     """Only someone other than ``principal`` may approve it (the rule's or the project's ``separate_approver``)."""
     decided_by: str | None = None
     """Who decided: ``operator`` (the overview, the CLI) or the user who signed in on the approval page."""
+    does: str = ""
+    """What the action does, in the catalog's words (its summary), for the approval page."""
+    calls: str = ""
+    """Where the call goes: the HTTP method and URL, or the upstream MCP tool and its server."""
+    kind: ApprovalKind = "call"
+    """``call``: one call of ``tool``; ``credential``: replacing a connector's team-wide credential
+    through a connect or secret link (only an operator may approve it)."""
 
 
 class AuditRecord(BaseModel):

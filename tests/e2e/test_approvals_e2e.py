@@ -104,7 +104,9 @@ async def test_the_page_shows_the_call_and_decides_it_once(env: GatewayEnv) -> N
             page = await get(url)
             assert page.status_code == 200
             html = page.text
-            assert "agent <strong>bot</strong>" in html and f"token:{token_id}" in html  # who asks
+            # Who asks: the agent, with the static token's id as a detail, never as the subject.
+            assert "the agent <strong>bot</strong>" in html and f"static token <code>{token_id}</code>" in html
+            assert f"<strong>token:{token_id}" not in html
             assert "hooks.webhooks.create" in html and 'class="badge write"' in html  # what, and its risk
             assert "by default every write or delete needs a human&#39;s approval" in html  # why
             assert "https://example.test/hook" in html and "[redacted]" in html  # the redacted arguments

@@ -251,6 +251,32 @@ def test_approve_and_deny(browser: Any, site: Site) -> None:
     assert sum(1 for r in site.echo.requests if r.path == "/tickets") == 1
 
 
+def test_the_approval_page_folds_a_long_value_and_warns_of_hidden_characters(browser: Any, site: Site) -> None:
+    """In a real browser: the long value is folded (its end hidden until opened, never cut), the
+    bidi override is shown as its code under a warning banner, and the fingerprint is on the page."""
+    site.gw.cli("secret", "set", "tickets", input='{"username": "alice", "password": "pw-for-tickets"}')
+    title = "Printer on fire again. " * 200 + "END-OF-TITLE"
+    args = json.dumps({"title": title, "priority": "\u202ewol\u202c"})
+    pending = site.cli("call", "tickets.tickets.create", "--args", args)
+    assert pending["status"] == "pending_approval", pending
+    page = _page(browser, viewport={"width": 1280, "height": 900})
+    page.goto(pending["approval_url"])
+    banner = page.locator("p.warning")
+    assert banner.is_visible() and "direction-changing" in banner.inner_text()
+    assert page.locator("dl.arguments mark.hidden-char").first.inner_text() == "\\u202e"
+    assert "\u202e" not in page.inner_text("main")
+    folded = page.locator("dl.arguments details")
+    assert folded.count() == 1 and folded.get_attribute("open") is None
+    assert not page.get_by_text("END-OF-TITLE").is_visible()
+    _shot(page, "approval-folded")
+    folded.locator("summary").click()
+    assert folded.get_attribute("open") is not None and page.get_by_text("END-OF-TITLE").is_visible()
+    assert len(page.locator("code.fingerprint").inner_text()) == 64
+    _shot(page, "approval-unfolded")
+    page.click("button[value=deny]")
+    assert page.locator("h1").inner_text() == "Denied"
+
+
 def test_operator_overview(browser: Any, site: Site) -> None:
     site.gw.cli("secret", "set", "tickets", input='{"username": "alice", "password": "pw-for-tickets"}')
     assert site.cli("call", "tickets.tickets.create", "--args", '{"title": "Needs a human"}')["status"] == (

@@ -1,9 +1,12 @@
 """``/approvals/{token}``: a human approves or denies one call.
 
-The page shows who asks (user and agent), the action and its risk, the redacted arguments, and
-why approval is needed (the verdict's source and rule). Approve and Deny are buttons of one
-CSRF-protected form; the POST consumes the link, then decides the approval by compare-and-set,
-so a decision is made once whatever is clicked twice or in two tabs.
+The page shows who asks (the user, else the agent; a static token's id only as a detail), the
+action, what it does and where the call goes (method and URL, or the upstream MCP tool), its risk,
+why approval is needed (the verdict's source and rule), the fingerprint of the exact call, and
+every redacted argument in full (``_arguments``: long values folded, hidden characters escaped).
+Approve and Deny are buttons of one CSRF-protected form; the POST consumes the link, then decides
+the approval by compare-and-set, so a decision is made once whatever is clicked twice or in two
+tabs. A page that cannot show the arguments in full (cut when stored) offers no Approve.
 
 Who decides: with the front door's approver sign-in (``pages.approver``), the user this browser
 signed in as, recorded as the approval's ``decided_by``; else nobody known. An approval that wants
@@ -17,7 +20,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...approvals import ApproverRefused, explain, may_approve
+from ...approvals import ApproverRefused, asked_by, explain, may_approve
+from ...sanitize import reveal
+from ._arguments import Shown, arguments_view
 from ._common import GONE, PageContext, approves, message, page
 from .approver import ApproverSignIn
 
@@ -46,21 +51,30 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
         if approval.expires_at <= gateway.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
         approver = await sign_in.who(request) if sign_in is not None else None
+        view = arguments_view(approval.arguments)
+        # Nobody approves what the page cannot show in full.
+        allowed = may_approve(approval, approver) and view.complete
         if request.method == "GET":
+            # A static token's id names no person: the agent is the sentence's subject then.
+            token_id = approval.principal.removeprefix("token:") if approval.principal.startswith("token:") else None
             return page(
                 "approval.html",
                 form_targets=(sign_in.provider_origin,) if sign_in is not None else (),
                 separate_approver=approval.separate_approver,
-                may_approve=may_approve(approval, approver),
+                may_approve=allowed,
                 approver=approver,
                 can_sign_in=sign_in is not None and approver is None,
                 sign_in_action=f"{token}/sign-in",
                 title=f"Approve {approval.tool}?",
                 approval=approval,
                 why=explain(approval),
-                arguments=approval.arguments or approval.summary,
+                view=view,
+                calls=Shown(tuple(reveal(approval.calls))) if approval.calls else None,
                 csrf=ctx.csrf(link.token_hash),
                 expires_at=approval.expires_at.strftime("%Y-%m-%d %H:%M"),
+                asker=asked_by(approval.principal, approval.agent),
+                user=None if token_id is not None else approval.principal,
+                token=token_id,
             )
         form = await ctx.form(request, link.token_hash)
         if isinstance(form, Response):
@@ -68,6 +82,13 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
         approve = approves(form)
         if isinstance(approve, Response):
             return approve
+        if approve and not view.complete:
+            return message(
+                "Not approved",
+                "The arguments are too long to show in full, so they cannot be approved here.",
+                status=403,
+                tone="bad",
+            )
         if approve and not may_approve(approval, approver):
             return _someone_else(approver, sign_in is not None)
         if await gateway.links.consume("approval", token) is None:
