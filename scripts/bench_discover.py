@@ -1,6 +1,6 @@
 """Benchmark ``DiscoveryIndex`` at 1k, 10k and 100k actions built from real API descriptions.
 
-The catalog replicates GitHub, Stripe and Slack (``../shared/data/openapi``, through the real OpenAPI
+The catalog replicates GitHub, Stripe and Slack (``tests/data/openapi``, through the real OpenAPI
 normalizer) under new slugs (``github-0``, ``stripe-0``, ``slack-0``, ``github-1`` ...) until it holds
 the wanted number of actions; the last connector is cut short. Copy ``n`` > 0 of an action has
 " (copy n)" after its summary and description, so no two actions embed the same text: vectors are
@@ -47,9 +47,7 @@ sys.path.insert(0, str(REPO))
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.model import Action  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data" / "openapi"
-if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
-    DATA = Path("/work/shared/data/openapi")
+DATA = REPO / "tests" / "data" / "openapi"
 SPECS = {
     "github": DATA / "github" / "api.github.com.json.gz",
     "stripe": DATA / "stripe" / "spec3.json",

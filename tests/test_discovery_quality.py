@@ -14,7 +14,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.model import Action
-from scripts.bench_discover_quality import GITHUB_SPEC, Case, evaluate, github_actions, load_intents, ours
+from scripts.bench_discover_quality import Case, evaluate, github_actions, load_intents, ours
 from scripts.bench_guessed_names import evaluate as evaluate_guesses
 from scripts.bench_guessed_names import mangles
 
@@ -23,8 +23,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def actions() -> list[Action]:
-    if not GITHUB_SPEC.is_file():
-        pytest.skip(f"shared test data not found: {GITHUB_SPEC}")
     return github_actions()
 
 
@@ -147,10 +145,8 @@ def test_first_suggestion_accuracy_floor_on_a_sample(index: DiscoveryIndex, acti
 
 
 def test_intent_sets_are_well_formed_and_labelled_against_the_real_catalogs() -> None:
-    from scripts.bench_discover_data import API_LOADERS, DATA, catalog, load_intent_sets, split_of
+    from scripts.bench_discover_data import API_LOADERS, catalog, load_intent_sets, split_of
 
-    if not DATA.is_dir():
-        pytest.skip(f"shared test data not found: {DATA}")
     sets = load_intent_sets()
     rows = [row for found in sets.values() for row in found]
     assert len(rows) >= 400

@@ -22,7 +22,8 @@ from mcp_gateway.runtime import Settings, open_gateway, open_store
 from tests.support.mcp_servers import REPO, McpHttpServer, lab_command, time_command
 from tests.support.upstream import LoopbackServer, echo_app
 
-pytestmark = pytest.mark.anyio
+# Real upstream MCP servers as child processes: not in the fast lane.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "mcp-connector-canary-0123456789"
 

@@ -12,10 +12,15 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.otlp import OtlpReceiver
 from tests.support.upstream import LoopbackServer
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Runs the gateway (or its children) as real processes: not in the fast lane.
+pytestmark = pytest.mark.slow
 
 SCRIPT = textwrap.dedent(
     """

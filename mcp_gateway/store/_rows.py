@@ -55,6 +55,10 @@ __all__ = [
 
 _M = TypeVar("_M", bound=BaseModel)
 
+# A field's annotation is a type form (pydantic types it loosely, and narrower in some releases than
+# others): membership in a set of objects asks the same question on every release.
+_DATETIME_ANNOTATIONS: frozenset[object] = frozenset({datetime, datetime | None})
+
 ActionsDecoder = Callable[[bytes], list[Action]]
 """A catalog's actions JSON -> its actions. Runs on a worker thread (context variables copied)."""
 
@@ -119,9 +123,7 @@ class RecordColumns(Generic[_M]):
         # column instead of an attribute lookup through the model's class (half the cost; every
         # call writes two audit rows).
         self._values: operator.itemgetter[str] = operator.itemgetter(*self.columns)
-        self.datetimes = frozenset(
-            n for n, f in model.model_fields.items() if f.annotation in (datetime, datetime | None)
-        )
+        self.datetimes = frozenset(n for n, f in model.model_fields.items() if f.annotation in _DATETIME_ANNOTATIONS)
         self._datetime_at = tuple(i for i, n in enumerate(self.columns) if n in self.datetimes)
         """Positions of the datetime columns: only those are looked at (an audit row has one of 16)."""
 

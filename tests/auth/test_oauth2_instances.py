@@ -214,6 +214,7 @@ def assert_nothing_leaked(text: str, secrets: list[str]) -> None:
         assert secret not in text
 
 
+@pytest.mark.slow  # the npm oauth2-mock-server runs as a child process
 async def test_two_instances_refresh_an_expired_token_once(
     new_store: StoreFactory, real: RealProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -241,6 +242,7 @@ async def test_two_instances_refresh_an_expired_token_once(
         assert_nothing_leaked(caplog.text, real.auth.issued_tokens())
 
 
+@pytest.mark.slow  # the npm oauth2-mock-server runs as a child process
 async def test_after_a_401_every_instance_reads_the_vault_and_one_refreshes(
     new_store: StoreFactory, real: RealProvider
 ) -> None:

@@ -14,6 +14,9 @@ from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Runs the gateway (or its children) as real processes: not in the fast lane.
+pytestmark = pytest.mark.slow
+
 
 def _run(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}

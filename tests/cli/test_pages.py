@@ -9,11 +9,15 @@ import time
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from tests.support.env import child_env
 from tests.support.ports import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Runs the gateway (or its children) as real processes: not in the fast lane.
+pytestmark = pytest.mark.slow
 
 
 def test_pages_serves_a_link_minted_by_connect(tmp_path: Path) -> None:

@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.one_connector import ROOT, gateway_env, write_manifest
+
+# Runs the gateway (or its children) as real processes: not in the fast lane.
+pytestmark = pytest.mark.slow
 
 # The embedding model's stack, GraphQL, the HTTP transport (built by the first request), the MCP SDK
 # and the web server: none is needed to list connectors.

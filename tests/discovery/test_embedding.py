@@ -65,6 +65,7 @@ def test_serve_fails_at_startup_without_the_extra(
     assert not (tmp_path / "state").exists()  # it stopped before opening anything
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_lexical_discovery_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"

@@ -25,7 +25,7 @@ from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
-# The bundled copy of the Petstore (the same bytes as shared/data/openapi/petstore/petstore-oas3.json).
+# The bundled copy of the Petstore (the same bytes as tests/data/openapi/petstore/petstore-oas3.json).
 PETSTORE = CATALOG_DIR / "specs" / "petstore.json"
 MASTER_KEY = "bad-input-master-key-0123456789abcdef0123"
 

@@ -18,15 +18,13 @@ from .conftest import MASTER_KEY, GatewayEnv, free_port, structured
 
 pytestmark = pytest.mark.anyio
 
-CONDUIT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "postman" / "realworld"
+CONDUIT = Path(__file__).resolve().parents[2] / "tests" / "data" / "postman" / "realworld"
 TOKEN = "e2e-graphql-token-0123456789"
 JWT = "e2e-conduit-jwt-0123456789"
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[tuple[GatewayEnv, GraphQLApp]]:
-    if not CONDUIT.is_dir():
-        pytest.skip(f"shared test data not found at {CONDUIT}")
     echo, graphql = echo_app(), GraphQLApp(token=TOKEN)
     with LoopbackServer(echo) as upstream, LoopbackServer(graphql) as gql:
         manifest = tmp_path / "gateway.yaml"

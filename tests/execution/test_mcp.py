@@ -36,7 +36,8 @@ from mcp_gateway.sources.mcp import normalize_mcp_tools
 from mcp_gateway.store.sqlite import SQLiteStore
 from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command
 
-pytestmark = pytest.mark.anyio
+# Real upstream MCP servers as child processes: not in the fast lane.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SECRET = "lab-canary-secret-0123456789"
 MAX = 64 * 1024

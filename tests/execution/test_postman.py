@@ -22,8 +22,7 @@ from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 pytestmark = pytest.mark.anyio
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "postman"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "postman"
 CONDUIT = DATA / "realworld" / "Conduit.postman_collection.json"
 BOX = DATA / "box" / "box-platform-api-legacy.postman_collection.json"
 BOX_LITERAL_TOKEN = "IIogH1E8oxIm1LYHlpOSIDbeoqAcyLAE"
@@ -58,7 +57,6 @@ async def _call(gateway: Gateway, tool: str, args: dict[str, Any] | None = None)
     return result_payload(await gateway.call(OPERATOR, tool, args or {}))
 
 
-@needs_data
 async def test_conduit_end_to_end(tmp_path: Path, upstream: tuple[EchoApp, str]) -> None:
     app, base = upstream
     connector = f"""  - slug: conduit
@@ -193,7 +191,6 @@ async def test_collection_values_reach_the_wire(tmp_path: Path, upstream: tuple[
         assert app.requests[-1].path == "/base/notes/7"
 
 
-@needs_data
 async def test_box_literal_token_goes_nowhere(
     tmp_path: Path, upstream: tuple[EchoApp, str], caplog: pytest.LogCaptureFixture
 ) -> None:

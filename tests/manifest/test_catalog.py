@@ -1,5 +1,5 @@
 """catalog/: every integration identity loads through the manifest loader with ``catalog:``, and
-every bundled spec normalizes, with the operation counts of ../shared/data/README.md."""
+every bundled spec normalizes, with the operation counts of tests/data/SOURCES.md."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def using(name: str) -> str:
 
 
 REQUIRED = {"github", "stripe", "linear", "notion", "slack", "petstore"}
-# Operations per bundled spec (../shared/data/README.md); each becomes one action.
+# Operations per bundled spec (tests/data/SOURCES.md); each becomes one action.
 OPERATIONS = {"github": 1223, "stripe": 417, "slack": 174, "notion": 24, "petstore": 20}
 
 

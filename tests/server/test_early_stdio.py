@@ -67,6 +67,7 @@ def _stored(tmp_path: Path) -> dict[str, Any]:
     return json.loads((tmp_path / "state" / "stdio-answers.json").read_text())
 
 
+@pytest.mark.slow  # a real gateway process
 def test_a_second_start_gives_the_same_answers_once_each(tmp_path: Path) -> None:
     first = _serve(tmp_path, SESSION, step=True)  # the SDK answers; its answers are stored
     assert [a["id"] for a in first] == [1, "two", 3]
@@ -89,6 +90,7 @@ def test_a_second_start_gives_the_same_answers_once_each(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.slow  # a real gateway process
 def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
     real = _serve(tmp_path, SESSION, step=True)
     stored = _stored(tmp_path)

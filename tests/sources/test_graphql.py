@@ -1,4 +1,4 @@
-"""The GraphQL normalizer against real schemas (../shared/data/graphql) and small SDL fixtures."""
+"""The GraphQL normalizer against real schemas (tests/data/graphql) and small SDL fixtures."""
 
 from __future__ import annotations
 
@@ -24,11 +24,10 @@ from mcp_gateway.sources.openapi import PATH_RE
 from tests.support.graphql_upstream import SDL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "data" / "graphql"
+DATA = REPO_ROOT / "tests" / "data" / "graphql"
 
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
 
-# file -> (Query fields, Mutation fields), from ../shared/data/README.md
+# file -> (Query fields, Mutation fields), from tests/data/SOURCES.md
 REAL_SCHEMAS = {
     "github/schema.graphql": (31, 247),
     "github/schema.json": (30, 242),
@@ -48,7 +47,6 @@ def _binding(action: Action) -> GraphQLBinding:
 # -- real schemas -------------------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize("name", sorted(REAL_SCHEMAS))
 def test_real_schema_normalizes_one_action_per_root_field(name: str) -> None:
     queries, mutations = REAL_SCHEMAS[name]
@@ -66,7 +64,6 @@ def test_real_schema_normalizes_one_action_per_root_field(name: str) -> None:
     assert ACTIONS_ADAPTER.validate_json(ACTIONS_ADAPTER.dump_json(actions)) == actions
 
 
-@needs_data
 def test_github_sdl_is_tolerated_despite_duplicate_fields() -> None:
     # Strict graphql-core refuses the published SDL: EnterpriseOwnerInfo defines two fields twice.
     text = (DATA / "github/schema.graphql").read_text()
@@ -76,7 +73,6 @@ def test_github_sdl_is_tolerated_despite_duplicate_fields() -> None:
     assert "repositoryDeployKeySetting" in schema.type_map["EnterpriseOwnerInfo"].fields  # type: ignore[attr-defined]
 
 
-@needs_data
 def test_github_names_and_shapes() -> None:
     actions = {a.path: a for a in normalize_graphql(read_schema(str(DATA / "github/schema.graphql")), connector="gh")}
     repo = actions["query.repository"]
@@ -269,7 +265,6 @@ def test_default_selection_unions_interfaces_and_edges() -> None:
     assert default_selection(fields["me"].type) == "id login friend { __typename id }"
 
 
-@needs_data
 @pytest.mark.parametrize("name", sorted(REAL_SCHEMAS))
 def test_real_default_selections_are_bounded_and_valid(name: str) -> None:
     from graphql import parse, validate

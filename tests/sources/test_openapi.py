@@ -1,4 +1,4 @@
-"""The OpenAPI normalizer against real specs (../shared/data/openapi) and small hand-written fixtures."""
+"""The OpenAPI normalizer against real specs (tests/data/openapi) and small hand-written fixtures."""
 
 from __future__ import annotations
 
@@ -27,12 +27,11 @@ from mcp_gateway.sources.openapi import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "data" / "openapi"
+DATA = REPO_ROOT / "tests" / "data" / "openapi"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "openapi"
 
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
 
-# file -> operation count, from ../shared/data/README.md
+# file -> operation count, from tests/data/SOURCES.md
 REAL_SPECS = {
     "github/api.github.com.json.gz": 1223,
     "stripe/spec3.json": 417,
@@ -61,8 +60,6 @@ _cache: dict[str, NormalizedSource] = {}
 
 def _real(name: str) -> NormalizedSource:
     """Each real spec is normalized once per test session (GitHub's takes most of a second)."""
-    if not DATA.is_dir():
-        pytest.skip(f"shared test data not found at {DATA}")
     if name not in _cache:
         _cache[name] = _load(DATA / name)
     return _cache[name]
@@ -96,7 +93,6 @@ def _assert_consistent(actions: list[Action]) -> None:
 # -- real specs -------------------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _BIG else n for n in REAL_SPECS])
 def test_real_spec_normalizes_every_operation(name: str) -> None:
     source = _real(name)
@@ -107,7 +103,6 @@ def test_real_spec_normalizes_every_operation(name: str) -> None:
     json.loads(ACTIONS_ADAPTER.dump_json(source.actions))  # serializable, valid JSON
 
 
-@needs_data
 @pytest.mark.slow
 def test_github_spot_checks() -> None:
     source = _real("github/api.github.com.json.gz")
@@ -129,7 +124,6 @@ def test_github_spot_checks() -> None:
     assert size < 5_000_000, f"GitHub's actions serialize to {size} bytes"
 
 
-@needs_data
 @pytest.mark.slow
 def test_stripe_posts_are_form_encoded() -> None:
     actions = _by_path(_real("stripe/spec3.json"))
@@ -146,7 +140,6 @@ def test_stripe_posts_are_form_encoded() -> None:
     assert not actions["get_customers"].summary.startswith("<p>")
 
 
-@needs_data
 def test_nytimes_api_key_parameter_is_dropped() -> None:
     for action in _real("nytimes/books_api.json").actions:
         assert all(p.on_wire != "api-key" for p in action.binding.params), action.path
@@ -155,7 +148,6 @@ def test_nytimes_api_key_parameter_is_dropped() -> None:
     assert spec.wire_name == "weeks-on-list" and spec.location == "query"
 
 
-@needs_data
 def test_slacks_token_parameter_carries_the_credential_and_is_no_argument() -> None:
     # Slack declares the token as a `token` parameter of 170 of its 174 methods (in the header on
     # 101, the query on 54, the form on 15) beside its oauth2 scheme: no apiKey scheme names it.
@@ -220,7 +212,6 @@ def test_the_parameters_the_connectors_auth_writes_are_no_arguments() -> None:
     assert arguments(NoAuth(), ["key"]) == everything - {"query:key"}
 
 
-@needs_data
 @pytest.mark.parametrize("name", ["petstore/petstore-swagger2.json", "petstore/petstore-oas3.json"])
 def test_petstore(name: str) -> None:
     actions = _by_path(_real(name))
@@ -234,7 +225,6 @@ def test_petstore(name: str) -> None:
     assert "name" in actions["add_pet"].input_schema["required"]
 
 
-@needs_data
 def test_petstore3_yaml_and_realworld_31() -> None:
     pet3 = _by_path(_real("petstore/petstore3-openapi.yaml"))
     assert pet3["find_pets_by_status"].risk == "read"
@@ -495,7 +485,6 @@ def test_risk_overrides_and_determinism() -> None:
     assert first.files == second.files
 
 
-@needs_data
 def test_real_spec_determinism() -> None:
     path = DATA / "slack" / "slack_web_openapi_v2.json"
     document = json.loads(path.read_text())

@@ -1,4 +1,4 @@
-"""The Postman normalizer against the real collections (../shared/data/postman) and small ones written
+"""The Postman normalizer against the real collections (tests/data/postman) and small ones written
 here to pin each rule; Box's committed bearer token never gets anywhere."""
 
 from __future__ import annotations
@@ -16,17 +16,16 @@ from mcp_gateway.sources.openapi import PATH_RE
 from mcp_gateway.sources.postman import NormalizedCollection, load_postman, normalize_postman
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "data" / "postman"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
+DATA = REPO_ROOT / "tests" / "data" / "postman"
 
-# file -> request count, from ../shared/data/README.md
+# file -> request count, from tests/data/SOURCES.md
 REAL_COLLECTIONS = {
     "realworld/Conduit.postman_collection.json": 32,
     "wise/TW-API.postman_collection.json": 66,
     "box/box-platform-api-legacy.postman_collection.json": 255,
 }
 BOX = "box/box-platform-api-legacy.postman_collection.json"
-BOX_LITERAL_TOKEN = "IIogH1E8oxIm1LYHlpOSIDbeoqAcyLAE"  # committed in the collection; see shared/data/README.md
+BOX_LITERAL_TOKEN = "IIogH1E8oxIm1LYHlpOSIDbeoqAcyLAE"  # committed in the collection; see tests/data/SOURCES.md
 V21 = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"
 
 
@@ -61,7 +60,6 @@ def _specs(action: Action) -> dict[str, tuple[str, str | None]]:
 # -- real collections ---------------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize("name", sorted(REAL_COLLECTIONS))
 def test_real_collections_normalize_with_readme_counts(name: str) -> None:
     collection = _load(DATA / name, auth_type="bearer")
@@ -81,7 +79,6 @@ def test_real_collections_normalize_with_readme_counts(name: str) -> None:
     assert ACTIONS_ADAPTER.validate_json(ACTIONS_ADAPTER.dump_json(collection.actions)) == collection.actions
 
 
-@needs_data
 def test_real_collection_shapes() -> None:
     conduit = {a.path: a for a in _load(DATA / "realworld/Conduit.postman_collection.json").actions}
     register = conduit["auth.register"]
@@ -128,7 +125,6 @@ def test_real_collection_shapes() -> None:
     assert "https://upload.box.com" in upload.description
 
 
-@needs_data
 def test_box_literal_token_never_reaches_an_action() -> None:
     raw = (DATA / BOX).read_text()
     assert BOX_LITERAL_TOKEN in raw  # the fixture still holds it, so this test means something

@@ -1,6 +1,6 @@
 """The ``Source`` contract, parametrized over every source kind (issue 10, item 5).
 
-Each kind gets a small real input (fixtures here, ``../shared/data``, the GraphQL test upstream
+Each kind gets a small real input (fixtures here, ``tests/data``, the GraphQL test upstream
 introspected in process, real ``mcp_types.Tool`` objects from a recorded ``tools/list``), is picked
 the way sync picks it (``core.sync.source_for``) and must yield a ``Normalized`` whose actions
 have unique, valid paths under the connector, JSON-Schema object inputs, a known risk and the
@@ -42,7 +42,7 @@ from tests.support.graphql_upstream import SDL, GraphQLApp
 pytestmark = pytest.mark.anyio
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "data"
+DATA = REPO_ROOT / "tests" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SLUG = "demo"
 GRAPHQL_URL = "http://graphql.test/graphql"
@@ -59,8 +59,6 @@ class Kind:
 
     source: Callable[[Path], dict[str, Any] | None]
     binding: tuple[type, ...]
-    needs: Path | None = None
-    """A shared data file the input comes from (skipped when absent)."""
     from_files: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -87,13 +85,11 @@ KINDS: dict[str, Kind] = {
     "openapi-shared": Kind(
         lambda _: {"openapi": str(DATA / "openapi" / "petstore" / "petstore-oas3.json")},
         (OpenAPIBinding,),
-        needs=DATA / "openapi" / "petstore" / "petstore-oas3.json",
         from_files=True,
     ),
     "postman": Kind(
         lambda _: {"postman": str(DATA / "postman" / "realworld" / "Conduit.postman_collection.json")},
         (PostmanBinding,),
-        needs=DATA / "postman" / "realworld" / "Conduit.postman_collection.json",
         from_files=True,
     ),
     "graphql-file": Kind(_sdl_file, (GraphQLBinding,), from_files=True),
@@ -103,7 +99,6 @@ KINDS: dict[str, Kind] = {
     "mcp": Kind(
         lambda _: {"mcp": {"command": ["server-everything"]}},
         (McpBinding,),
-        needs=DATA / "mcp" / "server-everything.tools-list.json",
     ),
     "http": Kind(lambda _: {"http": {"actions": HTTP_ACTIONS}}, (HttpBinding,)),
     "request-action": Kind(
@@ -121,8 +116,6 @@ async def _auth_for(cfg: ConnectorConfig, on_secret: Callable[..., None]) -> htt
 
 async def _load(name: str, tmp_path: Path, cached: Normalized | None = None) -> Normalized:
     kind = KINDS[name]
-    if kind.needs is not None and not kind.needs.is_file():
-        pytest.skip(f"shared test data not found at {kind.needs}")
     cfg = ConnectorConfig.model_validate({"slug": SLUG, "source": kind.source(tmp_path), **kind.extra})
 
     async def list_tools(_: ConnectorConfig) -> Sequence[types.Tool]:
