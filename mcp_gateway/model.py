@@ -9,6 +9,7 @@ the one shape ``call`` hands back to an agent (SPEC 3.2).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -42,6 +43,7 @@ __all__ = [
     "Verdict",
     "VerdictSource",
     "a_credential",
+    "withheld_note",
 ]
 
 Risk = Literal["read", "write", "destructive"]
@@ -261,6 +263,7 @@ class ConnectorInfo(BaseModel):
     description: str = ""
     status: ConnectorStatus
     actions: int
+    """The actions agents may use (``withheld`` are the others)."""
     auth: str
     """The auth kind the connector needs (``bearer``, ``none`` ...); never a value."""
     auth_configured: bool
@@ -268,6 +271,19 @@ class ConnectorInfo(BaseModel):
     warning: str | None = None
     """Something an operator must look at while the connector still works (its API description
     moved its servers to another origin: calls keep going to the pinned one until approved)."""
+    withheld: dict[str, int] | None = None
+    """Actions loaded but not available, by why: ``held for review (hides text)``, ``hidden by
+    policy`` …; None when there are none."""
+    note: str | None = None
+    """``withheld`` in a sentence (``withheld_note``), so a count never differs from a sync's unexplained."""
+
+
+def withheld_note(available: int, withheld: Mapping[str, int] | None) -> str | None:
+    """ "273 actions: 268 available, 5 held for review (hides text)"; None when nothing is withheld."""
+    if not withheld:
+        return None
+    total = available + sum(withheld.values())
+    return f"{total} actions: {available} available, " + ", ".join(f"{n} {why}" for why, n in withheld.items())
 
 
 class ActionSummary(BaseModel):

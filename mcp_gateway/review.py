@@ -108,6 +108,28 @@ class Finding:
     def diff(self) -> str:
         return diff(self.previous, self.snapshot)
 
+    @property
+    def why(self) -> str:
+        """Why it is held, in a few words an agent may read too (the flags themselves quote the
+        upstream's text, which is the operator's to see): ``new``, ``changed since approval``, or
+        the kinds of its flags (``hides text``, ``reads as instructions`` …)."""
+        if self.status != "flagged":
+            return {"approved": "approved", "new": "new", "changed": "changed since approval"}[self.status]
+        kinds = [
+            kind
+            for kind, present in (
+                ("too large to check", any(f.startswith(TOO_LARGE) for f in self.flags)),
+                ("hides text", any(": hides text: " in f for f in self.flags)),
+                ("risk its words contradict", any(f.startswith("risk: ") for f in self.flags)),
+                (
+                    "reads as instructions",
+                    any(not f.startswith(("risk: ", TOO_LARGE)) and ": hides text: " not in f for f in self.flags),
+                ),
+            )
+            if present
+        ]
+        return ", ".join(kinds) or "flagged"
+
 
 def review(
     actions: Iterable[Action],

@@ -129,16 +129,38 @@ def _read_spec(kind: str, path: Path) -> None:
 
 
 async def cmd_sync(args: argparse.Namespace) -> int:
+    from ..model import withheld_note
+
     async with _gateway(args, progress=_progress(), build_index=False) as gw:  # stores catalogs; nothing to search
         states = gw.catalogs.states()
+        withheld = {s.slug: gw.permissions.withheld(gw.catalogs.loaded[s.slug].actions) for s in states}
+    # ``actions`` counts what loaded; what agents may not see of it, and why, is said beside it, in
+    # the words ``connectors`` uses, so the two commands' counts never differ unexplained.
+    rows: list[dict[str, Any]] = []
+    for s in states:
+        row = s.model_dump(mode="json")
+        if withheld[s.slug]:
+            row["withheld"] = withheld[s.slug]
+            row["note"] = withheld_note(s.actions - sum(withheld[s.slug].values()), withheld[s.slug])
+        rows.append(row)
     if args.json:
-        _print_json([s.model_dump(mode="json") for s in states])
+        _print_json(rows)
     else:
         _table(
             [(s.slug, s.source, s.actions, s.status, s.error) for s in states],
             ["slug", "source", "actions", "status", "error"],
         )
+        _notes(rows)
     return 1 if any(s.status == "error" for s in states) else 0
+
+
+def _notes(rows: list[dict[str, Any]]) -> None:
+    """Below a table of connectors: one line for each whose actions are not all available, and why."""
+    for row in rows:
+        if row.get("note"):
+            sys.stdout.write(f"{row['slug']}: {row['note']}\n")
+    if any("held for review" in why for row in rows for why in row.get("withheld") or {}):
+        sys.stdout.write("`mcp-gateway review` lists the actions held for review, with the reasons\n")
 
 
 def cmd_connectors(args: argparse.Namespace) -> int:
@@ -161,6 +183,7 @@ def cmd_connectors(args: argparse.Namespace) -> int:
             ],
             ["slug", "status", "actions", "auth", "error"],
         )
+        _notes(data["connectors"])
     return 0
 
 

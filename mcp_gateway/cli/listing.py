@@ -90,6 +90,8 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
     for slug in sorted(granted_connectors(manifest, principal)):
         cfg = manifest.connector(slug)
         assert cfg is not None, slug
+        if not _nothing_held(cfg, settings.state_dir, stored[slug]):
+            return None  # the full path reviews it, and says what is held and why
         info = _info(manifest, cfg, stored[slug], keys, principal.user, names.get(slug))
         if info is None:
             return None
@@ -199,12 +201,13 @@ def _info(
 ) -> ConnectorInfo | None:
     """``Gateway.connectors``' entry for one connector whose stored catalog is current."""
     from ..manifest import NoAuth
-    from ..model import ConnectorInfo
+    from ..model import ConnectorInfo, withheld_note
     from ..policy import is_hidden
 
     has = configured(cfg, [(p, n) for c, p, n in keys if c == cfg.slug], user)
     needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
     count = state.actions
+    withheld: dict[str, int] = {}
     if actions is not None:
         paths = [a.get("path") for a in actions if isinstance(a, dict)]
         if len(paths) != state.actions or not all(isinstance(p, str) for p in paths):
@@ -219,6 +222,8 @@ def _info(
                 connector_rules=cfg.policies,
             )
         )
+        if count < state.actions:  # ``Permissions.withheld``: nothing is held (``_nothing_held``)
+            withheld = {"hidden by policy": state.actions - count}
     return ConnectorInfo(
         slug=cfg.slug,
         name=cfg.display_name,
@@ -227,7 +232,47 @@ def _info(
         actions=count,
         auth=cfg.auth.type,
         auth_configured=has or not needs,
+        withheld=withheld or None,
+        note=withheld_note(count, withheld),
     )
+
+
+def _nothing_held(cfg: ConnectorConfig, state_dir: Path, state: Stored) -> bool:
+    """Whether the full path's review (``Catalogs.review``) would hold none of this catalog: ``auto``
+    holds nothing; ``pinned`` (a spec the operator wrote or pinned) holds only the actions whose text
+    hides characters, and the scan kept for this very catalog (``discovery.ReviewCache``) found none;
+    ``review`` snapshots every action. The kept file is read here as ``ReviewCache.held`` reads it:
+    importing the discovery package would cost this command more than all the rest it does."""
+    import hashlib
+    import marshal
+
+    trust = cfg.effective_trust
+    if trust == "auto" or state.actions == 0:
+        return True
+    if trust != "pinned" or state.fingerprint is None:
+        return False
+    path = state_dir / "review-scan" / f"{hashlib.sha256(cfg.slug.encode()).hexdigest()[:32]}.review"
+    try:
+        key, count, held = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return False
+    return key == f"{_review_code_digest()}:{cfg.slug}:{state.fingerprint}" and count == state.actions and not held
+
+
+def _review_code_digest() -> str:
+    """``discovery._review_cache._code_digest()``: the code the kept scan's answers depend on."""
+    import hashlib
+    import sys
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(f"review-{_REVIEW_FORMAT}\0{sys.version}".encode())
+    for name in ("review.py", "sanitize.py", "model.py"):
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()
+
+
+_REVIEW_FORMAT = 1
+"""``discovery._review_cache._FORMAT`` (``tests/cli/test_listing.py`` checks the two readers agree)."""
 
 
 def configured(cfg: ConnectorConfig, keys: list[tuple[str, str]], user: str) -> bool:

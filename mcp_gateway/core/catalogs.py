@@ -180,6 +180,8 @@ class Catalogs:
             share=index and share,  # a command that only reports states exits soon: no memory to save
         )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
+            self.loaded = catalogs
+            await self.review(catalogs)  # what is held is part of what a listing reports
             self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}
             await self.pin_origins(self.loaded)
             return self.states()
@@ -254,6 +256,16 @@ class Catalogs:
     def quarantined(self, name: str) -> Finding | None:
         """The finding that keeps action ``name`` from agents, or None when it is approved."""
         return self.quarantine.get(name)
+
+    def held_reason(self, name: str) -> str | None:
+        """Why action ``name`` is held, in words an agent may read ("held for review (hides text)");
+        None when it is not held."""
+        finding = self.quarantine.get(name)
+        if finding is None:
+            return None
+        if (name, finding.fingerprint) in self.denied:
+            return "denied by an operator"
+        return f"held for review ({finding.why})"
 
     async def review(self, slugs: Iterable[str], *, force: bool = False) -> None:
         """Compare the actions of ``slugs`` with the approved snapshots and quarantine what differs.

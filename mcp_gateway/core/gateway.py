@@ -37,7 +37,7 @@ from ..identity import Principal
 from ..links import LinkService
 from ..manifest import Manifest
 from ..metrics import GatewayMetrics
-from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
+from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval, withheld_note
 from ..secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.base import ConnectorState, Store
@@ -226,6 +226,7 @@ class Gateway:
         for slug in sorted(self.catalogs.awaiting_credential & visible):
             if self.catalogs.backoff.ready(slug) and await self.credentials.configured(self.catalogs.config(slug)):
                 await self.refresh_connector(slug, principal=principal.user)
+        await self.catalogs.refresh_decisions()  # an approval given elsewhere counts at once
         out: list[ConnectorInfo] = []
         for slug in sorted(self.permissions.visible(principal)):
             cfg, catalog = self.catalogs.config(slug), self.catalogs.loaded[slug]
@@ -235,17 +236,21 @@ class Gateway:
                 status = "needs_auth"
             elif status == "error" and slug in self.catalogs.awaiting_credential and not configured:
                 status = "needs_auth"  # it is the credential it waits for: connect is the next step
+            withheld = self.permissions.withheld(catalog.actions)
+            available = len(catalog.actions) - sum(withheld.values())
             out.append(
                 ConnectorInfo(
                     slug=slug,
                     name=cfg.display_name,
                     description=cfg.description,
                     status=status,
-                    actions=sum(1 for a in catalog.actions if self.permissions.allow(a)),
+                    actions=available,
                     auth=cfg.auth.type,
                     auth_configured=configured or not needs_secret(cfg.auth),
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
+                    withheld=withheld or None,
+                    note=withheld_note(available, withheld),
                 )
             )
         return ConnectorsResult(connectors=out, discovery=self.discovery_status)

@@ -9,7 +9,8 @@ and action it was decided on: any of them replaced, it is decided again.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..discovery import DiscoveryIndex, summary_of
@@ -56,6 +57,16 @@ class Permissions:
     def allow(self, action: Action) -> bool:
         """Whether agents may see the action: no ``hide`` rule, and not quarantined for review."""
         return not self.hidden(action) and self._catalogs.quarantined(action.qualified_name) is None
+
+    def withheld(self, actions: Iterable[Action]) -> dict[str, int]:
+        """How many of ``actions`` agents may not see, by why (``hidden by policy``, ``held for
+        review (hides text)`` …), most first: what ``connectors`` explains beside its count."""
+        found: Counter[str] = Counter()
+        for action in actions:
+            why = "hidden by policy" if self.hidden(action) else self._catalogs.held_reason(action.qualified_name)
+            if why is not None:
+                found[why] += 1
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
 
     def lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
         """The action this principal may address by ``name``. ``call`` includes blocked ones, so

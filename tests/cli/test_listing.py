@@ -127,7 +127,9 @@ def test_several_connectors_list_the_same_both_ways(several: TwoPaths) -> None:
         assert fast == full, extra
     table = several.both()[0]
     # The block rule hides two of hidden_api's three actions; a conditional one hides none of echo's.
-    assert [line.split()[:3] for line in table.splitlines()[1:]] == [
+    rows, notes = table.splitlines()[1:10], table.splitlines()[10:]
+    assert notes == ["hidden_api: 3 actions: 1 available, 2 hidden by policy"]
+    assert [line.split()[:3] for line in rows] == [
         ["bare", "ready", "1"],
         ["code", "needs_auth", "0"],
         ["code_mine", "needs_auth", "0"],
@@ -235,3 +237,10 @@ def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
 
 def test_the_oauth2_token_name_is_the_auth_package_s() -> None:
     assert listing.OAUTH2_TOKEN_NAME == TOKEN_NAME
+
+
+def test_the_kept_review_scan_is_read_as_the_review_cache_writes_it() -> None:
+    from mcp_gateway.discovery import _review_cache
+
+    assert listing._REVIEW_FORMAT == _review_cache._FORMAT
+    assert listing._review_code_digest() == _review_cache._code_digest()
