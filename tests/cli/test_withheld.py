@@ -1,9 +1,9 @@
 """What agents may not see of a connector is counted and explained alike by ``sync`` and
 ``connectors`` (the CLI table and JSON, and the ``connectors`` meta-tool's result they print).
 
-The spec (``tests/data/specs/crlf_openapi.json``) reproduces Rocket.Chat's published OpenAPI
-description, whose descriptions end lines with CRLF: those are line endings, so every such
-operation is available; one description carries a right-to-left override, which is held.
+The spec (``tests/fixtures/specs/crlf_openapi.json``, written for this test) reproduces Rocket.Chat's
+published OpenAPI description, whose descriptions end lines with CRLF: those are line endings, so
+every such operation is available; one description carries a right-to-left override, which is held.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mcp_gateway.cli import listing
 from mcp_gateway.cli.commands import principal
 from tests.support.two_paths import isolate
 
-SPEC = Path(__file__).parents[1] / "data" / "specs" / "crlf_openapi.json"
+SPEC = Path(__file__).parents[1] / "fixtures" / "specs" / "crlf_openapi.json"
 
 MANIFEST = """
 project: withheld
