@@ -3,9 +3,12 @@
 Every argument value is agent-controlled, so it is treated as data and never as syntax:
 
 - path values are percent-encoded as a whole segment (``/`` is ``%2F``, ``?`` is ``%3F``), and a
-  value that *is* a dot segment (``.``, ``..``) or empty is refused, so no value can re-route the
-  request to another endpoint of the same upstream;
-- header values may not carry CR/LF (no header injection), and framing headers cannot be set;
+  value that is empty, or holds a dot segment in any spelling a server on the way may decode
+  (``..``, ``../../admin``, ``%2e%2e``, ``.%2E``, full-width dots: ``dot_segment``), is refused, so
+  no value can re-route the request to another endpoint of the same upstream;
+- header values may not carry CR/LF (no header injection), framing headers cannot be set, and
+  neither can the headers proxies and frameworks read as another method, URL or client
+  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``: ``rerouting``);
 - cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in.
 
 No credential is applied here: authentication is an ``httpx2.Auth`` that ``send`` applies at the
@@ -16,20 +19,30 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 from typing import Any, assert_never
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote_to_bytes
 
 import httpx2
 
 from ..errors import ArgumentError
 from ..model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 
-__all__ = ["DEFAULT_ACCEPT", "USER_AGENT", "build_request", "encode_form", "wire_text"]
+__all__ = [
+    "DEFAULT_ACCEPT",
+    "USER_AGENT",
+    "build_request",
+    "decoded_path",
+    "dot_segment",
+    "encode_form",
+    "rerouting",
+    "wire_text",
+]
 
 try:
     _VERSION = version("mcp-gateway")
@@ -42,6 +55,24 @@ DEFAULT_ACCEPT = "application/json, */*;q=0.5"
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 # Headers that frame the message: letting an argument set them would desynchronize the exchange.
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+# Headers a proxy, load balancer or web framework on the way reads as another method, another URL or
+# another client: an agent that sets one reaches what the action's method and path do not say.
+_REROUTING_HEADERS = frozenset(
+    {
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-method",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-override-url",
+        "forwarded",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+        "x-host",
+    }
+)
 # RFC 6265 cookie-octet, minus "%" so that our own escapes stay unambiguous.
 _COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\\%')
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
@@ -447,6 +478,46 @@ def _base(base_url: str) -> tuple[httpx2.URL, str, str, str]:
     return base, prefix, base_path.rstrip("/"), base_query
 
 
+def rerouting(name: str) -> bool:
+    """Whether header ``name`` tells a server on the way to use another method, URL or client
+    (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded`` ...)."""
+    lower = name.lower()
+    return lower in _REROUTING_HEADERS or lower.startswith("x-forwarded-")
+
+
+def decoded_path(text: str) -> str:
+    """``text`` as a server on the way may read it: percent-decoded up to three times (some stacks
+    decode more than once), then NFKC-folded (full-width and compatibility forms such as ``．`` and
+    ``／`` become ASCII).
+
+    Raises:
+        ValueError: the decoded bytes are not UTF-8 (overlong forms of ``.`` and ``/`` that old
+            decoders accept, ``%c0%ae``); the message says so.
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    for _ in range(3):
+        once = unquote_to_bytes(raw)
+        if once == raw:
+            break
+        raw = once
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the path is not valid UTF-8 once percent-decoded (overlong forms are refused)") from None
+    return unicodedata.normalize("NFKC", decoded)
+
+
+def dot_segment(segment: str, *, single: bool = False) -> bool:
+    """Whether a decoded path segment climbs (or, with ``single``, stays) like ``..`` (``.``): cut at
+    ``;`` (Tomcat and Spring strip ``;params``, so ``..;`` is ``..``) and stripped of trailing spaces
+    (Windows servers drop trailing dots and spaces), it is dots and nothing else."""
+    bare = segment.split(";", 1)[0].rstrip(" \t")
+    return bool(bare) and set(bare) == {"."} and (single or len(bare) >= 2)
+
+
+_SEPARATORS = re.compile(r"[/\\]")
+
+
 def _path_segment(name: str, value: Any) -> str:
     if value is None:
         raise ArgumentError(f"path argument {name!r} cannot be null", errors=[{"field": name, "message": "required"}])
@@ -460,7 +531,27 @@ def _path_segment(name: str, value: Any) -> str:
             f"path argument {name!r} cannot be {text!r}; pass the actual identifier",
             errors=[{"field": name, "message": "must not be empty, '.' or '..'"}],
         )
+    if "." in text or "%" in text or not text.isascii():  # what can spell a dot segment once decoded
+        _no_dot_segments(name, text)
     return _escaped(text)
+
+
+def _no_dot_segments(name: str, text: str) -> None:
+    """Refuse a path value holding a ``.`` or ``..`` segment in any spelling: the value goes out as
+    one escaped segment (``..%2F..%2Fadmin``), but servers and proxies that decode ``%2F`` before
+    routing would climb out of the action's endpoint."""
+    try:
+        decoded = decoded_path(text)
+    except ValueError as exc:
+        raise ArgumentError(
+            f"path argument {name!r} is refused: {exc}", errors=[{"field": name, "message": str(exc)}]
+        ) from None
+    if any(dot_segment(segment, single=True) for segment in _SEPARATORS.split(decoded)):
+        raise ArgumentError(
+            f"path argument {name!r} cannot hold '.' or '..' path segments (also percent-encoded or "
+            "full-width): it would reach another endpoint than this action's; pass the actual identifier",
+            errors=[{"field": name, "message": "contains a '.' or '..' path segment"}],
+        )
 
 
 def _escaped(text: str) -> str:
@@ -526,6 +617,12 @@ def _header_arguments(placed: _Placed) -> list[tuple[str, str]]:
             raise ArgumentError(
                 f"header argument {spec.name!r} cannot set {spec.on_wire}",
                 errors=[{"field": spec.name, "message": "framing header"}],
+            )
+        if rerouting(spec.on_wire):
+            raise ArgumentError(
+                f"header argument {spec.name!r} cannot set {spec.on_wire}: servers on the way read it as another "
+                "method, URL or client than this action's; leave it out",
+                errors=[{"field": spec.name, "message": "method, URL or client override header"}],
             )
         text = ", ".join(wire_text(v) for v in value) if isinstance(value, list | tuple) else wire_text(value)
         if any(c in text for c in "\r\n\0"):

@@ -9,7 +9,9 @@ the agent can act on:
   ``%252e%252e``), and backslash separators, which some servers read as ``/``;
 - credentials set by the agent: the credential headers (``manifest.CREDENTIAL_HEADERS``), the
   header the connector's own auth writes, and an ``api_key`` query parameter the connector sends;
-- framing headers (``Host``, ``Content-Length``, ...) and header values with line breaks.
+- framing headers (``Host``, ``Content-Length``, ...), method/URL/client override headers
+  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``: ``request.rerouting``)
+  and header values with line breaks.
 
 ``run`` sends it through the same path as every HTTP action (``send``: the connector's
 last-meter auth, same-origin redirects only, one deadline, a capped answer).
@@ -19,10 +21,9 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, unquote, unquote_to_bytes
+from urllib.parse import quote, unquote
 
 import httpx2
 
@@ -32,7 +33,7 @@ from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_hea
 from ..model import Action, RequestBinding
 from ..sources.request import METHODS
 from .executor import HttpExecutor, Prepared
-from .request import DEFAULT_ACCEPT, USER_AGENT, encode_form, wire_text
+from .request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, rerouting, wire_text
 from .response import Outcome
 from .send import send
 
@@ -139,38 +140,18 @@ def _target(path: str, base: httpx2.URL, *, confine: bool = True) -> tuple[str, 
 
 
 def _check_segments(target: str) -> None:
-    """Refuse every spelling of a ``..`` segment that some server on the way may read as one.
-
-    The target is percent-decoded up to three times (some stacks decode more than once); the bytes
-    must then be valid UTF-8, which refuses overlong forms of ``.`` and ``/`` (``%c0%ae``,
-    ``%e0%80%af``) that old decoders accept; NFKC folds full-width and compatibility forms
-    (``．．``, ``／``, ``․``) into ASCII. A segment is a traversal when, cut at ``;`` (Tomcat and
-    Spring strip ``;params``, so ``..;`` is ``..``) and stripped of trailing spaces, it is two or
-    more dots and nothing else (Windows servers drop trailing dots and spaces).
-    """
-    raw = target.encode("utf-8", "surrogatepass")
-    for _ in range(3):
-        once = unquote_to_bytes(raw)
-        if once == raw:
-            break
-        raw = once
+    """Refuse every spelling of a ``..`` segment that some server on the way may read as one
+    (``request.decoded_path``, ``request.dot_segment``), encoded control characters and backslashes."""
     try:
-        decoded = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _refused(
-            "path", "the path is not valid UTF-8 once percent-decoded (overlong forms are refused)"
-        ) from None
-    decoded = unicodedata.normalize("NFKC", decoded)
+        decoded = decoded_path(target)
+    except ValueError as exc:
+        raise _refused("path", str(exc)) from None
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in decoded):
         raise _refused("path", "the path contains encoded control characters (a line break, a tab, NUL)")
     if "\\" in decoded:
         raise _refused("path", "backslashes are not allowed in the path (some servers read them as '/')")
-    for segment in decoded.split("/"):
-        bare = segment.split(";", 1)[0].rstrip(" \t")
-        if len(bare) >= 2 and set(bare) == {"."}:
-            raise _refused(
-                "path", "'..' segments (also encoded, with ';' parameters or full-width dots) are not allowed"
-            )
+    if any(dot_segment(segment) for segment in decoded.split("/")):
+        raise _refused("path", "'..' segments (also encoded, with ';' parameters or full-width dots) are not allowed")
 
 
 def _confine(target: str, base_path: str, base_origin: str) -> None:
@@ -236,6 +217,12 @@ def _headers(given: Any, connector: ConnectorConfig) -> httpx2.Headers:
             )
         if lower in _FRAMING:
             raise _refused("headers", f"header {name!r} frames the message; the gateway sets it")
+        if rerouting(lower):
+            raise _refused(
+                "headers",
+                f"header {name!r} makes servers on the way use another method, URL or client than the request "
+                "says; give the method and path themselves instead",
+            )
         text = value if isinstance(value, str) else wire_text(value)
         if any(c in text for c in "\r\n\0"):
             raise _refused("headers", f"the value of header {name!r} contains a line break or NUL")

@@ -92,8 +92,10 @@ async def test_conduit_end_to_end(tmp_path: Path, upstream: tuple[EchoApp, str])
             for a in catalog.actions
             if isinstance(a.binding, PostmanBinding) and a.binding.method == "GET" and a.binding.url.endswith("{slug}")
         )
-        await _call(gw, by_slug.qualified_name, {"slug": "how-to/../train ?a dragon"})
-        assert app.requests[-1].raw_path == "/api/articles/how-to%2F..%2Ftrain%20%3Fa%20dragon"
+        await _call(gw, by_slug.qualified_name, {"slug": "how-to/train ?a dragon"})
+        assert app.requests[-1].raw_path == "/api/articles/how-to%2Ftrain%20%3Fa%20dragon"
+        climbing = await _call(gw, by_slug.qualified_name, {"slug": "how-to/../train"})
+        assert climbing["status"] == "denied" and climbing["reason"] == "invalid_args"
         missing = await _call(gw, "conduit.auth.register", {})
         assert missing["status"] == "denied" and missing["reason"] == "invalid_args"
 

@@ -58,12 +58,12 @@ def test_base_url_trailing_slash_does_not_double(base: str) -> None:
     ("value", "encoded"),
     [
         ("a/b", "a%2Fb"),
-        ("../../admin", "..%2F..%2Fadmin"),
+        ("v1.2..3/x", "v1.2..3%2Fx"),
         ("x?admin=1#frag", "x%3Fadmin%3D1%23frag"),
         ("with space", "with%20space"),
         ("naïve-日本", "na%C3%AFve-%E6%97%A5%E6%9C%AC"),
         ("100%", "100%25"),
-        ("%2e%2e", "%252e%252e"),
+        ("%2ex", "%252ex"),
     ],
 )
 def test_path_values_are_one_opaque_segment(value: str, encoded: str) -> None:
@@ -73,11 +73,36 @@ def test_path_values_are_one_opaque_segment(value: str, encoded: str) -> None:
     assert unquote(encoded) == value
 
 
-@pytest.mark.parametrize("value", [".", "..", ""])
-def test_dot_segments_and_empty_path_values_are_refused(value: str) -> None:
+@pytest.mark.parametrize(
+    "value",
+    [
+        ".",
+        "..",
+        "",
+        "../../admin",
+        "a/../../admin",
+        "./admin",
+        "..\\admin",
+        "%2e%2e",
+        "%2E%2e%2fadmin",
+        ".%2E/x",
+        "%252e%252e",
+        "..;/admin",
+        "\uff0e\uff0e",  # full-width dots
+        "%c0%ae%c0%ae",  # overlong UTF-8 dots
+        ["ok", "../admin"],
+    ],
+)
+def test_dot_segments_in_any_spelling_and_empty_path_values_are_refused(value: Any) -> None:
     with pytest.raises(ArgumentError) as info:
         build_request(action(params=PATHS), {"owner": value, "repo": "r"}, base_url=BASE)
     assert info.value.errors[0]["field"] == "owner"
+    assert "owner" in str(info.value)
+
+
+def test_a_traversing_path_value_says_why_it_is_refused() -> None:
+    with pytest.raises(ArgumentError, match=r"cannot hold '\.' or '\.\.' path segments .* another endpoint"):
+        build_request(action(params=PATHS), {"owner": "../../admin", "repo": "r"}, base_url=BASE)
 
 
 def test_missing_path_value_names_the_argument_not_the_wire_name() -> None:
@@ -185,6 +210,35 @@ def test_framing_headers_cannot_be_set_by_arguments() -> None:
     act = action("/x", "GET", specs=(ParamSpec(name="h", location="header", wire_name="Host"),))
     with pytest.raises(ArgumentError, match="Host"):
         build_request(act, {"h": "evil.example"}, base_url=BASE)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "X-HTTP-Method-Override",
+        "x-http-method",
+        "X-Method-Override",
+        "X-Original-URL",
+        "X-Rewrite-URL",
+        "X-Forwarded-For",
+        "X-Forwarded-Host",
+        "x-forwarded-proto",
+        "Forwarded",
+    ],
+)
+def test_method_and_url_override_headers_cannot_be_set_by_arguments(header: str) -> None:
+    act = action("/x", "GET", specs=(ParamSpec(name="h", location="header", wire_name=header),))
+    with pytest.raises(ArgumentError, match=f"cannot set {header}: .*another method, URL or client") as info:
+        build_request(act, {"h": "DELETE"}, base_url=BASE)
+    assert info.value.errors == [{"field": "h", "message": "method, URL or client override header"}]
+    assert (
+        "x-request-id"
+        in build_request(
+            action("/x", "GET", specs=(ParamSpec(name="h", location="header", wire_name="X-Request-Id"),)),
+            {"h": "1"},
+            base_url=BASE,
+        ).headers
+    )
 
 
 def test_cookies_merge_into_one_header_and_cannot_inject_another_cookie() -> None:

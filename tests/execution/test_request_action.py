@@ -150,6 +150,25 @@ def test_credential_headers_are_refused(name: str) -> None:
     assert "credential" in message and "mine" not in message
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "X-HTTP-Method-Override",
+        "X-HTTP-Method",
+        "X-Method-Override",
+        "X-Original-URL",
+        "X-Rewrite-URL",
+        "X-Forwarded-For",
+        "X-Forwarded-Host",
+        "X-Forwarded-Prefix",
+        "Forwarded",
+    ],
+)
+def test_method_and_url_override_headers_are_refused(name: str) -> None:
+    message = refused({"method": "GET", "path": "/x", "headers": {name: "DELETE"}})
+    assert f"header {name!r} makes servers on the way use another method, URL or client" in message
+
+
 def test_the_connectors_own_auth_header_and_query_parameter_are_refused() -> None:
     custom = connector(auth='{type: custom, headers: {X-Custom-Token: "t {secret}"}}')
     assert "credential" in refused({"method": "GET", "path": "/x", "headers": {"x-custom-token": "v"}}, custom)
