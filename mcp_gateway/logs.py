@@ -14,7 +14,16 @@ forms, never ``SecretValue`` objects, for the process's life.
 
 ``--log-format json`` writes one object per line: ``time``, ``level``, ``logger``, ``message`` and,
 when the record carries them (``logger.info(..., extra={...})``), ``request_id``, ``agent``,
-``tool``, ``connector``, ``status``, ``duration_ms``.
+``tool``, ``connector``, ``status``, ``duration_ms``; a traceback is the ``exception`` field.
+
+The format holds whatever a library logs or prints: a log shipper reading JSON lines drops or
+splits anything else, and an operator reading text should not meet a traceback for an event the
+gateway expects. So every record's message is one line (control characters escaped: a peer's text
+cannot forge a line or drive the terminal), warnings go through logging, a stdio child's stderr is
+read into records (``execution/child_stderr.py``), and in text format an exception logged by the
+MCP SDK -- a peer speaking the protocol wrong, an upstream's garbage on stdout, an expected fault --
+is summarised on the record's line, its traceback shown only at debug level. The gateway's own
+unexpected failures keep their traceback.
 """
 
 from __future__ import annotations
@@ -26,14 +35,28 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO
 
+from .escapes import escaped, escaped_json
 from .redaction import Redactor
 from .secrets import SecretValue
 
-__all__ = ["CONTEXT_FIELDS", "JsonFormatter", "LogFormat", "SecretFilter", "configure_logging", "known_secrets"]
+__all__ = [
+    "CONTEXT_FIELDS",
+    "JsonFormatter",
+    "LogFormat",
+    "SecretFilter",
+    "TextFormatter",
+    "configure_logging",
+    "known_secrets",
+    "notice",
+]
 
 LogFormat = Literal["text", "json"]
 CONTEXT_FIELDS: Final = ("request_id", "agent", "tool", "connector", "status", "duration_ms")
 _TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PEER_FAULT_LOGGERS: Final = ("mcp",)
+"""Libraries whose logged exceptions are a peer's fault, expected events: the MCP SDK (an upstream's
+or an agent's malformed message, a dropped connection)."""
+_MAX_SUMMARY: Final = 1000
 
 
 class KnownSecrets:
@@ -55,11 +78,12 @@ class KnownSecrets:
             self._redactor.add(secret)
             self._seen.add(digest)
 
-    def redact(self, text: str) -> str:
+    def redact(self, text: str, *, truncated: bool = False) -> str:
+        """``truncated``: ``text`` was cut, and a tail that starts a secret is cut off too."""
         if not self._redactor:
             return text
         with self._lock:
-            return self._redactor.redact_text(text)
+            return self._redactor.redact_text(text, truncated=truncated)
 
     def __bool__(self) -> bool:
         return bool(self._redactor)
@@ -105,6 +129,47 @@ class SecretFilter(logging.Filter):
         return True
 
 
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message`` on one line. A traceback follows on the next lines for the
+    gateway's own failures, or for any with ``tracebacks`` (``--debug``); an exception a peer caused
+    (``PEER_FAULT_LOGGERS``) is otherwise summarised at the end of the line."""
+
+    def __init__(self, *, tracebacks: bool = False) -> None:
+        super().__init__(_TEXT_FORMAT)
+        self._tracebacks = tracebacks
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = escaped(record.getMessage())
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
+        if record.exc_info or record.exc_text:
+            if self._tracebacks or not _peer_fault(record.name):
+                if record.exc_info and not record.exc_text:
+                    record.exc_text = self.formatException(record.exc_info)
+                line += "\n" + (record.exc_text or "")
+            else:
+                line += f" ({_summary(record)})"
+        if record.stack_info:
+            line += "\n" + self.formatStack(record.stack_info)
+        return line
+
+
+def _peer_fault(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in PEER_FAULT_LOGGERS)
+
+
+def _summary(record: logging.LogRecord) -> str:
+    """The exception's type and message on one line, redacted and escaped (its traceback left out)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}"
+    else:  # only the formatted text is left: its last line names the exception
+        text = (record.exc_text or "").strip().splitlines()[-1:][0] if record.exc_text else ""
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    cut = len(text) > _MAX_SUMMARY
+    return escaped(_KNOWN.redact(text[:_MAX_SUMMARY], truncated=cut)) + ("…" if cut else "")
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line (time, level, logger, message, the context fields present, exception)."""
 
@@ -125,20 +190,40 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        return escaped_json(json.dumps(entry, ensure_ascii=False, default=str))
 
 
 def configure_logging(
     *, level: int = logging.WARNING, log_format: LogFormat = "text", stream: TextIO | None = None
 ) -> logging.Handler:
     """Send every record to stderr (stdout belongs to the stdio transport, SPEC 2.9) through the
-    secret filter, as text or JSON lines. Replaces handlers a previous call installed."""
+    secret filter, as text or JSON lines, and Python's warnings with them (printed, a warning is
+    two lines of raw text). Replaces handlers a previous call installed."""
+    global _format
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT))
+    text = TextFormatter(tracebacks=level <= logging.DEBUG)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else text)
     handler.addFilter(SecretFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    logging.captureWarnings(True)
+    _format = log_format
     return handler
+
+
+_format: LogFormat | None = None
+"""The format ``configure_logging`` chose (None before it ran)."""
+
+
+def notice(text: str) -> None:
+    """A line for the operator from a long-running command (where it serves, a warning about its
+    set-up) on stderr: as written in text format, a log record (INFO, whatever the level) in JSON,
+    so the JSON stream has no line of another shape."""
+    if _format != "json":
+        sys.stderr.write(text + "\n")
+        return
+    log = logging.getLogger("mcp_gateway")
+    log.handle(log.makeRecord(log.name, logging.INFO, "(notice)", 0, text, (), None))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, holding_collector
+from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, escaped, holding_collector
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -436,10 +436,11 @@ def _report(exc: Exception, debug: bool) -> int:
     if debug:
         raise exc
     if isinstance(exc, ManifestError):
-        sys.stderr.write("mcp-gateway: manifest error:\n  " + str(exc).replace("\n", "\n  ") + "\n")
+        shown = escaped(str(exc), lines=True).replace("\n", "\n  ")
+        sys.stderr.write(f"mcp-gateway: manifest error:\n  {shown}\n")
         return EXIT_CONFIG
     if isinstance(exc, (CliError, GatewayError)):
-        sys.stderr.write(f"mcp-gateway: error: {exc}\n")
+        sys.stderr.write(f"mcp-gateway: error: {escaped(str(exc), lines=True)}\n")
         return exc.code if isinstance(exc, CliError) else EXIT_CONFIG
     sys.stderr.write(f"mcp-gateway: unexpected {type(exc).__name__}; rerun with --debug for details\n")
     return EXIT_FAILED

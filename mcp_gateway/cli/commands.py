@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .output import EXIT_STORE, CliError, link_hint, print_json, table
+from .output import EXIT_STORE, CliError, escaped, link_hint, print_json, table
 
 if TYPE_CHECKING:
     from ..core import Gateway
@@ -105,7 +105,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
     else:
         for p in problems:
-            sys.stderr.write(f"{p}\n")
+            sys.stderr.write(f"{escaped(p, lines=True)}\n")
         if not problems:
             sys.stdout.write(f"{where}: ok ({len(manifest.connectors)} connectors)\n")
     return 1 if problems else 0
@@ -401,7 +401,7 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
         async with _gateway(args, manifest=manifest) as gw:
             state = await gw.credential_stored(cfg.slug) or gw.catalogs.loaded[cfg.slug].state
-        detail = f"{state.actions} actions" if state.status != "error" else state.error
+        detail = f"{state.actions} actions" if state.status != "error" else escaped(state.error or "")
         sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0
 

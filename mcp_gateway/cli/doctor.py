@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .output import EXIT_FAILED, EXIT_OK, print_json
+from .output import EXIT_FAILED, EXIT_OK, escaped, print_json
 
 __all__ = ["Finding", "cmd_doctor"]
 
@@ -35,9 +35,9 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
         print_json([asdict(f) for f in findings])
     else:
         for f in findings:
-            sys.stdout.write(f"{f.level.upper():8} {f.check}: {f.message}\n")
+            sys.stdout.write(f"{f.level.upper():8} {f.check}: {escaped(f.message, lines=True)}\n")
             if f.fix:
-                sys.stdout.write(f"{'':8} fix: {f.fix}\n")
+                sys.stdout.write(f"{'':8} fix: {escaped(f.fix, lines=True)}\n")
         problems = sum(f.level == "problem" for f in findings)
         sys.stdout.write(f"\n{problems} problem{'s' if problems != 1 else ''} found\n" if problems else "\nall good\n")
     return EXIT_FAILED if any(f.level == "problem" for f in findings) else EXIT_OK

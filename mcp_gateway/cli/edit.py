@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .output import EXIT_FAILED, CliError, print_json
+from .output import EXIT_FAILED, CliError, escaped, print_json
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -396,7 +396,8 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
     else:
         sys.stdout.write(f"{slug}: {row['status']}, {row['actions']} actions\n")
     if row["status"] == "error":
-        sys.stderr.write(f"{slug} did not load: {row.get('error')}\n  fix the entry, or 'mcp-gateway remove {slug}'\n")
+        error = escaped(str(row.get("error")))
+        sys.stderr.write(f"{slug} did not load: {error}\n  fix the entry, or 'mcp-gateway remove {slug}'\n")
         return EXIT_FAILED
     kind = cfg.auth.type
     if kind == "none" or row.get("auth_configured"):

@@ -1,5 +1,10 @@
 """What every command shares: the user-phrased error, the exit codes, and the two output shapes
-(a table for people, JSON with ``--json``). Imports nothing heavy: ``--help`` and ``--version`` load it."""
+(a table for people, JSON with ``--json``). Imports nothing heavy: ``--help`` and ``--version`` load it.
+
+Agents and upstreams choose much of what a command prints (tool names, arguments, summaries, error
+messages): ``table`` and ``print_json`` escape control and invisible characters in every value they
+print, and a command writing such a string in its own text passes it through ``escaped`` first.
+Only text the gateway itself wrote is printed as it is."""
 
 from __future__ import annotations
 
@@ -9,12 +14,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..escapes import escaped, escaped_json
+
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_STORE",
     "CliError",
+    "escaped",
     "holding_collector",
     "link_hint",
     "print_json",
@@ -43,11 +51,12 @@ class CliError(Exception):
 def print_json(data: Any) -> None:
     import json
 
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    # json.dumps escapes C0 controls itself; escaped_json does the rest (DEL, C1, bidi, zero-width, tags).
+    sys.stdout.write(escaped_json(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    cells = [[("" if v is None else escaped(str(v))) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     # Cap every column but the last, which is usually the one with the reason in it.
     widths = [min(w, 60) for w in widths[:-1]] + widths[-1:]

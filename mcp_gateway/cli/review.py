@@ -13,7 +13,7 @@ import argparse
 import fnmatch
 import sys
 
-from .output import EXIT_CONFIG, CliError, print_json
+from .output import EXIT_CONFIG, CliError, escaped, print_json
 
 __all__ = ["cmd_review"]
 
@@ -55,15 +55,15 @@ async def cmd_review(args: argparse.Namespace) -> int:
         return 0
     if not (args.all or names):
         for f in held:
-            sys.stdout.write(f"== {f.name} ({f.status})\n")
+            sys.stdout.write(f"== {escaped(f.name)} ({f.status})\n")
             for flag in f.flags:
-                sys.stdout.write(f"   flag: {flag}\n")
-            sys.stdout.write(f.diff() + "\n\n")
+                sys.stdout.write(f"   flag: {escaped(flag)}\n")
+            sys.stdout.write(escaped(f.diff(), lines=True) + "\n\n")
         sys.stdout.write(
             f"{len(held)} action(s) held for review; approve with `mcp-gateway review --all` or "
             "`mcp-gateway review NAME...` (globs allowed), or keep them out with `--deny NAME...`\n"
         )
         return 0
     for name in decided:
-        sys.stdout.write(f"{name}: {verb}\n")
+        sys.stdout.write(f"{escaped(name)}: {verb}\n")
     return 0

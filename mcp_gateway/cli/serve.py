@@ -11,6 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from ..logs import notice
 from .commands import principal
 from .output import started
 
@@ -38,9 +39,9 @@ def served_public_url(manifest: Manifest, given: str | None, host: str, port: in
 def _warn_unknown_agent(manifest: Manifest, agent: str | None) -> None:
     if agent and manifest.agents is not None and agent not in {a.name for a in manifest.agents}:
         known = ", ".join(a.name for a in manifest.agents) or "none"
-        sys.stderr.write(
+        notice(
             f"mcp-gateway: warning: the manifest has no agent {agent!r} (known: {known}); "
-            "this session will see no connector\n"
+            "this session will see no connector"
         )
 
 
@@ -163,7 +164,7 @@ class _Recorded:
             record(self._args.settings.state_dir, served)
             self._written = True
         except OSError as exc:  # a read-only state folder: links still work, the CLI just cannot find us
-            sys.stderr.write(f"mcp-gateway: warning: cannot record the served address: {exc}\n")
+            notice(f"mcp-gateway: warning: cannot record the served address: {exc}")
 
     def reloaded(self) -> None:
         if self._written:
@@ -177,7 +178,8 @@ class _Recorded:
 
 
 class _Say:
-    """The start-up block on stderr (``--quiet``: nothing). Never stdout: over stdio it is the protocol's."""
+    """The start-up block on stderr (``--quiet``: nothing). Never stdout: over stdio it is the protocol's.
+    With ``--log-format json`` each block is one log record (``notice``), so stderr stays JSON lines."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self._args = args
@@ -201,7 +203,7 @@ class _Say:
         ]
         if args.transport == "http":
             lines.append("             (a token: TOKEN=$(mcp-gateway token create --agent NAME))")
-        sys.stderr.write("\n".join(lines) + "\n")
+        notice("\n".join(lines))
         sys.stderr.flush()
 
     async def when_embedded(self, gw: Gateway, startup: BackgroundSync | None) -> None:
@@ -211,7 +213,7 @@ class _Say:
         if startup is not None:
             await startup.ready.wait()
         await gw.dense.settled()
-        sys.stderr.write(f"mcp-gateway: {gw.discovery_status}\n")
+        notice(f"mcp-gateway: {gw.discovery_status}")
         sys.stderr.flush()
 
 
@@ -295,7 +297,7 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     )
     async with open_gateway(args.settings, manifest=manifest, public_url=base) as gw:
         started()
-        sys.stderr.write(f"mcp-gateway: human pages at {gw.links.public_url} (Ctrl-C to stop)\n")
+        notice(f"mcp-gateway: human pages at {gw.links.public_url} (Ctrl-C to stop)")
         app = HostGuard(Starlette(routes=web_routes(gw)), allow_list(host, port, gw.links.public_url))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)

@@ -18,7 +18,6 @@ request may have run) and from a refusal of the request itself.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
@@ -31,6 +30,7 @@ import httpx2
 
 from ..errors import GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
+from .child_stderr import child_stderr
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
@@ -133,7 +133,9 @@ def open_transport(
         if cwd is not None and not cwd.is_absolute() and base_dir is not None:
             cwd = base_dir / cwd
         params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=env, cwd=cwd)
-        return _watched(stdio_client(params, errlog=errlog or sys.stderr), on_eof)
+        if errlog is not None:
+            return _watched(stdio_client(params, errlog=errlog), on_eof)
+        return _watched(_logged_stdio(params, cfg.slug), on_eof)
     assert spec.url is not None
     headers = {**cfg.headers, **spec.headers}
     auth = PerCallAuth(background)
@@ -164,6 +166,17 @@ def open_transport(
         follow_redirects=False,
     )
     return _watched(_streamable(spec.url, http), on_eof)
+
+
+@asynccontextmanager
+async def _logged_stdio(params: Any, slug: str) -> AsyncIterator[Any]:
+    """A stdio child whose stderr is read into the log, redacted (``child_stderr``), never inherited."""
+    from mcp.client.stdio import stdio_client
+
+    with child_stderr(slug) as errlog:
+        async with stdio_client(params, errlog=errlog) as streams:
+            errlog.close()  # the child has its copy; ours would keep the pipe open after the child exits
+            yield streams
 
 
 @asynccontextmanager

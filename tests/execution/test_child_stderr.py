@@ -1,0 +1,62 @@
+"""A stdio child's stderr becomes log records: one a line, redacted in every encoding, escaped, cut."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mcp_gateway.execution.child_stderr import MAX_LINE, child_stderr
+from mcp_gateway.logs import known_secrets
+from mcp_gateway.secrets import SecretValue
+
+CANARY = "child-stderr-canary-7d1e4b9a2c"
+B64 = base64.b64encode(CANARY.encode()).decode()
+
+
+def run_child(code: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """Run ``code`` in a real child process whose stderr is ``child_stderr``'s pipe; its records."""
+    caplog.set_level(logging.WARNING, logger="mcp_gateway.execution.child_stderr")
+    with child_stderr("lab") as errlog:
+        child = subprocess.Popen([sys.executable, "-c", code], stderr=errlog)
+        errlog.close()  # as the transport does once the child has its copy
+        assert child.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any("done" in r.getMessage() for r in caplog.records):
+        time.sleep(0.02)  # the reader thread logs as it reads
+    return [r for r in caplog.records if r.name == "mcp_gateway.execution.child_stderr"]
+
+
+def test_each_line_is_one_record_with_the_secret_redacted_in_every_form(caplog: pytest.LogCaptureFixture) -> None:
+    known_secrets().add(SecretValue(CANARY))
+    code = (
+        "import sys;"
+        f"sys.stderr.write('token {CANARY}\\n');"
+        f"sys.stderr.write('b64 {B64}\\r\\n\\n');"
+        "sys.stderr.write('\\x1b]0;pwned\\x07\\x1b[2Jtitle\\n');"
+        "sys.stderr.write('done')"  # the last line has no newline
+    )
+    records = run_child(code, caplog)
+    messages = [r.getMessage() for r in records]
+    assert messages == [
+        "lab's MCP server (stderr): token [redacted]",
+        "lab's MCP server (stderr): b64 [redacted]",
+        "lab's MCP server (stderr): \\x1b]0;pwned\\x07\\x1b[2Jtitle",
+        "lab's MCP server (stderr): done",
+    ]
+    assert all(r.levelno == logging.WARNING and r.__dict__["connector"] == "lab" for r in records)
+
+
+def test_a_long_line_is_cut_and_a_secret_at_the_cut_does_not_leak(caplog: pytest.LogCaptureFixture) -> None:
+    known_secrets().add(SecretValue(CANARY))
+    pad = MAX_LINE - len(CANARY) // 2  # the cut falls in the middle of the secret
+    code = f"import sys; sys.stderr.write('x' * {pad} + '{CANARY}' * 3 + 'y' * 50000 + '\\ndone\\n')"
+    records = run_child(code, caplog)
+    messages = [r.getMessage() for r in records]
+    assert len(messages) == 2 and messages[1].endswith(": done")
+    assert messages[0].endswith("[redacted] [cut]") and len(messages[0]) < MAX_LINE + 100
+    assert CANARY[: len(CANARY) // 2] not in messages[0]
