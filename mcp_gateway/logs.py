@@ -218,12 +218,12 @@ _format: LogFormat | None = None
 """The format ``configure_logging`` chose (None before it ran)."""
 
 
-def notice(text: str) -> None:
-    """A line for the operator from a long-running command (where it serves, a warning about its
-    set-up) on stderr: as written in text format, a log record (INFO, whatever the level) in JSON,
-    so the JSON stream has no line of another shape."""
+def notice(text: str, *, level: int = logging.INFO) -> None:
+    """What a command tells the operator on stderr (the manifest it read, where it serves, why it
+    failed): as written in text format, a log record at ``level`` (shown whatever the log level) in
+    JSON, so the JSON stream has no line of another shape."""
     if _format != "json":
         sys.stderr.write(text + "\n")
         return
     log = logging.getLogger("mcp_gateway")
-    log.handle(log.makeRecord(log.name, logging.INFO, "(notice)", 0, text, (), None))
+    log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), None))

@@ -397,7 +397,7 @@ def _run(args: Args) -> int:
     import inspect
     import logging
 
-    from ..logs import configure_logging
+    from ..logs import configure_logging, notice
 
     # Every record, from every library, passes the secret filter on this one handler.
     configure_logging(level=logging.DEBUG if args.debug else logging.WARNING, log_format=args.log_format)
@@ -406,7 +406,7 @@ def _run(args: Args) -> int:
     for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):
-        sys.stderr.write(f"mcp-gateway: manifest {args.manifest_source}\n")
+        notice(f"mcp-gateway: manifest {args.manifest_source}")  # a log record with --log-format json
     try:
         module, _, name = args.fn.partition(":")
         fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
@@ -427,7 +427,10 @@ def _run(args: Args) -> int:
 
 
 def _report(exc: Exception, debug: bool) -> int:
+    import logging
+
     from ..errors import GatewayError, ManifestError
+    from ..logs import notice
 
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 and isinstance(exc.exceptions[0], Exception):
         exc = exc.exceptions[0]
@@ -437,10 +440,10 @@ def _report(exc: Exception, debug: bool) -> int:
         raise exc
     if isinstance(exc, ManifestError):
         shown = escaped(str(exc), lines=True).replace("\n", "\n  ")
-        sys.stderr.write(f"mcp-gateway: manifest error:\n  {shown}\n")
+        notice(f"mcp-gateway: manifest error:\n  {shown}", level=logging.ERROR)
         return EXIT_CONFIG
     if isinstance(exc, (CliError, GatewayError)):
-        sys.stderr.write(f"mcp-gateway: error: {escaped(str(exc), lines=True)}\n")
+        notice(f"mcp-gateway: error: {escaped(str(exc), lines=True)}", level=logging.ERROR)
         return exc.code if isinstance(exc, CliError) else EXIT_CONFIG
-    sys.stderr.write(f"mcp-gateway: unexpected {type(exc).__name__}; rerun with --debug for details\n")
+    notice(f"mcp-gateway: unexpected {type(exc).__name__}; rerun with --debug for details", level=logging.ERROR)
     return EXIT_FAILED
