@@ -50,6 +50,20 @@ def test_front_door_urls_must_be_urls() -> None:
         parse_manifest("front_door: {issuer: 'login.example.com'}\n")
 
 
+def test_front_door_key_and_introspection_urls_need_https_off_loopback() -> None:
+    import pytest
+
+    from mcp_gateway.errors import ManifestError
+
+    for key in ("issuer", "jwks_url", "introspection_url"):
+        other = "" if key == "issuer" else "issuer: 'https://login.example.com', "
+        with pytest.raises(ManifestError, match=r"plain http on a host that is not loopback.*use the https URL"):
+            parse_manifest(f"front_door: {{{other}{key}: 'http://login.example.com/x'}}\n")
+    for url in ("https://login.example.com", "http://127.0.0.1:9/x", "http://[::1]:9/x", "http://localhost:9/x"):
+        m = parse_manifest(f"front_door: {{issuer: '{url}', jwks_url: '{url}/jwks', introspection_url: '{url}/i'}}\n")
+        assert m.front_door is not None and m.front_door.issuer == url
+
+
 def test_separate_approver_per_policy_rule() -> None:
     import pytest
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -189,6 +190,14 @@ class AgentConfig(BaseModel):
         return bool(self.users or self.groups)
 
 
+def _secure_or_loopback(url: str) -> bool:
+    """``url`` is https, or plain http to this machine (a local identity provider, a test)."""
+    if url.startswith("https://"):
+        return True
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 class FrontDoorConfig(BaseModel):
     """``front_door``: accept access tokens from an identity provider (OAuth 2.1 resource server, issue 15)."""
 
@@ -221,9 +230,17 @@ class FrontDoorConfig(BaseModel):
 
     @field_validator("issuer", "audience", "jwks_url", "introspection_url")
     @classmethod
-    def _url(cls, v: str | None) -> str | None:
+    def _url(cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and not v.startswith(("http://", "https://")):
             raise Problem(f"{v!r} is not an http(s) URL", "write the full URL, e.g. 'https://login.example.com'")
+        if v is not None and info.field_name != "audience" and not _secure_or_loopback(v):
+            # The keys that sign every token, the issuer's metadata naming them and the verdict on an
+            # opaque token: whoever sits on a plain-http path could mint tokens the gateway accepts.
+            raise Problem(
+                f"{v!r} is plain http on a host that is not loopback: anyone on the network path could "
+                "substitute the keys or answers that decide who gets in",
+                "use the https URL (plain http is accepted only for 127.0.0.1, ::1 or localhost)",
+            )
         return v
 
 

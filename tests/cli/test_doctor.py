@@ -38,3 +38,14 @@ def test_doctor_all_good(env: CliEnv) -> None:  # noqa: F811
     report = env.run("doctor")
     assert report.code == 0, report.out
     assert "all good" in report.out
+
+
+def test_validate_and_doctor_refuse_a_front_door_over_plain_http(env: CliEnv) -> None:  # noqa: F811
+    env.manifest.write_text(
+        env.manifest.read_text() + "front_door: {issuer: 'https://idp.example', jwks_url: 'http://idp.example/keys'}\n"
+    )
+    validated = env.run("validate")
+    assert validated.code != 0 and "front_door.jwks_url" in validated.err + validated.out
+    assert "plain http on a host that is not loopback" in validated.err + validated.out
+    report = env.run("doctor")
+    assert report.code == 1 and "PROBLEM  manifest" in report.out and "use the https URL" in report.out
