@@ -181,7 +181,8 @@ def build_mcp_server(
     @server.tool(
         name="connectors",
         description="List the connectors (APIs) you may use, with status (ready, needs_auth, error), auth kind and "
-        "action count. Start here to see what is available.",
+        "action count (a note says how many more are held for review or hidden, and why). Start here to see what "
+        "is available.",
         annotations=read_only,
     )
     @_observed(gateway, "connectors")
