@@ -16,9 +16,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Final, TextIO
+
+import anyio
 
 from ..escapes import escaped
 from ..logs import known_secrets
@@ -30,14 +32,19 @@ logger = logging.getLogger(__name__)
 MAX_LINE: Final = 4000
 """Bytes of one stderr line that are logged; the rest of a longer line is dropped (a child that
 writes megabytes without a newline must not grow the gateway's memory or one log record)."""
+LAST_WORDS: Final = 0.5
+"""Seconds the block's end waits for the reader to log what the child wrote before it ended (a
+crash's last lines belong before the gateway's own word on it); a grandchild that keeps the pipe
+open is not waited for longer."""
 
 
-@contextmanager
-def child_stderr(slug: str) -> Iterator[TextIO]:
+@asynccontextmanager
+async def child_stderr(slug: str) -> AsyncIterator[TextIO]:
     """The write end of a pipe to give a child as its stderr; its lines are logged for ``slug``.
 
     Close it once the child is started (the child holds its own copy): the reader ends when every
-    copy is closed. Leaving the block closes it too, started or not."""
+    copy is closed. Leaving the block closes it too, started or not, and waits ``LAST_WORDS`` at
+    most for the reader to end."""
     read_fd, write_fd = os.pipe()
     try:
         writer = os.fdopen(write_fd, "w")
@@ -56,6 +63,8 @@ def child_stderr(slug: str) -> Iterator[TextIO]:
         yield writer
     finally:
         writer.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(reader.join, LAST_WORDS)
 
 
 def _read(read_fd: int, slug: str) -> None:

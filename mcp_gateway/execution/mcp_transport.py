@@ -173,7 +173,7 @@ async def _logged_stdio(params: Any, slug: str) -> AsyncIterator[Any]:
     """A stdio child whose stderr is read into the log, redacted (``child_stderr``), never inherited."""
     from mcp.client.stdio import stdio_client
 
-    with child_stderr(slug) as errlog:
+    async with child_stderr(slug) as errlog:
         async with stdio_client(params, errlog=errlog) as streams:
             errlog.close()  # the child has its copy; ours would keep the pipe open after the child exits
             yield streams

@@ -1,6 +1,6 @@
 """What a stdio upstream prints, end to end: ``mcp-gateway`` as a subprocess in front of a careless
 MCP child (``tests/support/noisy_mcp.py``) started with its credential in its environment, which
-prints that credential to stderr as is and in base64, with terminal escapes, and writes garbage
+prints that credential to stderr as is, in base64 and in hex, with terminal escapes, and writes garbage
 lines to stdout; and one such child that fails before the handshake.
 
 Neither form of the credential reaches the gateway's log (text or JSON) nor the output of
@@ -28,7 +28,7 @@ from tests.support.noisy_mcp import manifest_command
 from .conftest import MASTER_KEY, structured
 
 SECRET = "child-output-canary-3f9b2e7d41"
-FORMS = (SECRET, base64.b64encode(SECRET.encode()).decode())
+FORMS = (SECRET, base64.b64encode(SECRET.encode()).decode(), SECRET.encode().hex())
 RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import base64
 import logging
-import subprocess
 import sys
-import time
 
+import anyio
 import pytest
 
 from mcp_gateway.execution.child_stderr import MAX_LINE, child_stderr
@@ -18,20 +17,25 @@ CANARY = "child-stderr-canary-7d1e4b9a2c"
 B64 = base64.b64encode(CANARY.encode()).decode()
 
 
-def run_child(code: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def run_child(code: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     """Run ``code`` in a real child process whose stderr is ``child_stderr``'s pipe; its records."""
     caplog.set_level(logging.WARNING, logger="mcp_gateway.execution.child_stderr")
-    with child_stderr("lab") as errlog:
-        child = subprocess.Popen([sys.executable, "-c", code], stderr=errlog)
-        errlog.close()  # as the transport does once the child has its copy
-        assert child.wait(timeout=30) == 0
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any("done" in r.getMessage() for r in caplog.records):
-        time.sleep(0.02)  # the reader thread logs as it reads
+    async with child_stderr("lab") as errlog:
+        async with await anyio.open_process([sys.executable, "-c", code], stderr=errlog) as child:  # as the SDK does
+            errlog.close()  # as the transport does once the child has its copy
+            with anyio.fail_after(30):
+                assert await child.wait() == 0
+    # Leaving the block waited for the reader: everything the child wrote is logged by now.
     return [r for r in caplog.records if r.name == "mcp_gateway.execution.child_stderr"]
 
 
-def test_each_line_is_one_record_with_the_secret_redacted_in_every_form(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_each_line_is_one_record_with_the_secret_redacted_in_every_form(caplog: pytest.LogCaptureFixture) -> None:
     known_secrets().add(SecretValue(CANARY))
     code = (
         "import sys;"
@@ -40,7 +44,7 @@ def test_each_line_is_one_record_with_the_secret_redacted_in_every_form(caplog: 
         "sys.stderr.write('\\x1b]0;pwned\\x07\\x1b[2Jtitle\\n');"
         "sys.stderr.write('done')"  # the last line has no newline
     )
-    records = run_child(code, caplog)
+    records = await run_child(code, caplog)
     messages = [r.getMessage() for r in records]
     assert messages == [
         "lab's MCP server (stderr): token [redacted]",
@@ -51,11 +55,12 @@ def test_each_line_is_one_record_with_the_secret_redacted_in_every_form(caplog: 
     assert all(r.levelno == logging.WARNING and r.__dict__["connector"] == "lab" for r in records)
 
 
-def test_a_long_line_is_cut_and_a_secret_at_the_cut_does_not_leak(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_a_long_line_is_cut_and_a_secret_at_the_cut_does_not_leak(caplog: pytest.LogCaptureFixture) -> None:
     known_secrets().add(SecretValue(CANARY))
     pad = MAX_LINE - len(CANARY) // 2  # the cut falls in the middle of the secret
     code = f"import sys; sys.stderr.write('x' * {pad} + '{CANARY}' * 3 + 'y' * 50000 + '\\ndone\\n')"
-    records = run_child(code, caplog)
+    records = await run_child(code, caplog)
     messages = [r.getMessage() for r in records]
     assert len(messages) == 2 and messages[1].endswith(": done")
     assert messages[0].endswith("[redacted] [cut]") and len(messages[0]) < MAX_LINE + 100

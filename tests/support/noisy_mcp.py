@@ -3,7 +3,7 @@
     python -m tests.support.noisy_mcp [serve | fail | refuse]
 
 Before anything else it writes its ``NOISY_TOKEN`` (its environment, filled from a stored secret)
-to stderr as is and in base64, with a terminal escape sequence (a window title, a screen clear)
+to stderr as is, in base64 and in hex, with a terminal escape sequence (a window title, a screen clear)
 around it, and three lines that are not JSON-RPC to stdout (the client SDK reads stdout as the
 protocol). Then ``serve`` (the default) speaks MCP with ``echo`` and ``shout`` (whose description
 carries terminal escapes); ``fail`` exits with status 1 before any handshake; ``refuse`` answers
@@ -58,6 +58,7 @@ def main(argv: list[str]) -> None:
     encoded = base64.b64encode(token.encode()).decode()
     sys.stderr.write(f"\x1b]0;pwned\x07\x1b[2Jstarting with token {token}\n")
     sys.stderr.write(f"token in base64: {encoded}\n")
+    sys.stderr.write(f"token in hex: {token.encode().hex()}\n")
     sys.stderr.flush()
     for line in ("garbage on stdout", f"not json {{ {token}", "\x1b[31mstill not json\x1b[0m"):
         sys.stdout.write(line + "\n")
