@@ -92,21 +92,22 @@ npx --no-install pyright
 unset PYTHONDONTWRITEBYTECODE
 python3 -m compileall -q -j 0 mcp_gateway tests scripts >/dev/null
 
-# The fast lane: the tests not marked slow (tests/e2e is slow as a whole: tests/e2e/conftest.py),
-# in this one process (worker start-up would cost more than it saves).
+# The fast lane runs the tests not marked slow (tests/e2e is slow as a whole: tests/conftest.py).
+SELECT=()
 if [ -n "$FAST" ]; then
-    exec python3 -m pytest -q -p no:benchmark -m "not slow" "$@"
+    SELECT=(-m "not slow")
 fi
 
 # Two workers, one test file each at a time (--dist loadfile: a file's module-scoped fixtures and its
 # gateway processes stay in one worker). Most of the suite's time is spent waiting on the gateway and
-# upstream processes the end-to-end tests spawn, so two workers overlap that waiting on two cores.
+# upstream processes the end-to-end tests spawn, so two workers overlap that waiting on two cores;
+# the fast lane, all CPU, uses both cores the same way.
 # Every fixture is parallel-safe: ports are picked free, state lives in per-test tmp folders, the
 # PostgreSQL cluster is per worker session (its own folder and free port), and Chromium gets a fresh
 # profile per launch. PYTEST_WORKERS=0 runs everything in this one process (e.g. to debug a test).
 WORKERS="${PYTEST_WORKERS:-2}"
 if [ "$WORKERS" != "0" ]; then
     # -p no:benchmark: a pytest-benchmark installed beside us would warn (an error here) under xdist.
-    exec python3 -m pytest -q -n "$WORKERS" --dist loadfile -p no:benchmark "$@"
+    exec python3 -m pytest -q -n "$WORKERS" --dist loadfile -p no:benchmark "${SELECT[@]}" "$@"
 fi
-exec python3 -m pytest -q "$@"
+exec python3 -m pytest -q "${SELECT[@]}" "$@"
