@@ -237,6 +237,9 @@ TOO_LARGE: Final = "input_schema: too large to check"
 
 def _texts(action: Action) -> list[tuple[str, str]]:
     found = [("name", action.path), ("summary", action.summary), ("description", action.description)]
+    spaced = action.path.replace("_", " ").replace(".", " ")
+    if spaced != action.path:  # a model reads ``ignore_previous_instructions`` as words; the patterns need spaces
+        found.insert(1, ("name", spaced))
     _schema_texts(action.input_schema, found)
     return found
 
