@@ -47,6 +47,7 @@ __all__ = [
     "LazyTransport",
     "Settings",
     "check_discovery",
+    "discovery_override",
     "discovery_search",
     "links_base",
     "open_gateway",
@@ -136,7 +137,7 @@ async def open_gateway(
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
     manifest = manifest or load_manifest(settings.manifest_path)
-    manifest = _discovery_override(manifest, settings.env)
+    manifest = discovery_override(manifest, settings.env)
     check_discovery(manifest)  # first: `mode: hybrid` without the embeddings extra fails before anything is opened
     clock = clock or SystemClock()
     async with open_store(settings) as store:
@@ -242,7 +243,7 @@ DISCOVERY_MODE_ENV = "MCP_GATEWAY_DISCOVERY_MODE"
 short-lived command or a test run that should not load the model."""
 
 
-def _discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:
+def discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:
     mode = (env.get(DISCOVERY_MODE_ENV) or "").strip()
     if not mode:
         return manifest

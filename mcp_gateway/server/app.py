@@ -1,7 +1,7 @@
 """Transports: the streamable HTTP app (MCP at ``/mcp`` + human pages) and the stdio runner.
 
 HTTP: every request to ``/mcp`` needs ``Authorization: Bearer <token>`` minted by ``token
-create``; anything else gets a bare 401 (no detail to probe with). Host and Origin are checked
+create``; anything else gets a 401 with one short JSON body (no detail to probe with). Host and Origin are checked
 against DNS rebinding on every route (``HostGuard``: pages, operator, OAuth callback, health) and
 by the SDK's transport security on ``/mcp``, both from one allow-list for the address we bind.
 stdio: stdout belongs to the protocol; the human pages are served on loopback at ``public_url``,

@@ -1,6 +1,7 @@
 """The door to ``/mcp`` over HTTP: static bearer tokens and, with ``front_door``, an identity provider's.
 
-Without ``front_door`` only ``token create`` tokens open it and a request without one gets a bare 401.
+Without ``front_door`` only ``token create`` tokens open it and a request without one gets a 401
+whose short JSON body says how to get one.
 With it the gateway is an OAuth 2.1 resource server (the MCP authorization specification, issue 15):
 
 - ``/.well-known/oauth-protected-resource`` and ``/.well-known/oauth-protected-resource/mcp``
@@ -21,6 +22,7 @@ answered as if it did not exist.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -316,15 +318,33 @@ async def _store_unavailable(send: Send) -> None:
     await send({"type": "http.response.body", "body": STORE_UNAVAILABLE_BODY})
 
 
+_REFUSALS: dict[str, bytes] = {
+    kind: json.dumps({"error": kind, "message": message}).encode()
+    for kind, message in {
+        "unauthorized": "send Authorization: Bearer <token>; "
+        "an operator mints one with: mcp-gateway token create --agent NAME",
+        "invalid_token": "the bearer token was not accepted (unknown, expired or revoked): get a new one",
+        "insufficient_scope": "the token lacks a scope this gateway requires (see WWW-Authenticate)",
+    }.items()
+}
+"""The short JSON bodies of a refusal: what to do next, the same for every caller (nothing to probe)."""
+
+
 async def _refuse(send: Send, status: int, challenge: str) -> None:
+    kind = next((k for k in ("insufficient_scope", "invalid_token") if f'error="{k}"' in challenge), "unauthorized")
+    body = _REFUSALS[kind]
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")],
+            "headers": [
+                (b"www-authenticate", challenge.encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _bearer(scope: Scope) -> str | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar, cast
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import (
@@ -28,7 +29,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types import Tool as MCPTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Gateway, result_payload
 from ..core.bounds import too_many_calls
@@ -40,6 +41,7 @@ from ..identity import Principal
 from ..model import Denied, ErrorResult, Ok, PendingApproval
 from ..runtime import BackgroundSync
 from ..tracing import span
+from .argument_errors import plain_argument_errors
 from .elicitation import HumanElicitation, request_state_security
 
 if TYPE_CHECKING:
@@ -97,6 +99,19 @@ def _shaped(data: dict[str, Any]) -> CallToolResult:
     )
 
 
+def package_version() -> str:
+    """The installed distribution's version (what ``pip show mcp-action-gateway`` says), else the
+    source tree's own (a checkout run with ``PYTHONPATH``): ``initialize`` reports it as serverInfo."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import __version__
+
+    try:
+        return version("mcp-action-gateway")
+    except PackageNotFoundError:
+        return __version__
+
+
 class _GatewayServer(MCPServer):
     """The SDK's server, answering an unknown prompt like an unknown resource: JSON-RPC -32602 with
     the name, instead of an internal error (-32603) and a traceback in the log; and, with a
@@ -110,6 +125,17 @@ class _GatewayServer(MCPServer):
         if self.startup is not None:
             self.startup.served.set()
         return tools
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                # The SDK's text is pydantic's report (codes, the input, a URL): said plainly instead.
+                raise ToolError(plain_argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
@@ -155,6 +181,7 @@ def build_mcp_server(
     humans = HumanElicitation(gateway)
     server = _GatewayServer(
         name=name,
+        version=package_version(),
         instructions=INSTRUCTIONS,
         log_level="WARNING",
         lifespan=humans.lifespan,

@@ -49,3 +49,21 @@ def test_validate_and_doctor_refuse_a_front_door_over_plain_http(env: CliEnv) ->
     assert "plain http on a host that is not loopback" in validated.err + validated.out
     report = env.run("doctor")
     assert report.code == 1 and "PROBLEM  manifest" in report.out and "use the https URL" in report.out
+
+
+def test_doctor_says_lexical_only_without_the_embeddings_extra(env: CliEnv) -> None:  # noqa: F811
+    from mcp_gateway.discovery import EmbeddingsUnavailable, providers
+
+    def missing() -> None:
+        raise EmbeddingsUnavailable("numpy is not installed")
+
+    env.monkeypatch.delenv("MCP_GATEWAY_DISCOVERY_MODE", raising=False)  # the manifest's own mode: auto
+    env.monkeypatch.setattr(providers, "local_provider", missing)
+    findings = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
+    said = findings["discovery"]
+    assert said["level"] == "note" and said["message"] == "lexical only — install the embeddings extra for hybrid"
+    assert said["fix"] == "pip install 'mcp-action-gateway[embeddings]'"
+
+    env.monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
+    findings = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
+    assert findings["discovery"]["level"] == "ok" and findings["discovery"]["message"].startswith("lexical only")

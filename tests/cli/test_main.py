@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mcp_gateway import __version__
+from mcp_gateway import __version__, cli
 from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,3 +146,22 @@ def test_only_the_process_own_command_line_freezes_the_heap_at_the_end(
         assert gc.get_freeze_count() > 0 and gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_every_option_and_argument_has_help_text() -> None:
+    import argparse
+
+    def walk(parser: argparse.ArgumentParser, where: str) -> Iterator[tuple[str, argparse.Action]]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{where} {name}")
+            elif not isinstance(action, argparse._HelpAction):
+                yield where, action
+
+    silent = [
+        f"{where}: {'/'.join(action.option_strings) or action.dest}"
+        for where, action in walk(cli.build_parser(), "mcp-gateway")
+        if not action.help
+    ]
+    assert silent == []

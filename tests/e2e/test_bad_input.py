@@ -372,12 +372,22 @@ async def test_wrong_argument_types_give_invalid_args(hostile_env: HostileEnv) -
 
         # Not an object at all: the SDK validates the call tool's own schema first.
         for not_an_object in ([1, 2], "id=1", 42, True):
-            assert_tool_error(await call(not_an_object), "args", "dictionary")
-        assert_tool_error(await client.call_tool("call", {"args": {"id": "1"}}), "tool", "required")
-        assert_tool_error(await client.call_tool("call", {"tool": ["e.items.get"]}), "tool", "string")
-        assert_tool_error(await client.call_tool("call", {"tool": "e.items.get", "fields": "id"}), "fields")
-        assert_tool_error(await client.call_tool("discover", {"query": "items", "limit": "ten"}), "limit")
-        assert_tool_error(await client.call_tool("discover", {"query": "items", "limit": 10_000}), "limit")
+            assert_tool_error(await call(not_an_object), "invalid arguments for call: args must be a JSON object (got ")
+        assert_tool_error(await client.call_tool("call", {"args": {"id": "1"}}), "tool is required")
+        assert_tool_error(
+            await client.call_tool("call", {"tool": ["e.items.get"]}), "tool must be a string (got a list)"
+        )
+        assert_tool_error(
+            await client.call_tool("call", {"tool": "e.items.get", "fields": "id"}), "fields must be a list"
+        )
+        text = assert_tool_error(
+            await client.call_tool("discover", {"query": "items", "limit": "ten"}), "limit must be a whole number"
+        )
+        assert "'ten'" not in text  # the rejected value is not echoed back
+        text = assert_tool_error(
+            await client.call_tool("discover", {"query": "items", "limit": 10_000}), "limit must be"
+        )
+        assert "pydantic" not in text and "[type=" not in text and "http" not in text, text
 
         still = structured(await call({"id": "1"}))
     assert still["status"] == "ok", still

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -27,10 +28,25 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 def test_no_token_or_wrong_token_is_401_without_detail(http_gateway: HttpGateway) -> None:
+    bodies = set()
     for headers in ({}, {"Authorization": "Bearer mgw_wrong"}, {"Authorization": "Basic Zm9vOmJhcg=="}):
         r = httpx2.post(f"{http_gateway.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS | headers)
-        assert r.status_code == 401
-        assert r.content == b""
+        assert r.status_code == 401 and r.headers["content-type"] == "application/json"
+        assert r.json()["error"] == "unauthorized" and "mcp-gateway token create" in r.json()["message"]
+        bodies.add(r.content)
+    assert len(bodies) == 1  # the same short answer whatever was sent: nothing to probe with
+
+
+def test_initialize_reports_the_package_version(http_gateway: HttpGateway, gateway_env: GatewayEnv) -> None:
+    from importlib.metadata import version
+
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    auth = {"Authorization": f"Bearer {token}"}
+    r = httpx2.post(f"{http_gateway.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS | auth)
+    assert r.status_code == 200
+    body = r.text if r.text.startswith("{") else next(x[5:] for x in r.text.splitlines() if x.startswith("data:"))
+    info = json.loads(body)["result"]["serverInfo"]
+    assert info["name"] == "mcp-gateway" and info["version"] == version("mcp-action-gateway") != ""
 
 
 def test_revoked_token_is_401(gateway_env: GatewayEnv, http_gateway: HttpGateway) -> None:

@@ -1,0 +1,90 @@
+"""A meta-tool's bad arguments said in plain words: each parameter named with what it wants.
+
+The SDK checks a tool's arguments against its signature with pydantic and would hand the agent
+pydantic's own report (error codes, the rejected input, a documentation URL). An agent corrects
+itself faster from "limit must be a whole number, at most 50"; the rejected values are not echoed
+back (they are the caller's data, and a pasted secret must not come back in a result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+__all__ = ["plain_argument_errors"]
+
+_WANTS: Mapping[str, str] = {
+    "missing": "is required",
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "list_type": "must be a list",
+    "extra_forbidden": "is not a parameter of this tool",
+}
+
+_KINDS: Mapping[type, str] = {
+    str: "a string",
+    bool: "true/false",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def plain_argument_errors(tool: str, exc: ValidationError) -> str:
+    """``discover: limit must be a whole number (got a string); query is required``."""
+    said = [_one(error) for error in exc.errors(include_url=False)]
+    return f"invalid arguments for {tool}: " + "; ".join(dict.fromkeys(said))
+
+
+def _one(error: ErrorDetails) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "the arguments"
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in _WANTS:  # a wrong type: say what came instead (its kind, never its value)
+        got = "" if kind in ("missing", "extra_forbidden") else _got(error.get("input"))
+        return f"{where} {_WANTS[kind]}{got}"
+    return f"{where} {_bounded(kind, ctx) or _lowered(error['msg'])}"
+
+
+def _bounded(kind: str, ctx: Mapping[str, Any]) -> str | None:
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le')}"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}"
+    if kind == "less_than":
+        return f"must be less than {ctx.get('lt')}"
+    if kind == "greater_than":
+        return f"must be more than {ctx.get('gt')}"
+    if kind == "too_long":
+        return f"must have at most {ctx.get('max_length')} items"
+    if kind == "too_short":
+        return f"must have at least {ctx.get('min_length')} items"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return f"must be at least {ctx.get('min_length')} characters"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    return None
+
+
+def _lowered(message: str) -> str:
+    """Pydantic's own sentence for a case not listed ("Input should be ..." -> "should be ...")."""
+    return message.removeprefix("Input ").removeprefix("Value ")
+
+
+def _got(value: Any) -> str:
+    kind = _KINDS.get(type(value))
+    return f" (got {kind})" if kind else ""
