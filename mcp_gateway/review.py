@@ -209,7 +209,7 @@ def _flags(action: Action, other_tools: list[str], *, trust: Trust) -> list[str]
     if trust == "review" and isinstance(action.binding, McpBinding):
         # The risk an upstream's annotations declare is shown to the operator who approves it: say
         # so when the words disagree ("Delete every record", marked read-only).
-        worded = worded_risk(action.path, action.binding.tool, action.summary, action.description)
+        worded = worded_risk((action.path, action.binding.tool), (action.summary, action.description))
         if worded is not None and _RANK[worded[0]] > _RANK[action.risk]:
             found.append(f"risk: {action.risk}, but its name or text says {worded[1]!r} ({worded[0]})")
     own = action.connector + "."
@@ -290,12 +290,9 @@ _RANK: Final[dict[Risk, int]] = {"read": 0, "write": 1, "destructive": 2}
 
 
 def _forms(verbs: str) -> frozenset[str]:
-    """The verbs and the forms a name or an order uses (``delete``, ``deletes``, ``deleting``);
-    not the past participle, which describes a state (``deleted records``) more often than an act."""
-    out: set[str] = set()
-    for verb in verbs.split():
-        out |= {verb, verb + "s", verb + "es", verb + "ing", verb.removesuffix("e") + "ing"}
-    return frozenset(out)
+    """The verbs as a name or an order uses them (``delete``, ``deletes``): not the participles,
+    which describe more often than they order (``deleted records``, "for editing, use …")."""
+    return frozenset(form for verb in verbs.split() for form in (verb, verb + "s", verb + "es"))
 
 
 _DESTRUCTIVE_WORDS: Final = _forms(
@@ -307,19 +304,37 @@ _WRITE_WORDS: Final = _forms(
 )
 _CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
 _WORD: Final = re.compile(r"[a-z]+")
+_CLAUSES: Final = re.compile(r"[.!?;:,()\n]+|\b(?:and|then|or)\b")
+_LEAD_INS: Final = frozenset(
+    "this it tool will also first finally just simply please permanently immediately irreversibly silently "
+    "quickly automatically that which".split()
+)
 
 
-def worded_risk(*texts: str) -> tuple[Risk, str] | None:
-    """The risk the words of ``texts`` (a tool's name, title, description) speak of, with the word:
-    ``destructive`` for delete/remove/drop/purge…, ``write`` for send/pay/transfer/create…; None
-    when they name no such act. Names are split at ``_ . / -`` and camelCase (``deleteAll``)."""
+def worded_risk(names: Iterable[str], prose: Iterable[str]) -> tuple[Risk, str] | None:
+    """The risk the words of a tool speak of, with the word: ``destructive`` for delete, remove,
+    drop, purge …, ``write`` for send, pay, transfer, create …; None when they name no such act.
+
+    Only words where a verb stands count, so that a read's description naming what it reads
+    ("lists the workspace's updates", "pull requests to merge") does not: the first word of each
+    part of ``names`` (split at ``.`` and ``/``; ``deleteAll``, ``records.purge``), and the first
+    word of each clause of ``prose`` (a title, a description: "Delete every record.", "Lists
+    records, then deletes them"), after lead-ins such as "this tool will"."""
+    starts: list[str] = []
+    for name in names:
+        for part in name.replace("/", ".").split("."):
+            words = _WORD.findall(_CAMEL.sub(r"\1 \2", part).lower())
+            starts += words[:1]
+    for text in prose:
+        for clause in _CLAUSES.split(_CAMEL.sub(r"\1 \2", text).lower()):
+            words = [w for w in _WORD.findall(clause or "") if w not in _LEAD_INS]
+            starts += words[:1]
     found: tuple[Risk, str] | None = None
-    for text in texts:
-        for word in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower()):
-            if word in _DESTRUCTIVE_WORDS:
-                return "destructive", word
-            if found is None and word in _WRITE_WORDS:
-                found = ("write", word)
+    for word in starts:
+        if word in _DESTRUCTIVE_WORDS:
+            return "destructive", word
+        if found is None and word in _WRITE_WORDS:
+            found = ("write", word)
     return found
 
 

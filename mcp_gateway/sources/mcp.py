@@ -87,7 +87,7 @@ def tool_risk(tool: types.Tool, *, trust_annotations: bool, trust: Trust = "pinn
     if trust != "pinned" or declared != "read":
         return declared
     title = tool.title or (hints.title if hints else None) or ""
-    worded = worded_risk(tool.name, title, tool.description or "")
+    worded = worded_risk((tool.name,), (title, tool.description or ""))
     return declared if worded is None else worded[0]
 
 

@@ -135,6 +135,8 @@ def needs_approval(risk: str) -> bool:
         ("cleanup", None, "Remove old entries", "destructive"),
         ("notify", "Sends an email to every customer.", None, "write"),
         ("settle", "Pay the invoice from the company account.", None, "write"),
+        ("list_records", "Lists records, then deletes them.", None, "destructive"),
+        ("sync", "This tool will permanently remove every row.", None, "destructive"),
     ],
 )
 def test_under_pinned_a_read_only_hint_does_not_lower_what_the_words_say(
@@ -150,9 +152,27 @@ def test_under_pinned_a_read_only_hint_does_not_lower_what_the_words_say(
 
 
 def test_under_pinned_a_read_only_tool_whose_words_name_no_act_stays_a_read() -> None:
-    listed = tool("list_records", description="Lists records; deleted ones are left out.", read_only_hint=True)
-    assert normalize_mcp_tools("up", [listed], trust="pinned")[0].risk == "read"
+    for description in (
+        "Lists records; deleted ones are left out.",
+        "Lists the workspace's updates and the pull requests to merge. For editing, use edit_record.",
+    ):
+        listed = tool("list_records", description=description, read_only_hint=True)
+        assert normalize_mcp_tools("up", [listed], trust="pinned")[0].risk == "read", description
     # And an operator's risk override wins over the words too.
     wiper = tool("wipe_cache", read_only_hint=True)
     assert normalize_mcp_tools("up", [wiper], trust="pinned", risk_overrides={"wipe_cache": "read"})[0].risk == "read"
     assert normalize_mcp_tools("up", [wiper], trust="pinned")[0].risk == "destructive"
+
+
+@pytest.mark.parametrize(
+    "capture", ["server-filesystem", "mcp-server-git", "notion-mcp-server", "server-everything", "playwright-mcp"]
+)
+def test_real_servers_read_only_tools_stay_reads_under_pinned(capture: str) -> None:
+    import json
+    from pathlib import Path
+
+    listing = Path(__file__).parents[1] / "data" / "mcp" / f"{capture}.tools-list.json"
+    tools = [types.Tool.model_validate(t) for t in json.loads(listing.read_text())["result"]["tools"]]
+    trusted = normalize_mcp_tools("up", tools, trust="auto")
+    assert any(a.risk == "read" for a in trusted)
+    assert [a.risk for a in normalize_mcp_tools("up", tools, trust="pinned")] == [a.risk for a in trusted]
