@@ -308,7 +308,7 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
     was and the reason is returned (and logged), so a half-edited file never takes effect."""
     before = {c.slug: c for c in gateway.manifest.connectors}
     try:
-        manifest = load_manifest(settings.manifest_path)
+        manifest = discovery_override(load_manifest(settings.manifest_path), settings.env)
         await gateway.reload(manifest)
     except GatewayError as exc:
         logger.warning("manifest reload refused, keeping the previous one: %s", exc)

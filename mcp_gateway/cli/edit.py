@@ -376,9 +376,50 @@ async def cmd_add(args: argparse.Namespace) -> int:
     manifest = _check(path, "".join(lines), original)
     slug = entry["slug"]
     sys.stderr.write(f"added {slug} to {path}\n")
-    if args.no_sync:
-        return 0
-    return await _sync_one(args, manifest, slug)
+    code = 0 if args.no_sync else await _sync_one(args, manifest, slug)
+    await _tell_running_server(args, path)
+    return code
+
+
+SERVER_TAKES_SECONDS = 15.0
+"""How long ``add`` and ``remove`` wait for a running server to reload the edited manifest (it looks
+at the file every second, then syncs what changed)."""
+
+
+async def _tell_running_server(args: argparse.Namespace, path: Path) -> None:
+    """Say whether a gateway serving from this state folder took the edit: it reloads a changed
+    manifest by itself and records the digest of what it loaded (``served.py``)."""
+    import anyio.to_thread
+
+    await anyio.to_thread.run_sync(_wait_for_running_server, args.settings.state_dir, path)
+
+
+def _wait_for_running_server(state_dir: Path, path: Path) -> None:
+    import time
+
+    from ..served import manifest_digest, read_served
+
+    served = read_served(state_dir)
+    if served is None:
+        return
+    where = f"the server at {served.url} (pid {served.pid})"
+    if served.manifest != str(path.resolve()):
+        sys.stderr.write(f"note: {where} reads another manifest ({served.manifest}): this change is not for it\n")
+        return
+    wanted = manifest_digest(path)
+    deadline = time.monotonic() + SERVER_TAKES_SECONDS
+    while served is not None and served.manifest_digest != wanted and time.monotonic() < deadline:
+        time.sleep(0.2)
+        served = read_served(state_dir)
+    if served is None:
+        sys.stderr.write(f"note: {where} stopped before it took the change\n")
+    elif served.manifest_digest == wanted:
+        sys.stderr.write(f"{where} took the change\n")
+    else:
+        sys.stderr.write(
+            f"note: {where} has not taken the change yet; its log says why (it keeps the previous manifest "
+            "when the new one does not load)\n"
+        )
 
 
 async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
@@ -447,6 +488,7 @@ async def cmd_remove(args: argparse.Namespace) -> int:
         text = _drop_grants(text, slug)
     _check(path, text, original)
     sys.stderr.write(f"removed {slug} from {path} (its stored credential stays until the project changes)\n")
+    await _tell_running_server(args, path)
     return 0
 
 
