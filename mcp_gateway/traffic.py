@@ -4,6 +4,11 @@
   (a ``policy`` matcher over the qualified name). A call takes one token from every bucket that
   applies, or none: when any bucket is empty the call is refused with ``retry_after`` = the time
   until that bucket has a token again, and the other buckets keep theirs.
+- **Discovery** (``discover``, ``describe``) answers from memory but costs ranking and a result of
+  several KB each, so it is limited too: every agent-scoped rule with a rate gives the agent a
+  separate discovery bucket ``DISCOVERY_FACTOR`` times as generous (rate and burst), since a task
+  looks up a few actions for every call it makes. The call buckets are not touched by discovery,
+  nor the discovery buckets by calls.
 - **Concurrency caps** bound calls in flight for the same scopes; a slot is held for the call's
   duration (``Admission`` is a context manager) and released however the call ends.
 - **The circuit breaker** counts consecutive upstream failures per connector. After ``threshold``
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = [
+    "DISCOVERY_FACTOR",
     "Admission",
     "AsyncBucketStore",
     "BucketStore",
@@ -39,6 +45,9 @@ __all__ = [
 ]
 
 Scope = Literal["agent", "connector", "action"]
+
+DISCOVERY_FACTOR = 4.0
+"""How much more generous an agent's discovery bucket is than its call bucket (rate and burst)."""
 Monotonic = Callable[[], float]
 
 
@@ -274,6 +283,30 @@ class TrafficControl:
                 self._in_flight[key] -= 1
 
         return Admission(release)
+
+    async def admit_discovery(self, *, agent: str) -> Refusal | None:
+        """Take a token from each of ``agent``'s discovery buckets (one per agent-scoped rule with a
+        rate, ``DISCOVERY_FACTOR`` times its size), or refuse saying which and for how long."""
+        taken: list[tuple[str, float, float]] = []
+        for rule in self._rules:
+            if rule.scope != "agent" or rule.rate is None or not rule.matches(agent):
+                continue
+            key = f"{rule.name}\0discovery\0{agent}"
+            rate, capacity = rule.rate * DISCOVERY_FACTOR, rule.capacity * DISCOVERY_FACTOR
+            wait = await self._tokens.take(key, rate=rate, capacity=capacity)
+            if wait > 0:
+                for held in taken:
+                    await self._tokens.give_back(held[0], rate=held[1], capacity=held[2])
+                retry = _ceil_tenth(wait)
+                return Refusal(
+                    reason="rate_limited",
+                    scope=f"{rule.name} (discovery)",
+                    retry_after=retry,
+                    message=f"The discovery rate limit for {rule.name} ({rate:g} discover or describe requests/s, "
+                    f"{DISCOVERY_FACTOR:g} times its call rate) is reached; retry in {retry:g} s.",
+                )
+            taken.append((key, rate, capacity))
+        return None
 
     async def _give_back(self, taken: Sequence[LimitRule], keys: dict[str, str]) -> None:
         for rule in taken:

@@ -155,3 +155,22 @@ def test_the_circuit_opens_after_consecutive_failures_then_lets_one_trial_throug
 def test_breaker_arguments_are_checked() -> None:
     with pytest.raises(ValueError):
         CircuitBreaker(threshold=0)
+
+
+@pytest.mark.anyio
+async def test_discovery_has_its_own_more_generous_bucket_per_agent() -> None:
+    tick = Tick()
+    tc = TrafficControl([rule("agent", rate=1, burst=2)], clock=tick)
+    assert [isinstance(await admit(tc), Admission) for _ in range(3)] == [True, True, False]  # the calls' bucket
+    # An empty call bucket leaves discovery alone: 4 times the burst, then a refusal that says why.
+    assert [await tc.admit_discovery(agent="bot") for _ in range(8)] == [None] * 8
+    refused = await tc.admit_discovery(agent="bot")
+    assert refused is not None and refused.reason == "rate_limited" and refused.retry_after == 0.3
+    assert refused.scope == "agent:* (discovery)" and "4 discover or describe requests/s" in refused.message
+    assert await tc.admit_discovery(agent="other") is None  # every agent has its own
+    tick.now += 0.25  # 4/s: one more token
+    assert await tc.admit_discovery(agent="bot") is None
+    # ... and discovery takes nothing from the call bucket.
+    tick.now += 1.0
+    assert isinstance(await admit(tc), Admission)
+    assert await TrafficControl([rule("connector", rate=1, burst=1)], clock=tick).admit_discovery(agent="bot") is None

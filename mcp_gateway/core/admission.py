@@ -98,6 +98,15 @@ class TrafficGate:
             return refusal_result(refusal)
         return admitted
 
+    async def admit_discovery(self, manifest: Manifest, principal: Principal) -> ErrorResult | None:
+        """None when ``principal`` may discover or describe now, else the ``rate_limited`` result
+        (its agent's discovery bucket, ``traffic.DISCOVERY_FACTOR`` times its call limit, is empty)."""
+        self._adopt(manifest)
+        if not self._control:
+            return None
+        refusal = await self._control.admit_discovery(agent=principal.agent or principal.user)
+        return None if refusal is None else refusal_result(refusal)
+
     def breaker_refusal(self, connector: str) -> Refusal | None:
         breaker = self._breakers.get(connector)
         return None if breaker is None else breaker.check(connector)

@@ -277,10 +277,14 @@ class Gateway:
         connector: str | None = None,
         limit: int = 10,
         detail: bool = False,
-    ) -> DiscoverResult:
+    ) -> DiscoverResult | ErrorResult:
         """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
-        so an agent can call the top hit without a ``describe`` round trip."""
+        so an agent can call the top hit without a ``describe`` round trip. ``rate_limited`` when the
+        agent's discovery bucket is empty (``TrafficGate.admit_discovery``)."""
         started = time.perf_counter()
+        limited = await self.calls.traffic.admit_discovery(self.catalogs.manifest, principal)
+        if limited is not None:
+            return limited
         await self.catalogs.refresh_decisions()
         visible = self.permissions.visible(principal)
         if connector is not None:
@@ -325,6 +329,9 @@ class Gateway:
         )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
+        limited = await self.calls.traffic.admit_discovery(self.catalogs.manifest, principal)
+        if limited is not None:
+            return limited
         await self.catalogs.refresh_decisions()
         action = self.permissions.lookup(principal, tool)
         if action is None:

@@ -89,7 +89,9 @@ def build_http_app(
         session_idle_timeout=limits.session_idle_timeout,
     )
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
-    gate = Gate(app, tokens, front_door, gateway.store_health, mcp=manager.handle_request)
+    from .retry_after import with_retry_after  # rate-limited answers carry Retry-After too
+
+    gate = Gate(app, tokens, front_door, gateway.store_health, mcp=with_retry_after(manager.handle_request))
     return HostGuard(gate, allowed)
 
 

@@ -124,6 +124,20 @@ async def test_limits_are_per_agent_and_by_action_pattern(tmp_path: Path, fake: 
         assert isinstance(second, ErrorResult) and second.reason == "rate_limited" and "action:" in second.message
 
 
+async def test_discover_and_describe_are_inside_the_agents_discovery_limit(tmp_path: Path, fake: FakeTime) -> None:
+    async with _gateway(tmp_path, _text("limits:\n  - {agent: '*', rate: 1, burst: 1}\n"), fake) as h:
+        alice = Principal("alice")
+        assert (await h.gateway.call(alice, "api.items.get", {"id": "1"})).status == "ok"
+        assert (await h.gateway.call(alice, "api.items.get", {"id": "1"})).status == "error"  # calls: empty
+        answered = [await h.gateway.discover(alice, "items") for _ in range(2)]
+        answered += [await h.gateway.describe(alice, "api.items.get") for _ in range(2)]
+        assert not any(isinstance(r, ErrorResult) for r in answered)  # 4x the burst, apart from calls
+        for limited in (await h.gateway.discover(alice, "items"), await h.gateway.describe(alice, "api.items.get")):
+            assert isinstance(limited, ErrorResult) and limited.reason == "rate_limited", limited
+            assert limited.retry_after is not None and "discovery rate limit" in limited.message
+        assert not isinstance(await h.gateway.discover(Principal("bob"), "items"), ErrorResult)
+
+
 async def test_a_concurrency_cap_refuses_the_call_over_it(tmp_path: Path, fake: FakeTime) -> None:
     async with _gateway(tmp_path, _text("limits:\n  - {connector: api, concurrency: 2}\n"), fake) as h:
         release = anyio.Event()

@@ -1,0 +1,49 @@
+"""Rate limits over real HTTP: discovery has its own per-agent bucket, and a rate-limited answer on
+``/mcp`` carries an HTTP ``Retry-After`` header beside ``retry_after`` in its body."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import httpx2
+
+from .conftest import GatewayEnv, serving
+from .test_http_transport import INITIALIZE, MCP_HEADERS
+
+
+def tool_call(http: httpx2.Client, url: str, n: int, name: str, arguments: dict[str, Any]) -> httpx2.Response:
+    message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return http.post(f"{url}/mcp", json=message)
+
+
+def test_a_rate_limited_answer_carries_retry_after(gateway_env: GatewayEnv) -> None:
+    # One call every 100 s per agent; discovery gets four times that: a burst of four.
+    text = gateway_env.manifest.read_text()
+    gateway_env.manifest.write_text(text + "limits:\n  - {agent: '*', rate: 0.01, burst: 1}\n")
+    gateway_env.cli("secret", "set", "bearer_api", input="bearer-secret-value")
+    with serving(gateway_env) as server:
+        token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+        headers = MCP_HEADERS | {"Authorization": f"Bearer {token}"}
+        with httpx2.Client(headers=headers, timeout=30) as http:
+            init = http.post(f"{server.url}/mcp", json=INITIALIZE)
+            http.headers["mcp-session-id"] = init.headers["mcp-session-id"]
+            http.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+            called = tool_call(http, server.url, 2, "call", {"tool": "bearer_api.items.get", "args": {"id": "1"}})
+            assert called.status_code == 200 and "retry-after" not in called.headers
+            assert json.loads(called.content)["result"]["structuredContent"]["status"] == "ok"
+            limited = tool_call(http, server.url, 3, "call", {"tool": "bearer_api.items.get", "args": {"id": "1"}})
+            body = json.loads(limited.content)["result"]["structuredContent"]
+            assert body["reason"] == "rate_limited" and body["retry_after"] > 90
+            assert limited.headers["retry-after"] == str(math.ceil(body["retry_after"]))
+
+            # The call bucket is empty; discovery still answers, from its own bucket, then stops too.
+            found = [tool_call(http, server.url, 10 + i, "discover", {"query": "items"}) for i in range(4)]
+            assert all(json.loads(r.content)["result"]["structuredContent"].get("results") for r in found)
+            assert all("retry-after" not in r.headers for r in found)
+            stopped = tool_call(http, server.url, 20, "describe", {"tool": "bearer_api.items.get"})
+            shown = json.loads(stopped.content)["result"]["structuredContent"]
+            assert shown["reason"] == "rate_limited" and "discovery rate limit" in shown["message"]
+            assert int(stopped.headers["retry-after"]) >= 1
