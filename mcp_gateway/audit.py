@@ -196,7 +196,7 @@ class Auditor:
         self._stopped = anyio.Event()
         self._stopped.set()
         self._journal = journal
-        self._retry_for = retry_for
+        self.retry_for = retry_for
         self._replay_every = replay_every
         self.journal_pending = journal is not None and journal.pending()
         """Rows may wait in the journal: the replay task runs, and a committed row wakes it."""
@@ -268,7 +268,7 @@ class Auditor:
         Shielded: the call was decided, and a caller cancelled now must not lose its row."""
         journaled = False
         with anyio.CancelScope(shield=True):
-            deadline = anyio.current_time() + self._retry_for
+            deadline = anyio.current_time() + self.retry_for
             delay = RETRY_FIRST_DELAY
             while (left := deadline - anyio.current_time()) > 0:
                 await anyio.sleep(min(delay, left))

@@ -20,7 +20,7 @@ import anyio.to_thread
 import httpx2
 
 from .approvals import ApprovalService
-from .audit import Auditor
+from .audit import RETRY_SECONDS, Auditor
 from .catalog_memory import collect_frozen_garbage, limit_malloc_arenas
 from .clock import Clock, SystemClock
 from .core import Gateway
@@ -167,7 +167,7 @@ async def open_gateway(
                 links=links,
                 approvals=ApprovalService(store, clock),
                 # Outcome rows the store refuses wait in the state folder until it answers again.
-                auditor=Auditor(store, journal=AuditJournal(settings.state_dir)),
+                auditor=Auditor(store, journal=AuditJournal(settings.state_dir), retry_for=_audit_retry(settings.env)),
                 mcp=mcp,
                 page_key=derive_key(master_key, "pages", manifest.project),
                 traffic=traffic_gate(store),
@@ -241,6 +241,25 @@ DISCOVERY_SECRET = ("_discovery", "embeddings")
 DISCOVERY_MODE_ENV = "MCP_GATEWAY_DISCOVERY_MODE"
 """Overrides the manifest's ``discovery.mode`` (``auto``, ``lexical``, ``hybrid``): e.g. ``lexical`` for a
 short-lived command or a test run that should not load the model."""
+
+
+AUDIT_RETRY_ENV = "MCP_GATEWAY_AUDIT_RETRY_SECONDS"
+"""How long a call holds its answer retrying an outcome row the database refused before it journals
+the row (``audit.RETRY_SECONDS`` unless set): longer for a database whose failover takes longer."""
+MAX_AUDIT_RETRY = 300.0
+
+
+def _audit_retry(env: Mapping[str, str]) -> float:
+    text = (env.get(AUDIT_RETRY_ENV) or "").strip()
+    if not text:
+        return RETRY_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_AUDIT_RETRY:  # NaN fails both
+        raise GatewayError(f"${AUDIT_RETRY_ENV} must be a number of seconds from 0 to 300, not {text[:40]!r}")
+    return seconds
 
 
 def discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:

@@ -207,3 +207,15 @@ async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> Non
             gw.http.cookies.extract_cookies(answer)  # what the client does with every answer
         assert len(gw.http.cookies.jar) == 0
         assert "cookie" not in gw.http.build_request("GET", "http://127.0.0.1:9/notes").headers
+
+
+async def test_the_audit_retry_window_comes_from_the_environment(tmp_path: Path) -> None:
+    manifest = parse_manifest(SMALL, base_dir=tmp_path)
+    env = {"MCP_GATEWAY_MASTER_KEY": KEY, "MCP_GATEWAY_AUDIT_RETRY_SECONDS": "0.25"}
+    async with open_gateway(Settings.from_env(env, state_dir=str(tmp_path)), manifest=manifest) as gw:
+        assert gw.auditor.retry_for == 0.25
+    for bad in ("soon", "-1", "nan", "301"):
+        env["MCP_GATEWAY_AUDIT_RETRY_SECONDS"] = bad
+        with pytest.raises(GatewayError, match="MCP_GATEWAY_AUDIT_RETRY_SECONDS must be a number"):
+            async with open_gateway(Settings.from_env(env, state_dir=str(tmp_path)), manifest=manifest):
+                pass

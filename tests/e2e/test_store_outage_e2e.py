@@ -5,29 +5,21 @@ outage once when it starts and once when it ends, without a traceback."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import httpx2
 import pytest
 
+from tests.support.mcp_http import message, open_session
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, postgres_missing, start_cluster
 
 from .conftest import GatewayEnv, HttpGateway
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}},
-}
 WORKERS = 4
 OUTAGE_SECONDS = 10
 
@@ -46,22 +38,13 @@ def cluster() -> Iterator[PostgresCluster]:
         cluster.stop()
 
 
-def _message(response: httpx2.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                return json.loads(line[5:])
-        return {}
-    return response.json()
-
-
 def _classify(response: httpx2.Response) -> str:
     if response.status_code == 503:
         body = response.json()
         return "store_unavailable" if body.get("error") == "store_unavailable" else "bad:503"
     if response.status_code != 200:
         return f"bad:{response.status_code}"
-    result = _message(response).get("result") or {}
+    result = message(response).get("result") or {}
     payload = result.get("structuredContent") or {}
     if payload.get("status") == "ok":
         return "ok"
@@ -81,16 +64,8 @@ async def test_postgres_outage_under_load(gateway_env: GatewayEnv, cluster: Post
     down_at = up_at = float("inf")
 
     async def worker(n: int) -> None:
-        auth = HEADERS | {"Authorization": f"Bearer {token}"}
         async with httpx2.AsyncClient(timeout=30) as http:
-            init = await http.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=auth)
-            assert init.status_code == 200, init.text
-            session = init.headers.get("mcp-session-id")
-            if session:
-                auth = auth | {"mcp-session-id": session}
-            await http.post(
-                f"{gateway.url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=auth
-            )
+            auth = await open_session(http, gateway.url, token)
             i = 0
             while not stop.is_set():
                 i += 1
