@@ -20,7 +20,7 @@ The format holds whatever a library logs or prints: a log shipper reading JSON l
 splits anything else, and an operator reading text should not meet a traceback for an event the
 gateway expects. So every record's message is one line (control characters escaped: a peer's text
 cannot forge a line or drive the terminal), warnings go through logging, a stdio child's stderr is
-read into records (``execution/child_stderr.py``), and in text format an exception logged by the
+read into records (``execution/child_output.py``), and in text format an exception logged by the
 MCP SDK -- a peer speaking the protocol wrong, an upstream's garbage on stdout, an expected fault --
 is summarised on the record's line, its traceback shown only at debug level. The gateway's own
 unexpected failures keep their traceback.
@@ -146,11 +146,11 @@ class TextFormatter(logging.Formatter):
             if self._tracebacks or not _peer_fault(record.name):
                 if record.exc_info and not record.exc_text:
                     record.exc_text = self.formatException(record.exc_info)
-                line += "\n" + (record.exc_text or "")
+                line += "\n" + escaped(record.exc_text or "", lines=True)  # its message may quote a peer
             else:
                 line += f" ({_summary(record)})"
         if record.stack_info:
-            line += "\n" + self.formatStack(record.stack_info)
+            line += "\n" + escaped(self.formatStack(record.stack_info), lines=True)
         return line
 
 

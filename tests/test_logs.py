@@ -135,9 +135,9 @@ def test_an_sdk_fault_is_one_line_in_text_and_its_traceback_only_at_debug() -> N
     assert "Traceback (most recent call last)" in debug
 
 
-def test_the_gateways_own_failure_keeps_its_traceback() -> None:
-    line = TextFormatter().format(_record("mcp_gateway.core.calls", "call failed", error=_raised("bug")))
-    assert "Traceback (most recent call last)" in line and line.endswith("ValueError: bug")
+def test_the_gateways_own_failure_keeps_its_traceback_escaped() -> None:
+    line = TextFormatter().format(_record("mcp_gateway.core.calls", "call failed", error=_raised("bug \x1b[2J")))
+    assert "Traceback (most recent call last)" in line and line.endswith("ValueError: bug \\x1b[2J")
 
 
 def test_a_summary_is_redacted_though_it_is_made_from_the_exception_itself() -> None:

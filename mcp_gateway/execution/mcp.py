@@ -118,7 +118,7 @@ class McpExecutor:
     Args:
         base_dir: where a relative ``cwd`` of a stdio server resolves (the manifest's folder).
         errlog: where stdio servers' stderr goes as is; by default it is read line by line into the
-            log, redacted (``execution/child_stderr.py``).
+            log, redacted (``execution/child_output.py``).
     """
 
     def __init__(self, *, base_dir: Path | None = None, errlog: Any = None) -> None:

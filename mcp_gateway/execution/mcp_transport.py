@@ -30,7 +30,7 @@ import httpx2
 
 from ..errors import GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
-from .child_stderr import child_stderr
+from .child_output import child_stderr
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError

@@ -1,4 +1,5 @@
-"""What a stdio upstream writes to stderr, read line by line into the gateway's log.
+"""What a stdio upstream writes besides the protocol -- its stderr, and stray lines on its stdout --
+as log records, redacted and escaped.
 
 A child started with a credential in its environment may print it: a debug line, a crash dump of
 its environment, a base64 ``Authorization`` header. Inherited, its stderr would be the gateway's
@@ -9,6 +10,12 @@ has opened redacted (``logs.known_secrets``, the same set the log filter uses), 
 characters escaped, cut at ``MAX_LINE``. One record a line keeps the log's format (one JSON object
 a line with ``--log-format json``); WARNING keeps it visible at the default level, where "its stderr
 is in the gateway's log" sends the operator.
+
+A stdout line that is not JSON-RPC is read by the MCP SDK, which logs a parse error carrying a
+pydantic traceback whose ``input_value`` is the line cut in its middle: a secret across the cut
+would no longer match any form the filter knows, and its first half would be logged. ``StrayStdout``
+rewrites that record from the whole line (``ValidationError.errors()`` keeps it), redacted and
+escaped the same way, on one line and without the SDK's traceback.
 """
 
 from __future__ import annotations
@@ -21,11 +28,12 @@ from contextlib import asynccontextmanager
 from typing import Final, TextIO
 
 import anyio
+from pydantic import ValidationError
 
 from ..escapes import escaped
 from ..logs import known_secrets
 
-__all__ = ["MAX_LINE", "child_stderr"]
+__all__ = ["MAX_LINE", "StrayStdout", "child_stderr"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +48,13 @@ open is not waited for longer."""
 
 @asynccontextmanager
 async def child_stderr(slug: str) -> AsyncIterator[TextIO]:
-    """The write end of a pipe to give a child as its stderr; its lines are logged for ``slug``.
+    """The write end of a pipe to give a child as its stderr; its lines are logged for ``slug``
+    (and the SDK's record of a stray stdout line is rewritten, ``StrayStdout``).
 
-    Close it once the child is started (the child holds its own copy): the reader ends when every
-    copy is closed. Leaving the block closes it too, started or not, and waits ``LAST_WORDS`` at
-    most for the reader to end."""
+        Close it once the child is started (the child holds its own copy): the reader ends when every
+        copy is closed. Leaving the block closes it too, started or not, and waits ``LAST_WORDS`` at
+        most for the reader to end."""
+    _STRAY.install()
     read_fd, write_fd = os.pipe()
     try:
         writer = os.fdopen(write_fd, "w")
@@ -77,9 +87,45 @@ def _read(read_fd: int, slug: str) -> None:
             cut = long  # the rest of a long line, up to its newline, is dropped
 
 
+def _shown(text: str, *, cut: bool) -> str:
+    # A cut may split a secret: the redactor then drops a tail that starts one.
+    return escaped(known_secrets().redact(text, truncated=cut)) + (" [cut]" if cut else "")
+
+
 def _log(slug: str, text: str, *, cut: bool) -> None:
     if not text.strip():
         return
-    # A cut may split a secret: the redactor then drops a tail that starts one.
-    shown = escaped(known_secrets().redact(text, truncated=cut)) + (" [cut]" if cut else "")
+    shown = _shown(text, cut=cut)
     logger.warning("%s's MCP server (stderr): %s", slug, shown, extra={"connector": slug})
+
+
+_SDK_PARSE_ERROR: Final = "Failed to parse JSONRPC message from server"
+_SDK_LOGGER: Final = "mcp.client.stdio"
+
+
+class StrayStdout(logging.Filter):
+    """On the SDK's stdio logger: its parse-error record for a stdout line that is not JSON-RPC,
+    rewritten from the whole line (redacted, escaped, cut at ``MAX_LINE``), without the traceback."""
+
+    def install(self) -> None:
+        sdk = logging.getLogger(_SDK_LOGGER)
+        if self not in sdk.filters:
+            sdk.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != _SDK_PARSE_ERROR or not record.exc_info:
+            return True
+        exc = record.exc_info[1]
+        errors = exc.errors() if isinstance(exc, ValidationError) else []
+        line = errors[0].get("input") if errors else None
+        if isinstance(line, str):
+            cut = len(line) > MAX_LINE
+            shown = _shown(line[:MAX_LINE], cut=cut)
+            record.msg, record.args = "%s: a line on its stdout is not JSON-RPC: %s", (_SDK_PARSE_ERROR, shown)
+        else:  # not the shape expected: its kind only, for the SDK's message may quote the line
+            record.msg, record.args = "%s (%s)", (_SDK_PARSE_ERROR, type(exc).__name__)
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+_STRAY = StrayStdout()

@@ -1,4 +1,5 @@
-"""A stdio child's stderr becomes log records: one a line, redacted in every encoding, escaped, cut."""
+"""What a stdio child writes besides the protocol becomes log records: its stderr one record a line,
+redacted in every encoding, escaped, cut; a stray stdout line the SDK could not parse, whole and redacted."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import sys
 
 import anyio
 import pytest
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcp_gateway.execution.child_stderr import MAX_LINE, child_stderr
+from mcp_gateway.execution.child_output import MAX_LINE, child_stderr
 from mcp_gateway.logs import known_secrets
 from mcp_gateway.secrets import SecretValue
 
@@ -24,14 +26,14 @@ def anyio_backend() -> str:
 
 async def run_child(code: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     """Run ``code`` in a real child process whose stderr is ``child_stderr``'s pipe; its records."""
-    caplog.set_level(logging.WARNING, logger="mcp_gateway.execution.child_stderr")
+    caplog.set_level(logging.WARNING, logger="mcp_gateway.execution.child_output")
     async with child_stderr("lab") as errlog:
         async with await anyio.open_process([sys.executable, "-c", code], stderr=errlog) as child:  # as the SDK does
             errlog.close()  # as the transport does once the child has its copy
             with anyio.fail_after(30):
                 assert await child.wait() == 0
     # Leaving the block waited for the reader: everything the child wrote is logged by now.
-    return [r for r in caplog.records if r.name == "mcp_gateway.execution.child_stderr"]
+    return [r for r in caplog.records if r.name == "mcp_gateway.execution.child_output"]
 
 
 @pytest.mark.anyio
@@ -65,3 +67,24 @@ async def test_a_long_line_is_cut_and_a_secret_at_the_cut_does_not_leak(caplog: 
     assert len(messages) == 2 and messages[1].endswith(": done")
     assert messages[0].endswith("[redacted] [cut]") and len(messages[0]) < MAX_LINE + 100
     assert CANARY[: len(CANARY) // 2] not in messages[0]
+
+
+@pytest.mark.anyio
+async def test_a_stray_stdout_line_is_logged_whole_and_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    known_secrets().add(SecretValue(CANARY))
+    line = "x" * 10 + CANARY + "\x1b[2J" + "y" * 60  # pydantic's own text cuts it in the middle of the secret
+    code = f"import sys; print({line!r}, flush=True); sys.stdin.read()"
+    caplog.set_level(logging.WARNING, logger="mcp.client.stdio")
+    params = StdioServerParameters(command=sys.executable, args=["-c", code])
+    async with child_stderr("lab") as errlog, stdio_client(params, errlog=errlog) as (read, _):
+        errlog.close()
+        with anyio.fail_after(30):
+            assert isinstance(await read.receive(), Exception)  # what the SDK hands the session
+    records = [r for r in caplog.records if r.name == "mcp.client.stdio"]
+    assert [r.getMessage() for r in records] == [
+        "Failed to parse JSONRPC message from server: a line on its stdout is not JSON-RPC: "
+        + "x" * 10
+        + "[redacted]\\x1b[2J"
+        + "y" * 60
+    ]
+    assert records[0].exc_info is None and records[0].exc_text is None  # no traceback quoting the cut line
