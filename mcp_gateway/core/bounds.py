@@ -3,33 +3,16 @@
 A misbehaving or hostile agent could open many slow calls, many ``wait`` sleepers (each parks a
 task for up to two minutes) or many URL-elicitation watchers (each polls the store until its link
 expires). ``Slots`` counts what each key holds and refuses past a cap; the refusal is an
-``ErrorResult`` with reason ``rate_limited`` and a message that says what to do.
+``ErrorResult`` with reason ``rate_limited`` and a message that says what to do. The caps are the
+manifest's ``agent_limits`` (``AgentLimitsConfig``: its defaults when the manifest says nothing).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from ..manifest import AgentLimitsConfig
 from ..model import ErrorResult
 
-__all__ = [
-    "MAX_CALLS",
-    "MAX_WAITS",
-    "MAX_WATCHERS_PER_AGENT",
-    "MAX_WATCHERS_PER_SESSION",
-    "Bounds",
-    "Holding",
-    "Slots",
-]
-
-MAX_CALLS = 16
-"""Calls one agent (or one MCP session) may have running at once."""
-MAX_WAITS = 8
-"""Calls one agent may have sleeping on a human's approval (``wait``) at once."""
-MAX_WATCHERS_PER_SESSION = 8
-"""URL-elicitation completion watchers one MCP session may have at once."""
-MAX_WATCHERS_PER_AGENT = 32
-"""... and one agent, over all its sessions."""
+__all__ = ["Bounds", "Holding", "Slots"]
 
 
 class Slots:
@@ -82,12 +65,22 @@ class Holding:
             self._slots.give(*self._keys)
 
 
-@dataclass
 class Bounds:
-    calls: Slots = field(default_factory=lambda: Slots(MAX_CALLS))
-    waits: Slots = field(default_factory=lambda: Slots(MAX_WAITS))
-    watchers_per_session: Slots = field(default_factory=lambda: Slots(MAX_WATCHERS_PER_SESSION))
-    watchers_per_agent: Slots = field(default_factory=lambda: Slots(MAX_WATCHERS_PER_AGENT))
+    """The four caps of ``agent_limits``. ``adopt`` changes the caps in place (a reloaded manifest):
+    what is held stays held, and a lowered cap refuses new takers until enough are given back."""
+
+    def __init__(self, config: AgentLimitsConfig | None = None) -> None:
+        config = config or AgentLimitsConfig()
+        self.calls = Slots(config.running_calls)
+        self.waits = Slots(config.waiting_calls)
+        self.watchers_per_session = Slots(config.watchers_per_session)
+        self.watchers_per_agent = Slots(config.watchers_per_agent)
+
+    def adopt(self, config: AgentLimitsConfig) -> None:
+        self.calls.limit = config.running_calls
+        self.waits.limit = config.waiting_calls
+        self.watchers_per_session.limit = config.watchers_per_session
+        self.watchers_per_agent.limit = config.watchers_per_agent
 
 
 def too_many_calls(limit: int) -> ErrorResult:
@@ -95,6 +88,7 @@ def too_many_calls(limit: int) -> ErrorResult:
         reason="rate_limited",
         message=f"This agent already has {limit} calls running, the most it may have at once. Wait for some "
         "to finish, then call again.",
+        hint="The operator sets this cap in the manifest: agent_limits.running_calls.",
     )
 
 
@@ -104,4 +98,5 @@ def too_many_waits(limit: int, approval_id: str, approval_url: str) -> ErrorResu
         message=f"This agent already has {limit} calls waiting for a human's approval, the most it may have at "
         f"once, so this one does not wait. Its approval was requested ({approval_id}): show the human "
         f"{approval_url}, then call again with approval_id once they decide.",
+        hint="The operator sets this cap in the manifest: agent_limits.waiting_calls.",
     )

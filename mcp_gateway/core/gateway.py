@@ -160,7 +160,7 @@ class Gateway:
             self.metrics, catalogs=self.catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
         )
         """Renders ``/metrics`` (scrape-time gauges refreshed)."""
-        self.bounds = Bounds()
+        self.bounds = Bounds(manifest.agent_limits)
         """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
         self.calls = CallPipeline(
             catalogs=self.catalogs,
@@ -193,7 +193,11 @@ class Gateway:
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
-        return self._synced(await self.catalogs.reload(manifest, progress))
+        try:
+            return self._synced(await self.catalogs.reload(manifest, progress))
+        finally:
+            # Whatever manifest is in force once the reload ends (the old one when it was refused).
+            self.bounds.adopt(self.catalogs.manifest.agent_limits)
 
     async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
         """Load one connector again and re-index it (see ``Catalogs.refresh``)."""

@@ -56,6 +56,7 @@ from .sources import (
     PostmanSource,
     SourceConfig,
 )
+from .traffic import AgentLimitsConfig
 
 __all__ = [
     "ACTION_PATH_RE",
@@ -67,6 +68,7 @@ __all__ = [
     "EXAMPLE_MANIFEST",
     "SOURCE_KINDS",
     "AgentConfig",
+    "AgentLimitsConfig",
     "ApiKeyAuth",
     "ApprovalsConfig",
     "AuthConfig",

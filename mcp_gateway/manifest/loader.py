@@ -60,7 +60,7 @@ from .sources import (
     PostmanSource,
     SourceConfig,
 )
-from .traffic import CircuitBreakerConfig, LimitConfig, RetryConfig
+from .traffic import AgentLimitsConfig, CircuitBreakerConfig, LimitConfig, RetryConfig
 from .validation import SLUG_RE, STRICT, Problem, choose
 from .yaml_lines import Loc, dotted, line_for, read_yaml
 
@@ -316,6 +316,8 @@ class Manifest(BaseModel):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     limits: list[LimitConfig] = Field(default_factory=list)
     """Rate limits and concurrency caps per agent, connector or action pattern (issue 12)."""
+    agent_limits: AgentLimitsConfig = Field(default_factory=AgentLimitsConfig)
+    """Running calls, ``wait`` sleepers and elicitation watchers one agent may hold at once."""
 
     _origin: _Origin | None = PrivateAttr(default=None)
 

@@ -1,6 +1,7 @@
-"""The manifest's traffic-control settings (issue 12): ``limits:`` at project level, and per
-connector ``circuit_breaker:`` and ``retries:``. ``core.admission`` turns them into
-``traffic.TrafficControl`` rules and ``traffic.CircuitBreaker`` s.
+"""The manifest's traffic-control settings (issue 12): ``limits:`` and ``agent_limits:`` at project
+level, and per connector ``circuit_breaker:`` and ``retries:``. ``core.admission`` turns the first
+into ``traffic.TrafficControl`` rules and ``traffic.CircuitBreaker`` s; ``core.bounds`` holds each
+agent to ``agent_limits``.
 
 Example::
 
@@ -12,6 +13,7 @@ Example::
       - slug: github
         circuit_breaker: {threshold: 5, cooldown: 30}
         retries: {reads: 2}
+    agent_limits: {running_calls: 32}                 # each agent: up to 32 calls at once (default 16)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 from ..policy import Matcher, compile_matcher
 from .validation import STRICT, Problem
 
-__all__ = ["CircuitBreakerConfig", "LimitConfig", "RetryConfig"]
+__all__ = ["AgentLimitsConfig", "CircuitBreakerConfig", "LimitConfig", "RetryConfig"]
 
 
 class LimitConfig(BaseModel):
@@ -90,3 +92,19 @@ class RetryConfig(BaseModel):
 
     model_config = STRICT
     reads: int = Field(default=0, ge=0, le=5)
+
+
+class AgentLimitsConfig(BaseModel):
+    """What one agent (or one MCP session) may hold open at once, whatever ``limits`` say: a call
+    past a cap is answered ``rate_limited`` at once rather than queued. The defaults bound what a
+    misbehaving agent can tie up; raise them for an agent that fans out many calls on purpose."""
+
+    model_config = STRICT
+    running_calls: int = Field(default=16, ge=1, le=10_000)
+    """Calls one agent (and one MCP session) may have running at once."""
+    waiting_calls: int = Field(default=8, ge=1, le=10_000)
+    """Calls one agent may have sleeping on a human's approval (``wait``) at once."""
+    watchers_per_session: int = Field(default=8, ge=1, le=10_000)
+    """URL-elicitation completion watchers one MCP session may have at once."""
+    watchers_per_agent: int = Field(default=32, ge=1, le=100_000)
+    """... and one agent, over all its sessions."""
