@@ -78,13 +78,16 @@ async def child_stderr(slug: str) -> AsyncIterator[TextIO]:
 
 
 def _read(read_fd: int, slug: str) -> None:
-    with os.fdopen(read_fd, "rb") as pipe:
-        cut = False
-        while line := pipe.readline(MAX_LINE):
-            long = len(line) >= MAX_LINE and not line.endswith(b"\n")  # else the last line, unended
-            if not cut:
-                _log(slug, line.decode("utf-8", "replace").rstrip("\r\n"), cut=long)
-            cut = long  # the rest of a long line, up to its newline, is dropped
+    try:
+        with os.fdopen(read_fd, "rb") as pipe:
+            cut = False
+            while line := pipe.readline(MAX_LINE):
+                long = len(line) >= MAX_LINE and not line.endswith(b"\n")  # else the last line, unended
+                if not cut:
+                    _log(slug, line.decode("utf-8", "replace").rstrip("\r\n"), cut=long)
+                cut = long  # the rest of a long line, up to its newline, is dropped
+    except Exception:  # a thread's uncaught error would be printed raw on stderr, outside the log
+        logger.warning("stopped reading the stderr of %s's MCP server", slug, exc_info=True)
 
 
 def _shown(text: str, *, cut: bool) -> str:
