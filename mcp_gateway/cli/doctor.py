@@ -160,6 +160,9 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
                 else f"mcp-gateway secret set {slug} < file-with-the-{kind}-credential (or: mcp-gateway connect {slug})"
             )
             findings.append(Finding(f"connector {slug}", "problem", f"no {kind} credential stored", fix))
+        elif c.get("warning"):
+            fix = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
+            findings.append(Finding(f"connector {slug}", "problem", c["warning"], fix))
         else:
             findings.append(Finding(f"connector {slug}", "ok", f"{status}, {c['actions']} actions"))
     findings.append(await _public_url(links_base(manifest, settings)))

@@ -181,6 +181,9 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     assert "== moving.@origin (changed)" in listing.stdout and lab.elsewhere_url in listing.stdout
     connectors = lab.cli("connectors")
     assert connectors.returncode == 0 and "until an operator reviews the move" in connectors.stdout
+    doctor = lab.cli("doctor")
+    assert doctor.returncode == 1 and "PROBLEM  connector moving" in doctor.stdout
+    assert "mcp-gateway review moving.@origin" in doctor.stdout
     accepted = lab.cli("review", "moving.@origin")
     assert accepted.returncode == 0, accepted.stderr
     assert accepted.stdout.strip() == "moving.@origin: approved"
@@ -188,4 +191,4 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     (moved,) = api_calls(lab.elsewhere)
     assert moved.headers["authorization"] == f"Bearer {CANARY}"
     assert gw.catalogs.origin_held("moving") is None
-    assert CANARY not in listing.stdout + connectors.stdout + accepted.stdout
+    assert CANARY not in listing.stdout + connectors.stdout + doctor.stdout + accepted.stdout
