@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from . import LOCAL_MANIFEST
 from .output import EXIT_FAILED, CliError, escaped, print_json
 
 if TYPE_CHECKING:
@@ -31,10 +32,11 @@ __all__ = ["STARTER", "cmd_add", "cmd_init", "cmd_remove"]
 
 STARTER = """\
 # mcp-gateway manifest: one MCP server in front of the APIs listed below.
-# Check it:        mcp-gateway validate --manifest {name}
-# Add connectors:  mcp-gateway add stripe   (a catalog entry; also an OpenAPI file or URL, or --mcp)
-# Run it:          mcp-gateway serve --manifest {name}
-# Tip: export MCP_GATEWAY_MANIFEST={path} and leave out --manifest.
+# Every mcp-gateway command run in this folder reads ./gateway.yaml; elsewhere, give
+# --manifest {path} (or export MCP_GATEWAY_MANIFEST={path}).
+# Check it:        mcp-gateway validate{flag}
+# Add connectors:  mcp-gateway add stripe{flag}   (a catalog entry; also an OpenAPI file or URL, or --mcp)
+# Run it:          mcp-gateway serve{flag}
 
 # Namespaces stored credentials and links: keep it stable once secrets are stored.
 project: {project}
@@ -132,9 +134,14 @@ def _init(path: Path, *, force: bool) -> int:
     if path.exists() and not force:
         raise CliError(f"{path} exists; pass --force to overwrite it, or name another file")
     project = re.sub(r"[^a-z0-9_-]+", "-", path.resolve().parent.name.lower()).strip("-") or "default"
-    text = STARTER.format(name=path, path=path.resolve(), project=project)
+    local = path.resolve() == Path(LOCAL_MANIFEST).resolve()  # what every command here reads unasked
+    flag = "" if local else f" --manifest {path}"
+    text = STARTER.format(path=path.resolve(), project=project, flag=flag)
     path.write_text(text, encoding="utf-8")
     _check(path, text, text)
+    if local:
+        sys.stderr.write(f"wrote {path}; every command run in this folder reads it. next: mcp-gateway add stripe\n")
+        return 0
     sys.stderr.write(
         f"wrote {path}; next: mcp-gateway add <catalog entry | openapi file or URL> --manifest {path}\n"
         f"  (or export MCP_GATEWAY_MANIFEST={path.resolve()})\n"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.to_thread
 import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -39,6 +40,7 @@ from starlette.types import ASGIApp
 from ..core import Gateway
 from ..errors import StoreUnavailable
 from ..identity import Principal
+from ..served import url_answers
 from ..tokens import TokenService
 from .host_guard import HostGuard, allow_list
 from .observability import metrics_app, observability_routes, store_unavailable_handler
@@ -255,6 +257,8 @@ async def run_stdio(
     async def pages() -> None:
         nonlocal pages_server
         await pages_requested.wait()
+        if await anyio.to_thread.run_sync(url_answers, gateway.links.public_url):
+            return  # a gateway of this state folder already serves them there (links follow served.json)
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
         from .web import web_routes  # the pages (jinja2, forms) load with the first link, not at start

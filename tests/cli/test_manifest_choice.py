@@ -83,3 +83,19 @@ def test_add_a_misspelt_catalog_entry_suggests_the_right_one(folder: Path, capsy
     assert _run(capsys, "init")[0] == 0
     code, _, err = _run(capsys, "add", "sendgird")
     assert code == 2 and "did you mean 'sendgrid'?" in err
+
+
+def test_init_says_what_is_true(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "init")
+    assert code == 0 and "every command run in this folder reads it" in err
+    text = (folder / "gateway.yaml").read_text()
+    assert "\npublic_url:" not in text  # links follow the served address
+    assert "# Run it:          mcp-gateway serve\n" in text
+    # The comment says the Petstore asks for an api_key, and the connectors list agrees.
+    assert "needs_auth" in text and "api_key" in text
+    code, out, _ = _run(capsys, "connectors", "--json")
+    petstore = next(c for c in json.loads(out)["connectors"] if c["slug"] == "petstore")
+    assert (petstore["status"], petstore["auth"]) == ("needs_auth", "api_key")
+
+    assert _run(capsys, "init", "other.yaml")[0] == 0
+    assert "# Run it:          mcp-gateway serve --manifest other.yaml\n" in (folder / "other.yaml").read_text()

@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_gateway.served import url_answers
 from tests.support.env import child_env
@@ -25,6 +28,15 @@ connectors:
     auth: {type: bearer}
     source: {http: {actions: [{path: items.list, method: GET, url: /items, summary: List the items}]}}
 """
+
+
+async def _connect_over_stdio(folder: Path, env: dict[str, str]) -> str:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_gateway", "serve"], env=env, cwd=folder)
+    with (folder / "stdio.log").open("w") as err:
+        async with Client(stdio_client(params, errlog=err), mode="legacy") as client:
+            result = await client.call_tool("connect", {"connector": "api"})
+    assert result.structured_content is not None, result
+    return str(result.structured_content["connect_url"])
 
 
 def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path: Path) -> None:
@@ -55,6 +67,11 @@ def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path
         assert "manifest gateway.yaml (./gateway.yaml in this folder)" in minted.stderr
         page = httpx2.get(link, timeout=10)
         assert page.status_code == 200 and "<form" in page.text
+
+        # An agent over stdio beside it, on the same state folder: its links go there too, and work.
+        stdio_link = anyio.run(_connect_over_stdio, tmp_path, env)
+        assert stdio_link.startswith(f"http://127.0.0.1:{port}/connect/")
+        assert httpx2.get(stdio_link, timeout=10).status_code == 200
     finally:
         server.terminate()
         server.wait(timeout=30)
