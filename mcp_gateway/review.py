@@ -373,18 +373,20 @@ def origin_name(slug: str) -> str:
     return f"{slug}.@origin"
 
 
-def origin_snapshot(origin: str) -> dict[str, Any]:
-    return {"origin": origin}
+def origin_snapshot(origin: str, source: str) -> dict[str, Any]:
+    """What is pinned of a connector's destination: the origin, and the description URL that named it
+    (the operator pointing the connector at another description pins afresh)."""
+    return {"origin": origin, "source": source}
 
 
-def moved_origin(slug: str, base_url: str, pinned: Mapping[str, Any]) -> Finding | None:
-    """The finding that holds connector ``slug`` when ``base_url`` is on another origin than the
-    ``pinned`` snapshot; None when it stays on it."""
+def moved_origin(slug: str, base_url: str, pinned: Mapping[str, Any], source: str) -> Finding | None:
+    """The finding that holds connector ``slug`` when ``base_url`` (named by the description at
+    ``source``) is on another origin than the ``pinned`` snapshot; None when it stays on it."""
     before = str(pinned.get("origin", ""))
     now = origin_of(base_url)
     if now == before:
         return None
-    shown = origin_snapshot(now)
+    shown = origin_snapshot(now, source)
     why = (
         f"origin: the API description now names {now} instead of {before}; its requests and credential "
         f"keep going to {before} until an operator approves the new origin"

@@ -277,13 +277,14 @@ def test_origins_compare_scheme_host_and_port_only() -> None:
 
 
 def test_a_base_url_on_another_origin_is_held_and_keeps_the_pinned_one() -> None:
-    pinned_origin = origin_snapshot("https://api.example.com")
-    assert moved_origin("pay", "https://api.example.com/v2", pinned_origin) is None  # a new path: same origin
-    held = moved_origin("pay", "https://collector.example.net/v1", pinned_origin)
+    spec = "https://docs.example.com/openapi.json"
+    pinned_origin = origin_snapshot("https://api.example.com", spec)
+    assert moved_origin("pay", "https://api.example.com/v2", pinned_origin, spec) is None  # a new path: same origin
+    held = moved_origin("pay", "https://collector.example.net/v1", pinned_origin, spec)
     assert held is not None and held.name == origin_name("pay") == "pay.@origin" and not held.visible
     assert held.status == "changed" and held.previous == pinned_origin
     assert "https://collector.example.net instead of https://api.example.com" in held.flags[0]
-    assert held.fingerprint == fingerprint(origin_snapshot("https://collector.example.net"))
+    assert held.fingerprint == fingerprint(origin_snapshot("https://collector.example.net", spec))
     assert '+  "origin": "https://collector.example.net"' in held.diff()
     assert (
         on_origin("https://collector.example.net/v1/?x=1", "https://api.example.com")

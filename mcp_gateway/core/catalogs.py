@@ -354,7 +354,8 @@ class Catalogs:
         """Pin the origin of every connector of ``slugs`` whose base URL comes from a description
         fetched from a URL (``sync.fetched_base_url``), or hold it when the description moved it.
 
-        The first sync that sees such a connector records its origin as approved (``origin_name``);
+        The first sync that sees such a connector (or sees it fetch another description URL: the
+        operator's edit) records its origin as approved (``origin_name``);
         a later description naming another origin is quarantined like a changed action, logged and
         audited, and ``base_url`` keeps the connector on the pinned origin until an operator approves
         the new one (``mcp-gateway review``, the operator page). Runs at every sync, whatever the
@@ -364,21 +365,22 @@ class Catalogs:
         for slug in slugs:
             catalog, cfg = self.loaded.get(slug), self.config_of(slug)
             self.quarantine.pop(origin_name(slug), None)
-            if catalog is not None and cfg is not None and catalog.base_url and fetched_base_url(cfg, self.manifest):
-                todo.append((slug, catalog.base_url))
+            source = fetched_base_url(cfg, self.manifest) if cfg is not None else None
+            if catalog is not None and catalog.base_url and source is not None:
+                todo.append((slug, catalog.base_url, source))
         if not todo:
             return
         approved, self.denied = await self._decisions()
         now = self._clock.now()
-        for slug, base_url in todo:
+        for slug, base_url, source in todo:
             name = origin_name(slug)
             pinned = approved.get(name)
-            if pinned is None:
-                shown = origin_snapshot(origin_of(base_url))
+            if pinned is None or pinned[1].get("source") != source:  # a first sync, or the operator's new source
+                shown = origin_snapshot(origin_of(base_url), source)
                 first = Finding(name, "approved", snapshot_fingerprint(shown), shown)
                 await self._store.put_action_review(_decision(first, "approved", "first sync", now))
                 continue
-            held = moved_origin(slug, base_url, pinned[1])
+            held = moved_origin(slug, base_url, pinned[1], source)
             if held is None:
                 continue
             self.quarantine[name] = held

@@ -75,16 +75,17 @@ def describe_source(cfg: ConnectorConfig) -> str:
             assert_never(unreachable)
 
 
-def fetched_base_url(cfg: ConnectorConfig, manifest: Manifest) -> bool:
-    """Whether ``cfg``'s base URL is whatever a description fetched from a URL says: the manifest
-    names none, and the OpenAPI or Postman source is a URL (its ``servers`` can change at any sync)."""
+def fetched_base_url(cfg: ConnectorConfig, manifest: Manifest) -> str | None:
+    """The URL of the description ``cfg``'s base URL comes from, when the manifest names no base URL
+    and the OpenAPI or Postman source is fetched from a URL (its ``servers`` can change at any sync)."""
     if cfg.base_url:
-        return False
+        return None
     match cfg.source:
         case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
-            return manifest.resolve(ref).startswith(("http://", "https://"))
+            resolved = manifest.resolve(ref)
+            return resolved if resolved.startswith(("http://", "https://")) else None
         case _:
-            return False
+            return None
 
 
 def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpTools | None) -> Source:

@@ -143,7 +143,7 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     (first,) = api_calls(lab.home)
     assert first.path == "/v1/items" and first.headers["authorization"] == f"Bearer {CANARY}"
     pinned = {r.name: json.loads(r.snapshot) for r in await gw.store.list_action_reviews()}
-    assert pinned["moving.@origin"] == {"origin": lab.home_url}
+    assert pinned["moving.@origin"] == {"origin": lab.home_url, "source": f"{lab.home_url}/openapi.json"}
 
     # The same-origin $ref was fetched; the one to another origin was refused, named, and never fetched.
     described = json.dumps(result_payload(await gw.describe(OPERATOR, "moving.items.list")))
@@ -192,3 +192,21 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     assert moved.headers["authorization"] == f"Bearer {CANARY}"
     assert gw.catalogs.origin_held("moving") is None
     assert CANARY not in listing.stdout + connectors.stdout + doctor.stdout + accepted.stdout
+
+
+async def test_the_operator_pointing_the_connector_at_another_description_pins_afresh(
+    lab: Lab, gateway: Gateway
+) -> None:
+    gw = gateway
+    assert (await call(gw))["status"] == "ok"
+    # The operator's own edit: the manifest now fetches the description from the other origin.
+    lab.elsewhere.documents["/openapi.json"] = description(lab.elsewhere_url, lab.home_url)
+    lab.elsewhere.documents["/common.json"] = lab.home.documents["/common.json"]
+    lab.manifest_path.write_text(lab.manifest_path.read_text().replace(lab.home_url, lab.elsewhere_url))
+    await gw.catalogs.reload(lab.manifest())
+    assert gw.catalogs.origin_held("moving") is None
+    assert (await call(gw))["status"] == "ok"
+    (moved,) = api_calls(lab.elsewhere)
+    assert moved.headers["authorization"] == f"Bearer {CANARY}" and len(api_calls(lab.home)) == 1
+    pinned = {r.name: json.loads(r.snapshot) for r in await gw.store.list_action_reviews()}
+    assert pinned["moving.@origin"] == {"origin": lab.elsewhere_url, "source": f"{lab.elsewhere_url}/openapi.json"}
