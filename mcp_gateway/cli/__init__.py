@@ -250,7 +250,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--metrics-host", default="127.0.0.1", help="where --metrics-port listens (default: loopback)")
     p.add_argument("--request-timeout", type=float, default=10.0, help="http: seconds to send a whole request")
     p.add_argument("--keep-alive", type=float, default=5.0, help="http: seconds an idle connection stays open")
-    p.add_argument("--max-connections", type=int, default=1000, help="http: concurrent connections (503 beyond)")
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        help="http: concurrent connections (503 beyond; default 2 x --max-sessions + 100, must exceed it)",
+    )
     p.add_argument("--max-sessions", type=int, default=1000, help="http: open MCP sessions (new ones refused beyond)")
     p.add_argument("--drain-timeout", type=float, default=10.0, help="http: seconds SIGTERM waits for calls in flight")
     p.add_argument(

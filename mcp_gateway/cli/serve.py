@@ -71,6 +71,14 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         from .ports import check_port_free
 
         check_port_free(args.host, args.port, args.settings.state_dir, instead="pick another with --port N")
+        limits = ConnectionLimits(  # before anything starts: a connection limit at or below the sessions' is refused
+            request_timeout=args.request_timeout,
+            keep_alive=args.keep_alive,
+            max_connections=args.max_connections,
+            max_sessions=args.max_sessions,
+            drain_timeout=args.drain_timeout,
+            shutdown_delay=args.shutdown_delay,
+        )
         public_url = served_public_url(manifest, args.public_url, args.host, args.port)
         async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
             started()
@@ -84,14 +92,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                     if args.metrics_port is not None:
                         tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
                     tokens = TokenService(gw.store, gw.clock)
-                    limits = ConnectionLimits(
-                        request_timeout=args.request_timeout,
-                        keep_alive=args.keep_alive,
-                        max_connections=args.max_connections,
-                        max_sessions=args.max_sessions,
-                        drain_timeout=args.drain_timeout,
-                        shutdown_delay=args.shutdown_delay,
-                    )
                     await run_http(
                         gw,
                         tokens,

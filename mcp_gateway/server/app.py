@@ -137,7 +137,7 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
         lifespan="on",
         http=guarded_h11(limits.request_timeout),
         timeout_keep_alive=max(1, round(limits.keep_alive)),
-        limit_concurrency=limits.max_connections,
+        limit_concurrency=limits.connection_limit,
         timeout_graceful_shutdown=max(1, round(limits.drain_timeout)),
         h11_max_incomplete_event_size=limits.max_header_bytes,
     )

@@ -7,7 +7,10 @@
   first byte arrives (or the connection opens), disarmed once the whole request, headers and body,
   has been read; when it fires the connection is closed. A response that takes long (a call waiting
   for an approval, an SSE stream) is not affected: the timer covers reading the request only.
-- **Concurrent connections**: uvicorn's ``limit_concurrency`` answers 503 beyond it.
+- **Concurrent connections**: uvicorn's ``limit_concurrency`` answers 503 beyond it. An open session
+  may hold two connections at once (its GET stream of server messages and a POST in flight), so the
+  default is ``connections_for(max_sessions)``, and a limit at or below ``max_sessions`` is refused:
+  otherwise new sessions meet 503s from the connection limit before the session limit speaks.
 - **MCP sessions**: the SDK's session manager refuses a new session beyond ``max_sessions`` and
   ends one idle for ``session_idle_timeout``.
 - **Header size**: ``h11_max_incomplete_event_size`` bounds what a client may send before its headers end.
@@ -26,7 +29,17 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ConnectionLimits", "DrainGate", "guarded_h11"]
+from ..errors import GatewayError
+
+__all__ = ["CONNECTION_HEADROOM", "ConnectionLimits", "DrainGate", "connections_for", "guarded_h11"]
+
+CONNECTION_HEADROOM = 100
+"""Connections beyond two per session: pages, health checks, metrics scrapes, sessions opening."""
+
+
+def connections_for(max_sessions: int) -> int:
+    """The default connection limit for ``max_sessions``: every session's stream and request at once."""
+    return 2 * max_sessions + CONNECTION_HEADROOM
 
 
 @dataclass(frozen=True)
@@ -37,8 +50,9 @@ class ConnectionLimits:
     """Seconds a client has to send a whole request (headers and body) once it started one."""
     keep_alive: float = 5.0
     """Seconds an idle keep-alive connection stays open after a response."""
-    max_connections: int = 1000
-    """Connections and requests in flight at once; beyond it, new requests get a 503."""
+    max_connections: int | None = None
+    """Connections and requests in flight at once; beyond it, new requests get a 503. None:
+    ``connections_for(max_sessions)``; it must exceed ``max_sessions``."""
     drain_timeout: float = 10.0
     """Seconds a SIGTERM waits for the requests in flight before closing them."""
     max_header_bytes: int = 64 * 1024
@@ -47,6 +61,21 @@ class ConnectionLimits:
     session_idle_timeout: float = 1800.0
     shutdown_delay: float = 0.0
     """Seconds between SIGTERM and closing the listener, while ``/healthz`` answers 503 (for a load balancer)."""
+
+    def __post_init__(self) -> None:
+        if self.max_connections is not None and self.max_connections <= self.max_sessions:
+            raise GatewayError(
+                f"--max-connections {self.max_connections} does not exceed --max-sessions {self.max_sessions}: "
+                "each open session may hold two connections at once (its stream and a request), so new "
+                "sessions would be refused with 503 before the session limit is reached; leave "
+                f"--max-connections out (it is then {connections_for(self.max_sessions)}), raise it, or lower "
+                "--max-sessions"
+            )
+
+    @property
+    def connection_limit(self) -> int:
+        """``max_connections``, or its default for ``max_sessions``."""
+        return self.max_connections if self.max_connections is not None else connections_for(self.max_sessions)
 
 
 class DrainGate:

@@ -1,5 +1,6 @@
 """Connection limits of the HTTP transport (issue 12): slow clients are closed, idle ones too, and
-a complete request is not affected however long its answer takes (``server/limits.py``).
+a complete request is not affected however long its answer takes (``server/limits.py``); the
+connection limit stays above the session limit (by default, and refused when told otherwise).
 
 A real uvicorn server on loopback, real sockets; the timeouts are short so the test is quick.
 """
@@ -10,11 +11,14 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from mcp_gateway import cli
+from mcp_gateway.errors import GatewayError
 from mcp_gateway.server.app import _uvicorn  # pyright: ignore[reportPrivateUsage]
 from mcp_gateway.server.limits import ConnectionLimits
 from tests.support.ports import free_port as _port
@@ -97,3 +101,36 @@ async def test_a_slow_body_is_closed_and_a_slow_answer_is_not() -> None:
         assert await anyio.to_thread.run_sync(lambda: _closed_within(complete, 3.0))
         slow_body.close()
         complete.close()
+
+
+def test_by_default_every_session_can_hold_a_stream_and_a_request() -> None:
+    assert ConnectionLimits().max_sessions == 1000
+    for sessions in (1, 1000, 5000):
+        limits = ConnectionLimits(max_sessions=sessions)
+        assert limits.connection_limit >= 2 * sessions + 1
+    server = _uvicorn(slow_app, "127.0.0.1", _port(), ConnectionLimits())
+    assert server.config.limit_concurrency == ConnectionLimits().connection_limit > 2 * 1000
+    told = _uvicorn(slow_app, "127.0.0.1", _port(), ConnectionLimits(max_connections=1001, max_sessions=1000))
+    assert told.config.limit_concurrency == 1001  # an explicit limit above the sessions' is kept
+
+
+def test_a_connection_limit_at_or_below_the_session_limit_is_refused() -> None:
+    for connections in (1000, 500):
+        with pytest.raises(GatewayError) as refused:
+            ConnectionLimits(max_connections=connections, max_sessions=1000)
+        message = str(refused.value)
+        assert "--max-connections" in message and "--max-sessions" in message and "2100" in message
+
+
+def test_serve_refuses_such_limits_in_one_line_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MCP_GATEWAY_MANIFEST", raising=False)
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    argv = ["serve", "--transport", "http", "--port", str(_port()), "--max-connections", "50", "--max-sessions", "100"]
+    assert cli.main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--max-connections 50 does not exceed --max-sessions 100" in err
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").glob("*.db"))  # nothing opened
