@@ -724,6 +724,10 @@ async def test_an_outcome_the_store_refuses_is_journaled_and_the_call_answered(t
         denied = await h.gateway.call(OPERATOR, "api.admin.purge")
         assert isinstance(denied, Denied)
         assert (h.auditor.failures, h.auditor.journaled) == (1, 2)  # the started row is not journaled
+        scrape = (await h.gateway.scrape.render()).decode()
+        assert "mcp_gateway_audit_journaled_total 2.0" in scrape
+        assert "mcp_gateway_audit_journal_pending 1.0" in scrape
+        assert "mcp_gateway_audit_replayed_total 0.0" in scrape
     lines = journal.path.read_text().splitlines()
     assert [json.loads(line)["status"] for line in lines] == ["ok", "denied"]
     assert SECRET not in journal.path.read_text()

@@ -200,6 +200,13 @@ async def test_every_ok_answer_has_one_outcome_row_after_an_outage(
                 await anyio.to_thread.run_sync(start, "b2", env_b)
                 stop["a"].set()
             await _until(lambda: not _journaling(env_a) and not _journaling(env_b), 15)
+            async with httpx2.AsyncClient() as http:
+                for _ in range(20):  # the flag drops just after the replay removed the file
+                    health = (await http.get(f"{a.url}/healthz")).json()
+                    if not health["audit_journal_pending"]:
+                        break
+                    await anyio.sleep(0.1)
+            assert health["audit_journaled"] >= 1 and health["audit_journal_pending"] is False, health
         finally:
             for gateway in gateways.values():
                 gateway.stop()

@@ -28,8 +28,17 @@ def web_routes(gateway: Gateway, front_door: FrontDoor | None = None) -> list[Ro
     sign_in = ApproverSignIn(ctx, front_door, client_id) if front_door is not None and client_id else None
 
     async def healthz(_: Request) -> Response:
+        auditor = gateway.auditor
         return JSONResponse(
-            {"status": "ok", "audit_failures": gateway.auditor.failures, "discovery": gateway.discovery_status}
+            {
+                "status": "ok",
+                "audit_failures": auditor.failures,
+                # Outcome rows the store refused, kept in the state folder's journal (since start), and
+                # whether some still wait for it to answer again.
+                "audit_journaled": auditor.journaled,
+                "audit_journal_pending": auditor.journal_pending,
+                "discovery": gateway.discovery_status,
+            }
         )
 
     return [
