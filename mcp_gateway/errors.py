@@ -37,6 +37,11 @@ __all__ = [
 class GatewayError(Exception):
     """Base of every anticipated failure. The message is written for the reader, with a next step."""
 
+    withheld: str | None = None
+    """An upstream's own words that the message withheld because they read as instructions to the
+    model: redacted and cleaned, with the flags, for the operator's review only (never an agent's
+    result, a table or a log line). Set by ``upstream_text.Screened.attach``."""
+
 
 @dataclass(frozen=True)
 class Issue:

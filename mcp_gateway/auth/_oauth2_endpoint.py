@@ -18,11 +18,15 @@ import httpx2
 
 from ..errors import GatewayError, UpstreamError
 from ..manifest import OAuth2Auth
+from ..redaction import Redactor
+from ..secrets import SecretValue
+from ..upstream_text import screen
 
 __all__ = ["MAX_TOKEN_RESPONSE", "AuthorizationRefused", "request_token"]
 
 MAX_TOKEN_RESPONSE = 64 * 1024
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SECRET_FORM_FIELDS = ("refresh_token", "code", "code_verifier", "client_secret")
 
 
 class AuthorizationRefused(GatewayError):
@@ -76,7 +80,7 @@ async def request_token(
         ) from None
     answer = _json_object(body)
     if response.status_code >= 400 or answer is None or "error" in (answer or {}):
-        code = _error_code(answer)
+        code = _error_code(answer, _sent(client, form))
         if 400 <= response.status_code < 500 or code:
             raise AuthorizationRefused(
                 f"{where} refused the request (HTTP {response.status_code}{', ' + code if code else ''})", code
@@ -113,7 +117,21 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
     return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
-def _error_code(answer: dict[str, Any] | None) -> str:
-    """The RFC 6749 section 5.2 ``error`` code if it looks like one; never free text from the provider."""
+def _sent(client: dict[str, str], form: dict[str, str]) -> Redactor:
+    """What redacts every secret value the request carried (the client secret, a refresh token, an
+    authorization code and its verifier), in every form it could be echoed in."""
+    redactor = Redactor()
+    for value in (client.get("client_secret"), *(form.get(k) for k in _SECRET_FORM_FIELDS)):
+        if value:
+            redactor.add(SecretValue(value))
+    return redactor
+
+
+def _error_code(answer: dict[str, Any] | None, sent: Redactor) -> str:
+    """The RFC 6749 section 5.2 ``error`` code if it looks like one; never free text from the provider,
+    and never a value the request carried (a provider that echoes the client secret as its code)."""
     code = (answer or {}).get("error")
-    return code if isinstance(code, str) and _ERROR_CODE.match(code) else ""
+    if not isinstance(code, str):
+        return ""
+    code = screen(code, sent.redact_text).text  # a redacted code no longer looks like one
+    return code if _ERROR_CODE.match(code) else ""

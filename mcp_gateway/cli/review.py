@@ -5,6 +5,8 @@ flagged as instructions to the model, with a readable diff of what an agent woul
 ``--all`` approves every one listed; names or globs (``lab.*``) approve those; ``--deny`` keeps the
 named ones quarantined and off the list until the upstream changes them again. An approval pins the
 exact snapshot shown: a running gateway makes the action visible on its next discover or call.
+It also shows what a failing upstream said that agents were not shown because it reads as
+instructions to the model (cleaned and redacted, with the flags).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ async def cmd_review(args: argparse.Namespace) -> int:
         for finding in chosen:
             if await gw.catalogs.decide(finding.name, approve=not args.deny, by="cli") is not None:
                 decided.append(finding.name)
+        # What failing upstreams said that agents were not shown: the operator reads it here.
+        withheld = {slug: c.withheld for slug, c in sorted(gw.catalogs.loaded.items()) if c.withheld}
     verb = "denied" if args.deny else "approved"
     if args.json:
         print_json(
@@ -47,9 +51,13 @@ async def cmd_review(args: argparse.Namespace) -> int:
                     if f.name not in decided
                 ],
                 verb: decided,
+                "withheld_errors": withheld,
             }
         )
         return 0
+    if not (args.all or names):
+        for slug, said in withheld.items():
+            sys.stdout.write(f"== connector {slug}: its error text was withheld from agents\n   {said}\n\n")
     if not held:
         sys.stdout.write("nothing is held for review\n")
         return 0

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ..approvals import ApprovalService, redact_arguments
 from ..audit import args_preview
 from ..auth import LastMeterAuth
+from ..auth.oauth2 import AuthorizationRefused
 from ..errors import (
     ArgumentError,
     CredentialError,
@@ -277,8 +278,20 @@ class CallPipeline:
             return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
         except UnsupportedAuth as exc:
             return ErrorResult(reason="connector_error", message=str(exc))
+        except AuthorizationRefused as exc:
+            # The token endpoint refused the stored client (client credentials): a human must enter it again.
+            logger.warning("oauth2 token request for %s was refused: %s", cfg.slug, exc.code or "no error code")
+            return await self.connect_result(
+                principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
+            )
         except UpstreamError as exc:
             trace.upstream_seconds = time.perf_counter() - sent
+            if exc.withheld:
+                logger.warning(
+                    "%s: the upstream's error text was withheld from the agent: it looks like instructions to the "
+                    "model",
+                    cfg.slug,
+                )
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
             return ErrorResult(
                 reason=exc.reason,
@@ -295,7 +308,7 @@ class CallPipeline:
                 reason="rate_limited",
                 message=f"{cfg.slug} answered {outcome.http_status} and asks to retry in {retry:g} s.",
                 upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor),
+                upstream_message=upstream_summary(outcome, redactor, cfg.slug),
                 retry_after=retry,
                 hint=f"Wait {retry:g} s before calling again (retry_after).",
             )
@@ -307,8 +320,8 @@ class CallPipeline:
             return Denied(
                 reason="upstream_forbidden",
                 message=redactor.redact_text(
-                    f"{cfg.slug} refused this call (403): {upstream_summary(outcome, redactor)}. Retrying will not "
-                    "help; the credential lacks the permission."
+                    f"{cfg.slug} refused this call (403): {upstream_summary(outcome, redactor, cfg.slug)}. "
+                    "Retrying will not help; the credential lacks the permission."
                 ),
             )
         if outcome.http_status is not None and outcome.http_status >= 400:
@@ -316,7 +329,7 @@ class CallPipeline:
                 reason="upstream_error",
                 message=f"{cfg.slug} answered {outcome.http_status}.",
                 upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor),
+                upstream_message=upstream_summary(outcome, redactor, cfg.slug),
                 hint="Check the arguments against describe; the upstream's message says what it expected."
                 + self._fallback_hint(prepared.action),
             )

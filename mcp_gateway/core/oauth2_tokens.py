@@ -55,6 +55,7 @@ from ..auth.oauth2 import TOKEN_NAME, AuthorizationRefused, IssuedToken, OAuth2S
 from ..clock import Clock
 from ..credentials import CredentialVault
 from ..errors import CredentialError, CredentialMissing, UpstreamError
+from ..logs import known_secrets
 from ..manifest import OAuth2Auth
 from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from ..store.base import Store
@@ -492,7 +493,9 @@ def _scope(config: OAuth2Auth) -> dict[str, str]:
 def _client(sealed: SealedCredential | None, connector: str) -> dict[str, str]:
     if sealed is None:
         raise CredentialMissing(connector)
-    return secret_fields("oauth2", sealed.open(), ("client_id", "client_secret"))
+    secret = sealed.open()
+    known_secrets().add(secret)  # a token endpoint may echo it into an error the log or a message quotes
+    return secret_fields("oauth2", secret, ("client_id", "client_secret"))
 
 
 _Found = tuple[SealedCredential, dict[str, str]]

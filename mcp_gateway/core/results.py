@@ -13,12 +13,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from ..execution import Outcome, summarize_error
+from ..execution import Outcome, said, summarize_error
 from ..model import (
     ActionSummary,
     AuditReason,
@@ -55,6 +56,8 @@ __all__ = [
     "shown_summary",
     "upstream_summary",
 ]
+
+logger = logging.getLogger(__name__)
 
 _FROZEN = ConfigDict(frozen=True)
 
@@ -180,9 +183,21 @@ def reason_code(result: CallResult) -> AuditReason | None:
             return None
 
 
-def upstream_summary(outcome: Outcome, redactor: Redactor) -> str:
-    """The upstream's reason, redacted before it is capped so a cut cannot split a secret."""
-    return summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+def upstream_summary(outcome: Outcome, redactor: Redactor, connector: str = "") -> str:
+    """The upstream's reason, redacted before it is capped so a cut cannot split a secret, then
+    screened (``execution.said``): withheld when it reads as instructions to the model."""
+    summary = summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+    screened = said(summary, redactor.redact_text, max_chars=MAX_ERROR_CHARS)
+    if screened.withheld:
+        # The operator learns that it happened and why; the text itself is not repeated into the log.
+        logger.warning(
+            "the error text %s answered (HTTP %s) was withheld from the agent: it looks like instructions to "
+            "the model (%s)",
+            connector or "an upstream",
+            outcome.http_status,
+            "; ".join(screened.reasons),
+        )
+    return screened.for_agent()
 
 
 def redact_data(outcome: Outcome, redactor: Redactor) -> Any:
@@ -233,7 +248,8 @@ def clean_result(result: CallResult, max_result_chars: int | None = None, *, tex
         return result.model_copy(
             update={
                 "message": clean_text(result.message, max_chars=MAX_ERROR_CHARS),
-                "upstream_message": clean_text(result.upstream_message, max_chars=MAX_ERROR_CHARS)
+                # Screened where it was made; again here, so that no path to the agent can skip it.
+                "upstream_message": said(result.upstream_message, max_chars=MAX_ERROR_CHARS).for_agent()
                 if result.upstream_message
                 else result.upstream_message,
                 "hint": clean_text(result.hint, max_chars=MAX_ERROR_CHARS) if result.hint else result.hint,

@@ -20,9 +20,11 @@ import anyio
 from ..catalog_memory import CatalogSharing, release_free_memory
 from ..clock import Clock
 from ..errors import GatewayError
+from ..execution import said
 from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from ..model import Action
+from ..sanitize import MAX_ERROR_CHARS
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..sources.http import HttpLoader
@@ -55,6 +57,9 @@ class ConnectorCatalog:
     base_url: str | None
     fingerprint: str | None = None
     """Changes exactly when the actions may have changed; None for a connector that failed."""
+    withheld: str | None = None
+    """What the upstream said when it failed, withheld from ``state.error`` because it reads as
+    instructions to the model: cleaned, redacted and flagged, for the operator's review only."""
 
 
 def describe_source(cfg: ConnectorConfig) -> str:
@@ -136,6 +141,7 @@ async def sync_connector(
     no sharing at all, for a catalog that does not stay resident (a command that lists and exits);
     sharing triples the cost of decoding a stored catalog."""
     parked = False
+    withheld: str | None = None
     table = sharing or CatalogSharing()
     source = describe_source(cfg)
     if progress:
@@ -167,7 +173,16 @@ async def sync_connector(
             progress(cfg.slug, "cached" if reused else "normalized")
     except Exception as exc:
         if isinstance(exc, GatewayError):
-            error = str(exc)
+            # The message may quote the upstream (screened where it was made): screened once more as it is
+            # stored, so that no error text reaches a result, a table or a log without redaction and cleaning.
+            error = said(exc, max_chars=MAX_ERROR_CHARS).text
+            withheld = exc.withheld
+            if withheld:
+                logger.warning(
+                    "connector %s: the upstream's error text was withheld from agents: it looks like instructions "
+                    "to the model; `mcp-gateway review` shows it",
+                    cfg.slug,
+                )
         else:
             logger.exception("connector %s failed to load", cfg.slug)
             error = f"unexpected {type(exc).__name__} while loading; run with --debug for details"
@@ -179,7 +194,11 @@ async def sync_connector(
             progress(cfg.slug, "error")
     await store.put_connector_state(state)
     return ConnectorCatalog(
-        state=state, actions=[] if parked else actions, base_url=cfg.base_url or spec_base_url, fingerprint=fp
+        state=state,
+        actions=[] if parked else actions,
+        base_url=cfg.base_url or spec_base_url,
+        fingerprint=fp,
+        withheld=withheld,
     )
 
 

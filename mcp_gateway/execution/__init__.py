@@ -8,7 +8,7 @@ shapes the body within a byte budget; ``summarize_error`` extracts the upstream'
 from __future__ import annotations
 
 from .request import build_request
-from .response import Outcome, read_response, summarize_error
+from .response import Outcome, read_response, said, summarize_error
 from .send import send
 
-__all__ = ["Outcome", "build_request", "read_response", "send", "summarize_error"]
+__all__ = ["Outcome", "build_request", "read_response", "said", "send", "summarize_error"]

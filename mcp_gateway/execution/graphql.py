@@ -41,10 +41,11 @@ from graphql import (
 from ..errors import ArgumentError, UpstreamError
 from ..manifest import ConnectorConfig
 from ..model import Action, GraphQLBinding
+from ..sanitize import MAX_ERROR_CHARS
 from ..sources.graphql import SELECT_ARG, GraphQLSchemas
 from .executor import Prepared
 from .request import USER_AGENT
-from .response import Outcome
+from .response import Outcome, said
 from .send import send
 
 __all__ = ["GraphQLExecutor", "Operation", "build_operation", "selection_from_select"]
@@ -268,12 +269,16 @@ class GraphQLExecutor:
         assert status is not None, "send() answers over HTTP, with a status"
         if status < 400 and isinstance(data, dict) and data.get("errors") and _no_result(data, operation):
             messages = _messages(data["errors"])
-            raise UpstreamError(
-                "upstream_error",
-                f"{prepared.connector.slug} rejected the GraphQL {operation.operation_name} operation: {messages}. "
-                f"Check the arguments against describe (and {SELECT_ARG}, if you gave one), then call again.",
-                upstream_status=outcome.http_status,
-                upstream_message=messages,
+            quoted, whole = said(messages), said(messages, max_chars=MAX_ERROR_CHARS)
+            raise whole.attach(
+                UpstreamError(
+                    "upstream_error",
+                    f"{prepared.connector.slug} rejected the GraphQL {operation.operation_name} operation: "
+                    f"{quoted.for_agent()}. Check the arguments against describe (and {SELECT_ARG}, if you gave "
+                    "one), then call again.",
+                    upstream_status=outcome.http_status,
+                    upstream_message=whole.for_agent(),
+                )
             )
         return outcome
 

@@ -20,10 +20,13 @@ import httpx2
 from ..errors import CredentialMissing, GatewayError, SourceError, UpstreamError
 from ..manifest import ConnectorConfig
 from ..redaction import Redactor
+from ..sanitize import MAX_ERROR_CHARS
 from ..secrets import SecretValue
 from ..sources._documents import MAX_REMOTE_BYTES
 from ..sources.graphql_schemas import GraphQLSchemas
+from ..upstream_text import WITHHELD
 from .request import USER_AGENT
+from .response import said
 from .send import send
 
 if TYPE_CHECKING:
@@ -78,7 +81,8 @@ async def introspect(
             unauthenticated = exc
             outcome = await send(client, request, auth=httpx2.Auth(), timeout=timeout, max_bytes=MAX_REMOTE_BYTES)
     except UpstreamError as exc:
-        raise SourceError(f"introspection failed: {redactor.redact_text(str(exc))}") from None
+        # The gateway's own sentence (send() words it), screened all the same: it may quote the upstream.
+        raise SourceError(f"introspection failed: {said(exc, redactor.redact_text).text}") from None
     except GatewayError as exc:  # an unusable credential, an auth kind this build cannot apply
         raise SourceError(
             f"introspection of {host} could not be authenticated: {exc}; store the connector's credential "
@@ -98,13 +102,21 @@ async def introspect(
     assert status is not None, "send() answers over HTTP, with a status"
     errors = data.get("errors") if isinstance(data, dict) else None
     if status >= 400 or outcome.truncated or not isinstance(data, dict) or not data.get("data"):
-        detail = _error_messages(errors) if errors else f"HTTP {outcome.http_status}"
-        raise SourceError(
-            f"{host} did not return an introspection result ({redactor.redact_text(detail)}); check that the "
-            "connector's base_url is the GraphQL endpoint and that introspection is enabled, or use "
-            "'graphql: {schema: file}'."
+        detail = said(_error_messages(errors), redactor.redact_text) if errors else None
+        raise (detail or said("")).attach(
+            SourceError(
+                f"{host} did not return an introspection result (HTTP {status}"
+                f"{': ' + detail.for_agent() if detail else ''}); check that the connector's base_url is the "
+                "GraphQL endpoint and that introspection is enabled, or use 'graphql: {schema: file}'."
+            )
         )
-    schema = await anyio.to_thread.run_sync(build_schema_from_introspection, data, f"introspection of {host}")
+    try:
+        schema = await anyio.to_thread.run_sync(build_schema_from_introspection, data, f"introspection of {host}")
+    except SourceError as exc:
+        # graphql-core's complaint quotes the answer's own names and descriptions.
+        problem = said(exc, redactor.redact_text, max_chars=MAX_ERROR_CHARS)
+        message = problem.text if not problem.withheld else f"the answer of {host} is not a schema; {WITHHELD}"
+        raise problem.attach(SourceError(message)) from None
     digest = hashlib.sha256(json.dumps(data["data"], sort_keys=True).encode()).hexdigest()
     return schema, digest
 

@@ -53,20 +53,23 @@ from ..errors import CredentialError, GatewayError, UpstreamError
 from ..logs import known_secrets
 from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..model import Action, McpBinding
+from ..sanitize import MAX_ERROR_CHARS
 from ..secrets import SecretValue
 from .executor import Prepared
 from .mcp_transport import (
     CALL,
     CONNECTION_CLOSED,
     CallState,
+    ListingRefused,
     open_failed,
     open_transport,
     refused,
     session_lost,
     session_unknown,
+    step_refused,
     where,
 )
-from .response import Outcome
+from .response import Outcome, said
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -217,9 +220,13 @@ class McpExecutor:
                         ) from None
                     except (ValidationError, RuntimeError) as exc:
                         # A result the SDK could not accept (malformed, or against the tool's output schema).
-                        raise UpstreamError(
-                            "upstream_error",
-                            f"{upstream} answered the call to {tool!r} with an invalid result: {_first_line(exc)}",
+                        message = said(_first_line(exc))
+                        raise message.attach(
+                            UpstreamError(
+                                "upstream_error",
+                                f"{upstream} answered the call to {tool!r} with an invalid result: "
+                                f"{message.for_agent()}",
+                            )
                         ) from None
                     return _outcome(result, upstream, tool, max_bytes)
         except TimeoutError:
@@ -251,9 +258,7 @@ class McpExecutor:
                     except MCPError as exc:
                         self._retire(session)
                         if not session_lost(exc) and state.status not in (400, 404):
-                            raise UpstreamError(
-                                "upstream_error", f"{where(connector)} refused tools/list: {exc.error.message}"
-                            ) from None
+                            raise step_refused(where(connector), "tools/list", exc) from None
                         # Gone since the last use (a restarted server): list on a fresh session.
                         session, _ = await self._session(connector, auth, state)
             return list(session.tools)
@@ -356,6 +361,7 @@ class McpExecutor:
         """The session's task: open it, list its tools, then hold it until it is retired."""
         import mcp_types as types
         from mcp import Client
+        from mcp.shared.exceptions import MCPError
 
         CALL.set(None)  # background traffic uses the session's own auth, not the opener's call
         started = False
@@ -369,7 +375,10 @@ class McpExecutor:
                     client_info=types.Implementation(name="mcp-gateway", version=_VERSION),
                 )
                 async with client:
-                    session.tools = await _list_all(client)
+                    try:
+                        session.tools = await _list_all(client)
+                    except MCPError as exc:
+                        raise ListingRefused(exc) from None
                     session.client = client
                     scope.deadline = math.inf
                     started = True
@@ -429,10 +438,13 @@ def _outcome(result: types.CallToolResult, upstream: str, tool: str, max_bytes: 
     from .mcp_result import shape_result, tool_error_text
 
     if result.is_error:
-        raise UpstreamError(
-            "upstream_error",
-            f"the tool {tool!r} of {upstream} reported an error; its message says what went wrong",
-            upstream_message=tool_error_text(result),
+        message = said(tool_error_text(result), max_chars=MAX_ERROR_CHARS)
+        raise message.attach(
+            UpstreamError(
+                "upstream_error",
+                f"the tool {tool!r} of {upstream} reported an error; its message says what went wrong",
+                upstream_message=message.for_agent() or None,
+            )
         )
     data, truncated = shape_result(result, max_bytes)
     return Outcome(http_status=None, data=data, truncated=truncated, content_type="application/json")

@@ -30,7 +30,9 @@ import httpx2
 
 from ..errors import GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
+from ..sanitize import MAX_ERROR_CHARS
 from .child_output import child_stderr
+from .response import said
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
@@ -41,12 +43,14 @@ __all__ = [
     "CALL",
     "CONNECTION_CLOSED",
     "CallState",
+    "ListingRefused",
     "PerCallAuth",
     "open_failed",
     "open_transport",
     "refused",
     "session_lost",
     "session_unknown",
+    "step_refused",
     "where",
 ]
 
@@ -253,12 +257,34 @@ def session_unknown(exc: MCPError) -> bool:
 
 
 def refused(where: str, tool: str, exc: MCPError) -> UpstreamError:
-    message = exc.error.message
+    message = said(exc.error.message, max_chars=MAX_ERROR_CHARS)
     hint = " (describe shows the arguments it takes)" if exc.error.code == INVALID_PARAMS else ""
-    return UpstreamError(
-        "upstream_error",
-        f"{where} refused the call to {tool!r} (JSON-RPC error {exc.error.code}){hint}",
-        upstream_message=message[:2000],
+    return message.attach(
+        UpstreamError(
+            "upstream_error",
+            f"{where} refused the call to {tool!r} (JSON-RPC error {exc.error.code}){hint}",
+            upstream_message=message.for_agent() or None,
+        )
+    )
+
+
+class ListingRefused(Exception):
+    """The server opened the session, then refused its first ``tools/list`` (told apart from a refused handshake)."""
+
+    def __init__(self, refusal: MCPError) -> None:
+        super().__init__(refusal.error.code)  # the code only: the upstream's text is quoted once screened
+        self.refusal = refusal
+
+
+def step_refused(where: str, step: str, exc: MCPError) -> UpstreamError:
+    """The server answered ``step`` (the handshake, ``tools/list``) with a JSON-RPC error; what it
+    said is screened, and withheld from the message when it reads as instructions."""
+    message = said(exc.error.message)
+    return message.attach(
+        UpstreamError(
+            "upstream_error",
+            f"{where} refused {step} (JSON-RPC error {exc.error.code}): {message.for_agent() or 'no message'}",
+        )
     )
 
 
@@ -272,7 +298,8 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> Upst
     """Why a session could not be opened, for the agent and the connector's status."""
     where_ = where(cfg)
     leaf = _leaf(exc)
-    logger.debug("opening the MCP session of %s failed", cfg.slug, exc_info=leaf)
+    # The exception's own text is the upstream's: only its kind reaches the log, the text goes through ``said``.
+    logger.debug("opening the MCP session of %s failed (%s)", cfg.slug, type(leaf).__name__)
     if isinstance(leaf, TimeoutError):
         return UpstreamError(
             "upstream_timeout",
@@ -300,6 +327,9 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> Upst
         )
     from mcp.shared.exceptions import MCPError
 
+    listing = isinstance(leaf, ListingRefused)
+    if isinstance(leaf, ListingRefused):
+        leaf = leaf.refusal
     if isinstance(leaf, MCPError):
         if leaf.error.code == CONNECTION_CLOSED:
             return UpstreamError(
@@ -309,7 +339,7 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> Upst
                 if spec.command is not None
                 else f"{where_} closed the connection during the MCP handshake; check the connector's mcp.url",
             )
-        return UpstreamError("upstream_error", f"{where_} refused the MCP handshake: {leaf.error.message[:300]}")
+        return step_refused(where_, "tools/list" if listing else "the MCP handshake", leaf)
     return UpstreamError(
         "upstream_error",
         f"could not open an MCP session with {where_} ({type(leaf).__name__}); the gateway's log has details",

@@ -20,7 +20,10 @@ from typing import Any, Literal
 
 import httpx2
 
-__all__ = ["Outcome", "read_response", "summarize_error"]
+from ..logs import known_secrets
+from ..upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
+
+__all__ = ["Outcome", "read_response", "said", "summarize_error"]
 
 MAX_JSON_DEPTH = 64
 """Deeper JSON is returned as text (see ``_shape``)."""
@@ -233,6 +236,14 @@ def _sse_payloads(text: str, *, complete: bool) -> list[Any]:
 
 
 # -- error summaries -------------------------------------------------------------------------
+
+
+def said(text: object, *redacts: Redacts, max_chars: int = MAX_UPSTREAM_TEXT) -> Screened:
+    """What an upstream said, screened (``upstream_text.screen``) with ``redacts`` and every secret
+    this process has opened: the connector's own credential among them, however it was sent (a
+    header, a token request, a stdio child's environment). ``max_chars``: more for a message of its
+    own (``upstream_message``) than for one quoted inside the gateway's sentence."""
+    return screen(text, *redacts, known_secrets().redact, max_chars=max_chars)
 
 
 def summarize_error(outcome: Outcome) -> str:

@@ -24,6 +24,7 @@ import yaml
 
 from ..errors import SourceError
 from ..review import origin_of
+from ..upstream_text import screen
 
 __all__ = ["MAX_REMOTE_BYTES", "fetch_document", "is_url", "parse_document", "read_document"]
 
@@ -77,7 +78,8 @@ def _parse_yaml(text: str, name: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        # The parser quotes the document (a fetched one is the server's text): screened like any upstream text.
+        problem = screen(getattr(exc, "problem", None) or str(exc).splitlines()[0]).for_agent()
         raise SourceError(
             f"{name}: not valid YAML{where}: {problem}. Check indentation and quoting around that line."
         ) from None
@@ -198,6 +200,7 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> An
         raise SourceError(f"{url}: timed out while downloading the spec. Retry, or use a local copy.") from None
     except httpx2.HTTPError as exc:
         raise SourceError(
-            f"{url}: cannot download the spec ({type(exc).__name__}: {exc}). Check the URL and network."
+            f"{url}: cannot download the spec ({type(exc).__name__}: {screen(exc).for_agent()}). Check the URL and "
+            "network."
         ) from None
     raise SourceError(f"{first}: more than {_MAX_REDIRECTS} redirects. Check the URL, or use a local copy.")

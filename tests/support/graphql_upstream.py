@@ -1,6 +1,7 @@
 """A real GraphQL server for tests: graphql-core executing a small schema, as a raw ASGI app.
 
     app = GraphQLApp(token="s3cret")            # requests without "Authorization: Bearer s3cret" get 401
+    GraphQLApp(introspection_error=f)           # introspection answers {"errors": [{"message": f(token)}]}
     with serve_asgi(app) as base_url:           # tests.support.upstream; the endpoint is base_url + "/graphql"
         ...
     app.requests[-1].body["variables"]          # exactly what reached the server
@@ -13,13 +14,13 @@ and answers introspection (the gateway's ``introspect: true``) with graphql-core
 from __future__ import annotations
 
 import json
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import build_schema, graphql
 
-from .upstream import Receive, Scope, Send
+from .upstream import Receive, Scope, Send, reply_json
 
 __all__ = ["SDL", "GraphQLApp", "GraphQLRequest"]
 
@@ -138,9 +139,11 @@ class GraphQLRequest:
 class GraphQLApp:
     """POST /graphql with JSON ``{query, variables, operationName}``; records every request."""
 
-    def __init__(self, *, token: str | None = None) -> None:
+    def __init__(self, *, token: str | None = None, introspection_error: Callable[[str], str] | None = None) -> None:
         self.schema = build_schema(SDL)
         self.token = token
+        self.introspection_error = introspection_error
+        """A hostile endpoint: introspection fails with this text of the bearer token it was sent."""
         self.requests: list[GraphQLRequest] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -159,10 +162,14 @@ class GraphQLApp:
             body = raw.decode("utf-8", "replace")
         self.requests.append(GraphQLRequest(headers, body))
         if self.token is not None and headers.get("authorization") != f"Bearer {self.token}":
-            await _reply(send, 401, {"errors": [{"message": "bad credentials"}]})
+            await reply_json(send, 401, {"errors": [{"message": "bad credentials"}]})
             return
         if scope["method"] != "POST" or scope["path"] != "/graphql" or not isinstance(body, dict):
-            await _reply(send, 400, {"errors": [{"message": "POST a JSON body to /graphql"}]})
+            await reply_json(send, 400, {"errors": [{"message": "POST a JSON body to /graphql"}]})
+            return
+        if self.introspection_error is not None and body.get("operationName") == "IntrospectionQuery":
+            token = headers.get("authorization", "").removeprefix("Bearer ")
+            await reply_json(send, 200, {"data": None, "errors": [{"message": self.introspection_error(token)}]})
             return
         result = await graphql(
             self.schema,
@@ -174,16 +181,4 @@ class GraphQLApp:
         answer: dict[str, Any] = {"data": result.data}
         if result.errors:
             answer["errors"] = [e.formatted for e in result.errors]
-        await _reply(send, 200, answer)
-
-
-async def _reply(send: Send, status: int, payload: Any) -> None:
-    body = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+        await reply_json(send, 200, answer)

@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 
-__all__ = ["EchoApp", "LoopbackServer", "RecordedRequest", "echo_app", "serve_asgi"]
+__all__ = ["EchoApp", "LoopbackServer", "RecordedRequest", "echo_app", "reply_json", "serve_asgi"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -87,6 +87,19 @@ def serve_asgi(app: ASGIApp, **uvicorn_options: Any) -> Iterator[str]:
     """Serve ``app`` on a free loopback port for the duration of the block; yields the base URL."""
     with LoopbackServer(app, **uvicorn_options) as server:
         yield server.base_url
+
+
+async def reply_json(send: Send, status: int, payload: Any) -> None:
+    """Answer an ASGI request with ``payload`` as JSON (for the small apps of other test upstreams)."""
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 # -- the echo upstream -----------------------------------------------------------------------
