@@ -400,7 +400,7 @@ async def test_two_users_through_one_agent(idp: OAuth2MockServer, gateway: HttpG
                 asked = structured(await client.call_tool("call", {"tool": "ops.purge.run", "args": {}}))
                 approval_url = asked["approval_url"]
                 approval = await get(approval_url)
-                assert "<strong>maria</strong>, through <strong>claude-code</strong>, asks" in approval.text
+                assert "<strong>maria, through the agent “claude-code”,</strong> asks" in approval.text
                 # The rule wants a separate approver: nobody known may approve through the link...
                 assert 'value="approve"' not in approval.text and "Sign in to approve" in approval.text
                 own = await post(approval_url, {"csrf": csrf(approval.text), "decision": "approve"})
