@@ -167,7 +167,8 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> An
                 "GET",
                 url,
                 headers={"Accept": "application/json, application/yaml, */*"},
-                follow_redirects=origin is None,
+                # Redirects are followed here, one by one, when they must stay on ``origin``.
+                follow_redirects=httpx2.USE_CLIENT_DEFAULT if origin is None else False,
             ) as resp:
                 location = resp.headers.get("location")
                 if origin is not None and resp.is_redirect and location:
