@@ -374,10 +374,12 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 
 
 async def cmd_secret(args: argparse.Namespace) -> int:
+    from ..core.credential_changes import change_record
     from ..credentials import CredentialVault
     from ..crypto import AESGCMCipher, load_master_key
+    from ..identity import OPERATOR
     from ..manifest import load_manifest
-    from ..secrets import parse_secret_input
+    from ..secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 
     manifest = load_manifest(args.settings.manifest_path)
     if args.discovery:
@@ -395,7 +397,14 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     value = parse_secret_input(kind, raw)
     async with store_of(args.settings) as store:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
-        await CredentialVault(store, cipher, project=manifest.project).put(cfg.slug, value, name=args.name)
+        vault = CredentialVault(store, cipher, project=manifest.project)
+        key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name=args.name)
+        replaced = "team" if key in await vault.keys(cfg.slug) else None
+        await vault.put(cfg.slug, value, name=args.name)
+        # The operator's act, on the record like a change through a page (never the value).
+        await store.append_audit(
+            change_record(key, at=_clock().now(), who=OPERATOR.user, via="secret set", replaced=replaced)
+        )
         in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
     if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now

@@ -40,6 +40,7 @@ from .admission import TrafficGate
 from .call_target import what_it_calls, what_it_does
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
+from .credential_changes import CredentialChanges
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
@@ -72,6 +73,7 @@ class CallPipeline:
         executors: Executors,
         approvals: ApprovalService,
         links: LinkService,
+        changes: CredentialChanges,
         health: StoreHealth,
         traffic: TrafficGate,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -82,6 +84,7 @@ class CallPipeline:
         self._executors = executors
         self._approvals = approvals
         self._links = links
+        self._changes = changes
         self.max_response_bytes = max_response_bytes
         self._health = health
         self.traffic = traffic
@@ -123,8 +126,8 @@ class CallPipeline:
         return None if slug is None else await self._catalogs.recover(slug, principal=principal.user)
 
     async def connect_result(self, principal: Principal, slug: str, reason: str) -> NeedsAuth:
-        url, _ = await self._links.mint("connect", connector=slug, principal=principal.user)
-        return NeedsAuth(connector=slug, connect_url=url, reason=reason)
+        minted = await self._changes.mint(principal, self._catalogs.config(slug), "connect")
+        return NeedsAuth(connector=slug, connect_url=minted.url, reason=reason + minted.note())
 
     async def _attempt(
         self,

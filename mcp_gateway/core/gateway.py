@@ -46,6 +46,7 @@ from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
+from .credential_changes import CredentialChanges
 from .executors import Executors
 from .gauges import ScrapeState
 from .health import StoreHealth
@@ -152,6 +153,8 @@ class Gateway:
             review_cache=review_cache,
         )
         self.permissions = Permissions(self.catalogs, self.index)
+        self.credential_changes = CredentialChanges(vault, approvals, links, auditor, clock)
+        """Who may replace a stored credential through a link, and the audit row of each change."""
         self.store_health = StoreHealth(getattr(store, "ping", None))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         self.metrics = metrics if metrics is not None else GatewayMetrics()
@@ -169,6 +172,7 @@ class Gateway:
             executors=self.executors,
             approvals=approvals,
             links=links,
+            changes=self.credential_changes,
             max_response_bytes=max_response_bytes,
             health=self.store_health,
             traffic=traffic if traffic is not None else TrafficGate(),
@@ -374,24 +378,27 @@ class Gateway:
         cfg = self.catalogs.config(connector)
         if not needs_secret(cfg.auth):
             return Connected(connector=connector, message=f"{connector} needs no credentials.")
-        url, record = await self.links.mint("connect", connector=connector, principal=principal.user)
+        minted = await self.credential_changes.mint(principal, cfg, "connect")
         return ConnectLink(
             connector=connector,
-            connect_url=url,
-            expires_at=record.expires_at.isoformat(),
-            message="Give this link to the user; once they complete it, calls to this connector will work.",
+            connect_url=minted.url,
+            expires_at=minted.record.expires_at.isoformat(),
+            message="Give this link to the user; once they complete it, calls to this connector will work."
+            + minted.note(),
+            approval_id=minted.approval.id if minted.approval is not None else None,
         )
 
     async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
         if connector not in self.permissions.visible(principal):
             return _no_connector(connector)
-        url, record = await self.links.mint("secret", connector=connector, principal=principal.user, secret_name=name)
+        minted = await self.credential_changes.mint(principal, self.catalogs.config(connector), "secret", name)
         return SecretLink(
             connector=connector,
             name=name,
-            secret_url=url,
-            expires_at=record.expires_at.isoformat(),
-            message="Give this link to the user to paste the secret; you will never see its value.",
+            secret_url=minted.url,
+            expires_at=minted.record.expires_at.isoformat(),
+            message="Give this link to the user to paste the secret; you will never see its value." + minted.note(),
+            approval_id=minted.approval.id if minted.approval is not None else None,
         )
 
     # -- call --------------------------------------------------------------------------------------

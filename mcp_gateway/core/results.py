@@ -151,6 +151,8 @@ class ConnectLink(BaseModel):
     connect_url: str
     expires_at: str
     message: str
+    approval_id: str | None = None
+    """Set when the link would replace a team-wide credential: it works once an operator approves this."""
 
 
 class SecretLink(BaseModel):
@@ -163,6 +165,8 @@ class SecretLink(BaseModel):
     secret_url: str
     expires_at: str
     message: str
+    approval_id: str | None = None
+    """Set when the link would replace a team-wide secret: it works once an operator approves this."""
 
 
 def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:

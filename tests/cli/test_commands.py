@@ -119,7 +119,8 @@ def test_json_outputs_parse(env: CliEnv) -> None:
     assert [t["agent"] for t in tokens] == ["bot"]
     assert "token_hash" not in tokens[0] and "token" not in tokens[0]
 
-    audit = env.run("audit", "--json").json()
+    # The calls' rows (the operator's `secret set` has a credential_set row of its own).
+    audit = [row for row in env.run("audit", "--json").json() if row["status"] != "credential_set"]
     assert {row["status"] for row in audit} == {"ok", "pending_approval"}
     assert all(row["action"].startswith("echo.") for row in audit)
 
@@ -197,6 +198,19 @@ def test_secret_set_accepts_good_input_and_never_prints_it(env: CliEnv) -> None:
     assert called.json()["status"] == "ok"
     assert env.upstream.requests[-1].headers["authorization"].startswith("Basic ")
     assert "s3cret-pw-77" not in called.out + called.err
+
+
+def test_secret_set_is_audited_as_the_operators_act_without_the_value(env: CliEnv) -> None:
+    for password in ("first-pw-1234", "second-pw-5678"):
+        stored = env.run("secret", "set", "basic_api", stdin=json.dumps({"username": "ops", "password": password}))
+        assert stored.code == 0, stored.err
+    rows = [r for r in env.run("audit", "--json").json() if r["status"] == "credential_set"]
+    assert [(r["user"], r["connector"], r["requested"]) for r in rows] == [
+        ("operator", "basic_api", "credential:basic_api")
+    ] * 2
+    assert [json.loads(r["args_preview"])["replaced"] for r in rows] == ["team", None]  # newest first
+    assert all(json.loads(r["args_preview"])["scope"] == "team" for r in rows)
+    assert "first-pw-1234" not in json.dumps(rows) and "second-pw-5678" not in json.dumps(rows)
 
 
 @pytest.mark.parametrize(

@@ -185,8 +185,12 @@ async def test_pages_for_every_shape_never_leak(pages_env: PagesEnv) -> None:
             ev.add("POST mtls", saved.text)
             assert saved.status_code == 200 and "Saved" in saved.text, saved.text
 
-            # aws_sigv4: the region is the manifest's, shown and not editable.
-            sigv4 = await get((await tool("connect", {"connector": "sigv4_api"}))["connect_url"])
+            # aws_sigv4: the region is the manifest's, shown and not editable. Its team-wide credential is
+            # stored by now: the agent's new link waits for an operator, the operator's own does not.
+            waits = await get((await tool("connect", {"connector": "sigv4_api"}))["connect_url"])
+            assert "Waiting for an operator" in waits.text and 'name="secret_access_key"' not in waits.text
+            operators = json.loads(env.gw.cli("connect", "sigv4_api").stdout)["connect_url"]
+            sigv4 = await get(server.url + "/connect/" + operators.rsplit("/", 1)[1])
             assert "<dt>Region</dt><dd><code>eu-west-1</code></dd>" in sigv4.text and 'name="region"' not in sigv4.text
 
             # A named secret.

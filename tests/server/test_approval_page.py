@@ -19,26 +19,18 @@ from typing import Any
 
 import httpx2
 import pytest
-from starlette.applications import Starlette
 
-from mcp_gateway.approvals import ApprovalService, fingerprint
-from mcp_gateway.audit import Auditor
-from mcp_gateway.clock import FixedClock
+from mcp_gateway.approvals import fingerprint
 from mcp_gateway.core import Gateway
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
 from mcp_gateway.identity import Principal
-from mcp_gateway.links import LinkService
-from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.model import Ok, PendingApproval
 from mcp_gateway.server.pages._arguments import FOLD_CHARS, arguments_view
-from mcp_gateway.server.web import web_routes
 from mcp_gateway.store.sqlite import SQLiteStore
+from tests.support.page_site import PUBLIC, page_site
 from tests.support.pages import csrf
 
 pytestmark = pytest.mark.anyio
 
-PUBLIC = "http://pages.test"
 CANARY = "canary-approval-page-token-7731"
 MANIFEST = f"""
 project: approval-page
@@ -99,25 +91,8 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
         sent.append(request)
         return httpx2.Response(200, json={"ok": True})
 
-    clock = FixedClock()
-    async with SQLiteStore(tmp_path / "s.db") as store:
-        vault = CredentialVault(store, AESGCMCipher(b"k" * 32, project="approval-page"), project="approval-page")
-        await vault.put("pay", CANARY)
-        async with httpx2.AsyncClient(transport=httpx2.MockTransport(upstream)) as client:
-            gateway = Gateway(
-                manifest=parse_manifest(MANIFEST, base_dir=tmp_path),
-                store=store,
-                vault=vault,
-                clock=clock,
-                http=client,
-                links=LinkService(store, clock, PUBLIC),
-                approvals=ApprovalService(store, clock),
-                auditor=Auditor(store),
-            )
-            await gateway.sync()
-            app = Starlette(routes=web_routes(gateway))
-            async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url=PUBLIC) as http:
-                yield Site(gateway, store, http, sent)
+    async with page_site(tmp_path, MANIFEST, upstream, credentials={"pay": CANARY}) as p:
+        yield Site(p.gateway, p.store, p.http, sent)
 
 
 async def test_a_long_first_argument_hides_nothing_after_it_and_approving_runs_exactly_that(tmp_path: Path) -> None:

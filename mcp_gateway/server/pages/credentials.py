@@ -27,10 +27,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
+from ...core.credential_changes import Permit
 from ...errors import CredentialError, UpstreamError
 from ...manifest import AwsSigV4Auth, ConnectorConfig, MtlsAuth, OAuth2Auth
 from ...model import AuthKind
-from ...secrets import parse_secret_input
+from ...secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 from ...store.base import LinkKind, LinkRecord
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
 
@@ -161,11 +162,64 @@ def _parse(kind: AuthKind, values: dict[str, str]) -> Any:
     return parse_secret_input(kind, json.dumps({k: v for k, v in values.items() if v}))
 
 
+_VIA: dict[LinkKind, str] = {"connect": "connect", "secret": "request_secret", "approval": "approval"}
+
+
+def _scope(link: LinkRecord, permit: Permit) -> dict[str, Any]:
+    """What the page says about the credential: team-wide or personal, and what saving replaces."""
+    approval = permit.approval
+    return {
+        "scope": permit.scope,
+        "replaces": permit.replaces,
+        "owner": link.principal,
+        "approved_by": approval.decided_by if approval is not None and permit.state == "approved" else None,
+    }
+
+
+def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
+    """The page of a link that may not store its value (yet): it would replace a team-wide credential."""
+    name = cfg.display_name
+    approval = permit.approval
+    match permit.state:
+        case "waiting" if approval is not None:
+            return message(
+                "Waiting for an operator",
+                f"Saving here would replace the team-wide credential of {name}, which every user's calls carry, "
+                f"so an operator must approve it first (approval {approval.id}: on the operator overview, or "
+                f"mcp-gateway approvals approve {approval.id}). Nothing was changed. Open this link again once "
+                "it is approved.",
+                status=409 if post else 200,
+                tone="bad",
+            )
+        case "unapproved":
+            return message(
+                "Needs an operator",
+                f"{name} now has a team-wide credential, which every user's calls carry; this link cannot replace it "
+                "without an operator's approval. Nothing was changed. Ask the agent for a new link: it will ask an "
+                "operator to approve the replacement.",
+                status=409,
+                tone="bad",
+            )
+        case _:
+            return message(
+                "Not approved",
+                f"Replacing the team-wide credential of {name} was not approved by an operator (denied, expired, "
+                "or not for this link). Nothing was changed.",
+                status=403,
+                tone="bad",
+            )
+
+
 def credential_routes(ctx: PageContext) -> list[Route]:
     gateway = ctx.gateway
 
     def form_page(
-        link: LinkRecord, cfg: ConnectorConfig, token: str, *, error: str | None = None, status: int = 200
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        permit: Permit,
+        *,
+        error: str | None = None,
+        status: int = 200,
     ) -> Response:
         fields, _ = _fields(link, cfg)
         named = link.kind == "secret" and link.secret_name != "default"
@@ -184,10 +238,17 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             csrf=ctx.csrf(link.token_hash),
             error=error,
             expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
+            **_scope(link, permit),
         )
 
     async def oauth2_start_page(
-        link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, *, error: str | None = None, status: int = 200
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        auth: OAuth2Auth,
+        permit: Permit,
+        *,
+        error: str | None = None,
+        status: int = 200,
     ) -> Response:
         needs_client = await gateway.vault.sealed(cfg.slug, principal=link.principal) is None
         provider = httpx2.URL(auth.authorize_url or "")
@@ -206,10 +267,11 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             csrf=ctx.csrf(link.token_hash),
             error=error,
             expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
+            **_scope(link, permit),
         )
 
     async def oauth2_start(
-        link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, form: FormData, token: str
+        link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, permit: Permit, form: FormData, token: str
     ) -> Response:
         client = await gateway.vault.sealed(cfg.slug, principal=link.principal)
         if client is None:
@@ -220,8 +282,11 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             except CredentialError as exc:
                 values = str(exc)
             if not isinstance(value, dict):
-                return await oauth2_start_page(link, cfg, auth, error=str(values), status=400)
+                return await oauth2_start_page(link, cfg, auth, permit, error=str(values), status=400)
+            # The project's OAuth app, stored only while none is: nothing is replaced.
+            client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
             await gateway.vault.put(cfg.slug, value)
+            await gateway.credential_changes.changed(link, Permit(client_key, None, "open"), via="connect")
             client_id = value["client_id"]
         else:
             opened = client.open().reveal()
@@ -246,22 +311,37 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         return RedirectResponse(url, status_code=303, headers=security_headers())
 
     async def client_credentials(
-        kind: LinkKind, link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, value: dict[str, str], token: str
+        kind: LinkKind,
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        auth: OAuth2Auth,
+        permit: Permit,
+        value: dict[str, str],
+        token: str,
     ) -> Response:
         try:
             await gateway.oauth2.check_client(auth, cfg.slug, value)
         except AuthorizationRefused as exc:
-            return form_page(link, cfg, token, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
+            return form_page(link, cfg, permit, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
         except UpstreamError as exc:
-            return form_page(link, cfg, token, error=f"Not saved: {exc}.", status=502)
-        if await gateway.links.consume(kind, token) is None:
-            return message(*GONE, status=410, tone="bad")
-        await gateway.vault.put(cfg.slug, value)
+            return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=502)
+        saving = await spend(kind, link, cfg, token)
+        if isinstance(saving, Response):
+            return saving
+        await gateway.vault.put(cfg.slug, value, principal=saving.key.principal, name=saving.key.name)
+        await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
         gateway.oauth2.forget(cfg.slug)
         await gateway.credential_stored(cfg.slug)
         return message(
             "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
         )
+
+    async def spend(kind: LinkKind, link: LinkRecord, cfg: ConnectorConfig, token: str) -> Permit | Response:
+        """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
+        if await gateway.links.consume(kind, token) is None:
+            return message(*GONE, status=410, tone="bad")
+        permit = await gateway.credential_changes.permit(link, cfg, consume=True)
+        return permit if permit.may_save else not_now(cfg, permit, post=True)
 
     def endpoint_for(kind: LinkKind) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -270,41 +350,45 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             cfg = gateway.manifest.connector(link.connector) if link else None
             if link is None or cfg is None:
                 return message(*GONE, status=410, tone="bad")
+            permit = await gateway.credential_changes.permit(link, cfg)
+            if not permit.may_save:
+                return not_now(cfg, permit, post=request.method == "POST")
             auth = cfg.auth
             code_flow = kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code"
             if request.method == "GET":
                 if code_flow:
                     assert isinstance(auth, OAuth2Auth)
-                    return await oauth2_start_page(link, cfg, auth)
-                return form_page(link, cfg, token)
+                    return await oauth2_start_page(link, cfg, auth, permit)
+                return form_page(link, cfg, permit)
             form = await ctx.form(request, link.token_hash)
             if isinstance(form, Response):
                 return form
             if code_flow:
                 assert isinstance(auth, OAuth2Auth)
-                return await oauth2_start(link, cfg, auth, form, token)
+                return await oauth2_start(link, cfg, auth, permit, form, token)
             fields, shape = _fields(link, cfg)
             values = await _values(form, fields)
             if isinstance(values, str):
-                return form_page(link, cfg, token, error=values, status=400)
+                return form_page(link, cfg, permit, error=values, status=400)
             missing = [f.label for f in fields if f.required and not values.get(f.name)]
             if missing:
-                return form_page(link, cfg, token, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
+                return form_page(link, cfg, permit, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
             try:
                 value = _parse(shape, values)
             except CredentialError as exc:
-                return form_page(link, cfg, token, error=f"Not saved: {exc}.", status=400)
+                return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=400)
             if shape == "mtls" and isinstance(value, dict) and (problem := _check_mtls(value)):
-                return form_page(link, cfg, token, error=f"Not saved: {problem}", status=400)
+                return form_page(link, cfg, permit, error=f"Not saved: {problem}", status=400)
             if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":
                 assert isinstance(value, dict)
-                return await client_credentials(kind, link, cfg, auth, value, token)
-            if await gateway.links.consume(kind, token) is None:
-                return message(*GONE, status=410, tone="bad")
-            # A per_user connector's credential is the linked user's own (the link is bound to them).
-            personal = cfg.credentials == "per_user" and not isinstance(auth, OAuth2Auth)
-            owner = {"principal": link.principal} if personal else {}
-            await gateway.vault.put(link.connector, value, name=link.secret_name, **owner)
+                return await client_credentials(kind, link, cfg, auth, permit, value, token)
+            saving = await spend(kind, link, cfg, token)
+            if isinstance(saving, Response):
+                return saving
+            # Where it goes: a per_user connector's credential is the linked user's own, else the team's.
+            key = saving.key
+            await gateway.vault.put(key.connector, value, principal=key.principal, name=key.name)
+            await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
             if isinstance(auth, OAuth2Auth):
                 gateway.oauth2.forget(cfg.slug)
             await gateway.credential_stored(cfg.slug)  # a connector whose sync needed it loads now

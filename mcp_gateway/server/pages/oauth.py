@@ -23,6 +23,11 @@ __all__ = ["oauth_routes"]
 
 _ERROR_CODE = re.compile(r"^[a-z_]{1,40}$")
 _START_OVER = "Open the connect link again to retry, or ask the agent for a new one."
+_NOT_APPROVED = (
+    "Not connected",
+    "This sign-in would replace the team-wide connection every user's calls use, and an operator has not "
+    "approved that (or no longer does). Nothing was changed.",
+)
 
 
 def oauth_routes(ctx: PageContext) -> list[Route]:
@@ -47,8 +52,11 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
             code = query.get("error", "")
             said = f" (it answered “{code}”)" if _ERROR_CODE.match(code) else ""
             return message("Not connected", f"{name} did not grant access{said}. {_START_OVER}", status=400, tone="bad")
-        if await gateway.links.peek("connect", pending.link_token) is None:
+        link = await gateway.links.peek("connect", pending.link_token)
+        if link is None:
             return message(*GONE, status=410, tone="bad")  # completed meanwhile through another attempt
+        if not (await gateway.credential_changes.permit(link, cfg)).may_save:
+            return message(*_NOT_APPROVED, status=403, tone="bad")
         try:
             token_set = await gateway.oauth2.exchange(cfg.auth, pending, query["code"])
         except AuthorizationRefused as exc:
@@ -62,9 +70,13 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
         # Consumed only now: an attempt abandoned at the provider leaves the link usable for another.
         if await gateway.links.consume("connect", pending.link_token) is None:
             return message(*GONE, status=410, tone="bad")
-        # A per_user connector's token set is the linked user's own (the link is bound to them).
-        owner = {"principal": pending.principal} if cfg.credentials == "per_user" else {}
-        await gateway.oauth2.save(cfg.slug, token_set, **owner)
+        # A per_user connector's token set is the linked user's own (the link is bound to them), else
+        # the team's: replacing one takes an operator's approval, spent here.
+        permit = await gateway.credential_changes.permit(link, cfg, consume=True)
+        if not permit.may_save:
+            return message(*_NOT_APPROVED, status=403, tone="bad")
+        await gateway.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
+        await gateway.credential_changes.changed(link, permit, via="connect")
         return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
 
     return [Route(CALLBACK_PATH, callback, methods=["GET"])]

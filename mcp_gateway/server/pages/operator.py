@@ -79,6 +79,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
             title="Operator overview",
             wide=True,
             connectors=connectors,
+            personal={c.slug for c in gateway.manifest.connectors if c.credentials == "per_user"},
             approvals=pending,
             audit=audit,
             held=held,

@@ -1,0 +1,210 @@
+"""Who may change a stored credential through a link, and the record every change leaves.
+
+A connector's team-wide credential (stored under the project, ``credentials: shared``) is what
+every user's calls carry. It changes only by an operator's act: ``secret set``, a link the
+operator minted (``mcp-gateway connect``), or a connect or secret link whose replacement an
+operator approved. When an agent asks for a link to a connector that already has a team-wide
+credential, ``mint`` asks the approvals service for a ``credential`` approval and binds the link
+to it; the page then waits until an operator approves (the overview, or ``mcp-gateway approvals
+approve``), and the approval is spent when the new value is stored. A link minted while nothing
+was stored, submitted after someone else stored one, is refused the same way (``Permit``).
+Personal credentials (``credentials: per_user``: each user's own) change freely by their user.
+
+Every change through a page is written to the audit trail (who, which connector and credential,
+team-wide or personal, what it replaced, who approved it; never the value) and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from ..approvals import ApprovalService
+from ..audit import Auditor, args_json
+from ..auth.oauth2 import TOKEN_NAME
+from ..clock import Clock
+from ..credentials import CredentialVault
+from ..identity import OPERATOR, Principal
+from ..links import DEFAULT_TTL, LinkService
+from ..manifest import ConnectorConfig, OAuth2Auth
+from ..secrets import PROJECT_WIDE, CredentialKey
+from ..store.base import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
+
+__all__ = ["CredentialChanges", "MintedLink", "Permit", "Scope", "change_record", "scope_of"]
+
+logger = logging.getLogger(__name__)
+
+Scope = Literal["team", "personal"]
+PermitState = Literal["open", "approved", "waiting", "refused", "unapproved"]
+"""``open``: no approval needed; ``approved``: an operator approved this link's replacement;
+``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
+``unapproved``: a team-wide credential exists and the link carries no approval for replacing it."""
+
+
+def scope_of(key: CredentialKey) -> Scope:
+    return "team" if key.principal == PROJECT_WIDE else "personal"
+
+
+def change_record(
+    key: CredentialKey,
+    *,
+    at: datetime,
+    who: str,
+    via: str,
+    replaced: Scope | None,
+    agent: str | None = None,
+    approved_by: str | None = None,
+) -> AuditRecord:
+    """The audit row of one credential stored under ``key`` (never its value)."""
+    name = key.connector if key.name == "default" else f"{key.connector}/{key.name}"
+    return AuditRecord(
+        at=at,
+        user=who,
+        agent=agent,
+        requested=f"credential:{name}",
+        connector=key.connector,
+        action=None,
+        args_preview=args_json({"scope": scope_of(key), "replaced": replaced, "via": via}),
+        fingerprint=None,
+        verdict=None,
+        verdict_source=None,
+        status="credential_set",
+        latency_ms=0.0,
+        approved_by=approved_by,
+    )
+
+
+@dataclass(frozen=True)
+class MintedLink:
+    url: str
+    record: LinkRecord
+    approval: ApprovalRecord | None
+    """The operator's approval the link waits for (it would replace a team-wide credential)."""
+
+    def note(self) -> str:
+        """What the agent must tell the user, when the link waits for an operator; else empty."""
+        if self.approval is None:
+            return ""
+        return (
+            f" {self.record.connector} already has a team-wide credential that every user's calls carry: the link "
+            f"replaces it only once an operator approves (approval {self.approval.id}: on the operator overview, "
+            f"or `mcp-gateway approvals approve {self.approval.id}`). Tell the user; until then the page waits."
+        )
+
+
+@dataclass(frozen=True)
+class Permit:
+    """Whether a link's submission may store its value now, where it goes and what it replaces."""
+
+    key: CredentialKey
+    replaces: Scope | None
+    state: PermitState
+    approval: ApprovalRecord | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return scope_of(self.key)
+
+    @property
+    def may_save(self) -> bool:
+        return self.state in ("open", "approved")
+
+
+def target(cfg: ConnectorConfig, kind: LinkKind, principal: str, name: str = "default") -> CredentialKey:
+    """Where a connect or secret link's value is stored. A ``per_user`` connector keeps the user's
+    own (for ``oauth2``, their token set; the client stays the project's); else the project's."""
+    auth = cfg.auth
+    if kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code":
+        owner = principal if cfg.credentials == "per_user" else PROJECT_WIDE
+        return CredentialKey(connector=cfg.slug, principal=owner, name=TOKEN_NAME)
+    personal = cfg.credentials == "per_user" and not isinstance(auth, OAuth2Auth)
+    return CredentialKey(connector=cfg.slug, principal=principal if personal else PROJECT_WIDE, name=name)
+
+
+class CredentialChanges:
+    """Mints links that may replace a credential, decides their submissions, and records changes."""
+
+    def __init__(
+        self, vault: CredentialVault, approvals: ApprovalService, links: LinkService, auditor: Auditor, clock: Clock
+    ) -> None:
+        self._vault = vault
+        self._approvals = approvals
+        self._links = links
+        self._auditor = auditor
+        self._clock = clock
+
+    async def _stored(self, key: CredentialKey) -> bool:
+        return key in await self._vault.keys(key.connector)
+
+    async def mint(
+        self, principal: Principal, cfg: ConnectorConfig, kind: LinkKind, name: str = "default"
+    ) -> MintedLink:
+        """A connect or secret link for ``principal``; one that would replace a team-wide credential
+        (and is not the operator's own) waits for an operator's approval, asked for here."""
+        key = target(cfg, kind, principal.user, name)
+        approval = None
+        if scope_of(key) == "team" and principal != OPERATOR and await self._stored(key):
+            what = "credential" if key.name in ("default", TOKEN_NAME) else f"secret “{key.name}”"
+            summary = (
+                f"Replace the team-wide {what} of {cfg.slug}, which every user's calls carry, "
+                f"with one entered on a link {principal.user} asked for"
+            )
+            approval = await self._approvals.request_credential(
+                principal,
+                cfg.slug,
+                key.name,
+                summary + (f" through {principal.agent}" if principal.agent else ""),
+                ttl=DEFAULT_TTL,
+            )
+        url, record = await self._links.mint(
+            kind,
+            connector=cfg.slug,
+            principal=principal.user,
+            secret_name=name,
+            approval_id=approval.id if approval is not None else None,
+        )
+        return MintedLink(url, record, approval)
+
+    async def permit(self, link: LinkRecord, cfg: ConnectorConfig, *, consume: bool = False) -> Permit:
+        """Whether ``link``'s submission may store its value; with ``consume``, spends its approval
+        (call it once the link itself is consumed, right before storing)."""
+        key = target(cfg, link.kind, link.principal, link.secret_name)
+        replaces = scope_of(key) if await self._stored(key) else None
+        if link.approval_id is not None:
+            check, record = await self._approvals.take_credential(
+                link.approval_id, connector=cfg.slug, name=key.name, principal=link.principal, consume=consume
+            )
+            states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
+            return Permit(key, replaces, states.get(check, "refused"), record)
+        if replaces == "team" and link.principal != OPERATOR.user:
+            return Permit(key, replaces, "unapproved")
+        return Permit(key, replaces, "open")
+
+    async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
+        """Record that ``link`` stored its value under ``permit.key``: an audit row and a log line."""
+        approval = permit.approval
+        approved_by = approval.decided_by if approval is not None else None
+        record = change_record(
+            permit.key,
+            at=self._clock.now(),
+            who=link.principal,
+            via=via,
+            replaced=permit.replaces,
+            agent=approval.agent if approval is not None else None,
+            approved_by=approved_by,
+        )
+        await self._auditor.record(record)
+        level = logging.WARNING if permit.scope == "team" else logging.INFO
+        logger.log(
+            level,
+            "%s credential %r of %s %s by %s through a %s link%s",
+            "team-wide" if permit.scope == "team" else "personal",
+            permit.key.name,
+            permit.key.connector,
+            "replaced" if permit.replaces else "stored",
+            link.principal,
+            via,
+            f" (replacement approved by {approved_by})" if approved_by else "",
+        )

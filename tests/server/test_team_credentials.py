@@ -1,0 +1,226 @@
+"""A team-wide credential changes only by an operator's act: a teammate's connect or secret link
+waits for an operator's approval before it may replace it, and every change is audited (who, which
+connector, when, who approved; never the value) and logged. A ``per_user`` connector's credentials
+are each user's own and change freely.
+
+Two users, alice and bob, reach the gateway through the same granted agent. The real pages app
+runs in process (Starlette over ``httpx2.ASGITransport``) on a real gateway (SQLite store, AES-GCM
+vault, link and approval services, auditor), as ``test_approval_page`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from mcp_gateway.approvals import ApproverRefused
+from mcp_gateway.clock import FixedClock
+from mcp_gateway.core import Gateway
+from mcp_gateway.core.results import ConnectLink, SecretLink
+from mcp_gateway.credentials import CredentialVault
+from mcp_gateway.identity import OPERATOR, Principal
+from mcp_gateway.secrets import PROJECT_WIDE
+from mcp_gateway.store.base import AuditRecord
+from mcp_gateway.store.sqlite import SQLiteStore
+from tests.support.page_site import PUBLIC, page_site
+from tests.support.pages import csrf
+
+pytestmark = pytest.mark.anyio
+
+TEAM_CANARY = "canary-team-token-operator-4410"
+BOB_CANARY = "canary-bob-own-token-8823"
+MANIFEST = f"""
+project: teams
+public_url: {PUBLIC}
+connectors:
+  - slug: team
+    name: Team API
+    base_url: http://team.test
+    auth: {{type: bearer}}
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
+  - slug: mine
+    name: Own API
+    base_url: http://mine.test
+    auth: {{type: bearer}}
+    credentials: per_user
+    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
+agents:
+  - name: claude
+    connectors: [team, mine]
+"""
+ALICE = Principal(user="alice", agent="claude")
+BOB = Principal(user="bob", agent="claude")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Site:
+    gateway: Gateway
+    vault: CredentialVault
+    store: SQLiteStore
+    clock: FixedClock
+    http: httpx2.AsyncClient
+    sent: list[httpx2.Request]
+
+    async def value(self, connector: str, principal: str = PROJECT_WIDE, name: str = "default") -> str | None:
+        sealed = await self.vault.sealed(connector, principal=principal, name=name, own_only=True)
+        return sealed.open().reveal() if sealed is not None else None  # type: ignore[no-any-return]
+
+    async def submit(self, url: str, secret: str) -> httpx2.Response:
+        path = url.removeprefix(PUBLIC)
+        page = await self.http.get(path)
+        token = csrf(page.text) if 'name="csrf"' in page.text else "0" * 64
+        return await self.http.post(path, data={"csrf": token, "secret": secret})
+
+    async def changes(self) -> list[AuditRecord]:
+        await self.gateway.auditor.flush()
+        return [r for r in await self.store.list_audit(100) if r.status == "credential_set"]
+
+    async def sends_as(self, principal: Principal) -> str:
+        """The Authorization header ``principal``'s call to ``team`` carries."""
+        result = await self.gateway.call(principal, "team.me.get")
+        assert result.status == "ok", result
+        return self.sent[-1].headers["authorization"]
+
+
+@asynccontextmanager
+async def site(tmp_path: Path) -> AsyncIterator[Site]:
+    sent: list[httpx2.Request] = []
+
+    def upstream(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, json={"ok": True})
+
+    async with page_site(tmp_path, MANIFEST, upstream, credentials={"team": TEAM_CANARY}) as p:
+        yield Site(p.gateway, p.vault, p.store, p.clock, p.http, sent)
+
+
+def _no_canary(*texts: str) -> None:
+    for text in texts:
+        assert TEAM_CANARY not in text and BOB_CANARY not in text
+
+
+async def test_a_teammates_link_replaces_the_team_credential_only_after_an_operator_approves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with site(tmp_path) as s:
+        assert await s.sends_as(ALICE) == f"Bearer {TEAM_CANARY}"
+        link = await s.gateway.connect(BOB, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is not None
+        assert "team-wide credential" in link.message and link.approval_id in link.message
+
+        # Before approval: the page waits, shows no form, and a forced submission changes nothing.
+        waiting = await s.http.get(link.connect_url.removeprefix(PUBLIC))
+        assert "Waiting for an operator" in waiting.text and 'name="secret"' not in waiting.text
+        forced = await s.http.post(link.connect_url.removeprefix(PUBLIC), data={"csrf": "0" * 64, "secret": "x"})
+        assert forced.status_code == 409 and await s.value("team") == TEAM_CANARY
+        assert await s.sends_as(ALICE) == f"Bearer {TEAM_CANARY}"
+
+        # Neither bob nor alice may approve it; only an operator.
+        for user in ("bob", "alice", None):
+            with pytest.raises(ApproverRefused):
+                await s.gateway.approvals.decide(link.approval_id, True, by=user)
+        assert await s.gateway.approvals.decide(link.approval_id, True, by=OPERATOR.user) is not None
+
+        form = await s.http.get(link.connect_url.removeprefix(PUBLIC))
+        assert 'name="secret"' in form.text and "A team-wide credential:" in form.text
+        assert "replaces the team-wide credential" in form.text and "An operator approved" in form.text
+        saved = await s.submit(link.connect_url, BOB_CANARY)
+        assert saved.status_code == 200 and "Saved" in saved.text
+        assert await s.value("team") == BOB_CANARY
+        assert await s.sends_as(ALICE) == f"Bearer {BOB_CANARY}"
+        approval = await s.store.get_approval(link.approval_id)
+        assert approval is not None and approval.status == "consumed"
+
+        [row] = await s.changes()
+    assert (row.user, row.agent, row.connector, row.approved_by) == ("bob", "claude", "team", "operator")
+    assert row.at == s.clock.now() and row.requested == "credential:team"
+    assert json.loads(row.args_preview) == {"scope": "team", "replaced": "team", "via": "connect"}
+    [logged] = [r for r in caplog.records if r.name == "mcp_gateway.core.credential_changes"]
+    assert logged.levelno == logging.WARNING
+    assert "team-wide" in logged.getMessage() and "bob" in logged.getMessage() and "team" in logged.getMessage()
+    _no_canary(row.model_dump_json(), caplog.text, waiting.text, form.text, saved.text, link.model_dump_json())
+
+
+async def test_a_denied_replacement_changes_nothing(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(BOB, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is not None
+        await s.gateway.approvals.decide(link.approval_id, False, by="alice")  # anyone may deny
+        refused = await s.http.get(link.connect_url.removeprefix(PUBLIC))
+        assert refused.status_code == 403 and "Not approved" in refused.text
+        assert await s.value("team") == TEAM_CANARY and await s.changes() == []
+
+
+async def test_a_link_minted_before_a_team_credential_existed_cannot_replace_it(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        await s.vault.delete("team")
+        first, second = await s.gateway.connect(ALICE, "team"), await s.gateway.connect(BOB, "team")
+        assert isinstance(first, ConnectLink) and isinstance(second, ConnectLink)
+        assert first.approval_id is None and second.approval_id is None  # nothing to replace yet
+        assert (await s.submit(first.connect_url, "alice-first-token")).status_code == 200
+        late = await s.submit(second.connect_url, BOB_CANARY)
+        assert late.status_code == 409 and "Needs an operator" in late.text
+        assert await s.value("team") == "alice-first-token"
+        [row] = await s.changes()
+    assert (row.user, json.loads(row.args_preview)["replaced"], row.approved_by) == ("alice", None, None)
+
+
+async def test_the_operators_own_link_replaces_it_and_is_audited(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(OPERATOR, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is None
+        assert (await s.submit(link.connect_url, "operator-new-token")).status_code == 200
+        [row] = await s.changes()
+    assert (row.user, json.loads(row.args_preview)["replaced"]) == ("operator", "team")
+
+
+async def test_a_named_secret_of_the_team_needs_the_same_approval(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        await s.vault.put("team", "webhook-signing-1", name="webhook")
+        link = await s.gateway.request_secret(BOB, "team", "webhook")
+        assert isinstance(link, SecretLink) and link.approval_id is not None
+        assert (await s.submit(link.secret_url, BOB_CANARY)).status_code == 409
+        await s.gateway.approvals.decide(link.approval_id, True, by=OPERATOR.user)
+        assert (await s.submit(link.secret_url, BOB_CANARY)).status_code == 200
+        assert await s.value("team", name="webhook") == BOB_CANARY
+        [row] = await s.changes()
+    assert row.requested == "credential:team/webhook" and json.loads(row.args_preview)["via"] == "request_secret"
+
+
+async def test_per_user_credentials_are_each_users_own_and_need_no_approval(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        await s.vault.put("mine", "alice-own-token", principal="alice")
+        pages: list[str] = []
+        for _ in range(2):  # connecting again replaces bob's own, still without asking anyone
+            link = await s.gateway.connect(BOB, "mine")
+            assert isinstance(link, ConnectLink) and link.approval_id is None
+            pages.append((await s.http.get(link.connect_url.removeprefix(PUBLIC))).text)
+            assert "A personal credential:" in pages[-1] and "<code>bob</code>" in pages[-1]
+            assert (await s.submit(link.connect_url, BOB_CANARY)).status_code == 200
+        assert "replaces the" not in pages[0] and "replaces the personal credential" in pages[1]
+        assert await s.value("mine", "bob") == BOB_CANARY and await s.value("mine", "alice") == "alice-own-token"
+        rows = await s.changes()
+    assert [json.loads(r.args_preview)["scope"] for r in rows] == ["personal", "personal"]
+    assert {r.user for r in rows} == {"bob"} and all(r.approved_by is None for r in rows)
+
+
+async def test_the_operator_overview_says_which_credentials_are_team_wide(tmp_path: Path) -> None:
+    from mcp_gateway.operator_tokens import OperatorTokens
+
+    async with site(tmp_path) as s:
+        _, token = await OperatorTokens(s.store, s.clock).create()
+        page = await s.http.get("/operator", headers={"authorization": f"Bearer {token}"})
+    assert "(team-wide)" in page.text and "(personal: each user&#39;s own)" in page.text
