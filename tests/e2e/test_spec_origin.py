@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+import httpx2
 import pytest
 
 from mcp_gateway.core import Gateway, result_payload
@@ -28,7 +34,10 @@ from mcp_gateway.manifest import Manifest, parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from tests.support.env import child_env
 from tests.support.mcp_servers import REPO
+from tests.support.ports import free_port
 from tests.support.upstream import EchoApp, LoopbackServer, RecordedRequest, Reply
+
+from .conftest import http_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -92,11 +101,18 @@ class Lab:
     def serve_servers(self, url: str) -> None:
         self.home.documents["/openapi.json"] = description(url, self.elsewhere_url)
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def argv(self, *args: str) -> list[str]:
         argv = [sys.executable, "-m", "mcp_gateway", *args, "--manifest", str(self.manifest_path)]
-        argv += ["--state-dir", str(self.root / "state")]
-        env = child_env() | ENV | {"PYTHONPATH": str(REPO)}
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+        return [*argv, "--state-dir", str(self.root / "state")]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return child_env() | ENV | {"PYTHONPATH": str(REPO)}
+
+    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args), input=stdin, capture_output=True, text=True, env=self.env, timeout=120, cwd=REPO
+        )
 
 
 @pytest.fixture
@@ -210,3 +226,55 @@ async def test_the_operator_pointing_the_connector_at_another_description_pins_a
     assert moved.headers["authorization"] == f"Bearer {CANARY}" and len(api_calls(lab.home)) == 1
     pinned = {r.name: json.loads(r.snapshot) for r in await gw.store.list_action_reviews()}
     assert pinned["moving.@origin"] == {"origin": lab.elsewhere_url, "source": f"{lab.elsewhere_url}/openapi.json"}
+
+
+@contextmanager
+def serving(lab: Lab) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
+    """``serve --transport http`` on the lab's manifest, once ``/healthz`` answers; its log's path."""
+    port, log_path = free_port(), lab.root / "serve.log"
+    with log_path.open("w") as log:
+        serve = subprocess.Popen(
+            lab.argv("serve", "--transport", "http", "--port", str(port)), env=lab.env, stdout=log, stderr=log
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: serve.poll() is None and _healthy(url), log_path)
+        yield url, serve, log_path
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+
+
+def wait_for(ready: Callable[[], bool], log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert time.monotonic() < deadline, log_path.read_text()
+        time.sleep(0.1)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx2.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx2.HTTPError:
+        return False
+
+
+async def test_a_served_gateway_reloaded_by_sighup_keeps_the_credential_home(lab: Lab) -> None:
+    assert lab.cli("secret", "set", "moving", stdin=CANARY).returncode == 0
+    token = lab.cli("token", "create", "--agent", "bot").stdout.strip()
+    arguments = {"tool": "moving.items.list", "args": {"kind": "a"}}
+    with serving(lab) as (url, serve, log_path):
+        async with http_client(url, token) as client:
+            assert structured(await client.call_tool("call", arguments))["status"] == "ok"
+            lab.serve_servers(lab.elsewhere_url)
+            serve.send_signal(signal.SIGHUP)
+            reloaded = partial(wait_for, lambda: "manifest reloaded" in log_path.read_text(), log_path)
+            await anyio.to_thread.run_sync(reloaded)
+            assert structured(await client.call_tool("call", arguments))["status"] == "ok"
+            listed = structured(await client.call_tool("connectors", {}))
+        logged = log_path.read_text()
+    assert lab.elsewhere.requests == []
+    assert [r.headers["authorization"] for r in api_calls(lab.home)] == [f"Bearer {CANARY}"] * 2
+    (info,) = listed["connectors"]
+    assert lab.home_url in info["warning"]
+    assert "moving is held for review" in logged and lab.elsewhere_url in logged and CANARY not in logged
