@@ -232,8 +232,7 @@ class Auditor:
         item = _Queued(row, anyio.Event() if self.durable else None)
         try:
             send.send_nowait(item)
-            await item.wait()
-            return await self._written(row, item.error)
+            return await self._when_settled(item)
         except anyio.WouldBlock:
             pass
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -247,10 +246,19 @@ class Auditor:
                 return await self._written(row, await self._write_here(row))
             queued = True
         if queued:
-            await item.wait()
-            return await self._written(row, item.error)
+            return await self._when_settled(item)
         self._settle(1)
         return await self._written(row, "the audit queue stayed full")
+
+    async def _when_settled(self, item: _Queued) -> bool:
+        """Wait for the writer to settle a queued row, then see to it (``_written``). Shielded, like
+        the back-off: a caller cancelled meanwhile must not leave a refused row unjournaled and
+        uncounted; the writer settles every row it took, so the wait is bounded."""
+        done = False
+        with anyio.CancelScope(shield=True):
+            await item.wait()
+            done = await self._written(item.row, item.error)
+        return done
 
     async def _written(self, row: AuditRecord, error: str | None) -> bool:
         """What became of a row its caller waits for: committed (``error`` None), else retried and
