@@ -123,6 +123,7 @@ async def open_gateway(
     background: BackgroundSync | None = None,
     build_index: bool = True,
     embed: bool = True,
+    embed_now: bool = False,
     resident: bool = True,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
@@ -132,6 +133,8 @@ async def open_gateway(
     ``build_index=False``: the discovery index stays empty (for a command that only reports states).
     ``embed=False``: hybrid discovery embeds no catalog in the background (a one-shot command exits
     long before a catalog is embedded; it would only load the model and wait for its first batch).
+    ``embed_now=True``: the first sync embeds the changed catalogs before the gateway is yielded (the
+    ``sync`` and ``add`` commands: the vectors are stored, and the next ``serve`` ranks hybrid at once).
     ``resident=False``: the first sync does not share equal values across the catalog (a one-shot
     command exits before the memory it would save matters; sharing slows decoding a stored catalog)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
@@ -192,7 +195,7 @@ async def open_gateway(
                             tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:
-                                await gateway.sync(progress, index=build_index, share=resident)
+                                await gateway.sync(progress, index=build_index, share=resident, embed=embed_now)
                             else:
                                 tasks.start_soon(background.run, gateway, progress)
                             yield gateway

@@ -17,6 +17,14 @@ counted. Mangles (for ``github.issues.create_comment``):
 - ``plural``: ``github.issue.create_comment`` (the resource's plural toggled; when it is not a
   plural, the last word of the operation is pluralized: ``git.create_blobs``)
 
+- ``rest``: ``stripe.update_customer`` for ``POST /v1/customers/{customer}``, ``github.list_issues``
+  for ``GET /issues``: the verb from the method and the last resource of the URL, as an agent that
+  knows the API's shape but not its names writes it (``sources._naming.rest_path`` over the URL from
+  its last resource on). Several operations share such a guess (``GET /issues``,
+  ``GET /repos/{owner}/{repo}/issues``): the right one is the resource's own, the one with the fewest
+  literal segments; a tie is skipped.
+- ``rest_dotted``: ``stripe.customers.update``, ``github.issues.list``: the same, resource first.
+
 Usage: python scripts/bench_guessed_names.py [--show 10]
 """
 
@@ -34,7 +42,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding  # noqa: E402
+from mcp_gateway.sources._naming import rest_path, singular, snake_case  # noqa: E402
 
 VERB_SYNONYMS = {
     "create": "add",
@@ -90,6 +99,57 @@ def mangles(action: Action) -> dict[str, str]:
     return out
 
 
+_VERSION = ("api", "rest")
+
+
+def _rest_guesses(action: Action) -> tuple[str, str, int] | None:
+    """``(update_customer, customers.update, literal segments)`` for an HTTP action, else None."""
+    binding = action.binding
+    if not isinstance(binding, OpenAPIBinding | HttpBinding | PostmanBinding):
+        return None
+    segments = [segment for segment in binding.url.split("?")[0].split("/") if segment]
+    literal = [
+        i
+        for i, segment in enumerate(segments)
+        if "{" not in segment
+        and not segment.startswith(":")
+        and snake_case(segment)
+        and snake_case(segment) not in _VERSION
+        and not (segment[0] in "vV" and segment[1:].isdigit())
+    ]
+    if not literal:
+        return None
+    start = literal[-1]
+    if len(literal) > 1 and rest_path("POST", "/x/{id}/" + segments[start]).startswith(snake_case(segments[start])):
+        start = literal[-2]  # /deployments/{id}/cancel: the resource is the segment before the verb
+    tail = "/" + "/".join("{x}" if "{" in s or s.startswith(":") else s for s in segments[start:])
+    short = rest_path(binding.method, tail)
+    verb, _, resource = short.partition("_")
+    if not resource:
+        return None
+    head, _, last = resource.rpartition("_")
+    plural = resource if verb == "list" else (f"{head}_" if head else "") + _plural(singular(last))
+    return short, f"{plural}.{verb}", len(literal)
+
+
+def rest_mangles(actions: list[Action]) -> dict[str, dict[str, str]]:
+    """Per action name, its ``rest`` and ``rest_dotted`` guesses, when it is the one they mean."""
+    shapes = {action.qualified_name: _rest_guesses(action) for action in actions}
+    out: dict[str, dict[str, str]] = {}
+    for kind, position in (("rest", 0), ("rest_dotted", 1)):
+        owners: dict[str, list[tuple[int, str]]] = {}
+        for name, shape in shapes.items():
+            if shape is not None:
+                owners.setdefault(shape[position], []).append((shape[2], name))
+        for guess, candidates in owners.items():
+            candidates.sort()
+            if len(candidates) > 1 and candidates[0][0] == candidates[1][0]:
+                continue  # two operations as shallow: the guess does not say which
+            name = candidates[0][1]
+            out.setdefault(name, {})[kind] = f"{name.split('.', 1)[0]}.{guess}"
+    return out
+
+
 def evaluate(
     index: DiscoveryIndex, actions: list[Action], suggest: Callable[[str], list[Action]] | None = None
 ) -> dict[str, dict[str, float]]:
@@ -98,8 +158,9 @@ def evaluate(
     stats: dict[str, dict[str, float]] = {}
     misses: dict[str, list[tuple[str, str, list[str]]]] = {}
     latencies: list[float] = []
+    rest = rest_mangles(actions)
     for action in actions:
-        for kind, guess in mangles(action).items():
+        for kind, guess in {**mangles(action), **rest.get(action.qualified_name, {})}.items():
             row = stats.setdefault(kind, {"n": 0, "first": 0, "top3": 0, "skipped": 0})
             real = index.resolve(guess)
             if guess == action.qualified_name or (real is not None and real is not action):

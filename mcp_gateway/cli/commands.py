@@ -131,7 +131,9 @@ def _read_spec(kind: str, path: Path) -> None:
 async def cmd_sync(args: argparse.Namespace) -> int:
     from ..model import withheld_note
 
-    async with _gateway(args, progress=_progress(), build_index=False) as gw:  # stores catalogs; nothing to search
+    # Stores the catalogs, and their vectors when discovery is hybrid: the next ``serve`` ranks hybrid
+    # from its first query instead of lexically until a background embedding finishes.
+    async with _gateway(args, progress=_progress(), build_index=False, embed_now=True) as gw:
         states = gw.catalogs.states()
         withheld = {s.slug: gw.permissions.withheld(gw.catalogs.loaded[s.slug].actions) for s in states}
     # ``actions`` counts what loaded; what agents may not see of it, and why, is said beside it, in
@@ -212,6 +214,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
         _print_json({**data, "manifest": args.manifest_source})
     else:
         _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
+        for api in data.get("catalog") or ():  # nothing configured serves it well; the catalog has these
+            sys.stderr.write(f"not configured, in the bundled catalog: {api['name']} ({api['add']})\n")
     return 0
 
 

@@ -435,7 +435,8 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
     from ..runtime import open_gateway
     from .commands import principal
 
-    async with open_gateway(args.settings, manifest=manifest) as gw:
+    # The new connector's vectors are computed now (hybrid discovery): the next ``serve`` reads them back.
+    async with open_gateway(args.settings, manifest=manifest, embed=False, embed_now=True) as gw:
         listed = result_payload(await gw.connectors(principal(args)))
     row = next(c for c in listed["connectors"] if c["slug"] == slug)
     cfg = manifest.connector(slug)

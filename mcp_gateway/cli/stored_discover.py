@@ -70,11 +70,27 @@ def discover_from_state(args: argparse.Namespace, principal: Principal) -> dict[
         visible = granted_connectors(manifest, principal) & {c.slug for c in manifest.connectors}
         if args.connector is not None:
             visible = visible & {args.connector}
-        return _answer(manifest, index, " ".join(args.query), visible, args.limit, keys, principal.user)
+        query = " ".join(args.query)
+        payload = _answer(manifest, index, query, visible, args.limit, keys, principal.user)
+        return payload if args.connector is not None else _with_catalog(manifest, query, index, payload)
     except (sqlite3.Error, zlib.error, ValueError, TypeError, AttributeError, OSError):
         # A file or row not as this build writes it (a stored action that does not decode to what
         # its line names raises ValueError mid-search): the full path says what it makes of it.
         return None
+
+
+def _with_catalog(manifest: Manifest, query: str, index: DiscoveryIndex, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the bundled catalog APIs that would serve ``query`` better (``Gateway.discover``)."""
+    from ..discovery.catalog_hints import CatalogHints, catalog_hint_text
+
+    best = [action for hit in payload["results"][:3] if (action := index.get(hit["name"])) is not None]
+    hints = CatalogHints().suggest(manifest, query, best, unsure=payload["confidence"] == "low")
+    if not hints:
+        return payload
+    hint = catalog_hint_text(hints, payload.get("hint"))
+    head = {key: payload[key] for key in ("query", "results", "confidence")}
+    rest = {key: payload[key] for key in ("twins",) if key in payload}
+    return {**head, "hint": hint, **rest, "catalog": [h.payload() for h in hints]}
 
 
 def _ranks_lexically(manifest: Manifest, env: Mapping[str, str]) -> bool:

@@ -163,13 +163,15 @@ class Catalogs:
     # -- loading -----------------------------------------------------------------------------------
 
     async def sync(
-        self, progress: Progress | None = None, *, index: bool = True, share: bool = True
+        self, progress: Progress | None = None, *, index: bool = True, share: bool = True, embed: bool = False
     ) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded. ``index=False`` skips the index
         (a CLI listing that only reports states: indexing is most of a warm start) and the sharing of
         equal values that keeps a resident catalog small; the next sync indexes everything then.
         ``share=False`` skips only the sharing: a one-shot command exits before memory matters, and
-        sharing triples the cost of decoding a stored catalog."""
+        sharing triples the cost of decoding a stored catalog. ``embed=True`` (hybrid discovery only):
+        the changed connectors are embedded before this returns, not in the background, so the vectors
+        are in the store for the next start (the ``sync`` and ``add`` commands)."""
         catalogs = await sync_manifest(
             self.manifest,
             self._store,
@@ -180,6 +182,8 @@ class Catalogs:
             share=index and share,  # a command that only reports states exits soon: no memory to save
         )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
+            if embed:
+                await self._embed_now(catalogs, progress)
             self.loaded = catalogs
             await self.review(catalogs)  # what is held is part of what a listing reports
             self.loaded = {slug: dataclasses.replace(c, fingerprint=None) for slug, c in catalogs.items()}
@@ -188,15 +192,20 @@ class Catalogs:
         for slug in set(self.loaded) - set(catalogs):
             self.index.remove_connector(slug)
             self._embed(slug, ())
+        changed: dict[str, ConnectorCatalog] = {}
         for slug, catalog in list(catalogs.items()):
             previous = self.loaded.get(slug)
             # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
                 self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
-                self._embed(slug, catalog.actions, catalog.fingerprint)
+                changed[slug] = catalog
+                if not embed:
+                    self._embed(slug, catalog.actions, catalog.fingerprint)
                 self._forget_validators(slug)
             else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
+        if embed:
+            await self._embed_now(changed, progress)
         self.loaded = catalogs
         await self.review(catalogs)
         await self.pin_origins(catalogs)
@@ -245,6 +254,24 @@ class Catalogs:
             await self.review([slug])
             await self.pin_origins([slug])
             return catalog.state
+
+    async def _embed_now(self, catalogs: Mapping[str, ConnectorCatalog], progress: Progress | None) -> None:
+        """Embed each catalog in turn (hybrid discovery only); one that fails is left to the background
+        embedding of the next start, and ranks lexically until then."""
+        if self.dense is None:
+            return
+        for slug, catalog in catalogs.items():
+            if not catalog.actions:
+                continue
+            try:
+                embedded = await self.dense.embed_now(slug, catalog.actions, catalog.fingerprint)
+            except (GatewayError, OSError, ValueError) as exc:
+                logger.warning("discovery: could not embed %s (it answers lexically meanwhile): %s", slug, exc)
+                if progress is not None:
+                    progress(slug, "not embedded (see the log); the next start embeds it")
+                continue
+            if progress is not None:
+                progress(slug, f"embedded for hybrid discover ({embedded:,} of {len(catalog.actions):,} anew)")
 
     def _embed(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> None:
         """Schedule a re-indexed connector's vectors (hybrid discover); until they exist it ranks lexically."""

@@ -30,6 +30,7 @@ from ..auth import needs_secret
 from ..clock import Clock
 from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, ReviewCache, summary_of
+from ..discovery.catalog_hints import CatalogHints, catalog_hint_text
 from ..discovery.hybrid import HybridSearch, discovery_status
 from ..errors import GatewayError
 from ..execution.mcp import McpExecutor
@@ -53,6 +54,7 @@ from .health import StoreHealth
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
 from .results import (
+    CatalogSuggestion,
     Connected,
     ConnectLink,
     ConnectorsResult,
@@ -155,6 +157,8 @@ class Gateway:
         self.permissions = Permissions(self.catalogs, self.index)
         self.credential_changes = CredentialChanges(vault, approvals, links, auditor, clock)
         """Who may replace a stored credential through a link, and the audit row of each change."""
+        self.catalog_hints = CatalogHints()
+        """The bundled catalog APIs ``discover`` names when nothing configured serves a request."""
         self.store_health = StoreHealth(getattr(store, "ping", None))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         self.metrics = metrics if metrics is not None else GatewayMetrics()
@@ -190,10 +194,11 @@ class Gateway:
     # -- loading -----------------------------------------------------------------------------------
 
     async def sync(
-        self, progress: Progress | None = None, *, index: bool = True, share: bool = True
+        self, progress: Progress | None = None, *, index: bool = True, share: bool = True, embed: bool = False
     ) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded (``index``, ``share``: see ``Catalogs.sync``)."""
-        return self._synced(await self.catalogs.sync(progress, index=index, share=share))
+        """Load every connector (best effort) and index what loaded (``index``, ``share``, ``embed``: see
+        ``Catalogs.sync``)."""
+        return self._synced(await self.catalogs.sync(progress, index=index, share=share, embed=embed))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
@@ -327,13 +332,22 @@ class Gateway:
                     input_schema=shown_schema(action.input_schema) if detail and rank < DETAIL_SCHEMAS else None,
                 )
             )
+        # A search inside one connector asks about that connector, not about the catalog.
+        hints = (
+            self.catalog_hints.suggest(
+                self.catalogs.manifest, query, [a for a, _ in hits[:3]], unsure=found.confidence == "low"
+            )
+            if connector is None
+            else []
+        )
         self.metrics.observe_discover(time.perf_counter() - started)
         return DiscoverResult(
             query=query,
             results=results,
             confidence=found.confidence,
-            hint=found.hint,
+            hint=catalog_hint_text(hints, found.hint),
             twins=found.twins or None,
+            catalog=[CatalogSuggestion(**h.payload()) for h in hints] or None,
         )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:

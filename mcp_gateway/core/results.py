@@ -37,6 +37,7 @@ from ..redaction import Redactor
 from ..sanitize import MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_TITLE_CHARS, clean_json, clean_text
 
 __all__ = [
+    "CatalogSuggestion",
     "ConnectLink",
     "Connected",
     "ConnectorsResult",
@@ -77,6 +78,18 @@ class DiscoverHit(ActionSummary):
     input_schema: dict[str, Any] | None = None
 
 
+class CatalogSuggestion(BaseModel):
+    """A bundled catalog API that is not configured but would serve the request, and the command an
+    operator runs to add it (the gateway never adds one itself)."""
+
+    model_config = _FROZEN
+    catalog: str
+    name: str
+    description: str
+    add: str
+    """``mcp-gateway add <catalog>``."""
+
+
 class DiscoverResult(BaseModel):
     """``discover``: the ranked hits, how sure the ranking is, and near-twins to choose between."""
 
@@ -89,6 +102,9 @@ class DiscoverResult(BaseModel):
     twins: dict[str, list[str]] | None = None
     """For a result whose object other results act on with another verb (``customers.create`` beside
     ``customers.delete``): those results' names. They are listed next to it, so the agent sees the choice."""
+    catalog: list[CatalogSuggestion] | None = None
+    """When nothing configured serves the request well and a bundled catalog API does: those APIs, for
+    the agent to tell its user an operator can add them."""
 
 
 class DescribePolicy(BaseModel):

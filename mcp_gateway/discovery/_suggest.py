@@ -17,11 +17,13 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..model import Action
+from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, shapes_of
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
 
 if TYPE_CHECKING:
     from ._index import DiscoveryIndex
+    from ._segment import Segment
 
 __all__ = ["suggest"]
 
@@ -35,25 +37,28 @@ _REPAIR_WEIGHT = 0.5
 _SYNONYM_WEIGHT = 0.5
 """Query weight of a synonym of a guessed word ("add" -> create)."""
 
+_SHAPED = 0.35
+"""Added to the score of an operation whose method and URL are the guess's verb and resource."""
+
+_SHAPED_STEP = 0.3
+"""Taken off that per step of ``Guess.rank`` behind the best match (a literal URL segment deeper, or
+the wrong one of the caller's or someone's, a member or the collection): the resource's own first."""
+
+_SAME_NAME = 0.5
+"""Added to the score of an action whose name is the guess but for a verb's synonym or a word's number."""
+
+_SHAPED_POOL = 8
+"""How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
+
 _MIN_SHAPE = 0.6
 """A suggestion sharing no word with the guess must at least look like it (difflib ratio)."""
 
 # Verbs that name the same operation in one API or another: a guessed ``create_x`` means ``add_x``
 # as much as ``add_x`` means ``create_x``. (Search ranks with one-way synonyms because there the
 # agent's word is evidence; here the guess is only a spelling of an action that exists.)
-_VERB_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("create", "add", "new", "post", "make", "insert", "put"),
-    ("delete", "remove", "destroy", "erase", "drop"),
-    ("get", "fetch", "retrieve", "read", "show", "view", "describe"),
-    ("list", "all"),
-    ("search", "find", "query", "lookup"),
-    ("update", "edit", "modify", "change", "set", "patch", "replace"),
-)
-_GROUP_OF: dict[str, int] = {stem(verb): number for number, group in enumerate(_VERB_GROUPS) for verb in group}
-_GROUP_VERBS: dict[int, tuple[str, ...]] = {
-    number: tuple(stem(verb) for verb in group) for number, group in enumerate(_VERB_GROUPS)
-}
-_READ_VERBS = frozenset(stem(verb) for verb in _VERB_GROUPS[2])
+_GROUP_OF = GROUP_OF
+_GROUP_VERBS = GROUP_VERBS
+_READ_VERBS = GROUP_VERBS[GROUP_OF[stem("get")]]
 
 
 def suggest(
@@ -83,6 +88,8 @@ def suggest(
         if slug in visible_slugs
     ]
     path = ".".join(parts[1:] if named else parts)
+    if exact is None and not named:
+        exact = _unique_path(index, path, visible, allow)  # ``issues.create_label``: the name, connector left out
     guessed = [
         term for part in path.split(".") for word in _collapse(_WORDS.findall(part)) for term in identifier_terms(word)
     ]
@@ -98,8 +105,27 @@ def suggest(
     hits = index._top(index._score(weighted, named or visible), _POOL, allow) if weighted else []
     if not hits and named:
         hits = index._top(index._score(weighted, visible), _POOL, allow)
+    # ``update_customer``, ``customers.update``, ``list_issues``: what an operation does to what, read
+    # from its method and URL, over every visible action (the words may not reach the search's pool).
+    guess = guess_of(path)
+    shaped: dict[str, float] = {}
+    best_rank = 0.0
+    if guess is not None:
+        matched: list[tuple[float, str, Action]] = []
+        for segment in named or visible:
+            for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
+                if shape is not None and guess.matches(shape) and (allow is None or allow(action)):
+                    matched.append((guess.rank(shape), action.qualified_name, action))
+        matched.sort(key=lambda item: (item[0], item[1]))
+        pooled = {id(action) for _, action, _ in hits}
+        best_rank = matched[0][0] if matched else 0.0
+        for rank, qualified_name, action in matched[:_SHAPED_POOL]:
+            shaped[qualified_name] = rank
+            if id(action) not in pooled:
+                hits.append((-1, action, 0.0))
 
     folded_path = fold_name(path)
+    spelled_words = _words_of(path)
     spelled = _spelled(path)
     best = max((score for _, _, score in hits), default=0.0) or 1.0
     scored: list[tuple[float, str, Action]] = []
@@ -107,7 +133,7 @@ def suggest(
         words = identifier_terms(action.path)
         overlap = _overlap(guessed, words)
         shape = difflib.SequenceMatcher(None, folded_path, fold_name(action.path), autojunk=False).ratio()
-        if not overlap and shape < _MIN_SHAPE:
+        if not overlap and shape < _MIN_SHAPE and action.qualified_name not in shaped:
             continue  # shares no word and barely a letter sequence: noise, not a suggestion
         theirs = _spelled(action.path)
         spelling = 2 * len(spelled & theirs) / (len(spelled) + len(theirs)) if spelled and theirs else 0.0
@@ -119,11 +145,59 @@ def suggest(
         final = 0.4 * overlap + 0.2 * described + 0.2 * shape + 0.1 * spelling + 0.1 * score / best
         if described == 1.0:
             final += 0.15  # the guess *is* the summary, word for word: the strongest evidence there is
+        rank = shaped.get(action.qualified_name)
+        # The name but for a verb's synonym or a word's number is what the guess spells, unless its method
+        # and URL say the guess means another (``get_customer`` is one customer, not ``get_customers``).
+        if (rank is None or rank <= best_rank) and _same_name(spelled_words, _words_of(action.path)):
+            final += _SAME_NAME
+        if rank is not None:
+            # The operation the guess's verb and resource name: before any that only spells alike, the
+            # resource's own (the shallowest) first.
+            final += max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
     out.extend(action for _, _, action in scored if action is not exact)
     return out[:limit]
+
+
+def _unique_path(
+    index: DiscoveryIndex, path: str, visible: list[Segment], allow: Callable[[Action], bool] | None
+) -> Action | None:
+    """The one visible action whose path (not qualified name) is ``path`` up to spelling, else None."""
+    key = fold_name(path)
+    found: list[Action] = []
+    for segment in visible:
+        hit = segment.by_folded.get(key)
+        found.extend(segment.actions[p] for p in ((hit,) if isinstance(hit, int) else hit or ()))
+    found = [action for action in found if allow is None or allow(action)]
+    return found[0] if len(found) == 1 else None
+
+
+def _words_of(path: str) -> list[str]:
+    return [word.lower() for part in path.split(".") for word in _WORDS.findall(part)]
+
+
+def _same_name(guessed: list[str], theirs: list[str]) -> bool:
+    """Whether two names are one word for one word, up to a verb of the same group or a word's number
+    (``fetch_accounts`` ~ ``get_accounts``, ``get_account_capabilitieses`` ~ ``get_account_capabilities``)."""
+    if len(guessed) != len(theirs) or guessed == theirs:
+        return False
+    for mine, other in zip(guessed, theirs, strict=True):
+        if mine == other or _number_of(mine) == _number_of(other):
+            continue
+        group = _GROUP_OF.get(stem(mine))
+        if group is None or group != _GROUP_OF.get(stem(other)):
+            return False
+    return True
+
+
+def _number_of(word: str) -> str:
+    """A word with any plural ending taken off (``capabilitieses`` -> ``capabiliti``, ``ids`` -> ``id``)."""
+    for ending in ("ieses", "ies", "es", "s"):
+        if word.endswith(ending) and len(word) > len(ending) + 1:
+            return word[: -len(ending)] + ("i" if ending.startswith("ie") else "")
+    return word[:-1] + "i" if word.endswith("y") else word
 
 
 def _collapse(words: list[str]) -> list[str]:

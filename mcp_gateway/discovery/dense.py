@@ -281,6 +281,8 @@ class DenseEmbedder:
         self.batch = batch
         self.encoder_calls = 0
         self.embedded = 0
+        self.progress: tuple[int, int] | None = None
+        """While a refresh embeds: (actions embedded so far, actions it embeds anew); else None."""
         self._generation: dict[str, int] = {}
 
     async def refresh(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> int:
@@ -311,19 +313,23 @@ class DenseEmbedder:
         missing = {d: parts for d, parts in zip(digests, texts or (), strict=False) if d not in vectors}
         fresh: dict[bytes, bytes] = {}
         items = list(missing.items())
-        for start in range(0, len(items), self.batch):
-            chunk = items[start : start + self.batch]
-            self.encoder_calls += 1
-            matrix = await self.provider.embed([text for _, parts in chunk for text in parts])
-            row = 0
-            for digest, parts in chunk:
-                rows = matrix[row : row + len(parts)]
-                row += len(parts)
-                vector = np.asarray(rows[0] if len(parts) == 1 else np.mean(rows, axis=0), dtype="<f4")
-                vectors[digest] = vector
-                fresh[digest] = vector.tobytes()
-            if self._generation.get(slug) != generation:
-                return 0  # superseded by a newer refresh (or removal) of this connector
+        try:
+            for start in range(0, len(items), self.batch):
+                self.progress = (start, len(items))
+                chunk = items[start : start + self.batch]
+                self.encoder_calls += 1
+                matrix = await self.provider.embed([text for _, parts in chunk for text in parts])
+                row = 0
+                for digest, parts in chunk:
+                    rows = matrix[row : row + len(parts)]
+                    row += len(parts)
+                    vector = np.asarray(rows[0] if len(parts) == 1 else np.mean(rows, axis=0), dtype="<f4")
+                    vectors[digest] = vector
+                    fresh[digest] = vector.tobytes()
+                if self._generation.get(slug) != generation:
+                    return 0  # superseded by a newer refresh (or removal) of this connector
+        finally:
+            self.progress = None
         embedded = len(fresh)
         if kept_at is not None and texts is not None:
             fresh[kept_at] = b"".join(digests)  # beside the vectors, in the same write

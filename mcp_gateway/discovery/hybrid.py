@@ -132,9 +132,20 @@ class HybridSearch:
         """Wait until everything scheduled so far is embedded (or failed). For tests and benchmarks."""
         await self._idle.wait()
 
+    async def embed_now(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> int:
+        """Embed connector ``slug`` now, in the caller's task (``sync`` and ``add`` do, so the ``serve``
+        that follows reads the vectors back from the store and ranks hybrid from its first query).
+        Returns how many actions were embedded anew; a failure is the caller's to report."""
+        if not actions:
+            return 0
+        self._connectors.add(slug)
+        return await self.embedder.refresh(slug, actions, fingerprint)
+
     def status(self) -> str:
         ready = sum(1 for slug in self._connectors if self.embedder.index.ready(slug))
-        return f"discovery: hybrid ({self.label}; {ready} of {len(self._connectors)} connectors embedded)"
+        running = self.embedder.progress
+        embedding = "" if running is None else f"; embedding {running[0]:,} of {running[1]:,} actions"
+        return f"discovery: hybrid ({self.label}; {ready} of {len(self._connectors)} connectors embedded{embedding})"
 
     # -- search ------------------------------------------------------------------------------------
 

@@ -159,6 +159,59 @@ async def test_vectors_survive_a_restart_and_a_resync_embeds_only_what_changed(
         assert len(provider.texts) == 1 and "incident" in provider.texts[0]
 
 
+async def test_a_sync_that_embeds_leaves_nothing_for_the_next_start_to_embed(
+    tmp_path: Path, provider: CountingProvider
+) -> None:
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    said: list[tuple[str, str]] = []
+    # What the ``sync`` command opens: no index, no background embedding, the vectors computed in the sync.
+    async with open_gateway(
+        settings(tmp_path),
+        manifest=manifest,
+        build_index=False,
+        embed=False,
+        embed_now=True,
+        progress=lambda slug, phase: said.append((slug, phase)),
+    ):
+        assert len(provider.texts) == 3  # embedded before the gateway was handed over
+    assert ("tracker", "embedded for hybrid discover (3 of 3 anew)") in said
+
+    provider.texts.clear()
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        await gw.dense.settled()
+        assert provider.texts == []  # the serve after it reads every vector back
+        assert gw.dense.embedder.index.ready("tracker")
+
+
+async def test_connectors_says_how_far_a_background_embedding_is(
+    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = anyio.Event()
+    entered = anyio.Event()
+    embed = provider.embed
+
+    async def held(texts: Sequence[str]) -> object:
+        entered.set()
+        await release.wait()
+        return await embed(texts)
+
+    monkeypatch.setattr(provider, "embed", held)
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        await entered.wait()
+        listed = result_payload(await gw.connectors(OPERATOR))
+        assert (
+            listed["discovery"] == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 0 of 3 actions)"
+        )
+        release.set()
+        await gw.dense.settled()
+        assert result_payload(await gw.connectors(OPERATOR))["discovery"] == (
+            "discovery: hybrid (test-bow; 1 of 1 connectors embedded)"
+        )
+
+
 async def test_until_vectors_exist_discover_answers_lexically(tmp_path: Path, provider: CountingProvider) -> None:
     manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
     async with open_gateway(settings(tmp_path), manifest=manifest) as gw:

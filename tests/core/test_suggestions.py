@@ -1,0 +1,112 @@
+"""Suggestions for a guessed action name (``action_not_found``): the name is read as a verb and a
+resource, matched against what each operation's method and URL do, the resource's own operation
+first; a name the guess spells but for a synonym or a plural comes first."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.model import Action, OpenAPIBinding
+
+
+def op(connector: str, path: str, method: str, url: str, summary: str) -> Action:
+    return Action(
+        connector=connector,
+        path=path,
+        summary=summary,
+        risk="read" if method == "GET" else "write",
+        binding=OpenAPIBinding(method=method, url=url),
+    )
+
+
+# (connector, path, method, URL, summary): shaped like Stripe's and GitHub's operations.
+OPERATIONS = [
+    ("stripe", "get_customers", "GET", "/v1/customers", "List all customers"),
+    ("stripe", "post_customers", "POST", "/v1/customers", "Create a customer"),
+    ("stripe", "get_customers_customer", "GET", "/v1/customers/{customer}", "Retrieve a customer"),
+    ("stripe", "post_customers_customer", "POST", "/v1/customers/{customer}", "Update a customer"),
+    ("stripe", "delete_customers_customer", "DELETE", "/v1/customers/{customer}", "Delete a customer"),
+    (
+        "stripe",
+        "post_customers_customer_sources_id",
+        "POST",
+        "/v1/customers/{customer}/sources/{id}",
+        "Update a source",
+    ),
+    ("stripe", "post_customers_customer_tax_ids", "POST", "/v1/customers/{customer}/tax_ids", "Create a tax ID"),
+    (
+        "stripe",
+        "get_customers_customer_balance_transactions",
+        "GET",
+        "/v1/customers/{customer}/balance_transactions",
+        "List a customer's balance transactions",
+    ),
+    ("stripe", "post_invoices_invoice_void", "POST", "/v1/invoices/{invoice}/void", "Void an invoice"),
+    ("stripe", "get_invoices", "GET", "/v1/invoices", "List all invoices"),
+    ("github", "issues.list", "GET", "/issues", "List issues assigned to the authenticated user"),
+    ("github", "issues.list_for_repo", "GET", "/repos/{owner}/{repo}/issues", "List repository issues"),
+    ("github", "issues.list_for_org", "GET", "/orgs/{org}/issues", "List organization issues"),
+    ("github", "issues.update", "PATCH", "/repos/{owner}/{repo}/issues/{issue_number}", "Update an issue"),
+    ("github", "issues.update_comment", "PATCH", "/repos/{o}/{r}/issues/comments/{id}", "Update an issue comment"),
+    ("github", "users.get_authenticated", "GET", "/user", "Get the authenticated user"),
+    ("github", "users.get_by_username", "GET", "/users/{username}", "Get a user"),
+    ("github", "users.list", "GET", "/users", "List users"),
+    ("github", "enterprise_admin.list_users", "GET", "/admin/users", "List users of the enterprise"),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> DiscoveryIndex:
+    built = DiscoveryIndex()
+    for slug in ("stripe", "github"):
+        built.replace_connector(slug, [op(*row) for row in OPERATIONS if row[0] == slug])
+    return built
+
+
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        # update/get/delete of the resource itself before its sub-resources
+        ("stripe.update_customer", "stripe.post_customers_customer"),
+        ("stripe.customers.update", "stripe.post_customers_customer"),
+        ("stripe.get_customer", "stripe.get_customers_customer"),
+        ("stripe.customer.get", "stripe.get_customers_customer"),
+        ("stripe.delete_customer", "stripe.delete_customers_customer"),
+        ("stripe.remove_customer", "stripe.delete_customers_customer"),
+        ("github.update_issue", "github.issues.update"),
+        # a collection's list before admin or nested lists
+        ("stripe.list_customers", "stripe.get_customers"),
+        ("stripe.customers.list", "stripe.get_customers"),
+        ("stripe.fetch_all_customers", "stripe.get_customers"),
+        ("github.list_issues", "github.issues.list"),
+        ("github.list_users", "github.users.list"),
+        ("github.users.list_all", "github.users.list"),
+        # REST verbs and HTTP methods, create on the collection
+        ("stripe.create_customer", "stripe.post_customers"),
+        ("stripe.customers.create", "stripe.post_customers"),
+        ("stripe.patch_customer", "stripe.post_customers_customer"),
+        ("stripe.create_tax_id", "stripe.post_customers_customer_tax_ids"),
+        ("stripe.void_invoice", "stripe.post_invoices_invoice_void"),
+        ("stripe.invoices.void", "stripe.post_invoices_invoice_void"),
+        # the caller
+        ("github.get_current_user", "github.users.get_authenticated"),
+        ("github.get_me", "github.users.get_authenticated"),
+        ("github.me.get", "github.users.get_authenticated"),
+        ("github.get_user", "github.users.get_by_username"),
+        # a name spelled but for the connector, a synonym or a plural
+        ("issues.list_for_org", "github.issues.list_for_org"),
+        ("stripe.fetch_customers", "stripe.get_customers"),
+        ("stripe.get_customer_balance_transaction", "stripe.get_customers_customer_balance_transactions"),
+    ],
+)
+def test_the_first_suggestion_is_the_operation_the_guess_means(index: DiscoveryIndex, guess: str, want: str) -> None:
+    assert index.resolve(guess) is None  # a guess, not a name
+    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
+
+
+def test_a_hidden_operation_is_never_suggested_however_well_it_matches(index: DiscoveryIndex) -> None:
+    hidden = "stripe.post_customers_customer"
+    found = index.suggest("stripe.update_customer", limit=3, allow=lambda a: a.qualified_name != hidden)
+    assert found and hidden not in [a.qualified_name for a in found]
+    assert index.suggest("stripe.update_customer", limit=3, connectors=["github"])[:1] != [hidden]

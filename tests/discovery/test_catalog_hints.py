@@ -1,0 +1,77 @@
+"""``discover`` names the bundled catalog APIs that would serve a request nothing configured serves,
+with the operator's command, and never adds them; ``catalog/terms.json.gz`` is current."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_gateway.discovery.catalog_hints import TERMS_FILE, CatalogHints, action_terms
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.manifest import CATALOG_DIR, load_manifest, parse_manifest
+from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.sources.openapi import load_openapi
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def settings(tmp_path: Path) -> Settings:
+    env = {
+        "MCP_GATEWAY_MASTER_KEY": "catalog-hints-master-key-0123456789abcdef",
+        "MCP_GATEWAY_DISCOVERY_MODE": "lexical",
+    }
+    return Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
+
+
+async def test_the_default_gateway_names_the_catalog_apis_that_send_email(tmp_path: Path) -> None:
+    async with open_gateway(settings(tmp_path), embed=False) as gw:
+        before = [cfg.slug for cfg in gw.catalogs.manifest.connectors]
+        found = await gw.discover(OPERATOR, "send an email")
+        assert found.catalog is not None
+        named = {suggestion.catalog for suggestion in found.catalog}
+        assert named & {"sendgrid", "gmail"} and named <= {"sendgrid", "gmail", "twilio"}
+        sendgrid = next(s for s in found.catalog if s.catalog == "sendgrid")
+        assert sendgrid.add == "mcp-gateway add sendgrid" and sendgrid.name == "SendGrid"
+        assert found.hint is not None and "mcp-gateway add sendgrid" in found.hint
+        # It only says so: nothing was added, and the results are still the configured ones.
+        assert [cfg.slug for cfg in gw.catalogs.manifest.connectors] == before == ["github", "petstore"]
+        assert all(hit.name.split(".")[0] in before for hit in found.results)
+
+        # What is configured serves these: no catalog API is named.
+        assert (await gw.discover(OPERATOR, "open a pull request")).catalog is None
+        assert (await gw.discover(OPERATOR, "add a new pet to the store")).catalog is None
+        # A search inside one connector asks about that connector only.
+        assert (await gw.discover(OPERATOR, "send an email", connector="github")).catalog is None
+
+
+def test_a_configured_catalog_api_is_not_suggested_again() -> None:
+    hints = CatalogHints()
+    both = parse_manifest("connectors:\n  - slug: mail\n    catalog: sendgrid\n  - slug: gmail\n    catalog: gmail\n")
+    assert hints.suggest(both, "send an email", [], unsure=False) == []
+    alone = load_manifest(None)
+    assert {hint.id for hint in hints.suggest(alone, "send an email", [], unsure=False)} >= {"sendgrid"}
+    assert hints.suggest(alone, "email", [], unsure=True) == []  # one word says too little
+    assert hints.suggest(alone, "what is the weather in paris", [], unsure=True) == []
+
+
+async def test_the_terms_file_is_current() -> None:
+    data = json.loads(gzip.decompress(TERMS_FILE.read_bytes()))
+    entries = sorted(path.stem for path in CATALOG_DIR.glob("*.yaml"))
+    assert sorted(data) == entries, "run python scripts/build_catalog_terms.py"
+    for name in entries:
+        (cfg,) = parse_manifest(
+            f"connectors:\n  - slug: {name}\n    catalog: {name}\n    base_url: https://x.example\n"
+        ).connectors
+        assert (data[name]["name"], data[name]["description"]) == (cfg.name, cfg.description), name
+    # The small specs normalized again give the same terms (the large ones are normalized by test_catalog).
+    for name, spec in (("petstore", "petstore.json"), ("nytimes-books", "nytimes-books.json")):
+        actions = (await load_openapi(str(CATALOG_DIR / "specs" / spec), connector=name)).actions
+        assert data[name]["actions"] == sorted({action_terms(a) for a in actions} - {""}), name
