@@ -215,7 +215,9 @@ async def test_every_ok_answer_has_one_outcome_row_after_an_outage(
     assert any(i.startswith("a-") for i in ok) and any(i.startswith("b-") for i in ok), answers
     rows = postgres_cluster.sql(
         "SELECT json_build_object('t', 'audit', 'args', args_preview, 'status', status) FROM audit "
-        "UNION ALL SELECT json_build_object('t', 'open', 'args', args_preview, 'status', status) FROM audit_open",
+        "WHERE requested = 'api.items.get' UNION ALL "
+        "SELECT json_build_object('t', 'open', 'args', args_preview, 'status', status) FROM audit_open "
+        "WHERE requested = 'api.items.get'",
         database,
     )
     outcomes: dict[str, list[str]] = {}
