@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -495,6 +496,30 @@ async def test_token_endpoint_failures_say_what_happened_without_quoting_it(tmp_
             result = await e.gateway.call(OPERATOR, "machine.me.get")
         assert isinstance(result, ErrorResult) and result.reason == "upstream_unreachable", result
         assert "token endpoint of machine (auth.test)" in result.message and CANARY not in result.message
+
+
+async def test_a_token_endpoint_that_echoes_a_sent_secret_as_its_error_code_is_not_quoted(tmp_path: Path) -> None:
+    # The client secret (letters, digits, dashes) and its hex both look like an RFC 6749 error code.
+    async with env(tmp_path) as e:
+        cfg = e.gateway.manifest.connector("machine")
+        assert cfg is not None
+        from mcp_gateway.auth.oauth2 import AuthorizationRefused
+
+        for echoed in (CANARY, CANARY.encode().hex(), CANARY.encode().hex().upper()):
+
+            async def echo(request: httpx2.Request, code: str = echoed) -> httpx2.Response:
+                return httpx2.Response(400, json={"error": code})
+
+            async with httpx2.AsyncClient(transport=httpx2.MockTransport(echo)) as http:
+                e.gateway.oauth2._http = http
+                with pytest.raises(AuthorizationRefused) as info:
+                    await e.gateway.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
+                assert info.value.code == "" and echoed not in str(info.value), info.value
+                # A call whose client the token endpoint refuses asks for the client again (no internal error).
+                await e.vault.put("machine", CLIENT)
+                result = await e.gateway.call(OPERATOR, "machine.me.get")
+            assert isinstance(result, NeedsAuth) and "refused the request (HTTP 400)" in result.reason, result
+            assert echoed not in json.dumps(result_payload(result))
 
 
 def test_the_code_flow_needs_an_authorize_url() -> None:
