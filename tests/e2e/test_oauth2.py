@@ -8,6 +8,7 @@ succeeds only with a token that server really issued through the flow under test
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -195,6 +196,44 @@ async def test_no_login_loop_when_the_api_rejects_a_fresh_authorization(oauth: O
             assert len(oauth.api.echo.requests) == 2
     finally:
         server.stop()
+
+
+async def test_a_second_sign_in_replaces_the_team_token_set_only_once_an_operator_approves(oauth: OAuthEnv) -> None:
+    server = HttpGateway(oauth.gw, oauth.gw.root / "gateway.log")
+    try:
+        token = oauth.gw.cli("token", "create", "--agent", "bot").stdout.strip()
+        async with http_client(server.url, token) as client:
+            first = structured(await client.call_tool("connect", {"connector": "people"}))
+            assert "approval_id" not in first  # nothing to replace yet
+            assert "Connected" in (await oauth_sign_in(first["connect_url"], CLIENT))[-1].text
+
+            again = structured(await client.call_tool("connect", {"connector": "people"}))
+            approval_id = again["approval_id"]
+            waiting = await get(again["connect_url"])
+            assert "Waiting for an operator" in waiting.text and "Continue to" not in waiting.text
+            assert len(oauth.auth.events("authorize")) == 1  # the waiting page sends nobody to the provider
+
+            oauth.gw.cli("approvals", "approve", approval_id)
+            page = await get(again["connect_url"])
+            assert "A team-wide credential:" in page.text and "replaces the team-wide credential" in page.text
+            assert "Connected" in (await oauth_sign_in(again["connect_url"]))[-1].text
+    finally:
+        server.stop()
+    audit = json.loads(oauth.gw.cli("audit", "--json").stdout)
+    changes = [
+        (r["requested"], json.loads(r["args_preview"])["replaced"], r["approved_by"])
+        for r in audit
+        if r["status"] == "credential_set"
+    ]
+    assert changes == [
+        ("credential:people/oauth2_token", "team", "operator"),
+        ("credential:people/oauth2_token", None, None),
+        ("credential:people", None, None),
+    ]
+    assert CLIENT["client_secret"] not in json.dumps(audit)
+    log = (oauth.gw.root / "gateway.log").read_text()
+    assert "team-wide credential 'oauth2_token' of people replaced by token:" in log
+    assert "(replacement approved by operator)" in log and CLIENT["client_secret"] not in log
 
 
 async def test_a_denied_sign_in_leaves_the_link_usable(oauth: OAuthEnv) -> None:

@@ -26,6 +26,7 @@ from mcp_gateway.core import Gateway
 from mcp_gateway.core.results import ConnectLink, SecretLink
 from mcp_gateway.credentials import CredentialVault
 from mcp_gateway.identity import OPERATOR, Principal
+from mcp_gateway.model import NeedsAuth
 from mcp_gateway.secrets import PROJECT_WIDE
 from mcp_gateway.store.base import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
@@ -44,7 +45,11 @@ connectors:
     name: Team API
     base_url: http://team.test
     auth: {{type: bearer}}
-    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: Who am I}}]}}}}
+    source:
+      http:
+        actions:
+          - {{path: me.get, method: GET, url: /me, summary: Who am I}}
+          - {{path: revoked.get, method: GET, url: /revoked, summary: Answer 401 as if the token were revoked}}
   - slug: mine
     name: Own API
     base_url: http://mine.test
@@ -100,6 +105,8 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
 
     def upstream(request: httpx2.Request) -> httpx2.Response:
         sent.append(request)
+        if request.url.path == "/revoked":
+            return httpx2.Response(401, json={"message": "token revoked"})
         return httpx2.Response(200, json={"ok": True})
 
     async with page_site(tmp_path, MANIFEST, upstream, credentials={"team": TEAM_CANARY}) as p:
@@ -152,6 +159,18 @@ async def test_a_teammates_link_replaces_the_team_credential_only_after_an_opera
     assert logged.levelno == logging.WARNING
     assert "team-wide" in logged.getMessage() and "bob" in logged.getMessage() and "team" in logged.getMessage()
     _no_canary(row.model_dump_json(), caplog.text, waiting.text, form.text, saved.text, link.model_dump_json())
+
+
+async def test_a_rejected_team_credential_asks_an_operator_before_anyone_reconnects_it(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        result = await s.gateway.call(BOB, "team.revoked.get")
+        assert isinstance(result, NeedsAuth), result
+        assert "team-wide credential" in result.reason and "operator" in result.reason
+        [pending] = await s.store.list_approvals("pending")
+        assert (pending.kind, pending.principal, pending.tool) == ("credential", "bob", "credential:team")
+        page = await s.http.get(result.connect_url.removeprefix(PUBLIC))
+        assert "Waiting for an operator" in page.text and pending.id in page.text
+        assert await s.value("team") == TEAM_CANARY
 
 
 async def test_a_denied_replacement_changes_nothing(tmp_path: Path) -> None:
