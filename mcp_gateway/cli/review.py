@@ -57,7 +57,7 @@ async def cmd_review(args: argparse.Namespace) -> int:
         return 0
     if not (args.all or names):
         for slug, said in withheld.items():
-            sys.stdout.write(f"== connector {slug}: its error text was withheld from agents\n   {said}\n\n")
+            sys.stdout.write(f"== connector {slug}: its error text was withheld from agents\n   {escaped(said)}\n\n")
     if not held:
         sys.stdout.write("nothing is held for review\n")
         return 0
