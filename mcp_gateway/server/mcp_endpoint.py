@@ -12,9 +12,10 @@ if the first message the session writes for it is its response, that response is
 answer, as ``application/json``. If it is anything else (a progress notification, a log message,
 an elicitation or other request to the client), or nothing comes within ``SSE_COMMIT_AFTER``
 seconds (a call waiting for a human), the answer becomes the SDK's own SSE stream, starting with
-that message: what a client sees then is what it saw before. ``initialize``, notifications and
-responses, a session with an event store or in JSON-response mode, and anything the transport would
-refuse take the SDK's path unchanged. 2026-07-28 requests (no session; the SDK already answers those
+that message: what a client sees then is what it saw before. Notifications and responses get the
+SDK's 202, here, so that one whose session ends while it is read is dropped rather than answered
+twice. ``initialize``, a session with an event store or in JSON-response mode, and anything the
+transport would refuse take the SDK's path unchanged. 2026-07-28 requests (no session; the SDK already answers those
 with JSON when it can) go to ``single_exchange``, which runs their handler in the request's own task.
 
 Semantics kept: the session id and protocol-version checks, the credential a session is bound to
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import suppress
 from functools import partial
 from http import HTTPStatus
 from importlib.metadata import PackageNotFoundError, version
@@ -55,10 +57,12 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
     INTERNAL_ERROR,
     JSONRPCError,
+    JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     jsonrpc_message_adapter,
@@ -115,21 +119,50 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
             message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body), by_name=False)
         except (ValueError, ValidationError):
             message = None
+        if isinstance(message, JSONRPCNotification | JSONRPCResponse | JSONRPCError):
+            await self._accept(scope, request, receive, send, message)
+            return
         if not isinstance(message, JSONRPCRequest) or message.method == "initialize":
-            await super()._handle_post_request(scope, request, receive, send)  # its 400s, 202s, initialize
+            await super()._handle_post_request(scope, request, receive, send)  # its 400s, initialize
             return
         try:
             if not await self._validate_request_headers(request, send):
                 return
             await self._answer(scope, request, receive, send, message)
         except Exception as err:
-            # As the SDK's transport does: a 500, and the session's reader learns of the error.
+            # As the SDK's transport does: a 500, and the session's reader learns of the error. Every
+            # path of ``_answer`` that can fail after its answer started handles that failure itself.
             logger.exception("Error handling POST request")
             response = self._create_error_response(
                 "Error handling POST request", HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR
             )
             await response(scope, receive, send)
-            await writer.send(Exception(err))
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await writer.send(Exception(err))
+
+    async def _accept(
+        self,
+        scope: Scope,
+        request: Request,
+        receive: Receive,
+        send: Send,
+        message: JSONRPCNotification | JSONRPCResponse | JSONRPCError,
+    ) -> None:
+        """A notification or a response: 202, then it goes to the session, as on the SDK's path. The
+        session may have ended meanwhile (a DELETE or its idle timeout while the body was read, or
+        while the 202 was written): the message then has nowhere to go. The SDK's path fails there
+        and answers a second time, a 500 after the 202 (the server logs a ClosedResourceError and
+        "Unexpected ASGI message 'http.response.start' sent, after response already completed")."""
+        if not await self._validate_request_headers(request, send):
+            return
+        await self._create_json_response(None, HTTPStatus.ACCEPTED)(scope, receive, send)
+        writer = self._read_stream_writer
+        try:
+            if writer is None:
+                raise anyio.ClosedResourceError
+            await writer.send(SessionMessage(message, metadata=self._message_metadata(request)))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("session %s ended before a %s reached it", self.mcp_session_id, type(message).__name__)
 
     async def _answer(
         self, scope: Scope, request: Request, receive: Receive, send: Send, message: JSONRPCRequest
@@ -142,7 +175,16 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
         self._request_streams[request_id] = sender, reader
         first: EventMessage | None = None
         try:
-            await writer.send(self._create_session_message(message, request, request_id, version))
+            try:
+                await writer.send(self._create_session_message(message, request, request_id, version))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # The session ended before the request reached it (a DELETE or its idle timeout while
+                # the body was read): nothing would ever answer on the stream, so the answer is the
+                # SDK's for a request to a terminated session.
+                await self._clean_up_memory_streams(request_id)
+                gone = self._create_error_response("Not Found: Session has been terminated", HTTPStatus.NOT_FOUND)
+                await gone(scope, receive, send)
+                return
             with anyio.move_on_after(self.sse_commit_after):
                 first = await reader.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -184,6 +226,11 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
         )
         try:
             await response(scope, receive, send)
+        except Exception:
+            # As the SDK's SSE path: its status line is out, so a failure is logged, not answered again.
+            logger.exception("SSE response error")
+            await sse_writer.aclose()
+            await self._clean_up_memory_streams(request_id)
         finally:
             await sse_reader.aclose()
 

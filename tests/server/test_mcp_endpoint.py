@@ -8,6 +8,8 @@ own client over real HTTP, every answer's content type recorded on the wire.
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel
+from starlette.types import Message, Scope
 
 from mcp_gateway.server.mcp_endpoint import LEAN_SDK, JsonFirstTransport, streamable_http_app
 from tests.support.ports import free_port
@@ -325,3 +328,76 @@ async def test_requests_the_transport_refuses_get_the_sdks_answers() -> None:
         assert ended.status_code == 200
         gone = await http.post(lab.url, json=call, headers=headers | session)
         assert gone.status_code == 404
+
+
+# -- a session that ends while a POST is read: one answer, never two ---------------------------------------
+
+
+class Wire:
+    """An ASGI ``send`` holding the server's rule: one response per request (uvicorn raises past it)."""
+
+    def __init__(self) -> None:
+        self.statuses: list[int] = []
+        self.complete = False
+
+    async def __call__(self, message: Message) -> None:
+        if self.complete:
+            raise RuntimeError(f"Unexpected ASGI message {message['type']!r} sent, after response already completed.")
+        if message["type"] == "http.response.start":
+            self.statuses.append(int(message["status"]))
+        elif not message.get("more_body", False):
+            self.complete = True
+
+
+async def _post_as_the_session_ends(message: dict[str, Any]) -> Wire:
+    """POST ``message`` to a live session's transport; the session is terminated (what a DELETE does)
+    while the POST's body is on its way; returns what was sent back."""
+    transport = JsonFirstTransport(mcp_session_id="s1", is_json_response_enabled=False, event_store=None)
+    wire, body_sent = Wire(), anyio.Event()
+
+    async def receive() -> Message:
+        await body_sent.wait()
+        return {"type": "http.request", "body": json.dumps(message).encode(), "more_body": False}
+
+    headers = {
+        "host": "127.0.0.1",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-session-id": "s1",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    scope: Scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    async with transport.connect():
+        with anyio.fail_after(10):  # a request nothing will answer would hang here
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(transport.handle_request, scope, receive, wire)
+                await anyio.wait_all_tasks_blocked()
+                await transport.terminate()
+                body_sent.set()
+    return wire
+
+
+async def test_a_notification_whose_session_ends_while_it_is_read_is_answered_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    with caplog.at_level(logging.DEBUG):
+        wire = await _post_as_the_session_ends(cancelled)
+    assert wire.statuses == [202] and wire.complete
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+
+
+async def test_a_request_whose_session_ends_while_it_is_read_is_told_so_at_once() -> None:
+    call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "quick", "arguments": {"n": 1}}}
+    wire = await _post_as_the_session_ends(call)
+    assert wire.statuses == [404] and wire.complete
