@@ -56,7 +56,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mcp_gateway.core import result_payload
 
@@ -420,8 +420,10 @@ def _wait_healthy(url: str, proc: subprocess.Popen[Any], path: str = "/healthz")
 
 
 @asynccontextmanager
-async def subprocess_http(args: list[str], env: dict[str, str], port: int, path: str) -> AsyncIterator[int]:
-    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+async def subprocess_http(
+    args: list[str], env: dict[str, str], port: int, path: str, stderr: IO[str] | int = subprocess.DEVNULL
+) -> AsyncIterator[int]:
+    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         _wait_healthy(f"http://127.0.0.1:{port}", proc, path)
         yield proc.pid
