@@ -152,7 +152,7 @@ class CallPipeline:
                 return unavailable
             action = self._permissions.lookup(principal, tool, include_hidden=True)
         if action is None:
-            return self._permissions.not_found(principal, tool)
+            return await self._permissions.not_found(principal, tool)
         trace.action = action
         if self._catalogs.quarantined(action.qualified_name) is not None:
             await self._catalogs.refresh_decisions()  # approved elsewhere (the CLI) since?

@@ -362,7 +362,7 @@ class Gateway:
                 return unavailable
             action = self.permissions.lookup(principal, tool)
         if action is None:
-            return self.permissions.not_found(principal, tool)
+            return await self.permissions.not_found(principal, tool)
         verdict = self.permissions.verdict(action, {})
         cfg = self.catalogs.config(action.connector)
         separate = verdict.action == "require_approval" and (

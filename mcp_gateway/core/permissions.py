@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..discovery import DiscoveryIndex, summary_of
+from ..discovery import DiscoveryIndex, guess_as_query, summary_of
 from ..identity import Principal, granted_connectors
 from ..manifest import ConnectorConfig, Manifest
 from ..model import Action, Denied, RequestBinding, Verdict
@@ -121,9 +121,22 @@ class Permissions:
             for qualified_name, path in _names(action)
         )
 
-    def not_found(self, principal: Principal, name: str) -> Denied:
+    async def not_found(self, principal: Principal, name: str) -> Denied:
         visible = self.visible(principal)
         suggestions = self._index.suggest(name, limit=SUGGESTIONS, connectors=visible, allow=self.allow)
+        if len(suggestions) < SUGGESTIONS:
+            # A guess is a query too: what ``discover`` is sure of for its words (by meaning, when
+            # discovery is hybrid) fills what its spelling did not find.
+            query, dense = guess_as_query(name), self._catalogs.dense
+            found = (
+                await dense.find(self._index, query, limit=SUGGESTIONS, connectors=visible, allow=self.allow)
+                if dense is not None
+                else self._index.find(query, limit=SUGGESTIONS, connectors=visible, allow=self.allow)
+            )
+            if found.confidence == "high":
+                named = {a.qualified_name for a in suggestions}
+                more = [a for a, _ in found.hits if a.qualified_name not in named]
+                suggestions = [*suggestions, *more][:SUGGESTIONS]
         hint = f" Closest: {', '.join(a.qualified_name for a in suggestions)}." if suggestions else ""
         return Denied(
             reason="action_not_found",

@@ -38,6 +38,7 @@ from ._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS, DiscoveryIndex, Search
 from ._review_cache import ReviewCache
 from ._segment import summary_of
 from ._segment_cache import SegmentCache
+from ._suggest import guess_as_query
 from ._text import fold_name
 
 __all__ = [
@@ -49,5 +50,6 @@ __all__ = [
     "SearchResult",
     "SegmentCache",
     "fold_name",
+    "guess_as_query",
     "summary_of",
 ]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._index import DiscoveryIndex
     from ._segment import Segment
 
-__all__ = ["suggest"]
+__all__ = ["guess_as_query", "suggest"]
 
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _POOL = 50
@@ -159,6 +159,12 @@ def suggest(
     out = [exact] if exact is not None else []
     out.extend(action for _, _, action in scored if action is not exact)
     return out[:limit]
+
+
+def guess_as_query(name: str) -> str:
+    """A guessed name as the words ``discover`` would be asked (``stripe.applyCoupon`` -> ``stripe apply
+    coupon``): what its spelling does not find, its meaning may."""
+    return " ".join(word.lower() for part in name.split(".") for word in _WORDS.findall(part))
 
 
 def _unique_path(

@@ -70,10 +70,23 @@ async def test_an_action_blocked_whatever_its_arguments_is_hidden_but_call_still
 
 async def test_not_found_suggests_close_visible_names(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        denied = h.gateway.permissions.not_found(OPERATOR, "api.item.get")
+        denied = await h.gateway.permissions.not_found(OPERATOR, "api.item.get")
         assert denied.reason == "action_not_found"
         assert denied.suggestions is not None and 0 < len(denied.suggestions) <= SUGGESTIONS
         assert denied.suggestions[0]["name"] == "api.items.get"
+
+
+async def test_a_guess_its_spelling_does_not_find_is_searched_for_its_meaning(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        permissions = h.gateway.permissions
+        assert permissions._index.suggest("api.send_amount", connectors={"api"}) == []  # no name is spelled so
+        denied = await permissions.not_found(OPERATOR, "api.send_amount")
+        assert denied.suggestions is not None
+        assert denied.suggestions[0]["name"] == "api.payments.create"  # "Send a payment of an amount"
+    async with harness(tmp_path / "granted", AGENTS + CONNECTORS) as h:
+        # What the grant hides stays hidden from the search as from the spelling.
+        bot = await h.gateway.permissions.not_found(Principal(user="alice", agent="bot"), "api.send_amount")
+        assert all(s["name"].startswith("open.") for s in bot.suggestions or [])
 
 
 async def test_catalogs_validate_arguments_and_list_states(tmp_path: Path) -> None:
