@@ -123,6 +123,8 @@ def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
         path = specs / source["repo"] / source["path"]
         for action in normalize_openapi(read_document(path), connector=source["slug"], source_file=path).actions:
             texts[action.qualified_name] = (source["api"], dense_texts(action))
+            for alias in action.aliases:  # the requests name an operation without operationId as it was then
+                texts.setdefault(f"{action.connector}.{alias}", texts[action.qualified_name])
     return texts
 
 
@@ -324,7 +326,7 @@ def main() -> None:
         actions = tuning_actions(args.requests)
         pairs, distinct = request_pairs(actions), True
         if args.negatives:
-            corpus = [texts for _, texts in actions.values()]
+            corpus = [texts for _, texts in {id(entry): entry for entry in actions.values()}.values()]  # no alias twice
             negatives = mine_negatives(pairs, corpus, args.negatives, random.Random(1))
             print(f"{len(negatives)} mined negatives", flush=True)
     else:
