@@ -25,9 +25,10 @@ from mcp.server import _streamable_http_modern as modern_sdk  # pyright: ignore[
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitRequestParams, ElicitResult
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types import ElicitRequestParams, ElicitResult, JSONRPCNotification
 from pydantic import BaseModel
-from starlette.types import Message, Scope
+from starlette.types import Message, Receive, Scope
 
 from mcp_gateway.server.mcp_endpoint import LEAN_SDK, JsonFirstTransport, streamable_http_app
 from tests.support.ports import free_port
@@ -334,26 +335,29 @@ async def test_requests_the_transport_refuses_get_the_sdks_answers() -> None:
 
 
 class Wire:
-    """An ASGI ``send`` holding the server's rule: one response per request (uvicorn raises past it)."""
+    """An ASGI ``send`` holding the server's rule: one response per request (uvicorn raises past it).
+    With ``gone``, writing a body fails as an ASGI 2.4 server's does once the client has left."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, gone: bool = False) -> None:
         self.statuses: list[int] = []
         self.complete = False
+        self.gone = gone
 
     async def __call__(self, message: Message) -> None:
         if self.complete:
             raise RuntimeError(f"Unexpected ASGI message {message['type']!r} sent, after response already completed.")
         if message["type"] == "http.response.start":
+            if self.statuses:
+                raise RuntimeError("Expected ASGI message 'http.response.body', but got 'http.response.start'.")
             self.statuses.append(int(message["status"]))
+        elif self.gone and message.get("body"):
+            raise OSError("the client went away")
         elif not message.get("more_body", False):
             self.complete = True
 
 
-async def _post_as_the_session_ends(message: dict[str, Any]) -> Wire:
-    """POST ``message`` to a live session's transport; the session is terminated (what a DELETE does)
-    while the POST's body is on its way; returns what was sent back."""
-    transport = JsonFirstTransport(mcp_session_id="s1", is_json_response_enabled=False, event_store=None)
-    wire, body_sent = Wire(), anyio.Event()
+def _post(message: dict[str, Any], body_sent: anyio.Event) -> tuple[Scope, Receive]:
+    """A POST of ``message`` to session ``s1``, its body arriving once ``body_sent`` is set."""
 
     async def receive() -> Message:
         await body_sent.wait()
@@ -377,6 +381,15 @@ async def _post_as_the_session_ends(message: dict[str, Any]) -> Wire:
         "client": ("127.0.0.1", 5000),
         "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
     }
+    return scope, receive
+
+
+async def _post_as_the_session_ends(message: dict[str, Any]) -> Wire:
+    """POST ``message`` to a live session's transport; the session is terminated (what a DELETE does)
+    while the POST's body is on its way; returns what was sent back."""
+    transport = JsonFirstTransport(mcp_session_id="s1", is_json_response_enabled=False, event_store=None)
+    wire, body_sent = Wire(), anyio.Event()
+    scope, receive = _post(message, body_sent)
     async with transport.connect():
         with anyio.fail_after(10):  # a request nothing will answer would hang here
             async with anyio.create_task_group() as tg:
@@ -401,3 +414,22 @@ async def test_a_request_whose_session_ends_while_it_is_read_is_told_so_at_once(
     call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "quick", "arguments": {"n": 1}}}
     wire = await _post_as_the_session_ends(call)
     assert wire.statuses == [404] and wire.complete
+
+
+async def test_a_streamed_answer_whose_client_is_gone_is_not_answered_again(caplog: pytest.LogCaptureFixture) -> None:
+    transport = JsonFirstTransport(mcp_session_id="s1", is_json_response_enabled=False, event_store=None)
+    wire, body_sent = Wire(gone=True), anyio.Event()
+    body_sent.set()
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "progress", "arguments": {}}}
+    scope, receive = _post(call, body_sent)
+    progress = JSONRPCNotification(
+        jsonrpc="2.0", method="notifications/progress", params={"progressToken": 1, "progress": 1}
+    )
+    async with transport.connect() as (read, write):
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(transport.handle_request, scope, receive, wire)
+                await read.receive()  # the session has the request; its first message is not the answer
+                await write.send(SessionMessage(progress, metadata=ServerMessageMetadata(related_request_id=9)))
+    assert wire.statuses == [200]  # the SSE stream's, and no 500 after it
+    assert "SSE response error" in caplog.text
