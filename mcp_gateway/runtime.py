@@ -161,6 +161,8 @@ async def open_gateway(
         ):
             search = await discovery_search(manifest, store, vault, http)
             kept = settings.state_dir if settings.state_dir.is_dir() else None
+            if search is not None:
+                search.state_dir = kept  # other processes of the folder see how far an embedding is
             gateway = Gateway(
                 manifest=manifest,
                 store=store,

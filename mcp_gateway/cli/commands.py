@@ -186,6 +186,8 @@ def cmd_connectors(args: argparse.Namespace) -> int:
             ["slug", "status", "actions", "auth", "error"],
         )
         _notes(data["connectors"])
+        if "; embedding " in (data.get("discovery") or ""):  # serve is embedding: discover is lexical meanwhile
+            sys.stderr.write(f"{data['discovery']}\n")
     return 0
 
 

@@ -68,6 +68,11 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
     discovery = _discovery(manifest, settings.env, json_wanted=bool(args.json))
     if discovery is None:
         return None
+    from ..discovery.embedding_progress import progress_elsewhere
+
+    elsewhere = progress_elsewhere(settings.state_dir)  # the running gateway is embedding (``HybridSearch.status``)
+    if elsewhere is not None and discovery() != _LEXICAL:
+        discovery = lambda: elsewhere  # noqa: E731
     names: dict[str, list[Any]] = {}
     try:
         state = current_state(settings.database, manifest)

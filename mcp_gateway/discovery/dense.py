@@ -283,6 +283,8 @@ class DenseEmbedder:
         self.embedded = 0
         self.progress: tuple[int, int] | None = None
         """While a refresh embeds: (actions embedded so far, actions it embeds anew); else None."""
+        self.on_batch: Callable[[], None] | None = None
+        """Called as each batch starts, ``progress`` set (``HybridSearch`` tells other processes)."""
         self._generation: dict[str, int] = {}
 
     async def refresh(self, slug: str, actions: Sequence[Action], fingerprint: str | None = None) -> int:
@@ -316,6 +318,8 @@ class DenseEmbedder:
         try:
             for start in range(0, len(items), self.batch):
                 self.progress = (start, len(items))
+                if self.on_batch is not None:
+                    self.on_batch()
                 chunk = items[start : start + self.batch]
                 self.encoder_calls += 1
                 matrix = await self.provider.embed([text for _, parts in chunk for text in parts])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 
 import anyio
 
@@ -37,6 +38,7 @@ from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_tw
 from ._segment import dense_texts
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
+from .embedding_progress import clear_progress, progress_elsewhere, write_progress
 
 __all__ = ["ALPHA", "DENSE_FLOOR", "DENSE_SURE", "HybridSearch", "discovery_status", "fuse"]
 
@@ -93,6 +95,9 @@ class HybridSearch:
         self._idle = anyio.Event()
         self._idle.set()
         self._connectors: set[str] = set()
+        self.state_dir: Path | None = None
+        """The state folder, where the discovery line is kept while embedding (``embedding_progress``)."""
+        self.embedder.on_batch = self._report
 
     # -- upkeep ------------------------------------------------------------------------------------
 
@@ -122,7 +127,7 @@ class HybridSearch:
             if not actions:
                 continue
             try:
-                embedded = await self.embedder.refresh(slug, actions, fingerprint)
+                embedded = await self._refresh(slug, actions, fingerprint)
             except (GatewayError, OSError, ValueError) as exc:
                 logger.warning("discovery: could not embed %s (it answers lexically meanwhile): %s", slug, exc)
                 continue
@@ -139,11 +144,24 @@ class HybridSearch:
         if not actions:
             return 0
         self._connectors.add(slug)
-        return await self.embedder.refresh(slug, actions, fingerprint)
+        return await self._refresh(slug, actions, fingerprint)
+
+    async def _refresh(self, slug: str, actions: Sequence[Action], fingerprint: str | None) -> int:
+        try:
+            return await self.embedder.refresh(slug, actions, fingerprint)
+        finally:
+            if self.state_dir is not None:
+                clear_progress(self.state_dir)
+
+    def _report(self) -> None:
+        if self.state_dir is not None:
+            write_progress(self.state_dir, self.status())
 
     def status(self) -> str:
-        ready = sum(1 for slug in self._connectors if self.embedder.index.ready(slug))
         running = self.embedder.progress
+        if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):
+            return elsewhere  # the running gateway of this state folder is embedding
+        ready = sum(1 for slug in self._connectors if self.embedder.index.ready(slug))
         embedding = "" if running is None else f"; embedding {running[0]:,} of {running[1]:,} actions"
         return f"discovery: hybrid ({self.label}; {ready} of {len(self._connectors)} connectors embedded{embedding})"
 

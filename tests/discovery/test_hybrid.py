@@ -184,11 +184,9 @@ async def test_a_sync_that_embeds_leaves_nothing_for_the_next_start_to_embed(
         assert gw.dense.embedder.index.ready("tracker")
 
 
-async def test_connectors_says_how_far_a_background_embedding_is(
-    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    release = anyio.Event()
-    entered = anyio.Event()
+def hold(provider: CountingProvider, monkeypatch: pytest.MonkeyPatch) -> tuple[anyio.Event, anyio.Event]:
+    """Make ``provider`` wait in its first batch: (set when it is waiting, set this to let it go on)."""
+    release, entered = anyio.Event(), anyio.Event()
     embed = provider.embed
 
     async def held(texts: Sequence[str]) -> object:
@@ -197,6 +195,13 @@ async def test_connectors_says_how_far_a_background_embedding_is(
         return await embed(texts)
 
     monkeypatch.setattr(provider, "embed", held)
+    return entered, release
+
+
+async def test_connectors_says_how_far_a_background_embedding_is(
+    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered, release = hold(provider, monkeypatch)
     manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
     async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
         assert gw.dense is not None
@@ -299,3 +304,25 @@ async def test_the_environment_overrides_the_mode(tmp_path: Path, provider: Coun
     state = Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
     async with open_gateway(state, manifest=parse_manifest(manifest_text("{mode: hybrid}"), base_dir=tmp_path)) as gw:
         assert gw.dense is None
+
+
+async def test_another_process_sees_how_far_the_running_gateway_embeds(
+    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_gateway.discovery.embedding_progress import PROGRESS_FILE, progress_elsewhere
+
+    entered, release = hold(provider, monkeypatch)
+    state = settings(tmp_path)
+    async with open_gateway(state, manifest=parse_manifest(manifest_text(), base_dir=tmp_path)) as gw:
+        assert gw.dense is not None
+        await entered.wait()
+        kept = state.state_dir / PROGRESS_FILE
+        assert kept.is_file()
+        assert progress_elsewhere(state.state_dir) is None  # this process's own line is not "elsewhere"
+        with monkeypatch.context() as other:  # as another process reads it: its pid is not the writer's
+            other.setattr("mcp_gateway.discovery.embedding_progress.os.getpid", lambda: -1)
+            line = progress_elsewhere(state.state_dir)
+        assert line == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 0 of 3 actions)"
+        release.set()
+        await gw.dense.settled()
+        assert not kept.exists()  # done: nothing is embedding any more
