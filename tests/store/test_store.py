@@ -533,6 +533,16 @@ async def test_an_approval_keeps_who_decided_it_and_whether_the_requester_could(
     assert plain is not None and not plain.separate_approver and plain.decided_by is None
 
 
+async def test_an_approval_keeps_what_the_page_shows_and_its_kind(store: Store) -> None:
+    shown = {"does": "Send money \u202e to someone", "calls": "POST https://api.example.com/payments?x=1"}
+    await store.put_approval(_approval("ap1").model_copy(update={**shown, "kind": "credential"}))
+    got = await store.get_approval("ap1")
+    assert got is not None and (got.does, got.calls, got.kind) == (shown["does"], shown["calls"], "credential")
+    await store.put_approval(_approval("ap2"))
+    plain = await store.get_approval("ap2")
+    assert plain is not None and (plain.does, plain.calls, plain.kind) == ("", "", "call")
+
+
 async def test_concurrent_deciders_have_one_winner(store: Store, second: Store) -> None:
     await store.put_approval(_approval("ap1"))
     wins: list[ApprovalStatus] = []
