@@ -349,6 +349,11 @@ async def exercise(client: Client, env: CanaryEnv, transport: str) -> None:
     async def call(name: str, args: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
         return await tool("call", {"tool": name, **({"args": args} if args is not None else {}), **extra})
 
+    def replacing(asked: dict[str, Any]) -> None:
+        """The second pass finds the team's credential the first stored: an operator approves replacing it."""
+        if "approval_id" in asked:
+            env.cli("approvals", "approve", asked["approval_id"])
+
     async def page(label: str, url: str, data: dict[str, str] | None = None) -> httpx2.Response:
         response = await (_post(url, data) if data is not None else _get(url))
         ev.add(f"{transport} page {label}", response.text)
@@ -406,19 +411,28 @@ async def exercise(client: Client, env: CanaryEnv, transport: str) -> None:
     # connect / request_secret, and a human pasting the canary into their pages.
     assert (await tool("connect", {"connector": "open_api"}))["status"] == "ok"
     assert "connect_url" in await tool("connect", {"connector": "basic_api"})
-    secret_url = (await tool("request_secret", {"connector": "page_bearer"}))["secret_url"]
+    asked = await tool("request_secret", {"connector": "page_bearer"})
+    secret_url = asked["secret_url"]
+    if "approval_id" in asked:  # the first pass stored the team's secret: replacing it takes an operator
+        waiting = await page("secret GET, waiting", secret_url)
+        assert "Waiting for an operator" in waiting.text, waiting.text
+        replacing(asked)
     form = await page("secret GET", secret_url)
     saved = await page("secret POST", secret_url, {"csrf": _csrf(form.text), "secret": PAGE_SECRET})
     assert saved.status_code == 200 and "Saved" in saved.text, saved.text
     reused = await page("secret POST again", secret_url, {"csrf": _csrf(form.text), "secret": PAGE_SECRET})
     assert reused.status_code == 410
 
-    named_url = (await tool("request_secret", {"connector": "bearer_api", "name": "extra"}))["secret_url"]
+    asked = await tool("request_secret", {"connector": "bearer_api", "name": "extra"})
+    named_url = asked["secret_url"]
+    replacing(asked)
     form = await page("named secret GET", named_url)
     saved = await page("named secret POST", named_url, {"csrf": _csrf(form.text), "secret": PAGE_SECRET})
     assert saved.status_code == 200, saved.text
 
-    connect_url = (await tool("connect", {"connector": "page_basic"}))["connect_url"]
+    asked = await tool("connect", {"connector": "page_basic"})
+    connect_url = asked["connect_url"]
+    replacing(asked)
     form = await page("connect GET", connect_url)
     refused = await page("connect POST bad csrf", connect_url, {"csrf": "0" * 64, "password": PAGE_SECRET})
     assert refused.status_code == 403
