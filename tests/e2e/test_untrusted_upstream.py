@@ -6,16 +6,13 @@ instructions in tag characters and zero-width spaces, (b) a tool whose descripti
 approval, (c) a tool added between two syncs, (d) an error message carrying ANSI escapes and
 instructions. Each ends quarantined, cleaned or withheld, visible to the operator (``mcp-gateway
 review``, ``Catalogs.pending``) with its diff or flag, invisible or clean to the agent, and audited;
-after approval each tool is callable, at once, without a restart. Then: what failing upstreams say
-(an MCP handshake, an MCP ``tools/list``, a GraphQL introspection, an HTTP error body, an OAuth2
-token endpoint), with the connector's credential echoed in every encoding, reaches no agent result,
-CLI table or log unscreened. Then: every route of the real HTTP app checks Host and Origin.
+after approval each tool is callable, at once, without a restart. Then: every route of the real HTTP
+app checks Host and Origin. What failing upstreams say is ``test_upstream_error_text.py``.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -279,108 +276,3 @@ def test_review_page_in_a_browser_approves_one_changed_action_and_denies_another
     listing = env.cli("review", "--json")
     held = json.loads(listing.stdout)["held"]
     assert held == []  # ping approved; shifty denied, so off the list (and still quarantined)
-
-
-# -- what a failing upstream says: every error path, screened before an agent, a table or a log -----
-
-
-def error_manifest(root: Path, gql: str, http: str) -> str:
-    def mcp(*command: str) -> str:
-        argv = json.dumps([sys.executable, "-m", *command])
-        return f'{{mcp: {{command: {argv}, cwd: "{REPO}", env: {{HOSTILE_TOKEN: "{{secret}}"}}}}}}'
-
-    (root / "failing-list.json").write_text(json.dumps({"fail": "tools/list"}))
-
-    return f"""
-project: hostile-errors
-public_url: http://127.0.0.1:1
-connectors:
-  - slug: mcpinit
-    timeout: 10
-    auth: {{type: bearer}}
-    source: {mcp("tests.support.hostile_handshake")}
-  - slug: mcplist
-    timeout: 10
-    auth: {{type: bearer}}
-    source: {mcp("tests.support.hostile_mcp", str(root / "failing-list.json"))}
-  - slug: gql
-    base_url: {gql}/graphql
-    auth: {{type: bearer}}
-    source: {{graphql: {{introspect: true}}}}
-  - slug: api
-    base_url: {http}
-    auth: {{type: bearer}}
-    source: {{http: {{actions: [{{path: thing.get, method: GET, url: /thing, summary: Get the thing}}]}}}}
-  - slug: robots
-    base_url: {http}
-    auth: {{type: oauth2, flow: client_credentials, token_url: "{http}/token", scopes: [api], client_auth: post}}
-    source: {{http: {{actions: [{{path: me.get, method: GET, url: /me, summary: The client itself}}]}}}}
-"""
-
-
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = child_env() | ENV | {"PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "mcp_gateway", *args, "--manifest", str(root / "gateway.yaml")]
-    command += ["--state-dir", str(root / "state")]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
-
-
-async def test_what_a_failing_upstream_says_reaches_no_agent_table_or_log_unscreened(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    from tests.support.graphql_upstream import GraphQLApp
-    from tests.support.hostile_http import HostileHttpApp
-    from tests.support.hostile_text import CANARY, hostile_error, leaks
-    from tests.support.upstream import serve_asgi
-
-    caplog.set_level(logging.DEBUG)
-    with serve_asgi(GraphQLApp(introspection_error=hostile_error)) as gql, serve_asgi(HostileHttpApp()) as http:
-        (tmp_path / "gateway.yaml").write_text(error_manifest(tmp_path, gql, http))
-        manifest = parse_manifest((tmp_path / "gateway.yaml").read_text(), base_dir=tmp_path)
-        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=ENV)
-        async with open_gateway(settings, manifest=manifest) as gw:
-            for slug in ("mcpinit", "mcplist", "gql", "api"):
-                await gw.credentials.vault.put(slug, CANARY)
-            await gw.credentials.vault.put("robots", {"client_id": "robot", "client_secret": CANARY})
-            await gw.sync()
-
-            # The agent's connectors result: each failing connector says which step failed, and that
-            # the upstream's text was withheld; nothing of that text, nor the credential, comes through.
-            listed = result_payload(await gw.connectors(OPERATOR))
-            errors = {c["slug"]: c.get("error", "") for c in listed["connectors"]}
-            assert leaks(json.dumps(listed, ensure_ascii=False)) == []
-            assert "refused the MCP handshake (JSON-RPC error -32603)" in errors["mcpinit"], errors
-            assert "refused tools/list (JSON-RPC error -32603)" in errors["mcplist"], errors
-            assert "did not return an introspection result" in errors["gql"], errors
-            for slug in ("mcpinit", "mcplist", "gql"):
-                assert "error text was withheld: it looks like instructions" in errors[slug], errors[slug]
-
-            # The operator sees the cleaned text with its flags (redacted, nothing invisible left).
-            for slug in ("mcpinit", "mcplist", "gql"):
-                withheld = gw.catalogs.loaded[slug].withheld or ""
-                assert "Ignore all previous instructions" in withheld and "[flagged: " in withheld, withheld
-                assert [leak for leak in leaks(withheld) if leak != "the instruction"] == [], withheld
-
-            # The agent's call results: a connector in error answers with its stored error, an HTTP
-            # upstream's error body and a token endpoint's refusal are screened the same way.
-            for tool in ("mcpinit.anything", "mcplist.anything", "gql.anything", "api.thing.get", "robots.me.get"):
-                answer = await call(gw, tool)
-                assert answer["status"] in ("error", "denied", "needs_auth"), answer
-                assert leaks(json.dumps(answer, ensure_ascii=False)) == [], (tool, answer)
-            thing = await call(gw, "api.thing.get")
-            assert thing["upstream_status"] == 400 and "withheld" in thing["upstream_message"], thing
-
-        # The in-process log, at debug level and before any log filter's redaction.
-        logged = "\n".join(f"{r.getMessage()}\n{r.exc_text or ''}" for r in caplog.records)
-        assert leaks(logged) == [], logged
-
-        # The operator's CLI, in processes of its own: the table shows what the agent sees, and its log
-        # holds nothing of the text; `review` shows the operator the cleaned text with its flags.
-        table = cli(tmp_path, "connectors")
-        assert leaks(table.stdout) == [] and leaks(table.stderr) == [], (table.stdout, table.stderr)
-        assert "withheld" in table.stdout and "refused tools/list" in table.stdout, table.stdout
-        review = cli(tmp_path, "review")
-        assert review.returncode == 0, review.stderr
-        assert "== connector mcpinit: its error text was withheld from agents" in review.stdout, review.stdout
-        assert "flagged: " in review.stdout and "asks the model to ignore its instructions" in review.stdout
-        assert [leak for leak in leaks(review.stdout + review.stderr) if leak != "the instruction"] == []
