@@ -151,14 +151,22 @@ def rest_mangles(actions: list[Action]) -> dict[str, dict[str, str]]:
 
 
 def evaluate(
-    index: DiscoveryIndex, actions: list[Action], suggest: Callable[[str], list[Action]] | None = None
+    index: DiscoveryIndex,
+    actions: list[Action],
+    suggest: Callable[[str], list[Action]] | None = None,
+    *,
+    catalog: list[Action] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Per mangle kind: cases, first-suggestion accuracy, top-3 accuracy, skipped, and the misses."""
+    """Per mangle kind: cases, first-suggestion accuracy, top-3 accuracy, skipped, and the misses.
+
+    ``actions`` are the ones guessed at (a sample of the index, or all of it); ``catalog`` is the
+    whole API the index holds (default: ``actions``): which operation a REST-shaped guess means
+    depends on every operation of the API, not only the sampled ones."""
     suggest = suggest or (lambda name: index.suggest(name, limit=3))
     stats: dict[str, dict[str, float]] = {}
     misses: dict[str, list[tuple[str, str, list[str]]]] = {}
     latencies: list[float] = []
-    rest = rest_mangles(actions)
+    rest = rest_mangles(catalog if catalog is not None else actions)
     for action in actions:
         for kind, guess in {**mangles(action), **rest.get(action.qualified_name, {})}.items():
             row = stats.setdefault(kind, {"n": 0, "first": 0, "top3": 0, "skipped": 0})
