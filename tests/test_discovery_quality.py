@@ -140,7 +140,16 @@ def test_first_suggestion_accuracy_floor_on_a_sample(index: DiscoveryIndex, acti
     stats = evaluate_guesses(index, sample, catalog=actions)
     assert stats["all"]["n"] >= 250
     assert stats["all"]["first"] / stats["all"]["n"] >= 0.95
-    for kind in ("no_connector", "camelCase", "one_segment", "verb_first", "synonym_verb", "plural", "rest", "rest_dotted"):
+    for kind in (
+        "no_connector",
+        "camelCase",
+        "one_segment",
+        "verb_first",
+        "synonym_verb",
+        "plural",
+        "rest",
+        "rest_dotted",
+    ):
         assert stats[kind]["n"] > 0, kind
 
 
