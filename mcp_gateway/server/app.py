@@ -195,17 +195,16 @@ YOUNG_COLLECTION_THRESHOLD = 5000
 """Container objects allocated (net) between two young collections while serving (CPython's default
 is 700). The transports leave cyclic garbage on every request (the SDK's streams, task groups and
 cancelled scopes): at 700 a young collection ran every few calls over HTTP, each paying a fixed
-cost; at 5,000 the collector does the same work in a seventh of the passes, ~60 us less CPU per
-call over streamable HTTP (2025-11-25) and ~15 us over 2026-07-28 (bench_call's server, issue 10),
-for at most a few hundred kilobytes of garbage kept a little longer."""
+cost; at 5,000 the collector does the same work in a seventh of the passes, so each call pays
+fewer fixed per-pass costs, for at most a few hundred kilobytes of garbage kept a little longer."""
 
 
 def _settle_heap() -> None:
     """Hand what the start made (modules, manifest, catalog, app) to the collector's permanent
     generation, once per process: it lives as long as the process, yet every full collection
     walked all of it again. The MCP transports leave cyclic garbage on every request (a collection
-    every few calls over HTTP), so full collections come regularly: each took ~85 ms (130,000
-    objects) and now walks only what came after the start (~7 ms, bench_call over HTTP). Young
+    every few calls over HTTP), so full collections come regularly: each walked every object the
+    start made and now walks only what came after the start. Young
     collections then run every ``YOUNG_COLLECTION_THRESHOLD`` allocations.
 
     A start leaves no cyclic garbage behind to pin (``gc.collect()`` here finds none). A frozen

@@ -1,7 +1,7 @@
 """``serve --transport stdio`` answers ``initialize`` and ``tools/list`` before the MCP SDK is imported.
 
 A stdio start spends most of its time importing: the SDK's protocol models (pydantic models of two
-protocol versions) and the gateway's own modules each take several hundred milliseconds. Both
+protocol versions) and the gateway's own modules are slow to import. Both
 answers are fixed for a given build (the six meta-tools never change with the catalog), so the
 answers the SDK gave last time are kept in the state folder (``stdio-answers.json``) and replayed at
 once, from the first instant of the process, by a thread that needs nothing but the standard

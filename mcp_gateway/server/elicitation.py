@@ -1,4 +1,4 @@
-"""MCP URL-mode elicitation: a human link offered to the client as well as to the agent (SPEC 3.2, 8).
+"""MCP URL-mode elicitation: a human link offered to the client as well as to the agent.
 
 When a meta-tool result carries a link a human must open (``connect_url``, ``secret_url``,
 ``approval_url``, see ``links.human_link``) and the client declared URL elicitation support:
@@ -250,7 +250,7 @@ class HumanElicitation:
             expires = link.expires_at
             keys = (f"session:{id(session)}", f"agent:{principal.label}")
             bounds = self._gateway.bounds
-            # Bounded per session and per agent (issue 13): past the cap the link still works, only
+            # Bounded per session and per agent: past the cap the link still works, only
             # the completion notification is not sent.
             if bounds.watchers_per_session.take(keys[0]):
                 if bounds.watchers_per_agent.take(keys[1]):

@@ -2,7 +2,7 @@
 
 Without ``front_door`` only ``token create`` tokens open it and a request without one gets a 401
 whose short JSON body says how to get one.
-With it the gateway is an OAuth 2.1 resource server (the MCP authorization specification, issue 15):
+With it the gateway is an OAuth 2.1 resource server (the MCP authorization specification):
 
 - ``/.well-known/oauth-protected-resource`` and ``/.well-known/oauth-protected-resource/mcp``
   (RFC 9728) name the authorization server and the scopes, so a client that gets a 401 can sign

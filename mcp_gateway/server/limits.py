@@ -1,4 +1,4 @@
-"""Connection limits of the HTTP transport (issue 12): what uvicorn is told, and the guard it lacks.
+"""Connection limits of the HTTP transport: what uvicorn is told, and the guard it lacks.
 
 - **Idle keep-alive**: uvicorn's ``timeout_keep_alive`` closes a connection idle after a response.
 - **Slow headers and slow bodies**: uvicorn has no timeout for reading a request, so a client that

@@ -2,7 +2,7 @@
 
 ``build_mcp_server`` registers exactly ``connectors``, ``discover``, ``describe``, ``call``,
 ``connect`` and ``request_secret`` on an ``MCPServer``. Each returns the gateway's JSON object
-as ``structuredContent`` plus the same JSON as text (SPEC 3.2); ``isError`` is set for
+as ``structuredContent`` plus the same JSON as text; ``isError`` is set for
 ``denied`` and ``error``. The tools reach the gateway through this factory's closure, never a
 global, and the caller's identity through the HTTP request the transport attached (HTTP) or
 the session's fixed principal (stdio).
@@ -293,7 +293,7 @@ def build_mcp_server(
             announced = pending, await offered(ctx, principal, "call", pending)
 
         elicits = bool(wait) and humans.supported(ctx) and not humans.stateless(ctx)
-        # One MCP session may hold as many calls open as one agent (issue 13): the per-agent cap is
+        # One MCP session may hold as many calls open as one agent: the per-agent cap is
         # the gateway's, this one is the session's.
         with gateway.bounds.calls.holding(f"session:{id(session)}") as admitted:
             if not admitted:
@@ -361,7 +361,7 @@ def build_mcp_server(
 def _only_declared_param_headers(server: MCPServer) -> None:
     """Let the SDK check ``Mcp-Param-*`` headers (2026-07-28 HTTP) only for a tool whose input schema
     declares one (``x-mcp-header``). The SDK walks the whole schema of the called tool twice per
-    ``tools/call`` to find those declarations (~25 us for ``call``'s five arguments); the six
+    ``tools/call`` to find those declarations; the six
     meta-tools declare none, so that walk can never reject anything. A schema that does mention
     ``x-mcp-header`` is still handed over and checked as before."""
     lowlevel = server._lowlevel_server

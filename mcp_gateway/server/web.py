@@ -1,4 +1,4 @@
-"""Human pages (SPEC 8): connect, secret, OAuth2 callback, approval and operator pages.
+"""Human pages: connect, secret, OAuth2 callback, approval and operator pages.
 
 Plain server-rendered HTML, no JavaScript. Opening a link (GET) never consumes it, so a chat
 client's link preview cannot burn it; the form's POST consumes it atomically. Every form carries

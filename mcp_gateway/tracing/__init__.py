@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (issue 12): a span per meta-tool, policy decision, credential application and
+"""OpenTelemetry traces: a span per meta-tool, policy decision, credential application and
 upstream call, under the MCP SDK's own span for each request.
 
 The MCP SDK already opens a SERVER span per JSON-RPC request (``mcp.server._otel``), following the
@@ -52,7 +52,7 @@ _NO_SDK = (ProxyTracerProvider, NoOpTracerProvider)
 
 class _TracerCache:
     """The gateway's tracer, the provider it came from, and its lean spans: ``trace.get_tracer`` builds
-    a new tracer (and its instrumentation scope) on every call, ~15 µs."""
+    a new tracer (and its instrumentation scope) on every call, work the call path need not repeat."""
 
     provider: trace.TracerProvider | None = None
     tracer: trace.Tracer | None = None
@@ -184,7 +184,7 @@ def finished_span(name: str, start_ns: int, attributes: Mapping[str, Any]) -> No
 class _Propagator:
     """The configured propagator, and whether it is OpenTelemetry's default (``OTEL_PROPAGATORS`` unset
     or ``tracecontext,baggage``), whose W3C headers ``inject_trace_context`` writes itself: the same
-    text at a third of the cost of going through the composite and its two propagators."""
+    text, without the cost of going through the composite and its two propagators."""
 
     seen: object = None
     default = False

@@ -1,18 +1,18 @@
-"""Spans for the SDK's pipeline made without its per-span machinery (issue 12's cost target).
+"""Spans for the SDK's pipeline made without its per-span machinery (tracing stays cheap on the call path).
 
-The OpenTelemetry SDK spends ~150k instructions on each span it makes (~30-40 µs of CPU on a busy
-2-core machine), and leaves more objects for the garbage collector: the sampler looks the parent
-up twice more, the attributes are copied into a locked ``BoundedAttributes``, every span takes a
-``threading.Lock`` and a ``BoundedList`` for events and another for links, each processor's
-``on_start`` and ``_on_ending`` run, and ``end`` copies the whole span into a ``ReadableSpan``. The
-gateway makes three to five spans per call, all from one task, none shared with another thread.
+The OpenTelemetry SDK does more work for each span it makes than the gateway's spans need, and
+leaves more objects for the garbage collector: the sampler looks the parent up twice more, the
+attributes are copied into a locked ``BoundedAttributes``, every span takes a ``threading.Lock`` and
+a ``BoundedList`` for events and another for links, each processor's ``on_start`` and ``_on_ending``
+run, and ``end`` copies the whole span into a ``ReadableSpan``. The gateway makes three to five
+spans per call, all from one task, none shared with another thread.
 
 A ``LeanSpan`` is the same span for whatever reads it downstream: the SDK's tracer's ids, resource
 and instrumentation scope, the parent from the current context, the default sampler's decision; at
 ``end`` it goes, as the ``ReadableSpan`` it also is, to the tracer's span processor, which batches
 and exports it as it would the SDK's own (same name, kind, parent, flags, trace state, attributes, status, times).
-It costs ~40k instructions (``scripts/bench_tracing.py --instructions`` counts one call's tracing
-work: 165k against 524k). ``Lean.start`` makes one only where that is exact, and answers None, so
+It does a fraction of that work (``scripts/bench_tracing.py --instructions`` counts one call's
+tracing work both ways). ``Lean.start`` makes one only where that is exact, and answers None, so
 the caller lets the SDK make the span: another sampler than the default (``parentbased_always_on``),
 a parent that is not sampled, a span attribute length limit, a disabled tracer, or a span processor
 with an ``on_start`` or ``_on_ending`` of its own (one that watches spans as they start).
@@ -256,7 +256,7 @@ class LeanSpan(trace.Span, ReadableSpan):
 def _plain(attributes: Mapping[str, Any], limit: int | None) -> bool:
     if limit is not None and len(attributes) > limit:
         return False
-    for key, value in attributes.items():  # a loop, not all(<generator>): half the cost for a few items
+    for key, value in attributes.items():  # a loop, not all(<generator>): no generator frame for a few items
         if type(key) is not str or not key or type(value) not in _PLAIN:
             return False
     return True

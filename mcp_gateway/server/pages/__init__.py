@@ -1,4 +1,4 @@
-"""The human pages (SPEC 8), one module per kind: credentials (connect and secret links), the
+"""The human pages, one module per kind: credentials (connect and secret links), the
 OAuth2 callback, approvals, and the operator's overview. ``web_routes`` assembles them for a
 gateway; the MCP HTTP app and the stdio page server both serve exactly these routes."""
 

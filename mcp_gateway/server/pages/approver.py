@@ -1,4 +1,4 @@
-"""Approvers sign in with the identity provider on the approval page (front door, issue 15).
+"""Approvers sign in with the identity provider on the approval page (front door).
 
 An approval link reaches whoever the agent shows it to, the requester included, so by itself it
 says nothing about who approves. With ``front_door.approver_client_id`` the approval page offers

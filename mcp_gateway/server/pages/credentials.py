@@ -138,7 +138,7 @@ def _check_mtls(value: dict[str, str]) -> str | None:
     """A page-side check that the PEM parses and the key belongs to the certificate; a message if not.
     Messages name the field, never its content."""
     try:
-        from cryptography import x509  # here: ~0.3 s of imports only an mTLS form needs
+        from cryptography import x509  # here: a heavy import only an mTLS form needs
 
         certificate = x509.load_pem_x509_certificate(value["cert_pem"].encode())
     except ValueError:

@@ -8,7 +8,7 @@ as ``Authorization: Bearer mgo_…``; a person pastes it into the login form onc
 the cookie's SHA-256 (never the cookie), so every instance behind a load balancer knows it.
 Forms on the overview (approve, deny, log out) carry a CSRF token bound to the session.
 
-The overview also lists the upstream actions held for review (issue 13: new, changed since approval,
+The overview also lists the upstream actions held for review (new, changed since approval,
 or flagged as instructions to the model) with their diff and flags: Approve pins that exact snapshot
 and makes the action visible to agents at once; Deny keeps it quarantined and off the list until the
 upstream changes it again.
