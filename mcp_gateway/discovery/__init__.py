@@ -27,7 +27,7 @@ min-max scaled scores (``hybrid.fuse``). The model embeds two short plain texts 
 and a headline (``_segment.dense_texts``). Without the extra, asking for hybrid discovery raises
 ``EmbeddingsUnavailable`` naming the install command (``_embedding``).
 
-``suggest`` serves the ``action_not_found`` path (SPEC 3.2): models call guessed names like
+``suggest`` serves the ``action_not_found`` path: models call guessed names like
 ``github.create_issue``; it answers with the closest real actions (``_suggest``).
 """
 

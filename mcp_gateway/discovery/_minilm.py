@@ -8,8 +8,8 @@ Its vectors agree with the float32 model's to a cosine of ~0.99 (``tests/discove
 
 Why onnxruntime int8 and not float32 numpy (this module until then): a query embedding is
 memory-bound, one read of the linear weights (42 MB in float32, 11 MB in int8) for a handful of
-tokens. On this project's 2-core host (AVX-512 VNNI): ~1.8 ms of CPU per query instead of ~12 ms,
-and ~2.3x the background throughput (``scripts/bench_embedding_models.py --speed``). onnxruntime
+tokens. Reading a quarter of the bytes, a query costs a fraction of the CPU and the background
+embedding runs faster (``scripts/bench_embedding_models.py --speed`` measures both). onnxruntime
 also runs the whole forward with the GIL released, so a query and the background embedding, each in
 its worker thread, do not take turns.
 

@@ -1,13 +1,13 @@
 """The hidden-text scan's answers kept in the state folder: a start on an unchanged catalog reads them back.
 
 Every start reviews every connector (``review.review``): for a spec the operator wrote or pinned,
-that is a scan of every action's text for hidden characters, ~0.1 s of a warm ``mcp-gateway
-discover`` for GitHub's 1,223 actions, where reading the answer back takes well under a
-millisecond. The answer depends only on the connector's actions and on the code that scans them,
-so, as for the discovery index (``_segment_cache``), its file is keyed by the catalog's fingerprint
-and by a digest of that code. Only the names and reasons of the flagged actions are kept (data,
-``marshal``); their findings are rebuilt from the actions themselves, so a hit answers exactly what
-a scan would. Anything unreadable or not matching is ignored and the catalog is scanned as before.
+that is a scan of every action's text for hidden characters, a noticeable part of a warm
+``mcp-gateway discover`` on a large catalog, where reading the answer back is nearly free. The
+answer depends only on the connector's actions and on the code that scans them, so, as for the
+discovery index (``_segment_cache``), its file is keyed by the catalog's fingerprint and by a digest
+of that code. Only the names and reasons of the flagged actions are kept (data, ``marshal``); their
+findings are rebuilt from the actions themselves, so a hit answers exactly what a scan would.
+Anything unreadable or not matching is ignored and the catalog is scanned as before.
 """
 
 from __future__ import annotations

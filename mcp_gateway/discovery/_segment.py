@@ -152,8 +152,8 @@ def summary_of(action: Action) -> str:
 DENSE_WORDS = 40
 """Words of an action's card that are embedded at most (the name and summary come first, so a cap cuts
 the description's tail and the parameters). Embedding costs CPU per token: with the headline beside
-the card (``dense_texts``), 90 words and 10 parameters took 264 s of CPU for 10,000 actions on a
-2-core AVX2 host, close to the 5-minute budget; 40 and 6 cut the card from 57 to 47 tokens on average
+the card (``dense_texts``), 90 words and 10 parameters brought the embedding of 10,000 actions
+close to the 5-minute budget on a 2-core host; 40 and 6 cut the card from 57 to 47 tokens on average
 (GitHub, Stripe, Slack) for the same dev recall (hybrid R@1 / R@5 / R@10 65.9 / 81.6 / 86.1 before,
 65.9 / 81.3 / 87.0 after; 30 words lost 0.7 of R@5)."""
 DENSE_PARAMS = 6

@@ -1,8 +1,8 @@
 """Built segments kept in the state folder: a start on an unchanged catalog reads its index back.
 
 Building a segment (tokenizing, stemming and weighting every action) is most of a warm
-``mcp-gateway discover`` from the command line: ~0.2 s for GitHub's 1,223 actions, where reading
-the same segment back with ``marshal`` takes ~5 ms. A segment depends only on the connector's
+``mcp-gateway discover`` from the command line, where reading
+the same segment back with ``marshal`` costs a small fraction of that. A segment depends only on the connector's
 actions and on the code that analyzes them, so its file is keyed by the catalog's fingerprint
 (which the store already trusts to stand for the actions: an unchanged fingerprint is how a sync
 reuses the stored catalog, see ``core/sync.py``) and by a digest of that code and of Python's

@@ -1,4 +1,4 @@
-"""Suggestions for a guessed tool name: the ``action_not_found`` path (SPEC 3.2).
+"""Suggestions for a guessed tool name: the ``action_not_found`` path.
 
 Models often call a name they made up before they search: ``github.create_issue``,
 ``github.createIssue``, ``issues.create``, ``github.issue.create``, ``github.add_issue``. The

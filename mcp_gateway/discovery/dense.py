@@ -122,7 +122,7 @@ class DenseIndex:
     The blocks are packed into one contiguous float32 matrix (rebuilt at the first search after a
     connector changed, the blocks then becoming views into it, so the vectors are held once): a search
     is one matrix-vector product over every action, the connectors the caller may not see masked out,
-    and one ``argpartition`` for the top ``k`` (10,000 actions: ~1 ms, mostly reading the 15 MB).
+    and one ``argpartition`` for the top ``k`` (its cost is mostly reading the matrix from memory).
 
     Not thread-safe by itself: mutate and search from one thread (the event loop). Vectors are
     computed elsewhere (``DenseEmbedder`` in a worker thread) and handed in whole.
@@ -227,8 +227,8 @@ def one_blas_thread() -> None:
     """Pin numpy's BLAS to one thread per call, process-wide, once (nothing else in the gateway uses BLAS).
 
     The search is one matrix-vector product; OpenBLAS's default pool (a thread per core) spins for work,
-    and on a busy 2-core host it made a 10,000-action search cost 8 ms of CPU and 24 ms of wall time
-    instead of 1.1 and 1.3. Needs ``threadpoolctl`` (the ``embeddings`` extra); without it, nothing.
+    and on a busy host it made a search cost several times the CPU and wall time of one thread.
+    Needs ``threadpoolctl`` (the ``embeddings`` extra); without it, nothing.
     """
     global _blas_pinned
     if _blas_pinned:
@@ -277,7 +277,7 @@ class DenseEmbedder:
         self._cards = cards
         """A version of what ``texts`` makes of a catalog (its code's digest). With it, a refresh given the
         catalog's fingerprint keeps the connector's text digests in the store, so that the next start
-        finds its vectors without rebuilding every text (~60 us an action; a restart's biggest cost)."""
+        finds its vectors without rebuilding every text (a restart's biggest cost)."""
         self.batch = batch
         self.encoder_calls = 0
         self.embedded = 0

@@ -83,7 +83,7 @@ class LocalProvider:
 def local_provider() -> LocalProvider:
     """all-MiniLM-L6-v2 (int8, onnxruntime; ``_minilm``). ``EmbeddingsUnavailable`` without the extra, at once.
 
-    The model itself is loaded (~0.5 s) by the first ``embed``, in its worker thread: a restart whose
+    The model itself, slow to load, is loaded by the first ``embed``, in its worker thread: a restart whose
     vectors are all in the store has them in use before, the event loop never waits for the load, and
     a command that only lists never loads it.
     """

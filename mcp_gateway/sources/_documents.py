@@ -2,12 +2,12 @@
 
 Every expected failure (missing file, bad encoding, truncated JSON, YAML syntax error, an HTTP
 error) becomes a ``SourceError`` that names the file or URL, says what is wrong and what to do;
-the connector then gets ``status=error`` and the other connectors load (SPEC 4).
+the connector then gets ``status=error`` and the other connectors load.
 
 Gzip is detected by its magic bytes, not the file name, so ``spec.json.gz`` and a server that
 sends gzip bytes without ``Content-Encoding`` both work. The format is chosen from the name
 (``.json`` / ``.yaml`` / ``.yml``, ignoring ``.gz``) or the content type, else sniffed: JSON is
-tried first because it is ~20x faster to parse than YAML and gives exact positions.
+tried first because it is much faster to parse than YAML and gives exact positions.
 """
 
 from __future__ import annotations

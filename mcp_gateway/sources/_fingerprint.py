@@ -1,4 +1,4 @@
-"""Change fingerprints of a connector's source (SPEC 4, SPEC 12).
+"""Change fingerprints of a connector's source.
 
 A source is re-normalized only when its content changes: the fingerprint covers the bytes of
 every file the normalizer read (the spec and its relative-file ``$ref`` targets), the connector's

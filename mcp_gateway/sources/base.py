@@ -1,6 +1,6 @@
 """What every source kind has in common: the ``Source`` protocol sync calls, and what it returns.
 
-A source turns one connector's ``source:`` into catalog actions (SPEC 4). Each kind is one class
+A source turns one connector's ``source:`` into catalog actions. Each kind is one class
 in its own module (``OpenAPILoader``, ``PostmanLoader``, ``GraphQLLoader``, ``McpLoader``,
 ``HttpLoader``; ``WithRequestAction`` adds the generic request action to any of them); sync picks
 the one for a connector's config and calls ``load``. A source does no store, credential or

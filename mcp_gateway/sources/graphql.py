@@ -1,4 +1,4 @@
-"""GraphQL schemas to ``model.Action``s: one action per root field (SPEC 4).
+"""GraphQL schemas to ``model.Action``s: one action per root field.
 
 Where the schema comes from: an SDL file, an introspection JSON file (``{"__schema": …}``, with or
 without a ``{"data": …}`` wrapper), or the live endpoint (the connector's ``base_url``), which

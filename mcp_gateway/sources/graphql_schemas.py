@@ -1,7 +1,7 @@
 """The GraphQL schemas the executor checks an agent's ``__select`` against, by connector.
 
 Apart from ``sources/graphql.py`` so that the gateway can hold the cache without importing
-graphql-core (~70 ms): a gateway with no GraphQL connector, or one whose agents never override a
+graphql-core (a heavy import): a gateway with no GraphQL connector, or one whose agents never override a
 selection, never parses a schema.
 """
 
@@ -25,7 +25,7 @@ class GraphQLSchemas:
 
     Sync registers each GraphQL connector: a schema built from introspection is kept (it cannot
     be read again without the network), a schema file is only remembered by path and parsed on
-    the first ``__select`` (GitHub's SDL takes ~0.6 s and ~22 MB, which a warm restart and an
+    the first ``__select`` (a large SDL such as GitHub's is slow to parse and big in memory, which a warm restart and an
     agent that never overrides the selection should not pay).
     """
 

@@ -2,7 +2,7 @@
 
 Placement of an argument, unless the action's ``params`` says otherwise: a name that appears as
 ``{name}`` in the URL template goes to the path; the rest go to the JSON body when the method
-allows one, else to the query string (SPEC 4).
+allows one, else to the query string.
 """
 
 from __future__ import annotations

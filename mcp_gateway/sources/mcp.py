@@ -1,4 +1,4 @@
-"""Upstream MCP servers as a source: their ``tools/list`` becomes catalog actions (SPEC 4).
+"""Upstream MCP servers as a source: their ``tools/list`` becomes catalog actions.
 
 Listing needs a live session, which the MCP executor's pool owns (``execution/mcp.py``); sync
 asks it through the ``ToolLister`` protocol and normalizes what comes back here, without I/O.
@@ -143,7 +143,7 @@ def _summary(tool: types.Tool, description: str) -> str:
 
 
 def _schema(schema: object) -> dict[str, object]:
-    # "As given" (SPEC 4); only a missing or non-object schema is replaced, since the gateway
+    # Kept as the upstream gives it; only a missing or non-object schema is replaced, since the gateway
     # validates arguments against it and a call's arguments are always a JSON object.
     if isinstance(schema, dict) and schema:
         return dict(schema)

@@ -1,4 +1,4 @@
-"""The generic ``request`` action a connector gets with ``request_action: true`` (SPEC 3.4).
+"""The generic ``request`` action a connector gets with ``request_action: true``.
 
 When no curated action fits (a spec that lags the API, an endpoint nobody described), the agent
 can still reach the connector's API through ``<slug>.request``: method, path, query, headers and

@@ -2,8 +2,8 @@
 has not changed.
 
 The call path looks up the caller's sealed credential and, over HTTP, the bearer token's record on
-every request. Through aiosqlite each lookup is a hop to its worker thread and back (~25 µs idle,
-~80-200 µs on a loaded 2-core machine); two of them per call were most of the gateway's own cost.
+every request. Through aiosqlite each lookup is a hop to its worker thread and back (a thread
+wake-up each way, dearer on a loaded machine); two of them per call were most of the gateway's own cost.
 
 Correctness rests on one counter. Migration 4 adds the ``generation`` table and triggers that bump
 its ``access`` row inside the same transaction as every insert, update or delete of ``credential``
@@ -14,8 +14,8 @@ So a revoked token stops working on the very next request, and a secret set from
 by the next call; there is no time-based staleness at all.
 
 The counter is read on a synchronous ``sqlite3`` connection, on the event loop itself: one indexed
-point read in WAL mode, where readers never wait for writers, measured at 3-6 µs (vs ~25 µs for the
-cheapest aiosqlite round trip on an idle machine, where the thread hop is also CPU). That is the
+point read in WAL mode, where readers never wait for writers, several times cheaper than the
+cheapest aiosqlite round trip on an idle machine (where the thread hop is also CPU). That is the
 store's audit connection when it has one (``GenerationProbe``: it writes a call's audit rows, so
 its page cache is still current at the next call's read, where any other connection re-reads the
 counter's pages after every audit commit), else a read-only connection of its own. Its busy

@@ -132,7 +132,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    boolean NOT NULL DEFAULT false
         )""",
     ),
-    # 3: durable audit (issue 12): see the SQLite schema's migration 6.
+    # 3: durable audit: see the SQLite schema's migration 6.
     (
         "ALTER TABLE audit ADD COLUMN call_id text",
         "CREATE UNIQUE INDEX audit_by_call ON audit (call_id)",
@@ -156,7 +156,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (model, digest)
         )""",
     ),
-    # 6: operators' decisions on upstream actions' snapshots (pinning and review, issue 13).
+    # 6: operators' decisions on upstream actions' snapshots (pinning and review).
     (
         """CREATE TABLE action_review (
             name        text NOT NULL,
@@ -169,7 +169,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     # 7: who decided an approval, whether the requester was barred from it, and on the audit row of
-    # the call it let run, who approved it (issue 15).
+    # the call it let run, who approved it.
     (
         "ALTER TABLE approval ADD COLUMN separate_approver boolean NOT NULL DEFAULT false",
         "ALTER TABLE approval ADD COLUMN decided_by text",

@@ -9,7 +9,7 @@ a datetime travels (fixed-width UTC text for SQLite, ``timestamptz`` for asyncpg
   validated on a worker thread, since a GitHub-sized catalog is a few MB. Validation is the
   backend's ``ActionsDecoder``: pydantic's JSON validator unless the caller injects another
   (the runtime passes ``catalog_memory.validate_actions``, which shares equal values during a
-  sync, SPEC 12), so the store depends on no layer above the vocabulary. Every other
+  sync), so the store depends on no layer above the vocabulary. Every other
   ``CatalogRecord`` field lives in the ``info`` JSON column, so a new optional field there needs
   no migration. A row this build cannot read is a miss, so the next sync
   rebuilds it instead of the connector failing.
@@ -120,7 +120,7 @@ class RecordColumns(Generic[_M]):
         self.model = model
         self.columns = tuple(model.model_fields)
         # From the instance's __dict__, where pydantic keeps every field's value: a dict lookup per
-        # column instead of an attribute lookup through the model's class (half the cost; every
+        # column instead of an attribute lookup through the model's class (cheaper; every
         # call writes two audit rows).
         self._values: operator.itemgetter[str] = operator.itemgetter(*self.columns)
         self.datetimes = frozenset(n for n, f in model.model_fields.items() if f.annotation in _DATETIME_ANNOTATIONS)

@@ -146,7 +146,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked    INTEGER NOT NULL DEFAULT 0
         )""",
     ),
-    # 6: durable audit (issue 12): a call that reaches for the upstream writes a ``started`` row
+    # 6: durable audit: a call that reaches for the upstream writes a ``started`` row
     # first; its outcome overwrites that row (upsert on call_id; NULLs never conflict), and the
     # rows left ``started`` by a crash are marked ``interrupted`` on the next start.
     (
@@ -163,7 +163,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (model, digest)
         ) WITHOUT ROWID""",
     ),
-    # 8: operators' decisions on upstream actions' snapshots (pinning and review, issue 13).
+    # 8: operators' decisions on upstream actions' snapshots (pinning and review).
     (
         """CREATE TABLE action_review (
             name        TEXT NOT NULL,
@@ -176,7 +176,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     # 9: who decided an approval, whether the requester was barred from it, and on the audit row of
-    # the call it let run, who approved it (issue 15).
+    # the call it let run, who approved it.
     (
         "ALTER TABLE approval ADD COLUMN separate_approver INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE approval ADD COLUMN decided_by TEXT",

@@ -164,7 +164,7 @@ class ApprovalRecord(BaseModel):
 
 
 class AuditRecord(BaseModel):
-    """One call decision (SPEC 9). ``args_preview`` is already redacted and capped."""
+    """One call decision. ``args_preview`` is already redacted and capped."""
 
     model_config = _FROZEN
     at: datetime
@@ -191,7 +191,7 @@ class AuditRecord(BaseModel):
 
 
 class ActionReviewRecord(BaseModel):
-    """An operator's decision on one exact snapshot of an action (issue 13): ``approved`` pins that
+    """An operator's decision on one exact snapshot of an action: ``approved`` pins that
     fingerprint (the action is visible while it stays the same), ``denied`` keeps it quarantined and
     off the review list."""
 
@@ -380,7 +380,7 @@ class EphemeralStore(Protocol):
 
 
 class ActionReviewStore(Protocol):
-    """Operators' decisions on upstream actions' snapshots (pinning, issue 13)."""
+    """Operators' decisions on upstream actions' snapshots (pinning)."""
 
     async def put_action_review(self, record: ActionReviewRecord) -> None:
         """Record a decision; a later one on the same (name, fingerprint) replaces it."""

@@ -5,8 +5,8 @@ written with a line break before each element: still the same JSON array to ever
 since compact JSON never holds a raw line break (it escapes them inside strings), the array splits
 into its actions without being parsed. ``mcp-gateway discover`` from the command line
 (``cli/stored_discover.py``) uses that: it ranks with the discovery index kept for the catalog, which
-needs only the actions' names, and decodes just the few dozen candidates the ranking reads (GitHub's
-whole catalog: ~45 ms of JSON and ~60 ms of validation; one action: well under a millisecond).
+needs only the actions' names, and decodes just the few dozen candidates the ranking reads, not
+the whole catalog (decoding and validating every action is the cost this avoids).
 
 A row written before this layout is not split (``ActionLines.read`` answers None): the reader then
 decodes the whole array as before. ``sources/_fingerprint.NORMALIZER_VERSION`` 4 makes the first sync

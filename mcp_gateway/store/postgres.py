@@ -1,4 +1,4 @@
-"""``PostgresStore``: the ``Store`` shared by several gateway instances behind a load balancer (SPEC 10).
+"""``PostgresStore``: the ``Store`` shared by several gateway instances behind a load balancer.
 
 Driver: asyncpg. The gateway is a pure asyncio server (anyio on its asyncio backend, uvicorn,
 the MCP SDK), and asyncpg is asyncio-native with its own connection pool, the binary protocol
@@ -192,7 +192,7 @@ class PostgresStore:
             ``sslmode`` allowed). Tables go into the connection's current schema.
         max_connections: the pool's upper bound per instance.
         decode_actions: validates a stored catalog's actions JSON (on a worker thread); the
-            runtime passes ``catalog_memory.validate_actions`` to share equal values (SPEC 12).
+            runtime passes ``catalog_memory.validate_actions`` to share equal values.
 
     Example:
         async with PostgresStore("postgresql://gw@db.internal/gateway") as store:
@@ -658,7 +658,7 @@ def _lost(exc: asyncpg.InterfaceError) -> bool:
     return "connection" in text and ("closed" in text or "lost" in text or "reset" in text)
 
 
-# -- rate limits every instance shares (issue 12) ------------------------------------------------------------
+# -- rate limits every instance shares -----------------------------------------------------------------------
 
 _NOW = "extract(epoch from now())"
 _TAKE = f"""

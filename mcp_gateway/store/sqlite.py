@@ -1,4 +1,4 @@
-"""``SQLiteStore``: the embedded ``Store``, one SQLite file beside the project (SPEC 10).
+"""``SQLiteStore``: the embedded ``Store``, one SQLite file beside the project.
 
 Design:
 
@@ -31,7 +31,7 @@ Design:
   transaction and one hop to aiosqlite's thread.
 - Audit rows can also be written on the caller's thread (``append_audits_now``), on a synchronous
   connection of their own that never waits for a lock: a commit in WAL mode with
-  ``synchronous=NORMAL`` is a write to the WAL, no fsync, ~30 µs, where the hop to aiosqlite's
+  ``synchronous=NORMAL`` is a write to the WAL, no fsync, where the hop to aiosqlite's
   thread and back costs several times that in thread wake-ups and GIL hand-offs. When the write lock
   is held (a transaction of this store, another process) it answers False at once and the caller
   takes the queued path. That connection never checkpoints (a checkpoint fsyncs, which must not
@@ -104,8 +104,8 @@ the WAL. SQLite starts the WAL over from its beginning only when a write begins 
 already copied back, and the PASSIVE checkpoint never gets there while calls keep committing: its
 fsyncs take milliseconds, during which the next calls append frames. The WAL then grew for as long
 as calls kept coming (~18 KB a call: 94 MB after 5,000 calls), each commit extending the file and
-each page lookup searching a longer WAL index (a call's two commits took ~60% more CPU at 100 MB
-than just after a restart)."""
+each page lookup searching a longer WAL index (a call's two commits grew costlier
+as the WAL grew)."""
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a write that would have had to wait for another connection's lock."""
 _UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
@@ -239,7 +239,7 @@ class SQLiteStore:
         path: The database file. Its directory is created if missing; a new file is made private
             to the current user (0600), since it holds sealed credentials and token hashes.
         decode_actions: validates a stored catalog's actions JSON (on a worker thread); the
-            runtime passes ``catalog_memory.validate_actions`` to share equal values (SPEC 12).
+            runtime passes ``catalog_memory.validate_actions`` to share equal values.
 
     Example:
         async with SQLiteStore(tmp_path / "gateway.db") as store:
