@@ -1,4 +1,4 @@
-"""Per-call approvals (SPEC 2.7): one approval covers exactly one call, once, before it expires.
+"""Per-call approvals: one approval covers exactly one call, once, before it expires.
 
 An approval is bound to the fingerprint of (principal, qualified tool, canonical final args).
 The agent's retry with ``approval_id`` runs only if the fingerprint matches and the status moves
@@ -163,7 +163,7 @@ def credential_tool(connector: str, name: str = "default") -> str:
 
 
 def explain(record: ApprovalRecord) -> str:
-    """Why this call needs a human, in words, from the verdict's source and rule (SPEC 2.3), and
+    """Why this call needs a human, in words, from the verdict's source and rule, and
     whether that human must be someone other than the requester."""
     if record.kind == "credential":
         return (

@@ -1,12 +1,12 @@
-"""The audit trail (SPEC 9): one row per call decision, never a secret, never in the way.
+"""The audit trail: one row per call decision, never a secret, never in the way.
 
-``Auditor.record`` never fails the call it describes (SPEC 2.6): the call has already been
+``Auditor.record`` never fails the call it describes: the call has already been
 decided, and failing it now would be worse than a missing row. Storage failures are counted
 (``failures``, shown on ``/healthz`` and the operator page) and logged at WARNING to stderr.
 
 Inside ``async with auditor.running():`` (``runtime.open_gateway`` enters it) one background task
 writes the rows: ``record`` puts the row on a bounded queue, and the writer writes whatever is queued
-in one transaction (a group commit). With ``durable`` (the default, issue 12) ``record`` then waits
+in one transaction (a group commit). With ``durable`` (the default) ``record`` then waits
 until the batch holding its row is committed, so an answer never goes back before its audit row is
 in the database; the writer does not linger, since callers wait: rows recorded while a batch is
 being written form the next batch. Without ``durable`` ``record`` returns as soon as the row is
@@ -15,7 +15,7 @@ queued, and the writer waits ``linger`` (5 ms) after the first row for others to
 ``Gateway`` by hand expects.
 
 Durable rows on a store that can write on the caller's thread (``InlineAuditStore``: SQLite, where a
-commit is a WAL append of ~30 µs) skip the queue while it is empty: ``record`` writes the row itself
+commit is a WAL append, no fsync) skip the queue while it is empty: ``record`` writes the row itself
 and returns once it is committed, with no hop to a worker thread (which costs several times the
 write in wake-ups). When the store cannot write without waiting (a lock held elsewhere) or fails, or
 rows are already queued (their order is kept), the row takes the queued path above. Every
@@ -64,8 +64,8 @@ Guarantees of the background writer:
 
 Crash window: with ``durable``, none for answered calls (the answer waits for the commit), and a
 call whose request reached the upstream has at least its ``started`` row. Without ``durable``, rows
-are in memory between ``record`` and the writer's commit, normally the linger plus one write
-(~5-6 ms), and at most the queue's worth when the disk is stuck; a process that dies without
+are in memory between ``record`` and the writer's commit, normally the linger plus one write,
+and at most the queue's worth when the disk is stuck; a process that dies without
 unwinding (SIGKILL, OOM kill, power loss) loses those rows. A clean stop loses none either way.
 (SQLite runs with ``synchronous=NORMAL`` in WAL mode: a commit survives a process crash, not a power
 loss; PostgreSQL commits are durable by its own ``synchronous_commit``.)
@@ -94,10 +94,9 @@ MAX_BATCH = 256
 FULL_WAIT_SECONDS = 5.0
 DRAIN_SECONDS = 10.0
 LINGER_SECONDS = 0.005
-"""How long the writer waits after the first queued row for more to join its batch. Measured on a
-loaded 2-core machine: writing each row as it comes costs ~0.12-0.17 ms of CPU per call (a thread
-hop to aiosqlite's worker and a commit); lingering 5 ms brings that to ~0.03-0.05 ms with sequential
-calls, and costs nothing a reader can notice (``flush`` cuts it short)."""
+"""How long the writer waits after the first queued row for more to join its batch. Writing each row as it
+comes costs a thread hop to aiosqlite's worker and a commit per call; lingering lets sequential calls
+share both, and costs nothing a reader can notice (``flush`` cuts it short)."""
 
 
 RETRY_SECONDS = 3.0

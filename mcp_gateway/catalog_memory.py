@@ -1,4 +1,4 @@
-"""A catalog's memory footprint (SPEC 12: <= 150 MB resident with 10,000 actions).
+"""A catalog's memory footprint (the budget: at most 150 MB resident with 10,000 actions).
 
 Most of a catalog's memory is its actions' input schemas, and real APIs repeat themselves: GitHub's
 ``owner``, ``repo``, ``per_page`` and ``page`` parameters, the same enums, the same nested objects,
@@ -97,7 +97,7 @@ class CatalogSharing:
     A container is looked up by the hash of its children's identities (they are canonical already,
     shared bottom-up) and a hit is verified child by child with ``is``, so equal means equal in type,
     order and value. The table holds one small int per container besides the values themselves:
-    everything it allocates and frees at the end lands in few heap pages (SPEC 12 is about what
+    everything it allocates and frees at the end lands in few heap pages (the memory budget counts what
     stays resident, and freed pages full of holes do).
     """
 
@@ -313,8 +313,8 @@ def release_free_memory() -> None:
 def collect_frozen_garbage() -> None:
     """After a reload replaced the catalogs: free the reference cycles among objects the server
     froze at its start (``gc.freeze``), which no collection looks at and which reference counting
-    alone never frees, then freeze what is left again. One full collection (~0.1 s at 130,000
-    objects) per reload; a no-op in a process that froze nothing."""
+    alone never frees, then freeze what is left again. One full collection (it walks every
+    object) per reload; a no-op in a process that froze nothing."""
     if gc.get_freeze_count() == 0:
         return
     gc.unfreeze()

@@ -1,4 +1,4 @@
-"""The credential vault: secrets go in sealed, and come out only at the last meter (SPEC 2.1).
+"""The credential vault: secrets go in sealed, and come out only at the last meter.
 
 ``CredentialVault.sealed`` hands the call path an opaque ``SealedCredential`` (``secrets.py``);
 only the auth step that builds the outbound request (``auth.LastMeterAuth``) calls ``.open()`` on

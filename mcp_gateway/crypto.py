@@ -1,4 +1,4 @@
-"""Encryption at rest for stored credentials (SPEC 5), and where the master key comes from.
+"""Encryption at rest for stored credentials, and where the master key comes from.
 
 Threat model: the state database (or a backup of it) leaks, or someone edits it. A leaked
 database must not reveal a secret, and an edited row must not decrypt, nor may a sealed value

@@ -1,4 +1,4 @@
-"""The front door (issue 15): access tokens from an identity provider, validated locally.
+"""The front door: access tokens from an identity provider, validated locally.
 
 The gateway is an OAuth 2.1 *resource server* as the MCP authorization specification describes: a
 client that gets a 401 reads the Protected Resource Metadata (RFC 9728), signs the user in at the

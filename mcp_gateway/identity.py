@@ -1,4 +1,4 @@
-"""Who is calling, and what they may see (SPEC 7): pure grants, no I/O.
+"""Who is calling, and what they may see: pure grants, no I/O.
 
 A ``Principal`` is the operator's own session (stdio without ``--agent``) or a named agent
 (HTTP callers prove which with a bearer token: ``tokens.TokenService``). Grants come from the

@@ -1,4 +1,4 @@
-"""Capability links handed to humans (SPEC 8): unguessable, single-use, expiring.
+"""Capability links handed to humans: unguessable, single-use, expiring.
 
 A link is ``<public_url>/<kind path>/<token>`` with 256 bits of randomness; only the token's
 SHA-256 is stored, and a link is found by that hash, so a leaked database opens no page and no

@@ -196,7 +196,7 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(
     *, level: int = logging.WARNING, log_format: LogFormat = "text", stream: TextIO | None = None
 ) -> logging.Handler:
-    """Send every record to stderr (stdout belongs to the stdio transport, SPEC 2.9) through the
+    """Send every record to stderr (stdout belongs to the stdio transport) through the
     secret filter, as text or JSON lines, and Python's warnings with them (printed, a warning is
     two lines of raw text). Replaces handlers a previous call installed."""
     global _format

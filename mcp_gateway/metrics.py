@@ -1,4 +1,4 @@
-"""Prometheus metrics of a running gateway (SPEC 3.3 ``/metrics``, issue 12).
+"""Prometheus metrics of a running gateway (served at ``/metrics``).
 
 One ``GatewayMetrics`` per gateway, in a registry of its own (never prometheus-client's global
 one), so tests and several gateways in one process do not share counters. The gateway core calls
@@ -115,7 +115,7 @@ class GatewayMetrics:
         )
         self._users: set[str] = set()
         # Each call's series, looked up once per label set: ``labels()`` takes a lock and checks its
-        # arguments every time (~10 µs a call for the four). Label sets are bounded (see above).
+        # arguments every time, four times a call. Label sets are bounded (see above).
         self._call_children: dict[tuple[str, str, str, str], tuple[Counter, Histogram, Histogram]] = {}
         self._user_children: dict[tuple[str, str], Counter] = {}
         self._tool_children: dict[str, Counter] = {}

@@ -4,7 +4,7 @@ Everything here is pure data (frozen pydantic models, no I/O). A normalized ``Ac
 every source (OpenAPI, hand-written HTTP, later Postman, GraphQL, MCP) turns into; its
 ``binding`` is a discriminated union on ``kind`` so execution dispatches with ``match`` and an
 unhandled new kind fails type-checking. ``CallResult`` is likewise a union on ``status``: it is
-the one shape ``call`` hands back to an agent (SPEC 3.2).
+the one shape ``call`` hands back to an agent.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ ErrorReason = Literal[
     "upstream_unavailable",
 ]
 
-# -- what the store records (issue 10: records typed with this vocabulary) ----------------------
+# -- what the store records (typed with this vocabulary) ----------------------------------------
 # Kept as one block, apart from the Literals above, so that concurrent additions merge cleanly.
 CallStatus = Literal["ok", "pending_approval", "needs_auth", "denied", "error"]
 """How a call ended: the ``status`` of its ``CallResult``, as the audit row records it."""
@@ -113,7 +113,7 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def risk_of_method(method: str) -> Risk:
-    """Risk from HTTP semantics (SPEC 4): safe methods read, DELETE destroys, the rest write."""
+    """Risk from HTTP semantics: safe methods read, DELETE destroys, the rest write."""
     method = method.upper()
     if method in ("GET", "HEAD", "OPTIONS"):
         return "read"
@@ -241,7 +241,7 @@ ACTIONS_ADAPTER: TypeAdapter[list[Action]] = TypeAdapter(list[Action], config=Co
 
 
 class Verdict(BaseModel):
-    """The policy engine's answer: what to do, and which layer said so (SPEC 2.3)."""
+    """The policy engine's answer: what to do, and which layer said so."""
 
     model_config = _FROZEN
 

@@ -1,4 +1,4 @@
-"""Output redaction: a secret the upstream echoes back never reaches the agent (SPEC 1, 2.1).
+"""Output redaction: a secret the upstream echoes back never reaches the agent.
 
 Upstreams reflect what they were sent: an error page quoting the ``Authorization`` header, a
 debug endpoint echoing the query string, a 401 body naming the key it refused. A ``Redactor``

@@ -1,4 +1,4 @@
-"""Pinning and review of what upstreams say (SPEC 10a, issue 13): which actions an agent may see.
+"""Pinning and review of what upstreams say: which actions an agent may see.
 
 Every agent-visible part of an action — its name, summary, description, input schema and risk, and
 for an upstream MCP tool the upstream name it calls — is *snapshotted* and fingerprinted at sync.

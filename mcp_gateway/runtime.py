@@ -89,7 +89,7 @@ class BackgroundSync:
 
 class LazyTransport(httpx2.AsyncBaseTransport):
     """httpx2's own transport (``trust_env=False``), made by the first request: making it imports
-    httpcore2 and loads the CA bundle (~0.2 s), which a start that sends nothing (a warm catalog,
+    httpcore2 and loads the CA bundle, which a start that sends nothing (a warm catalog,
     a listing command) should not pay. It is made in a worker thread, off the event loop."""
 
     def __init__(self) -> None:
@@ -138,7 +138,7 @@ async def open_gateway(
     ``resident=False``: the first sync does not share equal values across the catalog (a one-shot
     command exits before the memory it would save matters; sharing slows decoding a stored catalog)."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
-        limit_malloc_arenas()  # before the store's and the sync's threads allocate (SPEC 12)
+        limit_malloc_arenas()  # before the store's and the sync's threads allocate
     manifest = manifest or load_manifest(settings.manifest_path)
     manifest = discovery_override(manifest, settings.env)
     check_discovery(manifest)  # first: `mode: hybrid` without the embeddings extra fails before anything is opened

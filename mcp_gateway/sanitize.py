@@ -1,4 +1,4 @@
-"""Upstream text is untrusted input shown to a model (SPEC 10a): clean it, and flag what reads as orders.
+"""Upstream text is untrusted input shown to a model: clean it, and flag what reads as orders.
 
 Tool names, descriptions, titles, schemas, error messages and results come from servers and specs the
 operator does not control. Two things can hide in them:

@@ -1,4 +1,4 @@
-"""Secrets as values: sealed at rest, revealed at the last meter, never printed (SPEC 2.1).
+"""Secrets as values: sealed at rest, revealed at the last meter, never printed.
 
 The pure half of the credential vault, with no store behind it, so that ``auth/`` and ``sources/``
 can hold and reveal secrets without reaching persistence:
@@ -51,7 +51,7 @@ MIN_REDACT_CHARS = 4
 # that mention them are not redacted for it. Combinations with a secret field still are.
 _IDENTIFIER_FIELDS = frozenset({"username", "client_id", "consumer_key", "access_key_id", "cert_pem"})
 
-# What ``secret set`` reads for each kind (SPEC 5 "Secret shapes"): required and optional fields
+# What ``secret set`` reads for each kind: required and optional fields
 # of a JSON object; kinds absent here take a plain string.
 SECRET_SHAPES: Final[Mapping[AuthKind, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "basic": (("username", "password"), ()),
@@ -231,7 +231,7 @@ def decode_secret(plaintext: bytes, key: CredentialKey) -> str | dict[str, str]:
 
 
 def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
-    """Parse a secret as typed or piped for an auth ``kind`` (SPEC 5 "Secret shapes").
+    """Parse a secret as typed or piped for an auth ``kind``.
 
     ``bearer``, ``api_key``, ``hmac`` and ``custom`` take a plain string (one trailing newline is
     dropped, nothing else); a ``custom`` secret may instead be a JSON object of strings, for

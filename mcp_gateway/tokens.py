@@ -1,4 +1,4 @@
-"""Agents' bearer tokens (SPEC 7): how an HTTP caller proves which agent it is.
+"""Agents' bearer tokens: how an HTTP caller proves which agent it is.
 
 ``token create`` mints one (``mgw_`` and 256 random bits), shown once; only its SHA-256 is stored,
 a token is found by that hash, and the comparison after lookup is constant-time. A revoked token

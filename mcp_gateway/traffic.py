@@ -1,4 +1,4 @@
-"""Traffic control (issue 12): rate limits, concurrency caps and a circuit breaker per connector.
+"""Traffic control: rate limits, concurrency caps and a circuit breaker per connector.
 
 - **Rate limits** are token buckets keyed by scope: per agent, per connector, per action pattern
   (a ``policy`` matcher over the qualified name). A call takes one token from every bucket that

@@ -1,4 +1,4 @@
-"""Last-meter auth: put a connector's credential on the final outbound request (SPEC 2.1, 5).
+"""Last-meter auth: put a connector's credential on the final outbound request.
 
 ``LastMeterAuth`` is an ``httpx2.Auth``: the client hands its ``auth_flow`` the request exactly
 as it will be sent, and that is the only moment a stored credential is decrypted for a call.

@@ -1,4 +1,4 @@
-"""The ``mcp-gateway`` command (SPEC 3.3): the parser, the exit codes and ``main``.
+"""The ``mcp-gateway`` command: the parser, the exit codes and ``main``.
 
 Each command lives in a module of this package (``commands``, ``serve``, ``edit``, ``doctor``) and
 is imported only when it runs, so ``--help``, ``--version`` and a typo answer at once and a
@@ -158,7 +158,7 @@ _AGENT_HELP = "act as this agent of the manifest (default: $MCP_GATEWAY_AGENT, e
 
 class _Skipped:
     """Stands in for the parser of a command ``build_parser(only=...)`` leaves out: takes its options
-    and subcommands and builds nothing (one ``argparse`` parser costs ~0.5 ms, mostly gettext lookups)."""
+    and subcommands and builds nothing (each ``argparse`` parser costs start time, mostly gettext lookups)."""
 
     def add_argument(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -193,7 +193,7 @@ def command_word(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``only``, one whose only command is ``only`` (``main``,
-    once ``command_word`` knows the command: building the thirty others is ~15 ms of every start).
+    once ``command_word`` knows the command: building the thirty others would slow every start).
     Any other ``only`` (not a command) gives the whole parser."""
     parser = argparse.ArgumentParser(
         prog="mcp-gateway",
@@ -391,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # while the SDK and the gateway load (see server/early_stdio.py).
         args.early_stdio = EarlyStdio.start(args.settings.state_dir)
     # A start allocates objects that nearly all stay alive (modules, classes, models, the catalog):
-    # until it is over, the collector's passes (~50 ms of a listing command) would free next to
+    # until it is over, the collector's passes would walk them all and free next to
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.
     with holding_collector(exiting=exiting):
         return _run(args)
@@ -418,7 +418,7 @@ def _run(args: Args) -> int:
             import anyio
 
             code = anyio.run(fn, args)
-        else:  # a command that awaits nothing (``validate``) need not load an event loop (~25 ms)
+        else:  # a command that awaits nothing (``validate``) need not pay for loading an event loop
             code = fn(args)
         sys.stdout.flush()  # a closed pipe shows here, not as an "Exception ignored" at exit
         return code

@@ -1,4 +1,4 @@
-"""``connectors`` answered from the stored state, without assembling a ``Gateway`` (issue 14.3).
+"""``connectors`` answered from the stored state, without assembling a ``Gateway``.
 
 The full path (``runtime.open_gateway``) syncs every connector: it imports the whole core, opens the
 store, decodes every stored catalog (GitHub's ~1,200 actions) and checks each one's fingerprint, then

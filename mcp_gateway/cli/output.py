@@ -95,8 +95,8 @@ def holding_collector(*, exiting: bool = False) -> Iterator[None]:
 
     ``exiting``: the process ends once the command returns. Everything allocated meanwhile is moved
     out of the collector's sight (``gc.freeze``) before it comes back on: its first pass would walk
-    every object of the run, and the interpreter's pass at exit again (~15 ms each for a listing
-    command), to free nothing that exit does not free anyway."""
+    every object of the run, and the interpreter's pass at exit again, to free
+    nothing that exit does not free anyway."""
     global _held
     if not gc.isenabled():
         yield

@@ -1,4 +1,4 @@
-"""``review``: the upstream actions held for an operator's review (issue 13), and approving them.
+"""``review``: the upstream actions held for an operator's review, and approving them.
 
 ``mcp-gateway review`` syncs, then lists every action that is new, changed since it was approved, or
 flagged as instructions to the model, with a readable diff of what an agent would see and the flags.

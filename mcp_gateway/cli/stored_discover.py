@@ -1,7 +1,7 @@
-"""``discover`` answered from the stored state, without assembling a ``Gateway`` (issue 14.3).
+"""``discover`` answered from the stored state, without assembling a ``Gateway``.
 
 The full path (``runtime.open_gateway``) imports the whole core, syncs every connector (decoding
-every stored catalog: GitHub's 1,223 actions, ~0.1 s of JSON and validation), indexes each one
+every stored catalog: the JSON and the validation of every action), indexes each one
 (reading back the segment its last start kept, ``discovery.SegmentCache``), reviews each one
 (reading back the kept hidden-text scan, ``discovery.ReviewCache``), then ranks. When every
 stored catalog is current (``listing.current_state``: the checks ``connectors`` makes), all of

@@ -1,4 +1,4 @@
-"""Traffic control in the call path (issue 12): the manifest's ``limits:`` and each connector's
+"""Traffic control in the call path: the manifest's ``limits:`` and each connector's
 ``circuit_breaker:`` and ``retries:``, over the building blocks of ``mcp_gateway.traffic``.
 
 ``CallPipeline`` asks ``admit`` after policy and approval, before anything reaches the upstream,

@@ -1,4 +1,4 @@
-"""Bounds on what one agent (or one MCP session) can hold open at once (issue 13, item 6).
+"""Bounds on what one agent (or one MCP session) can hold open at once.
 
 A misbehaving or hostile agent could open many slow calls, many ``wait`` sleepers (each parks a
 task for up to two minutes) or many URL-elicitation watchers (each polls the store until its link

@@ -88,7 +88,7 @@ class CallPipeline:
         self.max_response_bytes = max_response_bytes
         self._health = health
         self.traffic = traffic
-        """Rate limits, concurrency caps, circuit breakers and read retries (issue 12)."""
+        """Rate limits, concurrency caps, circuit breakers and read retries."""
 
     async def attempt(
         self,
@@ -115,7 +115,7 @@ class CallPipeline:
         self._health.succeeded()
         if isinstance(result, Ok):
             return result  # cleaned by _run, where its JSON text was at hand
-        # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
+        # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         cfg = self._catalogs.config_of(trace.action.connector) if trace.action is not None else None
         return clean_result(result, cfg.max_result_chars if cfg is not None else None)
 
@@ -347,7 +347,7 @@ class CallPipeline:
             truncated=outcome.truncated or None,
             unmatched_fields=missed or None,
         )
-        # Upstream text is untrusted (issue 13): cleaned, and bounded per connector, before the model reads it.
+        # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text)
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:

@@ -101,7 +101,7 @@ class Catalogs:
         """Per action: the shortcut for plain schemas (``quick_schema``), and jsonschema's validator."""
         self._refreshing: dict[str, anyio.Lock] = {}
         self.quarantine: dict[str, Finding] = {}
-        """Actions an operator must review before agents see or call them, by qualified name (issue 13)."""
+        """Actions an operator must review before agents see or call them, by qualified name."""
         self.denied: set[tuple[str, str]] = set()
         """(name, fingerprint) an operator kept quarantined: off the review list until they change."""
         self._reviewed: dict[str, tuple[str | None, str]] = {}
@@ -143,7 +143,7 @@ class Catalogs:
         """Where ``args`` break the action's input schema (path and message, first ones first)."""
         known = self._validators.get(action.qualified_name)
         if known is None:
-            import jsonschema  # here, not at module level: ~0.25 s off every start (issue 14.3)
+            import jsonschema  # here, not at module level: a heavy import a start need not pay
             from jsonschema.validators import validator_for
 
             cls = validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
@@ -195,14 +195,14 @@ class Catalogs:
         changed: dict[str, ConnectorCatalog] = {}
         for slug, catalog in list(catalogs.items()):
             previous = self.loaded.get(slug)
-            # Only a connector whose content changed is re-indexed (SPEC 12: re-sync is incremental).
+            # Only a connector whose content changed is re-indexed (re-sync is incremental).
             if previous is None or previous.fingerprint is None or previous.fingerprint != catalog.fingerprint:
                 self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
                 changed[slug] = catalog
                 if not embed:
                     self._embed(slug, catalog.actions, catalog.fingerprint)
                 self._forget_validators(slug)
-            else:  # unchanged: keep the actions the index holds, not a second, equal copy (SPEC 12)
+            else:  # unchanged: keep the actions the index holds, not a second, equal copy
                 catalogs[slug] = dataclasses.replace(catalog, actions=previous.actions)
         if embed:
             await self._embed_now(changed, progress)
@@ -213,7 +213,7 @@ class Catalogs:
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync. A manifest that failed to load
-        never reaches here, so a broken edit changes nothing (SPEC 4)."""
+        never reaches here, so a broken edit changes nothing."""
         if manifest.project != self.manifest.project:
             raise GatewayError(
                 f"the manifest's project changed ({self.manifest.project!r} -> {manifest.project!r}); stored "
@@ -278,7 +278,7 @@ class Catalogs:
         if self.dense is not None:
             self.dense.schedule(slug, actions, fingerprint)
 
-    # -- review (issue 13) -------------------------------------------------------------------------
+    # -- review ------------------------------------------------------------------------------------
 
     def quarantined(self, name: str) -> Finding | None:
         """The finding that keeps action ``name`` from agents, or None when it is approved."""

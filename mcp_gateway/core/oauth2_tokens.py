@@ -11,7 +11,7 @@ Where things live:
   credential, entered on a page or with ``secret set``, sealed like every other secret.
 - The token set from an authorization (access and refresh token, expiry, and whether the upstream
   has accepted it yet) is the credential named ``oauth2_token`` (``TOKEN_NAME``), sealed too.
-- Access tokens in use are cached in memory with their expiry (SPEC 5), so a call opens nothing
+- Access tokens in use are cached in memory with their expiry, so a call opens nothing
   while its token is fresh. A token is refreshed shortly before it expires, and once after a 401.
 - Authorizations in flight (state -> PKCE verifier and the connect link) live in the store for ten
   minutes, so the provider may send the human back to any instance behind a load balancer. A

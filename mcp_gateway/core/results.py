@@ -236,7 +236,7 @@ def redacted_json(outcome: Outcome, redactor: Redactor) -> tuple[Any, str | None
     return redactor.redact_json(data, truncated=outcome.truncated)
 
 
-# -- what reaches the model from upstreams is cleaned (issue 13) --------------------------------------
+# -- what reaches the model from upstreams is cleaned -------------------------------------------------
 
 
 def shown_summary(summary: str) -> str:

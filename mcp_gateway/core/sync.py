@@ -1,4 +1,4 @@
-"""Sync (SPEC 4): manifest connectors -> normalized, persisted catalogs. Best effort per connector.
+"""Sync: manifest connectors -> normalized, persisted catalogs. Best effort per connector.
 
 A connector whose source cannot be read or normalized gets ``status=error`` with its reason and
 zero actions; the others load. Each source kind is a ``sources.base.Source`` (picked by
@@ -157,7 +157,7 @@ async def sync_connector(
             await store.put_catalog(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
             )
-        # The catalog stays resident for the process's life: equal values become one object (SPEC 12).
+        # The catalog stays resident for the process's life: equal values become one object.
         if share and sharing is not None and not reused:
             await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
             parked = True

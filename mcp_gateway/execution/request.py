@@ -12,7 +12,7 @@ Every argument value is agent-controlled, so it is treated as data and never as 
 - cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in.
 
 No credential is applied here: authentication is an ``httpx2.Auth`` that ``send`` applies at the
-last moment (SPEC 2.1), so this module never sees a secret.
+last moment, so this module never sees a secret.
 """
 
 from __future__ import annotations

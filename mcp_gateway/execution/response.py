@@ -4,7 +4,7 @@ The body is streamed and the read stops at the cap, so a huge or endless upstrea
 most ``max_bytes`` of memory and never reaches the agent's context whole. The content type picks
 the shape: JSON parsed, ``text/event-stream`` as the list of its ``data:`` payloads, text and XML
 as text, anything else as capped base64. ``summarize_error`` pulls the upstream's own reason out
-of a non-2xx body, because that sentence usually tells the agent how to fix its call (SPEC 2.5).
+of a non-2xx body, because that sentence usually tells the agent how to fix its call.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ async def send(
 
 
 # An action's CLIENT span attributes, by method, origin and path template: the same on each call,
-# and ``url.netloc`` alone costs ~1 µs. Read-only (spans copy them). Cleared when it grows past
+# and building them (``url.netloc`` above all) is not free. Read-only (spans copy them). Cleared when it grows past
 # what a manifest's actions and their redirects could fill.
 _SPAN_ATTRIBUTES: dict[tuple[str, str, bytes, int | None, str | None], Mapping[str, str | int]] = {}
 

@@ -1,4 +1,4 @@
-"""The manifest (SPEC 3.4): a pydantic schema and a YAML loader whose errors are located.
+"""The manifest: a pydantic schema and a YAML loader whose errors are located.
 
 Import from the package (``from mcp_gateway.manifest import X``); its modules hold one part each:
 

@@ -262,7 +262,7 @@ AUTH_TYPES: tuple[AuthKind, ...] = (
 )
 """Every kind, in the order error messages list them (the common ones first)."""
 
-# Headers that carry credentials: static headers may never set them (SPEC 5).
+# Headers that carry credentials: static headers may never set them.
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-auth-token", "x-amz-security-token"}
 )

@@ -1,4 +1,4 @@
-"""The manifest (SPEC 3.4): its top-level models and the loader, whose errors are located.
+"""The manifest: its top-level models and the loader, whose errors are located.
 
 Every problem becomes an ``Issue`` naming the file, the line, the field as a YAML path
 (``connectors[0].auth.type``), what is wrong and how to fix it; all problems of a file are
@@ -14,7 +14,7 @@ other metadata) are ignored.
 
 Policy matchers are compiled here, once, at load: an invalid or catastrophic regex in a rule's
 ``match`` becomes a matcher that never matches plus a ``diagnostics()`` entry that ``validate``
-reports (fail safe, SPEC 6), while a broken ``when`` is an error.
+reports (fail safe), while a broken ``when`` is an error.
 
 This module holds the top-level models and the entry points; the package's other modules hold the
 parts (see ``mcp_gateway.manifest``).
@@ -134,16 +134,16 @@ class ConnectorConfig(BaseModel):
     """Per-action risk overrides, by relative action path."""
     credentials: Literal["shared", "per_user"] = "shared"
     """Whose credential a call carries: ``shared`` (the caller's own, else the project-wide one) or
-    ``per_user`` (only the caller's own: each user connects their own account; issue 15)."""
+    ``per_user`` (only the caller's own: each user connects their own account)."""
     trace_context: bool = True
     """Send W3C trace context (``traceparent``) on this connector's upstream HTTP requests; ``false``
     for an upstream that must not learn the caller's trace ids."""
     circuit_breaker: CircuitBreakerConfig | None = None
-    """Fail fast after consecutive upstream failures (issue 12); None: no circuit breaker."""
+    """Fail fast after consecutive upstream failures; None: no circuit breaker."""
     retries: RetryConfig = RetryConfig()
-    """Retries of reads after a transient upstream failure (issue 12); none by default."""
+    """Retries of reads after a transient upstream failure; none by default."""
     trust: Literal["review", "pinned", "auto"] | None = None
-    """How far what the upstream says is trusted (issue 13, ``review.py``): ``review`` quarantines new
+    """How far what the upstream says is trusted (``review.py``): ``review`` quarantines new
     and changed actions until an operator approves them, ``pinned`` approves them as they load but
     still quarantines instruction-like text, ``auto`` approves everything. Unset: ``review`` for an
     ``mcp`` source, ``pinned`` otherwise (see ``effective_trust``)."""
@@ -199,7 +199,7 @@ def _secure_or_loopback(url: str) -> bool:
 
 
 class FrontDoorConfig(BaseModel):
-    """``front_door``: accept access tokens from an identity provider (OAuth 2.1 resource server, issue 15)."""
+    """``front_door``: accept access tokens from an identity provider (OAuth 2.1 resource server)."""
 
     model_config = STRICT
     issuer: str = Field(min_length=1)
@@ -315,7 +315,7 @@ class Manifest(BaseModel):
     """Access tokens from an identity provider (README: "Front door (OAuth)")."""
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     limits: list[LimitConfig] = Field(default_factory=list)
-    """Rate limits and concurrency caps per agent, connector or action pattern (issue 12)."""
+    """Rate limits and concurrency caps per agent, connector or action pattern."""
     agent_limits: AgentLimitsConfig = Field(default_factory=AgentLimitsConfig)
     """Running calls, ``wait`` sleepers and elicitation watchers one agent may hold at once."""
 

@@ -1,4 +1,4 @@
-"""The manifest's traffic-control settings (issue 12): ``limits:`` and ``agent_limits:`` at project
+"""The manifest's traffic-control settings: ``limits:`` and ``agent_limits:`` at project
 level, and per connector ``circuit_breaker:`` and ``retries:``. ``core.admission`` turns the first
 into ``traffic.TrafficControl`` rules and ``traffic.CircuitBreaker`` s; ``core.bounds`` holds each
 agent to ``agent_limits``.

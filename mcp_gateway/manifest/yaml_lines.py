@@ -21,8 +21,8 @@ Loc = tuple[str | int, ...]
 def read_yaml(text: str, file: str) -> tuple[Any, dict[Loc, int], list[Issue]]:
     """Parse one YAML document: its data, the line of every key and item, and duplicate keys.
 
-    With libyaml (PyYAML's C parser, ~10x faster) when it is there; a document it refuses is read
-    again by the Python parser, whose messages the hints in ``_YAML_HINTS`` are written for."""
+    With libyaml (PyYAML's C parser, much faster than the pure-Python one) when it is there; a document
+    it refuses is read again by the Python parser, whose messages the hints in ``_YAML_HINTS`` are written for."""
     try:
         return _read(getattr(yaml, "CSafeLoader", yaml.SafeLoader), text, file)
     except yaml.YAMLError:

@@ -1,4 +1,4 @@
-"""Policy as pure functions (SPEC 6): three layers, first hit wins, every verdict says why.
+"""Policy as pure functions: three layers, first hit wins, every verdict says why.
 
     project rules (qualified name)  ->  connector rules (relative path)  ->  defaults
     defaults: sensitive -> require_approval; allow_all -> always_run; risk -> read runs, the rest ask

@@ -86,7 +86,7 @@ def compile_matcher(pattern: str) -> Matcher:
         regex = re.compile(body, flags)
     except re.error as exc:
         return Matcher(pattern, None, f"invalid regex: {exc}")
-    # Here, not at the top: the analysis and the regex parse tree it walks (~15 ms of imports) are
+    # Here, not at the top: the analysis and the regex parse tree it walks (costly imports) are
     # needed only by a manifest that has a regex, and every start imports this module.
     from .regex_shape import analyze
 

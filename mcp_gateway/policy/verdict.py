@@ -1,4 +1,4 @@
-"""The verdict (SPEC 6): three layers, first hit wins, and the stricter side when a rule is undecided.
+"""The verdict: three layers, first hit wins, and the stricter side when a rule is undecided.
 
     project rules (qualified name)  ->  connector rules (relative path)  ->  defaults
 
@@ -120,7 +120,7 @@ def strictest(verdicts: Sequence[Verdict]) -> Verdict:
 def is_hidden(
     *, qualified_name: str, path: str, project_rules: Sequence[Rule], connector_rules: Sequence[Rule]
 ) -> bool:
-    """True when every call of the action is blocked whatever its arguments (SPEC 2.4).
+    """True when every call of the action is blocked whatever its arguments.
 
     That is: the first unconditional matching rule blocks, and every conditional rule matching
     before it blocks too. A conditional ``always_run`` or ``require_approval`` first keeps the
