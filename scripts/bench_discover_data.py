@@ -1,7 +1,7 @@
 """The real APIs the discovery benchmarks search, loaded through the gateway's own normalizers.
 
 Every catalog here comes from a real, unmodified API description in ``tests/data`` (see its
-README) and goes through the same source code a connector's sync uses (``sources.openapi``,
+SOURCES.md) and goes through the same source code a connector's sync uses (``sources.openapi``,
 ``sources.postman``, ``sources.graphql``, ``sources.mcp``): no private mini-normalizer, so what the
 benchmark ranks is what ``discover`` ranks.
 

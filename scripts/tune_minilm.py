@@ -36,7 +36,7 @@ column of the batch, so a request also meets the look-alikes that never share it
 candidate, 345 steps, ~10 s each against ~6 without): dev pooled hybrid 72.0/83.1/89.2 against the
 shipped 72.3/83.0/88.7, dense alone 65.9/82.3/88.1 against 64.0/82.1/88.3, BFCL non-live pooled hybrid
 79.1/92.9/97.1 against 79.4/92.9/97.0 (the shipped weights on the same AVX-512 VNNI host; 79.9/93.2/97.0
-on the AVX2 host of the README): noise-sized again, so not shipped. The uniform average of the
+on the AVX2 host of docs/benchmarks.md): noise-sized again, so not shipped. The uniform average of the
 three candidates' weights (one API per batch, ``--mix 2``, ``--negatives``) gave dev pooled hybrid 71.6/83.0/88.7.
 A second epoch (``--epochs 2`` on the shipped requests, 690 steps) gave dev 72.3/83.9/87.4 and BFCL
 non-live 79.3/92.8/96.9: noise-sized too.

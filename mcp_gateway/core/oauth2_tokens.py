@@ -24,7 +24,7 @@ still answers 401 to it after the one renewal, the human has just authorized and
 will not help, so the call ends with a terminal ``auth_failed`` error instead of another link.
 A previously working token set that stops working gets one refresh, then ``needs_auth``.
 
-Several instances on one database (README "Several instances"): the vault is the truth, the memory
+Several instances on one database (docs/operations.md): the vault is the truth, the memory
 cache only a shortcut. Before refreshing, a call reads the token set again (another instance may
 have refreshed it: its newer access token is used as is). One refresh per token set at a time:
 within a process by a lock, between processes by a lease in the shared store (``oauth2_lease``);

@@ -265,7 +265,7 @@ class EmbeddingsEndpoint(BaseModel):
 
 
 class DiscoveryConfig(BaseModel):
-    """How ``discover`` ranks (README: "Better discovery").
+    """How ``discover`` ranks (docs/discovery.md).
 
     ``mode: auto`` (the default) fuses the lexical ranker with dense retrieval whenever the ``embeddings``
     extra is installed (or ``embeddings`` names an endpoint), else ranks lexically; ``lexical`` never
@@ -312,7 +312,7 @@ class Manifest(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """The folder relative source paths resolve against."""
     front_door: FrontDoorConfig | None = None
-    """Access tokens from an identity provider (README: "Front door (OAuth)")."""
+    """Access tokens from an identity provider (docs/front-door.md)."""
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     limits: list[LimitConfig] = Field(default_factory=list)
     """Rate limits and concurrency caps per agent, connector or action pattern."""

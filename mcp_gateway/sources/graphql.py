@@ -8,7 +8,7 @@ schema with ``assume_valid_sdl``/``assume_valid``: real schemas are not always s
 (GitHub's published SDL defines two fields of ``EnterpriseOwnerInfo`` twice; the later
 definition wins), and refusing a whole API over one redundant field helps nobody.
 
-Naming (the same text is in README): every field of the Query root becomes ``query.<field>``
+Naming (the same text is in docs/manifest.md): every field of the Query root becomes ``query.<field>``
 (a read), every field of the Mutation root ``mutation.<field>`` (a write); the field name is
 snake_cased like OpenAPI operation ids (``addStar`` -> ``mutation.add_star``,
 ``repositoryOwner`` -> ``query.repository_owner``). Two fields that snake_case alike get ``_2``,

@@ -9,7 +9,7 @@ injects the credential server-side. They are an ``apiKey`` scheme's parameter, a
 and the names the source's ``credential_params`` lists, in any location but the path (Slack
 declares its ``token`` in the query, a header or the form of most methods).
 
-Action path naming (deterministic; the same text is in README):
+Action path naming (deterministic; the same text is in docs/manifest.md):
 
 * With an ``operationId``: split it on ``/``; convert each part to snake_case (camelCase and
   PascalCase words are split, an acronym is one word, ``-``, spaces and any other punctuation become

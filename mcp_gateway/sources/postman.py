@@ -1,7 +1,7 @@
 """Postman collections (v2.1, and v2.0 which differs only in how ``auth`` is spelled) to actions.
 
 One action per request item, found by walking folders recursively. The rules (the same text is
-in README):
+in docs/manifest.md):
 
 * **Path**: each enclosing folder's name, then the request's name, each snake_cased like OpenAPI
   operation ids, joined by ``.`` (``Articles`` / ``Create Article`` -> ``articles.create_article``).
