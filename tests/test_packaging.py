@@ -29,3 +29,9 @@ def test_the_metadata_an_index_shows() -> None:
     classifiers = project["classifiers"]
     assert "Typing :: Typed" in classifiers and "Programming Language :: Python :: 3.11" in classifiers
     assert not any(c.startswith("License ::") for c in classifiers)  # the SPDX expression says it
+
+
+def test_the_licence_text_ships_beside_its_expression() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
