@@ -16,7 +16,7 @@ that message: what a client sees then is what it saw before. Notifications and r
 SDK's 202, here, so that one whose session ends while it is read is dropped rather than answered
 twice. ``initialize``, a session with an event store or in JSON-response mode, and anything the
 transport would refuse take the SDK's path unchanged. 2026-07-28 requests (no session; the SDK already answers those
-with JSON when it can) go to ``single_exchange``, which runs their handler in the request's own task.
+with JSON when it can) go to ``fast.single_exchange``, which runs their handler in the request's own task.
 
 Semantics kept: the session id and protocol-version checks, the credential a session is bound to
 (the manager's), ``notifications/cancelled`` (the session answers the cancelled request with its
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from contextlib import suppress
 from functools import partial
 from http import HTTPStatus
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 from uuid import uuid4
 
@@ -75,24 +74,18 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from . import fast
+
 __all__ = ["LEAN_SDK", "SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "streamable_http_app"]
 
 logger = logging.getLogger(__name__)
 _VERSION_HEADER: Final = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
 
 
-def _sdk_release() -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in version("mcp").split(".")[:2])
-    except (PackageNotFoundError, ValueError):
-        return ()
-
-
-LEAN_SDK: Final = _sdk_release() == (2, 3)
-"""Whether the installed SDK is the release these paths were written against: they override private
-methods of its transport and manager and call its private wire helpers, which a minor release may
-change. On another release ``streamable_http_app`` builds the SDK's own manager (its answers: SSE for
-a 2025 session's requests), so an SDK upgrade costs speed, never correctness."""
+LEAN_SDK: Final = fast.ENABLED
+"""Whether the fast paths serve ``/mcp`` (``server.fast``): they override private methods of the SDK's
+transport and manager and call its private wire helpers, which a minor release may change. Otherwise
+``streamable_http_app`` builds the SDK's own manager (its answers: SSE for a 2025 session's requests)."""
 
 SSE_COMMIT_AFTER: Final = 15.0
 """Seconds a request may run without writing anything before its answer becomes an SSE stream (whose
@@ -237,15 +230,15 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
 
 class LeanSessionManager(StreamableHTTPSessionManager):
     """The SDK's session manager, its stateful sessions served by ``JsonFirstTransport`` and its
-    2026-07-28 requests by ``single_exchange.serve_single_exchange``."""
+    2026-07-28 requests by ``fast.single_exchange.serve_single_exchange``."""
 
     async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The SDK's own era routing (mcp 2.3): a protocol-version header naming no handshake
         # version is a single-exchange request; its checks run there, as in the SDK's handler.
         pv = next((v for k, v in scope["headers"] if k == _VERSION_HEADER), None)
         if pv is not None and self._task_group is not None and pv.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
-            # Imported here: it imports the SDK's private module, which only ``LEAN_SDK``'s release is known to have.
-            from .single_exchange import serve_single_exchange
+            # Imported here: it imports the SDK's private module, which only the tested release is known to have.
+            from .fast.single_exchange import serve_single_exchange
 
             await serve_single_exchange(
                 self.app, self.security_settings, self.json_response, self._lifespan_state, scope, receive, send

@@ -1,7 +1,7 @@
 """OpenTelemetry traces: a span per meta-tool, policy decision, credential application and
 upstream call, under the MCP SDK's own span for each request.
 
-The MCP SDK already opens a SERVER span per JSON-RPC request (``mcp.server._otel``), following the
+The MCP SDK already opens a SERVER span per JSON-RPC request (its own OpenTelemetry support), following the
 semantic conventions for MCP and taking the client's W3C ``traceparent`` from ``_meta``. The gateway
 adds its spans below it, through the OpenTelemetry *API* only: with no SDK configured they are
 no-ops costing a function call. ``configure_tracing`` installs the SDK and an OTLP/HTTP exporter when
