@@ -18,27 +18,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from .sanitize import INVISIBLE_RANGES
+
 __all__ = ["escaped", "escaped_json"]
 
 _RANGES: Final = (
-    (0x0000, 0x001F),  # C0 controls: ESC, BEL, BS, CR, LF, TAB, ...
-    (0x007F, 0x009F),  # DEL and C1 controls (0x9B is a one-byte CSI, 0x9D a one-byte OSC)
-    (0x00AD, 0x00AD),  # soft hyphen
-    (0x061C, 0x061C),  # Arabic letter mark (bidi)
-    (0x115F, 0x1160),  # Hangul fillers, rendered as nothing
-    (0x180E, 0x180E),  # Mongolian vowel separator
-    (0x200B, 0x200F),  # zero-width space/joiners, LRM, RLM
-    (0x2028, 0x202E),  # line and paragraph separators, bidi embeddings and overrides
-    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates
-    (0x3164, 0x3164),  # Hangul filler
+    (0x0000, 0x001F),  # every C0 control, TAB and LF included: a table cell or log line shows them escaped
+    *INVISIBLE_RANGES,  # what ``sanitize`` removes for a model: DEL, C1, bidi, zero-width, tag characters, …
+    (0x2028, 0x2029),  # line and paragraph separators: a terminal may break the line there
     (0xD800, 0xDFFF),  # lone surrogates (undecodable bytes): not even writable as UTF-8
-    (0xFE00, 0xFE0F),  # variation selectors (can carry smuggled bytes)
-    (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM
-    (0xFFA0, 0xFFA0),  # half-width Hangul filler
-    (0xFFF9, 0xFFFB),  # interlinear annotation controls
-    (0x1D173, 0x1D17A),  # musical symbol formatting controls
-    (0xE0000, 0xE007F),  # tag characters: invisible ASCII
-    (0xE0100, 0xE01EF),  # variation selectors supplement
 )
 _CLASS: Final = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _RANGES)
 _ALL: Final = re.compile(f"[{_CLASS}]")

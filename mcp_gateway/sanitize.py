@@ -26,6 +26,7 @@ from functools import cache
 from typing import Any, Final
 
 __all__ = [
+    "INVISIBLE_RANGES",
     "MAX_DESCRIPTION_CHARS",
     "MAX_ERROR_CHARS",
     "MAX_TITLE_CHARS",
@@ -43,7 +44,7 @@ MAX_ERROR_CHARS: Final = 2000
 # ESC [ … final byte (CSI), ESC ] … BEL or ESC \ (OSC: titles, hyperlinks), and two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 
-_INVISIBLE_RANGES: Final = (
+INVISIBLE_RANGES: Final = (
     (0x0000, 0x0008),  # C0 controls, keeping \t (09) and \n (0A)
     (0x000B, 0x001F),  # … and dropping \r, \v, \f and the rest
     (0x007F, 0x009F),  # DEL and C1 controls
@@ -63,7 +64,8 @@ _INVISIBLE_RANGES: Final = (
     (0xE0000, 0xE007F),  # tag characters: invisible ASCII
     (0xE0100, 0xE01EF),  # variation selectors supplement
 )
-_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+"""Characters that hide or rearrange text: removed from what a model reads, escaped on a terminal."""
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in INVISIBLE_RANGES) + "]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 
 
@@ -214,7 +216,7 @@ _OTHER_FORMAT: Final = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0
 _MORE_FORMAT: Final = ((0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3))
 _REVEALED = re.compile(
     "(["
-    + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*_INVISIBLE_RANGES, *_OTHER_FORMAT, *_MORE_FORMAT))
+    + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*INVISIBLE_RANGES, *_OTHER_FORMAT, *_MORE_FORMAT))
     + "\\r\\u2028\\u2029])"
 )
 
