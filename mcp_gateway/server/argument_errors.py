@@ -9,7 +9,7 @@ back (they are the caller's data, and a pasted secret must not come back in a re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -58,26 +58,25 @@ def _one(error: ErrorDetails) -> str:
     return f"{where} {_bounded(kind, ctx) or _lowered(error['msg'])}"
 
 
+_BOUNDS: Final = {
+    "less_than_equal": ("must be at most {}", "le"),
+    "greater_than_equal": ("must be at least {}", "ge"),
+    "less_than": ("must be less than {}", "lt"),
+    "greater_than": ("must be more than {}", "gt"),
+    "too_long": ("must have at most {} items", "max_length"),
+    "too_short": ("must have at least {} items", "min_length"),
+    "string_too_long": ("must be at most {} characters", "max_length"),
+    "string_too_short": ("must be at least {} characters", "min_length"),
+    "literal_error": ("must be one of {}", "expected"),
+}
+"""Error types whose bound is in the error's context: the sentence and the context key it names."""
+
+
 def _bounded(kind: str, ctx: Mapping[str, Any]) -> str | None:
-    if kind == "less_than_equal":
-        return f"must be at most {ctx.get('le')}"
-    if kind == "greater_than_equal":
-        return f"must be at least {ctx.get('ge')}"
-    if kind == "less_than":
-        return f"must be less than {ctx.get('lt')}"
-    if kind == "greater_than":
-        return f"must be more than {ctx.get('gt')}"
-    if kind == "too_long":
-        return f"must have at most {ctx.get('max_length')} items"
-    if kind == "too_short":
-        return f"must have at least {ctx.get('min_length')} items"
-    if kind == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters"
-    if kind == "string_too_short":
-        return f"must be at least {ctx.get('min_length')} characters"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}"
-    return None
+    if (bound := _BOUNDS.get(kind)) is None:
+        return None
+    sentence, key = bound
+    return sentence.format(ctx.get(key))
 
 
 def _lowered(message: str) -> str:
