@@ -19,27 +19,27 @@ import anyio
 import anyio.to_thread
 import httpx2
 
-from .approvals import ApprovalService
-from .audit import RETRY_SECONDS, Auditor
-from .catalog_memory import collect_frozen_garbage, limit_malloc_arenas
-from .clock import Clock, SystemClock
 from .core import Gateway
 from .core.admission import TrafficGate
 from .core.sync import Progress
-from .credentials import CredentialVault
-from .crypto import AESGCMCipher, derive_key, load_master_key
 from .discovery import DiscoveryIndex, EmbeddingsUnavailable, ReviewCache, SegmentCache
 from .discovery.hybrid import HybridSearch, discovery_status
-from .errors import GatewayError
-from .execution.mcp import McpExecutor
-from .links import LinkService
+from .execution.mcp_sessions import McpExecutor
 from .manifest import ConnectorConfig, Manifest, load_manifest
-from .secrets import PROJECT_WIDE, SealedCredential
-from .served import manifest_digest, read_served
-from .settings import Settings
+from .primitives.catalog_memory import collect_frozen_garbage, limit_malloc_arenas
+from .primitives.crypto import AESGCMCipher, derive_key, load_master_key
+from .primitives.secrets import PROJECT_WIDE, SealedCredential
+from .services.approvals import ApprovalService
+from .services.audit import RETRY_SECONDS, Auditor
+from .services.credentials import CredentialVault
+from .services.links import LinkService
 from .store.audit_journal import AuditJournal
-from .store.base import Store
+from .store.contract import Store
 from .store.opening import open_store
+from .vocabulary.clock import Clock, SystemClock
+from .vocabulary.errors import GatewayError
+from .vocabulary.served import manifest_digest, read_served
+from .vocabulary.settings import Settings
 
 __all__ = [
     "DISCOVERY_SECRET",

@@ -32,7 +32,7 @@ import anyio.lowlevel
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mcp_gateway.audit import CHECKPOINT_EVERY  # noqa: E402
+from mcp_gateway.services.audit import CHECKPOINT_EVERY  # noqa: E402
 from mcp_gateway.store import AuditRecord, SQLiteStore  # noqa: E402
 
 

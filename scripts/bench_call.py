@@ -170,9 +170,9 @@ def open_default(state_dir: str) -> None:
     started = time.perf_counter()
     from mcp import Client
 
-    from mcp_gateway.identity import OPERATOR
     from mcp_gateway.runtime import Settings, open_gateway
     from mcp_gateway.server.tools import build_mcp_server
+    from mcp_gateway.services.identity import OPERATOR
 
     imported = time.perf_counter()
 
@@ -271,9 +271,9 @@ def rss_gateway(state_dir: str, manifest: str, top: int) -> None:
 
     if top:
         tracemalloc.start()
-    from mcp_gateway.identity import OPERATOR
     from mcp_gateway.runtime import Settings, open_gateway
     from mcp_gateway.server import app, tools  # noqa: F401 - what `serve` imports too
+    from mcp_gateway.services.identity import OPERATOR
 
     imported = _rss_mb("VmRSS")
 
@@ -563,11 +563,11 @@ def _check(label: str, structured: dict[str, Any] | None) -> None:
 async def in_process(
     root: Path, manifest_path: Path, *, n: int, warmup: int, profile: int, costs_only: bool = False
 ) -> dict[str, Any]:
-    from mcp_gateway.audit import Auditor
-    from mcp_gateway.identity import OPERATOR
-    from mcp_gateway.model import Ok
     from mcp_gateway.runtime import Settings, open_gateway
+    from mcp_gateway.services.audit import Auditor
+    from mcp_gateway.services.identity import OPERATOR
     from mcp_gateway.store._access import AccessCache
+    from mcp_gateway.vocabulary.model import Ok
 
     settings = Settings(
         manifest_path=manifest_path, state_dir=root / "inproc", env={"MCP_GATEWAY_MASTER_KEY": MASTER_KEY}
@@ -676,7 +676,7 @@ def _trace(on: bool) -> None:
 
 
 def _no_metrics() -> Any:
-    from mcp_gateway.metrics import GatewayMetrics
+    from mcp_gateway.primitives.metrics import GatewayMetrics
 
     class NoMetrics(GatewayMetrics):
         """A gateway's metrics switched off (bench only): a call's observation is dropped."""
@@ -711,14 +711,14 @@ async def components(gw: Any) -> list[tuple[str, float]]:
     makes it now (from memory, after one read of the access counter) and with the cache bypassed
     (what every call paid before); the audit row as queued and as an inline INSERT.
     """
-    from mcp_gateway.audit import Auditor, args_preview
     from mcp_gateway.auth import LastMeterAuth
-    from mcp_gateway.clock import SystemClock
     from mcp_gateway.execution import build_request
-    from mcp_gateway.identity import OPERATOR
-    from mcp_gateway.redaction import Redactor
+    from mcp_gateway.primitives.redaction import Redactor
+    from mcp_gateway.services.audit import Auditor, args_preview
+    from mcp_gateway.services.identity import OPERATOR
+    from mcp_gateway.services.tokens import TokenService
     from mcp_gateway.store._access import AccessCache
-    from mcp_gateway.tokens import TokenService
+    from mcp_gateway.vocabulary.clock import SystemClock
 
     action = gw.index.resolve(TOOL)
     cfg = gw.manifest.connector("bench")
@@ -1120,8 +1120,8 @@ async def shared_buckets(n: int) -> None:
     """The cost of a rate limit that holds across instances: one ``PostgresBuckets.take`` (one
     atomic upsert on a throwaway loopback cluster, see tests/support/postgres.py) per applicable
     rule per call, against the in-memory bucket of a single instance."""
+    from mcp_gateway.primitives.traffic import MemoryBuckets
     from mcp_gateway.store.postgres import PostgresBuckets, PostgresStore
-    from mcp_gateway.traffic import MemoryBuckets
     from tests.support.postgres import start_cluster
 
     cluster = start_cluster()

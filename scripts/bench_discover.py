@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.vocabulary.model import Action  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "openapi"
 SPECS = {

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mcp_gateway.model import Action
+from mcp_gateway.vocabulary.model import Action
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"

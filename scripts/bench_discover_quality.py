@@ -52,7 +52,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.vocabulary.model import Action  # noqa: E402
 from scripts.bench_discover_data import DATA, catalog, connectors_of, load_intent_sets, mcp_tools  # noqa: E402
 
 GITHUB_SPEC = DATA / "openapi" / "github" / "api.github.com.json.gz"

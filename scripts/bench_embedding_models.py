@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.discovery._embedding import MiniLmEncoder, embedded_text  # noqa: E402
 from mcp_gateway.discovery.dense import DenseIndex  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.vocabulary.model import Action  # noqa: E402
 
 POOL = 40
 """Lexical hits and dense hits each taken into fusion."""

@@ -42,8 +42,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding  # noqa: E402
 from mcp_gateway.sources._naming import rest_path, singular, snake_case  # noqa: E402
+from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding  # noqa: E402
 
 VERB_SYNONYMS = {
     "create": "add",

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from mcp_gateway.auth import apply_auth
 from mcp_gateway.auth.mtls import client_tls_context
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.manifest import AuthConfig
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.vocabulary.clock import FixedClock
 
 AUTH = TypeAdapter(AuthConfig)
 CLOCK = FixedClock(datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC))

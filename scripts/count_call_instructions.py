@@ -137,9 +137,9 @@ async def _measure(work: Path, n: int, upstream: str) -> None:
     import bench_call
     import httpx2
 
-    from mcp_gateway.identity import OPERATOR
-    from mcp_gateway.model import Ok
     from mcp_gateway.runtime import Settings, open_gateway
+    from mcp_gateway.services.identity import OPERATOR
+    from mcp_gateway.vocabulary.model import Ok
 
     manifest = work / "bench.yaml"
     manifest.write_text(bench_call.TINY_MANIFEST.format(upstream=upstream, pages_port=bench_call._free_port()))

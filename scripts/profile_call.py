@@ -40,8 +40,8 @@ def _answer(request: httpx2.Request) -> httpx2.Response:
 
 
 async def main(opts: argparse.Namespace) -> None:
-    from mcp_gateway.identity import OPERATOR
     from mcp_gateway.runtime import Settings, open_gateway
+    from mcp_gateway.services.identity import OPERATOR
 
     with tempfile.TemporaryDirectory(prefix="profile-call-") as tmp:
         root = Path(tmp)

@@ -73,7 +73,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery._segment import _plain, clean_description, dense_text, headline, summary_of  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.vocabulary.model import Action  # noqa: E402
 from scripts.bench_discover_data import API_LOADERS, catalog  # noqa: E402
 
 SHIPPED_EXCLUDE = "stripe,slack,wise,box"

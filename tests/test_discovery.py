@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, fold_name
-from mcp_gateway.model import Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import normalize_openapi
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 from scripts.bench_discover_data import OPENAPI_SPECS
 
 SPECS = OPENAPI_SPECS
@@ -378,7 +378,7 @@ def test_markup_and_urls_are_not_indexed(tiny: DiscoveryIndex) -> None:
 
 
 def test_the_group_is_a_search_field() -> None:
-    from mcp_gateway.model import HttpBinding
+    from mcp_gateway.vocabulary.model import HttpBinding
 
     def make(path: str, group: str) -> Action:
         binding = HttpBinding(method="POST", url=f"/{path}")

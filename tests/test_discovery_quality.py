@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.model import Action
+from mcp_gateway.vocabulary.model import Action
 from scripts.bench_discover_quality import Case, evaluate, github_actions, load_intents, ours
 from scripts.bench_guessed_names import evaluate as evaluate_guesses
 from scripts.bench_guessed_names import mangles

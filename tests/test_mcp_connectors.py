@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher, load_master_key
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.primitives.crypto import AESGCMCipher, load_master_key
 from mcp_gateway.runtime import Settings, open_gateway, open_store
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.vocabulary.clock import FixedClock
 from tests.support.mcp_servers import REPO, McpHttpServer, lab_command, time_command
 from tests.support.upstream import LoopbackServer, echo_app
 

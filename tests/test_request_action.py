@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.vocabulary.clock import FixedClock
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 pytestmark = pytest.mark.anyio

@@ -10,12 +10,12 @@ import httpx2
 import pytest
 from mcp import Client
 
-from mcp_gateway.errors import GatewayError
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import BackgroundSync, Settings, open_gateway, open_store
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.store import SQLiteStore
+from mcp_gateway.vocabulary.errors import GatewayError
 
 pytestmark = pytest.mark.anyio
 

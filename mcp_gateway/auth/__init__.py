@@ -18,8 +18,6 @@ from typing import assert_never
 
 import httpx2
 
-from ..clock import Clock, SystemClock
-from ..errors import CredentialMissing, UnsupportedAuth
 from ..manifest import (
     ApiKeyAuth,
     AuthConfig,
@@ -33,8 +31,10 @@ from ..manifest import (
     OAuth1Auth,
     OAuth2Auth,
 )
-from ..model import AuthKind
-from ..secrets import SealedCredential, SecretValue
+from ..primitives.secrets import SealedCredential, SecretValue
+from ..vocabulary.clock import Clock, SystemClock
+from ..vocabulary.errors import CredentialMissing, UnsupportedAuth
+from ..vocabulary.model import AuthKind
 from ._base import random_nonce
 from .api_key import apply_api_key
 from .basic import apply_basic
@@ -210,7 +210,7 @@ class LastMeterAuth(httpx2.Auth):
 
     def open_secret(self) -> SecretValue | None:
         """The opened secret, for a last meter that is not an HTTP request: a stdio MCP server's
-        environment, filled in as the child is spawned (``execution/mcp.py``). Feeds ``on_secret``
+        environment, filled in as the child is spawned (``execution/mcp_sessions.py``). Feeds ``on_secret``
         like ``auth_flow`` does. None for ``auth: none``.
 
         Raises:

@@ -10,8 +10,8 @@ import secrets
 
 import httpx2
 
-from ..errors import CredentialError
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
 
 __all__ = ["check_header_value", "random_nonce", "request_body", "secret_fields", "secret_text"]
 

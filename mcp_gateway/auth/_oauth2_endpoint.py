@@ -16,11 +16,11 @@ from urllib.parse import quote_plus
 import anyio
 import httpx2
 
-from ..errors import GatewayError, UpstreamError
 from ..manifest import OAuth2Auth
-from ..redaction import Redactor
-from ..secrets import SecretValue
-from ..upstream_text import screen
+from ..primitives.redaction import Redactor
+from ..primitives.secrets import SecretValue
+from ..primitives.upstream_text import screen
+from ..vocabulary.errors import GatewayError, UpstreamError
 
 __all__ = ["MAX_TOKEN_RESPONSE", "AuthorizationRefused", "request_token"]
 

@@ -15,9 +15,9 @@ from typing import Protocol
 
 import httpx2
 
-from ..errors import CredentialError, UpstreamError
 from ..manifest import OAuth2Auth
-from ..secrets import SealedCredential, SecretValue
+from ..primitives.secrets import SealedCredential, SecretValue
+from ..vocabulary.errors import CredentialError, UpstreamError
 from ._base import check_header_value
 
 __all__ = ["IssuedToken", "OAuth2Session", "TokenSource", "apply_oauth2"]

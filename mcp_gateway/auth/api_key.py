@@ -11,9 +11,9 @@ from urllib.parse import quote, unquote_plus
 
 import httpx2
 
-from ..errors import CredentialError
 from ..manifest import ApiKeyAuth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
 from ._base import check_header_value, secret_text
 
 __all__ = ["apply_api_key"]

@@ -6,9 +6,9 @@ import base64
 
 import httpx2
 
-from ..errors import CredentialError
 from ..manifest import BasicAuth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
 from ._base import secret_fields
 
 __all__ = ["apply_basic"]

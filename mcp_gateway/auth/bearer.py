@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 
 from ..manifest import BearerAuth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
 from ._base import check_header_value, secret_text
 
 __all__ = ["apply_bearer"]

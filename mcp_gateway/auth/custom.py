@@ -6,9 +6,9 @@ import re
 
 import httpx2
 
-from ..errors import CredentialError
 from ..manifest import CustomAuth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
 from ._base import check_header_value
 
 __all__ = ["apply_custom", "render_secret_template"]

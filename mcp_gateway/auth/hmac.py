@@ -22,9 +22,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx2
 
-from ..errors import CredentialError
 from ..manifest import HmacAuth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
 from ._base import check_header_value, request_body, secret_text
 
 __all__ = ["apply_hmac", "format_timestamp", "signed_message"]

@@ -30,9 +30,9 @@ from typing import TypeVar
 
 import httpx2
 
-from ..errors import CredentialError, UpstreamError
 from ..manifest import MtlsAuth
-from ..secrets import CredentialKey, SealedCredential, SecretValue
+from ..primitives.secrets import CredentialKey, SealedCredential, SecretValue
+from ..vocabulary.errors import CredentialError, UpstreamError
 from ._base import secret_fields
 
 __all__ = ["MtlsClients", "client_tls_context"]

@@ -27,9 +27,9 @@ from urllib.parse import parse_qsl, quote
 
 import httpx2
 
-from ..errors import ArgumentError
 from ..manifest import OAuth1Auth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import ArgumentError
 from ._base import check_header_value, request_body, secret_fields
 
 __all__ = [

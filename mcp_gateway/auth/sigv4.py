@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote_to_bytes
 import httpx2
 
 from ..manifest import AwsSigV4Auth
-from ..secrets import SecretValue
+from ..primitives.secrets import SecretValue
 from ._base import check_header_value, request_body, secret_fields
 
 __all__ = ["UNSIGNED_PAYLOAD", "apply_sigv4", "canonical_request", "signing_key", "string_to_sign"]

@@ -26,7 +26,7 @@ from .. import __version__
 from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, escaped, holding_collector
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..vocabulary.settings import Settings
 
 __all__ = ["Args", "build_parser", "main"]
 
@@ -41,7 +41,7 @@ class Args(argparse.Namespace):
 
     @cached_property
     def settings(self) -> Settings:
-        from ..settings import Settings
+        from ..vocabulary.settings import Settings
 
         path = self.manifest_path
         return Settings.from_env(
@@ -349,7 +349,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add("doctor", "doctor:cmd_doctor", "check the set-up and say how to fix each problem; non-zero exit on any")
 
     p = add(
-        "review", "review:cmd_review", "list upstream actions held for review (new, changed, flagged) and approve them"
+        "review",
+        "review_queue:cmd_review",
+        "list upstream actions held for review (new, changed, flagged) and approve them",
     )
     p.add_argument("names", nargs="*", help="approve these actions (globs allowed, e.g. 'lab.*')")
     p.add_argument("--all", action="store_true", help="approve every action held for review")
@@ -401,7 +403,7 @@ def _run(args: Args) -> int:
     import inspect
     import logging
 
-    from ..logs import configure_logging, notice
+    from ..services.logs import configure_logging, notice
 
     # Every record, from every library, passes the secret filter on this one handler.
     configure_logging(level=logging.DEBUG if args.debug else logging.WARNING, log_format=args.log_format)
@@ -433,8 +435,8 @@ def _run(args: Args) -> int:
 def _report(exc: Exception, debug: bool) -> int:
     import logging
 
-    from ..errors import GatewayError, ManifestError
-    from ..logs import notice
+    from ..services.logs import notice
+    from ..vocabulary.errors import GatewayError, ManifestError
 
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 and isinstance(exc.exceptions[0], Exception):
         exc = exc.exceptions[0]

@@ -21,10 +21,10 @@ from .output import EXIT_STORE, CliError, escaped, link_hint, print_json, table
 if TYPE_CHECKING:
     from ..core import Gateway
     from ..core.sync import Progress
-    from ..identity import Principal
     from ..manifest import Manifest
-    from ..settings import Settings
-    from ..store.base import Store
+    from ..services.identity import Principal
+    from ..store.contract import Store
+    from ..vocabulary.settings import Settings
 
 __all__ = [
     "cmd_approvals",
@@ -47,7 +47,7 @@ _table = table
 
 
 def principal(args: argparse.Namespace) -> Principal:
-    from ..identity import OPERATOR, Principal
+    from ..services.identity import OPERATOR, Principal
 
     agent = getattr(args, "agent", None) or args.settings.env.get("MCP_GATEWAY_AGENT")
     return Principal(user=OPERATOR.user, agent=agent) if agent else OPERATOR
@@ -73,8 +73,8 @@ def _progress() -> Progress | None:
 @asynccontextmanager
 async def store_of(settings: Settings) -> AsyncIterator[Store]:
     """The state store, or exit 3 (``EXIT_STORE``) saying why it cannot be opened."""
-    from ..errors import GatewayError
     from ..store.opening import open_store  # not runtime's re-export: that imports the gateway core
+    from ..vocabulary.errors import GatewayError
 
     async with AsyncExitStack() as stack:
         try:
@@ -129,7 +129,7 @@ def _read_spec(kind: str, path: Path) -> None:
 
 
 async def cmd_sync(args: argparse.Namespace) -> int:
-    from ..model import withheld_note
+    from ..vocabulary.model import withheld_note
 
     # Stores the catalogs, and their vectors when discovery is hybrid: the next ``serve`` ranks hybrid
     # from its first query instead of lexically until a background embedding finishes.
@@ -303,7 +303,7 @@ async def cmd_connect(args: argparse.Namespace) -> int:
 
 def _hint_link(data: dict[str, Any], public_url: str) -> None:
     """How to open the link just printed; nothing when a server already answers where it points."""
-    from ..served import url_answers
+    from ..vocabulary.served import url_answers
 
     hint = link_hint(data, public_url)
     if hint and not url_answers(public_url):
@@ -311,8 +311,8 @@ def _hint_link(data: dict[str, Any], public_url: str) -> None:
 
 
 async def cmd_token(args: argparse.Namespace) -> int:
-    from ..operator_tokens import OperatorTokens
-    from ..tokens import TokenService
+    from ..services.operator_tokens import OperatorTokens
+    from ..services.tokens import TokenService
 
     async with store_of(args.settings) as store:
         tokens = TokenService(store, _clock())
@@ -381,11 +381,11 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 
 async def cmd_secret(args: argparse.Namespace) -> int:
     from ..core.credential_changes import change_record
-    from ..credentials import CredentialVault
-    from ..crypto import AESGCMCipher, load_master_key
-    from ..identity import OPERATOR
     from ..manifest import load_manifest
-    from ..secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
+    from ..services.credentials import CredentialVault
+    from ..services.identity import OPERATOR
 
     manifest = load_manifest(args.settings.manifest_path)
     if args.discovery:
@@ -435,7 +435,7 @@ async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int
 async def _front_door_secret(args: argparse.Namespace, manifest: Manifest) -> int:
     """``secret set --front-door approver|introspection``: a client secret of the front door's own
     clients at the issuer, sealed like a connector secret (never in the manifest)."""
-    from ..front_door import FRONT_DOOR_SECRETS
+    from ..services.front_door import FRONT_DOOR_SECRETS
 
     if args.connector is not None:
         raise CliError("--front-door stores a client secret of the front door: name no connector")
@@ -446,9 +446,9 @@ async def _front_door_secret(args: argparse.Namespace, manifest: Manifest) -> in
 
 async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connector: str, name: str) -> None:
     """Seal stdin under one of the vault's reserved connectors (``_discovery``, ``_front_door``)."""
-    from ..credentials import CredentialVault
-    from ..crypto import AESGCMCipher, load_master_key
-    from ..secrets import parse_secret_input
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..primitives.secrets import parse_secret_input
+    from ..services.credentials import CredentialVault
 
     value = parse_secret_input("bearer", sys.stdin.read())
     async with store_of(args.settings) as store:
@@ -457,8 +457,8 @@ async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connect
 
 
 async def cmd_approvals(args: argparse.Namespace) -> int:
-    from ..approvals import ApprovalService, ApproverRefused
-    from ..identity import OPERATOR
+    from ..services.approvals import ApprovalService, ApproverRefused
+    from ..services.identity import OPERATOR
 
     async with store_of(args.settings) as store:
         if args.approvals_cmd == "list":
@@ -522,9 +522,9 @@ async def cmd_audit(args: argparse.Namespace) -> int:
 
 
 async def cmd_keys(args: argparse.Namespace) -> int:
-    from ..credentials import CredentialVault
-    from ..crypto import AESGCMCipher, load_master_key
     from ..manifest import load_manifest
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..services.credentials import CredentialVault
 
     new_key = sys.stdin.buffer.read().strip()
     if len(new_key) < 32:
@@ -546,6 +546,6 @@ async def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def _clock() -> Any:
-    from ..clock import SystemClock
+    from ..vocabulary.clock import SystemClock
 
     return SystemClock()

@@ -67,7 +67,7 @@ def _files(settings: Any) -> list[Finding]:
         )
     else:
         out.append(Finding("state folder", "ok", f"{state} (mode {mode:o})"))
-    from ..crypto import KEY_ENV_VAR, KEY_FILE_NAME, parse_master_key
+    from ..primitives.crypto import KEY_ENV_VAR, KEY_FILE_NAME, parse_master_key
 
     if (settings.env.get(KEY_ENV_VAR) or "").strip():
         try:
@@ -93,8 +93,8 @@ def _files(settings: Any) -> list[Finding]:
 
 
 async def _examine(args: argparse.Namespace) -> list[Finding]:
-    from ..errors import GatewayError, ManifestError
     from ..manifest import load_manifest
+    from ..vocabulary.errors import GatewayError, ManifestError
 
     settings = args.settings
     findings: list[Finding] = []

@@ -112,8 +112,8 @@ def _manifest_file(args: argparse.Namespace) -> Path:
 
 def _check(path: Path, text: str, original: str) -> Any:
     """Write ``text``, load it with the gateway's loader; put ``original`` back if it does not validate."""
-    from ..errors import ManifestError
     from ..manifest import load_manifest
+    from ..vocabulary.errors import ManifestError
 
     path.write_text(text, encoding="utf-8")
     try:
@@ -404,7 +404,7 @@ async def _tell_running_server(args: argparse.Namespace, path: Path) -> None:
 def _wait_for_running_server(state_dir: Path, path: Path) -> None:
     import time
 
-    from ..served import manifest_digest, read_served
+    from ..vocabulary.served import manifest_digest, read_served
 
     served = read_served(state_dir)
     if served is None:

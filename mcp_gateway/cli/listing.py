@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..identity import Principal
     from ..manifest import ConnectorConfig, Manifest
-    from ..model import ConnectorInfo
-    from ..settings import Settings
+    from ..services.identity import Principal
+    from ..vocabulary.model import ConnectorInfo
+    from ..vocabulary.settings import Settings
 
 __all__ = ["CurrentState", "Stored", "configured", "connectors_from_state", "current_state", "sqlite_state"]
 
@@ -58,8 +58,8 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
     """``connectors``' payload (as ``result_payload`` makes it), or None when the full path must answer."""
     import json
 
-    from ..identity import granted_connectors
     from ..manifest import load_manifest
+    from ..services.identity import granted_connectors
 
     settings = args.settings
     if not sqlite_state(settings):
@@ -206,8 +206,8 @@ def _info(
 ) -> ConnectorInfo | None:
     """``Gateway.connectors``' entry for one connector whose stored catalog is current."""
     from ..manifest import NoAuth
-    from ..model import ConnectorInfo, withheld_note
     from ..policy import is_hidden
+    from ..vocabulary.model import ConnectorInfo, withheld_note
 
     has = configured(cfg, [(p, n) for c, p, n in keys if c == cfg.slug], user)
     needs = not isinstance(cfg.auth, NoAuth)  # ``auth.needs_secret``, without loading every auth kind
@@ -271,7 +271,7 @@ def _review_code_digest() -> str:
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(f"review-{_REVIEW_FORMAT}\0{sys.version}".encode())
-    for name in ("review.py", "sanitize.py", "model.py"):
+    for name in ("policy/review.py", "primitives/sanitize.py", "vocabulary/model.py"):
         digest.update((package / name).read_bytes())
     return digest.hexdigest()
 
@@ -284,7 +284,7 @@ def configured(cfg: ConnectorConfig, keys: list[tuple[str, str]], user: str) -> 
     """``CredentialBroker.configured(cfg, user)`` from the stored keys (principal, name) of ``cfg``'s
     credentials: which exist, never their values (the broker decrypts nothing either)."""
     from ..manifest import NoAuth, OAuth2Auth
-    from ..secrets import PROJECT_WIDE
+    from ..primitives.secrets import PROJECT_WIDE
 
     per_user = cfg.credentials == "per_user"
     if isinstance(cfg.auth, OAuth2Auth):  # ``OAuth2Tokens.ready``

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..escapes import escaped, escaped_json
+from ..primitives.escapes import escaped, escaped_json
 
 __all__ = [
     "EXIT_CONFIG",

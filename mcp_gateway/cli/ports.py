@@ -11,7 +11,7 @@ import os
 import socket
 from pathlib import Path
 
-from ..served import read_served
+from ..vocabulary.served import read_served
 from .output import EXIT_CONFIG, CliError
 
 __all__ = ["check_port_free", "port_holder"]

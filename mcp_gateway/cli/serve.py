@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ..logs import notice
+from ..services.logs import notice
 from .commands import principal
 from .output import started
 
@@ -48,13 +48,13 @@ def _warn_unknown_agent(manifest: Manifest, agent: str | None) -> None:
 async def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..crypto import load_master_key
     from ..manifest import load_manifest
+    from ..primitives.crypto import load_master_key
     from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
     from ..server.app import run_http, run_stdio, serve_metrics
     from ..server.elicitation import derive_request_state_key
     from ..server.tools import build_mcp_server
-    from ..tokens import TokenService
+    from ..services.tokens import TokenService
     from ..tracing import configure_tracing, shutdown_tracing
 
     def state_key(gw: Gateway) -> bytes:
@@ -148,7 +148,7 @@ class _Recorded:
         self._written = False
 
     def write(self) -> None:
-        from ..served import ServedAddress, manifest_digest, record
+        from ..vocabulary.served import ServedAddress, manifest_digest, record
 
         path = self._args.settings.manifest_path
         served = ServedAddress(
@@ -171,7 +171,7 @@ class _Recorded:
             self.write()
 
     def forget(self) -> None:
-        from ..served import forget
+        from ..vocabulary.served import forget
 
         if self._written:
             forget(self._args.settings.state_dir)

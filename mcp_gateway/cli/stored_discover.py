@@ -36,17 +36,17 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..discovery import DiscoveryIndex, ReviewCache
-    from ..identity import Principal
     from ..manifest import ConnectorConfig, Manifest
-    from ..model import Action
+    from ..services.identity import Principal
+    from ..vocabulary.model import Action
 
 __all__ = ["discover_from_state"]
 
 
 def discover_from_state(args: argparse.Namespace, principal: Principal) -> dict[str, Any] | None:
     """``discover``'s payload (as ``result_payload`` makes it), or None when the full path must answer."""
-    from ..identity import granted_connectors
     from ..manifest import load_manifest
+    from ..services.identity import granted_connectors
 
     settings = args.settings
     if not sqlite_state(settings):
@@ -161,9 +161,9 @@ def _answer(
 ) -> dict[str, Any]:
     """``Gateway.discover`` with ``detail`` off, as ``result_payload`` prints it."""
     from ..discovery import summary_of
-    from ..model import ActionSummary
     from ..policy import effective_risk, evaluate, is_hidden
-    from ..sanitize import MAX_TITLE_CHARS, clean_text
+    from ..primitives.sanitize import MAX_TITLE_CHARS, clean_text
+    from ..vocabulary.model import ActionSummary
 
     configs = {c.slug: c for c in reversed(manifest.connectors)}  # the first of a slug, as Manifest.connector
 

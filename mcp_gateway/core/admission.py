@@ -1,5 +1,5 @@
 """Traffic control in the call path: the manifest's ``limits:`` and each connector's
-``circuit_breaker:`` and ``retries:``, over the building blocks of ``mcp_gateway.traffic``.
+``circuit_breaker:`` and ``retries:``, over the building blocks of ``mcp_gateway.primitives.traffic``.
 
 ``CallPipeline`` asks ``admit`` after policy and approval, before anything reaches the upstream,
 and holds the returned ``Admission`` (concurrency slots) until the call ends. Rate-limit tokens come
@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ..identity import Principal
 from ..manifest import ConnectorConfig, Manifest
-from ..model import Action, ErrorResult
-from ..traffic import Admission, AsyncBucketStore, CircuitBreaker, LimitRule, Refusal, TrafficControl
+from ..primitives.traffic import Admission, AsyncBucketStore, CircuitBreaker, LimitRule, Refusal, TrafficControl
+from ..services.identity import Principal
+from ..vocabulary.model import Action, ErrorResult
 
 __all__ = ["MAX_BACKOFF_SECONDS", "TrafficGate", "refusal_result"]
 

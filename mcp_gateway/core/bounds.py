@@ -10,7 +10,7 @@ manifest's ``agent_limits`` (``AgentLimitsConfig``: its defaults when the manife
 from __future__ import annotations
 
 from ..manifest import AgentLimitsConfig
-from ..model import ErrorResult
+from ..vocabulary.model import ErrorResult
 
 __all__ = ["Bounds", "Holding", "Slots"]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from ..approvals import REDACTED, secret_name
 from ..execution.executor import Prepared
 from ..execution.mcp_transport import where
-from ..model import Action, GraphQLBinding, McpBinding
-from ..sanitize import MAX_DESCRIPTION_CHARS, clean_text
+from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
+from ..services.approvals import REDACTED, secret_name
+from ..vocabulary.model import Action, GraphQLBinding, McpBinding
 
 __all__ = ["what_it_calls", "what_it_does"]
 

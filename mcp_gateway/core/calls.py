@@ -15,11 +15,19 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..approvals import ApprovalService, redact_arguments
-from ..audit import args_preview
 from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
-from ..errors import (
+from ..execution.executor import Executor, Prepared
+from ..execution.response import Outcome
+from ..policy import effective_risk
+from ..primitives.projection import project, unmatched
+from ..primitives.redaction import Redactor
+from ..services.approvals import ApprovalService, redact_arguments
+from ..services.audit import args_preview
+from ..services.identity import Principal, granted_connectors
+from ..services.links import LinkService
+from ..tracing import finished_span, span
+from ..vocabulary.errors import (
     ArgumentError,
     CredentialError,
     CredentialMissing,
@@ -27,15 +35,7 @@ from ..errors import (
     UnsupportedAuth,
     UpstreamError,
 )
-from ..execution.executor import Executor, Prepared
-from ..execution.response import Outcome
-from ..identity import Principal, granted_connectors
-from ..links import LinkService
-from ..model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
-from ..policy import effective_risk
-from ..projection import project, unmatched
-from ..redaction import Redactor
-from ..tracing import finished_span, span
+from ..vocabulary.model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
 from .admission import TrafficGate
 from .call_target import what_it_calls, what_it_does
 from .catalogs import Catalogs

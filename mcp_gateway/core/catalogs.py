@@ -21,19 +21,19 @@ import anyio
 import httpx2
 
 from ..auth import needs_secret
-from ..clock import Clock
 from ..discovery import DiscoveryIndex, ReviewCache
 from ..discovery.hybrid import HybridSearch
-from ..errors import GatewayError, SourceError
 from ..execution.graphql_introspection import GraphQLServices
-from ..execution.mcp import McpExecutor
+from ..execution.mcp_sessions import McpExecutor
 from ..manifest import ConnectorConfig, Manifest
-from ..model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
-from ..review import Finding, moved_origin, on_origin, origin_name, origin_of, origin_snapshot, review
-from ..review import fingerprint as snapshot_fingerprint
-from ..secrets import PROJECT_WIDE
+from ..policy.review import Finding, moved_origin, on_origin, origin_name, origin_of, origin_snapshot, review
+from ..policy.review import fingerprint as snapshot_fingerprint
+from ..primitives.secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
-from ..store.base import ActionReviewRecord, AuditRecord, ConnectorState, Store
+from ..store.contract import ActionReviewRecord, AuditRecord, ConnectorState, Store
+from ..vocabulary.clock import Clock
+from ..vocabulary.errors import GatewayError, SourceError
+from ..vocabulary.model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
 from .credential_broker import CredentialBroker
 from .quick_schema import QuickCheck, quick_check
 from .recovery import Backoff

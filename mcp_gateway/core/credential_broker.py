@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..auth import LastMeterAuth, needs_secret
-from ..credentials import CredentialVault
-from ..logs import known_secrets
 from ..manifest import ConnectorConfig, OAuth2Auth
-from ..model import a_credential
-from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
+from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
+from ..services.credentials import CredentialVault
+from ..services.logs import known_secrets
+from ..vocabulary.model import a_credential
 from .oauth2_tokens import OAuth2Tokens
 
 __all__ = ["CallCredential", "CredentialBroker"]

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from ..approvals import ApprovalService
-from ..audit import Auditor, args_json
 from ..auth.oauth2 import TOKEN_NAME
-from ..clock import Clock
-from ..credentials import CredentialVault
-from ..identity import OPERATOR, Principal
-from ..links import DEFAULT_TTL, LinkService
 from ..manifest import ConnectorConfig, OAuth2Auth
-from ..secrets import PROJECT_WIDE, CredentialKey
-from ..store.base import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
+from ..primitives.secrets import PROJECT_WIDE, CredentialKey
+from ..services.approvals import ApprovalService
+from ..services.audit import Auditor, args_json
+from ..services.credentials import CredentialVault
+from ..services.identity import OPERATOR, Principal
+from ..services.links import DEFAULT_TTL, LinkService
+from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
+from ..vocabulary.clock import Clock
 
 __all__ = ["CredentialChanges", "MintedLink", "Permit", "Scope", "change_record", "scope_of"]
 

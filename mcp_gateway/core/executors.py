@@ -16,9 +16,10 @@ import httpx2
 
 from ..auth import MtlsClients
 from ..execution.executor import Executor, HttpExecutor
-from ..execution.mcp import McpExecutor
+from ..execution.mcp_sessions import McpExecutor
 from ..execution.request_action import RequestExecutor
-from ..model import (
+from ..sources.graphql_schemas import GraphQLSchemas
+from ..vocabulary.model import (
     Binding,
     GraphQLBinding,
     HttpBinding,
@@ -27,10 +28,9 @@ from ..model import (
     PostmanBinding,
     RequestBinding,
 )
-from ..sources.graphql_schemas import GraphQLSchemas
 
 if TYPE_CHECKING:
-    from ..execution.graphql import GraphQLExecutor
+    from ..execution.graphql_call import GraphQLExecutor
 
 __all__ = ["Executors"]
 
@@ -61,7 +61,7 @@ class Executors:
     def graphql(self) -> GraphQLExecutor:
         """Made on the first GraphQL action: its module imports graphql-core, which a gateway without
         GraphQL connectors never needs."""
-        from ..execution.graphql import GraphQLExecutor
+        from ..execution.graphql_call import GraphQLExecutor
 
         return GraphQLExecutor(self._shared, self._schemas, client_for=self.http.client_for)
 

@@ -24,24 +24,24 @@ from typing import Any
 
 import httpx2
 
-from ..approvals import MAX_WAIT_SECONDS, ApprovalService
-from ..audit import Auditor
 from ..auth import needs_secret
-from ..clock import Clock
-from ..credentials import CredentialVault
 from ..discovery import DiscoveryIndex, ReviewCache, summary_of
 from ..discovery.catalog_hints import CatalogHints, catalog_hint_text
 from ..discovery.hybrid import HybridSearch, discovery_status
-from ..errors import GatewayError
-from ..execution.mcp import McpExecutor
-from ..identity import Principal
-from ..links import LinkService
+from ..execution.mcp_sessions import McpExecutor
 from ..manifest import Manifest
-from ..metrics import GatewayMetrics
-from ..model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval, withheld_note
-from ..secrets import PROJECT_WIDE
+from ..primitives.metrics import GatewayMetrics
+from ..primitives.secrets import PROJECT_WIDE
+from ..services.approvals import MAX_WAIT_SECONDS, ApprovalService
+from ..services.audit import Auditor
+from ..services.credentials import CredentialVault
+from ..services.identity import Principal
+from ..services.links import LinkService
 from ..sources.graphql_schemas import GraphQLSchemas
-from ..store.base import ConnectorState, Store
+from ..store.contract import ConnectorState, Store
+from ..vocabulary.clock import Clock
+from ..vocabulary.errors import GatewayError
+from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval, withheld_note
 from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline

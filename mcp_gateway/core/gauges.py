@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..audit import Auditor
-from ..errors import StoreUnavailable
-from ..execution.mcp import McpExecutor
-from ..metrics import GatewayMetrics
-from ..store.base import ApprovalStore
+from ..execution.mcp_sessions import McpExecutor
+from ..primitives.metrics import GatewayMetrics
+from ..services.audit import Auditor
+from ..store.contract import ApprovalStore
+from ..vocabulary.errors import StoreUnavailable
 from .catalogs import Catalogs
 from .health import StoreHealth
 

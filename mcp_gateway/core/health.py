@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ..errors import StoreUnavailable
-from ..model import ErrorResult
+from ..vocabulary.errors import StoreUnavailable
+from ..vocabulary.model import ErrorResult
 
 __all__ = ["STORE_UNAVAILABLE_HINT", "StoreHealth", "store_unavailable_result"]
 

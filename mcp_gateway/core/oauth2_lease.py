@@ -19,8 +19,8 @@ import json
 import secrets
 from datetime import timedelta
 
-from ..clock import Clock
-from ..store.base import Store
+from ..store.contract import Store
+from ..vocabulary.clock import Clock
 
 __all__ = ["LEASE_KIND", "LEASE_TTL", "RefreshLease", "lease_key"]
 

@@ -52,13 +52,13 @@ import httpx2
 
 from ..auth._base import secret_fields
 from ..auth.oauth2 import TOKEN_NAME, AuthorizationRefused, IssuedToken, OAuth2Session, pkce_challenge, request_token
-from ..clock import Clock
-from ..credentials import CredentialVault
-from ..errors import CredentialError, CredentialMissing, UpstreamError
-from ..logs import known_secrets
 from ..manifest import OAuth2Auth
-from ..secrets import PROJECT_WIDE, SealedCredential, SecretValue
-from ..store.base import Store
+from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
+from ..services.credentials import CredentialVault
+from ..services.logs import known_secrets
+from ..store.contract import Store
+from ..vocabulary.clock import Clock
+from ..vocabulary.errors import CredentialError, CredentialMissing, UpstreamError
 from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
 

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..discovery import DiscoveryIndex, guess_as_query, summary_of
-from ..identity import Principal, granted_connectors
 from ..manifest import ConnectorConfig, Manifest
-from ..model import Action, Denied, RequestBinding, Verdict
 from ..policy import effective_risk, evaluate, is_hidden, strictest
+from ..services.identity import Principal, granted_connectors
+from ..vocabulary.model import Action, Denied, RequestBinding, Verdict
 from .catalogs import Catalogs
 from .recovery import connector_named
 from .results import shown_schema, shown_summary

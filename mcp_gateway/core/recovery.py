@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from ..clock import Clock
+from ..vocabulary.clock import Clock
 
 __all__ = ["Backoff", "connector_named"]
 

@@ -20,7 +20,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from ..execution import Outcome, said, summarize_error
-from ..model import (
+from ..primitives.redaction import Redactor
+from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_TITLE_CHARS, clean_json, clean_text
+from ..vocabulary.model import (
     ActionSummary,
     AuditReason,
     CallResult,
@@ -33,8 +35,6 @@ from ..model import (
     Risk,
     VerdictSource,
 )
-from ..redaction import Redactor
-from ..sanitize import MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_TITLE_CHARS, clean_json, clean_text
 
 __all__ = [
     "CatalogSuggestion",

@@ -17,22 +17,22 @@ from typing import assert_never
 
 import anyio
 
-from ..catalog_memory import CatalogSharing, release_free_memory
-from ..clock import Clock
-from ..errors import GatewayError
 from ..execution import said
 from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
-from ..model import Action
-from ..sanitize import MAX_ERROR_CHARS
+from ..primitives.catalog_memory import CatalogSharing, release_free_memory
+from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
+from ..sources.generic_request import WithRequestAction
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..sources.http import HttpLoader
 from ..sources.mcp import McpLoader, McpTools
 from ..sources.openapi import OpenAPILoader
 from ..sources.postman import PostmanLoader
-from ..sources.request import WithRequestAction
-from ..store.base import CatalogRecord, ConnectorState, Store
+from ..store.contract import CatalogRecord, ConnectorState, Store
+from ..vocabulary.clock import Clock
+from ..vocabulary.errors import GatewayError
+from ..vocabulary.model import Action
 
 __all__ = [
     "ConnectorCatalog",

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..approvals import fingerprint, fingerprint_of, redact_arguments
-from ..audit import args_json, capped_preview
-from ..clock import Clock
-from ..identity import Principal
-from ..model import Action, AuditReason, AuditStatus, CallResult, Verdict
-from ..store.base import AuditRecord
+from ..services.approvals import fingerprint, fingerprint_of, redact_arguments
+from ..services.audit import args_json, capped_preview
+from ..services.identity import Principal
+from ..store.contract import AuditRecord
+from ..vocabulary.clock import Clock
+from ..vocabulary.model import Action, AuditReason, AuditStatus, CallResult, Verdict
 from .results import reason_code
 
 __all__ = ["CallTrace"]

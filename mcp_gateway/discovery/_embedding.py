@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import GatewayError
-from ..model import Action
+from ..vocabulary.errors import GatewayError
+from ..vocabulary.model import Action
 from ._minilm import MiniLmEncoder
 from ._segment import summary_of
 from ._text import clean_description

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Literal
 
-from ..model import Action
+from ..vocabulary.model import Action
 from . import _rank
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from ..model import Action
+from ..vocabulary.model import Action
 
 __all__ = ["POOL", "rerank"]
 

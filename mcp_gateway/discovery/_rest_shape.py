@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Action
+from ..vocabulary.model import Action
 from ._text import identifier_terms, stem
 
 __all__ = ["Guess", "Shape", "guess_of", "shapes_of"]

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from .. import model, review, sanitize
-from ..model import Action
-from ..review import Finding, Scan, flagged, hidden_text
+from ..policy import review
+from ..policy.review import Finding, Scan, flagged, hidden_text
+from ..primitives import sanitize
+from ..vocabulary import model
+from ..vocabulary.model import Action
 from ._segment_cache import code_digest, keep
 
 __all__ = ["ReviewCache"]

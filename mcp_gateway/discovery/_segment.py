@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Action
+from ..vocabulary.model import Action
 from ._text import (
     clean_description,
     exact_forms,

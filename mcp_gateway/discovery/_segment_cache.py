@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..model import Action
+from ..vocabulary.model import Action
 from . import _segment, _text
 from ._segment import Segment
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from ..model import Action
+from ..vocabulary.model import Action
 from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, shapes_of
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem

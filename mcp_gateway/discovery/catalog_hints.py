@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from ..manifest import CATALOG_DIR, Manifest
-from ..model import Action
+from ..vocabulary.model import Action
 from ._segment import summary_of
 from ._text import identifier_terms, prose_terms, stem
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..model import Action
+from ..vocabulary.model import Action
 from ._embedding import embedded_text
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import anyio
 
-from ..errors import GatewayError
-from ..model import Action
+from ..vocabulary.errors import GatewayError
+from ..vocabulary.model import Action
 from . import _rank
 from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_twins
 from ._segment import dense_texts

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 
-from ..errors import GatewayError
+from ..vocabulary.errors import GatewayError
 
 if TYPE_CHECKING:
     import httpx2

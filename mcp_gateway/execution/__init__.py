@@ -7,7 +7,7 @@ shapes the body within a byte budget; ``summarize_error`` extracts the upstream'
 
 from __future__ import annotations
 
-from .request import build_request
+from .http_request import build_request
 from .response import Outcome, read_response, said, summarize_error
 from .send import send
 

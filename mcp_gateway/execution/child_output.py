@@ -30,8 +30,8 @@ from typing import Final, TextIO
 import anyio
 from pydantic import ValidationError
 
-from ..escapes import escaped
-from ..logs import known_secrets
+from ..primitives.escapes import escaped
+from ..services.logs import known_secrets
 
 __all__ = ["MAX_LINE", "StrayStdout", "child_stderr"]
 

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 import httpx2
 
 from ..auth import LastMeterAuth, MtlsClients
-from ..errors import UpstreamError
 from ..manifest import ConnectorConfig, MtlsAuth
-from ..model import Action
-from .request import build_request
+from ..vocabulary.errors import UpstreamError
+from ..vocabulary.model import Action
+from .http_request import build_request
 from .response import Outcome
 from .send import send
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import httpx2
 
-from ..errors import CredentialMissing, GatewayError, SourceError, UpstreamError
 from ..manifest import ConnectorConfig
-from ..redaction import Redactor
-from ..sanitize import MAX_ERROR_CHARS
-from ..secrets import SecretValue
+from ..primitives.redaction import Redactor
+from ..primitives.sanitize import MAX_ERROR_CHARS
+from ..primitives.secrets import SecretValue
+from ..primitives.upstream_text import WITHHELD
 from ..sources._documents import MAX_REMOTE_BYTES
 from ..sources.graphql_schemas import GraphQLSchemas
-from ..upstream_text import WITHHELD
-from .request import USER_AGENT
+from ..vocabulary.errors import CredentialMissing, GatewayError, SourceError, UpstreamError
+from .http_request import USER_AGENT
 from .response import said
 from .send import send
 

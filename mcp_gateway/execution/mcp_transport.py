@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 import httpx2
 
-from ..errors import GatewayError, UpstreamError
 from ..manifest import ConnectorConfig, McpSource, McpSpec
-from ..sanitize import MAX_ERROR_CHARS
+from ..primitives.sanitize import MAX_ERROR_CHARS
+from ..vocabulary.errors import GatewayError, UpstreamError
 from .child_output import child_stderr
 from .response import said
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
 
-# The SDK is imported inside the functions that open a transport (see ``execution/mcp.py``).
+# The SDK is imported inside the functions that open a transport (see ``execution/mcp_sessions.py``).
 
 __all__ = [
     "CALL",

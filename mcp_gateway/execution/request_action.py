@@ -28,12 +28,12 @@ from urllib.parse import quote, unquote
 import httpx2
 
 from ..auth import LastMeterAuth
-from ..errors import ArgumentError, UpstreamError
 from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_headers
-from ..model import Action, RequestBinding
-from ..sources.request import METHODS
+from ..sources.generic_request import METHODS
+from ..vocabulary.errors import ArgumentError, UpstreamError
+from ..vocabulary.model import Action, RequestBinding
 from .executor import HttpExecutor, Prepared
-from .request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, rerouting, wire_text
+from .http_request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, rerouting, wire_text
 from .response import Outcome
 from .send import send
 

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import httpx2
 
-from ..logs import known_secrets
-from ..upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
+from ..primitives.upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
+from ..services.logs import known_secrets
 
 __all__ = ["Outcome", "read_response", "said", "summarize_error"]
 

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 import httpx2
 
-from ..errors import ArgumentError, UpstreamError
 from ..tracing import SpanKind, inject_trace_context, recording, span
+from ..vocabulary.errors import ArgumentError, UpstreamError
 from .response import Outcome, read_response
 
 __all__ = ["send"]

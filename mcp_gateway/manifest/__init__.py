@@ -11,7 +11,7 @@ Import from the package (``from mcp_gateway.manifest import X``); its modules ho
   duplicate keys as issues; ``validation``: the strict model config, the slug rule and ``Problem``.
 """
 
-from ..errors import ManifestError
+from ..vocabulary.errors import ManifestError
 from .auth import (
     AUTH_TYPES,
     CREDENTIAL_HEADERS,
@@ -56,7 +56,7 @@ from .sources import (
     PostmanSource,
     SourceConfig,
 )
-from .traffic import AgentLimitsConfig
+from .traffic_settings import AgentLimitsConfig
 
 __all__ = [
     "ACTION_PATH_RE",

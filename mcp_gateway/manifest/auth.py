@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ..model import AuthKind
+from ..vocabulary.model import AuthKind
 from .validation import STRICT, Problem
 
 __all__ = [

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Issue, ManifestError
+from ..vocabulary.errors import Issue, ManifestError
 from .validation import SLUG_RE, choose
 from .yaml_lines import Loc, dotted, read_yaml
 

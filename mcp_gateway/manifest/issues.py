@@ -14,8 +14,8 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, Tag
 
-from ..errors import Issue
 from ..policy import OPERATORS, Condition
+from ..vocabulary.errors import Issue
 from .auth import AUTH_TYPES
 from .catalog import CatalogUse
 from .sources import SOURCE_CLASSES, SOURCE_KINDS

@@ -39,9 +39,9 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import GatewayError, Issue, ManifestError
-from ..model import PolicyAction, Risk
 from ..policy import Condition, Matcher, compile_matcher
+from ..vocabulary.errors import GatewayError, Issue, ManifestError
+from ..vocabulary.model import PolicyAction, Risk
 from .auth import (
     AuthConfig,
     NoAuth,
@@ -60,7 +60,7 @@ from .sources import (
     PostmanSource,
     SourceConfig,
 )
-from .traffic import AgentLimitsConfig, CircuitBreakerConfig, LimitConfig, RetryConfig
+from .traffic_settings import AgentLimitsConfig, CircuitBreakerConfig, LimitConfig, RetryConfig
 from .validation import SLUG_RE, STRICT, Problem, choose
 from .yaml_lines import Loc, dotted, line_for, read_yaml
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from ..model import Risk
+from ..vocabulary.model import Risk
 from .auth import refuse_credential_headers
 from .validation import STRICT, Problem
 

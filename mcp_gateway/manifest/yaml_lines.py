@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import Issue, ManifestError
+from ..vocabulary.errors import Issue, ManifestError
 
 __all__ = ["Loc", "dotted", "line_for", "read_yaml"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..model import Action, PolicyAction, RequestBinding, Risk, Verdict, VerdictSource, risk_of_method
+from ..vocabulary.model import Action, PolicyAction, RequestBinding, Risk, Verdict, VerdictSource, risk_of_method
 from .conditions import Condition
 from .patterns import Matcher
 

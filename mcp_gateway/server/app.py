@@ -38,10 +38,10 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..core import Gateway
-from ..errors import StoreUnavailable
-from ..identity import Principal
-from ..served import url_answers
-from ..tokens import TokenService
+from ..services.identity import Principal
+from ..services.tokens import TokenService
+from ..vocabulary.errors import StoreUnavailable
+from ..vocabulary.served import url_answers
 from .host_guard import HostGuard, allow_list
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server, run_stdio_streams
@@ -50,8 +50,8 @@ from .tools import build_mcp_server, run_stdio_streams
 # imports them with its first link page, or never.
 if TYPE_CHECKING:
     from .early_stdio import EarlyStdio
-    from .front_door import FrontDoor
     from .limits import ConnectionLimits, DrainGate
+    from .mcp_door import FrontDoor
 
 __all__ = ["build_http_app", "call_when_started", "run_http", "run_stdio", "serve_metrics"]
 
@@ -69,8 +69,8 @@ def build_http_app(
     front_door: FrontDoor | None = None,
     limits: ConnectionLimits | None = None,
 ) -> ASGIApp:
-    from .front_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
     from .limits import ConnectionLimits
+    from .mcp_door import Gate  # /mcp's door: static tokens, and the identity provider's with front_door
     from .mcp_endpoint import streamable_http_app  # the SDK's, answering quick requests as JSON
 
     limits = limits or ConnectionLimits()
@@ -159,7 +159,7 @@ async def run_http(
     """Serve until stopped. ``on_started`` runs once the listener accepts connections."""
     front_door = None
     if gateway.manifest.front_door is not None:
-        from .front_door import open_front_door
+        from .mcp_door import open_front_door
 
         front_door = await open_front_door(
             gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.vault

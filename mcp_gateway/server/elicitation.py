@@ -48,11 +48,11 @@ from mcp_types import (
 )
 from mcp_types.version import is_version_at_least
 
-from ..clock import Clock
 from ..core import Gateway
-from ..identity import Principal
-from ..links import HumanLink, human_link
-from ..store.base import Store
+from ..services.identity import Principal
+from ..services.links import HumanLink, human_link
+from ..store.contract import Store
+from ..vocabulary.clock import Clock
 
 __all__ = ["HumanElicitation", "Resumed", "derive_request_state_key", "request_state_security"]
 

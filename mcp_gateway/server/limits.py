@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..errors import GatewayError
+from ..vocabulary.errors import GatewayError
 
 __all__ = ["CONNECTION_HEADROOM", "ConnectionLimits", "DrainGate", "connections_for", "guarded_h11"]
 

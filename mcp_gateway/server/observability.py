@@ -20,9 +20,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ..core import Gateway
-from ..errors import StoreUnavailable
-from ..metrics import CONTENT_TYPE
-from ..operator_tokens import OperatorTokens
+from ..primitives.metrics import CONTENT_TYPE
+from ..services.operator_tokens import OperatorTokens
+from ..vocabulary.errors import StoreUnavailable
 
 __all__ = ["STORE_UNAVAILABLE_BODY", "metrics_app", "observability_routes", "store_unavailable_handler"]
 

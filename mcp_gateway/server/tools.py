@@ -36,11 +36,11 @@ from ..core.bounds import too_many_calls
 from ..core.health import store_unavailable_result
 from ..core.results import Connected
 from ..discovery import MAX_QUERY_CHARS
-from ..errors import StoreUnavailable
-from ..identity import Principal
-from ..model import Denied, ErrorResult, Ok, PendingApproval
 from ..runtime import BackgroundSync
+from ..services.identity import Principal
 from ..tracing import span
+from ..vocabulary.errors import StoreUnavailable
+from ..vocabulary.model import Denied, ErrorResult, Ok, PendingApproval
 from .argument_errors import plain_argument_errors
 from .elicitation import HumanElicitation, request_state_security
 

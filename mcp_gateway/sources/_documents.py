@@ -22,9 +22,9 @@ from urllib.parse import urljoin
 import httpx2
 import yaml
 
-from ..errors import SourceError
-from ..review import origin_of
-from ..upstream_text import screen
+from ..policy.review import origin_of
+from ..primitives.upstream_text import screen
+from ..vocabulary.errors import SourceError
 
 __all__ = ["MAX_REMOTE_BYTES", "fetch_document", "is_url", "parse_document", "read_document"]
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..model import ParamLocation, ParamSpec
+from ..vocabulary.model import ParamLocation, ParamSpec
 from ._naming import snake_case
 from ._postman_values import VARIABLE, PostmanVars, credential_name, is_placeholder
 from .openapi import arg_name

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urljoin
 
-from ..errors import SourceError
-from ..review import origin_of
+from ..policy.review import origin_of
+from ..vocabulary.errors import SourceError
 from ._documents import is_url, read_document
 
 __all__ = ["Dialect", "RefError", "Resolver", "SchemaInliner"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..manifest import ConnectorConfig
-from ..model import Action
+from ..vocabulary.model import Action
 from ._fingerprint import settings_digest
 
 __all__ = ["EmptySource", "LoadContext", "Normalized", "Source"]

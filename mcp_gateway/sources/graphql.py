@@ -61,9 +61,9 @@ from graphql import (
     value_from_ast_untyped,
 )
 
-from ..errors import SourceError
 from ..manifest import ConnectorConfig, GraphQLSpec
-from ..model import Action, GraphQLBinding, Risk
+from ..vocabulary.errors import SourceError
+from ..vocabulary.model import Action, GraphQLBinding, Risk
 from ._fingerprint import file_fingerprint, reuse, settings_digest
 from ._naming import snake_case, unique_name
 from .base import LoadContext, Normalized

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from ..errors import SourceError
+from ..vocabulary.errors import SourceError
 
 if TYPE_CHECKING:
     from graphql import GraphQLSchema

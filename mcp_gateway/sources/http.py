@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import SourceError
 from ..manifest import ConnectorConfig, HttpActionConfig
-from ..model import Action, HttpBinding, ParamLocation, ParamSpec, Risk, risk_of_method
+from ..vocabulary.errors import SourceError
+from ..vocabulary.model import Action, HttpBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._fingerprint import settings_digest
 from .base import LoadContext, Normalized
 

@@ -1,6 +1,6 @@
 """Upstream MCP servers as a source: their ``tools/list`` becomes catalog actions.
 
-Listing needs a live session, which the MCP executor's pool owns (``execution/mcp.py``); sync
+Listing needs a live session, which the MCP executor's pool owns (``execution/mcp_sessions.py``); sync
 asks it through the ``ToolLister`` protocol and normalizes what comes back here, without I/O.
 
 **Action paths.** A tool's name is split into segments at ``.`` and ``/`` (the usual namespace
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import httpx2
 
-from ..errors import SourceError
 from ..manifest import ConnectorConfig
-from ..model import Action, McpBinding, Risk
-from ..review import Trust, worded_risk
+from ..policy.review import Trust, worded_risk
+from ..vocabulary.errors import SourceError
+from ..vocabulary.model import Action, McpBinding, Risk
 from ._fingerprint import settings_digest
 from ._naming import snake_case, unique_name
 from .base import LoadContext, Normalized

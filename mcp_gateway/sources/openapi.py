@@ -46,10 +46,10 @@ from urllib.parse import urljoin
 import anyio.to_thread
 import httpx2
 
-from ..errors import SourceError
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
-from ..model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
-from ..review import origin_of
+from ..policy.review import origin_of
+from ..vocabulary.errors import SourceError
+from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import legacy_rest_path, rest_path, snake_case, unique_name

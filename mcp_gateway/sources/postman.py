@@ -51,10 +51,10 @@ from typing import Any
 import anyio.to_thread
 import httpx2
 
-from ..errors import SourceError
 from ..manifest import ConnectorConfig
 from ..manifest import auth_headers as headers_written_by
-from ..model import Action, PostmanBinding, Risk, risk_of_method
+from ..vocabulary.errors import SourceError
+from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import (
+    from .contract import (
         ApprovalRecord,
         ApprovalStatus,
         ApprovalStore,
@@ -60,7 +60,7 @@ __all__ = [
     "VectorStore",
 ]
 
-_HOMES = {name: "base" for name in __all__} | {"MemoryStore": "memory", "SQLiteStore": "sqlite"}
+_HOMES = {name: "contract" for name in __all__} | {"MemoryStore": "memory", "SQLiteStore": "sqlite"}
 
 
 def __getattr__(name: str) -> Any:

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:  # annotations only: the schema (``ACCESS_MIGRATION``) is read without the record models
-    from ..secrets import CredentialKey
-    from .base import TokenRecord
+    from ..primitives.secrets import CredentialKey
+    from .contract import TokenRecord
 
 __all__ = ["ACCESS_MIGRATION", "AccessCache", "GenerationProbe", "Ticket"]
 

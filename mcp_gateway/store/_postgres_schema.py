@@ -12,7 +12,7 @@ import logging
 
 import asyncpg
 
-from ..errors import GatewayError
+from ..vocabulary.errors import GatewayError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 

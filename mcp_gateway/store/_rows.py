@@ -30,10 +30,10 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel
 
-from ..model import ACTIONS_ADAPTER, Action
-from ..secrets import CredentialKey
-from .base import AuditRecord, CatalogRecord
+from ..primitives.secrets import CredentialKey
+from ..vocabulary.model import ACTIONS_ADAPTER, Action
 from .catalog_lines import encode_lines
+from .contract import AuditRecord, CatalogRecord
 
 __all__ = [
     "CATALOG_COLUMNS",

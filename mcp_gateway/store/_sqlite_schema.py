@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import GatewayError
+from ..vocabulary.errors import GatewayError
 from ._access import ACCESS_MIGRATION
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
-from .base import AuditRecord, AuditStore
+from .contract import AuditRecord, AuditStore
 
 try:  # POSIX; elsewhere one process per state folder is assumed
     import fcntl

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import overload
 
-from ..model import Action
+from ..vocabulary.model import Action
 
 __all__ = ["ActionLines", "encode_lines"]
 

@@ -29,8 +29,8 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel
 
-from ..model import ACTIONS_ADAPTER
-from ..secrets import CredentialKey
+from ..primitives.secrets import CredentialKey
+from ..vocabulary.model import ACTIONS_ADAPTER
 from ._rows import (
     ActionsDecoder,
     audit_identity,
@@ -42,7 +42,7 @@ from ._rows import (
     replayed_outcomes,
     split_audits,
 )
-from .base import (
+from .contract import (
     ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,

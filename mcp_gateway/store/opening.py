@@ -10,13 +10,13 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from ..catalog_memory import validate_actions
-from ..errors import GatewayError
+from ..primitives.catalog_memory import validate_actions
+from ..vocabulary.errors import GatewayError
 from .database_url import is_postgres_url, redact_url
 
 if TYPE_CHECKING:
-    from ..settings import Settings
-    from .base import Store
+    from ..vocabulary.settings import Settings
+    from .contract import Store
 
 __all__ = ["open_store", "store_for"]
 

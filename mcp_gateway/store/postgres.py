@@ -46,9 +46,9 @@ import anyio
 import asyncpg
 from pydantic import BaseModel
 
-from ..errors import GatewayError, StoreUnavailable
-from ..model import ACTIONS_ADAPTER
-from ..secrets import CredentialKey
+from ..primitives.secrets import CredentialKey
+from ..vocabulary.errors import GatewayError, StoreUnavailable
+from ..vocabulary.model import ACTIONS_ADAPTER
 from ._postgres_schema import SCHEMA_VERSION, migrate
 from ._rows import (
     CATALOG_COLUMNS,
@@ -65,7 +65,7 @@ from ._rows import (
     replayed_outcomes,
     split_audits,
 )
-from .base import (
+from .contract import (
     ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,

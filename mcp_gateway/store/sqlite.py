@@ -57,9 +57,9 @@ import aiosqlite
 import anyio
 from pydantic import BaseModel
 
-from ..errors import GatewayError, StoreUnavailable
-from ..model import ACTIONS_ADAPTER
-from ..secrets import CredentialKey
+from ..primitives.secrets import CredentialKey
+from ..vocabulary.errors import GatewayError, StoreUnavailable
+from ..vocabulary.model import ACTIONS_ADAPTER
 from ._access import AccessCache, GenerationProbe
 from ._rows import (
     CATALOG_COLUMNS,
@@ -77,7 +77,7 @@ from ._rows import (
     split_audits,
 )
 from ._sqlite_schema import SCHEMA_VERSION, migrate
-from .base import (
+from .contract import (
     ActionReviewRecord,
     ApprovalRecord,
     ApprovalStatus,

@@ -8,12 +8,12 @@ import pytest
 from pydantic import TypeAdapter
 
 from mcp_gateway.auth import LastMeterAuth, apply_auth, needs_secret
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.errors import CredentialError, CredentialMissing, GatewayError, UnsupportedAuth
 from mcp_gateway.manifest import AuthConfig
-from mcp_gateway.redaction import Redactor
-from mcp_gateway.secrets import CredentialKey, SealedCredential, SecretValue
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import CredentialKey, SealedCredential, SecretValue
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.vocabulary.errors import CredentialError, CredentialMissing, GatewayError, UnsupportedAuth
 
 CANARY = "canary-7f3a9c1e-never-show-me"
 AUTH = TypeAdapter(AuthConfig)

@@ -15,11 +15,11 @@ from pydantic import TypeAdapter
 
 from mcp_gateway.auth import LastMeterAuth, apply_auth
 from mcp_gateway.auth.hmac import format_timestamp
-from mcp_gateway.clock import FixedClock
-from mcp_gateway.errors import CredentialError
 from mcp_gateway.manifest import AuthConfig, HmacAuth, ManifestError, auth_headers, parse_manifest
-from mcp_gateway.redaction import Redactor
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import CredentialError
 from tests.support.sealed import sealed_credential
 
 CANARY = "canary-7f3a9c1e-never-show-me"

@@ -22,11 +22,11 @@ from cryptography.hazmat.primitives import serialization
 
 from mcp_gateway.auth import LastMeterAuth
 from mcp_gateway.auth.mtls import MtlsClients, _pem_path, client_tls_context
-from mcp_gateway.errors import CredentialError, CredentialMissing, UpstreamError
 from mcp_gateway.execution import send
 from mcp_gateway.execution.executor import HttpExecutor
 from mcp_gateway.manifest import ConnectorConfig, MtlsAuth
-from mcp_gateway.secrets import CredentialKey, SecretValue
+from mcp_gateway.primitives.secrets import CredentialKey, SecretValue
+from mcp_gateway.vocabulary.errors import CredentialError, CredentialMissing, UpstreamError
 from tests.support.sealed import sealed_credential
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 

@@ -23,11 +23,11 @@ from mcp_gateway.auth.oauth1 import (
     sign,
     signature_base_string,
 )
-from mcp_gateway.clock import FixedClock
-from mcp_gateway.errors import ArgumentError, CredentialError
 from mcp_gateway.manifest import AuthConfig, OAuth1Auth
-from mcp_gateway.redaction import Redactor
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import ArgumentError, CredentialError
 from tests.support.sealed import sealed_credential
 
 CANARY = "canary-7f3a9c1e-never-show-me"

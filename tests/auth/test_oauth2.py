@@ -24,21 +24,21 @@ import anyio.lowlevel
 import httpx2
 import pytest
 
-from mcp_gateway.approvals import ApprovalService
-from mcp_gateway.audit import Auditor
 from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.core.oauth2_pending import PENDING_KIND
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.errors import CredentialMissing, ManifestError
-from mcp_gateway.identity import OPERATOR, Principal
-from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import ConnectorConfig, OAuth2Auth, parse_manifest
-from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.services.approvals import ApprovalService
+from mcp_gateway.services.audit import Auditor
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR, Principal
+from mcp_gateway.services.links import LinkService
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import CredentialMissing, ManifestError
+from mcp_gateway.vocabulary.model import Denied, ErrorResult, NeedsAuth, Ok
 
 pytestmark = pytest.mark.anyio
 

@@ -29,23 +29,23 @@ import anyio.lowlevel
 import httpx2
 import pytest
 
-from mcp_gateway.approvals import ApprovalService
-from mcp_gateway.audit import Auditor
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway
 from mcp_gateway.core.oauth2_lease import LEASE_KIND, RefreshLease, lease_key
 from mcp_gateway.core.oauth2_pending import PendingAuthorization
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.identity import OPERATOR
-from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
-from mcp_gateway.model import ErrorResult, NeedsAuth, Ok
-from mcp_gateway.secrets import PROJECT_WIDE
-from mcp_gateway.store.base import Store
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.services.approvals import ApprovalService
+from mcp_gateway.services.audit import Auditor
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.services.links import LinkService
+from mcp_gateway.store.contract import Store
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.model import ErrorResult, NeedsAuth, Ok
 from tests.support.oauth2_server import OAuth2MockServer, ProtectedApi
 from tests.support.upstream import LoopbackServer
 

@@ -17,10 +17,10 @@ from pydantic import TypeAdapter
 
 from mcp_gateway.auth import LastMeterAuth, apply_auth
 from mcp_gateway.auth.sigv4 import canonical_request, signing_key
-from mcp_gateway.clock import FixedClock
-from mcp_gateway.errors import CredentialError
 from mcp_gateway.manifest import AuthConfig, AwsSigV4Auth
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import CredentialError
 from tests.support.sealed import sealed_credential
 
 CANARY = "canary-7f3a9c1e-never-show-me"

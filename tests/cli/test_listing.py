@@ -21,9 +21,9 @@ import pytest
 from mcp_gateway import cli
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
 from mcp_gateway.cli import listing
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest.bundled import CATALOG_DIR
-from mcp_gateway.secrets import PROJECT_WIDE
+from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.services.identity import OPERATOR
 from tests.support.two_paths import TwoPaths, isolate
 
 PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"

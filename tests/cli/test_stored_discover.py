@@ -21,9 +21,9 @@ import pytest
 
 from mcp_gateway.cli import stored_discover
 from mcp_gateway.manifest.bundled import CATALOG_DIR
-from mcp_gateway.model import ACTIONS_ADAPTER
 from mcp_gateway.store import catalog_lines
 from mcp_gateway.store.catalog_lines import ActionLines
+from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER
 from tests.support.two_paths import TwoPaths, isolate
 
 PETSTORE = Path(str(CATALOG_DIR)) / "specs" / "petstore.json"
@@ -271,7 +271,7 @@ def test_a_catalog_it_cannot_split_or_that_does_not_match_takes_the_full_path(se
 
 
 def test_the_line_layout_is_the_same_json_array() -> None:
-    from mcp_gateway.model import Action, HttpBinding
+    from mcp_gateway.vocabulary.model import Action, HttpBinding
 
     binding = HttpBinding(method="GET", url="/x")
     actions = [

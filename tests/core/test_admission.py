@@ -17,10 +17,10 @@ import httpx2
 import pytest
 
 from mcp_gateway.core.admission import TrafficGate
-from mcp_gateway.errors import ManifestError
-from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.manifest import parse_manifest
-from mcp_gateway.model import Action, ErrorResult, HttpBinding, Ok
+from mcp_gateway.services.identity import OPERATOR, Principal
+from mcp_gateway.vocabulary.errors import ManifestError
+from mcp_gateway.vocabulary.model import Action, ErrorResult, HttpBinding, Ok
 from tests.core.test_gateway import Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio

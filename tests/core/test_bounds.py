@@ -14,9 +14,9 @@ import pytest
 
 from mcp_gateway.core import result_payload
 from mcp_gateway.core.bounds import Slots
-from mcp_gateway.errors import ManifestError
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.vocabulary.errors import ManifestError
 
 from .test_gateway import Harness, Upstream, harness, manifest_text
 

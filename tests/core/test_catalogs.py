@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.identity import OPERATOR
-from mcp_gateway.store.base import ActionReviewRecord
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.store.contract import ActionReviewRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 from tests.core.test_gateway import harness, manifest_text
 

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.secrets import SecretValue
 from tests.core.test_gateway import SECRET, harness
 
 pytestmark = pytest.mark.anyio

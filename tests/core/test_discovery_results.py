@@ -14,8 +14,8 @@ from mcp import Client
 
 from mcp_gateway.core import result_payload
 from mcp_gateway.core.gateway import DETAIL_SCHEMAS
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.services.identity import OPERATOR
 from tests.core.test_gateway import SECRET, harness
 
 pytestmark = pytest.mark.anyio

@@ -22,20 +22,20 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_gateway.approvals import ApprovalService, fingerprint
-from mcp_gateway.audit import Auditor
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.identity import OPERATOR, Principal
-from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
-from mcp_gateway.model import Denied, ErrorResult, NeedsAuth, Ok, PendingApproval
+from mcp_gateway.primitives.crypto import AESGCMCipher
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.services.approvals import ApprovalService, fingerprint
+from mcp_gateway.services.audit import Auditor
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR, Principal
+from mcp_gateway.services.links import LinkService
 from mcp_gateway.store.audit_journal import AuditJournal
-from mcp_gateway.store.base import AuditRecord
+from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.model import Denied, ErrorResult, NeedsAuth, Ok, PendingApproval
 
 pytestmark = pytest.mark.anyio
 

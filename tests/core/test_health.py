@@ -14,9 +14,9 @@ import pytest
 from mcp import Client
 
 from mcp_gateway.core import result_payload
-from mcp_gateway.errors import StoreUnavailable
 from mcp_gateway.server.tools import build_mcp_server
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 
 from .test_gateway import OPERATOR, harness
 

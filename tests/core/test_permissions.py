@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.core.permissions import SUGGESTIONS
-from mcp_gateway.identity import OPERATOR, Principal
 from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.services.identity import OPERATOR, Principal
 from tests.core.test_gateway import AGENTS, CONNECTORS, harness, manifest_text
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mcp_gateway.core.results import clean_result
-from mcp_gateway.model import Ok
-from mcp_gateway.sanitize import clean_json
+from mcp_gateway.primitives.sanitize import clean_json
+from mcp_gateway.vocabulary.model import Ok
 
 DATA: list[Any] = [
     None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.model import Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
 
 def op(connector: str, path: str, method: str, url: str, summary: str) -> Action:

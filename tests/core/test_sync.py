@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import sync
 from mcp_gateway.core.sync import sync_manifest
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
 from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
 
 pytestmark = pytest.mark.anyio
 

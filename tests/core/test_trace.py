@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from mcp_gateway.approvals import fingerprint
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core.trace import CallTrace
-from mcp_gateway.identity import Principal
-from mcp_gateway.model import Action, ErrorResult, HttpBinding, Ok, Verdict
+from mcp_gateway.services.approvals import fingerprint
+from mcp_gateway.services.identity import Principal
 from mcp_gateway.store import AuditRecord
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.model import Action, ErrorResult, HttpBinding, Ok, Verdict
 
 ALICE = Principal(user="alice", agent="ci-bot")
 ARGS = {"id": "7", "token": "s3cret"}

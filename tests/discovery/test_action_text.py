@@ -10,8 +10,8 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._index import MAX_QUERY_TERMS
 from mcp_gateway.discovery._segment import DENSE_WORDS, dense_text
-from mcp_gateway.model import Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import normalize_openapi
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
 
 def action(path: str, summary: str = "", description: str = "", *, returns: str = "", group: str = "") -> Action:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.discovery.catalog_hints import TERMS_FILE, CatalogHints, action_terms
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import CATALOG_DIR, load_manifest, parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.sources.openapi import load_openapi
 
 pytestmark = pytest.mark.anyio

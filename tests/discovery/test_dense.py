@@ -25,7 +25,7 @@ from mcp_gateway.discovery.dense import (  # noqa: E402
     text_digest,
 )
 from mcp_gateway.discovery.providers import LocalProvider  # noqa: E402
-from mcp_gateway.model import Action, McpBinding  # noqa: E402
+from mcp_gateway.vocabulary.model import Action, McpBinding  # noqa: E402
 
 CONCEPTS = (
     ("bug", "defect", "crash", "issue"),

@@ -70,7 +70,7 @@ def test_lexical_discovery_imports_nothing_heavy() -> None:
     code = (
         "import sys\n"
         "from mcp_gateway.discovery import DiscoveryIndex\n"
-        "from mcp_gateway.model import Action, McpBinding\n"
+        "from mcp_gateway.vocabulary.model import Action, McpBinding\n"
         "index = DiscoveryIndex()\n"
         "get_x = Action(connector='a', path='x.get', summary='Get x', binding=McpBinding(tool='x'))\n"
         "index.replace_connector('a', [get_x])\n"

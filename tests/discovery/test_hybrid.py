@@ -16,10 +16,10 @@ from mcp import Client
 
 from mcp_gateway.core import result_payload
 from mcp_gateway.discovery import LOW_CONFIDENCE_HINT, EmbeddingsUnavailable
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import DISCOVERY_SECRET, Settings, open_gateway
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.services.identity import OPERATOR
 
 pytestmark = [pytest.mark.anyio, pytest.mark.hybrid]
 

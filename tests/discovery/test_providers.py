@@ -21,8 +21,8 @@ np = pytest.importorskip("numpy", reason="the optional embeddings extra is not i
 from mcp_gateway.discovery._embedding import embedded_text  # noqa: E402
 from mcp_gateway.discovery.dense import DenseEmbedder, MemoryVectorStore  # noqa: E402
 from mcp_gateway.discovery.providers import EmbeddingsFailed, LocalProvider, OpenAIEmbeddings  # noqa: E402
-from mcp_gateway.model import Action, McpBinding  # noqa: E402
-from mcp_gateway.secrets import SecretValue  # noqa: E402
+from mcp_gateway.primitives.secrets import SecretValue  # noqa: E402
+from mcp_gateway.vocabulary.model import Action, McpBinding  # noqa: E402
 from tests.support.embeddings_server import EmbeddingsApp, embeddings_app  # noqa: E402
 from tests.support.upstream import LoopbackServer  # noqa: E402
 

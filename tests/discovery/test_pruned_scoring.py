@@ -12,8 +12,8 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, _index
 from mcp_gateway.discovery._rank import POOL
-from mcp_gateway.model import Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import normalize_openapi
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 from scripts.bench_discover_data import OPENAPI_SPECS
 
 SPECS = OPENAPI_SPECS

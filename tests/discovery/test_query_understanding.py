@@ -9,7 +9,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, summary_of
 from mcp_gateway.discovery._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
-from mcp_gateway.model import Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
 
 def action(connector: str, path: str, summary: str = "", description: str = "", **properties: Any) -> Action:

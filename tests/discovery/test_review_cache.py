@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcp_gateway.discovery import ReviewCache, _review_cache
-from mcp_gateway.model import Action, HttpBinding
-from mcp_gateway.review import hidden_text, review
+from mcp_gateway.policy.review import hidden_text, review
+from mcp_gateway.vocabulary.model import Action, HttpBinding
 
 
 def action(path: str, description: str) -> Action:

@@ -10,7 +10,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, SegmentCache, _index
 from mcp_gateway.discovery._segment import Segment, build_segment
-from mcp_gateway.model import Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
 
 def action(connector: str, path: str, summary: str, **properties: dict[str, str]) -> Action:

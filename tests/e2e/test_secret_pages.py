@@ -28,18 +28,18 @@ from cryptography.hazmat.primitives import serialization
 from mcp import Client
 from starlette.applications import Starlette
 
-from mcp_gateway.approvals import ApprovalService
-from mcp_gateway.audit import Auditor
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.identity import OPERATOR
-from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.primitives.crypto import AESGCMCipher
 from mcp_gateway.server.pages import _common
 from mcp_gateway.server.web import FIELDS, web_routes
+from mcp_gateway.services.approvals import ApprovalService
+from mcp_gateway.services.audit import Auditor
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.services.links import LinkService
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
 from tests.support.env import child_env
 from tests.support.pages import csrf, get, post
 from tests.support.upstream import EchoApp, LoopbackServer

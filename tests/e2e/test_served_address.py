@@ -14,7 +14,7 @@ import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcp_gateway.served import url_answers
+from mcp_gateway.vocabulary.served import url_answers
 from tests.support.env import child_env
 from tests.support.ports import free_port
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
 from tests.support.env import child_env
 from tests.support.mcp_servers import REPO
 

@@ -12,8 +12,8 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_gateway.execution.child_output import MAX_LINE, child_stderr
-from mcp_gateway.logs import known_secrets
-from mcp_gateway.secrets import SecretValue
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.services.logs import known_secrets
 
 CANARY = "child-stderr-canary-7d1e4b9a2c"
 B64 = base64.b64encode(CANARY.encode()).decode()

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
-from mcp_gateway.model import PostmanBinding
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.vocabulary.model import PostmanBinding
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 pytestmark = pytest.mark.anyio

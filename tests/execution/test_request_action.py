@@ -12,17 +12,17 @@ import httpx2
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.errors import ArgumentError, UpstreamError
 from mcp_gateway.execution.executor import HttpExecutor
 from mcp_gateway.execution.request_action import RequestExecutor, build_generic_request
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
-from mcp_gateway.model import HttpBinding
-from mcp_gateway.redaction import Redactor
-from mcp_gateway.secrets import PROJECT_WIDE
-from mcp_gateway.sources.request import INPUT_SCHEMA, request_action, with_request_action
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.sources.generic_request import INPUT_SCHEMA, request_action, with_request_action
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.errors import ArgumentError, UpstreamError
+from mcp_gateway.vocabulary.model import HttpBinding
 
 BASE = "https://api.example.com/v1"
 SECRET = "request-canary-secret-0123456789"

@@ -13,9 +13,9 @@ import anyio
 import httpx2
 import pytest
 
-from mcp_gateway.errors import UpstreamError
 from mcp_gateway.execution import Outcome, build_request, send, summarize_error
-from mcp_gateway.model import Action, HttpBinding, ParamLocation, ParamSpec
+from mcp_gateway.vocabulary.errors import UpstreamError
+from mcp_gateway.vocabulary.model import Action, HttpBinding, ParamLocation, ParamSpec
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from mcp_gateway.auth import BODY_SIGNING_KINDS
 from mcp_gateway.manifest import AUTH_TYPES, AuthConfig
-from mcp_gateway.model import AUTH_KINDS, AuthKind
-from mcp_gateway.secrets import SECRET_SHAPES
+from mcp_gateway.primitives.secrets import SECRET_SHAPES
+from mcp_gateway.vocabulary.model import AUTH_KINDS, AuthKind
 
 
 def _model_kinds() -> list[str]:

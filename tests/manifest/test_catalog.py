@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.errors import ManifestError
 from mcp_gateway.manifest import (
     CATALOG_DIR,
     CREDENTIAL_HEADERS,
@@ -18,6 +17,7 @@ from mcp_gateway.manifest import (
     parse_manifest,
 )
 from mcp_gateway.sources.openapi import load_openapi
+from mcp_gateway.vocabulary.errors import ManifestError
 
 ENTRIES = sorted(p.stem for p in CATALOG_DIR.glob("*.yaml"))
 FILLED = {"jira": "    base_url: https://acme.atlassian.net\n"}

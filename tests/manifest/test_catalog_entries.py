@@ -23,9 +23,7 @@ import httpx2
 import pytest
 
 from mcp_gateway.auth.oauth2 import TOKEN_NAME
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway, result_payload
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import (
     CATALOG_DIR,
     ApiKeyAuth,
@@ -36,6 +34,8 @@ from mcp_gateway.manifest import (
     parse_manifest,
 )
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.vocabulary.clock import FixedClock
 from tests.support.graphql_upstream import GraphQLApp
 from tests.support.upstream import EchoApp, LoopbackServer, RecordedRequest, echo_app
 

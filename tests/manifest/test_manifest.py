@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from mcp_gateway.errors import Issue, ManifestError
 from mcp_gateway.manifest import (
     AUTH_TYPES,
     DEFAULT_MANIFEST,
@@ -27,6 +26,7 @@ from mcp_gateway.manifest import (
     parse_manifest,
 )
 from mcp_gateway.policy import OPERATORS
+from mcp_gateway.vocabulary.errors import Issue, ManifestError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "manifests"
 

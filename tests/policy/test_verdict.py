@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcp_gateway.model import PolicyAction, Risk, Verdict
 from mcp_gateway.policy import Condition, Matcher, compile_matcher, evaluate, is_hidden
+from mcp_gateway.vocabulary.model import PolicyAction, Risk, Verdict
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,8 @@ def test_nothing_matching_or_a_broken_pattern_hides_nothing() -> None:
 
 
 def test_a_request_calls_effective_risk_is_its_methods() -> None:
-    from mcp_gateway.model import Action, HttpBinding, RequestBinding
     from mcp_gateway.policy import effective_risk
+    from mcp_gateway.vocabulary.model import Action, HttpBinding, RequestBinding
 
     request = Action(connector="api", path="request", risk="write", binding=RequestBinding())
     assert effective_risk(request, {"method": "GET", "path": "/x"}) == "read"

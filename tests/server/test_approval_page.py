@@ -20,12 +20,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_gateway.approvals import fingerprint
 from mcp_gateway.core import Gateway
-from mcp_gateway.identity import Principal
-from mcp_gateway.model import Ok, PendingApproval
 from mcp_gateway.server.pages._arguments import FOLD_CHARS, arguments_view
+from mcp_gateway.services.approvals import fingerprint
+from mcp_gateway.services.identity import Principal
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.model import Ok, PendingApproval
 from tests.support.page_site import PUBLIC, page_site
 from tests.support.pages import csrf
 

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from mcp.server.request_state import InvalidRequestState
 
-from mcp_gateway.clock import FixedClock
-from mcp_gateway.identity import Principal
 from mcp_gateway.server.elicitation import (
     STATE_TTL_SECONDS,
     _Nonces,
@@ -17,7 +15,9 @@ from mcp_gateway.server.elicitation import (
     principal_key,
     request_state_security,
 )
+from mcp_gateway.services.identity import Principal
 from mcp_gateway.store import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
 
 MASTER = b"m" * 32
 

@@ -18,9 +18,9 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from mcp_gateway import cli
-from mcp_gateway.errors import GatewayError
 from mcp_gateway.server.app import _uvicorn  # pyright: ignore[reportPrivateUsage]
 from mcp_gateway.server.limits import ConnectionLimits
+from mcp_gateway.vocabulary.errors import GatewayError
 from tests.support.ports import free_port as _port
 from tests.support.serving import serving
 

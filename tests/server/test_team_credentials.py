@@ -20,16 +20,16 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mcp_gateway.approvals import ApproverRefused
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway
 from mcp_gateway.core.results import ConnectLink, SecretLink
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.identity import OPERATOR, Principal
-from mcp_gateway.model import NeedsAuth
-from mcp_gateway.secrets import PROJECT_WIDE
-from mcp_gateway.store.base import AuditRecord
+from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.services.approvals import ApproverRefused
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.identity import OPERATOR, Principal
+from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.model import NeedsAuth
 from tests.support.page_site import PUBLIC, page_site
 from tests.support.pages import csrf
 
@@ -237,7 +237,7 @@ async def test_per_user_credentials_are_each_users_own_and_need_no_approval(tmp_
 
 
 async def test_the_operator_overview_says_which_credentials_are_team_wide(tmp_path: Path) -> None:
-    from mcp_gateway.operator_tokens import OperatorTokens
+    from mcp_gateway.services.operator_tokens import OperatorTokens
 
     async with site(tmp_path) as s:
         _, token = await OperatorTokens(s.store, s.clock).create()

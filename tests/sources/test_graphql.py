@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 from graphql import build_schema
 
-from mcp_gateway.errors import SourceError
-from mcp_gateway.model import ACTIONS_ADAPTER, Action, GraphQLBinding
 from mcp_gateway.sources.graphql import (
     MAX_INPUT_DEPTH,
     SELECT_ARG,
@@ -21,6 +19,8 @@ from mcp_gateway.sources.graphql import (
     read_schema,
 )
 from mcp_gateway.sources.openapi import PATH_RE
+from mcp_gateway.vocabulary.errors import SourceError
+from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, GraphQLBinding
 from tests.support.graphql_upstream import SDL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import mcp_types as types
 import pytest
 
 from mcp_gateway.manifest import ACTION_PATH_RE
-from mcp_gateway.model import McpBinding
 from mcp_gateway.sources.mcp import mcp_action_path, normalize_mcp_tools, tool_risk, tools_digest
+from mcp_gateway.vocabulary.model import McpBinding
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 

@@ -13,9 +13,7 @@ import httpx2
 import pytest
 import yaml
 
-from mcp_gateway.errors import SourceError
 from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, NoAuth
-from mcp_gateway.model import ACTIONS_ADAPTER, Action, OpenAPIBinding
 from mcp_gateway.sources.openapi import (
     PATH_RE,
     NormalizedSource,
@@ -25,6 +23,8 @@ from mcp_gateway.sources.openapi import (
     normalize_openapi,
     snake_case,
 )
+from mcp_gateway.vocabulary.errors import SourceError
+from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, OpenAPIBinding
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "openapi"

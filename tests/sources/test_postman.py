@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_gateway.errors import SourceError
-from mcp_gateway.model import ACTIONS_ADAPTER, Action, PostmanBinding
 from mcp_gateway.sources.openapi import PATH_RE
 from mcp_gateway.sources.postman import NormalizedCollection, load_postman, normalize_postman
+from mcp_gateway.vocabulary.errors import SourceError
+from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, PostmanBinding
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "postman"

@@ -25,7 +25,9 @@ import pytest
 from mcp_gateway.core.sync import source_for
 from mcp_gateway.execution.graphql_introspection import GraphQLServices
 from mcp_gateway.manifest import ACTION_PATH_RE, ConnectorConfig
-from mcp_gateway.model import (
+from mcp_gateway.sources.base import LoadContext, Normalized
+from mcp_gateway.sources.graphql import GraphQLSchemas
+from mcp_gateway.vocabulary.model import (
     Action,
     GraphQLBinding,
     HttpBinding,
@@ -35,8 +37,6 @@ from mcp_gateway.model import (
     RequestBinding,
     Risk,
 )
-from mcp_gateway.sources.base import LoadContext, Normalized
-from mcp_gateway.sources.graphql import GraphQLSchemas
 from tests.support.graphql_upstream import SDL, GraphQLApp
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.secrets import CredentialKey
+from mcp_gateway.primitives.secrets import CredentialKey
 from mcp_gateway.store import AuditRecord, SQLiteStore, TokenRecord
 from mcp_gateway.store._access import MAX_ENTRIES, AccessCache
 

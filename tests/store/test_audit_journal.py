@@ -15,7 +15,7 @@ import pytest
 
 from mcp_gateway.store import MemoryStore
 from mcp_gateway.store.audit_journal import AuditJournal
-from mcp_gateway.store.base import AuditRecord
+from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.memory import MemoryData
 
 pytestmark = pytest.mark.anyio

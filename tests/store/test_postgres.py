@@ -15,10 +15,10 @@ import anyio
 import asyncpg
 import pytest
 
-from mcp_gateway.errors import GatewayError
 from mcp_gateway.store import AuditRecord, Store
 from mcp_gateway.store import _postgres_schema as schema
 from mcp_gateway.store.postgres import PostgresStore
+from mcp_gateway.vocabulary.errors import GatewayError
 from tests.support.ports import free_port as _free_port
 from tests.support.postgres import PostgresCluster
 from tests.support.protocols import protocol_methods

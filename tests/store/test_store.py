@@ -20,9 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_gateway.errors import GatewayError
-from mcp_gateway.model import Action, HttpBinding, OpenAPIBinding, ParamSpec
-from mcp_gateway.secrets import CredentialKey
+from mcp_gateway.primitives.secrets import CredentialKey
 from mcp_gateway.store import (
     ApprovalRecord,
     ApprovalStatus,
@@ -39,6 +37,8 @@ from mcp_gateway.store import (
 from mcp_gateway.store import _sqlite_schema as sqlite_schema
 from mcp_gateway.store import sqlite as sqlite_module
 from mcp_gateway.store.memory import MemoryData
+from mcp_gateway.vocabulary.errors import GatewayError
+from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec
 from tests.support.protocols import protocol_methods
 
 pytestmark = pytest.mark.anyio
@@ -266,7 +266,7 @@ async def test_connector_states(store: Store) -> None:
 
 
 async def test_action_reviews(store: Store) -> None:
-    from mcp_gateway.store.base import ActionReviewRecord
+    from mcp_gateway.store.contract import ActionReviewRecord
 
     assert await store.list_action_reviews() == []
     versions = [await store.action_reviews_version()]

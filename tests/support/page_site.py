@@ -19,16 +19,16 @@ from pathlib import Path
 import httpx2
 from starlette.applications import Starlette
 
-from mcp_gateway.approvals import ApprovalService
-from mcp_gateway.audit import Auditor
-from mcp_gateway.clock import FixedClock
 from mcp_gateway.core import Gateway
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.links import LinkService
 from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.primitives.crypto import AESGCMCipher
 from mcp_gateway.server.web import web_routes
+from mcp_gateway.services.approvals import ApprovalService
+from mcp_gateway.services.audit import Auditor
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.services.links import LinkService
 from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.clock import FixedClock
 
 __all__ = ["PUBLIC", "PageSite", "page_site"]
 

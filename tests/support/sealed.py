@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mcp_gateway.credentials import CredentialVault
-from mcp_gateway.crypto import AESGCMCipher
-from mcp_gateway.secrets import SealedCredential
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.secrets import SealedCredential
+from mcp_gateway.services.credentials import CredentialVault
 from mcp_gateway.store.memory import MemoryStore
 
 __all__ = ["sealed_credential"]

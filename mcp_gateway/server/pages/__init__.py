@@ -9,11 +9,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...core import Gateway
-from ..front_door import FrontDoor
+from ..mcp_door import FrontDoor
 from ._common import PageContext
-from .approvals import approval_routes
+from .approval_page import approval_routes
 from .approver import ApproverSignIn
-from .credentials import FIELDS, Field, credential_routes
+from .credential_page import FIELDS, Field, credential_routes
 from .oauth import oauth_routes
 from .operator import OperatorTokens, operator_routes
 

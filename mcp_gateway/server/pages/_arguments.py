@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...sanitize import reveal
+from ...primitives.sanitize import reveal
 
 __all__ = ["FOLD_CHARS", "FOLD_LINES", "ArgumentView", "ArgumentsView", "Shown", "arguments_view"]
 

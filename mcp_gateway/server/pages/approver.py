@@ -34,9 +34,9 @@ from starlette.routing import Route
 
 from ...auth.oauth2 import pkce_challenge
 from ...core.oauth2_pending import PendingAuthorization, open_pending, seal_pending
-from ...front_door import FRONT_DOOR_SECRETS, TokenRefused, client_basic
-from ...secrets import PROJECT_WIDE
-from ..front_door import FrontDoor
+from ...primitives.secrets import PROJECT_WIDE
+from ...services.front_door import FRONT_DOOR_SECRETS, TokenRefused, client_basic
+from ..mcp_door import FrontDoor
 from ._common import GONE, CookieSession, PageContext, digest, message, security_headers
 
 __all__ = ["APPROVER_COOKIE", "CALLBACK_PATH", "ApproverSignIn"]

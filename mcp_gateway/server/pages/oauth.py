@@ -15,8 +15,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
-from ...errors import CredentialMissing, UpstreamError
 from ...manifest import OAuth2Auth
+from ...vocabulary.errors import CredentialMissing, UpstreamError
 from ._common import GONE, PageContext, message
 
 __all__ = ["oauth_routes"]

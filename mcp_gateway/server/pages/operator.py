@@ -25,10 +25,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ...approvals import ApproverRefused
 from ...core import result_payload
-from ...identity import OPERATOR
-from ...operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
+from ...services.approvals import ApproverRefused
+from ...services.identity import OPERATOR
+from ...services.operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
 from ._common import CookieSession, PageContext, approves, message, page, security_headers
 
 __all__ = ["OPERATOR_TOKEN_PREFIX", "OperatorToken", "OperatorTokens", "operator_routes"]

@@ -1,0 +1,302 @@
+"""Secrets as values: sealed at rest, revealed at the last meter, never printed.
+
+The pure half of the credential vault, with no store behind it, so that ``auth/`` and ``sources/``
+can hold and reveal secrets without reaching persistence:
+
+- ``CredentialKey``: which credential (connector, principal, name).
+- ``SealedCredential``: a stored credential still encrypted; only the auth step that builds the
+  outbound request (``auth.LastMeterAuth``) calls ``.open()`` on it.
+- ``SecretValue``: what ``.open()`` yields, whose repr, str and format say ``[secure]``. So a secret
+  cannot reach a log line, an exception message or a tool result by being printed: it has to be
+  revealed on purpose, in one place.
+- ``parse_secret_input`` and ``SECRET_SHAPES``: what ``secret set`` reads for each auth kind.
+
+``credentials.CredentialVault`` seals values into the store and finds them again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, NoReturn, cast
+from urllib.parse import quote, quote_plus
+
+from pydantic import BaseModel, ConfigDict
+
+from ..vocabulary.errors import CredentialError
+from ..vocabulary.model import AuthKind
+
+if TYPE_CHECKING:
+    from .crypto import Cipher
+
+__all__ = [
+    "PROJECT_WIDE",
+    "SECRET_SHAPES",
+    "CredentialKey",
+    "SealedCredential",
+    "SecretValue",
+    "decode_secret",
+    "encode_secret",
+    "parse_secret_input",
+]
+
+PROJECT_WIDE: Final = "*"
+MIN_REDACT_CHARS = 4
+"""Shorter values are not redacted on their own: replacing every ``abc`` in a response helps no one."""
+
+# Fields of JSON-shaped secrets that identify rather than authenticate: they travel in clear
+# (a username, an OAuth client id, an AWS access key id, a public certificate), so responses
+# that mention them are not redacted for it. Combinations with a secret field still are.
+_IDENTIFIER_FIELDS = frozenset({"username", "client_id", "consumer_key", "access_key_id", "cert_pem"})
+
+# What ``secret set`` reads for each kind: required and optional fields
+# of a JSON object; kinds absent here take a plain string.
+SECRET_SHAPES: Final[Mapping[AuthKind, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "basic": (("username", "password"), ()),
+    "oauth1": (("consumer_key", "consumer_secret", "token", "token_secret"), ()),
+    "aws_sigv4": (("access_key_id", "secret_access_key"), ("session_token",)),
+    "mtls": (("cert_pem", "key_pem"), ()),
+    "oauth2": (("client_id", "client_secret"), ()),
+}
+_STRING_KINDS: frozenset[AuthKind] = frozenset({"bearer", "api_key", "custom", "hmac"})
+
+# Serialized plaintext is tagged so a string that happens to look like JSON stays a string.
+_TAG_STR = b"s"
+_TAG_JSON = b"j"
+
+
+class CredentialKey(BaseModel):
+    """Which credential: a connector's, for one principal (or project-wide), under one name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    connector: str
+    principal: str
+    """Whose credential: ``*`` for the project-wide one, else a user or agent id."""
+    name: str = "default"
+
+
+class SecretValue:
+    """A revealed secret: a string, or a ``dict[str, str]`` for JSON shapes. Never prints itself."""
+
+    __slots__ = ("_digest", "_value")
+
+    def __init__(self, value: str | dict[str, str]) -> None:
+        self._value = value
+        self._digest: bytes | None = None
+
+    def reveal(self) -> str | dict[str, str]:
+        """The plaintext. Call it only where the secret is put on the wire."""
+        return self._value
+
+    def digest(self) -> bytes:
+        """A SHA-256 of the value: tells two openings of the same secret apart from different ones
+        (the log filter learns each value once) without keeping the value."""
+        if self._digest is None:  # asked by the redactor and the log filter alike
+            value = self._value if isinstance(self._value, str) else json.dumps(self._value, sort_keys=True)
+            self._digest = hashlib.sha256(value.encode()).digest()
+        return self._digest
+
+    def redaction_forms(self) -> set[str]:
+        """Every string that, found in an upstream response, would leak this secret.
+
+        Each secret value of >= 4 characters, as is, URL-encoded (``%XX`` upper and lower case,
+        ``+`` for spaces), JSON-escaped, base64-encoded and hex-encoded (its UTF-8 bytes, lower and
+        upper case), with its ``Bearer`` form; for a username/password pair also ``user:pass`` and
+        its Basic-auth base64.
+        """
+        values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
+        forms: set[str] = set()
+        for v in values:
+            if len(v) < MIN_REDACT_CHARS:
+                continue
+            forms.update(_encodings(v))
+            forms.add(f"Bearer {v}")
+        if isinstance(self._value, dict) and "username" in self._value and "password" in self._value:
+            pair = f"{self._value['username']}:{self._value['password']}"
+            if len(self._value["password"]) >= MIN_REDACT_CHARS:
+                forms.update(_encodings(pair))
+                forms.add("Basic " + _b64(pair))
+        return {f for f in forms if f}
+
+    def __repr__(self) -> str:
+        return "SecretValue([secure])"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> NoReturn:
+        # Pickling would write the plaintext somewhere (a cache, a multiprocessing queue).
+        raise TypeError("a SecretValue cannot be pickled")
+
+
+def _secret_fields(value: Mapping[str, str]) -> list[str]:
+    return [v for k, v in value.items() if k not in _IDENTIFIER_FIELDS]
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _encodings(v: str) -> set[str]:
+    pct = quote(v, safe="")
+    return {
+        v,
+        pct,
+        _lower_escapes(pct),
+        quote_plus(v, safe=""),
+        quote(v),  # what a URL path keeps of it ('/' unescaped)
+        json.dumps(v)[1:-1],
+        _b64(v),
+        base64.urlsafe_b64encode(v.encode()).decode(),
+        # An upstream that dumps what it received as bytes (a debug echo, a hexdump in an error) leaks it too.
+        v.encode().hex(),
+        v.encode().hex().upper(),
+    }
+
+
+def _lower_escapes(pct: str) -> str:
+    # Some servers echo percent-escapes in lower case (%2f); the secret leaks just the same.
+    parts = pct.split("%")
+    return parts[0] + "".join("%" + p[:2].lower() + p[2:] for p in parts[1:])
+
+
+class SealedCredential:
+    """A stored credential still encrypted; ``open()`` is for the last meter only.
+
+    Its repr names which credential it is (connector, principal, name), never any bytes.
+    """
+
+    __slots__ = ("_aad", "_cipher", "_sealed", "key")
+
+    def __init__(self, key: CredentialKey, sealed: bytes, *, cipher: Cipher, project: str) -> None:
+        self.key = key
+        """Which credential this is; ``key.principal == '*'`` when the project-wide one was used."""
+        self._sealed = sealed
+        self._cipher = cipher
+        # Here, not at module level: logging imports this module, and a command that opens no
+        # credential (``validate``) need not load the cryptography library.
+        from .crypto import credential_aad
+
+        self._aad = credential_aad(project, key.connector, key.principal, key.name)
+
+    def open(self) -> SecretValue:
+        """Decrypt. Raises ``CredentialError`` (never holding the value) when it cannot."""
+        return SecretValue(decode_secret(self._cipher.open(self._sealed, aad=self._aad), self.key))
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the sealed bytes: it changes whenever the credential is stored again, and tells
+        nothing about the plaintext. For caches keyed by credential (mTLS clients)."""
+        return hashlib.sha256(self._sealed).hexdigest()
+
+    def __repr__(self) -> str:
+        k = self.key
+        return f"SealedCredential(connector={k.connector!r}, principal={k.principal!r}, name={k.name!r})"
+
+
+def encode_secret(value: str | dict[str, str]) -> bytes:
+    """The plaintext a credential is sealed as: tagged, so a string that looks like JSON stays a string."""
+    if isinstance(value, str):
+        return _TAG_STR + value.encode("utf-8")
+    # Checked at run time too: callers (the CLI, the secret page) pass what they parsed.
+    fields = cast(dict[object, object], value)
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        raise CredentialError("a JSON-shaped secret maps field names to strings")
+    return _TAG_JSON + json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def decode_secret(plaintext: bytes, key: CredentialKey) -> str | dict[str, str]:
+    """What ``encode_secret`` sealed. Raises ``CredentialError`` (never holding the value) for an unknown layout."""
+    tag, body = plaintext[:1], plaintext[1:]
+    try:
+        if tag == _TAG_STR:
+            return body.decode("utf-8")
+        if tag == _TAG_JSON:
+            value: object = json.loads(body)
+            if isinstance(value, dict):
+                fields = cast(dict[object, object], value)
+                if all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+                    return cast(dict[str, str], fields)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    # Authentic ciphertext with an unreadable body: a bug or a foreign writer, not tampering.
+    raise CredentialError(
+        f"the stored credential for connector {key.connector!r} has an unknown layout; "
+        "enter it again with `mcp-gateway secret set`"
+    )
+
+
+# -- what ``secret set`` reads --------------------------------------------------------------
+
+
+def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
+    """Parse a secret as typed or piped for an auth ``kind``.
+
+    ``bearer``, ``api_key``, ``hmac`` and ``custom`` take a plain string (one trailing newline is
+    dropped, nothing else); a ``custom`` secret may instead be a JSON object of strings, for
+    ``{secret.field}`` templates. ``basic``, ``oauth1``, ``aws_sigv4``, ``mtls`` and ``oauth2``
+    take a JSON object (see ``SECRET_SHAPES``).
+
+    Raises:
+        CredentialError: the input is empty or has the wrong shape. The message names missing
+            fields and shows the expected shape; it never repeats the input.
+    """
+    if kind in _STRING_KINDS:
+        text = raw.removesuffix("\n").removesuffix("\r")
+        if not text:
+            raise CredentialError(f"the {kind} secret is empty; pipe or paste the secret itself")
+        if kind == "custom" and text.lstrip().startswith("{"):
+            example = '{"field": "...", ...}'
+            return _string_fields(kind, _json_object(text, f"{kind} (JSON form)", example), example, ())
+        return text
+    shape = SECRET_SHAPES.get(kind)
+    if shape is None:
+        known = ", ".join(sorted(_STRING_KINDS | SECRET_SHAPES.keys()))
+        raise CredentialError(f"auth kind {kind!r} takes no secret; secrets exist for: {known}")
+    required, optional = shape
+    example = _example(required, optional)
+    obj = _string_fields(kind, _json_object(raw, kind, example), example, required + optional)
+    missing = [f for f in required if not obj.get(f)]
+    if missing:
+        raise CredentialError(
+            f"the {kind} secret is missing {', '.join(repr(f) for f in missing)} "
+            f"(each a non-empty string); expected {example}"
+        )
+    extra = len(obj.keys() - set(required) - set(optional))
+    if extra:
+        # The unexpected names are not echoed: someone may have pasted a secret as a key.
+        raise CredentialError(
+            f"the {kind} secret has {extra} unexpected field(s); allowed are "
+            f"{', '.join(required + optional)}; expected {example}"
+        )
+    return {k: v for k, v in obj.items() if v or k in required}
+
+
+def _example(required: tuple[str, ...], optional: tuple[str, ...]) -> str:
+    parts = [f'"{f}": "..."' for f in required] + [f'"{f}": "..." (optional)' for f in optional]
+    return "{" + ", ".join(parts) + "}"
+
+
+def _json_object(raw: str, label: str, example: str) -> dict[str, object]:
+    try:
+        value: object = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        # exc.msg and the position say what is wrong without quoting the document.
+        raise CredentialError(
+            f"the {label} secret is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            f"expected {example}"
+        ) from None
+    if not isinstance(value, dict):
+        raise CredentialError(f"the {label} secret must be a JSON object; expected {example}")
+    return cast(dict[str, object], value)  # JSON object keys are strings
+
+
+def _string_fields(kind: str, obj: dict[str, object], example: str, known: tuple[str, ...]) -> dict[str, str]:
+    bad = [k for k, v in obj.items() if not isinstance(v, str)]
+    if bad:
+        # Field names of the expected shape are safe to name; anything else is only counted.
+        named = [repr(k) for k in bad if k in known]
+        which = ", ".join(named) if named else f"{len(bad)} field(s)"
+        raise CredentialError(f"in the {kind} secret, {which} must be a string; expected {example}")
+    return {k: v for k, v in obj.items() if isinstance(v, str)}

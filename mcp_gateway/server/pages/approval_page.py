@@ -1,0 +1,138 @@
+"""``/approvals/{token}``: a human approves or denies one call.
+
+The page shows who asks (the user, else the agent; a static token's id only as a detail), the
+action, what it does and where the call goes (method and URL, or the upstream MCP tool), its risk,
+why approval is needed (the verdict's source and rule), the fingerprint of the exact call, and
+every redacted argument in full (``_arguments``: long values folded, hidden characters escaped).
+Approve and Deny are buttons of one CSRF-protected form; the POST consumes the link, then decides
+the approval by compare-and-set, so a decision is made once whatever is clicked twice or in two
+tabs. A page that cannot show the arguments in full (cut when stored) offers no Approve.
+
+Who decides: with the front door's approver sign-in (``pages.approver``), the user this browser
+signed in as, recorded as the approval's ``decided_by``; else nobody known. An approval that wants
+a separate approver (the rule's or the project's ``separate_approver``) can be approved here only
+by a signed-in user other than the requester; anyone may deny it.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...primitives.sanitize import reveal
+from ...services.approvals import ApproverRefused, asked_by, explain, may_approve
+from ._arguments import Shown, arguments_view
+from ._common import GONE, PageContext, approves, message, page
+from .approver import ApproverSignIn
+
+__all__ = ["approval_routes"]
+
+_STATUS_WORDS = {
+    "approved": "approved",
+    "denied": "denied",
+    "consumed": "approved and run",
+    "expired": "left to expire",
+}
+
+
+def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> list[Route]:
+    gateway = ctx.gateway
+
+    async def approval_page(request: Request) -> Response:
+        token = request.path_params["token"]
+        link = await gateway.links.peek("approval", token)
+        approval = await gateway.store.get_approval(link.approval_id) if link and link.approval_id else None
+        if link is None or approval is None:
+            return message(*GONE, status=410, tone="bad")
+        if approval.status != "pending":
+            said = _STATUS_WORDS.get(approval.status, approval.status)
+            return message("Already decided", f"This call was already {said}.", tone="bad")
+        if approval.expires_at <= gateway.clock.now():
+            return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
+        approver = await sign_in.who(request) if sign_in is not None else None
+        view = arguments_view(approval.arguments)
+        # Nobody approves what the page cannot show in full.
+        allowed = may_approve(approval, approver) and view.complete
+        if request.method == "GET":
+            # A static token's id names no person: the agent is the sentence's subject then.
+            token_id = approval.principal.removeprefix("token:") if approval.principal.startswith("token:") else None
+            return page(
+                "approval.html",
+                form_targets=(sign_in.provider_origin,) if sign_in is not None else (),
+                separate_approver=approval.separate_approver,
+                may_approve=allowed,
+                approver=approver,
+                can_sign_in=sign_in is not None and approver is None,
+                sign_in_action=f"{token}/sign-in",
+                title=f"Approve {approval.tool}?",
+                approval=approval,
+                why=explain(approval),
+                view=view,
+                calls=Shown(tuple(reveal(approval.calls))) if approval.calls else None,
+                csrf=ctx.csrf(link.token_hash),
+                expires_at=approval.expires_at.strftime("%Y-%m-%d %H:%M"),
+                asker=asked_by(approval.principal, approval.agent),
+                user=None if token_id is not None else approval.principal,
+                token=token_id,
+            )
+        form = await ctx.form(request, link.token_hash)
+        if isinstance(form, Response):
+            return form
+        approve = approves(form)
+        if isinstance(approve, Response):
+            return approve
+        if approve and not view.complete:
+            return message(
+                "Not approved",
+                "The arguments are too long to show in full, so they cannot be approved here.",
+                status=403,
+                tone="bad",
+            )
+        if approve and not may_approve(approval, approver):
+            return _someone_else(approver, sign_in is not None)
+        if await gateway.links.consume("approval", token) is None:
+            return message(*GONE, status=410, tone="bad")
+        try:
+            decided = await gateway.approvals.decide(approval.id, approve, by=approver)
+        except ApproverRefused:
+            return _someone_else(approver, sign_in is not None)
+        if decided is None:
+            return message("Already decided", "This call was already decided or has expired.", tone="bad")
+        if approve:
+            return message(
+                "Approved", f"The agent may now run {approval.tool} once, exactly as shown. You can close this page."
+            )
+        return message("Denied", f"{approval.tool} will not run. You can close this page.", tone="bad")
+
+    async def start_sign_in(request: Request) -> Response:
+        token = request.path_params["token"]
+        link = await gateway.links.peek("approval", token)
+        if link is None or sign_in is None:
+            return message(*GONE, status=410, tone="bad")
+        form = await ctx.form(request, link.token_hash)
+        if isinstance(form, Response):
+            return form
+        return await sign_in.begin(token)
+
+    routes = [*sign_in.routes()] if sign_in is not None else []  # the callback first: it would match {token}
+    routes.append(Route("/approvals/{token}", approval_page, methods=["GET", "POST"]))
+    if sign_in is not None:
+        routes.append(Route("/approvals/{token}/sign-in", start_sign_in, methods=["POST"]))
+    return routes
+
+
+def _someone_else(approver: str | None, can_sign_in: bool) -> Response:
+    """Why this approver may not approve: they asked for the call themselves, or nobody signed in."""
+    if approver is not None:
+        text = f"You ({approver}) asked for this call; someone else must approve it. You can still deny it."
+    elif can_sign_in:
+        text = "This call must be approved by someone other than the person who asked: sign in on this page first."
+    else:
+        # The link reaches whoever the agent shows it to, the requester included: approving takes
+        # someone known to be someone else, an operator signed in on the overview.
+        text = (
+            "This project wants calls approved by someone other than the person who asked. "
+            "An operator approves it on the overview (/operator)."
+        )
+    return message("Approval by someone else", text, status=403, tone="bad")

@@ -1,0 +1,407 @@
+"""Connect and secret pages: a human enters a connector's credential, in the shape its auth kind needs.
+
+One form per shape (``FIELDS``): a single value (bearer, api_key, custom, hmac), basic, oauth1,
+aws_sigv4 (the region and service are the manifest's, shown read-only), mtls (PEM pasted or
+uploaded) and the OAuth2 client. Opening a link (GET) never consumes it, so a chat client's
+link preview cannot burn it; a valid submission consumes it atomically, then stores the value
+through the vault. An invalid submission shows the form again with what is wrong, never with
+what was typed, and leaves the link usable.
+
+An OAuth2 authorization code connector gets a start page instead: it asks for the client's
+credentials only when none are stored, then sends the human to the provider (``oauth.py`` takes
+them back).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from starlette.datastructures import FormData, UploadFile
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
+from ...core.credential_changes import Permit
+from ...manifest import AwsSigV4Auth, ConnectorConfig, MtlsAuth, OAuth2Auth
+from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
+from ...store.contract import LinkKind, LinkRecord
+from ...vocabulary.errors import CredentialError, UpstreamError
+from ...vocabulary.model import AuthKind
+from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
+
+__all__ = ["FIELDS", "Field", "credential_routes"]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    required: bool = True
+    plain: bool = False
+    """An identifier, not a secret: shown as typed (a username, a client id)."""
+    multiline: bool = False
+    upload: bool = False
+    """May also be uploaded as a file (PEM)."""
+    hint: str = ""
+
+
+_SINGLE = (Field("secret", "Secret value"),)
+_OAUTH2_CLIENT = (
+    Field("client_id", "Client ID", plain=True),
+    Field("client_secret", "Client secret"),
+)
+FIELDS: dict[str, tuple[Field, ...]] = {
+    "bearer": (Field("secret", "Token"),),
+    "api_key": (Field("secret", "API key"),),
+    "custom": _SINGLE,
+    "hmac": (Field("secret", "Signing secret"),),
+    "basic": (Field("username", "Username", plain=True), Field("password", "Password")),
+    "oauth1": (
+        Field("consumer_key", "Consumer key", plain=True),
+        Field("consumer_secret", "Consumer secret"),
+        Field("token", "Access token", plain=True),
+        Field("token_secret", "Access token secret"),
+    ),
+    "aws_sigv4": (
+        Field("access_key_id", "Access key ID", plain=True),
+        Field("secret_access_key", "Secret access key"),
+        Field("session_token", "Session token (optional)", required=False, hint="Only for temporary credentials."),
+    ),
+    "mtls": (
+        Field(
+            "cert_pem",
+            "Client certificate (PEM)",
+            multiline=True,
+            upload=True,
+            hint="Paste it, or choose the file. Include intermediate certificates after it, if any.",
+        ),
+        Field(
+            "key_pem",
+            "Private key (PEM, unencrypted)",
+            multiline=True,
+            upload=True,
+            hint="Paste it, or choose the file.",
+        ),
+    ),
+    "oauth2": _OAUTH2_CLIENT,
+}
+
+
+def _fields(link: LinkRecord, cfg: ConnectorConfig) -> tuple[tuple[Field, ...], AuthKind]:
+    """The form's fields and the secret shape they are parsed as."""
+    if link.kind == "secret" and link.secret_name != "default":
+        return _SINGLE, "bearer"  # a named secret is one plain value
+    kind = cfg.auth.type
+    return FIELDS.get(kind, _SINGLE), kind if kind in FIELDS else "bearer"
+
+
+def _settings(cfg: ConnectorConfig) -> list[tuple[str, str]]:
+    """The manifest's non-secret settings a human may want to check against what they paste."""
+    auth = cfg.auth
+    if isinstance(auth, AwsSigV4Auth):
+        return [("Region", auth.region), ("Service", auth.service)]
+    if isinstance(auth, OAuth2Auth):
+        rows = [("Token endpoint", auth.token_url)]
+        return [*rows, ("Scopes", " ".join(auth.scopes))] if auth.scopes else rows
+    if isinstance(auth, MtlsAuth) and auth.ca_file:
+        return [("Trusted server CA", auth.ca_file)]
+    return []
+
+
+async def _values(form: FormData, fields: tuple[Field, ...]) -> dict[str, str] | str:
+    """What was submitted, by field (an upload wins over pasted text); a message when a file is unusable."""
+    values: dict[str, str] = {}
+    for f in fields:
+        text = form.get(f.name)
+        upload = form.get(f"{f.name}_file") if f.upload else None
+        if isinstance(upload, UploadFile) and upload.filename:
+            data = await upload.read(MAX_PART_BYTES + 1)
+            if len(data) > MAX_PART_BYTES:
+                return f"The file for “{f.label}” is larger than 64 KB; is it the right file?"
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"The file for “{f.label}” is not a text (PEM) file."
+        values[f.name] = (
+            text.strip() if isinstance(text, str) and f.multiline else (text if isinstance(text, str) else "")
+        )
+    return values
+
+
+def _check_mtls(value: dict[str, str]) -> str | None:
+    """A page-side check that the PEM parses and the key belongs to the certificate; a message if not.
+    Messages name the field, never its content."""
+    try:
+        from cryptography import x509  # here: a heavy import only an mTLS form needs
+
+        certificate = x509.load_pem_x509_certificate(value["cert_pem"].encode())
+    except ValueError:
+        return "The client certificate is not a PEM certificate (it starts with -----BEGIN CERTIFICATE-----)."
+    try:
+        key = serialization.load_pem_private_key(value["key_pem"].encode(), password=None)
+    except TypeError:
+        return "The private key is protected by a passphrase; export it unencrypted (openssl pkey -in key.pem)."
+    except (ValueError, UnsupportedAlgorithm):
+        return "The private key is not a PEM private key (it starts with -----BEGIN … PRIVATE KEY-----)."
+    raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*raw) != certificate.public_key().public_bytes(*raw):
+        return "The private key does not belong to this certificate."
+    return None
+
+
+def _parse(kind: AuthKind, values: dict[str, str]) -> Any:
+    """The secret as the vault stores it; raises ``CredentialError`` (never quoting the input)."""
+    if "secret" in values and len(values) == 1:
+        return parse_secret_input(kind, values["secret"])
+    return parse_secret_input(kind, json.dumps({k: v for k, v in values.items() if v}))
+
+
+_VIA: dict[LinkKind, str] = {"connect": "connect", "secret": "request_secret", "approval": "approval"}
+
+
+def _scope(link: LinkRecord, permit: Permit) -> dict[str, Any]:
+    """What the page says about the credential: team-wide or personal, and what saving replaces."""
+    approval = permit.approval
+    return {
+        "scope": permit.scope,
+        "replaces": permit.replaces,
+        "owner": link.principal,
+        "approved_by": approval.decided_by if approval is not None and permit.state == "approved" else None,
+    }
+
+
+def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
+    """The page of a link that may not store its value (yet): it would replace a team-wide credential."""
+    name = cfg.display_name
+    approval = permit.approval
+    match permit.state:
+        case "waiting" if approval is not None:
+            return message(
+                "Waiting for an operator",
+                f"Saving here would replace the team-wide credential of {name}, which every user's calls carry, "
+                f"so an operator must approve it first (approval {approval.id}: on the operator overview, or "
+                f"mcp-gateway approvals approve {approval.id}). Nothing was changed. Open this link again once "
+                "it is approved.",
+                status=409 if post else 200,
+                tone="bad",
+            )
+        case "unapproved":
+            return message(
+                "Needs an operator",
+                f"{name} now has a team-wide credential, which every user's calls carry; this link cannot replace it "
+                "without an operator's approval. Nothing was changed. Ask the agent for a new link: it will ask an "
+                "operator to approve the replacement.",
+                status=409,
+                tone="bad",
+            )
+        case _:
+            return message(
+                "Not approved",
+                f"Replacing the team-wide credential of {name} was not approved by an operator (denied, expired, "
+                "or not for this link). Nothing was changed.",
+                status=403,
+                tone="bad",
+            )
+
+
+def credential_routes(ctx: PageContext) -> list[Route]:
+    gateway = ctx.gateway
+
+    def form_page(
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        permit: Permit,
+        *,
+        error: str | None = None,
+        status: int = 200,
+    ) -> Response:
+        fields, _ = _fields(link, cfg)
+        named = link.kind == "secret" and link.secret_name != "default"
+        return page(
+            "credential.html",
+            status,
+            title=f"Connect {cfg.display_name}" if not named else f"Secret for {cfg.display_name}",
+            heading=f"Connect {cfg.display_name}" if not named else f"A secret for {cfg.display_name}",
+            purpose="enter the credentials" if not named else f"paste the secret “{link.secret_name}”",
+            connector=cfg.slug,
+            connector_name=cfg.display_name,
+            auth_kind=cfg.auth.type if not named else "secret",
+            fields=fields,
+            settings=[] if named else _settings(cfg),
+            multipart=any(f.upload for f in fields),
+            csrf=ctx.csrf(link.token_hash),
+            error=error,
+            expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
+            **_scope(link, permit),
+        )
+
+    async def oauth2_start_page(
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        auth: OAuth2Auth,
+        permit: Permit,
+        *,
+        error: str | None = None,
+        status: int = 200,
+    ) -> Response:
+        needs_client = await gateway.vault.sealed(cfg.slug, principal=link.principal) is None
+        provider = httpx2.URL(auth.authorize_url or "")
+        return page(
+            "oauth_start.html",
+            status,
+            form_targets=(f"{provider.scheme}://{provider.netloc.decode()}",),
+            title=f"Connect {cfg.display_name}",
+            heading=f"Connect {cfg.display_name}",
+            connector=cfg.slug,
+            connector_name=cfg.display_name,
+            provider=provider.host,
+            scopes=auth.scopes,
+            fields=_OAUTH2_CLIENT if needs_client else (),
+            redirect_uri=f"{gateway.links.public_url}{CALLBACK_PATH}",
+            csrf=ctx.csrf(link.token_hash),
+            error=error,
+            expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
+            **_scope(link, permit),
+        )
+
+    async def oauth2_start(
+        link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, permit: Permit, form: FormData, token: str
+    ) -> Response:
+        client = await gateway.vault.sealed(cfg.slug, principal=link.principal)
+        if client is None:
+            values = await _values(form, _OAUTH2_CLIENT)
+            value: Any = None
+            try:
+                value = _parse("oauth2", values) if isinstance(values, dict) else None
+            except CredentialError as exc:
+                values = str(exc)
+            if not isinstance(value, dict):
+                return await oauth2_start_page(link, cfg, auth, permit, error=str(values), status=400)
+            # The project's OAuth app, stored only while none is: nothing is replaced.
+            client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
+            await gateway.vault.put(cfg.slug, value)
+            await gateway.credential_changes.changed(link, Permit(client_key, None, "open"), via="connect")
+            client_id = value["client_id"]
+        else:
+            opened = client.open().reveal()
+            client_id = opened.get("client_id", "") if isinstance(opened, dict) else ""
+            if not client_id:
+                return message(
+                    "Cannot connect",
+                    f"The stored client credentials of {cfg.display_name} are not an OAuth2 client id and secret. "
+                    "Ask the operator to store them again (mcp-gateway secret set).",
+                    status=409,
+                    tone="bad",
+                )
+        url = await gateway.oauth2.begin(
+            auth,
+            connector=cfg.slug,
+            principal=link.principal,
+            client_id=client_id,
+            link_token=token,
+            redirect_uri=f"{gateway.links.public_url}{CALLBACK_PATH}",
+            link_expires_at=link.expires_at,
+        )
+        return RedirectResponse(url, status_code=303, headers=security_headers())
+
+    async def client_credentials(
+        kind: LinkKind,
+        link: LinkRecord,
+        cfg: ConnectorConfig,
+        auth: OAuth2Auth,
+        permit: Permit,
+        value: dict[str, str],
+        token: str,
+    ) -> Response:
+        try:
+            await gateway.oauth2.check_client(auth, cfg.slug, value)
+        except AuthorizationRefused as exc:
+            return form_page(link, cfg, permit, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
+        except UpstreamError as exc:
+            return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=502)
+        saving = await spend(kind, link, cfg, token)
+        if isinstance(saving, Response):
+            return saving
+        await gateway.vault.put(cfg.slug, value, principal=saving.key.principal, name=saving.key.name)
+        await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
+        gateway.oauth2.forget(cfg.slug)
+        await gateway.credential_stored(cfg.slug)
+        return message(
+            "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
+        )
+
+    async def spend(kind: LinkKind, link: LinkRecord, cfg: ConnectorConfig, token: str) -> Permit | Response:
+        """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
+        if await gateway.links.consume(kind, token) is None:
+            return message(*GONE, status=410, tone="bad")
+        permit = await gateway.credential_changes.permit(link, cfg, consume=True)
+        return permit if permit.may_save else not_now(cfg, permit, post=True)
+
+    def endpoint_for(kind: LinkKind) -> Any:
+        async def endpoint(request: Request) -> Response:
+            token = request.path_params["token"]
+            link = await gateway.links.peek(kind, token)
+            cfg = gateway.manifest.connector(link.connector) if link else None
+            if link is None or cfg is None:
+                return message(*GONE, status=410, tone="bad")
+            permit = await gateway.credential_changes.permit(link, cfg)
+            if not permit.may_save:
+                return not_now(cfg, permit, post=request.method == "POST")
+            auth = cfg.auth
+            code_flow = kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code"
+            if request.method == "GET":
+                if code_flow:
+                    assert isinstance(auth, OAuth2Auth)
+                    return await oauth2_start_page(link, cfg, auth, permit)
+                return form_page(link, cfg, permit)
+            form = await ctx.form(request, link.token_hash)
+            if isinstance(form, Response):
+                return form
+            if code_flow:
+                assert isinstance(auth, OAuth2Auth)
+                return await oauth2_start(link, cfg, auth, permit, form, token)
+            fields, shape = _fields(link, cfg)
+            values = await _values(form, fields)
+            if isinstance(values, str):
+                return form_page(link, cfg, permit, error=values, status=400)
+            missing = [f.label for f in fields if f.required and not values.get(f.name)]
+            if missing:
+                return form_page(link, cfg, permit, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
+            try:
+                value = _parse(shape, values)
+            except CredentialError as exc:
+                return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=400)
+            if shape == "mtls" and isinstance(value, dict) and (problem := _check_mtls(value)):
+                return form_page(link, cfg, permit, error=f"Not saved: {problem}", status=400)
+            if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":
+                assert isinstance(value, dict)
+                return await client_credentials(kind, link, cfg, auth, permit, value, token)
+            saving = await spend(kind, link, cfg, token)
+            if isinstance(saving, Response):
+                return saving
+            # Where it goes: a per_user connector's credential is the linked user's own, else the team's.
+            key = saving.key
+            await gateway.vault.put(key.connector, value, principal=key.principal, name=key.name)
+            await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
+            if isinstance(auth, OAuth2Auth):
+                gateway.oauth2.forget(cfg.slug)
+            await gateway.credential_stored(cfg.slug)  # a connector whose sync needed it loads now
+            done = (
+                f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
+                if link.secret_name != "default"
+                else f"{cfg.display_name} is connected."
+            )
+            return message("Saved", f"{done} You can close this page and return to the agent.")
+
+        return endpoint
+
+    return [
+        Route("/connect/{token}", endpoint_for("connect"), methods=["GET", "POST"]),
+        Route("/secrets/{token}", endpoint_for("secret"), methods=["GET", "POST"]),
+    ]

@@ -1,0 +1,380 @@
+"""Per-call approvals: one approval covers exactly one call, once, before it expires.
+
+An approval is bound to the fingerprint of (principal, qualified tool, canonical final args).
+The agent's retry with ``approval_id`` runs only if the fingerprint matches and the status moves
+``approved -> consumed`` by compare-and-set in the store, so concurrent retries, in this process
+or in others sharing the database, reach the upstream once.
+
+A caller may ``wait`` for the human: a decision made in this process (the approval page, served
+by the same gateway) wakes it at once through an in-memory event; one made by another process
+(``mcp-gateway approvals approve`` from a terminal) is seen by polling the store at a modest
+interval. The wait is bounded (``MAX_WAIT_SECONDS``).
+
+What a human is shown is redacted first (``redact_arguments``): values under names that usually
+hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``. Nothing
+else is cut: the page must show every argument that will run (a long first value must not push the
+recipient and the amount out of sight).
+
+An approval of kind ``credential`` lets one connect or secret link replace a connector's team-wide
+credential (every user's calls carry it). Only an operator may approve it (``may_approve``), and the
+page that stores the new value takes it once (``take_credential``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any, Literal
+
+import anyio
+
+from ..policy import effective_risk
+from ..store.contract import ApprovalRecord, ApprovalStore
+from ..vocabulary.clock import Clock
+from ..vocabulary.model import Action, Risk, Verdict
+from .identity import OPERATOR, Principal
+
+__all__ = [
+    "MAX_WAIT_SECONDS",
+    "ApprovalCheck",
+    "ApprovalService",
+    "ApproverRefused",
+    "asked_by",
+    "credential_tool",
+    "explain",
+    "fingerprint",
+    "fingerprint_of",
+    "may_approve",
+    "redact_arguments",
+    "secret_name",
+]
+
+DEFAULT_TTL = timedelta(minutes=15)
+MAX_WAIT_SECONDS = 120.0
+"""The longest a ``call`` may block for a human (an MCP request should not hang for longer)."""
+POLL_SECONDS = 0.5
+"""How often a waiter looks at the store for a decision made by another process."""
+ARGUMENTS_CHARS = 1_000_000
+"""Past this the stored arguments are cut; cut text is not JSON, and the page then refuses to offer
+Approve for what it cannot show (no agent request carries this much to a write in practice)."""
+ID_BYTES = 16
+"""Approval ids carry 128 random bits (``apr_`` + 22 URL-safe characters)."""
+REDACTED = "[redacted]"
+ApprovalCheck = Literal["run", "pending", "approval_denied", "approval_mismatch", "approval_expired"]
+
+# Words that, as part of an argument's name, mark its value as a credential. Matched on the name's
+# words (snake, kebab and camel case split), so ``access_token`` is hidden but ``max_tokens`` is not.
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+    }
+)
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("client", "key")})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str:
+    canonical = json.dumps(
+        {"user": principal.user, "agent": principal.agent, "tool": tool, "args": args},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def fingerprint_of(principal: Principal, tool: str, args_json: str) -> str:
+    """``fingerprint(principal, tool, args)`` from ``args`` already in its canonical JSON (sorted keys,
+    compact, not ASCII-escaped, ``default=str``): the same text, without serializing ``args`` again."""
+    before, after = _around_args(principal.agent, tool, principal.user)
+    return hashlib.sha256(f"{before}{args_json}{after}".encode()).hexdigest()
+
+
+@lru_cache(maxsize=1024)
+def _around_args(agent: str | None, tool: str, user: str) -> tuple[str, str]:
+    """The canonical JSON of ``fingerprint`` before and after its arguments: the keys in sorted order,
+    as json.dumps(sort_keys=True) writes them (the same few callers and tools come back every call)."""
+
+    def encoded(value: str | None) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    return f'{{"agent":{encoded(agent)},"args":', f',"tool":{encoded(tool)},"user":{encoded(user)}}}'
+
+
+# Cached: every call's arguments are checked for its audit row, and argument names repeat.
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(name)]
+    if any(w in _SECRET_WORDS for w in words):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in pairwise(words))
+
+
+def secret_name(name: str) -> bool:
+    """Whether a value under ``name`` (an argument, a query parameter) is shown as ``[redacted]``."""
+    return _secret_name(name)
+
+
+def redact_arguments(value: Any) -> Any:
+    """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``."""
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if isinstance(k, str) and _secret_name(k) else redact_arguments(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_arguments(v) for v in value]
+    return value
+
+
+def asked_by(principal: str, agent: str | None) -> str:
+    """Who asks, as a person reads it: the user when one is known, else the agent; a static token's
+    id (``token:…``) is never the subject, only a detail in brackets."""
+    if principal == OPERATOR.user and agent is None:
+        return "The operator's own session"
+    if principal.startswith("token:"):
+        token = principal.removeprefix("token:")
+        who = f"The agent “{agent}”" if agent else "An agent"
+        return f"{who} (static token {token}, no user signed in)"
+    return f"{principal}, through the agent “{agent}”," if agent else principal
+
+
+def credential_tool(connector: str, name: str = "default") -> str:
+    """The ``tool`` of a ``credential`` approval: not a qualified action name (a slug has no colon)."""
+    return f"credential:{connector}" if name == "default" else f"credential:{connector}/{name}"
+
+
+def explain(record: ApprovalRecord) -> str:
+    """Why this call needs a human, in words, from the verdict's source and rule, and
+    whether that human must be someone other than the requester."""
+    if record.kind == "credential":
+        return (
+            "It replaces a team-wide credential: every user's calls to this connector would carry the new "
+            "value. Only an operator may approve it (the overview at /operator, or mcp-gateway approvals approve)."
+        )
+    why = _why(record)
+    if record.separate_approver:
+        if record.principal.startswith("token:"):
+            who = asked_by(record.principal, record.agent)
+            return f"{why} Someone other than whoever asked ({who[0].lower()}{who[1:]}) must approve it."
+        return f"{why} Someone other than {record.principal}, who asked, must approve it."
+    return why
+
+
+def _why(record: ApprovalRecord) -> str:
+    match record.verdict_source:
+        case "project":
+            return f"The project's policy rule “{record.verdict_rule}” requires approval for this call."
+        case "connector":
+            return f"The connector's policy rule “{record.verdict_rule}” requires approval for this call."
+        case "sensitive":
+            return "The connector is marked sensitive: every call to it, reads included, needs approval."
+        case "risk_default":
+            return f"It is a {record.risk} action, and by default every write or delete needs a human's approval."
+        case other:
+            return f"A {other} policy requires approval for this call."
+
+
+class ApproverRefused(Exception):
+    """An approval that must come from someone other than the requester, approved by the requester
+    (or by nobody known: an approval link opened without signing in)."""
+
+
+def may_approve(record: ApprovalRecord, approver: str | None) -> bool:
+    """Whether ``approver`` (a user name, ``operator``, or None for someone unknown) may approve
+    ``record``. With ``separate_approver`` the approver must be known and not the requester."""
+    if record.kind == "credential":
+        return approver == OPERATOR.user
+    return not record.separate_approver or (approver is not None and approver != record.principal)
+
+
+class ApprovalService:
+    def __init__(
+        self, store: ApprovalStore, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, poll_seconds: float = POLL_SECONDS
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ttl = ttl
+        self._poll = poll_seconds
+        self._decided: dict[str, anyio.Event] = {}
+        """Approval id -> an event set when it is decided here; only while someone waits on it."""
+        self._waiters: dict[str, int] = {}
+        self.on_decided: Callable[[bool], None] | None = None
+        """Told of each decision taken here (True: approved), for the metrics."""
+
+    async def request(
+        self,
+        principal: Principal,
+        action: Action,
+        args: Mapping[str, Any],
+        verdict: Verdict,
+        summary: str,
+        *,
+        separate_approver: bool = False,
+        does: str = "",
+        calls: str = "",
+    ) -> ApprovalRecord:
+        """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
+        verdict's rule saying so bars the requester from approving it. ``does`` and ``calls`` tell
+        the approver what the action does and where the call goes."""
+        now = self._clock.now()
+        arguments = json.dumps(redact_arguments(args), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        if len(arguments) > ARGUMENTS_CHARS:
+            arguments = arguments[:ARGUMENTS_CHARS]  # no longer JSON: the page says so and offers no Approve
+        record = ApprovalRecord(
+            id="apr_" + secrets.token_urlsafe(ID_BYTES),
+            fingerprint=fingerprint(principal, action.qualified_name, args),
+            principal=principal.user,
+            agent=principal.agent,
+            tool=action.qualified_name,
+            risk=effective_risk(action, args),
+            summary=summary,
+            arguments=arguments,
+            verdict_source=verdict.source,
+            verdict_rule=verdict.rule,
+            separate_approver=separate_approver or verdict.separate_approver,
+            created_at=now,
+            expires_at=now + self._ttl,
+            does=does,
+            calls=calls,
+        )
+        await self._store.put_approval(record)
+        return record
+
+    async def request_credential(
+        self, principal: Principal, connector: str, name: str, summary: str, *, ttl: timedelta | None = None
+    ) -> ApprovalRecord:
+        """A new pending approval for replacing ``connector``'s team-wide credential ``name`` through a
+        link ``principal`` asked for; only an operator may approve it."""
+        now = self._clock.now()
+        tool = credential_tool(connector, name)
+        risk: Risk = "write"
+        record = ApprovalRecord(
+            id="apr_" + secrets.token_urlsafe(ID_BYTES),
+            fingerprint=fingerprint(principal, tool, {"connector": connector, "name": name}),
+            principal=principal.user,
+            agent=principal.agent,
+            tool=tool,
+            risk=risk,
+            summary=summary,
+            verdict_source="project",
+            separate_approver=True,
+            created_at=now,
+            expires_at=now + (ttl or self._ttl),
+            kind="credential",
+            does=summary,
+        )
+        await self._store.put_approval(record)
+        return record
+
+    async def take_credential(
+        self, approval_id: str, *, connector: str, name: str, principal: str, consume: bool = True
+    ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
+        """Whether the link of ``principal`` may now replace ``connector``'s team-wide credential
+        ``name``: ``run`` once (approved -> consumed; without ``consume`` only looked at), else why not."""
+        record = await self._store.get_approval(approval_id)
+        if (
+            record is None
+            or record.kind != "credential"
+            or record.tool != credential_tool(connector, name)
+            or record.principal != principal
+            or (record.status == "approved" and record.decided_by != OPERATOR.user)
+        ):
+            return "approval_mismatch", record
+        return await self._settle(record, consume=consume), record
+
+    async def check(
+        self, approval_id: str, principal: Principal, tool: str, args: Mapping[str, Any]
+    ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
+        """Decide a retry. ``run`` is returned to exactly one caller per approval."""
+        record = await self._store.get_approval(approval_id)
+        if record is None or record.fingerprint != fingerprint(principal, tool, args):
+            return "approval_mismatch", record
+        return await self._settle(record, consume=True), record
+
+    async def _settle(self, record: ApprovalRecord, *, consume: bool) -> ApprovalCheck:
+        """Where a matching approval stands; ``run`` (approved -> consumed, by compare-and-set) to one
+        caller only. Without ``consume`` an approved one answers ``run`` and stays approved."""
+        now = self._clock.now()
+        if record.status in ("pending", "approved") and record.expires_at <= now:
+            await self._store.transition_approval(record.id, record.status, "expired", now)
+            return "approval_expired"
+        match record.status:
+            case "pending":
+                return "pending"
+            case "approved":
+                if not consume:
+                    return "run"
+                won = await self._store.transition_approval(record.id, "approved", "consumed", now)
+                return "run" if won else "approval_mismatch"
+            case "denied":
+                return "approval_denied"
+            case "expired":
+                return "approval_expired"
+            case "consumed":
+                # Already used once: a second run would exceed what the human approved.
+                return "approval_mismatch"
+
+    async def decide(self, approval_id: str, approve: bool, *, by: str | None = None) -> ApprovalRecord | None:
+        """A human's decision; ``by`` is who (recorded; None when not known). Returns the updated
+        record, or None if it was not pending.
+
+        Raises:
+            ApproverRefused: ``by`` may not approve this call (``may_approve``); denying is open to anyone.
+        """
+        now = self._clock.now()
+        record = await self._store.get_approval(approval_id)
+        if record is None or record.expires_at <= now:
+            return None
+        if approve and not may_approve(record, by):
+            raise ApproverRefused(approval_id)
+        status = "approved" if approve else "denied"
+        if not await self._store.transition_approval(approval_id, "pending", status, now, by=by):
+            return None
+        event = self._decided.get(approval_id)
+        if event is not None:
+            event.set()
+        if self.on_decided is not None:
+            self.on_decided(approve)
+        return await self._store.get_approval(approval_id)
+
+    async def wait(self, approval_id: str, timeout: float) -> ApprovalRecord | None:  # noqa: ASYNC109 - a bound, not a deadline to propagate
+        """Block until the approval is no longer pending (decided, or past its expiry) or ``timeout``
+        seconds (capped at ``MAX_WAIT_SECONDS``) pass; returns the record as it then is."""
+        timeout = max(0.0, min(timeout, MAX_WAIT_SECONDS))
+        event = self._decided.setdefault(approval_id, anyio.Event())
+        self._waiters[approval_id] = self._waiters.get(approval_id, 0) + 1
+        try:
+            with anyio.move_on_after(timeout):
+                while True:
+                    record = await self._store.get_approval(approval_id)
+                    if record is None or record.status != "pending" or record.expires_at <= self._clock.now():
+                        return record
+                    # Woken at once by a decision in this process; else look again after a while,
+                    # for one made by another process on the same database.
+                    with anyio.move_on_after(self._poll):
+                        await event.wait()
+        finally:
+            self._waiters[approval_id] -= 1
+            if not self._waiters[approval_id]:
+                del self._waiters[approval_id]
+                self._decided.pop(approval_id, None)
+        return await self._store.get_approval(approval_id)

@@ -1,0 +1,229 @@
+"""Logging: every record, from every library, passes a secret-redaction filter; text or JSON lines.
+
+A secret can reach a log line without anyone printing it on purpose: an upstream MCP stdio child
+that echoes its environment on a non-JSON line (the MCP SDK logs the unparsable line verbatim), an
+HTTP library's debug output, an exception message quoting a URL. So the filter sits on the
+*handlers* (a logger's own filters do not see records that propagate from its children) and
+rewrites each record's final text — message, arguments, exception and stack — with every form of
+every secret this process has opened (``SecretValue.redaction_forms``: as is, URL-encoded,
+JSON-escaped, base64, ``Bearer …``).
+
+Secrets are learned where they are opened: whoever builds a ``LastMeterAuth`` or fills an MCP
+child's environment also hands the ``SecretValue`` to ``known_secrets().add``. The filter keeps
+forms, never ``SecretValue`` objects, for the process's life.
+
+``--log-format json`` writes one object per line: ``time``, ``level``, ``logger``, ``message`` and,
+when the record carries them (``logger.info(..., extra={...})``), ``request_id``, ``agent``,
+``tool``, ``connector``, ``status``, ``duration_ms``; a traceback is the ``exception`` field.
+
+The format holds whatever a library logs or prints: a log shipper reading JSON lines drops or
+splits anything else, and an operator reading text should not meet a traceback for an event the
+gateway expects. So every record's message is one line (control characters escaped: a peer's text
+cannot forge a line or drive the terminal), warnings go through logging, a stdio child's stderr is
+read into records (``execution/child_output.py``), and in text format an exception logged by the
+MCP SDK -- a peer speaking the protocol wrong, an upstream's garbage on stdout, an expected fault --
+is summarised on the record's line, its traceback shown only at debug level. The gateway's own
+unexpected failures keep their traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TextIO
+
+from ..primitives.escapes import escaped, escaped_json
+from ..primitives.redaction import Redactor
+from ..primitives.secrets import SecretValue
+
+__all__ = [
+    "CONTEXT_FIELDS",
+    "JsonFormatter",
+    "LogFormat",
+    "SecretFilter",
+    "TextFormatter",
+    "configure_logging",
+    "known_secrets",
+    "notice",
+]
+
+LogFormat = Literal["text", "json"]
+CONTEXT_FIELDS: Final = ("request_id", "agent", "tool", "connector", "status", "duration_ms")
+_TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PEER_FAULT_LOGGERS: Final = ("mcp",)
+"""Libraries whose logged exceptions are a peer's fault, expected events: the MCP SDK (an upstream's
+or an agent's malformed message, a dropped connection)."""
+_MAX_SUMMARY: Final = 1000
+
+
+class KnownSecrets:
+    """The forms of every secret this process has opened, for the log filter. Thread-safe: records
+    are emitted from worker threads (the store, sync) as well as the event loop."""
+
+    def __init__(self) -> None:
+        self._redactor = Redactor()
+        self._lock = threading.Lock()
+        self._seen: set[bytes] = set()
+        """Digests of the values learned: every call opens its credential again, and working out
+        a value's forms (encodings) once is enough."""
+
+    def add(self, secret: SecretValue) -> None:
+        digest = secret.digest()
+        if digest in self._seen:
+            return
+        with self._lock:
+            self._redactor.add(secret)
+            self._seen.add(digest)
+
+    def redact(self, text: str, *, truncated: bool = False) -> str:
+        """``truncated``: ``text`` was cut, and a tail that starts a secret is cut off too."""
+        if not self._redactor:
+            return text
+        with self._lock:
+            return self._redactor.redact_text(text, truncated=truncated)
+
+    def __bool__(self) -> bool:
+        return bool(self._redactor)
+
+
+_KNOWN = KnownSecrets()
+
+
+def known_secrets() -> KnownSecrets:
+    """The process-wide set the log filter redacts (one per process, like the logging tree itself)."""
+    return _KNOWN
+
+
+class SecretFilter(logging.Filter):
+    """Rewrites a record's message, exception and stack text with every known secret redacted.
+
+    The record is rendered once here (``getMessage``) and its arguments dropped, so a formatter
+    further down cannot re-insert an argument's raw value.
+    """
+
+    def __init__(self, secrets: KnownSecrets | None = None) -> None:
+        super().__init__()
+        self._secrets = secrets if secrets is not None else _KNOWN
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: log what we have rather than lose the record
+            message = f"{record.msg!r} {record.args!r}"
+        record.msg, record.args = self._secrets.redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._secrets.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._secrets.redact(record.stack_info)
+        for name in CONTEXT_FIELDS:
+            value = record.__dict__.get(name)
+            if isinstance(value, str):
+                record.__dict__[name] = self._secrets.redact(value)
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message`` on one line. A traceback follows on the next lines for the
+    gateway's own failures, or for any with ``tracebacks`` (``--debug``); an exception a peer caused
+    (``PEER_FAULT_LOGGERS``) is otherwise summarised at the end of the line."""
+
+    def __init__(self, *, tracebacks: bool = False) -> None:
+        super().__init__(_TEXT_FORMAT)
+        self._tracebacks = tracebacks
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = escaped(record.getMessage())
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
+        if record.exc_info or record.exc_text:
+            if self._tracebacks or not _peer_fault(record.name):
+                if record.exc_info and not record.exc_text:
+                    record.exc_text = self.formatException(record.exc_info)
+                line += "\n" + escaped(record.exc_text or "", lines=True)  # its message may quote a peer
+            else:
+                line += f" ({_summary(record)})"
+        if record.stack_info:
+            line += "\n" + escaped(self.formatStack(record.stack_info), lines=True)
+        return line
+
+
+def _peer_fault(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in PEER_FAULT_LOGGERS)
+
+
+def _summary(record: logging.LogRecord) -> str:
+    """The exception's type and message on one line, redacted and escaped (its traceback left out)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}"
+    else:  # only the formatted text is left: its last line names the exception
+        text = (record.exc_text or "").strip().splitlines()[-1:][0] if record.exc_text else ""
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    cut = len(text) > _MAX_SUMMARY
+    return escaped(_KNOWN.redact(text[:_MAX_SUMMARY], truncated=cut)) + ("…" if cut else "")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line (time, level, logger, message, the context fields present, exception)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in CONTEXT_FIELDS:
+            value = record.__dict__.get(name)
+            if value is not None:
+                entry[name] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return escaped_json(json.dumps(entry, ensure_ascii=False, default=str))
+
+
+def configure_logging(
+    *, level: int = logging.WARNING, log_format: LogFormat = "text", stream: TextIO | None = None
+) -> logging.Handler:
+    """Send every record to stderr (stdout belongs to the stdio transport) through the
+    secret filter, as text or JSON lines, and Python's warnings with them (printed, a warning is
+    two lines of raw text). Replaces handlers a previous call installed."""
+    global _format
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    text = TextFormatter(tracebacks=level <= logging.DEBUG)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else text)
+    handler.addFilter(SecretFilter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.captureWarnings(True)
+    _format = log_format
+    return handler
+
+
+_format: LogFormat | None = None
+"""The format ``configure_logging`` chose (None before it ran)."""
+
+
+def notice(text: str, *, level: int = logging.INFO) -> None:
+    """What a command tells the operator on stderr (the manifest it read, where it serves, why it
+    failed): as written in text format, a log record at ``level`` (shown whatever the log level) in
+    JSON, so the JSON stream has no line of another shape."""
+    if _format != "json":
+        sys.stderr.write(text + "\n")
+        return
+    log = logging.getLogger("mcp_gateway")
+    log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), None))

@@ -1,0 +1,50 @@
+"""Agents' bearer tokens: how an HTTP caller proves which agent it is.
+
+``token create`` mints one (``mgw_`` and 256 random bits), shown once; only its SHA-256 is stored,
+a token is found by that hash, and the comparison after lookup is constant-time. A revoked token
+stops working on the next request. What a verified token grants is ``identity.granted_connectors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from ..store.contract import TokenRecord, TokenStore
+from ..vocabulary.clock import Clock
+from .identity import Principal
+
+__all__ = ["TOKEN_PREFIX", "TokenService"]
+
+TOKEN_PREFIX = "mgw_"
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenService:
+    """Agents' bearer tokens: minted once, stored as a hash, verified on every HTTP request."""
+
+    def __init__(self, store: TokenStore, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def create(self, agent: str) -> tuple[TokenRecord, str]:
+        """Mint a token for ``agent``. The plaintext is returned once and never stored."""
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = TokenRecord(
+            id=secrets.token_hex(6), agent=agent, token_hash=_hash(token), created_at=self._clock.now()
+        )
+        await self._store.put_token(record)
+        return record, token
+
+    async def verify(self, token: str | None) -> Principal | None:
+        if not token or len(token) > 256:
+            return None
+        digest = _hash(token)
+        record = await self._store.find_token(digest)
+        if record is None or record.revoked or not hmac.compare_digest(record.token_hash, digest):
+            return None
+        return Principal(user=f"token:{record.id}", agent=record.agent)

@@ -1,0 +1,381 @@
+"""The MCP executor against real upstream MCP servers: server-everything (npm) over stdio,
+streamable HTTP and SSE, mcp-server-time (PyPI) over stdio, and the controllable lab server
+(``tests/support/mcp_lab.py``) over all three, all on this machine (stdio children, 127.0.0.1).
+
+Covered: tools become actions with the right risk, calls return text / structured / image / audio /
+embedded resources, ``isError`` is an upstream error with its text, the session is pooled, a
+killed stdio child is respawned, a restarted HTTP server is reconnected, a hung server times out
+with a clear error, the credential reaches a stdio child's environment and an HTTP server's
+header, and closing the executor stops every child.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_gateway.auth import LastMeterAuth
+from mcp_gateway.execution.mcp_sessions import McpExecutor
+from mcp_gateway.execution.response import Outcome
+from mcp_gateway.manifest import ConnectorConfig, parse_manifest
+from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.services.credentials import CredentialVault
+from mcp_gateway.sources.mcp import normalize_mcp_tools
+from mcp_gateway.store.sqlite import SQLiteStore
+from mcp_gateway.vocabulary.errors import UpstreamError
+from mcp_gateway.vocabulary.model import Action
+from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command
+
+# Real upstream MCP servers as child processes: not in the fast lane.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+SECRET = "lab-canary-secret-0123456789"
+MAX = 64 * 1024
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def vault(tmp_path: Path) -> AsyncIterator[CredentialVault]:
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.open()
+    try:
+        yield CredentialVault(store, AESGCMCipher(b"k" * 32, project="t"), project="t")
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+async def executor() -> AsyncIterator[McpExecutor]:
+    async with McpExecutor() as ex:
+        yield ex
+
+
+def connector(source: str, *, auth: str = "{type: none}", extra: str = "") -> ConnectorConfig:
+    text = f"project: t\nconnectors:\n  - slug: up\n    auth: {auth}\n    source: {source}\n{extra}"
+    return parse_manifest(text).connectors[0]
+
+
+def stdio(command: list[str], env: str = "{}", cwd: Path = REPO) -> str:
+    args = ", ".join(f'"{a}"' for a in command)
+    return f'{{mcp: {{command: [{args}], cwd: "{cwd}", env: {env}}}}}'
+
+
+def remote(url: str, transport: str = "streamable_http") -> str:
+    return f'{{mcp: {{url: "{url}", transport: {transport}}}}}'
+
+
+class Upstream:
+    """One connector on an executor: list, then call by action path, like the gateway does."""
+
+    def __init__(self, executor: McpExecutor, cfg: ConnectorConfig, vault: CredentialVault) -> None:
+        self.executor, self.cfg, self.vault = executor, cfg, vault
+        self.actions: dict[str, Action] = {}
+        self.redactor = Redactor()
+
+    async def auth(self) -> LastMeterAuth:
+        sealed = await self.vault.sealed(self.cfg.slug, principal=PROJECT_WIDE)
+        self.redactor = Redactor()
+        return LastMeterAuth(self.cfg.auth, sealed, on_secret=self.redactor.add, connector=self.cfg.slug)
+
+    async def load(self, **normalize: Any) -> list[Action]:
+        tools = await self.executor.list_tools(self.cfg, auth=await self.auth())
+        actions = normalize_mcp_tools(self.cfg.slug, tools, risk_overrides=self.cfg.risk, **normalize)
+        self.actions = {a.path: a for a in actions}
+        return actions
+
+    async def call(self, path: str, args: dict[str, Any] | None = None, *, max_bytes: int = MAX) -> Outcome:
+        prepared = self.executor.prepare(self.actions[path], args or {}, self.cfg, None)
+        return await self.executor.run(prepared, auth=await self.auth(), max_bytes=max_bytes)
+
+
+async def upstream(executor: McpExecutor, vault: CredentialVault, cfg: ConnectorConfig) -> Upstream:
+    up = Upstream(executor, cfg, vault)
+    await up.load()
+    return up
+
+
+def structured(outcome: Outcome) -> Any:
+    return outcome.data["structuredContent"]
+
+
+def texts(outcome: Outcome) -> list[str]:
+    return [c["text"] for c in outcome.data.get("content", []) if c["type"] == "text"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def wait_dead(pid: int) -> None:
+    with anyio.fail_after(10):
+        while alive(pid):  # noqa: ASYNC110 - another process's death has no event to wait on
+            await anyio.sleep(0.02)
+
+
+# -- the lab server over stdio -----------------------------------------------------------------------
+
+
+async def test_tools_list_is_read_page_by_page_into_actions_with_risk(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    up = await upstream(executor, vault, connector(stdio(lab_command())))
+    # 10 tools, 3 a page: four tools/list pages.
+    assert sorted(up.actions) == [
+        "fail",
+        "files.read.v2",
+        "files.read.v2_2",
+        "media",
+        "note",
+        "peek",
+        "pid",
+        "slow",
+        "whoami",
+        "wipe",
+    ]
+    risks = {path: a.risk for path, a in up.actions.items()}
+    assert risks["peek"] == "read"
+    assert risks["wipe"] == "destructive"
+    assert risks["note"] == "write"  # no annotations at all
+    assert up.actions["files.read.v2"].binding.tool == "Files/Read.v2"  # type: ignore[union-attr]
+    assert up.actions["files.read.v2_2"].binding.tool == "files.read.v2"  # type: ignore[union-attr]
+    assert up.actions["peek"].input_schema["required"] == ["key"]
+    assert up.actions["wipe"].summary == "Delete everything under a target."
+
+    untrusted = await up.load(trust_annotations=False)
+    assert {a.risk for a in untrusted} == {"write"}
+
+
+async def test_calls_return_text_structured_image_audio_and_resources(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    up = await upstream(executor, vault, connector(stdio(lab_command())))
+    peek = await up.call("peek", {"key": "abcd"})
+    assert peek.http_status is None
+    assert structured(peek) == {"key": "abcd", "value": 4}
+    assert "content" not in peek.data  # its only text was the same JSON: not sent twice
+
+    media = await up.call("media")
+    kinds = [c["type"] for c in media.data["content"]]
+    assert kinds == ["text", "image", "audio", "resource", "resource", "resource_link"]
+    image, audio, text_res, blob_res, link = media.data["content"][1:]
+    assert image["mimeType"] == "image/png" and image["bytes"] == 72 and len(image["data"]) == 96
+    assert audio["mimeType"] == "audio/wav" and audio["bytes"] == 48
+    assert text_res["resource"] == {"uri": "lab://notes/1", "mimeType": "text/plain", "text": "note one"}
+    assert blob_res["resource"]["bytes"] == 72 and "blob" in blob_res["resource"]
+    assert link == {"type": "resource_link", "uri": "lab://notes/2", "name": "note two", "mimeType": "text/plain"}
+    assert media.truncated is False
+
+    capped = await up.call("media", max_bytes=60)
+    assert capped.truncated is True
+    image = capped.data["content"][1]
+    assert image["truncated"] is True and len(image["data"]) % 4 == 0 and len(image["data"]) < 96
+
+
+async def test_a_tool_error_is_an_upstream_error_with_its_text(executor: McpExecutor, vault: CredentialVault) -> None:
+    up = await upstream(executor, vault, connector(stdio(lab_command())))
+    with pytest.raises(UpstreamError) as caught:
+        await up.call("fail")
+    assert caught.value.reason == "upstream_error"
+    assert caught.value.upstream_message == "the widget is broken; pass a smaller size"
+    assert "'fail'" in str(caught.value)
+
+
+async def test_one_session_is_reused_and_a_killed_child_is_respawned(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    up = await upstream(executor, vault, connector(stdio(lab_command())))
+    first = structured(await up.call("pid"))["result"]
+    assert structured(await up.call("pid"))["result"] == first  # the same live child
+
+    os.kill(first, signal.SIGKILL)
+    await wait_dead(first)
+    second = structured(await up.call("pid"))["result"]
+    assert second != first and alive(second)
+
+    # Killed while the call is being made (no time to notice the EOF): a read is retried once.
+    os.kill(second, signal.SIGKILL)
+    third = structured(await up.call("pid"))["result"]
+    assert third not in (first, second)
+
+
+async def test_a_hung_upstream_times_out_clearly_and_the_next_call_reconnects(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    # 8 s: long enough to spawn the child on a busy 2-core machine (it imports the MCP SDK), short enough for a test.
+    up = await upstream(executor, vault, connector(stdio(lab_command()), extra="    timeout: 8\n"))
+    hung = structured(await up.call("pid"))["result"]
+    started = time.monotonic()
+    with pytest.raises(UpstreamError) as caught:
+        await up.call("slow", {"seconds": 60})
+    assert time.monotonic() - started < 20
+    assert caught.value.reason == "upstream_timeout"
+    assert "did not answer the call to 'slow' within 8 s" in str(caught.value)
+    assert "timeout" in str(caught.value)  # says what to raise
+    assert structured(await up.call("peek", {"key": "k"}))["value"] == 1
+    assert structured(await up.call("pid"))["result"] != hung
+    await wait_dead(hung)  # the hung child was stopped, not leaked
+
+
+async def test_a_server_that_never_answers_the_handshake_times_out(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    cfg = connector(stdio([sys.executable, "-c", "import time; time.sleep(60)"]), extra="    timeout: 1\n")
+    with pytest.raises(UpstreamError) as caught:
+        await executor.list_tools(cfg, auth=LastMeterAuth(cfg.auth, None))
+    assert caught.value.reason == "upstream_timeout"
+    assert "within 1 s" in str(caught.value)
+
+
+async def test_a_missing_command_and_a_closed_port_say_what_to_fix(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    missing = connector(stdio(["/nonexistent/mcp-server"]))
+    with pytest.raises(UpstreamError) as caught:
+        await executor.list_tools(missing, auth=LastMeterAuth(missing.auth, None))
+    assert caught.value.reason == "upstream_unreachable"
+    assert "could not start" in str(caught.value) and "mcp.command" in str(caught.value)
+
+    closed = connector(remote("http://127.0.0.1:9/mcp"))
+    with pytest.raises(UpstreamError) as caught:
+        await executor.list_tools(closed, auth=LastMeterAuth(closed.auth, None))
+    assert caught.value.reason == "upstream_unreachable"
+    assert "127.0.0.1:9" in str(caught.value)
+
+
+async def test_the_secret_goes_into_the_stdio_env_and_a_new_secret_respawns_the_child(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    await vault.put("up", SECRET)
+    cfg = connector(stdio(lab_command(), env='{LAB_TOKEN: "tok:{secret}"}'), auth="{type: bearer}")
+    up = await upstream(executor, vault, cfg)
+    seen = structured(await up.call("whoami"))
+    assert seen["env_token"] == f"tok:{SECRET}"  # the raw answer; the gateway redacts it (test below)
+    assert up.redactor.redact_text(seen["env_token"]) == "tok:[redacted]"  # this call's redactor learned it
+    before = structured(await up.call("pid"))["result"]
+    assert structured(await up.call("pid"))["result"] == before
+
+    await vault.put("up", "rotated-secret-value")
+    assert structured(await up.call("whoami"))["env_token"] == "tok:rotated-secret-value"
+    assert structured(await up.call("pid"))["result"] != before
+
+
+async def test_closing_the_executor_stops_every_child(vault: CredentialVault) -> None:
+    async with McpExecutor() as executor:
+        up = await upstream(executor, vault, connector(stdio(lab_command())))
+        pid = structured(await up.call("pid"))["result"]
+        assert alive(pid)
+    await wait_dead(pid)
+
+
+# -- HTTP transports -------------------------------------------------------------------------------
+
+
+async def test_streamable_http_with_header_auth_reconnects_after_a_restart(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    await vault.put("up", SECRET)
+    with McpHttpServer.lab("streamable-http") as server:
+        up = await upstream(executor, vault, connector(remote(server.url), auth="{type: bearer}"))
+        seen = structured(await up.call("whoami"))
+        assert seen == {"env_token": None, "authorization": f"Bearer {SECRET}"}
+        assert up.redactor  # the call's own auth applied the credential, so its redactor knows it
+        before = structured(await up.call("pid"))["result"]
+
+        server.restart()  # the server forgets the session
+        assert structured(await up.call("whoami"))["authorization"] == f"Bearer {SECRET}"
+        assert structured(await up.call("pid"))["result"] != before
+
+        server.stop()
+        with pytest.raises(UpstreamError) as caught:
+            await up.call("peek", {"key": "k"})
+        assert caught.value.reason == "upstream_unreachable"
+        server.start()
+        assert structured(await up.call("peek", {"key": "kk"}))["value"] == 2
+
+
+async def test_a_rejected_credential_is_a_401_outcome_or_an_auth_failure(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    with McpHttpServer.lab("streamable-http", env={"LAB_REQUIRE_BEARER": SECRET}) as server:
+        cfg = connector(remote(server.url), auth="{type: bearer}")
+        await vault.put("up", "wrong-token")
+        with pytest.raises(UpstreamError) as caught:  # at sync: the handshake itself is refused
+            await executor.list_tools(cfg, auth=LastMeterAuth(cfg.auth, await vault.sealed("up", principal="*")))
+        assert caught.value.reason == "auth_failed" and caught.value.upstream_status == 401
+        assert "wrong-token" not in str(caught.value)
+
+        await vault.put("up", SECRET)
+        up = await upstream(executor, vault, cfg)
+        assert structured(await up.call("peek", {"key": "a"}))["value"] == 1
+        await vault.put("up", "revoked-token")  # the call's own credential goes on its request
+        outcome = await up.call("peek", {"key": "a"})
+        assert outcome.http_status == 401  # the gateway turns it into needs_auth with a connect link
+
+
+async def test_legacy_sse_transport_with_header_auth(executor: McpExecutor, vault: CredentialVault) -> None:
+    await vault.put("up", SECRET)
+    with McpHttpServer.lab("sse") as server:
+        up = await upstream(executor, vault, connector(remote(server.url, "sse"), auth="{type: bearer}"))
+        assert structured(await up.call("whoami"))["authorization"] == f"Bearer {SECRET}"
+        assert structured(await up.call("peek", {"key": "abc"}))["value"] == 3
+
+
+# -- real third-party servers ------------------------------------------------------------------------
+
+
+async def test_server_everything_over_stdio(executor: McpExecutor, vault: CredentialVault) -> None:
+    up = await upstream(executor, vault, connector(stdio(everything_command("stdio"))))
+    assert {"echo", "get_sum", "get_tiny_image", "get_structured_content", "get_env"} <= set(up.actions)
+    assert up.actions["echo"].risk == "read"  # readOnlyHint
+    assert up.actions["toggle_simulated_logging"].risk == "write"  # readOnlyHint false, not destructive
+    assert up.actions["get_sum"].binding.tool == "get-sum"  # type: ignore[union-attr]
+
+    assert texts(await up.call("echo", {"message": "hi there"})) == ["Echo: hi there"]
+    assert texts(await up.call("get_sum", {"a": 2, "b": 40})) == ["The sum of 2 and 40 is 42."]
+    image = await up.call("get_tiny_image")
+    assert [c["type"] for c in image.data["content"]] == ["text", "image", "text"]
+    assert image.data["content"][1]["mimeType"] == "image/png"
+    weather = await up.call("get_structured_content", {"location": "New York"})
+    assert set(structured(weather)) == {"temperature", "conditions", "humidity"}
+
+
+async def test_server_everything_over_streamable_http_reconnects_after_a_restart(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    with McpHttpServer.everything("streamableHttp") as server:
+        up = await upstream(executor, vault, connector(remote(server.url)))
+        assert texts(await up.call("echo", {"message": "one"})) == ["Echo: one"]
+        server.restart()
+        assert texts(await up.call("echo", {"message": "two"})) == ["Echo: two"]
+
+
+async def test_server_everything_over_legacy_sse(executor: McpExecutor, vault: CredentialVault) -> None:
+    with McpHttpServer.everything("sse") as server:
+        up = await upstream(executor, vault, connector(remote(server.url, "sse")))
+        assert texts(await up.call("echo", {"message": "over sse"})) == ["Echo: over sse"]
+
+
+async def test_mcp_server_time_over_stdio(executor: McpExecutor, vault: CredentialVault) -> None:
+    up = await upstream(executor, vault, connector(stdio(time_command())))
+    assert set(up.actions) == {"get_current_time", "convert_time"}
+    assert {a.risk for a in up.actions.values()} == {"read"}
+    now = structured(await up.call("get_current_time", {"timezone": "UTC"}))
+    assert now["timezone"] == "UTC" and now["datetime"].endswith("+00:00")

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from urllib.parse import quote
+
+from mcp_gateway.primitives.redaction import Redactor
+from mcp_gateway.primitives.secrets import SecretValue
+
+CANARY = "canary/7f3a 9c1e+never-show-me"
+
+
+def test_empty_redactor_is_a_no_op() -> None:
+    redactor = Redactor()
+    data = {"a": [CANARY]}
+    assert not redactor
+    assert redactor.redact(data) is data
+    assert redactor.redact_text(CANARY) == CANARY
+
+
+def test_echoed_secrets_are_redacted_in_nested_json() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    redactor.add(SecretValue({"username": "alice", "password": "pw-" + CANARY}))
+    basic = base64.b64encode(f"alice:pw-{CANARY}".encode()).decode()
+    body = {
+        "echo": {"headers": {"authorization": f"Bearer {CANARY}", "x-basic": f"Basic {basic}"}},
+        "url": f"https://api.test/x?key={quote(CANARY, safe='')}&q=1",
+        "lower": f"k={quote(CANARY, safe='').lower()}",
+        "list": [1, None, True, {"deep": [f"…{CANARY}…"]}],
+        CANARY: "as a key",
+        "user": "alice",
+    }
+    original = copy.deepcopy(body)
+    out = redactor.redact(body)
+    assert body == original  # the input is not mutated
+    text = json.dumps(out)
+    assert "canary" not in text and "7f3a" not in text and basic not in text
+    assert out["echo"]["headers"] == {"authorization": "[redacted]", "x-basic": "[redacted]"}
+    assert out["url"] == "https://api.test/x?key=[redacted]&q=1"
+    assert out["list"][:3] == [1, None, True]
+    assert out["list"][3] == {"deep": ["…[redacted]…"]}
+    assert out["[redacted]"] == "as a key"
+    assert out["user"] == "alice"  # a username alone is not a secret
+
+
+def test_raw_json_text_with_escapes() -> None:
+    secret = 'tok"en\\with-quotes'
+    redactor = Redactor()
+    redactor.add(SecretValue(secret))
+    raw = json.dumps({"echo": secret})
+    assert redactor.redact_text(raw) == '{"echo": "[redacted]"}'
+
+
+def test_longest_form_first() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("abcd"))
+    redactor.add(SecretValue("abcdefgh"))
+    assert redactor.redact_text("x abcdefgh y abcd z") == "x [redacted] y [redacted] z"
+
+
+def test_repr_shows_counts_only() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    assert CANARY not in repr(redactor)
+
+
+def test_secrets_with_escaped_and_non_ascii_characters_are_found_in_json_data() -> None:
+    # The check serializes the data once (as the result cleaning does) and looks for each form's
+    # JSON escape in it: escapes, non-ASCII letters and control characters must all be found.
+    secrets = ['tok"en\\with-quotes', "pässwörd-日本-1", "tab\there\nnewline\u2028sep"]
+    redactor = Redactor()
+    for secret in secrets:
+        redactor.add(SecretValue(secret))
+    for secret in secrets:
+        out, text = redactor.redact_json({"echo": [f"<{secret}>"], secret: 1})
+        assert out == {"echo": ["<[redacted]>"], "[redacted]": 1} and text is None
+
+
+def test_clean_data_comes_back_as_it_was_with_its_json_text() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    data = {"name": "wïdget", "tags": ["a", "b"], "n": 1}
+    out, text = redactor.redact_json(data)
+    assert out is data and text == json.dumps(data, ensure_ascii=False)
+    assert Redactor().redact_json(data) == (data, None)  # nothing to look for: not serialized either
+
+
+def test_the_hex_of_a_secret_is_redacted_in_lower_and_upper_case() -> None:
+    secret = "pässwörd-" + CANARY  # non-ASCII: hex is of the UTF-8 bytes
+    lower = secret.encode().hex()
+    redactor = Redactor()
+    redactor.add(SecretValue(secret))
+    for form in (lower, lower.upper()):
+        assert redactor.redact_text(f"got 0x{form}!") == "got 0x[redacted]!"
+        out, _ = redactor.redact_json({"dump": [f"bytes={form}"], form: 1})
+        assert out == {"dump": ["bytes=[redacted]"], "[redacted]": 1}
+        assert redactor.redact_bytes(f"<{form}>".encode()) == b"<[redacted]>"
+    # A dump cut by a size cap in the middle of the hex still loses its start.
+    assert redactor.redact_text("dump: " + lower[:20], truncated=True) == "dump: [redacted]"
+
+
+def test_the_hex_of_a_basic_pair_and_of_each_field_is_redacted() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue({"username": "alice", "password": "pw-" + CANARY}))
+    pair = f"alice:pw-{CANARY}".encode().hex()
+    password = f"pw-{CANARY}".encode().hex().upper()
+    assert redactor.redact_text(f"{pair} {password}") == "[redacted] [redacted]"
+    assert redactor.redact_text(b"alice".hex()) == b"alice".hex()  # a username alone is not a secret

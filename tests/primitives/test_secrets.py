@@ -1,0 +1,108 @@
+"""``secrets``: a revealed secret never prints itself, what a response would leak it as, and what
+``secret set`` reads for each auth kind (its errors never echo the input)."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+
+import pytest
+
+from mcp_gateway.primitives.secrets import SecretValue, parse_secret_input
+from mcp_gateway.vocabulary.errors import CredentialError
+
+CANARY = "canary-7f3a9c1e-never-show-me"
+
+
+# -- SecretValue ------------------------------------------------------------------------------
+
+
+def test_secret_value_never_prints_itself() -> None:
+    for value in (CANARY, {"username": "u", "password": CANARY}):
+        secret = SecretValue(value)
+        for text in (repr(secret), str(secret), f"{secret}", f"{secret!r}", repr([secret]), repr({"s": secret})):
+            assert CANARY not in text
+        assert repr(secret) == "SecretValue([secure])"
+        assert secret.reveal() == value
+        with pytest.raises(TypeError):
+            pickle.dumps(secret)
+
+
+def test_redaction_forms_plain() -> None:
+    forms = SecretValue("a b/c+d").redaction_forms()
+    assert {"a b/c+d", "a%20b%2Fc%2Bd", "a%20b%2fc%2bd", "a+b%2Fc%2Bd", "Bearer a b/c+d"} <= forms
+    assert base64.b64encode(b"a b/c+d").decode() in forms
+    assert SecretValue("abc").redaction_forms() == set()  # too short to redact on its own
+
+
+def test_redaction_forms_basic() -> None:
+    forms = SecretValue({"username": "alice", "password": CANARY}).redaction_forms()
+    assert CANARY in forms
+    assert base64.b64encode(f"alice:{CANARY}".encode()).decode() in forms
+    assert "Basic " + base64.b64encode(f"alice:{CANARY}".encode()).decode() in forms
+    assert "alice" not in forms  # an identifier, not a secret
+
+
+# -- parse_secret_input -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["bearer", "api_key", "custom", "hmac"])
+def test_plain_kinds_strip_one_newline_only(kind: str) -> None:
+    assert parse_secret_input(kind, f"{CANARY}\n") == CANARY
+    assert parse_secret_input(kind, f"{CANARY}\r\n") == CANARY
+    assert parse_secret_input(kind, f" {CANARY} \n\n") == f" {CANARY} \n"
+
+
+def test_custom_accepts_json_object() -> None:
+    assert parse_secret_input("custom", '{"id": "a", "key": "b"}\n') == {"id": "a", "key": "b"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "expected"),
+    [
+        ("basic", '{"username": "u", "password": "p"}', {"username": "u", "password": "p"}),
+        (
+            "oauth1",
+            '{"consumer_key": "a", "consumer_secret": "b", "token": "c", "token_secret": "d"}',
+            {"consumer_key": "a", "consumer_secret": "b", "token": "c", "token_secret": "d"},
+        ),
+        (
+            "aws_sigv4",
+            '{"access_key_id": "a", "secret_access_key": "b"}',
+            {"access_key_id": "a", "secret_access_key": "b"},
+        ),
+        (
+            "aws_sigv4",
+            '{"access_key_id": "a", "secret_access_key": "b", "session_token": "c"}\n',
+            {"access_key_id": "a", "secret_access_key": "b", "session_token": "c"},
+        ),
+        ("mtls", '{"cert_pem": "C", "key_pem": "K"}', {"cert_pem": "C", "key_pem": "K"}),
+        ("oauth2", '{"client_id": "i", "client_secret": "s"}', {"client_id": "i", "client_secret": "s"}),
+    ],
+)
+def test_json_shapes(kind: str, raw: str, expected: dict[str, str]) -> None:
+    assert parse_secret_input(kind, raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "match"),
+    [
+        ("bearer", "\n", "empty"),
+        ("basic", CANARY, "not valid JSON"),
+        ("basic", f'{{"username": "u", "password": "{CANARY}"', "not valid JSON"),
+        ("basic", f'["{CANARY}"]', "must be a JSON object"),
+        ("basic", f'{{"username": "u", "pass": "{CANARY}"}}', "missing 'password'"),
+        ("basic", f'{{"username": "", "password": "{CANARY}"}}', "missing 'username'"),
+        ("basic", f'{{"username": "u", "password": "p", "{CANARY}": "x"}}', "1 unexpected field"),
+        ("basic", f'{{"username": 5, "password": "{CANARY}"}}', "'username' must be a string"),
+        ("aws_sigv4", f'{{"secret_access_key": "{CANARY}"}}', "missing 'access_key_id'"),
+        ("none", CANARY, "takes no secret"),
+    ],
+)
+def test_bad_input_is_explained_without_echoing_it(kind: str, raw: str, match: str) -> None:
+    with pytest.raises(CredentialError, match=match) as info:
+        parse_secret_input(kind, raw)
+    message = str(info.value)
+    assert CANARY not in message
+    if kind == "basic" and "empty" not in match:
+        assert '{"username": "...", "password": "..."}' in message

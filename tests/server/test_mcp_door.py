@@ -1,0 +1,120 @@
+"""``server.front_door.Gate``: what ``/mcp`` answers for each kind of bearer token, at the ASGI level
+(the JWKS is served through ``MockTransport``; the end-to-end checks are tests/e2e/test_front_door.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from starlette.applications import Starlette
+from starlette.types import Receive, Scope, Send
+
+from mcp_gateway.manifest import FrontDoorConfig
+from mcp_gateway.server.mcp_door import FrontDoor, Gate, open_front_door
+from mcp_gateway.server.tools import PRINCIPAL_SCOPE_KEY
+from mcp_gateway.services.identity import Principal
+from mcp_gateway.vocabulary.errors import GatewayError
+
+pytestmark = pytest.mark.anyio
+
+ISSUER = "http://127.0.0.1:9"
+PUBLIC = "http://127.0.0.1:8765"
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+METADATA = f'resource_metadata="{PUBLIC}/.well-known/oauth-protected-resource/mcp"'
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def idp(request: httpx2.Request) -> httpx2.Response:
+    if request.url.path == "/.well-known/openid-configuration":
+        return httpx2.Response(200, json={"issuer": ISSUER, "jwks_uri": f"{ISSUER}/jwks"})
+    jwk = json.loads(RSAAlgorithm.to_jwk(KEY.public_key()))
+    return httpx2.Response(200, json={"keys": [{**jwk, "kid": "k1", "use": "sig"}]})
+
+
+def mint(**claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": f"{PUBLIC}/mcp", "sub": "maria", "exp": now + 300, "scope": "mcp", "azp": "cc"}
+    body = {k: v for k, v in (body | claims).items() if v is not None}
+    return jwt.encode(body, KEY, algorithm="RS256", headers={"kid": "k1"})
+
+
+class StaticTokens:
+    async def verify(self, token: str | None) -> Principal | None:
+        return Principal("token:abc", "bot") if token == "mgw_good" else None
+
+
+class App:
+    def __init__(self) -> None:
+        self.scopes: list[Scope] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scopes.append(scope)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def door(**config: Any) -> FrontDoor:
+    cfg = FrontDoorConfig(issuer=ISSUER, scopes=["mcp"], **config)
+    return await open_front_door(cfg, PUBLIC, httpx2.AsyncClient(transport=httpx2.MockTransport(idp)))
+
+
+async def ask(gate: Any, token: str | None) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=gate), base_url=PUBLIC) as http:
+        return await http.post("/mcp", headers=headers)
+
+
+async def test_each_token_gets_its_answer() -> None:
+    app = App()
+    gate = Gate(app, StaticTokens(), await door(agents_by_claim={"cc": "claude-code"}))  # type: ignore[arg-type]
+    bare = await ask(gate, None)
+    assert bare.status_code == 401 and bare.headers["www-authenticate"] == f"Bearer {METADATA}"
+    for token in (mint(aud="https://else.test/mcp"), mint(exp=int(time.time()) - 120), "garbage", mint(sub="*")):
+        refused = await ask(gate, token)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == f'Bearer error="invalid_token", {METADATA}'
+    scope = await ask(gate, mint(scope="profile"))
+    assert scope.status_code == 403
+    assert scope.headers["www-authenticate"] == f'Bearer error="insufficient_scope", scope="mcp", {METADATA}'
+    assert app.scopes == []
+    assert (await ask(gate, mint(groups=["eng"]))).status_code == 200
+    principal = app.scopes[-1][PRINCIPAL_SCOPE_KEY]
+    assert principal == Principal("maria", "claude-code") and principal.groups == ("eng",)
+    assert app.scopes[-1]["user"].access_token.subject == "maria"
+    assert (await ask(gate, "mgw_good")).status_code == 200
+    assert app.scopes[-1][PRINCIPAL_SCOPE_KEY] == Principal("token:abc", "bot")
+
+
+async def test_static_tokens_can_be_turned_off() -> None:
+    gate = Gate(App(), StaticTokens(), await door(static_tokens=False))  # type: ignore[arg-type]
+    assert (await ask(gate, "mgw_good")).status_code == 401
+
+
+async def test_the_protected_resource_metadata_names_the_issuer_as_configured() -> None:
+    front = await door()
+    app = Starlette(routes=front.routes())
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=PUBLIC) as http:
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            document = (await http.get(path)).json()
+            assert document["resource"] == f"{PUBLIC}/mcp"
+            assert document["authorization_servers"] == [ISSUER]  # no slash added: clients compare exactly
+            assert document["scopes_supported"] == ["mcp"]
+
+
+async def test_an_issuer_without_readable_metadata_stops_the_start_with_what_to_do() -> None:
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: httpx2.Response(404)))
+    config = FrontDoorConfig(issuer="http://127.0.0.1:9/issuer")
+    with pytest.raises(GatewayError) as raised:
+        await open_front_door(config, "http://127.0.0.1:8765", http)
+    message = str(raised.value)
+    assert "/.well-known/openid-configuration" in message and "front_door.jwks_url" in message

@@ -1,0 +1,178 @@
+"""The log pipeline: every record passes the secret filter, from any logger; text and JSON lines."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import warnings
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.services.logs import (
+    JsonFormatter,
+    KnownSecrets,
+    SecretFilter,
+    TextFormatter,
+    configure_logging,
+    known_secrets,
+    notice,
+)
+
+CANARY = "log-canary-secret-0123456789"
+
+
+@pytest.fixture
+def captured() -> Iterator[tuple[io.StringIO, KnownSecrets]]:
+    stream = io.StringIO()
+    secrets = KnownSecrets()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+    handler.addFilter(SecretFilter(secrets))
+    logger = logging.getLogger("test.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        yield stream, secrets
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+
+
+def test_a_known_secret_is_redacted_in_messages_arguments_and_encodings(
+    captured: tuple[io.StringIO, KnownSecrets],
+) -> None:
+    stream, secrets = captured
+    secrets.add(SecretValue(CANARY))
+    log = logging.getLogger("test.logs.child")  # a child logger: the handler's filter still applies
+    log.warning("child printed %s", CANARY)
+    spaced = SecretValue("log canary/secret+0123")
+    secrets.add(spaced)
+    log.warning("url https://x/?key=%s", quote("log canary/secret+0123", safe=""))
+    log.warning("basic %s", base64.b64encode(CANARY.encode()).decode())
+    log.warning("Authorization: Bearer " + CANARY)
+    text = stream.getvalue()
+    assert CANARY not in text and base64.b64encode(CANARY.encode()).decode() not in text
+    assert text.count("[redacted]") == 4
+
+
+def test_exceptions_and_stacks_are_redacted_too(captured: tuple[io.StringIO, KnownSecrets]) -> None:
+    stream, secrets = captured
+    secrets.add(SecretValue({"username": "u", "password": CANARY}))
+    try:
+        raise RuntimeError(f"upstream said {CANARY}")
+    except RuntimeError:
+        logging.getLogger("test.logs").exception("failed", stack_info=True)
+    assert CANARY not in stream.getvalue()
+    assert "RuntimeError: upstream said [redacted]" in stream.getvalue()
+
+
+def test_nothing_changes_while_no_secret_is_known(captured: tuple[io.StringIO, KnownSecrets]) -> None:
+    stream, _ = captured
+    logging.getLogger("test.logs").warning("plain %d", 3)
+    assert stream.getvalue() == "test.logs plain 3\n"
+
+
+def test_json_lines_carry_the_context_fields() -> None:
+    record = logging.LogRecord("mcp_gateway.core", logging.INFO, __file__, 1, "call %s", ("done",), None)
+    record.__dict__.update(request_id="r1", agent="bot", tool="call", connector="github", status="ok", duration_ms=1.5)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "call done" and line["level"] == "info" and line["logger"] == "mcp_gateway.core"
+    assert {k: line[k] for k in ("request_id", "agent", "tool", "connector", "status", "duration_ms")} == {
+        "request_id": "r1",
+        "agent": "bot",
+        "tool": "call",
+        "connector": "github",
+        "status": "ok",
+        "duration_ms": 1.5,
+    }
+    assert line["time"].endswith("+00:00")
+
+
+def test_configure_logging_puts_the_filter_on_the_root_handler() -> None:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging(level=logging.INFO, log_format="json", stream=stream)
+        known_secrets().add(SecretValue(CANARY + "-root"))
+        logging.getLogger("mcp.client.stdio").warning("Failed to parse JSONRPC message: %s", CANARY + "-root")
+        line = json.loads(stream.getvalue().splitlines()[-1])
+        assert line["message"] == "Failed to parse JSONRPC message: [redacted]"
+    finally:
+        root.handlers[:], root.level = saved
+
+
+def _record(name: str, message: str, *, error: BaseException | None = None) -> logging.LogRecord:
+    exc_info = (type(error), error, error.__traceback__) if error is not None else None
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, message, None, exc_info)
+
+
+def _raised(message: str) -> BaseException:
+    try:
+        raise ValueError(message)
+    except ValueError as exc:
+        return exc
+
+
+def test_a_text_record_is_one_line_whatever_its_message_holds() -> None:
+    line = TextFormatter().format(_record("mcp_gateway.x", "child said \x1b]0;pwned\x07\nFORGED ERROR line"))
+    assert "\n" not in line and "\x1b" not in line and "\x07" not in line
+    assert line.endswith("child said \\x1b]0;pwned\\x07\\nFORGED ERROR line")
+
+
+def test_an_sdk_fault_is_one_line_in_text_and_its_traceback_only_at_debug() -> None:
+    record = _record("mcp.client.stdio", "Failed to parse", error=_raised("1 error\n  input_value='garbage'\n"))
+    line = TextFormatter().format(record)
+    assert "\n" not in line and "Traceback" not in line
+    assert line.endswith("Failed to parse (ValueError: 1 error input_value='garbage')")
+    debug = TextFormatter(tracebacks=True).format(_record("mcp.client.stdio", "Failed", error=_raised("x")))
+    assert "Traceback (most recent call last)" in debug
+
+
+def test_the_gateways_own_failure_keeps_its_traceback_escaped() -> None:
+    line = TextFormatter().format(_record("mcp_gateway.core.calls", "call failed", error=_raised("bug \x1b[2J")))
+    assert "Traceback (most recent call last)" in line and line.endswith("ValueError: bug \\x1b[2J")
+
+
+def test_a_summary_is_redacted_though_it_is_made_from_the_exception_itself() -> None:
+    known_secrets().add(SecretValue(CANARY + "-summary"))
+    record = _record("mcp.shared.session", "bad message", error=_raised(f"echoed {CANARY}-summary"))
+    SecretFilter().filter(record)
+    line = TextFormatter().format(record)
+    assert CANARY not in line and "(ValueError: echoed [redacted])" in line
+
+
+def test_a_json_record_is_one_object_on_one_line_with_the_traceback_in_a_field() -> None:
+    record = _record("mcp.client.stdio", "bad \u202e\x9b line\nTWO", error=_raised("garbage\nmore"))
+    text = JsonFormatter().format(record)
+    assert "\n" not in text and "\u202e" not in text and "\x9b" not in text
+    entry = json.loads(text)
+    assert entry["message"] == "bad \u202e\x9b line\nTWO"  # the value itself is kept, escaped on the wire
+    assert entry["exception"].startswith("Traceback") and entry["exception"].endswith("ValueError: garbage\nmore")
+
+
+def test_warnings_and_notices_keep_the_json_format() -> None:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        with warnings.catch_warnings():  # pytest's own capture of warnings is set aside in here
+            warnings.simplefilter("always")
+            logging.captureWarnings(False)  # an earlier capture may have been undone by pytest: start afresh
+            configure_logging(level=logging.WARNING, log_format="json", stream=stream)
+            warnings.warn("a library is deprecated\nsecond line", DeprecationWarning, stacklevel=1)
+        notice("mcp-gateway: MCP at http://127.0.0.1:1/mcp")  # INFO, shown though the level is WARNING
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+        assert [entry["logger"] for entry in lines] == ["py.warnings", "mcp_gateway"]
+        assert "a library is deprecated" in lines[0]["message"]
+        assert lines[1]["message"] == "mcp-gateway: MCP at http://127.0.0.1:1/mcp" and lines[1]["level"] == "info"
+    finally:
+        logging.captureWarnings(False)
+        configure_logging(stream=io.StringIO())  # text again, for notice() in later tests
+        root.handlers[:], root.level = saved
