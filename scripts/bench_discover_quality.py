@@ -326,12 +326,10 @@ _EMBEDDING_MODULES = ("numpy", "tokenizers", "onnxruntime")
 INSTALL_EMBEDDINGS = "python3 -m pip install -e '.[embeddings]'"
 
 
-def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
-    """Ours hybrid exactly as ``discover`` ranks (``HybridSearch.rank``: the lexical pool fused with dense
-    retrieval over every action), and MiniLM alone (cosine over every action)."""
+def embedded_search(actions: Sequence[Action]) -> Any:
+    """A ``HybridSearch`` (the bundled model, ``VECTOR_CACHE``) with every action of ``actions`` embedded."""
     import anyio
 
-    from mcp_gateway.discovery import _rank
     from mcp_gateway.discovery.dense import MemoryVectorStore
     from mcp_gateway.discovery.hybrid import HybridSearch
     from mcp_gateway.discovery.providers import local_provider
@@ -339,7 +337,6 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     provider = local_provider()
     store = DiskVectorStore(VECTOR_CACHE) if VECTOR_CACHE else MemoryVectorStore()
     search = HybridSearch(provider, store)
-    index = _indexed(actions, DiscoveryIndex())
     by_connector: dict[str, list[Action]] = {}
     for action in actions:
         by_connector.setdefault(action.connector, []).append(action)
@@ -355,7 +352,19 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
         f"({time.process_time() - cpu:.1f} s CPU)",
         file=sys.stderr,
     )
-    every = frozenset(by_connector)
+    return search
+
+
+def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
+    """Ours hybrid exactly as ``discover`` ranks (``HybridSearch.rank``: the lexical pool fused with dense
+    retrieval over every action), and MiniLM alone (cosine over every action)."""
+    import anyio
+
+    from mcp_gateway.discovery import _rank
+
+    search = embedded_search(actions)
+    index = _indexed(actions, DiscoveryIndex())
+    every = frozenset(action.connector for action in actions)
 
     def vector(query: str) -> Any:
         return anyio.run(search.embedder.embed_query, query)

@@ -1,0 +1,430 @@
+"""Discovery quality on the held-out intents: bundled catalog APIs that no tuning has used.
+
+The set (``tests/data/intents/heldout/``, how it was made: its README) is one file per API of the
+bundled catalog (``mcp_gateway/bundled/catalog``), each loaded exactly as a connector with
+``catalog: <name>`` loads it (the entry's own source, through ``core.sync.source_for``), plus
+``off_topic.json``: requests none of them answers. Every intent carries its ``style``, its ``split``
+(``bench_discover_data.split_of``) and the operations that answer it, by name and by ``METHOD url``
+(the name is resolved through the operation when a renamed action no longer carries it).
+
+Everything is ranked over all the set's APIs loaded together (pooled, as one gateway serving them
+all). Printed: R@1/5/10 and MRR per ranker (ours hybrid exactly as ``discover`` ranks, ours lexical,
+BM25 baselines when ``rank-bm25`` is installed), per style and per API for hybrid and lexical; the
+share of ``confidence: low`` answers (the gateway's own ``find``, hybrid and lexical) on answerable
+intents, on those among them whose first hit is right, and on off-topic ones; guessed names first-right
+(``bench_guessed_names`` over these APIs); and BFCL with same-name counting (``bench_discover_quality``).
+
+The dev split may be read and tuned on; the holdout split never (``--splits dev`` ranks only dev).
+
+Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,bfcl,live]
+       [--lexical] [--misses N] [--vector-cache FILE] [--relabel]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
+from mcp_gateway.model import Action  # noqa: E402
+
+HELDOUT_DIR = REPO / "tests" / "data" / "intents" / "heldout"
+OFF_TOPIC = "off_topic"
+GUESSES = "guessed_names"
+"""Tool names an agent guesses without having seen the catalog (``zoom.create_meeting``), and what they mean."""
+STYLES = ("terse", "paraphrase", "long", "indirect", "typo", "product_not_named")
+SPLITS = ("dev", "holdout")
+
+__all__ = [
+    "GUESSES",
+    "HELDOUT_DIR",
+    "OFF_TOPIC",
+    "STYLES",
+    "Intent",
+    "bundled_catalog",
+    "heldout_apis",
+    "load_heldout",
+    "operation_of",
+    "relevant_names",
+]
+
+
+# -- data -------------------------------------------------------------------------------------------
+
+
+@cache
+def bundled_catalog(name: str) -> tuple[Action, ...]:
+    """Catalog entry ``name``'s actions, loaded as a connector ``{slug: name, catalog: name}`` loads them."""
+    from mcp_gateway.core.sync import source_for
+    from mcp_gateway.manifest import parse_manifest
+    from mcp_gateway.sources.base import LoadContext
+
+    # A base URL of our own: some entries (Jira, Zoom's regional hosts) leave it to the operator, and
+    # it shapes no action.
+    manifest = parse_manifest(f"connectors:\n  - slug: {name}\n    catalog: {name}\n    base_url: https://x.example\n")
+    (cfg,) = manifest.connectors
+
+    async def load() -> tuple[Action, ...]:
+        source = source_for(cfg, None, None)  # type: ignore[arg-type]  # neither GraphQL nor MCP
+        return tuple((await source.load(cfg, LoadContext(resolve=manifest.resolve))).actions)
+
+    return anyio.run(load)
+
+
+def operation_of(action: Action) -> str:
+    """``METHOD url`` of an HTTP action: what the label means, whatever the action is named."""
+    binding = action.binding
+    method, url = getattr(binding, "method", None), getattr(binding, "url", None)
+    return f"{method} {url}" if method and url else action.qualified_name
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    query: str
+    relevant: frozenset[str]
+    """Qualified names, as the catalogs name them now (empty for an off-topic request)."""
+    style: str
+    split: str
+    api: str
+    """The file it comes from: the API it was written for, or ``off_topic``."""
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def heldout_apis(directory: Path = HELDOUT_DIR) -> list[str]:
+    """The catalog entries the set covers: one file each (``off_topic.json`` aside)."""
+    return sorted(path.stem for path in directory.glob("*.json") if path.stem not in (OFF_TOPIC, GUESSES))
+
+
+def relevant_names(row: dict[str, Any], by_operation: dict[str, dict[str, str]], names: Collection[str]) -> set[str]:
+    """A row's labels as current qualified names: the stored name while it exists, else its operation's."""
+    out: set[str] = set()
+    for name, operation in zip(row["actions"], row["operations"], strict=True):
+        renamed = by_operation.get(str(name).split(".", 1)[0], {}).get(operation, name)
+        out.add(str(name) if name in names else str(renamed))
+    return out
+
+
+def load_heldout(directory: Path = HELDOUT_DIR) -> tuple[list[Intent], dict[str, tuple[Action, ...]]]:
+    """Every intent of the set (off-topic ones included) and each API's catalog."""
+    catalogs = {slug: bundled_catalog(slug) for slug in heldout_apis(directory)}
+    names = {action.qualified_name for actions in catalogs.values() for action in actions}
+    by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
+    intents: list[Intent] = []
+    for path in sorted(directory.glob("*.json")):
+        if path.stem == GUESSES:
+            continue
+        for row in _rows(path):
+            relevant = frozenset(relevant_names(row, by_operation, names))
+            intents.append(Intent(row["intent"], relevant, row["style"], row["split"], path.stem))
+    return intents, catalogs
+
+
+def relabel(directory: Path = HELDOUT_DIR) -> int:
+    """Rewrite each label's name from its operation (after actions were renamed); returns how many changed."""
+    catalogs = {slug: bundled_catalog(slug) for slug in heldout_apis(directory)}
+    by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
+    changed = 0
+    for path in sorted(directory.glob("*.json")):
+        rows = _rows(path)
+        for row in rows:
+            renamed = [
+                by_operation[name.split(".", 1)[0]].get(operation, name)
+                for name, operation in zip(row["actions"], row["operations"], strict=True)
+            ]
+            changed += sum(a != b for a, b in zip(renamed, row["actions"], strict=True))
+            row["actions"] = renamed
+        path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
+
+
+# -- ranking with the gateway's confidence -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    names: list[str]
+    low: bool | None
+    """None for a baseline that has no notion of confidence."""
+
+
+Finder = Callable[[str], Found]
+"""One query -> the best 10 qualified names and whether ``discover`` would answer ``confidence: low``."""
+
+
+def lexical_finder(index: DiscoveryIndex) -> Finder:
+    def find(query: str) -> Found:
+        found = index.find(query, limit=10)
+        return Found([a.qualified_name for a, _ in found.hits], found.confidence == "low")
+
+    return find
+
+
+def hybrid_finder(index: DiscoveryIndex, actions: Sequence[Action]) -> Finder:
+    """``HybridSearch.find`` as the gateway runs it (lexical pool, query embedding, fusion, confidence)."""
+    from mcp_gateway.discovery import _rank
+    from scripts.bench_discover_quality import embedded_search
+
+    search = embedded_search(actions)
+    every = frozenset(action.connector for action in actions)
+
+    def find(query: str) -> Found:
+        lexical = index.find(query, limit=max(10, _rank.POOL))
+        vector = anyio.run(search.embedder.embed_query, query)
+        found = search.rank(index, lexical, vector, allowed=every, limit=10)
+        return Found([a.qualified_name for a, _ in found.hits], found.confidence == "low")
+
+    return find
+
+
+# -- measuring -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Score:
+    n: int = 0
+    r1: float = 0.0
+    r5: float = 0.0
+    r10: float = 0.0
+    mrr: float = 0.0
+    low: int = 0
+    first_right: int = 0
+    low_first_right: int = 0
+    ms: float = 0.0
+    confident: bool = True
+    """Every answer said whether it was sure (False for a baseline ranker)."""
+
+    def add(self, intent: Intent, found: Found, ms: float) -> None:
+        relevant, top = intent.relevant, found.names
+        self.n += 1
+        self.ms += ms
+        self.low += bool(found.low)
+        self.confident = self.confident and found.low is not None
+        if not relevant:
+            return
+        self.r1 += len(relevant.intersection(top[:1])) / min(1, len(relevant))
+        self.r5 += len(relevant.intersection(top[:5])) / min(5, len(relevant))
+        self.r10 += len(relevant.intersection(top[:10])) / min(10, len(relevant))
+        first = next((i for i, name in enumerate(top) if name in relevant), None)
+        self.mrr += 0.0 if first is None else 1.0 / (first + 1)
+        self.first_right += first == 0
+        self.low_first_right += bool(found.low) and first == 0
+
+    def row(self, label: str) -> str:
+        n = max(self.n, 1)
+        return (
+            f"| {label} | {self.n} | {100 * self.r1 / n:.1f} | {100 * self.r5 / n:.1f} | {100 * self.r10 / n:.1f} "
+            f"| {self.mrr / n:.3f} | {f'{100 * self.low / n:.1f} %' if self.confident else 'n/a'} |"
+        )
+
+
+HEAD = "| {} | intents | R@1 | R@5 | R@10 | MRR | low confidence |\n|---|---|---|---|---|---|---|"
+
+
+def measure(
+    finders: dict[str, Finder], intents: Sequence[Intent]
+) -> tuple[dict[str, dict[str, Score]], dict[str, list[tuple[Intent, list[str]]]]]:
+    """``{ranker: {group: Score}}`` over groups ``all``, ``style:<s>``, ``api:<a>``, ``split:<s>``,
+    ``off_topic``; and each ranker's top-5 misses."""
+    out: dict[str, dict[str, Score]] = {}
+    misses: dict[str, list[tuple[Intent, list[str]]]] = {}
+    for ranker, find in finders.items():
+        groups = out.setdefault(ranker, {})
+        for intent in intents:
+            started = time.perf_counter()
+            found = find(intent.query)
+            ms = (time.perf_counter() - started) * 1000
+            keys = [OFF_TOPIC] if not intent.relevant else ["all", f"style:{intent.style}", f"api:{intent.api}"]
+            keys.append(f"split:{intent.split}" if intent.relevant else f"{OFF_TOPIC}:{intent.split}")
+            for key in keys:
+                groups.setdefault(key, Score()).add(intent, found, ms)
+            if intent.relevant and not intent.relevant.intersection(found.names[:5]):
+                misses.setdefault(ranker, []).append((intent, found.names[:5]))
+    return out, misses
+
+
+def report(results: dict[str, dict[str, Score]], apis: Sequence[str], actions: int) -> str:
+    lines = [f"### Held-out intents, pooled: {actions:,} actions of {len(apis)} APIs\n", HEAD.format("ranker")]
+    for ranker, groups in results.items():
+        if "all" in groups:
+            lines.append(groups["all"].row(ranker))
+    for title, keys in (
+        ("split", [f"split:{s}" for s in SPLITS]),
+        ("style", [f"style:{s}" for s in STYLES]),
+        ("API", [f"api:{a}" for a in apis]),
+    ):
+        lines += ["", HEAD.format(f"{title} | ranker").replace("|---|", "|---|---|", 1)]
+        for key in keys:
+            for ranker, groups in results.items():
+                if key in groups and ranker.startswith("ours"):
+                    lines.append(groups[key].row(f"{key.split(':', 1)[1]} | {ranker}"))
+    lines += [
+        "",
+        "| confidence `low` on | ranker | intents | share low |",
+        "|---|---|---|---|",
+    ]
+    for ranker, groups in results.items():
+        if not ranker.startswith("ours"):
+            continue
+        answerable, off = groups.get("all"), groups.get(OFF_TOPIC)
+        if answerable:
+            lines.append(f"| answerable | {ranker} | {answerable.n} | {100 * answerable.low / answerable.n:.1f} % |")
+            right = max(answerable.first_right, 1)
+            lines.append(
+                f"| answerable, first hit right | {ranker} | {answerable.first_right} "
+                f"| {100 * answerable.low_first_right / right:.1f} % |"
+            )
+        if off:
+            lines.append(f"| off-topic | {ranker} | {off.n} | {100 * off.low / off.n:.1f} % |")
+    return "\n".join(lines)
+
+
+def guessed_names(catalogs: dict[str, tuple[Action, ...]]) -> str:
+    """``bench_guessed_names`` over each API of the set, each in its own index as that script does."""
+    from scripts.bench_guessed_names import evaluate
+
+    totals: dict[str, dict[str, float]] = {}
+    per_api: list[str] = []
+    for slug, actions in catalogs.items():
+        index = DiscoveryIndex()
+        index.replace_connector(slug, list(actions))
+        stats = evaluate(index, list(actions))
+        stats.pop("_latency")
+        for kind, row in stats.items():
+            total = totals.setdefault(kind, {"n": 0, "first": 0, "top3": 0, "skipped": 0})
+            for key in total:
+                total[key] += row[key]
+        every = stats["all"]
+        per_api.append(f"| {slug} | {int(every['n'])} | {100 * every['first'] / max(every['n'], 1):.1f} % |")
+    count = sum(len(actions) for actions in catalogs.values())
+    lines = [f"### Guessed names, mangled: {count:,} actions of {len(catalogs)} APIs, suggest(limit=3)\n"]
+    lines += ["| mangle | guesses | first suggestion right | in top 3 |", "|---|---|---|---|"]
+    for kind, row in sorted(totals.items(), key=lambda item: item[0] == "all"):
+        n = max(row["n"], 1)
+        lines.append(f"| {kind} | {int(row['n'])} | {100 * row['first'] / n:.1f} % | {100 * row['top3'] / n:.1f} % |")
+    lines += ["", "| API | guesses | first suggestion right |", "|---|---|---|", *per_api]
+    return "\n".join(lines)
+
+
+def written_guesses(catalogs: dict[str, tuple[Action, ...]], splits: Collection[str]) -> str:
+    """The hand-written guesses (``guessed_names.json``), each suggested over all the set's APIs at once."""
+    index = DiscoveryIndex()
+    for slug, actions in catalogs.items():
+        index.replace_connector(slug, list(actions))
+    names = {action.qualified_name for actions in catalogs.values() for action in actions}
+    by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
+    per_api: dict[str, list[int]] = {}
+    misses: list[str] = []
+    for row in _rows(HELDOUT_DIR / f"{GUESSES}.json"):
+        if row["split"] not in splits:
+            continue
+        relevant = relevant_names(row, by_operation, names)
+        got = [action.qualified_name for action in index.suggest(row["guess"], limit=3)]
+        counts = per_api.setdefault(row["guess"].split(".", 1)[0], [0, 0, 0])
+        counts[0] += 1
+        counts[1] += got[:1] != [] and got[0] in relevant
+        counts[2] += bool(relevant.intersection(got))
+        if row["split"] == "dev" and not (got and got[0] in relevant):
+            misses.append(f"  MISS guess {row['guess']} want {sorted(relevant)} got {got}")
+    total = [sum(counts[i] for counts in per_api.values()) for i in range(3)]
+    lines = [f"### Guessed names, written by hand: {total[0]} guesses over the {len(catalogs)} APIs pooled\n"]
+    lines += ["| API | guesses | first suggestion right | in top 3 |", "|---|---|---|---|"]
+    for api, (n, first, top3) in [*sorted(per_api.items()), ("all", total)]:
+        lines.append(f"| {api} | {n} | {100 * first / max(n, 1):.1f} % | {100 * top3 / max(n, 1):.1f} % |")
+    return "\n".join([*lines, *misses])
+
+
+def bfcl(sets: Iterable[str], lexical: bool) -> str:
+    """BFCL pooled rows, strict and counting any same-name document, as ``bench_discover_quality`` runs them."""
+    import scripts.bench_discover_quality as quality
+
+    data = quality.bfcl_data_dir()
+    if data is None:
+        return quality.INSTALL_HINT
+    quality.LEXICAL_ONLY = lexical
+    lines: list[str] = []
+    for key, categories, distractors, title in [
+        ("bfcl", quality.BFCL_CATEGORIES, quality.BFCL_DISTRACTORS, "BFCL non-live"),
+        ("live", quality.LIVE_CATEGORIES, quality.LIVE_DISTRACTORS, "BFCL live"),
+    ]:
+        if key not in sets:
+            continue
+        actions, cases = quality.load_bfcl(data, categories, distractors)
+        results = quality.run_set(actions, cases, (), "pooled")
+        kept = {group: rows for group, rows in results.items() if group in ("pooled", quality.SAME_NAME)}
+        lines.append(quality.table(f"{title}: {len(actions):,} documents, {len(cases):,} queries", kept))
+    return "\n\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--splits", default=",".join(SPLITS), help="'dev' while tuning: the holdout is never ranked")
+    parser.add_argument(
+        "--sets", default="intents,guessed,bfcl,live", help="comma-separated: intents, guessed, bfcl, live"
+    )
+    parser.add_argument("--lexical", action="store_true", help="skip hybrid (no embedding)")
+    parser.add_argument("--misses", type=int, default=0, help="print this many dev top-5 misses per ranker")
+    parser.add_argument(
+        "--vector-cache", default=None, help="SQLite file of action vectors (default: the quality bench's); '' for none"
+    )
+    parser.add_argument("--relabel", action="store_true", help="rewrite label names from their operations, then stop")
+    args = parser.parse_args()
+    if args.relabel:
+        print(f"{relabel()} labels renamed")
+        return
+    splits = [split for split in args.splits.split(",") if split]
+    if unknown := sorted(set(splits) - set(SPLITS)):
+        sys.exit(f"unknown --splits {', '.join(unknown)}: choose among {', '.join(SPLITS)}")
+    sets = set(args.sets.split(","))
+    intents, catalogs = load_heldout()
+    if "intents" in sets:
+        import scripts.bench_discover_quality as quality
+
+        if args.vector_cache is not None:
+            quality.VECTOR_CACHE = Path(args.vector_cache) if args.vector_cache else None
+
+        actions = [action for group in catalogs.values() for action in group]
+        index = DiscoveryIndex()
+        for slug, group in catalogs.items():
+            index.replace_connector(slug, list(group))
+        finders: dict[str, Finder] = {}
+        if not args.lexical:
+            finders["ours hybrid"] = hybrid_finder(index, actions)
+        finders["ours lexical"] = lexical_finder(index)
+        try:
+            baseline = quality.bm25(actions, params=True)
+            finders["BM25 +params"] = lambda query: Found(baseline(query, 10), None)
+        except ImportError:
+            print("rank-bm25 is not installed: no BM25 row (pip install -e '.[bench]')", file=sys.stderr)
+        chosen = [intent for intent in intents if intent.split in splits]
+        results, misses = measure(finders, chosen)
+        print(report(results, list(catalogs), len(actions)), "\n")
+        for ranker, rows in misses.items():
+            shown = [(intent, top) for intent, top in rows if intent.split == "dev"][: args.misses]
+            for intent, top in shown:
+                where = f"{ranker} [{intent.api}/{intent.style}]"
+                print(f"  MISS {where} {intent.query[:90]!r} want {sorted(intent.relevant)} got {top}")
+    if "guessed" in sets:
+        print(written_guesses(catalogs, splits), "\n")
+        print(guessed_names(catalogs), "\n")
+    if sets & {"bfcl", "live"}:
+        print(bfcl(sets, args.lexical), "\n")
+
+
+if __name__ == "__main__":
+    main()
