@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
-from mcp_gateway.model import Action  # noqa: E402
+from mcp_gateway.vocabulary.model import Action  # noqa: E402
 
 HELDOUT_DIR = REPO / "tests" / "data" / "intents" / "heldout"
 OFF_TOPIC = "off_topic"
