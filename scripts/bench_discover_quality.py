@@ -27,6 +27,12 @@ rank of the first relevant document within the top 10. Document vectors are embe
 starts (and kept between runs in ``--vector-cache``, by model and text digest); every query is
 embedded while timed.
 
+Each table has a ``low %`` column: the share of queries ``discover`` answers with ``confidence: low``
+(rankers that have no confidence leave it empty). Every intent is answerable, so it should be small;
+then off-topic questions, which none of the APIs answers (``scripts/tuning/off_topic.json``, written for
+the confidence floor, and BFCL's ``irrelevance`` questions when ``bfcl-eval`` is installed), are asked
+over each set's APIs and over all of them, where it should be large.
+
 Usage: python scripts/bench_discover_quality.py [--sets intents,bfcl,live] [--only stripe,slack] [--misses N]
        [--misses-of 'ours hybrid'] [--split dev] [--splits dev] [--lexical] [--vector-cache FILE]
 """
@@ -67,6 +73,8 @@ INSTALL_HINT = (
     "or point --bfcl-data at the folder holding BFCL_v4_*.json."
 )
 KS = (1, 5, 10)
+OFF_TOPIC = REPO / "scripts" / "tuning" / "off_topic.json"
+"""Questions none of the benchmark's APIs answers (weather, recipes, trivia, chat), written by hand."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,16 @@ class Metrics:
     p99_ms: float = 0.0
     misses: list[tuple[Case, list[str]]] = field(default_factory=list)
     """Cases whose top 5 holds nothing relevant, with that top 5."""
+    low: float | None = None
+    """The share of cases answered with ``confidence: low`` (None: the ranker says nothing about it)."""
+
+
+class Ranked(list[str]):
+    """A ranking, and whether ``discover`` would call it unsure: ``low()`` is asked after the timing."""
+
+    def __init__(self, names: Iterable[str], low: Callable[[], bool] | None = None) -> None:
+        super().__init__(names)
+        self.low = low
 
 
 RankFn = Callable[..., list[str]]
@@ -232,7 +250,12 @@ def _indexed(actions: Sequence[Action], index: DiscoveryIndex) -> DiscoveryIndex
 
 def ours(actions: Sequence[Action]) -> RankFn:
     index = _indexed(actions, DiscoveryIndex())
-    return lambda query, k, view=None: [a.qualified_name for a, _ in index.search(query, limit=k, connectors=view)]
+
+    def rank(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
+        names = [a.qualified_name for a, _ in index.search(query, limit=k, connectors=view)]
+        return Ranked(names, lambda: index.find(query, limit=k, connectors=view).confidence == "low")
+
+    return rank
 
 
 def bm25(actions: Sequence[Action], *, params: bool) -> RankFn:
@@ -376,7 +399,8 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
         lexical = index.find(query, limit=max(k, _rank.POOL), connectors=view)
         allowed = every if view is None else every & set(view)
         found = search.rank(index, lexical, vector(query), allowed=allowed, limit=k)
-        return [a.qualified_name for a, _ in found.hits]
+        unsure = found.confidence == "low"
+        return Ranked((a.qualified_name for a, _ in found.hits), lambda: unsure)
 
     return {"ours hybrid": hybrid, "dense (MiniLM) alone": dense}
 
@@ -404,10 +428,13 @@ def evaluate(
     metrics = Metrics(recall=dict.fromkeys(KS, 0.0))
     latencies: list[float] = []
     reciprocal = 0.0
+    unsure: list[bool] = []
     for case in cases:
         started = time.perf_counter()
         top = rank(case.query, depth, view)
         latencies.append((time.perf_counter() - started) * 1000)
+        if isinstance(top, Ranked) and top.low is not None:
+            unsure.append(top.low())
         relevant = case.relevant if key is None else frozenset(map(key, case.relevant))
         found = top if key is None else list(dict.fromkeys(map(key, top)))
         metrics.n += 1
@@ -422,18 +449,34 @@ def evaluate(
         metrics.mrr = reciprocal / metrics.n
         metrics.p50_ms = statistics.median(latencies)
         metrics.p99_ms = _percentile(latencies, 0.99)
+        metrics.low = sum(unsure) / len(unsure) if len(unsure) == metrics.n else None
     return metrics
+
+
+def low_rate(rank: RankFn, queries: Sequence[str], view: Collection[str] | None = None) -> float | None:
+    """The share of ``queries`` answered with ``confidence: low`` (None: the ranker has no confidence)."""
+    unsure: list[bool] = []
+    for query in queries:
+        top = rank(query, 10, view)
+        if not isinstance(top, Ranked) or top.low is None:
+            return None
+        unsure.append(top.low())
+    return sum(unsure) / len(unsure) if unsure else None
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f}"
 
 
 def _row(label: str, m: Metrics) -> str:
     recall = " | ".join(f"{100 * m.recall[k]:.1f}" for k in KS)
-    return f"| {label} | {m.n} | {recall} | {m.mrr:.3f} | {m.p50_ms:.2f} | {m.p99_ms:.2f} |"
+    return f"| {label} | {m.n} | {recall} | {m.mrr:.3f} | {_percent(m.low)} | {m.p50_ms:.2f} | {m.p99_ms:.2f} |"
 
 
 def table(title: str, results: dict[str, dict[str, Metrics]]) -> str:
     """``results[group][ranker]`` as one markdown table."""
-    lines = [f"### {title}", "", "| set | ranker | queries | R@1 | R@5 | R@10 | MRR | p50 ms | p99 ms |"]
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines = [f"### {title}", "", "| set | ranker | queries | R@1 | R@5 | R@10 | MRR | low % | p50 ms | p99 ms |"]
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for group, by_ranker in results.items():
         lines.extend(_row(f"{group} | {name}", m) for name, m in by_ranker.items())
     return "\n".join(lines)
@@ -466,9 +509,52 @@ def run_set(
 SPLITS = ("dev", "holdout")
 
 
-def run_intents(sets: dict[str, list[Case]], splits: Sequence[str] = SPLITS) -> dict[str, dict[str, Metrics]]:
+def off_topic_questions(bfcl_data: Path | None) -> dict[str, list[str]]:
+    """Questions none of the intent sets' APIs answers: ours, and BFCL's ``irrelevance`` when installed."""
+    found = {"off-topic (ours)": json.loads(OFF_TOPIC.read_text(encoding="utf-8"))}
+    irrelevance = bfcl_data / "BFCL_v4_irrelevance.json" if bfcl_data is not None else None
+    if irrelevance is not None and irrelevance.is_file():
+        found["BFCL irrelevance"] = [
+            " ".join(m["content"] for m in row["question"][0] if m.get("role") == "user") for row in _jsonl(irrelevance)
+        ]
+    return found
+
+
+OFF_TOPIC_VIEWS = ("github", "stripe", "slack", "box", "notion", "wise", "petstore", "realworld")
+"""The sets whose APIs are asked the off-topic questions: not the MCP servers', whose ``fetch`` (any URL)
+and ``time`` do answer some of them, nor BFCL's own catalog."""
+
+
+def off_topic_table(
+    sets: dict[str, list[Case]], built: dict[str, RankFn], every: Sequence[str], questions: dict[str, list[str]]
+) -> str:
+    """How often each ranker answers the off-topic ``questions`` with ``confidence: low``, over each
+    set's APIs (their mean) and over every API but the MCP servers' at once."""
+    scored = [name for name, rank in built.items() if low_rate(rank, ["ping"]) is not None]
+    pooled = [slug for slug in every if slug not in _MCP_ANSWERS]
+    lines = ["| questions | ranker | over | low % |", "|---|---|---|---|"]
+    for label, queries in questions.items():
+        asked = f"{label} ({len(queries)})"
+        for name in scored:
+            views = [connectors_of(_rows(sets[s])) for s in OFF_TOPIC_VIEWS if s in sets]
+            rates = [rate for view in views if (rate := low_rate(built[name], queries, view)) is not None]
+            if rates:
+                lines.append(f"| {asked} | {name} | each set's APIs (mean) | {_percent(sum(rates) / len(rates))} |")
+            pooled_rate = low_rate(built[name], queries, pooled)
+            lines.append(f"| {asked} | {name} | {len(pooled)} APIs | {_percent(pooled_rate)} |")
+    return "\n".join(lines)
+
+
+_MCP_ANSWERS = frozenset({"fetch", "time"})
+"""Connectors that do answer some off-topic questions ("fetch the weather page", "what time is it")."""
+
+
+def run_intents(
+    sets: dict[str, list[Case]], splits: Sequence[str] = SPLITS, off_topic: dict[str, list[str]] | None = None
+) -> tuple[dict[str, dict[str, Metrics]], str]:
     """Each set searched over its own APIs (``view``), then all intents over every API loaded together;
-    only the ``splits`` asked for are ranked (``--splits dev`` while tuning: the holdout is never run)."""
+    only the ``splits`` asked for are ranked (``--splits dev`` while tuning: the holdout is never run).
+    With ``off_topic``, also the table of how often those questions come out ``low`` (``off_topic_table``)."""
     every = sorted({slug for cases in sets.values() for slug in connectors_of(_rows(cases))})
     actions = [action for slug in every for action in catalog(slug)]
     built = rankers(actions)
@@ -486,7 +572,7 @@ def run_intents(sets: dict[str, list[Case]], splits: Sequence[str] = SPLITS) -> 
     for split in splits:
         subset = [case for case in pooled if case.group == split]
         results[f"{label}, {split}"] = {ranker: _pooled(rank, subset, every) for ranker, rank in built.items()}
-    return results
+    return results, off_topic_table(sets, built, every, off_topic) if off_topic else ""
 
 
 SURFACES = ({"github", "githubql", "githubmcp"}, {"slack", "slackmcp"}, {"realworld", "conduit"})
@@ -513,6 +599,8 @@ def _merge(parts: Sequence[Metrics]) -> Metrics:
     for k in KS:
         out.recall[k] = sum(part.recall[k] * part.n for part in parts) / out.n
     out.mrr = sum(part.mrr * part.n for part in parts) / out.n
+    if all(part.low is not None for part in parts):
+        out.low = sum((part.low or 0.0) * part.n for part in parts) / out.n
     out.p50_ms = statistics.median([part.p50_ms for part in parts for _ in range(part.n)])
     out.p99_ms = max(part.p99_ms for part in parts)
     out.misses = [miss for part in parts for miss in part.misses]
@@ -547,6 +635,7 @@ def main() -> None:
         "--misses-of", default="ours lexical", help="whose misses to print: 'ours lexical', 'ours hybrid', ..."
     )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid and dense (no embedding)")
+    parser.add_argument("--no-off-topic", action="store_true", help="skip the off-topic questions' table")
     parser.add_argument(
         "--vector-cache",
         default=str(DEFAULT_VECTOR_CACHE),
@@ -566,9 +655,12 @@ def main() -> None:
         unknown = sorted(set(splits) - set(SPLITS))
         if unknown:
             sys.exit(f"unknown --splits {', '.join(unknown)}: choose among {', '.join(SPLITS)}")
-        results = run_intents(found, splits)
+        questions = off_topic_questions(bfcl_data_dir(args.bfcl_data)) if not args.no_off_topic else None
+        results, off_topic = run_intents(found, splits, questions)
         total = sum(len(cases) for cases in found.values())
         print(table(f"Intents worded as users speak: {total} in {len(found)} sets", results), "\n")
+        if off_topic:
+            print("### Off-topic questions: how often `confidence` is low\n", off_topic, "\n", sep="\n")
         if args.misses:
             for group in results:
                 if group.endswith(args.split):

@@ -71,6 +71,7 @@ from .results import (
 )
 from .sync import Progress
 from .trace import CallTrace
+from .use_memory import UseMemory
 
 __all__ = ["DETAIL_SCHEMAS", "Gateway", "OnPending"]
 
@@ -157,6 +158,10 @@ class Gateway:
         self.permissions = Permissions(self.catalogs, self.index)
         self.credential_changes = CredentialChanges(vault, approvals, links, auditor, clock)
         """Who may replace a stored credential through a link, and the audit row of each change."""
+        self.use_memory = UseMemory(
+            store, clock, self.index, learn=manifest.discovery.learn, project=manifest.project, dense=dense
+        )
+        """What ``discover`` learns from successful calls of its answers (``discovery.learn``)."""
         self.catalog_hints = CatalogHints()
         """The bundled catalog APIs ``discover`` names when nothing configured serves a request."""
         self.store_health = StoreHealth(getattr(store, "ping", None))
@@ -303,12 +308,15 @@ class Gateway:
         if connector is not None:
             visible = visible & {connector}
         limit = max(1, min(limit, 50))
+        # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
+        pool = await self.use_memory.pool(principal, limit)
         if self.dense is not None:
             found = await self.dense.find(
-                self.index, query, limit=limit, connectors=visible, allow=self.permissions.allow
+                self.index, query, limit=pool, connectors=visible, allow=self.permissions.allow
             )
         else:
-            found = self.index.find(query, limit=limit, connectors=visible, allow=self.permissions.allow)
+            found = self.index.find(query, limit=pool, connectors=visible, allow=self.permissions.allow)
+        found = await self.use_memory.answer(principal, query, found, limit)
         hits = found.hits
         slugs = {a.connector for a, _ in hits}
         needs_auth = {
@@ -475,6 +483,8 @@ class Gateway:
             if trace.call_id is not None:
                 result = unrecorded(trace.upstream_status)
         action = trace.action
+        if action is not None and result.status == "ok":
+            await self.use_memory.called(principal, action.qualified_name)
         self.metrics.observe_call(
             connector=action.connector if action else None,
             risk=action.risk if action else None,

@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Literal
+from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
@@ -77,6 +77,8 @@ class SearchResult:
     twins: dict[str, list[str]] = field(default_factory=dict)
     named: frozenset[str] = frozenset()
     """The visible connectors the query names ("in Slack"): a prior the hybrid fusion applies too."""
+    vector: Any = None
+    """The query's unit vector when the answer is hybrid (what ``discover`` learns from use compares)."""
 
 
 _SYNONYM_WEIGHT = 0.375
@@ -312,6 +314,14 @@ class DiscoveryIndex:
         return found[0] if len(found) == 1 else None
 
     # -- search ----------------------------------------------------------------------------
+
+    def catalog_words(self, query: str, limit: int = 32) -> list[str]:
+        """The query's words that are words of the catalog (their index term is in some action), in
+        order, each once, at most ``limit``: what it asks for in the catalog's own vocabulary. A key or
+        token pasted into a query is no such word, so this is what may be kept of a query
+        (``core.use_memory``)."""
+        words = [word for word in dict.fromkeys(raw_words(query[:MAX_QUERY_CHARS])) if stem(word) in self._df]
+        return words[:limit]
 
     def search(
         self,

@@ -114,6 +114,7 @@ class _Block:
     names: tuple[str, ...]
     matrix: Matrix  # (len(names), dimension) float32, unit rows; a view into the index's matrix once packed
     rows: Mapping[str, int]
+    total: Matrix  # (dimension,) float64: the sum of the rows, so a mean cosine is one dot product
 
 
 class DenseIndex:
@@ -150,7 +151,8 @@ class DenseIndex:
         vectors = np.ascontiguousarray(matrix, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(names):
             raise ValueError(f"{len(names)} names but a matrix of shape {vectors.shape}")
-        self._blocks[slug] = _Block(tuple(names), vectors, {name: i for i, name in enumerate(names)})
+        rows = {name: i for i, name in enumerate(names)}
+        self._blocks[slug] = _Block(tuple(names), vectors, rows, vectors.sum(axis=0, dtype=np.float64))
         self._packed = None
 
     def remove_connector(self, slug: str) -> None:
@@ -199,6 +201,18 @@ class DenseIndex:
         cosines: list[float] = (np.stack(rows) @ np.asarray(query_vector, dtype=np.float32)).tolist()
         return dict(zip(found, cosines, strict=True))
 
+    def mean_cosine(self, query_vector: Matrix, allowed_connectors: Collection[str] | None = None) -> float:
+        """The query's mean cosine over every action of ``allowed_connectors`` (None: all): how near it
+        is to the catalog as a whole, one dot product per connector (0.0 without any vector)."""
+        import numpy as np
+
+        blocks = [b for slug, b in self._blocks.items() if allowed_connectors is None or slug in allowed_connectors]
+        count = sum(len(block.names) for block in blocks)
+        if not count:
+            return 0.0
+        total = np.sum([block.total for block in blocks], axis=0)
+        return float(total @ np.asarray(query_vector, dtype=np.float64)) / count
+
     def _pack(self) -> _Packed | None:
         """The blocks as one matrix (rebuilt after a change); None when there is no vector at all."""
         import numpy as np
@@ -215,7 +229,9 @@ class DenseIndex:
                 spans[slug] = (len(names), len(names) + len(block.names))
                 names.extend(block.names)
                 # Point the block at its rows of the new matrix: the old copy is freed, nothing is held twice.
-                self._blocks[slug] = _Block(block.names, matrix[spans[slug][0] : spans[slug][1]], block.rows)
+                self._blocks[slug] = _Block(
+                    block.names, matrix[spans[slug][0] : spans[slug][1]], block.rows, block.total
+                )
             self._packed = _Packed(tuple(names), matrix, spans)
         return self._packed
 

@@ -10,8 +10,8 @@ answers lexically for it.
 
 ``find`` takes the lexical pool (``DiscoveryIndex.find``), the dense top hits over every connector
 the caller may see, fuses them (``fuse``) and puts near-twins side by side again. Confidence is low
-when the best cosine is under ``DENSE_FLOOR``, or the lexical coverage is under its floor and the
-best cosine under ``DENSE_SURE``.
+when the best cosine among the first hits plus ``MEAN_WEIGHT`` times the query's mean cosine over the
+whole searched catalog is under ``SURE_FLOOR`` (``sure``).
 
 The fusion is normalized-score: each side's scores are min-max scaled over its own pool (the lexical
 side's best ``LEXICAL_POOL``, the dense side's best ``DENSE_POOL``), and the two are averaged with
@@ -40,23 +40,28 @@ from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 from .embedding_progress import clear_progress, progress_elsewhere, write_progress
 
-__all__ = ["ALPHA", "DENSE_FLOOR", "DENSE_SURE", "HybridSearch", "discovery_status", "fuse"]
+__all__ = ["ALPHA", "MEAN_WEIGHT", "SURE_FLOOR", "HybridSearch", "discovery_status", "fuse", "sure"]
 
 logger = logging.getLogger(__name__)
 
-DENSE_FLOOR = 0.44
-"""Under this best cosine (the bundled model's scale) nothing matches, whatever words the query shares
-with an action; up to ``DENSE_SURE`` it takes the lexical ranker's confidence too. Calibrated on the
-dev intents (every one answerable) against BFCL's ``irrelevance`` questions (none is) over the same
-21 APIs: 4.0 % of the intents and 89 % of the off-topic questions come out low (an action's score being
-the mean of its card's and headline's cosines, ``_segment.dense_texts``). The model tuned on users'
-requests puts every query closer to some action, hence a higher floor than the 0.32 of the weights
-before it (at 0.32 only 57 % of the off-topic questions came out low); 0.42 with ``DENSE_SURE`` 0.55
-gives 3.4 % and 87 %, 0.46 with 0.6 gives 5.2 % and 92 %."""
+SURE_FLOOR = 0.46
+"""``discover`` is sure of its answer when the best cosine among its first three hits, plus
+``MEAN_WEIGHT`` times the query's mean cosine over every action it searched, reaches this (the
+bundled model's scale; an action's cosine is the mean of its card's and headline's,
+``_segment.dense_texts``)."""
 
-DENSE_SURE = 0.55
-"""At or above this best cosine, a match is real even when the query shares no word with the action."""
+MEAN_WEIGHT = 1.0
+"""How much the query's nearness to the searched catalog as a whole counts beside its best match.
 
+A question nothing in the catalog answers ("who painted the Mona Lisa") is far from every action: its
+best cosine is low and so is its mean. A request the catalog serves sits nearer the catalog as a whole
+even when its best match is diluted: a long message with context around the ask, a typo the model
+splits into pieces, an API the model was never tuned on. The mean is measured on the catalog being
+searched, whatever its size and subject, and costs one dot product per connector
+(``DenseIndex.mean_cosine``). The lexical coverage takes no part: a long message's context dilutes
+it whatever the message asks. Calibrated on answerable dev intents (as
+written, with typos, wrapped in a long message; over APIs the model was and was not tuned on) against
+off-topic questions over each API and over all of them (docs/benchmarks.md#confidence-floor)."""
 
 ALPHA = 0.5
 """Weight of the scaled cosine beside the scaled lexical score: equal, each side a scale of its own."""
@@ -213,9 +218,16 @@ class HybridSearch:
             named=lexical.named,
         )
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
-        low = not fused or best_cosine < DENSE_FLOOR or (lexical.confidence == "low" and best_cosine < DENSE_SURE)
+        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed))
         ordered, twins = _group_twins(fused)
-        return SearchResult(ordered, "low" if low else "high", LOW_CONFIDENCE_HINT if low else None, twins)
+        hint = LOW_CONFIDENCE_HINT if low else None
+        return SearchResult(ordered, "low" if low else "high", hint, twins, lexical.named, vector)
+
+
+def sure(best_cosine: float, mean_cosine: float) -> bool:
+    """Whether a hybrid answer is confident: its best cosine, and the query's mean cosine over the
+    searched catalog (``MEAN_WEIGHT``), together reach ``SURE_FLOOR``."""
+    return best_cosine + MEAN_WEIGHT * mean_cosine >= SURE_FLOOR
 
 
 def fuse(

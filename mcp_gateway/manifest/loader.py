@@ -279,6 +279,10 @@ class DiscoveryConfig(BaseModel):
     """``auto`` when neither this nor ``reranker`` is given."""
     embeddings: EmbeddingsEndpoint | None = None
     """An OpenAI-compatible endpoint instead of the bundled local model."""
+    learn: Literal["agent", "project", "off"] = "agent"
+    """Whose successful calls lift the actions they used for later, similar queries: each agent its
+    own (``agent``), every agent of the project together (``project``), or nobody (``off``: nothing is
+    recorded and nothing lifted)."""
 
     @property
     def effective_mode(self) -> Literal["auto", "lexical", "hybrid"]:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         Store,
         TokenRecord,
         TokenStore,
+        UseRecord,
+        UseStore,
         VectorStore,
     )
     from .memory import MemoryStore
@@ -57,6 +59,8 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TokenStore",
+    "UseRecord",
+    "UseStore",
     "VectorStore",
 ]
 

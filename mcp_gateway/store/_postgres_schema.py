@@ -210,6 +210,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE approval ADD COLUMN calls text NOT NULL DEFAULT ''",
         "ALTER TABLE approval ADD COLUMN kind text NOT NULL DEFAULT 'call'",
     ),
+    # 10: what discover learns from use: the action a query led to, one row per distinct query.
+    (
+        """CREATE TABLE discovery_use (
+            scope  text NOT NULL,
+            action text NOT NULL,
+            query  text NOT NULL,
+            who    text NOT NULL,
+            words  text NOT NULL,
+            model  text,
+            vector bytea,
+            at     timestamptz NOT NULL,
+            PRIMARY KEY (scope, action, query)
+        )""",
+        "CREATE INDEX discovery_use_recent ON discovery_use (scope, at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -230,6 +245,7 @@ OUR_TABLES = (
     "discovery_vector",
     "action_review",
     "audit_open",
+    "discovery_use",
 )
 
 

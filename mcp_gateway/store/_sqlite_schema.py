@@ -225,6 +225,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE approval ADD COLUMN calls TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE approval ADD COLUMN kind TEXT NOT NULL DEFAULT 'call'",
     ),
+    # 12: what discover learns from use: the action a query led to, one row per distinct query.
+    (
+        """CREATE TABLE discovery_use (
+            scope  TEXT NOT NULL,
+            action TEXT NOT NULL,
+            query  TEXT NOT NULL,
+            who    TEXT NOT NULL,
+            words  TEXT NOT NULL,
+            model  TEXT,
+            vector BLOB,
+            at     TEXT NOT NULL,
+            PRIMARY KEY (scope, action, query)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX discovery_use_recent ON discovery_use (scope, at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

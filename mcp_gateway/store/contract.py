@@ -59,6 +59,8 @@ __all__ = [
     "Store",
     "TokenRecord",
     "TokenStore",
+    "UseRecord",
+    "UseStore",
     "VectorStore",
 ]
 
@@ -204,6 +206,30 @@ class ActionReviewRecord(BaseModel):
     """The agent-visible snapshot decided on, as JSON text (``review.snapshot``)."""
     decided_at: datetime
     decided_by: str
+
+
+class UseRecord(BaseModel):
+    """A discovered action that was then called successfully, and the query that found it: what
+    ``discover`` learns from (``core.use_memory``). Nothing of the query is kept but its ``words`` the
+    catalog itself uses (an argument, a name or a pasted key is never one of them)."""
+
+    model_config = _FROZEN
+    scope: str
+    """Whose memory it is: one agent's, or the whole project's (``discovery.learn``)."""
+    action: str
+    """The qualified name of the action called."""
+    query: str
+    """A digest of ``words``: one row per distinct query, however often it leads to the call."""
+    who: str
+    """The principal that used it (in a project-wide scope, each counts apart)."""
+    words: str
+    """The query's words that are words of the catalog, in order, space-separated."""
+    model: str | None = None
+    """The embedding model of ``vector`` (None: no vector, lexical discovery)."""
+    vector: bytes | None = None
+    """``words`` embedded by ``model``: little-endian float32."""
+    at: datetime
+    """The latest such use."""
 
 
 class CatalogStore(Protocol):
@@ -420,6 +446,22 @@ class VectorStore(Protocol):
         ...
 
 
+class UseStore(Protocol):
+    """What ``discover`` learned from use: which action a query led to (``core.use_memory``)."""
+
+    async def record_use(self, record: UseRecord) -> None:
+        """Add a use; the same (scope, action, query) again replaces the row (one row per distinct query)."""
+        ...
+
+    async def list_uses(self, scope: str, limit: int) -> list[UseRecord]:
+        """The ``limit`` most recent uses of ``scope``, newest first (ties by action, then query)."""
+        ...
+
+    async def forget_uses(self, before: datetime) -> int:
+        """Delete every use last made before ``before`` (decayed to nothing); how many."""
+        ...
+
+
 class Store(
     CatalogStore,
     CredentialStore,
@@ -432,6 +474,7 @@ class Store(
     MetaStore,
     VectorStore,
     ActionReviewStore,
+    UseStore,
     Protocol,
 ):
     """Persistence for the gateway: every role, and the lifecycle. All methods are safe to call

@@ -52,6 +52,7 @@ from .contract import (
     LinkRecord,
     OperatorTokenRecord,
     TokenRecord,
+    UseRecord,
 )
 
 __all__ = ["MemoryData", "MemoryStore"]
@@ -100,6 +101,7 @@ class MemoryData:
         default_factory=dict[tuple[str, str], ActionReviewRecord]
     )
     action_review_changes: int = 0
+    uses: dict[tuple[str, str, str], UseRecord] = field(default_factory=dict[tuple[str, str, str], UseRecord])
 
 
 class MemoryStore:
@@ -387,3 +389,19 @@ class MemoryStore:
 
     async def action_reviews_version(self) -> str:
         return str(self._d().action_review_changes)
+
+    # -- what discover learned from use ----------------------------------------------------------
+
+    async def record_use(self, record: UseRecord) -> None:
+        self._d().uses[(record.scope, record.action, record.query)] = _utc(record)
+
+    async def list_uses(self, scope: str, limit: int) -> list[UseRecord]:
+        mine = sorted((r for r in self._d().uses.values() if r.scope == scope), key=lambda r: (r.action, r.query))
+        return sorted(mine, key=_at, reverse=True)[: max(limit, 0)]
+
+    async def forget_uses(self, before: datetime) -> int:
+        uses = self._d().uses
+        old = [key for key, record in uses.items() if record.at < aware(before)]
+        for key in old:
+            del uses[key]
+        return len(old)

@@ -75,6 +75,7 @@ from .contract import (
     LinkRecord,
     OperatorTokenRecord,
     TokenRecord,
+    UseRecord,
 )
 from .database_url import redact_url, scrub
 
@@ -147,6 +148,7 @@ _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only: an outcome is one more row
 _AUDIT_OPEN = _Table("audit_open", AuditRecord, ["call_id"])  # upsert: a retried ``started`` row is one row
+_USES = _Table("discovery_use", UseRecord, ["scope", "action", "query"])  # one row per distinct query
 # An outcome settles its call's open row in the same statement (one round trip, one snapshot).
 _AUDIT_SETTLE = (
     f"WITH settled AS (DELETE FROM audit_open WHERE call_id = ${_AUDIT.columns.index('call_id') + 1}) " + _AUDIT.insert
@@ -633,6 +635,22 @@ class PostgresStore:
     async def action_reviews_version(self) -> str:
         row = await self._fetchrow(_REVIEWS_VERSION)
         return "" if row is None else "/".join(str(value) for value in row.values())
+
+    # -- what discover learned from use ----------------------------------------------------------
+
+    async def record_use(self, record: UseRecord) -> None:
+        await self._execute(_USES.insert, *_USES.params(record))
+
+    async def list_uses(self, scope: str, limit: int) -> list[UseRecord]:
+        rows = await self._fetch(
+            f"{_USES.select} WHERE scope = $1 ORDER BY at DESC, action {_C}, query {_C} LIMIT $2",
+            scope,
+            max(limit, 0),
+        )
+        return [_USES.load(row) for row in rows]
+
+    async def forget_uses(self, before: datetime) -> int:
+        return await self._execute("DELETE FROM discovery_use WHERE at < $1", aware(before))
 
 
 class _OneLinePoolWarnings(logging.Filter):

@@ -87,6 +87,7 @@ from .contract import (
     LinkRecord,
     OperatorTokenRecord,
     TokenRecord,
+    UseRecord,
 )
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -155,6 +156,7 @@ _LINKS = _Table("link", LinkRecord, ["token_hash"])
 _APPROVALS = _Table("approval", ApprovalRecord, ["id"])
 _AUDIT = _Table("audit", AuditRecord)  # append-only; an outcome's trigger settles its ``audit_open`` row
 _REVIEWS = _Table("action_review", ActionReviewRecord, ["name", "fingerprint"])
+_USES = _Table("discovery_use", UseRecord, ["scope", "action", "query"])  # one row per distinct query
 # Rows are only ever added or re-decided (an upsert with a new decided_at), never deleted: the
 # count, the newest decision and the number of approvals together change with every decision.
 _REVIEWS_VERSION = "SELECT count(*), max(decided_at), coalesce(sum(decision = 'approved'), 0) FROM action_review"
@@ -833,3 +835,17 @@ class SQLiteStore:
     async def action_reviews_version(self) -> str:
         row = await self._fetchone(_REVIEWS_VERSION)
         return "" if row is None else "/".join(str(value) for value in row)
+
+    # -- what discover learned from use ----------------------------------------------------------
+
+    async def record_use(self, record: UseRecord) -> None:
+        await self._execute(_USES.insert, _USES.params(record))
+
+    async def list_uses(self, scope: str, limit: int) -> list[UseRecord]:
+        rows = await self._fetchall(
+            f"{_USES.select} WHERE scope = ? ORDER BY at DESC, action, query LIMIT ?", (scope, max(limit, 0))
+        )
+        return [_USES.load(row) for row in rows]
+
+    async def forget_uses(self, before: datetime) -> int:
+        return await self._execute("DELETE FROM discovery_use WHERE at < ?", (_ts(before),))

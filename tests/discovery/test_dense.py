@@ -103,6 +103,23 @@ def test_search_ranks_by_cosine_within_the_allowed_connectors() -> None:
     assert index.scores(query, ["a.y", "b.z", "c.nope"]).keys() == {"a.y", "b.z"}
 
 
+def test_mean_cosine_is_over_every_action_of_the_allowed_connectors_packed_or_not() -> None:
+    index = DenseIndex()
+    assert index.mean_cosine(unit(1, 0)) == 0.0
+    rows = {"a": np.stack([unit(1, 0), unit(0, 1)]), "b": np.stack([unit(1, 1)])}
+    index.replace_connector("a", ["a.x", "a.y"], rows["a"])
+    index.replace_connector("b", ["b.z"], rows["b"])
+    query = unit(1, 0.3)
+    every = np.concatenate([rows["a"], rows["b"]]) @ query
+    assert index.mean_cosine(query) == pytest.approx(float(every.mean()))
+    assert index.mean_cosine(query, {"a"}) == pytest.approx(float((rows["a"] @ query).mean()))
+    assert index.mean_cosine(query, set()) == 0.0
+    index.search(query)  # packs the blocks into one matrix: the sums stay
+    assert index.mean_cosine(query, {"b", "c"}) == pytest.approx(float(rows["b"][0] @ query))
+    index.replace_connector("b", ["b.z", "b.w"], np.stack([unit(0, 1), unit(0, 1)]))
+    assert index.mean_cosine(query, {"b"}) == pytest.approx(float(unit(0, 1) @ query))
+
+
 def test_replacing_a_connector_swaps_only_its_block() -> None:
     index = DenseIndex()
     index.replace_connector("a", ["a.x"], np.stack([unit(1, 0)]))

@@ -790,6 +790,45 @@ async def test_vectors_by_model_and_digest(store: Store, second: Store) -> None:
     assert await second.get_vectors("bulk", list(many)) == many
 
 
+async def test_uses_one_row_per_distinct_query(store: Store, second: Store) -> None:
+    from mcp_gateway.store import UseRecord
+
+    def use(action: str, query: str, at: datetime, who: str = "a", **extra: object) -> UseRecord:
+        return UseRecord(scope="agent:a", action=action, query=query, who=who, words="create issue", at=at, **extra)
+
+    assert await store.list_uses("agent:a", 10) == []
+    await store.record_use(use("gh.issues.create", "q1", T0, model="m", vector=b"\x00\x00\x80?"))
+    await store.record_use(use("gh.issues.create", "q2", T0 + DAY))
+    await store.record_use(use("gh.issues.list", "q1", T0))
+    await store.record_use(UseRecord(scope="project:p", action="gh.x", query="q1", who="b", words="x", at=T0))
+    # The same query leading to the same action again: the row moves to the new time, nothing is added.
+    await second.record_use(use("gh.issues.create", "q1", T0 + 2 * DAY, who="b"))
+    uses = await store.list_uses("agent:a", 10)
+    assert [(u.action, u.query, u.at) for u in uses] == [
+        ("gh.issues.create", "q1", T0 + 2 * DAY),
+        ("gh.issues.create", "q2", T0 + DAY),
+        ("gh.issues.list", "q1", T0),
+    ]
+    assert uses[0].who == "b" and uses[0].model is None and uses[0].vector is None
+    assert uses[0].at.tzinfo is not None and uses[0].at.utcoffset() == timedelta(0)
+    assert [u.action for u in await second.list_uses("agent:a", 2)] == ["gh.issues.create", "gh.issues.create"]
+    assert await store.list_uses("agent:a", 0) == []
+    assert await store.forget_uses(T0 + DAY) == 2  # the list use and the other scope's
+    assert [u.query for u in await second.list_uses("agent:a", 10)] == ["q1", "q2"]
+    assert await second.list_uses("project:p", 10) == []
+
+
+async def test_a_use_keeps_its_vector(store: Store) -> None:
+    from mcp_gateway.store import UseRecord
+
+    vector = bytes(range(256)) * 6
+    await store.record_use(
+        UseRecord(scope="s", action="a.b", query="q", who="w", words="w", model="m@int8", vector=vector, at=T0)
+    )
+    (got,) = await store.list_uses("s", 5)
+    assert (got.model, got.vector, got.at) == ("m@int8", vector, T0)
+
+
 # -- SQLite only ----------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,134 @@
+"""Learning from use: an action that queries like this one led to before is lifted, a little.
+
+When ``discover`` answered a query and the agent then called one of its answers successfully, that
+(query, action) pair is a *use* (``core.use_memory`` records them). A later query close to a used one
+lifts that action's score by at most ``LIFT_CAP`` of the best hit's score: enough to settle what the
+ranker leaves close (two actions that both fit, where this deployment always means one), never
+enough to show an action the ranker found no reason to show: only hits already in the ranked pool
+(``POOL``) move, and only the ones the caller may see are in it.
+
+How close: the cosine between the query's vector and the used query's (hybrid discovery), else the
+share of the two queries' catalog words they have in common (``closeness``). Under
+``SIMILAR_COSINE`` or ``SIMILAR_WORDS`` a use counts nothing; it counts fully for the same query.
+
+How much: each use counts its closeness times ``0.5 ** (age / half_life)``; the uses of one action
+by one principal count at most ``PER_PRINCIPAL`` together, so an agent that loops on one action (or
+asks many rewordings and calls it each time) weighs like a couple of careful uses; and the lift is
+``LIFT_CAP * (1 - 0.5 ** evidence)``: one fresh use of the same query gives half the cap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..model import Action
+from ._index import SearchResult, _group_twins
+from ._text import raw_words, stem
+from .dense import Matrix
+
+__all__ = [
+    "HALF_LIFE_DAYS",
+    "LIFT_CAP",
+    "PER_PRINCIPAL",
+    "POOL",
+    "SIMILAR_COSINE",
+    "SIMILAR_WORDS",
+    "Use",
+    "closeness",
+    "lifted",
+    "strengths",
+    "terms_of",
+]
+
+LIFT_CAP = 0.15
+"""The most an action is lifted, as a share of the best hit's score: near-ties move, clear answers stay."""
+
+HALF_LIFE_DAYS = 14.0
+"""A use counts half as much after this long: catalogs and habits change."""
+
+PER_PRINCIPAL = 1.5
+"""The most one principal's uses of one action count together (in ``evidence`` units, one fresh use of
+the same query being 1): repetition by one agent is not agreement."""
+
+POOL = 20
+"""How many of the ranker's hits may be lifted (the answer is cut to the caller's limit after)."""
+
+SIMILAR_COSINE = 0.6
+"""Query vectors closer than this are about the same thing (the bundled model's scale); at 1.0 a use counts fully."""
+
+SIMILAR_WORDS = 0.5
+"""Without vectors: the share of catalog words two queries must have in common before a use counts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """One earlier query that led to a successful call of ``action``."""
+
+    action: str
+    who: str
+    """The principal that made it (``PER_PRINCIPAL``)."""
+    terms: frozenset[str]
+    """The index terms of its catalog words (``terms_of``)."""
+    vector: Matrix | None
+    """Its unit vector, or None (lexical discovery, or another model's)."""
+    age: float
+    """Seconds since it was made."""
+
+
+def terms_of(words: str) -> frozenset[str]:
+    """The index terms of a query's words, as the lexical ranker reads them."""
+    return frozenset(stem(word) for word in raw_words(words))
+
+
+def closeness(use: Use, terms: frozenset[str], vector: Matrix | None) -> float:
+    """How much ``use`` is about the query (``terms``, ``vector``): 0 when not close enough, 1 when the same."""
+    if vector is not None and use.vector is not None:
+        import numpy as np
+
+        similarity = float(np.dot(np.asarray(vector, dtype=np.float32), use.vector))
+        floor = SIMILAR_COSINE
+    elif terms and use.terms:
+        similarity = len(terms & use.terms) / max(len(terms), len(use.terms))
+        floor = SIMILAR_WORDS
+    else:
+        return 0.0
+    return min(max((similarity - floor) / (1.0 - floor), 0.0), 1.0)
+
+
+def strengths(
+    uses: Iterable[Use], terms: frozenset[str], vector: Matrix | None, *, half_life_days: float = HALF_LIFE_DAYS
+) -> dict[str, float]:
+    """Each used action's lift strength for this query, in [0, 1): ``1 - 0.5 ** evidence``."""
+    half_life = half_life_days * 86400.0
+    by_principal: dict[tuple[str, str], float] = {}
+    for use in uses:
+        close = closeness(use, terms, vector)
+        if close <= 0.0:
+            continue
+        key = (use.action, use.who)
+        weight = close * 0.5 ** (max(use.age, 0.0) / half_life)
+        by_principal[key] = min(by_principal.get(key, 0.0) + weight, PER_PRINCIPAL)
+    evidence: dict[str, float] = {}
+    for (action, _), weight in by_principal.items():
+        evidence[action] = evidence.get(action, 0.0) + weight
+    return {action: 1.0 - math.pow(0.5, weight) for action, weight in evidence.items()}
+
+
+def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> SearchResult:
+    """``result`` with each hit lifted by ``LIFT_CAP`` times the best score times its ``strength``,
+    re-ordered, cut to ``limit`` and its near-twins grouped again. Confidence and hint stay the ranker's."""
+    hits = sorted(result.hits[:POOL] if strength else result.hits, key=lambda hit: -hit[1])
+    if strength and hits:
+        top = abs(hits[0][1]) or 1.0
+        hits = sorted(
+            ((action, score + LIFT_CAP * top * strength.get(action.qualified_name, 0.0)) for action, score in hits),
+            key=lambda hit: -hit[1],
+        )
+    ordered, twins = _group_twins(_cut(hits, limit))
+    return SearchResult(ordered, result.confidence, result.hint, twins, result.named)
+
+
+def _cut(hits: Sequence[tuple[Action, float]], limit: int) -> list[tuple[Action, float]]:
+    return list(hits[: max(limit, 0)])

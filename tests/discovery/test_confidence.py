@@ -1,0 +1,83 @@
+"""Hybrid ``discover``'s confidence with the bundled model over a real API description: a request the
+catalog serves is sure however it is worded around, a question it does not answer is not."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable, _rank
+from mcp_gateway.discovery.hybrid import MEAN_WEIGHT, SURE_FLOOR, HybridSearch, sure
+
+pytestmark = pytest.mark.hybrid
+
+
+def test_sure_weighs_the_best_cosine_and_the_mean_over_the_catalog() -> None:
+    assert sure(SURE_FLOOR, 0.0)
+    assert not sure(SURE_FLOOR - 0.01, 0.0)
+    # A diluted best match (a long message) is sure when the query is near the catalog as a whole.
+    assert sure(SURE_FLOOR - 0.05, 0.05 / MEAN_WEIGHT)
+    assert not sure(SURE_FLOOR - 0.05, 0.04 / MEAN_WEIGHT)
+
+
+@pytest.fixture(scope="module")
+def petstore() -> tuple[DiscoveryIndex, HybridSearch]:
+    try:
+        from mcp_gateway.discovery.dense import MemoryVectorStore
+        from mcp_gateway.discovery.providers import local_provider
+
+        provider = local_provider()
+    except (EmbeddingsUnavailable, ImportError):
+        pytest.skip("the embeddings extra is not installed")
+    from scripts.bench_discover_data import catalog
+
+    actions = list(catalog("petstore"))
+    index = DiscoveryIndex()
+    index.replace_connector("petstore", actions)
+    search = HybridSearch(provider, MemoryVectorStore())
+    anyio.run(search.embedder.refresh, "petstore", actions)
+    return index, search
+
+
+def _confidence(found: tuple[DiscoveryIndex, HybridSearch], query: str) -> tuple[str, str]:
+    index, search = found
+    lexical = index.find(query, limit=_rank.POOL)
+    vector = anyio.run(search.embedder.embed_query, query)
+    result = search.rank(index, lexical, vector, allowed={"petstore"}, limit=5)
+    return result.confidence, result.hits[0][0].qualified_name
+
+
+@pytest.mark.parametrize(
+    ("query", "action"),
+    [
+        ("add a new pet to the store", "petstore.add_pet"),
+        (
+            "So I've been going back and forth with my team about this all week and we finally agreed on what "
+            "to do. Morning! I'm catching up on a backlog of small chores today and could use a hand. Add a new "
+            "pet to the store. Thanks a lot, I really appreciate it! My manager wants a short summary afterwards, "
+            "so keep track of what you did.",
+            "petstore.add_pet",
+        ),
+        (
+            "Context: I'm covering for a colleague who is out sick, so I don't know all the details of how they "
+            "usually handle things. This came up in a customer call yesterday and it's been bugging me since. "
+            "Log the user in. We've had a couple of issues with this in the past, so please double check before "
+            "doing anything irreversible.",
+            "petstore.login_user",
+        ),
+        ("dlete the pet with id 12", "petstore.delete_pet"),
+    ],
+)
+def test_a_request_the_catalog_serves_is_sure(
+    petstore: tuple[DiscoveryIndex, HybridSearch], query: str, action: str
+) -> None:
+    assert _confidence(petstore, query) == ("high", action)
+
+
+@pytest.mark.parametrize(
+    "query", ["who painted the Mona Lisa", "how do I make sourdough bread from scratch", "set a timer for ten minutes"]
+)
+def test_a_question_the_catalog_does_not_answer_is_not(
+    petstore: tuple[DiscoveryIndex, HybridSearch], query: str
+) -> None:
+    assert _confidence(petstore, query)[0] == "low"
