@@ -9,14 +9,20 @@ served by uvicorn in its own process, so it shares no GIL with what is measured)
                       on, tracing off; then issue 12's costs, each off in turn and all off, with
                       tracing on (the SDK, spans discarded), in interleaved rounds: the table
                       "production costs" reads durable audit, metrics and tracing on minus off
-    (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream
+    (c) MCP e2e       SDK Client -> `mcp-gateway serve` (subprocess; HTTP, stdio) -> upstream;
+                      beside it (c0), the same with MCP_GATEWAY_FAST_PATHS=0 (the SDK's public API alone)
     (f) SDK floor     SDK Client -> the thinnest MCPServer (one tool doing the GET) -> upstream
+    (p1), (p2) peers  SDK Client -> FastMCP.from_openapi / mcp-openapi-proxy (from PyPI, the `bench`
+                      extra; left out, with a line saying so, when not installed) built from the
+                      same operation as an OpenAPI document (``peer_spec``) -> upstream
 
 Each runs a warm-up, then ``--n`` sequential calls; latency is wall time per call. (a) and (b)
-keep their lowest-median round. (c) and (f) run side by side and take turns within each of the
-``--rounds`` rounds, each path's p50 and server CPU being the medians over its rounds: the final
-table sets the gateway against the floor per transport (issue 10, SPEC 12: <= 1.05x the floor's
-p50, <= +0.5 ms of server CPU per call). "client CPU"
+keep their lowest-median round. The end-to-end servers run side by side over stdio and streamable
+HTTP (a 2025-11-25 session, ``legacy``, and 2026-07-28 requests, ``auto``) and take turns within
+each of the ``--rounds`` rounds, each path's p50 and server CPU being the medians over its rounds;
+``--runs`` repeats that over the same processes. The budget table sets every server against the
+floor per transport: the gateway may spend at most +0.5 ms p50 and +0.5 ms server CPU per call over
+it (where one run lands over, the median of three runs decides: ``--runs 3``). "client CPU"
 is this process's CPU per call (for (b) it includes the gateway, its SQLite thread included);
 "server CPU" is the server subprocess's utime+stime from /proc/<pid>/stat per call. Then: cold
 sync and warm restart of the bundled default manifest (GitHub's spec), each in a fresh process,
@@ -26,8 +32,9 @@ that none shares a value with another; optionally with tracemalloc's biggest all
 ablations of (b) that put back the audit INSERT and the uncached vault lookups the call path no
 longer makes, each call-path step timed alone, and a cProfile of (b) listing the gateway's hotspots.
 
-Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 3]
-    [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N]
+Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30] [--rounds 5]
+    [--runs 1] [--profile 500] [--skip-e2e] [--skip-sync] [--skip-rss] [--tracemalloc N] [--no-peers]
+    python scripts/bench_call.py --e2e-only --rounds 5 --runs 3   # only: the budget table
     python scripts/bench_call.py --buckets      # only: rate limits shared through PostgreSQL, per call
     python scripts/bench_call.py --costs        # only: (a) and issue 12's production-costs table
 """
@@ -162,6 +169,105 @@ def serve_floor(transport: str, upstream: str, port: int) -> None:
         return
     app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run()
+
+
+# -- peers: other MCP servers from PyPI exposing the same GET as a tool -------------------------
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A server from PyPI (the ``bench`` extra) that turns an OpenAPI description into MCP tools."""
+
+    key: str
+    label: str
+    module: str
+    tool: str
+    """The tool name the peer derives from ``peer_spec``'s one operation."""
+    http_health: str
+    """A path its HTTP app answers without MCP (any status counts as up)."""
+
+
+PEERS = (
+    Peer("fastmcp", "FastMCP from_openapi", "fastmcp", "get_item", "/mcp"),
+    Peer("proxy", "mcp-openapi-proxy", "mcp_openapi_proxy", "get_items_by_id", "/healthz"),
+)
+
+
+def missing_peers() -> list[Peer]:
+    import importlib.util
+
+    return [peer for peer in PEERS if importlib.util.find_spec(peer.module) is None]
+
+
+def peer_spec(upstream: str) -> dict[str, Any]:
+    """The upstream's one operation as an OpenAPI document: what the peers are built from, the same
+    GET the gateway's manifest declares (bearer auth, a string path parameter, a JSON object back)."""
+    item = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}}
+    get = {
+        "operationId": "get_item",
+        "summary": "Fetch one item by its id",
+        "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The item", "content": {"application/json": {"schema": item}}}},
+    }
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "bench", "version": "1"},
+        "servers": [{"url": upstream}],
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {"/items/{id}": {"get": get}},
+    }
+
+
+def peer_env(spec: Path, upstream: str) -> dict[str, str]:
+    """mcp-openapi-proxy is configured by environment alone; FastMCP's settings are quietened alike."""
+    return {
+        "OPENAPI_SPEC_URL": spec.as_uri(),
+        "SERVER_URL_OVERRIDE": upstream,
+        "API_KEY": SECRET,
+        "MCP_SERVER_NAME": "bench",
+        "FASTMCP_LOG_LEVEL": "WARNING",
+        "FASTMCP_SHOW_SERVER_BANNER": "false",
+    }
+
+
+def serve_peer(key: str, transport: str, upstream: str, port: int, spec: str) -> None:
+    """A peer as its documentation runs it, on ``transport``, with the access log and per-call INFO
+    logging off like every server here (the gateway's `serve` logs at WARNING, no access log)."""
+    import logging
+
+    import uvicorn
+
+    if key == "fastmcp":
+        from fastmcp import FastMCP
+
+        headers = {"Authorization": f"Bearer {SECRET}"}
+        client = httpx2.AsyncClient(base_url=upstream, headers=headers, trust_env=False, timeout=30)
+        server = FastMCP.from_openapi(json.loads(Path(spec).read_text()), client=client, name="bench")
+        if transport == "stdio":
+            server.run(transport="stdio", show_banner=False, log_level="WARNING")
+        else:
+            server.run(
+                transport="http",
+                host="127.0.0.1",
+                port=port,
+                show_banner=False,
+                log_level="WARNING",
+                uvicorn_config={"access_log": False},
+            )
+        return
+    from mcp_openapi_proxy import server_lowlevel
+
+    logging.getLogger("mcp_openapi_proxy").setLevel(logging.WARNING)
+    if transport == "stdio":
+        server_lowlevel.run_server()
+        return
+    # What its `MCP_TRANSPORT=streamable-http` start does (stateless, JSON answers), served by a
+    # uvicorn without the access log.
+    server_lowlevel.mcp = server_lowlevel.build_server()
+    app = server_lowlevel.build_streamable_http_app(host="127.0.0.1", path="/mcp")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
     uvicorn.Server(config).run()
 
 
@@ -357,9 +463,11 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-ROUNDS = 3
-"""Each path runs this many rounds of ``n`` calls; the round with the lowest median is kept, which
-filters out other processes' bursts on a shared machine (each round is still a full sample)."""
+ROUNDS = 5
+"""Each path runs this many rounds of ``n`` calls: where paths run side by side, each one's p50 and
+server CPU are the medians over its rounds; a path measured alone keeps the round with the lowest
+median, which filters out other processes' bursts on a shared machine (each round is still a full
+sample)."""
 
 
 async def measure(
@@ -428,12 +536,17 @@ async def subprocess_http(
         _wait_healthy(f"http://127.0.0.1:{port}", proc, path)
         yield proc.pid
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not ended after ``timeout`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _child_pid(command: list[str]) -> int | None:
@@ -494,8 +607,7 @@ async def mcp_http(
         async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client:
             label = f"{label} {client.protocol_version}"
             tools = (await client.list_tools()).tools
-            first = await client.call_tool(tool, args)
-            _check(label, first.structured_content)
+            _check(label, await client.call_tool(tool, args))
             yield E2EPath(label, client, tool, args, pid, _tools_bytes(tools), hook.bytes)
 
 
@@ -509,8 +621,7 @@ async def mcp_stdio(
     params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     async with Client(params, mode="legacy") as client:
         tools = (await client.list_tools()).tools
-        first = await client.call_tool(tool, args)
-        _check(label, first.structured_content)
+        _check(label, await client.call_tool(tool, args))
         yield E2EPath(label, client, tool, args, _child_pid(command), _tools_bytes(tools))
 
 
@@ -552,9 +663,16 @@ def _median_of(label: str, rounds: list[Result]) -> Result:
     return merged
 
 
-def _check(label: str, structured: dict[str, Any] | None) -> None:
-    if not structured or structured.get("status") != "ok":
-        raise RuntimeError(f"{label}: the first call did not succeed: {structured}")
+def _check(label: str, result: Any) -> None:
+    """The first call got the upstream's item: the gateway's and the floor's ``{"status": "ok",
+    "data": ...}``, or a peer's answer carrying the body itself (structured, or as text only)."""
+    structured = result.structured_content or {}
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    if structured.get("status") == "ok" or structured.get("name") == "widget":
+        return
+    if not result.is_error and any('"widget"' in text for text in texts):
+        return
+    raise RuntimeError(f"{label}: the first call did not succeed: {structured or texts}")
 
 
 # -- the in-process gateway ---------------------------------------------------------------------
@@ -859,6 +977,12 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
 
         floor = await measure("(a) direct httpx2 GET", direct, n=n, warmup=warmup)
 
+    if opts.e2e_only:
+        runs = await end_to_end_runs(root, manifest, upstream, {}, opts)
+        print_table([row.result for row in runs[-1]], runs[-1][0].result)
+        print("\n+p50 / x p50: against the first row. cli CPU: this process per call. srv CPU: the server's.")
+        print_budget_tables(runs)
+        return
     inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile, costs_only=opts.costs)
     if opts.costs:
         print_table([floor, *(inproc[key] for key in _COST_VARIANTS)], floor)
@@ -878,10 +1002,10 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
     ]
     sizes: dict[str, Any] = {}
 
-    e2e: list[Result] = []
+    e2e: list[list[E2ERow]] = []
     if not opts.skip_e2e:
-        e2e = await end_to_end(root, manifest, upstream, sizes, n=n, warmup=warmup)
-        results += e2e
+        e2e = await end_to_end_runs(root, manifest, upstream, sizes, opts)
+        results += [row.result for row in e2e[-1]]
 
     print_table(results, floor)
     print("\n+p50 / x p50: against (a). cli CPU: this process per call ((b) = gateway + client). srv CPU: server.")
@@ -892,7 +1016,7 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
     )
     print_production_costs(inproc)
     if e2e:
-        print_floor_table(e2e)
+        print_budget_tables(e2e)
 
     if not opts.skip_sync:
         await sync_and_sizes(root, sizes, opts)
@@ -913,49 +1037,116 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
     print("\n".join(hotspots(inproc["profile"], calls, own=False, key="self")))
 
 
-async def end_to_end(
-    root: Path, manifest: Path, upstream: str, sizes: dict[str, Any], *, n: int, warmup: int
-) -> list[Result]:
-    """(c) and (f): the gateway's ``serve`` and the SDK floor, over streamable HTTP (both protocol
-    modes) and stdio, all running at once and measured in interleaved rounds."""
-    state = root / "e2e"
-    env = _env(state)
+@dataclass
+class E2EServer:
+    """One MCP server of the end-to-end table: its HTTP process (both protocol revisions), its stdio
+    command, and the tool that does the GET."""
+
+    tag: str
+    name: str
+    tool: str
+    args: dict[str, Any]
+    env: dict[str, str]
+    http: list[str]
+    """Arguments after the interpreter for the HTTP server on ``port``."""
+    port: int
+    health: str
+    stdio: list[str]
+    token: str | None = None
+
+
+E2E_TRANSPORTS = ("stdio", "HTTP legacy", "HTTP auto")
+"""stdio; streamable HTTP as a 2025-11-25 client speaks it (a session); as a 2026-07-28 one (``auto``)."""
+
+
+@dataclass
+class E2ERow:
+    server: E2EServer
+    transport: str
+    result: Result
+
+
+def _gateway_server(root: Path, manifest: Path, tag: str, name: str, fast: str) -> E2EServer:
+    """``mcp-gateway serve`` on a state folder of its own, with ``MCP_GATEWAY_FAST_PATHS=fast``."""
+    state = root / f"e2e-fast-{fast}"
+    env = _env(state) | {"MCP_GATEWAY_FAST_PATHS": fast}
     _cli(env, "secret", "set", "bench", "--manifest", str(manifest), input=SECRET)
     token = json.loads(_cli(env, "token", "create", "--agent", "bench", "--json", "--manifest", str(manifest)))
-    port, floor_port = _free_port(), _free_port()
-    serve = ["-m", "mcp_gateway", "serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest)]
-    floor_serve = [__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(floor_port)]
-    gateway_stdio = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
-    floor_stdio = [sys.executable, __file__, "--serve-floor", "stdio", "--upstream", upstream]
+    port = _free_port()
+    # --state-dir repeats the environment's, so that the two gateways' stdio commands differ
+    # (``_child_pid`` tells their processes apart by their arguments).
+    serve = ["-m", "mcp_gateway", "serve", "--manifest", str(manifest), "--state-dir", str(state)]
+    http = [*serve, "--transport", "http", "--port", str(port)]
+    stdio = [sys.executable, *serve]
     call = {"tool": TOOL, "args": ARGS}
+    return E2EServer(tag, name, "call", call, env, http, port, "/healthz", stdio, token["token"])
+
+
+def e2e_servers(root: Path, manifest: Path, upstream: str, *, peers: bool) -> list[E2EServer]:
+    """The gateway with its fast paths on and off, the SDK floor, and each installed peer."""
+    servers = [
+        _gateway_server(root, manifest, "c", "gateway", "1"),
+        _gateway_server(root, manifest, "c0", "gateway, fast paths off", "0"),
+    ]
+    port = _free_port()
+    floor_http = [__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(port)]
+    floor_stdio = [sys.executable, __file__, "--serve-floor", "stdio", "--upstream", upstream]
+    env = _env(root / "e2e-floor")
+    servers.append(E2EServer("f", "SDK floor", "get_item", ARGS, env, floor_http, port, "/", floor_stdio))
+    if not peers:
+        return servers
+    spec = root / "peer-openapi.json"
+    spec.write_text(json.dumps(peer_spec(upstream)))
+    absent = missing_peers()
+    for number, peer in enumerate(PEERS, start=1):
+        if peer in absent:
+            continue
+        port = _free_port()
+        serve = [__file__, "--serve-peer", peer.key, "--upstream", upstream, "--spec", str(spec)]
+        http = [*serve, "--transport", "http", "--port", str(port)]
+        stdio = [sys.executable, *serve, "--transport", "stdio"]
+        env = _env(root / "e2e-peers") | peer_env(spec, upstream)
+        servers.append(E2EServer(f"p{number}", peer.label, peer.tool, ARGS, env, http, port, peer.http_health, stdio))
+    return servers
+
+
+def report_missing_peers() -> None:
+    for peer in missing_peers():
+        print(f"peer {peer.label} not installed (module {peer.module}): pip install -e '.[bench]'; left out")
+
+
+async def end_to_end(
+    root: Path, manifest: Path, upstream: str, sizes: dict[str, Any], *, n: int, warmup: int, runs: int, peers: bool
+) -> list[list[E2ERow]]:
+    """(c), (c0), (f) and the peers over stdio and streamable HTTP (both protocol revisions), all
+    running at once, measured in interleaved rounds; ``runs`` times over the same processes."""
+    servers = e2e_servers(root, manifest, upstream, peers=peers)
     async with AsyncExitStack() as stack:
-        pid = await stack.enter_async_context(subprocess_http(serve, env, port, "/healthz"))
-        floor_pid = await stack.enter_async_context(subprocess_http(floor_serve, _env(state), floor_port, "/"))
+        where: dict[str, tuple[E2EServer, str]] = {}
         paths: list[E2EPath] = []
-        for mode in ("legacy", "auto"):
-            gw_url, floor_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{floor_port}"
-            label = f"(c) gateway, MCP streamable HTTP ({mode})"
-            path = await stack.enter_async_context(
-                mcp_http(label, gw_url, token["token"], "call", call, pid=pid, mode=mode)
-            )
-            paths.append(path)
-            tiny = sizes.setdefault("tiny", {"tools_list_json": path.tools_bytes})
-            tiny[f"http_body_{mode}"] = path.http_body
-            label = f"(f) SDK floor, MCP streamable HTTP ({mode})"
-            paths.append(
-                await stack.enter_async_context(
-                    mcp_http(label, floor_url, None, "get_item", ARGS, pid=floor_pid, mode=mode)
+        for server in servers:
+            pid = await stack.enter_async_context(subprocess_http(server.http, server.env, server.port, server.health))
+            url = f"http://127.0.0.1:{server.port}"
+            for mode, transport in (("legacy", "HTTP legacy"), ("auto", "HTTP auto")):
+                label = f"({server.tag}) {server.name}, {transport}"
+                path = await stack.enter_async_context(
+                    mcp_http(label, url, server.token, server.tool, server.args, pid=pid, mode=mode)
                 )
-            )
-        paths.append(
-            await stack.enter_async_context(mcp_stdio("(c) gateway, MCP stdio", gateway_stdio, env, "call", call))
-        )
-        paths.append(
-            await stack.enter_async_context(
-                mcp_stdio("(f) SDK floor, MCP stdio", floor_stdio, _env(state), "get_item", ARGS)
-            )
-        )
-        return await measure_interleaved(paths, n=n, warmup=warmup)
+                paths.append(path)
+                where[path.label] = (server, transport)
+                if server.tag == "c":
+                    tiny = sizes.setdefault("tiny", {"tools_list_json": path.tools_bytes})
+                    tiny[f"http_body_{mode}"] = path.http_body
+        for server in servers:
+            label = f"({server.tag}) {server.name}, stdio"
+            path = await stack.enter_async_context(mcp_stdio(label, server.stdio, server.env, server.tool, server.args))
+            paths.append(path)
+            where[path.label] = (server, "stdio")
+        measured = []
+        for _ in range(runs):
+            results = await measure_interleaved(paths, n=n, warmup=warmup)
+            measured.append([E2ERow(*where[r.label], r) for r in results])
+        return measured
 
 
 PRODUCTION_TARGET_MS = 0.3
@@ -981,49 +1172,86 @@ def print_production_costs(inproc: dict[str, Any]) -> None:
         )
 
 
-P50_TARGET = 1.05
-CPU_TARGET_MS = 0.5
+BUDGET_MS = 0.5
+"""Per transport, the gateway may spend at most this much more than the SDK floor, in p50 and in
+server CPU per call."""
 
 
-def print_floor_table(results: list[Result]) -> None:
-    """Issue 10 item 7 / SPEC 12: per transport, the gateway against the SDK floor, same run."""
-    by_label = {r.label.rsplit(" ", 1)[0] if "HTTP" in r.label else r.label: r for r in results}
-    rows = []
-    for transport in ("stdio", "streamable HTTP (legacy)", "streamable HTTP (auto)"):
-        g, f = by_label.get(f"(c) gateway, MCP {transport}"), by_label.get(f"(f) SDK floor, MCP {transport}")
-        if g is not None and f is not None:
-            rows.append((transport, g, f))
-    if not rows:
-        return
-    rounds = len(rows[0][1].rounds or [])
-    print(f"\ngateway vs SDK floor, same run, {rounds} interleaved rounds (medians over rounds):")
-    head = (
-        f"{'transport':26} {'gw p50':>8} {'floor p50':>9} {'ratio':>6} {'<=1.05':>6}   "
-        f"{'gw srv CPU':>10} {'floor CPU':>9} {'delta':>7} {'<=+0.5':>6}"
-    )
+def print_budget_table(rows: list[E2ERow], title: str) -> None:
+    """Per transport, every server against the SDK floor of the same run, the gateway's margins
+    against the budget, and whether it is ahead of each peer."""
+    print(f"\n{title}; budget: gateway <= SDK floor +{BUDGET_MS:.2f} ms p50 and +{BUDGET_MS:.2f} ms server CPU")
+    head = f"{'transport':12} {'server':34} {'p50 ms':>7} {'vs floor':>8} {'srv CPU':>8} {'vs floor':>8}  verdict"
     print(head)
     print("-" * len(head))
-    for transport, g, f in rows:
-        ratio = g.p50 / f.p50
-        delta = ((g.server_cpu or 0) - (f.server_cpu or 0)) * 1000
-        fast, lean = "yes" if ratio <= P50_TARGET else "NO", "yes" if delta <= CPU_TARGET_MS else "NO"
-        print(
-            f"{transport:26} {_ms(g.p50):>8} {_ms(f.p50):>9} {ratio:6.2f} {fast:>6}   "
-            f"{_ms(g.server_cpu):>10} {_ms(f.server_cpu):>9} {delta:+7.2f} {lean:>6}"
+    for transport in E2E_TRANSPORTS:
+        here = [row for row in rows if row.transport == transport]
+        floor = next((row.result for row in here if row.server.tag == "f"), None)
+        if floor is None:
+            continue
+        gateway = next((row.result for row in here if row.server.tag == "c"), None)
+        for row in here:
+            r = row.result
+            dp, dc = (r.p50 - floor.p50) * 1000, ((r.server_cpu or 0) - (floor.server_cpu or 0)) * 1000
+            verdict = ""
+            if row.server.tag in ("c", "c0"):
+                verdict = "within budget" if dp <= BUDGET_MS and dc <= BUDGET_MS else "OVER budget"
+            elif row.server.tag.startswith("p") and gateway is not None:
+                ahead_p50 = "ahead" if gateway.p50 < r.p50 else "BEHIND"
+                ahead_cpu = "ahead" if (gateway.server_cpu or 0) < (r.server_cpu or 0) else "BEHIND"
+                verdict = f"gateway {ahead_p50} on p50, {ahead_cpu} on CPU"
+            p50_margin, cpu_margin = (f"{dp:+8.2f}", f"{dc:+8.2f}") if r is not floor else ("", "")
+            cells = f"{_ms(r.p50):>7} {p50_margin:>8} {_ms(r.server_cpu):>8} {cpu_margin:>8}"
+            print(f"{transport:12} {row.server.name:34} {cells}  {verdict}")
+    # On a shared 2-core machine one round swings by more than the budget: each round's margins say
+    # whether an "OVER" (or a "within") stands out of that noise.
+    print("  the gateway's margins per round (+p50 ms; +server CPU ms):")
+    for transport in E2E_TRANSPORTS:
+        for tag in ("c", "c0"):
+            g = next((row.result for row in rows if row.transport == transport and row.server.tag == tag), None)
+            f = next((row.result for row in rows if row.transport == transport and row.server.tag == "f"), None)
+            if g is None or f is None or not g.rounds or not f.rounds:
+                continue
+            cells = [
+                f"{(a.p50 - b.p50) * 1000:+.2f}; {((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000:+.2f}"
+                for a, b in zip(g.rounds, f.rounds, strict=False)
+            ]
+            print(f"    {transport:12} {'fast paths ' + ('on' if tag == 'c' else 'off'):16} " + "   ".join(cells))
+
+
+def median_of_runs(runs: list[list[E2ERow]]) -> list[E2ERow]:
+    """Each server and transport: the median over runs of its p50 and of its server CPU per call."""
+    merged = []
+    for first in runs[0]:
+        same = [row.result for run in runs for row in run if row.result.label == first.result.label]
+        result = Result(
+            first.result.label,
+            [x for r in same for x in r.latencies],
+            statistics.median(r.client_cpu for r in same),
+            statistics.median(r.server_cpu or 0.0 for r in same),
+            sum(r.wall for r in same),
         )
-    # On a shared 2-core machine one round's ratio swings by more than the 5 % target: the quartiles
-    # of the per-round ratios say whether a "NO" (or a "yes") stands out of that noise.
-    print("  per round (gw/floor p50 ratio; server CPU delta ms), then the ratio's lower - upper quartile:")
-    for transport, g, f in rows:
-        pairs = list(zip(g.rounds or [], f.rounds or [], strict=False))
-        ratios = [a.p50 / b.p50 for a, b in pairs]
-        deltas = [((a.server_cpu or 0) - (b.server_cpu or 0)) * 1000 for a, b in pairs]
-        cells = [f"{r:.2f}; {d:+.2f}" for r, d in zip(ratios, deltas, strict=True)]
-        spread = ""
-        if len(ratios) >= 2:
-            low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
-            spread = f"   | {low:.2f} - {high:.2f}"
-        print(f"    {transport:24} " + "   ".join(cells) + spread)
+        result.p50_override = statistics.median(r.p50 for r in same)
+        merged.append(E2ERow(first.server, first.transport, result))
+    return merged
+
+
+def print_budget_tables(runs: list[list[E2ERow]]) -> None:
+    for number, rows in enumerate(runs, start=1):
+        rounds = len(rows[0].result.rounds or [])
+        print_budget_table(rows, f"run {number} of {len(runs)}: medians over {rounds} interleaved rounds")
+    if len(runs) > 1:
+        print_budget_table(median_of_runs(runs), f"the median of the {len(runs)} runs")
+
+
+async def end_to_end_runs(
+    root: Path, manifest: Path, upstream: str, sizes: dict[str, Any], opts: argparse.Namespace
+) -> list[list[E2ERow]]:
+    if not opts.no_peers:
+        report_missing_peers()
+    return await end_to_end(
+        root, manifest, upstream, sizes, n=opts.n, warmup=opts.warmup, runs=opts.runs, peers=not opts.no_peers
+    )
 
 
 async def sync_and_sizes(root: Path, sizes: dict[str, Any], opts: argparse.Namespace) -> None:
@@ -1149,9 +1377,14 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=300, help="measured calls per path")
     p.add_argument("--warmup", type=int, default=30)
-    p.add_argument("--rounds", type=int, default=ROUNDS, help="rounds per path; the lowest-median one is kept")
+    p.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="rounds per path (side by side: their medians; alone: the lowest)"
+    )
     p.add_argument("--profile", type=int, default=500, help="calls of (b) under cProfile")
     p.add_argument("--skip-e2e", action="store_true", help="only (a) and (b)")
+    p.add_argument("--e2e-only", action="store_true", help="only the end-to-end servers and the budget table")
+    p.add_argument("--runs", type=int, default=1, help="end-to-end runs of --rounds rounds; then their median")
+    p.add_argument("--no-peers", action="store_true", help="leave FastMCP and mcp-openapi-proxy out")
     p.add_argument("--skip-sync", action="store_true", help="no cold sync / warm restart of the default manifest")
     p.add_argument("--skip-rss", action="store_true", help="no resident-memory measurement at ~10,000 actions")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="N", help="with the RSS run: the N biggest allocators")
@@ -1159,6 +1392,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--costs", action="store_true", help="only (a) and the production-costs table of (b)")
     p.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--serve-floor", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    p.add_argument("--serve-peer", choices=[peer.key for peer in PEERS], help=argparse.SUPPRESS)
+    p.add_argument("--transport", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    p.add_argument("--spec", help=argparse.SUPPRESS)
     p.add_argument("--upstream", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--open-default", metavar="STATE_DIR", help=argparse.SUPPRESS)
@@ -1172,6 +1408,8 @@ if __name__ == "__main__":
         serve_upstream()
     elif options.serve_floor:
         serve_floor(options.serve_floor, options.upstream, options.port)
+    elif options.serve_peer:
+        serve_peer(options.serve_peer, options.transport, options.upstream, options.port, options.spec)
     elif options.open_default:
         open_default(options.open_default)
     elif options.rss_gateway:

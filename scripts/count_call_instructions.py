@@ -17,19 +17,29 @@ Phases: ``Gateway.call`` as wired by ``runtime.open_gateway`` (durable audit, me
 tracer), a direct ``httpx2`` GET of the same URL (the floor of the call's HTTP work), and
 ``Gateway.call`` again with its audit record and metrics replaced by no-ops (what the rest costs).
 
-Needs valgrind (``apt-get install valgrind``). A run takes 1-3 minutes (the child's start-up runs
-under valgrind too).
+With ``--server``, the MCP server's side of a call instead: ``bench_call``'s streamable HTTP servers
+(the gateway's ``serve`` with ``MCP_GATEWAY_FAST_PATHS=1`` and ``=0``, and the SDK floor) each run
+under callgrind, instrumentation on only around ``--n`` calls from an SDK client outside valgrind,
+for a 2025-11-25 session (``legacy``) and 2026-07-28 requests (``auto``): the instructions behind
+``bench_call``'s server CPU column, every thread of the server counted (uvicorn's 0.1 s tick too).
+stdio is not counted: its server sleeps on a read between calls, where ``callgrind_control`` cannot
+reach it.
 
-Usage (from the repo root): python scripts/count_call_instructions.py [--n 200]
+Needs valgrind (``apt-get install valgrind``). A run takes 1-3 minutes (the child's start-up runs
+under valgrind too); ``--server`` 5-10 minutes.
+
+Usage (from the repo root): python scripts/count_call_instructions.py [--n 200] [--server]
 """
 
 # The child polls marker files on purpose: the other side of the handshake is another process, so
-# there is no event to wait on.
-# ruff: noqa: ASYNC110
+# there is no event to wait on. With --server, the servers start and callgrind_control runs while no
+# call is in flight, so blocking there delays nothing that is measured.
+# ruff: noqa: ASYNC110, ASYNC220
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -38,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +72,10 @@ def _wait_for(marker: Path, child: subprocess.Popen[bytes], timeout: float = 900
 
 
 def _control(pid: int, *args: str) -> None:
-    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
+    # callgrind_control exits 0 even when it found no such process: its "OK." is the answer.
+    done = subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True, text=True)
+    if "OK." not in done.stdout:
+        raise SystemExit(f"callgrind_control {' '.join(args)} {pid}: {done.stdout.strip()} {done.stderr.strip()}")
 
 
 def parent(n: int) -> None:
@@ -107,13 +121,14 @@ def parent(n: int) -> None:
     print(f"({time.perf_counter() - started:.0f} s; dumps in {work})")
 
 
-def _dumped_counts(work: Path) -> dict[str, int]:
+def _dumped_counts(work: Path, out: str = "cg.out") -> dict[str, int]:
     """Each dump's trigger (the phase name given to ``callgrind_control -d``) and its total."""
     counts: dict[str, int] = {}
-    for dump in work.glob("cg.out.*"):
+    for dump in work.glob(f"{out}.*"):
         text = dump.read_text(errors="replace")
         trigger = re.search(r"^desc: Trigger: dump (\S+)$", text, re.M)
-        total = re.search(r"^summary: (\d+)$", text, re.M)
+        # "totals", not "summary": a dump taken with instrumentation switched off reports a summary of 0.
+        total = re.search(r"^totals: (\d+)$", text, re.M)
         if trigger and total:
             counts[trigger.group(1)] = int(total.group(1))
     return counts
@@ -186,13 +201,121 @@ async def _measure(work: Path, n: int, upstream: str) -> None:
             await anyio.sleep(0.02)
 
 
+SERVERS = (("gateway, fast paths on", "1"), ("gateway, fast paths off", "0"), ("SDK floor", None))
+SERVER_MODES = ("legacy", "auto")
+SERVER_WARMUP = 100
+
+
+def server_counts(n: int) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("needs valgrind (apt-get install valgrind)")
+    import anyio
+
+    started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="count-server-instructions-"))
+    counts = anyio.run(_server_counts, work, n)
+    print(f"server instructions per MCP call over streamable HTTP, {n} calls (callgrind, every thread of the server)")
+    print(f"{'server':26} " + " ".join(f"{mode:>12}" for mode in SERVER_MODES))
+    for name, _ in SERVERS:
+        print(f"{name:26} " + " ".join(f"{counts[name, mode] // n:>12,}" for mode in SERVER_MODES))
+    for name, _ in SERVERS[:2]:
+        cells = " ".join(f"{(counts[name, m] - counts['SDK floor', m]) // n:>+12,}" for m in SERVER_MODES)
+        print(f"{name.replace('gateway', 'gw') + ' - floor':26} {cells}")
+    print(f"({time.perf_counter() - started:.0f} s; dumps in {work})")
+
+
+@dataclass
+class _Server:
+    """One HTTP server to count: its command after the interpreter, environment, tool and health path."""
+
+    command: list[str]
+    env: dict[str, str]
+    tool: str
+    args: dict[str, Any]
+    token: str | None
+    health: str
+
+
+def _server(work: Path, manifest: Path, upstream: str, fast: str | None, port: int) -> _Server:
+    import bench_call
+
+    if fast is None:
+        command = [bench_call.__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(port)]
+        return _Server(command, bench_call._env(work / "floor"), "get_item", bench_call.ARGS, None, "/")
+    state = work / f"state-{fast}"
+    env = bench_call._env(state) | {"MCP_GATEWAY_FAST_PATHS": fast}
+    bench_call._cli(env, "secret", "set", "bench", "--manifest", str(manifest), input=bench_call.SECRET)
+    created = bench_call._cli(env, "token", "create", "--agent", "bench", "--json", "--manifest", str(manifest))
+    command = ["-m", "mcp_gateway", "serve", "--manifest", str(manifest), "--state-dir", str(state)]
+    command += ["--transport", "http", "--port", str(port)]
+    call = {"tool": bench_call.TOOL, "args": bench_call.ARGS}
+    return _Server(command, env, "call", call, json.loads(created)["token"], "/healthz")
+
+
+async def _server_counts(work: Path, n: int) -> dict[tuple[str, str], int]:
+    import bench_call
+
+    counts: dict[tuple[str, str], int] = {}
+    with bench_call.upstream_process() as upstream:
+        manifest = work / "bench.yaml"
+        manifest.write_text(bench_call.TINY_MANIFEST.format(upstream=upstream, pages_port=bench_call._free_port()))
+        for index, (name, fast) in enumerate(SERVERS):
+            out = work / f"server-{index}.cg"
+            valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+            port = bench_call._free_port()
+            spec = _server(work, manifest, upstream, fast, port)
+            with (work / f"server-{index}.log").open("wb") as log:
+                server = subprocess.Popen(
+                    [*valgrind, sys.executable, *spec.command], env=spec.env, stdout=log, stderr=log
+                )
+            try:
+                _wait_up(f"http://127.0.0.1:{port}{spec.health}", server)
+                for mode in SERVER_MODES:
+                    label = f"server{index}_{mode}"  # a dump hint must start with a letter
+                    url = f"http://127.0.0.1:{port}"
+                    async with bench_call.mcp_http(
+                        label, url, spec.token, spec.tool, spec.args, pid=server.pid, mode=mode
+                    ) as path:
+                        for _ in range(SERVER_WARMUP):
+                            await path.call()
+                        _control(server.pid, "-z")
+                        _control(server.pid, "-i", "on")
+                        for _ in range(n):
+                            await path.call()
+                        _control(server.pid, "-i", "off")
+                        _control(server.pid, "-d", label)
+                    counts[name, mode] = _dumped_counts(work, out.name)[label]
+            finally:
+                bench_call.stop_process(server, timeout=60)
+    return counts
+
+
+def _wait_up(url: str, server: subprocess.Popen[bytes], timeout: float = 900.0) -> None:
+    import httpx2
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server under valgrind ended with {server.returncode}")
+        try:
+            httpx2.get(url, timeout=5)
+            return
+        except httpx2.HTTPError:
+            time.sleep(0.5)
+    server.kill()
+    raise SystemExit(f"{url} did not come up under valgrind in {timeout:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="calls per phase")
+    parser.add_argument("--server", action="store_true", help="the MCP servers' instructions per call instead")
     parser.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
         child(Path(opts.child), opts.n)
+    elif opts.server:
+        server_counts(opts.n)
     else:
         parent(opts.n)
 
