@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ..clock import Clock
 from ..discovery import DiscoveryIndex, SearchResult
 from ..discovery.hybrid import HybridSearch
 from ..discovery.use_lift import HALF_LIFE_DAYS, POOL, Use, lifted, strengths, terms_of
-from ..errors import GatewayError
-from ..identity import Principal
-from ..store.base import UseRecord, UseStore
+from ..services.identity import Principal
+from ..store.contract import UseRecord, UseStore
+from ..vocabulary.clock import Clock
+from ..vocabulary.errors import GatewayError
 
 __all__ = ["KEPT_DAYS", "MAX_USES", "RECALL", "UseMemory"]
 

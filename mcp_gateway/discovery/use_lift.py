@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..model import Action
+from ..vocabulary.model import Action
 from ._index import SearchResult, _group_twins
 from ._text import raw_words, stem
 from .dense import Matrix

@@ -16,7 +16,7 @@ from mcp_gateway.discovery.use_lift import (
     strengths,
     terms_of,
 )
-from mcp_gateway.model import Action, HttpBinding
+from mcp_gateway.vocabulary.model import Action, HttpBinding
 
 DAY = 86400.0
 ISSUE = terms_of("file issue broken build")
