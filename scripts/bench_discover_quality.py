@@ -488,7 +488,7 @@ SAME_NAME = "pooled, any same-name function counts"
 entry, these count any document of the same function name as right."""
 
 
-def _function_name(qualified: str) -> str:
+def function_name(qualified: str) -> str:
     return qualified.partition(".")[2]
 
 
@@ -499,7 +499,7 @@ def run_set(
     results: dict[str, dict[str, Metrics]] = {pooled: {}, SAME_NAME: {}}
     for name, rank in built.items():
         results[pooled][name] = evaluate(rank, cases)
-        results[SAME_NAME][name] = evaluate(rank, cases, key=_function_name)
+        results[SAME_NAME][name] = evaluate(rank, cases, key=function_name)
     for group in groups:
         subset = [case for case in cases if case.group == group]
         results[group] = {name: evaluate(rank, subset) for name, rank in built.items()}
