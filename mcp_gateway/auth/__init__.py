@@ -31,6 +31,7 @@ from ..manifest import (
     OAuth1Auth,
     OAuth2Auth,
 )
+from ..manifest.auth import needs_secret
 from ..primitives.secrets import SealedCredential, SecretValue
 from ..vocabulary.clock import Clock, SystemClock
 from ..vocabulary.errors import CredentialMissing, UnsupportedAuth
@@ -50,11 +51,6 @@ __all__ = ["BODY_SIGNING_KINDS", "LastMeterAuth", "MtlsClients", "apply_auth", "
 
 BODY_SIGNING_KINDS: frozenset[AuthKind] = frozenset({"oauth1", "hmac", "aws_sigv4"})
 """Kinds whose signature covers the body, so httpx2 must read it before the auth flow runs."""
-
-
-def needs_secret(config: AuthConfig) -> bool:
-    """Whether calls through a connector with this auth need a stored credential."""
-    return not isinstance(config, NoAuth)
 
 
 def apply_auth(

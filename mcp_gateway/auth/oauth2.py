@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
+from ..primitives.secrets import OAUTH2_TOKEN_NAME
 from ._oauth2_endpoint import AuthorizationRefused, request_token
 from ._oauth2_session import IssuedToken, OAuth2Session, TokenSource, apply_oauth2
 
@@ -29,7 +30,7 @@ __all__ = [
     "request_token",
 ]
 
-TOKEN_NAME = "oauth2_token"
+TOKEN_NAME = OAUTH2_TOKEN_NAME
 """The credential name under which a connector's token set is sealed."""
 CALLBACK_PATH = "/oauth/callback"
 

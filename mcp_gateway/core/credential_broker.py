@@ -19,6 +19,7 @@ from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from ..services.credentials import CredentialVault
 from ..services.logs import known_secrets
 from ..vocabulary.model import a_credential
+from . import credential_readiness
 from .oauth2_tokens import OAuth2Tokens
 
 __all__ = ["CallCredential", "CredentialBroker"]
@@ -88,15 +89,9 @@ class CredentialBroker:
         """Whether calls could run without a human connecting first (an oauth2 authorization code
         connector needs its token set too, not just the client's credentials). With ``principal``, for
         a ``per_user`` connector: whether that user has connected (one user's state is not another's)."""
-        if isinstance(cfg.auth, OAuth2Auth):
-            if principal is not None and cfg.credentials == "per_user":
-                return await self.oauth2.ready(cfg.auth, cfg.slug, principal, personal=_personal(cfg, principal))
-            return await self.oauth2.ready(cfg.auth, cfg.slug)
         if not needs_secret(cfg.auth):
             return True
-        if principal is not None and cfg.credentials == "per_user":
-            return await self.vault.configured(cfg.slug, principal=principal, own_only=True)
-        return await self.vault.configured(cfg.slug)
+        return credential_readiness.configured(cfg, await self.vault.keys(cfg.slug), principal)
 
     async def needs_auth(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         return not await self.configured(cfg, principal)

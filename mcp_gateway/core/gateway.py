@@ -25,8 +25,8 @@ from typing import Any
 import httpx2
 
 from ..auth import needs_secret
-from ..discovery import DiscoveryIndex, ReviewCache, summary_of
-from ..discovery.catalog_hints import CatalogHints, catalog_hint_text
+from ..discovery import DiscoveryIndex, ReviewCache
+from ..discovery.catalog_hints import CatalogHints
 from ..discovery.hybrid import HybridSearch, discovery_status
 from ..execution.mcp_sessions import McpExecutor
 from ..manifest import Manifest
@@ -41,27 +41,27 @@ from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.contract import ConnectorState, Store
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import GatewayError
-from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval, withheld_note
+from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
 from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
+from .connectors_answer import connector_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
+from .discover_answer import catalog_suggestions, discover_limit, discover_result
 from .executors import Executors
 from .gauges import ScrapeState
 from .health import StoreHealth
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
 from .results import (
-    CatalogSuggestion,
     Connected,
     ConnectLink,
     ConnectorsResult,
     DescribeAuth,
     DescribePolicy,
     DescribeResult,
-    DiscoverHit,
     DiscoverResult,
     SecretLink,
     reason_code,
@@ -73,12 +73,9 @@ from .sync import Progress
 from .trace import CallTrace
 from .use_memory import UseMemory
 
-__all__ = ["DETAIL_SCHEMAS", "Gateway", "OnPending"]
+__all__ = ["Gateway", "OnPending"]
 
 logger = logging.getLogger(__name__)
-
-DETAIL_SCHEMAS = 3
-"""How many of discover's first results carry their full input schema when asked with ``detail``."""
 
 OnPending = Callable[[PendingApproval], Awaitable[None]]
 """Told of the approval a waiting call asked for, before the wait (to show the human its link)."""
@@ -248,27 +245,16 @@ class Gateway:
         out: list[ConnectorInfo] = []
         for slug in sorted(self.permissions.visible(principal)):
             cfg, catalog = self.catalogs.config(slug), self.catalogs.loaded[slug]
-            configured = await self.credentials.configured(cfg, principal.user)
-            status = catalog.state.status
-            if status == "ready" and needs_secret(cfg.auth) and not configured:
-                status = "needs_auth"
-            elif status == "error" and slug in self.catalogs.awaiting_credential and not configured:
-                status = "needs_auth"  # it is the credential it waits for: connect is the next step
-            withheld = self.permissions.withheld(catalog.actions)
-            available = len(catalog.actions) - sum(withheld.values())
             out.append(
-                ConnectorInfo(
-                    slug=slug,
-                    name=cfg.display_name,
-                    description=cfg.description,
-                    status=status,
-                    actions=available,
-                    auth=cfg.auth.type,
-                    auth_configured=configured or not needs_secret(cfg.auth),
+                connector_info(
+                    cfg,
+                    catalog.state.status,
+                    loaded=len(catalog.actions),
+                    withheld=self.permissions.withheld(catalog.actions),
+                    configured=await self.credentials.configured(cfg, principal.user),
+                    awaiting_credential=slug in self.catalogs.awaiting_credential,
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
-                    withheld=withheld or None,
-                    note=withheld_note(available, withheld),
                 )
             )
         return ConnectorsResult(connectors=out, discovery=self.discovery_status)
@@ -307,7 +293,7 @@ class Gateway:
         visible = self.permissions.visible(principal)
         if connector is not None:
             visible = visible & {connector}
-        limit = max(1, min(limit, 50))
+        limit = discover_limit(limit)
         # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
         pool = await self.use_memory.pool(principal, limit)
         if self.dense is not None:
@@ -317,45 +303,19 @@ class Gateway:
         else:
             found = self.index.find(query, limit=pool, connectors=visible, allow=self.permissions.allow)
         found = await self.use_memory.answer(principal, query, found, limit)
-        hits = found.hits
-        slugs = {a.connector for a, _ in hits}
         needs_auth = {
-            slug: await self.credentials.needs_auth(self.catalogs.config(slug), principal.user) for slug in slugs
+            slug: await self.credentials.needs_auth(self.catalogs.config(slug), principal.user)
+            for slug in {a.connector for a, _ in found.hits}
         }
-        results: list[DiscoverHit] = []
-        for rank, (action, score) in enumerate(hits):
-            props = action.input_schema.get("properties") or {}
-            required = [name for name in action.input_schema.get("required") or [] if isinstance(name, str)]
-            results.append(
-                DiscoverHit(
-                    name=action.qualified_name,
-                    summary=shown_summary(summary_of(action)),
-                    risk=action.risk,
-                    needs_approval=self.permissions.verdict(action, {}).action == "require_approval",
-                    needs_auth=needs_auth[action.connector],
-                    # The required ones first: they are what a call cannot do without.
-                    params=[*required, *(name for name in props if name not in required)][:12],
-                    required=required,
-                    score=round(score, 3),
-                    input_schema=shown_schema(action.input_schema) if detail and rank < DETAIL_SCHEMAS else None,
-                )
-            )
-        # A search inside one connector asks about that connector, not about the catalog.
-        hints = (
-            self.catalog_hints.suggest(
-                self.catalogs.manifest, query, [a for a, _ in hits[:3]], unsure=found.confidence == "low"
-            )
-            if connector is None
-            else []
-        )
+        hints = catalog_suggestions(self.catalog_hints, self.catalogs.manifest, query, found, connector)
         self.metrics.observe_discover(time.perf_counter() - started)
-        return DiscoverResult(
-            query=query,
-            results=results,
-            confidence=found.confidence,
-            hint=catalog_hint_text(hints, found.hint),
-            twins=found.twins or None,
-            catalog=[CatalogSuggestion(**h.payload()) for h in hints] or None,
+        return discover_result(
+            query,
+            found,
+            needs_approval=lambda action: self.permissions.verdict(action, {}).action == "require_approval",
+            needs_auth=needs_auth,
+            hints=hints,
+            detail=detail,
         )
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:

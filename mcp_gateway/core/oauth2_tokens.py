@@ -59,6 +59,7 @@ from ..services.logs import known_secrets
 from ..store.contract import Store
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import CredentialError, CredentialMissing, UpstreamError
+from .credential_readiness import oauth2_ready
 from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
 
@@ -136,14 +137,7 @@ class OAuth2Tokens:
         """Whether a call could get a token without a human: client credentials are stored, and for
         the authorization code grant a token set too. With ``personal`` the token set must be
         ``principal``'s own (the client's credentials stay the project's). Decrypts nothing."""
-        keys = await self._vault.keys(connector)
-        usable = (principal, PROJECT_WIDE)
-        if not any(k.name == "default" and (principal is None or k.principal in usable) for k in keys):
-            return False
-        if config.flow == "client_credentials":
-            return True
-        owners = (principal,) if personal else usable
-        return any(k.name == TOKEN_NAME and (principal is None or k.principal in owners) for k in keys)
+        return oauth2_ready(config, await self._vault.keys(connector), principal, personal=personal)
 
     def forget(self, connector: str) -> None:
         """Drop every cached token of a connector (a new authorization or client replaced them)."""

@@ -9,15 +9,14 @@ and action it was decided on: any of them replaced, it is decided again.)
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..discovery import DiscoveryIndex, guess_as_query, summary_of
 from ..manifest import ConnectorConfig, Manifest
-from ..policy import effective_risk, evaluate, is_hidden, strictest
 from ..services.identity import Principal, granted_connectors
 from ..vocabulary.model import Action, Denied, RequestBinding, Verdict
+from . import visibility
 from .catalogs import Catalogs
 from .recovery import connector_named
 from .results import shown_schema, shown_summary
@@ -43,16 +42,7 @@ class Permissions:
 
     def hidden(self, action: Action) -> bool:
         """Whether a ``hide`` rule keeps the action out of connectors, discover and describe."""
-        cfg = self._catalogs.config(action.connector)
-        return any(
-            is_hidden(
-                qualified_name=qualified_name,
-                path=path,
-                project_rules=self._catalogs.manifest.policies,
-                connector_rules=cfg.policies,
-            )
-            for qualified_name, path in _names(action)
-        )
+        return visibility.hidden(self._catalogs.manifest, self._catalogs.config(action.connector), action)
 
     def allow(self, action: Action) -> bool:
         """Whether agents may see the action: no ``hide`` rule, and not quarantined for review."""
@@ -61,12 +51,7 @@ class Permissions:
     def withheld(self, actions: Iterable[Action]) -> dict[str, int]:
         """How many of ``actions`` agents may not see, by why (``hidden by policy``, ``held for
         review (hides text)`` …), most first: what ``connectors`` explains beside its count."""
-        found: Counter[str] = Counter()
-        for action in actions:
-            why = "hidden by policy" if self.hidden(action) else self._catalogs.held_reason(action.qualified_name)
-            if why is not None:
-                found[why] += 1
-        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
+        return visibility.withheld(actions, self.hidden, self._catalogs.held_reason)
 
     def lookup(self, principal: Principal, name: str, *, include_hidden: bool = False) -> Action | None:
         """The action this principal may address by ``name``. ``call`` includes blocked ones, so
@@ -86,23 +71,7 @@ class Permissions:
         kept = self._verdicts.get(action.qualified_name)
         if kept is not None and kept[0] is action and kept[1] is manifest and kept[2] is cfg:
             return kept[3]
-        # A rule written for a name the action had in an earlier release still applies to it: of the
-        # verdicts under each of its names, the strictest.
-        verdict = strictest(
-            [
-                evaluate(
-                    qualified_name=qualified_name,
-                    path=path,
-                    risk=effective_risk(action, args),
-                    args=args,
-                    project_rules=manifest.policies,
-                    connector_rules=cfg.policies,
-                    sensitive=cfg.sensitive,
-                    default_mode=manifest.default_mode,
-                )
-                for qualified_name, path in _names(action)
-            ]
-        )
+        verdict = visibility.verdict(manifest, cfg, action, args)
         # Arguments decide only through the ``when`` of a rule that matches, and the generic request
         # action's method.
         if not isinstance(action.binding, RequestBinding) and not self.conditional(action):
@@ -113,13 +82,7 @@ class Permissions:
 
     def conditional(self, action: Action) -> bool:
         """Whether a rule with ``when`` may change the verdict depending on the arguments."""
-        cfg = self._catalogs.config(action.connector)
-        project = self._catalogs.manifest.policies
-        return any(
-            any(r.when and r.matcher.matches(qualified_name) for r in project)
-            or any(r.when and r.matcher.matches(path) for r in cfg.policies)
-            for qualified_name, path in _names(action)
-        )
+        return visibility.conditional(self._catalogs.manifest, self._catalogs.config(action.connector), action)
 
     async def not_found(self, principal: Principal, name: str) -> Denied:
         visible = self.visible(principal)
@@ -151,11 +114,3 @@ class Permissions:
                 for a in suggestions
             ],
         )
-
-
-def _names(action: Action) -> list[tuple[str, str]]:
-    """The action's qualified name and path, then those of each name it had in an earlier release."""
-    return [
-        (action.qualified_name, action.path),
-        *((f"{action.connector}.{alias}", alias) for alias in action.aliases),
-    ]

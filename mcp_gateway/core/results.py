@@ -6,6 +6,10 @@ transport turns it into JSON with ``result_payload`` (``exclude_none``: an absen
 left out, not sent as null). The ``status`` of a result is a closed set: ``ok``, ``link`` (a link
 for the human, from ``connect`` and ``request_secret``), ``pending_approval``, ``needs_auth``,
 ``denied``, ``error``.
+
+The parts the command line builds without this module's execution layer live apart and are
+re-exported here: ``shown`` (the payload, upstream text cleaned), ``connectors_answer`` and
+``discover_answer`` (those two meta-tools' results).
 """
 
 from __future__ import annotations
@@ -14,19 +18,16 @@ import base64
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from ..execution import Outcome, said, summarize_error
 from ..primitives.redaction import Redactor
-from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, MAX_ERROR_CHARS, MAX_TITLE_CHARS, clean_json, clean_text
+from ..primitives.sanitize import MAX_ERROR_CHARS, clean_json, clean_text
 from ..vocabulary.model import (
-    ActionSummary,
     AuditReason,
     CallResult,
-    ConnectorInfo,
     Denied,
     ErrorResult,
     NeedsAuth,
@@ -35,6 +36,9 @@ from ..vocabulary.model import (
     Risk,
     VerdictSource,
 )
+from .connectors_answer import ConnectorsResult
+from .discover_answer import CatalogSuggestion, DiscoverHit, DiscoverResult
+from .shown import result_payload, shown_description, shown_schema, shown_summary
 
 __all__ = [
     "CatalogSuggestion",
@@ -61,50 +65,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _FROZEN = ConfigDict(frozen=True)
-
-
-class ConnectorsResult(BaseModel):
-    """``connectors``: every connector this principal may use."""
-
-    model_config = _FROZEN
-    connectors: list[ConnectorInfo]
-    discovery: str | None = None
-    """How ``discover`` ranks: "discovery: lexical only" or "discovery: hybrid (<model>; ...)"."""
-
-
-class DiscoverHit(ActionSummary):
-    """One ``discover`` result; the first few carry their full input schema when asked with ``detail``."""
-
-    input_schema: dict[str, Any] | None = None
-
-
-class CatalogSuggestion(BaseModel):
-    """A bundled catalog API that is not configured but would serve the request, and the command an
-    operator runs to add it (the gateway never adds one itself)."""
-
-    model_config = _FROZEN
-    catalog: str
-    name: str
-    description: str
-    add: str
-    """``mcp-gateway add <catalog>``."""
-
-
-class DiscoverResult(BaseModel):
-    """``discover``: the ranked hits, how sure the ranking is, and near-twins to choose between."""
-
-    model_config = _FROZEN
-    query: str
-    results: list[DiscoverHit]
-    confidence: Literal["high", "low"] = "high"
-    """``low`` when nothing matches the query well; ``hint`` then says how to ask better."""
-    hint: str | None = None
-    twins: dict[str, list[str]] | None = None
-    """For a result whose object other results act on with another verb (``customers.create`` beside
-    ``customers.delete``): those results' names. They are listed next to it, so the agent sees the choice."""
-    catalog: list[CatalogSuggestion] | None = None
-    """When nothing configured serves the request well and a bundled catalog API does: those APIs, for
-    the agent to tell its user an operator can add them."""
 
 
 class DescribePolicy(BaseModel):
@@ -185,13 +145,6 @@ class SecretLink(BaseModel):
     """Set when the link would replace a team-wide secret: it works once an operator approves this."""
 
 
-def result_payload(result: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON object a meta-tool returns (structured content)."""
-    if isinstance(result, BaseModel):
-        return result.model_dump(mode="json", exclude_none=True)
-    return dict(result)
-
-
 def reason_code(result: CallResult) -> AuditReason | None:
     """The reason an audit row records: a denial's or error's reason, ``needs_auth``, else None."""
     match result:
@@ -237,21 +190,6 @@ def redacted_json(outcome: Outcome, redactor: Redactor) -> tuple[Any, str | None
 
 
 # -- what reaches the model from upstreams is cleaned -------------------------------------------------
-
-
-def shown_summary(summary: str) -> str:
-    """An action's summary as an agent sees it: no invisible characters, capped."""
-    return clean_text(summary, max_chars=MAX_TITLE_CHARS)
-
-
-def shown_description(text: str) -> str:
-    return clean_text(text, max_chars=MAX_DESCRIPTION_CHARS)
-
-
-def shown_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """An input schema with its strings (descriptions, titles, enums, names) cleaned."""
-    cleaned = clean_json(schema, max_string_chars=MAX_DESCRIPTION_CHARS)
-    return cleaned if isinstance(cleaned, dict) else dict(schema)
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, default=str)

@@ -13,9 +13,19 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["PROGRESS_FILE", "clear_progress", "progress_elsewhere", "write_progress"]
+__all__ = ["LEXICAL_LINE", "PROGRESS_FILE", "clear_progress", "hybrid_line", "progress_elsewhere", "write_progress"]
 
 PROGRESS_FILE = "discovery-embedding.json"
+
+LEXICAL_LINE = "discovery: lexical only"
+"""The discovery line when ``discover`` ranks by words alone."""
+
+
+def hybrid_line(label: str, ready: int, scheduled: int, embedding: tuple[int, int] | None = None) -> str:
+    """The discovery line when ``discover`` ranks by meaning too: the model (``label``), how many of
+    the ``scheduled`` connectors are embedded, and how far a running embedding is."""
+    running = "" if embedding is None else f"; embedding {embedding[0]:,} of {embedding[1]:,} actions"
+    return f"discovery: hybrid ({label}; {ready} of {scheduled} connectors embedded{running})"
 
 
 def write_progress(state_dir: Path, line: str) -> None:

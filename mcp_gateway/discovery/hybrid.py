@@ -38,7 +38,7 @@ from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_tw
 from ._segment import dense_texts
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
-from .embedding_progress import clear_progress, progress_elsewhere, write_progress
+from .embedding_progress import LEXICAL_LINE, clear_progress, hybrid_line, progress_elsewhere, write_progress
 
 __all__ = ["ALPHA", "MEAN_WEIGHT", "SURE_FLOOR", "HybridSearch", "discovery_status", "fuse", "sure"]
 
@@ -85,7 +85,7 @@ dev intents' dense pools span 0.07-0.45 (median 0.25); 0.1 changes none of their
 
 def discovery_status(search: HybridSearch | None) -> str:
     """What ``connectors``, ``/healthz`` and the start-up log say about ranking."""
-    return "discovery: lexical only" if search is None else search.status()
+    return LEXICAL_LINE if search is None else search.status()
 
 
 class HybridSearch:
@@ -167,8 +167,7 @@ class HybridSearch:
         if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):
             return elsewhere  # the running gateway of this state folder is embedding
         ready = sum(1 for slug in self._connectors if self.embedder.index.ready(slug))
-        embedding = "" if running is None else f"; embedding {running[0]:,} of {running[1]:,} actions"
-        return f"discovery: hybrid ({self.label}; {ready} of {len(self._connectors)} connectors embedded{embedding})"
+        return hybrid_line(self.label, ready, len(self._connectors), running)
 
     # -- search ------------------------------------------------------------------------------------
 

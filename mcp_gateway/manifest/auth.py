@@ -28,6 +28,7 @@ __all__ = [
     "OAuth1Auth",
     "OAuth2Auth",
     "auth_headers",
+    "needs_secret",
     "refuse_credential_headers",
 ]
 
@@ -248,6 +249,13 @@ AuthConfig = Annotated[
     | OAuth2Auth,
     Field(discriminator="type"),
 ]
+
+
+def needs_secret(config: AuthConfig) -> bool:
+    """Whether calls through a connector with this auth need a stored credential."""
+    return not isinstance(config, NoAuth)
+
+
 AUTH_TYPES: tuple[AuthKind, ...] = (
     "bearer",
     "basic",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .crypto import Cipher
 
 __all__ = [
+    "OAUTH2_TOKEN_NAME",
     "PROJECT_WIDE",
     "SECRET_SHAPES",
     "CredentialKey",
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 PROJECT_WIDE: Final = "*"
+OAUTH2_TOKEN_NAME: Final = "oauth2_token"
+"""The credential name an ``oauth2`` connector's token set is sealed under (beside the client's
+``default``): which of the two exist is what decides whether a call can get a token."""
 MIN_REDACT_CHARS = 4
 """Shorter values are not redacted on their own: replacing every ``abc`` in a response helps no one."""
 

@@ -2,8 +2,9 @@
 ``SQLiteStore``. ``PostgresStore`` (``store.postgres``, needs asyncpg) and ``MemoryStore``
 (``store.memory``) implement the same protocol.
 
-The names below are imported on first use: importing one submodule (``store._sqlite_schema`` for the
-schema version ``cli/listing.py`` checks) must not load aiosqlite, the event loop and every record model."""
+The names below are imported on first use: importing one submodule (``store.stored_state``, the
+read-only view the command line's stored-state answers read) must not load aiosqlite, the event loop
+and every record model."""
 
 from __future__ import annotations
 

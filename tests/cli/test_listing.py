@@ -233,14 +233,3 @@ def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
     assert several.light() is None  # graph was never synced
     assert cli.main(["sync", "--manifest", str(several.manifest)]) == 1  # graph: nothing answers there
     assert several.light() is None  # introspected over the network at every sync: the full path does it
-
-
-def test_the_oauth2_token_name_is_the_auth_package_s() -> None:
-    assert listing.OAUTH2_TOKEN_NAME == TOKEN_NAME
-
-
-def test_the_kept_review_scan_is_read_as_the_review_cache_writes_it() -> None:
-    from mcp_gateway.discovery import _review_cache
-
-    assert listing._REVIEW_FORMAT == _review_cache._FORMAT
-    assert listing._review_code_digest() == _review_cache._code_digest()

@@ -92,12 +92,19 @@ def test_validate_loads_no_cryptography_and_no_event_loop(tmp_path: Path) -> Non
     assert _imported(tmp_path, "validate", heavy=("cryptography", "anyio", "asyncio")) == []
 
 
+GATEWAY = ("mcp_gateway.core.gateway", "mcp_gateway.core.catalogs", "mcp_gateway.core.results", "mcp_gateway.runtime")
+"""The core beyond what the light paths share with it (``core.visibility``, ``core.credential_readiness``,
+``core.connectors_answer``, ``core.discover_answer``): the ``Gateway``, its sync, the executors."""
+
+
 def test_connectors_on_a_synced_state_assembles_no_gateway(tmp_path: Path) -> None:
-    # Every catalog is current: the stored state answers (cli/listing.py), with no core, no event
-    # loop, no async SQLite driver and no HTTP client.
+    # Every catalog is current: the stored state answers (cli/listing.py) with the gateway's own rules
+    # and shaping, but no gateway, no event loop, no async SQLite driver and no HTTP client.
     assert set(_imported(tmp_path, "sync")) <= EMBEDDING
-    light = ("mcp_gateway.core", "mcp_gateway.runtime", "asyncio", "aiosqlite", "httpx2", "cryptography")
+    light = (*GATEWAY, "asyncio", "aiosqlite", "httpx2", "cryptography")
     assert _imported(tmp_path, "connectors", heavy=light) == []
+    shared = ("mcp_gateway.core.credential_readiness", "mcp_gateway.core.connectors_answer")
+    assert _imported(tmp_path, "connectors", heavy=shared) == sorted(shared)
     # --json names the discovery mode (with mode auto, whether the local model is installed): that
     # imports discovery.providers, but not the HTTP client its embeddings endpoint would use.
     assert _imported(tmp_path, "connectors", "--json", heavy=light) == []
@@ -105,13 +112,13 @@ def test_connectors_on_a_synced_state_assembles_no_gateway(tmp_path: Path) -> No
 
 def test_discover_on_an_indexed_state_assembles_no_gateway(tmp_path: Path) -> None:
     # Every catalog current and its index kept (by the first discover): the stored state ranks
-    # (cli/stored_discover.py), with no core, no event loop, no async SQLite driver, no HTTP client,
-    # and not the regex analysis a manifest without regexes never needs.
+    # (cli/stored_discover.py) with the gateway's own rules and shaping, but no gateway, no event loop,
+    # no async SQLite driver, no HTTP client, and not the regex analysis a manifest without regexes
+    # never needs.
     assert set(_imported(tmp_path, "sync")) <= EMBEDDING
     assert _imported(tmp_path, "discover", "list", "items") == []  # the full path keeps the index
     light = (
-        "mcp_gateway.core",
-        "mcp_gateway.runtime",
+        *GATEWAY,
         "asyncio",
         "anyio",
         "aiosqlite",
@@ -121,6 +128,8 @@ def test_discover_on_an_indexed_state_assembles_no_gateway(tmp_path: Path) -> No
     )
     assert _imported(tmp_path, "discover", "list", "items", heavy=light) == []
     assert _imported(tmp_path, "discover", "list", "items", "--json", heavy=light) == []
+    shared = ("mcp_gateway.core.visibility", "mcp_gateway.core.discover_answer")
+    assert _imported(tmp_path, "discover", "list", "items", heavy=shared) == sorted(shared)
 
 
 def test_store_listings_open_the_store_without_the_core(tmp_path: Path) -> None:

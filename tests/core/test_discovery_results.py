@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from mcp_gateway.core import result_payload
-from mcp_gateway.core.gateway import DETAIL_SCHEMAS
+from mcp_gateway.core.discover_answer import DETAIL_SCHEMAS
 from mcp_gateway.server.tools import build_mcp_server
 from mcp_gateway.services.identity import OPERATOR
 from tests.core.test_gateway import SECRET, harness
