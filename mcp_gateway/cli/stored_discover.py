@@ -21,7 +21,9 @@ and keeps them, so the next run is fast); a connector under ``trust: review`` or
 held for review (the full path quarantines it and audits that); ``mode: hybrid`` without the model,
 or a mistyped ``$MCP_GATEWAY_DISCOVERY_MODE`` (the full path refuses, naming the fix). The store and
 the kept files are read afresh on every run: nothing printed is cached. Unlike the full path it
-writes nothing. ``tests/cli/test_stored_discover.py`` compares both paths byte for byte.
+writes nothing. It hands over too once ``discover`` has learned from use (the full path lifts its
+ranking by what similar queries led to). ``tests/cli/test_stored_discover.py`` compares both paths
+byte for byte.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def discover_from_state(args: argparse.Namespace, principal: Principal) -> dict[
         if state is None:
             return None
         with state:
+            if manifest.discovery.learn != "off" and state.view.has_uses():
+                return None  # the full path lifts what earlier uses led to (``core.use_memory``)
             index = _kept_index(manifest, state, settings.state_dir)
         if index is None:
             return None

@@ -113,6 +113,13 @@ class StoredState:
             raise StateUnreadable(str(exc)) from None
         return [CredentialKey(connector=c, principal=p, name=n) for c, p, n in rows]
 
+    def has_uses(self) -> bool:
+        """Whether ``discover`` has learned from any use (``UseStore``): a ranking may then be lifted."""
+        try:
+            return self._db.execute("SELECT 1 FROM discovery_use LIMIT 1").fetchone() is not None
+        except sqlite3.Error as exc:
+            raise StateUnreadable(str(exc)) from None
+
     def action_lines(self, slug: str) -> ActionLines | None:
         """``slug``'s stored actions, each decoded when first read; None when the row is not in the
         line layout (written by an earlier build)."""

@@ -241,6 +241,17 @@ def test_what_the_light_path_cannot_vouch_for_takes_the_full_path(
     assert several.light("list", "items") is None
     several.manifest.write_text(text)
     assert several.light("list", "items") is not None
+    # discover learned from a use (a served gateway's agent called what it found): the full path lifts it.
+    with closing(sqlite3.connect(several.state_dir / "state.db")) as db, db:
+        db.execute(
+            "INSERT INTO discovery_use (scope, action, query, who, words, at) VALUES (?, ?, ?, ?, ?, ?)",
+            ("agent:bot", "echo.items.list", "q1", "bot", "list items", "2026-01-01T00:00:00.000000Z"),
+        )
+    assert several.light("list", "items") is None
+    several.run("discover", "list", "items")  # the full path answers
+    several.manifest.write_text(text + 'discovery: {learn: "off"}\n')
+    fast, full = several.both("list", "items", "--json")  # learning off: nothing is lifted either way
+    assert fast == full
 
 
 def _rewrite_catalog(state_dir: Path, slug: str, blob: bytes) -> None:

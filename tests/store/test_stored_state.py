@@ -16,6 +16,7 @@ import pytest
 
 from mcp_gateway.primitives.secrets import CredentialKey
 from mcp_gateway.store import CatalogRecord, ConnectorState, SQLiteStore
+from mcp_gateway.store.contract import UseRecord
 from mcp_gateway.store.stored_state import StateUnreadable, StoredCatalog, StoredState
 from mcp_gateway.vocabulary.model import Action, HttpBinding
 
@@ -84,8 +85,28 @@ def test_it_reads_back_what_the_store_wrote(state_file: tuple[Path, list[Credent
         lines.expect([f"items.op{n}" for n in range(3)])
         assert lines[1] == _action("one", 1) and lines.decoded == 1
         assert view.actions("two") == []
+        assert not view.has_uses()
         with pytest.raises(StateUnreadable, match="no stored catalog"):
             view.actions("three")
+
+
+def test_it_sees_whether_discover_learned_from_use(state_file: tuple[Path, list[CredentialKey]]) -> None:
+    path, _ = state_file
+
+    async def learn() -> None:
+        store = SQLiteStore(path)
+        await store.open()
+        try:
+            use = UseRecord(scope="agent:bot", action="one.items.op1", query="q", who="bot", words="op", at=T0)
+            await store.record_use(use)
+        finally:
+            await store.close()
+
+    anyio.run(learn)
+    view = StoredState.open(path)
+    assert view is not None
+    with view:
+        assert view.has_uses()
 
 
 def test_it_writes_nothing(state_file: tuple[Path, list[CredentialKey]]) -> None:
