@@ -62,7 +62,8 @@ REFRESH = timedelta(seconds=30)
 class _Answer:
     at: datetime
     words: str
-    names: frozenset[str]
+    names: tuple[str, ...]
+    """The hits, best first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +120,8 @@ class UseMemory:
             mine = [self._as_use(recorded, model) for recorded in uses]
             found = lifted(found, strengths(mine, terms_of(words), vector), limit)
         if words and found.hits:
-            self._remember(
-                principal, _Answer(self._clock.now(), words, frozenset(a.qualified_name for a, _ in found.hits))
-            )
+            names = tuple(action.qualified_name for action, _ in found.hits)
+            self._remember(principal, _Answer(self._clock.now(), words, names))
         return found
 
     async def called(self, principal: Principal, action: str) -> None:
@@ -131,9 +131,14 @@ class UseMemory:
         if scope is None or not recent:
             return
         now = self._clock.now()
-        answer = next((a for a in reversed(recent) if action in a.names and now - a.at <= RECALL), None)
-        if answer is None:
+        # Of the recent answers holding the action, the one that ranked it best (the latest of equals):
+        # a browsing query that lists everything ("list the pages") does not take the use from the ask.
+        held = [
+            (a.names.index(action), -i, a) for i, a in enumerate(recent) if action in a.names and now - a.at <= RECALL
+        ]
+        if not held:
             return
+        answer = min(held, key=lambda item: item[:2])[2]
         model, vector = self._model(), None
         if model is not None and self._dense is not None:
             try:

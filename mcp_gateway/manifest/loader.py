@@ -284,6 +284,12 @@ class DiscoveryConfig(BaseModel):
     own (``agent``), every agent of the project together (``project``), or nobody (``off``: nothing is
     recorded and nothing lifted)."""
 
+    @field_validator("learn", mode="before")
+    @classmethod
+    def _off_as_yaml_reads_it(cls, value: object) -> object:
+        # YAML reads a bare ``off`` (and ``no``, ``false``) as False: that is what was meant.
+        return "off" if value is False else value
+
     @property
     def effective_mode(self) -> Literal["auto", "lexical", "hybrid"]:
         if self.mode is not None:
