@@ -28,7 +28,7 @@ def _action(slug: str, n: int) -> Action:
         connector=slug,
         path=f"items.op{n}",
         summary=f"Operation {n}",
-        aliases=[f"old.op{n}"] if n == 1 else [],
+        aliases=(f"old.op{n}",) if n == 1 else (),
         binding=HttpBinding(method="GET", url=f"/items/{n}"),
     )
 
