@@ -158,8 +158,9 @@ def _entries(
         if not nothing_held(cfg, reviews, stored.fingerprint, stored.actions):
             return None  # the full path reviews it, and says what is held and why
         # The actions are read only when a rule could hide one: else none is hidden.
-        actions = state.view.actions(slug) if visibility.may_hide(manifest, cfg) else []
-        if actions and len(actions) != stored.actions:
+        may_hide = visibility.may_hide(manifest, cfg)
+        actions = state.view.actions(slug) if may_hide else []
+        if may_hide and len(actions) != stored.actions:
             return None  # not what the last sync recorded: the full path decodes (or rebuilds) it
         out.append(
             connector_info(
