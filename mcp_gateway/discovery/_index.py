@@ -15,11 +15,15 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
+from ._message import MANY_WORDS, asks, wants_many
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
+from ._spelling import correction, english_words
 from ._suggest import suggest
 from ._text import (
     PHRASES,
+    QUERY_WORDS,
+    STOPWORDS,
     SYNONYMS,
     VERB_KIND,
     VERBS,
@@ -57,7 +61,15 @@ LOW_CONFIDENCE_HINT = (
     'or name the connector ("in Slack"); `connectors` lists what is available.'
 )
 
+MAX_CORRECTED_WORDS = 8
+"""Distinct unknown words of a query that are tried for a typo, at most (a long message names many
+things no action mentions: people, products, places)."""
+
+_CORRECTIONS_KEPT = 4096
+"""Typo repairs remembered per word until the index changes (queries are agent text: bounded)."""
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+_WORD = re.compile(r"[A-Za-z]+")
 _CHANNEL_MENTION = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
 
 
@@ -80,6 +92,12 @@ class SearchResult:
     vector: Any = None
     """The query's unit vector when the answer is hybrid (what ``discover`` learns from use compares)."""
 
+
+_CONTEXT_WEIGHT = 0.5
+"""Query weight of a word found only outside the sentences that make a message's request (``_message.asks``)."""
+
+_MANY_TERMS = tuple(stem(word) for word in MANY_WORDS)
+"""Added to a request for many things at once (``_message.wants_many``), at a synonym's weight."""
 
 _SYNONYM_WEIGHT = 0.375
 """Query weight of a synonym, a phrase's meaning or a word form relative to a word the agent wrote."""
@@ -142,6 +160,7 @@ class DiscoveryIndex:
     """
 
     __slots__ = (
+        "_corrections",
         "_df",
         "_idf",
         "_maxima",
@@ -153,6 +172,7 @@ class DiscoveryIndex:
         "_size",
         "_slugs_by_fold",
         "_starts",
+        "_vocabulary_words",
         "cache",
     )
 
@@ -169,6 +189,8 @@ class DiscoveryIndex:
         self._idf: dict[str, float] = {}
         self._maxima: dict[str, float] = {}  # term -> its largest weight in any segment (``_pruned``)
         self._name_vocab: list[str] | None = None
+        self._vocabulary_words: frozenset[str] | None = None
+        self._corrections: dict[str, str | None] = {}
         # Ids are never reused, so a stale id can never alias a newer action, and a new segment always
         # sorts last in ``_ordered``. 2**32 ids is thousands of years of reloading a large catalog.
         self._next_id = 0
@@ -262,6 +284,8 @@ class DiscoveryIndex:
         self._idf.clear()
         self._maxima.clear()
         self._name_vocab = None
+        self._vocabulary_words = None
+        self._corrections.clear()
 
     def _action(self, doc_id: int) -> Action:
         segment = self._ordered[bisect.bisect_right(self._starts, doc_id) - 1]
@@ -342,7 +366,7 @@ class DiscoveryIndex:
         BM25F picks the best few the filters allow and a second stage re-orders them (``_rank``).
         Scores are deterministic for a given catalog and view; ties are broken by qualified name.
         """
-        return self._search(query, limit, connectors, allow)[0]
+        return self._search(self.corrected(query), limit, connectors, allow)[0]
 
     def find(
         self,
@@ -353,6 +377,7 @@ class DiscoveryIndex:
         allow: Callable[[Action], bool] | None = None,
     ) -> SearchResult:
         """``search``, plus whether anything matched well (``confidence``/``hint``) and near-twins side by side."""
+        query = self.corrected(query)
         hits, coverage = self._search(query, limit, connectors, allow)
         low = not hits or coverage < CONFIDENCE_FLOOR
         ordered, twins = _group_twins(hits)
@@ -390,13 +415,69 @@ class DiscoveryIndex:
         for word in list(dict.fromkeys(raw_words(query)))[:MAX_QUERY_WORDS]:
             term = stem(word)
             if term in weighted and term in self._df:
-                exact_query.append((f" {word} ", self._idf_of(term)))
+                # As much as the word weighs in the query: a long message's context counts less.
+                exact_query.append((f" {word} ", self._idf_of(term) * weighted[term]))
         candidates = [(action, score, *self._features(doc_id)) for doc_id, action, score in hits]
         ranked = _rank.rerank(
             candidates, weighted, self._idf_of, exact_query, verbs=VERBS, named=named, verb_kinds=VERB_KIND
         )
         coverage = self._coverage(weighted, candidates, ranked[0][0])
         return ranked[:limit], coverage
+
+    def corrected(self, query: str) -> str:
+        """``query`` (its first ``MAX_QUERY_CHARS``) with its typos repaired against the catalog's words
+        (``_spelling``): a word no action uses, one edit from one that some do, becomes that word.
+
+        A word the catalog knows, as written or by its index term, is never changed; nor a stopword,
+        an identifier typed in camelCase ("getContent"), or two catalog words run together ("rerun").
+        """
+        query = query[:MAX_QUERY_CHARS]
+        fixes: dict[str, str] = {}
+        tried = 0
+        for match in _WORD.finditer(query):
+            written = match.group()
+            word = written.lower()
+            if word in fixes or not keep(word) or (written[1:] != written[1:].lower() and written != written.upper()):
+                continue
+            if word in self._corrections:
+                fix = self._corrections[word]
+            else:
+                if stem(word) in self._df or tried >= MAX_CORRECTED_WORDS:
+                    continue
+                tried += 1
+                fix = self._correction(word)
+                if len(self._corrections) < _CORRECTIONS_KEPT:
+                    self._corrections[word] = fix
+            if fix is not None:
+                fixes[word] = fix
+        if not fixes:
+            return query
+        return _WORD.sub(lambda m: _recased(fixes.get(m.group().lower()), m.group()), query)
+
+    def _correction(self, word: str) -> str | None:
+        words = self._words()
+        if word in words or self._split(word):
+            return None
+        df, common = self._df, self._size + 1
+        # A slip of a function word ("wiht", "fron") is meant as that word: commoner than any catalog word.
+        return correction(
+            word,
+            words,
+            lambda candidate: common if candidate in STOPWORDS else df.get(stem(candidate), 0),
+            english=english_words(),
+        )
+
+    def _words(self) -> frozenset[str]:
+        """The words a typo may be repaired to: every exact word of every indexed action (names,
+        summaries, description heads, parameters), the stopwords, and the words the query side reads
+        besides the catalog's (``SYNONYMS``' and ``PHRASES``' own: "thumbs", "chargeback")."""
+        if self._vocabulary_words is None:
+            words: set[str] = set(STOPWORDS) | QUERY_WORDS
+            for segment in self._ordered:
+                for line in segment.exact:
+                    words.update(line.split())
+            self._vocabulary_words = frozenset(words)
+        return self._vocabulary_words
 
     def _coverage(
         self,
@@ -433,15 +514,24 @@ class DiscoveryIndex:
     def _query_terms(self, query: str) -> dict[str, float]:
         """The query's index terms with their weights: 1 for a word written, less for what it suggests.
 
-        Words of the first sentence weigh 1, later ones ``_LATER_SENTENCE_WEIGHT``; the first
+        Words of the sentences that make the request (``_message.asks``) weigh 1 and the others
+        ``_CONTEXT_WEIGHT``; with no such sentence, words of the first sentence weigh 1 and later ones
+        ``_LATER_SENTENCE_WEIGHT``. A request for many things adds ``_MANY_TERMS``. The first
         ``MAX_QUERY_WORDS`` distinct words are analyzed, and the ``MAX_QUERY_TERMS`` known terms that
         weigh most (weight times idf) kept. A ``#name`` mention reads as "channel".
         """
         weighted: dict[str, float] = {}
         extra: list[str] = []
         forms: list[str] = []
-        first, _, _ = _SENTENCE.split(query, maxsplit=1)[0].partition("\n\n")
-        first_words = set(prose_words(first))
+        requests = asks(query)
+        if requests is None:
+            first, _, _ = _SENTENCE.split(query, maxsplit=1)[0].partition("\n\n")
+            first_words, elsewhere = set(prose_words(first)), _LATER_SENTENCE_WEIGHT
+        else:
+            # A message of several sentences: the ones that ask weigh fully, the context less.
+            first_words, elsewhere = set(prose_words(" ".join(requests))), _CONTEXT_WEIGHT
+        if wants_many(" ".join(requests) if requests else query):
+            extra.extend(_MANY_TERMS)
         words = prose_words(query)
         distinct: set[str] = set()
         if _CHANNEL_MENTION.search(query):
@@ -451,7 +541,7 @@ class DiscoveryIndex:
                 if len(distinct) >= MAX_QUERY_WORDS:
                     continue
                 distinct.add(word)
-            weight = 1.0 if word in first_words else _LATER_SENTENCE_WEIGHT
+            weight = 1.0 if word in first_words else elsewhere
             term = stem(word)
             extra.extend(PHRASES.get((previous, word), ()))
             extra.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
@@ -733,6 +823,15 @@ class DiscoveryIndex:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
+
+
+def _recased(fix: str | None, written: str) -> str:
+    """``fix`` written the way ``written`` was (capitalized or all capitals), or ``written`` when no fix."""
+    if fix is None:
+        return written
+    if written.isupper() and len(written) > 1:
+        return fix.upper()
+    return fix[:1].upper() + fix[1:] if written[:1].isupper() else fix
 
 
 def _kth(values: Collection[float], k: int) -> float:

@@ -1,9 +1,10 @@
 """One connector's share of the index: its actions analyzed into weighted fields and packed postings.
 
-An action is six BM25F fields: its qualified name's words, its summary (or its description's first
+An action is eight BM25F fields: its qualified name's words, its summary (or its description's first
 sentence when it has none: MCP tools and function-calling schemas rarely have a summary), the head
 of its description, its input parameter names, the heads of its input parameter descriptions, and
-its verb (the first word of the last path segment: APIs name the operation there). Besides the
+its verb (the first word of the last path segment: APIs name the operation there), its group, and
+what it achieves in everyday words (``_effects``). Besides the
 postings, a segment keeps each action's *exact words* (unstemmed, as one space-delimited string)
 for the second ranking stage, which tells near-twins apart by the words an agent actually used.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..vocabulary.model import Action
+from ._effects import effect_phrases, effect_words
 from ._text import (
     clean_description,
     exact_forms,
@@ -29,6 +31,10 @@ from ._text import (
 )
 
 __all__ = ["FIELDS", "Segment", "build_segment", "dense_text", "dense_texts", "headline", "params_of", "summary_of"]
+
+EFFECT_WEIGHT = 1.5
+"""BM25F weight of an action's effect words (``_effects.effect_words``): light, so a name or summary
+that says the thing outright still wins."""
 
 K1 = 4.8
 """BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
@@ -47,6 +53,7 @@ FIELDS: tuple[tuple[float, float], ...] = (
     (0.3, 0.25),  # input parameter description heads
     (2.4, 0.0),  # verb
     (0.4, 0.5),  # group: OpenAPI tag, Postman folders, GraphQL result type, MCP title (``Action.group``)
+    (EFFECT_WEIGHT, 0.5),  # what it achieves in everyday words, and its parameters' enum values (``_effects``)
 )
 PARAM_CHARS = 100
 """Head of each parameter description that is indexed: what the parameter is, not its fine print."""
@@ -171,7 +178,9 @@ def dense_text(action: Action) -> str:
     """What an action's vector is made of: a short plain-text card, the most telling words first.
 
     ``"issues create (issues): Create an issue. Creates an issue in a repository … Parameters: owner,
-    repo, title, body"``: its name's words and its group, its readable summary (``summary_of``), the
+    repo, title, body"``: its name's words and its group, its readable summary (``summary_of``) and what
+    it achieves in everyday words when ``_effects`` knows (``pins add: Pins an item to a channel (keep
+    it at the top, visible to everyone, …).``), the
     description's head when it says more than the summary (markup out, not repeated), parameter names;
     at most ``DENSE_WORDS`` words.
     """
@@ -184,7 +193,9 @@ def dense_text(action: Action) -> str:
         description = description[len(summary.rstrip(".")) :].lstrip(". ")
     description = " ".join(_SENTENCES.split(description)[:2])
     params = [name for name, _ in params_of(action.input_schema)][:DENSE_PARAMS]
-    text = f"{head}: {summary.rstrip('.')}. {description}".strip()
+    effect = "; ".join(effect_phrases(action))
+    effect = f" ({effect})." if effect else "."
+    text = f"{head}: {summary.rstrip('.')}{effect} {description}".strip()
     if params:
         text = f"{text} Parameters: {', '.join(params)}"
     return " ".join(text.split()[:DENSE_WORDS])
@@ -264,6 +275,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             [term for _, terms, _ in params for term in terms],
             ident(action.path.rsplit(".", 1)[-1])[:1],
             prose_terms(action.group) if action.group else [],
+            prose_terms(" ".join(effect_words(action))),
         )
         fields.append(doc)
         words = exact_forms(f"{action.qualified_name} {summary_of(action)} {description}")
@@ -271,7 +283,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
         exact.append(f" {' '.join(dict.fromkeys(words))} ")
         names_column.append(f" {' '.join(doc[0])} ")
         params_column.append(f" {' '.join(dict.fromkeys(doc[3]))} ")
-        about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1])))} ")
+        about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1], *doc[7])))} ")
         returns_column.append(f" {' '.join(dict.fromkeys(identifier_terms(action.response_fields)))} ")
         for i, field in enumerate(doc):
             totals[i] += len(field)

@@ -15,6 +15,8 @@ import sys
 __all__ = [
     "DESCRIPTION_CHARS",
     "PHRASES",
+    "QUERY_WORDS",
+    "STOPWORDS",
     "SYNONYMS",
     "VERBS",
     "VERB_KIND",
@@ -51,6 +53,8 @@ _STOPWORDS = frozenset(
 )
 """English function words, pronouns and filler ("please", "me", "my"): they never match an action, so
 "remind me" cannot pull ``chat.me_message`` and "update my profile" cannot pull ``user.put_me``."""
+
+STOPWORDS = _STOPWORDS
 
 # Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem.
 _CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org", "configuration": "config"}
@@ -279,6 +283,8 @@ PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
     key: tuple(stem(v) for v in values) for key, values in _RAW_PHRASES.items()
 }
 VERBS = frozenset(stem(verb) for verb in _RAW_VERBS)
+QUERY_WORDS = frozenset([*_RAW_SYNONYMS, *(word for pair in _RAW_PHRASES for word in pair), *_RAW_VERBS])
+"""Words the query side understands whatever the catalog says: a typo may be repaired to one of them."""
 
 # Verbs that name the same kind of operation, whatever API: a query's verb agrees or disagrees with an
 # action's (``_rank``), which tells near-twins apart ("remove an old card": delete, not create).

@@ -35,6 +35,7 @@ from ..vocabulary.errors import GatewayError
 from ..vocabulary.model import Action
 from . import _rank
 from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_twins
+from ._message import asks
 from ._segment import dense_texts
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
@@ -65,6 +66,9 @@ off-topic questions over each API and over all of them (docs/benchmarks.md#confi
 
 ALPHA = 0.5
 """Weight of the scaled cosine beside the scaled lexical score: equal, each side a scale of its own."""
+
+ASK_BLEND = 0.5
+"""Weight of the request sentences' vector beside the whole message's (``query_vector``)."""
 
 LEXICAL_POOL = 20
 """Lexical hits that take part in fusion, and over which their scores are scaled."""
@@ -185,13 +189,29 @@ class HybridSearch:
         allowed = dense.connectors if connectors is None else dense.connectors & set(connectors)
         if not allowed:
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
+        query = index.corrected(query)
         lexical = index.find(query, limit=max(limit, _rank.POOL), connectors=connectors, allow=allow)
         try:
-            vector = await self.embedder.embed_query(query)
+            vector = await self.query_vector(index, query)
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
         return self.rank(index, lexical, vector, allowed=allowed, allow=allow, limit=limit)
+
+    async def query_vector(self, index: DiscoveryIndex, query: str) -> Matrix:
+        """The vector ``query`` is searched by: that of its text with typos repaired (``index.corrected``);
+        for a message of several sentences, mixed with that of the sentences that make its request
+        (``_message.asks``, weight ``ASK_BLEND``), so its context does not pull it elsewhere."""
+        text = index.corrected(query)
+        requests = asks(text)
+        if requests is None:
+            return await self.embedder.embed_query(text)
+        import numpy as np
+
+        both = await self.embedder.provider.embed([text, " ".join(requests)])
+        mixed = (1.0 - ASK_BLEND) * both[0] + ASK_BLEND * both[1]
+        norm = float(np.linalg.norm(mixed))
+        return mixed / norm if norm > 0 else both[0]
 
     def rank(
         self,

@@ -143,7 +143,8 @@ async def test_vectors_survive_a_restart_and_a_resync_embeds_only_what_changed(
     async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
         assert gw.dense is not None
         await gw.dense.settled()
-        assert len(provider.texts) == 3
+        # Three actions; the close's card says what closing achieves, so it is embedded beside its headline.
+        assert len(provider.texts) == 4
         assert gw.discovery_status == "discovery: hybrid (test-bow; 1 of 1 connectors embedded)"
         found = await gw.discover(OPERATOR, "report a defect ticket")
         assert found.results[0].name == "tracker.tickets.open"
@@ -173,7 +174,7 @@ async def test_a_sync_that_embeds_leaves_nothing_for_the_next_start_to_embed(
         embed_now=True,
         progress=lambda slug, phase: said.append((slug, phase)),
     ):
-        assert len(provider.texts) == 3  # embedded before the gateway was handed over
+        assert len(provider.texts) == 4  # embedded before the gateway was handed over (the close: card and headline)
     assert ("tracker", "embedded for hybrid discover (3 of 3 anew)") in said
 
     provider.texts.clear()

@@ -1,0 +1,187 @@
+"""What an operation achieves, in everyday words, beside what it is named.
+
+Users ask for outcomes ("make sure the intern can no longer see payroll", "keep this message at the
+top"); APIs name mechanisms (``remove_collaborator``, ``pins.add``). ``effect_words`` reads an
+action's mechanism from what every source kind has, its name's words, its summary, its input
+parameters (names and the values of their enums: ``state: open | closed`` is how an issue is
+closed, ``visibility: public | private`` how a repository is made private) and the field names of
+its response (``remaining`` is what is *left*), and adds the everyday words of the outcome: the
+ranker indexes them as a light field of their own (``_segment.FIELDS``), so an action's own name
+and summary still weigh most.
+
+The table speaks of mechanisms many APIs share (removing someone, pinning, blocking, archiving,
+muting, scheduling, refunding), never of one API's operation names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..vocabulary.model import Action
+
+__all__ = ["EFFECTS", "RETURNED", "effect_phrases", "effect_words"]
+
+_TAKEN = "no longer there, taken out, not anymore"
+_LET_IN = "let someone in, give access, work together"
+_BLOCKED = "stop them for good, never again, keep spam out"
+_QUIET = "stop notifications for a while, do not disturb, quiet"
+_KEPT = "remember it for later, mark as important"
+_NOTIFIED = "get notified of updates, keep track"
+_UNDONE = "undo it, go back, recover"
+_MANY = "several at once, in one go"
+_RAW_EFFECTS: dict[str, str] = {
+    # Taking something, or someone's access, away.
+    "remove": _TAKEN,
+    "delete": _TAKEN,
+    "kick": _TAKEN,
+    "revoke": _TAKEN,
+    "leave": _TAKEN,
+    "unassign": "no longer responsible",
+    # Letting someone in (adding or removing an access noun: ``_ACCESS``).
+    "invite": _LET_IN,
+    "grant": _LET_IN,
+    # Keeping something from happening.
+    "block": _BLOCKED,
+    "blocklist": _BLOCKED,
+    "denylist": _BLOCKED,
+    "ban": _BLOCKED,
+    "unblock": "allow them again",
+    "lock": "nobody can change it, freeze the discussion",
+    "unlock": "allow changes again",
+    "protection": "require reviews, prevent direct changes",
+    "protect": "require reviews, prevent direct changes",
+    # Making something stand out, or go out of sight.
+    "pin": "keep it at the top, visible to everyone, highlight as important",
+    "unpin": "no longer at the top",
+    "star": _KEPT,
+    "bookmark": _KEPT,
+    "archive": "retire it, no longer used but history kept, read only",
+    "unarchive": "bring it back, reactivate",
+    "minimize": "hide it from view, collapse off-topic or spam",
+    "hide": "hide it from view",
+    "mute": _QUIET,
+    "snooze": _QUIET,
+    "dnd": _QUIET,
+    # Time and attention.
+    "schedule": "send or run it later, at a set time",
+    "scheduled": "send or run it later, at a set time",
+    "remind": "not forget, get reminded later",
+    "reminder": "not forget, get reminded later",
+    "presence": "show as away or available, not at the desk",
+    "topic": "say what it is about",
+    "purpose": "say what it is about",
+    "subscribe": _NOTIFIED,
+    "watch": _NOTIFIED,
+    "follow": _NOTIFIED,
+    "unsubscribe": "stop notifications",
+    "unwatch": "stop notifications",
+    # Ownership and copies.
+    "fork": "own copy to experiment with",
+    "merge": "combine the changes into the target",
+    "assign": "make someone responsible",
+    "assignee": "make someone responsible",
+    # Money.
+    "refund": "give the money back",
+    "void": "invalid, must not be paid",
+    "capture": "collect the money that was reserved",
+    "dispute": "chargeback",
+    "payout": "withdraw money to the bank",
+    # Undoing and redoing.
+    "revert": _UNDONE,
+    "rollback": _UNDONE,
+    "restore": _UNDONE,
+    "rerun": "run it again",
+    "retry": "run it again",
+    "cancel": "stop it, end it",
+    "close": "end it, mark done or resolved",
+    "publish": "make it public, announce",
+    "approve": "accept, sign off",
+    "dismiss": "ignore, reject",
+    # Many at once.
+    "bulk": _MANY,
+    "batch": _MANY,
+    "multiple": _MANY,
+}
+
+_RAW_RETURNED: dict[str, str] = {
+    "remaining": "how much is left",
+    "available": "how much is left",
+    "balance": "how much money we have",
+}
+"""Response field name -> what a user asks to learn ("how many requests do I have *left*")."""
+
+EFFECTS: dict[str, str] = _RAW_EFFECTS
+"""Mechanism word (as names and summaries write it) -> its outcome in everyday words."""
+
+RETURNED: dict[str, str] = _RAW_RETURNED
+
+_ACCESS = frozenset("member membership collaborator collaboration permission role access grant seat".split())
+"""Nouns of who may use a thing: adding one lets someone in, removing one shuts them out."""
+_ADDING = frozenset("add create invite set put update assign grant".split())
+_REMOVING = frozenset("remove delete revoke kick cancel".split())
+_SHUT_OUT = "they can no longer see or use it, access taken away"
+
+MAX_ENUM_VALUES = 8
+"""Values of one parameter's enum that are read, at most: a long enum is a list of codes, not of outcomes."""
+
+MAX_WORDS = 24
+"""Effect words of one action, at most."""
+
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+_SUMMARY_WORDS = 4
+"""Leading words of the summary read for mechanisms ("Pins an item to a channel")."""
+
+
+def effect_phrases(action: Action) -> list[str]:
+    """What ``action`` achieves in everyday words (none for most actions), from the mechanisms its
+    name's last segment and the head of its summary name, and from its response's field names."""
+    out: dict[str, None] = {}
+    named = [
+        _singular(word) for word in [*_words(action.path.rsplit(".", 1)[-1]), *_words(action.summary)[:_SUMMARY_WORDS]]
+    ]
+    if not _ACCESS.isdisjoint(named):
+        if not _REMOVING.isdisjoint(named):
+            out[_SHUT_OUT] = None
+        elif not _ADDING.isdisjoint(named):
+            out[_LET_IN] = None
+    for word in named:
+        effect = EFFECTS.get(word)
+        if effect is not None:
+            out[effect] = None
+    for word in _words(action.response_fields):
+        returned = RETURNED.get(word)
+        if returned is not None:
+            out[returned] = None
+    return list(out)
+
+
+def effect_words(action: Action) -> list[str]:
+    """``effect_phrases``' words, then the values of its parameters' enums (``open``, ``closed``,
+    ``private``), lowercased, each once, at most ``MAX_WORDS``."""
+    out = dict.fromkeys(word for phrase in effect_phrases(action) for word in _words(phrase))
+    properties = action.input_schema.get("properties") if isinstance(action.input_schema, dict) else None
+    if isinstance(properties, dict):
+        for spec in properties.values():
+            out.update(dict.fromkeys(word for value in _enum(spec) for word in _words(value)))
+    return list(out)[:MAX_WORDS]
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)] if text else []
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
+
+
+def _enum(spec: Any) -> Iterator[str]:
+    """The string values of a parameter's enum (its items' for an array, its alternatives' for anyOf/oneOf)."""
+    if not isinstance(spec, dict):
+        return
+    for schema in (spec, spec.get("items"), *(spec.get("anyOf") or ()), *(spec.get("oneOf") or ())):
+        if isinstance(schema, dict) and isinstance(schema.get("enum"), list):
+            yield from (
+                value for value in schema["enum"][:MAX_ENUM_VALUES] if isinstance(value, str) and len(value) <= 24
+            )

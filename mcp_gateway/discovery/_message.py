@@ -1,0 +1,104 @@
+"""What a long message asks for: its request sentence among the context, and whether it wants many things.
+
+An agent often forwards a whole message: who asked, what happened last week, and somewhere in it the
+request ("Could you archive the old channel?"). The context names things too (customers, invoices,
+pull requests), and weighed like the request they pull other actions up. ``asks`` finds the
+sentences that make a request, by how requests are worded in English: an imperative verb first
+("Create…", "Please add…"), a request phrase ("can you", "I need to", "help me"), or a question. The
+ranker weighs those sentences' words fully and the rest less; with no such sentence, or a message of
+one sentence, nothing changes.
+
+``wants_many`` tells a request for many things at once ("add these five people: …", "create 20
+users", a list of items) from a request for one, so that a bulk or batch operation, where the
+catalog has one, can come first.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MANY_WORDS", "asks", "sentences", "wants_many"]
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
+_WORDS = re.compile(r"[a-z']+|[0-9]+")
+
+_FILLER = frozenset(
+    "please pls kindly so ok okay now then also and but just hi hey hello first next finally again quickly "
+    "oh well alright right yes".split()
+)
+"""Words that may come before a request's verb ("So please create…", "Now, list…")."""
+
+_REQUEST_VERBS = frozenset(
+    """add append apply approve archive assign attach ban block book bookmark buy calculate cancel capture
+    change charge check clear close comment compare compute confirm connect convert copy count create
+    delete describe disable dismiss download draft edit email enable end estimate export fetch file fill
+    find fix follow fork generate get give grant hide import invite issue join kick label leave list load
+    lock log look lookup make mark merge message move mute notify open order pay pin play post print
+    publish pull push put react read record refund register reject release remind remove rename reopen
+    reply request reserve reset resolve restore retrieve revoke run save schedule search see select send
+    set share show sign snooze star start stop submit subscribe suggest summarize switch sync tag tell
+    track transfer translate trigger turn unarchive unassign unblock unfollow unlock unmute unpin
+    unstar unsubscribe update upload verify view void watch write""".split()
+)
+"""English verbs that open an imperative request to a tool ("archive the channel", "refund it")."""
+
+_REQUEST_PHRASES = re.compile(
+    r"\b(?:can|could|would|will) (?:you|we|i)\b|\bi(?:'d| would) like\b|\b(?:i|we) (?:need|want|have) to\b"
+    r"|\b(?:i|we) need\b|\bhelp (?:me|us)\b|\bhow (?:do|can|should) (?:i|we)\b|\bis there a way\b"
+    r"|\bwhat i need\b|\bplease\b|\bi'm looking for\b|\blet's\b",
+)
+
+MANY_WORDS = ("bulk", "batch", "multiple", "many")
+"""Words of the operations that act on many things at once, across APIs ("Bulk add team members",
+"batch API", "Create multiple new entities", "Read multiple files")."""
+
+_MANY_CUES = re.compile(
+    r"\b(?:several|multiple|(?<!how )many|bulk|batch|in one go|at once|all at once|in one request|in one call"
+    r"|all of these|each of these|these (?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|few)"
+    r"|a (?:list|bunch|batch|set) of|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|fifty|hundred|"
+    r"dozens?|hundreds|thousands|\d{1,5}) (?:new |more |other |different )?[a-z]+s)\b"
+)
+_LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S", re.MULTILINE)
+_CLAUSE = re.compile(r"[:;!?\n]|\.(?:\s|$)")
+
+
+def sentences(message: str) -> list[str]:
+    """The message's sentences (and lines), blanks dropped."""
+    return [part.strip() for part in _SENTENCE.split(message) if part.strip()]
+
+
+def _request_score(sentence: str) -> int:
+    lowered = sentence.lower()
+    words = _WORDS.findall(lowered)
+    while words and words[0] in _FILLER:
+        words = words[1:]
+    if words and words[0] in _REQUEST_VERBS:
+        return 2
+    if _REQUEST_PHRASES.search(lowered):
+        return 2
+    return 1 if sentence.rstrip().endswith("?") else 0
+
+
+def asks(message: str) -> list[str] | None:
+    """The sentences of a message of several that make its request (the best-scored ones), or None
+    when it is one sentence or none of its sentences reads as a request."""
+    parts = sentences(message)
+    if len(parts) < 2:
+        return None
+    scores = [_request_score(part) for part in parts]
+    best = max(scores)
+    if best == 0:
+        return None
+    return [part for part, score in zip(parts, scores, strict=True) if score == best]
+
+
+def wants_many(message: str) -> bool:
+    """Whether the request is for many things at once: a quantity ("these five people", "20 users",
+    "several"), a list of three or more items, or list lines."""
+    lowered = message.lower()
+    if _MANY_CUES.search(lowered):
+        return True
+    if len(_LIST_LINE.findall(message)) >= 3:
+        return True
+    # "alice, bob and carol", "README, setup.py, LICENSE": three items or more in one clause.
+    return any(part.count(",") >= 2 or (part.count(",") == 1 and " and " in part) for part in _CLAUSE.split(lowered))

@@ -1,0 +1,94 @@
+"""Typos in a query, repaired against the catalog's own words.
+
+A word of a query that the catalog does not know ("shedule", "meetng", "custmer") is replaced by the
+catalog word one edit away (a letter dropped, added, replaced, or two neighbours swapped), the most
+common one when several are. Only words the catalog has never used are touched: a word any action
+uses, in its name, summary, description or parameters, is never "corrected", however rare, and a
+word with no catalog word one edit away is left as written (the dense side still reads it).
+
+Candidates are generated, not searched for: every string one edit from the word (about 54 per letter)
+is looked up in the catalog's word set, a few hundred set lookups per unknown word, with no index
+beyond the set itself. Words under ``MIN_LENGTH`` letters are left alone: one edit from a three-letter
+word reaches too many real words to pick one.
+
+Nor is a real English word the catalog happens not to use ("contract", "world", "payroll") turned
+into a catalog word one letter away ("contact", "word"): the bundled model's tokenizer lists about
+22,000 whole English words (``english_words``), and a word among them is taken as meant.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+
+from .models import bundled_minilm_dir
+
+__all__ = ["MIN_LENGTH", "correction", "edits", "english_words"]
+
+MIN_LENGTH = 4
+"""Shortest word that is repaired."""
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def edits(word: str) -> set[str]:
+    """Every string one edit from ``word``: a letter dropped, two neighbours swapped, a letter replaced or added."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {left + right[1:] for left, right in splits if right}
+    out.update(left + right[1] + right[0] + right[2:] for left, right in splits if len(right) > 1)
+    out.update(left + letter + right[1:] for left, right in splits if right for letter in _LETTERS)
+    out.update(left + letter + right for left, right in splits for letter in _LETTERS)
+    out.discard(word)
+    return out
+
+
+def correction(
+    word: str,
+    vocabulary: frozenset[str],
+    frequency: Callable[[str], int],
+    *,
+    english: Mapping[str, int] | None = None,
+) -> str | None:
+    """The word ``word`` was most likely meant to be, or None (known, too short, or nothing near).
+
+    ``word`` is lowercase; a word in ``vocabulary`` (the catalog's, and what the ranker reads besides)
+    or in ``english`` is never changed. Catalog words one edit away come first: those that keep its
+    first letter (slips rarely hit it), then the most ``frequent``, then the closest in length, then
+    alphabetical order, so the answer never depends on set order. With none, an English word one edit
+    away, the commonest first (``english`` maps a word to its rank): the lexical side gains nothing,
+    but the dense side reads "mistake" where it would have read "miistake".
+    """
+    english = english or {}
+    if len(word) < MIN_LENGTH or not word.isalpha() or word in vocabulary or word in english:
+        return None
+    near = {candidate for candidate in edits(word) if len(candidate) >= MIN_LENGTH - 1}
+    found = near & vocabulary
+    if found:
+        return min(found, key=lambda c: (c[0] != word[0], -frequency(c), abs(len(c) - len(word)), c))
+    found = near & english.keys()
+    if found:
+        return min(found, key=lambda c: (c[0] != word[0], english[c], abs(len(c) - len(word)), c))
+    return None
+
+
+@functools.cache
+def english_words() -> dict[str, int]:
+    """The whole lowercase words of the bundled model's WordPiece vocabulary, each with its rank there
+    (its id: whole words are listed commonest first), empty without the model's files.
+
+    Read from ``tokenizer.json`` as plain JSON: no tokenizer library is needed, so a gateway without
+    the ``embeddings`` extra repairs typos just as well.
+    """
+    folder = bundled_minilm_dir()
+    if folder is None:
+        return {}
+    try:
+        vocabulary = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+        return {
+            word: int(rank)
+            for word, rank in vocabulary.items()
+            if isinstance(word, str) and word.isalpha() and word.islower() and len(word) > 1
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

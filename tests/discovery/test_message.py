@@ -1,0 +1,113 @@
+"""Long messages: the request wins over its context; a request for many things reaches the bulk operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.discovery._message import asks, sentences, wants_many
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+
+
+def action(connector: str, path: str, summary: str, **properties: Any) -> Action:
+    return Action(
+        connector=connector,
+        path=path,
+        summary=summary,
+        input_schema={"type": "object", "properties": properties},
+        risk="write",
+        binding=OpenAPIBinding(method="POST", url="/" + path.replace(".", "/")),
+    )
+
+
+@pytest.fixture
+def index() -> DiscoveryIndex:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "chat",
+        [
+            action("chat", "conversations.archive", "Archive a channel"),
+            action("chat", "chat.post_message", "Post a message to a channel"),
+            action("chat", "users.invite", "Invite a user to the workspace"),
+            action("chat", "users.bulk_invite", "Bulk invite users to the workspace", emails={"type": "array"}),
+        ],
+    )
+    built.replace_connector(
+        "billing",
+        [
+            action("billing", "invoices.list", "List invoices of a customer"),
+            action("billing", "customers.get", "Get a customer"),
+            action("billing", "refunds.create", "Create a refund"),
+        ],
+    )
+    return built
+
+
+LONG = (
+    "Quick context: last week a customer complained that their invoice was wrong, and the billing team spent "
+    "the night on the customer's invoices and the refund history before finding the problem. "
+    "Could you archive the old incident channel? "
+    "Thanks, I'll be in meetings with the customer most of the afternoon."
+)
+
+
+def test_a_long_messages_request_wins_over_its_context(index: DiscoveryIndex) -> None:
+    assert asks(LONG) == ["Could you archive the old incident channel?"]
+    assert index.search(LONG, limit=3)[0][0].qualified_name == "chat.conversations.archive"
+
+
+def test_without_finding_the_request_the_context_would_win(index: DiscoveryIndex) -> None:
+    # The same words with the request sentence no longer reading as one ("Could you" dropped, no "?"):
+    # the context's customer and invoice words take the first place.
+    flat = LONG.replace("Could you archive the old incident channel?", "The old incident channel archive.")
+    assert asks(flat) is None
+    assert index.search(flat, limit=3)[0][0].qualified_name != "chat.conversations.archive"
+
+
+@pytest.mark.parametrize(
+    ("message", "ask"),
+    [
+        ("We had an outage. Please post a message to the channel.", "Please post a message to the channel."),
+        ("The bill looks off. Refund the last charge.", "Refund the last charge."),
+        ("I'm new here. I need to invite Bob. Thanks!", "I need to invite Bob."),
+        ("Our team grew this month.\nhow do I invite a user?", "how do I invite a user?"),
+    ],
+)
+def test_the_request_sentence_is_found(message: str, ask: str) -> None:
+    assert asks(message) == [ask]
+
+
+def test_a_single_sentence_or_no_request_changes_nothing() -> None:
+    assert asks("archive the old channel") is None
+    assert asks("The channel is old. Nobody uses it.") is None
+    assert sentences("One. Two!\nThree?") == ["One.", "Two!", "Three?"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "invite these people to the workspace: alice, bob, carol and dave",
+        "invite 20 users to the workspace",
+        "add several users at once",
+        "invite alice, bob and carol",
+        "invite them:\n- alice@example.com\n- bob@example.com\n- carol@example.com",
+    ],
+)
+def test_a_request_for_many_things_is_told_apart(message: str) -> None:
+    assert wants_many(message)
+
+
+@pytest.mark.parametrize(
+    "message", ["invite bob to the workspace", "archive the channel, then tell me", "invite a user"]
+)
+def test_a_request_for_one_thing_is_not(message: str) -> None:
+    assert not wants_many(message)
+
+
+def test_a_bulk_request_reaches_the_bulk_operation(index: DiscoveryIndex) -> None:
+    many = "invite alice@example.com, bob@example.com, carol@example.com and dave@example.com to the workspace"
+    assert index.search(many, limit=3)[0][0].qualified_name == "chat.users.bulk_invite"
+    # One person: the single invite, though the bulk one shares every word of the request.
+    assert index.search("invite bob@example.com to the workspace", limit=3)[0][0].qualified_name == "chat.users.invite"

@@ -1,0 +1,129 @@
+"""Typos repaired against the catalog's words: a typo'd query finds its action, a real word is never changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.discovery._spelling import correction, edits, english_words
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+
+
+def action(connector: str, path: str, summary: str, description: str = "", **properties: Any) -> Action:
+    return Action(
+        connector=connector,
+        path=path,
+        summary=summary,
+        description=description,
+        input_schema={"type": "object", "properties": properties},
+        risk="read",
+        binding=OpenAPIBinding(method="POST", url="/" + path.replace(".", "/")),
+    )
+
+
+@pytest.fixture
+def index() -> DiscoveryIndex:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "calendar",
+        [
+            action("calendar", "meetings.schedule", "Schedule a meeting", start={"type": "string"}),
+            action("calendar", "meetings.cancel", "Cancel a meeting"),
+            action("calendar", "events.list", "List upcoming events"),
+            action("calendar", "contacts.create", "Create a contact", email={"type": "string"}),
+        ],
+    )
+    built.replace_connector(
+        "shop",
+        [
+            action("shop", "customers.create", "Create a customer"),
+            action("shop", "customers.delete", "Delete a customer"),
+            action("shop", "payments.refund", "Refund a payment"),
+            action("shop", "schedules.list", "List payment schedules"),
+        ],
+    )
+    return built
+
+
+def first(index: DiscoveryIndex, query: str) -> str:
+    return index.search(query, limit=5)[0][0].qualified_name
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("shedule a meetng for tmorrow", "calendar.meetings.schedule"),
+        ("shedule the meeting", "calendar.meetings.schedule"),
+        ("refnud a paymnet", "shop.payments.refund"),
+        ("delte a custmoer", "shop.customers.delete"),
+        ("add a custmer", "shop.customers.create"),
+    ],
+)
+def test_a_typod_query_ranks_the_right_action_first(index: DiscoveryIndex, query: str, expected: str) -> None:
+    assert first(index, query) == expected
+    # Each one misses unrepaired: another action first, or none at all.
+    unrepaired = index._search(query, 5, None, None)[0]
+    assert not unrepaired or unrepaired[0][0].qualified_name != expected
+
+
+def test_without_repair_those_typos_would_miss() -> None:
+    # The repair is what finds them: the same words, unrepaired, match no action at all.
+    built = DiscoveryIndex()
+    built.replace_connector("calendar", [action("calendar", "meetings.schedule", "Schedule a meeting")])
+    assert built.corrected("shedule a meetng") == "schedule a meeting"
+    assert built._search("shedule meetng", 5, None, None)[0] == []
+
+
+def test_a_word_of_the_catalog_is_never_corrected(index: DiscoveryIndex) -> None:
+    # "schedules" is one letter from "schedule", "contact" from "contacts": both are catalog words as written.
+    for query in ("list payment schedules", "schedule a contact", "events", "customer refund"):
+        assert index.corrected(query) == query
+    # A word the catalog knows only by its index term (a plural, a verb form) is not touched either.
+    assert index.corrected("cancelled meetings, refunding customers") == "cancelled meetings, refunding customers"
+
+
+def test_a_real_english_word_the_catalog_lacks_is_not_turned_into_a_catalog_word(index: DiscoveryIndex) -> None:
+    if not english_words():
+        pytest.skip("the bundled model's word list is not installed")
+    # "contract" is one letter from "contact"; "events" would be one from "event"/"vents": real words stay.
+    assert index.corrected("sign the contract") == "sign the contract"
+    assert index.corrected("remove the intern from payroll") == "remove the intern from payroll"
+
+
+def test_identifiers_short_words_and_casing(index: DiscoveryIndex) -> None:
+    # camelCase is an identifier typed on purpose; three letters are too few to guess from.
+    assert index.corrected("getMeetng") == "getMeetng"
+    assert index.corrected("mtg") == "mtg"
+    # Capitals are kept on the repaired word.
+    assert index.corrected("Shedule a MEETNG") == "Schedule a MEETING"
+
+
+def test_a_function_word_slip_becomes_that_word_and_is_dropped(index: DiscoveryIndex) -> None:
+    assert index.corrected("cancel the meeting wiht bob") == "cancel the meeting with bob"
+
+
+def test_corrections_follow_the_catalog() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector("calendar", [action("calendar", "meetings.schedule", "Schedule a meeting")])
+    assert built.corrected("refnud") == "refnud"
+    built.replace_connector("shop", [action("shop", "payments.refund", "Refund a payment")])
+    assert built.corrected("refnud") == "refund"
+    built.remove_connector("shop")
+    assert built.corrected("refnud") == "refnud"
+
+
+def test_the_commonest_candidate_wins_and_the_first_letter_is_kept() -> None:
+    vocabulary = frozenset({"cart", "card", "bard"})
+    counts = {"cart": 1, "card": 5, "bard": 50}
+    # "carx" is one edit from all three: "bard" changes the first letter, "card" is commoner than "cart".
+    assert correction("carx", vocabulary, counts.__getitem__) == "card"
+    assert correction("card", vocabulary, counts.__getitem__) is None
+    assert correction("zzzz", vocabulary, counts.__getitem__) is None
+
+
+def test_edits_are_one_step_away() -> None:
+    found = edits("abc")
+    assert {"ab", "bac", "abd", "abcd", "xabc"} <= found
+    assert "abc" not in found and "cba" not in found
