@@ -97,7 +97,11 @@ _CONTEXT_WEIGHT = 0.5
 """Query weight of a word found only outside the sentences that make a message's request (``_message.asks``)."""
 
 _MANY_TERMS = tuple(stem(word) for word in MANY_WORDS)
-"""Added to a request for many things at once (``_message.wants_many``), at a synonym's weight."""
+"""Added to a request for many things at once (``_message.wants_many``), at ``_MANY_WEIGHT``."""
+
+_MANY_WEIGHT = 0.75
+"""Query weight of ``_MANY_TERMS``: a request that lists many things says "bulk" as plainly as if it
+wrote it, but a synonym's weight lost to the single operation's shorter name."""
 
 _SYNONYM_WEIGHT = 0.375
 """Query weight of a synonym, a phrase's meaning or a word form relative to a word the agent wrote."""
@@ -530,8 +534,7 @@ class DiscoveryIndex:
         else:
             # A message of several sentences: the ones that ask weigh fully, the context less.
             first_words, elsewhere = set(prose_words(" ".join(requests))), _CONTEXT_WEIGHT
-        if wants_many(" ".join(requests) if requests else query):
-            extra.extend(_MANY_TERMS)
+        many = wants_many(" ".join(requests) if requests else query)
         words = prose_words(query)
         distinct: set[str] = set()
         if _CHANNEL_MENTION.search(query):
@@ -562,6 +565,8 @@ class DiscoveryIndex:
                 # "discovered" -> "discover", which no action uses, but discoverer.get does.
                 forms.extend(self._word_forms(term))
                 extra.extend(self._split(word))
+        for term in _MANY_TERMS if many else ():
+            weighted[term] = max(weighted.get(term, 0.0), _MANY_WEIGHT)
         for term in extra:
             weighted.setdefault(term, _SYNONYM_WEIGHT)
         for term in forms:

@@ -16,11 +16,11 @@ from mcp import types
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._effects import effect_phrases, effect_words
 from mcp_gateway.discovery._segment import dense_text
-from mcp_gateway.vocabulary.model import Action
 from mcp_gateway.sources.graphql import build_schema_from_sdl, normalize_graphql
 from mcp_gateway.sources.mcp import normalize_mcp_tools
 from mcp_gateway.sources.openapi import normalize_openapi
 from mcp_gateway.sources.postman import normalize_postman
+from mcp_gateway.vocabulary.model import Action
 
 # (operation id, method, path, summary, body properties)
 _OPERATIONS = [
