@@ -9,12 +9,14 @@ enough to show an action the ranker found no reason to show: only hits already i
 
 How close: the cosine between the query's vector and the used query's (hybrid discovery), else the
 share of the two queries' catalog words they have in common (``closeness``). Under
-``SIMILAR_COSINE`` or ``SIMILAR_WORDS`` a use counts nothing; it counts fully for the same query.
+``SIMILAR_COSINE`` or ``SIMILAR_WORDS`` a use counts nothing; it counts fully from ``SAME_COSINE``
+or ``SAME_WORDS`` (the same query, or nearly).
 
 How much: each use counts its closeness times ``0.5 ** (age / half_life)``; the uses of one action
 by one principal count at most ``PER_PRINCIPAL`` together, so an agent that loops on one action (or
-asks many rewordings and calls it each time) weighs like a couple of careful uses; and the lift is
-``LIFT_CAP * (1 - 0.5 ** evidence)``: one fresh use of the same query gives half the cap.
+asks many rewordings and calls it each time) weighs like one careful use; and the lift is
+``LIFT_CAP * (1 - (1 - FIRST_USE) ** evidence)``: one fresh use of the same query gives three
+quarters of the cap, and one principal alone never more.
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ from ._text import raw_words, stem
 from .dense import Matrix
 
 __all__ = [
+    "FIRST_USE",
     "HALF_LIFE_DAYS",
     "LIFT_CAP",
     "PER_PRINCIPAL",
     "POOL",
+    "SAME_COSINE",
+    "SAME_WORDS",
     "SIMILAR_COSINE",
     "SIMILAR_WORDS",
     "Use",
@@ -42,24 +47,35 @@ __all__ = [
     "terms_of",
 ]
 
-LIFT_CAP = 0.15
-"""The most an action is lifted, as a share of the best hit's score: near-ties move, clear answers stay."""
+LIFT_CAP = 0.3
+"""The most an action is lifted, as a share of the best hit's score: close calls move, clear answers stay."""
+
+FIRST_USE = 0.75
+"""The share of ``LIFT_CAP`` one fresh use of the same query gives; more close uses approach the cap."""
 
 HALF_LIFE_DAYS = 14.0
 """A use counts half as much after this long: catalogs and habits change."""
 
-PER_PRINCIPAL = 1.5
-"""The most one principal's uses of one action count together (in ``evidence`` units, one fresh use of
-the same query being 1): repetition by one agent is not agreement."""
+PER_PRINCIPAL = 1.0
+"""The most one principal's uses of one action count together (one fresh use of the same query
+being 1): repetition by one agent is not agreement, so one agent alone never gets past ``FIRST_USE``."""
 
 POOL = 20
 """How many of the ranker's hits may be lifted (the answer is cut to the caller's limit after)."""
 
-SIMILAR_COSINE = 0.6
-"""Query vectors closer than this are about the same thing (the bundled model's scale); at 1.0 a use counts fully."""
+SIMILAR_COSINE = 0.4
+"""Query vectors closer than this may be about the same thing (the bundled model's scale); from
+``SAME_COSINE`` a use counts fully. The model places requests near the actions that serve them, not
+rewordings near each other: two wordings of one request meet at a median cosine of about 0.5, two
+requests for different actions stay under 0.4 nineteen times in twenty. A use lifts only its own
+action, and only where the ranker already put it in the pool, so a loose gate costs little."""
 
-SIMILAR_WORDS = 0.5
-"""Without vectors: the share of catalog words two queries must have in common before a use counts."""
+SAME_COSINE = 0.7
+
+SIMILAR_WORDS = 0.34
+"""Without vectors: the share of words two queries must have in common before a use counts (fully from ``SAME_WORDS``)."""
+
+SAME_WORDS = 0.84
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +104,19 @@ def closeness(use: Use, terms: frozenset[str], vector: Matrix | None) -> float:
         import numpy as np
 
         similarity = float(np.dot(np.asarray(vector, dtype=np.float32), use.vector))
-        floor = SIMILAR_COSINE
+        floor, full = SIMILAR_COSINE, SAME_COSINE
     elif terms and use.terms:
         similarity = len(terms & use.terms) / max(len(terms), len(use.terms))
-        floor = SIMILAR_WORDS
+        floor, full = SIMILAR_WORDS, SAME_WORDS
     else:
         return 0.0
-    return min(max((similarity - floor) / (1.0 - floor), 0.0), 1.0)
+    return min(max((similarity - floor) / (full - floor), 0.0), 1.0)
 
 
 def strengths(
     uses: Iterable[Use], terms: frozenset[str], vector: Matrix | None, *, half_life_days: float = HALF_LIFE_DAYS
 ) -> dict[str, float]:
-    """Each used action's lift strength for this query, in [0, 1): ``1 - 0.5 ** evidence``."""
+    """Each used action's lift strength for this query, in [0, 1): ``1 - (1 - FIRST_USE) ** evidence``."""
     half_life = half_life_days * 86400.0
     by_principal: dict[tuple[str, str], float] = {}
     for use in uses:
@@ -113,7 +129,7 @@ def strengths(
     evidence: dict[str, float] = {}
     for (action, _), weight in by_principal.items():
         evidence[action] = evidence.get(action, 0.0) + weight
-    return {action: 1.0 - math.pow(0.5, weight) for action, weight in evidence.items()}
+    return {action: 1.0 - math.pow(1.0 - FIRST_USE, weight) for action, weight in evidence.items()}
 
 
 def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> SearchResult:

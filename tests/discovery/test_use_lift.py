@@ -6,9 +6,11 @@ import pytest
 
 from mcp_gateway.discovery import SearchResult
 from mcp_gateway.discovery.use_lift import (
+    FIRST_USE,
     HALF_LIFE_DAYS,
     LIFT_CAP,
     PER_PRINCIPAL,
+    SAME_COSINE,
     SIMILAR_COSINE,
     Use,
     closeness,
@@ -39,11 +41,11 @@ def result(*scores: tuple[str, float]) -> SearchResult:
     return SearchResult([(action(path), score) for path, score in scores], "high")
 
 
-def test_one_fresh_use_of_the_same_query_is_half_the_bound() -> None:
-    assert strengths([use()], ISSUE, None) == {"gh.issues.create": pytest.approx(0.5)}
-    found = lifted(result(("labels.create", 1.0), ("issues.create", 0.95)), {"gh.issues.create": 0.5}, 10)
+def test_one_fresh_use_of_the_same_query_is_three_quarters_of_the_bound() -> None:
+    assert strengths([use()], ISSUE, None) == {"gh.issues.create": pytest.approx(FIRST_USE)}
+    found = lifted(result(("labels.create", 1.0), ("issues.create", 0.9)), {"gh.issues.create": FIRST_USE}, 10)
     assert [(a.path, s) for a, s in found.hits] == [
-        ("issues.create", pytest.approx(0.95 + LIFT_CAP * 0.5)),
+        ("issues.create", pytest.approx(0.9 + LIFT_CAP * FIRST_USE)),
         ("labels.create", 1.0),
     ]
 
@@ -53,39 +55,42 @@ def test_the_lift_is_bounded_whatever_the_evidence() -> None:
     strength = strengths(many, ISSUE, None)["gh.issues.create"]
     assert 0.99 < strength < 1.0
     # A clear answer stays first: the lift never exceeds LIFT_CAP of the best score.
-    found = lifted(result(("labels.create", 1.0), ("issues.create", 0.8)), {"gh.issues.create": strength}, 10)
+    found = lifted(result(("labels.create", 1.0), ("issues.create", 0.65)), {"gh.issues.create": strength}, 10)
     assert [a.path for a, _ in found.hits] == ["labels.create", "issues.create"]
-    assert found.hits[1][1] <= 0.8 + LIFT_CAP * 1.0
+    assert found.hits[1][1] <= 0.65 + LIFT_CAP * 1.0
 
 
 def test_a_use_decays_by_half_each_half_life() -> None:
     fresh = strengths([use()], ISSUE, None)["gh.issues.create"]
     old = strengths([use(age=HALF_LIFE_DAYS * DAY)], ISSUE, None)["gh.issues.create"]
     ancient = strengths([use(age=20 * HALF_LIFE_DAYS * DAY)], ISSUE, None)["gh.issues.create"]
-    assert fresh == pytest.approx(1 - 0.5**1.0)
-    assert old == pytest.approx(1 - 0.5**0.5)
+    assert fresh == pytest.approx(FIRST_USE)
+    assert old == pytest.approx(1 - (1 - FIRST_USE) ** 0.5)
     assert ancient < 1e-5
 
 
 def test_one_principal_repeating_itself_counts_little_many_principals_more() -> None:
     loop = strengths([use() for _ in range(1000)], ISSUE, None)["gh.issues.create"]
-    assert loop == pytest.approx(1 - 0.5**PER_PRINCIPAL)
+    assert loop == pytest.approx(1 - (1 - FIRST_USE) ** PER_PRINCIPAL)
     three = strengths([use(who=w) for w in "abc"], ISSUE, None)["gh.issues.create"]
     assert three > loop
 
 
 def test_only_close_queries_count() -> None:
     assert strengths([use()], terms_of("delete repository"), None) == {}
-    assert closeness(use(), terms_of("file issue flaky test"), None) == 0.0  # half the words: at the floor
+    assert closeness(use(), terms_of("file flaky test suite"), None) == 0.0  # a quarter of the words: under the floor
     assert 0 < closeness(use(), terms_of("file issue broken build today"), None) < 1
     np = pytest.importorskip("numpy")
-    a, b = np.array([1.0, 0.0], dtype=np.float32), np.array([0.8, 0.6], dtype=np.float32)
-    vector_use = Use("gh.issues.create", "a", frozenset(), b, 0.0)
+
+    def at(cosine: float) -> object:
+        return np.array([cosine, (1 - cosine**2) ** 0.5], dtype=np.float32)
+
+    vector_use = Use("gh.issues.create", "a", frozenset(), np.array([1.0, 0.0], dtype=np.float32), 0.0)
     # With vectors on both sides the words do not matter: the cosine does.
-    assert closeness(vector_use, terms_of("delete repository"), a) == pytest.approx(
-        (0.8 - SIMILAR_COSINE) / (1 - SIMILAR_COSINE)
-    )
-    assert closeness(vector_use, frozenset(), np.array([0.6, -0.8], dtype=np.float32)) == 0.0
+    assert closeness(vector_use, terms_of("delete repository"), at(SAME_COSINE + 0.05)) == 1.0
+    middle = (SIMILAR_COSINE + SAME_COSINE) / 2
+    assert closeness(vector_use, ISSUE, at(middle)) == pytest.approx(0.5, abs=1e-5)
+    assert closeness(vector_use, ISSUE, at(SIMILAR_COSINE - 0.05)) == 0.0
 
 
 def test_nothing_to_lift_keeps_the_ranking_cut_to_the_limit() -> None:
