@@ -73,7 +73,8 @@ action, and only where the ranker already put it in the pool, so a loose gate co
 SAME_COSINE = 0.7
 
 SIMILAR_WORDS = 0.34
-"""Without vectors: the share of words two queries must have in common before a use counts (fully from ``SAME_WORDS``)."""
+"""Without vectors: the share of words two queries must have in common before a use counts (fully
+from ``SAME_WORDS``)."""
 
 SAME_WORDS = 0.84
 
