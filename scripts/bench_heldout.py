@@ -14,10 +14,11 @@ share of ``confidence: low`` answers (the gateway's own ``find``, hybrid and lex
 intents, on those among them whose first hit is right, and on off-topic ones; guessed names first-right
 (``bench_guessed_names`` over these APIs); and BFCL with same-name counting (``bench_discover_quality``).
 
-The dev split may be read and tuned on; the holdout split never (``--splits dev`` ranks only dev).
+The dev split may be read and tuned on (``heldout/dev/dev.json`` holds it alone); the holdout split
+never (``--splits dev`` ranks only dev).
 
 Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,bfcl,live]
-       [--lexical] [--misses N] [--vector-cache FILE] [--relabel]
+       [--lexical] [--misses N] [--vector-cache FILE] [--relabel] [--write-dev]
 """
 
 from __future__ import annotations
@@ -151,6 +152,30 @@ def relabel(directory: Path = HELDOUT_DIR) -> int:
             row["actions"] = renamed
         path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return changed
+
+
+DEV_FILE = HELDOUT_DIR / "dev" / "dev.json"
+"""The dev rows alone, the one file a tuner opens (``--write-dev`` writes it from the set)."""
+
+
+def dev_view(directory: Path = HELDOUT_DIR) -> dict[str, list[dict[str, Any]]]:
+    """Every dev row of the set, each intent with the file (``api``) it comes from."""
+    intents = [
+        {"api": path.stem, **row}
+        for path in sorted(directory.glob("*.json"))
+        if path.stem != GUESSES
+        for row in _rows(path)
+        if row["split"] == "dev"
+    ]
+    guesses = [row for row in _rows(directory / f"{GUESSES}.json") if row["split"] == "dev"]
+    return {"intents": intents, GUESSES: guesses}
+
+
+def write_dev(directory: Path = HELDOUT_DIR) -> Path:
+    path = directory / DEV_FILE.relative_to(HELDOUT_DIR)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(dev_view(directory), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 # -- ranking with the gateway's confidence -------------------------------------------------------
@@ -389,9 +414,13 @@ def main() -> None:
         "--vector-cache", default=None, help="SQLite file of action vectors (default: the quality bench's); '' for none"
     )
     parser.add_argument("--relabel", action="store_true", help="rewrite label names from their operations, then stop")
+    parser.add_argument("--write-dev", action="store_true", help=f"rewrite {DEV_FILE.name} from the set, then stop")
     args = parser.parse_args()
     if args.relabel:
-        print(f"{relabel()} labels renamed")
+        print(f"{relabel()} labels renamed; {write_dev()} rewritten")
+        return
+    if args.write_dev:
+        print(f"{write_dev()} written")
         return
     splits = [split for split in args.splits.split(",") if split]
     if unknown := sorted(set(splits) - set(SPLITS)):

@@ -16,6 +16,7 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex
 from scripts.bench_discover_data import API_LOADERS, split_of
 from scripts.bench_heldout import (
+    DEV_FILE,
     GUESSES,
     HELDOUT_DIR,
     OFF_TOPIC,
@@ -23,6 +24,7 @@ from scripts.bench_heldout import (
     Intent,
     Score,
     bundled_catalog,
+    dev_view,
     heldout_apis,
     lexical_finder,
     load_heldout,
@@ -107,6 +109,15 @@ def test_guessed_names_are_guesses_labelled_with_real_operations() -> None:
         assert row["split"] == split_of(guess)
         assert row["operations"] and set(row["operations"]) <= operations[api], row  # type: ignore[arg-type]
         assert all(str(name).startswith(f"{api}.") for name in row["actions"]), row  # type: ignore[union-attr]
+
+
+def test_the_dev_file_holds_exactly_the_dev_rows() -> None:
+    """What a tuner may read: current with the set (``python scripts/bench_heldout.py --write-dev``), and
+    no holdout row in it."""
+    written = json.loads(DEV_FILE.read_text(encoding="utf-8"))
+    assert written == dev_view()
+    rows = [*written["intents"], *written[GUESSES]]
+    assert rows and all(row["split"] == "dev" for row in rows)
 
 
 def test_no_api_of_the_set_was_used_in_tuning() -> None:
