@@ -106,8 +106,25 @@ fi
 # PostgreSQL cluster is per worker session (its own folder and free port), and Chromium gets a fresh
 # profile per launch. PYTEST_WORKERS=0 runs everything in this one process (e.g. to debug a test).
 WORKERS="${PYTEST_WORKERS:-2}"
+PYTEST=(python3 -m pytest -q)
 if [ "$WORKERS" != "0" ]; then
     # -p no:benchmark: a pytest-benchmark installed beside us would warn (an error here) under xdist.
-    exec python3 -m pytest -q -n "$WORKERS" --dist loadfile -p no:benchmark "${SELECT[@]}" "$@"
+    PYTEST+=(-n "$WORKERS" --dist loadfile -p no:benchmark)
 fi
-exec python3 -m pytest -q "${SELECT[@]}" "$@"
+if [ -n "$FAST" ] || [ "$#" -gt 0 ]; then
+    exec "${PYTEST[@]}" "${SELECT[@]}" "$@"
+fi
+
+# The whole suite, then the protocol tests again with every fast path off (server/fast,
+# tracing/fast; docs/operations.md "Fast paths"): stdio, both HTTP revisions and elicitation through
+# the official SDK client, and traces, served by the public SDK and OpenTelemetry path alone. The
+# gateways these tests start inherit the switch (tests/support/env.py).
+PROTOCOL_TESTS=(
+    tests/e2e/test_meta_tools.py
+    tests/e2e/test_http_transport.py
+    tests/e2e/test_elicitation.py
+    tests/e2e/test_tracing_e2e.py
+)
+"${PYTEST[@]}"
+echo "The protocol tests again, with MCP_GATEWAY_FAST_PATHS=0:"
+MCP_GATEWAY_FAST_PATHS=0 exec "${PYTEST[@]}" "${PROTOCOL_TESTS[@]}"

@@ -115,6 +115,9 @@ LEAN = textwrap.dedent(
     from mcp_gateway.tracing import SpanKind
 
     case = sys.argv[1]
+    propagated = []  # calls of the propagator itself (the W3C headers written directly make none)
+    inject = propagate.inject
+    propagate.inject = lambda *args, **kwargs: propagated.append(1) or inject(*args, **kwargs)
     exporter = InMemorySpanExporter()
     sampler = sampling.ALWAYS_ON if case == "other_sampler" else sampling.DEFAULT_ON
     resource = Resource.create({"service.name": "gw", "service.instance.id": "one"})
@@ -171,15 +174,16 @@ LEAN = textwrap.dedent(
     root_flags = root_headers.get("traceparent", "")[-2:]
     upstream_id = f"{upstream.get_span_context().span_id:016x}"
     print(json.dumps({"spans": sorted(out, key=lambda s: s["name"]), "headers": headers, "root_flags": root_flags,
-                      "upstream_id": upstream_id}))
+                      "upstream_id": upstream_id, "propagated": len(propagated)}))
     """
 )
 
 
-def lean_run(case: str) -> dict[str, Any]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+def lean_run(case: str, *, fast_paths: bool = True) -> dict[str, Any]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MCP_GATEWAY_FAST_PATHS"))}
+    switch = {} if fast_paths else {"MCP_GATEWAY_FAST_PATHS": "0"}
     done = subprocess.run(
-        [sys.executable, "-c", LEAN, case], env=clean, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", LEAN, case], env=clean | switch, cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -208,6 +212,18 @@ def test_lean_spans_reach_the_exporter_as_the_sdks_own_would() -> None:
     # The traceparent names the upstream span, made current or not.
     assert lean["headers"] == {
         "traceparent": f"00-0af7651916cd43dd8448eb211c80319c-{lean['upstream_id']}-01",
+        "tracestate": "k=v",
+    }
+    assert lean["propagated"] == 0  # the default propagator's W3C headers, written directly
+
+
+def test_with_the_fast_paths_off_the_sdk_makes_every_span_and_the_propagator_writes_the_headers() -> None:
+    plain, lean = lean_run("lean", fast_paths=False), lean_run("lean")
+    assert {s["type"] for s in plain["spans"]} == {"ReadableSpan"}  # no LeanSpan: the SDK's tracer made them
+    assert _without_type(plain["spans"]) == _without_type(lean["spans"])
+    assert plain["propagated"] == 2  # both headers' injections went through ``propagate.inject``
+    assert plain["headers"] == {
+        "traceparent": f"00-0af7651916cd43dd8448eb211c80319c-{plain['upstream_id']}-01",
         "tracestate": "k=v",
     }
 

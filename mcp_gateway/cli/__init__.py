@@ -387,11 +387,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.mcp_command = rest
     args.early_stdio = None
     if args.command == "serve" and args.transport == "stdio":
-        from ..server.early_stdio import EarlyStdio
+        from ..server import fast
 
-        # Claims stdin/stdout now and answers initialize and tools/list as the last start did,
-        # while the SDK and the gateway load (see server/early_stdio.py).
-        args.early_stdio = EarlyStdio.start(args.settings.state_dir)
+        if fast.ENABLED:
+            from ..server.fast.early_stdio import EarlyStdio
+
+            # Claims stdin/stdout now and answers initialize and tools/list as the last start did,
+            # while the SDK and the gateway load (see server/fast/early_stdio.py).
+            args.early_stdio = EarlyStdio.start(args.settings.state_dir)
     # A start allocates objects that nearly all stay alive (modules, classes, models, the catalog):
     # until it is over, the collector's passes would walk them all and free next to
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.

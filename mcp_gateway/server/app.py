@@ -44,12 +44,12 @@ from ..vocabulary.errors import StoreUnavailable
 from ..vocabulary.served import url_answers
 from .host_guard import HostGuard, allow_list
 from .observability import metrics_app, observability_routes, store_unavailable_handler
-from .tools import build_mcp_server, run_stdio_streams
+from .tools import build_mcp_server
 
 # HTTP only: front_door (JWT verification) and limits (the guarded h11 protocol); a stdio server
 # imports them with its first link page, or never.
 if TYPE_CHECKING:
-    from .early_stdio import EarlyStdio
+    from .fast.early_stdio import EarlyStdio
     from .limits import ConnectionLimits, DrainGate
     from .mcp_door import FrontDoor
 
@@ -245,7 +245,8 @@ async def run_stdio(
     server: MCPServer, gateway: Gateway, pages_requested: anyio.Event, *, early: EarlyStdio | None = None
 ) -> None:
     """Serve MCP on stdio; serve the human pages on loopback once the first link is minted.
-    ``early``: stdin and stdout were claimed at start (``early_stdio``), the SDK reads and writes through it.
+    ``early``: stdin and stdout were claimed at start (``fast.early_stdio``), the SDK reads and writes
+    through it; None (the fast paths off, or the streams not claimable) leaves them to the SDK.
 
     When stdin closes, a running pages server is asked to stop (uvicorn's graceful exit) rather than
     cancelled: cancelling it mid-lifespan prints a ``CancelledError`` traceback on the way out.
@@ -280,6 +281,8 @@ async def run_stdio(
             if early is None:
                 await server.run_stdio_async()
             else:
+                from .fast.early_stdio import run_stdio_streams
+
                 await run_stdio_streams(server, early)
             inner.cancel_scope.cancel()
         if pages_server is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar, cast
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -44,10 +44,7 @@ from ..vocabulary.model import Denied, ErrorResult, Ok, PendingApproval
 from .argument_errors import plain_argument_errors
 from .elicitation import HumanElicitation, request_state_security
 
-if TYPE_CHECKING:
-    from .early_stdio import EarlyStdio
-
-__all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server", "run_stdio_streams"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "build_mcp_server"]
 
 PRINCIPAL_SCOPE_KEY = "mcp_gateway.principal"
 
@@ -380,20 +377,3 @@ def _only_declared_param_headers(server: MCPServer) -> None:
         return schema if known[1] else None
 
     lowlevel.get_tool_input_schema = declared
-
-
-async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
-    """``server.run_stdio_async()`` over the streams ``early_stdio`` claimed at start: the SDK's own
-    stdio transport, given the client's lines and writing its answers through ``early``. Its lines
-    are read on the event loop (``SdkStdin``) and its flushes cost nothing (``SdkWire``): of the
-    three worker-thread round trips a message exchange costs through ``anyio.wrap_file``, one is left."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    from .early_stdio import SdkStdin, SdkWire
-
-    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
-    stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
-    lowlevel = server._lowlevel_server  # what run_stdio_async runs; the SDK takes no streams there
-    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

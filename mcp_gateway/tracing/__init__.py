@@ -26,9 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import baggage, context, propagate, trace
-from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
-from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import (
     INVALID_SPAN,
     INVALID_SPAN_CONTEXT,
@@ -38,10 +36,11 @@ from opentelemetry.trace import (
     SpanKind,
     StatusCode,
 )
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from . import fast
 
 if TYPE_CHECKING:
-    from .lean import Lean
+    from .fast.lean import Lean
 
 __all__ = ["SpanKind", "configure_tracing", "finished_span", "inject_trace_context", "recording", "span", "tracer"]
 
@@ -70,16 +69,15 @@ def tracer() -> trace.Tracer:
 
 
 def _lean_for(made: trace.Tracer) -> Lean | None:
-    """Lean spans for ``made`` if the SDK is loaded (``lean`` imports it; without it, no import)."""
+    """Lean spans for ``made`` if the SDK is loaded (``fast.lean`` imports it; without it, no import)
+    and the fast paths may run (``fast``); else None, and the SDK makes every span."""
     if "opentelemetry.sdk.trace" not in sys.modules:
         return None
-    from .lean import Lean
-
-    return Lean.of(made)
+    return fast.lean_for(made)
 
 
 def _start(name: str, kind: SpanKind, attributes: Mapping[str, Any] | None, start_ns: int | None = None) -> Span:
-    """A recording span, child of the current one: a lean one where it is exact (``lean``), else the SDK's."""
+    """A recording span, child of the current one: a lean one where it is exact (``fast.lean``), else the SDK's."""
     made = tracer()
     lean = _TracerCache.lean
     started = lean.start(name, kind, attributes, start_ns) if lean is not None else None
@@ -184,15 +182,11 @@ def finished_span(name: str, start_ns: int, attributes: Mapping[str, Any]) -> No
 class _Propagator:
     """The configured propagator, and whether it is OpenTelemetry's default (``OTEL_PROPAGATORS`` unset
     or ``tracecontext,baggage``), whose W3C headers ``inject_trace_context`` writes itself: the same
-    text, without the cost of going through the composite and its two propagators."""
+    text, without the cost of going through the composite and its two propagators. Told apart by
+    ``fast.w3c_default`` (private state); with the fast paths off, never: ``propagate.inject`` writes."""
 
     seen: object = None
     default = False
-
-
-def _w3c_default(propagator: object) -> bool:
-    parts = getattr(propagator, "_propagators", None) if isinstance(propagator, CompositePropagator) else None
-    return parts is not None and [type(p) for p in parts] == [TraceContextTextMapPropagator, W3CBaggagePropagator]
 
 
 def inject_trace_context(headers: MutableMapping[str, str], of: Span | None = None) -> None:
@@ -202,7 +196,7 @@ def inject_trace_context(headers: MutableMapping[str, str], of: Span | None = No
     current = context.get_current()
     propagator = propagate.get_global_textmap()
     if propagator is not _Propagator.seen:
-        _Propagator.seen, _Propagator.default = propagator, _w3c_default(propagator)
+        _Propagator.seen, _Propagator.default = propagator, fast.w3c_default(propagator)
     if of is None or not of.get_span_context().is_valid:
         if not current and _Propagator.default:
             return  # an empty context holds no span and no baggage: the W3C headers would say nothing

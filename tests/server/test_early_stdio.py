@@ -1,4 +1,5 @@
-"""``serve --transport stdio`` replays ``initialize`` and ``tools/list`` from the last start (server/early_stdio.py).
+"""``serve --transport stdio`` replays ``initialize`` and ``tools/list`` from the last start
+(``server/fast/early_stdio.py``).
 
 Each case drives a real ``mcp-gateway serve`` over stdin/stdout with raw JSON-RPC lines, pipelined
 as a client may send them, and checks what came back: the same bytes as the SDK's own answers, one
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_gateway.server.early_stdio import EarlyStdio, SdkStdin, SdkWire
+from mcp_gateway.server.fast.early_stdio import EarlyStdio, SdkStdin, SdkWire
 from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
 
 INITIALIZE = {
@@ -35,10 +36,12 @@ SESSION = [
 ]
 
 
-def _serve(tmp_path: Path, messages: list[dict[str, Any]], *, step: bool = False) -> list[dict[str, Any]]:
+def _serve(
+    tmp_path: Path, messages: list[dict[str, Any]], *, step: bool = False, fast_paths: bool = True
+) -> list[dict[str, Any]]:
     """One session; ``step``: wait for each answer before the next request, as the SDK client does."""
     manifest = write_manifest(tmp_path)
-    env = gateway_env(tmp_path, MCP_GATEWAY_DISCOVERY_MODE="lexical")
+    env = gateway_env(tmp_path, MCP_GATEWAY_DISCOVERY_MODE="lexical", MCP_GATEWAY_FAST_PATHS="1" if fast_paths else "0")
     argv = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
     if not step:
         lines = "".join(json.dumps(m) + "\n" for m in messages)
@@ -103,6 +106,20 @@ def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
     assert _serve(tmp_path, SESSION, step=True) == real
     other = {**INITIALIZE, "params": {**INITIALIZE["params"], "clientInfo": {"name": "other", "version": "2"}}}
     assert _serve(tmp_path, [other])[0]["result"] == real[0]["result"]  # parameters never seen: the SDK answers
+
+
+@pytest.mark.slow  # real gateway processes
+def test_with_the_fast_paths_off_the_sdk_answers_and_nothing_is_replayed(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    first = _serve(plain, SESSION, step=True, fast_paths=False)
+    assert not (plain / "state" / "stdio-answers.json").exists()  # the streams were never claimed early
+    assert _serve(plain, SESSION, step=True, fast_paths=False) == first  # a second start: the SDK again
+    assert not (plain / "state" / "stdio-answers.json").exists()
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    assert _serve(fast, SESSION, step=True) == first  # the same answers either way
+    assert (fast / "state" / "stdio-answers.json").exists()
 
 
 @pytest.fixture

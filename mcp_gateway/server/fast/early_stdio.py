@@ -33,9 +33,12 @@ import sys
 import threading
 from collections import deque
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
-__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdin", "SdkStdout", "SdkWire", "build_key"]
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdin", "SdkStdout", "SdkWire", "build_key", "run_stdio_streams"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ _CACHEABLE_BYTES = tuple(method.encode() for method in CACHEABLE)
 _FILE = "stdio-answers.json"
 _MAX_ENTRIES = 32
 _READ_BYTES = 1 << 16
-_SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/early_stdio.py")
+_SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/fast/early_stdio.py")
 """This package's files that shape the two answers (its version, the tools, the capabilities)."""
 
 
@@ -57,7 +60,7 @@ def _compact(value: Any) -> str:
 def build_key() -> str:
     """What the answers depend on besides the request: this build of the gateway, of the SDK, of Python."""
     parts = [sys.version]
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     files = [here / name for name in _SHAPING]
     for package in ("mcp", "mcp_types", "pydantic"):
         spec = importlib.util.find_spec(package)  # finds the files, imports nothing
@@ -336,3 +339,21 @@ def _version_of(result: str) -> str | None:
     except (ValueError, AttributeError):
         return None
     return version if isinstance(version, str) else None
+
+
+async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
+    """``server.run_stdio_async()`` over the streams ``early`` claimed at start: the SDK's own stdio
+    transport, given the client's lines and writing its answers through ``early``. Its lines are read
+    on the event loop (``SdkStdin``) and its flushes cost nothing (``SdkWire``): of the three
+    worker-thread round trips a message exchange costs through ``anyio.wrap_file``, one is left.
+
+    The SDK's ``run_stdio_async`` takes no streams, so its low-level server is run here directly
+    (``_lowlevel_server``, private): with the fast paths off, ``run_stdio_async`` serves instead."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
+    stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
+    lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what run_stdio_async runs
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
