@@ -15,6 +15,10 @@ process). The load average is printed before and after, since on a busy machine 
 scales with it; the CLI rows also give the child's CPU time (user + sys), which scales far less.
 
 Usage (from the repo root): PYTHONPATH=$PWD python scripts/bench_startup.py [--n 10] [--manifest M]
+
+``--against DIR`` compares the two stdio rows with another checkout of the package (e.g. an older
+commit unpacked with ``git archive``): run by run, alternating which goes first, so that both see
+the same load.
 """
 
 # ruff: noqa: ASYNC230
@@ -93,12 +97,50 @@ async def _stdio_once(manifest: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
+def _interleaved(n: int, manifest: list[str], against: Path) -> None:
+    """The stdio rows of this checkout and of ``against``, interleaved run by run."""
+    spec = importlib.util.find_spec("mcp_gateway")
+    assert spec is not None and spec.origin is not None
+    trees = {"this": Path(spec.origin).parent.parent, "against": against.resolve()}
+    for tree in trees.values():
+        compileall.compile_dir(str(tree / "mcp_gateway"), quiet=1)
+    load_before = _load()
+    warm: dict[str, list[float]] = {name: [] for name in trees}
+    cold: dict[str, list[float]] = {name: [] for name in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        envs = {name: _env(Path(tmp) / name) | {"PYTHONPATH": str(tree)} for name, tree in trees.items()}
+        for env in envs.values():
+            _cli(["sync", *manifest], env)
+            anyio.run(_stdio_once, manifest, env)  # warm: a stdio session stored its answers
+        for i in range(n):
+            order = list(trees) if i % 2 == 0 else list(reversed(trees))
+            for name in order:
+                warm[name].append(anyio.run(_stdio_once, manifest, envs[name]))
+            for name in order:
+                fresh = _env(Path(tmp) / f"{name}-new-{i}") | {"PYTHONPATH": str(trees[name])}
+                del fresh["MCP_GATEWAY_MASTER_KEY"]  # as a new user starts: the key file is made
+                cold[name].append(anyio.run(_stdio_once, manifest, fresh))
+    print(
+        f"interleaved, median of {n} (bytecode compiled), load average {load_before} before, {_load()} after, "
+        f"on {os.cpu_count()} CPUs, python {sys.version.split()[0]}"
+    )
+    print(f"{'tree':<9}{'what':<24}{'median s':>10}{'min s':>9}{'max s':>9}")
+    for name, tree in trees.items():
+        for what, times in (("stdio -> tools/list", warm[name]), ("first stdio, new state", cold[name])):
+            print(f"{name:<9}{what:<24}{statistics.median(times):>10.3f}{min(times):>9.3f}{max(times):>9.3f}")
+        print(f"{'':<9}({tree})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10)
     parser.add_argument("--manifest", help="default: the bundled default manifest")
+    parser.add_argument("--against", type=Path, help="another checkout: its stdio rows interleaved with these")
     opts = parser.parse_args()
     manifest = ["--manifest", opts.manifest] if opts.manifest else []
+    if opts.against is not None:
+        _interleaved(opts.n, manifest, opts.against)
+        return
     _compile_package()
     load_before = _load()
     with tempfile.TemporaryDirectory() as tmp:

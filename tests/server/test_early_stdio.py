@@ -19,10 +19,12 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_gateway.server.fast.early_stdio import EarlyStdio, SdkStdin, SdkWire
+from mcp_gateway.server.fast import early_stdio
+from mcp_gateway.server.fast.early_stdio import EarlyStdio, SdkStdin, SdkWire, content_key, entry, shipped_answers
 from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
 
-INITIALIZE = {
+REPO = Path(__file__).resolve().parents[2]
+INITIALIZE: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
@@ -40,6 +42,11 @@ def _serve(
     tmp_path: Path, messages: list[dict[str, Any]], *, step: bool = False, fast_paths: bool = True
 ) -> list[dict[str, Any]]:
     """One session; ``step``: wait for each answer before the next request, as the SDK client does."""
+    return [json.loads(line) for line in _lines(tmp_path, messages, step=step, fast_paths=fast_paths)]
+
+
+def _lines(tmp_path: Path, messages: list[dict[str, Any]], *, step: bool, fast_paths: bool = True) -> list[str]:
+    """One session's answers as the client reads them, each line's bytes as written."""
     manifest = write_manifest(tmp_path)
     env = gateway_env(tmp_path, MCP_GATEWAY_DISCOVERY_MODE="lexical", MCP_GATEWAY_FAST_PATHS="1" if fast_paths else "0")
     argv = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
@@ -47,7 +54,7 @@ def _serve(
         lines = "".join(json.dumps(m) + "\n" for m in messages)
         done = subprocess.run(argv, input=lines, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        return [json.loads(line) for line in done.stdout.splitlines()]
+        return done.stdout.splitlines()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path
     )
@@ -58,9 +65,9 @@ def _serve(
             proc.stdin.write(json.dumps(message) + "\n")
             proc.stdin.flush()
             if "id" in message:
-                answers.append(json.loads(proc.stdout.readline()))
+                answers.append(proc.stdout.readline().rstrip("\n"))
         proc.stdin.close()
-        answers += [json.loads(line) for line in proc.stdout.read().splitlines()]
+        answers += proc.stdout.read().splitlines()
     finally:
         proc.wait(timeout=60)
     return answers
@@ -75,7 +82,8 @@ def test_a_second_start_gives_the_same_answers_once_each(tmp_path: Path) -> None
     first = _serve(tmp_path, SESSION, step=True)  # the SDK answers; its answers are stored
     assert [a["id"] for a in first] == [1, "two", 3]
     stored = _stored(tmp_path)
-    assert len(stored["answers"]) == 2  # initialize, and tools/list in the version it negotiated
+    # initialize, and tools/list in the version it negotiated (besides the answers shipped in the package)
+    assert {'["initialize","2025-11-25"]', '["tools/list","2025-11-25",null]'} <= stored["answers"].keys()
     assert (tmp_path / "state" / "stdio-answers.json").stat().st_mode & 0o077 == 0
     assert MASTER_KEY not in json.dumps(stored)
     second = _serve(tmp_path, SESSION, step=True)  # initialize and tools/list replayed, ping by the SDK
@@ -97,7 +105,7 @@ def test_a_second_start_gives_the_same_answers_once_each(tmp_path: Path) -> None
 def test_the_sdk_stays_the_judge_of_what_is_replayed(tmp_path: Path) -> None:
     real = _serve(tmp_path, SESSION, step=True)
     stored = _stored(tmp_path)
-    entry = next(k for k in stored["answers"] if k.startswith('["tools/list"'))
+    entry = '["tools/list","2025-11-25",null]'
     stored["answers"][entry] = stored["answers"][entry].replace("List the connectors", "STALE: list the connectors")
     (tmp_path / "state" / "stdio-answers.json").write_text(json.dumps(stored))
     replayed = _serve(tmp_path, SESSION, step=True)
@@ -120,6 +128,66 @@ def test_with_the_fast_paths_off_the_sdk_answers_and_nothing_is_replayed(tmp_pat
     fast.mkdir()
     assert _serve(fast, SESSION, step=True) == first  # the same answers either way
     assert (fast / "state" / "stdio-answers.json").exists()
+
+
+def test_the_shipped_answers_are_this_builds() -> None:
+    shipped = json.loads((REPO / "mcp_gateway" / "server" / "fast" / "stdio_answers.json").read_text())
+    assert shipped["key"] == content_key(), "stale: run PYTHONPATH=$PWD python scripts/build_stdio_answers.py"
+    assert shipped_answers() == shipped["answers"]
+
+
+def test_a_new_state_folder_starts_from_the_shipped_answers_and_a_stale_file_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early = EarlyStdio(tmp_path / "state")  # nothing stored there: a first start
+    initialize, listing = entry("initialize", INITIALIZE["params"], None), entry("tools/list", None, "2025-11-25")
+    assert early._answers == shipped_answers()  # pyright: ignore[reportPrivateUsage]
+    assert initialize in early._answers and listing in early._answers  # pyright: ignore[reportPrivateUsage]
+    stale = tmp_path / "stdio_answers.json"
+    stale.write_text(json.dumps({"key": "another build", "answers": {initialize: "{}"}}))
+    monkeypatch.setattr(early_stdio, "_SHIPPED", stale)
+    assert shipped_answers() == {}
+    assert EarlyStdio(tmp_path / "other")._answers == {}  # pyright: ignore[reportPrivateUsage]
+
+
+def test_an_initialize_of_another_shape_is_left_to_the_sdk() -> None:
+    plain = INITIALIZE["params"]
+    assert entry("initialize", plain, None) == '["initialize","2025-11-25"]'
+    other_client = {**plain, "clientInfo": {"name": "claude-code", "version": "2.1", "title": "Claude Code"}}
+    capable = {**plain, "capabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}}
+    assert (
+        entry("initialize", other_client, None)
+        == entry("initialize", capable, None)
+        == entry("initialize", plain, None)
+    )
+    for odd in (
+        {**plain, "extra": 1},
+        {**plain, "protocolVersion": 20251125},
+        {**plain, "clientInfo": {"name": "t"}},
+        {**plain, "clientInfo": {**plain["clientInfo"], "icons": [{"src": "x"}]}},
+        {**plain, "capabilities": {"roots": True}},
+        {**plain, "capabilities": {"roots": {"listChanged": "yes"}}},
+        {**plain, "capabilities": {"experimental": {"x": True}}},
+        {**plain, "capabilities": {"unheard_of": {}}},
+        {**plain, "_meta": []},
+        None,
+    ):
+        assert entry("initialize", odd, None) is None, odd
+
+
+@pytest.mark.slow  # real gateway processes
+def test_a_first_start_answers_byte_for_byte_as_the_full_server(tmp_path: Path) -> None:
+    plain, fast = tmp_path / "plain", tmp_path / "fast"
+    plain.mkdir()
+    fast.mkdir()
+    sdk = _lines(plain, SESSION, step=True, fast_paths=False)  # the SDK answers all, nothing replayed
+    replayed = _lines(fast, SESSION, step=True)  # a new state folder: the shipped answers
+    assert replayed == sdk
+    # What the replay writes (``EarlyStdio._early_answer``) is the SDK's line, byte for byte, with a
+    # manifest of the test's own (the answers do not depend on it).
+    shipped = shipped_answers()
+    assert sdk[0] == '{"jsonrpc":"2.0","id":1,"result":' + shipped['["initialize","2025-11-25"]'] + "}"
+    assert sdk[1] == '{"jsonrpc":"2.0","id":"two","result":' + shipped['["tools/list","2025-11-25",null]'] + "}"
 
 
 @pytest.fixture

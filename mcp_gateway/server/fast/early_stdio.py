@@ -2,17 +2,24 @@
 
 A stdio start spends most of its time importing: the SDK's protocol models (pydantic models of two
 protocol versions) and the gateway's own modules are slow to import. Both
-answers are fixed for a given build (the six meta-tools never change with the catalog), so the
-answers the SDK gave last time are kept in the state folder (``stdio-answers.json``) and replayed at
-once, from the first instant of the process, by a thread that needs nothing but the standard
-library. Everything the client sends still goes to the SDK in order, exactly as it arrived, so its
+answers are fixed for a given build (the six meta-tools never change with the catalog or the
+manifest), so the answers the SDK gave last time are kept in the state folder (``stdio-answers.json``)
+and replayed at once, from the first instant of the process, by a thread that needs nothing but the
+standard library. A state folder without them (a first start) replays the answers shipped in the
+package (``stdio_answers.json`` beside this module, written by ``scripts/build_stdio_answers.py``),
+but only for the build they were made by: their key is the content of the modules that shape them,
+this package's version, the versions of the SDK and pydantic, and Python's release (``content_key``).
+Everything the client sends still goes to the SDK in order, exactly as it arrived, so its
 session is what it would have been; its own answer to a request already answered is dropped, and
 compared: an answer that changed (a client's parameters never seen, another build) is stored for
 the next start, never replayed before the SDK gave it.
 
-An answer is replayed only for the same request parameters, the same protocol version negotiated in
-this session, and the same build: the key covers the Python version, this package's version and the
-files that shape the answers, and the SDK's installed files (sizes and times, not contents: cheap).
+An answer is replayed only for the same request, the same protocol version negotiated in this
+session, and the same build: the state folder's key covers the Python version, this package's
+version and the files that shape the answers, and the SDK's installed files (sizes and times, not
+contents: cheap). ``initialize`` is the same request for any client that asks for the same protocol
+version with parameters of the plain shape the SDK accepts (the SDK's answer depends on that version
+alone); ``tools/list`` is the same request for the same parameters.
 Like the SDK's own stdio transport, the standard descriptors are diverted while serving (fd 0 reads
 the null device, fd 1 writes to stderr), so a child process or a stray print never touches the wire.
 Unlike it, a message costs no worker thread at all in the common case: the SDK's lines are read on
@@ -38,7 +45,18 @@ from typing import IO, TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["CACHEABLE", "EarlyStdio", "SdkStdin", "SdkStdout", "SdkWire", "build_key", "run_stdio_streams"]
+__all__ = [
+    "CACHEABLE",
+    "EarlyStdio",
+    "SdkStdin",
+    "SdkStdout",
+    "SdkWire",
+    "build_key",
+    "content_key",
+    "entry",
+    "run_stdio_streams",
+    "shipped_answers",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +65,14 @@ CACHEABLE = frozenset({"initialize", "tools/list"})
 _CACHEABLE_BYTES = tuple(method.encode() for method in CACHEABLE)
 
 _FILE = "stdio-answers.json"
+_SHIPPED = Path(__file__).with_name("stdio_answers.json")
+_PACKAGE = Path(__file__).resolve().parents[2]
+_DISTRIBUTIONS = ("mcp-action-gateway", "mcp", "mcp-types", "pydantic", "pydantic-core")
+"""What the answers' bytes depend on besides this package's code: its version (``serverInfo``), the
+SDK that builds the answers, and the pydantic that writes the tools' schemas."""
 _MAX_ENTRIES = 32
 _READ_BYTES = 1 << 16
-_SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py", "server/fast/early_stdio.py")
+_SHAPING = ("__init__.py", "server/tools.py", "server/elicitation.py")
 """This package's files that shape the two answers (its version, the tools, the capabilities)."""
 
 
@@ -61,7 +84,7 @@ def build_key() -> str:
     """What the answers depend on besides the request: this build of the gateway, of the SDK, of Python."""
     parts = [sys.version]
     here = Path(__file__).resolve().parents[2]
-    files = [here / name for name in _SHAPING]
+    files = [here / name for name in (*_SHAPING, "server/fast/early_stdio.py")]
     for package in ("mcp", "mcp_types", "pydantic"):
         spec = importlib.util.find_spec(package)  # finds the files, imports nothing
         if spec is not None and spec.origin is not None:
@@ -74,6 +97,74 @@ def build_key() -> str:
             continue
         parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def content_key() -> str:
+    """The build the shipped answers belong to, from contents (the same in a wheel, a checkout, any
+    folder): the modules that shape them (``_SHAPING``), the versions of ``_DISTRIBUTIONS``, Python's
+    release. What else a tool's schema reads (a limit imported from another module) is guarded by the
+    test that compares the shipped answers with the server's own."""
+    from importlib.metadata import PackageNotFoundError, version  # a first start only: stored answers need none
+
+    digest = hashlib.sha256(f"{sys.version_info.major}.{sys.version_info.minor}\n".encode())
+    for name in _DISTRIBUTIONS:
+        try:
+            digest.update(f"{name}={version(name)}\n".encode())
+        except PackageNotFoundError:  # a checkout run from its folder: the answers then say ``__version__``
+            digest.update(f"{name}=-\n".encode())
+    for name in _SHAPING:
+        digest.update(f"{name}\n".encode())
+        try:
+            digest.update((_PACKAGE / name).read_bytes())
+        except OSError:
+            digest.update(b"-")
+    return digest.hexdigest()
+
+
+def shipped_answers() -> dict[str, str]:
+    """The answers shipped in the package, if they were made by this very build; else none."""
+    try:
+        data = json.loads(_SHIPPED.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("answers"), dict) or data.get("key") != content_key():
+        return {}
+    return {str(k): str(v) for k, v in data["answers"].items()}
+
+
+def _initialize_version(params: Any) -> str | None:
+    """The protocol version an ``initialize`` asks for, when its parameters have the plain shape the
+    SDK accepts (its answer then depends on that version alone); None for anything else, which only
+    the SDK answers: a key, a type or a capability this cannot vouch for."""
+    if type(params) is not dict or not params.keys() <= _INITIALIZE_KEYS:
+        return None
+    version, capabilities, info = params.get("protocolVersion"), params.get("capabilities"), params.get("clientInfo")
+    if type(version) is not str or type(capabilities) is not dict or type(info) is not dict:
+        return None
+    if not info.keys() <= _CLIENT_INFO_KEYS or not {"name", "version"} <= info.keys():
+        return None
+    if any(type(value) is not str for value in info.values()) or type(params.get("_meta", {})) is not dict:
+        return None
+    for name, capability in capabilities.items():
+        if name not in _CAPABILITIES or type(capability) is not dict:
+            return None
+        allowed = (dict,) if name in ("experimental", "extensions") else (dict, bool)
+        if any(type(value) not in allowed for value in capability.values()):
+            return None
+    return version
+
+
+def entry(method: str, params: Any, negotiated: str | None) -> str | None:
+    """The key a request's answer is kept under, in a session that negotiated ``negotiated`` (None: not yet)."""
+    if method == "initialize":
+        version = _initialize_version(params)
+        return None if version is None else _compact([method, version])
+    return None if negotiated is None else _compact([method, negotiated, params])
+
+
+_INITIALIZE_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo", "_meta"})
+_CLIENT_INFO_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
+_CAPABILITIES = frozenset({"experimental", "sampling", "elicitation", "roots", "extensions", "tasks"})
 
 
 class EarlyStdio:
@@ -89,6 +180,9 @@ class EarlyStdio:
         self._key = build_key()
         self._lock = threading.Lock()
         self._answers = self._read()
+        self._saved = bool(self._answers)  # the state folder holds them: a later start need not look further
+        if not self._saved:
+            self._answers = shipped_answers()
         self._answered: set[str] = set()
         self._asked: dict[str, str] = {}  # request id -> cache entry, for the requests worth remembering
         self._version: str | None = None  # the protocol version this session negotiated
@@ -135,7 +229,7 @@ class EarlyStdio:
         return {str(k): str(v) for k, v in data["answers"].items()}
 
     def _remember(self, entry: str, result: str) -> None:
-        if self._answers.get(entry) == result:
+        if self._answers.get(entry) == result and self._saved:
             return
         self._answers[entry] = result
         while len(self._answers) > _MAX_ENTRIES:
@@ -153,15 +247,15 @@ class EarlyStdio:
             tmp.write_text(json.dumps({"key": self._key, "answers": self._answers}))
             tmp.chmod(0o600)
             tmp.replace(self._path)
+            self._saved = True
         except OSError as exc:  # a read-only state folder: the next start is just slower
             logger.debug("cannot store the stdio answers: %s", exc)
 
     def _entry(self, method: str, params: Any) -> str | None:
         """The key of a request's answer; None when it cannot be known yet (tools/list before this
-        session negotiated its protocol version: its answer's shape depends on it)."""
-        if method == "initialize":
-            return _compact([method, params])
-        return None if self._version is None else _compact([method, self._version, params])
+        session negotiated its protocol version: its answer's shape depends on it), or only the SDK
+        may judge the request (an ``initialize`` of another shape)."""
+        return entry(method, params, self._version)
 
     # -- the client's side -------------------------------------------------------------------------
 
