@@ -171,3 +171,22 @@ def test_lexical_floor_on_the_dev_split() -> None:
     assert score.n >= 200
     assert score.r5 / score.n >= DEV_FLOOR["r5"]
     assert score.r1 / score.n >= DEV_FLOOR["r1"]
+
+
+def test_a_renamed_action_keeps_its_label_through_the_operation(tmp_path: Path) -> None:
+    """After a rename the bench still finds the action by its operation, and ``--relabel`` writes the new
+    name back."""
+    from scripts.bench_heldout import relabel, relevant_names
+
+    for name in [*heldout_apis(), OFF_TOPIC, GUESSES]:
+        (tmp_path / f"{name}.json").write_text((HELDOUT_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    rows = json.loads((tmp_path / "zoom.json").read_text(encoding="utf-8"))
+    real = rows[0]["actions"][0]
+    rows[0]["actions"][0] = "zoom.a_name_from_before"
+    (tmp_path / "zoom.json").write_text(json.dumps(rows), encoding="utf-8")
+
+    catalog = bundled_catalog("zoom")
+    by_operation = {"zoom": {operation_of(action): action.qualified_name for action in catalog}}
+    assert real in relevant_names(rows[0], by_operation, {action.qualified_name for action in catalog})
+    assert relabel(tmp_path) == 1
+    assert json.loads((tmp_path / "zoom.json").read_text(encoding="utf-8"))[0]["actions"][0] == real
