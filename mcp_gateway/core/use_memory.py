@@ -54,6 +54,9 @@ MAX_USES = 1000
 KEPT_DAYS = 8 * HALF_LIFE_DAYS
 """Uses older than this count for under half a percent of a fresh one: the store forgets them."""
 
+REFRESH_USE = timedelta(hours=1)
+"""A use already stored is written again (its time moved on, against decay) at most this often."""
+
 REFRESH = timedelta(seconds=30)
 """How long a scope's uses read from the store are reused (other instances' new uses show up after it)."""
 
@@ -139,6 +142,9 @@ class UseMemory:
         if not held:
             return
         answer = min(held, key=lambda item: item[:2])[2]
+        digest = hashlib.sha256(answer.words.encode()).hexdigest()[:32]
+        if self._recorded_lately(scope, action, digest, now):
+            return  # an agent calling it again and again: nothing to add, nothing to embed
         model, vector = self._model(), None
         if model is not None and self._dense is not None:
             try:
@@ -149,7 +155,7 @@ class UseMemory:
         record = UseRecord(
             scope=scope,
             action=action,
-            query=hashlib.sha256(answer.words.encode()).hexdigest()[:32],
+            query=digest,
             who=principal.label,
             words=answer.words,
             model=model if vector is not None else None,
@@ -170,6 +176,13 @@ class UseMemory:
             self._uses[scope] = (cached[0], [_Recorded(record, vector), *kept][:MAX_USES])
 
     # -- helpers -------------------------------------------------------------------------------------
+
+    def _recorded_lately(self, scope: str, action: str, query: str, now: datetime) -> bool:
+        """Whether this use is already stored, made less than ``REFRESH_USE`` ago (by anyone in the scope)."""
+        cached = self._uses.get(scope)
+        return cached is not None and any(
+            r.record.action == action and r.record.query == query and now - r.record.at < REFRESH_USE for r in cached[1]
+        )
 
     def _model(self) -> str | None:
         """The embedding model's key when ``discover`` is hybrid (its vectors compare with uses' vectors)."""
