@@ -26,6 +26,7 @@ from .discovery import DiscoveryIndex, EmbeddingsUnavailable, ReviewCache, Segme
 from .discovery.hybrid import HybridSearch, discovery_status
 from .execution.mcp_sessions import McpExecutor
 from .manifest import ConnectorConfig, Manifest, load_manifest
+from .manifest.discovery_mode import discovery_override
 from .primitives.catalog_memory import collect_frozen_garbage, limit_malloc_arenas
 from .primitives.crypto import AESGCMCipher, derive_key, load_master_key
 from .primitives.secrets import PROJECT_WIDE, SealedCredential
@@ -243,11 +244,6 @@ DISCOVERY_SECRET = ("_discovery", "embeddings")
 ``_``), secret name ``embeddings``, project-wide: ``mcp-gateway secret set --discovery``."""
 
 
-DISCOVERY_MODE_ENV = "MCP_GATEWAY_DISCOVERY_MODE"
-"""Overrides the manifest's ``discovery.mode`` (``auto``, ``lexical``, ``hybrid``): e.g. ``lexical`` for a
-short-lived command or a test run that should not load the model."""
-
-
 AUDIT_RETRY_ENV = "MCP_GATEWAY_AUDIT_RETRY_SECONDS"
 """How long a call holds its answer retrying an outcome row the database refused before it journals
 the row (``audit.RETRY_SECONDS`` unless set): longer for a database whose failover takes longer."""
@@ -265,16 +261,6 @@ def _audit_retry(env: Mapping[str, str]) -> float:
     if not 0 <= seconds <= MAX_AUDIT_RETRY:  # NaN fails both
         raise GatewayError(f"${AUDIT_RETRY_ENV} must be a number of seconds from 0 to 300, not {text[:40]!r}")
     return seconds
-
-
-def discovery_override(manifest: Manifest, env: Mapping[str, str]) -> Manifest:
-    mode = (env.get(DISCOVERY_MODE_ENV) or "").strip()
-    if not mode:
-        return manifest
-    if mode not in ("auto", "lexical", "hybrid"):
-        raise GatewayError(f"${DISCOVERY_MODE_ENV} must be auto, lexical or hybrid, not {mode!r}")
-    discovery = manifest.discovery.model_copy(update={"mode": mode})
-    return manifest.model_copy(update={"discovery": discovery})
 
 
 def check_discovery(manifest: Manifest) -> None:

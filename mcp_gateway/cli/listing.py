@@ -190,12 +190,15 @@ def nothing_held(cfg: ConnectorConfig, reviews: ReviewCache, fingerprint: str, c
 
 
 def discovery_config(manifest: Manifest, env: Mapping[str, str]) -> DiscoveryConfig | None:
-    """The discovery settings the full path starts with (``$MCP_GATEWAY_DISCOVERY_MODE`` over the
-    manifest's), or None when the variable is misspelled (the full path then names the mistake)."""
-    mode = (env.get("MCP_GATEWAY_DISCOVERY_MODE") or "").strip()
-    if mode and mode not in ("auto", "lexical", "hybrid"):
+    """The discovery settings the full path starts with (``discovery_override``), or None when
+    ``$MCP_GATEWAY_DISCOVERY_MODE`` is misspelled (the full path then names the mistake)."""
+    from ..manifest.discovery_mode import discovery_override
+    from ..vocabulary.errors import GatewayError
+
+    try:
+        return discovery_override(manifest, env).discovery
+    except GatewayError:
         return None
-    return manifest.discovery.model_copy(update={"mode": mode}) if mode else manifest.discovery
 
 
 def _discovery_line(manifest: Manifest, settings: Settings, *, json_wanted: bool) -> Callable[[], str] | None:
