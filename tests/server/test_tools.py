@@ -16,8 +16,6 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult
 
-from mcp_gateway.vocabulary.errors import StoreUnavailable
-from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.server.elicitation import HumanElicitation
 from mcp_gateway.server.tools import (
     META_TOOLS,
@@ -34,6 +32,8 @@ from mcp_gateway.server.tools import (
     principal_of_request,
     register,
 )
+from mcp_gateway.services.identity import OPERATOR, Principal
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 from tests.core.test_gateway import Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
