@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,8 +21,17 @@ from .output import EXIT_FAILED, EXIT_OK, escaped, print_json
 
 if TYPE_CHECKING:
     from ..manifest import Manifest
+    from ..vocabulary.settings import Settings
 
-__all__ = ["Finding", "cmd_doctor"]
+__all__ = [
+    "Finding",
+    "cmd_doctor",
+    "connector_finding",
+    "connector_findings",
+    "discovery_finding",
+    "manifest_findings",
+    "store_finding",
+]
 
 
 @dataclass
@@ -93,80 +103,108 @@ def _files(settings: Any) -> list[Finding]:
 
 
 async def _examine(args: argparse.Namespace) -> list[Finding]:
-    from ..manifest import load_manifest
-    from ..vocabulary.errors import GatewayError, ManifestError
+    """Every check, in order; one that later checks depend on stops the rest when it fails."""
+    from ..runtime import links_base
 
     settings = args.settings
-    findings: list[Finding] = []
-    where = settings.manifest_path or "the bundled default manifest"
+    manifest, findings = manifest_findings(settings)
+    findings += _files(settings)
+    if manifest is None or any(f.level == "problem" and f.check == "master key" for f in findings):
+        return findings
+    findings.append(await store_finding(settings))
+    if findings[-1].level == "problem":
+        return findings
+    manifest, discovery = discovery_finding(manifest, settings.env)
+    findings.append(discovery)
+    if manifest is None:
+        return findings
+    findings += await connector_findings(args, manifest)
+    findings.append(await _public_url(links_base(manifest, settings)))
+    return findings
+
+
+def manifest_findings(settings: Settings) -> tuple[Manifest | None, list[Finding]]:
+    """The manifest (None when it does not load) and what is wrong with it, else that it is fine."""
+    from ..manifest import load_manifest
+    from ..vocabulary.errors import ManifestError
+
     try:
         manifest = load_manifest(settings.manifest_path)
     except ManifestError as exc:
-        for issue in exc.issues:
-            findings.append(
-                Finding("manifest", "problem", f"{issue.file}:{issue.line or '?'}: {issue.message}", issue.fix)
-            )
-        return findings + _files(settings)
+        return None, [
+            Finding("manifest", "problem", f"{issue.file}:{issue.line or '?'}: {issue.message}", issue.fix)
+            for issue in exc.issues
+        ]
     problems = manifest.diagnostic_issues()
-    findings += [Finding("manifest", "problem", f"{i.file}:{i.line}: {i.message}", i.fix) for i in problems]
-    if not problems:
-        findings.append(Finding("manifest", "ok", f"{where}: {len(manifest.connectors)} connectors"))
-    findings += _files(settings)
-    if any(f.level == "problem" and f.check == "master key" for f in findings):
-        return findings
+    if problems:
+        return manifest, [Finding("manifest", "problem", f"{i.file}:{i.line}: {i.message}", i.fix) for i in problems]
+    where = settings.manifest_path or "the bundled default manifest"
+    return manifest, [Finding("manifest", "ok", f"{where}: {len(manifest.connectors)} connectors")]
 
-    from ..runtime import check_discovery, discovery_override, links_base, open_gateway, open_store
+
+async def store_finding(settings: Settings) -> Finding:
+    """Whether the state store opens and answers a read."""
+    from ..runtime import open_store
+    from ..vocabulary.errors import GatewayError
 
     try:
         async with open_store(settings) as store:
             await store.list_audit(1)
-        findings.append(
-            Finding("store", "ok", "PostgreSQL" if settings.database_url else f"SQLite in {settings.state_dir}")
-        )
     except (GatewayError, OSError) as exc:
         fix = (
             "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
             if settings.database_url
-            else (f"make {settings.state_dir} writable by this user")
+            else f"make {settings.state_dir} writable by this user"
         )
-        findings.append(Finding("store", "problem", f"cannot open the store: {exc}", fix))
-        return findings
+        return Finding("store", "problem", f"cannot open the store: {exc}", fix)
+    return Finding("store", "ok", "PostgreSQL" if settings.database_url else f"SQLite in {settings.state_dir}")
+
+
+def discovery_finding(manifest: Manifest, env: Mapping[str, str]) -> tuple[Manifest | None, Finding]:
+    """The manifest as the environment overrides its discovery mode, and which ranking ``discover``
+    will use; None and the problem when that mode cannot run here."""
+    from ..runtime import check_discovery, discovery_override
+    from ..vocabulary.errors import GatewayError
 
     try:
-        manifest = discovery_override(manifest, settings.env)
+        manifest = discovery_override(manifest, env)
         check_discovery(manifest)
-        findings.append(_discovery(manifest))
     except GatewayError as exc:
-        findings.append(
-            Finding("discovery", "problem", str(exc), "install the embeddings extra, or set discovery.mode: lexical")
-        )
-        return findings
+        fix = "install the embeddings extra, or set discovery.mode: lexical"
+        return None, Finding("discovery", "problem", str(exc), fix)
+    return manifest, _discovery(manifest)
 
+
+async def connector_findings(args: argparse.Namespace, manifest: Manifest) -> list[Finding]:
+    """One finding per connector the caller may use, each synced as ``connectors`` would."""
     from ..core import result_payload
+    from ..runtime import open_gateway
     from .commands import principal
 
-    async with open_gateway(settings, manifest=manifest) as gw:
+    async with open_gateway(args.settings, manifest=manifest) as gw:
         listed = result_payload(await gw.connectors(principal(args)))
-    for c in listed["connectors"]:
-        slug, status = c["slug"], c["status"]
-        if status == "error":
-            fix = f"fix connectors '{slug}' in the manifest, or 'mcp-gateway remove {slug}'"
-            findings.append(Finding(f"connector {slug}", "problem", f"does not load: {c.get('error')}", fix))
-        elif status == "needs_auth":
-            kind = c.get("auth")
-            fix = (
-                f"mcp-gateway connect {slug}, then open the link while 'mcp-gateway pages' runs"
-                if kind == "oauth2"
-                else f"mcp-gateway secret set {slug} < file-with-the-{kind}-credential (or: mcp-gateway connect {slug})"
-            )
-            findings.append(Finding(f"connector {slug}", "problem", f"no {kind} credential stored", fix))
-        elif c.get("warning"):
-            fix = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
-            findings.append(Finding(f"connector {slug}", "problem", c["warning"], fix))
-        else:
-            findings.append(Finding(f"connector {slug}", "ok", f"{status}, {c['actions']} actions"))
-    findings.append(await _public_url(links_base(manifest, settings)))
-    return findings
+    return [connector_finding(c) for c in listed["connectors"]]
+
+
+def connector_finding(c: Mapping[str, Any]) -> Finding:
+    """One connector's line of ``connectors``, as a finding with its fix."""
+    slug, status = c["slug"], c["status"]
+    check = f"connector {slug}"
+    if status == "error":
+        fix = f"fix connectors '{slug}' in the manifest, or 'mcp-gateway remove {slug}'"
+        return Finding(check, "problem", f"does not load: {c.get('error')}", fix)
+    if status == "needs_auth":
+        kind = c.get("auth")
+        fix = (
+            f"mcp-gateway connect {slug}, then open the link while 'mcp-gateway pages' runs"
+            if kind == "oauth2"
+            else f"mcp-gateway secret set {slug} < file-with-the-{kind}-credential (or: mcp-gateway connect {slug})"
+        )
+        return Finding(check, "problem", f"no {kind} credential stored", fix)
+    if c.get("warning"):
+        fix = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
+        return Finding(check, "problem", c["warning"], fix)
+    return Finding(check, "ok", f"{status}, {c['actions']} actions")
 
 
 def _discovery(manifest: Manifest) -> Finding:

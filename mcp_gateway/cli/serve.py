@@ -19,8 +19,20 @@ if TYPE_CHECKING:
     from ..core import Gateway
     from ..manifest import Manifest
     from ..runtime import BackgroundSync
+    from ..server.limits import ConnectionLimits
+    from ..vocabulary.settings import Settings
 
-__all__ = ["claude_line", "cmd_pages", "cmd_serve", "discovery_line", "served_public_url"]
+__all__ = [
+    "claude_line",
+    "cmd_pages",
+    "cmd_serve",
+    "connection_limits",
+    "discovery_line",
+    "request_state_key",
+    "serve_http",
+    "serve_stdio",
+    "served_public_url",
+]
 
 
 def served_public_url(manifest: Manifest, given: str | None, host: str, port: int) -> str:
@@ -46,68 +58,96 @@ def _warn_unknown_agent(manifest: Manifest, agent: str | None) -> None:
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
-    import anyio
-
+    """``serve``: the MCP server over ``--transport`` (stdio, or streamable HTTP) until it is stopped."""
     from ..manifest import load_manifest
-    from ..primitives.crypto import load_master_key
-    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
-    from ..server.app import run_http, run_stdio, serve_metrics
-    from ..server.elicitation import derive_request_state_key
-    from ..server.tools import build_mcp_server
-    from ..services.tokens import TokenService
     from ..tracing import configure_tracing, shutdown_tracing
-
-    def state_key(gw: Gateway) -> bytes:
-        # 2026-07-28 requestState must verify on whichever request the client's retry lands.
-        master = load_master_key(args.settings.env, args.settings.state_dir)
-        return derive_request_state_key(master, gw.manifest.project)
 
     configure_tracing(os.environ)  # OTLP export when the standard OTEL_* variables ask for it
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
-    say = _Say(args)
     if args.transport == "http":
-        from ..server.limits import ConnectionLimits
-        from .ports import check_port_free
+        await serve_http(args, manifest)
+    else:
+        await serve_stdio(args, manifest)
+    shutdown_tracing()
+    return 0
 
-        check_port_free(args.host, args.port, args.settings.state_dir, instead="pick another with --port N")
-        limits = ConnectionLimits(  # before anything starts: a connection limit at or below the sessions' is refused
-            request_timeout=args.request_timeout,
-            keep_alive=args.keep_alive,
-            max_connections=args.max_connections,
-            max_sessions=args.max_sessions,
-            drain_timeout=args.drain_timeout,
-            shutdown_delay=args.shutdown_delay,
-        )
-        public_url = served_public_url(manifest, args.public_url, args.host, args.port)
-        async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
-            started()
-            say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {public_url})")
-            recorded = _Recorded(args, gw, "http", args.host, args.port)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(reload_on_sighup, gw, args.settings, recorded.reloaded)
-                    tg.start_soon(watch_manifest, gw, args.settings, recorded.reloaded)
-                    tg.start_soon(say.when_embedded, gw, None)
-                    if args.metrics_port is not None:
-                        tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
-                    tokens = TokenService(gw.store, gw.clock)
-                    await run_http(
-                        gw,
-                        tokens,
-                        host=args.host,
-                        port=args.port,
-                        request_state_key=state_key(gw),
-                        limits=limits,
-                        on_started=recorded.write,
-                    )
-                    tg.cancel_scope.cancel()
-            finally:
-                recorded.forget()
-        shutdown_tracing()
-        return 0
+
+def connection_limits(args: argparse.Namespace) -> ConnectionLimits:
+    """``serve --transport http``'s limits, checked before anything starts: a connection limit at or
+    below the sessions' is refused."""
+    from ..server.limits import ConnectionLimits
+
+    return ConnectionLimits(
+        request_timeout=args.request_timeout,
+        keep_alive=args.keep_alive,
+        max_connections=args.max_connections,
+        max_sessions=args.max_sessions,
+        drain_timeout=args.drain_timeout,
+        shutdown_delay=args.shutdown_delay,
+    )
+
+
+def request_state_key(settings: Settings, gw: Gateway) -> bytes:
+    """The key sealing 2026-07-28 ``requestState``: derived from the master key, so a state verifies
+    on whichever request (or restart, or instance) the client's retry lands."""
+    from ..primitives.crypto import load_master_key
+    from ..server.elicitation import derive_request_state_key
+
+    return derive_request_state_key(load_master_key(settings.env, settings.state_dir), gw.manifest.project)
+
+
+async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
+    """``serve --transport http``: ``/mcp`` and the human pages on one listener, until SIGTERM; the
+    manifest reloaded on SIGHUP or when it changes; this server's address recorded meanwhile."""
+    import anyio
+
+    from ..runtime import open_gateway, reload_on_sighup, watch_manifest
+    from ..server.app import run_http, serve_metrics
+    from ..services.tokens import TokenService
+    from .ports import check_port_free
+
+    check_port_free(args.host, args.port, args.settings.state_dir, instead="pick another with --port N")
+    limits = connection_limits(args)
+    public_url = served_public_url(manifest, args.public_url, args.host, args.port)
+    say = _Say(args)
+    async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
+        started()
+        say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {public_url})")
+        recorded = _Recorded(args, gw, "http", args.host, args.port)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reload_on_sighup, gw, args.settings, recorded.reloaded)
+                tg.start_soon(watch_manifest, gw, args.settings, recorded.reloaded)
+                tg.start_soon(say.when_embedded, gw, None)
+                if args.metrics_port is not None:
+                    tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
+                await run_http(
+                    gw,
+                    TokenService(gw.store, gw.clock),
+                    host=args.host,
+                    port=args.port,
+                    request_state_key=request_state_key(args.settings, gw),
+                    limits=limits,
+                    on_started=recorded.write,
+                )
+                tg.cancel_scope.cancel()
+        finally:
+            recorded.forget()
+
+
+async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
+    """``serve`` over stdio: ``initialize`` and ``tools/list`` answered at once while the catalog
+    loads (tool calls wait for it); the human pages served once a link is handed out."""
+    import anyio
+
+    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
+    from ..server.app import run_stdio, serve_metrics
+    from ..server.tools import build_mcp_server
+
     pages_requested = anyio.Event()
-    startup = BackgroundSync()  # initialize and tools/list answer at once; tool calls wait for the catalog
+    startup = BackgroundSync()
+    say = _Say(args)
     async with open_gateway(
         args.settings,
         manifest=manifest,
@@ -115,9 +155,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         on_link_minted=pages_requested.set,
         background=startup,
     ) as gw:
-        server = build_mcp_server(
-            gw, default_principal=principal(args), request_state_key=state_key(gw), startup=startup
-        )
+        key = request_state_key(args.settings, gw)
+        server = build_mcp_server(gw, default_principal=principal(args), request_state_key=key, startup=startup)
         started()
         say.block(gw, f"stdio (links and pages at {gw.links.public_url} once a link is handed out)")
         async with anyio.create_task_group() as tg:
@@ -128,8 +167,6 @@ async def cmd_serve(args: argparse.Namespace) -> int:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
             await run_stdio(server, gw, pages_requested, early=args.early_stdio)
             tg.cancel_scope.cancel()
-    shutdown_tracing()
-    return 0
 
 
 def _mcp_url(host: str, port: int) -> str:

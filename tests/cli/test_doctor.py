@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
 
@@ -67,3 +70,50 @@ def test_doctor_says_lexical_only_without_the_embeddings_extra(env: CliEnv) -> N
     env.monkeypatch.setenv("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
     findings = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
     assert findings["discovery"]["level"] == "ok" and findings["discovery"]["message"].startswith("lexical only")
+
+
+# -- each check on its own ---------------------------------------------------------------------
+
+
+def test_each_connector_status_is_a_finding_with_its_fix() -> None:
+    from mcp_gateway.cli.doctor import connector_finding
+
+    broken = connector_finding({"slug": "a", "status": "error", "error": "spec not found"})
+    assert (broken.check, broken.level, broken.message) == ("connector a", "problem", "does not load: spec not found")
+    assert "mcp-gateway remove a" in broken.fix
+    keyless = connector_finding({"slug": "b", "status": "needs_auth", "auth": "bearer"})
+    assert keyless.level == "problem" and keyless.fix.startswith("mcp-gateway secret set b <")
+    oauth = connector_finding({"slug": "c", "status": "needs_auth", "auth": "oauth2"})
+    assert oauth.fix.startswith("mcp-gateway connect c") and "mcp-gateway pages" in oauth.fix
+    moved = connector_finding({"slug": "d", "status": "ready", "warning": "the spec names another origin"})
+    assert (moved.level, moved.message) == ("problem", "the spec names another origin")
+    assert "mcp-gateway review d.@origin" in moved.fix
+    fine = connector_finding({"slug": "e", "status": "ready", "actions": 3})
+    assert (fine.level, fine.message, fine.fix) == ("ok", "ready, 3 actions", "")
+
+
+def test_the_manifest_check_gives_the_manifest_only_when_it_loads(tmp_path: Path) -> None:
+    from mcp_gateway.cli.doctor import manifest_findings
+    from mcp_gateway.vocabulary.settings import Settings
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text("project: x\nconnectors:\n  - slug: a\n    auth: {type: kerberos}\n")
+    manifest, found = manifest_findings(Settings(manifest_path=path, state_dir=tmp_path / "state", env={}))
+    assert manifest is None and found and all(f.level == "problem" and f.fix for f in found)
+    path.write_text("project: x\nconnectors: []\n")
+    manifest, found = manifest_findings(Settings(manifest_path=path, state_dir=tmp_path / "state", env={}))
+    assert manifest is not None and [(f.level, f.message) for f in found] == [("ok", f"{path}: 0 connectors")]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_the_store_check_says_how_to_fix_a_store_that_does_not_open(tmp_path: Path, anyio_backend: str) -> None:
+    from mcp_gateway.cli.doctor import store_finding
+    from mcp_gateway.vocabulary.settings import Settings
+
+    fine = await store_finding(Settings(manifest_path=None, state_dir=tmp_path / "state", env={}))
+    assert (fine.level, fine.message) == ("ok", f"SQLite in {tmp_path / 'state'}")
+    (tmp_path / "file").write_text("not a folder")
+    broken = await store_finding(Settings(manifest_path=None, state_dir=tmp_path / "file", env={}))
+    assert broken.level == "problem" and broken.message.startswith("cannot open the store")
+    assert broken.fix == f"make {tmp_path / 'file'} writable by this user"

@@ -1,0 +1,43 @@
+"""cli/serve.py's named pieces: the HTTP limits ``serve`` starts with and the request-state key.
+``serve`` itself runs as a real process in tests/e2e (test_http_transport, test_startup_block)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mcp_gateway.cli.parser import build_parser
+from mcp_gateway.cli.serve import connection_limits, request_state_key
+from mcp_gateway.vocabulary.errors import GatewayError
+from mcp_gateway.vocabulary.settings import Settings
+
+KEY = "k" * 43
+
+
+def _serve(*argv: str) -> SimpleNamespace:
+    return SimpleNamespace(**vars(build_parser(only="serve").parse_args(["serve", "--transport", "http", *argv])))
+
+
+def test_the_limits_are_the_options_given() -> None:
+    limits = connection_limits(_serve("--max-sessions", "10", "--drain-timeout", "3", "--shutdown-delay", "1.5"))
+    assert (limits.max_sessions, limits.drain_timeout, limits.shutdown_delay) == (10, 3.0, 1.5)
+    assert limits.connection_limit > limits.max_sessions  # its default stays above the sessions'
+    assert connection_limits(_serve("--max-connections", "50", "--max-sessions", "10")).connection_limit == 50
+
+
+def test_a_connection_limit_at_or_below_the_sessions_is_refused_before_anything_starts() -> None:
+    with pytest.raises(GatewayError, match="--max-connections 10 does not exceed --max-sessions 10"):
+        connection_limits(_serve("--max-connections", "10", "--max-sessions", "10"))
+
+
+def test_the_request_state_key_follows_the_master_key_and_the_project(tmp_path: Path) -> None:
+    def key(master: str, project: str) -> bytes:
+        settings = Settings(manifest_path=None, state_dir=tmp_path, env={"MCP_GATEWAY_MASTER_KEY": master})
+        return request_state_key(settings, SimpleNamespace(manifest=SimpleNamespace(project=project)))  # type: ignore[arg-type]
+
+    first = key(KEY, "p")
+    assert len(first) == 32 and first == key(KEY, "p")  # every instance and restart verifies the same state
+    assert first != key(KEY, "q") and first != key("m" * 43, "p")
+    assert KEY.encode() not in first
