@@ -5,10 +5,11 @@
 ``ENABLED``; ``early_stdio`` claims stdin and stdout before the SDK is imported, answers
 ``initialize`` and ``tools/list`` as the SDK answered them before, and runs the SDK's low-level
 server over its own streams; ``param_headers`` replaces the low-level server's schema lookup so
-``Mcp-Param-*`` headers are checked only for a tool that declares one. All were written against one SDK release: on any other release, or
-with ``MCP_GATEWAY_FAST_PATHS=0`` (``settings.fast_paths_switched_on``, the switch ``tracing.fast``
-obeys too), the gateway serves through the SDK's public path alone (its own manager, handlers and
-stdio transport), so an SDK upgrade costs speed, never correctness. The public API that would make
+``Mcp-Param-*`` headers are checked only for a tool that declares one. All were written against one
+SDK release: on any other release, or with ``MCP_GATEWAY_FAST_PATHS=0``
+(``settings.fast_paths_switched_on``, the switch ``tracing.fast`` obeys too), the gateway serves
+through the SDK's public path alone (its own manager, handlers, schema lookup and stdio transport),
+so an SDK upgrade costs speed, never correctness. The public API that would make
 each path unnecessary is named in ``docs/operations.md``.
 
 Light on purpose: the CLI reads ``ENABLED`` before anything else is imported, to decide whether
