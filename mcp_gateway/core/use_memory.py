@@ -73,6 +73,7 @@ class _Answer:
 class _Recorded:
     record: UseRecord
     vector: Any
+    terms: frozenset[str]
 
 
 class UseMemory:
@@ -117,11 +118,13 @@ class UseMemory:
             return found
         words = " ".join(self._index.catalog_words(query))
         uses = await self._scope_uses(scope)
-        if uses:
+        if uses or len(found.hits) > limit:
             model = self._model()
             vector = found.vector if model is not None else None
-            mine = [self._as_use(recorded, model) for recorded in uses]
-            found = lifted(found, strengths(mine, terms_of(words), vector), limit)
+            # Only the uses of actions the ranker answered with can lift anything.
+            answered = {action.qualified_name for action, _ in found.hits[:POOL]}
+            mine = [self._as_use(recorded, model) for recorded in uses if recorded.record.action in answered]
+            found = lifted(found, strengths(mine, terms_of(words), vector) if mine else {}, limit)
         if words and found.hits:
             names = tuple(action.qualified_name for action, _ in found.hits)
             self._remember(principal, _Answer(self._clock.now(), words, names))
@@ -173,7 +176,7 @@ class UseMemory:
         cached = self._uses.get(scope)
         if cached is not None:
             kept = [r for r in cached[1] if (r.record.action, r.record.query) != (record.action, record.query)]
-            self._uses[scope] = (cached[0], [_Recorded(record, vector), *kept][:MAX_USES])
+            self._uses[scope] = (cached[0], [_Recorded(record, vector, terms_of(record.words)), *kept][:MAX_USES])
 
     # -- helpers -------------------------------------------------------------------------------------
 
@@ -205,7 +208,7 @@ class UseMemory:
         except (GatewayError, OSError) as exc:
             logger.warning("discovery: could not read what was learned from use: %s", exc)
             return cached[1] if cached is not None else []
-        recorded = [_Recorded(record, _vector(record.vector)) for record in records]
+        recorded = [_Recorded(record, _vector(record.vector), terms_of(record.words)) for record in records]
         self._uses[scope] = (now, recorded)
         return recorded
 
@@ -215,7 +218,7 @@ class UseMemory:
         return Use(
             action=record.action,
             who=record.who,
-            terms=terms_of(record.words),
+            terms=recorded.terms,
             vector=recorded.vector if same_model else None,
             age=(self._clock.now() - record.at).total_seconds(),
         )

@@ -25,6 +25,7 @@ from mcp_gateway.services.audit import Auditor
 from mcp_gateway.services.credentials import CredentialVault
 from mcp_gateway.services.identity import Principal
 from mcp_gateway.services.links import LinkService
+from mcp_gateway.store.contract import UseRecord
 from mcp_gateway.store.memory import MemoryStore
 from mcp_gateway.vocabulary.clock import FixedClock
 
@@ -71,7 +72,7 @@ SECRET = "sk_live_c4n4ry5ecretV4lue0123"
 @dataclass
 class Harness:
     gateway: Gateway
-    store: MemoryStore
+    store: CountingStore
     clock: FixedClock
 
     async def names(self, principal: Principal, query: str) -> list[str]:
@@ -86,10 +87,20 @@ class Harness:
         return (await self.gateway.call(principal, tool, {})).status
 
 
+class CountingStore(MemoryStore):
+    """Counts the uses written."""
+
+    writes = 0
+
+    async def record_use(self, record: UseRecord) -> None:
+        self.writes += 1
+        await super().record_use(record)
+
+
 @asynccontextmanager
 async def harness(learn: str = "agent") -> AsyncIterator[Harness]:
     manifest = parse_manifest(MANIFEST.format(learn=learn))
-    clock, store = FixedClock(), MemoryStore()
+    clock, store = FixedClock(), CountingStore()
     await store.open()
 
     async def upstream(request: httpx2.Request) -> httpx2.Response:
@@ -180,7 +191,8 @@ async def test_an_agent_looping_on_one_action_is_one_use_and_weighs_little() -> 
             for _ in range(5):
                 assert await h.call(BOB, "desk.pages.list") == "ok"
         assert [u.action for u in await h.store.list_uses("agent:u/bob", 10)] == ["desk.pages.list"]
-        # A hundred calls lift it no more than a couple of careful uses would: it does not take over.
+        assert h.store.writes == 1  # nothing embedded or written again for the repeats
+        # A hundred calls lift it no more than one careful use would: it does not take over.
         names = await h.names(BOB, AGAIN)
         assert names[:2] == ["desk.issues.report", "desk.tickets.report"]
 
