@@ -21,14 +21,14 @@ With ``--server``, the MCP server's side of a call instead: ``bench_call``'s str
 (the gateway's ``serve`` with ``MCP_GATEWAY_FAST_PATHS=1`` and ``=0``, and the SDK floor) each run
 under callgrind, instrumentation on only around ``--n`` calls from an SDK client outside valgrind,
 for a 2025-11-25 session (``legacy``) and 2026-07-28 requests (``auto``): the instructions behind
-``bench_call``'s server CPU column, every thread of the server counted (uvicorn's 0.1 s tick too).
-stdio is not counted: its server sleeps on a read between calls, where ``callgrind_control`` cannot
-reach it.
+``bench_call``'s server CPU column, every thread of the server counted (uvicorn's 0.1 s tick too);
+with ``--peers``, FastMCP's ``from_openapi`` server and mcp-openapi-proxy as ``bench_call`` runs them.
+stdio is not counted (its server is the client's child, started by the SDK, not under valgrind).
 
 Needs valgrind (``apt-get install valgrind``). A run takes 1-3 minutes (the child's start-up runs
-under valgrind too); ``--server`` 5-10 minutes.
+under valgrind too); ``--server`` 10-15 minutes on a busy 2-core host, twice that with ``--peers``.
 
-Usage (from the repo root): python scripts/count_call_instructions.py [--n 200] [--server]
+Usage (from the repo root): python scripts/count_call_instructions.py [--n 200] [--server [--peers]]
 """
 
 # The child polls marker files on purpose: the other side of the handshake is another process, so
@@ -201,22 +201,29 @@ async def _measure(work: Path, n: int, upstream: str) -> None:
             await anyio.sleep(0.02)
 
 
-SERVERS = (("gateway, fast paths on", "1"), ("gateway, fast paths off", "0"), ("SDK floor", None))
+SERVERS = (("gateway, fast paths on", "1"), ("gateway, fast paths off", "0"), ("SDK floor", "floor"))
+"""Each server's name and kind: ``MCP_GATEWAY_FAST_PATHS`` for the gateway, else ``floor`` or a peer's key."""
 SERVER_MODES = ("legacy", "auto")
 SERVER_WARMUP = 100
 
 
-def server_counts(n: int) -> None:
+def server_counts(n: int, peers: bool) -> None:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("needs valgrind (apt-get install valgrind)")
     import anyio
+    import bench_call
 
+    servers = list(SERVERS)
+    if peers:
+        bench_call.report_missing_peers()
+        absent = bench_call.missing_peers()
+        servers += [(peer.label, peer.key) for peer in bench_call.PEERS if peer not in absent]
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="count-server-instructions-"))
-    counts = anyio.run(_server_counts, work, n)
+    counts = anyio.run(_server_counts, work, n, servers)
     print(f"server instructions per MCP call over streamable HTTP, {n} calls (callgrind, every thread of the server)")
     print(f"{'server':26} " + " ".join(f"{mode:>12}" for mode in SERVER_MODES))
-    for name, _ in SERVERS:
+    for name, _ in servers:
         print(f"{name:26} " + " ".join(f"{counts[name, mode] // n:>12,}" for mode in SERVER_MODES))
     for name, _ in SERVERS[:2]:
         cells = " ".join(f"{(counts[name, m] - counts['SDK floor', m]) // n:>+12,}" for m in SERVER_MODES)
@@ -236,12 +243,21 @@ class _Server:
     health: str
 
 
-def _server(work: Path, manifest: Path, upstream: str, fast: str | None, port: int) -> _Server:
+def _server(work: Path, manifest: Path, upstream: str, kind: str, port: int) -> _Server:
     import bench_call
 
-    if fast is None:
+    if kind == "floor":
         command = [bench_call.__file__, "--serve-floor", "http", "--upstream", upstream, "--port", str(port)]
         return _Server(command, bench_call._env(work / "floor"), "get_item", bench_call.ARGS, None, "/")
+    if kind not in ("0", "1"):
+        peer = next(peer for peer in bench_call.PEERS if peer.key == kind)
+        spec = work / "peer-openapi.json"
+        spec.write_text(json.dumps(bench_call.peer_spec(upstream)))
+        command = [bench_call.__file__, "--serve-peer", kind, "--upstream", upstream, "--spec", str(spec)]
+        command += ["--transport", "http", "--port", str(port)]
+        env = bench_call._env(work / "peers") | bench_call.peer_env(spec, upstream)
+        return _Server(command, env, peer.tool, bench_call.ARGS, None, peer.http_health)
+    fast = kind
     state = work / f"state-{fast}"
     env = bench_call._env(state) | {"MCP_GATEWAY_FAST_PATHS": fast}
     bench_call._cli(env, "secret", "set", "bench", "--manifest", str(manifest), input=bench_call.SECRET)
@@ -252,18 +268,18 @@ def _server(work: Path, manifest: Path, upstream: str, fast: str | None, port: i
     return _Server(command, env, "call", call, json.loads(created)["token"], "/healthz")
 
 
-async def _server_counts(work: Path, n: int) -> dict[tuple[str, str], int]:
+async def _server_counts(work: Path, n: int, servers: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
     import bench_call
 
     counts: dict[tuple[str, str], int] = {}
     with bench_call.upstream_process() as upstream:
         manifest = work / "bench.yaml"
         manifest.write_text(bench_call.TINY_MANIFEST.format(upstream=upstream, pages_port=bench_call._free_port()))
-        for index, (name, fast) in enumerate(SERVERS):
+        for index, (name, kind) in enumerate(servers):
             out = work / f"server-{index}.cg"
             valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
             port = bench_call._free_port()
-            spec = _server(work, manifest, upstream, fast, port)
+            spec = _server(work, manifest, upstream, kind, port)
             with (work / f"server-{index}.log").open("wb") as log:
                 server = subprocess.Popen(
                     [*valgrind, sys.executable, *spec.command], env=spec.env, stdout=log, stderr=log
@@ -310,12 +326,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="calls per phase")
     parser.add_argument("--server", action="store_true", help="the MCP servers' instructions per call instead")
+    parser.add_argument("--peers", action="store_true", help="with --server: FastMCP and mcp-openapi-proxy too")
     parser.add_argument("--child", metavar="DIR", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
         child(Path(opts.child), opts.n)
     elif opts.server:
-        server_counts(opts.n)
+        server_counts(opts.n, opts.peers)
     else:
         parent(opts.n)
 
