@@ -41,7 +41,7 @@ Usage (from the repo root): python scripts/bench_call.py [--n 300] [--warmup 30]
 
 # Setup (starting servers, the CLI, reading /proc) blocks on purpose: the calls run strictly one
 # after another, so nothing is waiting on the event loop meanwhile, and no measurement spans it.
-# ruff: noqa: ASYNC220, ASYNC221, ASYNC240
+# ruff: noqa: ASYNC220, ASYNC221
 
 from __future__ import annotations
 
@@ -936,6 +936,20 @@ def _short(filename: str) -> str:
 # -- main -------------------------------------------------------------------------------------
 
 
+def machine() -> str:
+    """CPUs, their model and the load averages (1, 5 and 15 minutes): what a figure was measured on."""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        "unknown CPU",
+    )
+    load = " / ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return f"{os.cpu_count()} CPUs ({model}), load average {load}"
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f}"
 
@@ -963,10 +977,9 @@ async def main(opts: argparse.Namespace) -> None:
 async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse.Namespace) -> None:
     manifest = root / "bench.yaml"
     manifest.write_text(TINY_MANIFEST.format(upstream=upstream, pages_port=_free_port()))
-    load = Path("/proc/loadavg").read_text().split()[0]
     print(
-        f"n={n} sequential calls after {warmup} warm-up, best of {ROUNDS} rounds by p50; upstream {upstream} "
-        f"(own process); {os.cpu_count()} CPUs, load average {load} at start"
+        f"n={n} sequential calls after {warmup} warm-up, {ROUNDS} rounds; upstream {upstream} (own process); "
+        f"{machine()} at start"
     )
     print(f"GET {len(BODY)}-byte JSON; tool {TOOL} {json.dumps(ARGS)}; bearer auth from the vault\n")
 
@@ -982,6 +995,7 @@ async def run_all(root: Path, upstream: str, n: int, warmup: int, opts: argparse
         print_table([row.result for row in runs[-1]], runs[-1][0].result)
         print("\n+p50 / x p50: against the first row. cli CPU: this process per call. srv CPU: the server's.")
         print_budget_tables(runs)
+        print(f"\n{machine()} at the end")
         return
     inproc = await in_process(root, manifest, n=n, warmup=warmup, profile=opts.profile, costs_only=opts.costs)
     if opts.costs:
