@@ -183,6 +183,8 @@ class EarlyStdio:
         self._saved = bool(self._answers)  # the state folder holds them: a later start need not look further
         if not self._saved:
             self._answers = shipped_answers()
+            if self._answers:  # kept for the next start at once: the SDK may never answer this one (EOF first)
+                self._store()
         self._answered: set[str] = set()
         self._asked: dict[str, str] = {}  # request id -> cache entry, for the requests worth remembering
         self._version: str | None = None  # the protocol version this session negotiated
