@@ -325,8 +325,6 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
         return str(exc)
     collect_frozen_garbage()
     logger.warning("manifest reloaded: %d connectors%s", len(manifest.connectors), _changes(before, manifest))
-    if manifest.discovery != gateway.discovery_config:
-        logger.warning("discovery settings changed: they take effect when the gateway restarts")
     return None
 
 

@@ -287,7 +287,7 @@ def open_default(state_dir: str) -> None:
         t0 = time.perf_counter()
         async with open_gateway(settings) as gw:
             opened = time.perf_counter() - t0
-            actions = len(gw.index)
+            actions = len(gw._index)
             async with Client(build_mcp_server(gw, default_principal=OPERATOR)) as client:
                 tools = (await client.list_tools()).tools
         return {"open_s": opened, "actions": actions, "tools_list_bytes": _tools_bytes(tools)}
@@ -389,7 +389,7 @@ def rss_gateway(state_dir: str, manifest: str, top: int) -> None:
         )
         t0 = time.perf_counter()
         async with open_gateway(settings) as gw:
-            out: dict[str, Any] = {"open_s": time.perf_counter() - t0, "actions": len(gw.index)}
+            out: dict[str, Any] = {"open_s": time.perf_counter() - t0, "actions": len(gw._index)}
             out["rss_imports_mb"] = imported
             out["rss_open_mb"] = _rss_mb("VmRSS")
             if top:
@@ -692,7 +692,7 @@ async def in_process(
     )
     out: dict[str, Any] = {}
     async with open_gateway(settings) as gw:
-        await gw.vault.put("bench", SECRET)
+        await gw._vault.put("bench", SECRET)
         first = await gw.call(OPERATOR, TOOL, ARGS)
         if not isinstance(first, Ok):
             raise RuntimeError(f"in-process call failed: {first}")
@@ -707,9 +707,9 @@ async def in_process(
         # are queued, not committed. Tracing on: the SDK with its batch processor, as
         # ``configure_tracing`` installs it, exporting to nowhere (the OTLP encoding and POST happen
         # on the processor's thread, off the call path, and are not counted).
-        sqlite: Any = gw.store  # the SQLite store's access cache, swapped by the ablations below
+        sqlite: Any = gw._store  # the SQLite store's access cache, swapped by the ablations below
         auditor, access, metrics = gw.auditor, sqlite._access, gw.metrics
-        lazy, threaded, no_metrics = Auditor(gw.store, durable=False), Auditor(gw.store), _no_metrics()
+        lazy, threaded, no_metrics = Auditor(gw._store, durable=False), Auditor(gw._store), _no_metrics()
         threaded._inline = None  # durable, every row through the writer task and aiosqlite's thread
         _install_tracing()
 
@@ -740,12 +740,12 @@ async def in_process(
         # path: the audit INSERT awaited by the call (an Auditor without its background writer writes
         # inline), and credential lookups read from SQLite every time (a cache whose counter is
         # never readable answers nothing from memory). Both together are the previous design.
-        gw.auditor = Auditor(gw.store)
+        gw.auditor = Auditor(gw._store)
         out["b_inline_audit"] = await measure("    ablation: audit INSERT awaited, no writer", call, n=n, warmup=warmup)
         gw.auditor = auditor
         sqlite._access = AccessCache(lambda: None)
         out["b_uncached"] = await measure("    ablation: vault lookups uncached", call, n=n, warmup=warmup)
-        gw.auditor = Auditor(gw.store)
+        gw.auditor = Auditor(gw._store)
         out["b_before"] = await measure("    ablation: both (the previous design)", call, n=n, warmup=warmup)
         gw.auditor, sqlite._access = auditor, access
 
@@ -838,25 +838,25 @@ async def components(gw: Any) -> list[tuple[str, float]]:
     from mcp_gateway.store._access import AccessCache
     from mcp_gateway.vocabulary.clock import SystemClock
 
-    action = gw.index.resolve(TOOL)
+    action = gw._index.resolve(TOOL)
     cfg = gw.manifest.connector("bench")
-    base_url = gw.catalogs.loaded["bench"].base_url
-    sealed = await gw.vault.sealed("bench", principal=OPERATOR.user)
-    tokens = TokenService(gw.store, SystemClock())
+    base_url = gw._catalogs.loaded["bench"].base_url
+    sealed = await gw._vault.sealed("bench", principal=OPERATOR.user)
+    tokens = TokenService(gw._store, SystemClock())
     _, token = await tokens.create("bench")
     data = json.loads(BODY)
     await gw.auditor.flush()
-    row = (await gw.store.list_audit(1))[0]  # a real row of the calls above
-    access = gw.store._access
+    row = (await gw._store.list_audit(1))[0]  # a real row of the calls above
+    access = gw._store._access
     uncached = AccessCache(lambda: None)
-    inline = Auditor(gw.store)
+    inline = Auditor(gw._store)
 
     async def bypassing(lookup: Awaitable[Any]) -> None:
-        gw.store._access = uncached
+        gw._store._access = uncached
         try:
             await lookup
         finally:
-            gw.store._access = access
+            gw._store._access = access
 
     def redact() -> None:
         redactor = Redactor()
@@ -868,22 +868,22 @@ async def components(gw: Any) -> list[tuple[str, float]]:
         next(LastMeterAuth(cfg.auth, sealed).auth_flow(request))
 
     steps: list[tuple[str, Callable[[], Any]]] = [
-        ("index.resolve (name -> action)", lambda: gw.index.resolve(TOOL)),
-        ("jsonschema validation (Catalogs.validate)", lambda: gw.catalogs.validate(action, ARGS)),
-        ("policy evaluation (Permissions.verdict)", lambda: gw.permissions.verdict(action, ARGS)),
+        ("index.resolve (name -> action)", lambda: gw._index.resolve(TOOL)),
+        ("jsonschema validation (Catalogs.validate)", lambda: gw._catalogs.validate(action, ARGS)),
+        ("policy evaluation (Permissions.verdict)", lambda: gw._permissions.verdict(action, ARGS)),
         ("build_request", lambda: build_request(action, ARGS, base_url=base_url, static_headers=cfg.headers)),
         ("decrypt (SealedCredential.open)", sealed.open),
         ("build_request + LastMeterAuth (decrypt, apply)", auth_flow),
         ("redaction (Redactor.add + redact of the body)", redact),
         ("audit row: args_preview + fingerprint", lambda: args_preview(ARGS)),
     ]
-    if gw.store._probe is not None:
-        steps.append(("access counter read (sync sqlite3, on the loop)", gw.store._probe.read))
+    if gw._store._probe is not None:
+        steps.append(("access counter read (sync sqlite3, on the loop)", gw._store._probe.read))
     async_steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-        ("vault lookup, cached (CredentialVault.sealed)", lambda: gw.vault.sealed("bench", principal="operator")),
+        ("vault lookup, cached (CredentialVault.sealed)", lambda: gw._vault.sealed("bench", principal="operator")),
         (
             "vault lookup, uncached (2 SELECTs)",
-            lambda: bypassing(gw.vault.sealed("bench", principal="operator")),
+            lambda: bypassing(gw._vault.sealed("bench", principal="operator")),
         ),
         ("audit record, queued (Auditor.record)", lambda: gw.auditor.record(row)),
         ("audit record, inline (1 INSERT)", lambda: inline.record(row)),

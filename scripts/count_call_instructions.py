@@ -162,7 +162,7 @@ async def _measure(work: Path, n: int, upstream: str) -> None:
         manifest_path=manifest, state_dir=work / "state", env={"MCP_GATEWAY_MASTER_KEY": bench_call.MASTER_KEY}
     )
     async with open_gateway(settings) as gw, httpx2.AsyncClient(trust_env=False) as http:
-        await gw.vault.put("bench", bench_call.SECRET)
+        await gw._vault.put("bench", bench_call.SECRET)
         first = await gw.call(OPERATOR, bench_call.TOOL, bench_call.ARGS)
         if not isinstance(first, Ok):
             raise RuntimeError(f"the call failed: {first}")

@@ -50,9 +50,9 @@ async def main(opts: argparse.Namespace) -> None:
         env = {"MCP_GATEWAY_MASTER_KEY": bench_call.MASTER_KEY}
         settings = Settings(manifest_path=manifest, state_dir=root / "state", env=env)
         async with open_gateway(settings) as gw, httpx2.AsyncClient(transport=httpx2.MockTransport(_answer)) as http:
-            await gw.vault.put("bench", bench_call.SECRET)
+            await gw._vault.put("bench", bench_call.SECRET)
             # The gateway's shared client answered in process: the same machinery above its transport.
-            gw.http._transport = httpx2.MockTransport(_answer)
+            gw._http._transport = httpx2.MockTransport(_answer)
 
             async def direct() -> None:
                 (await http.get("http://127.0.0.1:9/items/1")).raise_for_status()

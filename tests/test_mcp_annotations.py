@@ -67,7 +67,7 @@ async def test_annotations_lower_risk_only_where_an_operator_saw_or_trusts_them(
     assert (await call(gateway, "auto.list_records"))["status"] == "ok"
 
     # Under review the tool waits for an operator, who is shown the contradiction.
-    held = {f.name: f for f in gateway.catalogs.pending()}
+    held = {f.name: f for f in gateway.review.pending()}
     liar = held["review.list_records"]
     assert liar.status == "flagged"
     assert "risk: read, but its name or text says 'delete' (destructive)" in liar.flags

@@ -155,7 +155,7 @@ async def test_a_connector_waiting_for_its_credential_loads_on_the_first_call_af
     locked = next(c for c in result_payload(await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
     assert locked["status"] == "needs_auth" and locked["actions"] == 0
     assert "needs a bearer credential before its tools can be listed" in locked["error"]
-    await gateway.vault.put("locked", "locked-secret-value")  # what the connect page does
+    await gateway._vault.put("locked", "locked-secret-value")  # what the connect page does
     locked = next(c for c in result_payload(await gateway.connectors(OPERATOR))["connectors"] if c["slug"] == "locked")
     assert locked["status"] == "ready" and locked["actions"] == 10  # listing connectors loaded it
     result = await call(gateway, "locked.whoami")
@@ -164,7 +164,7 @@ async def test_a_connector_waiting_for_its_credential_loads_on_the_first_call_af
 
 
 async def test_a_call_loads_a_connector_whose_credential_arrived(gateway: Gateway) -> None:
-    await gateway.vault.put("locked", "locked-secret-value")
+    await gateway._vault.put("locked", "locked-secret-value")
     result = await call(gateway, "locked.peek", {"key": "abcd"})  # the first call, without listing first
     assert result["status"] == "ok", result
 
@@ -192,7 +192,7 @@ async def test_risk_policy_and_redaction_through_the_gateway(gateway: Gateway) -
     assert invalid["status"] == "denied" and invalid["reason"] == "invalid_args"  # the tool's own schema
 
     await gateway.auditor.flush()  # audit rows are written in the background
-    rows = await gateway.store.list_audit(limit=50)
+    rows = await gateway._store.list_audit(limit=50)
     assert rows
     for row in rows:
         assert SECRET not in row.model_dump_json()

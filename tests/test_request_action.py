@@ -66,7 +66,7 @@ async def gateway(tmp_path: Path, upstream: tuple[EchoApp, str]) -> AsyncIterato
     manifest = parse_manifest(MANIFEST.format(base=upstream[1]), base_dir=tmp_path)
     settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
     async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
-        await gw.vault.put("echo", SECRET)
+        await gw._vault.put("echo", SECRET)
         yield gw
 
 
@@ -107,7 +107,7 @@ async def test_the_credential_is_applied_server_side_and_redacted(
     assert result["data"]["headers"]["authorization"] == "[redacted]"
     assert SECRET not in repr(result)
     await gateway.auditor.flush()  # audit rows are written in the background
-    rows = await gateway.store.list_audit(limit=10)
+    rows = await gateway._store.list_audit(limit=10)
     assert rows
     for row in rows:
         assert SECRET not in row.model_dump_json()

@@ -89,7 +89,7 @@ async def test_a_background_sync_serves_tools_list_first_and_calls_wait_for_the_
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     startup = BackgroundSync(grace=30)  # only the first tools/list (or a call) lets the sync start
     async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), background=startup) as gw:
-        assert not startup.ready.is_set() and len(gw.index) == 0  # handed out before the sync
+        assert not startup.ready.is_set() and len(gw._index) == 0  # handed out before the sync
         async with Client(build_mcp_server(gw, default_principal=OPERATOR, startup=startup)) as client:
             assert len((await client.list_tools()).tools) == 6
             assert startup.served.is_set()
@@ -105,17 +105,17 @@ async def test_a_background_sync_starts_after_its_grace_without_a_request(tmp_pa
     async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), background=startup) as gw:
         with anyio.fail_after(30):
             await startup.ready.wait()
-        assert len(gw.index) == 1
+        assert len(gw._index) == 1
 
 
 async def test_a_states_only_open_skips_the_index_and_the_next_sync_builds_it(tmp_path: Path) -> None:
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     manifest = parse_manifest(SMALL, base_dir=tmp_path)
     async with open_gateway(settings, manifest=manifest, build_index=False) as gw:
-        assert [s.status for s in gw.catalogs.states()] == ["ready"]
-        assert len(gw.index) == 0
+        assert [s.status for s in gw.states()] == ["ready"]
+        assert len(gw._index) == 0
         await gw.sync()  # the catalog is unchanged, yet it is indexed now
-        assert len(gw.index) == 1
+        assert len(gw._index) == 1
 
 
 async def test_a_second_start_reads_the_index_the_first_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +132,7 @@ async def test_a_second_start_reads_the_index_the_first_built(tmp_path: Path, mo
 
     monkeypatch.setattr(_index, "build_segment", no_build)
     async with open_gateway(settings, manifest=manifest, embed=False) as gw:
-        assert len(gw.index) == 1
+        assert len(gw._index) == 1
         assert await gw.discover(OPERATOR, "anything") == first
 
 
@@ -147,7 +147,7 @@ async def test_a_second_start_reads_the_review_scan_the_first_kept(
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     manifest = parse_manifest(HIDING, base_dir=tmp_path)
     async with open_gateway(settings, manifest=manifest, embed=False) as gw:
-        first = gw.catalogs.pending()
+        first = gw.review.pending()
     assert [f.name for f in first] == ["notes.notes.list"] and first[0].status == "flagged"
     assert list((tmp_path / "review-scan").iterdir())
 
@@ -156,7 +156,7 @@ async def test_a_second_start_reads_the_review_scan_the_first_kept(
 
     monkeypatch.setattr(_review_cache, "hidden_text", no_scan)
     async with open_gateway(settings, manifest=manifest, embed=False) as gw:
-        assert gw.catalogs.pending() == first
+        assert gw.review.pending() == first
 
 
 async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: 
     answers = []
     for resident in (True, False, True):  # normalized, then read back from the store either way
         async with open_gateway(settings, manifest=manifest, embed=False, resident=resident) as gw:
-            actions = [a for c in gw.catalogs.loaded.values() for a in c.actions]
+            actions = [a for c in gw._catalogs.loaded.values() for a in c.actions]
             answers.append((actions, await gw.discover(OPERATOR, "anything"), await gw.connectors(OPERATOR)))
     assert answers[0][0]
     assert answers[0] == answers[1] == answers[2]
@@ -185,12 +185,12 @@ async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_brok
     async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), embed=False) as gw:
         path.write_text(more)
         assert await runtime.reload_manifest(gw, settings) is None
-        assert sorted(a.path for a in gw.catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
+        assert sorted(a.path for a in gw._catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
         assert len(collections) == 1  # the replaced catalog's frozen cycles are collected
         path.write_text(more.replace("connectors:", "connectors: [oops"))
         refused = await runtime.reload_manifest(gw, settings)
         assert refused and "gateway.yaml" in refused
-        assert len(gw.catalogs.loaded["notes"].actions) == 2 and len(collections) == 1
+        assert len(gw._catalogs.loaded["notes"].actions) == 2 and len(collections) == 1
 
 
 async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> None:
@@ -204,9 +204,9 @@ async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> Non
                 headers={"set-cookie": f"{name}=abc; Path=/"},
                 request=httpx2.Request("GET", "http://127.0.0.1:9/notes"),
             )
-            gw.http.cookies.extract_cookies(answer)  # what the client does with every answer
-        assert len(gw.http.cookies.jar) == 0
-        assert "cookie" not in gw.http.build_request("GET", "http://127.0.0.1:9/notes").headers
+            gw._http.cookies.extract_cookies(answer)  # what the client does with every answer
+        assert len(gw._http.cookies.jar) == 0
+        assert "cookie" not in gw._http.build_request("GET", "http://127.0.0.1:9/notes").headers
 
 
 async def test_the_audit_retry_window_comes_from_the_environment(tmp_path: Path) -> None:

@@ -134,8 +134,8 @@ async def cmd_sync(args: argparse.Namespace) -> int:
     # Stores the catalogs, and their vectors when discovery is hybrid: the next ``serve`` ranks hybrid
     # from its first query instead of lexically until a background embedding finishes.
     async with _gateway(args, progress=_progress(), build_index=False, embed_now=True) as gw:
-        states = gw.catalogs.states()
-        withheld = {s.slug: gw.permissions.withheld(gw.catalogs.loaded[s.slug].actions) for s in states}
+        states = gw.states()
+        withheld = {s.slug: gw.withheld(s.slug) for s in states}
     # ``actions`` counts what loaded; what agents may not see of it, and why, is said beside it, in
     # the words ``connectors`` uses, so the two commands' counts never differ unexplained.
     rows: list[dict[str, Any]] = []
@@ -415,7 +415,7 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
     if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
         async with _gateway(args, manifest=manifest) as gw:
-            state = await gw.credential_stored(cfg.slug) or gw.catalogs.loaded[cfg.slug].state
+            state = await gw.credential_stored(cfg.slug) or next(s for s in gw.states() if s.slug == cfg.slug)
         detail = f"{state.actions} actions" if state.status != "error" else escaped(state.error or "")
         sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0

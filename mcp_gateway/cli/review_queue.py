@@ -27,7 +27,7 @@ async def cmd_review(args: argparse.Namespace) -> int:
     if args.deny and (args.all or not names):
         raise CliError("--deny needs the names (or globs) of the actions to keep quarantined", EXIT_CONFIG)
     async with open_gateway(args.settings) as gw:
-        held = gw.catalogs.pending()
+        held = gw.review.pending()
         if args.all:
             chosen = held
         else:
@@ -37,10 +37,10 @@ async def cmd_review(args: argparse.Namespace) -> int:
                 raise CliError(f"nothing held for review matches {', '.join(map(repr, unmatched))}", EXIT_CONFIG)
         decided = []
         for finding in chosen:
-            if await gw.catalogs.decide(finding.name, approve=not args.deny, by="cli") is not None:
+            if await gw.review.decide(finding.name, approve=not args.deny, by="cli") is not None:
                 decided.append(finding.name)
         # What failing upstreams said that agents were not shown: the operator reads it here.
-        withheld = {slug: c.withheld for slug, c in sorted(gw.catalogs.loaded.items()) if c.withheld}
+        withheld = gw.review.withheld()
     verb = "denied" if args.deny else "approved"
     if args.json:
         print_json(

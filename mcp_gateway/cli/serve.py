@@ -104,7 +104,6 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
 
     from ..runtime import open_gateway, reload_on_sighup, watch_manifest
     from ..server.app import run_http, serve_metrics
-    from ..services.tokens import TokenService
     from .ports import check_port_free
 
     check_port_free(args.host, args.port, args.settings.state_dir, instead="pick another with --port N")
@@ -124,7 +123,7 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
                     tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
                 await run_http(
                     gw,
-                    TokenService(gw.store, gw.clock),
+                    gw.tokens,
                     host=args.host,
                     port=args.port,
                     request_state_key=request_state_key(args.settings, gw),

@@ -25,7 +25,7 @@ from typing import Any
 import httpx2
 
 from ..auth import needs_secret
-from ..discovery import DiscoveryIndex, ReviewCache
+from ..discovery import DiscoveryIndex, ReviewCache, SearchResult
 from ..discovery.catalog_hints import CatalogHints
 from ..discovery.hybrid import HybridSearch, discovery_status
 from ..execution.mcp_sessions import McpExecutor
@@ -37,8 +37,10 @@ from ..services.audit import Auditor
 from ..services.credentials import CredentialVault
 from ..services.identity import Principal
 from ..services.links import LinkService
+from ..services.operator_tokens import OperatorTokens
+from ..services.tokens import TokenService
 from ..sources.graphql_schemas import GraphQLSchemas
-from ..store.contract import ConnectorState, Store
+from ..store.contract import ConnectorState, EphemeralStore, Store
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import GatewayError
 from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
@@ -49,10 +51,12 @@ from .catalogs import Catalogs
 from .connectors_answer import connector_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
+from .credential_desk import CredentialDesk
 from .discover_answer import catalog_suggestions, discover_limit, discover_result
 from .executors import Executors
 from .gauges import ScrapeState
 from .health import StoreHealth
+from .held_actions import HeldActions
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
 from .results import (
@@ -82,7 +86,15 @@ OnPending = Callable[[PendingApproval], Awaitable[None]]
 
 
 class Gateway:
-    """The meta-tools of one gateway. Built by ``runtime.open_gateway`` (or a test) from ready services.
+    """The meta-tools of one gateway and its lifecycle. Built by ``runtime.open_gateway`` (or a test)
+    from ready services.
+
+    Beside the meta-tools it names the few services the transports, pages and CLI commands use, each
+    through its own interface: ``links``, ``approvals``, ``auditor``, ``credentials`` (the pages'
+    side of the vault), ``review`` (actions held for an operator), ``sessions`` (short-lived rows:
+    browser sessions, sign-in states, nonces), ``operators`` and ``tokens`` (who may open the
+    overview and ``/mcp``), ``store_health``, ``metrics`` and ``scrape``, ``bounds``. The store, the
+    vault and the gateway's own collaborators stay inside.
 
     Args:
         index: the discovery index (a fresh lexical one by default).
@@ -116,82 +128,103 @@ class Gateway:
         dense: HybridSearch | None = None,
         review_cache: ReviewCache | None = None,
     ) -> None:
-        self.store = store
-        self.vault = vault
         self.clock = clock
-        self.http = http
         self.links = links
         self.approvals = approvals
         self.auditor = auditor
-        # Not ``index or …``: an index is falsy while empty, and the caller may keep the one it passed.
-        self.index = index if index is not None else DiscoveryIndex()
-        self.dense = dense
-        """Dense retrieval fused into ``discover`` (hybrid); None ranks lexically only."""
-        self.discovery_config = manifest.discovery
-        """The discovery settings this gateway started with (they change only on restart)."""
-        self.oauth2 = oauth2 or OAuth2Tokens(http, vault, clock, store=store, project=manifest.project)
-        """Access tokens of ``oauth2`` connectors (cached in memory), and authorizations in flight (in the store)."""
         self.page_key = page_key
         """The human pages' CSRF key, derived from the master key so that every instance sharing one
         database accepts a form another rendered; None makes the pages pick a random one."""
-        self.credentials = CredentialBroker(vault, self.oauth2)
-        # Filled by sync, read by the GraphQL executor to check an agent's ``__select``.
-        schemas = GraphQLSchemas()
-        # An mTLS connector's relative ca_file resolves against the manifest in force at the time.
-        self.executors = Executors(http, schemas, resolve=lambda ref: self.manifest.resolve(ref), mcp=mcp)
-        self.catalogs = Catalogs(
-            manifest=manifest,
-            store=store,
-            clock=clock,
-            http=http,
-            index=self.index,
-            graphql_schemas=schemas,
-            credentials=self.credentials,
-            client_for=self.executors.http.client_for,
-            tools=mcp,
-            dense=dense,
-            review_cache=review_cache,
-        )
-        self.permissions = Permissions(self.catalogs, self.index)
-        self.credential_changes = CredentialChanges(vault, approvals, links, auditor, clock)
-        """Who may replace a stored credential through a link, and the audit row of each change."""
-        self.use_memory = UseMemory(
-            store, clock, self.index, learn=manifest.discovery.learn, project=manifest.project, dense=dense
-        )
-        """What ``discover`` learns from successful calls of its answers (``discovery.learn``)."""
-        self.catalog_hints = CatalogHints()
-        """The bundled catalog APIs ``discover`` names when nothing configured serves a request."""
+        self.dense = dense
+        """Dense retrieval fused into ``discover`` (hybrid); None ranks lexically only."""
+        self.sessions: EphemeralStore = store
+        """Short-lived rows every instance sees: browser sessions, sign-in states, single-use nonces."""
+        self.tokens = TokenService(store, clock)
+        """The agents' ``/mcp`` tokens."""
+        self.operators = OperatorTokens(store, clock)
+        """The operators' tokens (the overview, ``/metrics``)."""
+        self.bounds = Bounds(manifest.agent_limits)
+        """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
         self.store_health = StoreHealth(getattr(store, "ping", None))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
+        self._discovery_config = manifest.discovery
+        # Not ``index or …``: an index is falsy while empty, and the caller may keep the one it passed.
+        self._index = index if index is not None else DiscoveryIndex()
+        self._catalog_hints = CatalogHints()
+        """The bundled catalog APIs ``discover`` names when nothing configured serves a request."""
+        self._compose(manifest, store, vault, http, mcp, review_cache, oauth2)
+        self._changes = CredentialChanges(vault, approvals, links, auditor, clock)
+        self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
+        """What the connect, secret and OAuth2 pages do with a credential a human enters."""
+        self.review = HeldActions(self._catalogs)
+        """Upstream actions held for an operator's review, and their decisions."""
         self.scrape = ScrapeState(
-            self.metrics, catalogs=self.catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
+            self.metrics, catalogs=self._catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
         )
         """Renders ``/metrics`` (scrape-time gauges refreshed)."""
-        self.bounds = Bounds(manifest.agent_limits)
-        """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
-        self.calls = CallPipeline(
-            catalogs=self.catalogs,
-            permissions=self.permissions,
-            credentials=self.credentials,
-            executors=self.executors,
-            approvals=approvals,
-            links=links,
-            changes=self.credential_changes,
+        self._calls = self._pipeline(traffic if traffic is not None else TrafficGate(), max_response_bytes)
+
+    def _compose(
+        self,
+        manifest: Manifest,
+        store: Store,
+        vault: CredentialVault,
+        http: httpx2.AsyncClient,
+        mcp: McpExecutor | None,
+        cache: ReviewCache | None,
+        oauth2: OAuth2Tokens | None,
+    ) -> None:
+        """The collaborators that load and run the connectors: credentials, executors, catalogs, permissions."""
+        self._store, self._vault, self._http = store, vault, http
+        self._oauth2 = oauth2 or OAuth2Tokens(http, vault, self.clock, store=store, project=manifest.project)
+        self._broker = CredentialBroker(vault, self._oauth2)
+        # Filled by sync, read by the GraphQL executor to check an agent's ``__select``.
+        schemas = GraphQLSchemas()
+        # An mTLS connector's relative ca_file resolves against the manifest in force at the time.
+        self._executors = Executors(http, schemas, resolve=lambda ref: self.manifest.resolve(ref), mcp=mcp)
+        self._catalogs = Catalogs(
+            manifest=manifest,
+            store=store,
+            clock=self.clock,
+            http=http,
+            index=self._index,
+            graphql_schemas=schemas,
+            credentials=self._broker,
+            client_for=self._executors.http.client_for,
+            tools=mcp,
+            dense=self.dense,
+            review_cache=cache,
+        )
+        self._permissions = Permissions(self._catalogs, self._index)
+        self._use_memory = UseMemory(
+            store, self.clock, self._index, learn=manifest.discovery.learn, project=manifest.project, dense=self.dense
+        )
+        """What ``discover`` learns from successful calls of its answers (``discovery.learn``)."""
+
+    def _pipeline(self, traffic: TrafficGate, max_response_bytes: int) -> CallPipeline:
+        return CallPipeline(
+            catalogs=self._catalogs,
+            permissions=self._permissions,
+            credentials=self._broker,
+            executors=self._executors,
+            approvals=self.approvals,
+            links=self.links,
+            changes=self._changes,
             max_response_bytes=max_response_bytes,
             health=self.store_health,
-            traffic=traffic if traffic is not None else TrafficGate(),
+            traffic=traffic,
         )
 
     @property
     def manifest(self) -> Manifest:
         """The manifest in force (``reload`` replaces it)."""
-        return self.catalogs.manifest
+        return self._catalogs.manifest
 
     async def aclose(self) -> None:
         """Close the clients the gateway opened itself (mTLS); the shared ``http`` client is the caller's."""
-        await self.executors.aclose()
+        await self._executors.aclose()
 
     # -- loading -----------------------------------------------------------------------------------
 
@@ -200,19 +233,31 @@ class Gateway:
     ) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded (``index``, ``share``, ``embed``: see
         ``Catalogs.sync``)."""
-        return self._synced(await self.catalogs.sync(progress, index=index, share=share, embed=embed))
+        return self._synced(await self._catalogs.sync(progress, index=index, share=share, embed=embed))
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
-        """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``)."""
+        """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``). Discovery
+        settings are the start's: a change to them is logged, and waits for a restart."""
         try:
-            return self._synced(await self.catalogs.reload(manifest, progress))
+            states = self._synced(await self._catalogs.reload(manifest, progress))
         finally:
             # Whatever manifest is in force once the reload ends (the old one when it was refused).
-            self.bounds.adopt(self.catalogs.manifest.agent_limits)
+            self.bounds.adopt(self._catalogs.manifest.agent_limits)
+        if manifest.discovery != self._discovery_config:
+            logger.warning("discovery settings changed: they take effect when the gateway restarts")
+        return states
 
     async def refresh_connector(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
         """Load one connector again and re-index it (see ``Catalogs.refresh``)."""
-        return self._synced([await self.catalogs.refresh(slug, principal=principal)])[0]
+        return self._synced([await self._catalogs.refresh(slug, principal=principal)])[0]
+
+    def states(self) -> list[ConnectorState]:
+        """Each connector's state after its last load: loaded, in error (and why), its action count."""
+        return self._catalogs.states()
+
+    def withheld(self, slug: str) -> dict[str, int]:
+        """How many of ``slug``'s loaded actions agents may not see, by reason (hidden, held for review)."""
+        return self._permissions.withheld(self._catalogs.loaded[slug].actions)
 
     def _synced(self, states: list[ConnectorState]) -> list[ConnectorState]:
         for state in states:
@@ -224,7 +269,7 @@ class Gateway:
         connector in error, whose sync may have needed it, loads again now rather than at its next
         call. Its new state, or None when it was not in error. Never raises: the secret is stored
         whatever the upstream says, and the state records why a reload failed."""
-        catalog = self.catalogs.loaded.get(slug)
+        catalog = self._catalogs.loaded.get(slug)
         if catalog is None or catalog.state.status != "error":
             return None
         try:
@@ -236,23 +281,23 @@ class Gateway:
     # -- meta-tools --------------------------------------------------------------------------------
 
     async def connectors(self, principal: Principal) -> ConnectorsResult:
-        visible = self.permissions.visible(principal)
+        visible = self._permissions.visible(principal)
         # A connector that could not load for want of a credential loads once one is stored.
-        for slug in sorted(self.catalogs.awaiting_credential & visible):
-            if self.catalogs.backoff.ready(slug) and await self.credentials.configured(self.catalogs.config(slug)):
+        for slug in sorted(self._catalogs.awaiting_credential & visible):
+            if self._catalogs.backoff.ready(slug) and await self._broker.configured(self._catalogs.config(slug)):
                 await self.refresh_connector(slug, principal=principal.user)
-        await self.catalogs.refresh_decisions()  # an approval given elsewhere counts at once
+        await self._catalogs.refresh_decisions()  # an approval given elsewhere counts at once
         out: list[ConnectorInfo] = []
-        for slug in sorted(self.permissions.visible(principal)):
-            cfg, catalog = self.catalogs.config(slug), self.catalogs.loaded[slug]
+        for slug in sorted(self._permissions.visible(principal)):
+            cfg, catalog = self._catalogs.config(slug), self._catalogs.loaded[slug]
             out.append(
                 connector_info(
                     cfg,
                     catalog.state.status,
                     loaded=len(catalog.actions),
-                    withheld=self.permissions.withheld(catalog.actions),
-                    configured=await self.credentials.configured(cfg, principal.user),
-                    awaiting_credential=slug in self.catalogs.awaiting_credential,
+                    withheld=self._permissions.withheld(catalog.actions),
+                    configured=await self._broker.configured(cfg, principal.user),
+                    awaiting_credential=slug in self._catalogs.awaiting_credential,
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
                 )
@@ -260,7 +305,7 @@ class Gateway:
         return ConnectorsResult(connectors=out, discovery=self.discovery_status)
 
     def _origin_warning(self, slug: str) -> str | None:
-        held = self.catalogs.origin_held(slug)
+        held = self._catalogs.origin_held(slug)
         if held is None or held.previous is None:
             return None
         return (
@@ -286,55 +331,58 @@ class Gateway:
         so an agent can call the top hit without a ``describe`` round trip. ``rate_limited`` when the
         agent's discovery bucket is empty (``TrafficGate.admit_discovery``)."""
         started = time.perf_counter()
-        limited = await self.calls.traffic.admit_discovery(self.catalogs.manifest, principal)
+        limited = await self._calls.traffic.admit_discovery(self._catalogs.manifest, principal)
         if limited is not None:
             return limited
-        await self.catalogs.refresh_decisions()
-        visible = self.permissions.visible(principal)
+        await self._catalogs.refresh_decisions()
+        visible = self._permissions.visible(principal)
         if connector is not None:
             visible = visible & {connector}
-        limit = discover_limit(limit)
-        # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
-        pool = await self.use_memory.pool(principal, limit)
-        if self.dense is not None:
-            found = await self.dense.find(
-                self.index, query, limit=pool, connectors=visible, allow=self.permissions.allow
-            )
-        else:
-            found = self.index.find(query, limit=pool, connectors=visible, allow=self.permissions.allow)
-        found = await self.use_memory.answer(principal, query, found, limit)
+        found = await self._find(principal, query, discover_limit(limit), visible)
         needs_auth = {
-            slug: await self.credentials.needs_auth(self.catalogs.config(slug), principal.user)
+            slug: await self._broker.needs_auth(self._catalogs.config(slug), principal.user)
             for slug in {a.connector for a, _ in found.hits}
         }
-        hints = catalog_suggestions(self.catalog_hints, self.catalogs.manifest, query, found, connector)
+        hints = catalog_suggestions(self._catalog_hints, self._catalogs.manifest, query, found, connector)
         self.metrics.observe_discover(time.perf_counter() - started)
         return discover_result(
             query,
             found,
-            needs_approval=lambda action: self.permissions.verdict(action, {}).action == "require_approval",
+            needs_approval=lambda action: self._permissions.verdict(action, {}).action == "require_approval",
             needs_auth=needs_auth,
             hints=hints,
             detail=detail,
         )
 
+    async def _find(self, principal: Principal, query: str, limit: int, visible: frozenset[str]) -> SearchResult:
+        """The index's ranking (fused with the dense side's when discovery is hybrid), lifted by use."""
+        # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
+        pool = await self._use_memory.pool(principal, limit)
+        if self.dense is not None:
+            found = await self.dense.find(
+                self._index, query, limit=pool, connectors=visible, allow=self._permissions.allow
+            )
+        else:
+            found = self._index.find(query, limit=pool, connectors=visible, allow=self._permissions.allow)
+        return await self._use_memory.answer(principal, query, found, limit)
+
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
-        limited = await self.calls.traffic.admit_discovery(self.catalogs.manifest, principal)
+        limited = await self._calls.traffic.admit_discovery(self._catalogs.manifest, principal)
         if limited is not None:
             return limited
-        await self.catalogs.refresh_decisions()
-        action = self.permissions.lookup(principal, tool)
+        await self._catalogs.refresh_decisions()
+        action = self._permissions.lookup(principal, tool)
         if action is None:
-            unavailable = await self.calls.recover(principal, tool)
+            unavailable = await self._calls.recover(principal, tool)
             if unavailable is not None:
                 return unavailable
-            action = self.permissions.lookup(principal, tool)
+            action = self._permissions.lookup(principal, tool)
         if action is None:
-            return await self.permissions.not_found(principal, tool)
-        verdict = self.permissions.verdict(action, {})
-        cfg = self.catalogs.config(action.connector)
+            return await self._permissions.not_found(principal, tool)
+        verdict = self._permissions.verdict(action, {})
+        cfg = self._catalogs.config(action.connector)
         separate = verdict.action == "require_approval" and (
-            verdict.separate_approver or self.catalogs.manifest.approvals.separate_approver
+            verdict.separate_approver or self._catalogs.manifest.approvals.separate_approver
         )
         return DescribeResult(
             name=action.qualified_name,
@@ -346,21 +394,19 @@ class Gateway:
                 action=verdict.action,
                 source=verdict.source,
                 rule=verdict.rule,
-                conditional=self.permissions.conditional(action),
+                conditional=self._permissions.conditional(action),
                 separate_approver=True if separate else None,
             ),
-            auth=DescribeAuth(
-                kind=cfg.auth.type, configured=not await self.credentials.needs_auth(cfg, principal.user)
-            ),
+            auth=DescribeAuth(kind=cfg.auth.type, configured=not await self._broker.needs_auth(cfg, principal.user)),
         )
 
     async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:
-        if connector not in self.permissions.visible(principal):
+        if connector not in self._permissions.visible(principal):
             return _no_connector(connector)
-        cfg = self.catalogs.config(connector)
+        cfg = self._catalogs.config(connector)
         if not needs_secret(cfg.auth):
             return Connected(connector=connector, message=f"{connector} needs no credentials.")
-        minted = await self.credential_changes.mint(principal, cfg, "connect")
+        minted = await self._changes.mint(principal, cfg, "connect")
         return ConnectLink(
             connector=connector,
             connect_url=minted.url,
@@ -371,9 +417,9 @@ class Gateway:
         )
 
     async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
-        if connector not in self.permissions.visible(principal):
+        if connector not in self._permissions.visible(principal):
             return _no_connector(connector)
-        minted = await self.credential_changes.mint(principal, self.catalogs.config(connector), "secret", name)
+        minted = await self._changes.mint(principal, self._catalogs.config(connector), "secret", name)
         return SecretLink(
             connector=connector,
             name=name,
@@ -424,7 +470,7 @@ class Gateway:
             await self.auditor.record(trace.started_record(principal, tool, args, self.clock))
 
         trace = CallTrace(on_upstream=started)
-        result = await self.calls.attempt(principal, tool, args, approval_id, fields, trace)
+        result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
             trace = CallTrace()
@@ -444,7 +490,7 @@ class Gateway:
                 result = unrecorded(trace.upstream_status)
         action = trace.action
         if action is not None and result.status == "ok":
-            await self.use_memory.called(principal, action.qualified_name)
+            await self._use_memory.called(principal, action.qualified_name)
         self.metrics.observe_call(
             connector=action.connector if action else None,
             risk=action.risk if action else None,
@@ -477,7 +523,7 @@ class Gateway:
         if decided is None or decided.status == "pending":
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
-        return await self.calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
+        return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
 
 
 def unrecorded(upstream_status: int | None) -> ErrorResult:

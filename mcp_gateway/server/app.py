@@ -162,7 +162,7 @@ async def run_http(
         from .mcp_door import open_front_door
 
         front_door = await open_front_door(
-            gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.vault
+            gateway.manifest.front_door, gateway.links.public_url, _idp_http(), gateway.credentials
         )
     app = build_http_app(
         gateway,

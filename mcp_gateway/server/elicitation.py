@@ -51,7 +51,7 @@ from mcp_types.version import is_version_at_least
 from ..core import Gateway
 from ..services.identity import Principal
 from ..services.links import HumanLink, human_link
-from ..store.contract import Store
+from ..store.contract import EphemeralStore
 from ..vocabulary.clock import Clock
 
 __all__ = ["HumanElicitation", "Resumed", "derive_request_state_key", "request_state_security"]
@@ -129,7 +129,7 @@ class _Nonces:
     verify. Claimed in the store (an atomic insert-if-absent), so a retry replayed to another
     instance behind the load balancer is refused there too."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: EphemeralStore, clock: Clock) -> None:
         self._store = store
         self._clock = clock
 
@@ -161,7 +161,7 @@ class HumanElicitation:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
-        self._nonces = _Nonces(gateway.store, gateway.clock)
+        self._nonces = _Nonces(gateway.sessions, gateway.clock)
         self._watchers: anyio.abc.TaskGroup | None = None
 
     @asynccontextmanager
@@ -281,11 +281,10 @@ class HumanElicitation:
     # -- completion ----------------------------------------------------------------------------------
 
     async def _done(self, kind: str, link_id: str, approval_id: str | None) -> bool:
-        store = self._gateway.store
         if kind == "approval" and approval_id is not None:
-            record = await store.get_approval(approval_id)
+            record = await self._gateway.approvals.get(approval_id)
             return record is not None and record.status != "pending"
-        record_link = await store.get_link(link_id)
+        record_link = await self._gateway.links.record(link_id)
         return record_link is not None and record_link.used_at is not None
 
     async def _watch(

@@ -25,6 +25,7 @@ import functools
 import json
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx2
@@ -39,8 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.health import StoreHealth
 from ..manifest import FrontDoorConfig
-from ..primitives.secrets import PROJECT_WIDE
-from ..services.credentials import CredentialVault
+from ..primitives.secrets import PROJECT_WIDE, SealedCredential
 from ..services.front_door import (
     FRONT_DOOR_SECRETS,
     FrontDoorSettings,
@@ -72,6 +72,12 @@ class IssuerEndpoints:
 
     authorization: str | None = None
     token: str | None = None
+
+
+class SealedSecrets(Protocol):
+    """Where the front door's own client secrets are kept (the vault, or the pages' ``CredentialDesk``)."""
+
+    async def sealed(self, connector: str, *, principal: str, name: str = "default") -> SealedCredential | None: ...
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ class FrontDoor:
 
 
 async def open_front_door(
-    config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient, vault: CredentialVault | None = None
+    config: FrontDoorConfig, public_url: str, http: httpx2.AsyncClient, vault: SealedSecrets | None = None
 ) -> FrontDoor:
     """The front door for ``config``: the JWKS URL from the manifest, else from the issuer's metadata
     (read too when approvers sign in, for the authorization and token endpoints, and for the
@@ -170,7 +176,7 @@ async def open_front_door(
     return FrontDoor(config, verifier, resource_url, endpoints, http, introspector)
 
 
-def _sealed_secret(vault: CredentialVault | None) -> IntrospectionSecret:
+def _sealed_secret(vault: SealedSecrets | None) -> IntrospectionSecret:
     """The introspection client's secret, opened from the vault when a request needs it (so storing
     or changing it takes effect without a restart); None when none is stored."""
 

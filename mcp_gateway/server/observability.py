@@ -21,7 +21,6 @@ from starlette.routing import Route
 
 from ..core import Gateway
 from ..primitives.metrics import CONTENT_TYPE
-from ..services.operator_tokens import OperatorTokens
 from ..vocabulary.errors import StoreUnavailable
 
 __all__ = ["STORE_UNAVAILABLE_BODY", "metrics_app", "observability_routes", "store_unavailable_handler"]
@@ -56,14 +55,14 @@ def _bearer(request: Request) -> str | None:
 
 async def _ready(gateway: Gateway) -> Response:
     store_ok = await gateway.store_health.ready()
-    loaded = bool(gateway.catalogs.loaded) or not gateway.manifest.connectors
+    loaded = bool(gateway.states()) or not gateway.manifest.connectors
     body = {"status": "ready" if store_ok and loaded else "unavailable", "store": store_ok, "catalog": loaded}
     return JSONResponse(body, status_code=200 if store_ok and loaded else 503, headers={"cache-control": "no-store"})
 
 
 def observability_routes(gateway: Gateway, *, metrics_token: bool = True) -> list[Route]:
     """``/readyz`` and ``/metrics`` (behind an operator token unless ``metrics_token`` is False)."""
-    operators = OperatorTokens(gateway.store, gateway.clock)
+    operators = gateway.operators
 
     async def readyz(_: Request) -> Response:
         return await _ready(gateway)

@@ -27,7 +27,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
@@ -332,6 +332,14 @@ class ApprovalService:
             case "consumed":
                 # Already used once: a second run would exceed what the human approved.
                 return "approval_mismatch"
+
+    async def get(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval as it is now, whatever its status."""
+        return await self._store.get_approval(approval_id)
+
+    async def pending(self, now: datetime) -> list[ApprovalRecord]:
+        """The approvals still waiting for a decision at ``now`` (the caller's: a page shows it too)."""
+        return [a for a in await self._store.list_approvals("pending") if a.expires_at > now]
 
     async def decide(self, approval_id: str, approve: bool, *, by: str | None = None) -> ApprovalRecord | None:
         """A human's decision; ``by`` is who (recorded; None when not known). Returns the updated

@@ -413,6 +413,11 @@ class Auditor:
             self._hurry.set()
             await self._progress.wait()
 
+    async def recent(self, limit: int = 50) -> list[AuditRecord]:
+        """The latest ``limit`` rows, newest first, once what was recorded before this call is written."""
+        await self.flush()
+        return await self._store.list_audit(limit)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Auditor]:
         """Run the background writer for the body's duration; on the way out, write what is queued."""

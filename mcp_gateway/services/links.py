@@ -95,6 +95,10 @@ class LinkService:
             return None
         return record if record.expires_at > self._clock.now() else None
 
+    async def record(self, token_hash: str) -> LinkRecord | None:
+        """The link stored under ``token_hash``, used or not (whether a human has completed it)."""
+        return await self._store.get_link(token_hash)
+
     async def consume(self, kind: LinkKind, token: str) -> LinkRecord | None:
         record = await self._store.consume_link(hash_link_token(token), self._clock.now())
         return record if record is not None and record.kind == kind else None

@@ -126,7 +126,7 @@ class Env:
         link, record = await self.gateway.links.mint("connect", connector=connector, principal=principal)
         token = link.rsplit("/", 1)[1]
         cfg, auth = self.config_of(connector), self.config(connector)
-        url = await self.gateway.oauth2.begin(
+        url = await self.gateway.credentials.oauth2.begin(
             auth,
             connector=connector,
             principal=principal,
@@ -136,11 +136,11 @@ class Env:
             link_expires_at=record.expires_at,
         )
         state = httpx2.URL(url).params["state"]
-        pending = await self.gateway.oauth2.take(state)
+        pending = await self.gateway.credentials.oauth2.take(state)
         assert pending is not None
-        token_set = await self.gateway.oauth2.exchange(auth, pending, "the-code")
+        token_set = await self.gateway.credentials.oauth2.exchange(auth, pending, "the-code")
         owner = {"principal": pending.principal} if cfg.credentials == "per_user" else {}
-        await self.gateway.oauth2.save(connector, token_set, **owner)
+        await self.gateway.credentials.oauth2.save(connector, token_set, **owner)
 
     def config_of(self, connector: str) -> ConnectorConfig:
         cfg = self.gateway.manifest.connector(connector)
@@ -201,7 +201,7 @@ async def test_authorize_url_carries_state_and_an_s256_challenge(tmp_path: Path)
         _, record = await e.gateway.links.mint("connect", connector="code", principal="operator")
         urls = [
             httpx2.URL(
-                await e.gateway.oauth2.begin(
+                await e.gateway.credentials.oauth2.begin(
                     cfg.auth,  # type: ignore[arg-type]
                     connector="code",
                     principal="operator",
@@ -225,14 +225,14 @@ async def test_authorize_url_carries_state_and_an_s256_challenge(tmp_path: Path)
         assert urls[0].params["state"] != urls[1].params["state"]
         assert urls[0].params["code_challenge"] != urls[1].params["code_challenge"]
 
-        pending = await e.gateway.oauth2.take(params["state"])
+        pending = await e.gateway.credentials.oauth2.take(params["state"])
         assert pending is not None and pending.link_token == "link"
         assert pkce_challenge(pending.verifier) == params["code_challenge"]
         assert CANARY not in repr(pending) and pending.verifier not in repr(pending)
-        assert await e.gateway.oauth2.take(params["state"]) is None  # used once
-        assert await e.gateway.oauth2.take("made-up-state") is None
+        assert await e.gateway.credentials.oauth2.take(params["state"]) is None  # used once
+        assert await e.gateway.credentials.oauth2.take("made-up-state") is None
         e.clock.advance(11 * 60)
-        assert await e.gateway.oauth2.take(urls[1].params["state"]) is None  # expired after ten minutes
+        assert await e.gateway.credentials.oauth2.take(urls[1].params["state"]) is None  # expired after ten minutes
 
 
 async def test_an_authorization_in_flight_is_stored_sealed_and_any_instance_takes_it_once(tmp_path: Path) -> None:
@@ -241,7 +241,7 @@ async def test_an_authorization_in_flight_is_stored_sealed_and_any_instance_take
         assert cfg is not None
         _, record = await e.gateway.links.mint("connect", connector="code", principal="operator")
         url = httpx2.URL(
-            await e.gateway.oauth2.begin(
+            await e.gateway.credentials.oauth2.begin(
                 cfg.auth,  # type: ignore[arg-type]
                 connector="code",
                 principal="operator",
@@ -258,12 +258,12 @@ async def test_an_authorization_in_flight_is_stored_sealed_and_any_instance_take
             [(kind, key, sealed)] = [tuple(r) for r in rows]
             assert kind == PENDING_KIND and key == hashlib.sha256(state.encode()).hexdigest()
             assert b"link-token-4711" not in sealed and state.encode() not in sealed  # sealed, state never stored
-            elsewhere = OAuth2Tokens(e.gateway.http, e.vault, e.clock, store=elsewhere_store)
+            elsewhere = OAuth2Tokens(e.gateway._http, e.vault, e.clock, store=elsewhere_store)
             pending = await elsewhere.take(state)
             assert pending is not None and pending.link_token == "link-token-4711"
             assert pkce_challenge(pending.verifier) == url.params["code_challenge"]
             assert pending.verifier.encode() not in sealed
-        assert await e.gateway.oauth2.take(state) is None  # taken once, whichever instance took it
+        assert await e.gateway.credentials.oauth2.take(state) is None  # taken once, whichever instance took it
 
 
 async def test_code_exchange_sends_the_verifier_and_authenticates_the_client(tmp_path: Path) -> None:
@@ -405,15 +405,15 @@ async def test_a_per_user_connector_uses_only_the_callers_own_token_set(tmp_path
     async with env(tmp_path, refresh_error="invalid_grant") as e:
         await e.vault.put("personal", SHARED_SET, name=TOKEN_NAME)  # project-wide: never a per_user call's
         assert isinstance(await e.gateway.call(MARIA, "personal.me.get"), NeedsAuth)
-        assert not await e.gateway.oauth2.ready(e.config("personal"), "personal", "maria", personal=True)
+        assert not await e.gateway.credentials.oauth2.ready(e.config("personal"), "personal", "maria", personal=True)
         assert e.provider.api_requests == []
 
         await e.authorize("personal", principal="maria")
         result = await e.gateway.call(MARIA, "personal.me.get")
         assert isinstance(result, Ok), result
         assert isinstance(await e.gateway.call(BOB, "personal.me.get"), NeedsAuth)  # maria's stays maria's
-        assert await e.gateway.credentials.needs_auth(e.config_of("personal"), "bob")
-        assert not await e.gateway.credentials.needs_auth(e.config_of("personal"), "maria")
+        assert await e.gateway._broker.needs_auth(e.config_of("personal"), "bob")
+        assert not await e.gateway._broker.needs_auth(e.config_of("personal"), "maria")
 
         e.clock.advance(7200)  # maria's token expires, and her refresh will be refused
         await e.authorize("personal", principal="bob")
@@ -423,7 +423,7 @@ async def test_a_per_user_connector_uses_only_the_callers_own_token_set(tmp_path
         assert await e.vault.sealed("personal", principal="maria", name=TOKEN_NAME, own_only=True) is None
         assert await e.vault.sealed("personal", principal="bob", name=TOKEN_NAME, own_only=True) is not None
         assert isinstance(await e.gateway.call(BOB, "personal.me.get"), Ok)
-        assert await e.gateway.credentials.needs_auth(e.config_of("personal"), "maria")
+        assert await e.gateway._broker.needs_auth(e.config_of("personal"), "maria")
         sent = [r.headers["authorization"] for r in e.provider.api_requests]
         # at-1 maria's, at-2 bob's: each call carried its caller's own token, never the shared one.
         assert sent == ["Bearer at-1", "Bearer at-2", "Bearer at-2"], sent
@@ -435,8 +435,12 @@ async def test_a_per_user_token_session_never_falls_back_to_the_shared_set(tmp_p
         cfg = e.config("personal")
         client = await e.vault.sealed("personal", principal="maria")
         with pytest.raises(CredentialMissing):
-            await e.gateway.oauth2.token(e.gateway.oauth2.session(cfg, "personal", "maria", client, personal=True))
-        shared = await e.gateway.oauth2.token(e.gateway.oauth2.session(cfg, "personal", "maria", client))
+            await e.gateway.credentials.oauth2.token(
+                e.gateway.credentials.oauth2.session(cfg, "personal", "maria", client, personal=True)
+            )
+        shared = await e.gateway.credentials.oauth2.token(
+            e.gateway.credentials.oauth2.session(cfg, "personal", "maria", client)
+        )
         assert shared.stored_as == "*"  # the same call for a shared connector: the project's set
 
 
@@ -482,9 +486,9 @@ async def test_token_endpoint_failures_say_what_happened_without_quoting_it(tmp_
         from mcp_gateway.auth.oauth2 import AuthorizationRefused
 
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)) as http:
-            e.gateway.oauth2._http = http
+            e.gateway.credentials.oauth2._http = http
             with pytest.raises(AuthorizationRefused) as info:
-                await e.gateway.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
+                await e.gateway.credentials.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
         assert "invalid_client" in str(info.value) and "401" in str(info.value)
         assert CANARY not in str(info.value)
 
@@ -492,7 +496,7 @@ async def test_token_endpoint_failures_say_what_happened_without_quoting_it(tmp_
             raise httpx2.ConnectError("refused", request=request)
 
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(down)) as http:
-            e.gateway.oauth2._http = http
+            e.gateway.credentials.oauth2._http = http
             result = await e.gateway.call(OPERATOR, "machine.me.get")
         assert isinstance(result, ErrorResult) and result.reason == "upstream_unreachable", result
         assert "token endpoint of machine (auth.test)" in result.message and CANARY not in result.message
@@ -511,9 +515,9 @@ async def test_a_token_endpoint_that_echoes_a_sent_secret_as_its_error_code_is_n
                 return httpx2.Response(400, json={"error": code})
 
             async with httpx2.AsyncClient(transport=httpx2.MockTransport(echo)) as http:
-                e.gateway.oauth2._http = http
+                e.gateway.credentials.oauth2._http = http
                 with pytest.raises(AuthorizationRefused) as info:
-                    await e.gateway.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
+                    await e.gateway.credentials.oauth2.check_client(cfg.auth, "machine", CLIENT)  # type: ignore[arg-type]
                 assert info.value.code == "" and echoed not in str(info.value), info.value
                 # A call whose client the token endpoint refuses asks for the client again (no internal error).
                 await e.vault.put("machine", CLIENT)

@@ -150,7 +150,7 @@ async def authorize(instance: Instance, http: httpx2.AsyncClient) -> None:
     cfg = gateway.manifest.connector("people")
     assert cfg is not None
     link, record = await gateway.links.mint("connect", connector="people", principal=OPERATOR.user)
-    url = await gateway.oauth2.begin(
+    url = await gateway.credentials.oauth2.begin(
         cfg.auth,  # type: ignore[arg-type]
         connector="people",
         principal=OPERATOR.user,
@@ -161,10 +161,10 @@ async def authorize(instance: Instance, http: httpx2.AsyncClient) -> None:
     )
     response = await http.get(url)
     back = httpx2.URL(response.headers["location"])
-    pending = await gateway.oauth2.take(back.params["state"])
+    pending = await gateway.credentials.oauth2.take(back.params["state"])
     assert pending is not None
-    token_set = await gateway.oauth2.exchange(cfg.auth, pending, back.params["code"])  # type: ignore[arg-type]
-    await gateway.oauth2.save("people", token_set)
+    token_set = await gateway.credentials.oauth2.exchange(cfg.auth, pending, back.params["code"])  # type: ignore[arg-type]
+    await gateway.credentials.oauth2.save("people", token_set)
 
 
 async def call_all(calls: list[Callable[[], Any]]) -> list[Any]:
@@ -347,8 +347,8 @@ async def staged(
         cfg = group[0].gateway.manifest.connector("people")
         assert cfg is not None
         pending = PendingAuthorization(connector="people", principal=OPERATOR.user, link_token="t", verifier="v" * 43)
-        token_set = await group[0].gateway.oauth2.exchange(cfg.auth, pending, "the-code")  # type: ignore[arg-type]
-        await group[0].gateway.oauth2.save("people", token_set)
+        token_set = await group[0].gateway.credentials.oauth2.exchange(cfg.auth, pending, "the-code")  # type: ignore[arg-type]
+        await group[0].gateway.credentials.oauth2.save("people", token_set)
         assert all([isinstance(await i.call(), Ok) for i in group])
         yield group, provider, clock
 

@@ -59,7 +59,7 @@ def fake() -> FakeTime:
 @asynccontextmanager
 async def _gateway(tmp_path: Path, text: str, fake: FakeTime) -> AsyncIterator[Harness]:
     async with harness(tmp_path, text) as h:
-        h.gateway.calls.traffic = TrafficGate(clock=fake, sleep=fake.sleep, jitter=lambda: 1.0)
+        h.gateway._calls.traffic = TrafficGate(clock=fake, sleep=fake.sleep, jitter=lambda: 1.0)
         yield h
 
 
@@ -141,7 +141,7 @@ async def test_discover_and_describe_are_inside_the_agents_discovery_limit(tmp_p
 async def test_a_concurrency_cap_refuses_the_call_over_it(tmp_path: Path, fake: FakeTime) -> None:
     async with _gateway(tmp_path, _text("limits:\n  - {connector: api, concurrency: 2}\n"), fake) as h:
         release = anyio.Event()
-        transport = h.gateway.http._transport  # pyright: ignore[reportPrivateUsage]
+        transport = h.gateway._http._transport  # pyright: ignore[reportPrivateUsage]
         answer = transport.handler  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
 
         async def slow(request: httpx2.Request) -> httpx2.Response:
@@ -178,7 +178,7 @@ def _scripted(h: Harness, answers: list[httpx2.Response | Exception]) -> list[st
             raise answer
         return answer
 
-    transport = h.gateway.http._transport  # pyright: ignore[reportPrivateUsage]
+    transport = h.gateway._http._transport  # pyright: ignore[reportPrivateUsage]
     transport.handler = handler  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
     return seen
 

@@ -36,7 +36,7 @@ async def test_decisions_are_read_again_only_after_one_was_taken_elsewhere(tmp_p
     )
     async with harness(tmp_path, reviewed, store_cls=CountingStore) as h:
         assert isinstance(h.store, CountingStore)
-        held = h.gateway.catalogs.quarantined("open.things.list")
+        held = h.gateway._catalogs.quarantined("open.things.list")
         assert held is not None
         before = h.store.reads
         for _ in range(3):
@@ -62,7 +62,7 @@ async def test_decisions_are_read_again_only_after_one_was_taken_elsewhere(tmp_p
             await other.close()
         found = await h.gateway.discover(OPERATOR, "list the things")
         assert h.store.reads == before + 1
-        assert h.gateway.catalogs.quarantined("open.things.list") is None
+        assert h.gateway._catalogs.quarantined("open.things.list") is None
         assert "open.things.list" in str(found)
         await h.gateway.discover(OPERATOR, "list the things")
         assert h.store.reads == before + 1

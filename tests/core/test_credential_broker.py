@@ -27,8 +27,8 @@ def sent_with(auth: LastMeterAuth) -> httpx2.Request:
 
 async def test_a_stored_credential_goes_on_the_request_and_is_reported_for_redaction(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        broker = h.gateway.credentials
-        cfg = h.gateway.catalogs.config("api")
+        broker = h.gateway._broker
+        cfg = h.gateway._catalogs.config("api")
         credential = await broker.for_call(cfg, "alice")  # alice has none of her own: the project-wide one
         assert credential.missing is None and credential.sealed is not None
         seen: list[SecretValue] = []
@@ -40,8 +40,8 @@ async def test_a_stored_credential_goes_on_the_request_and_is_reported_for_redac
 
 async def test_without_a_credential_a_call_is_told_to_connect_and_sync_fails_closed(tmp_path: Path) -> None:
     async with harness(tmp_path, secret=None) as h:
-        broker = h.gateway.credentials
-        cfg = h.gateway.catalogs.config("api")
+        broker = h.gateway._broker
+        cfg = h.gateway._catalogs.config("api")
         credential = await broker.for_call(cfg, "alice")
         assert credential.sealed is None
         assert credential.missing == "api needs a bearer credential; ask the user to open the link."
@@ -52,8 +52,8 @@ async def test_without_a_credential_a_call_is_told_to_connect_and_sync_fails_clo
 
 async def test_a_connector_without_auth_needs_nothing(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        broker = h.gateway.credentials
-        cfg = h.gateway.catalogs.config("open")
+        broker = h.gateway._broker
+        cfg = h.gateway._catalogs.config("open")
         assert await broker.for_call(cfg, "alice") == (await broker.for_call(cfg, "bob"))
         assert (await broker.for_call(cfg, "alice")).missing is None
         assert await broker.sealed(cfg, "alice") is None
@@ -63,12 +63,12 @@ async def test_a_connector_without_auth_needs_nothing(tmp_path: Path) -> None:
 
 async def test_a_per_user_connector_carries_only_the_callers_own_credential(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:  # a project-wide credential is stored
-        broker = h.gateway.credentials
-        cfg = h.gateway.catalogs.config("api").model_copy(update={"credentials": "per_user"})
+        broker = h.gateway._broker
+        cfg = h.gateway._catalogs.config("api").model_copy(update={"credentials": "per_user"})
         alice = await broker.for_call(cfg, "alice")
         assert alice.sealed is None and alice.missing is not None  # never the project-wide one
         assert await broker.needs_auth(cfg, "alice") and not await broker.needs_auth(cfg)
-        await h.gateway.vault.put("api", "alice-own", principal="alice")
+        await h.gateway._vault.put("api", "alice-own", principal="alice")
         mine = await broker.for_call(cfg, "alice")
         assert mine.sealed is not None and mine.sealed.open().reveal() == "alice-own"
         assert (await broker.for_call(cfg, "bob")).sealed is None  # alice's stays alice's

@@ -89,7 +89,7 @@ async def test_detail_carries_the_full_schema_of_the_first_results_only(tmp_path
         results = found["results"]
         assert len(results) == 5
         for rank, result in enumerate(results):
-            action = h.gateway.index.get(result["name"])
+            action = h.gateway._index.get(result["name"])
             assert action is not None
             if rank < DETAIL_SCHEMAS:
                 assert result["input_schema"] == action.input_schema

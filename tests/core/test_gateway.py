@@ -701,7 +701,7 @@ async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves
         seen.append([(r.status, r.call_id) for r in await h.store.list_audit()])
         return await answer(request)
 
-    transport = h.gateway.http._transport  # pyright: ignore[reportPrivateUsage]
+    transport = h.gateway._http._transport  # pyright: ignore[reportPrivateUsage]
     transport.handler = upstream  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
     async with h.auditor.running():  # the background writer, as serve runs it
         for _ in range(2):

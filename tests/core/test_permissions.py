@@ -22,7 +22,7 @@ def anyio_backend() -> str:
 
 async def test_visible_connectors_follow_the_grants(tmp_path: Path) -> None:
     async with harness(tmp_path, AGENTS + CONNECTORS) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         assert permissions.visible(Principal(user="alice", agent="bot")) == {"open"}
         assert permissions.lookup(Principal(user="alice", agent="bot"), "api.items.get") is None
         assert permissions.lookup(OPERATOR, "api.items.get") is not None
@@ -31,7 +31,7 @@ async def test_visible_connectors_follow_the_grants(tmp_path: Path) -> None:
 
 async def test_verdict_and_conditional_rules(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         payment = permissions.lookup(OPERATOR, "api.payments.create")
         assert payment is not None
         assert permissions.verdict(payment, {"amount": 5}).action == "always_run"
@@ -41,7 +41,7 @@ async def test_verdict_and_conditional_rules(tmp_path: Path) -> None:
 
 async def test_a_verdict_no_argument_can_change_is_kept_until_the_manifest_changes(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         items = permissions.lookup(OPERATOR, "api.items.get")
         payment = permissions.lookup(OPERATOR, "api.payments.create")
         assert items is not None and payment is not None
@@ -61,7 +61,7 @@ async def test_a_verdict_no_argument_can_change_is_kept_until_the_manifest_chang
 
 async def test_an_action_blocked_whatever_its_arguments_is_hidden_but_call_still_finds_it(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         assert permissions.lookup(OPERATOR, "api.admin.purge") is None
         purge = permissions.lookup(OPERATOR, "api.admin.purge", include_hidden=True)
         assert purge is not None and permissions.hidden(purge) and not permissions.allow(purge)
@@ -70,7 +70,7 @@ async def test_an_action_blocked_whatever_its_arguments_is_hidden_but_call_still
 
 async def test_not_found_suggests_close_visible_names(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        denied = await h.gateway.permissions.not_found(OPERATOR, "api.item.get")
+        denied = await h.gateway._permissions.not_found(OPERATOR, "api.item.get")
         assert denied.reason == "action_not_found"
         assert denied.suggestions is not None and 0 < len(denied.suggestions) <= SUGGESTIONS
         assert denied.suggestions[0]["name"] == "api.items.get"
@@ -78,21 +78,21 @@ async def test_not_found_suggests_close_visible_names(tmp_path: Path) -> None:
 
 async def test_a_guess_its_spelling_does_not_find_is_searched_for_its_meaning(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         assert permissions._index.suggest("api.send_amount", connectors={"api"}) == []  # no name is spelled so
         denied = await permissions.not_found(OPERATOR, "api.send_amount")
         assert denied.suggestions is not None
         assert denied.suggestions[0]["name"] == "api.payments.create"  # "Send a payment of an amount"
     async with harness(tmp_path / "granted", AGENTS + CONNECTORS) as h:
         # What the grant hides stays hidden from the search as from the spelling.
-        bot = await h.gateway.permissions.not_found(Principal(user="alice", agent="bot"), "api.send_amount")
+        bot = await h.gateway._permissions.not_found(Principal(user="alice", agent="bot"), "api.send_amount")
         assert all(s["name"].startswith("open.") for s in bot.suggestions or [])
 
 
 async def test_catalogs_validate_arguments_and_list_states(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
-        catalogs = h.gateway.catalogs
-        action = h.gateway.permissions.lookup(OPERATOR, "api.items.get")
+        catalogs = h.gateway._catalogs
+        action = h.gateway._permissions.lookup(OPERATOR, "api.items.get")
         assert action is not None
         assert catalogs.validate(action, {"id": "1"}) == []
         assert catalogs.validate(action, {}) == [{"path": "(root)", "message": "'id' is a required property"}]
@@ -112,7 +112,7 @@ async def test_a_name_an_earlier_release_gave_still_resolves_and_its_rules_still
         "connectors:\n  - slug: pets\n    base_url: http://pets.test\n    source: {openapi: pets.json}\n"
     )
     async with harness(tmp_path, text) as h:
-        permissions = h.gateway.permissions
+        permissions = h.gateway._permissions
         found = permissions.lookup(OPERATOR, "pets.pets.by_pet_id.get")
         assert found is not None and found.qualified_name == "pets.get_pet"
         assert permissions.lookup(OPERATOR, "Pets.Pets.ByPetId.Get") is found  # forgiving as any name

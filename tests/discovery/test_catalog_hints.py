@@ -33,7 +33,7 @@ def settings(tmp_path: Path) -> Settings:
 
 async def test_the_default_gateway_names_the_catalog_apis_that_send_email(tmp_path: Path) -> None:
     async with open_gateway(settings(tmp_path), embed=False) as gw:
-        before = [cfg.slug for cfg in gw.catalogs.manifest.connectors]
+        before = [cfg.slug for cfg in gw._catalogs.manifest.connectors]
         found = await gw.discover(OPERATOR, "send an email")
         assert found.catalog is not None
         named = {suggestion.catalog for suggestion in found.catalog}
@@ -42,7 +42,7 @@ async def test_the_default_gateway_names_the_catalog_apis_that_send_email(tmp_pa
         assert sendgrid.add == "mcp-gateway add sendgrid" and sendgrid.name == "SendGrid"
         assert found.hint is not None and "mcp-gateway add sendgrid" in found.hint
         # It only says so: nothing was added, and the results are still the configured ones.
-        assert [cfg.slug for cfg in gw.catalogs.manifest.connectors] == before == ["github", "petstore"]
+        assert [cfg.slug for cfg in gw._catalogs.manifest.connectors] == before == ["github", "petstore"]
         assert all(hit.name.split(".")[0] in before for hit in found.results)
 
         # What is configured serves these: no catalog API is named.

@@ -222,7 +222,7 @@ async def test_until_vectors_exist_discover_answers_lexically(tmp_path: Path, pr
     manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
     async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
         assert gw.dense is not None
-        lexical = [a.qualified_name for a, _ in gw.index.find("close a ticket", limit=10).hits]
+        lexical = [a.qualified_name for a, _ in gw._index.find("close a ticket", limit=10).hits]
         if not gw.dense.embedder.index.ready("tracker"):
             assert [r.name for r in (await gw.discover(OPERATOR, "close a ticket")).results] == lexical
         await gw.dense.settled()
@@ -282,7 +282,7 @@ async def test_an_openai_compatible_endpoint_with_a_sealed_key(
         manifest = parse_manifest(manifest_text(discovery), base_dir=tmp_path)
         async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
             connector, name = DISCOVERY_SECRET
-            await gw.vault.put(connector, canary, name=name)
+            await gw._vault.put(connector, canary, name=name)
         async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
             assert gw.dense is not None
             with anyio.fail_after(60):

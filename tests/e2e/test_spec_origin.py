@@ -139,7 +139,7 @@ connectors:
 async def gateway(lab: Lab) -> AsyncIterator[Gateway]:
     settings = Settings(manifest_path=None, state_dir=lab.root / "state", env=ENV)
     async with open_gateway(settings, manifest=lab.manifest()) as gw:
-        await gw.vault.put("moving", CANARY)
+        await gw._vault.put("moving", CANARY)
         yield gw
 
 
@@ -158,7 +158,7 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     assert (await call(gw))["status"] == "ok"
     (first,) = api_calls(lab.home)
     assert first.path == "/v1/items" and first.headers["authorization"] == f"Bearer {CANARY}"
-    pinned = {r.name: json.loads(r.snapshot) for r in await gw.store.list_action_reviews()}
+    pinned = {r.name: json.loads(r.snapshot) for r in await gw._store.list_action_reviews()}
     assert pinned["moving.@origin"] == {"origin": lab.home_url, "source": f"{lab.home_url}/openapi.json"}
 
     # The same-origin $ref was fetched; the one to another origin was refused, named, and never fetched.
@@ -176,19 +176,19 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     assert any("moving is held for review" in m and lab.elsewhere_url in m for m in logged)
     assert (await call(gw))["status"] == "ok"
     # ... and on a reload, as SIGHUP does.
-    await gw.catalogs.reload(lab.manifest())
+    await gw._catalogs.reload(lab.manifest())
     assert (await call(gw))["status"] == "ok"
     assert lab.elsewhere.requests == []
     assert [r.headers["authorization"] for r in api_calls(lab.home)] == [f"Bearer {CANARY}"] * 3
 
-    held = {f.name: f for f in gw.catalogs.pending()}
+    held = {f.name: f for f in gw.review.pending()}
     assert held["moving.@origin"].status == "changed"
     assert f'-  "origin": "{lab.home_url}"' in held["moving.@origin"].diff()
     assert f'+  "origin": "{lab.elsewhere_url}"' in held["moving.@origin"].diff()
     (info,) = result_payload(await gw.connectors(OPERATOR))["connectors"]
     assert info["status"] == "ready" and lab.home_url in info["warning"] and "mcp-gateway review" in info["warning"]
     await gw.auditor.flush()
-    audited = [r for r in await gw.store.list_audit(100) if r.requested == "moving.@origin"]
+    audited = [r for r in await gw._store.list_audit(100) if r.requested == "moving.@origin"]
     assert audited and audited[0].reason == "quarantined" and lab.elsewhere_url in audited[0].args_preview
 
     # The operator's CLI lists the move and accepts it; this gateway follows at once, without a sync.
@@ -206,7 +206,7 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     assert (await call(gw))["status"] == "ok"
     (moved,) = api_calls(lab.elsewhere)
     assert moved.headers["authorization"] == f"Bearer {CANARY}"
-    assert gw.catalogs.origin_held("moving") is None
+    assert gw._catalogs.origin_held("moving") is None
     assert CANARY not in listing.stdout + connectors.stdout + doctor.stdout + accepted.stdout
 
 
@@ -219,12 +219,12 @@ async def test_the_operator_pointing_the_connector_at_another_description_pins_a
     lab.elsewhere.documents["/openapi.json"] = description(lab.elsewhere_url, lab.home_url)
     lab.elsewhere.documents["/common.json"] = lab.home.documents["/common.json"]
     lab.manifest_path.write_text(lab.manifest_path.read_text().replace(lab.home_url, lab.elsewhere_url))
-    await gw.catalogs.reload(lab.manifest())
-    assert gw.catalogs.origin_held("moving") is None
+    await gw._catalogs.reload(lab.manifest())
+    assert gw._catalogs.origin_held("moving") is None
     assert (await call(gw))["status"] == "ok"
     (moved,) = api_calls(lab.elsewhere)
     assert moved.headers["authorization"] == f"Bearer {CANARY}" and len(api_calls(lab.home)) == 1
-    pinned = {r.name: json.loads(r.snapshot) for r in await gw.store.list_action_reviews()}
+    pinned = {r.name: json.loads(r.snapshot) for r in await gw._store.list_action_reviews()}
     assert pinned["moving.@origin"] == {"origin": lab.elsewhere_url, "source": f"{lab.elsewhere_url}/openapi.json"}
 
 

@@ -114,7 +114,7 @@ async def visible(gw: Gateway, query: str) -> set[str]:
 
 async def audited_quarantines(gw: Gateway) -> dict[str, list[str]]:
     await gw.auditor.flush()
-    rows = [r for r in await gw.store.list_audit(500) if r.reason == "quarantined" and r.user == "gateway"]
+    rows = [r for r in await gw._store.list_audit(500) if r.reason == "quarantined" and r.user == "gateway"]
     out: dict[str, list[str]] = {}
     for r in rows:
         out.setdefault(r.requested, []).append(r.args_preview)
@@ -126,7 +126,7 @@ async def test_a_hostile_upstream_is_quarantined_cleaned_reviewed_and_then_calla
     everything = {f"hostile.{t}" for t in ("ping", "poisoned", "shifty", "broken", "loud")}
 
     # First sync under trust: review: every tool is new, held, invisible to the agent, audited.
-    held = {f.name: f for f in gw.catalogs.pending()}
+    held = {f.name: f for f in gw.review.pending()}
     assert set(held) == everything
     assert held["hostile.poisoned"].status == "flagged"
     assert any(
@@ -155,7 +155,7 @@ async def test_a_hostile_upstream_is_quarantined_cleaned_reviewed_and_then_calla
     pong = await call(gw, "hostile.ping", {"text": "hi"})
     assert pong["status"] == "ok" and "pong: hi" in json.dumps(pong["data"])
     assert "hostile.ping" in await visible(gw, "echo text")
-    assert {f.name for f in gw.catalogs.pending()} == {"hostile.poisoned"}
+    assert {f.name for f in gw.review.pending()} == {"hostile.poisoned"}
 
     # (d) an upstream error that reads as instructions is withheld from the agent, which learns why.
     failed = await call(gw, "hostile.broken")
@@ -172,7 +172,7 @@ async def test_a_hostile_upstream_is_quarantined_cleaned_reviewed_and_then_calla
     # (b) a rug pull: the approved description changes; the next sync quarantines it again, audited.
     env.upstream(descriptions={"shifty": RUG_PULL})
     await gw.sync()
-    finding = gw.catalogs.quarantined("hostile.shifty")
+    finding = gw._catalogs.quarantined("hostile.shifty")
     assert finding is not None and finding.status == "flagged" and finding.previous is not None
     diff = finding.diff()
     assert '-  "description": "Return the weather for a city.",' in diff and "+" in diff and "IMPORTANT" in diff
@@ -185,24 +185,24 @@ async def test_a_hostile_upstream_is_quarantined_cleaned_reviewed_and_then_calla
     # (c) a tool added between two syncs is new and held.
     env.upstream(descriptions={"shifty": RUG_PULL}, hidden=[])
     await gw.sync()
-    late = gw.catalogs.quarantined("hostile.late")
+    late = gw._catalogs.quarantined("hostile.late")
     assert late is not None and late.status == "new" and "Count the characters" in late.diff()
     assert (await call(gw, "hostile.late", {"text": "abc"}))["reason"] == "quarantined"
     assert "hostile.late" in await audited_quarantines(gw)
-    assert await gw.catalogs.decide("hostile.late", approve=True, by="test") is not None
+    assert await gw.review.decide("hostile.late", approve=True, by="test") is not None
     assert (await call(gw, "hostile.late", {"text": "abc"}))["status"] == "ok"
 
     # (a) approving the smuggling tool as it is: callable, and the agent reads only the visible text.
-    await gw.catalogs.decide("hostile.poisoned", approve=True, by="test")
+    await gw.review.decide("hostile.poisoned", approve=True, by="test")
     described = result_payload(await gw.describe(OPERATOR, "hostile.poisoned"))
     assert described["description"] == "Add two numbers."
     assert TAG_I not in json.dumps(described, ensure_ascii=False)
     assert (await call(gw, "hostile.poisoned", {"a": 2, "b": 3}))["status"] == "ok"
 
     # A denial keeps the rug-pulled tool out and off the list; the decision survives a re-sync.
-    await gw.catalogs.decide("hostile.shifty", approve=False, by="test")
+    await gw.review.decide("hostile.shifty", approve=False, by="test")
     await gw.sync()
-    assert gw.catalogs.pending() == [] and gw.catalogs.quarantined("hostile.shifty") is not None
+    assert gw.review.pending() == [] and gw._catalogs.quarantined("hostile.shifty") is not None
 
 
 # -- Host and Origin on every route of the real HTTP app ---------------------------------------------

@@ -99,8 +99,8 @@ async def test_what_a_failing_upstream_says_reaches_no_agent_table_or_log_unscre
         settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=ENV)
         async with open_gateway(settings, manifest=manifest) as gw:
             for slug in ("mcpinit", "mcplist", "gql", "api"):
-                await gw.credentials.vault.put(slug, CANARY)
-            await gw.credentials.vault.put("robots", {"client_id": "robot", "client_secret": CANARY})
+                await gw._vault.put(slug, CANARY)
+            await gw._vault.put("robots", {"client_id": "robot", "client_secret": CANARY})
             await gw.sync()
 
             # The agent's connectors result: each failing connector says which step failed, and that
@@ -116,7 +116,7 @@ async def test_what_a_failing_upstream_says_reaches_no_agent_table_or_log_unscre
 
             # The operator sees the cleaned text with its flags (redacted, nothing invisible left).
             for slug in ("mcpinit", "mcplist", "gql"):
-                withheld = gw.catalogs.loaded[slug].withheld or ""
+                withheld = gw._catalogs.loaded[slug].withheld or ""
                 assert "Ignore all previous instructions" in withheld and "[flagged: " in withheld, withheld
                 assert [leak for leak in leaks(withheld) if leak != "the instruction"] == [], withheld
 

@@ -283,7 +283,7 @@ async def test_introspection_uses_the_connector_credential(tmp_path: Path) -> No
             listed = (result_payload(await gw.connectors(OPERATOR)))["connectors"][0]
             assert listed["status"] == "error"
             assert "no credential" in listed["error"] and "secret set" in listed["error"]
-            await gw.vault.put("gh", TOKEN)
+            await gw._vault.put("gh", TOKEN)
             (state,) = await gw.sync()
             assert state.status == "ready" and state.actions == 5
             assert app.requests[-1].headers["authorization"] == f"Bearer {TOKEN}"
@@ -293,7 +293,7 @@ async def test_introspection_uses_the_connector_credential(tmp_path: Path) -> No
             # The introspected schema is kept for __select checks.
             bad = await _call(gw, "gh.query.repository", {"owner": "octo", "name": "hello", "__select": "idd"})
             assert bad["reason"] == "invalid_args"
-            await gw.vault.put("gh", "wrong-token-value")
+            await gw._vault.put("gh", "wrong-token-value")
             (state,) = await gw.sync()
             assert state.status == "error" and "refused the introspection query (401)" in (state.error or "")
             everything = json.dumps(result_payload(await gw.connectors(OPERATOR))) + json.dumps(
@@ -369,11 +369,11 @@ async def test_storing_the_secret_reloads_a_connector_whose_introspection_needed
     app = GraphQLApp(token=TOKEN)
     with LoopbackServer(app) as server:
         async with _gateway(tmp_path, _manifest(f"{server.base_url}/graphql", auth="{type: bearer}")) as gw:
-            (state,) = gw.catalogs.states()
+            (state,) = gw.states()
             assert state.status == "error" and "needs the credential (401 without it)" in (state.error or "")
             still = await gw.credential_stored("gh")  # nothing stored yet: it tries, and stays in error
             assert still is not None and still.status == "error"
-            await gw.vault.put("gh", TOKEN)
+            await gw._vault.put("gh", TOKEN)
             reloaded = await gw.credential_stored("gh")
             assert reloaded is not None and (reloaded.status, reloaded.actions) == ("ready", 5)
             assert await gw.credential_stored("gh") is None  # not in error any more: nothing to do

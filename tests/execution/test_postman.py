@@ -49,7 +49,7 @@ async def _gateway(tmp_path: Path, connectors: str, *, secrets: dict[str, str] |
     settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "m" * 40})
     async with open_gateway(settings, manifest=manifest) as gateway:
         for slug, value in (secrets or {}).items():
-            await gateway.vault.put(slug, value)
+            await gateway._vault.put(slug, value)
         yield gateway
 
 
@@ -85,7 +85,7 @@ async def test_conduit_end_to_end(tmp_path: Path, upstream: tuple[EchoApp, str])
 
         described = result_payload(await gw.describe(OPERATOR, "conduit.auth.login"))
         assert described["input_schema"]["required"] == ["user"]
-        catalog = await gw.store.get_catalog("conduit")
+        catalog = await gw._store.get_catalog("conduit")
         assert catalog is not None
         by_slug = next(
             a
@@ -209,7 +209,7 @@ async def test_box_literal_token_goes_nowhere(
             result_payload(await gw.connectors(OPERATOR)),
             result_payload(await gw.discover(OPERATOR, "accept terms of service")),
         ]
-        catalog = await gw.store.get_catalog("box")
+        catalog = await gw._store.get_catalog("box")
         assert catalog is not None and len(catalog.actions) == 255
         assert BOX_LITERAL_TOKEN not in json.dumps([a.model_dump(mode="json") for a in catalog.actions])
         accept = next(a for a in catalog.actions if a.summary == "Accepts Terms of Service of User")

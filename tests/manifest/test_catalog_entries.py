@@ -167,19 +167,19 @@ async def store_credential(gw: Gateway, name: str, auth: Any) -> None:
     """What an operator would store for this auth kind (for OAuth 2: the client, and a connected token set)."""
     match auth:
         case BasicAuth():
-            await gw.vault.put(name, BASIC)
+            await gw._vault.put(name, BASIC)
         case CustomAuth():
-            await gw.vault.put(name, FIELDS)
+            await gw._vault.put(name, FIELDS)
         case OAuth2Auth():
-            await gw.vault.put(name, {"client_id": "client-0123", "client_secret": "client-secret-0123"})
+            await gw._vault.put(name, {"client_id": "client-0123", "client_secret": "client-secret-0123"})
             expires = gw.clock.now() + timedelta(hours=1)
-            await gw.vault.put(
+            await gw._vault.put(
                 name,
                 {"access_token": SECRET, "expires_at": expires.isoformat(), "scope": "", "verified": "1"},
                 name=TOKEN_NAME,
             )
         case _:
-            await gw.vault.put(name, SECRET)
+            await gw._vault.put(name, SECRET)
 
 
 def assert_credential_placed(request: RecordedRequest, auth: Any) -> None:
@@ -230,7 +230,7 @@ async def test_the_sign_in_keeps_the_entrys_authorize_parameters(tmp_path: Path,
         assert isinstance(cfg.auth, OAuth2Auth)
         _, link = await gw.links.mint("connect", connector="gmail", principal="operator")
         url = httpx2.URL(
-            await gw.oauth2.begin(
+            await gw.credentials.oauth2.begin(
                 cfg.auth,
                 connector="gmail",
                 principal="operator",
@@ -281,7 +281,7 @@ async def test_linear_introspects_with_the_credential_and_calls_with_it(tmp_path
             # would load); this endpoint refuses it.
             before = len(app.requests)
             assert all("authorization" not in r.headers for r in app.requests)
-            await gw.vault.put("linear", SECRET)
+            await gw._vault.put("linear", SECRET)
             # It could not load before a key was stored; a sync now introspects with it.
             await gw.refresh_connector("linear", principal=OPERATOR.user)
             (info,) = result_payload(await gw.connectors(OPERATOR))["connectors"]

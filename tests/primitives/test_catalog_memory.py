@@ -214,7 +214,7 @@ async def test_a_gateway_shares_across_connectors_cold_and_warm_and_answers_the_
     answers = []
     for _phase in ("cold", "warm"):  # specs parsed (catalogs parked, then decoded), then read back from SQLite
         async with open_gateway(settings) as gw:
-            a, b = gw.index.get(f"pets-a.{target.path}"), gw.index.get(f"pets-b.{target.path}")
+            a, b = gw._index.get(f"pets-a.{target.path}"), gw._index.get(f"pets-b.{target.path}")
             assert a is not None and b is not None
             assert type(a.input_schema) is FrozenDict
             assert a.input_schema is b.input_schema  # the same spec twice: one schema
@@ -225,9 +225,9 @@ async def test_a_gateway_shares_across_connectors_cold_and_warm_and_answers_the_
             answers.append(json.dumps([described, found, listed]))
             # A re-sync with nothing changed keeps the indexed actions: no second copy.
             await gw.sync()
-            assert gw.index.get(f"pets-a.{target.path}") is a
-            first = gw.catalogs.loaded["pets-a"].actions[0]
-            assert first is gw.index.get(f"pets-a.{first.path}")
+            assert gw._index.get(f"pets-a.{target.path}") is a
+            first = gw._catalogs.loaded["pets-a"].actions[0]
+            assert first is gw._index.get(f"pets-a.{first.path}")
     assert answers[0] == answers[1]
     assert json.dumps(json.loads(answers[0])[0]["input_schema"]) == json.dumps(target.input_schema)
     assert [c["actions"] for c in json.loads(answers[0])[2]["connectors"]] == [len(expected), len(expected)]
@@ -241,9 +241,9 @@ async def test_one_connector_refreshed_alone_is_shared_too(tmp_path: Path) -> No
     async with open_gateway(settings) as gw:
         from mcp_gateway.core.sync import sync_connector
 
-        catalog = await sync_connector(gw.catalogs.config("pets-b"), gw.manifest, gw.store, gw.clock)
+        catalog = await sync_connector(gw._catalogs.config("pets-b"), gw.manifest, gw._store, gw.clock)
         assert catalog.actions and all(type(a.input_schema) is FrozenDict for a in catalog.actions)
-        loaded = gw.catalogs.loaded["pets-b"].actions
+        loaded = gw._catalogs.loaded["pets-b"].actions
         assert ACTIONS_ADAPTER.dump_json(catalog.actions) == ACTIONS_ADAPTER.dump_json(loaded)
 
 

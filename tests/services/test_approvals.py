@@ -235,3 +235,20 @@ def test_fingerprint_from_canonical_text_equals_the_fingerprint(principal: Princ
     # The audit path serializes the arguments once and hashes that text (fingerprint_of): the
     # digest must be the one approvals compute from the arguments themselves.
     assert fingerprint_of(principal, "gh.repos.get", args_json(args)) == fingerprint(principal, "gh.repos.get", args)
+
+
+async def test_get_and_pending_read_what_pages_show(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        other = await h.gateway.call(OPERATOR, "api.items.create", {"name": "y"})
+        assert isinstance(asked, PendingApproval) and isinstance(other, PendingApproval)
+        record = await h.approvals.get(asked.approval_id)
+        assert record is not None and record.id == asked.approval_id and record.status == "pending"
+        assert await h.approvals.get("apr_nothing") is None
+        assert {a.id for a in await h.approvals.pending(h.clock.now())} == {asked.approval_id, other.approval_id}
+        await h.approvals.decide(other.approval_id, False)
+        assert [a.id for a in await h.approvals.pending(h.clock.now())] == [asked.approval_id]
+        # Past its expiry an approval is no longer waiting, though nothing has marked it yet.
+        assert await h.approvals.pending(record.expires_at) == []
+        decided = await h.approvals.get(other.approval_id)
+        assert decided is not None and decided.status == "denied"

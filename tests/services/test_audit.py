@@ -128,6 +128,18 @@ async def test_record_returns_before_the_row_is_written_and_flush_waits_for_it(s
     assert auditor.failures == 0
 
 
+async def test_recent_shows_rows_still_queued_when_it_was_asked(store: GatedStore) -> None:
+    auditor = Auditor(store, durable=False, linger=60)
+    with anyio.fail_after(10):  # recent does not wait out the linger either
+        async with auditor.running():
+            for i in range(3):
+                await auditor.record(_row(i))
+            await anyio.wait_all_tasks_blocked()
+            assert store.batches == []  # queued, not written
+            assert [r.requested for r in await auditor.recent(2)] == ["op_2", "op_1"]  # newest first, capped
+            assert store.batches == [3]
+
+
 async def test_rows_queued_meanwhile_go_in_one_batch(store: GatedStore) -> None:
     auditor = Auditor(store, durable=False)
     store.gate = anyio.Event()
@@ -399,7 +411,7 @@ async def test_started_rows_are_marked_interrupted_on_start(tmp_path: Path) -> N
         await s.append_audit(_row(2))
     manifest = parse_manifest(MANIFEST, base_dir=tmp_path)
     async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
-        rows = {r.requested: r.status for r in await gw.store.list_audit()}
+        rows = {r.requested: r.status for r in await gw._store.list_audit()}
     assert rows == {"op_1": "interrupted", "op_2": "ok"}
 
 
@@ -434,7 +446,7 @@ async def test_open_gateway_writes_one_row_per_decision_in_the_background(tmp_pa
                     tg.start_soon(gw.call, OPERATOR, "local.items.get", {"id": i})
                     tg.start_soon(gw.call, OPERATOR, f"local.nothing_{i}", {})
         await gw.auditor.flush()
-        assert len(await gw.store.list_audit(limit=1000)) == 80
+        assert len(await gw._store.list_audit(limit=1000)) == 80
         for i in range(10):
             await gw.call(OPERATOR, "local.items.get", {"id": i})
         store_path = settings.database

@@ -49,3 +49,16 @@ def test_human_link_reads_every_kind_of_result() -> None:
     assert secret is not None and secret.kind == "secret"
     assert human_link({"status": "ok", "data": {"connect_url": "not ours"}}) is None
     assert human_link({"status": "denied", "reason": "policy_block"}) is None
+
+
+async def test_record_reads_a_link_by_its_hash_used_or_not(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        links = LinkService(store, FixedClock(), "http://pages.test/")
+        url, record = await links.mint("connect", connector="api", principal="maria")
+        token = url.removeprefix("http://pages.test/connect/")
+        assert await links.record(record.token_hash) == record
+        assert await links.record(token) is None  # the token itself is not what is stored
+        await links.consume("connect", token)
+        used = await links.record(record.token_hash)
+        assert used is not None and used.used_at is not None
+        assert await links.peek("connect", token) is None  # peek hides a used link; record does not

@@ -147,7 +147,7 @@ class CookieSession:
     async def who(self, gateway: Gateway, request: Request) -> tuple[str, str] | None:
         """(who, store key) of the live session this request carries, if any."""
         key = self.key(request)
-        found = None if key is None else await gateway.store.get_ephemeral(self.kind, key, gateway.clock.now())
+        found = None if key is None else await gateway.sessions.get_ephemeral(self.kind, key, gateway.clock.now())
         return None if found is None or key is None else (found.decode(), key)
 
     async def start(self, gateway: Gateway, who: str, location: str) -> Response:
@@ -155,7 +155,7 @@ class CookieSession:
         now = gateway.clock.now()
         cookie = secrets.token_urlsafe(32)
         # 256 random bits: a clash with a live session is not a case to handle.
-        await gateway.store.put_ephemeral(self.kind, digest(cookie), who.encode(), now + self.ttl, now)
+        await gateway.sessions.put_ephemeral(self.kind, digest(cookie), who.encode(), now + self.ttl, now)
         response = RedirectResponse(location, status_code=303, headers=security_headers())
         response.set_cookie(
             self.cookie,
@@ -172,7 +172,7 @@ class CookieSession:
         """Forget this request's session and send the browser on to ``location`` without its cookie."""
         key = self.key(request)
         if key is not None:
-            await gateway.store.delete_ephemeral(self.kind, key)
+            await gateway.sessions.delete_ephemeral(self.kind, key)
         response = RedirectResponse(location, status_code=303, headers=security_headers())
         secure = gateway.links.public_url.startswith("https://")
         response.delete_cookie(self.cookie, path=self.path, httponly=True, samesite=self.samesite, secure=secure)

@@ -42,7 +42,7 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
     async def approval_page(request: Request) -> Response:
         token = request.path_params["token"]
         link = await gateway.links.peek("approval", token)
-        approval = await gateway.store.get_approval(link.approval_id) if link and link.approval_id else None
+        approval = await gateway.approvals.get(link.approval_id) if link and link.approval_id else None
         if link is None or approval is None:
             return message(*GONE, status=410, tone="bad")
         if approval.status != "pending":

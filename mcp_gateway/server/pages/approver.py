@@ -90,7 +90,9 @@ class ApproverSignIn:
             redirect_uri=self.redirect_uri,
             expires_at=now + STATE_TTL,
         )
-        await gateway.store.put_ephemeral(STATE_KIND, digest(state), seal_pending(state, pending), now + STATE_TTL, now)
+        await gateway.sessions.put_ephemeral(
+            STATE_KIND, digest(state), seal_pending(state, pending), now + STATE_TTL, now
+        )
         params = {
             "response_type": "code",
             "client_id": self.client_id,
@@ -110,7 +112,7 @@ class ApproverSignIn:
         query = request.query_params
         state = query.get("state", "")
         sealed = (
-            await gateway.store.take_ephemeral(STATE_KIND, digest(state), gateway.clock.now())
+            await gateway.sessions.take_ephemeral(STATE_KIND, digest(state), gateway.clock.now())
             if state and len(state) <= 512
             else None
         )
@@ -151,12 +153,15 @@ class ApproverSignIn:
             "resource": self.door.resource_url,
         }
         headers = {"Accept": "application/json"}
-        sealed = await self.ctx.gateway.vault.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="approver")
+        sealed = await self.ctx.gateway.credentials.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="approver")
         if sealed is not None:
             secret = sealed.open().reveal()
             if isinstance(secret, str):
                 headers["Authorization"] = client_basic(self.client_id, secret)
-        http = self.door.http or self.ctx.gateway.http
+        http = self.door.http
+        if http is None:
+            logger.warning("approver sign-in: the front door has no client for its identity provider")
+            return None
         try:
             response = await http.post(self.door.endpoints.token or "", data=form, headers=headers, timeout=15.0)
             answer = response.json() if response.status_code == 200 else None

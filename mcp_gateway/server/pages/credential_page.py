@@ -250,7 +250,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         error: str | None = None,
         status: int = 200,
     ) -> Response:
-        needs_client = await gateway.vault.sealed(cfg.slug, principal=link.principal) is None
+        needs_client = await gateway.credentials.sealed(cfg.slug, principal=link.principal) is None
         provider = httpx2.URL(auth.authorize_url or "")
         return page(
             "oauth_start.html",
@@ -273,8 +273,8 @@ def credential_routes(ctx: PageContext) -> list[Route]:
     async def oauth2_start(
         link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, permit: Permit, form: FormData, token: str
     ) -> Response:
-        client = await gateway.vault.sealed(cfg.slug, principal=link.principal)
-        if client is None:
+        client_id = await gateway.credentials.oauth2_client_id(cfg.slug, principal=link.principal)
+        if client_id is None:
             values = await _values(form, _OAUTH2_CLIENT)
             value: Any = None
             try:
@@ -285,21 +285,17 @@ def credential_routes(ctx: PageContext) -> list[Route]:
                 return await oauth2_start_page(link, cfg, auth, permit, error=str(values), status=400)
             # The project's OAuth app, stored only while none is: nothing is replaced.
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
-            await gateway.vault.put(cfg.slug, value)
-            await gateway.credential_changes.changed(link, Permit(client_key, None, "open"), via="connect")
+            await gateway.credentials.save(link, Permit(client_key, None, "open"), value, via="connect", reload=False)
             client_id = value["client_id"]
-        else:
-            opened = client.open().reveal()
-            client_id = opened.get("client_id", "") if isinstance(opened, dict) else ""
-            if not client_id:
-                return message(
-                    "Cannot connect",
-                    f"The stored client credentials of {cfg.display_name} are not an OAuth2 client id and secret. "
-                    "Ask the operator to store them again (mcp-gateway secret set).",
-                    status=409,
-                    tone="bad",
-                )
-        url = await gateway.oauth2.begin(
+        elif not client_id:
+            return message(
+                "Cannot connect",
+                f"The stored client credentials of {cfg.display_name} are not an OAuth2 client id and secret. "
+                "Ask the operator to store them again (mcp-gateway secret set).",
+                status=409,
+                tone="bad",
+            )
+        url = await gateway.credentials.oauth2.begin(
             auth,
             connector=cfg.slug,
             principal=link.principal,
@@ -320,7 +316,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         token: str,
     ) -> Response:
         try:
-            await gateway.oauth2.check_client(auth, cfg.slug, value)
+            await gateway.credentials.oauth2.check_client(auth, cfg.slug, value)
         except AuthorizationRefused as exc:
             return form_page(link, cfg, permit, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
         except UpstreamError as exc:
@@ -328,10 +324,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         saving = await spend(kind, link, cfg, token)
         if isinstance(saving, Response):
             return saving
-        await gateway.vault.put(cfg.slug, value, principal=saving.key.principal, name=saving.key.name)
-        await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
-        gateway.oauth2.forget(cfg.slug)
-        await gateway.credential_stored(cfg.slug)
+        await gateway.credentials.save(link, saving, value, via=_VIA[kind], forget_tokens=True)
         return message(
             "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
         )
@@ -340,7 +333,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
         """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
         if await gateway.links.consume(kind, token) is None:
             return message(*GONE, status=410, tone="bad")
-        permit = await gateway.credential_changes.permit(link, cfg, consume=True)
+        permit = await gateway.credentials.permit(link, cfg, consume=True)
         return permit if permit.may_save else not_now(cfg, permit, post=True)
 
     def endpoint_for(kind: LinkKind) -> Any:
@@ -350,7 +343,7 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             cfg = gateway.manifest.connector(link.connector) if link else None
             if link is None or cfg is None:
                 return message(*GONE, status=410, tone="bad")
-            permit = await gateway.credential_changes.permit(link, cfg)
+            permit = await gateway.credentials.permit(link, cfg)
             if not permit.may_save:
                 return not_now(cfg, permit, post=request.method == "POST")
             auth = cfg.auth
@@ -385,13 +378,11 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             saving = await spend(kind, link, cfg, token)
             if isinstance(saving, Response):
                 return saving
-            # Where it goes: a per_user connector's credential is the linked user's own, else the team's.
-            key = saving.key
-            await gateway.vault.put(key.connector, value, principal=key.principal, name=key.name)
-            await gateway.credential_changes.changed(link, saving, via=_VIA[kind])
-            if isinstance(auth, OAuth2Auth):
-                gateway.oauth2.forget(cfg.slug)
-            await gateway.credential_stored(cfg.slug)  # a connector whose sync needed it loads now
+            # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
+            # a connector whose sync needed it loads now.
+            await gateway.credentials.save(
+                link, saving, value, via=_VIA[kind], forget_tokens=isinstance(auth, OAuth2Auth)
+            )
             done = (
                 f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
                 if link.secret_name != "default"

@@ -35,7 +35,7 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
 
     async def callback(request: Request) -> Response:
         query = request.query_params
-        pending = await gateway.oauth2.take(query.get("state", ""))
+        pending = await gateway.credentials.oauth2.take(query.get("state", ""))
         if pending is None:
             return message(
                 "Sign-in not recognised",
@@ -55,10 +55,10 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
         link = await gateway.links.peek("connect", pending.link_token)
         if link is None:
             return message(*GONE, status=410, tone="bad")  # completed meanwhile through another attempt
-        if not (await gateway.credential_changes.permit(link, cfg)).may_save:
+        if not (await gateway.credentials.permit(link, cfg)).may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
         try:
-            token_set = await gateway.oauth2.exchange(cfg.auth, pending, query["code"])
+            token_set = await gateway.credentials.oauth2.exchange(cfg.auth, pending, query["code"])
         except AuthorizationRefused as exc:
             return message("Not connected", f"{exc}. {_START_OVER}", status=400, tone="bad")
         except UpstreamError as exc:
@@ -72,11 +72,11 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
             return message(*GONE, status=410, tone="bad")
         # A per_user connector's token set is the linked user's own (the link is bound to them), else
         # the team's: replacing one takes an operator's approval, spent here.
-        permit = await gateway.credential_changes.permit(link, cfg, consume=True)
+        permit = await gateway.credentials.permit(link, cfg, consume=True)
         if not permit.may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
-        await gateway.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
-        await gateway.credential_changes.changed(link, permit, via="connect")
+        await gateway.credentials.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
+        await gateway.credentials.changed(link, permit, via="connect")
         return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
 
     return [Route(CALLBACK_PATH, callback, methods=["GET"])]

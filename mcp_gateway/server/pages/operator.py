@@ -40,8 +40,7 @@ AUDIT_ROWS = 50
 
 def operator_routes(ctx: PageContext) -> list[Route]:
     gateway = ctx.gateway
-    tokens = OperatorTokens(gateway.store, gateway.clock)
-    store = gateway.store
+    tokens = gateway.operators
 
     async def who(request: Request) -> tuple[str | None, str | None]:
         """(token id, session hash) of the operator making this request; session hash None for bearer."""
@@ -52,7 +51,7 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         session = await SESSION.who(gateway, request)
         if session is None or not await tokens.active(session[0]):
             if key is not None:  # expired, logged out, or its token revoked since (any instance or the CLI)
-                await store.delete_ephemeral(SESSION.kind, key)
+                await gateway.sessions.delete_ephemeral(SESSION.kind, key)
             return None, None
         return session
 
@@ -67,12 +66,11 @@ def operator_routes(ctx: PageContext) -> list[Route]:
             return login_page()
         now = gateway.clock.now()
         connectors = result_payload(await gateway.connectors(OPERATOR))["connectors"]
-        pending = [a for a in await gateway.store.list_approvals("pending") if a.expires_at > now]
-        await gateway.auditor.flush()  # rows are written in the background: show the latest calls too
-        audit = await gateway.store.list_audit(AUDIT_ROWS)
-        await gateway.catalogs.refresh_decisions()
+        pending = await gateway.approvals.pending(now)
+        audit = await gateway.auditor.recent(AUDIT_ROWS)  # rows are written in the background: the latest too
+        await gateway.review.refresh()
         held = [
-            {"name": f.name, "status": f.status, "flags": f.flags, "diff": f.diff()} for f in gateway.catalogs.pending()
+            {"name": f.name, "status": f.status, "flags": f.flags, "diff": f.diff()} for f in gateway.review.pending()
         ]
         return page(
             "operator.html",
@@ -144,8 +142,8 @@ def operator_routes(ctx: PageContext) -> list[Route]:
         approve = approves(form)
         if isinstance(approve, Response):
             return approve
-        await gateway.catalogs.refresh_decisions()
-        decided = await gateway.catalogs.decide(request.path_params["name"], approve=approve, by=f"operator:{token_id}")
+        await gateway.review.refresh()
+        decided = await gateway.review.decide(request.path_params["name"], approve=approve, by=f"operator:{token_id}")
         if decided is None:
             return message("Already decided", "That action is not held for review (any more).", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())

@@ -1,0 +1,80 @@
+"""What the connect, secret and OAuth2 pages do with a credential a human enters.
+
+The pages never hold the vault's write side or the store: they ask the desk whether a link's
+submission may be stored (``permit``, the rule is ``CredentialChanges``'), store it and record the
+change (``save``), and drive an OAuth2 sign-in through the token broker (``oauth2``). A credential
+stored through the desk lets a connector that was in error for want of it load again at once
+(``Gateway.credential_stored``, handed in as ``on_stored``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ..manifest import ConnectorConfig
+from ..primitives.secrets import SealedCredential
+from ..services.credentials import CredentialVault
+from ..store.contract import LinkRecord
+from .credential_changes import CredentialChanges, Permit
+from .oauth2_tokens import OAuth2Tokens
+
+__all__ = ["CredentialDesk"]
+
+
+class CredentialDesk:
+    """The pages' side of the credentials: permits, saving with its audit row, OAuth2 sign-ins."""
+
+    def __init__(
+        self,
+        vault: CredentialVault,
+        oauth2: OAuth2Tokens,
+        changes: CredentialChanges,
+        on_stored: Callable[[str], Awaitable[object]],
+    ) -> None:
+        self._vault = vault
+        self._changes = changes
+        self._on_stored = on_stored
+        self.oauth2 = oauth2
+        """The OAuth2 token broker: sign-ins begun and completed, a client checked, cached tokens."""
+
+    async def permit(self, link: LinkRecord, cfg: ConnectorConfig, *, consume: bool = False) -> Permit:
+        """Whether ``link``'s submission may store its value (see ``CredentialChanges.permit``)."""
+        return await self._changes.permit(link, cfg, consume=consume)
+
+    async def save(
+        self,
+        link: LinkRecord,
+        permit: Permit,
+        value: str | dict[str, str],
+        *,
+        via: str,
+        forget_tokens: bool = False,
+        reload: bool = True,
+    ) -> None:
+        """Store ``value`` under ``permit.key`` and record the change. ``forget_tokens``: drop the
+        connector's cached OAuth2 tokens (its client changed); ``reload``: a connector in error
+        loads again now (``Gateway.credential_stored``)."""
+        key = permit.key
+        await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
+        await self._changes.changed(link, permit, via=via)
+        if forget_tokens:
+            self.oauth2.forget(key.connector)
+        if reload:
+            await self._on_stored(key.connector)
+
+    async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
+        """Record a change stored elsewhere (an OAuth2 token set, saved by ``oauth2``)."""
+        await self._changes.changed(link, permit, via=via)
+
+    async def oauth2_client_id(self, connector: str, *, principal: str) -> str | None:
+        """The client id of ``connector``'s stored OAuth2 client; None when none is stored, "" when
+        what is stored is not a client id and secret. The secret itself stays in the vault."""
+        client = await self._vault.sealed(connector, principal=principal)
+        if client is None:
+            return None
+        opened = client.open().reveal()
+        return opened.get("client_id", "") if isinstance(opened, dict) else ""
+
+    async def sealed(self, connector: str, *, principal: str, name: str = "default") -> SealedCredential | None:
+        """A stored secret, still sealed (the front door's own client secrets, say)."""
+        return await self._vault.sealed(connector, principal=principal, name=name)

@@ -1,0 +1,90 @@
+"""``CredentialDesk``: what the pages do with a credential a human enters — the permit, the save
+with its audit row and its consequences (cached OAuth2 tokens dropped, a connector in error loaded
+again), and the stored OAuth2 client read without handing its secret out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from mcp_gateway.core.credential_changes import CredentialChanges
+from mcp_gateway.core.credential_desk import CredentialDesk
+from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
+from mcp_gateway.identity import OPERATOR
+from mcp_gateway.model import Ok
+from mcp_gateway.store.base import LinkRecord
+from tests.core.test_gateway import Harness, harness
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _link(h: Harness, connector: str = "api") -> LinkRecord:
+    """A connect link the operator asked for, as the page reads it."""
+    _, record = await h.gateway.links.mint("connect", connector=connector, principal=OPERATOR.user)
+    return record
+
+
+async def test_save_stores_under_the_permit_key_and_audits_the_change(tmp_path: Path) -> None:
+    async with harness(tmp_path, secret=None) as h:
+        desk = h.gateway.credentials
+        link = await _link(h)
+        cfg = h.gateway.manifest.connector("api")
+        assert cfg is not None
+        permit = await desk.permit(link, cfg)
+        assert permit.may_save and permit.replaces is None and permit.scope == "team"
+        await desk.save(link, permit, "new-token", via="connect")
+        sealed = await h.vault.sealed("api", principal=OPERATOR.user)
+        assert sealed is not None and sealed.open().reveal() == "new-token"
+        [row] = [r for r in await h.auditor.recent(10) if r.status == "credential_set"]
+        assert row.requested == "credential:api" and row.user == OPERATOR.user
+        assert json.loads(row.args_preview) == {"scope": "team", "replaced": None, "via": "connect"}
+        assert "new-token" not in row.model_dump_json()
+        # The next call carries it.
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, Ok)
+        assert h.upstream.requests[-1].headers["authorization"] == "Bearer new-token"
+        # Stored once, the same link's next submission would replace a team-wide credential.
+        assert (await desk.permit(link, cfg)).replaces == "team"
+
+
+async def test_save_reloads_and_forgets_tokens_only_when_asked(tmp_path: Path) -> None:
+    async with harness(tmp_path, secret=None) as h:
+        stored: list[str] = []
+
+        async def on_stored(slug: str) -> None:
+            stored.append(slug)
+
+        async with httpx2.AsyncClient() as http:
+            oauth2 = OAuth2Tokens(http, h.vault, h.clock, store=h.store, project="unit")
+            changes = CredentialChanges(h.vault, h.approvals, h.gateway.links, h.auditor, h.clock)
+            desk = CredentialDesk(h.vault, oauth2, changes, on_stored)
+            link = await _link(h)
+            cfg = h.gateway.manifest.connector("api")
+            assert cfg is not None
+            permit = await desk.permit(link, cfg)
+            forgotten: list[str] = []
+            oauth2.forget = forgotten.append  # type: ignore[method-assign]
+            await desk.save(link, permit, "one", via="connect", reload=False)
+            assert stored == [] and forgotten == []
+            await desk.save(link, permit, "two", via="connect", forget_tokens=True)
+            assert stored == ["api"] and forgotten == ["api"]
+
+
+async def test_oauth2_client_id_says_none_stored_unusable_or_the_id(tmp_path: Path) -> None:
+    async with harness(tmp_path, secret=None) as h:
+        desk = h.gateway.credentials
+        assert await desk.oauth2_client_id("api", principal="maria") is None
+        await h.vault.put("api", "just-a-token")
+        assert await desk.oauth2_client_id("api", principal="maria") == ""
+        await h.vault.put("api", {"client_id": "robot", "client_secret": "s3cret"})
+        assert await desk.oauth2_client_id("api", principal="maria") == "robot"
+        sealed = await desk.sealed("api", principal="maria")
+        assert sealed is not None and "s3cret" not in repr(sealed)
