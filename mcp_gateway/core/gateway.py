@@ -10,9 +10,16 @@ auditor) already built, and composes the collaborators that hold the gateway's o
 - ``Executors``: which executor runs an action, by binding kind;
 - ``CallPipeline``: one attempt at a call, and ``CallTrace``, what it learned for the audit row.
 
-Here are the meta-tools themselves and a call's outer loop: waiting for a human's approval (the
-one wait loop; the MCP tool layer uses it too) and writing the audit row. Nothing here holds a
-plaintext secret: credentials travel sealed into ``LastMeterAuth``.
+Here are the meta-tools themselves, the lifecycle (sync, reload, the state of each connector) and a
+call's outer loop: waiting for a human's approval (the one wait loop; the MCP tool layer uses it
+too) and writing the audit row. Nothing here holds a plaintext secret: credentials travel sealed
+into ``LastMeterAuth``.
+
+The collaborators, the store and the vault stay private. What the transports, pages and CLI
+commands need beside the meta-tools, they reach through a few named services with interfaces of
+their own (see ``Gateway``): ``CredentialDesk`` for the connect and secret pages, ``HeldActions``
+for an operator's review, the approval, link, audit and token services, and the store's
+short-lived rows by their role (``EphemeralStore``).
 """
 
 from __future__ import annotations
@@ -93,7 +100,7 @@ class Gateway:
     through its own interface: ``links``, ``approvals``, ``auditor``, ``credentials`` (the pages'
     side of the vault), ``review`` (actions held for an operator), ``sessions`` (short-lived rows:
     browser sessions, sign-in states, nonces), ``operators`` and ``tokens`` (who may open the
-    overview and ``/mcp``), ``store_health``, ``metrics`` and ``scrape``, ``bounds``. The store, the
+    overview and ``/mcp``), ``health``, ``metrics`` and ``scrape``, ``bounds``. The store, the
     vault and the gateway's own collaborators stay inside.
 
     Args:
@@ -145,7 +152,7 @@ class Gateway:
         """The operators' tokens (the overview, ``/metrics``)."""
         self.bounds = Bounds(manifest.agent_limits)
         """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
-        self.store_health = StoreHealth(getattr(store, "ping", None))
+        self.health = StoreHealth(getattr(store, "ping", None))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
@@ -161,7 +168,7 @@ class Gateway:
         self.review = HeldActions(self._catalogs)
         """Upstream actions held for an operator's review, and their decisions."""
         self.scrape = ScrapeState(
-            self.metrics, catalogs=self._catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.store_health
+            self.metrics, catalogs=self._catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.health
         )
         """Renders ``/metrics`` (scrape-time gauges refreshed)."""
         self._calls = self._pipeline(traffic if traffic is not None else TrafficGate(), max_response_bytes)
@@ -213,7 +220,7 @@ class Gateway:
             links=self.links,
             changes=self._changes,
             max_response_bytes=max_response_bytes,
-            health=self.store_health,
+            health=self.health,
             traffic=traffic,
         )
 

@@ -93,7 +93,7 @@ def build_http_app(
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
     from .retry_after import with_retry_after  # rate-limited answers carry Retry-After too
 
-    gate = Gate(app, tokens, front_door, gateway.store_health, mcp=with_retry_after(manager.handle_request))
+    gate = Gate(app, tokens, front_door, gateway.health, mcp=with_retry_after(manager.handle_request))
     return HostGuard(gate, allowed)
 
 

@@ -39,7 +39,7 @@ def store_unavailable_handler(gateway: Gateway) -> Callable[[Request, Exception]
 
     async def handle(request: Request, exc: Exception) -> Response:
         if isinstance(exc, StoreUnavailable):
-            gateway.store_health.failed(exc)
+            gateway.health.failed(exc)
         headers = {"retry-after": "5", "cache-control": "no-store"}
         if "text/html" in request.headers.get("accept", ""):
             return HTMLResponse(_PAGE, status_code=503, headers=headers)
@@ -54,7 +54,7 @@ def _bearer(request: Request) -> str | None:
 
 
 async def _ready(gateway: Gateway) -> Response:
-    store_ok = await gateway.store_health.ready()
+    store_ok = await gateway.health.ready()
     loaded = bool(gateway.states()) or not gateway.manifest.connectors
     body = {"status": "ready" if store_ok and loaded else "unavailable", "store": store_ok, "catalog": loaded}
     return JSONResponse(body, status_code=200 if store_ok and loaded else 503, headers={"cache-control": "no-store"})

@@ -164,7 +164,7 @@ class MetaTool:
                 try:
                     return await run(*args, **kwargs)
                 except StoreUnavailable as exc:
-                    gateway.store_health.failed(exc)
+                    gateway.health.failed(exc)
                     return shaped(store_unavailable_result())
 
         # The SDK names the input schema after the function ("callArguments"), not after ``run``.

@@ -13,9 +13,9 @@ import pytest
 from mcp_gateway.core.credential_changes import CredentialChanges
 from mcp_gateway.core.credential_desk import CredentialDesk
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
-from mcp_gateway.identity import OPERATOR
-from mcp_gateway.model import Ok
-from mcp_gateway.store.base import LinkRecord
+from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.store.contract import LinkRecord
+from mcp_gateway.vocabulary.model import Ok
 from tests.core.test_gateway import Harness, harness
 
 pytestmark = pytest.mark.anyio

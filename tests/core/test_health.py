@@ -57,7 +57,7 @@ async def test_an_outage_answers_store_unavailable_and_logs_once(
     async with harness(tmp_path, store_cls=OutageStore) as h:
         gateway = h.gateway
         assert (await gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
-        assert await gateway.store_health.ready()
+        assert await gateway.health.ready()
         OutageStore.down = True
         with caplog.at_level(logging.WARNING):
             for _ in range(3):  # a write asks for an approval: a store write
@@ -69,8 +69,8 @@ async def test_an_outage_answers_store_unavailable_and_logs_once(
                 assert answer.is_error
                 assert answer.structured_content is not None
                 assert answer.structured_content["reason"] == "store_unavailable"
-            gateway.store_health._checked_at = float("-inf")  # past the readiness cache
-            assert not await gateway.store_health.ready()
+            gateway.health._checked_at = float("-inf")  # past the readiness cache
+            assert not await gateway.health.ready()
             OutageStore.down = False
             assert (await gateway.call(OPERATOR, "api.items.get", {"id": "3"})).status == "ok"
         warnings = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_gateway.identity import OPERATOR
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
 from tests.test_runtime import HIDING, KEY
 
 pytestmark = pytest.mark.anyio
