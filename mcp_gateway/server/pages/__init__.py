@@ -4,31 +4,56 @@ gateway; the MCP HTTP app and the stdio page server both serve exactly these rou
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...core import Gateway
+from ...services.audit import Auditor
 from ..mcp_door import FrontDoor
 from ._common import PageContext
-from .approval_page import approval_routes
+from .approval_page import ApprovalPage
 from .approver import ApproverSignIn
-from .credential_page import FIELDS, Field, credential_routes
-from .oauth import oauth_routes
-from .operator import OperatorTokens, operator_routes
+from .credential_page import FIELDS, CredentialPages, Field
+from .oauth import OAuthCallback
+from .operator import OperatorPages, OperatorTokens
 
-__all__ = ["FIELDS", "Field", "OperatorTokens", "web_routes"]
+__all__ = ["FIELDS", "Field", "HealthPage", "OperatorTokens", "web_routes"]
 
 
 def web_routes(gateway: Gateway, front_door: FrontDoor | None = None) -> list[Route]:
     """The pages; with a ``front_door`` that names an ``approver_client_id``, approvers sign in on
-    the approval page through its issuer."""
-    ctx = PageContext(gateway)
+    the approval page through its issuer. Each page gets the services it acts on, not the gateway."""
+    ctx = PageContext(gateway.links, gateway.clock, gateway.sessions, gateway.page_key or b"")
     client_id = front_door.config.approver_client_id if front_door is not None else None
-    sign_in = ApproverSignIn(ctx, front_door, client_id) if front_door is not None and client_id else None
+    sign_in = (
+        ApproverSignIn(ctx, front_door, client_id, gateway.credentials)
+        if front_door is not None and client_id
+        else None
+    )
+    operator = OperatorPages(ctx, gateway, gateway.approvals, gateway.auditor, gateway.review, gateway.operators)
+    return [
+        Route("/healthz", HealthPage(gateway.auditor, lambda: gateway.discovery_status).healthz),
+        *CredentialPages(ctx, gateway, gateway.credentials).routes(),
+        *OAuthCallback(ctx, gateway, gateway.credentials).routes(),
+        *ApprovalPage(ctx, gateway.links, gateway.approvals, sign_in).routes(),
+        *operator.routes(),
+    ]
 
-    async def healthz(_: Request) -> Response:
-        auditor = gateway.auditor
+
+@dataclass(frozen=True)
+class HealthPage:
+    """``/healthz``: alive, and how the audit trail and discovery are doing."""
+
+    auditor: Auditor
+    discovery: Callable[[], str]
+    """The gateway's ``discovery_status`` as it is when asked (hybrid discovery embeds in the background)."""
+
+    async def healthz(self, _: Request) -> Response:
+        auditor = self.auditor
         return JSONResponse(
             {
                 "status": "ok",
@@ -37,14 +62,6 @@ def web_routes(gateway: Gateway, front_door: FrontDoor | None = None) -> list[Ro
                 # whether some still wait for it to answer again.
                 "audit_journaled": auditor.journaled,
                 "audit_journal_pending": auditor.journal_pending,
-                "discovery": gateway.discovery_status,
+                "discovery": self.discovery(),
             }
         )
-
-    return [
-        Route("/healthz", healthz),
-        *credential_routes(ctx),
-        *oauth_routes(ctx),
-        *approval_routes(ctx, sign_in),
-        *operator_routes(ctx),
-    ]

@@ -24,7 +24,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from ...core import Gateway
+from ...services.links import LinkService
+from ...store.contract import EphemeralStore
+from ...vocabulary.clock import Clock
 
 __all__ = ["GONE", "TEMPLATES", "CookieSession", "PageContext", "approves", "digest", "message", "page"]
 
@@ -84,14 +86,18 @@ REFUSED = ("Request refused", "The form could not be verified. Open the link aga
 
 @dataclass
 class PageContext:
-    """The gateway the pages act on, and the page key (the gateway's, else a random one)."""
+    """What every page shares: the links (the public address; each link page peeks and consumes its
+    own), the clock, the short-lived rows browser sessions live in, and the page key (the
+    gateway's, else a random one)."""
 
-    gateway: Gateway
+    links: LinkService
+    clock: Clock
+    sessions: EphemeralStore
     key: bytes = field(default=b"", repr=False)
 
     def __post_init__(self) -> None:
         if not self.key:
-            self.key = self.gateway.page_key or secrets.token_bytes(32)
+            self.key = secrets.token_bytes(32)
 
     def csrf(self, binding: str) -> str:
         return hmac.new(self.key, b"csrf\0" + binding.encode(), hashlib.sha256).hexdigest()
@@ -101,7 +107,7 @@ class PageContext:
         origin = request.headers.get("origin")
         if origin is None:
             return True
-        allowed = {self.gateway.links.public_origin, f"{request.url.scheme}://{request.url.netloc}"}
+        allowed = {self.links.public_origin, f"{request.url.scheme}://{request.url.netloc}"}
         return origin.rstrip("/") in allowed
 
     async def form(self, request: Request, binding: str) -> FormData | Response:
@@ -144,18 +150,18 @@ class CookieSession:
         cookie = request.cookies.get(self.cookie)
         return digest(cookie) if cookie and len(cookie) <= 128 else None
 
-    async def who(self, gateway: Gateway, request: Request) -> tuple[str, str] | None:
+    async def who(self, ctx: PageContext, request: Request) -> tuple[str, str] | None:
         """(who, store key) of the live session this request carries, if any."""
         key = self.key(request)
-        found = None if key is None else await gateway.sessions.get_ephemeral(self.kind, key, gateway.clock.now())
+        found = None if key is None else await ctx.sessions.get_ephemeral(self.kind, key, ctx.clock.now())
         return None if found is None or key is None else (found.decode(), key)
 
-    async def start(self, gateway: Gateway, who: str, location: str) -> Response:
+    async def start(self, ctx: PageContext, who: str, location: str) -> Response:
         """Sign this browser in as ``who`` and send it on to ``location``."""
-        now = gateway.clock.now()
+        now = ctx.clock.now()
         cookie = secrets.token_urlsafe(32)
         # 256 random bits: a clash with a live session is not a case to handle.
-        await gateway.sessions.put_ephemeral(self.kind, digest(cookie), who.encode(), now + self.ttl, now)
+        await ctx.sessions.put_ephemeral(self.kind, digest(cookie), who.encode(), now + self.ttl, now)
         response = RedirectResponse(location, status_code=303, headers=security_headers())
         response.set_cookie(
             self.cookie,
@@ -164,16 +170,16 @@ class CookieSession:
             path=self.path,
             httponly=True,
             samesite=self.samesite,
-            secure=gateway.links.public_url.startswith("https://"),
+            secure=ctx.links.public_url.startswith("https://"),
         )
         return response
 
-    async def end(self, gateway: Gateway, request: Request, location: str) -> Response:
+    async def end(self, ctx: PageContext, request: Request, location: str) -> Response:
         """Forget this request's session and send the browser on to ``location`` without its cookie."""
         key = self.key(request)
         if key is not None:
-            await gateway.sessions.delete_ephemeral(self.kind, key)
+            await ctx.sessions.delete_ephemeral(self.kind, key)
         response = RedirectResponse(location, status_code=303, headers=security_headers())
-        secure = gateway.links.public_url.startswith("https://")
+        secure = ctx.links.public_url.startswith("https://")
         response.delete_cookie(self.cookie, path=self.path, httponly=True, samesite=self.samesite, secure=secure)
         return response

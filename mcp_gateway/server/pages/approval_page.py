@@ -16,17 +16,21 @@ by a signed-in user other than the requester; anyone may deny it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ...primitives.sanitize import reveal
-from ...services.approvals import ApproverRefused, asked_by, explain, may_approve
-from ._arguments import Shown, arguments_view
+from ...services.approvals import ApprovalService, ApproverRefused, asked_by, explain, may_approve
+from ...services.links import LinkService
+from ...store.contract import ApprovalRecord, LinkRecord
+from ._arguments import ArgumentsView, Shown, arguments_view
 from ._common import GONE, PageContext, approves, message, page
 from .approver import ApproverSignIn
 
-__all__ = ["approval_routes"]
+__all__ = ["ApprovalPage"]
 
 _STATUS_WORDS = {
     "approved": "approved",
@@ -36,47 +40,87 @@ _STATUS_WORDS = {
 }
 
 
-def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> list[Route]:
-    gateway = ctx.gateway
+@dataclass(frozen=True)
+class ApprovalPage:
+    """``/approvals/{token}`` (GET shows the call, POST decides it) and, with approver sign-in,
+    ``/approvals/{token}/sign-in``."""
 
-    async def approval_page(request: Request) -> Response:
+    ctx: PageContext
+    links: LinkService
+    approvals: ApprovalService
+    sign_in: ApproverSignIn | None = None
+
+    def routes(self) -> list[Route]:
+        # The sign-in callback first: ``{token}`` would match it.
+        routes = [*self.sign_in.routes()] if self.sign_in is not None else []
+        routes.append(Route("/approvals/{token}", self.approval, methods=["GET", "POST"]))
+        if self.sign_in is not None:
+            routes.append(Route("/approvals/{token}/sign-in", self.start_sign_in, methods=["POST"]))
+        return routes
+
+    async def approval(self, request: Request) -> Response:
+        """The page of a pending approval (GET), or the decision on it (POST)."""
         token = request.path_params["token"]
-        link = await gateway.links.peek("approval", token)
-        approval = await gateway.approvals.get(link.approval_id) if link and link.approval_id else None
+        found = await self._pending(token)
+        if isinstance(found, Response):
+            return found
+        link, approval = found
+        approver = await self.sign_in.who(request) if self.sign_in is not None else None
+        view = arguments_view(approval.arguments)
+        if request.method == "GET":
+            return self._show(token, link, approval, approver, view)
+        return await self._decide(request, token, link, approval, approver, view)
+
+    async def _pending(self, token: str) -> tuple[LinkRecord, ApprovalRecord] | Response:
+        """The link and its approval while it waits for a decision, else the page saying why not."""
+        link = await self.links.peek("approval", token)
+        approval = await self.approvals.get(link.approval_id) if link and link.approval_id else None
         if link is None or approval is None:
             return message(*GONE, status=410, tone="bad")
         if approval.status != "pending":
             said = _STATUS_WORDS.get(approval.status, approval.status)
             return message("Already decided", f"This call was already {said}.", tone="bad")
-        if approval.expires_at <= gateway.clock.now():
+        if approval.expires_at <= self.ctx.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
-        approver = await sign_in.who(request) if sign_in is not None else None
-        view = arguments_view(approval.arguments)
-        # Nobody approves what the page cannot show in full.
-        allowed = may_approve(approval, approver) and view.complete
-        if request.method == "GET":
-            # A static token's id names no person: the agent is the sentence's subject then.
-            token_id = approval.principal.removeprefix("token:") if approval.principal.startswith("token:") else None
-            return page(
-                "approval.html",
-                form_targets=(sign_in.provider_origin,) if sign_in is not None else (),
-                separate_approver=approval.separate_approver,
-                may_approve=allowed,
-                approver=approver,
-                can_sign_in=sign_in is not None and approver is None,
-                sign_in_action=f"{token}/sign-in",
-                title=f"Approve {approval.tool}?",
-                approval=approval,
-                why=explain(approval),
-                view=view,
-                calls=Shown(tuple(reveal(approval.calls))) if approval.calls else None,
-                csrf=ctx.csrf(link.token_hash),
-                expires_at=approval.expires_at.strftime("%Y-%m-%d %H:%M"),
-                asker=asked_by(approval.principal, approval.agent),
-                user=None if token_id is not None else approval.principal,
-                token=token_id,
-            )
-        form = await ctx.form(request, link.token_hash)
+        return link, approval
+
+    def _show(
+        self, token: str, link: LinkRecord, approval: ApprovalRecord, approver: str | None, view: ArgumentsView
+    ) -> Response:
+        sign_in = self.sign_in
+        # A static token's id names no person: the agent is the sentence's subject then.
+        token_id = approval.principal.removeprefix("token:") if approval.principal.startswith("token:") else None
+        return page(
+            "approval.html",
+            form_targets=(sign_in.provider_origin,) if sign_in is not None else (),
+            separate_approver=approval.separate_approver,
+            # Nobody approves what the page cannot show in full.
+            may_approve=may_approve(approval, approver) and view.complete,
+            approver=approver,
+            can_sign_in=sign_in is not None and approver is None,
+            sign_in_action=f"{token}/sign-in",
+            title=f"Approve {approval.tool}?",
+            approval=approval,
+            why=explain(approval),
+            view=view,
+            calls=Shown(tuple(reveal(approval.calls))) if approval.calls else None,
+            csrf=self.ctx.csrf(link.token_hash),
+            expires_at=approval.expires_at.strftime("%Y-%m-%d %H:%M"),
+            asker=asked_by(approval.principal, approval.agent),
+            user=None if token_id is not None else approval.principal,
+            token=token_id,
+        )
+
+    async def _decide(
+        self,
+        request: Request,
+        token: str,
+        link: LinkRecord,
+        approval: ApprovalRecord,
+        approver: str | None,
+        view: ArgumentsView,
+    ) -> Response:
+        form = await self.ctx.form(request, link.token_hash)
         if isinstance(form, Response):
             return form
         approve = approves(form)
@@ -89,14 +133,15 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
                 status=403,
                 tone="bad",
             )
+        can_sign_in = self.sign_in is not None
         if approve and not may_approve(approval, approver):
-            return _someone_else(approver, sign_in is not None)
-        if await gateway.links.consume("approval", token) is None:
+            return _someone_else(approver, can_sign_in)
+        if await self.links.consume("approval", token) is None:
             return message(*GONE, status=410, tone="bad")
         try:
-            decided = await gateway.approvals.decide(approval.id, approve, by=approver)
+            decided = await self.approvals.decide(approval.id, approve, by=approver)
         except ApproverRefused:
-            return _someone_else(approver, sign_in is not None)
+            return _someone_else(approver, can_sign_in)
         if decided is None:
             return message("Already decided", "This call was already decided or has expired.", tone="bad")
         if approve:
@@ -105,21 +150,16 @@ def approval_routes(ctx: PageContext, sign_in: ApproverSignIn | None = None) -> 
             )
         return message("Denied", f"{approval.tool} will not run. You can close this page.", tone="bad")
 
-    async def start_sign_in(request: Request) -> Response:
+    async def start_sign_in(self, request: Request) -> Response:
+        """The approval page's "Sign in" button: off to the identity provider."""
         token = request.path_params["token"]
-        link = await gateway.links.peek("approval", token)
-        if link is None or sign_in is None:
+        link = await self.links.peek("approval", token)
+        if link is None or self.sign_in is None:
             return message(*GONE, status=410, tone="bad")
-        form = await ctx.form(request, link.token_hash)
+        form = await self.ctx.form(request, link.token_hash)
         if isinstance(form, Response):
             return form
-        return await sign_in.begin(token)
-
-    routes = [*sign_in.routes()] if sign_in is not None else []  # the callback first: it would match {token}
-    routes.append(Route("/approvals/{token}", approval_page, methods=["GET", "POST"]))
-    if sign_in is not None:
-        routes.append(Route("/approvals/{token}/sign-in", start_sign_in, methods=["POST"]))
-    return routes
+        return await self.sign_in.begin(token)
 
 
 def _someone_else(approver: str | None, can_sign_in: bool) -> Response:

@@ -36,7 +36,7 @@ from ...auth.oauth2 import pkce_challenge
 from ...core.oauth2_pending import PendingAuthorization, open_pending, seal_pending
 from ...primitives.secrets import PROJECT_WIDE
 from ...services.front_door import FRONT_DOOR_SECRETS, TokenRefused, client_basic
-from ..mcp_door import FrontDoor
+from ..mcp_door import FrontDoor, SealedSecrets
 from ._common import GONE, CookieSession, PageContext, digest, message, security_headers
 
 __all__ = ["APPROVER_COOKIE", "CALLBACK_PATH", "ApproverSignIn"]
@@ -60,6 +60,8 @@ class ApproverSignIn:
     ctx: PageContext
     door: FrontDoor
     client_id: str
+    vault: SealedSecrets
+    """Where the client's own secret is kept, when it has one (``secret set --front-door approver``)."""
 
     @property
     def provider_origin(self) -> str:
@@ -69,17 +71,17 @@ class ApproverSignIn:
 
     @property
     def redirect_uri(self) -> str:
-        return f"{self.ctx.gateway.links.public_url}{CALLBACK_PATH}"
+        return f"{self.ctx.links.public_url}{CALLBACK_PATH}"
 
     async def who(self, request: Request) -> str | None:
         """The user this browser signed in as, if its session is still live."""
-        session = await SESSION.who(self.ctx.gateway, request)
+        session = await SESSION.who(self.ctx, request)
         return session[0] if session is not None else None
 
     async def begin(self, link_token: str) -> Response:
         """Send the browser to the provider; it comes back to ``CALLBACK_PATH`` with a code."""
-        gateway = self.ctx.gateway
-        now = gateway.clock.now()
+        ctx = self.ctx
+        now = ctx.clock.now()
         state = secrets.token_urlsafe(32)
         verifier = secrets.token_urlsafe(48)
         pending = PendingAuthorization(
@@ -90,9 +92,7 @@ class ApproverSignIn:
             redirect_uri=self.redirect_uri,
             expires_at=now + STATE_TTL,
         )
-        await gateway.sessions.put_ephemeral(
-            STATE_KIND, digest(state), seal_pending(state, pending), now + STATE_TTL, now
-        )
+        await ctx.sessions.put_ephemeral(STATE_KIND, digest(state), seal_pending(state, pending), now + STATE_TTL, now)
         params = {
             "response_type": "code",
             "client_id": self.client_id,
@@ -108,11 +108,11 @@ class ApproverSignIn:
         return RedirectResponse(str(url), status_code=303, headers=security_headers())
 
     async def callback(self, request: Request) -> Response:
-        gateway = self.ctx.gateway
+        ctx = self.ctx
         query = request.query_params
         state = query.get("state", "")
         sealed = (
-            await gateway.sessions.take_ephemeral(STATE_KIND, digest(state), gateway.clock.now())
+            await ctx.sessions.take_ephemeral(STATE_KIND, digest(state), ctx.clock.now())
             if state and len(state) <= 512
             else None
         )
@@ -129,7 +129,7 @@ class ApproverSignIn:
             said = f" (it answered “{code}”)" if _ERROR_CODE.match(code) else ""
             text = f"The identity provider did not sign you in{said}. {_START_OVER}"
             return message("Not signed in", text, status=400, tone="bad")
-        if await gateway.links.peek("approval", pending.link_token) is None:
+        if await ctx.links.peek("approval", pending.link_token) is None:
             return message(*GONE, status=410, tone="bad")
         user = await self._exchange(query["code"], pending)
         if user is None:
@@ -139,7 +139,7 @@ class ApproverSignIn:
                 status=502,
                 tone="bad",
             )
-        return await SESSION.start(gateway, user, f"/approvals/{pending.link_token}")
+        return await SESSION.start(ctx, user, f"/approvals/{pending.link_token}")
 
     async def _exchange(self, code: str, pending: PendingAuthorization) -> str | None:
         """The user the provider signed in: the code traded for an access token (with the PKCE
@@ -153,7 +153,7 @@ class ApproverSignIn:
             "resource": self.door.resource_url,
         }
         headers = {"Accept": "application/json"}
-        sealed = await self.ctx.gateway.credentials.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="approver")
+        sealed = await self.vault.sealed(FRONT_DOOR_SECRETS, principal=PROJECT_WIDE, name="approver")
         if sealed is not None:
             secret = sealed.open().reveal()
             if isinstance(secret, str):

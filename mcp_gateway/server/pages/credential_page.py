@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -28,14 +28,15 @@ from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...core.credential_changes import Permit
-from ...manifest import AwsSigV4Auth, ConnectorConfig, MtlsAuth, OAuth2Auth
+from ...core.credential_desk import CredentialDesk
+from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
 from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 from ...store.contract import LinkKind, LinkRecord
 from ...vocabulary.errors import CredentialError, UpstreamError
 from ...vocabulary.model import AuthKind
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
 
-__all__ = ["FIELDS", "Field", "credential_routes"]
+__all__ = ["FIELDS", "Configured", "CredentialPages", "Field"]
 
 
 @dataclass(frozen=True)
@@ -210,17 +211,114 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
             )
 
 
-def credential_routes(ctx: PageContext) -> list[Route]:
-    gateway = ctx.gateway
+class Configured(Protocol):
+    """What the credential pages read of the gateway: the manifest in force (a reload replaces it)."""
 
-    def form_page(
-        link: LinkRecord,
-        cfg: ConnectorConfig,
-        permit: Permit,
-        *,
-        error: str | None = None,
-        status: int = 200,
-    ) -> Response:
+    @property
+    def manifest(self) -> Manifest: ...
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """A link that may store its value, as its page acts on it."""
+
+    kind: LinkKind
+    token: str
+    link: LinkRecord
+    cfg: ConnectorConfig
+    permit: Permit
+
+
+@dataclass(frozen=True)
+class CredentialPages:
+    """``/connect/{token}`` and ``/secrets/{token}``: GET shows the form (or the OAuth2 start page),
+    POST stores what was entered."""
+
+    ctx: PageContext
+    gateway: Configured
+    credentials: CredentialDesk
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/connect/{token}", self.connect, methods=["GET", "POST"]),
+            Route("/secrets/{token}", self.secret, methods=["GET", "POST"]),
+        ]
+
+    async def connect(self, request: Request) -> Response:
+        return await self._link_page("connect", request)
+
+    async def secret(self, request: Request) -> Response:
+        return await self._link_page("secret", request)
+
+    async def _link_page(self, kind: LinkKind, request: Request) -> Response:
+        token = request.path_params["token"]
+        link = await self.ctx.links.peek(kind, token)
+        cfg = self.gateway.manifest.connector(link.connector) if link else None
+        if link is None or cfg is None:
+            return message(*GONE, status=410, tone="bad")
+        permit = await self.credentials.permit(link, cfg)
+        if not permit.may_save:
+            return not_now(cfg, permit, post=request.method == "POST")
+        opened = _Opened(kind, token, link, cfg, permit)
+        auth = cfg.auth
+        code_flow = (
+            auth if kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code" else None
+        )
+        if request.method == "GET":
+            if code_flow is not None:
+                return await self._oauth2_start_page(opened, code_flow)
+            return self._form_page(opened)
+        form = await self.ctx.form(request, link.token_hash)
+        if isinstance(form, Response):
+            return form
+        if code_flow is not None:
+            return await self._oauth2_start(opened, code_flow, form)
+        return await self._submit(opened, form)
+
+    async def _submit(self, opened: _Opened, form: FormData) -> Response:
+        """Check what was entered, then store it (consuming the link); the form again if it is wrong."""
+        link, cfg = opened.link, opened.cfg
+        fields, shape = _fields(link, cfg)
+        values = await _values(form, fields)
+        if isinstance(values, str):
+            return self._form_page(opened, error=values, status=400)
+        missing = [f.label for f in fields if f.required and not values.get(f.name)]
+        if missing:
+            return self._form_page(opened, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
+        try:
+            value = _parse(shape, values)
+        except CredentialError as exc:
+            return self._form_page(opened, error=f"Not saved: {exc}.", status=400)
+        if shape == "mtls" and isinstance(value, dict) and (problem := _check_mtls(value)):
+            return self._form_page(opened, error=f"Not saved: {problem}", status=400)
+        auth = cfg.auth
+        if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":
+            assert isinstance(value, dict)
+            return await self._client_credentials(opened, auth, value)
+        saving = await self._spend(opened)
+        if isinstance(saving, Response):
+            return saving
+        # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
+        # a connector whose sync needed it loads now.
+        await self.credentials.save(
+            link, saving, value, via=_VIA[opened.kind], forget_tokens=isinstance(auth, OAuth2Auth)
+        )
+        done = (
+            f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
+            if link.secret_name != "default"
+            else f"{cfg.display_name} is connected."
+        )
+        return message("Saved", f"{done} You can close this page and return to the agent.")
+
+    async def _spend(self, opened: _Opened) -> Permit | Response:
+        """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
+        if await self.ctx.links.consume(opened.kind, opened.token) is None:
+            return message(*GONE, status=410, tone="bad")
+        permit = await self.credentials.permit(opened.link, opened.cfg, consume=True)
+        return permit if permit.may_save else not_now(opened.cfg, permit, post=True)
+
+    def _form_page(self, opened: _Opened, *, error: str | None = None, status: int = 200) -> Response:
+        link, cfg = opened.link, opened.cfg
         fields, _ = _fields(link, cfg)
         named = link.kind == "secret" and link.secret_name != "default"
         return page(
@@ -235,22 +333,34 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             fields=fields,
             settings=[] if named else _settings(cfg),
             multipart=any(f.upload for f in fields),
-            csrf=ctx.csrf(link.token_hash),
+            csrf=self.ctx.csrf(link.token_hash),
             error=error,
             expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
-            **_scope(link, permit),
+            **_scope(link, opened.permit),
         )
 
-    async def oauth2_start_page(
-        link: LinkRecord,
-        cfg: ConnectorConfig,
-        auth: OAuth2Auth,
-        permit: Permit,
-        *,
-        error: str | None = None,
-        status: int = 200,
+    async def _client_credentials(self, opened: _Opened, auth: OAuth2Auth, value: dict[str, str]) -> Response:
+        """An OAuth2 client-credentials client: checked at the token endpoint before it is stored."""
+        cfg = opened.cfg
+        try:
+            await self.credentials.oauth2.check_client(auth, cfg.slug, value)
+        except AuthorizationRefused as exc:
+            return self._form_page(opened, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
+        except UpstreamError as exc:
+            return self._form_page(opened, error=f"Not saved: {exc}.", status=502)
+        saving = await self._spend(opened)
+        if isinstance(saving, Response):
+            return saving
+        await self.credentials.save(opened.link, saving, value, via=_VIA[opened.kind], forget_tokens=True)
+        return message(
+            "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
+        )
+
+    async def _oauth2_start_page(
+        self, opened: _Opened, auth: OAuth2Auth, *, error: str | None = None, status: int = 200
     ) -> Response:
-        needs_client = await gateway.credentials.sealed(cfg.slug, principal=link.principal) is None
+        link, cfg = opened.link, opened.cfg
+        needs_client = await self.credentials.sealed(cfg.slug, principal=link.principal) is None
         provider = httpx2.URL(auth.authorize_url or "")
         return page(
             "oauth_start.html",
@@ -263,17 +373,17 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             provider=provider.host,
             scopes=auth.scopes,
             fields=_OAUTH2_CLIENT if needs_client else (),
-            redirect_uri=f"{gateway.links.public_url}{CALLBACK_PATH}",
-            csrf=ctx.csrf(link.token_hash),
+            redirect_uri=f"{self.ctx.links.public_url}{CALLBACK_PATH}",
+            csrf=self.ctx.csrf(link.token_hash),
             error=error,
             expires_at=link.expires_at.strftime("%Y-%m-%d %H:%M"),
-            **_scope(link, permit),
+            **_scope(link, opened.permit),
         )
 
-    async def oauth2_start(
-        link: LinkRecord, cfg: ConnectorConfig, auth: OAuth2Auth, permit: Permit, form: FormData, token: str
-    ) -> Response:
-        client_id = await gateway.credentials.oauth2_client_id(cfg.slug, principal=link.principal)
+    async def _oauth2_start(self, opened: _Opened, auth: OAuth2Auth, form: FormData) -> Response:
+        """Off to the provider; the project's OAuth2 client is stored first when none is yet."""
+        link, cfg = opened.link, opened.cfg
+        client_id = await self.credentials.oauth2_client_id(cfg.slug, principal=link.principal)
         if client_id is None:
             values = await _values(form, _OAUTH2_CLIENT)
             value: Any = None
@@ -282,10 +392,10 @@ def credential_routes(ctx: PageContext) -> list[Route]:
             except CredentialError as exc:
                 values = str(exc)
             if not isinstance(value, dict):
-                return await oauth2_start_page(link, cfg, auth, permit, error=str(values), status=400)
+                return await self._oauth2_start_page(opened, auth, error=str(values), status=400)
             # The project's OAuth app, stored only while none is: nothing is replaced.
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
-            await gateway.credentials.save(link, Permit(client_key, None, "open"), value, via="connect", reload=False)
+            await self.credentials.save(link, Permit(client_key, None, "open"), value, via="connect", reload=False)
             client_id = value["client_id"]
         elif not client_id:
             return message(
@@ -295,104 +405,13 @@ def credential_routes(ctx: PageContext) -> list[Route]:
                 status=409,
                 tone="bad",
             )
-        url = await gateway.credentials.oauth2.begin(
+        url = await self.credentials.oauth2.begin(
             auth,
             connector=cfg.slug,
             principal=link.principal,
             client_id=client_id,
-            link_token=token,
-            redirect_uri=f"{gateway.links.public_url}{CALLBACK_PATH}",
+            link_token=opened.token,
+            redirect_uri=f"{self.ctx.links.public_url}{CALLBACK_PATH}",
             link_expires_at=link.expires_at,
         )
         return RedirectResponse(url, status_code=303, headers=security_headers())
-
-    async def client_credentials(
-        kind: LinkKind,
-        link: LinkRecord,
-        cfg: ConnectorConfig,
-        auth: OAuth2Auth,
-        permit: Permit,
-        value: dict[str, str],
-        token: str,
-    ) -> Response:
-        try:
-            await gateway.credentials.oauth2.check_client(auth, cfg.slug, value)
-        except AuthorizationRefused as exc:
-            return form_page(link, cfg, permit, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
-        except UpstreamError as exc:
-            return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=502)
-        saving = await spend(kind, link, cfg, token)
-        if isinstance(saving, Response):
-            return saving
-        await gateway.credentials.save(link, saving, value, via=_VIA[kind], forget_tokens=True)
-        return message(
-            "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
-        )
-
-    async def spend(kind: LinkKind, link: LinkRecord, cfg: ConnectorConfig, token: str) -> Permit | Response:
-        """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
-        if await gateway.links.consume(kind, token) is None:
-            return message(*GONE, status=410, tone="bad")
-        permit = await gateway.credentials.permit(link, cfg, consume=True)
-        return permit if permit.may_save else not_now(cfg, permit, post=True)
-
-    def endpoint_for(kind: LinkKind) -> Any:
-        async def endpoint(request: Request) -> Response:
-            token = request.path_params["token"]
-            link = await gateway.links.peek(kind, token)
-            cfg = gateway.manifest.connector(link.connector) if link else None
-            if link is None or cfg is None:
-                return message(*GONE, status=410, tone="bad")
-            permit = await gateway.credentials.permit(link, cfg)
-            if not permit.may_save:
-                return not_now(cfg, permit, post=request.method == "POST")
-            auth = cfg.auth
-            code_flow = kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code"
-            if request.method == "GET":
-                if code_flow:
-                    assert isinstance(auth, OAuth2Auth)
-                    return await oauth2_start_page(link, cfg, auth, permit)
-                return form_page(link, cfg, permit)
-            form = await ctx.form(request, link.token_hash)
-            if isinstance(form, Response):
-                return form
-            if code_flow:
-                assert isinstance(auth, OAuth2Auth)
-                return await oauth2_start(link, cfg, auth, permit, form, token)
-            fields, shape = _fields(link, cfg)
-            values = await _values(form, fields)
-            if isinstance(values, str):
-                return form_page(link, cfg, permit, error=values, status=400)
-            missing = [f.label for f in fields if f.required and not values.get(f.name)]
-            if missing:
-                return form_page(link, cfg, permit, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
-            try:
-                value = _parse(shape, values)
-            except CredentialError as exc:
-                return form_page(link, cfg, permit, error=f"Not saved: {exc}.", status=400)
-            if shape == "mtls" and isinstance(value, dict) and (problem := _check_mtls(value)):
-                return form_page(link, cfg, permit, error=f"Not saved: {problem}", status=400)
-            if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":
-                assert isinstance(value, dict)
-                return await client_credentials(kind, link, cfg, auth, permit, value, token)
-            saving = await spend(kind, link, cfg, token)
-            if isinstance(saving, Response):
-                return saving
-            # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
-            # a connector whose sync needed it loads now.
-            await gateway.credentials.save(
-                link, saving, value, via=_VIA[kind], forget_tokens=isinstance(auth, OAuth2Auth)
-            )
-            done = (
-                f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
-                if link.secret_name != "default"
-                else f"{cfg.display_name} is connected."
-            )
-            return message("Saved", f"{done} You can close this page and return to the agent.")
-
-        return endpoint
-
-    return [
-        Route("/connect/{token}", endpoint_for("connect"), methods=["GET", "POST"]),
-        Route("/secrets/{token}", endpoint_for("secret"), methods=["GET", "POST"]),
-    ]

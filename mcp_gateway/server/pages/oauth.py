@@ -9,17 +9,20 @@ error is shown only as its RFC 6749 error code, when it looks like one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
+from ...core.credential_desk import CredentialDesk
 from ...manifest import OAuth2Auth
 from ...vocabulary.errors import CredentialMissing, UpstreamError
 from ._common import GONE, PageContext, message
+from .credential_page import Configured
 
-__all__ = ["oauth_routes"]
+__all__ = ["OAuthCallback"]
 
 _ERROR_CODE = re.compile(r"^[a-z_]{1,40}$")
 _START_OVER = "Open the connect link again to retry, or ask the agent for a new one."
@@ -30,12 +33,20 @@ _NOT_APPROVED = (
 )
 
 
-def oauth_routes(ctx: PageContext) -> list[Route]:
-    gateway = ctx.gateway
+@dataclass(frozen=True)
+class OAuthCallback:
+    """``CALLBACK_PATH``: an OAuth2 authorization code sign-in, completed."""
 
-    async def callback(request: Request) -> Response:
+    ctx: PageContext
+    gateway: Configured
+    credentials: CredentialDesk
+
+    def routes(self) -> list[Route]:
+        return [Route(CALLBACK_PATH, self.callback, methods=["GET"])]
+
+    async def callback(self, request: Request) -> Response:
         query = request.query_params
-        pending = await gateway.credentials.oauth2.take(query.get("state", ""))
+        pending = await self.credentials.oauth2.take(query.get("state", ""))
         if pending is None:
             return message(
                 "Sign-in not recognised",
@@ -44,7 +55,7 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
                 status=400,
                 tone="bad",
             )
-        cfg = gateway.manifest.connector(pending.connector)
+        cfg = self.gateway.manifest.connector(pending.connector)
         if cfg is None or not isinstance(cfg.auth, OAuth2Auth):
             return message(*GONE, status=410, tone="bad")
         name = cfg.display_name
@@ -52,13 +63,13 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
             code = query.get("error", "")
             said = f" (it answered “{code}”)" if _ERROR_CODE.match(code) else ""
             return message("Not connected", f"{name} did not grant access{said}. {_START_OVER}", status=400, tone="bad")
-        link = await gateway.links.peek("connect", pending.link_token)
+        link = await self.ctx.links.peek("connect", pending.link_token)
         if link is None:
             return message(*GONE, status=410, tone="bad")  # completed meanwhile through another attempt
-        if not (await gateway.credentials.permit(link, cfg)).may_save:
+        if not (await self.credentials.permit(link, cfg)).may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
         try:
-            token_set = await gateway.credentials.oauth2.exchange(cfg.auth, pending, query["code"])
+            token_set = await self.credentials.oauth2.exchange(cfg.auth, pending, query["code"])
         except AuthorizationRefused as exc:
             return message("Not connected", f"{exc}. {_START_OVER}", status=400, tone="bad")
         except UpstreamError as exc:
@@ -68,15 +79,13 @@ def oauth_routes(ctx: PageContext) -> list[Route]:
                 "Not connected", f"The client credentials of {name} are gone. {_START_OVER}", status=409, tone="bad"
             )
         # Consumed only now: an attempt abandoned at the provider leaves the link usable for another.
-        if await gateway.links.consume("connect", pending.link_token) is None:
+        if await self.ctx.links.consume("connect", pending.link_token) is None:
             return message(*GONE, status=410, tone="bad")
         # A per_user connector's token set is the linked user's own (the link is bound to them), else
         # the team's: replacing one takes an operator's approval, spent here.
-        permit = await gateway.credentials.permit(link, cfg, consume=True)
+        permit = await self.credentials.permit(link, cfg, consume=True)
         if not permit.may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
-        await gateway.credentials.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
-        await gateway.credentials.changed(link, permit, via="connect")
+        await self.credentials.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
+        await self.credentials.changed(link, permit, via="connect")
         return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
-
-    return [Route(CALLBACK_PATH, callback, methods=["GET"])]

@@ -1,0 +1,144 @@
+"""Each page class on its own: mounted alone in a Starlette app, over the real services of an in-process
+gateway (SQLite store, AES-GCM vault, link and approval services), driven as a browser without
+JavaScript would. The whole site's behaviour is in ``test_approval_page.py``, ``test_team_credentials.py``
+and the end-to-end page tests; here each handler shows it stands on the services it is given."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from mcp_gateway.core import Gateway
+from mcp_gateway.core.results import ConnectLink
+from mcp_gateway.server.pages import HealthPage
+from mcp_gateway.server.pages._common import PageContext
+from mcp_gateway.server.pages.approval_page import ApprovalPage
+from mcp_gateway.server.pages.credential_page import CredentialPages
+from mcp_gateway.server.pages.oauth import OAuthCallback
+from mcp_gateway.server.pages.operator import OperatorPages
+from mcp_gateway.vocabulary.model import PendingApproval
+from tests.server.test_approval_page import ALICE, MANIFEST, TOOL
+from tests.support.page_site import PUBLIC, PageSite, page_site
+from tests.support.pages import csrf
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _ctx(gateway: Gateway) -> PageContext:
+    return PageContext(gateway.links, gateway.clock, gateway.sessions, b"k" * 32)
+
+
+@asynccontextmanager
+async def _alone(site: PageSite, routes: list[Route]) -> AsyncIterator[httpx2.AsyncClient]:
+    """Only ``routes``, served at ``PUBLIC``."""
+    app = Starlette(routes=routes)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url=PUBLIC) as http:
+        yield http
+
+
+def _upstream(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, json={"ok": True})
+
+
+async def test_credential_pages_store_what_the_form_says_once(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        pages = CredentialPages(_ctx(g), g, g.credentials)
+        link = await g.connect(ALICE, "pay")
+        assert isinstance(link, ConnectLink)
+        path = link.connect_url.removeprefix(PUBLIC)
+        async with _alone(site, pages.routes()) as http:
+            form = await http.get(path)
+            assert form.status_code == 200 and "Connect pay" in form.text
+            forged = await http.post(path, data={"csrf": "0" * 64, "secret": "nope"})
+            assert forged.status_code == 403
+            empty = await http.post(path, data={"csrf": csrf(form.text), "secret": ""})
+            assert empty.status_code == 400 and "fill in Token" in empty.text
+            saved = await http.post(path, data={"csrf": csrf(form.text), "secret": "tok-1"})
+            assert saved.status_code == 200 and "pay is connected" in saved.text
+            assert (await http.get(path)).status_code == 410  # used once
+        sealed = await site.vault.sealed("pay", principal="alice")
+        assert sealed is not None and sealed.open().reveal() == "tok-1"
+
+
+async def test_approval_page_shows_then_decides_once(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
+        g = site.gateway
+        page = ApprovalPage(_ctx(g), g.links, g.approvals)
+        pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
+        assert isinstance(pending, PendingApproval)
+        path = pending.approval_url.removeprefix(PUBLIC)
+        async with _alone(site, page.routes()) as http:
+            shown = await http.get(path)
+            assert shown.status_code == 200 and "pay.payments.create" in shown.text and "bob" in shown.text
+            bad = await http.post(path, data={"csrf": csrf(shown.text), "decision": "maybe"})
+            assert bad.status_code == 400
+            denied = await http.post(path, data={"csrf": csrf(shown.text), "decision": "deny"})
+            assert denied.status_code == 200 and "will not run" in denied.text
+            assert (await http.get(path)).status_code == 410
+        record = await g.approvals.get(pending.approval_id)
+        assert record is not None and record.status == "denied"
+
+
+async def test_operator_pages_answer_a_bearer_operator_only(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
+        g = site.gateway
+        pages = OperatorPages(_ctx(g), g, g.approvals, g.auditor, g.review, g.operators)
+        _, token = await g.operators.create()
+        pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
+        assert isinstance(pending, PendingApproval)
+        bearer = {"Authorization": f"Bearer {token}"}
+        async with _alone(site, pages.routes()) as http:
+            login = await http.get("/operator")
+            assert login.status_code == 200 and 'action="/operator/login"' in login.text
+            assert (await http.get("/operator", headers={"Authorization": "Bearer mgo_wrong"})).status_code == 401
+            overview = await http.get("/operator", headers=bearer)
+            assert (
+                overview.status_code == 200
+                and pending.approval_id in overview.text
+                and "approval-page" in overview.text
+            )
+            decided = await http.post(
+                f"/operator/approvals/{pending.approval_id}", data={"decision": "approve"}, headers=bearer
+            )
+            assert decided.status_code == 303
+            held = await http.post("/operator/review/pay.nothing", data={"decision": "approve"}, headers=bearer)
+            assert "not held for review" in held.text
+            assert (await http.post("/operator/logout")).status_code == 401
+        record = await g.approvals.get(pending.approval_id)
+        assert record is not None and record.status == "approved" and record.decided_by == "operator"
+
+
+async def test_oauth_callback_refuses_a_state_it_never_handed_out(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        async with _alone(site, OAuthCallback(_ctx(g), g, g.credentials).routes()) as http:
+            answer = await http.get("/oauth/callback", params={"state": "made-up", "code": "c"})
+        assert answer.status_code == 400 and "Sign-in not recognised" in answer.text
+        assert "made-up" not in answer.text
+
+
+async def test_healthz_reports_the_audit_trail_and_discovery(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        health = HealthPage(g.auditor, lambda: "discovery: asked just now")
+        async with _alone(site, [Route("/healthz", health.healthz)]) as http:
+            answer = (await http.get("/healthz")).json()
+        assert answer == {
+            "status": "ok",
+            "audit_failures": 0,
+            "audit_journaled": 0,
+            "audit_journal_pending": False,
+            "discovery": "discovery: asked just now",
+        }
