@@ -280,12 +280,21 @@ def streamable_http_app(
     """What ``server.streamable_http_app`` builds without auth (the session manager at ``path``, ``routes``
     beside it, the manager run by the app's lifespan), with ``LeanSessionManager`` (the SDK's own
     without ``lean``); and the manager, whose ``handle_request`` serves ``path`` without the app's router."""
-    manager = (LeanSessionManager if lean else StreamableHTTPSessionManager)(
-        app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # what the SDK's builder hands it
-        security_settings=security,
-        max_sessions=max_sessions,
-        session_idle_timeout=session_idle_timeout,
-    )
+    if lean:
+        manager: StreamableHTTPSessionManager = LeanSessionManager(
+            app=server._lowlevel_server,  # pyright: ignore[reportPrivateUsage]  # what the SDK's builder hands it
+            security_settings=security,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        )
+    else:  # the public API alone: the SDK's builder makes its manager (its app is not served, the manager is)
+        server.streamable_http_app(
+            streamable_http_path=path,
+            transport_security=security,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        )
+        manager = server.session_manager
     app = Starlette(
         routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager)), *routes], lifespan=lambda _: manager.run()
     )
