@@ -192,7 +192,7 @@ async def test_risk_policy_and_redaction_through_the_gateway(gateway: Gateway) -
     assert invalid["status"] == "denied" and invalid["reason"] == "invalid_args"  # the tool's own schema
 
     await gateway.auditor.flush()  # audit rows are written in the background
-    rows = await gateway._store.list_audit(limit=50)
+    rows = await gateway.auditor.recent(50)
     assert rows
     for row in rows:
         assert SECRET not in row.model_dump_json()

@@ -107,7 +107,7 @@ async def test_the_credential_is_applied_server_side_and_redacted(
     assert result["data"]["headers"]["authorization"] == "[redacted]"
     assert SECRET not in repr(result)
     await gateway.auditor.flush()  # audit rows are written in the background
-    rows = await gateway._store.list_audit(limit=10)
+    rows = await gateway.auditor.recent(10)
     assert rows
     for row in rows:
         assert SECRET not in row.model_dump_json()

@@ -188,7 +188,7 @@ async def test_moved_servers_are_held_and_the_credential_stays_home(
     (info,) = result_payload(await gw.connectors(OPERATOR))["connectors"]
     assert info["status"] == "ready" and lab.home_url in info["warning"] and "mcp-gateway review" in info["warning"]
     await gw.auditor.flush()
-    audited = [r for r in await gw._store.list_audit(100) if r.requested == "moving.@origin"]
+    audited = [r for r in await gw.auditor.recent(100) if r.requested == "moving.@origin"]
     assert audited and audited[0].reason == "quarantined" and lab.elsewhere_url in audited[0].args_preview
 
     # The operator's CLI lists the move and accepts it; this gateway follows at once, without a sync.

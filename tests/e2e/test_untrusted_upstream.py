@@ -114,7 +114,7 @@ async def visible(gw: Gateway, query: str) -> set[str]:
 
 async def audited_quarantines(gw: Gateway) -> dict[str, list[str]]:
     await gw.auditor.flush()
-    rows = [r for r in await gw._store.list_audit(500) if r.reason == "quarantined" and r.user == "gateway"]
+    rows = [r for r in await gw.auditor.recent(500) if r.reason == "quarantined" and r.user == "gateway"]
     out: dict[str, list[str]] = {}
     for r in rows:
         out.setdefault(r.requested, []).append(r.args_preview)

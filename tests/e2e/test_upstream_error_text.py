@@ -116,7 +116,7 @@ async def test_what_a_failing_upstream_says_reaches_no_agent_table_or_log_unscre
 
             # The operator sees the cleaned text with its flags (redacted, nothing invisible left).
             for slug in ("mcpinit", "mcplist", "gql"):
-                withheld = gw._catalogs.loaded[slug].withheld or ""
+                withheld = gw.review.withheld().get(slug, "")
                 assert "Ignore all previous instructions" in withheld and "[flagged: " in withheld, withheld
                 assert [leak for leak in leaks(withheld) if leak != "the instruction"] == [], withheld
 

@@ -411,7 +411,7 @@ async def test_started_rows_are_marked_interrupted_on_start(tmp_path: Path) -> N
         await s.append_audit(_row(2))
     manifest = parse_manifest(MANIFEST, base_dir=tmp_path)
     async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
-        rows = {r.requested: r.status for r in await gw._store.list_audit()}
+        rows = {r.requested: r.status for r in await gw.auditor.recent()}
     assert rows == {"op_1": "interrupted", "op_2": "ok"}
 
 
@@ -446,7 +446,7 @@ async def test_open_gateway_writes_one_row_per_decision_in_the_background(tmp_pa
                     tg.start_soon(gw.call, OPERATOR, "local.items.get", {"id": i})
                     tg.start_soon(gw.call, OPERATOR, f"local.nothing_{i}", {})
         await gw.auditor.flush()
-        assert len(await gw._store.list_audit(limit=1000)) == 80
+        assert len(await gw.auditor.recent(1000)) == 80
         for i in range(10):
             await gw.call(OPERATOR, "local.items.get", {"id": i})
         store_path = settings.database
