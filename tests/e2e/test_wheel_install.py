@@ -11,6 +11,7 @@ checks that the package imported is the installed copy.
 
 from __future__ import annotations
 
+import json
 import shutil
 import site
 import subprocess
@@ -68,6 +69,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "mcp_gateway/bundled/catalog/github.yaml",
         "mcp_gateway/bundled/catalog/specs/petstore.json",
         "mcp_gateway/server/templates/base.html",
+        "mcp_gateway/server/fast/stdio_answers.json",
         "mcp_gateway/py.typed",
     ):
         assert data in names, f"{data} is not in the wheel"
@@ -97,7 +99,9 @@ async def test_the_installed_wheel_serves_the_embedded_default_over_stdio(instal
     params = StdioServerParameters(
         command=str(installed / "mcp-gateway"),
         args=["serve"],
-        env=_clean_env(MCP_GATEWAY_STATE_DIR=str(tmp_path / "state"), MCP_GATEWAY_MASTER_KEY=MASTER_KEY),
+        env=_clean_env(
+            MCP_GATEWAY_STATE_DIR=str(tmp_path / "state"), MCP_GATEWAY_MASTER_KEY=MASTER_KEY, MCP_GATEWAY_FAST_PATHS="1"
+        ),
         cwd=tmp_path,
     )
     with (tmp_path / "stderr.log").open("w") as err:
@@ -108,3 +112,7 @@ async def test_the_installed_wheel_serves_the_embedded_default_over_stdio(instal
     assert set(by_slug) == {"github", "petstore"}, listed
     assert all(c["actions"] > 0 for c in listed), listed  # the bundled specs were found and parsed
     assert found["results"] and found["results"][0]["name"].startswith("petstore."), found
+    # A new state folder started from the answers shipped for this build: kept there at once, with
+    # those for protocol versions this session never asked for.
+    kept = json.loads((tmp_path / "state" / "stdio-answers.json").read_text())["answers"]
+    assert '["initialize","2024-11-05"]' in kept, sorted(kept)
