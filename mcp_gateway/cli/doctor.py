@@ -63,7 +63,7 @@ def _mode(path: Path) -> int | None:
         return None
 
 
-def _files(settings: Any) -> list[Finding]:
+def _files(settings: Settings) -> list[Finding]:
     out: list[Finding] = []
     state = settings.state_dir
     mode = _mode(state)
