@@ -336,7 +336,7 @@ async def cmd_token(args: argparse.Namespace) -> int:
         elif args.token_cmd == "list":
             rows = [
                 {"id": r.id, "agent": r.agent, "kind": "agent", "created_at": r.created_at, "revoked": r.revoked}
-                for r in await store.list_tokens()
+                for r in await tokens.list()
             ]
             rows += [
                 {"id": o.id, "agent": None, "kind": "operator", "created_at": o.created_at, "revoked": o.revoked}
@@ -358,7 +358,7 @@ async def cmd_token(args: argparse.Namespace) -> int:
                     ["id", "agent", "created", "state"],
                 )
         else:
-            if not await store.revoke_token(args.id) and not await operators.revoke(args.id):
+            if not await tokens.revoke(args.id) and not await operators.revoke(args.id):
                 raise CliError(f"no active token with id {args.id!r}; see 'mcp-gateway token list'")
             sys.stdout.write(f"revoked {args.id}\n")
     return 0
@@ -461,8 +461,9 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
     from ..services.identity import OPERATOR
 
     async with store_of(args.settings) as store:
+        approvals = ApprovalService(store, _clock())
         if args.approvals_cmd == "list":
-            rows = await store.list_approvals(None if args.all else "pending")
+            rows = await approvals.listed(None if args.all else "pending")
             if args.json:
                 _print_json([r.model_dump(mode="json") for r in rows])
             else:
@@ -482,9 +483,7 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
                 )
             return 0
         try:
-            decided = await ApprovalService(store, _clock()).decide(
-                args.id, args.approvals_cmd == "approve", by=OPERATOR.user
-            )
+            decided = await approvals.decide(args.id, args.approvals_cmd == "approve", by=OPERATOR.user)
         except ApproverRefused:
             raise CliError(
                 f"approval {args.id!r} was asked for by the operator itself and must be approved by someone else"

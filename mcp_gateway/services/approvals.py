@@ -35,7 +35,7 @@ from typing import Any, Literal
 import anyio
 
 from ..policy import effective_risk
-from ..store.contract import ApprovalRecord, ApprovalStore
+from ..store.contract import ApprovalRecord, ApprovalStatus, ApprovalStore
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import Action, Risk, Verdict
 from .identity import OPERATOR, Principal
@@ -336,6 +336,10 @@ class ApprovalService:
     async def get(self, approval_id: str) -> ApprovalRecord | None:
         """The approval as it is now, whatever its status."""
         return await self._store.get_approval(approval_id)
+
+    async def listed(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
+        """The approvals with ``status`` (None: every one), as stored, expired or not."""
+        return await self._store.list_approvals(status)
 
     async def pending(self, now: datetime) -> list[ApprovalRecord]:
         """The approvals still waiting for a decision at ``now`` (the caller's: a page shows it too)."""

@@ -40,6 +40,14 @@ class TokenService:
         await self._store.put_token(record)
         return record, token
 
+    async def list(self) -> list[TokenRecord]:
+        """Every token, revoked ones too (only their hashes are stored: no secret is listed)."""
+        return await self._store.list_tokens()
+
+    async def revoke(self, token_id: str) -> bool:
+        """Whether an active token had that id: it stops working on the next request."""
+        return await self._store.revoke_token(token_id)
+
     async def verify(self, token: str | None) -> Principal | None:
         if not token or len(token) > 256:
             return None

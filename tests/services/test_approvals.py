@@ -252,3 +252,14 @@ async def test_get_and_pending_read_what_pages_show(tmp_path: Path) -> None:
         assert await h.approvals.pending(record.expires_at) == []
         decided = await h.approvals.get(other.approval_id)
         assert decided is not None and decided.status == "denied"
+
+
+async def test_listed_reads_the_stored_approvals_by_status(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        other = await h.gateway.call(OPERATOR, "api.items.create", {"name": "y"})
+        assert isinstance(asked, PendingApproval) and isinstance(other, PendingApproval)
+        await h.approvals.decide(other.approval_id, True)
+        assert [a.id for a in await h.approvals.listed("pending")] == [asked.approval_id]
+        assert [a.id for a in await h.approvals.listed("approved")] == [other.approval_id]
+        assert {a.id for a in await h.approvals.listed()} == {asked.approval_id, other.approval_id}

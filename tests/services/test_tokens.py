@@ -47,3 +47,15 @@ async def test_tokens_are_distinct() -> None:
         tokens = TokenService(store, FixedClock(T0))
         made = [await tokens.create("bot") for _ in range(5)]
         assert len({t for _, t in made}) == len({r.id for r, _ in made}) == 5
+
+
+async def test_list_and_revoke_go_through_the_service() -> None:
+    async with MemoryStore() as store:
+        tokens = TokenService(store, FixedClock(T0))
+        kept, _ = await tokens.create("a")
+        dropped, token = await tokens.create("b")
+        assert await tokens.revoke(dropped.id)
+        assert not await tokens.revoke(dropped.id) and not await tokens.revoke("nosuch")
+        listed = {r.id: r.revoked for r in await tokens.list()}
+        assert listed == {kept.id: False, dropped.id: True}
+        assert await tokens.verify(token) is None
