@@ -32,9 +32,8 @@ _NOTIFIED = "get notified of updates, keep track"
 _UNDONE = "undo it, go back, recover"
 _MANY = "several at once, in one go"
 _RAW_EFFECTS: dict[str, str] = {
-    # Taking something, or someone's access, away.
-    "remove": _TAKEN,
-    "delete": _TAKEN,
+    # Taking something, or someone's access, away ("delete" and "remove" say it themselves, and most
+    # catalogs have hundreds of them: their cards stay as they were).
     "kick": _TAKEN,
     "revoke": _TAKEN,
     "leave": _TAKEN,

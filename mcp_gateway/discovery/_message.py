@@ -53,12 +53,31 @@ MANY_WORDS = ("bulk", "batch", "multiple", "many")
 "batch API", "Create multiple new entities", "Read multiple files")."""
 
 _MANY_CUES = re.compile(
-    r"\b(?:several|multiple|(?<!how )many|bulk|batch|in one go|at once|all at once|in one request|in one call"
-    r"|all of these|each of these|these (?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|few)"
-    r"|a (?:list|bunch|batch|set) of|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|fifty|hundred|"
-    r"dozens?|hundreds|thousands|\d{1,5}) (?:new |more |other |different )?[a-z]+s)\b"
+    r"\b(?:several|multiple|bulk|batch|in one go|at once|in one request|in one call|in a single request"
+    r"|all of these|each of these|a (?:list|bunch|batch|set) of)\b"
 )
+"""Words that ask for many things at once, whatever the verb ("read these files at once")."""
+_COUNTED = re.compile(
+    r"\b(?:(?<!how )many|two|three|four|five|six|seven|eight|nine|ten|twenty|fifty|hundred|dozens?"
+    r"|hundreds|thousands|\d{1,5})\s+(?:new\s+|more\s+|other\s+|different\s+)?([a-z]{3,}s)\b"
+)
+"""A count of things ("these five people", "20 users"): the things are its last word, a plural."""
+_UNITS = frozenset(
+    """seconds minutes hours days weeks months years times miles kilometres kilometers metres meters feet
+    inches pounds dollars euros cents percent degrees kilograms grams items""".split()
+)
+"""Plurals a count measures rather than lists ("2 hours", "100 dollars"): no bulk operation makes those."""
+_WRITES = frozenset(
+    """add create make invite register upload import insert send post delete remove archive update tag label
+    assign move copy share publish enroll subscribe record save write put set give grant remember store
+    fill enter""".split()
+)
+"""Verbs of a request that makes or changes things: a count or a list with one asks for a bulk write."""
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S", re.MULTILINE)
+_ITEM_SEPARATOR = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+")
+_ITEM_WORDS = 4
+_NOT_ITEM = frozenset("but so then which that who because while if when".split())
+"""A phrase opening with these words continues a sentence; it is not an item of a list."""
 _CLAUSE = re.compile(r"[:;!?\n]|\.(?:\s|$)")
 
 
@@ -93,12 +112,28 @@ def asks(message: str) -> list[str] | None:
 
 
 def wants_many(message: str) -> bool:
-    """Whether the request is for many things at once: a quantity ("these five people", "20 users",
-    "several"), a list of three or more items, or list lines."""
+    """Whether the request is for many things at once: words that say so ("several", "at once", "in
+    bulk"), or, with a verb that makes or changes things, a count ("these five people", "20 users"), a
+    list of three short items or more, or three list lines."""
     lowered = message.lower()
     if _MANY_CUES.search(lowered):
         return True
+    if _WRITES.isdisjoint(_WORDS.findall(lowered)):
+        return False  # a list of fields to read, a count of results: not many things to make
+    if any(match.group(1) not in _UNITS for match in _COUNTED.finditer(lowered)):
+        return True
     if len(_LIST_LINE.findall(message)) >= 3:
         return True
-    # "alice, bob and carol", "README, setup.py, LICENSE": three items or more in one clause.
-    return any(part.count(",") >= 2 or (part.count(",") == 1 and " and " in part) for part in _CLAUSE.split(lowered))
+    # "alice, bob and carol", "README, setup.py, LICENSE": three short items or more in a row in one
+    # clause (a sentence with commas between its phrases is not a list).
+    return any(_listed(part) >= 3 for part in _CLAUSE.split(lowered))
+
+
+def _listed(clause: str) -> int:
+    """The longest run of short items (``_ITEM_WORDS`` words at most) separated by commas or "and"."""
+    best = run = 0
+    for item in _ITEM_SEPARATOR.split(clause):
+        words = item.split()
+        run = run + 1 if 0 < len(words) <= _ITEM_WORDS and words[0] not in _NOT_ITEM else 0
+        best = max(best, run)
+    return best

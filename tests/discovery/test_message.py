@@ -100,7 +100,17 @@ def test_a_request_for_many_things_is_told_apart(message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "message", ["invite bob to the workspace", "archive the channel, then tell me", "invite a user"]
+    "message",
+    [
+        "invite bob to the workspace",
+        "archive the channel, then tell me",
+        "invite a user",
+        "how many users are in the workspace",  # a count asked for, not many things to make
+        "log 2 hours of work on the ticket",  # a quantity of a unit
+        "convert 100 dollars to euros",
+        "show the latency, jitter and packet loss of each participant",  # a list of fields to read
+        "update the draft's body, but don't send it yet, I want to reread it",  # commas, no list
+    ],
 )
 def test_a_request_for_one_thing_is_not(message: str) -> None:
     assert not wants_many(message)
