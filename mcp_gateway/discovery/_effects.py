@@ -21,7 +21,7 @@ from typing import Any
 
 from ..vocabulary.model import Action
 
-__all__ = ["EFFECTS", "RETURNED", "effect_phrases", "effect_words"]
+__all__ = ["EFFECTS", "RETURNED", "effect_phrases", "effect_words", "enum_words"]
 
 _TAKEN = "no longer there, taken out, not anymore"
 _LET_IN = "let someone in, give access, work together"
@@ -157,14 +157,18 @@ def effect_phrases(action: Action) -> list[str]:
 
 
 def effect_words(action: Action) -> list[str]:
-    """``effect_phrases``' words, then the values of its parameters' enums (``open``, ``closed``,
-    ``private``), lowercased, each once, at most ``MAX_WORDS``."""
+    """``effect_phrases``' words, then ``enum_words``, lowercased, each once, at most ``MAX_WORDS``."""
     out = dict.fromkeys(word for phrase in effect_phrases(action) for word in _words(phrase))
-    properties = action.input_schema.get("properties") if isinstance(action.input_schema, dict) else None
-    if isinstance(properties, dict):
-        for spec in properties.values():
-            out.update(dict.fromkeys(word for value in _enum(spec) for word in _words(value)))
+    out.update(dict.fromkeys(enum_words(action)))
     return list(out)[:MAX_WORDS]
+
+
+def enum_words(action: Action) -> list[str]:
+    """The words of the values of its parameters' enums (``open``, ``closed``, ``private``)."""
+    properties = action.input_schema.get("properties") if isinstance(action.input_schema, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    return [word for spec in properties.values() for value in _enum(spec) for word in _words(value)]
 
 
 def _words(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..vocabulary.model import Action
-from ._effects import effect_phrases, effect_words
+from ._effects import effect_phrases, enum_words
 from ._text import (
     clean_description,
     exact_forms,
@@ -35,6 +35,9 @@ __all__ = ["FIELDS", "Segment", "build_segment", "dense_text", "dense_texts", "h
 EFFECT_WEIGHT = 1.5
 """BM25F weight of an action's effect words (``_effects.effect_words``): light, so a name or summary
 that says the thing outright still wins."""
+
+MAX_EFFECT_TERMS = 24
+"""Terms of an action's effect field, at most: its outcome's first, then its enum values'."""
 
 K1 = 4.8
 """BM25 term-frequency saturation; tuned with the field weights (see ``FIELDS``)."""
@@ -267,6 +270,8 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
     for action in actions:
         params = [param(name, text) for name, text in params_of(action.input_schema)]
         description = clean_description(action.description, RAW_DESCRIPTION_CHARS)
+        # What it achieves counts as what it is about (``about``); its enum values are indexed beside it.
+        outcome = prose_terms(" ".join(effect_phrases(action)))
         doc = (
             list(dict.fromkeys(term for part in action.qualified_name.split(".") for term in ident(part))),
             prose_terms(summary_of(action)),
@@ -275,7 +280,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             [term for _, terms, _ in params for term in terms],
             ident(action.path.rsplit(".", 1)[-1])[:1],
             prose_terms(action.group) if action.group else [],
-            prose_terms(" ".join(effect_words(action))),
+            list(dict.fromkeys([*outcome, *prose_terms(" ".join(enum_words(action)))]))[:MAX_EFFECT_TERMS],
         )
         fields.append(doc)
         words = exact_forms(f"{action.qualified_name} {summary_of(action)} {description}")
@@ -283,7 +288,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
         exact.append(f" {' '.join(dict.fromkeys(words))} ")
         names_column.append(f" {' '.join(doc[0])} ")
         params_column.append(f" {' '.join(dict.fromkeys(doc[3]))} ")
-        about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1], *doc[7])))} ")
+        about_column.append(f" {' '.join(dict.fromkeys((*doc[0], *doc[1], *outcome)))} ")
         returns_column.append(f" {' '.join(dict.fromkeys(identifier_terms(action.response_fields)))} ")
         for i, field in enumerate(doc):
             totals[i] += len(field)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._message import asks, sentences, wants_many
+from mcp_gateway.discovery._message import LONG_MESSAGE, asks, sentences, wants_many
 from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
 
@@ -66,6 +66,12 @@ def test_without_finding_the_request_the_context_would_win(index: DiscoveryIndex
     assert index.search(flat, limit=3)[0][0].qualified_name != "chat.conversations.archive"
 
 
+_CONTEXT = (
+    "Some background first: the team moved to the new tooling last quarter, the release notes and the billing "
+    "dashboard were rewritten, and the on-call rotation changed twice since."
+)
+
+
 @pytest.mark.parametrize(
     ("message", "ask"),
     [
@@ -76,12 +82,16 @@ def test_without_finding_the_request_the_context_would_win(index: DiscoveryIndex
     ],
 )
 def test_the_request_sentence_is_found(message: str, ask: str) -> None:
-    assert asks(message) == [ask]
+    padded = f"{_CONTEXT} {message}"
+    assert len(padded) >= LONG_MESSAGE
+    assert asks(padded) == [ask]
+    # A short message is left whole: every sentence of it narrows the request.
+    assert asks(message) is None
 
 
 def test_a_single_sentence_or_no_request_changes_nothing() -> None:
-    assert asks("archive the old channel") is None
-    assert asks("The channel is old. Nobody uses it.") is None
+    assert asks("archive the old channel " * 20) is None
+    assert asks(f"{_CONTEXT} The channel is old. Nobody uses it.") is None
     assert sentences("One. Two!\nThree?") == ["One.", "Two!", "Three?"]
 
 
