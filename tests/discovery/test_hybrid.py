@@ -327,3 +327,38 @@ async def test_another_process_sees_how_far_the_running_gateway_embeds(
         release.set()
         await gw.dense.settled()
         assert not kept.exists()  # done: nothing is embedding any more
+
+
+# -- the query's vector ------------------------------------------------------------------------------
+
+
+async def test_the_query_vector_reads_the_repaired_text_and_a_long_messages_request(provider: CountingProvider) -> None:
+    from mcp_gateway.discovery import DiscoveryIndex
+    from mcp_gateway.discovery.dense import MemoryVectorStore
+    from mcp_gateway.discovery.hybrid import HybridSearch
+    from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+
+    index = DiscoveryIndex()
+    index.replace_connector(
+        "calendar",
+        [
+            Action(
+                connector="calendar",
+                path="meetings.schedule",
+                summary="Schedule a meeting",
+                input_schema={"type": "object", "properties": {}},
+                risk="write",
+                binding=OpenAPIBinding(method="POST", url="/meetings"),
+            )
+        ],
+    )
+    search = HybridSearch(provider, MemoryVectorStore())
+    await search.query_vector(index, "shedule a meetng")
+    assert provider.texts == ["schedule a meeting"]  # the model never sees the typos
+
+    provider.texts.clear()
+    context = "Last week the team moved offices and the old keys, invoices and badges were all lost. "
+    message = f"{context * 2}Could you schedule a meeting with the landlord?"
+    await search.query_vector(index, message)
+    # The whole message and its request, mixed: the context cannot pull the vector elsewhere alone.
+    assert provider.texts == [message, "Could you schedule a meeting with the landlord?"]
