@@ -88,7 +88,7 @@ def english_words() -> dict[str, int]:
         return {
             word: int(rank)
             for word, rank in vocabulary.items()
-            if isinstance(word, str) and word.isalpha() and word.islower() and len(word) > 1
+            if isinstance(word, str) and word.isalpha() and word.islower() and len(word) >= MIN_LENGTH - 1
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
