@@ -1,5 +1,5 @@
-"""``/mcp``'s JSON-first answers (``server/mcp_endpoint.py``): a request whose first message is its
-response is answered with ``application/json``; progress, an elicitation, a long silence or a
+"""``/mcp``'s JSON-first answers (``server/mcp_endpoint.py``, ``server/fast/json_first.py``): a request
+whose first message is its response is answered with ``application/json``; progress, an elicitation, a long silence or a
 cancellation keep the SDK's SSE stream (or its answers), and the SDK's client sees the same results.
 
 A real SDK ``MCPServer`` behind ``streamable_http_app``, served by uvicorn on loopback; the SDK's
@@ -31,7 +31,8 @@ from pydantic import BaseModel
 from starlette.types import Message, Receive, Scope
 
 from mcp_gateway.server import fast
-from mcp_gateway.server.mcp_endpoint import JsonFirstTransport, streamable_http_app
+from mcp_gateway.server.fast.json_first import JsonFirstTransport
+from mcp_gateway.server.mcp_endpoint import streamable_http_app
 from tests.support.ports import free_port
 from tests.support.serving import serving
 

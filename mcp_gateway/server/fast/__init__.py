@@ -1,11 +1,12 @@
 """The one place the server leans on the MCP SDK's private code, or on answers it did not give itself.
 
 ``single_exchange`` imports the SDK's private wire helpers for 2026-07-28 requests;
-``server.mcp_endpoint`` overrides private methods of the SDK's transport and session manager when
-``ENABLED``; ``early_stdio`` claims stdin and stdout before the SDK is imported, answers
-``initialize`` and ``tools/list`` as the SDK answered them before, and runs the SDK's low-level
-server over its own streams; ``param_headers`` replaces the low-level server's schema lookup so
-``Mcp-Param-*`` headers are checked only for a tool that declares one. All were written against one
+``json_first`` overrides private methods of the SDK's transport and session manager (what
+``server.mcp_endpoint`` serves ``/mcp`` with when ``ENABLED``); ``early_stdio`` claims stdin and
+stdout before the SDK is imported, answers ``initialize`` and ``tools/list`` as the SDK answered
+them before, and runs the SDK's low-level server over its own streams; ``param_headers`` replaces
+the low-level server's schema lookup so ``Mcp-Param-*`` headers are checked only for a tool that
+declares one. All were written against one
 SDK release: on any other release, or with ``MCP_GATEWAY_FAST_PATHS=0``
 (``settings.fast_paths_switched_on``, the switch ``tracing.fast`` obeys too), the gateway serves
 through the SDK's public path alone (its own manager, handlers, schema lookup and stdio transport),
