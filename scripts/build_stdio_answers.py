@@ -83,7 +83,10 @@ def main() -> None:
                 key = early_stdio.entry(method, params, negotiated)
                 assert key is not None, (method, params)
                 answers[key] = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
-    TARGET.write_text(json.dumps({"key": early_stdio.content_key(), "answers": answers}, indent=1) + "\n")
+    built_with = early_stdio.build_environment()
+    TARGET.write_text(
+        json.dumps({"key": early_stdio.content_key(), "built_with": built_with, "answers": answers}, indent=1) + "\n"
+    )
     print(
         f"{TARGET.relative_to(REPO)}: {len(answers)} answers for {len(HANDSHAKE_PROTOCOL_VERSIONS)} protocol versions"
     )

@@ -20,7 +20,15 @@ import anyio
 import pytest
 
 from mcp_gateway.server.fast import early_stdio
-from mcp_gateway.server.fast.early_stdio import EarlyStdio, SdkStdin, SdkWire, content_key, entry, shipped_answers
+from mcp_gateway.server.fast.early_stdio import (
+    EarlyStdio,
+    SdkStdin,
+    SdkWire,
+    build_environment,
+    content_key,
+    entry,
+    shipped_answers,
+)
 from tests.support.one_connector import MASTER_KEY, gateway_env, write_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,6 +140,11 @@ def test_with_the_fast_paths_off_the_sdk_answers_and_nothing_is_replayed(tmp_pat
 
 def test_the_shipped_answers_are_this_builds() -> None:
     shipped = json.loads((REPO / "mcp_gateway" / "server" / "fast" / "stdio_answers.json").read_text())
+    if shipped["built_with"] != build_environment():
+        # Another Python or SDK release (the drift check's newest versions): the answers are never
+        # replayed there, and whether they are current can only be judged where they were made.
+        assert shipped_answers() == {}
+        pytest.skip(f"answers made with {shipped['built_with']}, this is {build_environment()}")
     assert shipped["key"] == content_key(), "stale: run PYTHONPATH=$PWD python scripts/build_stdio_answers.py"
     assert shipped_answers() == shipped["answers"]
 

@@ -99,19 +99,26 @@ def build_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def content_key() -> str:
-    """The build the shipped answers belong to, from contents (the same in a wheel, a checkout, any
-    folder): the modules that shape them (``_SHAPING``), the versions of ``_DISTRIBUTIONS``, Python's
-    release. What else a tool's schema reads (a limit imported from another module) is guarded by the
-    test that compares the shipped answers with the server's own."""
+def build_environment() -> dict[str, str]:
+    """The releases the answers' bytes depend on besides this package's code (``_DISTRIBUTIONS``) and
+    Python's: recorded beside the shipped answers, so a check can tell "made elsewhere" from "stale"."""
     from importlib.metadata import PackageNotFoundError, version  # a first start only: stored answers need none
 
-    digest = hashlib.sha256(f"{sys.version_info.major}.{sys.version_info.minor}\n".encode())
+    found = {"python": f"{sys.version_info.major}.{sys.version_info.minor}"}
     for name in _DISTRIBUTIONS:
         try:
-            digest.update(f"{name}={version(name)}\n".encode())
+            found[name] = version(name)
         except PackageNotFoundError:  # a checkout run from its folder: the answers then say ``__version__``
-            digest.update(f"{name}=-\n".encode())
+            found[name] = "-"
+    return found
+
+
+def content_key() -> str:
+    """The build the shipped answers belong to, from contents (the same in a wheel, a checkout, any
+    folder): the modules that shape them (``_SHAPING``) and ``build_environment()``. What else a
+    tool's schema reads (a limit imported from another module) is guarded by the test that compares
+    the shipped answers with the server's own."""
+    digest = hashlib.sha256(json.dumps(build_environment(), sort_keys=True).encode())
     for name in _SHAPING:
         digest.update(f"{name}\n".encode())
         try:
