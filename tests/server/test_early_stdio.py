@@ -256,3 +256,14 @@ async def test_sdk_wire_writes_every_line_whole_and_in_order(tmp_path: Path) -> 
                 await wire.flush()
         early._wire.close()
     assert received.decode() == "".join(sent)
+
+
+def test_shipped_answers_never_create_the_state_folder(tmp_path: Path) -> None:
+    # A start that a later check refuses (a missing extra, a bad manifest) must leave no folder behind;
+    # an existing folder gets the shipped answers at once.
+    missing, existing = tmp_path / "missing", tmp_path / "existing"
+    existing.mkdir()
+    assert EarlyStdio(missing)._answers == shipped_answers() != {}  # pyright: ignore[reportPrivateUsage]
+    assert not missing.exists()
+    EarlyStdio(existing)
+    assert [p.name for p in existing.iterdir()] != []

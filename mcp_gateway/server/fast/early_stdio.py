@@ -190,7 +190,9 @@ class EarlyStdio:
         self._saved = bool(self._answers)  # the state folder holds them: a later start need not look further
         if not self._saved:
             self._answers = shipped_answers()
-            if self._answers:  # kept for the next start at once: the SDK may never answer this one (EOF first)
+            # Kept for the next start at once (the SDK may never answer this one: EOF first), but only
+            # in a state folder that exists: a start refused by a later check must leave none behind.
+            if self._answers and self._path.parent.is_dir():
                 self._store()
         self._answered: set[str] = set()
         self._asked: dict[str, str] = {}  # request id -> cache entry, for the requests worth remembering
