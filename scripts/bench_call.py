@@ -1219,6 +1219,8 @@ def print_budget_table(rows: list[E2ERow], title: str) -> None:
             print(f"{transport:12} {row.server.name:34} {cells}  {verdict}")
     # On a shared 2-core machine one round swings by more than the budget: each round's margins say
     # whether an "OVER" (or a "within") stands out of that noise.
+    if not any(row.result.rounds for row in rows):
+        return
     print("  the gateway's margins per round (+p50 ms; +server CPU ms):")
     for transport in E2E_TRANSPORTS:
         for tag in ("c", "c0"):
@@ -1234,7 +1236,8 @@ def print_budget_table(rows: list[E2ERow], title: str) -> None:
 
 
 def median_of_runs(runs: list[list[E2ERow]]) -> list[E2ERow]:
-    """Each server and transport: the median over runs of its p50 and of its server CPU per call."""
+    """Each server and transport: the median over runs of its p50 and of its server CPU per call (the
+    margins then compare those medians with the floor's)."""
     merged = []
     for first in runs[0]:
         same = [row.result for run in runs for row in run if row.result.label == first.result.label]
