@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..core import Gateway
     from ..core.sync import Progress
     from ..manifest import Manifest
+    from ..services.audit import Auditor
     from ..services.identity import Principal
     from ..store.contract import Store
     from ..vocabulary.settings import Settings
@@ -68,6 +69,14 @@ def _progress() -> Progress | None:
         sys.stderr.flush()
 
     return report
+
+
+def _auditor(store: Store, settings: Settings) -> Auditor:
+    """The audit service over ``store`` with the state folder's journal, as a running gateway has it."""
+    from ..services.audit import Auditor
+    from ..store.audit_journal import AuditJournal
+
+    return Auditor(store, journal=AuditJournal(settings.state_dir))
 
 
 @asynccontextmanager
@@ -408,7 +417,7 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         replaced = "team" if key in await vault.keys(cfg.slug) else None
         await vault.put(cfg.slug, value, name=args.name)
         # The operator's act, on the record like a change through a page (never the value).
-        await store.append_audit(
+        await _auditor(store, args.settings).record(
             change_record(key, at=_clock().now(), who=OPERATOR.user, via="secret set", replaced=replaced)
         )
         in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
@@ -496,7 +505,11 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
 
 async def cmd_audit(args: argparse.Namespace) -> int:
     async with store_of(args.settings) as store:
-        rows = await store.list_audit(args.limit)
+        # Through the auditor a server uses: rows a refused write left in the state folder's journal
+        # are replayed into the store first, so the listing shows every decision made.
+        auditor = _auditor(store, args.settings)
+        await auditor.replay()
+        rows = await auditor.recent(args.limit)
     if args.json:
         _print_json([r.model_dump(mode="json") for r in rows])
     else:

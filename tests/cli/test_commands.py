@@ -131,6 +131,38 @@ def test_json_outputs_parse(env: CliEnv) -> None:
     assert described["risk"] == "write" and described["input_schema"]["required"] == ["name"]
 
 
+def test_audit_lists_the_rows_a_refused_write_left_in_the_journal(env: CliEnv) -> None:
+    # A server whose store refused an outcome row kept it in the state folder's journal: the operator's
+    # listing shows it (replayed into the store once), beside the rows the store took.
+    from datetime import UTC, datetime
+
+    from mcp_gateway.store import AuditRecord
+    from mcp_gateway.store.audit_journal import AuditJournal
+
+    journaled = AuditRecord(
+        at=datetime(2026, 1, 1, tzinfo=UTC),
+        user="alice",
+        agent="bot",
+        requested="echo.items.journaled",
+        connector="echo",
+        action="echo.items.journaled",
+        args_preview="{}",
+        fingerprint=None,
+        verdict="always_run",
+        verdict_source="risk_default",
+        status="ok",
+        latency_ms=12.0,
+        call_id="journaled-1",
+    )
+    journal = AuditJournal(env.state_dir)
+    journal.append([journaled])
+    rows = env.run("audit", "--json").json()
+    assert [r["call_id"] for r in rows if r["requested"] == "echo.items.journaled"] == ["journaled-1"]
+    assert not journal.pending()
+    again = env.run("audit", "--json").json()  # replayed once, not twice
+    assert [r["call_id"] for r in again if r["requested"] == "echo.items.journaled"] == ["journaled-1"]
+
+
 def test_tables_are_the_default(env: CliEnv) -> None:
     connectors = env.run("connectors")
     assert connectors.code == 0
