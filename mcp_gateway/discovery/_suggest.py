@@ -47,6 +47,10 @@ the wrong one of the caller's or someone's, a member or the collection): the res
 _SAME_NAME = 0.5
 """Added to the score of an action whose name is the guess but for a verb's synonym or a word's number."""
 
+_UNMEANT = 0.3
+"""Taken off an action the guess's verb spells alike but does not mean, when some operation is what it
+means (``buy_phone_number``: ``create_number_order``, not ``update_phone_number``)."""
+
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
 
@@ -109,6 +113,7 @@ def suggest(
     # from its method and URL, over every visible action (the words may not reach the search's pool).
     guess = guess_of(path)
     shaped: dict[str, float] = {}
+    meant: set[str] = set()  # matched only through what the guess's verb means
     best_rank = 0.0
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
@@ -116,6 +121,8 @@ def suggest(
             for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
                 if shape is not None and guess.matches(shape) and (allow is None or allow(action)):
                     matched.append((guess.rank(shape), action.qualified_name, action))
+                    if guess.by_meaning(shape):
+                        meant.add(action.qualified_name)
         matched.sort(key=lambda item: (item[0], item[1]))
         pooled = {id(action) for _, action, _ in hits}
         best_rank = matched[0][0] if matched else 0.0
@@ -128,6 +135,7 @@ def suggest(
     spelled_words = _words_of(path)
     spelled = _spelled(path)
     best = max((score for _, _, score in hits), default=0.0) or 1.0
+    spelled_alike = bool(meant) and any(_spelled_alike(spelled_words, _words_of(action.path)) for _, action, _ in hits)
     scored: list[tuple[float, str, Action]] = []
     for _, action, score in hits:
         words = identifier_terms(action.path)
@@ -150,10 +158,14 @@ def suggest(
         # and URL say the guess means another (``get_customer`` is one customer, not ``get_customers``).
         if (rank is None or rank <= best_rank) and _same_name(spelled_words, _words_of(action.path)):
             final += _SAME_NAME
+        elif rank is None and shaped and guess is not None and guess.verb:
+            final -= _UNMEANT
         if rank is not None:
             # The operation the guess's verb and resource name: before any that only spells alike, the
             # resource's own (the shallowest) first.
-            final += max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
+            # Only the verb's meaning matched: an action spelled as guessed (``send_messages``) wins.
+            if action.qualified_name not in meant or not spelled_alike:
+                final += max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
@@ -196,6 +208,12 @@ def _same_name(guessed: list[str], theirs: list[str]) -> bool:
         if group is None or group != _GROUP_OF.get(stem(other)):
             return False
     return True
+
+
+def _spelled_alike(guessed: list[str], theirs: list[str]) -> bool:
+    """Whether a name is the guess up to a word's last ``s`` or a verb of its group (``send_messages``)."""
+    trimmed = [word.rstrip("s") for word in guessed]
+    return trimmed == [word.rstrip("s") for word in theirs] or _same_name(trimmed, [w.rstrip("s") for w in theirs])
 
 
 def _number_of(word: str) -> str:
