@@ -43,11 +43,19 @@ CATALOG = [
 ]
 
 
+def indexed(actions: list[Action]) -> DiscoveryIndex:
+    built = DiscoveryIndex()
+    built.replace_connector("acme", actions)
+    return built
+
+
+def first(index: DiscoveryIndex, guess: str) -> list[str]:
+    return [a.qualified_name for a in index.suggest(guess, limit=3)][:1]
+
+
 @pytest.fixture(scope="module")
 def index() -> DiscoveryIndex:
-    built = DiscoveryIndex()
-    built.replace_connector("acme", CATALOG)
-    return built
+    return indexed(CATALOG)
 
 
 @pytest.mark.parametrize(
@@ -62,52 +70,41 @@ def index() -> DiscoveryIndex:
     ],
 )
 def test_a_verb_is_read_for_what_it_does_to_what(index: DiscoveryIndex, guess: str, expected: str) -> None:
-    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [expected]
+    assert first(index, guess) == [expected]
 
 
 def test_sending_an_sms_is_creating_a_message() -> None:
-    texting = DiscoveryIndex()
-    texting.replace_connector(
-        "acme",
+    texting = indexed(
         [
             op("dispatch_text", "POST", "/messages", "Dispatch."),
             op("send_chat_message", "POST", "/chat_messages", "Sends a chat message."),
             op("send_fax", "POST", "/faxes", "Sends a fax."),
-        ],
+        ]
     )
-    assert [a.qualified_name for a in texting.suggest("acme.send_sms", limit=3)][:1] == ["acme.dispatch_text"]
+    assert first(texting, "acme.send_sms") == ["acme.dispatch_text"]
 
 
 def test_a_spelled_name_beats_what_the_verb_means() -> None:
-    texting = DiscoveryIndex()
-    texting.replace_connector(
-        "acme",
+    texting = indexed(
         [
             op("create_message", "POST", "/messages", "Send a message"),
             op("send_message", "POST", "/chat_messages", "Send Message"),
-        ],
+        ]
     )
-    assert [a.qualified_name for a in texting.suggest("acme.send_messages", limit=3)][:1] == ["acme.send_message"]
+    assert first(texting, "acme.send_messages") == ["acme.send_message"]
 
 
-@pytest.fixture(scope="module")
-def toggles() -> DiscoveryIndex:
-    # ``/toggles/{boardKey}`` is a board's toggles (the collection): the parameter names another resource
-    # of the API; ``/toggles/{boardKey}/{toggleKey}`` is one toggle.
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "acme",
-        [
-            op("get_boards", "GET", "/boards", "List boards."),
-            op("fetch_switch_toggles", "GET", "/toggles/{boardKey}", "List toggles."),
-            op("post_switch_toggle", "POST", "/toggles/{boardKey}", "Create a toggle."),
-            op("fetch_switch_toggle", "GET", "/toggles/{boardKey}/{toggleKey}", "Get a toggle."),
-            op("patch_switch_toggle", "PATCH", "/toggles/{boardKey}/{toggleKey}", "Update a toggle."),
-            op("list_toggle_dependent_toggles", "GET", "/toggles/{boardKey}/{toggleKey}/dependents", "Dependents."),
-            op("get_member_toggle_settings", "GET", "/members/{boardKey}/{memberKey}/toggles", "Member toggles."),
-        ],
-    )
-    return built
+TOGGLES = [
+    op("get_boards", "GET", "/boards", "List boards."),
+    op("fetch_switch_toggles", "GET", "/toggles/{boardKey}", "List toggles."),
+    op("post_switch_toggle", "POST", "/toggles/{boardKey}", "Create a toggle."),
+    op("fetch_switch_toggle", "GET", "/toggles/{boardKey}/{toggleKey}", "Get a toggle."),
+    op("patch_switch_toggle", "PATCH", "/toggles/{boardKey}/{toggleKey}", "Update a toggle."),
+    op("list_toggle_dependent_toggles", "GET", "/toggles/{boardKey}/{toggleKey}/dependents", "Dependents."),
+    op("get_member_toggle_settings", "GET", "/members/{boardKey}/{memberKey}/toggles", "Member toggles."),
+]
+"""``/toggles/{boardKey}`` is a board's toggles (the collection): the parameter names another resource of
+the API; ``/toggles/{boardKey}/{toggleKey}`` is one toggle."""
 
 
 @pytest.mark.parametrize(
@@ -119,19 +116,16 @@ def toggles() -> DiscoveryIndex:
         ("acme.create_toggle", "acme.post_switch_toggle"),
     ],
 )
-def test_a_parameter_naming_another_resource_keeps_the_collection(
-    toggles: DiscoveryIndex, guess: str, expected: str
-) -> None:
-    assert [a.qualified_name for a in toggles.suggest(guess, limit=3)][:1] == [expected]
+def test_a_parameter_naming_another_resource_keeps_the_collection(guess: str, expected: str) -> None:
+    assert first(indexed(TOGGLES), guess) == [expected]
 
 
 def test_a_collection_under_another_resources_key_answers_list() -> None:
     from mcp_gateway.discovery._rest_shape import guess_of, shapes_of
 
     actions = [
-        op("get_boards", "GET", "/boards", "List boards."),
-        op("fetch_switch_toggles", "GET", "/toggles/{boardKey}", "List toggles."),
-        op("fetch_switch_toggle", "GET", "/toggles/{boardKey}/{toggleKey}", "Get a toggle."),
+        *TOGGLES[:2],
+        TOGGLES[3],
         op("fetch_one_user", "GET", "/user/{accountId}", "Get a user."),
         op("get_accounts", "GET", "/accounts", "List accounts."),
     ]
