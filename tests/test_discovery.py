@@ -16,8 +16,9 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, fold_name
 from mcp_gateway.sources.openapi import normalize_openapi
-from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import Action
 from scripts.bench_discover_data import OPENAPI_SPECS
+from tests.support.actions import catalog_action as action
 
 SPECS = OPENAPI_SPECS
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -53,18 +54,6 @@ def index(catalogs: dict[str, list[Action]]) -> DiscoveryIndex:
 
 def names(hits: list[tuple[Action, float]]) -> list[str]:
     return [action.qualified_name for action, _ in hits]
-
-
-def action(connector: str, path: str, summary: str = "", description: str = "", **properties: Any) -> Action:
-    return Action(
-        connector=connector,
-        path=path,
-        summary=summary,
-        description=description,
-        input_schema={"type": "object", "properties": properties},
-        risk="read",
-        binding=OpenAPIBinding(method="GET", url="/" + path.replace(".", "/")),
-    )
 
 
 # -- ranking on real data ---------------------------------------------------------------------------

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._message import LONG_MESSAGE, asks, sentences, wants_many
-from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+from tests.support.actions import catalog_action
 
-
-def action(connector: str, path: str, summary: str, **properties: Any) -> Action:
-    return Action(
-        connector=connector,
-        path=path,
-        summary=summary,
-        input_schema={"type": "object", "properties": properties},
-        risk="write",
-        binding=OpenAPIBinding(method="POST", url="/" + path.replace(".", "/")),
-    )
+action = partial(catalog_action, method="POST", risk="write")
 
 
 @pytest.fixture

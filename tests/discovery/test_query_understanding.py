@@ -3,25 +3,12 @@ connector priors, readable summaries, no boilerplate, confidence, near-twins, gu
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, summary_of
 from mcp_gateway.discovery._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
-from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
-
-
-def action(connector: str, path: str, summary: str = "", description: str = "", **properties: Any) -> Action:
-    return Action(
-        connector=connector,
-        path=path,
-        summary=summary,
-        description=description,
-        input_schema={"type": "object", "properties": properties},
-        risk="read",
-        binding=OpenAPIBinding(method="GET", url="/" + path.replace(".", "/")),
-    )
+from mcp_gateway.vocabulary.model import Action
+from tests.support.actions import catalog_action as action
 
 
 @pytest.fixture

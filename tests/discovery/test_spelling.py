@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._spelling import correction, edits, english_words
-from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+from tests.support.actions import catalog_action
 
-
-def action(connector: str, path: str, summary: str, description: str = "", **properties: Any) -> Action:
-    return Action(
-        connector=connector,
-        path=path,
-        summary=summary,
-        description=description,
-        input_schema={"type": "object", "properties": properties},
-        risk="read",
-        binding=OpenAPIBinding(method="POST", url="/" + path.replace(".", "/")),
-    )
+action = partial(catalog_action, method="POST")
 
 
 @pytest.fixture

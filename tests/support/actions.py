@@ -1,0 +1,28 @@
+"""Catalog actions for ranking tests: an OpenAPI action whose parameters are the keyword arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_gateway.vocabulary.model import Action, OpenAPIBinding, Risk
+
+
+def catalog_action(
+    connector: str,
+    path: str,
+    summary: str = "",
+    description: str = "",
+    *,
+    method: str = "GET",
+    risk: Risk = "read",
+    **properties: Any,
+) -> Action:
+    return Action(
+        connector=connector,
+        path=path,
+        summary=summary,
+        description=description,
+        input_schema={"type": "object", "properties": properties},
+        risk=risk,
+        binding=OpenAPIBinding(method=method, url="/" + path.replace(".", "/")),
+    )
