@@ -17,7 +17,10 @@ intents, on those among them whose first hit is right, and on off-topic ones; gu
 The dev split may be read and tuned on (``heldout/dev/dev.json`` holds it alone); the holdout split
 never (``--splits dev`` ranks only dev).
 
-Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,bfcl,live]
+``--sets catalog-guesses`` ranks the hand-written guesses over other catalog APIs
+(``tests/data/intents/guessed/``, a dev set, each API loaded the same way).
+
+Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,catalog-guesses,bfcl,live]
        [--lexical] [--misses N] [--vector-cache FILE] [--relabel] [--write-dev]
 """
 
@@ -51,12 +54,14 @@ STYLES = ("terse", "paraphrase", "long", "indirect", "typo", "product_not_named"
 SPLITS = ("dev", "holdout")
 
 __all__ = [
+    "CATALOG_GUESSES",
     "GUESSES",
     "HELDOUT_DIR",
     "OFF_TOPIC",
     "STYLES",
     "Intent",
     "bundled_catalog",
+    "catalog_guess_apis",
     "heldout_apis",
     "load_heldout",
     "operation_of",
@@ -344,8 +349,11 @@ def guessed_names(catalogs: dict[str, tuple[Action, ...]]) -> str:
     return "\n".join(lines)
 
 
-def written_guesses(catalogs: dict[str, tuple[Action, ...]], splits: Collection[str]) -> str:
-    """The hand-written guesses (``guessed_names.json``), each suggested over all the set's APIs at once."""
+def written_guesses(
+    catalogs: dict[str, tuple[Action, ...]], splits: Collection[str], path: Path | None = None, *, show: int = -1
+) -> str:
+    """Hand-written guesses (``path``, default ``guessed_names.json``), each suggested over all of ``catalogs``
+    at once; a row without a ``split`` is dev. Prints the dev misses (``show`` of them; -1: all)."""
     index = DiscoveryIndex()
     for slug, actions in catalogs.items():
         index.replace_connector(slug, list(actions))
@@ -353,8 +361,9 @@ def written_guesses(catalogs: dict[str, tuple[Action, ...]], splits: Collection[
     by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
     per_api: dict[str, list[int]] = {}
     misses: list[str] = []
-    for row in _rows(HELDOUT_DIR / f"{GUESSES}.json"):
-        if row["split"] not in splits:
+    for row in _rows(path or HELDOUT_DIR / f"{GUESSES}.json"):
+        split = row.get("split", "dev")
+        if split not in splits:
             continue
         relevant = relevant_names(row, by_operation, names)
         got = [action.qualified_name for action in index.suggest(row["guess"], limit=3)]
@@ -362,14 +371,23 @@ def written_guesses(catalogs: dict[str, tuple[Action, ...]], splits: Collection[
         counts[0] += 1
         counts[1] += got[:1] != [] and got[0] in relevant
         counts[2] += bool(relevant.intersection(got))
-        if row["split"] == "dev" and not (got and got[0] in relevant):
+        if split == "dev" and not (got and got[0] in relevant):
             misses.append(f"  MISS guess {row['guess']} want {sorted(relevant)} got {got}")
     total = [sum(counts[i] for counts in per_api.values()) for i in range(3)]
     lines = [f"### Guessed names, written by hand: {total[0]} guesses over the {len(catalogs)} APIs pooled\n"]
     lines += ["| API | guesses | first suggestion right | in top 3 |", "|---|---|---|---|"]
     for api, (n, first, top3) in [*sorted(per_api.items()), ("all", total)]:
         lines.append(f"| {api} | {n} | {100 * first / max(n, 1):.1f} % | {100 * top3 / max(n, 1):.1f} % |")
-    return "\n".join([*lines, *misses])
+    return "\n".join([*lines, *(misses if show < 0 else misses[:show])])
+
+
+CATALOG_GUESSES = REPO / "tests" / "data" / "intents" / "guessed" / "guessed_names.json"
+"""Guesses over bundled catalog APIs that neither this set nor the tuned benchmarks use (a dev set: its README)."""
+
+
+def catalog_guess_apis(path: Path = CATALOG_GUESSES) -> list[str]:
+    """The catalog entries ``path``'s guesses are about (each guess's leading segment)."""
+    return sorted({str(row["guess"]).split(".", 1)[0] for row in _rows(path)})
 
 
 def bfcl(sets: Iterable[str], lexical: bool) -> str:
@@ -404,7 +422,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--splits", default=",".join(SPLITS), help="'dev' while tuning: the holdout is never ranked")
     parser.add_argument(
-        "--sets", default="intents,guessed,bfcl,live", help="comma-separated: intents, guessed, bfcl, live"
+        "--sets",
+        default="intents,guessed,bfcl,live",
+        help="comma-separated: intents, guessed, catalog-guesses (tests/data/intents/guessed), bfcl, live",
     )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid (no embedding)")
     parser.add_argument("--misses", type=int, default=0, help="print this many dev top-5 misses per ranker")
@@ -424,7 +444,7 @@ def main() -> None:
     if unknown := sorted(set(splits) - set(SPLITS)):
         sys.exit(f"unknown --splits {', '.join(unknown)}: choose among {', '.join(SPLITS)}")
     sets = set(args.sets.split(","))
-    intents, catalogs = load_heldout()
+    intents, catalogs = load_heldout() if sets & {"intents", "guessed"} else ([], {})
     if "intents" in sets:
         import scripts.bench_discover_quality as quality
 
@@ -455,6 +475,9 @@ def main() -> None:
     if "guessed" in sets:
         print(written_guesses(catalogs, splits), "\n")
         print(guessed_names(catalogs), "\n")
+    if "catalog-guesses" in sets:
+        apis = {slug: bundled_catalog(slug) for slug in catalog_guess_apis()}
+        print(written_guesses(apis, SPLITS, CATALOG_GUESSES, show=args.misses), "\n")
     if sets & {"bfcl", "live"}:
         print(bfcl(sets, args.lexical), "\n")
 
