@@ -23,12 +23,12 @@ __all__ = ["Guess", "Shape", "guess_of", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("create", "add", "new", "post", "make", "insert", "put"),
+    ("create", "add", "new", "post", "make", "insert", "put", "save", "append"),
     ("delete", "remove", "destroy", "erase", "drop"),
     ("get", "fetch", "retrieve", "read", "show", "view", "describe"),
     ("list", "all"),
     ("search", "find", "query", "lookup"),
-    ("update", "edit", "modify", "change", "set", "patch", "replace"),
+    ("update", "edit", "modify", "change", "set", "patch", "replace", "write"),
 )
 GROUP_OF: dict[str, int] = {stem(verb): number for number, group in enumerate(VERB_GROUPS) for verb in group}
 GROUP_VERBS: dict[int, frozenset[str]] = {
@@ -46,13 +46,40 @@ _SEGMENT_VERBS = frozenset(
     subscribe suspend sync test transfer trigger unarchive unassign unblock unfollow unlock unmute unpin
     unpublish unstar unsubscribe unsuspend upload validate verify void""".split()
 )
+# Verbs naming one change of state in one API or another (``void_payment`` is ``POST /payments/{id}/cancel``).
+_STATE_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("cancel", "void", "abort"),
+    ("complete", "capture", "finish"),
+    ("publish", "send"),
+    ("end", "hangup", "terminate"),
+)
+_STATE_GROUP: dict[str, frozenset[str]] = {
+    stem(verb): frozenset(stem(other) for other in group) for group in _STATE_SYNONYMS for verb in group
+}
+# Verbs that change a resource's state and that an API may name by an operation of their own, else by
+# an action posted to the resource or by its update (``reboot_droplet``, ``complete_task``, ``end_call``).
+_STATE_VERBS = _SEGMENT_VERBS | frozenset(
+    stem(verb)
+    for verb in """attach boot complete detach downgrade end hangup mark power reboot rebuild redact resize
+    shutdown terminate upgrade""".split()
+)
+_FALLBACK = 10.0
+"""Added to the rank of an operation matched by a ``Guess.fallback`` verb: deeper than any URL goes."""
+_ACTIONS = frozenset(stem(word) for word in ("action", "command"))
+"""A sub-resource these name takes any change of state posted to it (``POST /droplets/{id}/actions``)."""
+_CUSTOM_METHOD = re.compile(r"(?<=[}A-Za-z0-9]):([A-Za-z]+)$")
+_EXTENSION = re.compile(r"\.(json|xml)$", re.IGNORECASE)
 _VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
 _SELF = frozenset({"me", "myself", "current", "authenticated", "my", "mine"})
 """Words of a guess that mean the caller: ``get_current_user`` is ``GET /me``."""
 _SELF_SEGMENTS = frozenset({"me", "self", "myself"})
 """URL segments that mean the caller (``self`` only there: ``self_hosted`` is not about the caller)."""
-_FILLER = frozenset({"all", "by", "for", "of", "the", "a", "an", "in", "on", "to", "from", "with", "id", "ids"})
+_FILLER = frozenset(
+    {"all", "by", "for", "of", "the", "a", "an", "in", "on", "to", "from", "with", "id", "ids", "off", "out"}
+)
 _USER = stem("user")
+_CALLERS = frozenset(stem(word) for word in ("user", "account", "profile"))
+"""A singular segment without a parameter naming one of these is the caller's own (``GET /account``)."""
 _MEMBER_WORDS = frozenset(stem(word) for word in "id ids key uuid slug name code ref handle identifier or".split())
 """Words of a path parameter that say only that it identifies something."""
 # Verbs a guess names by what the operation achieves, not by its method: ``send_sms`` is the create of a
@@ -72,6 +99,9 @@ _MEANS: dict[str, tuple[int, frozenset[str]]] = {
         ("purchase", _CREATE, "order purchase"),
         ("apply", _CREATE, "redemption application"),
         ("redeem", _CREATE, "redemption"),
+        ("deploy", _CREATE, "deployment"),
+        ("redeploy", _CREATE, "deployment"),
+        ("release", _DELETE, ""),
     )
 }
 # Resource words a guess uses where APIs use a more general one (an email or an SMS is a message).
@@ -83,8 +113,12 @@ _ALSO_NAMED: dict[str, frozenset[str]] = {
         ("sms", "message"),
         ("mms", "message"),
         ("text", "message"),
+        ("item", "object entry record"),
+        ("object", "item entry record"),
     )
 }
+# Words that are one word spelled two ways: named by either, the resource is named by its own name.
+_SAME_WORD = frozenset({frozenset({stem("email"), stem("mail")})})
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
@@ -122,11 +156,24 @@ class Guess:
     acted_on: frozenset[str] = frozenset()
     """The resource the verb's meaning acts on instead (``share``: a permission), with the guessed one
     as its parent or part of its name."""
+    fallback: frozenset[str] = frozenset()
+    """Verbs of operations that do what the guess says where none named by its own verb does, ranked after
+    those: a collection's search for ``list_x``; for a change of state (``reboot_droplet``,
+    ``complete_task``), an action posted to the resource (``POST /droplets/{id}/actions``), else its update."""
 
     def matches(self, shape: Shape) -> bool:
-        if not (self.verbs & shape.verbs and shape.resource) or not (shape.mine or not self.mine or not shape.member):
+        # The caller's own resource is one member: where no operation is the caller's (``/me``), a member's
+        # get is, given the caller's own id (``rank`` puts the caller's own first).
+        if not shape.resource:
             return False
         named = self.named or tuple(frozenset({word}) for word in self.resource)
+        if not self.verbs & shape.verbs:
+            if not self.fallback & shape.verbs:
+                return False
+            if shape.resource <= _ACTIONS and self.fallback & GROUP_VERBS[_CREATE]:
+                return bool(shape.verbs & GROUP_VERBS[_CREATE]) and bool(named[-1] & shape.words)
+            if self.fallback & GROUP_VERBS[_CREATE] and not shape.verbs & GROUP_VERBS[_UPDATE]:
+                return False  # a change of state is an action posted to the resource or its update, not a create
         allowed = frozenset().union(*named, self.acted_on)
         if not shape.resource <= allowed:
             return False
@@ -136,19 +183,26 @@ class Guess:
         return all(words & shape.words for words in named)
 
     def by_meaning(self, shape: Shape) -> bool:
-        """Whether it matches only through what its verb means (``send_sms`` and ``POST /messages``)."""
+        """Whether it matches only through what its verb means (``send_sms`` and ``POST /messages``) or
+        through a ``fallback`` verb."""
+        if not self.verbs & shape.verbs:
+            return True
         return bool(self.verb) and self.verb not in shape.verbs
 
     def rank(self, shape: Shape) -> float:
         """Lower is better among matches: the resource's own operation, then the caller's, then depth."""
-        penalty = 0.5 if self.mine != shape.mine else 0.0
-        if self.by_meaning(shape):
+        penalty = (1.5 if self.mine else 0.5) if self.mine != shape.mine else 0.0
+        if not self.verbs & shape.verbs:
+            # A fallback verb: after every operation the guess's own verb names; an action posted to the
+            # resource before its update.
+            penalty += _FALLBACK + (0.0 if shape.resource <= _ACTIONS else 0.5)
+        elif self.by_meaning(shape):
             # Matched by what the verb means: an operation named by the verb itself comes first
             # (``send_email`` is ``POST /messages/send`` before ``POST /messages``).
             penalty += 1.5
-        if not self.resource <= shape.words:
+        if not all(_named_alike(word, shape.words) for word in self.resource):
             penalty += 1.0  # the resource named by another word (an SMS as a message): its own name first
-        if self.verbs & GROUP_VERBS[_GET] and not self.verbs & GROUP_VERBS[_LIST]:
+        if self.verbs & GROUP_VERBS[_GET] and not self.verbs & GROUP_VERBS[_LIST] and not (self.mine and shape.mine):
             # ``get_order`` is one order, ``get_orders`` (or ``fetch_orders``) the collection.
             penalty += 0.5 if shape.member == bool(self.plural) else 0.0
         return shape.depth + penalty
@@ -162,14 +216,18 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         return None
     literals: list[tuple[frozenset[str], bool, bool]] = []  # (stems, followed by a parameter, the caller)
     scoped: set[int] = set()  # literals followed by a parameter naming another resource
-    literal = ""
-    for segment in url.split("?", 1)[0].split("/"):
+    literal = spelled = ""  # the last literal segment; the last one kept, as written
+    path = url.split("?", 1)[0]
+    # A custom method (``/sheets/{sheetId}:copyTo``, ``/values:batchGet``) is a verb segment of its own.
+    path = _CUSTOM_METHOD.sub(lambda m: f"/{_custom_verb(m.group(1))}", path)
+    for segment in path.split("/"):
         if "{" in segment or segment.startswith(":"):
             if literals and _scoped_by(segment, literal, literals[-1][0], scopes):
                 scoped.add(len(literals) - 1)
             elif literals:
                 literals[-1] = (literals[-1][0], True, literals[-1][2])
             continue
+        segment = _EXTENSION.sub("", segment)  # ``Messages.json`` is the messages
         literal = segment
         lowered = segment.lower()
         if not segment or _VERSION.match(lowered):
@@ -178,11 +236,13 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         terms = frozenset({_USER} if mine else identifier_terms(segment))
         if terms:
             literals.append((terms, False, mine))
+            spelled = lowered
     if not literals:
         return None
     words = frozenset(term for terms, _, _ in literals for term in terms)
     last, member, mine = literals[-1]
-    verb = next(iter(last)) if len(last) == 1 else ""
+    # A plural last segment is a collection, not a verb (``/suppression/blocks``, ``/marketing/lists``).
+    verb = next(iter(last)) if len(last) == 1 and not _plural(spelled) else ""
     if len(literals) > 1 and not member and (verb in _SEGMENT_VERBS or verb in GROUP_OF):
         verbs = frozenset({verb}) | GROUP_VERBS.get(GROUP_OF.get(verb, -1), frozenset())
         resource, member, mine = literals[-2]
@@ -199,8 +259,20 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         case _:
             return None
     verbs = frozenset(term for group in groups for term in GROUP_VERBS[group])
-    caller = last == {_USER} and not member and len(literals) - 1 not in scoped
-    return Shape(verbs, last, words, member, mine or caller, len(literals))
+    # ``GET /user`` and ``GET /account`` are the caller's own; ``GET /users`` the collection.
+    caller = len(last) == 1 and last <= _CALLERS and not _plural(spelled) and not member
+    caller = caller and len(literals) - 1 not in scoped
+    # ``/users/me`` is as deep as ``/user``: the caller's segment adds no depth.
+    return Shape(verbs, last, words, member, mine or caller, len(literals) - mine)
+
+
+def _custom_verb(method: str) -> str:
+    """A custom method's verb (``batchUpdate`` -> ``update``, ``getByDataFilter`` -> ``get``), else the method."""
+    return next((word for word in _WORDS.findall(method) if _is_verb(word.lower())), method).lower()
+
+
+def _plural(word: str) -> bool:
+    return word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 def _scoped_by(segment: str, literal: str, resource: frozenset[str], scopes: frozenset[str]) -> bool:
@@ -252,6 +324,8 @@ def guess_of(path: str) -> Guess | None:
     plural: bool | None = None
     if len(parts) > 1 and len(parts[-1]) == 1 and _is_verb(parts[-1][0]):
         verb, rest = parts[-1][0], [word for part in parts[:-1] for word in part]
+    elif parts[-1] and all(word in _SELF for word in parts[-1]):
+        verb, rest = "get", [word for part in parts for word in part]  # ``users.me``: the caller, read
     else:
         flat = [word for part in parts for word in part]
         if not _is_verb(flat[0]):
@@ -271,14 +345,27 @@ def guess_of(path: str) -> Guess | None:
         return None
     stemmed = stem(verb)
     verbs = frozenset({stemmed}) | GROUP_VERBS.get(GROUP_OF.get(stemmed, -1), frozenset())
-    named = tuple(frozenset({term}) | _ALSO_NAMED.get(term, frozenset()) for term in dict.fromkeys(terms))
+    named = tuple(
+        frozenset({term}) | _ALSO_NAMED.get(term, frozenset()) | (_CALLERS if mine and term == _USER else frozenset())
+        for term in dict.fromkeys(terms)
+    )
+    verbs |= _STATE_GROUP.get(stemmed, frozenset())
+    fallback = frozenset()
+    if stemmed in GROUP_VERBS[_LIST]:
+        fallback = GROUP_VERBS[_SEARCH]  # a collection listed only by its search (``POST /team-members/search``)
+    elif stemmed in _STATE_VERBS and stemmed not in GROUP_OF:
+        fallback = GROUP_VERBS[_CREATE] | GROUP_VERBS[_UPDATE]
     meaning = _MEANS.get(stemmed)
     if meaning is None or stemmed in GROUP_OF:
-        return Guess(verbs, resource, mine, plural, named=named)
+        return Guess(verbs, resource, mine, plural, named=named, fallback=fallback)
     group, acted_on = meaning
     return Guess(verbs | GROUP_VERBS[group], resource, mine, plural, stemmed, named, acted_on)
 
 
+def _named_alike(word: str, words: frozenset[str]) -> bool:
+    return word in words or any(word in same and not same.isdisjoint(words) for same in _SAME_WORD)
+
+
 def _is_verb(word: str) -> bool:
     stemmed = stem(word)
-    return stemmed in GROUP_OF or stemmed in _SEGMENT_VERBS or stemmed in _MEANS
+    return stemmed in GROUP_OF or stemmed in _STATE_VERBS or stemmed in _MEANS

@@ -63,6 +63,9 @@ _MIN_SHAPE = 0.6
 _GROUP_OF = GROUP_OF
 _GROUP_VERBS = GROUP_VERBS
 _READ_VERBS = GROUP_VERBS[GROUP_OF[stem("get")]]
+_CALLER_WORDS = frozenset({"me", "myself", "self", "current", "authenticated", "my", "mine"})
+"""A name's words (as spelled) that mean the caller."""
+_CALLER = "me"
 
 
 def suggest(
@@ -114,12 +117,17 @@ def suggest(
     guess = guess_of(path)
     shaped: dict[str, float] = {}
     meant: set[str] = set()  # matched only through what the guess's verb means
+    other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
     best_rank = 0.0
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
         for segment in named or visible:
             for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
-                if shape is not None and guess.matches(shape) and (allow is None or allow(action)):
+                if shape is None:
+                    continue
+                if not guess.verbs & shape.verbs:
+                    other_verb.add(action.qualified_name)
+                if guess.matches(shape) and (allow is None or allow(action)):
                     matched.append((guess.rank(shape), action.qualified_name, action))
                     if guess.by_meaning(shape):
                         meant.add(action.qualified_name)
@@ -137,9 +145,14 @@ def suggest(
     best = max((score for _, _, score in hits), default=0.0) or 1.0
     spelled_alike = bool(meant) and any(_spelled_alike(spelled_words, _words_of(action.path)) for _, action, _ in hits)
     scored: list[tuple[float, str, Action]] = []
+    # Any word for the caller is another's (``get_current_user``, ``users.me`` ~ ``get_self``); the index
+    # leaves "me" out of a name's terms, so the caller is one word of its own here.
+    caller = not _CALLER_WORDS.isdisjoint(spelled_words)
     for _, action, score in hits:
         words = identifier_terms(action.path)
-        overlap = _overlap(guessed, words)
+        if caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
+            words = [*words, _CALLER]
+        overlap = _overlap([*guessed, _CALLER] if caller else guessed, words)
         shape = difflib.SequenceMatcher(None, folded_path, fold_name(action.path), autojunk=False).ratio()
         if not overlap and shape < _MIN_SHAPE and action.qualified_name not in shaped:
             continue  # shares no word and barely a letter sequence: noise, not a suggestion
@@ -156,9 +169,14 @@ def suggest(
         rank = shaped.get(action.qualified_name)
         # The name but for a verb's synonym or a word's number is what the guess spells, unless its method
         # and URL say the guess means another (``get_customer`` is one customer, not ``get_customers``).
-        if (rank is None or rank <= best_rank) and _same_name(spelled_words, _words_of(action.path)):
+        theirs_words = _words_of(action.path)
+        if (rank is None or rank <= best_rank) and (
+            _same_name(spelled_words, theirs_words) or spelled_words == _verb_first(action.path)
+        ):
             final += _SAME_NAME
-        elif rank is None and shaped and guess is not None and guess.verb:
+        elif rank is None and shaped and guess is not None and (guess.verb or action.qualified_name in other_verb):
+            # Some operation does what the guess says: one doing something else (a delete for ``list_x``)
+            # is not it, however alike it is spelled.
             final -= _UNMEANT
         if rank is not None:
             # The operation the guess's verb and resource name: before any that only spells alike, the
@@ -208,6 +226,22 @@ def _same_name(guessed: list[str], theirs: list[str]) -> bool:
         if group is None or group != _GROUP_OF.get(stem(other)):
             return False
     return True
+
+
+def _verb_first(path: str) -> list[str]:
+    """A grouped name as a verb-first guess spells it: ``actions.list_workflow_runs`` ->
+    ``list_action_workflow_runs`` (the group singular, after the verb)."""
+    group, _, rest = path.partition(".")
+    if not rest or "." in rest:
+        return []
+    words = _words_of(rest)
+    return [*words[:1], *(_singular(word) for word in _words_of(group)), *words[1:]]
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _spelled_alike(guessed: list[str], theirs: list[str]) -> bool:

@@ -135,3 +135,183 @@ def test_a_collection_under_another_resources_key_answers_list() -> None:
     assert listing.matches(collection) and not listing.matches(member)
     # A singular segment names one member whatever its parameter is called.
     assert singular.member
+
+
+def test_a_file_extension_is_not_part_of_the_resource() -> None:
+    """``Messages.json`` is the messages: ``send_sms`` finds their create."""
+    phone = indexed(
+        [
+            op("create_message", "POST", "/Accounts/{AccountSid}/Messages.json", "Send a message"),
+            op("list_short_code", "GET", "/Accounts/{AccountSid}/SMS/ShortCodes.json", "List short codes"),
+        ]
+    )
+    assert first(phone, "acme.send_sms") == ["acme.create_message"]
+
+
+def test_a_plural_last_segment_is_a_collection_not_a_verb() -> None:
+    """``/suppression/blocks`` lists blocks (``block`` is also a verb segment, as in ``/users/{id}/block``)."""
+    mail = indexed(
+        [
+            op("delete_suppression_blocks", "DELETE", "/suppression/blocks", "Delete blocks"),
+            op("get_suppression_blocks", "GET", "/suppression/blocks", "Retrieve all blocks"),
+        ]
+    )
+    assert first(mail, "acme.list_blocks") == ["acme.get_suppression_blocks"]
+
+
+USERS = [
+    op("get_users", "GET", "/v1/users", "List all users"),
+    op("get_user", "GET", "/v1/users/{user_id}", "Retrieve a user"),
+    op("get_self", "GET", "/v1/users/me", "Retrieve your token's bot user"),
+]
+
+
+@pytest.mark.parametrize("guess", ["acme.get_current_user", "acme.users.me", "acme.get_me"])
+def test_the_caller_is_users_me_not_the_users_collection(guess: str) -> None:
+    assert first(indexed(USERS), guess) == ["acme.get_self"]
+
+
+def test_without_an_operation_of_the_callers_own_a_users_get_is_it() -> None:
+    """Where no URL names the caller, the caller is one member of the users (its own id, or ``me``)."""
+    assert first(indexed(USERS[:2]), "acme.get_current_user") == ["acme.get_user"]
+
+
+def test_a_singular_account_segment_is_the_callers_own() -> None:
+    cloud = indexed(
+        [
+            op("account_get", "GET", "/v2/account", "Get User Information"),
+            op("databases_get_user", "GET", "/v2/databases/{id}/users/{username}", "Retrieve a database user"),
+        ]
+    )
+    assert first(cloud, "acme.get_current_user") == ["acme.account_get"]
+
+
+def test_an_operation_doing_another_verb_is_not_the_guess() -> None:
+    """``list_contacts``: the contacts' list, not the delete of a list's contacts that spells ``list``."""
+    mail = indexed(
+        [
+            op("delete_mc_lists_id_contacts", "DELETE", "/marketing/lists/{id}/contacts", "Remove contacts"),
+            op("get_mc_contats", "GET", "/marketing/contacts", "Get sample contacts"),
+        ]
+    )
+    assert first(mail, "acme.list_contacts") == ["acme.get_mc_contats"]
+
+
+CLOUD = [
+    op("droplets_list", "GET", "/v2/droplets", "List all droplets"),
+    op("droplets_get", "GET", "/v2/droplets/{droplet_id}", "Retrieve a droplet"),
+    op("droplets_destroy", "DELETE", "/v2/droplets/{droplet_id}", "Delete a droplet"),
+    op("droplet_actions_post", "POST", "/v2/droplets/{droplet_id}/actions", "Initiate a droplet action"),
+    op("update_task", "PUT", "/tasks/{task_gid}", "Update a task"),
+    op("delete_task", "DELETE", "/tasks/{task_gid}", "Delete a task"),
+    op("duplicate_task", "POST", "/tasks/{task_gid}/duplicate", "Duplicate a task"),
+    op("update_call", "POST", "/Calls/{Sid}.json", "Initiates a call redirect or terminates a call"),
+    op("list_call", "GET", "/Calls.json", "List calls"),
+]
+
+
+@pytest.mark.parametrize(
+    ("guess", "expected"),
+    [
+        ("acme.reboot_droplet", "acme.droplet_actions_post"),
+        ("acme.power_off_droplet", "acme.droplet_actions_post"),
+        ("acme.complete_task", "acme.update_task"),
+        ("acme.end_call", "acme.update_call"),
+    ],
+)
+def test_a_change_of_state_is_an_action_posted_to_the_resource_else_its_update(guess: str, expected: str) -> None:
+    assert first(indexed(CLOUD), guess) == [expected]
+
+
+def test_an_operation_named_by_the_verb_comes_before_an_update() -> None:
+    screens = indexed(
+        [
+            op("update_custom_field", "PUT", "/field/{fieldId}", "Update a custom field"),
+            op("move_tab_field", "POST", "/screens/{screenId}/tabs/{tabId}/fields/{id}/move", "Move a field"),
+        ]
+    )
+    assert first(screens, "acme.move_field") == ["acme.move_tab_field"]
+
+
+def test_verbs_of_one_change_of_state_are_one_verb() -> None:
+    """``void_payment`` is the payment's cancel, not the void of another resource."""
+    payments = indexed(
+        [
+            op("cancel_payment", "POST", "/v2/payments/{payment_id}/cancel", "CancelPayment"),
+            op("void_transaction", "POST", "/v2/transactions/{transaction_id}/void", "VoidTransaction"),
+            op("get_payment", "GET", "/v2/payments/{payment_id}", "GetPayment"),
+        ]
+    )
+    assert first(payments, "acme.void_payment") == ["acme.cancel_payment"]
+
+
+def test_a_collection_listed_only_by_its_search_answers_list() -> None:
+    team = indexed(
+        [
+            op("search_team_members", "POST", "/v2/team-members/search", "SearchTeamMembers"),
+            op("list_team_member_wages", "GET", "/v2/labor/team-member-wages", "ListTeamMemberWages"),
+            op("update_team_member", "PUT", "/v2/team-members/{team_member_id}", "UpdateTeamMember"),
+        ]
+    )
+    assert first(team, "acme.list_team_members") == ["acme.search_team_members"]
+
+
+def test_a_custom_method_is_the_operations_verb() -> None:
+    """Google's ``/sheets/{sheetId}:copyTo`` is a copy, ``/values:batchGet`` a get: not an update of the member."""
+    from mcp_gateway.discovery._rest_shape import shape_of
+    from mcp_gateway.discovery._text import stem
+
+    copy = shape_of(op("copy", "POST", "/v4/spreadsheets/{spreadsheetId}/sheets/{sheetId}:copyTo"))
+    batch_get = shape_of(op("get", "GET", "/v4/spreadsheets/{spreadsheetId}/values:batchGet"))
+    assert copy is not None and stem("copy") in copy.verbs and stem("update") not in copy.verbs
+    assert batch_get is not None and stem("get") in batch_get.verbs and batch_get.resource == {stem("values")}
+
+
+def test_an_item_is_a_catalog_object() -> None:
+    shop = indexed(
+        [
+            op("retrieve_catalog_object", "GET", "/v2/catalog/object/{object_id}", "RetrieveCatalogObject"),
+            op("search_catalog_items", "POST", "/v2/catalog/search-catalog-items", "SearchCatalogItems"),
+            op("catalog_info", "GET", "/v2/catalog/info", "CatalogInfo"),
+        ]
+    )
+    assert first(shop, "acme.get_catalog_item") == ["acme.retrieve_catalog_object"]
+
+
+def test_mail_and_email_are_one_word() -> None:
+    """``send_email`` is ``POST /mail/send``, its own verb on mail, before an email's validation."""
+    mail = indexed(
+        [
+            op("post_validations_email", "POST", "/validations/email", "Validate an email"),
+            op("post_mail_send", "POST", "/mail/send", "v3 Mail Send"),
+        ]
+    )
+    assert first(mail, "acme.send_email") == ["acme.post_mail_send"]
+
+
+@pytest.mark.parametrize(
+    ("guess", "expected"),
+    [
+        ("acme.redeploy_app", "acme.apps_create_deployment"),
+        ("acme.release_phone_number", "acme.delete_phone_number"),
+        ("acme.write_values", "acme.values_update"),
+        ("acme.save_card", "acme.create_card"),
+    ],
+)
+def test_verbs_read_for_the_operation_they_name(guess: str, expected: str) -> None:
+    ops = indexed(
+        [
+            op("apps_list", "GET", "/v2/apps", "List all apps"),
+            op("apps_update", "PUT", "/v2/apps/{id}", "Update an app"),
+            op("apps_create_deployment", "POST", "/v2/apps/{app_id}/deployments", "Create an app deployment"),
+            op("create_phone_number", "POST", "/phone_numbers", "Purchase a number"),
+            op("update_phone_number", "POST", "/phone_numbers/{sid}", "Update a number"),
+            op("delete_phone_number", "DELETE", "/phone_numbers/{sid}", "Delete a number"),
+            op("values_get", "GET", "/spreadsheets/{id}/values/{range}", "Returns a range of values"),
+            op("values_update", "PUT", "/spreadsheets/{id}/values/{range}", "Sets values in a range"),
+            op("create_card", "POST", "/v2/cards", "CreateCard"),
+            op("disable_card", "POST", "/v2/cards/{card_id}/disable", "DisableCard"),
+            op("retrieve_card", "GET", "/v2/cards/{card_id}", "RetrieveCard"),
+        ]
+    )
+    assert first(ops, guess) == [expected]
