@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
-from ._text import identifier_terms, stem
+from ._text import identifier_terms, prose_terms, stem
 
 __all__ = ["Guess", "Shape", "guess_of", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("create", "add", "new", "post", "make", "insert", "put", "save", "append"),
+    ("create", "add", "new", "post", "make", "insert", "put", "save", "append", "upsert"),
     ("delete", "remove", "destroy", "erase", "drop"),
     ("get", "fetch", "retrieve", "read", "show", "view", "describe"),
     ("list", "all"),
@@ -67,6 +67,7 @@ _FALLBACK = 10.0
 """Added to the rank of an operation matched by a ``Guess.fallback`` verb: deeper than any URL goes."""
 _ACTIONS = frozenset(stem(word) for word in ("action", "command"))
 """A sub-resource these name takes any change of state posted to it (``POST /droplets/{id}/actions``)."""
+_VOWEL = re.compile("[aeiouy]")
 _CUSTOM_METHOD = re.compile(r"(?<=[}A-Za-z0-9]):([A-Za-z]+)$")
 _EXTENSION = re.compile(r"\.(json|xml)$", re.IGNORECASE)
 _VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
@@ -182,12 +183,23 @@ class Guess:
             return bool(shape.resource & self.acted_on) and bool(named[-1] & shape.words)
         return all(words & shape.words for words in named)
 
+    def said_by(self, summary: str) -> bool:
+        """Whether a summary says the guess: its verb (or one of the same change), then its resource's words
+        and no other but verbs (``cancel_scheduled_send``: "Cancel or pause a scheduled send")."""
+        terms = [_singular_term(term) for term in prose_terms(summary)]
+        if not terms or self.mine:
+            return False
+        own = _STATE_GROUP.get(self.verb, frozenset({self.verb})) if self.verb else self.verbs
+        rest = {term for term in terms[1:] if term not in _FILLER}
+        verbs = GROUP_OF.keys() | _STATE_VERBS
+        return terms[0] in own and self.resource <= rest and rest - self.resource <= verbs
+
     def by_meaning(self, shape: Shape) -> bool:
         """Whether it matches only through what its verb means (``send_sms`` and ``POST /messages``) or
         through a ``fallback`` verb."""
         if not self.verbs & shape.verbs:
             return True
-        return bool(self.verb) and self.verb not in shape.verbs
+        return bool(self.verb) and shape.verbs.isdisjoint(_STATE_GROUP.get(self.verb, {self.verb}))
 
     def rank(self, shape: Shape) -> float:
         """Lower is better among matches: the resource's own operation, then the caller's, then depth."""
@@ -233,7 +245,7 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         if not segment or _VERSION.match(lowered):
             continue
         mine = lowered in _SELF_SEGMENTS
-        terms = frozenset({_USER} if mine else identifier_terms(segment))
+        terms = frozenset({_USER} if mine else _terms(segment))
         if terms:
             literals.append((terms, False, mine))
             spelled = lowered
@@ -243,10 +255,11 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     last, member, mine = literals[-1]
     # A plural last segment is a collection, not a verb (``/suppression/blocks``, ``/marketing/lists``).
     verb = next(iter(last)) if len(last) == 1 and not _plural(spelled) else ""
-    if len(literals) > 1 and not member and (verb in _SEGMENT_VERBS or verb in GROUP_OF):
+    if len(literals) > 1 and not member and (verb in _STATE_VERBS or verb in GROUP_OF):
         verbs = frozenset({verb}) | GROUP_VERBS.get(GROUP_OF.get(verb, -1), frozenset())
         resource, member, mine = literals[-2]
-        return Shape(verbs, resource, words - {verb}, member, mine or resource == {_USER}, len(literals))
+        caller = mine or resource == {_USER}
+        return Shape(verbs, resource, words - {verb}, member, caller, len(literals))
     match method.lower():
         case "get":
             groups = (_GET,) if member else (_GET, _LIST)
@@ -271,6 +284,16 @@ def _custom_verb(method: str) -> str:
     return next((word for word in _WORDS.findall(method) if _is_verb(word.lower())), method).lower()
 
 
+def _terms(text: str) -> list[str]:
+    """Index terms of a name, a plural the stemmer keeps made singular (``ips`` -> ``ip``), so that a
+    guess and a URL name one resource alike whatever their number."""
+    return [_singular_term(term) for term in identifier_terms(text)]
+
+
+def _singular_term(term: str) -> str:
+    return term[:-1] if _plural(term) and _VOWEL.search(term[:-1]) else term
+
+
 def _plural(word: str) -> bool:
     return word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
@@ -281,7 +304,7 @@ def _scoped_by(segment: str, literal: str, resource: frozenset[str], scopes: fro
     (a singular segment, ``/user/{account_id}``, is one member however its parameter is named)."""
     if not literal.lower().endswith("s") or literal.lower().endswith(("ss", "us", "is")):
         return False
-    terms = set(identifier_terms(segment.strip("{}:"))) - _MEMBER_WORDS
+    terms = set(_terms(segment.strip("{}:"))) - _MEMBER_WORDS
     if not terms or not terms <= scopes:
         return False
     return not any(term.startswith(word) or word.startswith(term) for term in terms for word in resource)
@@ -294,7 +317,7 @@ def _literal_stems(actions: Sequence[Action]) -> frozenset[str]:
         if isinstance(url, str):
             for segment in url.split("?", 1)[0].split("/"):
                 if segment and "{" not in segment and not segment.startswith(":"):
-                    out.update(identifier_terms(segment))
+                    out.update(_terms(segment))
     return frozenset(out)
 
 
@@ -336,7 +359,7 @@ def guess_of(path: str) -> Guess | None:
     if verb in ("get", "fetch", "retrieve") and rest[:1] == ["all"]:
         verb, rest = "list", rest[1:]
     mine = any(word in _SELF for word in rest)
-    terms = [term for word in rest if word not in _SELF and word not in _FILLER for term in identifier_terms(word)]
+    terms = [term for word in rest if word not in _SELF and word not in _FILLER for term in _terms(word)]
     resource = frozenset(terms)
     if mine and not resource:
         resource = frozenset({_USER})

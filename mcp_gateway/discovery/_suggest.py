@@ -51,6 +51,9 @@ _UNMEANT = 0.3
 """Taken off an action the guess's verb spells alike but does not mean, when some operation is what it
 means (``buy_phone_number``: ``create_number_order``, not ``update_phone_number``)."""
 
+_SAID_BEHIND = 1.0
+"""Rank steps behind the best URL match of an operation whose summary says the guess."""
+
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
 
@@ -138,6 +141,15 @@ def suggest(
             shaped[qualified_name] = rank
             if id(action) not in pooled:
                 hits.append((-1, action, 0.0))
+        # A summary that says the guess ("Validate an email" for ``validate_email``) names its operation in
+        # the API's own words, whatever its URL (``POST /validations/email``): first, unless the guess's
+        # own verb names an operation's URL, then just behind it.
+        own = any(name not in meant for name in shaped)
+        for _, action, _ in hits:
+            if guess.said_by(summary_of(action)):
+                said = best_rank + (_SAID_BEHIND if own else 0.0)
+                shaped[action.qualified_name] = min(shaped.get(action.qualified_name, said), said)
+                meant.discard(action.qualified_name)
 
     folded_path = fold_name(path)
     spelled_words = _words_of(path)

@@ -315,3 +315,44 @@ def test_verbs_read_for_the_operation_they_name(guess: str, expected: str) -> No
         ]
     )
     assert first(ops, guess) == [expected]
+
+
+def test_a_summary_saying_the_guess_names_its_operation() -> None:
+    """``validate_email``: "Validate an email" is ``POST /validations/email``, not the update of the account's email."""
+    mail = indexed(
+        [
+            op("put_user_email", "PUT", "/user/email", "Update your account email address"),
+            op("post_validations_email", "POST", "/validations/email", "Validate an email"),
+        ]
+    )
+    assert first(mail, "acme.validate_email") == ["acme.post_validations_email"]
+
+
+def test_a_plural_the_stemmer_keeps_names_the_same_resource() -> None:
+    """``reserved_ips`` and ``reserved_ip`` are one resource: its actions take the assignment."""
+    ips = indexed(
+        [
+            op("reserved_ips_get", "GET", "/v2/reserved_ips/{reserved_ip}", "Retrieve a reserved IP"),
+            op("reserved_ips_delete", "DELETE", "/v2/reserved_ips/{reserved_ip}", "Delete a reserved IP"),
+            op("reserved_ips_actions_post", "POST", "/v2/reserved_ips/{reserved_ip}/actions", "Initiate an action"),
+        ]
+    )
+    assert first(ips, "acme.assign_reserved_ip") == ["acme.reserved_ips_actions_post"]
+
+
+@pytest.mark.parametrize(
+    ("guess", "expected"),
+    [("acme.send_invoice", "acme.publish_invoice"), ("acme.capture_payment", "acme.complete_payment")],
+)
+def test_a_verb_of_the_same_change_names_the_operation(guess: str, expected: str) -> None:
+    """Sending an invoice is publishing it; capturing a payment completes it (each its own verb segment)."""
+    billing = indexed(
+        [
+            op("create_invoice", "POST", "/v2/invoices", "CreateInvoice"),
+            op("publish_invoice", "POST", "/v2/invoices/{invoice_id}/publish", "PublishInvoice"),
+            op("create_payment", "POST", "/v2/payments", "CreatePayment"),
+            op("update_payment", "PUT", "/v2/payments/{payment_id}", "UpdatePayment"),
+            op("complete_payment", "POST", "/v2/payments/{payment_id}/complete", "CompletePayment"),
+        ]
+    )
+    assert first(billing, guess) == [expected]
