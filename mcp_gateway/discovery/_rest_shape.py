@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
-from ._text import identifier_terms, prose_terms, stem
+from ._text import first_sentence, identifier_terms, prose_terms, stem
 
-__all__ = ["Guess", "Shape", "guess_of", "shapes_of"]
+__all__ = ["Guess", "Shape", "described", "guess_of", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -137,6 +137,8 @@ class Shape:
     """Its resource is the caller (``/me``, ``/user`` without a parameter)."""
     depth: int
     """Literal segments of its URL (versions left out)."""
+    head: str = ""
+    """The last word of its resource's name (``stack`` for ``/pull-request-stacks``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,8 @@ class Guess:
     acted_on: frozenset[str] = frozenset()
     """The resource the verb's meaning acts on instead (``share``: a permission), with the guessed one
     as its parent or part of its name."""
+    joined: str = ""
+    """Its resource words as one word (``single_sends``: ``singlesend``), as some URLs spell them."""
     fallback: frozenset[str] = frozenset()
     """Verbs of operations that do what the guess says where none named by its own verb does, ranked after
     those: a collection's search for ``list_x``; for a change of state (``reboot_droplet``,
@@ -176,12 +180,27 @@ class Guess:
             if self.fallback & GROUP_VERBS[_CREATE] and not shape.verbs & GROUP_VERBS[_UPDATE]:
                 return False  # a change of state is an action posted to the resource or its update, not a create
         allowed = frozenset().union(*named, self.acted_on)
+        if self.joined and shape.resource == {self.joined}:
+            return True  # ``/marketing/singlesends`` for ``list_single_sends``
         if not shape.resource <= allowed:
             return False
         if self.acted_on:
             # ``share_file``: a permission under a file; ``buy_phone_number``: a number order.
             return bool(shape.resource & self.acted_on) and bool(named[-1] & shape.words)
         return all(words & shape.words for words in named)
+
+    def named_loosely(self, shape: Shape, described: frozenset[str]) -> bool:
+        """Where no operation's URL names the guess: whether ``shape`` does its verb to a resource the guess
+        names by some of its words (``phone_number``: incoming phone numbers) or by the words its summary
+        and description use (``described``: a comment, where an API's stories are "comment stories")."""
+        if not (self.verbs & shape.verbs and shape.resource) or self.acted_on or self.mine:
+            return False
+        if self.resource < shape.resource and shape.head in self.resource and shape.head in self.named[-1]:
+            return True
+        # Named only by its description: the URL says none of the guess's words, even inside a longer one
+        # (``issuesecurityschemes`` says issue).
+        spelled = " ".join(shape.words)
+        return self.resource <= described and not any(word in spelled for word in self.resource)
 
     def said_by(self, summary: str) -> bool:
         """Whether a summary says the guess: its verb (or one of the same change), then its resource's words
@@ -214,8 +233,10 @@ class Guess:
             penalty += 1.5
         if not all(_named_alike(word, shape.words) for word in self.resource):
             penalty += 1.0  # the resource named by another word (an SMS as a message): its own name first
-        if self.verbs & GROUP_VERBS[_GET] and not self.verbs & GROUP_VERBS[_LIST] and not (self.mine and shape.mine):
-            # ``get_order`` is one order, ``get_orders`` (or ``fetch_orders``) the collection.
+        one_or_all = self.verbs & (GROUP_VERBS[_GET] | GROUP_VERBS[_DELETE] | GROUP_VERBS[_UPDATE])
+        if one_or_all and not self.verbs & GROUP_VERBS[_LIST] and not (self.mine and shape.mine):
+            # ``get_order`` is one order, ``get_orders`` (or ``fetch_orders``) the collection; so for a delete
+            # (``delete_bounce``: one bounce, ``delete_bounces``: the collection's bulk delete) and an update.
             penalty += 0.5 if shape.member == bool(self.plural) else 0.0
         return shape.depth + penalty
 
@@ -229,6 +250,7 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     literals: list[tuple[frozenset[str], bool, bool]] = []  # (stems, followed by a parameter, the caller)
     scoped: set[int] = set()  # literals followed by a parameter naming another resource
     literal = spelled = ""  # the last literal segment; the last one kept, as written
+    heads: list[str] = []  # each kept literal's last word
     path = url.split("?", 1)[0]
     # A custom method (``/sheets/{sheetId}:copyTo``, ``/values:batchGet``) is a verb segment of its own.
     path = _CUSTOM_METHOD.sub(lambda m: f"/{_custom_verb(m.group(1))}", path)
@@ -245,9 +267,10 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         if not segment or _VERSION.match(lowered):
             continue
         mine = lowered in _SELF_SEGMENTS
-        terms = frozenset({_USER} if mine else _terms(segment))
-        if terms:
-            literals.append((terms, False, mine))
+        ordered = [_USER] if mine else _terms(segment)
+        if ordered:
+            literals.append((frozenset(ordered), False, mine))
+            heads.append(next((term for term in reversed(ordered) if term not in _FILLER), ordered[-1]))
             spelled = lowered
     if not literals:
         return None
@@ -259,7 +282,7 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         verbs = frozenset({verb}) | GROUP_VERBS.get(GROUP_OF.get(verb, -1), frozenset())
         resource, member, mine = literals[-2]
         caller = mine or resource == {_USER}
-        return Shape(verbs, resource, words - {verb}, member, caller, len(literals))
+        return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2])
     match method.lower():
         case "get":
             groups = (_GET,) if member else (_GET, _LIST)
@@ -276,12 +299,20 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     caller = len(last) == 1 and last <= _CALLERS and not _plural(spelled) and not member
     caller = caller and len(literals) - 1 not in scoped
     # ``/users/me`` is as deep as ``/user``: the caller's segment adds no depth.
-    return Shape(verbs, last, words, member, mine or caller, len(literals) - mine)
+    return Shape(verbs, last, words, member, mine or caller, len(literals) - mine, heads[-1])
 
 
 def _custom_verb(method: str) -> str:
     """A custom method's verb (``batchUpdate`` -> ``update``, ``getByDataFilter`` -> ``get``), else the method."""
     return next((word for word in _WORDS.findall(method) if _is_verb(word.lower())), method).lower()
+
+
+def described(action: Action) -> frozenset[str]:
+    """Stems (singular, as a guess's are) of the first sentences of an action's description that its
+    summary does not say: the other words an API explains its own name with ("comment stories")."""
+    summary = {_singular_term(term) for term in prose_terms(action.summary)}
+    text = first_sentence(action.description or "", 300)
+    return frozenset(_singular_term(term) for term in prose_terms(text)) - summary
 
 
 def _terms(text: str) -> list[str]:
@@ -379,8 +410,10 @@ def guess_of(path: str) -> Guess | None:
     elif stemmed in _STATE_VERBS and stemmed not in GROUP_OF:
         fallback = GROUP_VERBS[_CREATE] | GROUP_VERBS[_UPDATE]
     meaning = _MEANS.get(stemmed)
+    written = [word for word in rest if word not in _SELF and word not in _FILLER]
+    joined = _terms("".join(written)) if len(written) > 1 else []
     if meaning is None or stemmed in GROUP_OF:
-        return Guess(verbs, resource, mine, plural, named=named, fallback=fallback)
+        return Guess(verbs, resource, mine, plural, named=named, joined="".join(joined[:1]), fallback=fallback)
     group, acted_on = meaning
     return Guess(verbs | GROUP_VERBS[group], resource, mine, plural, stemmed, named, acted_on)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
 from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, shapes_of
+from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
 
@@ -51,6 +52,9 @@ _UNMEANT = 0.3
 """Taken off an action the guess's verb spells alike but does not mean, when some operation is what it
 means (``buy_phone_number``: ``create_number_order``, not ``update_phone_number``)."""
 
+_LOOSE = 0.5
+"""Share of that kept by an operation whose URL does not name the guess's resource (``named_loosely``)."""
+
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
 
@@ -69,6 +73,7 @@ _READ_VERBS = GROUP_VERBS[GROUP_OF[stem("get")]]
 _CALLER_WORDS = frozenset({"me", "myself", "self", "current", "authenticated", "my", "mine"})
 """A name's words (as spelled) that mean the caller."""
 _CALLER = "me"
+_LIST = stem("list")
 
 
 def suggest(
@@ -121,6 +126,7 @@ def suggest(
     shaped: dict[str, float] = {}
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
+    loose: set[str] = set()  # matched only by ``Guess.named_loosely``
     best_rank = 0.0
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
@@ -134,6 +140,17 @@ def suggest(
                     matched.append((guess.rank(shape), action.qualified_name, action))
                     if guess.by_meaning(shape):
                         meant.add(action.qualified_name)
+        if not matched:
+            # No URL names the guess: read its resource more loosely, behind any that did.
+            for segment in named or visible:
+                for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
+                    if (
+                        shape is not None
+                        and guess.named_loosely(shape, described_words(action))
+                        and (allow is None or allow(action))
+                    ):
+                        matched.append((guess.rank(shape), action.qualified_name, action))
+                        loose.add(action.qualified_name)
         matched.sort(key=lambda item: (item[0], item[1]))
         pooled = {id(action) for _, action, _ in hits}
         best_rank = matched[0][0] if matched else 0.0
@@ -151,6 +168,7 @@ def suggest(
                 shaped[action.qualified_name] = min(shaped.get(action.qualified_name, said), said)
                 meant.discard(action.qualified_name)
 
+    by_url = any(name not in loose for name in shaped)
     folded_path = fold_name(path)
     spelled_words = _words_of(path)
     spelled = _spelled(path)
@@ -160,11 +178,16 @@ def suggest(
     # Any word for the caller is another's (``get_current_user``, ``users.me`` ~ ``get_self``); the index
     # leaves "me" out of a name's terms, so the caller is one word of its own here.
     caller = not _CALLER_WORDS.isdisjoint(spelled_words)
+    # ``get_call_recordings`` reads a collection: spelled as its list is spelled too.
+    reads_all = guess is not None and guess.plural and guess.verbs == _READ_VERBS
+    listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
     for _, action, score in hits:
         words = identifier_terms(action.path)
         if caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
             words = [*words, _CALLER]
         overlap = _overlap([*guessed, _CALLER] if caller else guessed, words)
+        if listed:
+            overlap = max(overlap, _overlap(listed, words))
         shape = difflib.SequenceMatcher(None, folded_path, fold_name(action.path), autojunk=False).ratio()
         if not overlap and shape < _MIN_SHAPE and action.qualified_name not in shaped:
             continue  # shares no word and barely a letter sequence: noise, not a suggestion
@@ -186,7 +209,7 @@ def suggest(
             _same_name(spelled_words, theirs_words) or spelled_words == _verb_first(action.path)
         ):
             final += _SAME_NAME
-        elif rank is None and shaped and guess is not None and (guess.verb or action.qualified_name in other_verb):
+        elif rank is None and by_url and guess is not None and (guess.verb or action.qualified_name in other_verb):
             # Some operation does what the guess says: one doing something else (a delete for ``list_x``)
             # is not it, however alike it is spelled.
             final -= _UNMEANT
@@ -195,7 +218,8 @@ def suggest(
             # resource's own (the shallowest) first.
             # Only the verb's meaning matched: an action spelled as guessed (``send_messages``) wins.
             if action.qualified_name not in meant or not spelled_alike:
-                final += max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
+                bonus = max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
+                final += bonus * _LOOSE if action.qualified_name in loose else bonus
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []

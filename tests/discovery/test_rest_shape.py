@@ -356,3 +356,55 @@ def test_a_verb_of_the_same_change_names_the_operation(guess: str, expected: str
         ]
     )
     assert first(billing, guess) == [expected]
+
+
+def test_where_no_url_names_the_guess_its_last_words_or_the_description_do() -> None:
+    """``release_phone_number``: the incoming phone numbers' delete; ``query_database``: the data source's
+    query, which its description calls a database; never what the summary names after the guessed words."""
+    api = indexed(
+        [
+            op("create_incoming_phone_number", "POST", "/IncomingPhoneNumbers.json", "Purchase a phone-number"),
+            op("delete_incoming_phone_number", "DELETE", "/IncomingPhoneNumbers/{Sid}.json", "Delete a phone-number"),
+            op("update_incoming_phone_number", "POST", "/IncomingPhoneNumbers/{Sid}.json", "Update a number"),
+            op("fetch_incoming_phone_number", "GET", "/IncomingPhoneNumbers/{Sid}.json", "Fetch a number"),
+            op("list_incoming_phone_number", "GET", "/IncomingPhoneNumbers.json", "List numbers"),
+            op("create_incoming_phone_number_local", "POST", "/IncomingPhoneNumbers/Local.json", "Buy a local number"),
+            op("retrieve_a_data_source", "GET", "/v1/data_sources/{data_source_id}", "Retrieve a data source"),
+            op("update_a_data_source", "PATCH", "/v1/data_sources/{data_source_id}", "Update a data source"),
+            op("post_search", "POST", "/v1/search", "Search by title"),
+            Action(
+                connector="acme",
+                path="query_data_source",
+                summary="Query a data source",
+                description="Query a data source (database) using filters and sorts",
+                input_schema={"type": "object", "properties": {}},
+                risk="read",
+                binding=OpenAPIBinding(method="POST", url="/v1/data_sources/{data_source_id}/query"),
+            ),
+            op("retrieve_a_database", "GET", "/v1/databases/{database_id}", "Retrieve a database"),
+        ]
+    )
+    assert first(api, "acme.release_phone_number") == ["acme.delete_incoming_phone_number"]
+    assert first(api, "acme.query_database") == ["acme.query_data_source"]
+
+
+def test_resource_words_written_apart_name_a_segment_written_as_one() -> None:
+    mail = indexed(
+        [
+            op("post_marketing_singlesends", "POST", "/marketing/singlesends", "Create Single Send"),
+            op("get_marketing_singlesends", "GET", "/marketing/singlesends", "Get All Single Sends"),
+            op("post_list_recipient", "POST", "/lists/{list_id}/recipients/{recipient_id}", "Add a recipient"),
+        ]
+    )
+    assert first(mail, "acme.list_single_sends") == ["acme.get_marketing_singlesends"]
+
+
+def test_a_plural_get_is_spelled_like_the_list() -> None:
+    """``get_call_recordings`` is the call's recordings listed, not one recording fetched."""
+    calls = indexed(
+        [
+            op("fetch_call_recording", "GET", "/Calls/{CallSid}/Recordings/{Sid}.json", "Fetch a recording"),
+            op("list_call_recording", "GET", "/Calls/{CallSid}/Recordings.json", "List recordings of a call"),
+        ]
+    )
+    assert first(calls, "acme.get_call_recordings") == ["acme.list_call_recording"]
