@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
-from ._text import first_sentence, identifier_terms, prose_terms, stem
+from ._text import clean_description, identifier_terms, prose_terms, stem
 
 __all__ = ["Guess", "Shape", "described", "guess_of", "shapes_of"]
 
@@ -67,6 +67,8 @@ _FALLBACK = 10.0
 """Added to the rank of an operation matched by a ``Guess.fallback`` verb: deeper than any URL goes."""
 _ACTIONS = frozenset(stem(word) for word in ("action", "command"))
 """A sub-resource these name takes any change of state posted to it (``POST /droplets/{id}/actions``)."""
+_DESCRIBED = 300
+"""Characters of a description read for the words it explains an operation with."""
 _VOWEL = re.compile("[aeiouy]")
 _CUSTOM_METHOD = re.compile(r"(?<=[}A-Za-z0-9]):([A-Za-z]+)$")
 _EXTENSION = re.compile(r"\.(json|xml)$", re.IGNORECASE)
@@ -139,6 +141,9 @@ class Shape:
     """Literal segments of its URL (versions left out)."""
     head: str = ""
     """The last word of its resource's name (``stack`` for ``/pull-request-stacks``)."""
+    holder: frozenset[str] = frozenset()
+    """Stems of the resource whose member holds its resource (``spreadsheet`` for
+    ``/spreadsheets/{id}/sheets/{sheetId}``), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,18 +194,31 @@ class Guess:
             return bool(shape.resource & self.acted_on) and bool(named[-1] & shape.words)
         return all(words & shape.words for words in named)
 
-    def named_loosely(self, shape: Shape, described: frozenset[str]) -> bool:
+    def named_loosely(self, shape: Shape, described: tuple[frozenset[str], frozenset[str]]) -> bool:
         """Where no operation's URL names the guess: whether ``shape`` does its verb to a resource the guess
-        names by some of its words (``phone_number``: incoming phone numbers) or by the words its summary
-        and description use (``described``: a comment, where an API's stories are "comment stories")."""
+        names by some of its words (``phone_number``: incoming phone numbers) or by the words its description
+        uses (``described``: its summary's and its description's head's; a comment, where an API's stories
+        are "comment stories")."""
         if not (self.verbs & shape.verbs and shape.resource) or self.acted_on or self.mine:
             return False
         if self.resource < shape.resource and shape.head in self.resource and shape.head in self.named[-1]:
             return True
-        # Named only by its description: the URL says none of the guess's words, even inside a longer one
-        # (``issuesecurityschemes`` says issue).
+        # Named only by its description: neither its summary (where "pull request stacks" are stacks) nor
+        # its URL, even inside a longer word (``issuesecurityschemes``), says any of the guessed words.
+        summary, description = described
         spelled = " ".join(shape.words)
-        return self.resource <= described and not any(word in spelled for word in self.resource)
+        return self.resource <= description - summary and not any(word in spelled for word in self.resource)
+
+    def holds(self, shape: Shape, holders: frozenset[str]) -> bool:
+        """Where no operation does the guess's create, delete or update to its resource: whether ``shape``
+        updates a member of what holds that resource (``holders``, the stems of its holder in some URL):
+        a sheet added to a spreadsheet is the spreadsheet's update."""
+        changes = GROUP_VERBS[_CREATE] | GROUP_VERBS[_DELETE] | GROUP_VERBS[_UPDATE]
+        return (
+            bool(self.verbs & changes and shape.verbs & GROUP_VERBS[_UPDATE] and shape.resource)
+            and shape.member
+            and shape.resource <= holders
+        )
 
     def said_by(self, summary: str) -> bool:
         """Whether a summary says the guess: its verb (or one of the same change), then its resource's words
@@ -282,7 +300,8 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         verbs = frozenset({verb}) | GROUP_VERBS.get(GROUP_OF.get(verb, -1), frozenset())
         resource, member, mine = literals[-2]
         caller = mine or resource == {_USER}
-        return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2])
+        holder = _holder(literals, 3)
+        return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2], holder)
     match method.lower():
         case "get":
             groups = (_GET,) if member else (_GET, _LIST)
@@ -299,7 +318,13 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     caller = len(last) == 1 and last <= _CALLERS and not _plural(spelled) and not member
     caller = caller and len(literals) - 1 not in scoped
     # ``/users/me`` is as deep as ``/user``: the caller's segment adds no depth.
-    return Shape(verbs, last, words, member, mine or caller, len(literals) - mine, heads[-1])
+    depth = len(literals) - mine
+    return Shape(verbs, last, words, member, mine or caller, depth, heads[-1], _holder(literals, 2))
+
+
+def _holder(literals: list[tuple[frozenset[str], bool, bool]], back: int) -> frozenset[str]:
+    """The resource ``back`` literals from the end, when a member of it holds the one after it."""
+    return literals[-back][0] if len(literals) >= back and literals[-back][1] else frozenset()
 
 
 def _custom_verb(method: str) -> str:
@@ -307,12 +332,12 @@ def _custom_verb(method: str) -> str:
     return next((word for word in _WORDS.findall(method) if _is_verb(word.lower())), method).lower()
 
 
-def described(action: Action) -> frozenset[str]:
-    """Stems (singular, as a guess's are) of the first sentences of an action's description that its
-    summary does not say: the other words an API explains its own name with ("comment stories")."""
-    summary = {_singular_term(term) for term in prose_terms(action.summary)}
-    text = first_sentence(action.description or "", 300)
-    return frozenset(_singular_term(term) for term in prose_terms(text)) - summary
+def described(action: Action) -> tuple[frozenset[str], frozenset[str]]:
+    """Stems (singular, as a guess's are) of an action's summary, and of its description's head: the other
+    words an API explains its own names with ("comment stories")."""
+    summary = frozenset(_singular_term(term) for term in prose_terms(action.summary))
+    text = clean_description(action.description or "", _DESCRIBED)
+    return summary, frozenset(_singular_term(term) for term in prose_terms(text))
 
 
 def _terms(text: str) -> list[str]:

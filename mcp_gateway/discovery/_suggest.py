@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
-from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, shapes_of
+from ._rest_shape import GROUP_OF, GROUP_VERBS, Shape, guess_of, shapes_of
 from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
@@ -54,6 +54,9 @@ means (``buy_phone_number``: ``create_number_order``, not ``update_phone_number`
 
 _LOOSE = 0.5
 """Share of that kept by an operation whose URL does not name the guess's resource (``named_loosely``)."""
+
+_SCOPE = 0.05
+"""Added to a match by how many kinds of resources its holder holds, the most of the matches' getting it all."""
 
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
@@ -127,16 +130,22 @@ def suggest(
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
     loose: set[str] = set()  # matched only by ``Guess.named_loosely``
+    held: dict[str, int] = {}  # per match, how many kinds of resources its holder holds
     best_rank = 0.0
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
         for segment in named or visible:
-            for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
+            shapes = shapes_of(segment.actions)
+            scope = _scopes(shapes)
+            for action, shape in zip(segment.actions, shapes, strict=True):
                 if shape is None:
                     continue
                 if not guess.verbs & shape.verbs:
                     other_verb.add(action.qualified_name)
                 if guess.matches(shape) and (allow is None or allow(action)):
+                    # Between two as deep, the one under the resource that holds the most kinds of things
+                    # (a workspace's teams before a user's): the API's own scope.
+                    held[action.qualified_name] = scope.get(shape.holder, 0) if shape.holder else 0
                     matched.append((guess.rank(shape), action.qualified_name, action))
                     if guess.by_meaning(shape):
                         meant.add(action.qualified_name)
@@ -151,6 +160,17 @@ def suggest(
                     ):
                         matched.append((guess.rank(shape), action.qualified_name, action))
                         loose.add(action.qualified_name)
+        if not matched:
+            # Nothing does it to the resource itself: the update of what holds it (``add_sheet``: the
+            # spreadsheet's update, where its sheets are ``/spreadsheets/{id}/sheets/{sheetId}``).
+            for segment in named or visible:
+                shapes = shapes_of(segment.actions)
+                holders = frozenset().union(
+                    *(shape.holder for shape in shapes if shape is not None and shape.resource == guess.resource)
+                )
+                for action, shape in zip(segment.actions, shapes, strict=True):
+                    if shape is not None and guess.holds(shape, holders) and (allow is None or allow(action)):
+                        matched.append((shape.depth, action.qualified_name, action))
         matched.sort(key=lambda item: (item[0], item[1]))
         pooled = {id(action) for _, action, _ in hits}
         best_rank = matched[0][0] if matched else 0.0
@@ -169,6 +189,8 @@ def suggest(
                 meant.discard(action.qualified_name)
 
     by_url = any(name not in loose for name in shaped)
+    most_held = max((held.get(name, 0) for name in shaped), default=0) or 1
+    tied = sum(rank == best_rank for rank in shaped.values()) > 1
     folded_path = fold_name(path)
     spelled_words = _words_of(path)
     spelled = _spelled(path)
@@ -220,6 +242,10 @@ def suggest(
             if action.qualified_name not in meant or not spelled_alike:
                 bonus = max(0.0, _SHAPED - _SHAPED_STEP * (rank - best_rank))
                 final += bonus * _LOOSE if action.qualified_name in loose else bonus
+                # Between two as deep, the one under the resource holding the most kinds of things (a
+                # workspace's teams before a user's): the API's own scope.
+                if rank == best_rank and tied:
+                    final += _SCOPE * held.get(action.qualified_name, 0) / most_held
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
@@ -262,6 +288,15 @@ def _same_name(guessed: list[str], theirs: list[str]) -> bool:
         if group is None or group != _GROUP_OF.get(stem(other)):
             return False
     return True
+
+
+def _scopes(shapes: list[Shape | None]) -> dict[frozenset[str], int]:
+    """How many resources each holder holds across an API's URLs (``/workspaces/{id}/...``)."""
+    held: dict[frozenset[str], set[frozenset[str]]] = {}
+    for shape in shapes:
+        if shape is not None and shape.holder:
+            held.setdefault(shape.holder, set()).add(shape.resource)
+    return {holder: len(resources) for holder, resources in held.items()}
 
 
 def _verb_first(path: str) -> list[str]:

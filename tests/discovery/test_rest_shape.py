@@ -408,3 +408,29 @@ def test_a_plural_get_is_spelled_like_the_list() -> None:
         ]
     )
     assert first(calls, "acme.get_call_recordings") == ["acme.list_call_recording"]
+
+
+def test_a_part_with_no_operation_of_its_own_is_its_holders_update() -> None:
+    """Sheets are ``/spreadsheets/{id}/sheets/{sheetId}`` with no delete: deleting one updates the spreadsheet."""
+    sheets = indexed(
+        [
+            op("spreadsheets_create", "POST", "/v4/spreadsheets", "Creates a spreadsheet"),
+            op("spreadsheets_get", "GET", "/v4/spreadsheets/{spreadsheetId}", "Returns the spreadsheet"),
+            op("spreadsheets_batch_update", "POST", "/v4/spreadsheets/{spreadsheetId}:batchUpdate", "Applies updates"),
+            op("sheets_copy_to", "POST", "/v4/spreadsheets/{spreadsheetId}/sheets/{sheetId}:copyTo", "Copies a sheet"),
+        ]
+    )
+    assert first(sheets, "acme.delete_sheet") == ["acme.spreadsheets_batch_update"]
+
+
+def test_between_nested_lists_the_broader_scope_comes_first() -> None:
+    """Teams are listed under a user and under a workspace; the workspace holds more kinds of things."""
+    teams = indexed(
+        [
+            op("get_teams_for_user", "GET", "/users/{user_gid}/teams", "Get teams for a user"),
+            op("get_teams_for_workspace", "GET", "/workspaces/{workspace_gid}/teams", "Get teams in a workspace"),
+            op("get_projects_for_workspace", "GET", "/workspaces/{workspace_gid}/projects", "Get projects"),
+            op("get_tags_for_workspace", "GET", "/workspaces/{workspace_gid}/tags", "Get tags"),
+        ]
+    )
+    assert first(teams, "acme.list_teams") == ["acme.get_teams_for_workspace"]
