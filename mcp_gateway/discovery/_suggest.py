@@ -52,7 +52,7 @@ _UNMEANT = 0.3
 """Taken off an action the guess's verb spells alike but does not mean, when some operation is what it
 means (``buy_phone_number``: ``create_number_order``, not ``update_phone_number``)."""
 
-_LOOSE = 0.5
+_LOOSE = 0.75
 """Share of that kept by an operation whose URL does not name the guess's resource (``named_loosely``)."""
 
 _SCOPE = 0.05
