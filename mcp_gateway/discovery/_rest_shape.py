@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
-from ._text import clean_description, identifier_terms, prose_terms, stem
+from ._text import clean_description, first_sentence, identifier_terms, prose_terms, stem
 
 __all__ = ["Guess", "Shape", "described", "guess_of", "shapes_of"]
 
@@ -335,8 +335,8 @@ def _custom_verb(method: str) -> str:
 def described(action: Action) -> tuple[frozenset[str], frozenset[str]]:
     """Stems (singular, as a guess's are) of an action's summary, and of its description's head: the other
     words an API explains its own names with ("comment stories")."""
-    summary = frozenset(_singular_term(term) for term in prose_terms(action.summary))
-    text = clean_description(action.description or "", _DESCRIBED)
+    summary = frozenset(_singular_term(term) for term in prose_terms(first_sentence(action.summary)))
+    text = clean_description(action.description or action.summary, _DESCRIBED)
     return summary, frozenset(_singular_term(term) for term in prose_terms(text))
 
 

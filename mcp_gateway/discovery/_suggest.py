@@ -45,6 +45,9 @@ _SHAPED_STEP = 0.3
 """Taken off that per step of ``Guess.rank`` behind the best match (a literal URL segment deeper, or
 the wrong one of the caller's or someone's, a member or the collection): the resource's own first."""
 
+_OTHER_VERB = 0.05
+"""Taken off an operation whose method does another verb than the guess's, when none matched its shape."""
+
 _SAME_NAME = 0.5
 """Added to the score of an action whose name is the guess but for a verb's synonym or a word's number."""
 
@@ -235,6 +238,8 @@ def suggest(
             # Some operation does what the guess says: one doing something else (a delete for ``list_x``)
             # is not it, however alike it is spelled.
             final -= _UNMEANT
+        elif rank is None and not shaped and action.qualified_name in other_verb:
+            final -= _OTHER_VERB  # nothing matched: between near ties, the one whose method does the guess's verb
         if rank is not None:
             # The operation the guess's verb and resource name: before any that only spells alike, the
             # resource's own (the shallowest) first.

@@ -434,3 +434,31 @@ def test_between_nested_lists_the_broader_scope_comes_first() -> None:
         ]
     )
     assert first(teams, "acme.list_teams") == ["acme.get_teams_for_workspace"]
+
+
+def test_a_long_summary_is_read_as_its_first_sentence_and_the_rest_as_description() -> None:
+    """Google's summaries are whole descriptions: "Appends values to a spreadsheet. ... appended to the next
+    row" names the append by a row, as a description does."""
+    sheets = indexed(
+        [
+            op("spreadsheets_create", "POST", "/v4/spreadsheets", "Creates a spreadsheet, returning it."),
+            op(
+                "spreadsheets_values_append",
+                "POST",
+                "/v4/spreadsheets/{spreadsheetId}/values/{range}:append",
+                "Appends values to a spreadsheet. Values will be appended to the next row of the table.",
+            ),
+        ]
+    )
+    assert first(sheets, "acme.insert_row") == ["acme.spreadsheets_values_append"]
+
+
+def test_when_nothing_matches_a_near_tie_goes_to_the_operation_doing_the_verb() -> None:
+    """``list_team_members``: no URL names members; the team's users listed, not a user added to it."""
+    teams = indexed(
+        [
+            op("add_user_for_team", "POST", "/teams/{team_gid}/addUser", "Add a user to a team"),
+            op("get_users_for_team", "GET", "/teams/{team_gid}/users", "Get users in a team"),
+        ]
+    )
+    assert first(teams, "acme.list_team_members") == ["acme.get_users_for_team"]
