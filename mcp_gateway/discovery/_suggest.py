@@ -64,6 +64,9 @@ _SCOPE = 0.05
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
 
+_MAX_SCOPES = 512
+"""Connectors whose holder counts are kept."""
+
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
 
@@ -158,6 +161,7 @@ def suggest(
                 for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
                     if (
                         shape is not None
+                        and guess.verbs & shape.verbs  # before reading its description: the cheap test first
                         and guess.named_loosely(shape, described_words(action))
                         and (allow is None or allow(action))
                     ):
@@ -295,13 +299,24 @@ def _same_name(guessed: list[str], theirs: list[str]) -> bool:
     return True
 
 
+_SCOPES: dict[int, tuple[list[Shape | None], dict[frozenset[str], int]]] = {}
+
+
 def _scopes(shapes: list[Shape | None]) -> dict[frozenset[str], int]:
-    """How many resources each holder holds across an API's URLs (``/workspaces/{id}/...``)."""
+    """How many resources each holder holds across an API's URLs (``/workspaces/{id}/...``), kept per
+    (cached, immutable) list of shapes: a connector's are counted once."""
+    kept = _SCOPES.get(id(shapes))
+    if kept is not None and kept[0] is shapes:
+        return kept[1]
     held: dict[frozenset[str], set[frozenset[str]]] = {}
     for shape in shapes:
         if shape is not None and shape.holder:
             held.setdefault(shape.holder, set()).add(shape.resource)
-    return {holder: len(resources) for holder, resources in held.items()}
+    counts = {holder: len(resources) for holder, resources in held.items()}
+    if len(_SCOPES) >= _MAX_SCOPES:
+        _SCOPES.clear()
+    _SCOPES[id(shapes)] = (shapes, counts)  # the list is held, so its id is not reused meanwhile
+    return counts
 
 
 def _verb_first(path: str) -> list[str]:
