@@ -17,6 +17,17 @@ A second stage (``--requests SPECS``) teaches it how users ask: ``tuning/request
 that are *not* in the catalog the benchmarks rank (Twilio, DigitalOcean, Discord, PagerDuty, Square,
 Okta, OpenAI, Xero, PayPal and others: ``tuning/sources.json`` names each file's repository, commit
 and path).
+``--extra FILE`` adds more request files. ``tuning/more/styles.jsonl.gz`` holds 12,465 requests in the
+two styles users word worst for the model: a goal or an effect instead of the operation
+(``"indirect"``: "our contractor left, remove his access") and a request that never names the product or
+its jargon (``"unnamed"``: "refund last order"), two per action of the 31 descriptions and of
+``tuning/more``'s five other than Asana. Measured on 2026-12-06 and not kept: stage one again, then stage
+two on ``requests.jsonl.gz`` plus that file's rows for the 31 (10,644; 27,190 in all, 567 steps): the
+held-out set's dev split (``bench_heldout.py --splits dev``, 8 APIs no tuning used) pooled hybrid
+R@1 / R@5 / R@10 52.0 / 73.4 / 80.2 against the shipped 51.6 / 73.8 / 79.9 (indirect 25.7 / 37.1 against
+20.0 / 38.6), dense alone R@5 75.2 against 74.0; dev pooled hybrid 70.7 / 83.9 / 89.6 against
+71.0 / 84.0: noise-sized. ``--typos SHARE`` adds a copy with typing slips of that share of the requests
+(the benchmark's own ``typo``): written for the next run, not yet measured.
 Each request is pulled towards its action's vector (the mean of ``dense_texts``, as the index embeds
 it) and away from the other actions of its API in the batch (one action at most once per batch).
 The shipped weights are stage one's, then stage two's on top: ``tune_minilm.py BASE STAGE1``, then
@@ -53,6 +64,7 @@ int8 graph.
 Usage:
     python scripts/tune_minilm.py BASE_FOLDER OUT_FOLDER [--exclude stripe,slack,wise,box]
     python scripts/tune_minilm.py STAGE1_FOLDER OUT_FOLDER --requests SPECS [--mix 2] [--negatives MINER]
+        [--extra scripts/tuning/more/styles.jsonl.gz] [--typos 0.15]
 """
 
 from __future__ import annotations
@@ -128,14 +140,45 @@ def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     return texts
 
 
-def request_pairs(texts: dict[str, tuple[str, tuple[str, ...]]]) -> list[Pair]:
+def request_rows(extra: Sequence[Path] = ()) -> list[dict[str, str]]:
+    """The rows of ``tuning/requests.jsonl.gz``, then of each ``extra`` file."""
+    rows: list[dict[str, str]] = []
+    for path in (TUNING / "requests.jsonl.gz", *extra):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            rows.extend(json.loads(line) for line in handle)
+    return rows
+
+
+def with_typos(rows: list[dict[str, str]], share: float) -> list[dict[str, str]]:
+    """``rows`` and, for a seeded ``share`` of them, a copy with one or two typing slips (the benchmark's
+    own ``typo``), so the model's vector of a misspelled request stays near its action's."""
+    from scripts.bench_discover_styles import typo
+
+    rng = random.Random(2)
+    chosen = [row for row in rows if rng.random() < share]
+    return [
+        *rows,
+        *({**row, "request": typo(row["request"])} for row in chosen if typo(row["request"]) != row["request"]),
+    ]
+
+
+def request_pairs(
+    texts: dict[str, tuple[str, tuple[str, ...]]], extra: Sequence[Path] = (), typos: float = 0.0
+) -> list[Pair]:
     """Stage two: (API, request, the action's ``dense_texts``) for every hand-written request, from
-    ``tuning_actions``' map."""
-    with gzip.open(TUNING / "requests.jsonl.gz", "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle]
+    ``tuning_actions``' map; rows of actions the specs do not hold are an error, except in ``extra``
+    files, which may cover more APIs than were checked out."""
+    rows = request_rows()
+    rows += [row for row in request_rows(extra)[len(rows) :] if row["name"] in texts]
+    rows = with_typos(rows, typos) if typos else rows
+    # Names written before acronyms became one word (``o_auth2`` for ``oauth2``) fold to the same key.
+    folded = {name.replace("_", ""): name for name in texts}
+    for row in rows:
+        if row["name"] not in texts and row["name"].replace("_", "") in folded:
+            row["name"] = folded[row["name"].replace("_", "")]
     missing = sorted({row["name"] for row in rows} - texts.keys())
     if missing:
-        sys.exit(f"{len(missing)} actions of requests.jsonl.gz not in the specs (first: {missing[0]}): check SPECS")
+        sys.exit(f"{len(missing)} actions of the requests not in the specs (first: {missing[0]}): check SPECS")
     return [(texts[row["name"]][0], row["request"], texts[row["name"]][1]) for row in rows]
 
 
@@ -318,13 +361,19 @@ def main() -> None:
         "--requests", type=Path, metavar="SPECS", help="stage two: the folder of sources.json's checkouts"
     )
     parser.add_argument(
+        "--extra", type=Path, action="append", default=[], help="stage two: another request file (repeatable)"
+    )
+    parser.add_argument(
+        "--typos", type=float, default=0.0, help="stage two: add a slipped copy of this share of requests"
+    )
+    parser.add_argument(
         "--negatives", type=Path, metavar="MINER", help="stage two: add one hard negative per request, mined by MINER"
     )
     args = parser.parse_args()
     negatives = None
     if args.requests:
         actions = tuning_actions(args.requests)
-        pairs, distinct = request_pairs(actions), True
+        pairs, distinct = request_pairs(actions, args.extra, args.typos), True
         if args.negatives:
             corpus = [texts for _, texts in {id(entry): entry for entry in actions.values()}.values()]  # no alias twice
             negatives = mine_negatives(pairs, corpus, args.negatives, random.Random(1))
