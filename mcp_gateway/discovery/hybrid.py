@@ -45,7 +45,7 @@ __all__ = ["ALPHA", "MEAN_WEIGHT", "SURE_FLOOR", "HybridSearch", "discovery_stat
 
 logger = logging.getLogger(__name__)
 
-SURE_FLOOR = 0.46
+SURE_FLOOR = 0.47
 """``discover`` is sure of its answer when the best cosine among its first three hits, plus
 ``MEAN_WEIGHT`` times the query's mean cosine over every action it searched, reaches this (the
 bundled model's scale; an action's cosine is the mean of its card's and headline's,
