@@ -140,13 +140,10 @@ def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     return texts
 
 
-def request_rows(extra: Sequence[Path] = ()) -> list[dict[str, str]]:
-    """The rows of ``tuning/requests.jsonl.gz``, then of each ``extra`` file."""
-    rows: list[dict[str, str]] = []
-    for path in (TUNING / "requests.jsonl.gz", *extra):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            rows.extend(json.loads(line) for line in handle)
-    return rows
+def request_rows(path: Path = TUNING / "requests.jsonl.gz") -> list[dict[str, str]]:
+    """The rows of one request file (``tuning/requests.jsonl.gz`` by default)."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
 
 
 def with_typos(rows: list[dict[str, str]], share: float) -> list[dict[str, str]]:
@@ -158,7 +155,7 @@ def with_typos(rows: list[dict[str, str]], share: float) -> list[dict[str, str]]
     chosen = [row for row in rows if rng.random() < share]
     return [
         *rows,
-        *({**row, "request": typo(row["request"])} for row in chosen if typo(row["request"]) != row["request"]),
+        *({**row, "request": slipped} for row in chosen if (slipped := typo(row["request"])) != row["request"]),
     ]
 
 
@@ -169,7 +166,7 @@ def request_pairs(
     ``tuning_actions``' map; rows of actions the specs do not hold are an error, except in ``extra``
     files, which may cover more APIs than were checked out."""
     rows = request_rows()
-    rows += [row for row in request_rows(extra)[len(rows) :] if row["name"] in texts]
+    rows += [row for path in extra for row in request_rows(path) if row["name"] in texts]
     rows = with_typos(rows, typos) if typos else rows
     # Names written before acronyms became one word (``o_auth2`` for ``oauth2``) fold to the same key.
     folded = {name.replace("_", ""): name for name in texts}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..vocabulary.model import Action
 from ._text import clean_description, first_sentence, identifier_terms, prose_terms, stem
 
-__all__ = ["Guess", "Shape", "described", "guess_of", "shapes_of"]
+__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -377,21 +377,37 @@ def _literal_stems(actions: Sequence[Action]) -> frozenset[str]:
     return frozenset(out)
 
 
-_SHAPES: dict[int, tuple[Sequence[Action], list[Shape | None]]] = {}
+_SHAPES: dict[int, tuple[Sequence[Action], list[Shape | None], dict[frozenset[str], int]]] = {}
 _MAX_KEPT = 512
 
 
-def shapes_of(actions: Sequence[Action]) -> list[Shape | None]:
-    """``shape_of`` of each action, kept per (immutable) sequence: a connector's are read once."""
+def _read(actions: Sequence[Action]) -> tuple[list[Shape | None], dict[frozenset[str], int]]:
+    """The shapes of ``actions`` and their holders' counts, kept per (immutable) sequence: a connector's
+    are read once."""
     kept = _SHAPES.get(id(actions))
     if kept is not None and kept[0] is actions:
-        return kept[1]
+        return kept[1], kept[2]
     if len(_SHAPES) >= _MAX_KEPT:
         _SHAPES.clear()
     scopes = _literal_stems(actions)
     shapes = [shape_of(action, scopes) for action in actions]
-    _SHAPES[id(actions)] = (actions, shapes)  # the sequence is held, so its id is not reused meanwhile
-    return shapes
+    held: dict[frozenset[str], set[frozenset[str]]] = {}
+    for shape in shapes:
+        if shape is not None and shape.holder:
+            held.setdefault(shape.holder, set()).add(shape.resource)
+    counts = {holder: len(resources) for holder, resources in held.items()}
+    _SHAPES[id(actions)] = (actions, shapes, counts)  # the sequence is held, so its id is not reused meanwhile
+    return shapes, counts
+
+
+def shapes_of(actions: Sequence[Action]) -> list[Shape | None]:
+    """``shape_of`` of each action."""
+    return _read(actions)[0]
+
+
+def holder_counts(actions: Sequence[Action]) -> dict[frozenset[str], int]:
+    """How many kinds of resources each holder holds across these actions' URLs (``/workspaces/{id}/...``)."""
+    return _read(actions)[1]
 
 
 def guess_of(path: str) -> Guess | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
-from ._rest_shape import GROUP_OF, GROUP_VERBS, Shape, guess_of, shapes_of
+from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, holder_counts, shapes_of
 from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
@@ -63,9 +63,6 @@ _SCOPE = 0.05
 
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
-
-_MAX_SCOPES = 512
-"""Connectors whose holder counts are kept."""
 
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
@@ -141,9 +138,8 @@ def suggest(
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
         for segment in named or visible:
-            shapes = shapes_of(segment.actions)
-            scope = _scopes(shapes)
-            for action, shape in zip(segment.actions, shapes, strict=True):
+            scope = holder_counts(segment.actions)
+            for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
                 if shape is None:
                     continue
                 if not guess.verbs & shape.verbs:
@@ -297,26 +293,6 @@ def _same_name(guessed: list[str], theirs: list[str]) -> bool:
         if group is None or group != _GROUP_OF.get(stem(other)):
             return False
     return True
-
-
-_SCOPES: dict[int, tuple[list[Shape | None], dict[frozenset[str], int]]] = {}
-
-
-def _scopes(shapes: list[Shape | None]) -> dict[frozenset[str], int]:
-    """How many resources each holder holds across an API's URLs (``/workspaces/{id}/...``), kept per
-    (cached, immutable) list of shapes: a connector's are counted once."""
-    kept = _SCOPES.get(id(shapes))
-    if kept is not None and kept[0] is shapes:
-        return kept[1]
-    held: dict[frozenset[str], set[frozenset[str]]] = {}
-    for shape in shapes:
-        if shape is not None and shape.holder:
-            held.setdefault(shape.holder, set()).add(shape.resource)
-    counts = {holder: len(resources) for holder, resources in held.items()}
-    if len(_SCOPES) >= _MAX_SCOPES:
-        _SCOPES.clear()
-    _SCOPES[id(shapes)] = (shapes, counts)  # the list is held, so its id is not reused meanwhile
-    return counts
 
 
 def _verb_first(path: str) -> list[str]:

@@ -6,59 +6,49 @@ from __future__ import annotations
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from tests.support.actions import catalog_action as action
+from tests.support.actions import catalog_index
 
 
 @pytest.fixture(scope="module")
 def index() -> DiscoveryIndex:
     # Each everyday word's target sits next to a decoy that shares every other word of the query, so
     # only the everyday word can tell them apart (the decoy's name sorts first: it wins a tie).
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "mail",
-        [
-            action("mail", "labels.delete", "Delete a label"),
-            action("mail", "threads.delete", "Delete a thread"),
-            action("mail", "settings.get", "Get settings"),
-            action("mail", "messages.send", "Send a message"),
-        ],
+    return catalog_index(
+        {
+            "mail": [
+                ("labels.delete", "Delete a label"),
+                ("threads.delete", "Delete a thread"),
+                ("settings.get", "Get settings"),
+                ("messages.send", "Send a message"),
+            ],
+            "phone": [
+                ("calls.create", "Dial a phone number"),
+                ("messages.create", "Send a message to a phone number"),
+            ],
+            "drive": [
+                ("drives.list", "List shared drives"),
+                ("files.list", "List files"),
+                ("revisions.list", "List the revisions of a file"),
+                ("comments.list", "List the comments on a file"),
+                ("permissions.list", "List the permissions of a file"),
+                ("drives.create", "Create a shared drive"),
+                ("files.create", "Create a file"),
+                ("drives.update", "Update a shared drive"),
+                ("files.update", "Update a file"),
+            ],
+            "work": [
+                ("tasks.create", "Create a task"),
+                ("events.insert", "Create an event on a calendar"),
+                ("integrations.create", "Create an integration"),
+                ("flags.create", "Create a feature flag"),
+                ("meetings.create", "Create a meeting"),
+                ("webinars.create", "Create a webinar"),
+                ("alerts.count", "Count the alerts"),
+                ("alerts.enable", "Enable the alerts"),
+                ("alerts.disable", "Disable the alerts"),
+            ],
+        }
     )
-    built.replace_connector(
-        "phone",
-        [
-            action("phone", "calls.create", "Dial a phone number"),
-            action("phone", "messages.create", "Send a message to a phone number"),
-        ],
-    )
-    built.replace_connector(
-        "drive",
-        [
-            action("drive", "drives.list", "List shared drives"),
-            action("drive", "files.list", "List files"),
-            action("drive", "revisions.list", "List the revisions of a file"),
-            action("drive", "comments.list", "List the comments on a file"),
-            action("drive", "permissions.list", "List the permissions of a file"),
-            action("drive", "drives.create", "Create a shared drive"),
-            action("drive", "files.create", "Create a file"),
-            action("drive", "drives.update", "Update a shared drive"),
-            action("drive", "files.update", "Update a file"),
-        ],
-    )
-    built.replace_connector(
-        "work",
-        [
-            action("work", "tasks.create", "Create a task"),
-            action("work", "events.insert", "Create an event on a calendar"),
-            action("work", "integrations.create", "Create an integration"),
-            action("work", "flags.create", "Create a feature flag"),
-            action("work", "meetings.create", "Create a meeting"),
-            action("work", "webinars.create", "Create a webinar"),
-            action("work", "alerts.count", "Count the alerts"),
-            action("work", "alerts.enable", "Enable the alerts"),
-            action("work", "alerts.disable", "Disable the alerts"),
-        ],
-    )
-    return built
 
 
 @pytest.mark.parametrize(
