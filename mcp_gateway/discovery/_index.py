@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ..vocabulary.model import Action
 from . import _rank
 from ._message import MANY_WORDS, asks, wants_many
+from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
 from ._spelling import correction, english_words
@@ -36,7 +37,7 @@ from ._text import (
     stem,
 )
 
-__all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult"]
+__all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult", "low_hint"]
 
 MAX_QUERY_CHARS = 8000
 """Longer queries are cut here; everything up to it is searched (a pasted task, a long BFCL question)."""
@@ -60,6 +61,12 @@ LOW_CONFIDENCE_HINT = (
     'Nothing matches this well. Rephrase with the thing to act on ("refund a charge", "list channels"), '
     'or name the connector ("in Slack"); `connectors` lists what is available.'
 )
+
+
+def low_hint(unserved: Sequence[str]) -> str:
+    """The hint of an unsure answer: the products it names that nothing here serves, when it names some."""
+    return unserved_hint(list(unserved)) if unserved else LOW_CONFIDENCE_HINT
+
 
 MAX_CORRECTED_WORDS = 8
 """Distinct unknown words of a query that are tried for a typo, at most (a long message names many
@@ -91,6 +98,9 @@ class SearchResult:
     """The visible connectors the query names ("in Slack"): a prior the hybrid fusion applies too."""
     vector: Any = None
     """The query's unit vector when the answer is hybrid (what ``discover`` learns from use compares)."""
+    unserved: tuple[str, ...] = ()
+    """Products the query names that no searched connector is or mentions (``_products``): the answer
+    is then unsure whatever its scores, and its hint says so."""
 
 
 _CONTEXT_WEIGHT = 0.5
@@ -383,11 +393,27 @@ class DiscoveryIndex:
         """``search``, plus whether anything matched well (``confidence``/``hint``) and near-twins side by side."""
         query = self.corrected(query)
         hits, coverage = self._search(query, limit, connectors, allow)
-        low = not hits or coverage < CONFIDENCE_FLOOR
+        visible = self._visible(connectors)
+        named = self._named_connectors(query[:MAX_QUERY_CHARS], visible) if hits else frozenset()
+        unserved = self.unserved(query, visible) if hits and not named else ()
+        low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
         ordered, twins = _group_twins(hits)
-        named = self._named_connectors(query[:MAX_QUERY_CHARS], self._visible(connectors)) if hits else frozenset()
-        hint = LOW_CONFIDENCE_HINT if low else None
-        return SearchResult(ordered, "low" if low else "high", hint, twins, named)
+        hint = low_hint(unserved) if low else None
+        return SearchResult(ordered, "low" if low else "high", hint, twins, named, unserved=unserved)
+
+    def unserved(self, query: str, visible: list[Segment]) -> tuple[str, ...]:
+        """The products ``query`` names (``_products``) when none of them is a ``visible`` connector or a
+        word of its actions: "a Spotify playlist" over YouTube alone. Empty when any named product is
+        served, since then the request may only mention the others ("copy the Trello card to Jira")."""
+        products = named_products(query[:MAX_QUERY_CHARS])
+        if not products:
+            return ()
+        slugs = [_fold_slug(segment.slug) for segment in visible]
+        for word in products:
+            term = stem(word)
+            if any(word in slug for slug in slugs) or any(term in segment.spans for segment in visible):
+                return ()
+        return tuple(dict.fromkeys(products.values()))
 
     def _search(
         self,
@@ -433,7 +459,8 @@ class DiscoveryIndex:
         (``_spelling``): a word no action uses, one edit from one that some do, becomes that word.
 
         A word the catalog knows, as written or by its index term, is never changed; nor a stopword,
-        an identifier typed in camelCase ("getContent"), or two catalog words run together ("rerun").
+        an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), or
+        a product's name (``_products``: "Lyft" is not a slip of "left").
         """
         query = query[:MAX_QUERY_CHARS]
         fixes: dict[str, str] = {}
@@ -441,7 +468,8 @@ class DiscoveryIndex:
         for match in _WORD.finditer(query):
             written = match.group()
             word = written.lower()
-            if word in fixes or not keep(word) or (written[1:] != written[1:].lower() and written != written.upper()):
+            camel = written[1:] != written[1:].lower() and written != written.upper()
+            if word in fixes or not keep(word) or camel or word in PRODUCTS:
                 continue
             if word in self._corrections:
                 fix = self._corrections[word]

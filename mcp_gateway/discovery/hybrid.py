@@ -34,7 +34,7 @@ import anyio
 from ..vocabulary.errors import GatewayError
 from ..vocabulary.model import Action
 from . import _rank
-from ._index import LOW_CONFIDENCE_HINT, DiscoveryIndex, SearchResult, _group_twins
+from ._index import DiscoveryIndex, SearchResult, _group_twins, low_hint
 from ._message import asks
 from ._segment import dense_texts
 from ._segment_cache import card_version
@@ -237,10 +237,10 @@ class HybridSearch:
             named=lexical.named,
         )
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
-        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed))
+        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed)) or bool(lexical.unserved)
         ordered, twins = _group_twins(fused)
-        hint = LOW_CONFIDENCE_HINT if low else None
-        return SearchResult(ordered, "low" if low else "high", hint, twins, lexical.named, vector)
+        hint = low_hint(lexical.unserved) if low else None
+        return SearchResult(ordered, "low" if low else "high", hint, twins, lexical.named, vector, lexical.unserved)
 
 
 def sure(best_cosine: float, mean_cosine: float) -> bool:

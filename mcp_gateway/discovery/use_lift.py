@@ -144,7 +144,7 @@ def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> S
             key=lambda hit: -hit[1],
         )
     ordered, twins = _group_twins(_cut(hits, limit))
-    return SearchResult(ordered, result.confidence, result.hint, twins, result.named)
+    return SearchResult(ordered, result.confidence, result.hint, twins, result.named, result.vector, result.unserved)
 
 
 def _cut(hits: Sequence[tuple[Action, float]], limit: int) -> list[tuple[Action, float]]:

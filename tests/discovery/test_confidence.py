@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable, _rank
+from mcp_gateway.discovery import DiscoveryIndex, _rank
 from mcp_gateway.discovery.hybrid import MEAN_WEIGHT, SURE_FLOOR, HybridSearch, sure
 
 pytestmark = pytest.mark.hybrid
@@ -18,25 +18,6 @@ def test_sure_weighs_the_best_cosine_and_the_mean_over_the_catalog() -> None:
     # A diluted best match (a long message) is sure when the query is near the catalog as a whole.
     assert sure(SURE_FLOOR - 0.05, 0.05 / MEAN_WEIGHT)
     assert not sure(SURE_FLOOR - 0.05, 0.04 / MEAN_WEIGHT)
-
-
-@pytest.fixture(scope="module")
-def petstore() -> tuple[DiscoveryIndex, HybridSearch]:
-    try:
-        from mcp_gateway.discovery.dense import MemoryVectorStore
-        from mcp_gateway.discovery.providers import local_provider
-
-        provider = local_provider()
-    except (EmbeddingsUnavailable, ImportError):
-        pytest.skip("the embeddings extra is not installed")
-    from scripts.bench_discover_data import catalog
-
-    actions = list(catalog("petstore"))
-    index = DiscoveryIndex()
-    index.replace_connector("petstore", actions)
-    search = HybridSearch(provider, MemoryVectorStore())
-    anyio.run(search.embedder.refresh, "petstore", actions)
-    return index, search
 
 
 def _confidence(found: tuple[DiscoveryIndex, HybridSearch], query: str) -> tuple[str, str]:

@@ -1,0 +1,29 @@
+"""Fixtures shared by the discovery tests."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable
+from mcp_gateway.discovery.hybrid import HybridSearch
+
+
+@pytest.fixture(scope="module")
+def petstore() -> tuple[DiscoveryIndex, HybridSearch]:
+    """The Petstore description indexed and embedded with the bundled model (skipped without the extra)."""
+    try:
+        from mcp_gateway.discovery.dense import MemoryVectorStore
+        from mcp_gateway.discovery.providers import local_provider
+
+        provider = local_provider()
+    except (EmbeddingsUnavailable, ImportError):
+        pytest.skip("the embeddings extra is not installed")
+    from scripts.bench_discover_data import catalog
+
+    actions = list(catalog("petstore"))
+    index = DiscoveryIndex()
+    index.replace_connector("petstore", actions)
+    search = HybridSearch(provider, MemoryVectorStore())
+    anyio.run(search.embedder.refresh, "petstore", actions)
+    return index, search
