@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..vocabulary.model import Action
+from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding
 from ._effects import effect_phrases, enum_words
 from ._text import (
     clean_description,
@@ -30,7 +31,17 @@ from ._text import (
     route_summary,
 )
 
-__all__ = ["FIELDS", "Segment", "build_segment", "dense_text", "dense_texts", "headline", "params_of", "summary_of"]
+__all__ = [
+    "FIELDS",
+    "Segment",
+    "build_segment",
+    "dense_text",
+    "dense_texts",
+    "headline",
+    "params_of",
+    "readable",
+    "summary_of",
+]
 
 EFFECT_WEIGHT = 1.5
 """BM25F weight of an action's effect words (``_effects.effect_words``): light, so a name or summary
@@ -159,6 +170,39 @@ def summary_of(action: Action) -> str:
     return route_summary(route) if route else ""
 
 
+SHARED_SUMMARY = 3
+"""Actions of one connector that share a summary ("Inserts a new resource into this collection.", "Retrieves
+a list of resources, possibly filtered.": 53 of YouTube's 80 operations) from which it says nothing of any
+of them: discovery reads their routes instead (``readable``)."""
+
+
+def readable(actions: Sequence[Action]) -> list[Action]:
+    """One connector's ``actions`` as discovery reads them: an HTTP action whose summary ``SHARED_SUMMARY``
+    or more of them share reads a line made of its route instead ("create youtube subscriptions" for
+    ``POST /youtube/v3/subscriptions``), its description without that sentence. The others, and every
+    action of a connector with no such summary, are the same objects.
+
+    The lexical segment and the dense cards read these; hits, ``describe`` and the catalog keep the
+    API's own words."""
+    counts = Counter(summary_of(action).strip().lower() for action in actions)
+    shared = {summary for summary, count in counts.items() if summary and count >= SHARED_SUMMARY}
+    if not shared:
+        return list(actions)
+    out: list[Action] = []
+    for action in actions:
+        summary = summary_of(action).strip()
+        binding = action.binding
+        if summary.lower() in shared and isinstance(binding, OpenAPIBinding | HttpBinding | PostmanBinding):
+            description = action.description.strip()
+            head = summary.rstrip(".")
+            if description.lower().startswith(head.lower()):
+                description = description[len(head) :].lstrip(". ")
+            route = route_summary(f"{binding.method} {binding.url}")
+            action = action.model_copy(update={"summary": route, "description": description})
+        out.append(action)
+    return out
+
+
 DENSE_WORDS = 40
 """Words of an action's card that are embedded at most (the name and summary come first, so a cap cuts
 the description's tail and the parameters). Embedding costs CPU per token: with the headline beside
@@ -267,7 +311,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
     about_column: list[str] = []
     returns_column: list[str] = []
     totals = [0] * len(FIELDS)
-    for action in actions:
+    for action in readable(actions):
         params = [param(name, text) for name, text in params_of(action.input_schema)]
         description = clean_description(action.description, RAW_DESCRIPTION_CHARS)
         # What it achieves counts as what it is about (``about``); its enum values are indexed beside it.

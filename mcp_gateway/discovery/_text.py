@@ -365,6 +365,8 @@ def is_bare_route(summary: str) -> bool:
 
 
 _METHOD_VERBS = {"get": "get", "post": "create", "put": "update", "patch": "update", "delete": "delete"}
+_ROUTE_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+"""A word of a route's segment, camelCase split ("abuseReports" -> "abuse", "Reports")."""
 
 
 def route_summary(summary: str) -> str:
@@ -379,7 +381,7 @@ def route_summary(summary: str) -> str:
     for part in segments:
         if part.startswith(("{", ":", "<")) or re.fullmatch(r"v\d+(\.\d+)?|api", part, re.IGNORECASE):
             continue
-        nouns.extend(w.lower() for w in re.findall(r"[A-Za-z]+", part.split(".")[0]) if len(w) > 1)
+        nouns.extend(w.lower() for w in _ROUTE_WORD.findall(part.split(".")[0]) if len(w) > 1)
     verb = _METHOD_VERBS.get(method.lower(), method.lower())
     if verb == "get" and segments and not segments[-1].startswith(("{", ":", "<")):
         verb = "list"

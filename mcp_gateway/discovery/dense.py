@@ -281,6 +281,7 @@ class DenseEmbedder:
         *,
         index: DenseIndex | None = None,
         texts: Callable[[Action], Sequence[str]] = lambda action: (embedded_text(action),),
+        readable: Callable[[Sequence[Action]], Sequence[Action]] = list,
         cards: str | None = None,
         batch: int = 256,
     ) -> None:
@@ -288,6 +289,9 @@ class DenseEmbedder:
         self.store = store
         self.index = index or DenseIndex()
         self._texts = texts
+        self._readable = readable
+        """One connector's actions as their texts read them (``_segment.readable``): what an action's
+        text says may depend on its neighbours (a summary they all share says nothing)."""
         """The texts an action's vector is the mean of (each a unit vector: its score is the mean of
         the query's cosines to them), one or more, the same number for every action."""
         self._cards = cards
@@ -324,7 +328,7 @@ class DenseEmbedder:
         if digests is None or len(known) < len(set(digests)):
             # Nothing kept, or a kept vector is gone: the texts themselves say what to embed. One vector
             # per action, filed under the digest of all its texts (one text: that text's digest).
-            texts = [self._texts(action) for action in actions]
+            texts = [self._texts(action) for action in self._readable(actions)]
             digests = [text_digest("\0".join(parts)) for parts in texts]
             known = await self.store.get_vectors(model, list(dict.fromkeys(digests)))
         vectors: dict[bytes, Matrix] = {d: np.frombuffer(blob, dtype="<f4") for d, blob in known.items()}

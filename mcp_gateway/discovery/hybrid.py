@@ -36,7 +36,7 @@ from ..vocabulary.model import Action
 from . import _rank
 from ._index import DiscoveryIndex, SearchResult, _group_twins, low_hint
 from ._message import asks
-from ._segment import dense_texts
+from ._segment import dense_texts, readable
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 from .embedding_progress import LEXICAL_LINE, clear_progress, hybrid_line, progress_elsewhere, write_progress
@@ -96,7 +96,7 @@ class HybridSearch:
     """Dense retrieval beside a ``DiscoveryIndex``: scheduling, background embedding, fused search."""
 
     def __init__(self, provider: EmbeddingProvider, store: VectorStore, *, label: str | None = None) -> None:
-        self.embedder = DenseEmbedder(provider, store, texts=dense_texts, cards=card_version())
+        self.embedder = DenseEmbedder(provider, store, texts=dense_texts, readable=readable, cards=card_version())
         self.label = label or provider.model
         """The model as the status line names it (never a key: the endpoint's URL at most)."""
         self._pending: dict[str, tuple[Sequence[Action], str | None]] = {}

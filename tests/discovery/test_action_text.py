@@ -9,7 +9,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._index import MAX_QUERY_TERMS
-from mcp_gateway.discovery._segment import DENSE_WORDS, dense_text
+from mcp_gateway.discovery._segment import DENSE_WORDS, dense_text, readable
 from mcp_gateway.sources.openapi import normalize_openapi
 from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
 
@@ -132,6 +132,66 @@ def test_the_embedded_text_is_a_short_plain_card_without_repeats() -> None:
 @pytest.mark.parametrize("summary", ["GET /v1/rates", ""])
 def test_a_bare_or_missing_summary_reads_as_words(summary: str) -> None:
     assert dense_text(action("rates.get_rates", summary)).startswith("rates get rates:")
+
+
+# -- summaries a connector's operations share -------------------------------------------------------
+
+GENERIC = "Inserts a new resource into this collection."
+
+
+def video_api() -> list[Action]:
+    """YouTube's way: one boilerplate summary (and description) for every insert."""
+
+    def insert(path: str, url: str) -> Action:
+        return Action(
+            connector="videos",
+            path=path,
+            summary=GENERIC,
+            description=GENERIC + " Quota cost: 50 units.",
+            risk="write",
+            binding=OpenAPIBinding(method="POST", url=url),
+        )
+
+    return [
+        insert("subscriptions.insert", "/youtube/v3/subscriptions"),
+        insert("comments.insert", "/youtube/v3/comments"),
+        insert("playlists.insert", "/youtube/v3/playlists"),
+        insert("abuse_reports.insert", "/youtube/v3/abuseReports"),
+        Action(
+            connector="videos",
+            path="videos.rate",
+            summary="Adds a like or dislike rating to a video.",
+            risk="write",
+            binding=OpenAPIBinding(method="POST", url="/youtube/v3/videos/rate"),
+        ),
+    ]
+
+
+def test_a_summary_many_operations_share_reads_as_each_ones_route() -> None:
+    actions = video_api()
+    read = readable(actions)
+    assert [a.summary for a in read[:4]] == [
+        "create youtube subscriptions",
+        "create youtube comments",
+        "create youtube playlists",
+        "create youtube abuse reports",
+    ]
+    assert read[0].description == "Quota cost: 50 units."  # the shared sentence out, the rest kept
+    assert read[4] is actions[4]  # a summary of its own stays
+    assert dense_text(read[0]).startswith("subscriptions insert: create youtube subscriptions.")
+    # Two operations sharing a summary may be near-twins; a summary of an upstream tool has no route.
+    assert readable(actions[:2]) == actions[:2]
+
+
+def test_the_index_tells_apart_operations_that_share_a_summary_by_their_routes() -> None:
+    index = DiscoveryIndex()
+    actions = video_api()
+    index.replace_connector("videos", actions)
+    first = index.find("create a subscription").hits[0][0]
+    assert first is actions[0]  # the hit is the API's own action, its own summary
+    assert index.find("new comment").hits[0][0].qualified_name == "videos.comments.insert"
+    # The boilerplate itself no longer matches every operation that carries it.
+    assert index.find("resource in this collection").hits == []
 
 
 # -- fusion ------------------------------------------------------------------------------------------

@@ -163,6 +163,23 @@ def test_searches_between_changes_see_each_change_and_hold_the_vectors_once() ->
 
 
 @pytest.mark.anyio
+async def test_texts_are_made_from_the_connectors_actions_as_discovery_reads_them() -> None:
+    encoder = ConceptEncoder()
+    read: list[list[str]] = []
+
+    def readable(actions: Sequence[Action]) -> list[Action]:
+        read.append([a.path for a in actions])
+        return [a.model_copy(update={"summary": f"{a.summary} (read)"}) for a in actions]
+
+    embedder = DenseEmbedder(
+        LocalProvider(encoder, "concepts"), MemoryVectorStore(), texts=lambda a: (a.summary,), readable=readable
+    )
+    await embedder.refresh("tracker", tracker())
+    assert read == [["tickets.open", "reports.create", "forecast.get"]]  # the whole connector at once
+    assert encoder.calls == [["Open a defect ticket (read)", "Create a report (read)", "Get the rain forecast (read)"]]
+
+
+@pytest.mark.anyio
 async def test_vectors_are_embedded_off_the_loop_stored_and_searched() -> None:
     encoder = ConceptEncoder()
     store = MemoryVectorStore()

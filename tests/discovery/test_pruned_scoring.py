@@ -13,7 +13,7 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex, _index
 from mcp_gateway.discovery._rank import POOL
 from mcp_gateway.sources.openapi import normalize_openapi
-from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import Action, McpBinding
 from scripts.bench_discover_data import OPENAPI_SPECS
 
 SPECS = OPENAPI_SPECS
@@ -102,7 +102,8 @@ def _action(index: int, summary: str) -> Action:
         summary=summary,
         input_schema={"type": "object", "properties": {}},
         risk="read",
-        binding=OpenAPIBinding(method="GET", url=f"/things/{index}"),
+        # An upstream tool: hundreds of HTTP operations sharing one summary would be read by their routes.
+        binding=McpBinding(tool=f"op_{index:03d}"),
     )
 
 
