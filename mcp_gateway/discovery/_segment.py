@@ -184,15 +184,15 @@ def readable(actions: Sequence[Action]) -> list[Action]:
 
     The lexical segment and the dense cards read these; hits, ``describe`` and the catalog keep the
     API's own words."""
-    counts = Counter(summary_of(action).strip().lower() for action in actions)
-    shared = {summary for summary, count in counts.items() if summary and count >= SHARED_SUMMARY}
+    summaries = [summary_of(action).strip().lower() for action in actions]
+    shared = {summary for summary, count in Counter(summaries).items() if summary and count >= SHARED_SUMMARY}
     if not shared:
         return list(actions)
     out: list[Action] = []
-    for action in actions:
-        summary = summary_of(action).strip()
+    for action, lowered in zip(actions, summaries, strict=True):
         binding = action.binding
-        if summary.lower() in shared and isinstance(binding, OpenAPIBinding | HttpBinding | PostmanBinding):
+        if lowered in shared and isinstance(binding, OpenAPIBinding | HttpBinding | PostmanBinding):
+            summary = summary_of(action).strip()
             description = action.description.strip()
             head = summary.rstrip(".")
             if description.lower().startswith(head.lower()):
