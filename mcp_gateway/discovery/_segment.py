@@ -26,7 +26,9 @@ from ._text import (
     first_sentence,
     fold_name,
     identifier_terms,
+    identifier_words,
     is_bare_route,
+    is_identifier,
     prose_terms,
     route_summary,
 )
@@ -155,11 +157,14 @@ _EXAMPLE_CHARS = 4000
 def summary_of(action: Action) -> str:
     """An action's one-line summary, readable whatever its source.
 
-    Its own; or, when it has none or it is a bare route ("GET /rates"), its description's first
-    sentence (the gateway's boilerplate left out); or, with no description either (or one that only
-    repeats the route), a line built from the route's method and nouns ("list rates").
+    Its own, read as words when it is only an identifier ("ListEmployees" -> "List employees": one
+    token of the index otherwise); or, when it has none or it is a bare route ("GET /rates"), its
+    description's first sentence (the gateway's boilerplate left out); or, with no description either
+    (or one that only repeats the route), a line built from the route's method and nouns ("list rates").
     """
     summary = action.summary
+    if summary and is_identifier(summary):
+        return identifier_words(summary)
     if summary and not is_bare_route(summary):
         return summary
     sentence = first_sentence(action.description)

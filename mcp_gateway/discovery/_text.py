@@ -25,7 +25,9 @@ __all__ = [
     "first_sentence",
     "fold_name",
     "identifier_terms",
+    "identifier_words",
     "is_bare_route",
+    "is_identifier",
     "keep",
     "original_case",
     "prose_terms",
@@ -364,9 +366,24 @@ def is_bare_route(summary: str) -> bool:
     return bool(_BARE_ROUTE.match(summary))
 
 
+_IDENTIFIER = re.compile(r"^\s*[A-Za-z][A-Za-z0-9]*(?:[a-z0-9][A-Z]|_[A-Za-z0-9])[A-Za-z0-9_]*\s*$")
+
+
+def is_identifier(summary: str) -> bool:
+    """Whether a summary is only an operation's identifier, camelCase or snake_case (``ListEmployees``,
+    ``get_user_info``): generated descriptions often put the operationId there."""
+    return bool(_IDENTIFIER.match(summary))
+
+
+def identifier_words(identifier: str) -> str:
+    """An identifier as a line of words: ``CreateMobileAuthorizationCode`` -> "Create mobile authorization code"."""
+    words = [word.lower() for word in _ROUTE_WORD.findall(identifier)]
+    return " ".join(words).capitalize()
+
+
 _METHOD_VERBS = {"get": "get", "post": "create", "put": "update", "patch": "update", "delete": "delete"}
 _ROUTE_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-"""A word of a route's segment, camelCase split ("abuseReports" -> "abuse", "Reports")."""
+"""A word of a route's segment or an identifier, camelCase split ("abuseReports" -> "abuse", "Reports")."""
 
 
 def route_summary(summary: str) -> str:

@@ -134,6 +134,18 @@ def test_a_bare_or_missing_summary_reads_as_words(summary: str) -> None:
     assert dense_text(action("rates.get_rates", summary)).startswith("rates get rates:")
 
 
+def test_a_summary_that_is_only_an_identifier_reads_as_words() -> None:
+    # Generated descriptions put the operationId there (Square: 199 of 200 operations).
+    listed = action("list_employees", "ListEmployees", "Returns a list of employees of the business.")
+    assert dense_text(listed).startswith("list employees: List employees.")
+    opaque = action("staff.op_17", "ListEmployees")  # its words are in its summary alone
+    index = DiscoveryIndex()
+    index.replace_connector("pay", [opaque, action("staff.op_18", "ListLocations")])
+    assert index.find("list the employees").hits[0][0] is opaque
+    assert dense_text(action("a.b", "get_user_info")).startswith("a b: Get user info.")
+    assert dense_text(action("a.b", "List employees")).startswith("a b: List employees.")
+
+
 # -- summaries a connector's operations share -------------------------------------------------------
 
 GENERIC = "Inserts a new resource into this collection."
