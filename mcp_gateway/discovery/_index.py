@@ -72,6 +72,14 @@ MAX_CORRECTED_WORDS = 8
 """Distinct unknown words of a query that are tried for a typo, at most (a long message names many
 things no action mentions: people, products, places)."""
 
+_TYPO_DF = 1
+"""A query word that this many actions use at most, and that is no English word, may still be a slip:
+specs have typos of their own ("uplaod"), and a user's same slip should reach the word it meant."""
+
+_TYPO_RATIO = 20
+"""How much commoner than the written word (in actions using it) its repair must be when the catalog
+uses the written word too."""
+
 _CORRECTIONS_KEPT = 4096
 """Typo repairs remembered per word until the index changes (queries are agent text: bounded)."""
 
@@ -458,7 +466,8 @@ class DiscoveryIndex:
         """``query`` (its first ``MAX_QUERY_CHARS``) with its typos repaired against the catalog's words
         (``_spelling``): a word no action uses, one edit from one that some do, becomes that word.
 
-        A word the catalog knows, as written or by its index term, is never changed; nor a stopword,
+        A word the catalog knows, as written or by its index term, is never changed (unless a single
+        action uses it and the repair is ``_TYPO_RATIO`` times commoner); nor a stopword,
         an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), or
         a product's name (``_products``: "Lyft" is not a slip of "left").
         """
@@ -474,10 +483,11 @@ class DiscoveryIndex:
             if word in self._corrections:
                 fix = self._corrections[word]
             else:
-                if stem(word) in self._df or tried >= MAX_CORRECTED_WORDS:
+                known = self._df.get(stem(word), 0)
+                if known > _TYPO_DF or (known and word in english_words()) or tried >= MAX_CORRECTED_WORDS:
                     continue
                 tried += 1
-                fix = self._correction(word)
+                fix = self._correction(word, known)
                 if len(self._corrections) < _CORRECTIONS_KEPT:
                     self._corrections[word] = fix
             if fix is not None:
@@ -486,18 +496,27 @@ class DiscoveryIndex:
             return query
         return _WORD.sub(lambda m: _recased(fixes.get(m.group().lower()), m.group()), query)
 
-    def _correction(self, word: str) -> str | None:
+    def _correction(self, word: str, known: int = 0) -> str | None:
+        """The catalog word ``word`` is a slip of, or None. ``known``: how many actions use ``word``'s
+        term already (at most ``_TYPO_DF``: a slip in the API's own text, "uplaod", is no reason to
+        keep the user's), so a repair must be far commoner (``_TYPO_RATIO``)."""
         words = self._words()
-        if word in words or self._split(word):
+        if (word in words and not known) or self._split(word):
             return None
         df, common = self._df, self._size + 1
-        # A slip of a function word ("wiht", "fron") is meant as that word: commoner than any catalog word.
-        return correction(
-            word,
-            words,
-            lambda candidate: common if candidate in STOPWORDS else df.get(stem(candidate), 0),
-            english=english_words(),
-        )
+
+        def frequency(candidate: str) -> int:
+            # A slip of a function word ("wiht", "fron") is meant as that word: commoner than any catalog
+            # word. Not when the slip is longer ("shre" is "share" before it is "she"): a letter more
+            # where a short word was meant is the rarer slip.
+            if candidate in STOPWORDS:
+                return common if len(candidate) >= len(word) else 0
+            return df.get(stem(candidate), 0)
+
+        fix = correction(word, words - {word} if known else words, frequency, english=english_words())
+        if known and (fix is None or df.get(stem(fix), 0) < _TYPO_RATIO * known):
+            return None
+        return fix
 
     def _words(self) -> frozenset[str]:
         """The words a typo may be repaired to: every exact word of every indexed action (names,

@@ -2,9 +2,10 @@
 
 A word of a query that the catalog does not know ("shedule", "meetng", "custmer") is replaced by the
 catalog word one edit away (a letter dropped, added, replaced, or two neighbours swapped), the most
-common one when several are. Only words the catalog has never used are touched: a word any action
-uses, in its name, summary, description or parameters, is never "corrected", however rare, and a
-word with no catalog word one edit away is left as written (the dense side still reads it).
+common one when several are. Only words the catalog has never used are touched (or that a single
+action uses, when the repair is far commoner: ``DiscoveryIndex.corrected``): a word actions use, in
+their name, summary, description or parameters, is never "corrected", and a word with no catalog
+word one edit away is left as written (the dense side still reads it).
 
 Candidates are generated, not searched for: every string one edit from the word (about 54 per letter)
 is looked up in the catalog's word set, a few hundred set lookups per unknown word, with no index

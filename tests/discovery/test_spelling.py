@@ -94,6 +94,26 @@ def test_a_function_word_slip_becomes_that_word_and_is_dropped(index: DiscoveryI
     assert index.corrected("cancel the meeting wiht bob") == "cancel the meeting with bob"
 
 
+def test_a_longer_slip_is_a_content_word_before_a_function_word() -> None:
+    # "shre" is one edit from "she" and from "share": a letter left out is the commoner slip.
+    built = DiscoveryIndex()
+    built.replace_connector("files", [action("files", "permissions.create", "Share a file with someone")])
+    assert built.corrected("shre the file wiht anna") == "share the file with anna"
+
+
+def test_a_slip_the_api_made_too_still_reaches_the_word_it_meant() -> None:
+    built = DiscoveryIndex()
+    videos = [action("media", f"videos.op_{i}", f"Upload a video of kind {i}") for i in range(25)]
+    legacy = action("media", "videos.legacy", "Uplaod a legacy video")  # the description's own slip
+    built.replace_connector("media", [*videos, legacy])
+    assert built.corrected("uplaod a video") == "upload a video"
+    # A word two actions use is the API's own, and so is one that is rare but no commoner word is near.
+    built.replace_connector("media", [*videos, legacy, action("media", "videos.old", "Uplaod an old video")])
+    assert built.corrected("uplaod a video") == "uplaod a video"
+    built.replace_connector("other", [action("other", "okra.list", "List okra harvests")])
+    assert built.corrected("okra harvests") == "okra harvests"
+
+
 def test_corrections_follow_the_catalog() -> None:
     built = DiscoveryIndex()
     built.replace_connector("calendar", [action("calendar", "meetings.schedule", "Schedule a meeting")])
