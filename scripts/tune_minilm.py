@@ -84,7 +84,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from mcp_gateway.discovery._segment import _plain, clean_description, dense_text, headline, summary_of  # noqa: E402
+from mcp_gateway.discovery._segment import (  # noqa: E402
+    _plain,
+    clean_description,
+    dense_text,
+    headline,
+    readable,
+    summary_of,
+)
 from mcp_gateway.vocabulary.model import Action  # noqa: E402
 from scripts.bench_discover_data import API_LOADERS, catalog  # noqa: E402
 
@@ -119,21 +126,23 @@ def training_pairs(exclude: set[str]) -> list[Pair]:
         (slug, short, (long,))
         for slug in API_LOADERS
         if slug not in exclude
-        for action in catalog(slug)
+        for action in readable(catalog(slug))
         for short, long in views(action)
     ]
 
 
 def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Every action of ``sources.json``'s files: qualified name -> (API, its ``dense_texts``)."""
-    from mcp_gateway.discovery._segment import dense_texts
+    from mcp_gateway.discovery._segment import dense_texts, readable
     from mcp_gateway.sources._documents import read_document
     from mcp_gateway.sources.openapi import normalize_openapi
 
     texts: dict[str, tuple[str, tuple[str, ...]]] = {}
     for source in json.loads((TUNING / "sources.json").read_text(encoding="utf-8")):
         path = specs / source["repo"] / source["path"]
-        for action in normalize_openapi(read_document(path), connector=source["slug"], source_file=path).actions:
+        # As the index embeds them: a summary many operations share reads as each one's route.
+        normalized = normalize_openapi(read_document(path), connector=source["slug"], source_file=path)
+        for action in readable(normalized.actions):
             texts[action.qualified_name] = (source["api"], dense_texts(action))
             for alias in action.aliases:  # the requests name an operation without operationId as it was then
                 texts.setdefault(f"{action.connector}.{alias}", texts[action.qualified_name])
