@@ -192,6 +192,12 @@ class Catalogs:
         for slug in set(self.loaded) - set(catalogs):
             self.index.remove_connector(slug)
             self._embed(slug, ())
+        # What each connector is, as the manifest says: a product named there is one it serves.
+        about = {
+            cfg.slug: " ".join(filter(None, (cfg.name, cfg.catalog, cfg.description)))
+            for cfg in self.manifest.connectors
+        }
+        self.index.name_connectors(about)
         changed: dict[str, ConnectorCatalog] = {}
         for slug, catalog in list(catalogs.items()):
             previous = self.loaded.get(slug)

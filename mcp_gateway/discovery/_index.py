@@ -8,7 +8,7 @@ import heapq
 import math
 import re
 from array import array
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal
@@ -182,6 +182,7 @@ class DiscoveryIndex:
     """
 
     __slots__ = (
+        "_about",
         "_corrections",
         "_df",
         "_idf",
@@ -202,6 +203,7 @@ class DiscoveryIndex:
         self.cache = cache
         """Where built segments are kept between starts (``replace_connector``'s ``fingerprint``)."""
         self._segments: dict[str, Segment] = {}
+        self._about: dict[str, frozenset[str]] = {}  # slug -> the words of its name, catalog and description
         # Segments by ascending ``start`` and those starts, to map a global id to its action by bisection.
         self._ordered: list[Segment] = []
         self._starts: list[int] = []
@@ -417,11 +419,21 @@ class DiscoveryIndex:
         if not products:
             return ()
         slugs = [_fold_slug(segment.slug) for segment in visible]
+        about = [self._about.get(segment.slug, frozenset()) for segment in visible]
         for word in products:
             term = stem(word)
-            if any(word in slug for slug in slugs) or any(term in segment.spans for segment in visible):
+            if (
+                any(word in slug for slug in slugs)
+                or any(word in words for words in about)
+                or any(term in segment.spans for segment in visible)
+            ):
                 return ()
         return tuple(dict.fromkeys(products.values()))
+
+    def name_connectors(self, about: Mapping[str, str]) -> None:
+        """What the manifest says each connector is (its name, catalog entry and description): a product
+        named there is served ("unserved"), even by an upstream whose tools never say its name."""
+        self._about = {slug: frozenset(prose_words(text)) for slug, text in about.items()}
 
     def _search(
         self,

@@ -3,12 +3,17 @@ and says which product is missing; naming a served product, or one the catalog m
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
 from mcp_gateway.discovery import LOW_CONFIDENCE_HINT, DiscoveryIndex, _rank
 from mcp_gateway.discovery._products import named_products
 from mcp_gateway.discovery.hybrid import HybridSearch
+from mcp_gateway.manifest import parse_manifest
+from mcp_gateway.runtime import Settings, open_gateway
+from mcp_gateway.services.identity import OPERATOR
 from tests.support.actions import catalog_index
 
 VIDEOS = {
@@ -47,6 +52,11 @@ def test_a_served_product_is_not_missing() -> None:
     assert mentioned.find("create an Instagram playlist").unserved == ()
     both = catalog_index({"videos": VIDEOS["videos"], "spotify": [("tracks.list", "List tracks")]})
     assert both.find("copy the Spotify playlist to a new playlist in videos").unserved == ()
+    # Or by what the manifest says the connector is: an upstream whose tools never name their product.
+    named = catalog_index({"music": VIDEOS["videos"]})
+    assert named.find("create a Spotify playlist").unserved == ("Spotify",)
+    named.name_connectors({"music": "Tunes spotify Our Spotify account"})
+    assert named.find("create a Spotify playlist").confidence == "high"
 
 
 def test_a_product_name_is_never_repaired_into_a_catalog_word() -> None:
@@ -68,3 +78,30 @@ def test_hybrid_answers_are_unsure_for_a_product_nothing_serves(petstore: tuple[
     assert answer("add a new pet to the store") == ("high", None)
     confidence, hint = answer("add a new pet to my Shopify store")
     assert confidence == "low" and hint is not None and "Shopify" in hint
+
+
+MANIFEST = """
+project: products
+connectors:
+  - slug: tracker
+    name: {name}
+    base_url: http://127.0.0.1:9
+    source:
+      http:
+        actions:
+          - {{path: issues.create, method: POST, url: /issues, summary: Create an issue}}
+          - {{path: issues.list, method: GET, url: /issues, summary: List issues}}
+"""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_the_manifest_says_which_product_a_connector_is(tmp_path: Path, anyio_backend: str) -> None:
+    env = {"MCP_GATEWAY_MASTER_KEY": "products-master-key-0123456789abcdef", "MCP_GATEWAY_DISCOVERY_MODE": "lexical"}
+    for name, confidence in (("Jira", "high"), ("Issues", "low")):
+        manifest = parse_manifest(MANIFEST.format(name=name), base_dir=tmp_path)
+        settings = Settings(manifest_path=None, state_dir=tmp_path / name, env=env)
+        async with open_gateway(settings, manifest=manifest, embed=False) as gw:
+            found = await gw.discover(OPERATOR, "create a Jira issue for the login crash")
+        assert found.results[0].name == "tracker.issues.create"
+        assert found.confidence == confidence, name
