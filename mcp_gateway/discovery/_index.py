@@ -414,8 +414,11 @@ class DiscoveryIndex:
     def unserved(self, query: str, visible: list[Segment]) -> tuple[str, ...]:
         """The products ``query`` names (``_products``) when none of them is a ``visible`` connector or a
         word of its actions: "a Spotify playlist" over YouTube alone. Empty when any named product is
-        served, since then the request may only mention the others ("copy the Trello card to Jira")."""
-        products = named_products(query[:MAX_QUERY_CHARS])
+        served, since then the request may only mention the others ("copy the Trello card to Jira").
+        In a long message only the sentences that make its request count (``_message.asks``): its
+        context may name any product ("a customer wrote on Zendesk that…")."""
+        query = query[:MAX_QUERY_CHARS]
+        products = named_products(" ".join(asks(query) or (query,)))
         if not products:
             return ()
         slugs = [_fold_slug(segment.slug) for segment in visible]

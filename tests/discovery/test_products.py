@@ -44,6 +44,17 @@ def test_a_request_for_a_product_nothing_serves_is_unsure_and_says_which() -> No
     assert found.hint is not None and "Spotify" in found.hint and found.hint != LOW_CONFIDENCE_HINT
 
 
+def test_a_product_named_in_a_long_messages_context_is_not_its_request() -> None:
+    index = catalog_index(VIDEOS)
+    message = (
+        "Our marketing team used to keep every campaign video in a Dropbox folder and a Spotify playlist "
+        "for the background music, which got messy last quarter. Could you create a playlist for the "
+        "launch clips?"
+    )
+    assert index.find(message).unserved == ()
+    assert index.find(message.replace("create a playlist", "create a Spotify playlist")).unserved == ("Spotify",)
+
+
 def test_a_served_product_is_not_missing() -> None:
     # By the connector's slug, by a word of its actions, or beside the product that is served.
     by_slug = catalog_index({"spotify": VIDEOS["videos"]})
