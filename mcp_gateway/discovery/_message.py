@@ -43,9 +43,9 @@ _REQUEST_VERBS = frozenset(
 """English verbs that open an imperative request to a tool ("archive the channel", "refund it")."""
 
 _REQUEST_PHRASES = re.compile(
-    r"\b(?:can|could|would|will) (?:you|we|i)\b|\bi(?:'d| would) like\b|\b(?:i|we) (?:need|want|have) to\b"
-    r"|\b(?:i|we) need\b|\bhelp (?:me|us)\b|\bhow (?:do|can|should) (?:i|we)\b|\bis there a way\b"
-    r"|\bwhat i need\b|\bplease\b|\bi'm looking for\b|\blet's\b",
+    r"\b(?:can|could|would|will) (?:you|we|i)\b|\b(?:i|we)(?:'d| would) (?:like|rather|prefer)\b"
+    r"|\b(?:i|we) (?:need|want|have) to\b|\b(?:i|we) need\b|\bhelp (?:me|us)\b"
+    r"|\bhow (?:do|can|should) (?:i|we)\b|\bis there a way\b|\bwhat i need\b|\bplease\b|\bi'm looking for\b|\blet's\b",
 )
 
 MANY_WORDS = ("bulk", "batch", "multiple", "many")

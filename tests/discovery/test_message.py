@@ -70,6 +70,11 @@ _CONTEXT = (
         ("The bill looks off. Refund the last charge.", "Refund the last charge."),
         ("I'm new here. I need to invite Bob. Thanks!", "I need to invite Bob."),
         ("Our team grew this month.\nhow do I invite a user?", "how do I invite a user?"),
+        (
+            "It is a lot of records. I'd rather request a report I download later.",
+            "I'd rather request a report I download later.",
+        ),
+        ("The old one is gone. We'd prefer a new invoice for May.", "We'd prefer a new invoice for May."),
     ],
 )
 def test_the_request_sentence_is_found(message: str, ask: str) -> None:
