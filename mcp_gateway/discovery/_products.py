@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._text import prose_words
 
-__all__ = ["PRODUCTS", "named_products", "unserved_hint"]
+__all__ = ["CONTENT", "PRODUCTS", "named_products", "unserved_hint"]
 
 PRODUCTS: dict[str, str] = {
     word: name
@@ -35,15 +35,30 @@ PRODUCTS: dict[str, str] = {
 """Lowercased word -> the product's name as written: products users name, none an everyday word."""
 
 
+CONTENT = frozenset(
+    """link links url urls file files page pages doc docs document documents screenshot screenshots attachment
+    attachments id ids number numbers handle username invite invitation notification notifications""".split()
+)
+"""Words after a product's name that make it what the request carries, not where it happens: "send the
+Zoom link to the team", "attach the Figma file", "post the GitHub PR link" (within two words)."""
+
+
 def named_products(query: str) -> dict[str, str]:
-    """The products ``query`` names (``PRODUCTS``), as ``{word as indexed: product name}``, in order."""
-    return {word: PRODUCTS[word] for word in prose_words(query) if word in PRODUCTS}
+    """The products ``query`` names as where it should happen (``PRODUCTS``, not followed by a ``CONTENT``
+    word), as ``{word as indexed: product name}``, in order."""
+    words = prose_words(query)
+    return {
+        word: PRODUCTS[word]
+        for i, word in enumerate(words)
+        if word in PRODUCTS and CONTENT.isdisjoint(words[i + 1 : i + 3])
+    }
 
 
 def unserved_hint(products: list[str]) -> str:
     """What an unsure answer tells the agent when the request names products nothing here serves."""
     names = " and ".join(products)
     return (
-        f"None of the searched connectors serves {names}, which the request names: these hits are only "
-        "look-alikes. Tell the user it is not connected (`connectors` lists what is), or rephrase without it."
+        f"The request names {names}, which none of the searched connectors serves: if it is meant to happen "
+        f"there, these hits are only look-alikes, so tell the user {names} is not connected (`connectors` "
+        "lists what is)."
     )

@@ -32,6 +32,9 @@ def test_products_are_found_by_name_and_everyday_words_are_not() -> None:
         "tweet": "Twitter",
     }
     assert named_products("what's the square root of 1764? zoom in on the box") == {}
+    # What the request carries is not where it happens.
+    assert named_products("post the GitHub PR link and attach the Figma file") == {}
+    assert named_products("share the YouTube video on Spotify") == {"youtube": "YouTube", "spotify": "Spotify"}
 
 
 def test_a_request_for_a_product_nothing_serves_is_unsure_and_says_which() -> None:
