@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..primitives.catalog_memory import pin_mmap_threshold
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -128,7 +130,9 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     except (AttributeError, OSError):
         return False
     m_arena_max = -8  # <malloc.h>
-    return bool(mallopt(m_arena_max, arenas))
+    capped = bool(mallopt(m_arena_max, arenas))
+    # Batches' and the vector matrix's large blocks get pages of their own, handed back when freed.
+    return pin_mmap_threshold() and capped
 
 
 def _trim_heap() -> None:

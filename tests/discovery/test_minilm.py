@@ -68,4 +68,4 @@ def test_malloc_arenas_are_capped_where_glibc_allows_it() -> None:
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("M_ARENA_MAX is a glibc malloc option")
-    assert limit_malloc_arenas() is True
+    assert limit_malloc_arenas() is True  # and the mmap threshold pinned (``catalog_memory.pin_mmap_threshold``)
