@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -118,7 +118,7 @@ async def open_gateway(
     *,
     manifest: Manifest | None = None,
     public_url: str | None = None,
-    on_link_minted: Callable[[], None] | None = None,
+    on_link_minted: Callable[[], Awaitable[None] | None] | None = None,
     progress: Progress | None = None,
     clock: Clock | None = None,
     background: BackgroundSync | None = None,

@@ -141,17 +141,17 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
     import anyio
 
     from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
-    from ..server.app import run_stdio, serve_metrics
+    from ..server.app import StdioPages, run_stdio, serve_metrics
     from ..server.tools import build_mcp_server
 
-    pages_requested = anyio.Event()
+    pages = StdioPages()
     startup = BackgroundSync()
     say = _Say(args)
     async with open_gateway(
         args.settings,
         manifest=manifest,
         public_url=args.public_url,
-        on_link_minted=pages_requested.set,
+        on_link_minted=pages.wanted,
         background=startup,
     ) as gw:
         key = request_state_key(args.settings, gw)
@@ -164,7 +164,7 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
             tg.start_soon(say.when_embedded, gw, startup)
             if args.metrics_port is not None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
-            await run_stdio(server, gw, pages_requested, early=args.early_stdio)
+            await run_stdio(server, gw, pages, early=args.early_stdio)
             tg.cancel_scope.cancel()
 
 

@@ -241,9 +241,30 @@ class _Sidecar(uvicorn.Server):
         yield
 
 
-async def run_stdio(
-    server: MCPServer, gateway: Gateway, pages_requested: anyio.Event, *, early: EarlyStdio | None = None
-) -> None:
+PAGES_WAIT = 10.0
+"""Seconds a minted link waits, at most, for the stdio gateway's pages server to answer."""
+
+
+class StdioPages:
+    """The human pages beside stdio, started by the first minted link: ``wanted`` (the links' ``on_mint``)
+    asks for them and returns once they answer, so a link is never handed out before its page."""
+
+    def __init__(self) -> None:
+        self.requested = anyio.Event()
+        self.done = anyio.Event()
+        """Set when nothing is left to wait for: another gateway serves the pages, or serving them ended
+        or failed (logged)."""
+        self.server: uvicorn.Server | None = None
+
+    async def wanted(self) -> None:
+        self.requested.set()
+        with anyio.move_on_after(PAGES_WAIT):
+            # uvicorn's ``started`` (its sockets bound, its lifespan run) is a flag with no event to wait on.
+            while not self.done.is_set() and not (self.server is not None and self.server.started):  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+
+
+async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, early: EarlyStdio | None = None) -> None:
     """Serve MCP on stdio; serve the human pages on loopback once the first link is minted.
     ``early``: stdin and stdout were claimed at start (``fast.early_stdio``), the SDK reads and writes
     through it; None (the fast paths off, or the streams not claimable) leaves them to the SDK.
@@ -254,10 +275,11 @@ async def run_stdio(
     pages_server: uvicorn.Server | None = None
     _settle_heap()
 
-    async def pages() -> None:
+    async def serve_pages() -> None:
         nonlocal pages_server
-        await pages_requested.wait()
+        await pages.requested.wait()
         if await anyio.to_thread.run_sync(url_answers, gateway.links.public_url):
+            pages.done.set()
             return  # a gateway of this state folder already serves them there (links follow served.json)
         url = urlsplit(gateway.links.public_url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
@@ -267,14 +289,17 @@ async def run_stdio(
             routes=[*web_routes(gateway), *observability_routes(gateway)],
             exception_handlers={StoreUnavailable: store_unavailable_handler(gateway)},
         )
-        pages_server = _uvicorn(HostGuard(app, allow_list(host, port, gateway.links.public_url)), host, port)
+        guarded = HostGuard(app, allow_list(host, port, gateway.links.public_url))
+        pages_server = pages.server = _uvicorn(guarded, host, port)
         try:
             await pages_server.serve()
         except (OSError, SystemExit) as exc:
             logger.warning("cannot serve the link pages at %s: %s", gateway.links.public_url, exc)
+        finally:
+            pages.done.set()  # failed or ended: a link waiting for them waits no longer
 
     async with anyio.create_task_group() as outer:
-        outer.start_soon(pages)
+        outer.start_soon(serve_pages)
         async with anyio.create_task_group() as inner:
             if threading.current_thread() is threading.main_thread():
                 inner.start_soon(_end_on_signals, gateway)

@@ -12,8 +12,9 @@ is: the seam for offering it another way than as text (MCP URL-mode elicitation)
 from __future__ import annotations
 
 import hashlib
+import inspect
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,14 +44,15 @@ class LinkService:
         public_url: str,
         *,
         ttl: timedelta = DEFAULT_TTL,
-        on_mint: Callable[[], None] | None = None,
+        on_mint: Callable[[], Awaitable[None] | None] | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._public_url = public_url.rstrip("/")
         self._ttl = ttl
         self._on_mint = on_mint
-        """Called before a link is handed out (stdio mode starts its page server here)."""
+        """Called before a link is handed out, and awaited when it returns an awaitable (stdio mode starts
+        its page server here, and waits until it answers: an agent may open the link at once)."""
 
     @property
     def public_url(self) -> str:
@@ -72,7 +74,9 @@ class LinkService:
         ttl: timedelta | None = None,
     ) -> tuple[str, LinkRecord]:
         if self._on_mint is not None:
-            self._on_mint()
+            started = self._on_mint()
+            if inspect.isawaitable(started):
+                await started
         token = secrets.token_urlsafe(TOKEN_BYTES)
         now = self._clock.now()
         record = LinkRecord(
