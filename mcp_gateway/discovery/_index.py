@@ -528,7 +528,7 @@ class DiscoveryIndex:
                 return common if len(candidate) >= len(word) else 0
             return df.get(stem(candidate), 0)
 
-        fix = correction(word, words - {word} if known else words, frequency, english=english_words())
+        fix = correction(word, words, frequency, english=english_words(), known=bool(known))
         if known and (fix is None or df.get(stem(fix), 0) < _TYPO_RATIO * known):
             return None
         return fix

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..primitives.catalog_memory import pin_mmap_threshold
+from ..primitives import catalog_memory
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +104,7 @@ class MiniLmEncoder:
                 ids = np_.asarray(encoding.ids, dtype=np_.int64)[None, :]
                 out[row] = self._session.run(None, {"input_ids": ids})[0][0]
         if len(texts) >= _RELEASE_AFTER:
-            _trim_heap()
+            catalog_memory.release_free_memory()
         return out
 
 
@@ -116,31 +116,12 @@ MALLOC_ARENAS = 1
 
 
 def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Cap glibc's malloc arenas, process-wide; False where there is no glibc ``mallopt`` (musl, macOS).
+    """Cap glibc's malloc arenas, process-wide, and pin its mmap threshold (``catalog_memory``); False
+    where there is no glibc ``mallopt`` (musl, macOS).
 
     Every thread that allocates gets an arena of its own (up to 8 per core), and each arena keeps the
     memory its thread freed. The encoder runs in whichever worker thread anyio hands it, so the arenas
     kept growing with the background embedding beside queries (+50 MB measured with the float32 model,
     +15 MB with one arena, no slower). Call it before the worker threads exist.
     """
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError):
-        return False
-    m_arena_max = -8  # <malloc.h>
-    capped = bool(mallopt(m_arena_max, arenas))
-    # Batches' and the vector matrix's large blocks get pages of their own, handed back when freed.
-    return pin_mmap_threshold() and capped
-
-
-def _trim_heap() -> None:
-    """glibc ``malloc_trim(0)``: return the heap's free pages to the system (nothing elsewhere)."""
-    import ctypes
-
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return
-    trim(0)
+    return catalog_memory.limit_malloc_arenas(arenas)

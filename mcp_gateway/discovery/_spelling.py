@@ -50,6 +50,7 @@ def correction(
     frequency: Callable[[str], int],
     *,
     english: Mapping[str, int] | None = None,
+    known: bool = False,
 ) -> str | None:
     """The word ``word`` was most likely meant to be, or None (known, too short, or nothing near).
 
@@ -59,9 +60,11 @@ def correction(
     alphabetical order, so the answer never depends on set order. With none, an English word one edit
     away, the commonest first (``english`` maps a word to its rank): the lexical side gains nothing,
     but the dense side reads "mistake" where it would have read "miistake".
+    ``known``: ``word`` is in ``vocabulary`` but may still be a slip (the catalog has it once); its
+    neighbours are looked for all the same.
     """
     english = english or {}
-    if len(word) < MIN_LENGTH or not word.isalpha() or word in vocabulary or word in english:
+    if len(word) < MIN_LENGTH or not word.isalpha() or (word in vocabulary and not known) or word in english:
         return None
     near = {candidate for candidate in edits(word) if len(candidate) >= MIN_LENGTH - 1}
     found = near & vocabulary

@@ -294,30 +294,30 @@ repacked after each embedded connector, and embedding batches. At 10,000 actions
 (``scripts/bench_discover.py``) RSS went 239-248 -> 221-224 MB, queries as fast."""
 
 
-def pin_mmap_threshold(nbytes: int = MMAP_THRESHOLD) -> bool:
-    """Pin glibc's mmap threshold at ``nbytes`` (``MMAP_THRESHOLD``); False without glibc's ``mallopt``."""
+def _mallopt(param: int, value: int) -> bool:
+    """glibc's ``mallopt``; False where there is none (musl, macOS, Windows) or it refuses."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):  # musl, macOS, Windows
+    except (OSError, AttributeError, TypeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(_M_MMAP_THRESHOLD, nbytes))
+    return bool(mallopt(param, value))
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas for the threads that start from now on (what MALLOC_ARENA_MAX does).
+def pin_mmap_threshold(nbytes: int = MMAP_THRESHOLD) -> bool:
+    """Pin glibc's mmap threshold at ``nbytes`` (``MMAP_THRESHOLD``); False without glibc."""
+    return _mallopt(_M_MMAP_THRESHOLD, nbytes)
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's malloc arenas for the threads that start from now on (what MALLOC_ARENA_MAX does),
+    and pin its mmap threshold (``pin_mmap_threshold``); False without glibc.
 
     glibc gives each thread that allocates an arena of its own, up to eight per core; the worker
     threads that parse specs and decode catalogs leave theirs full of partly used, resident pages
-    (10-20 MB at 10,000 actions). Under the GIL threads gain little from separate arenas. A no-op
-    without glibc."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):  # musl, macOS, Windows
-        return
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt(_M_ARENA_MAX, arenas)
-    pin_mmap_threshold()
+    (10-20 MB at 10,000 actions). Under the GIL threads gain little from separate arenas."""
+    capped = _mallopt(_M_ARENA_MAX, arenas)
+    return pin_mmap_threshold() and capped
 
 
 def release_free_memory() -> None:
