@@ -10,7 +10,9 @@ ranker indexes them as a light field of their own (``_segment.FIELDS``), so an a
 and summary still weigh most.
 
 The table speaks of mechanisms many APIs share (removing someone, pinning, blocking, archiving,
-muting, scheduling, refunding), never of one API's operation names.
+muting, scheduling, refunding, forwarding, delegating, revisions, workflow transitions), never of one
+API's operation names. Some outcomes need a verb and what it acts on together: deleting an event
+calls it off, updating a feature flag turns a feature on or off (``_PAIRED``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ _KEPT = "remember it for later, mark as important"
 _NOTIFIED = "get notified of updates, keep track"
 _UNDONE = "undo it, go back, recover"
 _MANY = "several at once, in one go"
+_ON_MY_BEHALF = "let someone act for me, on my behalf"
+_PASSED_ON = "send a copy on to another address automatically"
+_FREE = "when people are free or busy, available, double booked"
+_NEW_KEY = "replace the key with a new one"
 _RAW_EFFECTS: dict[str, str] = {
     # Taking something, or someone's access, away ("delete" and "remove" say it themselves, and most
     # catalogs have hundreds of them: their cards stay as they were).
@@ -38,9 +44,20 @@ _RAW_EFFECTS: dict[str, str] = {
     "revoke": _TAKEN,
     "leave": _TAKEN,
     "unassign": "no longer responsible",
-    # Letting someone in (adding or removing an access noun: ``_ACCESS``).
+    "trash": "throw it away, get rid of it, can be recovered",
+    "purge": "delete everything, clear it out",
+    "suspend": "can no longer log in or use it, paused",
+    "deactivate": "turn it off, can no longer use it",
+    "disable": "turn it off, switch off",
+    "expire": "stop working after a date",
+    # Letting someone in (adding or removing an access noun: ``_ACCESS``), or act for someone.
     "invite": _LET_IN,
     "grant": _LET_IN,
+    "delegate": _ON_MY_BEHALF,
+    "assistant": _ON_MY_BEHALF,
+    "moderator": "help keep order, remove spam and abuse",
+    "enable": "turn it on, switch on",
+    "activate": "turn it on, switch on, make it live",
     # Keeping something from happening.
     "block": _BLOCKED,
     "blocklist": _BLOCKED,
@@ -56,10 +73,12 @@ _RAW_EFFECTS: dict[str, str] = {
     "unpin": "no longer at the top",
     "star": _KEPT,
     "bookmark": _KEPT,
+    "label": "sort, organize, categorize",
     "archive": "retire it, no longer used but history kept, read only",
     "unarchive": "bring it back, reactivate",
     "minimize": "hide it from view, collapse off-topic or spam",
-    "hide": "hide it from view",
+    "hide": "hide it from view, not shown in the list",
+    "unhide": "show it again",
     "mute": _QUIET,
     "snooze": _QUIET,
     "dnd": _QUIET,
@@ -68,19 +87,58 @@ _RAW_EFFECTS: dict[str, str] = {
     "scheduled": "send or run it later, at a set time",
     "remind": "not forget, get reminded later",
     "reminder": "not forget, get reminded later",
+    "freebusy": _FREE,
+    "availability": _FREE,
     "presence": "show as away or available, not at the desk",
+    "vacation": "automatic reply while away or on leave, out of office",
     "topic": "say what it is about",
     "purpose": "say what it is about",
     "subscribe": _NOTIFIED,
     "watch": _NOTIFIED,
+    "watcher": _NOTIFIED,
     "follow": _NOTIFIED,
     "unsubscribe": "stop notifications",
     "unwatch": "stop notifications",
-    # Ownership and copies.
+    # Messages and calls.
+    "forward": _PASSED_ON,
+    "forwarding": _PASSED_ON,
+    "autoforward": _PASSED_ON,
+    "draft": "not sent yet, save for later",
+    "reaction": "respond with an emoji",
+    "react": "respond with an emoji",
+    "dial": "phone someone, place a call",
+    "hangup": "end the call",
+    "bridge": "connect two calls together",
+    "transcript": "what was said, written text",
+    "porting": "keep the number when switching from another provider",
+    # Who took part, who did what.
+    "registrant": "who signed up",
+    "absentee": "who signed up but did not attend",
+    "audit": "who did what and when",
+    "usage": "how much was used",
+    "quota": "how much is allowed, how much is left",
+    # Ownership, copies and versions.
     "fork": "own copy to experiment with",
+    "clone": "make another one like it",
+    "duplicate": "make another one like it",
     "merge": "combine the changes into the target",
+    "revision": "old versions, earlier copies, change history",
+    "export": "download it in another format",
+    "import": "bring it in from elsewhere",
     "assign": "make someone responsible",
     "assignee": "make someone responsible",
+    # Workflows and releases.
+    "transition": "move it to another status, where it can move next",
+    "dependent": "what relies on it, what would break",
+    "dependency": "what relies on it, what would break",
+    "segment": "a group of users to target",
+    "rollout": "release to a share of users",
+    "experiment": "test which variant works better",
+    # Keys and proof.
+    "rotate": _NEW_KEY,
+    "regenerate": _NEW_KEY,
+    "verify": "confirm it is real or owned",
+    "verification": "confirm it is real or owned",
     # Money.
     "refund": "give the money back",
     "void": "invalid, must not be paid",
@@ -122,6 +180,20 @@ _ADDING = frozenset("add create invite set put update assign grant".split())
 _REMOVING = frozenset("remove delete revoke kick cancel".split())
 _SHUT_OUT = "they can no longer see or use it, access taken away"
 
+_BOOKED = frozenset("event meeting appointment booking reservation webinar".split())
+_TOGGLES = frozenset("flag toggle".split())
+_TRACKED = frozenset("issue ticket task".split())
+_PAIRED: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
+    (_BOOKED, _REMOVING, "cancel it, call it off"),
+    (_TOGGLES, frozenset("update patch put set".split()), "turn it on or off, roll out, kill switch"),
+    (_TOGGLES, frozenset("create post add".split()), "a new toggle, kill switch"),
+    (_TRACKED, frozenset(["link"]), "relate it to another, mark as duplicate, blocked by"),
+)
+"""(nouns, verbs, outcome): an operation doing one of the verbs to one of the nouns achieves the outcome.
+The noun must be what the name acts on, its last word that is not a verb (``meeting_poll_delete``
+deletes a poll, not the meeting), or, when the name has none, a word of the summary's head."""
+_NAME_VERBS = _ADDING | _REMOVING | frozenset("get list insert patch post query search do".split())
+
 MAX_ENUM_VALUES = 8
 """Values of one parameter's enum that are read, at most: a long enum is a list of codes, not of outcomes."""
 
@@ -137,14 +209,17 @@ def effect_phrases(action: Action) -> list[str]:
     """What ``action`` achieves in everyday words (none for most actions), from the mechanisms its
     name's last segment and the head of its summary name, and from its response's field names."""
     out: dict[str, None] = {}
-    named = [
-        _singular(word) for word in [*_words(action.path.rsplit(".", 1)[-1]), *_words(action.summary)[:_SUMMARY_WORDS]]
-    ]
+    in_name = _words(action.path.rsplit(".", 1)[-1])
+    named = [_singular(word) for word in [*in_name, *_words(action.summary)[:_SUMMARY_WORDS]]]
     if not _ACCESS.isdisjoint(named):
         if not _REMOVING.isdisjoint(named):
             out[_SHUT_OUT] = None
         elif not _ADDING.isdisjoint(named):
             out[_LET_IN] = None
+    objects = [word for word in named[: len(in_name)] if word not in _NAME_VERBS][-1:] or named[len(in_name) :]
+    for nouns, verbs, outcome in _PAIRED:
+        if not nouns.isdisjoint(objects) and not verbs.isdisjoint(named):
+            out[outcome] = None
     for word in named:
         effect = EFFECTS.get(word)
         if effect is not None:

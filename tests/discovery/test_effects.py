@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import pytest
 from mcp import types
 
-from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable
 from mcp_gateway.discovery._effects import effect_phrases, effect_words
 from mcp_gateway.discovery._segment import dense_text
+from mcp_gateway.discovery.dense import EmbeddingProvider, MemoryVectorStore
+from mcp_gateway.discovery.hybrid import HybridSearch
 from mcp_gateway.sources.graphql import build_schema_from_sdl, normalize_graphql
 from mcp_gateway.sources.mcp import normalize_mcp_tools
 from mcp_gateway.sources.openapi import normalize_openapi
@@ -182,3 +185,83 @@ def test_closing_by_a_state_enum_finds_the_update() -> None:
     # "close" names no operation here: the update's ``state: open | closed`` is how a ticket closes.
     actions = openapi3()
     assert _index(actions).search("mark the ticket as closed", limit=3)[0][0].path == "tickets_update"
+
+
+def _operations(*rows: tuple[str, str, str, str]) -> list[Action]:
+    """(operation id, method, path, summary) rows as one OpenAPI connector's actions."""
+    paths: dict[str, dict[str, object]] = {}
+    for operation_id, method, path, summary in rows:
+        operation = {"operationId": operation_id, "summary": summary, "responses": {"200": {"description": "ok"}}}
+        paths.setdefault(path, {})[method] = operation
+    document = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths}
+    return list(normalize_openapi(document, connector="work").actions)
+
+
+def test_an_outcome_of_a_verb_and_a_noun_needs_the_noun_to_be_what_is_acted_on() -> None:
+    actions = _operations(
+        ("meeting_delete", "delete", "/meetings/{id}", "Delete a meeting"),
+        ("meeting_poll_delete", "delete", "/meetings/{id}/polls/{poll}", "Delete a meeting poll"),
+        ("meeting_get", "get", "/meetings/{id}", "Get a meeting"),
+        ("patch_feature_flag", "patch", "/flags/{key}", "Perform a partial update to a feature"),
+        ("post_feature_flag", "post", "/flags", "Creates a new feature flag"),
+        ("patch_flag_scheduled_change", "patch", "/flags/{key}/changes/{id}", "Updates a scheduled change"),
+    )
+    phrases = {action.path: effect_phrases(action) for action in actions}
+    assert "cancel it, call it off" in phrases["meeting_delete"]
+    assert "cancel it, call it off" not in phrases["meeting_poll_delete"]  # a poll is deleted, not the meeting
+    assert phrases["meeting_get"] == []
+    assert any("kill switch" in phrase and "on or off" in phrase for phrase in phrases["patch_feature_flag"])
+    assert any("kill switch" in phrase for phrase in phrases["post_feature_flag"])
+    assert not any("on or off" in phrase for phrase in phrases["patch_flag_scheduled_change"])
+    index = _index(actions)
+    assert index.search("call off the meeting with the vendor", limit=3)[0][0].path == "meeting_delete"
+    assert index.search("turn on the checkout redesign for everyone", limit=3)[0][0].path == "patch_feature_flag"
+
+
+@pytest.fixture(scope="module")
+def provider() -> EmbeddingProvider:
+    try:
+        from mcp_gateway.discovery.providers import local_provider
+
+        return local_provider()
+    except (EmbeddingsUnavailable, ImportError):
+        pytest.skip("the embeddings extra is not installed")
+
+
+_MECHANISMS = [
+    # (operation id, summary, a goal worded by its outcome, sharing no word with either)
+    ("updateAutoForwarding", "Updates the auto-forwarding setting", "stop my mail being copied to another address"),
+    ("freebusyQuery", "Returns free/busy information for a set of calendars", "am I double booked on Tuesday?"),
+    ("revisionsList", "Lists a file's revisions", "show the old versions of the plan"),
+    ("delegatesCreate", "Adds a delegate", "let someone act for me on my behalf"),
+    ("getTransitions", "Get transitions", "where can this go next in the workflow"),
+    ("moderatorsInsert", "Adds a chat moderator", "let my co-host help remove spam in the live chat"),
+    ("simCardDisable", "Request a SIM card disable", "switch off the lost phone's SIM"),
+]
+
+
+@pytest.mark.parametrize(("operation", "summary", "goal"), _MECHANISMS)
+def test_a_mechanism_many_apis_share_gets_its_outcome_words(operation: str, summary: str, goal: str) -> None:
+    (action,) = _operations((operation, "post", f"/{operation}", summary))
+    outcome = set(effect_words(action))
+    assert outcome & set(goal.lower().replace("?", "").split()), (goal, effect_phrases(action))
+
+
+@pytest.mark.parametrize(("operation", "summary", "goal"), _MECHANISMS)
+def test_common_mechanisms_are_found_by_their_outcome(
+    provider: EmbeddingProvider, operation: str, summary: str, goal: str
+) -> None:
+    # Every mechanism in one catalog beside operations on the things the goals mention: each goal's
+    # outcome words lead to its own operation.
+    actions = _operations(
+        *((op, "post", f"/{op}", text) for op, text, _ in _MECHANISMS),
+        ("messagesSend", "post", "/messages/send", "Sends a message"),
+        ("eventsList", "get", "/calendars/events", "Lists events"),
+        ("filesGet", "get", "/files/{id}", "Gets a file"),
+        ("usersGet", "get", "/users/{id}", "Get a user"),
+    )
+    index = _index(actions)
+    search = HybridSearch(provider, MemoryVectorStore())
+    anyio.run(search.embedder.refresh, "work", actions)
+    top = [action.path for action, _ in anyio.run(lambda: search.find(index, goal, limit=3)).hits]
+    assert top[0].replace("_", "") == operation.lower(), (goal, top)
