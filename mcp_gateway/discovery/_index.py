@@ -146,6 +146,9 @@ below it, reading them costs less than proving they can be left."""
 _fold_slug = functools.lru_cache(maxsize=4096)(fold_name)
 """``fold_name`` of a connector slug, remembered: every query compares the visible slugs with its words."""
 
+
+_SLUG_PARTS = re.compile(r"[-_.]+")
+
 _SORT_MAX = 2000
 """Up to this many scores, ``_kth`` sorts them all (see there)."""
 
@@ -566,10 +569,21 @@ class DiscoveryIndex:
         return sum(self._idf_of(term) for term in found) / total if total else 0.0
 
     def _named_connectors(self, query: str, visible: list[Segment]) -> frozenset[str]:
-        """Visible connectors the query names by slug ("in Slack", "our Stripe account")."""
-        slugs = {_fold_slug(segment.slug): segment.slug for segment in visible}
-        words = set(prose_words(query))  # letters or digits, lowercased: already folded
-        return frozenset(slug for folded, slug in slugs.items() if folded in words)
+        """Visible connectors the query names by slug: as one word ("in Slack", "our Stripe account",
+        "googlecalendar") or, for a slug of several, by its words in a row ("my Google Calendar")."""
+        words = prose_words(query)  # letters or digits, lowercased: already folded
+        present = set(words)
+        named: set[str] = set()
+        for segment in visible:
+            if _fold_slug(segment.slug) in present:
+                named.add(segment.slug)
+                continue
+            parts = [part for part in _SLUG_PARTS.split(segment.slug.lower()) if part]
+            if len(parts) > 1 and parts[0] in present:
+                width = len(parts)
+                if any(words[i : i + width] == parts for i, word in enumerate(words) if word == parts[0]):
+                    named.add(segment.slug)
+        return frozenset(named)
 
     def _visible(self, connectors: Collection[str] | None) -> list[Segment]:
         if connectors is None:

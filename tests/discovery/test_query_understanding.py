@@ -78,6 +78,18 @@ def test_a_connector_named_in_the_query_is_a_prior_not_a_filter(index: Discovery
     assert "shop.refunds.create" in names(index.search("create a refund in chat", limit=5))
 
 
+def test_a_connector_whose_slug_has_several_words_is_named_by_them_in_a_row() -> None:
+    built = DiscoveryIndex()
+    for slug in ("caldav", "google-calendar"):
+        built.replace_connector(slug, [action(slug, "events.create", "Create an event")])
+    for query in ("add the dentist to my Google Calendar", "googlecalendar: add an event", "in google-calendar"):
+        assert built.find(query).named == frozenset({"google-calendar"}), query
+    assert names(built.search("add an event in Google Calendar", limit=1)) == ["google-calendar.events.create"]
+    # Its words apart, or in another order, name nothing.
+    for query in ("a google search for the calendar", "calendar google"):
+        assert built.find(query).named == frozenset(), query
+
+
 def test_a_nonsense_query_gives_low_confidence_and_a_hint(index: DiscoveryIndex) -> None:
     for query in ("xyzzy plugh frobnicate", "bake a chocolate cake for grandma"):
         found = index.find(query)
