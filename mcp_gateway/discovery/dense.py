@@ -213,6 +213,17 @@ class DenseIndex:
         total = np.sum([block.total for block in blocks], axis=0)
         return float(total @ np.asarray(query_vector, dtype=np.float64)) / count
 
+    def mean_cosines(self, query_vector: Matrix, connectors: Collection[str]) -> dict[str, float]:
+        """The query's mean cosine over each of ``connectors`` that has vectors, one dot product each."""
+        import numpy as np
+
+        query = np.asarray(query_vector, dtype=np.float64)
+        return {
+            slug: float(block.total @ query) / len(block.names)
+            for slug, block in self._blocks.items()
+            if slug in connectors and block.names
+        }
+
     def _pack(self) -> _Packed | None:
         """The blocks as one matrix (rebuilt after a change); None when there is no vector at all."""
         import numpy as np

@@ -20,7 +20,8 @@ lexical ranker's score, does not silently re-weight the fusion. On the dev inten
 other fusions tried (raw-score sum with a weight, reciprocal-rank fusion with k 5-60, z-scored
 cosines, a weight that grows when the lexical coverage or margin is small, a listwise-trained linear
 model over both sides' ranks and scores): all within a point of each other, min-max the simplest
-that is scale-free.
+that is scale-free. Beside the two sides, a prior on the connector the query fits as a whole
+(``connector_fit``) settles which API of several a request is for.
 """
 
 from __future__ import annotations
@@ -41,7 +42,17 @@ from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 from .embedding_progress import LEXICAL_LINE, clear_progress, hybrid_line, progress_elsewhere, write_progress
 
-__all__ = ["ALPHA", "MEAN_WEIGHT", "SURE_FLOOR", "HybridSearch", "discovery_status", "fuse", "sure"]
+__all__ = [
+    "ALPHA",
+    "CONNECTOR_FIT",
+    "MEAN_WEIGHT",
+    "SURE_FLOOR",
+    "HybridSearch",
+    "connector_fit",
+    "discovery_status",
+    "fuse",
+    "sure",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +91,16 @@ CONNECTOR_PRIOR = 0.1
 """Added to the fused score of an action of a connector the query names ("in Slack", "our Stripe"): the
 lexical side's prior (``_rank.W_CONNECTOR``) carried through fusion, so the dense side's hits from
 other connectors do not wash it out. A prior, not a filter."""
+
+CONNECTOR_FIT = 0.3
+"""At most this is added to the fused score of each action of the searched connector the query sits nearest
+to as a whole (its mean cosine over the connector's actions, ``DenseIndex.mean_cosine``); the others get
+their share of it by where their mean cosine falls between the farthest connector's and the nearest's.
+
+Which API a request is for shows in all its words, not only in those an action's text shares: "reply to
+the top comment on my cooking video" sits nearer YouTube's catalog than Drive's, whose reply action says
+"reply" more plainly. One dot product per connector; nothing with one connector (or none embedded yet,
+which counts as halfway)."""
 
 MIN_SPREAD = 0.1
 """The cosine range scaled to [0, 1] is at least this wide: when the model sees every action alike (a
@@ -269,7 +290,9 @@ def fuse(
     sides, so it ranks as it would lexically instead of sinking. ``lookup`` maps a qualified name to
     its current action (None: gone since its vector was made); ``allow`` drops what the caller may
     not see, as the lexical search did for its own hits. Actions of the ``named`` connectors get
-    ``CONNECTOR_PRIOR`` more. Ties break by lexical score, then name.
+    ``CONNECTOR_PRIOR`` more, and every action up to ``CONNECTOR_FIT`` by how near the query sits to its
+    connector's catalog (``connector_fit``; a named connector counts as the nearest). Ties break by
+    lexical score, then name.
     """
     # By score: ``lexical`` may come with near-twins grouped (``SearchResult.hits``), not in score order.
     pool = sorted(lexical, key=lambda hit: -hit[1])[:LEXICAL_POOL]
@@ -288,6 +311,7 @@ def fuse(
     high, low = max(cosines.values(), default=1.0), min(cosines.values(), default=0.0)
     missing = [name for name in lexical_scaled if name not in cosines]
     cosines.update(dense.scores(vector, missing) if missing else {})
+    fit = connector_fit(dense, vector, allowed)
     fused: dict[str, float] = {}
     for name in dict.fromkeys([*lexical_scaled, *(name for name, _ in top)]):
         lexical_value = lexical_scaled.get(name, 0.0)
@@ -295,11 +319,25 @@ def fuse(
             dense_value = min(max((cosines[name] - low) / max(high - low, MIN_SPREAD), 0.0), 1.0)
         else:  # no vector yet: the connector is still being embedded
             dense_value = lexical_value
-        prior = CONNECTOR_PRIOR if name.partition(".")[0] in named else 0.0
+        slug = name.partition(".")[0]
+        if slug in named:  # the query says which connector it is for: as near as any
+            prior = CONNECTOR_PRIOR + (CONNECTOR_FIT if fit else 0.0)
+        else:
+            prior = CONNECTOR_FIT * fit.get(slug, 0.5 if fit else 0.0)
         fused[name] = (1.0 - alpha) * lexical_value + alpha * dense_value + prior
     # Equal fused scores: the lexical side's evidence (words the agent wrote) goes first, then the name.
     ranked = sorted(fused.items(), key=lambda item: (-item[1], -lexical_scaled.get(item[0], 0.0), item[0]))[:limit]
     return [(by_name[name], score) for name, score in ranked]
+
+
+def connector_fit(dense: DenseIndex, vector: Matrix, connectors: Collection[str]) -> dict[str, float]:
+    """How near the query sits to each searched connector's catalog as a whole, scaled over them: 1 for
+    the nearest (by mean cosine), 0 for the farthest. Empty when fewer than two have vectors."""
+    means = dense.mean_cosines(vector, connectors)
+    if len(means) < 2:
+        return {}
+    high, low = max(means.values()), min(means.values())
+    return {slug: (mean - low) / (high - low) if high > low else 1.0 for slug, mean in means.items()}
 
 
 def _scaled(scores: dict[str, float]) -> dict[str, float]:

@@ -265,6 +265,43 @@ def test_a_connector_the_query_names_stays_a_prior_through_fusion() -> None:
     assert [a.qualified_name for a, _ in named][:2] == ["pay.search.items", "bill.invoices.search"]
 
 
+def test_the_connector_a_query_fits_as_a_whole_wins_between_look_alikes() -> None:
+    np = pytest.importorskip("numpy")
+    from mcp_gateway.discovery.dense import DenseIndex
+    from mcp_gateway.discovery.hybrid import connector_fit, fuse
+
+    def of(connector: str, path: str) -> Action:
+        return action(path).model_copy(update={"connector": connector})
+
+    reply, listing = of("files", "replies.create"), of("files", "files.list")
+    comment, videos, rate = of("video", "comments.insert"), of("video", "videos.list"), of("video", "videos.rate")
+    by_name = {a.qualified_name: a for a in (reply, listing, comment, videos, rate)}
+
+    def unit(rows: list[list[float]]) -> Any:
+        matrix = np.array(rows, dtype=np.float32)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    dense = DenseIndex()
+    # "reply to the top comment on my cooking video": the files API's reply says "reply" more plainly
+    # (lexically and by cosine), but the query sits near everything the video API does.
+    dense.replace_connector("files", [reply.qualified_name, listing.qualified_name], unit([[0.8, 0.6], [0.0, 1.0]]))
+    dense.replace_connector(
+        "video",
+        [comment.qualified_name, videos.qualified_name, rate.qualified_name],
+        unit([[0.75, 0.66], [0.9, 0.44], [0.9, 0.44]]),
+    )
+    query = _unit([1.0, 0.0])
+    fit = connector_fit(dense, query, {"files", "video"})
+    assert fit == {"video": 1.0, "files": 0.0}
+    lexical = [(reply, 2.0), (comment, 1.5), (listing, 0.0)]
+    fused = fuse(lexical, dense, query, lookup=by_name.get, allowed={"files", "video"})
+    assert [a.path for a, _ in fused][:2] == ["comments.insert", "replies.create"]
+    # One connector searched: nothing to choose between, the order is the two sides' alone.
+    assert connector_fit(dense, query, {"files"}) == {}
+    alone = fuse([(reply, 2.0), (listing, 0.0)], dense, query, lookup=by_name.get, allowed={"files"})
+    assert alone[0][0].path == "replies.create"
+
+
 def test_a_raw_json_body_example_lends_its_keys_as_parameters() -> None:
     from mcp_gateway.discovery._segment import params_of
 
