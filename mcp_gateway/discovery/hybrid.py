@@ -93,9 +93,11 @@ lexical side's prior (``_rank.W_CONNECTOR``) carried through fusion, so the dens
 other connectors do not wash it out. A prior, not a filter."""
 
 CONNECTOR_FIT = 0.3
-"""At most this is added to the fused score of each action of the searched connector the query sits nearest
-to as a whole (its mean cosine over the connector's actions, ``DenseIndex.mean_cosine``); the others get
-their share of it by where their mean cosine falls between the farthest connector's and the nearest's.
+"""At most this is added to the fused score of an action of the searched connector the query sits nearest
+to as a whole (its mean cosine over the connector's actions, ``DenseIndex.mean_cosines``): the action's
+scaled cosine times this, so the lift goes to what the model finds relevant there, not to every action
+of the connector alike. The other connectors' actions get their share by where their connector's mean
+cosine falls between the farthest connector's and the nearest's.
 
 Which API a request is for shows in all its words, not only in those an action's text shares: "reply to
 the top comment on my cooking video" sits nearer YouTube's catalog than Drive's, whose reply action says
@@ -290,9 +292,9 @@ def fuse(
     sides, so it ranks as it would lexically instead of sinking. ``lookup`` maps a qualified name to
     its current action (None: gone since its vector was made); ``allow`` drops what the caller may
     not see, as the lexical search did for its own hits. Actions of the ``named`` connectors get
-    ``CONNECTOR_PRIOR`` more, and every action up to ``CONNECTOR_FIT`` by how near the query sits to its
-    connector's catalog (``connector_fit``; a named connector counts as the nearest). Ties break by
-    lexical score, then name.
+    ``CONNECTOR_PRIOR`` more, and every action up to ``CONNECTOR_FIT`` times its scaled cosine by how near
+    the query sits to its connector's catalog (``connector_fit``; a named connector counts as the
+    nearest). Ties break by lexical score, then name.
     """
     # By score: ``lexical`` may come with near-twins grouped (``SearchResult.hits``), not in score order.
     pool = sorted(lexical, key=lambda hit: -hit[1])[:LEXICAL_POOL]
@@ -320,10 +322,11 @@ def fuse(
         else:  # no vector yet: the connector is still being embedded
             dense_value = lexical_value
         slug = name.partition(".")[0]
+        # The connector's fit is spent on what the model finds relevant in it, not on all its actions alike.
         if slug in named:  # the query says which connector it is for: as near as any
-            prior = CONNECTOR_PRIOR + (CONNECTOR_FIT if fit else 0.0)
+            prior = CONNECTOR_PRIOR + (CONNECTOR_FIT * dense_value if fit else 0.0)
         else:
-            prior = CONNECTOR_FIT * fit.get(slug, 0.5 if fit else 0.0)
+            prior = CONNECTOR_FIT * fit.get(slug, 0.5 if fit else 0.0) * dense_value
         fused[name] = (1.0 - alpha) * lexical_value + alpha * dense_value + prior
     # Equal fused scores: the lexical side's evidence (words the agent wrote) goes first, then the name.
     ranked = sorted(fused.items(), key=lambda item: (-item[1], -lexical_scaled.get(item[0], 0.0), item[0]))[:limit]
