@@ -88,6 +88,7 @@ from mcp_gateway.discovery._segment import (  # noqa: E402
     _plain,
     clean_description,
     dense_text,
+    dense_texts,
     headline,
     readable,
     summary_of,
@@ -133,7 +134,6 @@ def training_pairs(exclude: set[str]) -> list[Pair]:
 
 def tuning_actions(specs: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Every action of ``sources.json``'s files: qualified name -> (API, its ``dense_texts``)."""
-    from mcp_gateway.discovery._segment import dense_texts, readable
     from mcp_gateway.sources._documents import read_document
     from mcp_gateway.sources.openapi import normalize_openapi
 

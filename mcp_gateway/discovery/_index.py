@@ -149,6 +149,13 @@ _fold_slug = functools.lru_cache(maxsize=4096)(fold_name)
 
 _SLUG_PARTS = re.compile(r"[-_.]+")
 
+
+@functools.lru_cache(maxsize=4096)
+def _slug_words(slug: str) -> tuple[str, ...]:
+    """A connector slug's words ("google-calendar" -> google, calendar), remembered like ``_fold_slug``."""
+    return tuple(part for part in _SLUG_PARTS.split(slug.lower()) if part)
+
+
 _SORT_MAX = 2000
 """Up to this many scores, ``_kth`` sorts them all (see there)."""
 
@@ -405,10 +412,8 @@ class DiscoveryIndex:
     ) -> SearchResult:
         """``search``, plus whether anything matched well (``confidence``/``hint``) and near-twins side by side."""
         query = self.corrected(query)
-        hits, coverage = self._search(query, limit, connectors, allow)
-        visible = self._visible(connectors)
-        named = self._named_connectors(query[:MAX_QUERY_CHARS], visible) if hits else frozenset()
-        unserved = self.unserved(query, visible) if hits and not named else ()
+        hits, coverage, named = self._search(query, limit, connectors, allow)
+        unserved = self.unserved(query, self._visible(connectors)) if hits and not named else ()
         low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
         ordered, twins = _group_twins(hits)
         hint = low_hint(unserved) if low else None
@@ -447,15 +452,16 @@ class DiscoveryIndex:
         limit: int,
         connectors: Collection[str] | None,
         allow: Callable[[Action], bool] | None,
-    ) -> tuple[list[tuple[Action, float]], float]:
-        """The ranked hits and the share of the query's written-word idf mass the best one carries."""
+    ) -> tuple[list[tuple[Action, float]], float, frozenset[str]]:
+        """The ranked hits, the share of the query's written-word idf mass the best one carries, and the
+        connectors the query names (none without hits)."""
         if limit <= 0:
-            return [], 0.0
+            return [], 0.0, frozenset()
         query = query[:MAX_QUERY_CHARS]
         visible = self._visible(connectors)
         weighted = self._query_terms(query)
         if not weighted:
-            return [], 0.0
+            return [], 0.0, frozenset()
         named = self._named_connectors(query, visible)
         pool = max(limit, _rank.POOL)
         hits = self._best(weighted, visible, pool, allow)
@@ -466,7 +472,7 @@ class DiscoveryIndex:
             own = self._best(weighted, [s for s in visible if s.slug in named], pool, allow)
             hits.extend(hit for hit in own if hit[0] not in seen)
         if not hits:
-            return [], 0.0
+            return [], 0.0, frozenset()
         exact_query = []
         for word in list(dict.fromkeys(raw_words(query)))[:MAX_QUERY_WORDS]:
             term = stem(word)
@@ -478,7 +484,7 @@ class DiscoveryIndex:
             candidates, weighted, self._idf_of, exact_query, verbs=VERBS, named=named, verb_kinds=VERB_KIND
         )
         coverage = self._coverage(weighted, candidates, ranked[0][0])
-        return ranked[:limit], coverage
+        return ranked[:limit], coverage, named
 
     def corrected(self, query: str) -> str:
         """``query`` (its first ``MAX_QUERY_CHARS``) with its typos repaired against the catalog's words
@@ -578,10 +584,10 @@ class DiscoveryIndex:
             if _fold_slug(segment.slug) in present:
                 named.add(segment.slug)
                 continue
-            parts = [part for part in _SLUG_PARTS.split(segment.slug.lower()) if part]
+            parts = _slug_words(segment.slug)
             if len(parts) > 1 and parts[0] in present:
                 width = len(parts)
-                if any(words[i : i + width] == parts for i, word in enumerate(words) if word == parts[0]):
+                if any(tuple(words[i : i + width]) == parts for i, word in enumerate(words) if word == parts[0]):
                     named.add(segment.slug)
         return frozenset(named)
 

@@ -6,19 +6,25 @@ import anyio
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable
+from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.discovery.hybrid import HybridSearch
 
 
 @pytest.fixture(scope="module")
-def petstore() -> tuple[DiscoveryIndex, HybridSearch]:
-    """The Petstore description indexed and embedded with the bundled model (skipped without the extra)."""
+def provider() -> EmbeddingProvider:
+    """The bundled model (skipped without the embeddings extra)."""
     try:
-        from mcp_gateway.discovery.dense import MemoryVectorStore
         from mcp_gateway.discovery.providers import local_provider
 
-        provider = local_provider()
+        return local_provider()
     except (EmbeddingsUnavailable, ImportError):
         pytest.skip("the embeddings extra is not installed")
+
+
+@pytest.fixture(scope="module")
+def petstore(provider: EmbeddingProvider) -> tuple[DiscoveryIndex, HybridSearch]:
+    """The Petstore description indexed and embedded with the bundled model (skipped without the extra)."""
+    from mcp_gateway.discovery.dense import MemoryVectorStore
     from scripts.bench_discover_data import catalog
 
     actions = list(catalog("petstore"))

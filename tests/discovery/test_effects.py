@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import types
 
-from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable
+from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._effects import effect_phrases, effect_words
 from mcp_gateway.discovery._segment import dense_text
 from mcp_gateway.discovery.dense import EmbeddingProvider, MemoryVectorStore
@@ -43,17 +43,22 @@ _OPERATIONS = [
 
 
 def openapi3() -> list[Action]:
-    paths: dict[str, object] = {}
-    for operation_id, method, path, summary, properties in _OPERATIONS:
+    return _operations(*_OPERATIONS)
+
+
+def _operations(*rows: tuple[str, str, str, str] | tuple[str, str, str, str, dict[str, object]]) -> list[Action]:
+    """(operation id, method, path, summary[, body properties]) rows as one OpenAPI connector's actions."""
+    paths: dict[str, dict[str, object]] = {}
+    for operation_id, method, path, summary, *body in rows:
         operation: dict[str, object] = {
             "operationId": operation_id,
             "summary": summary,
             "responses": {"200": {"description": "ok"}},
         }
-        if properties:
-            schema = {"type": "object", "properties": properties}
+        if body and body[0]:
+            schema = {"type": "object", "properties": body[0]}
             operation["requestBody"] = {"content": {"application/json": {"schema": schema}}}
-        paths[path] = {method: operation}
+        paths.setdefault(path, {})[method] = operation
     document = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths}
     return list(normalize_openapi(document, connector="work").actions)
 
@@ -187,16 +192,6 @@ def test_closing_by_a_state_enum_finds_the_update() -> None:
     assert _index(actions).search("mark the ticket as closed", limit=3)[0][0].path == "tickets_update"
 
 
-def _operations(*rows: tuple[str, str, str, str]) -> list[Action]:
-    """(operation id, method, path, summary) rows as one OpenAPI connector's actions."""
-    paths: dict[str, dict[str, object]] = {}
-    for operation_id, method, path, summary in rows:
-        operation = {"operationId": operation_id, "summary": summary, "responses": {"200": {"description": "ok"}}}
-        paths.setdefault(path, {})[method] = operation
-    document = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths}
-    return list(normalize_openapi(document, connector="work").actions)
-
-
 def test_an_outcome_of_a_verb_and_a_noun_needs_the_noun_to_be_what_is_acted_on() -> None:
     actions = _operations(
         ("meeting_delete", "delete", "/meetings/{id}", "Delete a meeting"),
@@ -216,16 +211,6 @@ def test_an_outcome_of_a_verb_and_a_noun_needs_the_noun_to_be_what_is_acted_on()
     index = _index(actions)
     assert index.search("call off the meeting with the vendor", limit=3)[0][0].path == "meeting_delete"
     assert index.search("turn on the checkout redesign for everyone", limit=3)[0][0].path == "patch_feature_flag"
-
-
-@pytest.fixture(scope="module")
-def provider() -> EmbeddingProvider:
-    try:
-        from mcp_gateway.discovery.providers import local_provider
-
-        return local_provider()
-    except (EmbeddingsUnavailable, ImportError):
-        pytest.skip("the embeddings extra is not installed")
 
 
 _MECHANISMS = [
