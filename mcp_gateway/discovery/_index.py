@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
-from ._message import MANY_WORDS, asks, wants_many
+from ._message import MANY_WORDS, asks, wants_many, without_declined
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
-from ._spelling import correction, english_words
+from ._spelling import correction, edits, english_words
 from ._suggest import suggest
 from ._text import (
     PHRASES,
@@ -457,7 +457,7 @@ class DiscoveryIndex:
         connectors the query names (none without hits)."""
         if limit <= 0:
             return [], 0.0, frozenset()
-        query = query[:MAX_QUERY_CHARS]
+        query = without_declined(query[:MAX_QUERY_CHARS])
         visible = self._visible(connectors)
         weighted = self._query_terms(query)
         if not weighted:
@@ -508,10 +508,16 @@ class DiscoveryIndex:
                 fix = self._corrections[word]
             else:
                 known = self._df.get(stem(word), 0)
-                if known > _TYPO_DF or (known and word in english_words()) or tried >= MAX_CORRECTED_WORDS:
+                if (known and word in english_words()) or tried >= MAX_CORRECTED_WORDS:
                     continue
+                # A word cut short within its term ("creat", "delet") already matches lexically; the dense
+                # side reads the text, and gets the whole word.
+                fix = self._whole_word(word) if known and word not in self._words() else None
+                if fix is None:
+                    if known > _TYPO_DF:
+                        continue
+                    fix = self._correction(word, known)
                 tried += 1
-                fix = self._correction(word, known)
                 if len(self._corrections) < _CORRECTIONS_KEPT:
                     self._corrections[word] = fix
             if fix is not None:
@@ -541,6 +547,14 @@ class DiscoveryIndex:
         if known and (fix is None or df.get(stem(fix), 0) < _TYPO_RATIO * known):
             return None
         return fix
+
+    def _whole_word(self, word: str) -> str | None:
+        """The catalog word one edit from ``word`` with the same index term ("creat" -> "create"), or
+        None: ``word`` is cut short or misspelt within its stem, so the repair cannot change what it
+        matches, only what the dense side reads."""
+        term = stem(word)
+        same = [c for c in edits(word) & self._words() if c not in STOPWORDS and stem(c) == term]
+        return min(same, key=lambda c: (abs(len(c) - len(word)), c)) if same else None
 
     def _words(self) -> frozenset[str]:
         """The words a typo may be repaired to: every exact word of every indexed action (names,

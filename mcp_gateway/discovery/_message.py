@@ -8,6 +8,9 @@ sentences that make a request, by how requests are worded in English: an imperat
 ranker weighs those sentences' words fully and the rest less; with no such sentence, or a message of
 one sentence, nothing changes.
 
+``without_declined`` takes out what a message says *not* to do ("hide it but don't delete it", "close
+it without merging"): those verbs name another operation, the one to avoid, and must not pull it up.
+
 ``wants_many`` tells a request for many things at once ("add these five people: …", "create 20
 users", a list of items) from a request for one, so that a bulk or batch operation, where the
 catalog has one, can come first.
@@ -16,8 +19,9 @@ catalog has one, can come first.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asks", "sentences", "wants_many"]
+__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asks", "sentences", "wants_many", "without_declined"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
 _WORDS = re.compile(r"[a-z']+|[0-9]+")
@@ -117,6 +121,54 @@ def asks(message: str) -> list[str] | None:
     if best == 0:
         return None
     return [part for part, score in zip(parts, scores, strict=True) if score == best]
+
+
+_TOKEN = re.compile(r"[A-Za-z]+|[0-9]+")
+"""Words as the index reads them ("don't" is "don" and "t")."""
+_DO_NOT = (("don", "t"), ("dont",), ("do", "not"), ("doesn", "t"), ("does", "not"), ("never",))
+"""A verb after these is not to be done ("don't delete it", "never send")."""
+_NOT_DOING = (("without",),)
+"""An "-ing" verb after these is not to be done ("without merging"). Not "instead of" nor "rather than":
+what they decline is more often a manner of doing the same ("rather than adding them one at a time")."""
+_WILLING = (("want", "to"), ("need", "to"), ("have", "to"))
+"""Words between a negation and its verb ("don't want to lose it")."""
+_NOT_A_VERB = frozenset("want need have be get disturb track reply call contact".split())
+"""Words after "do not" that are no operation to avoid: the verbs of ``_WILLING`` and of being, and
+the names of lists and modes ("do not disturb", "do not track", "do-not-reply", "do not call")."""
+
+
+def without_declined(message: str) -> str:
+    """``message`` without the verbs it says not to do: the word after "don't", "do not" or "never" (past
+    "want to", "need to"), and an "-ing" word after "without". A goal
+    stated with "can't" or "no longer" ("make sure he can't host meetings") is what is wanted, and is
+    left alone."""
+    tokens = list(_TOKEN.finditer(message))
+    words = [token.group().lower() for token in tokens]
+    out: set[int] = set()
+    for start in range(len(words)):
+        for cue in _DO_NOT:
+            end = _after(words, start, cue)
+            if end is not None:
+                for willing in _WILLING:
+                    end = _after(words, end, willing) or end
+                if end < len(words) and words[end] not in _NOT_A_VERB:
+                    out.add(end)
+        for cue in _NOT_DOING:
+            end = _after(words, start, cue)
+            if end is not None and end < len(words) and words[end].endswith("ing") and len(words[end]) > 5:
+                out.add(end)
+    if not out:
+        return message
+    kept, last = [], 0
+    for position in sorted(out):
+        kept.append(message[last : tokens[position].start()])
+        last = tokens[position].end()
+    return "".join([*kept, message[last:]])
+
+
+def _after(words: Sequence[str], start: int, cue: tuple[str, ...]) -> int | None:
+    """The position after ``cue`` when ``words`` has it at ``start``, else None."""
+    return start + len(cue) if tuple(words[start : start + len(cue)]) == cue else None
 
 
 def wants_many(message: str) -> bool:

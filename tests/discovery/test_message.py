@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._message import LONG_MESSAGE, asks, sentences, wants_many
+from mcp_gateway.discovery._message import LONG_MESSAGE, asks, sentences, wants_many, without_declined
 from tests.support.actions import catalog_action
 
 action = partial(catalog_action, method="POST", risk="write")
@@ -127,3 +127,47 @@ def test_a_bulk_request_reaches_the_bulk_operation(index: DiscoveryIndex) -> Non
     assert index.search(many, limit=3)[0][0].qualified_name == "chat.users.bulk_invite"
     # One person: the single invite, though the bulk one shares every word of the request.
     assert index.search("invite bob@example.com to the workspace", limit=3)[0][0].qualified_name == "chat.users.invite"
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("hide the old drive but don't delete it", "hide the old drive but don't  it"),
+        ("close the pull request without merging", "close the pull request without "),
+        ("I don't want to end the stream, ban him", "I don't want to  the stream, ban him"),
+        ("do not send it yet, save a draft", "do not  it yet, save a draft"),
+        ("who signed up but never showed up", "who signed up but never  up"),
+    ],
+)
+def test_a_verb_the_message_declines_is_taken_out(message: str, kept: str) -> None:
+    assert without_declined(message) == kept
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "turn off do not disturb",  # the name of a mode, not a verb declined
+        "push to main without a review",  # "without" a noun: part of what is wanted
+        "make sure Paul can't host meetings anymore",  # a goal: the ability is what goes
+        "the intern should no longer see payroll",
+        "add them in one request rather than adding them one at a time",  # a manner, not another operation
+        "I don't want to be bothered by notifications",
+    ],
+)
+def test_what_is_not_a_declined_operation_stays(message: str) -> None:
+    assert without_declined(message) == message
+
+
+def test_a_declined_verb_does_not_pull_its_operation_up() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "files",
+        [
+            action("files", "drives.hide", "Hide a shared drive from the default view"),
+            action("files", "drives.delete", "Delete a shared drive"),
+        ],
+    )
+    query = "keep the old shared drive out of my list, but don't delete it"
+    assert built.search(query, limit=2)[0][0].qualified_name == "files.drives.hide"
+    # Read as written, the declined "delete" names the other operation, which then comes first.
+    assert built.search(query.replace("don't ", ""), limit=2)[0][0].qualified_name == "files.drives.delete"

@@ -74,6 +74,19 @@ def test_a_word_of_the_catalog_is_never_corrected(index: DiscoveryIndex) -> None
     assert index.corrected("cancelled meetings, refunding customers") == "cancelled meetings, refunding customers"
 
 
+def test_a_word_cut_short_within_its_stem_gets_its_whole_word(index: DiscoveryIndex) -> None:
+    # "creat" and "delet" already match "create" and "delete" by their index term; the dense side reads the
+    # text, and gets the whole word.
+    assert index.corrected("creat a contact, delet a customer") == "create a contact, delete a customer"
+    # Only to a word of the same term: "payed" is one letter from "paged", which is another word.
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "billing",
+        [action("billing", "invoices.pay", "Pay an invoice"), action("billing", "pages.get", "Get paged results")],
+    )
+    assert built.corrected("payed invoices") == "payed invoices"
+
+
 def test_a_real_english_word_the_catalog_lacks_is_not_turned_into_a_catalog_word(index: DiscoveryIndex) -> None:
     if not english_words():
         pytest.skip("the bundled model's word list is not installed")
