@@ -45,6 +45,7 @@ _RAW_EFFECTS: dict[str, str] = {
     "leave": _TAKEN,
     "unassign": "no longer responsible",
     "trash": "throw it away, get rid of it, can be recovered",
+    "untrash": "put it back from the bin, recover what was thrown away",
     "purge": "delete everything, clear it out",
     "suspend": "can no longer log in or use it, paused",
     "deactivate": "turn it off, can no longer use it",

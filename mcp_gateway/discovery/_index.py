@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
-from ._message import MANY_WORDS, asks, wants_many, without_declined
+from ._message import MANY_WORDS, asks, quoted, wants_many, without_declined
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
@@ -116,6 +116,10 @@ _CONTEXT_WEIGHT = 0.5
 
 _MANY_TERMS = tuple(stem(word) for word in MANY_WORDS)
 """Added to a request for many things at once (``_message.wants_many``), at ``_MANY_WEIGHT``."""
+
+_QUOTED_WEIGHT = 0.25
+"""Query weight of a word in quotes: a name or a value, which may still match (a label called "bug"), but
+says nothing of the operation."""
 
 _MANY_WEIGHT = 0.75
 """Query weight of ``_MANY_TERMS``: a request that lists many things says "bulk" as plainly as if it
@@ -635,15 +639,20 @@ class DiscoveryIndex:
         distinct: set[str] = set()
         if _CHANNEL_MENTION.search(query):
             extra.append(stem("channel"))
-        for previous, word in zip(["", *words], words, strict=False):
+        values = quoted(query)
+        for previous, word, value in zip(["", *words], words, values, strict=False):
             if word not in distinct:
                 if len(distinct) >= MAX_QUERY_WORDS:
                     continue
                 distinct.add(word)
             weight = 1.0 if word in first_words else elsewhere
             term = stem(word)
-            extra.extend(PHRASES.get((previous, word), ()))
-            extra.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
+            if value:
+                # A quoted name or value ('the "Draft v3" document'): what to act on, not what to do.
+                weight = min(weight, _QUOTED_WEIGHT)
+            else:
+                extra.extend(PHRASES.get((previous, word), ()))
+                extra.extend(SYNONYMS.get(term, ()))  # before the stopword check: "my" -> authenticated
             if not keep(word):
                 continue
             if term in self._df:

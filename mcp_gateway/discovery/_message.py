@@ -11,6 +11,9 @@ one sentence, nothing changes.
 ``without_declined`` takes out what a message says *not* to do ("hide it but don't delete it", "close
 it without merging"): those verbs name another operation, the one to avoid, and must not pull it up.
 
+``quoted`` marks the words a message quotes ('rename "Draft v3" to "Final proposal"'): names and
+values, not what to do ("Draft" is no request for a draft).
+
 ``wants_many`` tells a request for many things at once ("add these five people: …", "create 20
 users", a list of items) from a request for one, so that a bulk or batch operation, where the
 catalog has one, can come first.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asks", "sentences", "wants_many", "without_declined"]
+__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asks", "quoted", "sentences", "wants_many", "without_declined"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
 _WORDS = re.compile(r"[a-z']+|[0-9]+")
@@ -135,6 +138,19 @@ _WILLING = (("want", "to"), ("need", "to"), ("have", "to"))
 _NOT_A_VERB = frozenset("want need have be get disturb track reply call contact".split())
 """Words after "do not" that are no operation to avoid: the verbs of ``_WILLING`` and of being, and
 the names of lists and modes ("do not disturb", "do not track", "do-not-reply", "do not call")."""
+
+
+_QUOTED = re.compile(r'"[^"\n]{1,80}"|“[^”\n]{1,80}”|(?<![A-Za-z0-9])\'[^\'\n]{1,80}\'(?![A-Za-z0-9])')
+"""A quoted name or value: in straight or curly double quotes, or single quotes that are no apostrophes."""
+
+
+def quoted(message: str) -> list[bool]:
+    """For each word of ``message`` (as ``prose_words`` splits it), whether it is inside quotes. None is
+    when the quotes hold the whole message: a quoted request ('"list open issues"') is the request."""
+    tokens = list(_TOKEN.finditer(message))
+    spans = [match.span() for match in _QUOTED.finditer(message)]
+    inside = [any(start <= token.start() < end for start, end in spans) for token in tokens]
+    return inside if not all(inside) else [False] * len(inside)
 
 
 def without_declined(message: str) -> str:

@@ -222,6 +222,7 @@ _MECHANISMS = [
     ("getTransitions", "Get transitions", "where can this go next in the workflow"),
     ("moderatorsInsert", "Adds a chat moderator", "let my co-host help remove spam in the live chat"),
     ("simCardDisable", "Request a SIM card disable", "switch off the lost phone's SIM"),
+    ("messagesUntrash", "Removes the specified message from the trash", "put those emails back from the bin"),
 ]
 
 

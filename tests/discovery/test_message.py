@@ -7,7 +7,8 @@ from functools import partial
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._message import LONG_MESSAGE, asks, sentences, wants_many, without_declined
+from mcp_gateway.discovery._message import LONG_MESSAGE, asks, quoted, sentences, wants_many, without_declined
+from mcp_gateway.discovery._text import prose_words
 from tests.support.actions import catalog_action
 
 action = partial(catalog_action, method="POST", risk="write")
@@ -171,3 +172,32 @@ def test_a_declined_verb_does_not_pull_its_operation_up() -> None:
     assert built.search(query, limit=2)[0][0].qualified_name == "files.drives.hide"
     # Read as written, the declined "delete" names the other operation, which then comes first.
     assert built.search(query.replace("don't ", ""), limit=2)[0][0].qualified_name == "files.drives.delete"
+
+
+def test_quoted_words_are_marked_as_the_words_split() -> None:
+    message = "Rename the \u201cDraft v3\u201d doc to 'Final plan', Bob's call"
+    marks = quoted(message)
+    assert len(marks) == len(prose_words(message))
+    assert [word for word, mark in zip(prose_words(message), marks, strict=True) if mark] == [
+        "draft",
+        "v",
+        "3",
+        "final",
+        "plan",
+    ]
+    assert not any(quoted('"list open issues"'))  # the whole request quoted is the request
+
+
+def test_a_quoted_name_does_not_name_the_operation() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "mail",
+        [
+            action("mail", "drafts.create", "Create a draft message"),
+            action("mail", "labels.create", "Create a label"),
+        ],
+    )
+    query = 'create a "Draft message" label'
+    assert built.search(query, limit=2)[0][0].qualified_name == "mail.labels.create"
+    # Unquoted, the same words read as a request about draft messages.
+    assert built.search(query.replace('"', ""), limit=2)[0][0].qualified_name == "mail.drafts.create"
