@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from .models import bundled_minilm_dir
 
-__all__ = ["MIN_LENGTH", "correction", "edits", "english_words"]
+__all__ = ["MIN_LENGTH", "correction", "edits", "english_words", "likely_slip"]
 
 MIN_LENGTH = 4
 """Shortest word that is repaired."""
@@ -56,8 +56,9 @@ def correction(
 
     ``word`` is lowercase; a word in ``vocabulary`` (the catalog's, and what the ranker reads besides)
     or in ``english`` is never changed. Catalog words one edit away come first: those that keep its
-    first letter (slips rarely hit it), then the most ``frequent``, then the closest in length, then
-    alphabetical order, so the answer never depends on set order. With none, an English word one edit
+    first letter (slips rarely hit it), then the likely slips (``likely_slip``), then the most
+    ``frequent``, then the closest in length, then alphabetical order, so the answer never depends on
+    set order. With none, an English word one edit
     away, the commonest first (``english`` maps a word to its rank): the lexical side gains nothing,
     but the dense side reads "mistake" where it would have read "miistake".
     ``known``: ``word`` is in ``vocabulary`` but may still be a slip (the catalog has it once); its
@@ -69,11 +70,42 @@ def correction(
     near = {candidate for candidate in edits(word) if len(candidate) >= MIN_LENGTH - 1}
     found = near & vocabulary
     if found:
-        return min(found, key=lambda c: (c[0] != word[0], -frequency(c), abs(len(c) - len(word)), c))
+        return min(
+            found, key=lambda c: (c[0] != word[0], not likely_slip(word, c), -frequency(c), abs(len(c) - len(word)), c)
+        )
     found = near & english.keys()
     if found:
-        return min(found, key=lambda c: (c[0] != word[0], english[c], abs(len(c) - len(word)), c))
+        return min(
+            found, key=lambda c: (c[0] != word[0], not likely_slip(word, c), english[c], abs(len(c) - len(word)), c)
+        )
     return None
+
+
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_NEIGHBOURS: dict[str, frozenset[str]] = {
+    key: frozenset(
+        _ROWS[r][i]
+        for r in range(max(0, row - 1), min(len(_ROWS), row + 2))
+        for i in range(max(0, col - 1), col + 2)
+        if i < len(_ROWS[r]) and _ROWS[r][i] != key
+    )
+    for row, keys in enumerate(_ROWS)
+    for col, key in enumerate(keys)
+}
+"""Each letter's neighbours on a QWERTY keyboard (the row above and below, offset as keys are, roughly)."""
+
+
+def likely_slip(written: str, meant: str) -> bool:
+    """Whether ``written`` is a likely slip of ``meant`` (one edit apart): a letter left out or typed
+    twice or extra, two letters swapped, or a key's neighbour hit. A letter replaced by one far from it
+    on the keyboard is rarely a slip: "tash" is "trash" before it is "task"."""
+    if len(written) != len(meant):
+        return True
+    differ = [i for i, (a, b) in enumerate(zip(written, meant, strict=True)) if a != b]
+    if len(differ) != 1:
+        return True  # two neighbours swapped
+    at = differ[0]
+    return written[at] in _NEIGHBOURS.get(meant[at], frozenset())
 
 
 @functools.cache

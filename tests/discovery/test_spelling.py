@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._spelling import correction, edits, english_words
+from mcp_gateway.discovery._spelling import correction, edits, english_words, likely_slip
 from tests.support.actions import catalog_action
 
 action = partial(catalog_action, method="POST")
@@ -144,6 +144,25 @@ def test_the_commonest_candidate_wins_and_the_first_letter_is_kept() -> None:
     assert correction("carx", vocabulary, counts.__getitem__) == "card"
     assert correction("card", vocabulary, counts.__getitem__) is None
     assert correction("zzzz", vocabulary, counts.__getitem__) is None
+
+
+def test_a_likely_slip_wins_over_a_commoner_word() -> None:
+    vocabulary = frozenset({"task", "trash", "block", "back", "book", "page", "pale"})
+    counts = {"task": 90, "trash": 3, "block": 2, "back": 40, "book": 30, "page": 5, "pale": 50}
+    # A letter left out ("tash", "bock") or a neighbouring key hit ("pate": t sits over g) is how people
+    # slip; "task", "back" and "pale" are commoner, but a far key is rarely hit by mistake.
+    assert correction("tash", vocabulary, counts.__getitem__) == "trash"
+    assert correction("bock", vocabulary, counts.__getitem__) == "block"
+    assert correction("pate", vocabulary, counts.__getitem__) == "page"  # t is g's neighbour, not l's
+    assert correction("bool", vocabulary, counts.__getitem__) == "book"  # k and l are neighbours
+
+
+def test_likely_slips() -> None:
+    assert likely_slip("shedule", "schedule")  # a letter left out
+    assert likely_slip("meeeting", "meeting")  # one typed twice
+    assert likely_slip("meetnig", "meeting")  # two swapped
+    assert likely_slip("meetimg", "meeting")  # n and m are neighbours
+    assert not likely_slip("meetipg", "meeting")  # p is far from n
 
 
 def test_edits_are_one_step_away() -> None:
