@@ -183,6 +183,11 @@ _RAW_PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("kill", "switch"): ("flag",),
     ("turn", "on"): ("enable", "update"),
     ("turn", "off"): ("disable", "update"),
+    ("switch", "on"): ("enable", "update"),
+    ("switch", "off"): ("disable", "update"),
+    # What video-meeting APIs (Zoom, Meet, Teams, Webex) all name a meeting.
+    ("video", "call"): ("meeting",),
+    ("video", "chat"): ("meeting",),
 }
 
 # Sentences the gateway's own sources add to descriptions (``sources.postman``): true of every request

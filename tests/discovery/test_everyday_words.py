@@ -68,6 +68,9 @@ def index() -> DiscoveryIndex:
         ("create an online seminar", "work.webinars.create"),  # seminar -> webinar
         ("turn on the alerts", "work.alerts.enable"),  # "turn on" -> enable
         ("turn off the alerts", "work.alerts.disable"),  # "turn off" -> disable
+        ("switch on the alerts", "work.alerts.enable"),  # "switch on" -> enable
+        ("switch off the alerts", "work.alerts.disable"),  # "switch off" -> disable
+        ("a video chat with the team tomorrow", "work.meetings.create"),  # "video chat" -> meeting
     ],
 )
 def test_an_everyday_word_reaches_the_action_named_by_the_apis_word(
