@@ -86,6 +86,12 @@ _CORRECTIONS_KEPT = 4096
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 _WORD = re.compile(r"[A-Za-z]+")
 _CHANNEL_MENTION = re.compile(r"(?<![\w&])#[A-Za-z][\w-]*")
+_ISSUE_KEY = re.compile(
+    r"(?<![\w-])(?!(?:UTF|SHA|ISO|RFC|GPT|AES|RSA|CVE|COVID|HTTP|TLS|SSL|IPV|MP|PCI|SOC|MD|ES|PEP|CIS)-)"
+    r"[A-Z][A-Z0-9]{1,9}-[0-9]{1,6}(?![\w-])"
+)
+"""A tracker's issue key ("OPS-12", "PAY-203"): project key, dash, number, as Jira, Linear and YouTrack
+write them; not a standard's or an algorithm's name ("UTF-8", "SHA-256", "ISO-8601", "GPT-4")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -639,6 +645,8 @@ class DiscoveryIndex:
         distinct: set[str] = set()
         if _CHANNEL_MENTION.search(query):
             extra.append(stem("channel"))
+        if _ISSUE_KEY.search(query):
+            extra.append(stem("issue"))
         values = quoted(query)
         for previous, word, value in zip(["", *words], words, values, strict=False):
             if word not in distinct:

@@ -90,6 +90,15 @@ def test_a_connector_whose_slug_has_several_words_is_named_by_them_in_a_row() ->
         assert built.find(query).named == frozenset(), query
 
 
+def test_an_issue_key_says_the_request_is_about_an_issue() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector("files", [action("files", "comments.create", "Add a comment to a file")])
+    built.replace_connector("tracker", [action("tracker", "comments.add", "Add a comment to an issue")])
+    assert names(built.search("add a comment on OPS-3", limit=1)) == ["tracker.comments.add"]
+    # A standard's name is no issue key, and nothing then tells the two apart but their order.
+    assert names(built.search("add a comment on UTF-8", limit=1)) == ["files.comments.create"]
+
+
 def test_a_nonsense_query_gives_low_confidence_and_a_hint(index: DiscoveryIndex) -> None:
     for query in ("xyzzy plugh frobnicate", "bake a chocolate cake for grandma"):
         found = index.find(query)
