@@ -135,9 +135,10 @@ _NOT_DOING = (("without",),)
 what they decline is more often a manner of doing the same ("rather than adding them one at a time")."""
 _WILLING = (("want", "to"), ("need", "to"), ("have", "to"))
 """Words between a negation and its verb ("don't want to lose it")."""
-_NOT_A_VERB = frozenset("want need have be get disturb track reply call contact".split())
-"""Words after "do not" that are no operation to avoid: the verbs of ``_WILLING`` and of being, and
-the names of lists and modes ("do not disturb", "do not track", "do-not-reply", "do not call")."""
+_NOT_A_VERB = frozenset("want need have be get forget miss disturb track reply call contact".split())
+"""Words after "do not" that are no operation to avoid: the verbs of ``_WILLING`` and of being, idioms
+that ask for the opposite ("don't forget" is remind me), and the names of lists and modes ("do not
+disturb", "do not track", "do-not-reply", "do not call")."""
 
 
 _QUOTED = re.compile(r'"[^"\n]{1,80}"|“[^”\n]{1,80}”|(?<![A-Za-z0-9])\'[^\'\n]{1,80}\'(?![A-Za-z0-9])')

@@ -183,6 +183,7 @@ _RAW_PHRASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("kill", "switch"): ("flag",),
     ("turn", "on"): ("enable", "update"),
     ("turn", "off"): ("disable", "update"),
+    ("t", "forget"): ("remind", "reminder"),  # "don't forget", as "don't" splits
     ("switch", "on"): ("enable", "update"),
     ("switch", "off"): ("disable", "update"),
     # What video-meeting APIs (Zoom, Meet, Teams, Webex) all name a meeting.

@@ -79,3 +79,9 @@ def test_an_everyday_word_reaches_the_action_named_by_the_apis_word(
     hits = index.search(query, limit=3)
     assert hits, query
     assert hits[0][0].qualified_name == expected
+
+
+def test_dont_forget_asks_for_a_reminder() -> None:
+    built = catalog_index({"work": [("tasks.list", "List tasks"), ("reminders.add", "Add a reminder")]})
+    hits = built.search("don't forget the dentist on Friday", limit=1)
+    assert hits and hits[0][0].qualified_name == "work.reminders.add"

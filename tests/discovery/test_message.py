@@ -153,6 +153,7 @@ def test_a_verb_the_message_declines_is_taken_out(message: str, kept: str) -> No
         "the intern should no longer see payroll",
         "add them in one request rather than adding them one at a time",  # a manner, not another operation
         "I don't want to be bothered by notifications",
+        "make sure I don't forget the report",  # an idiom: remind me
     ],
 )
 def test_what_is_not_a_declined_operation_stays(message: str) -> None:
