@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
-from ._message import MANY_WORDS, asks, quoted, wants_many, without_declined
+from ._message import MANY_WORDS, asked_kind, asks, quoted, wants_many, without_declined
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
@@ -491,7 +491,14 @@ class DiscoveryIndex:
                 exact_query.append((f" {word} ", self._idf_of(term) * weighted[term]))
         candidates = [(action, score, *self._features(doc_id)) for doc_id, action, score in hits]
         ranked = _rank.rerank(
-            candidates, weighted, self._idf_of, exact_query, verbs=VERBS, named=named, verb_kinds=VERB_KIND
+            candidates,
+            weighted,
+            self._idf_of,
+            exact_query,
+            verbs=VERBS,
+            named=named,
+            verb_kinds=VERB_KIND,
+            asked=asked_kind(query),
         )
         coverage = self._coverage(weighted, candidates, ranked[0][0])
         return ranked[:limit], coverage, named

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asks", "quoted", "sentences", "wants_many", "without_declined"]
+__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asked_kind", "asks", "quoted", "sentences", "wants_many", "without_declined"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
 _WORDS = re.compile(r"[a-z']+|[0-9]+")
@@ -92,6 +92,25 @@ LONG_MESSAGE = 200
 """Characters from which a message's context is told from its request. A shorter one ("What's the weather
 in Paris? Use Celsius.") says nothing idle: every sentence of it narrows the request (BFCL's live
 questions lost 1.6 points of R@5 when their second sentence weighed half)."""
+
+
+_IMPERATIVE_KINDS: dict[str, str] = {
+    **dict.fromkeys("log record file book schedule register submit write upload invite buy order".split(), "create"),
+    **dict.fromkeys("move mark assign reassign rename close reopen resolve reschedule".split(), "update"),
+    **dict.fromkeys("download export check count".split(), "read"),
+}
+"""Everyday verbs that open a request and say what kind of operation it is ("log work", "file a bug",
+"book a room"), though as nouns ("the audit log", "a file") they say nothing: only a request's first
+word is read this way."""
+
+
+def asked_kind(message: str) -> str | None:
+    """The kind of operation (create, update, read) a request's opening verb asks for, when it is one of
+    ``_IMPERATIVE_KINDS`` ("log three hours on PAY-12" creates), else None."""
+    words = _WORDS.findall(message.lower())
+    while words and words[0] in _FILLER:
+        words = words[1:]
+    return _IMPERATIVE_KINDS.get(words[0]) if words else None
 
 
 def sentences(message: str) -> list[str]:

@@ -64,13 +64,15 @@ def rerank(
     verbs: Collection[str] = (),
     named: Collection[str] = (),
     verb_kinds: dict[str, str] | None = None,
+    asked: str | None = None,
 ) -> list[tuple[Action, float]]:
     """Order candidates by the linear model, best first.
 
     A candidate is ``(action, bm25f score, exact words, name terms, parameter-name terms, name and
     summary terms)``, the last four as a segment stores them (`` w1 w2 … ``). ``weighted`` is the
     analyzed query (term -> query weight), ``exact_query`` its exact words as `` word `` with their
-    idf, ``verbs`` the generic verbs (not objects), ``named`` the connectors the query names.
+    idf, ``verbs`` the generic verbs (not objects), ``named`` the connectors the query names, ``asked``
+    the kind of operation its opening verb asks for (``_message.asked_kind``).
     """
     mass = [(f" {term} ", idf(term) * weight) for term, weight in weighted.items()]
     total = sum(value for _, value in mass) or 1.0
@@ -78,6 +80,8 @@ def rerank(
     object_total = sum(value for _, value in objects)
     kinds = verb_kinds or {}
     wanted = {kinds[term] for term, weight in weighted.items() if weight >= 1.0 and term in kinds}
+    if asked is not None:
+        wanted.add(asked)
     wanted_verbs = [term for term, weight in weighted.items() if weight >= 1.0 and term in verbs]
     exact_total = sum(weight for _, weight in exact_query) or 1.0
     best = max((candidate[1] for candidate in candidates), default=0.0) or 1.0

@@ -7,7 +7,15 @@ from functools import partial
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._message import LONG_MESSAGE, asks, quoted, sentences, wants_many, without_declined
+from mcp_gateway.discovery._message import (
+    LONG_MESSAGE,
+    asked_kind,
+    asks,
+    quoted,
+    sentences,
+    wants_many,
+    without_declined,
+)
 from mcp_gateway.discovery._text import prose_words
 from tests.support.actions import catalog_action
 
@@ -202,3 +210,33 @@ def test_a_quoted_name_does_not_name_the_operation() -> None:
     assert built.search(query, limit=2)[0][0].qualified_name == "mail.labels.create"
     # Unquoted, the same words read as a request about draft messages.
     assert built.search(query.replace('"', ""), limit=2)[0][0].qualified_name == "mail.drafts.create"
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("log three hours on PAY-12", "create"),
+        ("Please file a bug for the login page", "create"),
+        ("book the big room for Friday", "create"),
+        ("mark OPS-9 as a duplicate", "update"),
+        ("download the report as CSV", "read"),
+        ("show me the audit log", None),  # "log" as a noun, not the request's verb
+        ("share the file with Anna", None),
+    ],
+)
+def test_the_opening_verb_says_what_kind_of_operation_is_asked(message: str, kind: str | None) -> None:
+    assert asked_kind(message) == kind
+
+
+def test_an_everyday_opening_verb_picks_the_operation_of_its_kind() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "tracker",
+        [
+            # Alike but for their verbs, and the one read sorts first on a tie.
+            action("tracker", "worklogs.browse", "Browse the worklogs of an issue", method="GET", risk="read"),
+            action("tracker", "worklogs.create", "Create a worklog on an issue"),
+        ],
+    )
+    for query in ("log three hours on the issue", "record the time spent on the issue"):
+        assert built.search(query, limit=1)[0][0].qualified_name == "tracker.worklogs.create", query
