@@ -80,6 +80,10 @@ _TYPO_RATIO = 20
 """How much commoner than the written word (in actions using it) its repair must be when the catalog
 uses the written word too."""
 
+_DERIVED_MIN = 7
+"""Letters an unknown term needs before name words sharing all but its last are read as its derivatives
+("subscrib" -> "subscription"; "transfe" would reach too far)."""
+
 _CORRECTIONS_KEPT = 4096
 """Typo repairs remembered per word until the index changes (queries are agent text: bounded)."""
 
@@ -683,7 +687,7 @@ class DiscoveryIndex:
             else:
                 weighted[term] = max(weighted.get(term, 0.0), weight)
                 # "discovered" -> "discover", which no action uses, but discoverer.get does.
-                forms.extend(self._word_forms(term))
+                forms.extend(self._word_forms(term) or self._derived(term))
                 extra.extend(self._split(word))
         for term in _MANY_TERMS if many else ():
             weighted[term] = max(weighted.get(term, 0.0), _MANY_WEIGHT)
@@ -696,6 +700,21 @@ class DiscoveryIndex:
             known.sort(key=lambda term: (-weighted[term] * self._idf_of(term), term))
             weighted = {term: weighted[term] for term in known[:MAX_QUERY_TERMS]}
         return weighted
+
+    def _derived(self, term: str) -> list[str]:
+        """Name words derived from an unknown term's root, when the stemmer could not join them
+        ("subscrib" -> "subscription", "describ" -> "description"): those that start with the term but
+        its last letter, for a term of ``_DERIVED_MIN`` letters or more; the two commonest."""
+        if len(term) < _DERIVED_MIN:
+            return []
+        root = term[:-1]
+        vocabulary = self._vocabulary()
+        found: list[str] = []
+        for word in vocabulary[bisect.bisect_left(vocabulary, root) :]:
+            if not word.startswith(root):
+                break
+            found.append(word)
+        return sorted(found, key=lambda word: (-self._name_df[word], word))[:2]
 
     def _word_forms(self, term: str) -> list[str]:
         # Only forms that action names use: "reviewer" (request_reviewers), not every "-er" word.

@@ -115,14 +115,20 @@ def suggest(
         term for part in path.split(".") for word in _collapse(_WORDS.findall(part)) for term in identifier_terms(word)
     ]
     weighted = dict.fromkeys(guessed, 1.0)
+    derived: dict[str, str] = {}
     for term in guessed:
         if term not in index._name_df:
-            # A misspelled word ("isues") has no postings: add its nearest name words instead.
-            for repair in difflib.get_close_matches(term, index._vocabulary(), n=2, cutoff=0.75):
+            # A word of another form ("subscribe" where names say subscription) counts as that name word;
+            # a misspelled one ("isues") has no postings: add its nearest name words instead.
+            forms = index._derived(term)
+            if forms:
+                derived[term] = forms[0]
+            for repair in forms or difflib.get_close_matches(term, index._vocabulary(), n=2, cutoff=0.75):
                 weighted.setdefault(repair, _REPAIR_WEIGHT)
         for synonym in (*SYNONYMS.get(term, ()), *_GROUP_VERBS.get(_GROUP_OF.get(term, -1), ())):
             weighted.setdefault(synonym, _SYNONYM_WEIGHT)
 
+    guessed = [derived.get(term, term) for term in guessed]
     hits = index._top(index._score(weighted, named or visible), _POOL, allow) if weighted else []
     if not hits and named:
         hits = index._top(index._score(weighted, visible), _POOL, allow)

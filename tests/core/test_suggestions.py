@@ -44,6 +44,8 @@ OPERATIONS = [
     ),
     ("stripe", "post_invoices_invoice_void", "POST", "/v1/invoices/{invoice}/void", "Void an invoice"),
     ("stripe", "get_invoices", "GET", "/v1/invoices", "List all invoices"),
+    ("stripe", "post_subscriptions", "POST", "/v1/subscriptions", "Create a subscription"),
+    ("stripe", "get_subscriptions", "GET", "/v1/subscriptions", "List subscriptions"),
     ("github", "issues.list", "GET", "/issues", "List issues assigned to the authenticated user"),
     ("github", "issues.list_for_repo", "GET", "/repos/{owner}/{repo}/issues", "List repository issues"),
     ("github", "issues.list_for_org", "GET", "/orgs/{org}/issues", "List organization issues"),
@@ -110,3 +112,11 @@ def test_a_hidden_operation_is_never_suggested_however_well_it_matches(index: Di
     found = index.suggest("stripe.update_customer", limit=3, allow=lambda a: a.qualified_name != hidden)
     assert found and hidden not in [a.qualified_name for a in found]
     assert index.suggest("stripe.update_customer", limit=3, connectors=["github"])[:1] != [hidden]
+
+
+def test_a_guess_in_another_form_of_the_names_word_is_answered(index: DiscoveryIndex) -> None:
+    # "subscribe" stems apart from "subscription", and is too far from it to read as a slip.
+    found = [a.qualified_name for a in index.suggest("stripe.subscribe", limit=2)]
+    assert found and set(found) <= {"stripe.post_subscriptions", "stripe.get_subscriptions"}
+    # Discovery reads the word the same way.
+    assert index.search("subscribe", limit=1)[0][0].qualified_name in found
