@@ -659,14 +659,14 @@ class DiscoveryIndex:
         if _ISSUE_KEY.search(query):
             extra.append(stem("issue"))
         values = quoted(query)
-        for previous, word, value in zip(["", *words], words, values, strict=False):
+        for position, (previous, word) in enumerate(zip(["", *words], words, strict=False)):
             if word not in distinct:
                 if len(distinct) >= MAX_QUERY_WORDS:
                     continue
                 distinct.add(word)
             weight = 1.0 if word in first_words else elsewhere
             term = stem(word)
-            if value:
+            if position in values:
                 # A quoted name or value ('the "Draft v3" document'): what to act on, not what to do.
                 weight = min(weight, _QUOTED_WEIGHT)
             else:

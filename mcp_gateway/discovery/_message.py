@@ -104,10 +104,14 @@ _IMPERATIVE_KINDS: dict[str, str] = {
 word is read this way."""
 
 
+_OPENING_CHARS = 64
+"""Characters read for a request's opening verb: past some filler words ("Ok so please…"), no further."""
+
+
 def asked_kind(message: str) -> str | None:
     """The kind of operation (create, update, read) a request's opening verb asks for, when it is one of
     ``_IMPERATIVE_KINDS`` ("log three hours on PAY-12" creates), else None."""
-    words = _WORDS.findall(message.lower())
+    words = _WORDS.findall(message[:_OPENING_CHARS].lower())
     while words and words[0] in _FILLER:
         words = words[1:]
     return _IMPERATIVE_KINDS.get(words[0]) if words else None
@@ -149,6 +153,8 @@ _TOKEN = re.compile(r"[A-Za-z]+|[0-9]+")
 """Words as the index reads them ("don't" is "don" and "t")."""
 _DO_NOT = (("don", "t"), ("dont",), ("do", "not"), ("doesn", "t"), ("does", "not"), ("never",))
 """A verb after these is not to be done ("don't delete it", "never send")."""
+_DECLINING = re.compile(r"\b(?:don|dont|do\s+not|doesn|does\s+not|never|without)\b", re.IGNORECASE)
+"""Any cue of ``_DO_NOT`` or ``_NOT_DOING``: most messages have none, and are not split into words."""
 _NOT_DOING = (("without",),)
 """An "-ing" verb after these is not to be done ("without merging"). Not "instead of" nor "rather than":
 what they decline is more often a manner of doing the same ("rather than adding them one at a time")."""
@@ -164,13 +170,17 @@ _QUOTED = re.compile(r'"[^"\n]{1,80}"|“[^”\n]{1,80}”|(?<![A-Za-z0-9])\'[^\
 """A quoted name or value: in straight or curly double quotes, or single quotes that are no apostrophes."""
 
 
-def quoted(message: str) -> list[bool]:
-    """For each word of ``message`` (as ``prose_words`` splits it), whether it is inside quotes. None is
-    when the quotes hold the whole message: a quoted request ('"list open issues"') is the request."""
-    tokens = list(_TOKEN.finditer(message))
+def quoted(message: str) -> frozenset[int]:
+    """The positions of the words of ``message`` (as ``prose_words`` splits it) that are inside quotes.
+    None when the quotes hold the whole message: a quoted request ('"list open issues"') is the request."""
     spans = [match.span() for match in _QUOTED.finditer(message)]
-    inside = [any(start <= token.start() < end for start, end in spans) for token in tokens]
-    return inside if not all(inside) else [False] * len(inside)
+    if not spans:
+        return frozenset()
+    tokens = list(_TOKEN.finditer(message))
+    inside = frozenset(
+        position for position, token in enumerate(tokens) if any(start <= token.start() < end for start, end in spans)
+    )
+    return inside if len(inside) < len(tokens) else frozenset()
 
 
 def without_declined(message: str) -> str:
@@ -178,6 +188,8 @@ def without_declined(message: str) -> str:
     "want to", "need to"), and an "-ing" word after "without". A goal
     stated with "can't" or "no longer" ("make sure he can't host meetings") is what is wanted, and is
     left alone."""
+    if not _DECLINING.search(message):
+        return message
     tokens = list(_TOKEN.finditer(message))
     words = [token.group().lower() for token in tokens]
     out: set[int] = set()
