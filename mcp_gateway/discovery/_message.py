@@ -1,4 +1,6 @@
-"""What a long message asks for: its request sentence among the context, and whether it wants many things.
+"""What a message asks for and what it does not: its request sentence among the context, the kind of
+operation its opening verb asks for, the verbs it declines, its quoted names, and whether it wants many
+things.
 
 An agent often forwards a whole message: who asked, what happened last week, and somewhere in it the
 request ("Could you archive the old channel?"). The context names things too (customers, invoices,
@@ -10,6 +12,9 @@ one sentence, nothing changes.
 
 ``without_declined`` takes out what a message says *not* to do ("hide it but don't delete it", "close
 it without merging"): those verbs name another operation, the one to avoid, and must not pull it up.
+
+``asked_kind`` reads the everyday verb that opens a request as the kind of operation it asks for ("log
+three hours" creates, "mark it done" updates), which as a noun elsewhere ("the audit log") it does not.
 
 ``quoted`` marks the words a message quotes ('rename "Draft v3" to "Final proposal"'): names and
 values, not what to do ("Draft" is no request for a draft).
