@@ -26,6 +26,7 @@ catalog has one, can come first.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -93,6 +94,9 @@ _NOT_ITEM = frozenset("but so then which that who because while if when".split()
 _CLAUSE = re.compile(r"[:;!?\n]|\.(?:\s|$)")
 
 
+_ASKS_KEPT = 64
+"""Long messages whose request sentences are remembered: the same message is read several times in a row."""
+
 LONG_MESSAGE = 200
 """Characters from which a message's context is told from its request. A shorter one ("What's the weather
 in Paris? Use Celsius.") says nothing idle: every sentence of it narrows the request (BFCL's live
@@ -139,11 +143,17 @@ def _request_score(sentence: str) -> int:
     return 1 if sentence.rstrip().endswith("?") else 0
 
 
-def asks(message: str) -> list[str] | None:
+def asks(message: str) -> tuple[str, ...] | None:
     """The sentences of a long message (``LONG_MESSAGE``) that make its request (the best-scored ones),
     or None when it is short, one sentence, or none of its sentences reads as a request."""
     if len(message) < LONG_MESSAGE:
         return None
+    return _asks(message)
+
+
+@functools.lru_cache(maxsize=_ASKS_KEPT)
+def _asks(message: str) -> tuple[str, ...] | None:
+    # One discover reads a long message's request three times (products it names, its terms, its vector).
     parts = sentences(message)
     if len(parts) < 2:
         return None
@@ -151,7 +161,7 @@ def asks(message: str) -> list[str] | None:
     best = max(scores)
     if best == 0:
         return None
-    return [part for part, score in zip(parts, scores, strict=True) if score == best]
+    return tuple(part for part, score in zip(parts, scores, strict=True) if score == best)
 
 
 _TOKEN = re.compile(r"[A-Za-z]+|[0-9]+")

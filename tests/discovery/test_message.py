@@ -54,7 +54,7 @@ LONG = (
 
 
 def test_a_long_messages_request_wins_over_its_context(index: DiscoveryIndex) -> None:
-    assert asks(LONG) == ["Could you archive the old incident channel?"]
+    assert asks(LONG) == ("Could you archive the old incident channel?",)
     assert index.search(LONG, limit=3)[0][0].qualified_name == "chat.conversations.archive"
 
 
@@ -89,7 +89,7 @@ _CONTEXT = (
 def test_the_request_sentence_is_found(message: str, ask: str) -> None:
     padded = f"{_CONTEXT} {message}"
     assert len(padded) >= LONG_MESSAGE
-    assert asks(padded) == [ask]
+    assert asks(padded) == (ask,)
     # A short message is left whole: every sentence of it narrows the request.
     assert asks(message) is None
 
