@@ -513,8 +513,10 @@ class DiscoveryIndex:
 
         A word the catalog knows, as written or by its index term, is never changed (unless a single
         action uses it and the repair is ``_TYPO_RATIO`` times commoner); nor a stopword,
-        an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), or
-        a product's name (``_products``: "Lyft" is not a slip of "left").
+        an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), a
+        product's name (``_products``: "Lyft" is not a slip of "left"), or a capitalized word inside a
+        sentence into anything but a connector's or product's name: a name ("Messi" is not a slip of
+        "mess"; "Sttripe" is of Stripe).
         """
         query = query[:MAX_QUERY_CHARS]
         fixes: dict[str, str] = {}
@@ -525,6 +527,7 @@ class DiscoveryIndex:
             camel = written[1:] != written[1:].lower() and written != written.upper()
             if word in fixes or not keep(word) or camel or word in PRODUCTS:
                 continue
+            named = _named(query, match)
             if word in self._corrections:
                 fix = self._corrections[word]
             else:
@@ -541,7 +544,8 @@ class DiscoveryIndex:
                 tried += 1
                 if len(self._corrections) < _CORRECTIONS_KEPT:
                     self._corrections[word] = fix
-            if fix is not None:
+            # A name is repaired only into a connector's or a product's name ("Sttripe"), never a word.
+            if fix is not None and (not named or fix in self._slugs_by_fold or fix in PRODUCTS):
                 fixes[word] = fix
         if not fixes:
             return query
@@ -967,6 +971,16 @@ class DiscoveryIndex:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
+
+
+def _named(query: str, match: re.Match[str]) -> bool:
+    """Whether the word ``match`` found is capitalized inside a sentence: a name ("Messi", "Rodin", "Higgs
+    boson"), not a slip of a catalog word."""
+    written = match.group()
+    if not written[:1].isupper() or written.isupper():
+        return False
+    before = query[: match.start()].rstrip(" \t\"'(\u201c")
+    return bool(before) and before[-1] not in ".!?:\n"
 
 
 def _recased(fix: str | None, written: str) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from .models import bundled_minilm_dir
 
-__all__ = ["MIN_LENGTH", "correction", "edits", "english_words", "likely_slip"]
+__all__ = ["MIN_LENGTH", "correction", "edits", "english_words", "likely_slip", "slip_rank"]
 
 MIN_LENGTH = 4
 """Shortest word that is repaired."""
@@ -55,10 +55,11 @@ def correction(
     """The word ``word`` was most likely meant to be, or None (known, too short, or nothing near).
 
     ``word`` is lowercase; a word in ``vocabulary`` (the catalog's, and what the ranker reads besides)
-    or in ``english`` is never changed. Catalog words one edit away come first: those that keep its
-    first letter (slips rarely hit it), then the likely slips (``likely_slip``), then the most
-    ``frequent``, then the closest in length, then alphabetical order, so the answer never depends on
-    set order. With none, an English word one edit
+    or in ``english`` is never changed. Only likely slips are candidates (``slip_rank``: not a letter
+    replaced by one far from it on the keyboard). Catalog words one edit away come first: those that
+    keep its first letter (slips rarely hit it), then the keyboard's slips before a vowel written for
+    another, then the most ``frequent``, then the closest in length, then alphabetical order, so the
+    answer never depends on set order. With none, an English word one edit
     away, the commonest first (``english`` maps a word to its rank): the lexical side gains nothing,
     but the dense side reads "mistake" where it would have read "miistake".
     ``known``: ``word`` is in ``vocabulary`` but may still be a slip (the catalog has it once); its
@@ -67,21 +68,18 @@ def correction(
     english = english or {}
     if len(word) < MIN_LENGTH or not word.isalpha() or (word in vocabulary and not known) or word in english:
         return None
-    near = {candidate for candidate in edits(word) if len(candidate) >= MIN_LENGTH - 1}
-    found = near & vocabulary
+    slips = {c: rank for c in edits(word) if len(c) >= MIN_LENGTH - 1 and (rank := slip_rank(word, c)) is not None}
+    found = slips.keys() & vocabulary
     if found:
-        return min(
-            found, key=lambda c: (c[0] != word[0], not likely_slip(word, c), -frequency(c), abs(len(c) - len(word)), c)
-        )
-    found = near & english.keys()
+        return min(found, key=lambda c: (c[0] != word[0], slips[c], -frequency(c), abs(len(c) - len(word)), c))
+    found = slips.keys() & english.keys()
     if found:
-        return min(
-            found, key=lambda c: (c[0] != word[0], not likely_slip(word, c), english[c], abs(len(c) - len(word)), c)
-        )
+        return min(found, key=lambda c: (c[0] != word[0], slips[c], english[c], abs(len(c) - len(word)), c))
     return None
 
 
 _ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_VOWELS = frozenset("aeiouy")
 _NEIGHBOURS: dict[str, frozenset[str]] = {
     key: frozenset(
         _ROWS[r][i]
@@ -96,16 +94,24 @@ _NEIGHBOURS: dict[str, frozenset[str]] = {
 
 
 def likely_slip(written: str, meant: str) -> bool:
-    """Whether ``written`` is a likely slip of ``meant`` (one edit apart): a letter left out or typed
-    twice or extra, two letters swapped, or a key's neighbour hit. A letter replaced by one far from it
-    on the keyboard is rarely a slip: "tash" is "trash" before it is "task"."""
+    """Whether ``written`` is a likely slip of ``meant`` (one edit apart): see ``slip_rank``."""
+    return slip_rank(written, meant) is not None
+
+
+def slip_rank(written: str, meant: str) -> int | None:
+    """How likely ``written`` is a slip of ``meant`` (one edit apart): 0 for a letter left out, typed
+    twice or extra, two letters swapped, or a key's neighbour hit; 1 for one vowel written for another,
+    as it sounds ("calender", "seperate"); None for a letter replaced by one far from it on the keyboard,
+    which is rarely a slip: "tash" is "trash", not "task", and "radium" is no slip of "radius"."""
     if len(written) != len(meant):
-        return True
+        return 0
     differ = [i for i, (a, b) in enumerate(zip(written, meant, strict=True)) if a != b]
     if len(differ) != 1:
-        return True  # two neighbours swapped
+        return 0  # two neighbours swapped
     at = differ[0]
-    return written[at] in _NEIGHBOURS.get(meant[at], frozenset())
+    if written[at] in _NEIGHBOURS.get(meant[at], frozenset()):
+        return 0
+    return 1 if {written[at], meant[at]} <= _VOWELS else None
 
 
 @functools.cache

@@ -103,6 +103,16 @@ def test_identifiers_short_words_and_casing(index: DiscoveryIndex) -> None:
     assert index.corrected("Shedule a MEETNG") == "Schedule a MEETING"
 
 
+def test_a_name_inside_a_sentence_is_not_a_slip() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector("stripe", [action("stripe", "mess.clean", "Clean up the mess")])
+    built.replace_connector("sports", [action("sports", "players.stats", "Get the goals a player scored")])
+    assert built.corrected("how many goals did Messi score") == "how many goals did Messi score"
+    # At a sentence's start a capital says nothing; a name's slip of a connector's name is repaired.
+    assert built.corrected("Clen up the mess. Cleen it now") == "Clean up the mess. Clean it now"
+    assert built.corrected("how much do we have in Sttripe") == "how much do we have in Stripe"
+
+
 def test_a_function_word_slip_becomes_that_word_and_is_dropped(index: DiscoveryIndex) -> None:
     assert index.corrected("cancel the meeting wiht bob") == "cancel the meeting with bob"
 
@@ -147,14 +157,18 @@ def test_the_commonest_candidate_wins_and_the_first_letter_is_kept() -> None:
 
 
 def test_a_likely_slip_wins_over_a_commoner_word() -> None:
-    vocabulary = frozenset({"task", "trash", "block", "back", "book", "page", "pale"})
-    counts = {"task": 90, "trash": 3, "block": 2, "back": 40, "book": 30, "page": 5, "pale": 50}
-    # A letter left out ("tash", "bock") or a neighbouring key hit ("pate": t sits over g) is how people
-    # slip; "task", "back" and "pale" are commoner, but a far key is rarely hit by mistake.
+    vocabulary = frozenset({"task", "trash", "book", "page", "pale", "radius", "calendar"})
+    counts = {"task": 90, "trash": 3, "book": 30, "page": 5, "pale": 50, "radius": 9, "calendar": 9}
+    # A letter left out ("tash") or a neighbouring key hit ("pate": t sits over g) is how people slip;
+    # "task" and "pale" are commoner, but a far key is rarely hit by mistake.
     assert correction("tash", vocabulary, counts.__getitem__) == "trash"
-    assert correction("bock", vocabulary, counts.__getitem__) == "block"
-    assert correction("pate", vocabulary, counts.__getitem__) == "page"  # t is g's neighbour, not l's
+    assert correction("pate", vocabulary, counts.__getitem__) == "page"
     assert correction("bool", vocabulary, counts.__getitem__) == "book"  # k and l are neighbours
+    assert correction("calender", vocabulary, counts.__getitem__) == "calendar"  # one vowel for another
+    # A letter left out comes before a vowel written for another, however common the latter's word.
+    assert correction("bock", frozenset({"back", "block"}), {"back": 40, "block": 2}.__getitem__) == "block"
+    # Only a far key away, a word is another word ("radium"), or a name ("Rodin" is no "Robin").
+    assert correction("radium", vocabulary, counts.__getitem__) is None
 
 
 def test_likely_slips() -> None:
@@ -162,6 +176,7 @@ def test_likely_slips() -> None:
     assert likely_slip("meeeting", "meeting")  # one typed twice
     assert likely_slip("meetnig", "meeting")  # two swapped
     assert likely_slip("meetimg", "meeting")  # n and m are neighbours
+    assert likely_slip("seperate", "separate")  # a vowel for another, as it sounds
     assert not likely_slip("meetipg", "meeting")  # p is far from n
 
 
