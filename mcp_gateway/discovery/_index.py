@@ -84,6 +84,9 @@ _DERIVED_MIN = 7
 """Letters an unknown term needs before name words sharing all but its last are read as its derivatives
 ("subscrib" -> "subscription"; "transfe" would reach too far)."""
 
+_ACRONYM_LETTERS = 5
+"""A word in capitals this long at most is an acronym ("BRCA", "ARIMA"), not a shouted slip ("MEETNG")."""
+
 _CORRECTIONS_KEPT = 4096
 """Typo repairs remembered per word until the index changes (queries are agent text: bounded)."""
 
@@ -974,10 +977,13 @@ class DiscoveryIndex:
 
 
 def _named(query: str, match: re.Match[str]) -> bool:
-    """Whether the word ``match`` found is capitalized inside a sentence: a name ("Messi", "Rodin", "Higgs
-    boson"), not a slip of a catalog word."""
+    """Whether the word ``match`` found is capitalized inside a sentence, a name ("Messi", "Rodin", "Higgs
+    boson"), or a short word in capitals, an acronym ("BRCA", "INTJ", "AMZN"): not a slip of a catalog
+    word."""
     written = match.group()
-    if not written[:1].isupper() or written.isupper():
+    if written.isupper():
+        return len(written) <= _ACRONYM_LETTERS
+    if not written[:1].isupper():
         return False
     before = query[: match.start()].rstrip(" \t\"'(\u201c")
     return bool(before) and before[-1] not in ".!?:\n"

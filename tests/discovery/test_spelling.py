@@ -107,7 +107,9 @@ def test_a_name_inside_a_sentence_is_not_a_slip() -> None:
     built = DiscoveryIndex()
     built.replace_connector("stripe", [action("stripe", "mess.clean", "Clean up the mess")])
     built.replace_connector("sports", [action("sports", "players.stats", "Get the goals a player scored")])
+    built.replace_connector("music", [action("music", "arias.list", "List opera arias")])
     assert built.corrected("how many goals did Messi score") == "how many goals did Messi score"
+    assert built.corrected("fit an ARIMA model") == "fit an ARIMA model"  # an acronym, not a shouted "aria"
     # At a sentence's start a capital says nothing; a name's slip of a connector's name is repaired.
     assert built.corrected("Clen up the mess. Cleen it now") == "Clean up the mess. Clean it now"
     assert built.corrected("how much do we have in Sttripe") == "how much do we have in Stripe"
