@@ -84,6 +84,9 @@ _DERIVED_MIN = 7
 """Letters an unknown term needs before name words sharing all but its last are read as its derivatives
 ("subscrib" -> "subscription"; "transfe" would reach too far)."""
 
+_NOT_AN_ASK = frozenset({("make", "sure"), ("make", "certain")})
+"""Two words whose first is no operation ("make sure he can't log in" makes nothing): it is skipped."""
+
 _ACRONYM_LETTERS = 5
 """A word in capitals this long at most is an acronym ("BRCA", "ARIMA"), not a shouted slip ("MEETNG")."""
 
@@ -666,7 +669,10 @@ class DiscoveryIndex:
         if _ISSUE_KEY.search(query):
             extra.append(stem("issue"))
         values = quoted(query)
+        idiom = {i for i, pair in enumerate(zip(words, words[1:], strict=False)) if pair in _NOT_AN_ASK}
         for position, (previous, word) in enumerate(zip(["", *words], words, strict=False)):
+            if position in idiom:
+                continue  # "make sure": no request to make anything
             if word not in distinct:
                 if len(distinct) >= MAX_QUERY_WORDS:
                     continue

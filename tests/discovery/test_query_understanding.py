@@ -90,6 +90,21 @@ def test_a_connector_whose_slug_has_several_words_is_named_by_them_in_a_row() ->
         assert built.find(query).named == frozenset(), query
 
 
+def test_make_sure_asks_to_make_nothing() -> None:
+    built = DiscoveryIndex()
+    built.replace_connector(
+        "files",
+        [
+            action("files", "permissions.delete", "Delete a permission on a file"),
+            action("files", "shortcuts.create", "Create a shortcut to a file"),
+        ],
+    )
+    query = "make sure Bob can no longer see the file"
+    assert names(built.search(query, limit=1)) == ["files.permissions.delete"]
+    # "make" read as a request to create something puts the create first.
+    assert names(built.search(query.replace("make sure", "make"), limit=1)) == ["files.shortcuts.create"]
+
+
 def test_an_issue_key_says_the_request_is_about_an_issue() -> None:
     built = DiscoveryIndex()
     built.replace_connector("files", [action("files", "comments.create", "Add a comment to a file")])
