@@ -10,7 +10,7 @@ import re
 from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Any, Literal
 
 from ..vocabulary.model import Action
@@ -669,7 +669,7 @@ class DiscoveryIndex:
         if _ISSUE_KEY.search(query):
             extra.append(stem("issue"))
         values = quoted(query)
-        idiom = {i for i, pair in enumerate(zip(words, words[1:], strict=False)) if pair in _NOT_AN_ASK}
+        idiom = {i for i, pair in enumerate(pairwise(words)) if pair in _NOT_AN_ASK}
         for position, (previous, word) in enumerate(zip(["", *words], words, strict=False)):
             if position in idiom:
                 continue  # "make sure": no request to make anything
