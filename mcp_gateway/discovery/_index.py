@@ -19,7 +19,7 @@ from ._message import MANY_WORDS, asked_kind, asks, quoted, wants_many, without_
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
-from ._spelling import correction, edits, english_words
+from ._spelling import MAX_LENGTH, correction, edits, english_words
 from ._suggest import suggest
 from ._text import (
     PHRASES,
@@ -583,6 +583,8 @@ class DiscoveryIndex:
         """The catalog word one edit from ``word`` with the same index term ("creat" -> "create"), or
         None: ``word`` is cut short or misspelt within its stem, so the repair cannot change what it
         matches, only what the dense side reads."""
+        if len(word) > MAX_LENGTH:
+            return None
         term = stem(word)
         same = [c for c in edits(word) & self._words() if c not in STOPWORDS and stem(c) == term]
         return min(same, key=lambda c: (abs(len(c) - len(word)), c)) if same else None
@@ -749,6 +751,8 @@ class DiscoveryIndex:
 
     def _split(self, word: str) -> list[str]:
         """Two action-name words that ``word`` is made of ("rerun"), if there is exactly one such split."""
+        if len(word) > MAX_LENGTH:
+            return []  # no word: a token or a run of one letter
         names = self._name_df
         found: list[list[str]] = []
         for cut in range(2, len(word) - 1):

@@ -25,10 +25,14 @@ from collections.abc import Callable, Mapping
 
 from .models import bundled_minilm_dir
 
-__all__ = ["MIN_LENGTH", "correction", "edits", "english_words", "likely_slip", "slip_rank"]
+__all__ = ["MAX_LENGTH", "MIN_LENGTH", "correction", "edits", "english_words", "likely_slip", "slip_rank"]
 
 MIN_LENGTH = 4
 """Shortest word that is repaired."""
+
+MAX_LENGTH = 30
+"""Longest word that is repaired: longer is no word but a token, a hash or a run of one letter, and its
+edits alone (~54 per letter) would cost more than the whole search."""
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -66,16 +70,23 @@ def correction(
     neighbours are looked for all the same.
     """
     english = english or {}
-    if len(word) < MIN_LENGTH or not word.isalpha() or (word in vocabulary and not known) or word in english:
+    if not MIN_LENGTH <= len(word) <= MAX_LENGTH or not word.isalpha() or (word in vocabulary and not known):
         return None
-    slips = {c: rank for c in edits(word) if len(c) >= MIN_LENGTH - 1 and (rank := slip_rank(word, c)) is not None}
-    found = slips.keys() & vocabulary
+    if word in english:
+        return None
+    near = {c for c in edits(word) if len(c) >= MIN_LENGTH - 1}
+    found = _slips(word, near & vocabulary)
     if found:
-        return min(found, key=lambda c: (c[0] != word[0], slips[c], -frequency(c), abs(len(c) - len(word)), c))
-    found = slips.keys() & english.keys()
+        return min(found, key=lambda c: (c[0] != word[0], found[c], -frequency(c), abs(len(c) - len(word)), c))
+    found = _slips(word, near & english.keys())
     if found:
-        return min(found, key=lambda c: (c[0] != word[0], slips[c], english[c], abs(len(c) - len(word)), c))
+        return min(found, key=lambda c: (c[0] != word[0], found[c], english[c], abs(len(c) - len(word)), c))
     return None
+
+
+def _slips(word: str, candidates: set[str]) -> dict[str, int]:
+    """The candidates ``word`` is a likely slip of, each with its ``slip_rank``."""
+    return {c: rank for c in candidates if (rank := slip_rank(word, c)) is not None}
 
 
 _ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
