@@ -724,12 +724,10 @@ class DiscoveryIndex:
             return []
         root = term[:-1]
         vocabulary = self._vocabulary()
-        found: list[str] = []
-        for word in vocabulary[bisect.bisect_left(vocabulary, root) :]:
-            if not word.startswith(root):
-                break
-            found.append(word)
-        return sorted(found, key=lambda word: (-self._name_df[word], word))[:2]
+        start = end = bisect.bisect_left(vocabulary, root)
+        while end < len(vocabulary) and vocabulary[end].startswith(root):
+            end += 1
+        return sorted(vocabulary[start:end], key=lambda word: (-self._name_df[word], word))[:2]
 
     def _word_forms(self, term: str) -> list[str]:
         # Only forms that action names use: "reviewer" (request_reviewers), not every "-er" word.
