@@ -160,7 +160,6 @@ _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
     # update (a number port is a move), "invite" and "hire" -> member/user, "history" -> changelog/revision.
     "conversation": ("thread",),
     "text": ("message", "sms"),
-    "sms": ("message",),
     "email": ("message",),
     "version": ("revision",),
     "document": ("file",),

@@ -120,15 +120,3 @@ def test_a_guess_in_another_form_of_the_names_word_is_answered(index: DiscoveryI
     assert found and set(found) <= {"stripe.post_subscriptions", "stripe.get_subscriptions"}
     # Discovery reads the word the same way.
     assert index.search("subscribe", limit=1)[0][0].qualified_name in found
-
-
-def test_an_sms_is_a_message() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "telco",
-        [
-            op("telco", "create_verification_sms", "POST", "/verifications/sms", "Trigger an SMS verification"),
-            op("telco", "create_message", "POST", "/messages", "Send a message"),
-        ],
-    )
-    assert [a.qualified_name for a in built.suggest("telco.send_sms", limit=1)] == ["telco.create_message"]
