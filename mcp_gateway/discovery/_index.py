@@ -993,7 +993,8 @@ def _named(query: str, match: re.Match[str]) -> bool:
         return len(written) <= _ACRONYM_LETTERS
     if not written[:1].isupper():
         return False
-    before = query[: match.start()].rstrip(" \t\"'(\u201c")
+    # A few characters back are enough to see a sentence's end, and cost the same in any long message.
+    before = query[max(0, match.start() - 8) : match.start()].rstrip(" \t\"'(\u201c")
     return bool(before) and before[-1] not in ".!?:\n"
 
 

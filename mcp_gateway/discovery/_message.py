@@ -168,11 +168,13 @@ _TOKEN = re.compile(r"[A-Za-z]+|[0-9]+")
 """Words as the index reads them ("don't" is "don" and "t")."""
 _DO_NOT = (("don", "t"), ("dont",), ("do", "not"), ("doesn", "t"), ("does", "not"), ("never",))
 """A verb after these is not to be done ("don't delete it", "never send")."""
-_DECLINING = re.compile(r"\b(?:don|dont|do\s+not|doesn|does\s+not|never|without)\b", re.IGNORECASE)
-"""Any cue of ``_DO_NOT`` or ``_NOT_DOING``: most messages have none, and are not split into words."""
 _NOT_DOING = (("without",),)
 """An "-ing" verb after these is not to be done ("without merging"). Not "instead of" nor "rather than":
 what they decline is more often a manner of doing the same ("rather than adding them one at a time")."""
+_DECLINING = re.compile(
+    r"\b(?:" + "|".join(r"\W+".join(cue) for cue in (*_DO_NOT, *_NOT_DOING)) + r")\b", re.IGNORECASE
+)
+"""Any cue of ``_DO_NOT`` or ``_NOT_DOING``: most messages have none, and are not split into words."""
 _WILLING = (("want", "to"), ("need", "to"), ("have", "to"))
 """Words between a negation and its verb ("don't want to lose it")."""
 _NOT_A_VERB = frozenset("want need have be get forget miss disturb track reply call contact".split())

@@ -17,7 +17,7 @@ from mcp_gateway.discovery._message import (
     without_declined,
 )
 from mcp_gateway.discovery._text import prose_words
-from tests.support.actions import catalog_action
+from tests.support.actions import catalog_action, catalog_index
 
 action = partial(catalog_action, method="POST", risk="write")
 
@@ -169,13 +169,13 @@ def test_what_is_not_a_declined_operation_stays(message: str) -> None:
 
 
 def test_a_declined_verb_does_not_pull_its_operation_up() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "files",
-        [
-            action("files", "drives.hide", "Hide a shared drive from the default view"),
-            action("files", "drives.delete", "Delete a shared drive"),
-        ],
+    built = catalog_index(
+        {
+            "files": [
+                ("drives.hide", "Hide a shared drive from the default view"),
+                ("drives.delete", "Delete a shared drive"),
+            ]
+        }
     )
     query = "keep the old shared drive out of my list, but don't delete it"
     assert built.search(query, limit=2)[0][0].qualified_name == "files.drives.hide"
@@ -192,14 +192,7 @@ def test_quoted_words_are_marked_as_the_words_split() -> None:
 
 
 def test_a_quoted_name_does_not_name_the_operation() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "mail",
-        [
-            action("mail", "drafts.create", "Create a draft message"),
-            action("mail", "labels.create", "Create a label"),
-        ],
-    )
+    built = catalog_index({"mail": [("drafts.create", "Create a draft message"), ("labels.create", "Create a label")]})
     query = 'create a "Draft message" label'
     assert built.search(query, limit=2)[0][0].qualified_name == "mail.labels.create"
     # Unquoted, the same words read as a request about draft messages.

@@ -9,6 +9,7 @@ from mcp_gateway.discovery import DiscoveryIndex, summary_of
 from mcp_gateway.discovery._index import LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
 from mcp_gateway.vocabulary.model import Action
 from tests.support.actions import catalog_action as action
+from tests.support.actions import catalog_index
 
 
 @pytest.fixture
@@ -91,13 +92,13 @@ def test_a_connector_whose_slug_has_several_words_is_named_by_them_in_a_row() ->
 
 
 def test_make_sure_asks_to_make_nothing() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector(
-        "files",
-        [
-            action("files", "permissions.delete", "Delete a permission on a file"),
-            action("files", "shortcuts.create", "Create a shortcut to a file"),
-        ],
+    built = catalog_index(
+        {
+            "files": [
+                ("permissions.delete", "Delete a permission on a file"),
+                ("shortcuts.create", "Create a shortcut to a file"),
+            ]
+        }
     )
     query = "make sure Bob can no longer see the file"
     assert names(built.search(query, limit=1)) == ["files.permissions.delete"]
@@ -106,9 +107,14 @@ def test_make_sure_asks_to_make_nothing() -> None:
 
 
 def test_an_issue_key_says_the_request_is_about_an_issue() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector("files", [action("files", "comments.create", "Add a comment to a file")])
-    built.replace_connector("tracker", [action("tracker", "comments.add", "Add a comment to an issue")])
+    built = catalog_index(
+        {
+            "files": [("comments.create", "Add a comment to a file")],
+            "tracker": [
+                ("comments.add", "Add a comment to an issue"),
+            ],
+        }
+    )
     assert names(built.search("add a comment on OPS-3", limit=1)) == ["tracker.comments.add"]
     # A standard's name is no issue key, and nothing then tells the two apart but their order.
     assert names(built.search("add a comment on UTF-8", limit=1)) == ["files.comments.create"]

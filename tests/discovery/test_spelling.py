@@ -8,7 +8,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._spelling import correction, edits, english_words, likely_slip
-from tests.support.actions import catalog_action
+from tests.support.actions import catalog_action, catalog_index
 
 action = partial(catalog_action, method="POST")
 
@@ -104,10 +104,13 @@ def test_identifiers_short_words_and_casing(index: DiscoveryIndex) -> None:
 
 
 def test_a_name_inside_a_sentence_is_not_a_slip() -> None:
-    built = DiscoveryIndex()
-    built.replace_connector("stripe", [action("stripe", "mess.clean", "Clean up the mess")])
-    built.replace_connector("sports", [action("sports", "players.stats", "Get the goals a player scored")])
-    built.replace_connector("music", [action("music", "arias.list", "List opera arias")])
+    built = catalog_index(
+        {
+            "stripe": [("mess.clean", "Clean up the mess")],
+            "sports": [("players.stats", "Get the goals a player scored")],
+            "music": [("arias.list", "List opera arias")],
+        }
+    )
     assert built.corrected("how many goals did Messi score") == "how many goals did Messi score"
     assert built.corrected("fit an ARIMA model") == "fit an ARIMA model"  # an acronym, not a shouted "aria"
     # At a sentence's start a capital says nothing; a name's slip of a connector's name is repaired.
