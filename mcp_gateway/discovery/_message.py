@@ -30,14 +30,25 @@ import functools
 import re
 from collections.abc import Sequence
 
-__all__ = ["LONG_MESSAGE", "MANY_WORDS", "asked_kind", "asks", "quoted", "sentences", "wants_many", "without_declined"]
+__all__ = [
+    "LONG_MESSAGE",
+    "MANY_WORDS",
+    "MAX_ASKS",
+    "asked_kind",
+    "asks",
+    "quoted",
+    "sentences",
+    "several_asks",
+    "wants_many",
+    "without_declined",
+]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
 _WORDS = re.compile(r"[a-z']+|[0-9]+")
 
 _FILLER = frozenset(
     "please pls kindly so ok okay now then also and but just hi hey hello first next finally again quickly "
-    "oh well alright right yes".split()
+    "oh well alright right yes firstly second secondly third thirdly lastly additionally".split()
 )
 """Words that may come before a request's verb ("So please create…", "Now, list…")."""
 
@@ -162,6 +173,42 @@ def _asks(message: str) -> tuple[str, ...] | None:
     if best == 0:
         return None
     return tuple(part for part, score in zip(parts, scores, strict=True) if score == best)
+
+
+MAX_ASKS = 4
+"""Asks of one message read each on its own (``several_asks``); later ones ride on the whole message's ranking."""
+
+_NEXT_ASK = re.compile(
+    r",?\s+(?:and then|and also|then|also|after that|additionally|plus)\s+|;\s*|,?\s+and\s+(?=(?:"
+    + "|".join(sorted(_REQUEST_VERBS))
+    + r")\b)",
+    re.IGNORECASE,
+)
+"""Where a sentence goes on to another ask: "…, then archive it", "…; also add…", "… and send…" (an "and"
+only before a request verb: "the median and the variance" is one ask)."""
+
+_ENUMERATION = re.compile(
+    r"(?:^|[.!?;,:]\s*|\band\s+)(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|lastly|finally|also|additionally"
+    r"|then|after that|next|plus)\b",
+    re.IGNORECASE,
+)
+"""A clause opening with a word that counts asks off ("First, …", "Also, …", "…, then …"): without one, the
+sentences that read as requests are one request said twice ("I need the history. I need the raw entries")."""
+
+
+def several_asks(message: str) -> tuple[str, ...] | None:
+    """The asks of a message that counts off several ("Find the invoice. Then email it to the customer.",
+    "create the issue and also assign it to me"), in order and at most ``MAX_ASKS``; None for a message of
+    one ask, or one that does not count its asks off."""
+    if not _ENUMERATION.search(message):
+        return None
+    found = [
+        clause.strip()
+        for sentence in sentences(message)
+        for clause in _NEXT_ASK.split(sentence)
+        if clause.strip() and _request_score(clause) > 0
+    ]
+    return tuple(found[:MAX_ASKS]) if len(found) >= 2 else None
 
 
 _TOKEN = re.compile(r"[A-Za-z]+|[0-9]+")

@@ -34,9 +34,9 @@ import anyio
 
 from ..vocabulary.errors import GatewayError
 from ..vocabulary.model import Action
-from . import _rank
+from . import _coverage, _rank
 from ._index import DiscoveryIndex, SearchResult, _group_twins, low_hint
-from ._message import asks
+from ._message import asks, several_asks
 from ._segment import dense_texts, readable
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
@@ -216,10 +216,11 @@ class HybridSearch:
         lexical = index.find(query, limit=max(limit, _rank.POOL), connectors=connectors, allow=allow)
         try:
             vector = await self.query_vector(index, query)
+            each = await self.ask_vectors(index, query)
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
-        return self.rank(index, lexical, vector, allowed=allowed, allow=allow, limit=limit)
+        return self.rank(index, lexical, vector, allowed=allowed, allow=allow, limit=limit, asks=each)
 
     async def query_vector(self, index: DiscoveryIndex, query: str) -> Matrix:
         """The vector ``query`` is searched by: that of its text with typos repaired (``index.corrected``);
@@ -236,6 +237,11 @@ class HybridSearch:
         norm = float(np.linalg.norm(mixed))
         return mixed / norm if norm > 0 else both[0]
 
+    async def ask_vectors(self, index: DiscoveryIndex, query: str) -> Matrix | None:
+        """One vector per ask of a message that counts off several (``_message.several_asks``), else None."""
+        each = several_asks(index.corrected(query))
+        return None if each is None else await self.embedder.provider.embed(list(each))
+
     def rank(
         self,
         index: DiscoveryIndex,
@@ -245,9 +251,11 @@ class HybridSearch:
         allowed: Collection[str],
         allow: Callable[[Action], bool] | None = None,
         limit: int = 10,
+        asks: Matrix | None = None,
     ) -> SearchResult:
         """The fusion itself, for a lexical pool and the query's vector (``find`` minus the embedding;
-        the quality benchmark calls it directly)."""
+        the quality benchmark calls it directly). With ``asks`` (``ask_vectors``), the first hits cover
+        each ask (``_coverage``)."""
         dense = self.embedder.index
         fused = fuse(
             lexical.hits,
@@ -256,9 +264,11 @@ class HybridSearch:
             lookup=index.get,
             allowed=allowed,
             allow=allow,
-            limit=limit,
+            limit=limit if asks is None else max(limit, _coverage.COVER_POOL),
             named=lexical.named,
         )
+        if asks is not None and fused:
+            fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
         low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed)) or bool(lexical.unserved)
         ordered, twins = _group_twins(fused)
@@ -331,6 +341,32 @@ def fuse(
     # Equal fused scores: the lexical side's evidence (words the agent wrote) goes first, then the name.
     ranked = sorted(fused.items(), key=lambda item: (-item[1], -lexical_scaled.get(item[0], 0.0), item[0]))[:limit]
     return [(by_name[name], score) for name, score in ranked]
+
+
+def _covering(
+    fused: list[tuple[Action, float]],
+    dense: DenseIndex,
+    asks: Matrix,
+    *,
+    lookup: Callable[[str], Action | None],
+    allowed: Collection[str],
+    allow: Callable[[Action], bool] | None,
+    limit: int,
+) -> list[tuple[Action, float]]:
+    """``fused`` re-ordered so its first ``limit`` hits cover each of the message's ``asks`` (``_coverage``);
+    each ask's own nearest actions join the candidates with a fused score of 0."""
+    candidates = {action.qualified_name: (action, score) for action, score in fused}
+    for ask in asks:
+        for name, _ in dense.search(ask, allowed, k=_coverage.ASK_POOL):
+            if name not in candidates and (action := lookup(name)) is not None and (allow is None or allow(action)):
+                candidates[name] = (action, 0.0)
+    names = list(candidates)
+    relevance: list[list[float]] = []
+    for ask in asks:
+        cosines = dense.scores(ask, names)
+        relevance.append(_coverage.scaled_relevance([cosines.get(name, 0.0) for name in names]))
+    order = _coverage.cover([candidates[name][1] for name in names], relevance, limit)
+    return [candidates[names[at]] for at in order]
 
 
 def connector_fit(dense: DenseIndex, vector: Matrix, connectors: Collection[str]) -> dict[str, float]:

@@ -9,10 +9,12 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._message import (
     LONG_MESSAGE,
+    MAX_ASKS,
     asked_kind,
     asks,
     quoted,
     sentences,
+    several_asks,
     wants_many,
     without_declined,
 )
@@ -227,3 +229,44 @@ def test_an_everyday_opening_verb_picks_the_operation_of_its_kind() -> None:
     )
     for query in ("log three hours on the issue", "record the time spent on the issue"):
         assert built.search(query, limit=1)[0][0].qualified_name == "tracker.worklogs.create", query
+
+
+@pytest.mark.parametrize(
+    ("message", "each"),
+    [
+        (
+            "Find the invoice for ACME. Then email it to their billing contact.",
+            ("Find the invoice for ACME.", "Then email it to their billing contact."),
+        ),
+        ("create the issue and also assign it to me", ("create the issue", "assign it to me")),
+        ("Archive the channel, then post a note in #general", ("Archive the channel", "post a note in #general")),
+        (
+            "First, refund the charge. Second, close the ticket and send the customer a note.",
+            ("First, refund the charge.", "Second, close the ticket", "send the customer a note."),
+        ),
+    ],
+)
+def test_a_message_that_counts_off_its_asks_is_read_ask_by_ask(message: str, each: tuple[str, ...]) -> None:
+    assert several_asks(message) == each
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "archive the old marketing channel",
+        # One ask said twice, with no word counting asks off.
+        "I need the history of changes to that flag. I need the raw entries with their timestamps.",
+        # "and" before what is not a request verb joins the things of one ask.
+        "Also give me the median and the variance of these numbers.",
+        # An ordinal inside a sentence counts nothing off.
+        "We want to offer the dashboard to enterprise customers first. Please create the flag.",
+    ],
+)
+def test_a_message_of_one_ask_is_not_split(message: str) -> None:
+    assert several_asks(message) is None
+
+
+def test_a_message_of_many_asks_is_read_up_to_a_few() -> None:
+    message = ". Then ".join(f"archive channel {n}" for n in range(MAX_ASKS + 3))
+    found = several_asks(message)
+    assert found is not None and len(found) == MAX_ASKS
