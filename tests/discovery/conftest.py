@@ -21,15 +21,20 @@ def provider() -> EmbeddingProvider:
         pytest.skip("the embeddings extra is not installed")
 
 
-@pytest.fixture(scope="module")
-def petstore(provider: EmbeddingProvider) -> tuple[DiscoveryIndex, HybridSearch]:
-    """The Petstore description indexed and embedded with the bundled model (skipped without the extra)."""
+def embedded(provider: EmbeddingProvider, slug: str) -> tuple[DiscoveryIndex, HybridSearch]:
+    """The benchmark's API ``slug`` indexed and embedded with ``provider``."""
     from mcp_gateway.discovery.dense import MemoryVectorStore
     from scripts.bench_discover_data import catalog
 
-    actions = list(catalog("petstore"))
+    actions = list(catalog(slug))
     index = DiscoveryIndex()
-    index.replace_connector("petstore", actions)
+    index.replace_connector(slug, actions)
     search = HybridSearch(provider, MemoryVectorStore())
-    anyio.run(search.embedder.refresh, "petstore", actions)
+    anyio.run(search.embedder.refresh, slug, actions)
     return index, search
+
+
+@pytest.fixture(scope="module")
+def petstore(provider: EmbeddingProvider) -> tuple[DiscoveryIndex, HybridSearch]:
+    """The Petstore description indexed and embedded with the bundled model (skipped without the extra)."""
+    return embedded(provider, "petstore")

@@ -9,6 +9,7 @@ from mcp_gateway.discovery import DiscoveryIndex, _rank
 from mcp_gateway.discovery._coverage import ASK_SPREAD, cover, scaled_relevance
 from mcp_gateway.discovery.dense import EmbeddingProvider, Matrix
 from mcp_gateway.discovery.hybrid import HybridSearch
+from tests.discovery.conftest import embedded
 
 
 def test_the_whole_messages_first_hit_stays_first() -> None:
@@ -45,15 +46,7 @@ def test_an_asks_relevance_is_scaled_over_its_own_best() -> None:
 @pytest.fixture(scope="module")
 def slack(provider: EmbeddingProvider) -> tuple[DiscoveryIndex, HybridSearch]:
     """Slack's Web API description indexed and embedded with the bundled model (skipped without the extra)."""
-    from mcp_gateway.discovery.dense import MemoryVectorStore
-    from scripts.bench_discover_data import catalog
-
-    actions = list(catalog("slack"))
-    index = DiscoveryIndex()
-    index.replace_connector("slack", actions)
-    search = HybridSearch(provider, MemoryVectorStore())
-    anyio.run(search.embedder.refresh, "slack", actions)
-    return index, search
+    return embedded(provider, "slack")
 
 
 @pytest.mark.hybrid
