@@ -745,6 +745,11 @@ class DiscoveryIndex:
         for suffix in ("ion", "ation", "ment"):
             if term.endswith(suffix) and len(term) - len(suffix) > 4 and term[: -len(suffix)] in names:
                 forms.append(term[: -len(suffix)])
+        # "verify" <-> "verification", "notify" <-> "notification": the stemmer keeps both whole.
+        if term.endswith("ify") and term[:-1] + "ication" in names:
+            forms.append(term[:-1] + "ication")
+        if term.endswith("ification") and term[: -len("ication")] + "y" in names:
+            forms.append(term[: -len("ication")] + "y")
         return forms
 
     def _split(self, word: str) -> list[str]:

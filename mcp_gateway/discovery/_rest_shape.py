@@ -299,6 +299,13 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     if len(literals) > 1 and not member and (verb in _STATE_VERBS or verb in GROUP_OF):
         verbs = frozenset({verb}) | GROUP_VERBS.get(GROUP_OF.get(verb, -1), frozenset())
         resource, member, mine = literals[-2]
+        if not member and verb in GROUP_VERBS[_GET]:
+            # ``POST /institutions/get``: the URL names no member; the body says which, if any (an
+            # ``institution_id`` it requires). Without one, the read is of the collection, as a GET of it is.
+            if _takes_id(action, resource):
+                member = True
+            else:
+                verbs |= GROUP_VERBS[_LIST]
         caller = mine or resource == {_USER}
         holder = _holder(literals, 3)
         return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2], holder)
@@ -320,6 +327,18 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     # ``/users/me`` is as deep as ``/user``: the caller's segment adds no depth.
     depth = len(literals) - mine
     return Shape(verbs, last, words, member, mine or caller, depth, heads[-1], _holder(literals, 2))
+
+
+def _takes_id(action: Action, resource: frozenset[str]) -> bool:
+    """Whether ``action`` requires the id of one ``resource`` (``institution_id``, ``institutionId``)."""
+    required = action.input_schema.get("required")
+    if not isinstance(required, list):
+        return False
+    for name in required:
+        words = [word.lower() for word in _WORDS.findall(name)] if isinstance(name, str) else []
+        if len(words) > 1 and words[-1] == "id" and not resource.isdisjoint(_terms(words[-2])):
+            return True
+    return False
 
 
 def _holder(literals: list[tuple[frozenset[str], bool, bool]], back: int) -> frozenset[str]:

@@ -117,10 +117,11 @@ def suggest(
     weighted = dict.fromkeys(guessed, 1.0)
     derived: dict[str, str] = {}
     for term in guessed:
-        if term not in index._name_df:
+        # A word of some other connector's names is still unknown to the one the guess names.
+        if term not in index._name_df or (named and not any(term in segment.name_terms for segment in named)):
             # A word of another form ("subscribe" where names say subscription) counts as that name word;
             # a misspelled one ("isues") has no postings: add its nearest name words instead.
-            forms = index._derived(term)
+            forms = index._word_forms(term) or index._derived(term)
             if forms:
                 derived[term] = forms[0]
             for repair in forms or difflib.get_close_matches(term, index._vocabulary(), n=2, cutoff=0.75):
@@ -134,7 +135,7 @@ def suggest(
         hits = index._top(index._score(weighted, visible), _POOL, allow)
     # ``update_customer``, ``customers.update``, ``list_issues``: what an operation does to what, read
     # from its method and URL, over every visible action (the words may not reach the search's pool).
-    guess = guess_of(path)
+    guess = guess_of(_as_noun(path, derived))
     shaped: dict[str, float] = {}
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
@@ -262,6 +263,21 @@ def suggest(
     out = [exact] if exact is not None else []
     out.extend(action for _, _, action in scored if action is not exact)
     return out[:limit]
+
+
+def _as_noun(path: str, derived: dict[str, str]) -> str:
+    """A guess opening with a verb whose noun its API names things by, as the creation of that noun:
+    ``verify_identity`` -> ``create_identity_verification``, ``subscribe_channel`` ->
+    ``create_channel_subscription`` (doing it is making one)."""
+    head, dot, last = path.rpartition(".")
+    words = _words_of(last)
+    noun = derived.get(stem(words[0])) if words else None
+    if noun is None or not noun.endswith(_ACTION_NOUNS):
+        return path
+    return f"{head}{dot}create_{'_'.join([*words[1:], noun])}"
+
+
+_ACTION_NOUNS = ("tion", "sion")
 
 
 def guess_as_query(name: str) -> str:

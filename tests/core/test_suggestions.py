@@ -8,6 +8,7 @@ import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.vocabulary.model import Action, OpenAPIBinding
+from tests.support.actions import catalog_index
 
 
 def op(connector: str, path: str, method: str, url: str, summary: str) -> Action:
@@ -120,3 +121,36 @@ def test_a_guess_in_another_form_of_the_names_word_is_answered(index: DiscoveryI
     assert found and set(found) <= {"stripe.post_subscriptions", "stripe.get_subscriptions"}
     # Discovery reads the word the same way.
     assert index.search("subscribe", limit=1)[0][0].qualified_name in found
+
+
+@pytest.fixture(scope="module")
+def posted() -> DiscoveryIndex:
+    """Plaid's bundled description: every operation is posted to a verb URL (``POST /institutions/get``)."""
+    from scripts.bench_heldout import bundled_catalog
+
+    built = DiscoveryIndex()
+    built.replace_connector("plaid", list(bundled_catalog("plaid")))
+    return built
+
+
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        # The URL names no member: the id the body requires does.
+        ("plaid.get_institution", "plaid.institutions_get_by_id"),
+        # A read of the collection that requires no id lists it.
+        ("plaid.list_institutions", "plaid.institutions_get"),
+        # To verify is to create a verification ("verify" and "verification" stem apart).
+        ("plaid.verify_identity", "plaid.identity_verification_create"),
+    ],
+)
+def test_operations_posted_to_a_verb_url_are_read_by_what_they_require(
+    posted: DiscoveryIndex, guess: str, want: str
+) -> None:
+    assert [a.qualified_name for a in posted.suggest(guess, limit=3)][:1] == [want]
+
+
+def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
+    index = catalog_index({"api": [("create_notification", "Send a notification"), ("list_users", "List users")]})
+    assert index._word_forms("notify") == ["notification"]
+    assert index.search("notify the team", limit=1)[0][0].qualified_name == "api.create_notification"
