@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..vocabulary.model import Action
 from ._text import clean_description, first_sentence, identifier_terms, prose_terms, stem
 
-__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "shapes_of"]
+__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "own_state_verb", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -104,6 +104,7 @@ _MEANS: dict[str, tuple[int, frozenset[str]]] = {
         ("redeem", _CREATE, "redemption"),
         ("deploy", _CREATE, "deployment"),
         ("redeploy", _CREATE, "deployment"),
+        ("trigger", _CREATE, "run dispatch build event"),
         ("release", _DELETE, ""),
     )
 }
@@ -339,6 +340,12 @@ def _takes_id(action: Action, resource: frozenset[str]) -> bool:
         if len(words) > 1 and words[-1] == "id" and not resource.isdisjoint(_terms(words[-2])):
             return True
     return False
+
+
+def own_state_verb(term: str) -> bool:
+    """Whether index term ``term`` is a verb of one change of state ("rollback", "lock", "reboot"), neither
+    a generic create, read, update or delete nor one read as another (``_MEANS``: "send" creates)."""
+    return term in _STATE_VERBS and term not in GROUP_OF and term not in _MEANS
 
 
 def _holder(literals: list[tuple[frozenset[str], bool, bool]], back: int) -> frozenset[str]:

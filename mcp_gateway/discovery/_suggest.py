@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
-from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, holder_counts, shapes_of
+from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, holder_counts, own_state_verb, shapes_of
 from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
@@ -213,6 +213,8 @@ def suggest(
     # ``get_call_recordings`` reads a collection: spelled as its list is spelled too.
     reads_all = guess is not None and guess.plural and guess.verbs == _READ_VERBS
     listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
+    # The guess's opening verb when it names one change of state (``rollback_deploy``), else "".
+    own_verb = guessed[0] if guessed and own_state_verb(guessed[0]) else ""
     for _, action, score in hits:
         words = identifier_terms(action.path)
         if caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
@@ -240,6 +242,10 @@ def suggest(
         if (rank is None or rank <= best_rank) and (
             _same_name(spelled_words, theirs_words) or spelled_words == _verb_first(action.path)
         ):
+            final += _SAME_NAME
+        elif own_verb and own_verb in words and set(guessed) <= set(words):
+            # A verb of its own ("rollback", "lock"), not a generic one, and every guessed word: the name
+            # says the guess with a qualifier or two (``rollback_site_deploy`` for ``rollback_deploy``).
             final += _SAME_NAME
         elif rank is None and by_url and guess is not None and (guess.verb or action.qualified_name in other_verb):
             # Some operation does what the guess says: one doing something else (a delete for ``list_x``)

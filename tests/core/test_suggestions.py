@@ -154,3 +154,28 @@ def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
     index = catalog_index({"api": [("create_notification", "Send a notification"), ("list_users", "List users")]})
     assert index._word_forms("notify") == ["notification"]
     assert index.search("notify the team", limit=1)[0][0].qualified_name == "api.create_notification"
+
+
+@pytest.fixture(scope="module")
+def netlify() -> DiscoveryIndex:
+    """Netlify's bundled description, served beside Plaid's (near ties turn on the whole catalog's words)."""
+    from scripts.bench_heldout import bundled_catalog
+
+    built = DiscoveryIndex()
+    for slug in ("netlify", "plaid"):
+        built.replace_connector(slug, list(bundled_catalog(slug)))
+    return built
+
+
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        # A name with the guess's own verb and resource beats a resource's update matched for what the
+        # verb changes (``PUT /sites/{site_id}/rollback`` names the site, not the deploy).
+        ("netlify.rollback_deploy", "netlify.rollback_site_deploy"),
+        # To trigger a build is to create one (``POST /sites/{site_id}/builds``: "Runs a build").
+        ("netlify.trigger_build", "netlify.create_site_build"),
+    ],
+)
+def test_a_verb_of_its_own_finds_the_operation_named_by_it(netlify: DiscoveryIndex, guess: str, want: str) -> None:
+    assert [a.qualified_name for a in netlify.suggest(guess, limit=3)][:1] == [want]
