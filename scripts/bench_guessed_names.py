@@ -31,6 +31,7 @@ Usage: python scripts/bench_guessed_names.py [--show 10]
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -107,7 +108,9 @@ def _rest_guesses(action: Action) -> tuple[str, str, int] | None:
     binding = action.binding
     if not isinstance(binding, OpenAPIBinding | HttpBinding | PostmanBinding):
         return None
-    segments = [segment for segment in binding.url.split("?")[0].split("/") if segment]
+    # A one-word method after a dot (Slack's ``/conversations.archive``) is the verb segment it reads as.
+    path = re.sub(r"(?<=[A-Za-z])\.([a-z]+)$", r"/\1", binding.url.split("?")[0])
+    segments = [segment for segment in path.split("/") if segment]
     literal = [
         i
         for i, segment in enumerate(segments)

@@ -72,6 +72,7 @@ _DESCRIBED = 300
 _VOWEL = re.compile("[aeiouy]")
 _CUSTOM_METHOD = re.compile(r"(?<=[}A-Za-z0-9]):([A-Za-z]+)$")
 _EXTENSION = re.compile(r"\.(json|xml)$", re.IGNORECASE)
+_METHOD_DOT = re.compile(r"(?<=[A-Za-z])\.([a-z]+)$")
 _VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
 _SELF = frozenset({"me", "myself", "current", "authenticated", "my", "mine"})
 """Words of a guess that mean the caller: ``get_current_user`` is ``GET /me``."""
@@ -119,6 +120,7 @@ _ALSO_NAMED: dict[str, frozenset[str]] = {
         ("text", "message"),
         ("item", "object entry record"),
         ("object", "item entry record"),
+        ("channel", "conversation"),
     )
 }
 # Words that are one word spelled two ways: named by either, the resource is named by its own name.
@@ -273,6 +275,8 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     path = url.split("?", 1)[0]
     # A custom method (``/sheets/{sheetId}:copyTo``, ``/values:batchGet``) is a verb segment of its own.
     path = _CUSTOM_METHOD.sub(lambda m: f"/{_custom_verb(m.group(1))}", path)
+    # A one-word method after a dot (``/conversations.create``, ``/admin.users.invite``) is a segment too.
+    path = _METHOD_DOT.sub(r"/\1", _EXTENSION.sub("", path))
     for segment in path.split("/"):
         if "{" in segment or segment.startswith(":"):
             if literals and _scoped_by(segment, literal, literals[-1][0], scopes):

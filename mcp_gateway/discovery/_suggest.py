@@ -117,11 +117,14 @@ def suggest(
     weighted = dict.fromkeys(guessed, 1.0)
     derived: dict[str, str] = {}
     for term in guessed:
-        # A word of some other connector's names is still unknown to the one the guess names.
-        if term not in index._name_df or (named and not any(term in segment.name_terms for segment in named)):
+        # A word of some other connector's names is still unknown to the one the guess names; a generic verb
+        # ("read") is known to every API, whatever its names say.
+        if term not in index._name_df or (named and term not in _GROUP_OF and not _names_use(named, term)):
             # A word of another form ("subscribe" where names say subscription) counts as that name word;
             # a misspelled one ("isues") has no postings: add its nearest name words instead.
             forms = index._word_forms(term) or index._derived(term)
+            if named:
+                forms = [form for form in forms if _names_use(named, form)]
             if forms:
                 derived[term] = forms[0]
             for repair in forms or difflib.get_close_matches(term, index._vocabulary(), n=2, cutoff=0.75):
@@ -303,6 +306,11 @@ def _unique_path(
         found.extend(segment.actions[p] for p in ((hit,) if isinstance(hit, int) else hit or ()))
     found = [action for action in found if allow is None or allow(action)]
     return found[0] if len(found) == 1 else None
+
+
+def _names_use(segments: list[Segment], term: str) -> bool:
+    """Whether an action name of one of ``segments`` uses index term ``term``."""
+    return any(term in segment.name_terms for segment in segments)
 
 
 def _words_of(path: str) -> list[str]:

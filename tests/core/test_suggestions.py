@@ -179,3 +179,26 @@ def netlify() -> DiscoveryIndex:
 )
 def test_a_verb_of_its_own_finds_the_operation_named_by_it(netlify: DiscoveryIndex, guess: str, want: str) -> None:
     assert [a.qualified_name for a in netlify.suggest(guess, limit=3)][:1] == [want]
+
+
+@pytest.fixture(scope="module")
+def slack() -> DiscoveryIndex:
+    """Slack's Web API description: methods named after a dot (``POST /conversations.create``)."""
+    from scripts.bench_discover_data import catalog
+
+    built = DiscoveryIndex()
+    built.replace_connector("slack", list(catalog("slack")))
+    return built
+
+
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        # ``/conversations.create`` creates a conversation, and a channel is one.
+        ("slack.create_channel", "slack.conversations_create"),
+        ("slack.list_channels", "slack.conversations_list"),
+        ("slack.archive_channel", "slack.conversations_archive"),
+    ],
+)
+def test_a_method_after_a_dot_is_read_as_a_verb_segment(slack: DiscoveryIndex, guess: str, want: str) -> None:
+    assert [a.qualified_name for a in slack.suggest(guess, limit=3)][:1] == [want]
