@@ -123,14 +123,20 @@ def test_a_guess_in_another_form_of_the_names_word_is_answered(index: DiscoveryI
     assert index.search("subscribe", limit=1)[0][0].qualified_name in found
 
 
-@pytest.fixture(scope="module")
-def posted() -> DiscoveryIndex:
-    """Plaid's bundled description: every operation is posted to a verb URL (``POST /institutions/get``)."""
+def _bundled(*slugs: str) -> DiscoveryIndex:
+    """An index of these bundled catalog entries, each loaded as a connector of that name loads it."""
     from scripts.bench_heldout import bundled_catalog
 
     built = DiscoveryIndex()
-    built.replace_connector("plaid", list(bundled_catalog("plaid")))
+    for slug in slugs:
+        built.replace_connector(slug, list(bundled_catalog(slug)))
     return built
+
+
+@pytest.fixture(scope="module")
+def posted() -> DiscoveryIndex:
+    """Plaid's bundled description: every operation is posted to a verb URL (``POST /institutions/get``)."""
+    return _bundled("plaid")
 
 
 @pytest.mark.parametrize(
@@ -159,12 +165,7 @@ def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
 @pytest.fixture(scope="module")
 def netlify() -> DiscoveryIndex:
     """Netlify's bundled description, served beside Plaid's (near ties turn on the whole catalog's words)."""
-    from scripts.bench_heldout import bundled_catalog
-
-    built = DiscoveryIndex()
-    for slug in ("netlify", "plaid"):
-        built.replace_connector(slug, list(bundled_catalog(slug)))
-    return built
+    return _bundled("netlify", "plaid")
 
 
 @pytest.mark.parametrize(
@@ -183,12 +184,8 @@ def test_a_verb_of_its_own_finds_the_operation_named_by_it(netlify: DiscoveryInd
 
 @pytest.fixture(scope="module")
 def slack() -> DiscoveryIndex:
-    """Slack's Web API description: methods named after a dot (``POST /conversations.create``)."""
-    from scripts.bench_discover_data import catalog
-
-    built = DiscoveryIndex()
-    built.replace_connector("slack", list(catalog("slack")))
-    return built
+    """Slack's bundled description: methods named after a dot (``POST /conversations.create``)."""
+    return _bundled("slack")
 
 
 @pytest.mark.parametrize(
