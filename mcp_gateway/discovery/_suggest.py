@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
-from ._rest_shape import GROUP_OF, GROUP_VERBS, guess_of, holder_counts, own_state_verb, shapes_of
+from ._rest_shape import GROUP_OF, GROUP_VERBS, Guess, guess_of, holder_counts, own_state_verb, shapes_of
 from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
@@ -138,7 +138,7 @@ def suggest(
         hits = index._top(index._score(weighted, visible), _POOL, allow)
     # ``update_customer``, ``customers.update``, ``list_issues``: what an operation does to what, read
     # from its method and URL, over every visible action (the words may not reach the search's pool).
-    guess = guess_of(_as_noun(path, derived))
+    guess = _noun_reading(path, derived, named or visible) or guess_of(path)
     shaped: dict[str, float] = {}
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
@@ -274,16 +274,23 @@ def suggest(
     return out[:limit]
 
 
-def _as_noun(path: str, derived: dict[str, str]) -> str:
-    """A guess opening with a verb whose noun its API names things by, as the creation of that noun:
-    ``verify_identity`` -> ``create_identity_verification``, ``subscribe_channel`` ->
-    ``create_channel_subscription`` (doing it is making one)."""
+def _noun_reading(path: str, derived: dict[str, str], segments: list[Segment]) -> Guess | None:
+    """A guess opening with a verb whose noun its API names things by, read as the creation of that noun,
+    when some operation of ``segments`` is that: ``verify_identity`` -> ``create_identity_verification``;
+    ``subscribe_channel`` -> ``create_subscription`` where no channel subscription is a resource (doing
+    it is making one). None when neither reading names an operation, or the guess opens otherwise."""
     head, dot, last = path.rpartition(".")
     words = _words_of(last)
     noun = derived.get(stem(words[0])) if words else None
     if noun is None or not noun.endswith(_ACTION_NOUNS):
-        return path
-    return f"{head}{dot}create_{'_'.join([*words[1:], noun])}"
+        return None
+    for words_read in ([*words[1:], noun], [noun]):
+        guess = guess_of(f"{head}{dot}create_{'_'.join(words_read)}")
+        if guess is not None and any(
+            shape is not None and guess.matches(shape) for segment in segments for shape in shapes_of(segment.actions)
+        ):
+            return guess
+    return None
 
 
 _ACTION_NOUNS = ("tion", "sion")

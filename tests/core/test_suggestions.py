@@ -199,3 +199,11 @@ def slack() -> DiscoveryIndex:
 )
 def test_a_method_after_a_dot_is_read_as_a_verb_segment(slack: DiscoveryIndex, guess: str, want: str) -> None:
     assert [a.qualified_name for a in slack.suggest(guess, limit=3)][:1] == [want]
+
+
+def test_a_verbs_noun_alone_is_read_where_the_guess_and_noun_name_no_operation() -> None:
+    # No channel subscription is a resource of YouTube's: subscribing to a channel makes a subscription.
+    # Beside other catalogs the words' rarity alone put the channel banners' insert first.
+    index = _bundled("youtube", "plaid", "stripe")
+    for guess in ("youtube.subscribe_channel", "youtube.subscribe_to_channel"):
+        assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == ["youtube.youtube_subscriptions_insert"]
