@@ -46,11 +46,13 @@ __all__ = [
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*")
 _WORDS = re.compile(r"[a-z']+|[0-9]+")
 
+_COUNTING_OFF = "first firstly second secondly third thirdly next then also additionally lastly finally".split()
+"""Words that open the next of a message's asks ("First, …", "Then …", "Also, …")."""
+
 _FILLER = frozenset(
-    "please pls kindly so ok okay now then also and but just hi hey hello first next finally again quickly "
-    "oh well alright right yes firstly second secondly third thirdly lastly additionally".split()
-)
-"""Words that may come before a request's verb ("So please create…", "Now, list…")."""
+    "please pls kindly so ok okay now and but just hi hey hello again quickly oh well alright right yes".split()
+) | frozenset(_COUNTING_OFF)
+"""Words that may come before a request's verb ("So please create…", "Now, list…", "Then add…")."""
 
 _REQUEST_VERBS = frozenset(
     """add append apply approve archive assign attach ban block book bookmark buy calculate cancel capture
@@ -188,9 +190,7 @@ _NEXT_ASK = re.compile(
 only before a request verb: "the median and the variance" is one ask)."""
 
 _ENUMERATION = re.compile(
-    r"(?:^|[.!?;,:]\s*|\band\s+)(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|lastly|finally|also|additionally"
-    r"|then|after that|next|plus)\b",
-    re.IGNORECASE,
+    r"(?:^|[.!?;,:]\s*|\band\s+)(?:" + "|".join([*_COUNTING_OFF, "after that", "plus"]) + r")\b", re.IGNORECASE
 )
 """A clause opening with a word that counts asks off ("First, …", "Also, …", "…, then …"): without one, the
 sentences that read as requests are one request said twice ("I need the history. I need the raw entries")."""

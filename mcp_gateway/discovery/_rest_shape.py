@@ -275,7 +275,8 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     path = url.split("?", 1)[0]
     # A custom method (``/sheets/{sheetId}:copyTo``, ``/values:batchGet``) is a verb segment of its own.
     path = _CUSTOM_METHOD.sub(lambda m: f"/{_custom_verb(m.group(1))}", path)
-    # A one-word method after a dot (``/conversations.create``, ``/admin.users.invite``) is a segment too.
+    # ``Messages.json`` is the messages; a one-word method after a dot (``/conversations.create``,
+    # ``/admin.users.invite``) is a segment of its own.
     path = _METHOD_DOT.sub(r"/\1", _EXTENSION.sub("", path))
     for segment in path.split("/"):
         if "{" in segment or segment.startswith(":"):
@@ -284,7 +285,6 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
             elif literals:
                 literals[-1] = (literals[-1][0], True, literals[-1][2])
             continue
-        segment = _EXTENSION.sub("", segment)  # ``Messages.json`` is the messages
         literal = segment
         lowered = segment.lower()
         if not segment or _VERSION.match(lowered):

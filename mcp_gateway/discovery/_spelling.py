@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from .models import bundled_minilm_dir
 
-__all__ = ["MAX_LENGTH", "MIN_LENGTH", "correction", "edits", "english_words", "likely_slip", "slip_rank"]
+__all__ = ["MAX_LENGTH", "MIN_LENGTH", "correction", "edits", "english_words", "slip_rank"]
 
 MIN_LENGTH = 4
 """Shortest word that is repaired."""
@@ -102,11 +102,6 @@ _NEIGHBOURS: dict[str, frozenset[str]] = {
     for col, key in enumerate(keys)
 }
 """Each letter's neighbours on a QWERTY keyboard (the row above and below, offset as keys are, roughly)."""
-
-
-def likely_slip(written: str, meant: str) -> bool:
-    """Whether ``written`` is a likely slip of ``meant`` (one edit apart): see ``slip_rank``."""
-    return slip_rank(written, meant) is not None
 
 
 def slip_rank(written: str, meant: str) -> int | None:

@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.discovery._spelling import correction, edits, english_words, likely_slip
+from mcp_gateway.discovery._spelling import correction, edits, english_words, slip_rank
 from tests.support.actions import catalog_action, catalog_index
 
 action = partial(catalog_action, method="POST")
@@ -177,12 +177,12 @@ def test_a_likely_slip_wins_over_a_commoner_word() -> None:
 
 
 def test_likely_slips() -> None:
-    assert likely_slip("shedule", "schedule")  # a letter left out
-    assert likely_slip("meeeting", "meeting")  # one typed twice
-    assert likely_slip("meetnig", "meeting")  # two swapped
-    assert likely_slip("meetimg", "meeting")  # n and m are neighbours
-    assert likely_slip("seperate", "separate")  # a vowel for another, as it sounds
-    assert not likely_slip("meetipg", "meeting")  # p is far from n
+    assert slip_rank("shedule", "schedule") is not None  # a letter left out
+    assert slip_rank("meeeting", "meeting") is not None  # one typed twice
+    assert slip_rank("meetnig", "meeting") is not None  # two swapped
+    assert slip_rank("meetimg", "meeting") is not None  # n and m are neighbours
+    assert slip_rank("seperate", "separate") is not None  # a vowel for another, as it sounds
+    assert slip_rank("meetipg", "meeting") is None  # p is far from n
 
 
 def test_edits_are_one_step_away() -> None:
