@@ -13,13 +13,14 @@ own (``GET /issues`` before ``GET /repos/{owner}/{repo}/issues``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
 from ._text import clean_description, first_sentence, identifier_terms, prose_terms, stem
 
-__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "own_state_verb", "shapes_of"]
+__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "own_state_verb", "root_shares", "shapes_of"]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -147,6 +148,10 @@ class Shape:
     holder: frozenset[str] = frozenset()
     """Stems of the resource whose member holds its resource (``spreadsheet`` for
     ``/spreadsheets/{id}/sheets/{sheetId}``), if any."""
+    root: frozenset[str] = frozenset()
+    """Stems of its URL's first literal segment (``repo`` for ``/repos/{owner}/{repo}/hooks``)."""
+    under_caller: bool = False
+    """Its resource is held by the caller (``/user/repos``, ``/me/playlists``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +248,8 @@ class Guess:
 
     def rank(self, shape: Shape) -> float:
         """Lower is better among matches: the resource's own operation, then the caller's, then depth."""
-        penalty = (1.5 if self.mine else 0.5) if self.mine != shape.mine else 0.0
+        caller = shape.mine or (self.mine and shape.under_caller)  # the caller's repositories, for ``list_my_repos``
+        penalty = (1.5 if self.mine else 0.5) if self.mine != caller else 0.0
         if not self.verbs & shape.verbs:
             # A fallback verb: after every operation the guess's own verb names; an action posted to the
             # resource before its update.
@@ -272,6 +278,7 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     scoped: set[int] = set()  # literals followed by a parameter naming another resource
     literal = spelled = ""  # the last literal segment; the last one kept, as written
     heads: list[str] = []  # each kept literal's last word
+    callers: list[bool] = []  # each kept literal: it names the caller
     path = url.split("?", 1)[0]
     # A custom method (``/sheets/{sheetId}:copyTo``, ``/values:batchGet``) is a verb segment of its own.
     path = _CUSTOM_METHOD.sub(lambda m: f"/{_custom_verb(m.group(1))}", path)
@@ -292,6 +299,8 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         mine = lowered in _SELF_SEGMENTS
         ordered = [_USER] if mine else _terms(segment)
         if ordered:
+            # ``/me/playlists``, ``/user/repos``: what follows is the caller's own.
+            callers.append(mine or (len(ordered) == 1 and ordered[0] in _CALLERS and not _plural(lowered)))
             literals.append((frozenset(ordered), False, mine))
             heads.append(next((term for term in reversed(ordered) if term not in _FILLER), ordered[-1]))
             spelled = lowered
@@ -313,7 +322,7 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
                 verbs |= GROUP_VERBS[_LIST]
         caller = mine or resource == {_USER}
         holder = _holder(literals, 3)
-        return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2], holder)
+        return Shape(verbs, resource, words - {verb}, member, caller, len(literals), heads[-2], holder, literals[0][0])
     match method.lower():
         case "get":
             groups = (_GET,) if member else (_GET, _LIST)
@@ -331,7 +340,11 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     caller = caller and len(literals) - 1 not in scoped
     # ``/users/me`` is as deep as ``/user``: the caller's segment adds no depth.
     depth = len(literals) - mine
-    return Shape(verbs, last, words, member, mine or caller, depth, heads[-1], _holder(literals, 2))
+    # ``/user/repos``: the caller's own repositories, what a guess naming the caller means.
+    under_caller = any(named and not literals[i][1] for i, named in enumerate(callers[:-1]))
+    return Shape(
+        verbs, last, words, member, mine or caller, depth, heads[-1], _holder(literals, 2), literals[0][0], under_caller
+    )
 
 
 def _takes_id(action: Action, resource: frozenset[str]) -> bool:
@@ -407,37 +420,58 @@ def _literal_stems(actions: Sequence[Action]) -> frozenset[str]:
     return frozenset(out)
 
 
-_SHAPES: dict[int, tuple[Sequence[Action], list[Shape | None], dict[frozenset[str], int]]] = {}
+@dataclass(frozen=True, slots=True)
+class _Read:
+    actions: Sequence[Action]
+    shapes: list[Shape | None]
+    held: dict[frozenset[str], int]
+    roots: dict[frozenset[str], float]
+
+
+_SHAPES: dict[int, _Read] = {}
 _MAX_KEPT = 512
 
 
-def _read(actions: Sequence[Action]) -> tuple[list[Shape | None], dict[frozenset[str], int]]:
-    """The shapes of ``actions`` and their holders' counts, kept per (immutable) sequence: a connector's
-    are read once."""
+def _read(actions: Sequence[Action]) -> _Read:
+    """The shapes of ``actions``, their holders' counts and their roots' shares, kept per (immutable)
+    sequence: a connector's are read once."""
     kept = _SHAPES.get(id(actions))
-    if kept is not None and kept[0] is actions:
-        return kept[1], kept[2]
+    if kept is not None and kept.actions is actions:
+        return kept
     if len(_SHAPES) >= _MAX_KEPT:
         _SHAPES.clear()
     scopes = _literal_stems(actions)
     shapes = [shape_of(action, scopes) for action in actions]
     held: dict[frozenset[str], set[frozenset[str]]] = {}
+    roots = Counter(shape.root for shape in shapes if shape is not None)
     for shape in shapes:
         if shape is not None and shape.holder:
             held.setdefault(shape.holder, set()).add(shape.resource)
-    counts = {holder: len(resources) for holder, resources in held.items()}
-    _SHAPES[id(actions)] = (actions, shapes, counts)  # the sequence is held, so its id is not reused meanwhile
-    return shapes, counts
+    most = max(roots.values(), default=1)
+    read = _Read(
+        actions,
+        shapes,
+        {holder: len(resources) for holder, resources in held.items()},
+        {root: count / most for root, count in roots.items()},
+    )
+    _SHAPES[id(actions)] = read  # the sequence is held, so its id is not reused meanwhile
+    return read
 
 
 def shapes_of(actions: Sequence[Action]) -> list[Shape | None]:
     """``shape_of`` of each action."""
-    return _read(actions)[0]
+    return _read(actions).shapes
 
 
 def holder_counts(actions: Sequence[Action]) -> dict[frozenset[str], int]:
     """How many kinds of resources each holder holds across these actions' URLs (``/workspaces/{id}/...``)."""
-    return _read(actions)[1]
+    return _read(actions).held
+
+
+def root_shares(actions: Sequence[Action]) -> dict[frozenset[str], float]:
+    """Each URL root's share of these actions' operations, the commonest's 1.0 (``/repos/...`` on GitHub):
+    the scope an unqualified name most likely means."""
+    return _read(actions).roots
 
 
 def guess_of(path: str) -> Guess | None:

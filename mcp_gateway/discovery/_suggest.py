@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..vocabulary.model import Action
-from ._rest_shape import GROUP_OF, GROUP_VERBS, Guess, guess_of, holder_counts, own_state_verb, shapes_of
+from ._rest_shape import GROUP_OF, GROUP_VERBS, Guess, guess_of, holder_counts, own_state_verb, root_shares, shapes_of
 from ._rest_shape import described as described_words
 from ._segment import summary_of
 from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
@@ -60,6 +60,10 @@ _LOOSE = 0.75
 
 _SCOPE = 0.05
 """Added to a match by how many kinds of resources its holder holds, the most of the matches' getting it all."""
+
+_ROOT = 0.03
+"""Added to a suggestion by its URL root's share of its API's operations: between near ties, the API's
+main scope (a repository's webhooks before an organization's on GitHub)."""
 
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
@@ -138,7 +142,7 @@ def suggest(
         hits = index._top(index._score(weighted, visible), _POOL, allow)
     # ``update_customer``, ``customers.update``, ``list_issues``: what an operation does to what, read
     # from its method and URL, over every visible action (the words may not reach the search's pool).
-    guess = _noun_reading(path, derived, named or visible) or guess_of(path)
+    guess = _noun_reading(path, derived, named or visible) or guess_of(path) or _denominal(path, named or visible)
     shaped: dict[str, float] = {}
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
@@ -218,6 +222,10 @@ def suggest(
     listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
     # The guess's opening verb when it names one change of state (``rollback_deploy``), else "".
     own_verb = guessed[0] if guessed and own_state_verb(guessed[0]) else ""
+    # Whether an operation read first by the guess's verb and resource spells that verb as the guess does.
+    verb_spelled = bool(spelled_words) and any(
+        rank == best_rank and spelled_words[0] in _spelled(name) for name, rank in shaped.items()
+    )
     for _, action, score in hits:
         words = identifier_terms(action.path)
         if caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
@@ -242,7 +250,11 @@ def suggest(
         # The name but for a verb's synonym or a word's number is what the guess spells, unless its method
         # and URL say the guess means another (``get_customer`` is one customer, not ``get_customers``).
         theirs_words = _words_of(action.path)
-        if (rank is None or rank <= best_rank) and (
+        if spelled_words == _ungrouped(action.path) and (rank is None or rank <= best_rank or not verb_spelled):
+            # The action's own name but for its group (``add_labels`` for ``issues.add_labels``): what the
+            # guess spells, before an operation its verb's synonym and resource read first (``create_label``).
+            final += _SAME_NAME
+        elif (rank is None or rank <= best_rank) and (
             _same_name(spelled_words, theirs_words) or spelled_words == _verb_first(action.path)
         ):
             final += _SAME_NAME
@@ -267,6 +279,7 @@ def suggest(
                 # workspace's teams before a user's): the API's own scope.
                 if rank == best_rank and tied:
                     final += _SCOPE * held.get(action.qualified_name, 0) / most_held
+        final += _ROOT * _root_share(index, action, guessed)
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
@@ -294,6 +307,26 @@ def _noun_reading(path: str, derived: dict[str, str], segments: list[Segment]) -
 
 
 _ACTION_NOUNS = ("tion", "sion")
+
+
+def _denominal(path: str, segments: list[Segment]) -> Guess | None:
+    """A guess opening with a noun used as a verb, read as the creation of that noun under what it names,
+    when some operation of ``segments`` is that: ``comment_on_issue`` and ``issues.comment`` ->
+    ``POST /issues/{id}/comments``, ``label_issue`` -> ``POST /issues/{id}/labels``. None otherwise
+    (``user_info`` names no user created under an info)."""
+    _, dot, last = path.rpartition(".")
+    words = _words_of(last)
+    if not words or (dot and len(words) > 1):
+        return None
+    guess = guess_of(f"{path}.create" if dot else f"create_{last}")
+    noun = stem(words[0])
+    if guess is None or len(guess.resource) < 2:
+        return None
+    for segment in segments:
+        for shape in shapes_of(segment.actions):
+            if shape is not None and noun in shape.resource and guess.matches(shape):
+                return guess
+    return None
 
 
 def guess_as_query(name: str) -> str:
@@ -346,6 +379,23 @@ def _verb_first(path: str) -> list[str]:
         return []
     words = _words_of(rest)
     return [*words[:1], *(_singular(word) for word in _words_of(group)), *words[1:]]
+
+
+def _root_share(index: DiscoveryIndex, action: Action, guessed: Collection[str]) -> float:
+    """The share of its connector's operations under ``action``'s URL root (``_rest_shape.root_shares``);
+    all of it when the guess names that root (``admin_...`` for ``/admin.conversations.archive``)."""
+    segment = index._segments.get(action.connector)
+    position = segment.by_path.get(action.path) if segment is not None else None
+    shape = shapes_of(segment.actions)[position] if segment is not None and position is not None else None
+    if segment is None or shape is None:
+        return 0.0
+    return 1.0 if shape.root <= set(guessed) else root_shares(segment.actions).get(shape.root, 0.0)
+
+
+def _ungrouped(path: str) -> list[str]:
+    """A grouped name's words after its group (``issues.add_labels`` -> add, labels); [] when ungrouped."""
+    _, dot, rest = path.rpartition(".")
+    return _words_of(rest) if dot else []
 
 
 def _singular(word: str) -> str:

@@ -162,6 +162,19 @@ def _bundled(*slugs: str) -> DiscoveryIndex:
         # subscription. Beside other catalogs the words' rarity alone put the channel banners' insert first.
         (("youtube", "plaid", "stripe"), "youtube.subscribe_channel", "youtube.youtube_subscriptions_insert"),
         (("youtube", "plaid", "stripe"), "youtube.subscribe_to_channel", "youtube.youtube_subscriptions_insert"),
+        # GitHub groups its names (``issues.add_labels``): a guess that is a name but for its group is that
+        # action, before the create its verb's synonym reads first (``POST /repos/{o}/{r}/labels``).
+        (("github",), "github.add_labels", "github.issues.add_labels"),
+        (("github",), "github.remove_label", "github.issues.remove_label"),
+        # A repository's webhooks and an organization's are alike in every word: most of GitHub's
+        # operations are a repository's, so the unqualified guess means the repository's.
+        (("github",), "github.list_webhooks", "github.repos.list_webhooks"),
+        (("github",), "github.list_code_scanning_alerts", "github.code_scanning.list_alerts_for_repo"),
+        # The caller's own repositories (``GET /user/repos``), not every public one (``GET /repositories``).
+        (("github",), "github.list_my_repos", "github.repos.list_for_authenticated_user"),
+        # A noun used as a verb creates that noun under what it names.
+        (("github",), "github.comment_on_issue", "github.issues.create_comment"),
+        (("github",), "github.issues.comment", "github.issues.create_comment"),
     ],
 )
 def test_on_a_real_catalog_the_first_suggestion_is_the_operation_meant(

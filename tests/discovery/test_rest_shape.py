@@ -462,3 +462,32 @@ def test_when_nothing_matches_a_near_tie_goes_to_the_operation_doing_the_verb() 
         ]
     )
     assert first(teams, "acme.list_team_members") == ["acme.get_users_for_team"]
+
+
+def test_a_url_root_shares_the_operations_under_it_and_the_caller_holds_what_follows_it() -> None:
+    from mcp_gateway.discovery._rest_shape import root_shares, shapes_of
+
+    actions = (
+        op("repo_hooks", "GET", "/repos/{owner}/{repo}/hooks"),
+        op("repo_issues", "GET", "/repos/{owner}/{repo}/issues"),
+        op("repo_pulls", "GET", "/repos/{owner}/{repo}/pulls"),
+        op("org_hooks", "GET", "/orgs/{org}/hooks"),
+        op("my_repos", "GET", "/user/repos"),
+        op("someones_repos", "GET", "/users/{username}/repos"),
+    )
+    shapes = shapes_of(actions)
+    shares = root_shares(actions)
+    assert [round(shares[shape.root], 2) for shape in shapes if shape is not None][:4] == [1.0, 1.0, 1.0, 0.33]
+    # ``/user/repos`` is the caller's own repositories; ``/users/{username}/repos`` someone's.
+    assert [shape.under_caller for shape in shapes if shape is not None][4:] == [True, False]
+
+
+def test_a_guess_naming_the_caller_reads_the_callers_own_collection() -> None:
+    index = indexed(
+        [
+            op("repos_list_public", "GET", "/repositories", "List public repositories"),
+            op("repos_list_for_authenticated_user", "GET", "/user/repos", "List the authenticated user's repositories"),
+            op("repos_list_for_user", "GET", "/users/{username}/repos", "List repositories for a user"),
+        ]
+    )
+    assert first(index, "acme.list_my_repos") == ["acme.repos_list_for_authenticated_user"]
