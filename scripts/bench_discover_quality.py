@@ -398,7 +398,7 @@ def minilm_rankers(actions: Sequence[Action]) -> dict[str, RankFn]:
     def hybrid(query: str, k: int, view: Collection[str] | None = None) -> list[str]:
         lexical = index.find(query, limit=max(k, _rank.POOL), connectors=view)
         allowed = every if view is None else every & set(view)
-        vector, each = anyio.run(search.query_vector, index, query), anyio.run(search.ask_vectors, index, query)
+        vector, each = anyio.run(search.query_vectors, index, query)
         found = search.rank(index, lexical, vector, allowed=allowed, limit=k, asks=each)
         unsure = found.confidence == "low"
         return Ranked((a.qualified_name for a, _ in found.hits), lambda: unsure)

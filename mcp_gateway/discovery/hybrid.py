@@ -215,8 +215,7 @@ class HybridSearch:
         query = index.corrected(query)
         lexical = index.find(query, limit=max(limit, _rank.POOL), connectors=connectors, allow=allow)
         try:
-            vector = await self.query_vector(index, query)
-            each = await self.ask_vectors(index, query)
+            vector, each = await self.query_vectors(index, query)
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
@@ -226,21 +225,28 @@ class HybridSearch:
         """The vector ``query`` is searched by: that of its text with typos repaired (``index.corrected``);
         for a message of several sentences, mixed with that of the sentences that make its request
         (``_message.asks``, weight ``ASK_BLEND``), so its context does not pull it elsewhere."""
+        vector, _ = await self._embed(index, query, each_ask=False)
+        return vector
+
+    async def query_vectors(self, index: DiscoveryIndex, query: str) -> tuple[Matrix, Matrix | None]:
+        """``query_vector``, and one vector per ask of a message that counts off several
+        (``_message.several_asks``; else None), embedded in one call to the provider."""
+        return await self._embed(index, query, each_ask=True)
+
+    async def _embed(self, index: DiscoveryIndex, query: str, *, each_ask: bool) -> tuple[Matrix, Matrix | None]:
         text = index.corrected(query)
         requests = asks(text)
-        if requests is None:
-            return await self.embedder.embed_query(text)
-        import numpy as np
+        each = several_asks(text) if each_ask else None
+        texts = [text, *([" ".join(requests)] if requests is not None else []), *(each or ())]
+        matrix = await self.embedder.provider.embed(texts)
+        vector = matrix[0]
+        if requests is not None:
+            import numpy as np
 
-        both = await self.embedder.provider.embed([text, " ".join(requests)])
-        mixed = (1.0 - ASK_BLEND) * both[0] + ASK_BLEND * both[1]
-        norm = float(np.linalg.norm(mixed))
-        return mixed / norm if norm > 0 else both[0]
-
-    async def ask_vectors(self, index: DiscoveryIndex, query: str) -> Matrix | None:
-        """One vector per ask of a message that counts off several (``_message.several_asks``), else None."""
-        each = several_asks(index.corrected(query))
-        return None if each is None else await self.embedder.provider.embed(list(each))
+            mixed = (1.0 - ASK_BLEND) * matrix[0] + ASK_BLEND * matrix[1]
+            norm = float(np.linalg.norm(mixed))
+            vector = mixed / norm if norm > 0 else matrix[0]
+        return vector, (matrix[len(texts) - len(each) :] if each else None)
 
     def rank(
         self,
@@ -254,7 +260,7 @@ class HybridSearch:
         asks: Matrix | None = None,
     ) -> SearchResult:
         """The fusion itself, for a lexical pool and the query's vector (``find`` minus the embedding;
-        the quality benchmark calls it directly). With ``asks`` (``ask_vectors``), the first hits cover
+        the quality benchmark calls it directly). With ``asks`` (``query_vectors``), the first hits cover
         each ask (``_coverage``)."""
         dense = self.embedder.index
         fused = fuse(

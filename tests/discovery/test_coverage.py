@@ -54,8 +54,7 @@ def test_each_ask_of_a_message_reaches_the_first_hits(slack: tuple[DiscoveryInde
     index, search = slack
     message = "Archive the #old-marketing channel. Also, set my status to away and snooze my notifications for an hour."
     lexical = index.find(message, limit=_rank.POOL)
-    vector = anyio.run(search.query_vector, index, message)
-    each = anyio.run(search.ask_vectors, index, message)
+    vector, each = anyio.run(search.query_vectors, index, message)
     assert each is not None and len(each) == 3
 
     def first_five(asks: Matrix | None) -> list[str]:

@@ -74,10 +74,12 @@ class CountingProvider:
 
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.calls = 0
 
     async def embed(self, texts: Sequence[str]) -> object:
         import numpy as np
 
+        self.calls += 1
         self.texts.extend(texts)
         rows = np.zeros((len(texts), 64), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -362,3 +364,16 @@ async def test_the_query_vector_reads_the_repaired_text_and_a_long_messages_requ
     await search.query_vector(index, message)
     # The whole message and its request, mixed: the context cannot pull the vector elsewhere alone.
     assert provider.texts == [message, "Could you schedule a meeting with the landlord?"]
+
+    # A message that counts off its asks: the message, its request and each ask go in one call (one round
+    # trip to a remote provider), and each ask's vector is its own text's.
+    provider.texts.clear()
+    provider.calls = 0
+    message = "Schedule a meeting with the landlord. Then cancel the standup."
+    vector, each = await search.query_vectors(index, message)
+    assert provider.calls == 1
+    assert provider.texts == [message, "Schedule a meeting with the landlord.", "Then cancel the standup."]
+    assert each is not None and len(each) == 2
+    alone = await provider.embed(["Then cancel the standup."])
+    assert each[1].tolist() == alone[0].tolist()  # type: ignore[index]
+    assert vector.tolist() == (await search.query_vector(index, message)).tolist()
