@@ -21,12 +21,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import Any
 
 from ..manifest import CATALOG_DIR, Manifest
 from ..vocabulary.model import Action
 from ._segment import summary_of
-from ._text import identifier_terms, prose_terms, stem
+from ._text import PHRASES, SYNONYMS, VERBS, identifier_terms, keep, prose_terms, prose_words, stem
 
 __all__ = ["TERMS_FILE", "CatalogHint", "CatalogHints", "action_terms", "catalog_hint_text"]
 
@@ -63,6 +64,30 @@ _STAND_INS: dict[str, tuple[tuple[str, float], ...]] = {
 }
 
 
+# Two words that name a kind of product together ("a text message" is an SMS, "a video call" a meeting),
+# beside the phrases ``discover`` reads (``_text.PHRASES``).
+_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
+    pair: tuple(stem(word) for word in words.split())
+    for pair, words in {
+        ("text", "message"): "sms",
+        ("text", "messages"): "sms",
+        ("video", "call"): "video meeting",
+        ("video", "meeting"): "video meeting",
+        ("phone", "call"): "voice call",
+        ("cloud", "storage"): "cloud storage file",
+        ("feature", "flag"): "feature flag",
+        ("feature", "toggle"): "feature flag",
+        ("send", "money"): "transfer",
+        ("wire", "money"): "transfer",
+        ("credit", "card"): "card payment",
+    }.items()
+}
+
+
+# Words that name a kind of product alone ("an SMS", "my calendar").
+_KIND_WORDS = frozenset(stem(word) for word in "sms mms email spreadsheet calendar webinar kubernetes".split())
+
+
 def action_terms(action: Action) -> str:
     """An action's index terms (its path's and its summary's), sorted and space-separated."""
     return " ".join(sorted(set(identifier_terms(action.path)) | set(prose_terms(summary_of(action)))))
@@ -92,6 +117,8 @@ class _Entry:
     name: str
     description: str
     actions: tuple[frozenset[str], ...]
+    about: frozenset[str] = frozenset()
+    """Its description's terms: what the API is, which every action of it shares in part."""
 
 
 class CatalogHints:
@@ -124,7 +151,7 @@ class CatalogHints:
                 if isinstance(listed, list)
                 else (named | frozenset(prose_terms(description)),)
             )
-            entries.append(_Entry(key, name, description, actions))
+            entries.append(_Entry(key, name, description, actions, frozenset(prose_terms(description))))
         return tuple(entries)
 
     @cached_property
@@ -148,64 +175,131 @@ class CatalogHints:
         """The catalog APIs not in ``manifest`` that serve ``query`` better than ``configured`` (the
         best configured hits), best first; none when what is configured serves it."""
         idf = self._idf
-        wanted = [term for term in dict.fromkeys(prose_terms(query)) if _weight(term, idf) > 0]
-        if len(wanted) < 2:
-            return []  # one word says too little about which API to add
-        total = sum(_weight(term, idf) for term in wanted)
+        wanted = _wanted(query, idf)
+        kinds = _kinds(query)
+        if len(wanted) < 2 and not any(len(kind) > 1 or kind[0] not in _KIND_WORDS for kind in kinds):
+            return []  # one word says too little about which API to add ("send money" is two)
+        total = sum(weight for weight, _ in wanted)
         names = {cfg.slug: frozenset(identifier_terms(cfg.name or cfg.slug)) for cfg in manifest.connectors}
         mine = max(
             (
-                _coverage(wanted, idf, frozenset(action_terms(a).split()) | names.get(a.connector, frozenset()), total)
+                _coverage(wanted, frozenset(action_terms(a).split()) | names.get(a.connector, frozenset()), total)
                 for a in configured
             ),
             default=0.0,
         )
         floor = max(UNSURE if unsure else FULL, mine + MARGIN)
-        if floor > 1.0:
-            return []
         taken = {cfg.catalog for cfg in manifest.connectors if cfg.catalog} | {cfg.slug for cfg in manifest.connectors}
+        said = set(prose_words(query))
+        # An action covers a word itself, or in part through what its API is (its description): "send a
+        # text message" is Twilio's message create, on an API of text messages.
+        shared = [
+            sum(weight * _ABOUT_SHARE * _share(alternatives, entry.about) for weight, alternatives in wanted)
+            for entry in self._entries
+        ]
         covered: dict[tuple[int, int], float] = {}
-        for term in wanted:
-            weight = _weight(term, idf)
+        for weight, alternatives in wanted:
             shares: dict[tuple[int, int], float] = {}
-            for other, share in ((term, 1.0), *_STAND_INS.get(term, ())):
+            for other, share in alternatives:
                 for where in self._postings.get(other, ()):
                     shares[where] = max(shares.get(where, 0.0), share)
-            for where, share in shares.items():
-                covered[where] = covered.get(where, 0.0) + weight * share
-        best: dict[int, float] = {}
+            for (e, a), share in shares.items():
+                beyond = share - _ABOUT_SHARE * _share(alternatives, self._entries[e].about)
+                if beyond > 0:
+                    covered[(e, a)] = covered.get((e, a), 0.0) + weight * beyond
+        best: dict[int, float] = {e: shared[e] / total for e in range(len(self._entries)) if shared[e] > 0}
         for (e, _), weight in covered.items():
-            best[e] = max(best.get(e, 0.0), weight / total)
-        found = [
-            CatalogHint(entry.id, entry.name, entry.description, round(best[e], 3))
-            for e, entry in enumerate(self._entries)
-            if entry.id not in taken and best.get(e, 0.0) >= floor
-        ]
-        found.sort(key=lambda hint: (-hint.coverage, hint.id))
-        return found[:LIMIT]
+            best[e] = max(best.get(e, 0.0), (shared[e] + weight) / total)
+        found: list[tuple[bool, CatalogHint]] = []
+        for e, entry in enumerate(self._entries):
+            # A product the request names, or whose kind it names ("a feature flag", "a text message"), needs
+            # less, and comes first.
+            named = _named_floor(entry, said, kinds, mine)
+            if entry.id not in taken and best.get(e, 0.0) >= (named or floor):
+                hint = CatalogHint(entry.id, entry.name, entry.description, round(best[e], 3))
+                found.append((named is not None, hint))
+        if any(named for named, _ in found):
+            found = [item for item in found if item[0]]  # what the request names, not what it also mentions
+        found.sort(key=lambda item: (-item[1].coverage, item[1].id))
+        return [hint for _, hint in found[:LIMIT]]
 
 
-def _weight(term: str, idf: dict[str, float]) -> float:
-    """How rare a word is across the catalog (a word it never uses: as rare as its stand-ins)."""
-    return idf.get(term) or max((idf.get(other, 0.0) for other, _ in _STAND_INS.get(term, ())), default=0.0)
+def _named_floor(entry: _Entry, said: set[str], kinds: list[tuple[str, ...]], mine: float) -> float | None:
+    """The least share of the request an entry must cover when the request names it ("in Jira", "our
+    google drive": as much as an unsure ranking would) or a kind of product (``_kinds``) its description
+    says it is ("a video meeting": only more than what is configured, whatever the rest of the request
+    is about); None when the request names neither."""
+    words = [word.lower() for word in entry.name.split()]
+    if entry.id.replace("-", "") in said or (len(words) > 0 and all(word in said for word in words)):
+        return max(UNSURE, mine)
+    if any(entry.about.issuperset(kind) for kind in kinds):
+        return max(mine, 1e-9)
+    return None
 
 
-def _known(term: str, idf: dict[str, float]) -> bool:
-    return term in idf or any(other in idf for other, _ in _STAND_INS.get(term, ()))
+def _kinds(query: str) -> list[tuple[str, ...]]:
+    """The kinds of product a request names (``_KINDS``), as the terms each means."""
+    words = prose_words(query)
+    pairs = [kind for pair in pairwise(words) if (kind := _KINDS.get(pair))]
+    return [*pairs, *((term,) for word in words if (term := stem(word)) in _KIND_WORDS)]
 
 
-def _coverage(wanted: list[str], idf: dict[str, float], terms: frozenset[str], total: float) -> float:
-    """The share of the request's weight that ``terms`` cover (a stand-in word at its weight)."""
+_SYNONYM_SHARE = 0.75
+"""How much a synonym discover knows counts for the word it stands in for ("ticket" for an issue)."""
+
+
+def _wanted(query: str, idf: dict[str, float]) -> list[tuple[float, tuple[tuple[str, float], ...]]]:
+    """The request's words, each as its weight (how rare it is across the catalog) and the terms that
+    cover it with their shares: itself, its stand-ins and synonyms; a two-word phrase ("turn on",
+    "video call") as one word that its meaning's terms cover. A word the catalog never uses, and nothing
+    stands in for, says nothing about which API serves the request."""
+    words = prose_words(query)
+    items: dict[str, tuple[float, tuple[tuple[str, float], ...]]] = {}
+    phrased: set[int] = set()
+    for i, pair in enumerate(pairwise(words)):
+        kind, meaning = _KINDS.get(pair), PHRASES.get(pair)
+        if kind:
+            # What a product of that kind is about, each word as rare as the rarest: "video meeting".
+            phrased.update((i, i + 1))
+            weight = max(idf.get(term, 0.0) for term in kind)
+            items.update({term: (weight, ((term, 1.0),)) for term in kind if weight > 0 and term not in items})
+        elif meaning:
+            # What the two words ask for, in any of its words ("turn on": enable, or an update).
+            phrased.update((i, i + 1))
+            weight = max((idf.get(term, 0.0) for term in meaning), default=0.0)
+            if weight > 0:
+                items[" ".join(pair)] = (weight, tuple((term, 1.0) for term in meaning))
+    for i, word in enumerate(words):
+        term = stem(word)
+        if i in phrased or not keep(word) or term in items:
+            continue
+        # A noun's synonyms, not a verb's ("post" is as often an HTTP method's name as a sending); where a
+        # stand-in says how much a word counts for this one, it decides (a Slack message is only somewhat an
+        # email).
+        shares = {other: _SYNONYM_SHARE for other in SYNONYMS.get(term, ()) if term not in VERBS}
+        shares.update(_STAND_INS.get(term, ()))
+        shares.pop(term, None)
+        alternatives = ((term, 1.0), *shares.items())
+        weight = idf.get(term) or max((idf.get(other, 0.0) * share for other, share in alternatives[1:]), default=0.0)
+        if weight > 0:
+            items[term] = (weight, alternatives)
+    return list(items.values())
+
+
+_ABOUT_SHARE = 0.75
+"""How much a word of an API's description counts for each of its actions."""
+
+
+def _share(alternatives: tuple[tuple[str, float], ...], terms: frozenset[str]) -> float:
+    """How much of a request's word ``terms`` cover: its best alternative among them."""
+    return max((share for other, share in alternatives if other in terms), default=0.0)
+
+
+def _coverage(wanted: list[tuple[float, tuple[tuple[str, float], ...]]], terms: frozenset[str], total: float) -> float:
+    """The share of the request's weight that ``terms`` cover (a stand-in at its share)."""
     if total <= 0:
         return 0.0
-    covered = 0.0
-    for term in wanted:
-        weight = _weight(term, idf)
-        if term in terms:
-            covered += weight
-        else:
-            covered += weight * max((share for other, share in _STAND_INS.get(term, ()) if other in terms), default=0.0)
-    return covered / total
+    return sum(weight * _share(alternatives, terms) for weight, alternatives in wanted) / total
 
 
 def catalog_hint_text(hints: list[CatalogHint], hint: str | None) -> str | None:

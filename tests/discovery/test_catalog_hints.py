@@ -3,14 +3,16 @@ with the operator's command, and never adds them; ``catalog/terms.json.gz`` is c
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from pathlib import Path
 
 import pytest
 
+from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery.catalog_hints import TERMS_FILE, CatalogHints, action_terms
-from mcp_gateway.manifest import CATALOG_DIR, load_manifest, parse_manifest
+from mcp_gateway.manifest import CATALOG_DIR, Manifest, load_manifest, parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.sources.openapi import load_openapi
@@ -75,3 +77,59 @@ async def test_the_terms_file_is_current() -> None:
     for name, spec in (("petstore", "petstore.json"), ("nytimes-books", "nytimes-books.json")):
         actions = (await load_openapi(str(CATALOG_DIR / "specs" / spec), connector=name)).actions
         assert data[name]["actions"] == sorted({action_terms(a) for a in actions} - {""}), name
+
+
+@functools.cache
+def _default_gateway() -> tuple[Manifest, DiscoveryIndex]:
+    """The default manifest's connectors (GitHub, Petstore), indexed as the gateway indexes them."""
+    from scripts.bench_heldout import bundled_catalog
+
+    manifest = load_manifest(None)
+    index = DiscoveryIndex()
+    for cfg in manifest.connectors:
+        index.replace_connector(cfg.slug, list(bundled_catalog(cfg.catalog or cfg.slug)))
+    return manifest, index
+
+
+@pytest.mark.parametrize(
+    ("request_", "meant"),
+    [
+        # A kind of product named in two words, which the catalog entry's description says it is.
+        ("send a text message to +15551234567", {"twilio", "telnyx"}),
+        ("set up a video call", {"zoom"}),
+        ("turn on a feature flag", {"launchdarkly"}),
+        ("send money abroad to a supplier", {"wise"}),
+        ("upload a file to cloud storage", {"google-drive", "box"}),
+        # ... or in one word, with more of the request.
+        ("send an SMS reminder", {"twilio", "telnyx"}),
+        ("email my team the report", {"sendgrid", "gmail"}),
+        # A product named: it needs only serve the rest as an unsure ranking would.
+        ("file a bug in Jira", {"jira"}),
+        ("export a figma frame as png", {"figma"}),
+        # A word discover reads as another ("a colleague" is a user) and an API's description.
+        ("share a document with a colleague", {"google-drive", "box"}),
+        ("store a file in the cloud", {"google-drive", "box"}),
+        ("give the customer their money back", {"stripe", "square"}),
+    ],
+)
+def test_the_catalog_apis_named_are_those_a_request_worded_any_way_means(request_: str, meant: set[str]) -> None:
+    manifest, index = _default_gateway()
+    found = index.find(request_, limit=10)
+    named = [
+        hint.id
+        for hint in CatalogHints().suggest(
+            manifest, request_, [action for action, _ in found.hits[:3]], unsure=found.confidence == "low"
+        )
+    ]
+    assert named and named[0] in meant, named
+
+
+@pytest.mark.parametrize(
+    "request_",
+    ["open a pull request", "add a new pet to the store", "create an issue", "star a repository", "tell me a joke"],
+)
+def test_what_is_configured_or_nothing_serves_names_no_catalog_api(request_: str) -> None:
+    manifest, index = _default_gateway()
+    found = index.find(request_, limit=10)
+    best = [action for action, _ in found.hits[:3]]
+    assert CatalogHints().suggest(manifest, request_, best, unsure=found.confidence == "low") == []
