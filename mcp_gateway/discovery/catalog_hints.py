@@ -177,7 +177,7 @@ class CatalogHints:
         idf = self._idf
         wanted = _wanted(query, idf)
         kinds = _kinds(query)
-        if len(wanted) < 2 and not any(len(kind) > 1 or kind[0] not in _KIND_WORDS for kind in kinds):
+        if len(wanted) < 2 and all(_KIND_WORDS.issuperset(kind) for kind in kinds):
             return []  # one word says too little about which API to add ("send money" is two)
         total = sum(weight for weight, _ in wanted)
         names = {cfg.slug: frozenset(identifier_terms(cfg.name or cfg.slug)) for cfg in manifest.connectors}
