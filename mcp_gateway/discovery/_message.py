@@ -156,6 +156,20 @@ def _request_score(sentence: str) -> int:
     return 1 if sentence.rstrip().endswith("?") else 0
 
 
+_ONLY_ASKING = frozenset(
+    """can could would will you please pls kindly help assist me us with a an the few couple some several
+    following these those this that them it things thing tasks task questions question problems problem
+    stuff something out of i we me my our need want like to do for on and or as well two three four""".split()
+) | _FILLER
+"""Words of a sentence that only asks for help ("Can you help me with a few things?", "Could you assist
+me with these?"): it says nothing about what is wanted."""
+
+
+def _asks_for_something(sentence: str) -> bool:
+    """Whether a sentence says what it asks for, beyond asking for help."""
+    return any(word not in _ONLY_ASKING for word in _WORDS.findall(sentence.lower()))
+
+
 def asks(message: str) -> tuple[str, ...] | None:
     """The sentences of a long message (``LONG_MESSAGE``) that make its request (the best-scored ones),
     or None when it is short, one sentence, or none of its sentences reads as a request."""
@@ -170,7 +184,7 @@ def _asks(message: str) -> tuple[str, ...] | None:
     parts = sentences(message)
     if len(parts) < 2:
         return None
-    scores = [_request_score(part) for part in parts]
+    scores = [_request_score(part) if _asks_for_something(part) else 0 for part in parts]
     best = max(scores)
     if best == 0:
         return None
@@ -206,7 +220,7 @@ def several_asks(message: str) -> tuple[str, ...] | None:
         clause.strip()
         for sentence in sentences(message)
         for clause in _NEXT_ASK.split(sentence)
-        if clause.strip() and _request_score(clause) > 0
+        if clause.strip() and _request_score(clause) > 0 and _asks_for_something(clause)
     ]
     return tuple(found[:MAX_ASKS]) if len(found) >= 2 else None
 

@@ -86,6 +86,7 @@ _CONTEXT = (
             "I'd rather request a report I download later.",
         ),
         ("The old one is gone. We'd prefer a new invoice for May.", "We'd prefer a new invoice for May."),
+        ("Could you help me with a few things? I need to invite Bob.", "I need to invite Bob."),
     ],
 )
 def test_the_request_sentence_is_found(message: str, ask: str) -> None:
@@ -243,6 +244,11 @@ def test_an_everyday_opening_verb_picks_the_operation_of_its_kind() -> None:
         (
             "First, refund the charge. Second, close the ticket and send the customer a note.",
             ("First, refund the charge.", "Second, close the ticket", "send the customer a note."),
+        ),
+        # A sentence that only asks for help says nothing of what: it is no ask of its own.
+        (
+            "Can you help me with two things? First, convert 5000 yen to dollars. Then convert 15 km to miles.",
+            ("First, convert 5000 yen to dollars.", "Then convert 15 km to miles."),
         ),
     ],
 )
