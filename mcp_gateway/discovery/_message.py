@@ -156,11 +156,14 @@ def _request_score(sentence: str) -> int:
     return 1 if sentence.rstrip().endswith("?") else 0
 
 
-_ONLY_ASKING = frozenset(
-    """can could would will you please pls kindly help assist me us with a an the few couple some several
+_ONLY_ASKING = (
+    frozenset(
+        """can could would will you please pls kindly help assist me us with a an the few couple some several
     following these those this that them it things thing tasks task questions question problems problem
     stuff something out of i we me my our need want like to do for on and or as well two three four""".split()
-) | _FILLER
+    )
+    | _FILLER
+)
 """Words of a sentence that only asks for help ("Can you help me with a few things?", "Could you assist
 me with these?"): it says nothing about what is wanted."""
 
