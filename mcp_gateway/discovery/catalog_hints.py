@@ -80,12 +80,19 @@ _KINDS: dict[tuple[str, str], tuple[str, ...]] = {
         ("send", "money"): "transfer",
         ("wire", "money"): "transfer",
         ("credit", "card"): "card payment",
+        ("team", "chat"): "team chat",
+        ("virtual", "machine"): "virtual machine",
+        ("virtual", "machines"): "virtual machine",
+        ("exchange", "rate"): "exchange rate",
+        ("project", "management"): "project management",
+        ("design", "file"): "design file",
+        ("bank", "balance"): "bank balance",
     }.items()
 }
 
 
 # Words that name a kind of product alone ("an SMS", "my calendar").
-_KIND_WORDS = frozenset(stem(word) for word in "sms mms email spreadsheet calendar webinar kubernetes".split())
+_KIND_WORDS = frozenset(stem(word) for word in "sms mms email spreadsheet calendar webinar kubernetes website".split())
 
 
 def action_terms(action: Action) -> str:
