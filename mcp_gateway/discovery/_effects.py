@@ -167,6 +167,7 @@ _RAW_RETURNED: dict[str, str] = {
     "remaining": "how much is left",
     "available": "how much is left",
     "balance": "how much money we have",
+    "quota": "how much is allowed, how much is left",
 }
 """Response field name -> what a user asks to learn ("how many requests do I have *left*")."""
 

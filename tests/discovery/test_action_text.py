@@ -90,6 +90,19 @@ def test_a_field_the_action_returns_breaks_a_tie_but_is_not_indexed() -> None:
     assert index.search("arrival", limit=2) == []
 
 
+def test_a_quota_the_action_returns_says_how_much_is_left() -> None:
+    index = DiscoveryIndex()
+    index.replace_connector(
+        "pay",
+        [
+            action("about.get", "Gets information about the user and the drive", returns="user storageQuota limit"),
+            action("files.list", "Lists the files of the drive", returns="files nextPageToken"),
+        ],
+    )
+    found = index.search("how much space is left on my drive", limit=2)
+    assert [a.path for a, _ in found][:1] == ["about.get"]
+
+
 # -- long queries ------------------------------------------------------------------------------------
 
 
