@@ -222,7 +222,7 @@ class CatalogHints:
             # A product the request names, or whose kind it names ("a feature flag", "a text message"), needs
             # less, and comes first.
             named = _named_floor(entry, said, kinds, mine)
-            if entry.id not in taken and best.get(e, 0.0) >= (named or floor):
+            if entry.id not in taken and e in best and best[e] >= (floor if named is None else named):
                 hint = CatalogHint(entry.id, entry.name, entry.description, round(best[e], 3))
                 found.append((named is not None, hint))
         if any(named for named, _ in found):
@@ -234,13 +234,13 @@ class CatalogHints:
 def _named_floor(entry: _Entry, said: set[str], kinds: list[tuple[str, ...]], mine: float) -> float | None:
     """The least share of the request an entry must cover when the request names it ("in Jira", "our
     google drive": as much as an unsure ranking would) or a kind of product (``_kinds``) its description
-    says it is ("a video meeting": only more than what is configured, whatever the rest of the request
-    is about); None when the request names neither."""
+    says it is ("a video meeting": as much as what is configured covers, whatever the rest of the
+    request is about); None when the request names neither."""
     words = [word.lower() for word in entry.name.split()]
     if entry.id.replace("-", "") in said or (len(words) > 0 and all(word in said for word in words)):
         return max(UNSURE, mine)
     if any(entry.about.issuperset(kind) for kind in kinds):
-        return max(mine, 1e-9)
+        return mine
     return None
 
 

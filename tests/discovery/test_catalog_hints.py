@@ -133,3 +133,13 @@ def test_what_is_configured_or_nothing_serves_names_no_catalog_api(request_: str
     found = index.find(request_, limit=10)
     best = [action for action, _ in found.hits[:3]]
     assert CatalogHints().suggest(manifest, request_, best, unsure=found.confidence == "low") == []
+
+
+def test_the_benchmarks_requests_name_bundled_entries() -> None:
+    """``scripts/bench_catalog_hints.py``'s requests: each names catalog entries that exist, in a split."""
+    rows = json.loads((Path(__file__).parents[1] / "data" / "intents" / "catalog_hints.json").read_text())
+    entries = {path.stem for path in CATALOG_DIR.glob("*.yaml")}
+    assert len(rows) >= 50
+    for row in rows:
+        assert set(row) == {"request", "catalog", "split"} and row["split"] in ("dev", "holdout"), row
+        assert set(row["catalog"]) <= entries, row
