@@ -245,10 +245,12 @@ def _named_floor(entry: _Entry, said: set[str], kinds: list[tuple[str, ...]], mi
 
 
 def _kinds(query: str) -> list[tuple[str, ...]]:
-    """The kinds of product a request names (``_KINDS``), as the terms each means."""
+    """The kinds of product a request names (``_KINDS``), as the terms each means; a request opening with
+    "text" asks for an SMS ("text the customer that…")."""
     words = prose_words(query)
     pairs = [kind for pair in pairwise(words) if (kind := _KINDS.get(pair))]
-    return [*pairs, *((term,) for word in words if (term := stem(word)) in _KIND_WORDS)]
+    opening = [(stem("sms"),)] if words[:1] == ["text"] else []
+    return [*pairs, *opening, *((term,) for word in words if (term := stem(word)) in _KIND_WORDS)]
 
 
 _SYNONYM_SHARE = 0.75

@@ -102,6 +102,8 @@ def _default_gateway() -> tuple[Manifest, DiscoveryIndex]:
         ("upload a file to cloud storage", {"google-drive", "box"}),
         # ... or in one word, with more of the request.
         ("send an SMS reminder", {"twilio", "telnyx"}),
+        # A request opening with "text" asks for an SMS, whatever the message says.
+        ("text the customer that their order shipped", {"twilio", "telnyx"}),
         ("email my team the report", {"sendgrid", "gmail"}),
         # A product named: it needs only serve the rest as an unsure ranking would.
         ("file a bug in Jira", {"jira"}),
