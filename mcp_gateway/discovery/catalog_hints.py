@@ -77,6 +77,7 @@ _KINDS: dict[tuple[str, str], tuple[str, ...]] = {
         ("cloud", "storage"): "cloud storage file",
         ("feature", "flag"): "feature flag",
         ("feature", "toggle"): "feature flag",
+        ("roll", "out"): "rollout",
         ("send", "money"): "transfer",
         ("wire", "money"): "transfer",
         ("credit", "card"): "card payment",

@@ -98,6 +98,7 @@ def _default_gateway() -> tuple[Manifest, DiscoveryIndex]:
         ("send a text message to +15551234567", {"twilio", "telnyx"}),
         ("set up a video call", {"zoom"}),
         ("turn on a feature flag", {"launchdarkly"}),
+        ("roll out the new checkout to 10 percent of users", {"launchdarkly"}),
         ("send money abroad to a supplier", {"wise"}),
         ("upload a file to cloud storage", {"google-drive", "box"}),
         # ... or in one word, with more of the request.
