@@ -184,7 +184,9 @@ class CatalogHints:
         best configured hits), best first; none when what is configured serves it."""
         idf = self._idf
         wanted = _wanted(query, idf)
-        kinds = _kinds(query)
+        # A kind of product something configured already is ("an SMS" with Twilio there) names nothing new.
+        served = [frozenset(prose_terms(cfg.description or "")) for cfg in manifest.connectors]
+        kinds = [kind for kind in _kinds(query) if not any(about.issuperset(kind) for about in served)]
         if len(wanted) < 2 and all(_KIND_WORDS.issuperset(kind) for kind in kinds):
             return []  # one word says too little about which API to add ("send money" is two)
         total = sum(weight for weight, _ in wanted)

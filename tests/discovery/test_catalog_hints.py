@@ -146,3 +146,21 @@ def test_the_benchmarks_requests_name_bundled_entries() -> None:
     for row in rows:
         assert set(row) == {"request", "catalog", "split"} and row["split"] in ("dev", "holdout"), row
         assert set(row["catalog"]) <= entries, row
+
+
+def test_a_kind_of_product_already_configured_names_no_other() -> None:
+    """With Twilio configured, "a text message" is served: Telnyx, an API of the same kind, is not named."""
+    from scripts.bench_heldout import bundled_catalog
+
+    manifest = parse_manifest("connectors:\n  - slug: twilio\n    catalog: twilio\n")
+    index = DiscoveryIndex()
+    index.replace_connector("twilio", list(bundled_catalog("twilio")))
+    hints = CatalogHints()
+    for request in ("send a text message to the customer", "send an SMS reminder"):
+        found = index.find(request, limit=10)
+        best = [action for action, _ in found.hits[:3]]
+        assert hints.suggest(manifest, request, best, unsure=found.confidence == "low") == [], request
+    # A kind nothing configured is still named.
+    found = index.find("set up a video call", limit=10)
+    best = [action for action, _ in found.hits[:3]]
+    assert [h.id for h in hints.suggest(manifest, "set up a video call", best, unsure=False)] == ["zoom"]
