@@ -1,6 +1,6 @@
 """How often ``discover`` names the right bundled catalog API for a request nothing configured serves.
 
-Each request of ``tests/data/intents/catalog_hints.json`` is asked of the default gateway (the bundled
+Each request of ``tests/data/intents/catalog_hints/requests.json`` is asked of the default gateway (the bundled
 manifest: GitHub and Petstore), ranked lexically as the gateway ranks it; the catalog APIs named
 (``discovery.catalog_hints``) are compared with the row's ``catalog``: right when the first one named is
 one of them, or, for a row with none (what is configured serves it, or nothing does), when none is named.
@@ -25,7 +25,7 @@ from mcp_gateway.discovery.catalog_hints import CatalogHints  # noqa: E402
 from mcp_gateway.manifest import load_manifest  # noqa: E402
 from scripts.bench_heldout import bundled_catalog  # noqa: E402
 
-REQUESTS = REPO / "tests" / "data" / "intents" / "catalog_hints.json"
+REQUESTS = REPO / "tests" / "data" / "intents" / "catalog_hints" / "requests.json"
 
 
 def named(index: DiscoveryIndex, hints: CatalogHints, request: str) -> list[str]:

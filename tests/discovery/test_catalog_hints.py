@@ -140,7 +140,7 @@ def test_what_is_configured_or_nothing_serves_names_no_catalog_api(request_: str
 
 def test_the_benchmarks_requests_name_bundled_entries() -> None:
     """``scripts/bench_catalog_hints.py``'s requests: each names catalog entries that exist, in a split."""
-    rows = json.loads((Path(__file__).parents[1] / "data" / "intents" / "catalog_hints.json").read_text())
+    rows = json.loads((Path(__file__).parents[1] / "data" / "intents" / "catalog_hints" / "requests.json").read_text())
     entries = {path.stem for path in CATALOG_DIR.glob("*.yaml")}
     assert len(rows) >= 50
     for row in rows:
