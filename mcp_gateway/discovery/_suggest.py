@@ -24,6 +24,7 @@ from ._text import SYNONYMS, fold_name, identifier_terms, prose_terms, stem
 
 if TYPE_CHECKING:
     from ._index import DiscoveryIndex
+    from ._rest_shape import Shape
     from ._segment import Segment
 
 __all__ = ["guess_as_query", "suggest"]
@@ -220,6 +221,9 @@ def suggest(
     # ``get_call_recordings`` reads a collection: spelled as its list is spelled too.
     reads_all = guess is not None and guess.plural and guess.verbs == _READ_VERBS
     listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
+    # ``get_issue_comments``: the comments of one issue, a collection some URL holds under the issue the
+    # guess names; then a summary saying "Get an issue comment" (one member) is not what it spells.
+    nested = reads_all and guess is not None and _holds_named(index, shaped, guess.resource)
     # The guess's opening verb when it names one change of state (``rollback_deploy``), else "".
     own_verb = guessed[0] if guessed and own_state_verb(guessed[0]) else ""
     # Whether an operation read first by the guess's verb and resource spells that verb as the guess does.
@@ -244,7 +248,7 @@ def suggest(
         # catches what word splitting misses; exact spelling tells "rulesets" from "ruleset"; the search
         # score leans toward what the action is about.
         final = 0.4 * overlap + 0.2 * described + 0.2 * shape + 0.1 * spelling + 0.1 * score / best
-        if described == 1.0:
+        if described == 1.0 and not (nested and _member_read(index, action)):
             final += 0.15  # the guess *is* the summary, word for word: the strongest evidence there is
         rank = shaped.get(action.qualified_name)
         # The name but for a verb's synonym or a word's number is what the guess spells, unless its method
@@ -384,12 +388,35 @@ def _verb_first(path: str) -> list[str]:
 def _root_share(index: DiscoveryIndex, action: Action, guessed: Collection[str]) -> float:
     """The share of its connector's operations under ``action``'s URL root (``_rest_shape.root_shares``);
     all of it when the guess names that root (``admin_...`` for ``/admin.conversations.archive``)."""
+    shape = _shape_in(index, action)
+    if shape is None:
+        return 0.0
+    if shape.root <= set(guessed):
+        return 1.0
+    return root_shares(index._segments[action.connector].actions).get(shape.root, 0.0)
+
+
+def _shape_in(index: DiscoveryIndex, action: Action) -> Shape | None:
+    """``action``'s shape, read with its connector's (``_rest_shape.shapes_of``)."""
     segment = index._segments.get(action.connector)
     position = segment.by_path.get(action.path) if segment is not None else None
-    shape = shapes_of(segment.actions)[position] if segment is not None and position is not None else None
-    if segment is None or shape is None:
-        return 0.0
-    return 1.0 if shape.root <= set(guessed) else root_shares(segment.actions).get(shape.root, 0.0)
+    return shapes_of(segment.actions)[position] if segment is not None and position is not None else None
+
+
+def _holds_named(index: DiscoveryIndex, shaped: dict[str, float], resource: frozenset[str]) -> bool:
+    """Whether an operation the guess's verb and resource read is a collection held under a member the
+    guess names (``GET /issues/{id}/comments`` for ``get_issue_comments``)."""
+    for name in shaped:
+        action = index.resolve(name)
+        shape = _shape_in(index, action) if action is not None else None
+        if shape is not None and not shape.member and shape.holder and shape.holder <= resource:
+            return True
+    return False
+
+
+def _member_read(index: DiscoveryIndex, action: Action) -> bool:
+    shape = _shape_in(index, action)
+    return shape is not None and shape.member
 
 
 def _ungrouped(path: str) -> list[str]:

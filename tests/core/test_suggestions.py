@@ -172,6 +172,9 @@ def _bundled(*slugs: str) -> DiscoveryIndex:
         (("github",), "github.list_code_scanning_alerts", "github.code_scanning.list_alerts_for_repo"),
         # The caller's own repositories (``GET /user/repos``), not every public one (``GET /repositories``).
         (("github",), "github.list_my_repos", "github.repos.list_for_authenticated_user"),
+        # The comments of one issue: a plural read of a collection held under the issue the guess names,
+        # not the member read whose summary spells the guess ("Get an issue comment").
+        (("github",), "github.get_issue_comments", "github.issues.list_comments"),
         # A noun used as a verb creates that noun under what it names.
         (("github",), "github.comment_on_issue", "github.issues.create_comment"),
         (("github",), "github.issues.comment", "github.issues.create_comment"),
