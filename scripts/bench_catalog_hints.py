@@ -22,32 +22,39 @@ if str(REPO) not in sys.path:
 
 from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.discovery.catalog_hints import CatalogHints  # noqa: E402
-from mcp_gateway.manifest import load_manifest  # noqa: E402
+from mcp_gateway.manifest import Manifest, load_manifest  # noqa: E402
 from scripts.bench_heldout import bundled_catalog  # noqa: E402
 
 REQUESTS = REPO / "tests" / "data" / "intents" / "catalog_hints" / "requests.json"
 
 
-def named(index: DiscoveryIndex, hints: CatalogHints, request: str) -> list[str]:
-    """The catalog APIs the default gateway names for ``request``, first first."""
-    manifest = load_manifest(None)
+def named(manifest: Manifest, index: DiscoveryIndex, hints: CatalogHints, request: str) -> list[str]:
+    """The catalog APIs a gateway of ``manifest``'s connectors (indexed in ``index``) names for ``request``,
+    first first: the hints ``discover`` gives beside its three best hits."""
     found = index.find(request, limit=10)
     best = [action for action, _ in found.hits[:3]]
     return [hint.id for hint in hints.suggest(manifest, request, best, unsure=found.confidence == "low")]
+
+
+def default_gateway() -> tuple[Manifest, DiscoveryIndex]:
+    """The bundled manifest and its connectors (GitHub, Petstore), indexed as the gateway indexes them."""
+    manifest = load_manifest(None)
+    index = DiscoveryIndex()
+    for cfg in manifest.connectors:
+        index.replace_connector(cfg.slug, list(bundled_catalog(cfg.catalog or cfg.slug)))
+    return manifest, index
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="print the dev rows named wrongly")
     args = parser.parse_args()
-    index = DiscoveryIndex()
-    for cfg in load_manifest(None).connectors:
-        index.replace_connector(cfg.slug, list(bundled_catalog(cfg.catalog or cfg.slug)))
+    manifest, index = default_gateway()
     hints = CatalogHints()
     totals: dict[tuple[str, bool], list[int]] = {}
     for row in json.loads(REQUESTS.read_text(encoding="utf-8")):
         meant = set(row["catalog"])
-        got = named(index, hints, row["request"])
+        got = named(manifest, index, hints, row["request"])
         right = (not meant and not got) or (bool(got) and got[0] in meant)
         counts = totals.setdefault((row["split"], bool(meant)), [0, 0])
         counts[0] += 1

@@ -223,7 +223,11 @@ def suggest(
     listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
     # ``get_issue_comments``: the comments of one issue, a collection some URL holds under the issue the
     # guess names; then a summary saying "Get an issue comment" (one member) is not what it spells.
-    nested = reads_all and guess is not None and _holds_named(index, shaped, guess.resource)
+    nested = (
+        reads_all
+        and guess is not None
+        and _holds_named(index, [action for _, action, _ in hits if action.qualified_name in shaped], guess.resource)
+    )
     # The guess's opening verb when it names one change of state (``rollback_deploy``), else "".
     own_verb = guessed[0] if guessed and own_state_verb(guessed[0]) else ""
     # Whether an operation read first by the guess's verb and resource spells that verb as the guess does.
@@ -248,7 +252,8 @@ def suggest(
         # catches what word splitting misses; exact spelling tells "rulesets" from "ruleset"; the search
         # score leans toward what the action is about.
         final = 0.4 * overlap + 0.2 * described + 0.2 * shape + 0.1 * spelling + 0.1 * score / best
-        if described == 1.0 and not (nested and _member_read(index, action)):
+        own_shape = _shape_in(index, action)
+        if described == 1.0 and not (nested and own_shape is not None and own_shape.member):
             final += 0.15  # the guess *is* the summary, word for word: the strongest evidence there is
         rank = shaped.get(action.qualified_name)
         # The name but for a verb's synonym or a word's number is what the guess spells, unless its method
@@ -283,7 +288,8 @@ def suggest(
                 # workspace's teams before a user's): the API's own scope.
                 if rank == best_rank and tied:
                     final += _SCOPE * held.get(action.qualified_name, 0) / most_held
-        final += _ROOT * _root_share(index, action, guessed)
+        if own_shape is not None:
+            final += _ROOT * _root_share(index, action, own_shape, guessed)
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
@@ -303,9 +309,7 @@ def _noun_reading(path: str, derived: dict[str, str], segments: list[Segment]) -
         return None
     for words_read in ([*words[1:], noun], [noun]):
         guess = guess_of(f"{head}{dot}create_{'_'.join(words_read)}")
-        if guess is not None and any(
-            shape is not None and guess.matches(shape) for segment in segments for shape in shapes_of(segment.actions)
-        ):
+        if guess is not None and _reads_some(guess, segments):
             return guess
     return None
 
@@ -323,14 +327,18 @@ def _denominal(path: str, segments: list[Segment]) -> Guess | None:
     if not words or (dot and len(words) > 1):
         return None
     guess = guess_of(f"{path}.create" if dot else f"create_{last}")
-    noun = stem(words[0])
     if guess is None or len(guess.resource) < 2:
         return None
-    for segment in segments:
-        for shape in shapes_of(segment.actions):
-            if shape is not None and noun in shape.resource and guess.matches(shape):
-                return guess
-    return None
+    return guess if _reads_some(guess, segments, of=stem(words[0])) else None
+
+
+def _reads_some(guess: Guess, segments: list[Segment], of: str = "") -> bool:
+    """Whether ``guess`` matches some operation of ``segments`` (one acting on ``of``, when given)."""
+    return any(
+        shape is not None and (not of or of in shape.resource) and guess.matches(shape)
+        for segment in segments
+        for shape in shapes_of(segment.actions)
+    )
 
 
 def guess_as_query(name: str) -> str:
@@ -385,12 +393,10 @@ def _verb_first(path: str) -> list[str]:
     return [*words[:1], *(_singular(word) for word in _words_of(group)), *words[1:]]
 
 
-def _root_share(index: DiscoveryIndex, action: Action, guessed: Collection[str]) -> float:
-    """The share of its connector's operations under ``action``'s URL root (``_rest_shape.root_shares``);
-    all of it when the guess names that root (``admin_...`` for ``/admin.conversations.archive``)."""
-    shape = _shape_in(index, action)
-    if shape is None:
-        return 0.0
+def _root_share(index: DiscoveryIndex, action: Action, shape: Shape, guessed: Collection[str]) -> float:
+    """The share of its connector's operations under ``action``'s URL root (its ``shape``'s; see
+    ``_rest_shape.root_shares``); all of it when the guess names that root (``admin_...`` for
+    ``/admin.conversations.archive``)."""
     if shape.root <= set(guessed):
         return 1.0
     return root_shares(index._segments[action.connector].actions).get(shape.root, 0.0)
@@ -403,20 +409,14 @@ def _shape_in(index: DiscoveryIndex, action: Action) -> Shape | None:
     return shapes_of(segment.actions)[position] if segment is not None and position is not None else None
 
 
-def _holds_named(index: DiscoveryIndex, shaped: dict[str, float], resource: frozenset[str]) -> bool:
-    """Whether an operation the guess's verb and resource read is a collection held under a member the
+def _holds_named(index: DiscoveryIndex, read: list[Action], resource: frozenset[str]) -> bool:
+    """Whether an operation the guess's verb and resource ``read`` is a collection held under a member the
     guess names (``GET /issues/{id}/comments`` for ``get_issue_comments``)."""
-    for name in shaped:
-        action = index.resolve(name)
-        shape = _shape_in(index, action) if action is not None else None
+    for action in read:
+        shape = _shape_in(index, action)
         if shape is not None and not shape.member and shape.holder and shape.holder <= resource:
             return True
     return False
-
-
-def _member_read(index: DiscoveryIndex, action: Action) -> bool:
-    shape = _shape_in(index, action)
-    return shape is not None and shape.member
 
 
 def _ungrouped(path: str) -> list[str]:

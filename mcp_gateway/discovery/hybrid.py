@@ -215,7 +215,7 @@ class HybridSearch:
         query = index.corrected(query)
         lexical = index.find(query, limit=max(limit, _rank.POOL), connectors=connectors, allow=allow)
         try:
-            vector, each = await self.query_vectors(index, query)
+            vector, each = await self._embed(query, each_ask=True)  # ``query`` is repaired already
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
@@ -225,16 +225,16 @@ class HybridSearch:
         """The vector ``query`` is searched by: that of its text with typos repaired (``index.corrected``);
         for a message of several sentences, mixed with that of the sentences that make its request
         (``_message.asks``, weight ``ASK_BLEND``), so its context does not pull it elsewhere."""
-        vector, _ = await self._embed(index, query, each_ask=False)
+        vector, _ = await self._embed(index.corrected(query), each_ask=False)
         return vector
 
     async def query_vectors(self, index: DiscoveryIndex, query: str) -> tuple[Matrix, Matrix | None]:
         """``query_vector``, and one vector per ask of a message that counts off several
         (``_message.several_asks``; else None), embedded in one call to the provider."""
-        return await self._embed(index, query, each_ask=True)
+        return await self._embed(index.corrected(query), each_ask=True)
 
-    async def _embed(self, index: DiscoveryIndex, query: str, *, each_ask: bool) -> tuple[Matrix, Matrix | None]:
-        text = index.corrected(query)
+    async def _embed(self, text: str, *, each_ask: bool) -> tuple[Matrix, Matrix | None]:
+        """``text`` (typos repaired) embedded with its request and, with ``each_ask``, each of its asks."""
         requests = asks(text)
         each = several_asks(text) if each_ask else None
         texts = [text, *([" ".join(requests)] if requests is not None else []), *(each or ())]

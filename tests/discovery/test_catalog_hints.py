@@ -16,6 +16,7 @@ from mcp_gateway.manifest import CATALOG_DIR, Manifest, load_manifest, parse_man
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.sources.openapi import load_openapi
+from scripts.bench_catalog_hints import REQUESTS, default_gateway, named
 
 pytestmark = pytest.mark.anyio
 
@@ -81,14 +82,7 @@ async def test_the_terms_file_is_current() -> None:
 
 @functools.cache
 def _default_gateway() -> tuple[Manifest, DiscoveryIndex]:
-    """The default manifest's connectors (GitHub, Petstore), indexed as the gateway indexes them."""
-    from scripts.bench_heldout import bundled_catalog
-
-    manifest = load_manifest(None)
-    index = DiscoveryIndex()
-    for cfg in manifest.connectors:
-        index.replace_connector(cfg.slug, list(bundled_catalog(cfg.catalog or cfg.slug)))
-    return manifest, index
+    return default_gateway()
 
 
 @pytest.mark.parametrize(
@@ -116,15 +110,8 @@ def _default_gateway() -> tuple[Manifest, DiscoveryIndex]:
     ],
 )
 def test_the_catalog_apis_named_are_those_a_request_worded_any_way_means(request_: str, meant: set[str]) -> None:
-    manifest, index = _default_gateway()
-    found = index.find(request_, limit=10)
-    named = [
-        hint.id
-        for hint in CatalogHints().suggest(
-            manifest, request_, [action for action, _ in found.hits[:3]], unsure=found.confidence == "low"
-        )
-    ]
-    assert named and named[0] in meant, named
+    got = named(*_default_gateway(), CatalogHints(), request_)
+    assert got and got[0] in meant, got
 
 
 @pytest.mark.parametrize(
@@ -132,15 +119,12 @@ def test_the_catalog_apis_named_are_those_a_request_worded_any_way_means(request
     ["open a pull request", "add a new pet to the store", "create an issue", "star a repository", "tell me a joke"],
 )
 def test_what_is_configured_or_nothing_serves_names_no_catalog_api(request_: str) -> None:
-    manifest, index = _default_gateway()
-    found = index.find(request_, limit=10)
-    best = [action for action, _ in found.hits[:3]]
-    assert CatalogHints().suggest(manifest, request_, best, unsure=found.confidence == "low") == []
+    assert named(*_default_gateway(), CatalogHints(), request_) == []
 
 
 def test_the_benchmarks_requests_name_bundled_entries() -> None:
     """``scripts/bench_catalog_hints.py``'s requests: each names catalog entries that exist, in a split."""
-    rows = json.loads((Path(__file__).parents[1] / "data" / "intents" / "catalog_hints" / "requests.json").read_text())
+    rows = json.loads(REQUESTS.read_text(encoding="utf-8"))
     entries = {path.stem for path in CATALOG_DIR.glob("*.yaml")}
     assert len(rows) >= 50
     for row in rows:
@@ -157,10 +141,6 @@ def test_a_kind_of_product_already_configured_names_no_other() -> None:
     index.replace_connector("twilio", list(bundled_catalog("twilio")))
     hints = CatalogHints()
     for request in ("send a text message to the customer", "send an SMS reminder"):
-        found = index.find(request, limit=10)
-        best = [action for action, _ in found.hits[:3]]
-        assert hints.suggest(manifest, request, best, unsure=found.confidence == "low") == [], request
+        assert named(manifest, index, hints, request) == [], request
     # A kind nothing configured is still named.
-    found = index.find("set up a video call", limit=10)
-    best = [action for action, _ in found.hits[:3]]
-    assert [h.id for h in hints.suggest(manifest, "set up a video call", best, unsure=False)] == ["zoom"]
+    assert named(manifest, index, hints, "set up a video call") == ["zoom"]
