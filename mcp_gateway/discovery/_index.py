@@ -87,6 +87,12 @@ _DERIVED_MIN = 7
 _NOT_AN_ASK = frozenset({("make", "sure"), ("make", "certain")})
 """Two words whose first is no operation ("make sure he can't log in" makes nothing): it is skipped."""
 
+_ADJECTIVES = frozenset({"open", "new"})
+"""Words that ask to make something as verbs ("open a ticket", "new issue") but describe it as adjectives
+("all open bugs", "the new dashboard"), where they say what the request is about, not what it does."""
+_BEFORE_ADJECTIVE = frozenset("all any my our the still currently are is which what many".split())
+"""Words after which ``_ADJECTIVES`` describe (``_adjectives``)."""
+
 _ACRONYM_LETTERS = 5
 """A word in capitals this long at most is an acronym ("BRCA", "ARIMA"), not a shouted slip ("MEETNG")."""
 
@@ -672,6 +678,7 @@ class DiscoveryIndex:
             extra.append(stem("issue"))
         values = quoted(query)
         idiom = {i for i, pair in enumerate(pairwise(words)) if pair in _NOT_AN_ASK}
+        adjective = _adjectives(words)
         for position, (previous, word) in enumerate(zip(["", *words], words, strict=False)):
             if position in idiom:
                 continue  # "make sure": no request to make anything
@@ -681,8 +688,9 @@ class DiscoveryIndex:
                 distinct.add(word)
             weight = 1.0 if word in first_words else elsewhere
             term = stem(word)
-            if position in values:
-                # A quoted name or value ('the "Draft v3" document'): what to act on, not what to do.
+            if position in values or position in adjective:
+                # A quoted name or value ('the "Draft v3" document'), or a word describing it ("all open
+                # bugs"): what to act on, not what to do.
                 weight = min(weight, _QUOTED_WEIGHT)
             else:
                 extra.extend(PHRASES.get((previous, word), ()))
@@ -987,6 +995,21 @@ class DiscoveryIndex:
         if self._name_vocab is None:
             self._name_vocab = sorted(self._name_df)
         return self._name_vocab
+
+
+def _adjectives(words: Sequence[str]) -> set[int]:
+    """Positions of ``_ADJECTIVES`` that describe a thing rather than ask to make one: after a word such as
+    "all", "the" or "are", or before a plural ("open tickets")."""
+    out: set[int] = set()
+    for i, word in enumerate(words):
+        if word not in _ADJECTIVES:
+            continue
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if (i and words[i - 1] in _BEFORE_ADJECTIVE) or (
+            len(after) > 3 and after.endswith("s") and not after.endswith("ss")
+        ):
+            out.add(i)
+    return out
 
 
 def _named(query: str, match: re.Match[str]) -> bool:

@@ -335,6 +335,13 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
         case _:
             return None
     verbs = frozenset(term for group in groups for term in GROUP_VERBS[group])
+    if len(literals) == 1 and not member and last <= GROUP_VERBS[_SEARCH]:
+        # ``GET /search`` or ``POST /search`` ("Search for issues using JQL"): a read of what its summary
+        # says it searches, the collection a ``list_issues`` guess means where no URL lists them.
+        searched = _searched(action.summary)
+        if searched:
+            reads = GROUP_VERBS[_SEARCH] | GROUP_VERBS[_LIST] | GROUP_VERBS[_GET]
+            return Shape(reads, searched, words | searched, False, False, 1, next(iter(searched)), root=literals[0][0])
     # ``GET /user`` and ``GET /account`` are the caller's own; ``GET /users`` the collection.
     caller = len(last) == 1 and last <= _CALLERS and not _plural(spelled) and not member
     caller = caller and len(literals) - 1 not in scoped
@@ -345,6 +352,16 @@ def shape_of(action: Action, scopes: frozenset[str] = frozenset()) -> Shape | No
     return Shape(
         verbs, last, words, member, mine or caller, depth, heads[-1], _holder(literals, 2), literals[0][0], under_caller
     )
+
+
+def _searched(summary: str) -> frozenset[str]:
+    """What a summary opening with a search verb says is searched ("Search for issues using JQL": the
+    issue), else nothing."""
+    terms = prose_terms(summary)
+    if not terms or terms[0] not in GROUP_VERBS[_SEARCH]:
+        return frozenset()
+    after = next((term for term in terms[1:] if term not in _FILLER), None)
+    return frozenset({_singular_term(after)}) if after and after not in GROUP_OF else frozenset()
 
 
 def _takes_id(action: Action, resource: frozenset[str]) -> bool:

@@ -197,3 +197,27 @@ def test_slack_style_guess_resolves_against_a_flat_path() -> None:
     index.replace_connector("slack", [action("slack", "chat_post_message", "Sends a message")])
     found = index.resolve("slack.chat.postMessage")
     assert found is not None and found.qualified_name == "slack.chat_post_message"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("show the new orders", "shop.orders.list"),
+        ("show all open tickets", "shop.tickets.list"),
+        # As verbs they still ask to make one.
+        ("new order", "shop.orders.create"),
+        ("open a ticket", "shop.tickets.create"),
+    ],
+)
+def test_open_and_new_describing_a_thing_ask_for_no_create(query: str, expected: str) -> None:
+    built = catalog_index(
+        {
+            "shop": [
+                ("orders.create", "Create an order"),
+                ("orders.list", "List orders"),
+                ("tickets.create", "Create a ticket"),
+                ("tickets.list", "List tickets"),
+            ]
+        }
+    )
+    assert names(built.search(query, limit=1)) == [expected]

@@ -491,3 +491,20 @@ def test_a_guess_naming_the_caller_reads_the_callers_own_collection() -> None:
         ]
     )
     assert first(index, "acme.list_my_repos") == ["acme.repos_list_for_authenticated_user"]
+
+
+def test_a_bare_search_reads_what_its_summary_says_it_searches() -> None:
+    """Jira lists issues only through ``GET /rest/api/3/search`` ("Search for issues using JQL")."""
+    tracker = indexed(
+        [
+            op("search_for_issues_using_jql", "GET", "/rest/api/3/search", "Search for issues using JQL (GET)"),
+            op("search_for_issues_using_jql_post", "POST", "/rest/api/3/search", "Search for issues using JQL (POST)"),
+            op("get_issue", "GET", "/rest/api/3/issue/{issueIdOrKey}", "Get issue"),
+            op("create_issue", "POST", "/rest/api/3/issue", "Create issue"),
+            op("bulk_set_issues_properties_list", "POST", "/rest/api/3/issue/properties", "Bulk set issues properties"),
+            op("get_issue_watchers", "GET", "/rest/api/3/issue/{issueIdOrKey}/watchers", "Get issue watchers"),
+        ]
+    )
+    for guess in ("acme.list_issues", "acme.find_issues", "acme.list_my_issues"):
+        assert first(tracker, guess) == ["acme.search_for_issues_using_jql"], guess
+    assert first(tracker, "acme.get_issue") == ["acme.get_issue"]
