@@ -23,7 +23,7 @@ from typing import Any
 
 from ..vocabulary.model import Action
 
-__all__ = ["EFFECTS", "RETURNED", "effect_phrases", "effect_words", "enum_words"]
+__all__ = ["EFFECTS", "OUTCOMES", "RETURNED", "effect_phrases", "effect_words", "enum_words"]
 
 _TAKEN = "no longer there, taken out, not anymore"
 _LET_IN = "let someone in, give access, work together"
@@ -195,6 +195,11 @@ _PAIRED: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
 The noun must be what the name acts on, its last word that is not a verb (``meeting_poll_delete``
 deletes a poll, not the meeting), or, when the name has none, a word of the summary's head."""
 _NAME_VERBS = _ADDING | _REMOVING | frozenset("get list insert patch post query search do".split())
+
+OUTCOMES: tuple[str, ...] = tuple(
+    dict.fromkeys([*EFFECTS.values(), *RETURNED.values(), _SHUT_OUT, _LET_IN, *(outcome for _, _, outcome in _PAIRED)])
+)
+"""Every outcome ``effect_phrases`` may say, each once, in a fixed order."""
 
 MAX_ENUM_VALUES = 8
 """Values of one parameter's enum that are read, at most: a long enum is a list of codes, not of outcomes."""

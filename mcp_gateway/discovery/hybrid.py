@@ -37,6 +37,7 @@ from ..vocabulary.model import Action
 from . import _coverage, _rank
 from ._index import DiscoveryIndex, SearchResult, _group_twins, low_hint
 from ._message import asks, several_asks
+from ._outcomes import OUTCOMES, Outcomes
 from ._segment import dense_texts, readable
 from ._segment_cache import card_version
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
@@ -130,6 +131,8 @@ class HybridSearch:
         self.state_dir: Path | None = None
         """The state folder, where the discovery line is kept while embedding (``embedding_progress``)."""
         self.embedder.on_batch = self._report
+        self._outcomes: Outcomes | None = None
+        """The outcomes' vectors, embedded with the first query (``_outcomes``)."""
 
     # -- upkeep ------------------------------------------------------------------------------------
 
@@ -238,6 +241,8 @@ class HybridSearch:
         requests = asks(text)
         each = several_asks(text) if each_ask else None
         texts = [text, *([" ".join(requests)] if requests is not None else []), *(each or ())]
+        if self._outcomes is None:
+            self._outcomes = Outcomes(await self.embedder.provider.embed(OUTCOMES))
         matrix = await self.embedder.provider.embed(texts)
         vector = matrix[0]
         if requests is not None:
@@ -272,6 +277,7 @@ class HybridSearch:
             allow=allow,
             limit=limit if asks is None else max(limit, _coverage.COVER_POOL),
             named=lexical.named,
+            outcomes=self._outcomes,
         )
         if asks is not None and fused:
             fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
@@ -299,6 +305,7 @@ def fuse(
     limit: int = 10,
     alpha: float = ALPHA,
     named: Collection[str] = (),
+    outcomes: Outcomes | None = None,
 ) -> list[tuple[Action, float]]:
     """The best ``limit`` of the lexical pool and the dense top hits, by ``(1 - alpha) * lexical + alpha * dense``.
 
@@ -344,6 +351,9 @@ def fuse(
         else:
             prior = CONNECTOR_FIT * fit.get(slug, 0.5 if fit else 0.0) * dense_value
         fused[name] = (1.0 - alpha) * lexical_value + alpha * dense_value + prior
+    if outcomes is not None:
+        for name, value in outcomes.lifts(vector, fused, by_name).items():
+            fused[name] += value
     # Equal fused scores: the lexical side's evidence (words the agent wrote) goes first, then the name.
     ranked = sorted(fused.items(), key=lambda item: (-item[1], -lexical_scaled.get(item[0], 0.0), item[0]))[:limit]
     return [(by_name[name], score) for name, score in ranked]
