@@ -218,15 +218,17 @@ class Guess:
         return self.resource <= description - summary and not any(word in spelled for word in self.resource)
 
     def holds(self, shape: Shape, holders: frozenset[str]) -> bool:
-        """Where no operation does the guess's create, delete or update to its resource: whether ``shape``
-        updates a member of what holds that resource (``holders``, the stems of its holder in some URL):
-        a sheet added to a spreadsheet is the spreadsheet's update."""
+        """Where no operation does the guess's verb to its resource: whether ``shape`` updates (for a create,
+        delete or update) or reads (for a get or list) a member of what holds that resource (``holders``,
+        the stems of its holder in some URL): a sheet added to a spreadsheet is the spreadsheet's update,
+        its sheets are listed by the spreadsheet's get."""
         changes = GROUP_VERBS[_CREATE] | GROUP_VERBS[_DELETE] | GROUP_VERBS[_UPDATE]
-        return (
-            bool(self.verbs & changes and shape.verbs & GROUP_VERBS[_UPDATE] and shape.resource)
-            and shape.member
-            and shape.resource <= holders
-        )
+        if not (shape.member and shape.resource and shape.resource <= holders):
+            return False
+        if self.verbs & changes:
+            return bool(shape.verbs & GROUP_VERBS[_UPDATE])
+        # Nothing reads the part itself: the holder's read returns it (a spreadsheet's get, its sheets).
+        return bool(self.verbs & (GROUP_VERBS[_GET] | GROUP_VERBS[_LIST]) and shape.verbs & GROUP_VERBS[_GET])
 
     def said_by(self, summary: str) -> bool:
         """Whether a summary says the guess: its verb (or one of the same change), then its resource's words

@@ -180,7 +180,8 @@ def suggest(
                         loose.add(action.qualified_name)
         if not matched:
             # Nothing does it to the resource itself: the update of what holds it (``add_sheet``: the
-            # spreadsheet's update, where its sheets are ``/spreadsheets/{id}/sheets/{sheetId}``).
+            # spreadsheet's update, where its sheets are ``/spreadsheets/{id}/sheets/{sheetId}``), or
+            # its read (``list_sheets``: the spreadsheet's get).
             for segment in named or visible:
                 shapes = shapes_of(segment.actions)
                 holders = frozenset().union(

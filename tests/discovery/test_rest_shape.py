@@ -410,7 +410,7 @@ def test_a_plural_get_is_spelled_like_the_list() -> None:
     assert first(calls, "acme.get_call_recordings") == ["acme.list_call_recording"]
 
 
-def test_a_part_with_no_operation_of_its_own_is_its_holders_update() -> None:
+def test_a_part_with_no_operation_of_its_own_is_its_holders_update_or_read() -> None:
     """Sheets are ``/spreadsheets/{id}/sheets/{sheetId}`` with no delete: deleting one updates the spreadsheet."""
     sheets = indexed(
         [
@@ -421,6 +421,8 @@ def test_a_part_with_no_operation_of_its_own_is_its_holders_update() -> None:
         ]
     )
     assert first(sheets, "acme.delete_sheet") == ["acme.spreadsheets_batch_update"]
+    # Nor is there a read of sheets: the spreadsheet's get returns them, not the copy spelled alike.
+    assert first(sheets, "acme.list_sheets") == ["acme.spreadsheets_get"]
 
 
 def test_between_nested_lists_the_broader_scope_comes_first() -> None:
