@@ -50,9 +50,10 @@ _COUNTING_OFF = "first firstly second secondly third thirdly next then also addi
 """Words that open the next of a message's asks ("First, …", "Then …", "Also, …")."""
 
 _FILLER = frozenset(
-    "please pls kindly so ok okay now and but just hi hey hello again quickly oh well alright right yes".split()
+    "please pls kindly so ok okay now and but just hi hey hello again quickly oh well alright right yes step".split()
 ) | frozenset(_COUNTING_OFF)
-"""Words that may come before a request's verb ("So please create…", "Now, list…", "Then add…")."""
+"""Words that may come before a request's verb ("So please create…", "Now, list…", "Then add…", "First step:
+check…"); a number may too ("Step 2: create…")."""
 
 _REQUEST_VERBS = frozenset(
     """add append apply approve archive assign attach ban block book bookmark buy calculate cancel capture
@@ -134,7 +135,7 @@ def asked_kind(message: str) -> str | None:
     """The kind of operation (create, update, read) a request's opening verb asks for, when it is one of
     ``_IMPERATIVE_KINDS`` ("log three hours on PAY-12" creates), else None."""
     words = _WORDS.findall(message[:_OPENING_CHARS].lower())
-    while words and words[0] in _FILLER:
+    while words and (words[0] in _FILLER or words[0].isdigit()):
         words = words[1:]
     return _IMPERATIVE_KINDS.get(words[0]) if words else None
 
@@ -147,7 +148,7 @@ def sentences(message: str) -> list[str]:
 def _request_score(sentence: str) -> int:
     lowered = sentence.lower()
     words = _WORDS.findall(lowered)
-    while words and words[0] in _FILLER:
+    while words and (words[0] in _FILLER or words[0].isdigit()):
         words = words[1:]
     if words and words[0] in _REQUEST_VERBS:
         return 2

@@ -87,6 +87,8 @@ _CONTEXT = (
         ),
         ("The old one is gone. We'd prefer a new invoice for May.", "We'd prefer a new invoice for May."),
         ("Could you help me with a few things? I need to invite Bob.", "I need to invite Bob."),
+        ("We are moving the line. First step: check the number.", "First step: check the number."),
+        ("We are moving the line. Step 2: check the number.", "Step 2: check the number."),
     ],
 )
 def test_the_request_sentence_is_found(message: str, ask: str) -> None:
