@@ -139,10 +139,10 @@ _CONTEXT_WEIGHT = 0.5
 _MANY_TERMS = tuple(stem(word) for word in MANY_WORDS)
 """Added to a request for many things at once (``_message.wants_many``), at ``_MANY_WEIGHT``."""
 
-_ISSUE_KEY_WEIGHT = 0.5
-"""Query weight of "issue" for a tracker's issue key ("assign PAY-12"): the key is what the request acts
-on, as good as the word half written (a synonym's weight left "asign PAY-12 to mikael" behind four
-phone-number assignments)."""
+_SHAPE_WEIGHT = 0.5
+"""Query weight of what a query's shape says it acts on: "issue" for a tracker's issue key ("assign PAY-12"),
+"channel" for a ``#name`` mention. As good as the word half written: at a synonym's weight "asign PAY-12 to
+mikael" came behind four phone-number assignments."""
 
 _QUOTED_WEIGHT = 0.25
 """Query weight of a word in quotes: a name or a value, which may still match (a label called "bug"), but
@@ -678,9 +678,9 @@ class DiscoveryIndex:
         words = prose_words(query)
         distinct: set[str] = set()
         if _CHANNEL_MENTION.search(query):
-            extra.append(stem("channel"))
+            weighted[stem("channel")] = _SHAPE_WEIGHT
         if _ISSUE_KEY.search(query):
-            weighted[stem("issue")] = _ISSUE_KEY_WEIGHT
+            weighted[stem("issue")] = _SHAPE_WEIGHT
         values = quoted(query)
         idiom = {i for i, pair in enumerate(pairwise(words)) if pair in _NOT_AN_ASK}
         adjective = _adjectives(words)

@@ -134,10 +134,16 @@ _OPENING_CHARS = 64
 def asked_kind(message: str) -> str | None:
     """The kind of operation (create, update, read) a request's opening verb asks for, when it is one of
     ``_IMPERATIVE_KINDS`` ("log three hours on PAY-12" creates), else None."""
-    words = _WORDS.findall(message[:_OPENING_CHARS].lower())
-    while words and (words[0] in _FILLER or words[0].isdigit()):
-        words = words[1:]
+    words = _past_filler(_WORDS.findall(message[:_OPENING_CHARS].lower()))
     return _IMPERATIVE_KINDS.get(words[0]) if words else None
+
+
+def _past_filler(words: list[str]) -> list[str]:
+    """``words`` from the first that is neither ``_FILLER`` nor a number: where a request's verb would be."""
+    start = 0
+    while start < len(words) and (words[start] in _FILLER or words[start].isdigit()):
+        start += 1
+    return words[start:]
 
 
 def sentences(message: str) -> list[str]:
@@ -147,9 +153,7 @@ def sentences(message: str) -> list[str]:
 
 def _request_score(sentence: str) -> int:
     lowered = sentence.lower()
-    words = _WORDS.findall(lowered)
-    while words and (words[0] in _FILLER or words[0].isdigit()):
-        words = words[1:]
+    words = _past_filler(_WORDS.findall(lowered))
     if words and words[0] in _REQUEST_VERBS:
         return 2
     if _REQUEST_PHRASES.search(lowered):

@@ -41,13 +41,14 @@ others)."""
 _KEPT = 65_536
 """Actions whose outcomes are remembered (bounded: catalogs change)."""
 
+_POSITION = {outcome: i for i, outcome in enumerate(OUTCOMES)}
+
 
 class Outcomes:
     """The outcomes' vectors, and which of them each action achieves (read once per action)."""
 
     def __init__(self, vectors: Matrix) -> None:
         self._vectors = vectors
-        self._position = {outcome: i for i, outcome in enumerate(OUTCOMES)}
         self._achieved: dict[str, tuple[Action, frozenset[int]]] = {}
 
     def asked(self, vector: Matrix) -> frozenset[int]:
@@ -63,7 +64,7 @@ class Outcomes:
         kept = self._achieved.get(action.qualified_name)
         if kept is not None and kept[0] is action:
             return kept[1]
-        found = frozenset(self._position[p] for p in effect_phrases(action) if p in self._position)
+        found = frozenset(_POSITION[phrase] for phrase in effect_phrases(action))
         if len(self._achieved) >= _KEPT:
             self._achieved.clear()
         self._achieved[action.qualified_name] = (action, found)

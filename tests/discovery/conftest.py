@@ -8,6 +8,7 @@ import pytest
 from mcp_gateway.discovery import DiscoveryIndex, EmbeddingsUnavailable
 from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.discovery.hybrid import HybridSearch
+from mcp_gateway.vocabulary.model import Action
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +24,17 @@ def provider() -> EmbeddingProvider:
 
 def embedded(provider: EmbeddingProvider, slug: str) -> tuple[DiscoveryIndex, HybridSearch]:
     """The benchmark's API ``slug`` indexed and embedded with ``provider``."""
-    from mcp_gateway.discovery.dense import MemoryVectorStore
     from scripts.bench_discover_data import catalog
 
-    actions = list(catalog(slug))
+    return embedded_actions(provider, slug, list(catalog(slug)))
+
+
+def embedded_actions(
+    provider: EmbeddingProvider, slug: str, actions: list[Action]
+) -> tuple[DiscoveryIndex, HybridSearch]:
+    """``actions`` indexed and embedded with ``provider`` as connector ``slug``."""
+    from mcp_gateway.discovery.dense import MemoryVectorStore
+
     index = DiscoveryIndex()
     index.replace_connector(slug, actions)
     search = HybridSearch(provider, MemoryVectorStore())

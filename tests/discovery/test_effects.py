@@ -17,13 +17,13 @@ from mcp import types
 from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.discovery._effects import effect_phrases, effect_words
 from mcp_gateway.discovery._segment import dense_text
-from mcp_gateway.discovery.dense import EmbeddingProvider, MemoryVectorStore
-from mcp_gateway.discovery.hybrid import HybridSearch
+from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.sources.graphql import build_schema_from_sdl, normalize_graphql
 from mcp_gateway.sources.mcp import normalize_mcp_tools
 from mcp_gateway.sources.openapi import normalize_openapi
 from mcp_gateway.sources.postman import normalize_postman
 from mcp_gateway.vocabulary.model import Action
+from tests.discovery.conftest import embedded_actions
 
 # (operation id, method, path, summary, body properties)
 _OPERATIONS = [
@@ -246,8 +246,6 @@ def test_common_mechanisms_are_found_by_their_outcome(
         ("filesGet", "get", "/files/{id}", "Gets a file"),
         ("usersGet", "get", "/users/{id}", "Get a user"),
     )
-    index = _index(actions)
-    search = HybridSearch(provider, MemoryVectorStore())
-    anyio.run(search.embedder.refresh, "work", actions)
+    index, search = embedded_actions(provider, "work", actions)
     top = [action.path for action, _ in anyio.run(lambda: search.find(index, goal, limit=3)).hits]
     assert top[0].replace("_", "") == operation.lower(), (goal, top)

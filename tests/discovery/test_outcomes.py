@@ -7,9 +7,9 @@ import pytest
 
 from mcp_gateway.discovery import _outcomes
 from mcp_gateway.discovery._outcomes import LIFT, OUTCOMES, PER_OUTCOME, Outcomes
-from mcp_gateway.discovery.dense import EmbeddingProvider, MemoryVectorStore
-from mcp_gateway.discovery.hybrid import HybridSearch
-from tests.discovery.test_effects import _index, _operations
+from mcp_gateway.discovery.dense import EmbeddingProvider
+from tests.discovery.conftest import embedded_actions
+from tests.discovery.test_effects import _operations
 
 np = pytest.importorskip("numpy")
 
@@ -72,9 +72,7 @@ def test_a_goal_worded_by_its_outcome_reaches_the_operation_achieving_it(
         ("lunch_menus_get", "get", "/menus/{id}", "Get the lunch menu"),
         ("users_get", "get", "/users/{id}", "Get a user"),
     )
-    index = _index(actions)
-    search = HybridSearch(provider, MemoryVectorStore())
-    anyio.run(search.embedder.refresh, "work", actions)
+    index, search = embedded_actions(provider, "work", actions)
 
     def first_three() -> list[str]:
         found = anyio.run(lambda: search.find(index, "cancel lunch with Mark on Thursday", limit=3))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, summary_of
-from mcp_gateway.discovery._index import _ISSUE_KEY_WEIGHT, _SYNONYM_WEIGHT, LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
+from mcp_gateway.discovery._index import _SHAPE_WEIGHT, _SYNONYM_WEIGHT, LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
 from mcp_gateway.discovery._text import stem
 from mcp_gateway.vocabulary.model import Action
 from tests.support.actions import catalog_action as action
@@ -119,7 +119,7 @@ def test_an_issue_key_says_the_request_is_about_an_issue() -> None:
     assert names(built.search("add a comment on OPS-3", limit=1)) == ["tracker.comments.add"]
     # The key is what the request acts on: "issue" weighs as half a written word, more than a synonym does.
     terms = built._query_terms("assign PAY-12 to mikael")
-    assert terms[stem("issue")] == _ISSUE_KEY_WEIGHT > _SYNONYM_WEIGHT
+    assert terms[stem("issue")] == _SHAPE_WEIGHT > _SYNONYM_WEIGHT
     assert stem("issue") not in built._query_terms("assign UTF-8 to mikael")
     # A standard's name is no issue key, and nothing then tells the two apart but their order.
     assert names(built.search("add a comment on UTF-8", limit=1)) == ["files.comments.create"]
