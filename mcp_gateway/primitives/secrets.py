@@ -106,8 +106,9 @@ class SecretValue:
         """Every string that, found in an upstream response, would leak this secret.
 
         Each secret value of >= 4 characters, as is, URL-encoded (``%XX`` upper and lower case,
-        ``+`` for spaces), JSON-escaped, base64-encoded and hex-encoded (its UTF-8 bytes, lower and
-        upper case), with its ``Bearer`` form; for a username/password pair also ``user:pass`` and
+        ``+`` for spaces), JSON-escaped, base64-encoded (alone, and inside a longer base64 text at
+        any offset, both alphabets: ``_b64_runs``) and hex-encoded (its UTF-8 bytes, lower and upper
+        case), with its ``Bearer`` form; for a username/password pair also ``user:pass`` and
         its Basic-auth base64.
         """
         values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
@@ -142,6 +143,30 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+MIN_BASE64_RUN = 6
+"""Shortest run of a secret's base64 looked for inside a longer base64 text: 64**6 strings, so never
+found there by chance."""
+
+
+def _b64_runs(text: str) -> set[str]:
+    """The characters of ``text``'s base64 that stay the same wherever it sits in a longer base64 text,
+    in both alphabets: a secret encoded with what came before and after it (a header dump, a JSON body,
+    ``user:pass``) starts at any of three byte offsets, and its first and last characters then mix with
+    its neighbours' bits. For each offset, the characters that hold none of the neighbours' bits."""
+    data = text.encode()
+    runs: set[str] = set()
+    for offset in range(3):
+        total = offset + len(data)
+        encoded = base64.b64encode(bytes(offset) + data).decode()
+        first = -(-8 * offset // 6)  # the first character holding only this text's bits
+        # A last group of one or two bytes fixes one or two characters; the next holds the following bits.
+        run = encoded[first : total // 3 * 4 + total % 3]
+        if len(run) >= MIN_BASE64_RUN:
+            runs.add(run)
+            runs.add(run.replace("+", "-").replace("/", "_"))
+    return runs
+
+
 def _encodings(v: str) -> set[str]:
     pct = quote(v, safe="")
     return {
@@ -153,6 +178,7 @@ def _encodings(v: str) -> set[str]:
         json.dumps(v)[1:-1],
         _b64(v),
         base64.urlsafe_b64encode(v.encode()).decode(),
+        *_b64_runs(v),
         # An upstream that dumps what it received as bytes (a debug echo, a hexdump in an error) leaks it too.
         v.encode().hex(),
         v.encode().hex().upper(),

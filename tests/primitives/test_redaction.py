@@ -108,3 +108,29 @@ def test_the_hex_of_a_basic_pair_and_of_each_field_is_redacted() -> None:
     password = f"pw-{CANARY}".encode().hex().upper()
     assert redactor.redact_text(f"{pair} {password}") == "[redacted] [redacted]"
     assert redactor.redact_text(b"alice".hex()) == b"alice".hex()  # a username alone is not a secret
+
+
+def test_a_secret_inside_a_longer_base64_text_is_redacted_at_every_offset() -> None:
+    # An upstream that base64-encodes what it received (a header dump, a JSON echo) puts the secret at
+    # any byte offset: its characters then differ from the secret's own base64 at the edges.
+    redactor = Redactor()
+    redactor.add(SecretValue(CANARY))
+    for prefix in (b"", b"x", b"xy", b'{"authorization": "Bearer '):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            blob = encode(prefix + CANARY.encode() + b'", "user": "me"}').decode()
+            out = redactor.redact_text(f"debug={blob}")
+            assert "[redacted]" in out
+            assert not any(b"7f3a" in text or b"show" in text for text in _decodings(out.removeprefix("debug=")))
+    # Text that is no encoding of the secret is left as it was.
+    other = base64.b64encode(b"x" + b"canary/7f3a 9c1e+not-the-secret").decode()
+    assert redactor.redact_text(other) == other
+
+
+def _decodings(text: str) -> list[bytes]:
+    """What each piece of ``text`` around a ``[redacted]`` decodes to from base64, at each alignment."""
+    out = []
+    for piece in text.split("[redacted]"):
+        for start in range(4):
+            chunk = piece[start:][: (len(piece) - start) // 4 * 4]
+            out.append(base64.b64decode(chunk.replace("-", "+").replace("_", "/")))
+    return out
