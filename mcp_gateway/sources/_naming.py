@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["legacy_rest_path", "rest_path", "singular", "snake_case", "unique_name"]
+__all__ = [
+    "legacy_rest_path",
+    "rest_path",
+    "restates_url",
+    "rpc_spelling",
+    "singular",
+    "snake_case",
+    "unique_name",
+    "without_scaffolding",
+]
 
 # Words written in mixed case that are one word all the same: ``OAuth`` is not ``o_auth``.
 _MIXED_CASE_WORDS = (
@@ -82,6 +91,8 @@ _ACTION_VERBS = frozenset(
     suspend sync test transfer trigger unarchive unassign unblock unfollow unlock unmute unpin unpublish
     unstar unsubscribe unsuspend upload validate verify void""".split()
 )
+_NAMED_VERBS = frozenset("get list create add remove delete update set check search find fetch".split())
+"""Verbs that, opening a URL's last segment, make it an operation's name of its own (``getLatestImports``)."""
 _METHOD_VERBS = {"post": "create", "put": "update", "patch": "update", "delete": "delete"}
 
 
@@ -109,6 +120,11 @@ def rest_path(method: str, url: str) -> str:
     ``POST /deployments/{id}/cancel`` -> ``cancel_deployment``, ``GET /status`` -> ``get_status``.
     A member segment (one followed by a ``{param}``) is singular; version segments are left out.
     """
+    method_name = _rpc_method(url)
+    if method_name:
+        # RPC methods are read with GET and called with POST; another method on one is its own operation.
+        verb = _METHOD_VERBS.get(method.lower()) if method.lower() not in ("get", "post") else None
+        return f"{verb}_{method_name}" if verb else method_name
     items: list[tuple[str, bool]] = []  # (snake_case literal, followed by a parameter)
     for segment in url.split("/"):
         literal = snake_case(_TEMPLATE_VAR.sub(" ", segment))
@@ -118,6 +134,8 @@ def rest_path(method: str, url: str) -> str:
             items[-1] = (items[-1][0], True)
     if len(items) > 1 and any(not _VERSION.match(word) for word, _ in items):
         items = [item for item in items if not _VERSION.match(item[0])]
+    if items and not items[-1][1] and "_" in items[-1][0] and items[-1][0].partition("_")[0] in _NAMED_VERBS:
+        return "_".join(word for word, _ in items)  # ``/getLatestImports`` names its verb already
     verb_method = method.lower()
     verb = ""
     if len(items) > 1 and not items[-1][1] and items[-1][0] in _ACTION_VERBS:
@@ -134,6 +152,70 @@ def rest_path(method: str, url: str) -> str:
     if words and verb == "create" and not last_is_member:
         words[-1] = _singular_words(words[-1])  # POST /pets creates one pet
     return "_".join([verb, *words])
+
+
+_HTTP_METHODS = frozenset("get put post delete patch head options trace".split())
+_FILE_SUFFIXES = frozenset("json yaml yml xml csv txt html pdf png jpg zip gz md".split())
+
+
+def _rpc_method(url: str) -> str:
+    """The method's own name when ``url`` ends in an RPC-style method (``/api/v1/chat.postMessage``,
+    ``/conversations.list``, ``/api/v1/livechat/inquiries.take``) rather than a resource: its words as
+    written, after the literal segments before it but the version ones (``chat_post_message``,
+    ``livechat_inquiries_take``), as the API's own documentation names it. Empty for a resource path or
+    a file (``/openapi.json``)."""
+    segments = [segment for segment in url.strip("/").split("/") if segment]
+    last = segments[-1] if segments else ""
+    if "." not in last or _TEMPLATE_VAR.search(last):
+        return ""
+    head, _, suffix = last.rpartition(".")
+    if not head or (suffix.lower() in _FILE_SUFFIXES and "." not in head):
+        return ""
+    before = [snake_case(segment) for segment in segments[:-1] if not _TEMPLATE_VAR.search(segment)]
+    return "_".join(word for word in [*before, snake_case(last)] if word and not _VERSION.match(word))
+
+
+def rpc_spelling(method: str, url: str) -> str | None:
+    """How an RPC-style method is written in its API's documentation, as a dotted action path
+    (``/api/v1/chat.postMessage`` -> ``chat.post_message``), for a GET or POST on one: an agent that
+    knows the API guesses it so. None for a resource path."""
+    if method.lower() not in ("get", "post") or not _rpc_method(url):
+        return None
+    segments = [segment for segment in url.strip("/").split("/") if segment and not _TEMPLATE_VAR.search(segment)]
+    parts = [snake_case(part) for segment in segments for part in segment.split(".")]
+    return ".".join(part for part in parts if part and not _VERSION.match(part)) or None
+
+
+def restates_url(operation_id: str, url: str) -> bool:
+    """Whether an ``operationId`` only spells out its method and whole URL, version segments included
+    (``post-api-v1-chat.delete`` for ``POST /api/v1/chat.delete``, ``get_api_v1_users_id`` for
+    ``GET /api/v1/users/{id}``): generated, not chosen, and a poor name (``post_api_v1_chat_delete``).
+
+    Only for a URL with a version or ``api`` segment, spelled out: ``getUsers`` for ``GET /users`` and
+    ``PostCustomers`` for ``POST /v1/customers`` are names someone chose (or that agents and earlier
+    releases already use). One extra word before or after the URL's words is allowed: the method, or a
+    slip of it (``pos-api-v1-…``).
+    """
+    if not any(_VERSION.match(segment.lower()) for segment in url.split("/")):
+        return False
+    words = [word for word in snake_case(operation_id).split("_") if word]
+    for spelled in (snake_case(url), snake_case(_TEMPLATE_VAR.sub(" ", url))):
+        path = [word for word in spelled.split("_") if word]
+        extra = len(words) - len(path)
+        if path and 0 <= extra <= 1 and (words[extra:] == path or words[: len(path)] == path):
+            return True
+    return False
+
+
+def without_scaffolding(name: str, url: str) -> str:
+    """A generated name less its method and the URL's version segments: ``post_api_v1_im_close`` for
+    ``/api/v1/dm.close`` -> ``im_close`` (the rest is the operation's own words); any other name as it is
+    (``get_api_keys`` for ``/api_keys`` keeps its ``api``)."""
+    scaffolding = [segment.lower() for segment in url.split("/") if _VERSION.match(segment.lower())]
+    words = name.split("_")
+    if not scaffolding or words[0] not in _HTTP_METHODS or words[1 : 1 + len(scaffolding)] != scaffolding:
+        return name
+    return "_".join(words[1 + len(scaffolding) :]) or name
 
 
 def legacy_rest_path(method: str, url: str) -> str:

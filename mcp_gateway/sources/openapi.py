@@ -18,8 +18,13 @@ Action path naming (deterministic; the same text is in docs/manifest.md):
   ``addPet`` -> ``add_pet``, ``GetCustomersCustomer`` -> ``get_customers_customer``,
   ``chat_postMessage`` -> ``chat_post_message``, ``listRedirectURLs`` -> ``list_redirect_urls``.
 * Without one: verb first, then the resource (``_naming.rest_path``): ``GET /pet/{petId}`` ->
-  ``get_pet``, ``GET /deployments/{id}/builds`` -> ``list_deployment_builds``. The name earlier
-  releases gave it (``pet.by_pet_id.get``) is kept in ``Action.aliases``.
+  ``get_pet``, ``GET /deployments/{id}/builds`` -> ``list_deployment_builds``; an RPC-style method
+  as its API writes it, ``POST /api/v1/chat.postMessage`` -> ``chat_post_message`` (its dotted
+  ``chat.post_message`` kept in ``Action.aliases``). The name earlier releases gave it
+  (``pet.by_pet_id.get``) is kept in ``Action.aliases``.
+* An ``operationId`` that only spells out its method and whole URL (``post-api-v1-chat.delete``) is
+  none (``_naming.restates_url``); one opening with the method and the URL's version segments loses
+  them (``post-api-v1-im.close`` -> ``im_close``). Its own spelling stays an alias.
 * A name that starts with a digit gets an ``n`` prefix. When two operations get the same name,
   the later ones in document order get ``_2``, ``_3`` ... appended.
   Every name matches ``^[a-z0-9_]+(\\.[a-z0-9_]+)*$``.
@@ -52,7 +57,15 @@ from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
-from ._naming import legacy_rest_path, rest_path, snake_case, unique_name
+from ._naming import (
+    legacy_rest_path,
+    rest_path,
+    restates_url,
+    rpc_spelling,
+    snake_case,
+    unique_name,
+    without_scaffolding,
+)
 from ._refs import Dialect, RefError, Resolver, SchemaInliner
 from .base import LoadContext, Normalized
 
@@ -203,21 +216,30 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def action_path(operation_id: str | None, method: str, url: str) -> str:
     """The action path of one operation before collisions are resolved (rule in the module docstring)."""
-    parts: list[str] = []
-    if operation_id:
-        parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p]
+    parts = _id_parts(operation_id, url)
     name = ".".join(parts) if parts else rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
 
 def legacy_action_path(operation_id: str | None, method: str, url: str) -> str | None:
-    """The path earlier releases gave an operation without an ``operationId``, kept resolving as an
-    alias of its verb-first path; None when the operation has an ``operationId`` (its name did not
-    change but for acronyms, and those fold to the same key)."""
-    if operation_id and any(snake_case(seg) for seg in operation_id.split("/")):
+    """The path earlier releases gave an operation named after its method and URL, kept resolving as an
+    alias of its verb-first path: ``pet.by_pet_id.get`` without an ``operationId``, the ``operationId``'s
+    own spelling when it only restates the URL; None when the operation has a name of its own (its name
+    did not change but for acronyms, and those fold to the same key)."""
+    parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p] if operation_id else []
+    if parts and _id_parts(operation_id, url) == parts:
         return None
-    name = legacy_rest_path(method, url)
+    name = ".".join(parts) if parts else legacy_rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
+
+
+def _id_parts(operation_id: str | None, url: str) -> list[str]:
+    """The ``operationId``'s parts in snake_case, less a generated method-and-scaffolding opening
+    (``without_scaffolding``); empty when there is none or it only restates the URL."""
+    if not operation_id or restates_url(operation_id, url):
+        return []
+    parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p]
+    return [without_scaffolding(parts[0], url), *parts[1:]] if parts else parts
 
 
 def arg_name(name: str) -> str:
@@ -395,7 +417,8 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
     name = unique_name(action_path(operation_id, method, url), ctx.taken)
     legacy = legacy_action_path(operation_id, method, url)
-    aliases = (legacy,) if legacy is not None and legacy != name else ()
+    spelled = None if _id_parts(operation_id, url) else rpc_spelling(method, url)
+    aliases = tuple(dict.fromkeys(alias for alias in (legacy, spelled) if alias is not None and alias != name))
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     for raw_list, base in ((item.get("parameters"), item_base), (op.get("parameters"), item_base)):

@@ -13,6 +13,7 @@ import httpx2
 import pytest
 import yaml
 
+from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, NoAuth
 from mcp_gateway.sources.openapi import (
     PATH_RE,
@@ -260,11 +261,66 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("getOAuthAccessToken", "GET", "/x", "get_oauth_access_token"),
         ("createM2MToken", "POST", "/x", "create_m2m_token"),
         ("resetE2EKey", "POST", "/x", "reset_e2e_key"),
+        # RPC-style methods are named as their API writes them; a PUT/PATCH/DELETE on one gets its verb.
+        (None, "POST", "/api/v1/chat.postMessage", "chat_post_message"),
+        (None, "GET", "/conversations.list", "conversations_list"),
+        (None, "GET", "/api/v1/livechat/inquiries.queuedForUser", "livechat_inquiries_queued_for_user"),
+        (None, "DELETE", "/api/v1/push.token", "delete_push_token"),
+        (None, "POST", "/api/v1/dns.resolve.txt", "dns_resolve_txt"),
+        (None, "GET", "/openapi.json", "get_openapi_json"),  # a file, not a method
+        (None, "GET", "/api/v1/getLatestImports", "get_latest_imports"),  # the segment names its verb
+        # An operationId that only spells out its method and URL is no name; its method and the URL's
+        # version segments opening one are scaffolding.
+        ("post-api-v1-chat.delete", "POST", "/api/v1/chat.delete", "chat_delete"),
+        ("pos-api-v1-channels.rename", "POST", "/api/v1/channels.rename", "channels_rename"),
+        ("get_api_v1_users_id", "GET", "/api/v1/users/{id}", "get_user"),
+        ("api-v1-users-get", "GET", "/api/v1/users", "list_users"),
+        ("post-api-v1-im.setTopic", "POST", "/api/v1/dm.setTopic", "im_set_topic"),
+        # ...but a name someone chose stays, scaffolding-like words and all.
+        ("listUsers", "GET", "/api/v1/users", "list_users"),
+        ("PostCustomers", "POST", "/v1/customers", "post_customers"),
+        ("getUsers", "GET", "/users", "get_users"),
+        ("GET_api_keys", "GET", "/api_keys", "get_api_keys"),
+        ("api_test", "GET", "/api.test", "api_test"),
     ],
 )
 def test_action_path(operation_id: str | None, method: str, url: str, expected: str) -> None:
     assert action_path(operation_id, method, url) == expected
     assert PATH_RE.match(expected)
+
+
+def test_generated_operation_ids_and_rpc_methods_keep_their_old_and_documented_spellings() -> None:
+    def operation(operation_id: str) -> dict[str, Any]:
+        return {"operationId": operation_id, "responses": {"200": {"description": "ok"}}}
+
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "chat", "version": "1"},
+        "paths": {
+            "/api/v1/chat.postMessage": {"post": operation("post-api-v1-chat.postMessage")},
+            "/api/v1/push.token": {
+                "post": operation("post-api-v1-push.token"),
+                "delete": operation("delete-api-v1-push.token"),
+            },
+            "/api/v1/dm.close": {"post": operation("post-api-v1-im.close")},
+            "/api/v1/users.list": {"get": operation("listUsers")},
+        },
+    }
+    actions = {action.path: action for action in normalize_openapi(document, connector="chat").actions}
+    assert actions["chat_post_message"].aliases == ("post_api_v1_chat_post_message", "chat.post_message")
+    assert actions["push_token"].aliases == ("post_api_v1_push_token", "push.token")
+    assert actions["delete_push_token"].aliases == ("delete_api_v1_push_token",)
+    assert actions["im_close"].aliases == ("post_api_v1_im_close",)
+    assert actions["list_users"].aliases == ()  # a chosen name: nothing was renamed
+    index = DiscoveryIndex()
+    index.replace_connector("chat", list(actions.values()))
+    for spelled, meant in (
+        ("chat.post_api_v1_chat_post_message", "chat.chat_post_message"),  # the name issued before
+        ("chat.chat.postMessage", "chat.chat_post_message"),  # as the API's documentation writes it
+        ("chat.post-api-v1-im-close", "chat.im_close"),
+    ):
+        found = index.resolve(spelled)
+        assert found is not None and found.qualified_name == meant
 
 
 def test_snake_case() -> None:
