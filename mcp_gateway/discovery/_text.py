@@ -213,6 +213,8 @@ _IDENT_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _HTML_TAG = re.compile(r"<[^>]*>|&#?\w+;")  # tags and entities (&amp;)
 _MD_LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _URL = re.compile(r"https?://\S+")
+_MARKDOWN_SECTION = re.compile(r"\n[ \t]*(?:#{1,6}[ \t]|\|)")
+"""A Markdown heading or table row opening a line: where a description's account of the action ends."""
 _VOWELS = frozenset("aeiouy")
 
 
@@ -417,6 +419,8 @@ def clean_description(text: str, limit: int = DESCRIPTION_CHARS) -> str:
         return ""
     if len(text) > 4 * limit:
         text = text[: 4 * limit]  # markup rarely eats more than this: don't scan a whole manual
+    if (section := _MARKDOWN_SECTION.search(text)) and text[: section.start()].strip():
+        text = text[: section.start()]  # a changelog, an example or a table of fields: not what it does
     text = strip_boilerplate(text)
     text = _URL.sub(" ", _MD_LINK_TARGET.sub("]", _HTML_TAG.sub(" ", text)))
     if len(text) > limit:

@@ -142,6 +142,19 @@ def test_the_embedded_text_is_a_short_plain_card_without_repeats() -> None:
     assert len(long.split()) <= DENSE_WORDS
 
 
+def test_a_description_ends_where_its_markdown_sections_and_tables_begin() -> None:
+    changelog = "Mute a user in a room.\n\n### Changelog\n\n| Version | Description |\n| --- | --- |\n| 6.8.0 | Added |"
+    fields = "Pin a message.\n| Field | Meaning |\n| --- | --- |\n| id | the message |"
+    for description, kept in ((changelog, "Mute a user in a room."), (fields, "Pin a message.")):
+        text = dense_text(action("x.do", "Do it", description))
+        assert kept in text and "Version" not in text and "Field" not in text and "|" not in text
+        index = DiscoveryIndex()
+        index.replace_connector("pay", [action("x.do", "Do it", description)])
+        assert not index.find("changelog version added").hits and not index.find("field meaning").hits
+    # A description that opens with a heading keeps it: there is nothing before it to say what the action does.
+    assert "Overview" in dense_text(action("x.do", "Do it", "## Overview\nMutes a user."))
+
+
 @pytest.mark.parametrize("summary", ["GET /v1/rates", ""])
 def test_a_bare_or_missing_summary_reads_as_words(summary: str) -> None:
     assert dense_text(action("rates.get_rates", summary)).startswith("rates get rates:")
