@@ -207,15 +207,34 @@ def restates_url(operation_id: str, url: str) -> bool:
     return False
 
 
-def without_scaffolding(name: str, url: str) -> str:
-    """A generated name less its method and the URL's version segments: ``post_api_v1_im_close`` for
-    ``/api/v1/dm.close`` -> ``im_close`` (the rest is the operation's own words); any other name as it is
-    (``get_api_keys`` for ``/api_keys`` keeps its ``api``)."""
+def without_scaffolding(operation_id: str, method: str, url: str) -> str:
+    """A generated ``operationId`` less what its generator added around the operation's own words; any
+    other as it is:
+
+    - Spring's ``Using<METHOD>`` ending: ``getUserUsingGET_1`` -> ``getUser``;
+    - FastAPI's URL-and-method ending: ``read_item_items__item_id__get`` for ``GET /items/{item_id}`` ->
+      ``read_item``;
+    - the method and the URL's version segments opening it: ``post-api-v1-im.close`` for
+      ``/api/v1/dm.close`` -> ``im.close`` (``GET_api_keys`` for ``/api_keys`` keeps its ``api``).
+    """
+    verb = method.lower()
+    spring = re.search(rf"(?<=[a-z0-9])Using{verb.upper()}(?:_[0-9]+)?$", operation_id)
+    if spring:
+        return operation_id[: spring.start()]
+    fastapi = "_" + re.sub(r"\W", "_", url.lstrip("/")) + "_" + verb
+    if operation_id.endswith(fastapi) and len(operation_id) > len(fastapi):
+        return operation_id[: -len(fastapi)]
     scaffolding = [segment.lower() for segment in url.split("/") if _VERSION.match(segment.lower())]
-    words = name.split("_")
-    if not scaffolding or words[0] not in _HTTP_METHODS or words[1 : 1 + len(scaffolding)] != scaffolding:
-        return name
-    return "_".join(words[1 + len(scaffolding) :]) or name
+    opening = re.match(r"[A-Za-z]+[-_ ]", operation_id)
+    if scaffolding and opening and opening.group()[:-1].lower() in _HTTP_METHODS:
+        rest = operation_id[opening.end() :]
+        for segment in scaffolding:
+            step = re.match(rf"{re.escape(segment)}[-_ ]", rest, re.IGNORECASE)
+            if step is None:
+                return operation_id
+            rest = rest[step.end() :]
+        return rest or operation_id
+    return operation_id
 
 
 def legacy_rest_path(method: str, url: str) -> str:

@@ -24,7 +24,9 @@ Action path naming (deterministic; the same text is in docs/manifest.md):
   (``pet.by_pet_id.get``) is kept in ``Action.aliases``.
 * An ``operationId`` that only spells out its method and whole URL (``post-api-v1-chat.delete``) is
   none (``_naming.restates_url``); one opening with the method and the URL's version segments loses
-  them (``post-api-v1-im.close`` -> ``im_close``). Its own spelling stays an alias.
+  them (``post-api-v1-im.close`` -> ``im_close``), and so do Spring's and FastAPI's generated endings
+  (``getUserUsingGET`` -> ``get_user``, ``read_item_items__item_id__get`` -> ``read_item``:
+  ``_naming.without_scaffolding``). Its own spelling stays an alias.
 * A name that starts with a digit gets an ``n`` prefix. When two operations get the same name,
   the later ones in document order get ``_2``, ``_3`` ... appended.
   Every name matches ``^[a-z0-9_]+(\\.[a-z0-9_]+)*$``.
@@ -216,7 +218,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def action_path(operation_id: str | None, method: str, url: str) -> str:
     """The action path of one operation before collisions are resolved (rule in the module docstring)."""
-    parts = _id_parts(operation_id, url)
+    parts = _id_parts(operation_id, method, url)
     name = ".".join(parts) if parts else rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
@@ -227,19 +229,19 @@ def legacy_action_path(operation_id: str | None, method: str, url: str) -> str |
     own spelling when it only restates the URL; None when the operation has a name of its own (its name
     did not change but for acronyms, and those fold to the same key)."""
     parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p] if operation_id else []
-    if parts and _id_parts(operation_id, url) == parts:
+    if parts and _id_parts(operation_id, method, url) == parts:
         return None
     name = ".".join(parts) if parts else legacy_rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
 
-def _id_parts(operation_id: str | None, url: str) -> list[str]:
-    """The ``operationId``'s parts in snake_case, less a generated method-and-scaffolding opening
+def _id_parts(operation_id: str | None, method: str, url: str) -> list[str]:
+    """The ``operationId``'s parts in snake_case, less what a generator added around its own words
     (``without_scaffolding``); empty when there is none or it only restates the URL."""
     if not operation_id or restates_url(operation_id, url):
         return []
-    parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p]
-    return [without_scaffolding(parts[0], url), *parts[1:]] if parts else parts
+    own = without_scaffolding(operation_id, method, url)
+    return [p for p in (snake_case(seg) for seg in own.split("/")) if p]
 
 
 def arg_name(name: str) -> str:
@@ -417,7 +419,7 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
     name = unique_name(action_path(operation_id, method, url), ctx.taken)
     legacy = legacy_action_path(operation_id, method, url)
-    spelled = None if _id_parts(operation_id, url) else rpc_spelling(method, url)
+    spelled = None if _id_parts(operation_id, method, url) else rpc_spelling(method, url)
     aliases = tuple(dict.fromkeys(alias for alias in (legacy, spelled) if alias is not None and alias != name))
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}

@@ -276,7 +276,15 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("get_api_v1_users_id", "GET", "/api/v1/users/{id}", "get_user"),
         ("api-v1-users-get", "GET", "/api/v1/users", "list_users"),
         ("post-api-v1-im.setTopic", "POST", "/api/v1/dm.setTopic", "im_set_topic"),
+        # What Spring and FastAPI add around a function's name is theirs, not the operation's.
+        ("getUserUsingGET", "GET", "/users/{id}", "get_user"),
+        ("listPetsUsingGET_1", "GET", "/v2/pets", "list_pets"),
+        ("read_item_items__item_id__get", "GET", "/items/{item_id}", "read_item"),
+        ("create_user_api_v1_users__post", "POST", "/api/v1/users/", "create_user"),
         # ...but a name someone chose stays, scaffolding-like words and all.
+        ("calendar.colors.get", "GET", "/colors", "calendar_colors_get"),
+        ("items_get", "GET", "/items", "items_get"),
+        ("usingGet", "GET", "/x", "using_get"),
         ("listUsers", "GET", "/api/v1/users", "list_users"),
         ("PostCustomers", "POST", "/v1/customers", "post_customers"),
         ("getUsers", "GET", "/users", "get_users"),
