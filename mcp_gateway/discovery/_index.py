@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
-from ._message import MANY_WORDS, asked_kind, asks, quoted, wants_many, without_declined
+from ._message import MANY_WORDS, asked_kind, asks, opening_word, quoted, wants_many, without_declined
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
@@ -37,7 +37,15 @@ from ._text import (
     stem,
 )
 
-__all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult", "low_hint"]
+__all__ = [
+    "LOW_CONFIDENCE_HINT",
+    "MAX_QUERY_CHARS",
+    "DiscoveryIndex",
+    "SearchResult",
+    "asked_first",
+    "low_hint",
+    "opening_kind",
+]
 
 MAX_QUERY_CHARS = 8000
 """Longer queries are cut here; everything up to it is searched (a pasted task, a long BFCL question)."""
@@ -131,6 +139,9 @@ class SearchResult:
     unserved: tuple[str, ...] = ()
     """Products the query names that no searched connector is or mentions (``_products``): the answer
     is then unsure whatever its scores, and its hint says so."""
+    asked: str | None = None
+    """The kind of operation the request's opening verb asks for (``opening_kind``), for the fusion's
+    last word between near-twins (``asked_first``)."""
 
 
 _CONTEXT_WEIGHT = 0.5
@@ -448,7 +459,9 @@ class DiscoveryIndex:
         low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
         ordered, twins = _group_twins(hits)
         hint = low_hint(unserved) if low else None
-        return SearchResult(ordered, "low" if low else "high", hint, twins, named, unserved=unserved)
+        return SearchResult(
+            ordered, "low" if low else "high", hint, twins, named, unserved=unserved, asked=opening_kind(query)
+        )
 
     def unserved(self, query: str, visible: list[Segment]) -> tuple[str, ...]:
         """The products ``query`` names (``_products``) when none of them is a ``visible`` connector or a
@@ -1065,6 +1078,56 @@ def _object_key(action: Action) -> tuple[str, frozenset[str]] | None:
     if len(nouns) == len(set(words)) or not nouns:
         return None
     return action.connector, nouns
+
+
+_SWITCHES = frozenset("turn switch enable disable toggle activate deactivate".split())
+"""Opening verbs that flip a thing's state: an update ("turn on the checkout flag"), never a create."""
+_LIGHT_VERBS = frozenset({"make", "set"})
+"""Opening verbs whose kind depends on what follows: "make a copy", "make sure", "set up", "set my status"."""
+_METHOD_KINDS = {"GET": "read", "POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
+_ASKED_REACH = 5
+"""How far below the first hit its twin of the asked kind is looked for: the places a reader scans."""
+
+
+def opening_kind(query: str) -> str | None:
+    """The kind of operation (create, read, update, delete) a request's opening verb asks for: an everyday
+    verb's (``asked_kind``: "log work" creates), a switch's ("turn on the flag" updates) or a generic
+    verb's ("remove the label"); None for a light verb ("make", "set") or no verb."""
+    kind = asked_kind(query)
+    word = opening_word(query)
+    if kind is not None or word is None or word in _LIGHT_VERBS:
+        return kind
+    return "update" if word in _SWITCHES else VERB_KIND.get(stem(word))
+
+
+def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tuple[Action, float]]:
+    """``hits`` with the first one's near-twin of the ``kind`` of operation the request asks for moved
+    to first, when the first is of another kind ("log work": the worklog's add before its get, which
+    the model puts first: it reads the object well and the verb poorly). Twins only: a hit on another
+    object is never moved for its verb."""
+    if kind is None or len(hits) < 2:
+        return hits
+    first = hits[0][0]
+    thing, first_kind = _operation(first)
+    if not thing or first_kind in (kind, None):
+        return hits
+    for position in range(1, min(len(hits), _ASKED_REACH)):
+        action = hits[position][0]
+        if action.connector == first.connector and _operation(action) == (thing, kind):
+            return [hits[position], *hits[:position], *hits[position + 1 :]]
+    return hits
+
+
+def _operation(action: Action) -> tuple[frozenset[str], str | None]:
+    """What an action acts on (its name's words less verbs) and the kind of operation it is: its name's
+    verb's, or its HTTP method's when its name has none or verbs of two kinds ("calendar_list_update")."""
+    terms = identifier_terms(action.path)
+    kinds = {VERB_KIND[term] for term in terms if term in VERB_KIND}
+    thing = frozenset(term for term in terms if term not in VERBS and term not in VERB_KIND)
+    if len(kinds) == 1:
+        return thing, kinds.pop()
+    method = getattr(action.binding, "method", None)
+    return thing, _METHOD_KINDS.get(method.upper()) if isinstance(method, str) else None
 
 
 def _group_twins(hits: list[tuple[Action, float]]) -> tuple[list[tuple[Action, float]], dict[str, list[str]]]:

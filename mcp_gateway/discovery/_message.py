@@ -36,6 +36,7 @@ __all__ = [
     "MAX_ASKS",
     "asked_kind",
     "asks",
+    "opening_word",
     "quoted",
     "sentences",
     "several_asks",
@@ -134,8 +135,14 @@ _OPENING_CHARS = 64
 def asked_kind(message: str) -> str | None:
     """The kind of operation (create, update, read) a request's opening verb asks for, when it is one of
     ``_IMPERATIVE_KINDS`` ("log three hours on PAY-12" creates), else None."""
+    word = opening_word(message)
+    return _IMPERATIVE_KINDS.get(word) if word else None
+
+
+def opening_word(message: str) -> str | None:
+    """A request's first word past its filler ("Ok so please…"), lowercase: where its verb would be."""
     words = _past_filler(_WORDS.findall(message[:_OPENING_CHARS].lower()))
-    return _IMPERATIVE_KINDS.get(words[0]) if words else None
+    return words[0] if words else None
 
 
 def _past_filler(words: list[str]) -> list[str]:

@@ -144,7 +144,9 @@ def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> S
             key=lambda hit: -hit[1],
         )
     ordered, twins = _group_twins(_cut(hits, limit))
-    return SearchResult(ordered, result.confidence, result.hint, twins, result.named, result.vector, result.unserved)
+    return SearchResult(
+        ordered, result.confidence, result.hint, twins, result.named, result.vector, result.unserved, result.asked
+    )
 
 
 def _cut(hits: Sequence[tuple[Action, float]], limit: int) -> list[tuple[Action, float]]:
