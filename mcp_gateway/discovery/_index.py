@@ -457,11 +457,10 @@ class DiscoveryIndex:
         hits, coverage, named = self._search(query, limit, connectors, allow)
         unserved = self.unserved(query, self._visible(connectors)) if hits and not named else ()
         low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
-        ordered, twins = _group_twins(hits)
+        asked = opening_kind(query)
+        ordered, twins = _group_twins(asked_first(hits, asked))
         hint = low_hint(unserved) if low else None
-        return SearchResult(
-            ordered, "low" if low else "high", hint, twins, named, unserved=unserved, asked=opening_kind(query)
-        )
+        return SearchResult(ordered, "low" if low else "high", hint, twins, named, unserved=unserved, asked=asked)
 
     def unserved(self, query: str, visible: list[Segment]) -> tuple[str, ...]:
         """The products ``query`` names (``_products``) when none of them is a ``visible`` connector or a

@@ -134,15 +134,21 @@ def strengths(
 
 
 def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> SearchResult:
-    """``result`` with each hit lifted by ``LIFT_CAP`` times the best score times its ``strength``,
-    re-ordered, cut to ``limit`` and its near-twins grouped again. Confidence and hint stay the ranker's."""
-    hits = sorted(result.hits[:POOL] if strength else result.hits, key=lambda hit: -hit[1])
+    """``result`` with each hit lifted by ``LIFT_CAP`` times the best score times its ``strength``, cut to
+    ``limit`` and its near-twins grouped again. Confidence and hint stay the ranker's.
+
+    A lifted hit moves up ahead of the first hit it now outscores, never down; the others keep the ranker's order,
+    which is not always its scores' (a message's asks are covered first, and between near-twins the kind
+    the request asks for leads): re-sorting them by score would undo both once an agent has any use."""
+    hits = list(result.hits[:POOL] if strength else result.hits)
     if strength and hits:
-        top = abs(hits[0][1]) or 1.0
-        hits = sorted(
-            ((action, score + LIFT_CAP * top * strength.get(action.qualified_name, 0.0)) for action, score in hits),
-            key=lambda hit: -hit[1],
-        )
+        top = max(abs(score) for _, score in hits) or 1.0
+        hits = [(action, score + LIFT_CAP * top * strength.get(action.qualified_name, 0.0)) for action, score in hits]
+        raised = sorted((hit for hit in hits if strength.get(hit[0].qualified_name, 0.0) > 0.0), key=lambda h: -h[1])
+        for hit in raised:  # the highest first, so each lands after those lifted above it
+            now = hits.index(hit)
+            at = next((i for i, (_, score) in enumerate(hits[:now]) if score < hit[1]), now)
+            hits.insert(at, hits.pop(now))
     ordered, twins = _group_twins(_cut(hits, limit))
     return SearchResult(
         ordered, result.confidence, result.hint, twins, result.named, result.vector, result.unserved, result.asked

@@ -54,6 +54,8 @@ connectors:
           - {{path: pages.list, method: GET, url: /pages, summary: List the pages}}
           - {{path: pages.broken, method: POST, url: /fail, summary: Report a problem with a page that breaks}}
           - {{path: invoices.pay, method: POST, url: /invoices, summary: Pay an invoice}}
+          - {{path: flags.create, method: POST, url: /flags, summary: Create a flag that turns a checkout feature on}}
+          - {{path: flags.update, method: PATCH, url: /flags/x, summary: Update a flag}}
   - slug: vault
     base_url: http://vault.test
     source:
@@ -141,6 +143,17 @@ async def test_a_used_answer_comes_first_for_a_reworded_repeat_and_nothing_else_
         assert 0 < new["desk.tickets.report"] - old["desk.tickets.report"] <= LIFT_CAP * old["desk.issues.report"]
         assert new["desk.issues.report"] == old["desk.issues.report"] and after.confidence == before.confidence
         assert {query: await h.names(BOB, query) for query in UNRELATED} == unrelated
+
+
+async def test_an_agent_with_uses_keeps_the_rankers_order_where_it_is_not_by_score() -> None:
+    # Between near-twins the kind the request asks for leads ("turn on" updates), ahead of a higher
+    # score; lifting by use re-sorted every answer by score once an agent had any use.
+    async with harness() as h:
+        switch = "turn on the checkout flag"
+        assert (await h.names(BOB, switch))[:2] == ["desk.flags.update", "desk.flags.create"]
+        await h.names(BOB, ASK)
+        assert await h.call(BOB, "desk.tickets.report") == "ok"
+        assert (await h.names(BOB, switch))[:2] == ["desk.flags.update", "desk.flags.create"]
 
 
 async def test_learning_off_records_nothing_and_lifts_nothing() -> None:

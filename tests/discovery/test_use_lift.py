@@ -93,6 +93,26 @@ def test_only_close_queries_count() -> None:
     assert closeness(vector_use, ISSUE, at(SIMILAR_COSINE - 0.05)) == 0.0
 
 
+def test_the_rankers_order_is_kept_where_it_is_not_its_scores() -> None:
+    # The ranker puts an ask's cover or the asked kind's twin ahead of a higher score; a lift moves only
+    # the lifted hit, and the rest keep that order.
+    found = result(("worklog.add", 0.7), ("worklog.get", 0.9), ("reminder.create", 0.0), ("labels.list", 0.6))
+    assert [a.path for a, _ in lifted(found, {}, 10).hits] == [
+        "worklog.add",
+        "worklog.get",
+        "reminder.create",
+        "labels.list",
+    ]
+    raised = lifted(found, {"gh.labels.list": FIRST_USE}, 10)  # 0.6 + 0.15 * 0.9 * 0.75: ahead of 0.7
+    assert [a.path for a, _ in raised.hits] == ["labels.list", "worklog.add", "worklog.get", "reminder.create"]
+    # A lift never moves a hit down, though the hits after it outscore it.
+    assert [a.path for a, _ in lifted(found, {"gh.reminder.create": 0.2}, 3).hits] == [
+        "worklog.add",
+        "worklog.get",
+        "reminder.create",
+    ]
+
+
 def test_nothing_to_lift_keeps_the_ranking_cut_to_the_limit() -> None:
     found = result(("a.one", 0.9), ("b.two", 0.8), ("c.three", 0.7))
     same = lifted(found, {}, 2)
