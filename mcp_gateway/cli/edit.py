@@ -191,7 +191,42 @@ def _auth_from_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
             if where == "header" and str(scheme["name"]).lower() == "authorization":
                 return {"type": "bearer"}
             return {"type": "api_key", "in": where, "name": scheme["name"]}
-    return None
+    return _auth_from_headers(doc)
+
+
+def _auth_from_headers(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """For a spec that declares no scheme: the header named as a credential (``X-Auth-Token``) that most
+    of its operations take as a parameter, as the auth that sends it; None when there is none."""
+    from ..sources._credential_names import credential_name
+
+    shared = (doc.get("components") or {}).get("parameters") or doc.get("parameters") or {}
+    counts: dict[str, int] = {}
+    operations = 0
+    for item in (doc.get("paths") or {}).values():
+        if not isinstance(item, dict):
+            continue
+        for method, op in item.items():
+            if method not in _METHODS or not isinstance(op, dict):
+                continue
+            operations += 1
+            names = set()
+            for param in [*(item.get("parameters") or []), *(op.get("parameters") or [])]:
+                if isinstance(param, dict) and isinstance(param.get("$ref"), str):
+                    param = shared.get(param["$ref"].rpartition("/")[2]) if isinstance(shared, dict) else None
+                if isinstance(param, dict) and param.get("in") == "header" and isinstance(param.get("name"), str):
+                    if credential_name(param["name"]):
+                        names.add(param["name"])
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return None
+    name, used = max(counts.items(), key=lambda item: (item[1], item[0]))
+    if used * 2 < operations:
+        return None
+    return {"type": "bearer"} if name.lower() == "authorization" else {"type": "custom", "headers": {name: "{secret}"}}
+
+
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 
 async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:

@@ -15,57 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._credential_names import credential_name
+
 __all__ = ["PostmanVars", "credential_name", "is_placeholder", "json_body_fields", "value_schema"]
 
 VARIABLE = re.compile(r"\{\{([^{}]+)\}\}")
 _PLACEHOLDER = re.compile(r"\s*(?:<[^<>{}\n]{1,60}>|\[[A-Za-z_][\w .-]{0,60}\])\]?\s*")
-_NOT_ALNUM = re.compile(r"[^a-z0-9]")
-_CREDENTIAL_NAMES = frozenset(
-    {
-        "authorization",
-        "proxyauthorization",
-        "cookie",
-        "setcookie",
-        "apikey",
-        "xapikey",
-        "apitoken",
-        "apisecret",
-        "accesskey",
-        "secretkey",
-        "privatekey",
-        "clientsecret",
-        "bearer",
-        "jwt",
-        "sessionid",
-        "sessid",
-        "xauth",
-        "auth",
-    }
-)
-# Tokens that page through results rather than authenticate.
-_NOT_CREDENTIAL_TOKENS = (
-    "page",
-    "next",
-    "continuation",
-    "sync",
-    "cursor",
-    "resume",
-    "prev",
-    "start",
-    "delta",
-    "change",
-)
-
-
-def credential_name(name: str) -> bool:
-    """Whether a key or variable name says it holds a credential (``Authorization``, ``api_key``,
-    ``access_token``, ``client_secret``, ``password`` …). Paging tokens (``next_page_token``) do not."""
-    n = _NOT_ALNUM.sub("", name.lower())
-    if not n:
-        return False
-    if n in _CREDENTIAL_NAMES or "secret" in n or "password" in n or "passwd" in n or "apikey" in n:
-        return True
-    return n.endswith("token") and not any(word in n for word in _NOT_CREDENTIAL_TOKENS)
 
 
 def is_placeholder(text: str) -> bool:

@@ -92,6 +92,35 @@ def test_add_a_local_openapi_file_then_remove_restores_the_file(env: CliEnv, tmp
     assert env.manifest.read_text() == original
 
 
+def test_add_a_spec_whose_credential_is_a_header_parameter_sends_it_as_auth(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    # No security scheme: every operation takes the token as a header parameter (Rocket.Chat's shape).
+    # The agent is never asked for it; the connector's auth sends it, and asks the operator for it.
+    _commented(env)
+    headers = [
+        {"$ref": "#/components/parameters/Auth-Token"},
+        {"name": "X-User-Id", "in": "header", "required": True, "schema": {"type": "string"}},
+    ]
+    spec = _spec(env.upstream_url)
+    spec["components"] = {
+        "parameters": {
+            "Auth-Token": {"name": "X-Auth-Token", "in": "header", "required": True, "schema": {"type": "string"}}
+        }
+    }
+    for item in spec["paths"].values():  # type: ignore[attr-defined]
+        item["get"]["parameters"] = [*item["get"].get("parameters", []), *headers]
+    path = tmp_path / "openapi.json"
+    path.write_text(json.dumps(spec))
+    added = env.run("add", str(path), "--slug", "chat")
+    assert added.code == 0, added.err
+    assert "chat: needs_auth, 2 actions" in added.out
+    chat = load_manifest(env.manifest).connector("chat")
+    assert chat is not None and chat.auth.model_dump() == {"type": "custom", "headers": {"X-Auth-Token": "{secret}"}}
+    described = env.run("describe", "chat.get_invoice", "--json")
+    assert described.code == 0, described.err
+    arguments = described.json()["input_schema"]["properties"]
+    assert set(arguments) == {"id", "x_user_id"}  # the user id is no secret: the agent may pass it
+
+
 def test_add_a_catalog_entry_and_an_mcp_url(env: CliEnv) -> None:  # noqa: F811
     original = _commented(env)
     assert env.run("add", "petstore", "--no-sync").code == 0
