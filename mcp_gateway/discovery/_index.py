@@ -15,7 +15,16 @@ from typing import Any, Literal
 
 from ..vocabulary.model import Action
 from . import _rank
-from ._message import MANY_WORDS, asked_kind, asks, opening_word, quoted, wants_many, without_declined
+from ._message import (
+    MANY_WORDS,
+    asked_kind,
+    asks,
+    opening_word,
+    quoted,
+    quoted_spans,
+    wants_many,
+    without_declined,
+)
 from ._products import PRODUCTS, named_products, unserved_hint
 from ._segment import COUNT_MASK, Segment, build_segment
 from ._segment_cache import SegmentCache
@@ -543,14 +552,21 @@ class DiscoveryIndex:
         A word the catalog knows, as written or by its index term, is never changed (unless a single
         action uses it and the repair is ``_TYPO_RATIO`` times commoner); nor a stopword,
         an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), a
-        product's name (``_products``: "Lyft" is not a slip of "left"), or a capitalized word inside a
-        sentence into anything but a connector's or product's name: a name ("Messi" is not a slip of
-        "mess"; "Sttripe" is of Stripe).
+        product's name (``_products``: "Lyft" is not a slip of "left"), a quoted name or value
+        ('label it "frontend"'), or a capitalized word inside a sentence into anything but a connector's
+        or product's name: a name ("Messi" is not a slip of "mess"; "Sttripe" is of Stripe).
         """
         query = query[:MAX_QUERY_CHARS]
         fixes: dict[str, str] = {}
         tried = 0
+        spans = quoted_spans(query)
+
+        def as_written(match: re.Match[str]) -> bool:  # a quoted name or value ('"frontend"') is as meant
+            return any(start <= match.start() < end for start, end in spans)
+
         for match in _WORD.finditer(query):
+            if spans and as_written(match):
+                continue
             written = match.group()
             word = written.lower()
             camel = written[1:] != written[1:].lower() and written != written.upper()
@@ -578,7 +594,9 @@ class DiscoveryIndex:
                 fixes[word] = fix
         if not fixes:
             return query
-        return _WORD.sub(lambda m: _recased(fixes.get(m.group().lower()), m.group()), query)
+        return _WORD.sub(
+            lambda m: m.group() if spans and as_written(m) else _recased(fixes.get(m.group().lower()), m.group()), query
+        )
 
     def _correction(self, word: str, known: int = 0) -> str | None:
         """The catalog word ``word`` is a slip of, or None. ``known``: how many actions use ``word``'s

@@ -38,6 +38,7 @@ __all__ = [
     "asks",
     "opening_word",
     "quoted",
+    "quoted_spans",
     "sentences",
     "several_asks",
     "wants_many",
@@ -274,6 +275,15 @@ def quoted(message: str) -> frozenset[int]:
         position for position, token in enumerate(tokens) if any(start <= token.start() < end for start, end in spans)
     )
     return inside if len(inside) < len(tokens) else frozenset()
+
+
+def quoted_spans(message: str) -> list[tuple[int, int]]:
+    """Where ``message`` quotes a name or value, as ``(start, end)`` offsets; none when the quotes hold
+    the whole message (``quoted``)."""
+    spans = [match.span() for match in _QUOTED.finditer(message)]
+    if spans and not message[: spans[0][0]].strip() and not message[spans[-1][1] :].strip() and len(spans) == 1:
+        return []
+    return spans
 
 
 def without_declined(message: str) -> str:

@@ -103,6 +103,14 @@ def test_identifiers_short_words_and_casing(index: DiscoveryIndex) -> None:
     assert index.corrected("Shedule a MEETNG") == "Schedule a MEETING"
 
 
+def test_a_quoted_name_or_value_is_as_meant(index: DiscoveryIndex) -> None:
+    # Quotes hold a value the agent means as written ("custmer" may be a tag), JSON strings included.
+    assert index.corrected('shedule a meetng titled "custmer meetng"') == 'schedule a meeting titled "custmer meetng"'
+    assert index.corrected('create {"name": "custmer"} custmer') == 'create {"name": "custmer"} customer'
+    # A request quoted whole is still the request.
+    assert index.corrected('"shedule a meetng"') == '"schedule a meeting"'
+
+
 def test_a_name_inside_a_sentence_is_not_a_slip() -> None:
     built = catalog_index(
         {
