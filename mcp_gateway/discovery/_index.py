@@ -1136,8 +1136,10 @@ def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tupl
 
 
 def _operation(action: Action) -> tuple[frozenset[str], str | None]:
-    """What an action acts on (its name's words less verbs) and the kind of operation it is: its name's
-    verb's, or its HTTP method's when its name has none or verbs of two kinds ("calendar_list_update")."""
+    """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too, which ``_object_key``
+    keeps: ``post_feature_flag`` and ``patch_feature_flag`` act on one flag) and the kind of operation it
+    is: its name's verb's, or its HTTP method's when its name has none or verbs of two kinds
+    ("calendar_list_update")."""
     terms = identifier_terms(action.path)
     kinds = {VERB_KIND[term] for term in terms if term in VERB_KIND}
     thing = frozenset(term for term in terms if term not in VERBS and term not in VERB_KIND)

@@ -281,7 +281,7 @@ def quoted_spans(message: str) -> list[tuple[int, int]]:
     """Where ``message`` quotes a name or value, as ``(start, end)`` offsets; none when the quotes hold
     the whole message (``quoted``)."""
     spans = [match.span() for match in _QUOTED.finditer(message)]
-    if spans and not message[: spans[0][0]].strip() and not message[spans[-1][1] :].strip() and len(spans) == 1:
+    if len(spans) == 1 and not message[: spans[0][0]].strip() and not message[spans[0][1] :].strip():
         return []
     return spans
 
