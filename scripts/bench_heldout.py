@@ -142,12 +142,15 @@ def load_heldout(directory: Path = HELDOUT_DIR) -> tuple[list[Intent], dict[str,
     return intents, catalogs
 
 
-def relabel(directory: Path = HELDOUT_DIR) -> int:
-    """Rewrite each label's name from its operation (after actions were renamed); returns how many changed."""
-    catalogs = {slug: bundled_catalog(slug) for slug in heldout_apis(directory)}
+def relabel(directory: Path = HELDOUT_DIR, guesses: Path | None = None) -> int:
+    """Rewrite each label's name from its operation (after actions were renamed), in the held-out set and
+    in the catalog's hand-written guesses (``CATALOG_GUESSES``); returns how many changed."""
+    guesses = CATALOG_GUESSES if guesses is None else guesses
+    slugs = {*heldout_apis(directory), *catalog_guess_apis(guesses)}
+    catalogs = {slug: bundled_catalog(slug) for slug in slugs}
     by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
     changed = 0
-    for path in sorted(directory.glob("*.json")):
+    for path in [*sorted(directory.glob("*.json")), guesses]:
         rows = _rows(path)
         for row in rows:
             renamed = [

@@ -43,8 +43,9 @@ def test_the_set_is_large_and_over_apis_no_other_set_uses() -> None:
 
 
 def test_each_row_is_a_guess_labelled_with_operations_of_its_api() -> None:
-    """A guess names no action (else a call runs it directly); each label is an operation (``METHOD url``)
-    of the guess's own API, named as that operation is named today."""
+    """A guess names no action (else a call runs it directly) but one of its labels, since names agents
+    guess became the actions' own (``sendgrid.list_senders`` for ``GET /v3/senders``); each label is an
+    operation (``METHOD url``) of the guess's own API, named as that operation is named today."""
     names = {(slug, operation_of(a)): a.qualified_name for slug, actions in _catalogs().items() for a in actions}
     rows = _rows()
     assert len({str(row["guess"]) for row in rows}) == len(rows)
@@ -52,8 +53,9 @@ def test_each_row_is_a_guess_labelled_with_operations_of_its_api() -> None:
         assert set(row) == {"guess", "actions", "operations"}, row
         guess = str(row["guess"])
         api = guess.split(".", 1)[0]
-        assert _index().resolve(guess) is None, guess
         actions, operations = row["actions"], row["operations"]
+        named = _index().resolve(guess)
+        assert named is None or named.qualified_name in actions, guess
         assert isinstance(actions, list) and isinstance(operations, list) and actions, row
         assert len(actions) == len(operations), row
         for name, operation in zip(actions, operations, strict=True):

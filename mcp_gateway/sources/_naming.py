@@ -212,6 +212,7 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
     other as it is:
 
     - Spring's ``Using<METHOD>`` ending: ``getUserUsingGET_1`` -> ``getUser``;
+    - NestJS's ``<Name>Controller_`` opening: ``UsersController_findAll`` -> ``Users_findAll``;
     - FastAPI's URL-and-method ending: ``read_item_items__item_id__get`` for ``GET /items/{item_id}`` ->
       ``read_item``;
     - the method and the URL's version segments opening it: ``post-api-v1-im.close`` for
@@ -221,6 +222,9 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
     spring = re.search(rf"(?<=[a-z0-9])Using{verb.upper()}(?:_[0-9]+)?$", operation_id)
     if spring:
         return operation_id[: spring.start()]
+    nest = re.match(r"([A-Za-z0-9]+)Controller_(?=[A-Za-z])", operation_id)
+    if nest:
+        return f"{nest.group(1)}_{operation_id[nest.end() :]}"
     fastapi = "_" + re.sub(r"\W", "_", url.lstrip("/")) + "_" + verb
     if operation_id.endswith(fastapi) and len(operation_id) > len(fastapi):
         return operation_id[: -len(fastapi)]

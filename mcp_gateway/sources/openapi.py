@@ -48,7 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import anyio.to_thread
 import httpx2
@@ -216,32 +216,52 @@ _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def action_path(operation_id: str | None, method: str, url: str) -> str:
-    """The action path of one operation before collisions are resolved (rule in the module docstring)."""
-    parts = _id_parts(operation_id, method, url)
+def action_path(operation_id: str | None, method: str, url: str, base_path: str = "") -> str:
+    """The action path of one operation before collisions are resolved (rule in the module docstring).
+    ``base_path``: the path of the URL the document's paths are relative to (``/api/v1``), which a
+    generated operationId spells out too; it never enters a name the URL makes."""
+    parts = _id_parts(operation_id, method, url, base_path)
     name = ".".join(parts) if parts else rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
 
-def legacy_action_path(operation_id: str | None, method: str, url: str) -> str | None:
+def legacy_action_path(operation_id: str | None, method: str, url: str, base_path: str = "") -> str | None:
     """The path earlier releases gave an operation named after its method and URL, kept resolving as an
     alias of its verb-first path: ``pet.by_pet_id.get`` without an ``operationId``, the ``operationId``'s
     own spelling when it only restates the URL; None when the operation has a name of its own (its name
     did not change but for acronyms, and those fold to the same key)."""
     parts = [p for p in (snake_case(seg) for seg in operation_id.split("/")) if p] if operation_id else []
-    if parts and _id_parts(operation_id, method, url) == parts:
+    if parts and _id_parts(operation_id, method, url, base_path) == parts:
         return None
     name = ".".join(parts) if parts else legacy_rest_path(method, url)
     return f"n{name}" if name[0].isdigit() else name
 
 
-def _id_parts(operation_id: str | None, method: str, url: str) -> list[str]:
+def _id_parts(operation_id: str | None, method: str, url: str, base_path: str = "") -> list[str]:
     """The ``operationId``'s parts in snake_case, less what a generator added around its own words
-    (``without_scaffolding``); empty when there is none or it only restates the URL."""
-    if not operation_id or restates_url(operation_id, url):
+    (``without_scaffolding``); empty when there is none or it only restates the URL (with or without
+    the document's base path)."""
+    if not operation_id:
+        return []
+    full = base_path.rstrip("/") + url if base_path.strip("/") else url
+    if restates_url(operation_id, url) or restates_url(operation_id, full):
         return []
     own = without_scaffolding(operation_id, method, url)
+    if own == operation_id and full != url:
+        own = without_scaffolding(operation_id, method, full)
     return [p for p in (snake_case(seg) for seg in own.split("/")) if p]
+
+
+def _base_path(document: dict[str, Any], dialect: Dialect) -> str:
+    """The path part of the URL the document's paths are relative to: 2.0's ``basePath``, else its first
+    server's (``https://chat.example/api/v1`` -> ``/api/v1``); empty when it names none."""
+    if dialect == "2.0":
+        base = document.get("basePath")
+    else:
+        servers = document.get("servers")
+        first = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
+        base = urlsplit(first["url"]).path if isinstance(first.get("url"), str) else None
+    return base if isinstance(base, str) else ""
 
 
 def arg_name(name: str) -> str:
@@ -266,6 +286,7 @@ class _Context:
     credentials: frozenset[tuple[str, str]]
     connector: str
     risk_overrides: Mapping[str, Risk]
+    base_path: str = ""
     taken: set[str] = field(default_factory=set)
 
 
@@ -379,6 +400,7 @@ def _normalize(
         | {_credential_key(location, name) for location, name in credentials},
         connector=connector,
         risk_overrides=risk_overrides,
+        base_path=_base_path(document, dialect),
     )
     actions: list[Action] = []
     for url, raw_item in paths.items():
@@ -417,9 +439,9 @@ def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, st
 def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict[str, Any], item_base: str) -> Action:
     where = f"{method} {url}"
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
-    name = unique_name(action_path(operation_id, method, url), ctx.taken)
-    legacy = legacy_action_path(operation_id, method, url)
-    spelled = None if _id_parts(operation_id, method, url) else rpc_spelling(method, url)
+    name = unique_name(action_path(operation_id, method, url, ctx.base_path), ctx.taken)
+    legacy = legacy_action_path(operation_id, method, url, ctx.base_path)
+    spelled = None if _id_parts(operation_id, method, url, ctx.base_path) else rpc_spelling(method, url)
     aliases = tuple(dict.fromkeys(alias for alias in (legacy, spelled) if alias is not None and alias != name))
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}

@@ -20,6 +20,7 @@ from mcp_gateway.sources.openapi import (
     NormalizedSource,
     action_path,
     credential_places,
+    legacy_action_path,
     load_openapi,
     normalize_openapi,
     snake_case,
@@ -281,6 +282,7 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("listPetsUsingGET_1", "GET", "/v2/pets", "list_pets"),
         ("read_item_items__item_id__get", "GET", "/items/{item_id}", "read_item"),
         ("create_user_api_v1_users__post", "POST", "/api/v1/users/", "create_user"),
+        ("UsersController_findAll", "GET", "/users", "users_find_all"),  # NestJS
         # ...but a name someone chose stays, scaffolding-like words and all.
         ("calendar.colors.get", "GET", "/colors", "calendar_colors_get"),
         ("items_get", "GET", "/items", "items_get"),
@@ -295,6 +297,22 @@ def test_petstore3_yaml_and_realworld_31() -> None:
 def test_action_path(operation_id: str | None, method: str, url: str, expected: str) -> None:
     assert action_path(operation_id, method, url) == expected
     assert PATH_RE.match(expected)
+
+
+def test_a_generated_operation_id_spells_out_the_base_path_too() -> None:
+    # The paths are relative to the server's /api/v1, which the generator wrote into every operationId.
+    assert action_path("get_api_v1_users", "GET", "/users", "/api/v1") == "list_users"
+    assert action_path("post-api-v1-im.close", "POST", "/dm.close", "/api/v1") == "im_close"
+    assert legacy_action_path("get_api_v1_users", "GET", "/users", "/api/v1") == "get_api_v1_users"
+    assert action_path("getUsers", "GET", "/users", "/api/v1") == "get_users"  # chosen, kept
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://chat.example/api/v1"}],
+        "paths": {"/chat.delete": {"post": {"operationId": "post-api-v1-chat.delete", "responses": {}}}},
+    }
+    (action,) = normalize_openapi(document, connector="chat").actions
+    assert (action.path, action.aliases) == ("chat_delete", ("post_api_v1_chat_delete", "chat.delete"))
 
 
 def test_generated_operation_ids_and_rpc_methods_keep_their_old_and_documented_spellings() -> None:
