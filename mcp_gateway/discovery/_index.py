@@ -19,7 +19,6 @@ from ._message import (
     MANY_WORDS,
     asked_kind,
     asks,
-    opening_word,
     quoted,
     quoted_spans,
     wants_many,
@@ -45,16 +44,9 @@ from ._text import (
     raw_words,
     stem,
 )
+from ._twins import asked_first, group_twins, opening_kind
 
-__all__ = [
-    "LOW_CONFIDENCE_HINT",
-    "MAX_QUERY_CHARS",
-    "DiscoveryIndex",
-    "SearchResult",
-    "asked_first",
-    "low_hint",
-    "opening_kind",
-]
+__all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult", "low_hint"]
 
 MAX_QUERY_CHARS = 8000
 """Longer queries are cut here; everything up to it is searched (a pasted task, a long BFCL question)."""
@@ -174,12 +166,6 @@ wrote it, but a synonym's weight lost to the single operation's shorter name."""
 
 _SYNONYM_WEIGHT = 0.375
 """Query weight of a synonym, a phrase's meaning or a word form relative to a word the agent wrote."""
-
-_TWIN_REACH = 3
-"""A near-twin moves up next to the best of its group only from at most this many places below it.
-Moving every twin of the first hit up pushed distinct candidates out of the top five (dev intents,
-hybrid: R@5 80.6 -> 81.4 with this reach; BFCL non-live 92.2 -> 92.4); ``SearchResult.twins``
-still names every twin, so the agent sees the whole choice either way."""
 
 _FORM_WEIGHT = 0.375
 """Query weight of another form of a written word ("reviewer" for "review")."""
@@ -467,7 +453,7 @@ class DiscoveryIndex:
         unserved = self.unserved(query, self._visible(connectors)) if hits and not named else ()
         low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
         asked = opening_kind(query)
-        ordered, twins = _group_twins(asked_first(hits, asked))
+        ordered, twins = group_twins(asked_first(hits, asked))
         hint = low_hint(unserved) if low else None
         return SearchResult(ordered, "low" if low else "high", hint, twins, named, unserved=unserved, asked=asked)
 
@@ -1086,92 +1072,3 @@ def _add_counts(total: dict[str, int], counts: Iterable[tuple[str, int]], sign: 
             total[term] = value
         else:
             total.pop(term, None)
-
-
-def _object_key(action: Action) -> tuple[str, frozenset[str]] | None:
-    """What an action acts on: its connector and its name's words less generic verbs (None: no verb)."""
-    words = identifier_terms(action.path)
-    nouns = frozenset(word for word in words if word not in VERBS)
-    if len(nouns) == len(set(words)) or not nouns:
-        return None
-    return action.connector, nouns
-
-
-_SWITCHES = frozenset("turn switch enable disable toggle activate deactivate".split())
-"""Opening verbs that flip a thing's state: an update ("turn on the checkout flag"), never a create."""
-_LIGHT_VERBS = frozenset({"make", "set"})
-"""Opening verbs whose kind depends on what follows: "make a copy", "make sure", "set up", "set my status"."""
-_METHOD_KINDS = {"GET": "read", "POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
-_ASKED_REACH = 5
-"""How far below the first hit its twin of the asked kind is looked for: the places a reader scans."""
-
-
-def opening_kind(query: str) -> str | None:
-    """The kind of operation (create, read, update, delete) a request's opening verb asks for: an everyday
-    verb's (``asked_kind``: "log work" creates), a switch's ("turn on the flag" updates) or a generic
-    verb's ("remove the label"); None for a light verb ("make", "set") or no verb."""
-    kind = asked_kind(query)
-    word = opening_word(query)
-    if kind is not None or word is None or word in _LIGHT_VERBS:
-        return kind
-    return "update" if word in _SWITCHES else VERB_KIND.get(stem(word))
-
-
-def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tuple[Action, float]]:
-    """``hits`` with the first one's near-twin of the ``kind`` of operation the request asks for moved
-    to first, when the first is of another kind ("log work": the worklog's add before its get, which
-    the model puts first: it reads the object well and the verb poorly). Twins only: a hit on another
-    object is never moved for its verb."""
-    if kind is None or len(hits) < 2:
-        return hits
-    first = hits[0][0]
-    thing, first_kind = _operation(first)
-    if not thing or first_kind in (kind, None):
-        return hits
-    for position in range(1, min(len(hits), _ASKED_REACH)):
-        action = hits[position][0]
-        if action.connector == first.connector and _operation(action) == (thing, kind):
-            return [hits[position], *hits[:position], *hits[position + 1 :]]
-    return hits
-
-
-def _operation(action: Action) -> tuple[frozenset[str], str | None]:
-    """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too, which ``_object_key``
-    keeps: ``post_feature_flag`` and ``patch_feature_flag`` act on one flag) and the kind of operation it
-    is: its name's verb's, or its HTTP method's when its name has none or verbs of two kinds
-    ("calendar_list_update")."""
-    terms = identifier_terms(action.path)
-    kinds = {VERB_KIND[term] for term in terms if term in VERB_KIND}
-    thing = frozenset(term for term in terms if term not in VERBS and term not in VERB_KIND)
-    if len(kinds) == 1:
-        return thing, kinds.pop()
-    method = getattr(action.binding, "method", None)
-    return thing, _METHOD_KINDS.get(method.upper()) if isinstance(method, str) else None
-
-
-def _group_twins(hits: list[tuple[Action, float]]) -> tuple[list[tuple[Action, float]], dict[str, list[str]]]:
-    """Hits with near-twins (same object, another verb) moved next to the best of their group (from at
-    most ``_TWIN_REACH`` places below it), and every hit's twins among ``hits``."""
-    groups: dict[tuple[str, frozenset[str]], list[int]] = {}
-    for position, (action, _) in enumerate(hits):
-        key = _object_key(action)
-        if key is not None:
-            groups.setdefault(key, []).append(position)
-    twins: dict[str, list[str]] = {}
-    for positions in groups.values():
-        if len(positions) > 1:
-            names = [hits[i][0].qualified_name for i in positions]
-            for name in names:
-                twins[name] = [n for n in names if n != name]
-    placed: set[int] = set()
-    ordered: list[tuple[Action, float]] = []
-    by_position = {
-        positions[0]: [i for i in positions if i - positions[0] <= _TWIN_REACH] for positions in groups.values()
-    }
-    for position in range(len(hits)):
-        if position in placed:
-            continue
-        for i in by_position.get(position, [position]):
-            placed.add(i)
-            ordered.append(hits[i])
-    return ordered, twins

@@ -35,11 +35,12 @@ import anyio
 from ..vocabulary.errors import GatewayError
 from ..vocabulary.model import Action
 from . import _coverage, _rank
-from ._index import DiscoveryIndex, SearchResult, _group_twins, asked_first, low_hint
+from ._index import DiscoveryIndex, SearchResult, low_hint
 from ._message import asks, several_asks
 from ._outcomes import OUTCOMES, Outcomes
 from ._segment import dense_texts, readable
 from ._segment_cache import card_version
+from ._twins import asked_first, group_twins
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 from .embedding_progress import LEXICAL_LINE, clear_progress, hybrid_line, progress_elsewhere, write_progress
 
@@ -283,7 +284,7 @@ class HybridSearch:
             fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
         low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed)) or bool(lexical.unserved)
-        ordered, twins = _group_twins(asked_first(fused, lexical.asked))
+        ordered, twins = group_twins(asked_first(fused, lexical.asked))
         hint = low_hint(lexical.unserved) if low else None
         return SearchResult(
             ordered, "low" if low else "high", hint, twins, lexical.named, vector, lexical.unserved, lexical.asked

@@ -26,8 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..vocabulary.model import Action
-from ._index import SearchResult, _group_twins
+from ._index import SearchResult
 from ._text import raw_words, stem
+from ._twins import group_twins
 from .dense import Matrix
 
 __all__ = [
@@ -149,7 +150,7 @@ def lifted(result: SearchResult, strength: Mapping[str, float], limit: int) -> S
             now = hits.index(hit)
             at = next((i for i, (_, score) in enumerate(hits[:now]) if score < hit[1]), now)
             hits.insert(at, hits.pop(now))
-    ordered, twins = _group_twins(_cut(hits, limit))
+    ordered, twins = group_twins(_cut(hits, limit))
     return SearchResult(
         ordered, result.confidence, result.hint, twins, result.named, result.vector, result.unserved, result.asked
     )

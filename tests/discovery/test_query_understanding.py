@@ -7,15 +7,9 @@ import anyio
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, hybrid, summary_of
-from mcp_gateway.discovery._index import (
-    _SHAPE_WEIGHT,
-    _SYNONYM_WEIGHT,
-    LOW_CONFIDENCE_HINT,
-    MAX_QUERY_CHARS,
-    asked_first,
-    opening_kind,
-)
+from mcp_gateway.discovery._index import _SHAPE_WEIGHT, _SYNONYM_WEIGHT, LOW_CONFIDENCE_HINT, MAX_QUERY_CHARS
 from mcp_gateway.discovery._text import stem
+from mcp_gateway.discovery._twins import asked_first, opening_kind
 from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.vocabulary.model import Action
 from tests.discovery.conftest import embedded_actions
@@ -155,14 +149,14 @@ def test_near_twins_are_grouped_side_by_side(index: DiscoveryIndex) -> None:
 def test_a_far_twin_stays_in_place_but_is_still_named() -> None:
     """Moving a twin up from far below would push distinct candidates out of the top: it stays where it
     ranks, and ``twins`` still names it."""
-    from mcp_gateway.discovery._index import _TWIN_REACH, _group_twins
+    from mcp_gateway.discovery._twins import TWIN_REACH, group_twins
 
     hits = [(action("shop", "products.create", "Create a product"), 1.0)]
-    hits += [(action("shop", f"other{i}.thing", f"Thing {i}"), 0.9 - i / 100) for i in range(_TWIN_REACH)]
+    hits += [(action("shop", f"other{i}.thing", f"Thing {i}"), 0.9 - i / 100) for i in range(TWIN_REACH)]
     hits += [(action("shop", "products.delete", "Delete a product"), 0.5)]
     hits += [(action("shop", "products.update", "Update a product"), 0.95)]
     hits.sort(key=lambda hit: -hit[1])
-    ordered, twins = _group_twins(hits)
+    ordered, twins = group_twins(hits)
     top = names(ordered)
     assert top[:2] == ["shop.products.create", "shop.products.update"]  # near: moved next to it
     assert top[-1] == "shop.products.delete"  # far: left in place
