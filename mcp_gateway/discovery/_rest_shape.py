@@ -77,6 +77,10 @@ _METHOD_DOT = re.compile(r"(?<=[A-Za-z])\.([a-z]+)$")
 _VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
 _SELF = frozenset({"me", "myself", "current", "authenticated", "my", "mine"})
 """Words of a guess that mean the caller: ``get_current_user`` is ``GET /me``."""
+_CALLERS_LIST = 0.6
+"""Taken off the rank of a list the caller holds (``GET /user/repos``) for a list guess that names no
+scope (``list_repos``): an agent listing repositories means its own, not every public one
+(``GET /repositories``); a guess naming someone (``list_user_repos``) is unaffected."""
 _SELF_SEGMENTS = frozenset({"me", "self", "myself"})
 """URL segments that mean the caller (``self`` only there: ``self_hosted`` is not about the caller)."""
 _FILLER = frozenset(
@@ -252,6 +256,8 @@ class Guess:
         """Lower is better among matches: the resource's own operation, then the caller's, then depth."""
         caller = shape.mine or (self.mine and shape.under_caller)  # the caller's repositories, for ``list_my_repos``
         penalty = (1.5 if self.mine else 0.5) if self.mine != caller else 0.0
+        if not self.mine and shape.under_caller and self.verbs & GROUP_VERBS[_LIST]:
+            penalty -= _CALLERS_LIST
         if not self.verbs & shape.verbs:
             # A fallback verb: after every operation the guess's own verb names; an action posted to the
             # resource before its update.

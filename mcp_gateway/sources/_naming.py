@@ -91,8 +91,6 @@ _ACTION_VERBS = frozenset(
     suspend sync test transfer trigger unarchive unassign unblock unfollow unlock unmute unpin unpublish
     unstar unsubscribe unsuspend upload validate verify void""".split()
 )
-_NAMED_VERBS = frozenset("get list create add remove delete update set check search find fetch".split())
-"""Verbs that, opening a URL's last segment, make it an operation's name of its own (``getLatestImports``)."""
 _METHOD_VERBS = {"post": "create", "put": "update", "patch": "update", "delete": "delete"}
 
 
@@ -134,8 +132,6 @@ def rest_path(method: str, url: str) -> str:
             items[-1] = (items[-1][0], True)
     if len(items) > 1 and any(not _VERSION.match(word) for word, _ in items):
         items = [item for item in items if not _VERSION.match(item[0])]
-    if items and not items[-1][1] and "_" in items[-1][0] and items[-1][0].partition("_")[0] in _NAMED_VERBS:
-        return "_".join(word for word, _ in items)  # ``/getLatestImports`` names its verb already
     verb_method = method.lower()
     verb = ""
     if len(items) > 1 and not items[-1][1] and items[-1][0] in _ACTION_VERBS:

@@ -186,6 +186,19 @@ def test_a_singular_account_segment_is_the_callers_own() -> None:
     assert first(cloud, "acme.get_current_user") == ["acme.account_get"]
 
 
+def test_a_list_naming_no_scope_is_the_callers_own() -> None:
+    # An agent listing codespaces means its own, before an organization's or a repository's.
+    spaces = indexed(
+        [
+            op("list_in_organization", "GET", "/orgs/{org}/codespaces", "List codespaces for the organization"),
+            op("list_for_authenticated_user", "GET", "/user/codespaces", "List codespaces for the authenticated user"),
+            op("list_in_repository", "GET", "/repos/{owner}/{repo}/codespaces", "List codespaces in a repository"),
+        ]
+    )
+    assert first(spaces, "acme.list_codespaces") == ["acme.list_for_authenticated_user"]
+    assert first(spaces, "acme.list_org_codespaces") == ["acme.list_in_organization"]  # a scope named
+
+
 def test_an_operation_doing_another_verb_is_not_the_guess() -> None:
     """``list_contacts``: the contacts' list, not the delete of a list's contacts that spells ``list``."""
     mail = indexed(

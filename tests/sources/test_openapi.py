@@ -269,7 +269,6 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         (None, "DELETE", "/api/v1/push.token", "delete_push_token"),
         (None, "POST", "/api/v1/dns.resolve.txt", "dns_resolve_txt"),
         (None, "GET", "/openapi.json", "get_openapi_json"),  # a file, not a method
-        (None, "GET", "/api/v1/getLatestImports", "get_latest_imports"),  # the segment names its verb
         # An operationId that only spells out its method and URL is no name; its method and the URL's
         # version segments opening one are scaffolding.
         ("post-api-v1-chat.delete", "POST", "/api/v1/chat.delete", "chat_delete"),
