@@ -41,14 +41,32 @@ _ASKED_REACH = 5
 """How far below the first hit its twin of the asked kind is looked for: the places a reader scans."""
 
 
+_REVERSIBLE = frozenset(
+    "archive assign ban block delete follow hide install link lock mute pin publish register share star "
+    "subscribe suspend trash watch".split()
+)
+"""Verbs an ``un-`` undoes (``untrash``, ``unarchive``): such an action is the undoing of its twin's."""
+_UNDOING = frozenset("restore recover undelete undo".split()) | {f"un{verb}" for verb in _REVERSIBLE}
+"""Opening verbs that ask to undo ("restore the deleted file", "unarchive the channel")."""
+_BACK = frozenset({"put", "bring", "get", "move"})
+"""Opening verbs that ask to undo when "back" follows ("put the emails back from the trash")."""
+_BACK_REACH = 48
+"""Characters of a request in which that "back" is looked for."""
+
+
 def opening_kind(query: str) -> str | None:
-    """The kind of operation (create, read, update, delete) a request's opening verb asks for: an everyday
-    verb's (``asked_kind``: "log work" creates), a switch's ("turn on the flag" updates) or a generic
-    verb's ("remove the label"); None for a light verb ("make", "set") or no verb."""
+    """The kind of operation (create, read, update, delete, or undo) a request's opening verb asks for: an
+    everyday verb's (``asked_kind``: "log work" creates), an undoing's ("restore", "unarchive", "put it
+    back": what an ``un-`` action does), a switch's ("turn on the flag" updates) or a generic verb's
+    ("remove the label"); None for a light verb ("make", "set") or no verb."""
     kind = asked_kind(query)
     word = opening_word(query)
-    if kind is not None or word is None or word in _LIGHT_VERBS:
+    if kind is not None or word is None:
         return kind
+    if word in _UNDOING or (word in _BACK and " back " in f" {query.lower()[:_BACK_REACH]} "):
+        return "undo"
+    if word in _LIGHT_VERBS:
+        return None
     return "update" if word in _SWITCHES else VERB_KIND.get(stem(word))
 
 
@@ -73,9 +91,14 @@ def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tupl
 def _operation(action: Action) -> tuple[frozenset[str], str | None]:
     """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too, which ``_object_key``
     keeps: ``post_feature_flag`` and ``patch_feature_flag`` act on one flag) and the kind of operation it
-    is: its name's verb's, or its HTTP method's when its name has none or verbs of two kinds
-    ("calendar_list_update")."""
+    is: "undo" for an ``un-`` of a ``_REVERSIBLE`` verb (``messages_untrash``: the object of
+    ``messages_trash``), else its name's verb's, or its HTTP method's when its name has none or verbs of
+    two kinds ("calendar_list_update")."""
     terms = identifier_terms(action.path)
+    undone = [term[2:] for term in terms if term.startswith("un") and term[2:] in _REVERSIBLE]
+    if undone:  # ``messages_untrash`` undoes ``messages_trash``: one object, the kind "undo"
+        kept = [*undone, *(term for term in terms if not term.startswith("un"))]
+        return frozenset(term for term in kept if term not in VERBS and term not in VERB_KIND), "undo"
     kinds = {VERB_KIND[term] for term in terms if term in VERB_KIND}
     thing = frozenset(term for term in terms if term not in VERBS and term not in VERB_KIND)
     if len(kinds) == 1:

@@ -239,6 +239,10 @@ def test_open_and_new_describing_a_thing_ask_for_no_create(query: str, expected:
         ("Please remove the label from PAY-3", "delete"),  # a generic verb, past the filler
         ("turn on the checkout flag in production", "update"),  # a switch flips a state: an update
         ("toggle feature flag", "update"),
+        ("Put the newsletter emails back from the trash", "undo"),  # undoing, however worded
+        ("restore the deleted file", "undo"),
+        ("unarchive the old channel", "undo"),
+        ("get the report", "read"),  # "get" undoes only with "back"
         ("make sure the intern can no longer see payroll", None),  # a light verb says nothing alone
         ("set my status to away", None),
         ("what tickets are assigned to me", None),
@@ -262,6 +266,10 @@ def test_the_first_hits_twin_of_the_asked_kind_goes_first() -> None:
     assert asked_first([create, update], "create") == [create, update]
     assert asked_first([create, update], None) == [create, update]
     assert asked_first([create, hit("patch_feature_flag", "PATCH", "other")], "update")[0] == create
+    # An un- action undoes its twin: "put it back from the trash" is the untrash, not the trash.
+    trash, untrash = hit("messages_trash", "POST"), hit("messages_untrash", "POST")
+    assert asked_first([trash, read, untrash], "undo") == [untrash, trash, read]
+    assert asked_first([untrash, trash], "create") == [trash, untrash]
     # A name with verbs of two kinds ("list" of "calendar_list") is the kind its method says.
     listing = hit("calendar_list_update", "PUT")
     assert asked_first([listing, hit("calendar_list_get")], "read")[0] != listing
