@@ -198,6 +198,7 @@ def _auth_from_headers(doc: dict[str, Any]) -> dict[str, Any] | None:
     """For a spec that declares no scheme: the header named as a credential (``X-Auth-Token``) that most
     of its operations take as a parameter, as the auth that sends it; None when there is none."""
     from ..sources._credential_names import credential_name
+    from ..sources.openapi import HTTP_METHODS
 
     shared = (doc.get("components") or {}).get("parameters") or doc.get("parameters") or {}
     counts: dict[str, int] = {}
@@ -206,7 +207,7 @@ def _auth_from_headers(doc: dict[str, Any]) -> dict[str, Any] | None:
         if not isinstance(item, dict):
             continue
         for method, op in item.items():
-            if method not in _METHODS or not isinstance(op, dict):
+            if method not in HTTP_METHODS or not isinstance(op, dict):
                 continue
             operations += 1
             names = set()
@@ -224,9 +225,6 @@ def _auth_from_headers(doc: dict[str, Any]) -> dict[str, Any] | None:
     if used * 2 < operations:
         return None
     return {"type": "bearer"} if name.lower() == "authorization" else {"type": "custom", "headers": {name: "{secret}"}}
-
-
-_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 
 async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:

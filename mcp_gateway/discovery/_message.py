@@ -265,23 +265,23 @@ _QUOTED = re.compile(r'"[^"\n]{1,80}"|“[^”\n]{1,80}”|(?<![A-Za-z0-9])\'[^\
 
 
 def quoted(message: str) -> frozenset[int]:
-    """The positions of the words of ``message`` (as ``prose_words`` splits it) that are inside quotes.
-    None when the quotes hold the whole message: a quoted request ('"list open issues"') is the request."""
-    spans = [match.span() for match in _QUOTED.finditer(message)]
+    """The positions of the words of ``message`` (as ``prose_words`` splits it) that are inside quotes
+    (``quoted_spans``)."""
+    spans = quoted_spans(message)
     if not spans:
         return frozenset()
-    tokens = list(_TOKEN.finditer(message))
-    inside = frozenset(
-        position for position, token in enumerate(tokens) if any(start <= token.start() < end for start, end in spans)
+    return frozenset(
+        position
+        for position, token in enumerate(_TOKEN.finditer(message))
+        if any(start <= token.start() < end for start, end in spans)
     )
-    return inside if len(inside) < len(tokens) else frozenset()
 
 
 def quoted_spans(message: str) -> list[tuple[int, int]]:
-    """Where ``message`` quotes a name or value, as ``(start, end)`` offsets; none when the quotes hold
-    the whole message (``quoted``)."""
+    """Where ``message`` quotes a name or value, as ``(start, end)`` offsets. None when the quotes hold
+    every word: a quoted request ('"list open issues"') is the request."""
     spans = [match.span() for match in _QUOTED.finditer(message)]
-    if len(spans) == 1 and not message[: spans[0][0]].strip() and not message[spans[0][1] :].strip():
+    if spans and all(any(start <= token.start() < end for start, end in spans) for token in _TOKEN.finditer(message)):
         return []
     return spans
 

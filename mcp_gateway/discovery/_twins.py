@@ -24,12 +24,11 @@ still names every twin, so the agent sees the whole choice either way."""
 
 
 def _object_key(action: Action) -> tuple[str, frozenset[str]] | None:
-    """What an action acts on: its connector and its name's words less generic verbs (None: no verb)."""
-    words = identifier_terms(action.path)
-    nouns = frozenset(word for word in words if word not in VERBS)
-    if len(nouns) == len(set(words)) or not nouns:
+    """What an action acts on, with its connector (``_operation``); None when its name has no verb."""
+    thing, _ = _operation(action)
+    if not thing or len(thing) == len(set(identifier_terms(action.path))):
         return None
-    return action.connector, nouns
+    return action.connector, thing
 
 
 _SWITCHES = frozenset("turn switch enable disable toggle activate deactivate".split())
@@ -89,9 +88,8 @@ def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tupl
 
 
 def _operation(action: Action) -> tuple[frozenset[str], str | None]:
-    """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too, which ``_object_key``
-    keeps: ``post_feature_flag`` and ``patch_feature_flag`` act on one flag) and the kind of operation it
-    is: "undo" for an ``un-`` of a ``_REVERSIBLE`` verb (``messages_untrash``: the object of
+    """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too: ``post_feature_flag`` and
+    ``patch_feature_flag`` act on one flag) and the kind of operation it is: "undo" for an ``un-`` of a ``_REVERSIBLE`` verb (``messages_untrash``: the object of
     ``messages_trash``), else its name's verb's, or its HTTP method's when its name has none or verbs of
     two kinds ("calendar_list_update")."""
     terms = identifier_terms(action.path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "HTTP_METHODS",
     "legacy_rest_path",
     "rest_path",
     "restates_url",
@@ -150,7 +151,8 @@ def rest_path(method: str, url: str) -> str:
     return "_".join([verb, *words])
 
 
-_HTTP_METHODS = frozenset("get put post delete patch head options trace".split())
+HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+"""The methods an OpenAPI path item may hold an operation under."""
 _FILE_SUFFIXES = frozenset("json yaml yml xml csv txt html pdf png jpg zip gz md".split())
 
 
@@ -226,7 +228,7 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
         return operation_id[: -len(fastapi)]
     scaffolding = [segment.lower() for segment in url.split("/") if _VERSION.match(segment.lower())]
     opening = re.match(r"[A-Za-z]+[-_ ]", operation_id)
-    if scaffolding and opening and opening.group()[:-1].lower() in _HTTP_METHODS:
+    if scaffolding and opening and opening.group()[:-1].lower() in HTTP_METHODS:
         rest = operation_id[opening.end() :]
         for segment in scaffolding:
             step = re.match(rf"{re.escape(segment)}[-_ ]", rest, re.IGNORECASE)

@@ -60,6 +60,7 @@ from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec,
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import (
+    HTTP_METHODS,
     legacy_rest_path,
     rest_path,
     restates_url,
@@ -72,6 +73,7 @@ from ._refs import Dialect, RefError, Resolver, SchemaInliner
 from .base import LoadContext, Normalized
 
 __all__ = [
+    "HTTP_METHODS",
     "PATH_RE",
     "NormalizedSource",
     "OpenAPILoader",
@@ -86,7 +88,6 @@ __all__ = [
 ]
 
 PATH_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
-HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 _MAX_SUMMARY = 300
 _MAX_DESCRIPTION = 2000
