@@ -89,9 +89,9 @@ def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tupl
 
 def _operation(action: Action) -> tuple[frozenset[str], str | None]:
     """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too: ``post_feature_flag`` and
-    ``patch_feature_flag`` act on one flag) and the kind of operation it is: "undo" for an ``un-`` of a ``_REVERSIBLE`` verb (``messages_untrash``: the object of
-    ``messages_trash``), else its name's verb's, or its HTTP method's when its name has none or verbs of
-    two kinds ("calendar_list_update")."""
+    ``patch_feature_flag`` act on one flag) and the kind of operation it is: "undo" for an ``un-`` of a
+    ``_REVERSIBLE`` verb (``messages_untrash``: the object of ``messages_trash``), else its name's verb's,
+    or its HTTP method's when its name has none or verbs of two kinds ("calendar_list_update")."""
     terms = identifier_terms(action.path)
     undone = [term[2:] for term in terms if term.startswith("un") and term[2:] in _REVERSIBLE]
     if undone:  # ``messages_untrash`` undoes ``messages_trash``: one object, the kind "undo"
