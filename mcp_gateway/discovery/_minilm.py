@@ -1,9 +1,10 @@
-"""all-MiniLM-L6-v2, int8, run by onnxruntime: the bundled local embedding model of hybrid ``discover``.
+"""all-MiniLM-L6-v2, 8-bit, run by onnxruntime: the bundled local embedding model of hybrid ``discover``.
 
 The graph (``models/all-MiniLM-L6-v2/model.onnx``, made by ``scripts/build_minilm_onnx.py`` from the
 float32 weights, tuned on API descriptions by ``scripts/tune_minilm.py``) is BERT (6 layers, hidden
 384, 12 heads) with mean pooling and L2 norm inside, its linear layers dynamically quantized to int8
-per output channel, its word table float16 (35 MB in all).
+per output channel and stored as uint8 (so every CPU multiplies them exactly and gets the same
+vectors: ``build_minilm_onnx.exact_on_every_cpu``), its word table float16 (35 MB in all).
 Its vectors agree with the float32 model's to a cosine of ~0.99 (``tests/discovery/test_embedding.py``).
 
 Why onnxruntime int8 and not float32 numpy (this module until then): a query embedding is

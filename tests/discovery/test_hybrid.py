@@ -262,7 +262,7 @@ async def test_the_bundled_model_is_on_by_default(tmp_path: Path) -> None:
         assert gw.dense is not None
         with anyio.fail_after(60):
             await gw.dense.settled()
-        assert "all-MiniLM-L6-v2-api-2@int8; 1 of 1 connectors embedded" in gw.discovery_status
+        assert "all-MiniLM-L6-v2-api-2@u8; 1 of 1 connectors embedded" in gw.discovery_status
         found = await gw.discover(OPERATOR, "something is broken, tell support")
         assert found.results[0].name == "tracker.tickets.open"
 

@@ -1,4 +1,4 @@
-"""The all-MiniLM-L6-v2 graph bundled in ``discovery/models`` (int8) and ``providers.local_provider``.
+"""The all-MiniLM-L6-v2 graph bundled in ``discovery/models`` (8-bit) and ``providers.local_provider``.
 
 Skips without the embeddings extra (numpy, tokenizers, onnxruntime).
 """
@@ -32,7 +32,7 @@ def test_the_bundled_model_ships_with_its_licence() -> None:
     folder = bundled_minilm_dir()
     assert folder is not None
     assert "Apache License" in (folder / "LICENSE").read_text() and "int8" in (folder / "NOTICE").read_text()
-    assert (folder / "model.onnx").stat().st_size < 40_000_000  # linear layers int8, word table float16
+    assert (folder / "model.onnx").stat().st_size < 40_000_000  # linear layers 8-bit, word table float16
 
 
 @pytest.mark.anyio

@@ -3,7 +3,7 @@
 ``all-MiniLM-L6-v2/``: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, its licence and a NOTICE
 of the changes beside the files), fine-tuned on API descriptions and then on hand-written requests for
 other APIs' actions (``scripts/tune_minilm.py``), as one
-ONNX graph, ``model.onnx`` (35 MB: linear layers int8 per output channel, word table float16; made by
+ONNX graph, ``model.onnx`` (35 MB: linear layers 8-bit per output channel, word table float16; made by
 ``scripts/build_minilm_onnx.py`` from the tuned weights), its ``tokenizer.json`` and
 ``sentence_bert_config.json``. The PyPI packages that carry this
 model declare sentence-transformers (torch, CUDA: ~6 GB) or other unused dependencies, so its files
@@ -16,13 +16,15 @@ from pathlib import Path
 
 __all__ = ["MINILM", "bundled_minilm_dir"]
 
-MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-2@int8"
+MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-2@u8"
 """The bundled model's name and the key its stored vectors are filed under: the stock model tuned on API
 descriptions, then on users' requests (``-api-2``; each tuning gets the next number, so vectors of
 different weights never mix: those an earlier graph stored, ``-api-1`` or the stock
 ``sentence-transformers/all-MiniLM-L6-v2@int8``, are left alone and the catalog is embedded again in
-the background). ``@int8``: the quantized graph's vectors
-differ from the float32 weights' (cosine ~0.98-0.99)."""
+the background). ``@u8``: the quantized graph's vectors differ from the float32 weights' (cosine
+~0.98-0.99), and are the same on every CPU (its 8-bit weights stored as uint8, multiplied exactly by
+every onnxruntime kernel). The graph before, ``@int8``, held the same values as int8, whose products
+an AVX2-only CPU rounds differently; its vectors are embedded again too."""
 
 
 def bundled_minilm_dir() -> Path | None:
