@@ -5,6 +5,9 @@ failing curated action gives."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +15,12 @@ from typing import Any
 import pytest
 
 from mcp_gateway.core import Gateway, result_payload
+from mcp_gateway.core.calls import DEFAULT_MAX_RESPONSE_BYTES
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.vocabulary.clock import FixedClock
-from tests.support.upstream import EchoApp, LoopbackServer, echo_app
+from tests.support.upstream import EchoApp, LoopbackServer, RecordedRequest, Reply, echo_app
 
 pytestmark = pytest.mark.anyio
 
@@ -111,6 +115,39 @@ async def test_the_credential_is_applied_server_side_and_redacted(
     assert rows
     for row in rows:
         assert SECRET not in row.model_dump_json()
+
+
+class _Hiding(EchoApp):
+    """Echoes the bearer token back in ways no exact search finds: split by an invisible character, in a
+    gzip body, at the very end of a binary body the response cap cuts."""
+
+    @staticmethod
+    async def _hidden(request: RecordedRequest, how: str) -> Reply:
+        token = request.headers["authorization"].removeprefix("Bearer ").encode()
+        if how == "zero-width":
+            text = token[:5] + "\u200b".encode() + token[5:]
+            return Reply(200, json.dumps({"you_sent": text.decode()}, ensure_ascii=False).encode())
+        if how == "gzip":
+            return Reply(200, gzip.compress(b"you sent: " + token), "application/gzip")
+        cut = DEFAULT_MAX_RESPONSE_BYTES - len(token) + 1  # the cap falls on the token's last byte
+        return Reply(200, bytes(cut) + token, "application/octet-stream")
+
+    routes = (("/hidden/", _hidden), *EchoApp.routes)
+
+
+@pytest.mark.parametrize("how", ["zero-width", "gzip", "cut"])
+async def test_a_token_echoed_where_no_exact_search_finds_it_never_comes_back(tmp_path: Path, how: str) -> None:
+    with LoopbackServer(_Hiding()) as server:
+        manifest = parse_manifest(MANIFEST.format(base=server.base_url), base_dir=tmp_path)
+        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+        async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+            await gw._vault.put("echo", SECRET)
+            result = await call(gw, "echo.request", {"method": "GET", "path": f"/hidden/{how}"})
+    assert result["status"] == "ok", result
+    data = result["data"]
+    seen = base64.b64decode(data["base64"]) if "base64" in data else json.dumps(data, ensure_ascii=False).encode()
+    assert SECRET[:12].encode() not in seen and SECRET[-12:].encode() not in seen, data
+    assert b"[redacted]" in seen
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,11 @@ from ..vocabulary.errors import GatewayError, UpstreamError
 __all__ = ["MAX_TOKEN_RESPONSE", "AuthorizationRefused", "request_token"]
 
 MAX_TOKEN_RESPONSE = 64 * 1024
-_ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_ERROR_CODE = re.compile(r"^[a-z]+(?:_[a-z]+)*$")
+"""What an ``error`` code is (RFC 6749 section 5.2 and its registry: ``invalid_client``, ``slow_down``):
+lowercase words joined by ``_``. Digits, dots and capitals are refused, so a provider cannot spell
+an encoding of the client secret as its code (hex split by a dot)."""
+_MAX_ERROR_CODE = 40
 _SECRET_FORM_FIELDS = ("refresh_token", "code", "code_verifier", "client_secret")
 
 
@@ -134,4 +138,4 @@ def _error_code(answer: dict[str, Any] | None, sent: Redactor) -> str:
     if not isinstance(code, str):
         return ""
     code = screen(code, sent.redact_text).text  # a redacted code no longer looks like one
-    return code if _ERROR_CODE.match(code) else ""
+    return code if len(code) <= _MAX_ERROR_CODE and _ERROR_CODE.match(code) else ""

@@ -348,7 +348,7 @@ class CallPipeline:
             unmatched_fields=missed or None,
         )
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
-        return clean_result(ok, cfg.max_result_chars, text=text)
+        return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient

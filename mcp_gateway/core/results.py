@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from ..execution import Outcome, said, summarize_error
-from ..primitives.redaction import Redactor
+from ..primitives.compressed import compressed_content
+from ..primitives.redaction import REDACTED, Redactor
 from ..primitives.sanitize import MAX_ERROR_CHARS, clean_json, clean_text
 from ..vocabulary.model import (
     AuditReason,
@@ -184,7 +185,10 @@ def redacted_json(outcome: Outcome, redactor: Redactor) -> tuple[Any, str | None
     data = outcome.data
     if redactor and outcome.binary:
         # A binary body: the secret would hide inside the base64, so redact the bytes themselves.
-        raw = redactor.redact_bytes(base64.b64decode(data["base64"]))
+        raw = redactor.redact_bytes(base64.b64decode(data["base64"]), truncated=outcome.truncated)
+        if redactor.redact_bytes(unpacked := compressed_content(raw)) != unpacked:
+            # Compressed bytes (gzip, zlib, a zip archive) hide every form: what they unpack to decides.
+            raw = REDACTED.encode()
         return {**data, "base64": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}, None
     return redactor.redact_json(data, truncated=outcome.truncated)
 
@@ -197,11 +201,19 @@ _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 per call when given options); measures and checks every ``ok`` answer that redaction did not serialize."""
 
 
-def clean_result(result: CallResult, max_result_chars: int | None = None, *, text: str | None = None) -> CallResult:
+def clean_result(
+    result: CallResult,
+    max_result_chars: int | None = None,
+    *,
+    text: str | None = None,
+    redactor: Redactor | None = None,
+) -> CallResult:
     """``result`` with upstream text made safe for the model: the messages of a denial or an error
     cleaned and capped, and an ``ok`` answer's strings cleaned. With ``max_result_chars``, an answer
     whose JSON is longer is cut to that many characters (as one string) and marked ``truncated``.
-    ``text``: the ``ok`` answer's ``json.dumps(data, ensure_ascii=False)`` when it is already at hand."""
+    ``text``: the ``ok`` answer's ``json.dumps(data, ensure_ascii=False)`` when it is already at hand.
+    ``redactor``: the call's, applied again to what cleaning changed, before any cut: taking out an
+    invisible character can join a secret the upstream split with it (``cAn4r\\u200by``)."""
     if isinstance(result, ErrorResult):
         return result.model_copy(
             update={
@@ -218,6 +230,8 @@ def clean_result(result: CallResult, max_result_chars: int | None = None, *, tex
     if not isinstance(result, Ok):
         return result
     data, text = _cleaned(result.data, text)
+    if redactor and data is not result.data:
+        data, text = redactor.redact_json(data)
     truncated = result.truncated
     if max_result_chars is not None:
         if text is None:

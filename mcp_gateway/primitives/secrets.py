@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
+import quopri
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, NoReturn, cast
 from urllib.parse import quote, quote_plus
@@ -106,10 +108,14 @@ class SecretValue:
         """Every string that, found in an upstream response, would leak this secret.
 
         Each secret value of >= 4 characters, as is, URL-encoded (``%XX`` upper and lower case,
-        ``+`` for spaces), JSON-escaped, base64-encoded (alone, and inside a longer base64 text at
-        any offset, both alphabets: ``_b64_runs``) and hex-encoded (its UTF-8 bytes, lower and upper
-        case), with its ``Bearer`` form; for a username/password pair also ``user:pass`` and
-        its Basic-auth base64.
+        ``+`` for spaces, twice, every byte), quoted-printable, JSON-escaped (``\\/`` too, and every
+        character as ``\\uXXXX``), byte-escaped (``\\xNN``), HTML-escaped (entities, every character
+        as a numeric entity), base64-encoded (alone, and inside a longer base64 text at any offset,
+        both alphabets: ``_b64_runs``), hex-encoded (its UTF-8 bytes, lower and upper case, with
+        ``:`` or nothing between bytes) and, from 8 characters, upper- and lower-cased; with its
+        ``Bearer`` form; for a username/password pair also ``user:pass`` and its Basic-auth base64.
+        A form split by whitespace (a line break in a wrapped base64 text or error) is found by the
+        redactor (``Redactor.redact_text``).
         """
         values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
         forms: set[str] = set()
@@ -168,21 +174,53 @@ def _b64_runs(text: str) -> set[str]:
 
 
 def _encodings(v: str) -> set[str]:
+    data = v.encode()
     pct = quote(v, safe="")
-    return {
+    every_pct = "".join(f"%{b:02X}" for b in data)
+    escaped = json.dumps(v)[1:-1]
+    hexed = data.hex()
+    marked_up = html.escape(v)
+    forms = {
         v,
         pct,
         _lower_escapes(pct),
         quote_plus(v, safe=""),
         quote(v),  # what a URL path keeps of it ('/' unescaped)
-        json.dumps(v)[1:-1],
+        quote(pct, safe=""),  # encoded twice: a URL carried inside another URL's query
+        every_pct,  # every byte escaped, letters too (some encoders do)
+        every_pct.lower(),
+        every_pct.replace("%", "="),  # quoted-printable, every byte
+        quopri.encodestring(data).decode(),  # quoted-printable as mail and multipart bodies write it
+        escaped,
+        escaped.replace("/", "\\/"),  # PHP's json_encode escapes '/'
+        "".join(f"\\u{ord(c):04x}" for c in v),  # a JSON or JavaScript writer escaping every character
+        "".join(f"\\u{ord(c):04X}" for c in v),
+        "".join(f"\\x{b:02x}" for b in data),  # a C, Python or shell escape of every byte
+        "".join(f"\\x{b:02X}" for b in data),
+        # An HTML error page quotes what it was sent with entities.
+        marked_up,
+        marked_up.replace("/", "&#x2F;"),
+        marked_up.replace("/", "&#47;"),
+        "".join(f"&#{ord(c)};" for c in v),
+        "".join(f"&#x{ord(c):x};" for c in v),
+        "".join(f"&#x{ord(c):X};" for c in v),
         _b64(v),
-        base64.urlsafe_b64encode(v.encode()).decode(),
+        base64.urlsafe_b64encode(data).decode(),
         *_b64_runs(v),
         # An upstream that dumps what it received as bytes (a debug echo, a hexdump in an error) leaks it too.
-        v.encode().hex(),
-        v.encode().hex().upper(),
+        hexed,
+        hexed.upper(),
+        ":".join(hexed[i : i + 2] for i in range(0, len(hexed), 2)),
+        ":".join(hexed[i : i + 2] for i in range(0, len(hexed), 2)).upper(),
     }
+    if len(v) >= MIN_CASED_CHARS:  # a log or an error that shouts or folds what it quotes
+        forms.update((v.lower(), v.upper()))
+    return forms
+
+
+MIN_CASED_CHARS = 8
+"""Shortest secret whose upper- and lower-cased spellings are redacted too (a shorter one, cased, is
+too often a word of the answer)."""
 
 
 def _lower_escapes(pct: str) -> str:

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
+import quopri
 from urllib.parse import quote
+
+import pytest
 
 from mcp_gateway.primitives.redaction import Redactor
 from mcp_gateway.primitives.secrets import SecretValue
@@ -134,3 +138,75 @@ def _decodings(text: str) -> list[bytes]:
             chunk = piece[start:][: (len(piece) - start) // 4 * 4]
             out.append(base64.b64decode(chunk.replace("-", "+").replace("_", "/")))
     return out
+
+
+MARKED = 'cAn4ry/S3cr+t=Tok&en"x'
+"""A secret with every character that escapes differently: ``/ + = & "``."""
+
+
+def _every(template: str, values: bytes | str) -> str:
+    return "".join(template.format(v if isinstance(v, int) else ord(v)) for v in values)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        pytest.param(MARKED.replace("/", "\\/").replace('"', '\\"'), id="php-json"),
+        pytest.param(_every("\\u{:04x}", MARKED), id="json-every-char"),
+        pytest.param(_every("\\u{:04X}", MARKED), id="json-every-char-upper"),
+        pytest.param(_every("\\x{:02x}", MARKED.encode()), id="byte-escapes"),
+        pytest.param(html.escape(MARKED), id="html"),
+        pytest.param(html.escape(MARKED).replace("/", "&#x2F;"), id="html-slash-hex"),
+        pytest.param(html.escape(MARKED).replace("/", "&#47;"), id="html-slash-decimal"),
+        pytest.param(_every("&#{};", MARKED), id="html-every-char"),
+        pytest.param(_every("&#x{:x};", MARKED), id="html-every-char-hex"),
+        pytest.param(_every("%{:02X}", MARKED.encode()), id="percent-every-byte"),
+        pytest.param(_every("%{:02x}", MARKED.encode()), id="percent-every-byte-lower"),
+        pytest.param(quote(quote(MARKED, safe=""), safe=""), id="percent-twice"),
+        pytest.param(quopri.encodestring(MARKED.encode()).decode(), id="quoted-printable"),
+        pytest.param(_every("={:02X}", MARKED.encode()), id="quoted-printable-every-byte"),
+        pytest.param(":".join(f"{b:02x}" for b in MARKED.encode()), id="hex-colons"),
+        pytest.param(" ".join(f"{b:02X}" for b in MARKED.encode()), id="hex-spaces"),
+        pytest.param(MARKED.upper(), id="upper-case"),
+        pytest.param(MARKED.lower(), id="lower-case"),
+    ],
+)
+def test_every_encoding_an_upstream_writes_a_secret_in_is_redacted(written: str) -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(MARKED))
+    assert redactor.redact_text(f"you sent: {written} -- end") == "you sent: [redacted] -- end"
+    out, _ = redactor.redact_json({"echo": [f"you sent: {written}"]})
+    assert out == {"echo": ["you sent: [redacted]"]}
+
+
+def test_a_secret_split_by_whitespace_is_redacted_whitespace_and_all() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(MARKED))
+    # An error whose line break fell inside the secret, as sent and once the break became a space.
+    for text in (f"bad token {MARKED[:9]}\n{MARKED[9:]} -- end", f"bad token {MARKED[:9]} {MARKED[9:]} -- end"):
+        assert redactor.redact_text(text) == "bad token [redacted] -- end"
+    # A base64 dump wrapped every 76 characters (MIME), the secret at each offset, short and long.
+    for prefix in (b"", b"x", b"xy", b"GET / HTTP/1.1\r\nAuthorization: Bearer "):
+        for filler in (b"", b"z" * 20_000):
+            raw = base64.encodebytes(filler + prefix + MARKED.encode() + b"\r\nHost: api\r\n").decode()
+            for out in (redactor.redact_text(raw), redactor.redact_json({"dump": raw})[0]["dump"]):
+                assert "[redacted]" in out
+                joined = "".join(out.split())
+                assert not any(b"S3cr+t" in text or b"Tok&en" in text for text in _decodings(joined))
+    # Words that meet a secret's start only when spaces are taken out are left alone.
+    assert redactor.redact_text("cAn4 ry is a word") == "cAn4 ry is a word"
+
+
+def test_a_numeric_secret_echoed_as_a_json_number_is_redacted() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("8675309123456"))
+    out, _ = redactor.redact_json({"echo": 8675309123456, "n": [8675309123456, 42], "ok": True})
+    assert out == {"echo": "[redacted]", "n": ["[redacted]", 42], "ok": True}
+
+
+def test_a_binary_body_cut_inside_a_secret_loses_the_start_it_kept() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(MARKED))
+    body = bytes(100) + MARKED.encode()[:-1]  # the cap fell one byte before the secret's end
+    assert redactor.redact_bytes(body, truncated=True) == bytes(100) + b"[redacted]"
+    assert redactor.redact_bytes(body) == body  # not cut: the bytes are the answer's own
