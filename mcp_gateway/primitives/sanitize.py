@@ -49,7 +49,12 @@ INVISIBLE_RANGES: Final = (
     (0x000B, 0x001F),  # … and dropping \r, \v, \f and the rest
     (0x007F, 0x009F),  # DEL and C1 controls
     (0x00AD, 0x00AD),  # soft hyphen
+    (0x0600, 0x0605),  # Arabic number signs: format characters that join what follows
     (0x061C, 0x061C),  # Arabic letter mark (bidi)
+    (0x06DD, 0x06DD),  # Arabic end of ayah
+    (0x070F, 0x070F),  # Syriac abbreviation mark
+    (0x0890, 0x0891),  # Arabic pound and piastre marks above
+    (0x08E2, 0x08E2),  # Arabic disputed end of ayah
     (0x115F, 0x1160),  # Hangul fillers, rendered as nothing
     (0x180E, 0x180E),  # Mongolian vowel separator
     (0x200B, 0x200F),  # zero-width space/joiners, LRM, RLM
@@ -60,6 +65,10 @@ INVISIBLE_RANGES: Final = (
     (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM
     (0xFFA0, 0xFFA0),  # half-width Hangul filler
     (0xFFF9, 0xFFFB),  # interlinear annotation controls
+    (0x110BD, 0x110BD),  # Kaithi number sign
+    (0x110CD, 0x110CD),  # Kaithi number sign above
+    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
     (0x1D173, 0x1D17A),  # musical symbol formatting controls
     (0xE0000, 0xE007F),  # tag characters: invisible ASCII
     (0xE0100, 0xE01EF),  # variation selectors supplement

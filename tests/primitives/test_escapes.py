@@ -32,6 +32,15 @@ def test_controls_escapes_and_invisible_characters_become_visible_escapes() -> N
     assert hidden.startswith("a\\u200bb\\u200dc\\ufeffd\\U000e0072\\U000e0075\\U000e006e")
 
 
+def test_every_character_a_terminal_acts_on_or_shows_as_nothing_is_escaped() -> None:
+    # All of Unicode this Python knows: a list of ranges misses the rare ones (the Arabic number signs
+    # U+0600-0605, the Egyptian hieroglyph and shorthand format controls).
+    everything = "".join(chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp"))
+    assert dangerous(escaped(everything)) == []
+    written = escaped_json(json.dumps(everything, ensure_ascii=False))
+    assert dangerous(written) == [] and json.loads(written) == everything
+
+
 def test_a_cell_is_one_line_and_a_block_keeps_its_lines() -> None:
     assert escaped("row\r\nforged\tcell\u2028x") == "row\\r\\nforged\\tcell\\u2028x"
     assert escaped("line one\n\tline two\x1b[2K\r", lines=True) == "line one\n\tline two\\x1b[2K\\r"
