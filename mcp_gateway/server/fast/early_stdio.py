@@ -453,12 +453,17 @@ async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     worker-thread round trips a message exchange costs through ``anyio.wrap_file``, one is left.
 
     The SDK's ``run_stdio_async`` takes no streams, so its low-level server is run here directly
-    (``_lowlevel_server``, private): with the fast paths off, ``run_stdio_async`` serves instead."""
+    (``_lowlevel_server``, private): with the fast paths off, ``run_stdio_async`` serves instead. A line
+    that is no JSON-RPC message is answered with an error here (``unparsed``); the SDK's own stdio
+    transport, with the fast paths off, only logs it at debug level."""
     import anyio
     from mcp.server.stdio import stdio_server
 
     stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
     stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what run_stdio_async runs
+    from ..unparsed import answering_unparsed
+
     async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        async with answering_unparsed(read_stream, write_stream) as messages:
+            await lowlevel.run(messages, write_stream, lowlevel.create_initialization_options())
