@@ -22,6 +22,7 @@ from mcp_gateway.server.pages.approval_page import ApprovalPage
 from mcp_gateway.server.pages.credential_page import CredentialPages
 from mcp_gateway.server.pages.oauth import OAuthCallback
 from mcp_gateway.server.pages.operator import OperatorPages
+from mcp_gateway.services.approvals import ARGUMENTS_CHARS
 from mcp_gateway.vocabulary.model import PendingApproval
 from tests.server.test_approval_page import ALICE, MANIFEST, TOOL
 from tests.support.page_site import PUBLIC, PageSite, page_site
@@ -118,6 +119,36 @@ async def test_operator_pages_answer_a_bearer_operator_only(tmp_path: Path) -> N
             assert (await http.post("/operator/logout")).status_code == 401
         record = await g.approvals.get(pending.approval_id)
         assert record is not None and record.status == "approved" and record.decided_by == "operator"
+
+
+async def test_the_operator_overview_shows_every_argument_and_marks_hidden_characters(tmp_path: Path) -> None:
+    async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
+        g = site.gateway
+        pages = OperatorPages(_ctx(g), g, g.approvals, g.auditor, g.review, g.operators)
+        _, token = await g.operators.create()
+        to = "bob\u202e0001\u202c" + "Z" * 5000 + "TAIL_END"  # reads as "1000" where shown raw
+        pending = await g.call(ALICE, TOOL, {"to": to, "amount": "5"})
+        assert isinstance(pending, PendingApproval)
+        async with _alone(site, pages.routes()) as http:
+            overview = await http.get("/operator", headers={"Authorization": f"Bearer {token}"})
+        assert overview.status_code == 200
+        assert "\u202e" not in overview.text and "\u202c" not in overview.text  # nothing raw
+        assert '<mark class="hidden-char" title="a hidden character, shown as its code">\\u202e</mark>' in overview.text
+        assert "TAIL_END" in overview.text  # the whole of a long argument, folded, never cut
+
+        # Arguments cut when stored cannot be shown whole: the overview offers no Approve, and refuses one.
+        cut = await g.call(ALICE, TOOL, {"to": "Z" * (ARGUMENTS_CHARS + 10), "amount": "5"})
+        assert isinstance(cut, PendingApproval)
+        bearer = {"Authorization": f"Bearer {token}"}
+        async with _alone(site, pages.routes()) as http:
+            overview = await http.get("/operator", headers=bearer)
+            refused = await http.post(
+                f"/operator/approvals/{cut.approval_id}", data={"decision": "approve"}, headers=bearer
+            )
+        assert "it cannot be approved here" in overview.text and overview.text.count('value="approve"') == 1
+        assert refused.status_code == 403
+        record = await g.approvals.get(cut.approval_id)
+        assert record is not None and record.status == "pending"
 
 
 async def test_oauth_callback_refuses_a_state_it_never_handed_out(tmp_path: Path) -> None:

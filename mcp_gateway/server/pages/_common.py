@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from ...primitives.sanitize import reveal
 from ...services.links import LinkService
 from ...store.contract import EphemeralStore
 from ...vocabulary.clock import Clock
@@ -31,6 +32,9 @@ from ...vocabulary.clock import Clock
 __all__ = ["GONE", "TEMPLATES", "CookieSession", "PageContext", "approves", "digest", "message", "page"]
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
+# ``text|revealed``: runs of plain text (False) and hidden characters shown as their codes (True), for
+# any text an agent or an upstream chose (``sanitize.reveal``); templates mark the True runs.
+TEMPLATES.env.filters["revealed"] = lambda text: reveal("" if text is None else str(text))
 MAX_FORM_BYTES = 256 * 1024
 """A form larger than this is refused before it is parsed (two PEM files fit many times over)."""
 MAX_PART_BYTES = 64 * 1024

@@ -35,6 +35,7 @@ from ...services.approvals import ApprovalService, ApproverRefused
 from ...services.audit import Auditor
 from ...services.identity import OPERATOR, Principal
 from ...services.operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
+from ._arguments import arguments_view
 from ._common import CookieSession, PageContext, approves, message, page, security_headers
 
 __all__ = ["OPERATOR_TOKEN_PREFIX", "OperatorPages", "OperatorToken", "OperatorTokens", "Overseen"]
@@ -94,7 +95,7 @@ class OperatorPages:
             return _login_page()
         now = self.ctx.clock.now()
         connectors = result_payload(await self.gateway.connectors(OPERATOR))["connectors"]
-        pending = await self.approvals.pending(now)
+        pending = [(a, arguments_view(a.arguments)) for a in await self.approvals.pending(now)]
         audit = await self.auditor.recent(AUDIT_ROWS)  # rows are written in the background: the latest too
         await self.review.refresh()
         held = [{"name": f.name, "status": f.status, "flags": f.flags, "diff": f.diff()} for f in self.review.pending()]
@@ -146,6 +147,13 @@ class OperatorPages:
         approve = approves(await request.form())
         if isinstance(approve, Response):
             return approve
+        if approve and not await self._shown_whole(request.path_params["id"]):
+            return message(
+                "Not approved",
+                "The arguments are too long to show in full, so they cannot be approved here.",
+                status=403,
+                tone="bad",
+            )
         try:
             decided = await self.approvals.decide(request.path_params["id"], approve, by=OPERATOR.user)
         except ApproverRefused:
@@ -158,6 +166,12 @@ class OperatorPages:
         if decided is None:
             return message("Already decided", "That approval was already decided or has expired.", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())
+
+    async def _shown_whole(self, approval_id: str) -> bool:
+        """Whether the overview showed all the arguments of pending approval ``approval_id`` (not found
+        or decided: True, and ``decide`` says so)."""
+        found = await self.approvals.get(approval_id)
+        return found is None or arguments_view(found.arguments).complete
 
     async def decide_held(self, request: Request) -> Response:
         token_id, refused = await self.guarded(request)
