@@ -22,7 +22,7 @@ from ..execution.response import Outcome
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
-from ..services.approvals import ApprovalService, redact_arguments
+from ..services.approvals import ApprovalService, fingerprint, redact_arguments
 from ..services.audit import args_preview
 from ..services.identity import Principal, granted_connectors
 from ..services.links import LinkService
@@ -229,7 +229,10 @@ class CallPipeline:
         """None when the call may run now; else the result that stops it."""
         action = prepared.action
         if approval_id:
-            outcome, record = await self._approvals.check(approval_id, principal, action.qualified_name, args)
+            calls = what_it_calls(prepared)
+            outcome, record = await self._approvals.check(
+                approval_id, principal, action.qualified_name, args, calls=calls
+            )
             if outcome == "run":
                 trace.approved_by = record.decided_by if record is not None else None
                 return None
@@ -241,7 +244,18 @@ class CallPipeline:
                         "approval", connector=action.connector, principal=principal.user, approval_id=record.id
                     )
                     return _pending(record.id, url, record.summary, record.expires_at.isoformat())
-            return Denied(reason=outcome, message=_APPROVAL_REFUSALS[outcome], source=verdict.source, rule=verdict.rule)
+            message = _APPROVAL_REFUSALS[outcome]
+            if (
+                record is not None
+                and record.calls
+                and record.calls != calls
+                and record.fingerprint == fingerprint(principal, action.qualified_name, args)
+            ):
+                message = (
+                    f"The action changed since this call was approved: the human approved {record.calls}, "
+                    f"it would now send {calls}. Call again without approval_id to ask for a new approval."
+                )
+            return Denied(reason=outcome, message=message, source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
         separate = self._catalogs.manifest.approvals.separate_approver
         record = await self._approvals.request(

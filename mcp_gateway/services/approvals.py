@@ -302,11 +302,15 @@ class ApprovalService:
         return await self._settle(record, consume=consume), record
 
     async def check(
-        self, approval_id: str, principal: Principal, tool: str, args: Mapping[str, Any]
+        self, approval_id: str, principal: Principal, tool: str, args: Mapping[str, Any], *, calls: str = ""
     ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
-        """Decide a retry. ``run`` is returned to exactly one caller per approval."""
+        """Decide a retry. ``run`` is returned to exactly one caller per approval. ``calls``: what the
+        call would send now (``call_target.what_it_calls``); an approval of one that sent elsewhere
+        (the action's method or URL changed since, by a sync or a reload) does not cover it."""
         record = await self._store.get_approval(approval_id)
         if record is None or record.fingerprint != fingerprint(principal, tool, args):
+            return "approval_mismatch", record
+        if calls and record.calls and calls != record.calls:
             return "approval_mismatch", record
         return await self._settle(record, consume=True), record
 

@@ -511,6 +511,26 @@ async def test_concurrent_retries_of_one_approval_reach_the_upstream_once(h: Har
     assert {r.reason for r in results if isinstance(r, Denied)} == {"approval_mismatch"}
 
 
+async def test_an_approval_does_not_cover_the_action_once_it_sends_elsewhere(h: Harness, tmp_path: Path) -> None:
+    # Approved as "POST http://upstream.test/items"; a reload then points the same action at another
+    # method and host. The human approved what was shown, not what the action became.
+    args = {"name": "widget"}
+    approval_id = await _approved(h, "api.items.create", args)
+    changed = (
+        manifest_text()
+        .replace("method: POST\n            url: /items\n", "method: DELETE\n            url: /admin/wipe\n")
+        .replace("base_url: http://upstream.test", "base_url: http://other.test")
+    )
+    assert changed != manifest_text()
+    await h.gateway.reload(parse_manifest(changed, base_dir=tmp_path))
+    retry = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+    assert isinstance(retry, Denied) and retry.reason == "approval_mismatch", retry
+    assert "POST http://upstream.test/items" in retry.message and "DELETE http://other.test/admin/wipe" in retry.message
+    assert h.upstream.requests == []
+    record = await h.store.get_approval(approval_id)
+    assert record is not None and record.status == "approved"  # not spent: it covers what was shown, should that return
+
+
 async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
     """BUG (core/calls.py ``_attempt``/``_run``): the approval gate consumes the approval before the
     credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
