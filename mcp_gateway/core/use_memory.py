@@ -131,7 +131,16 @@ class UseMemory:
         return found
 
     async def called(self, principal: Principal, action: str) -> None:
-        """A call of ``action`` by ``principal`` succeeded: a use, when a recent ``discover`` answered with it."""
+        """A call of ``action`` by ``principal`` succeeded: a use, when a recent ``discover`` answered with it.
+
+        Never raises: learning from use is a side effect of an answered call, and a store that fails
+        here (locked, full, gone) must not turn the call's answer into an error after it ran."""
+        try:
+            await self._called(principal, action)
+        except Exception as exc:
+            logger.warning("discovery: could not record a use of %s: %s", action, type(exc).__name__)
+
+    async def _called(self, principal: Principal, action: str) -> None:
         scope = self.scope(principal)
         recent = self._answers.get(principal.label)
         if scope is None or not recent:

@@ -109,8 +109,15 @@ each page lookup searching a longer WAL index (a call's two commits grew costlie
 as the WAL grew)."""
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a write that would have had to wait for another connection's lock."""
-_UNAVAILABLE_SIGNS = ("unable to open database", "disk i/o error")
-"""An ``OperationalError`` with one of these is the file being unusable, not a bug (``StoreUnavailable``)."""
+_UNAVAILABLE_SIGNS = (
+    "unable to open database",
+    "disk i/o error",
+    "database or disk is full",
+    "readonly database",
+    "database is locked",  # past the busy timeout: another process holds the write lock
+)
+"""An ``OperationalError`` with one of these is the file being unusable for now, not a bug
+(``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback)."""
 
 
 # -- tables and statements -------------------------------------------------------------------
@@ -425,8 +432,9 @@ class SQLiteStore:
         await self._fetchone("SELECT 1")
 
     def _outage(self, exc: sqlite3.OperationalError) -> Exception:
-        """``StoreUnavailable`` for a file that cannot be opened or read (a lost disk, I/O errors);
-        any other ``OperationalError`` (a lock timeout, bad SQL) as it is."""
+        """``StoreUnavailable`` for a file that cannot be used now (a lost or full disk, I/O errors, a
+        read-only file, a write lock held elsewhere past the busy timeout); any other
+        ``OperationalError`` (bad SQL) as it is."""
         text = str(exc).lower()
         if any(sign in text for sign in _UNAVAILABLE_SIGNS):
             return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]})")

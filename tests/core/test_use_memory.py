@@ -8,6 +8,7 @@ behind ``httpx2.MockTransport``, failing on ``/fail``, and time is a ``FixedCloc
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -154,6 +155,18 @@ async def test_an_agent_with_uses_keeps_the_rankers_order_where_it_is_not_by_sco
         await h.names(BOB, ASK)
         assert await h.call(BOB, "desk.tickets.report") == "ok"
         assert (await h.names(BOB, switch))[:2] == ["desk.flags.update", "desk.flags.create"]
+
+
+async def test_a_store_that_fails_to_keep_a_use_never_fails_the_call_that_ran() -> None:
+    # A use is written after the call answered: a locked SQLite file (past its busy timeout) raised
+    # here, and the agent got an error for a call that had taken effect.
+    async def locked(record: UseRecord) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    async with harness() as h:
+        await h.names(BOB, ASK)
+        h.store.record_use = locked  # type: ignore[method-assign]
+        assert await h.call(BOB, "desk.tickets.report") == "ok"
 
 
 async def test_learning_off_records_nothing_and_lifts_nothing() -> None:

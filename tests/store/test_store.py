@@ -1216,3 +1216,27 @@ def test_store_satisfies_protocol(implementation: type) -> None:
     for name, member in protocol_methods(Store).items():
         assert name in vars(implementation), name
         assert inspect.signature(getattr(implementation, name)) == inspect.signature(member), name
+
+
+async def test_a_write_lock_held_elsewhere_past_the_busy_timeout_is_an_outage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process holding the write lock (a backup, a sqlite3 shell): the agent is told to retry
+    # and the operator's log gets one line, where an OperationalError became an internal error.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    monkeypatch.setattr(sqlite_module, "_BUSY_TIMEOUT_MS", 50)
+    path = tmp_path / "gateway.db"
+    store = SQLiteStore(path)
+    await store.open()
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        state = ConnectorState(slug="stripe", source="openapi:s.json", status="ready", actions=1, synced_at=T0)
+        with pytest.raises(StoreUnavailable, match="database is locked"):
+            await store.put_connector_state(state)
+        holder.execute("ROLLBACK")
+        await store.put_connector_state(state)  # the lock gone, the store writes again
+    finally:
+        holder.close()
+        await store.close()
