@@ -11,8 +11,9 @@ by the same gateway) wakes it at once through an in-memory event; one made by an
 interval. The wait is bounded (``MAX_WAIT_SECONDS``).
 
 What a human is shown is redacted first (``redact_arguments``): values under names that usually
-hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``. Nothing
-else is cut: the page must show every argument that will run (a long first value must not push the
+hold credentials (``password``, ``api_key``, ``access_token`` ...) become ``[redacted]``, an object or
+list there keeping its shape and keys, and the page says how many values it hides. Nothing else is
+cut: the page must show every argument that will run (a long first value must not push the
 recipient and the amount out of sight).
 
 An approval of kind ``credential`` lets one connect or secret link replace a connector's team-wide
@@ -134,14 +135,21 @@ def secret_name(name: str) -> bool:
     return _secret_name(name)
 
 
-def redact_arguments(value: Any) -> Any:
-    """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``."""
+def redact_arguments(value: Any, *, hidden: bool = False) -> Any:
+    """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``.
+
+    Only scalars are replaced: an object or a list under such a name keeps its shape and its keys
+    (each of its strings and numbers redacted, as under the name; true, false and null shown), so an
+    agent cannot hide what a call does from its approver by naming an argument ``auth`` or
+    ``signature``: ``"auth": {"role": "admin"}`` shows that it sets a role."""
     if isinstance(value, Mapping):
         return {
-            k: REDACTED if isinstance(k, str) and _secret_name(k) else redact_arguments(v) for k, v in value.items()
+            k: redact_arguments(v, hidden=hidden or (isinstance(k, str) and _secret_name(k))) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact_arguments(v) for v in value]
+        return [redact_arguments(v, hidden=hidden) for v in value]
+    if hidden and value is not None and not isinstance(value, bool):
+        return REDACTED
     return value
 
 

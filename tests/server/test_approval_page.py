@@ -54,6 +54,9 @@ connectors:
                 to: {{type: string}}
                 amount: {{type: string}}
                 api_token: {{type: string}}
+                auth: {{type: object}}
+                signature_block: {{type: array, items: {{type: string}}}}
+                password: {{type: string}}
 """
 TOOL = "pay.payments.create"
 BOT = Principal(user="token:tk_8f2a", agent="bot")
@@ -122,6 +125,22 @@ async def test_bidi_and_invisible_characters_are_escaped_under_a_warning(tmp_pat
     assert "\u202e" not in page and "\u202c" not in page and "\u200b" not in page
     assert '<mark class="hidden-char"' in page and "\\u202e" in page and "\\u202c" in page and "\\u200b" in page
     assert 'class="warning" role="alert"' in page and "direction-changing" in page
+
+
+async def test_a_credential_like_name_hides_values_never_what_the_call_does(tmp_path: Path) -> None:
+    # An agent naming an argument "auth" or "signature" hid a whole payload from the approver.
+    args = {
+        "to": "acct-7",
+        "amount": "10",
+        "auth": {"role": "admin", "grant_all_repos": True},
+        "signature_block": ["delete every repo"],
+        "password": "hunter2-passphrase",
+    }
+    async with site(tmp_path) as s:
+        page = html.unescape(await s.page(await s.pending(BOT, args)))
+    assert '"role": "[redacted]"' in page and '"grant_all_repos": true' in page  # what it sets, shown
+    assert "hunter2" not in page and "delete every repo" not in page  # values under such names stay hidden
+    assert "3 values are hidden as [redacted]" in page  # and the approver is told so
 
 
 async def test_plain_arguments_raise_no_warning(tmp_path: Path) -> None:

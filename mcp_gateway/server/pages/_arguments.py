@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ...primitives.redaction import REDACTED
 from ...primitives.sanitize import reveal
 
 __all__ = ["FOLD_CHARS", "FOLD_LINES", "ArgumentView", "ArgumentsView", "Shown", "arguments_view"]
@@ -56,6 +57,8 @@ class ArgumentsView:
     """The arguments as one text when they are not an object of named values (or could not be read)."""
     complete: bool
     """False when the stored text was cut: the page cannot show everything that would run."""
+    redacted: int = 0
+    """How many values are shown as ``[redacted]`` (under credential-like names the agent chose)."""
 
     @property
     def hidden(self) -> bool:
@@ -71,10 +74,11 @@ def arguments_view(text: str) -> ArgumentsView:
         value: Any = json.loads(text) if text else {}
     except ValueError:
         return ArgumentsView((), _shown(text), complete=False)
+    redacted = text.count(f'"{REDACTED}"')
     if not isinstance(value, dict):
-        return ArgumentsView((), _shown(text), complete=True)
+        return ArgumentsView((), _shown(text), complete=True, redacted=redacted)
     rows = tuple(_row(str(name), item) for name, item in value.items())  # pyright: ignore[reportUnknownVariableType]
-    return ArgumentsView(rows, None, complete=True)
+    return ArgumentsView(rows, None, complete=True, redacted=redacted)
 
 
 def _row(name: str, value: Any) -> ArgumentView:
