@@ -135,7 +135,8 @@ class CredentialChanges:
         self._auditor = auditor
         self._clock = clock
 
-    async def _stored(self, key: CredentialKey) -> bool:
+    async def stored(self, key: CredentialKey) -> bool:
+        """Whether a credential is stored under ``key`` now."""
         return key in await self._vault.keys(key.connector)
 
     async def mint(
@@ -145,7 +146,7 @@ class CredentialChanges:
         (and is not the operator's own) waits for an operator's approval, asked for here."""
         key = target(cfg, kind, principal.user, name)
         approval = None
-        if scope_of(key) == "team" and principal != OPERATOR and await self._stored(key):
+        if scope_of(key) == "team" and principal != OPERATOR and await self.stored(key):
             what = "credential" if key.name in ("default", TOKEN_NAME) else f"secret “{key.name}”"
             summary = (
                 f"Replace the team-wide {what} of {cfg.slug}, which every user's calls carry, "
@@ -171,7 +172,7 @@ class CredentialChanges:
         """Whether ``link``'s submission may store its value; with ``consume``, spends its approval
         (call it once the link itself is consumed, right before storing)."""
         key = target(cfg, link.kind, link.principal, link.secret_name)
-        replaces = scope_of(key) if await self._stored(key) else None
+        replaces = scope_of(key) if await self.stored(key) else None
         if link.approval_id is not None:
             check, record = await self._approvals.take_credential(
                 link.approval_id, connector=cfg.slug, name=key.name, principal=link.principal, consume=consume

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from ..manifest import ConnectorConfig
-from ..primitives.secrets import SealedCredential
+from ..primitives.secrets import CredentialKey, SealedCredential
 from ..services.credentials import CredentialVault
+from ..services.identity import OPERATOR
 from ..store.contract import LinkRecord
 from .credential_changes import CredentialChanges, Permit
 from .oauth2_tokens import OAuth2Tokens
@@ -34,6 +37,7 @@ class CredentialDesk:
         self._vault = vault
         self._changes = changes
         self._on_stored = on_stored
+        self._locks: dict[CredentialKey, anyio.Lock] = {}
         self.oauth2 = oauth2
         """The OAuth2 token broker: sign-ins begun and completed, a client checked, cached tokens."""
 
@@ -50,17 +54,31 @@ class CredentialDesk:
         via: str,
         forget_tokens: bool = False,
         reload: bool = True,
-    ) -> None:
-        """Store ``value`` under ``permit.key`` and record the change. ``forget_tokens``: drop the
-        connector's cached OAuth2 tokens (its client changed); ``reload``: a connector in error
-        loads again now (``Gateway.credential_stored``)."""
+    ) -> bool:
+        """Store ``value`` under ``permit.key`` and record the change; False (nothing stored) when the
+        permit was given because nothing was stored there and another link stored something since.
+        ``forget_tokens``: drop the connector's cached OAuth2 tokens (its client changed); ``reload``:
+        a connector in error loads again now (``Gateway.credential_stored``)."""
         key = permit.key
-        await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
+        # Two links minted while a team-wide credential was missing, submitted together, were each
+        # permitted as replacing nothing: the second silently replaced the first. One store at a time
+        # per key, and a permit to replace nothing holds only while nothing is there.
+        async with self._locks.setdefault(key, anyio.Lock()):
+            if (
+                permit.state == "open"
+                and permit.replaces is None
+                and permit.scope == "team"
+                and link.principal != OPERATOR.user
+                and await self._changes.stored(key)
+            ):
+                return False
+            await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
         await self._changes.changed(link, permit, via=via)
         if forget_tokens:
             self.oauth2.forget(key.connector)
         if reload:
             await self._on_stored(key.connector)
+        return True
 
     async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
         """Record a change stored elsewhere (an OAuth2 token set, saved by ``oauth2``)."""

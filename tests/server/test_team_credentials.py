@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
@@ -195,6 +196,36 @@ async def test_a_link_minted_before_a_team_credential_existed_cannot_replace_it(
         assert await s.value("team") == "alice-first-token"
         [row] = await s.changes()
     assert (row.user, json.loads(row.args_preview)["replaced"], row.approved_by) == ("alice", None, None)
+
+
+async def test_two_links_submitted_together_store_one_credential_and_refuse_the_other(tmp_path: Path) -> None:
+    # Both links were minted while nothing was stored, so each was permitted to add, not to replace:
+    # submitted together, the second silently replaced the first, and both rows said it replaced nothing.
+    async with site(tmp_path) as s:
+        await s.vault.delete("team")
+        links = [await s.gateway.connect(ALICE, "team"), await s.gateway.connect(BOB, "team")]
+        assert all(isinstance(link, ConnectLink) and link.approval_id is None for link in links)
+        forms = {}
+        for link, value in zip(links, ("alice-first-token", BOB_CANARY), strict=True):
+            assert isinstance(link, ConnectLink)
+            path = link.connect_url.removeprefix(PUBLIC)
+            forms[path] = (csrf((await s.http.get(path)).text), value)
+        answers: list[httpx2.Response] = []
+
+        async def post(path: str, token: str, value: str) -> None:
+            answers.append(await s.http.post(path, data={"csrf": token, "secret": value}))
+
+        async with anyio.create_task_group() as group:
+            for path, (token, value) in forms.items():
+                group.start_soon(post, path, token, value)
+        assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+        refused = next(a for a in answers if a.status_code == 409)
+        # Refused where it stood: before storing (the lock's check), or at its permit if it came second.
+        assert "Nothing was changed" in refused.text or "Needs an operator" in refused.text
+        stored = await s.value("team")
+        [row] = await s.changes()  # one change, by the one whose value is stored
+    assert (row.user, stored) in (("alice", "alice-first-token"), ("bob", BOB_CANARY))
+    assert json.loads(row.args_preview)["replaced"] is None
 
 
 async def test_the_operators_own_link_replaces_it_and_is_audited(tmp_path: Path) -> None:

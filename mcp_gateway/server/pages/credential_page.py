@@ -300,9 +300,10 @@ class CredentialPages:
             return saving
         # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
         # a connector whose sync needed it loads now.
-        await self.credentials.save(
+        if not await self.credentials.save(
             link, saving, value, via=_VIA[opened.kind], forget_tokens=isinstance(auth, OAuth2Auth)
-        )
+        ):
+            return _stored_meanwhile(cfg)
         done = (
             f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
             if link.secret_name != "default"
@@ -351,7 +352,8 @@ class CredentialPages:
         saving = await self._spend(opened)
         if isinstance(saving, Response):
             return saving
-        await self.credentials.save(opened.link, saving, value, via=_VIA[opened.kind], forget_tokens=True)
+        if not await self.credentials.save(opened.link, saving, value, via=_VIA[opened.kind], forget_tokens=True):
+            return _stored_meanwhile(cfg)
         return message(
             "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
         )
@@ -395,7 +397,9 @@ class CredentialPages:
                 return await self._oauth2_start_page(opened, auth, error=str(values), status=400)
             # The project's OAuth app, stored only while none is: nothing is replaced.
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
-            await self.credentials.save(link, Permit(client_key, None, "open"), value, via="connect", reload=False)
+            client = Permit(client_key, None, "open")
+            if not await self.credentials.save(link, client, value, via="connect", reload=False):
+                return _stored_meanwhile(cfg)
             client_id = value["client_id"]
         elif not client_id:
             return message(
@@ -415,3 +419,14 @@ class CredentialPages:
             link_expires_at=link.expires_at,
         )
         return RedirectResponse(url, status_code=303, headers=security_headers())
+
+
+def _stored_meanwhile(cfg: ConnectorConfig) -> Response:
+    return message(
+        "Not saved",
+        f"Someone stored a team-wide credential for {cfg.display_name} while this page was open, and this link "
+        "was given to add one, not to replace it. Nothing was changed. Ask the agent for a new link: replacing "
+        "the team's credential needs an operator's approval.",
+        status=409,
+        tone="bad",
+    )
