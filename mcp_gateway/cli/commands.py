@@ -466,7 +466,7 @@ async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connect
 
 
 async def cmd_approvals(args: argparse.Namespace) -> int:
-    from ..services.approvals import ApprovalService, ApproverRefused
+    from ..services.approvals import ApprovalService, ApproverRefused, ArgumentsUnshown
     from ..services.identity import OPERATOR
 
     async with store_of(args.settings) as store:
@@ -493,6 +493,11 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
             return 0
         try:
             decided = await approvals.decide(args.id, args.approvals_cmd == "approve", by=OPERATOR.user)
+        except ArgumentsUnshown:
+            raise CliError(
+                f"approval {args.id!r} cannot be approved: its arguments were too long to store whole, so nobody "
+                f"can see all of what would run. Deny it (mcp-gateway approvals deny {args.id}) or let it expire"
+            ) from None
         except ApproverRefused:
             raise CliError(
                 f"approval {args.id!r} was asked for by the operator itself and must be approved by someone else"

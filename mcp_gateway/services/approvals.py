@@ -46,6 +46,8 @@ __all__ = [
     "ApprovalCheck",
     "ApprovalService",
     "ApproverRefused",
+    "ArgumentsUnshown",
+    "arguments_whole",
     "asked_by",
     "credential_tool",
     "explain",
@@ -206,6 +208,20 @@ class ApproverRefused(Exception):
     (or by nobody known: an approval link opened without signing in)."""
 
 
+class ArgumentsUnshown(ApproverRefused):
+    """An approval whose stored arguments were cut (past ``ARGUMENTS_CHARS``): no surface can show all
+    of what would run, so none may approve it (it can be denied, or left to expire)."""
+
+
+def arguments_whole(record: ApprovalRecord) -> bool:
+    """Whether ``record``'s stored arguments are whole (they no longer parse once cut)."""
+    try:
+        json.loads(record.arguments or "{}")
+    except ValueError:
+        return False
+    return True
+
+
 def may_approve(record: ApprovalRecord, approver: str | None) -> bool:
     """Whether ``approver`` (a user name, ``operator``, or None for someone unknown) may approve
     ``record``. With ``separate_approver`` the approver must be known and not the requester."""
@@ -363,6 +379,7 @@ class ApprovalService:
 
         Raises:
             ApproverRefused: ``by`` may not approve this call (``may_approve``); denying is open to anyone.
+            ArgumentsUnshown: its arguments were cut when stored, so nobody saw all of what would run.
         """
         now = self._clock.now()
         record = await self._store.get_approval(approval_id)
@@ -370,6 +387,8 @@ class ApprovalService:
             return None
         if approve and not may_approve(record, by):
             raise ApproverRefused(approval_id)
+        if approve and not arguments_whole(record):
+            raise ArgumentsUnshown(approval_id)
         status = "approved" if approve else "denied"
         if not await self._store.transition_approval(approval_id, "pending", status, now, by=by):
             return None

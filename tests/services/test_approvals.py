@@ -145,6 +145,19 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
         assert ("separate_approver" in result_payload(described)["policy"]) is project_wide
 
 
+async def test_arguments_cut_when_stored_can_be_denied_but_never_approved(tmp_path: Path) -> None:
+    # The page and the overview showed no Approve for them; `approvals approve` approved one, and it ran.
+    from mcp_gateway.services.approvals import ARGUMENTS_CHARS, ArgumentsUnshown
+
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w" * (ARGUMENTS_CHARS + 10)})
+        assert isinstance(asked, PendingApproval)
+        with pytest.raises(ArgumentsUnshown):
+            await h.gateway.approvals.decide(asked.approval_id, True, by=OPERATOR.user)
+        denied = await h.gateway.approvals.decide(asked.approval_id, False, by=OPERATOR.user)
+        assert denied is not None and denied.status == "denied"
+
+
 async def test_approval_ids_carry_128_random_bits(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         ids = set()

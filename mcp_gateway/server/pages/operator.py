@@ -31,7 +31,7 @@ from ...core import result_payload
 from ...core.held_actions import HeldActions
 from ...core.results import ConnectorsResult
 from ...manifest import Manifest
-from ...services.approvals import ApprovalService, ApproverRefused
+from ...services.approvals import ApprovalService, ApproverRefused, ArgumentsUnshown
 from ...services.audit import Auditor
 from ...services.identity import OPERATOR, Principal
 from ...services.operator_tokens import OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
@@ -147,15 +147,15 @@ class OperatorPages:
         approve = approves(await request.form())
         if isinstance(approve, Response):
             return approve
-        if approve and not await self._shown_whole(request.path_params["id"]):
+        try:
+            decided = await self.approvals.decide(request.path_params["id"], approve, by=OPERATOR.user)
+        except ArgumentsUnshown:
             return message(
                 "Not approved",
                 "The arguments are too long to show in full, so they cannot be approved here.",
                 status=403,
                 tone="bad",
             )
-        try:
-            decided = await self.approvals.decide(request.path_params["id"], approve, by=OPERATOR.user)
         except ApproverRefused:
             return message(
                 "Approval by someone else",
@@ -166,12 +166,6 @@ class OperatorPages:
         if decided is None:
             return message("Already decided", "That approval was already decided or has expired.", tone="bad")
         return RedirectResponse("/operator", status_code=303, headers=security_headers())
-
-    async def _shown_whole(self, approval_id: str) -> bool:
-        """Whether the overview showed all the arguments of pending approval ``approval_id`` (not found
-        or decided: True, and ``decide`` says so)."""
-        found = await self.approvals.get(approval_id)
-        return found is None or arguments_view(found.arguments).complete
 
     async def decide_held(self, request: Request) -> Response:
         token_id, refused = await self.guarded(request)
