@@ -87,6 +87,10 @@ _M = TypeVar("_M", bound=BaseModel)
 
 _CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection: a firewalled host should fail the start, not hang it."""
+_COMMAND_TIMEOUT = 15.0
+"""Seconds one statement may take: a server that stops answering (frozen, a network that drops
+packets) is an outage (``StoreUnavailable``: the agent is told to retry), not a call that hangs for
+as long as it lasts. Every statement here is a point read or write, or a short migration."""
 _POOL_MAX = 10
 # What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
 _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
@@ -244,6 +248,7 @@ class PostgresStore:
                     min_size=1,
                     max_size=self._max,
                     timeout=_CONNECT_TIMEOUT,
+                    command_timeout=_COMMAND_TIMEOUT,
                     server_settings={"application_name": "mcp-gateway"},
                     reset=_no_session_state,
                 )

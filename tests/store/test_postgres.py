@@ -243,3 +243,17 @@ def _row(i: int) -> AuditRecord:
         status="denied",
         latency_ms=1.0,
     )
+
+
+async def test_a_statement_the_server_does_not_answer_in_time_is_an_outage(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A frozen server (or a network dropping packets) made a call hang for as long as it lasted.
+    from mcp_gateway.store import postgres as postgres_module
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    monkeypatch.setattr(postgres_module, "_COMMAND_TIMEOUT", 0.5)
+    async with PostgresStore(postgres_url) as store:
+        with pytest.raises(StoreUnavailable, match="TimeoutError"):
+            await store._fetchrow("SELECT pg_sleep(5)")  # pyright: ignore[reportPrivateUsage]
+        assert await store.get_meta("nothing") is None  # the pool serves the next statement
