@@ -104,6 +104,7 @@ async def test_authorization_code_with_pkce_over_http(oauth: OAuthEnv) -> None:
 
             page = await get(link)
             assert 'name="client_id"' in page.text and "Continue to 127.0.0.1" in page.text
+            assert "The app is the project's, team-wide" in page.text  # whatever the link's own scope
             # The page may send the form on to the provider, and nowhere else.
             assert f"form-action 'self' {oauth.auth.url}" in page.headers["content-security-policy"]
             assert f"{server.url}/oauth/callback" in page.text  # the redirect URI to register
