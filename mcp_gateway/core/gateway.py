@@ -49,7 +49,7 @@ from ..services.tokens import TokenService
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.contract import ConnectorState, EphemeralStore, Store
 from ..vocabulary.clock import Clock
-from ..vocabulary.errors import GatewayError
+from ..vocabulary.errors import GatewayError, StoreUnavailable
 from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
 from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits
@@ -474,7 +474,9 @@ class Gateway:
     ) -> CallResult:
         async def started(trace: CallTrace) -> None:
             # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
-            await self.auditor.record(trace.started_record(principal, tool, args, self.clock))
+            # Neither the store nor the journal took it: nothing is sent (store_unavailable, nothing ran).
+            if not await self.auditor.record(trace.started_record(principal, tool, args, self.clock)):
+                raise StoreUnavailable("the call's start could not be recorded; its request was not sent")
 
         trace = CallTrace(on_upstream=started)
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)

@@ -53,7 +53,11 @@ class CallTrace:
         if self.call_id is None:
             self.call_id = uuid.uuid4().hex
             if self.on_upstream is not None:
-                await self.on_upstream(self)
+                try:
+                    await self.on_upstream(self)
+                except BaseException:
+                    self.call_id = None  # refused before it left: no call reached the upstream
+                    raise
 
     def started_record(self, principal: Principal, tool: str, args: Mapping[str, Any], clock: Clock) -> AuditRecord:
         """The ``started`` row: what is known before the upstream answers."""

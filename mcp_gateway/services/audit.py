@@ -43,8 +43,11 @@ upstream's answer from the agent and says that the call ran but its outcome coul
 (``core.gateway.unrecorded``). Without a journal (a test or a tool that builds an ``Auditor`` by
 hand), a refused row is counted and ``record`` answers False at once. Without ``durable`` nobody
 waits for a row, so the writer journals a refused batch's outcome rows itself, without retrying.
-A ``started`` row is never journaled: the call has not been answered yet, and its outcome settles
-whatever its start left (a missing row, or one marked ``interrupted`` meanwhile).
+A ``started`` row the store refuses is journaled at once, without the retries (its request waits to
+leave): a call whose request reached the upstream has a record even when the store was down and the
+process died before the outcome. Replayed, it opens its call in the store unless the outcome is there
+already (``AuditStore.replay_audits``), so a start marks it ``interrupted`` only when no outcome came.
+When the journal refuses it too, ``record`` answers False and the ``Gateway`` sends nothing.
 
 Guarantees of the background writer:
 
@@ -265,9 +268,13 @@ class Auditor:
         if error is None:
             self._committed()
             return True
-        if self._journal is None or row.status == "started":
+        if self._journal is None:
             self._fail(1, error)
             return False
+        if row.status == "started":
+            # Its request waits to leave: journaled at once, not retried (see the module docstring).
+            with anyio.CancelScope(shield=True):
+                return await self._to_journal([row], error)
         return await self._rescue(row, error)
 
     async def _rescue(self, row: AuditRecord, error: str) -> bool:
@@ -547,18 +554,19 @@ class Auditor:
 
     async def _refused(self, batch: list[_Queued], error: str) -> None:
         """A batch the store refused: each waiting caller settles its own row (``_written``); rows
-        nobody waits for (without ``durable``) are journaled here, outcomes only, else counted."""
+        nobody waits for (without ``durable``) are journaled here, else counted."""
         unattended: list[AuditRecord] = []
         for item in batch:
             if item.waited:
                 item.error = error
             else:
                 unattended.append(item.row)
-        outcomes = [r for r in unattended if r.status != "started"] if self._journal is not None else []
-        if len(outcomes) < len(unattended):
-            self._fail(len(unattended) - len(outcomes), error)
-        if outcomes:
-            await self._to_journal(outcomes, error)
+        if not unattended:
+            return
+        if self._journal is None:
+            self._fail(len(unattended), error)
+            return
+        await self._to_journal(unattended, error)
 
     async def _write(self, batch: list[AuditRecord]) -> str | None:
         """Write rows in one transaction: None once committed, else why not (the error's type; the

@@ -174,13 +174,14 @@ def split_audits(records: Sequence[AuditRecord]) -> list[tuple[list[AuditRecord]
 
 
 def replayed_outcomes(records: Sequence[AuditRecord]) -> Sequence[AuditRecord]:
-    """``records``, checked to be outcomes: what ``replay_audits`` takes.
+    """``records``, checked: what ``replay_audits`` takes. A ``started`` row (journaled when the store
+    refused it before its request left) must name its call.
 
     Raises:
-        ValueError: a ``started`` row (a journal holds outcomes only).
+        ValueError: a ``started`` row without a ``call_id``.
     """
-    if any(r.status == "started" for r in records):
-        raise ValueError("only outcome rows are replayed, not started ones")
+    if any(r.status == "started" and r.call_id is None for r in records):
+        raise ValueError("a replayed started row needs its call_id")
     return records
 
 

@@ -1,7 +1,8 @@
-"""``AuditJournal``: outcome rows the store could not take, kept on the local disk until it can.
+"""``AuditJournal``: audit rows the store could not take, kept on the local disk until it can.
 
 An answer never goes back without a durable record of it (``audit.Auditor``). When the database
-refuses a call's outcome row for longer than the retry window, the row is appended here: one JSON
+refuses a call's outcome row for longer than the retry window, or its ``started`` row before the
+request leaves, the row is appended here: one JSON
 line per row, in the state folder, fsynced before the append returns. The row is the audit row
 itself (``AuditRecord``: arguments already redacted and capped), so the journal holds exactly what
 the audit table would, never a secret.
@@ -113,13 +114,14 @@ class AuditJournal:
         return self.path.exists() or self._replaying.exists()
 
     def call_ids(self) -> set[str]:
-        """The call ids of the rows waiting for a replay: calls whose outcome is known, which the
-        start-up recovery must not mark ``interrupted``. Blocking (reads the files)."""
+        """The call ids of the outcome rows waiting for a replay: calls whose outcome is known, which
+        the start-up recovery must not mark ``interrupted`` (a journaled ``started`` row alone says
+        nothing of its outcome). Blocking (reads the files)."""
         if not self.folder.is_dir():
             return set()
         with self._locked(_LOCK):
             rows = [r for p in (self._replaying, self.path) for r in self._read(p, reject=False)]
-        return {r.call_id for r in rows if r.call_id is not None}
+        return {r.call_id for r in rows if r.call_id is not None and r.status != "started"}
 
     # -- replaying -----------------------------------------------------------------------------------
 

@@ -309,6 +309,12 @@ class MemoryStore:
         present = {audit_identity(r) for r in data.audit}
         added = 0
         for row in rows:
+            if row.status == "started":  # open, unless its outcome is in already
+                assert row.call_id is not None  # replayed_outcomes checked it
+                settled = any(r.call_id == row.call_id and r.at >= row.at for r in data.audit)
+                if not settled:
+                    data.audit_open.setdefault(row.call_id, row)
+                continue
             if row.call_id is not None:
                 data.audit_open.pop(row.call_id, None)
             if audit_identity(row) not in present:

@@ -160,6 +160,10 @@ _AUDIT_SETTLE = (
 _AUDIT_COLUMNS = ", ".join(map(_q, _AUDIT.columns))
 _AUDIT_HELD = 'SELECT 1 FROM audit WHERE at = $1 AND call_id IS NOT DISTINCT FROM $2 AND "user" = $3 AND requested = $4'
 """Whether ``audit`` holds a row already (``audit_identity``): ``at`` first, so its index finds it."""
+_AUDIT_SETTLED = "SELECT 1 FROM audit WHERE at >= $1 AND call_id = $2 LIMIT 1"
+"""Whether a call started at ``at`` has its outcome in ``audit`` (no later than its start: the time index)."""
+_AUDIT_OPEN_REPLAY = _insert_sql("audit_open", _AUDIT.columns) + " ON CONFLICT (call_id) DO NOTHING"
+"""A replayed ``started`` row: never over a row already open (one marked ``interrupted`` stays so)."""
 _AUDIT_LIST = (
     f"SELECT {_AUDIT_COLUMNS} FROM ("
     f"(SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL::bigint AS id FROM audit_open ORDER BY at DESC LIMIT $1) "
@@ -537,13 +541,18 @@ class PostgresStore:
 
     async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
         """Append the outcomes ``audit`` does not hold yet, in one transaction (see ``AuditStore``); a
-        row already there still settles its call's open row. A journal's replay is rare and short:
+        row already there still settles its call's open row, and a ``started`` row opens its call
+        unless its outcome is in ``audit`` already. A journal's replay is rare and short:
         a lookup per row is simpler than one statement that would need every column's type cast."""
         rows = replayed_outcomes(records)
         added = 0
         async with self._transaction() as conn:
             for record in rows:
                 at, call_id, user, requested = audit_identity(record)
+                if record.status == "started":  # open, unless its outcome is in already
+                    if not await conn.fetchval(_AUDIT_SETTLED, aware(at), call_id):
+                        await conn.execute(_AUDIT_OPEN_REPLAY, *_AUDIT.params(record))
+                    continue
                 if await conn.fetchval(_AUDIT_HELD, aware(at), call_id, user, requested):
                     if call_id is not None:
                         await conn.execute("DELETE FROM audit_open WHERE call_id = $1", call_id)

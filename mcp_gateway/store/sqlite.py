@@ -209,6 +209,13 @@ def _audit_insert(rows: int, open_rows: bool) -> str:
 _AUDIT_COLUMNS = ", ".join(_AUDIT.columns)
 _AUDIT_HELD = "SELECT 1 FROM audit WHERE at = ? AND call_id IS ? AND user = ? AND requested = ? LIMIT 1"
 """Whether ``audit`` holds a row already (``audit_identity``): ``at`` first, so its index finds it."""
+_AUDIT_SETTLED = "SELECT 1 FROM audit WHERE at >= ? AND call_id = ? LIMIT 1"
+"""Whether a call started at ``at`` has its outcome in ``audit`` (no later than its start: the time index)."""
+_AUDIT_OPEN_REPLAY = (
+    f"INSERT INTO audit_open ({', '.join(_AUDIT.columns)}) VALUES ({', '.join('?' for _ in _AUDIT.columns)}) "
+    "ON CONFLICT (call_id) DO NOTHING"
+)
+"""A replayed ``started`` row: never over a row already open (one marked ``interrupted`` stays so)."""
 _AUDIT_LIST = (
     f"SELECT {_AUDIT_COLUMNS} FROM ("
     f"SELECT {_AUDIT_COLUMNS}, 0 AS part, NULL AS id FROM (SELECT * FROM audit_open ORDER BY at DESC LIMIT ?1) "
@@ -739,12 +746,17 @@ class SQLiteStore:
 
     async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
         """Append the outcomes ``audit`` does not hold yet, in one transaction (see ``AuditStore``); a
-        row already there still settles its call's open row."""
+        row already there still settles its call's open row. A ``started`` row opens its call unless
+        its outcome is in ``audit`` already; how many outcomes were appended."""
         rows = replayed_outcomes(records)
         added = 0
         async with self._transaction() as db:
             for record in rows:
                 at, call_id, user, requested = audit_identity(record)
+                if record.status == "started":  # open, unless its outcome is in already
+                    if not await db.execute_fetchall(_AUDIT_SETTLED, (_ts(at), call_id)):
+                        await db.execute(_AUDIT_OPEN_REPLAY, _AUDIT.params(record))
+                    continue
                 found = await db.execute_fetchall(_AUDIT_HELD, (_ts(at), call_id, user, requested))
                 if found:
                     if call_id is not None:

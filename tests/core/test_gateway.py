@@ -743,30 +743,51 @@ async def test_an_outcome_the_store_refuses_is_journaled_and_the_call_answered(t
         assert isinstance(result, Ok), result
         denied = await h.gateway.call(OPERATOR, "api.admin.purge")
         assert isinstance(denied, Denied)
-        assert (h.auditor.failures, h.auditor.journaled) == (1, 2)  # the started row is not journaled
+        assert (h.auditor.failures, h.auditor.journaled) == (0, 3)  # the call's start, its outcome, the denial
         scrape = (await h.gateway.scrape.render()).decode()
-        assert "mcp_gateway_audit_journaled_total 2.0" in scrape
+        assert "mcp_gateway_audit_journaled_total 3.0" in scrape
         assert "mcp_gateway_audit_journal_pending 1.0" in scrape
         assert "mcp_gateway_audit_replayed_total 0.0" in scrape
     lines = journal.path.read_text().splitlines()
-    assert [json.loads(line)["status"] for line in lines] == ["ok", "denied"]
+    assert [json.loads(line)["status"] for line in lines] == ["started", "ok", "denied"]
     assert SECRET not in journal.path.read_text()
+
+
+async def test_a_call_whose_start_nobody_can_record_is_never_sent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "full").write_text("")  # the journal's folder cannot be made: a full or read-only disk
+    async with harness(tmp_path, store_cls=FullDiskStore, journal=AuditJournal(tmp_path / "full" / "state")) as h:
+        # Its start cannot be recorded anywhere: the request is never sent.
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, ErrorResult) and result.reason == "store_unavailable", result
+        assert result.hint and "nothing was run" in result.hint
+        assert h.upstream.requests == []
+        denied = await h.gateway.call(OPERATOR, "api.admin.purge")
+        assert isinstance(denied, Denied)  # nothing ran, nothing to withhold
+        assert h.auditor.failures == 3  # the first call's started row, its store_unavailable answer, the denial
+    assert "audit write failed" in caplog.text and "journal refused them too" in caplog.text
 
 
 async def test_an_outcome_nobody_can_record_withholds_the_answer(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (tmp_path / "full").write_text("")  # the journal's folder cannot be made: a full or read-only disk
-    async with harness(tmp_path, store_cls=FullDiskStore, journal=AuditJournal(tmp_path / "full" / "state")) as h:
+    class OutcomesRefused(SQLiteStore):
+        """The start of a call is written; its outcome is not (the disk filled up meanwhile)."""
+
+        async def append_audit(self, record: AuditRecord) -> None:
+            if record.status != "started":
+                raise OSError("disk full")
+            await super().append_audit(record)
+
+    (tmp_path / "full").write_text("")  # nor can the journal's folder be made
+    async with harness(tmp_path, store_cls=OutcomesRefused, journal=AuditJournal(tmp_path / "full" / "state")) as h:
         result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
         assert isinstance(result, ErrorResult) and result.reason == "store_unavailable", result
         assert result.upstream_status == 200 and "may have taken effect" in result.message
         assert result.hint and "/items/1" not in json.dumps(payload(result))  # the upstream's answer is withheld
         assert len(h.upstream.requests) == 1  # it did run
-        denied = await h.gateway.call(OPERATOR, "api.admin.purge")
-        assert isinstance(denied, Denied)  # nothing ran, nothing to withhold
-        assert h.auditor.failures == 3  # the first call's started row and outcome, the denial
-    assert "audit write failed" in caplog.text and "journal refused them too" in caplog.text
+    assert "journal refused them too" in caplog.text
 
 
 # -- the MCP surface, in memory ----------------------------------------------------------------

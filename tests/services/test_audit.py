@@ -510,14 +510,43 @@ async def test_an_outcome_refused_past_the_window_is_journaled_then_replayed_onc
     assert "journaled in" in caplog.text and "replayed 1 journaled outcome row" in caplog.text
 
 
-async def test_a_started_row_is_never_journaled(store: GatedStore, tmp_path: Path) -> None:
+async def test_a_started_row_the_store_refuses_is_journaled_at_once(store: GatedStore, tmp_path: Path) -> None:
+    # Its request waits to leave: no retries, and a record even if the process dies mid-call.
     journal = AuditJournal(tmp_path / "state")
-    auditor = Auditor(store, journal=journal, retry_for=0.05)
+    auditor = Auditor(store, journal=journal, retry_for=30)
+    store.fail = True
+    async with auditor.running():
+        with anyio.fail_after(5):
+            assert await auditor.record(_call(1, "started")) is True
+    assert (auditor.journaled, auditor.failures) == (1, 0)
+    assert journal.pending() and journal.call_ids() == set()  # its outcome is not known
+
+
+async def test_a_journaled_start_without_an_outcome_is_marked_interrupted_at_the_next_start(
+    store: GatedStore, tmp_path: Path
+) -> None:
+    # The store was down when the call left, and the process died before its outcome (no outcome row).
+    journal = AuditJournal(tmp_path / "state")
+    dying = Auditor(store, journal=journal, retry_for=0.05)
+    store.fail = True
+    async with dying.running():
+        assert await dying.record(_call(1, "started")) is True
+        assert await dying.record(_call(2, "started")) is True
+        store.fail = False
+        assert await dying.record(_call(2)) is True  # this one's outcome made it to the store
+    # The next start: the journal is replayed, then the calls without an outcome are marked.
+    assert await Auditor(store, journal=AuditJournal(tmp_path / "state")).interrupt_started() == 1
+    rows = await store.list_audit()
+    assert sorted((r.call_id, r.status) for r in rows) == [("c1", "interrupted"), ("c2", "ok")]
+
+
+async def test_a_started_row_nobody_can_take_is_refused(store: GatedStore, tmp_path: Path) -> None:
+    (tmp_path / "full").write_text("")  # the journal's folder cannot be made: a full or read-only disk
+    auditor = Auditor(store, journal=AuditJournal(tmp_path / "full" / "state"), retry_for=0.05)
     store.fail = True
     async with auditor.running():
         assert await auditor.record(_call(1, "started")) is False
     assert (auditor.journaled, auditor.failures) == (0, 1)
-    assert not journal.pending()
 
 
 async def test_without_durable_the_writer_journals_a_refused_batch(store: GatedStore, tmp_path: Path) -> None:
@@ -528,7 +557,7 @@ async def test_without_durable_the_writer_journals_a_refused_batch(store: GatedS
         await auditor.record(_call(1, "started"))
         await auditor.record(_call(1))
         await auditor.flush()
-    assert (auditor.journaled, auditor.failures) == (1, 1)
+    assert (auditor.journaled, auditor.failures) == (2, 0)  # the start too: nobody waited for either
     assert journal.call_ids() == {"c1"}
 
 

@@ -653,11 +653,18 @@ async def test_audit_replay_adds_each_outcome_once_and_settles_its_call(store: S
     assert await store.replay_audits([]) == 0
 
 
-async def test_audit_replay_refuses_a_started_row_and_writes_nothing(store: Store) -> None:
-    started = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})
-    with pytest.raises(ValueError, match="outcome"):
-        await store.replay_audits([_audit(2, T0), started])
-    assert await store.list_audit() == []
+async def test_audit_replay_of_a_started_row_opens_its_call_only_while_no_outcome_came(store: Store) -> None:
+    # A started row the store refused was journaled: the process may have died before the outcome.
+    lost = _audit(1, T0).model_copy(update={"status": "started", "call_id": "lost"})
+    finished = _audit(2, T0).model_copy(update={"status": "started", "call_id": "done"})
+    await store.append_audit(_audit(2, T0 + timedelta(seconds=1)).model_copy(update={"call_id": "done"}))
+    assert await store.replay_audits([lost, finished]) == 0  # no outcome appended
+    assert {r.call_id: r.status for r in await store.list_audit()} == {"lost": "started", "done": "ok"}
+    assert await store.interrupt_started_audits() == 1  # the lost one only: a finished call never is
+    assert await store.replay_audits([lost]) == 0  # again: the row marked interrupted stays so
+    assert {r.call_id: r.status for r in await store.list_audit()} == {"lost": "interrupted", "done": "ok"}
+    with pytest.raises(ValueError, match="call_id"):
+        await store.replay_audits([lost.model_copy(update={"call_id": None})])
 
 
 async def test_audit_batch_holding_a_call_start_and_outcome_leaves_one_row(store: Store) -> None:
