@@ -5,6 +5,7 @@ and the end-to-end page tests; here each handler shows it stands on the services
 
 from __future__ import annotations
 
+import html
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -135,6 +136,9 @@ async def test_the_operator_overview_shows_every_argument_and_marks_hidden_chara
         assert "\u202e" not in overview.text and "\u202c" not in overview.text  # nothing raw
         assert '<mark class="hidden-char" title="a hidden character, shown as its code">\\u202e</mark>' in overview.text
         assert "TAIL_END" in overview.text  # the whole of a long argument, folded, never cut
+        record = await g.approvals.get(pending.approval_id)
+        assert record is not None and record.calls and record.fingerprint in overview.text
+        assert f"It will call: <code>{html.escape(record.calls)}</code>" in overview.text  # as the approval page says
 
         # Arguments cut when stored cannot be shown whole: the overview offers no Approve, and refuses one.
         cut = await g.call(ALICE, TOOL, {"to": "Z" * (ARGUMENTS_CHARS + 10), "amount": "5"})
