@@ -118,6 +118,13 @@ _UNAVAILABLE_SIGNS = (
 )
 """An ``OperationalError`` with one of these is the file being unusable for now, not a bug
 (``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback)."""
+_OUTAGE_ADVICE = {
+    "database is locked": ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
+    "gateway); try again once it lets go",
+    "database or disk is full": ": its disk is full; free some space",
+    "readonly database": ": the file or its folder is read-only; check their owner and permissions",
+}
+"""What the operator can do about each outage, appended to its message."""
 
 
 # -- tables and statements -------------------------------------------------------------------
@@ -303,9 +310,11 @@ class SQLiteStore:
                 db.row_factory = sqlite3.Row
                 await self._configure(db)
                 await migrate(db, self._path)
-            except BaseException:
+            except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await db.close()
+                if isinstance(exc, sqlite3.OperationalError):  # locked elsewhere, a full disk: say so
+                    raise self._outage(exc) from None
                 raise
             self._db = db
             self._audit_db = self._open_audit_writer()
@@ -443,9 +452,10 @@ class SQLiteStore:
         read-only file, a write lock held elsewhere past the busy timeout); any other
         ``OperationalError`` (bad SQL) as it is."""
         text = str(exc).lower()
-        if any(sign in text for sign in _UNAVAILABLE_SIGNS):
-            return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]})")
-        return exc
+        if not any(sign in text for sign in _UNAVAILABLE_SIGNS):
+            return exc
+        why = _OUTAGE_ADVICE.get(next((sign for sign in _OUTAGE_ADVICE if sign in text), ""), "")
+        return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){why}")
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:

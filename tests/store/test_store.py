@@ -1242,6 +1242,9 @@ async def test_a_write_lock_held_elsewhere_past_the_busy_timeout_is_an_outage(
         state = ConnectorState(slug="stripe", source="openapi:s.json", status="ready", actions=1, synced_at=T0)
         with pytest.raises(StoreUnavailable, match="database is locked"):
             await store.put_connector_state(state)
+        # A CLI command opening the store meanwhile says what holds it, not "unexpected OperationalError".
+        with pytest.raises(StoreUnavailable, match="another process holds its write lock"):
+            await SQLiteStore(path).open()
         holder.execute("ROLLBACK")
         await store.put_connector_state(state)  # the lock gone, the store writes again
     finally:
