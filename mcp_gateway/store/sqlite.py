@@ -278,6 +278,8 @@ class SQLiteStore:
         self._access = AccessCache(_never_current)
         self._audit_db: sqlite3.Connection | None = None
         """The synchronous connection of ``append_audits_now`` (None: a private in-memory database)."""
+        self._file: tuple[int, int] | None = None
+        """The open database file's device and inode (``_check_file``); None in memory or closed."""
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r})"
@@ -317,6 +319,9 @@ class SQLiteStore:
                     raise self._outage(exc) from None
                 raise
             self._db = db
+            if isinstance(self._path, Path):
+                found = self._path.stat()
+                self._file = (found.st_dev, found.st_ino)
             self._audit_db = self._open_audit_writer()
             self._access = AccessCache(self._open_probe())
 
@@ -326,6 +331,7 @@ class SQLiteStore:
             if self._db is None:
                 return
             db, self._db = self._db, None
+            self._file = None
             self._access = AccessCache(_never_current)
             if self._probe is not None:
                 self._probe.close()
@@ -444,8 +450,31 @@ class SQLiteStore:
                 raise self._outage(exc) from None
 
     async def ping(self) -> None:
-        """One round trip; raises ``StoreUnavailable`` when the database file cannot be used."""
+        """One round trip; raises ``StoreUnavailable`` when the database file cannot be used, or is no
+        longer the file at its path (``_check_file``)."""
+        self._check_file()
         await self._fetchone("SELECT 1")
+
+    def _check_file(self) -> None:
+        """Raise ``StoreUnavailable`` when the file at the store's path is not the one it has open.
+
+        SQLite writes to the file it opened: deleted, or replaced by another (a restore moved over it),
+        it takes every row on, into a file nobody will read again, and the answers say they were
+        recorded. One ``stat``, before each audit write and each health ping."""
+        if self._file is None or not isinstance(self._path, Path):
+            return
+        try:
+            found = self._path.stat()
+        except FileNotFoundError:
+            raise StoreUnavailable(
+                f"the SQLite database {self._path} was deleted while the gateway had it open: restart the "
+                "gateway (what could not be written is in its audit journal)"
+            ) from None
+        if (found.st_dev, found.st_ino) != self._file:
+            raise StoreUnavailable(
+                f"the SQLite database {self._path} was replaced while the gateway had it open (a restore or "
+                "a move): restart the gateway to use the new file (what could not be written is in its audit journal)"
+            )
 
     def _outage(self, exc: sqlite3.OperationalError) -> Exception:
         """``StoreUnavailable`` for a file that cannot be used now (a lost or full disk, I/O errors, a
@@ -687,6 +716,7 @@ class SQLiteStore:
         """Append rows in one transaction: all of them, or none (the background audit writer's batch).
         ``started`` rows go to ``audit_open`` before the outcomes go to ``audit``, whose trigger
         settles the open row of the same call (which may be in this very batch)."""
+        self._check_file()
         statements = _audit_statements(records)
         if len(statements) == 1:
             await self._fetchall(*statements[0])
@@ -706,6 +736,7 @@ class SQLiteStore:
         db = self._audit_db
         if db is None or not records:
             return False
+        self._check_file()
         statements = _audit_statements(records)
         try:
             if len(statements) == 1:  # what every call writes: one row, one statement, one commit

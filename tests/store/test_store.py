@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import random
 import sqlite3
 import sys
@@ -1250,3 +1251,26 @@ async def test_a_write_lock_held_elsewhere_past_the_busy_timeout_is_an_outage(
     finally:
         holder.close()
         await store.close()
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+async def test_a_database_file_deleted_or_replaced_while_open_is_an_outage(tmp_path: Path, how: str) -> None:
+    # SQLite keeps writing to the file it opened: rows went into a file nobody would read again,
+    # and every answer said it was recorded.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    path = tmp_path / "gateway.db"
+    async with SQLiteStore(path) as store:
+        await store.append_audit(_audit(1, T0))
+        if how == "deleted":
+            path.unlink()
+        else:
+            async with SQLiteStore(tmp_path / "restored.db"):
+                pass
+            os.replace(tmp_path / "restored.db", path)
+        with pytest.raises(StoreUnavailable, match=f"was {how} while the gateway had it open"):
+            await store.append_audit(_audit(2, T0))
+        with pytest.raises(StoreUnavailable, match=how):
+            store.append_audits_now([_audit(3, T0)])
+        with pytest.raises(StoreUnavailable, match=how):
+            await store.ping()
