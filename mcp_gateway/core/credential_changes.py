@@ -32,7 +32,7 @@ from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
 
-__all__ = ["CredentialChanges", "MintedLink", "Permit", "Scope", "change_record", "scope_of"]
+__all__ = ["CredentialChanges", "MintedLink", "Permit", "Scope", "change_record", "operators_own", "scope_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,12 @@ class Permit:
         return self.state in ("open", "approved")
 
 
+def operators_own(link: LinkRecord) -> bool:
+    """Whether ``link`` is the operator's own act (``mcp-gateway connect``), not an agent's, even one of
+    the operator's own session (``serve --agent``), which acts as the operator's user."""
+    return link.principal == OPERATOR.user and link.agent is None
+
+
 def target(cfg: ConnectorConfig, kind: LinkKind, principal: str, name: str = "default") -> CredentialKey:
     """Where a connect or secret link's value is stored. A ``per_user`` connector keeps the user's
     own (for ``oauth2``, their token set; the client stays the project's); else the project's."""
@@ -165,6 +171,7 @@ class CredentialChanges:
             principal=principal.user,
             secret_name=name,
             approval_id=approval.id if approval is not None else None,
+            agent=principal.agent,
         )
         return MintedLink(url, record, approval)
 
@@ -179,7 +186,7 @@ class CredentialChanges:
             )
             states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
             return Permit(key, replaces, states.get(check, "refused"), record)
-        if replaces == "team" and link.principal != OPERATOR.user:
+        if replaces == "team" and not operators_own(link):
             return Permit(key, replaces, "unapproved")
         return Permit(key, replaces, "open")
 
@@ -193,7 +200,7 @@ class CredentialChanges:
             who=link.principal,
             via=via,
             replaced=permit.replaces,
-            agent=approval.agent if approval is not None else None,
+            agent=approval.agent if approval is not None else link.agent,
             approved_by=approved_by,
         )
         await self._auditor.record(record)

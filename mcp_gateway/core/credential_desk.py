@@ -16,9 +16,8 @@ import anyio
 from ..manifest import ConnectorConfig
 from ..primitives.secrets import CredentialKey, SealedCredential
 from ..services.credentials import CredentialVault
-from ..services.identity import OPERATOR
 from ..store.contract import LinkRecord
-from .credential_changes import CredentialChanges, Permit
+from .credential_changes import CredentialChanges, Permit, operators_own
 from .oauth2_tokens import OAuth2Tokens
 
 __all__ = ["CredentialDesk"]
@@ -68,7 +67,7 @@ class CredentialDesk:
                 permit.state == "open"
                 and permit.replaces is None
                 and permit.scope == "team"
-                and link.principal != OPERATOR.user
+                and not operators_own(link)
                 and await self._changes.stored(key)
             ):
                 return False

@@ -72,6 +72,7 @@ class LinkService:
         secret_name: str = "default",
         approval_id: str | None = None,
         ttl: timedelta | None = None,
+        agent: str | None = None,
     ) -> tuple[str, LinkRecord]:
         if self._on_mint is not None:
             started = self._on_mint()
@@ -88,6 +89,7 @@ class LinkService:
             approval_id=approval_id,
             created_at=now,
             expires_at=now + (ttl or self._ttl),
+            agent=agent,
         )
         await self._store.put_link(record)
         return f"{self._public_url}/{_PATHS[kind]}/{token}", record

@@ -225,6 +225,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX discovery_use_recent ON discovery_use (scope, at)",
     ),
+    # 11: a link remembers the agent that asked for it (see the SQLite schema's migration 13).
+    ("ALTER TABLE link ADD COLUMN agent text",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -240,6 +240,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX discovery_use_recent ON discovery_use (scope, at)",
     ),
+    # 13: a link remembers the agent that asked for it: an agent of the operator's own stdio session
+    # is not the operator, and may not replace a team-wide credential without an operator's approval.
+    ("ALTER TABLE link ADD COLUMN agent TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -131,6 +131,9 @@ class LinkRecord(BaseModel):
     created_at: datetime
     expires_at: datetime
     used_at: datetime | None = None
+    agent: str | None = None
+    """The agent that asked for it; None for a person's or the operator's own command (``mcp-gateway
+    connect``). An agent of the operator's own session (``serve --agent``) is not the operator."""
 
 
 class ApprovalRecord(BaseModel):

@@ -228,6 +228,27 @@ async def test_two_links_submitted_together_store_one_credential_and_refuse_the_
     assert json.loads(row.args_preview)["replaced"] is None
 
 
+async def test_an_agent_of_the_operators_own_session_is_not_the_operator(tmp_path: Path) -> None:
+    # ``serve --agent claude`` over stdio acts as the operator's user; its stale link replaced the team
+    # credential the operator had set meanwhile, and the audit credited the operator.
+    session = Principal(user=OPERATOR.user, agent="claude")
+    async with site(tmp_path) as s:
+        await s.vault.delete("team")
+        link = await s.gateway.connect(session, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is None  # nothing to replace yet
+        await s.vault.put("team", TEAM_CANARY)  # the operator's `secret set`, meanwhile
+        late = await s.submit(link.connect_url, BOB_CANARY)
+        assert late.status_code == 409 and await s.value("team") == TEAM_CANARY
+        assert await s.changes() == []
+        # With nothing stored, its link adds one, and the audit names the agent.
+        await s.vault.delete("team")
+        fresh = await s.gateway.connect(session, "team")
+        assert isinstance(fresh, ConnectLink)
+        assert (await s.submit(fresh.connect_url, "agent-added-token")).status_code == 200
+        [row] = await s.changes()
+    assert (row.user, row.agent) == (OPERATOR.user, "claude")
+
+
 async def test_the_operators_own_link_replaces_it_and_is_audited(tmp_path: Path) -> None:
     async with site(tmp_path) as s:
         link = await s.gateway.connect(OPERATOR, "team")
