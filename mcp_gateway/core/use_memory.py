@@ -138,7 +138,8 @@ class UseMemory:
         try:
             await self._called(principal, action)
         except Exception as exc:
-            logger.warning("discovery: could not record a use of %s: %s", action, type(exc).__name__)
+            why = exc if isinstance(exc, GatewayError | OSError) else type(exc).__name__
+            logger.warning("discovery: could not record a use of %s: %s", action, why)
 
     async def _called(self, principal: Principal, action: str) -> None:
         scope = self.scope(principal)
@@ -174,14 +175,10 @@ class UseMemory:
             vector=_blob(vector) if vector is not None else None,
             at=now,
         )
-        try:
-            await self._store.record_use(record)
-            if self._forgot is None or now - self._forgot > timedelta(hours=1):
-                self._forgot = now
-                await self._store.forget_uses(now - timedelta(days=KEPT_DAYS))
-        except (GatewayError, OSError) as exc:
-            logger.warning("discovery: could not record a use of %s: %s", action, exc)
-            return
+        await self._store.record_use(record)  # a failure here is ``called``'s to log
+        if self._forgot is None or now - self._forgot > timedelta(hours=1):
+            self._forgot = now
+            await self._store.forget_uses(now - timedelta(days=KEPT_DAYS))
         cached = self._uses.get(scope)
         if cached is not None:
             kept = [r for r in cached[1] if (r.record.action, r.record.query) != (record.action, record.query)]

@@ -173,7 +173,7 @@ def split_audits(records: Sequence[AuditRecord]) -> list[tuple[list[AuditRecord]
     return [(rows, opens) for rows, opens in ((started, True), (settled, False)) if rows]
 
 
-def replayed_outcomes(records: Sequence[AuditRecord]) -> Sequence[AuditRecord]:
+def replayed_rows(records: Sequence[AuditRecord]) -> Sequence[AuditRecord]:
     """``records``, checked: what ``replay_audits`` takes. A ``started`` row (journaled when the store
     refused it before its request left) must name its call.
 

@@ -39,7 +39,7 @@ from ._rows import (
     dump_meta,
     load_catalog,
     load_meta,
-    replayed_outcomes,
+    replayed_rows,
     split_audits,
 )
 from .contract import (
@@ -304,13 +304,13 @@ class MemoryStore:
                     data.audit_open[call_id] = row
 
     async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
-        rows = [_utc(r) for r in replayed_outcomes(records)]
+        rows = [_utc(r) for r in replayed_rows(records)]
         data = self._d()
         present = {audit_identity(r) for r in data.audit}
         added = 0
         for row in rows:
             if row.status == "started":  # open, unless its outcome is in already
-                assert row.call_id is not None  # replayed_outcomes checked it
+                assert row.call_id is not None  # replayed_rows checked it
                 settled = any(r.call_id == row.call_id and r.at >= row.at for r in data.audit)
                 if not settled:
                     data.audit_open.setdefault(row.call_id, row)

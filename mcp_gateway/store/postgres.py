@@ -62,7 +62,7 @@ from ._rows import (
     dump_meta,
     load_catalog,
     load_meta,
-    replayed_outcomes,
+    replayed_rows,
     split_audits,
 )
 from .contract import (
@@ -544,7 +544,7 @@ class PostgresStore:
         row already there still settles its call's open row, and a ``started`` row opens its call
         unless its outcome is in ``audit`` already. A journal's replay is rare and short:
         a lookup per row is simpler than one statement that would need every column's type cast."""
-        rows = replayed_outcomes(records)
+        rows = replayed_rows(records)
         added = 0
         async with self._transaction() as conn:
             for record in rows:

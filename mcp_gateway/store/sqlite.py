@@ -73,7 +73,7 @@ from ._rows import (
     dump_meta,
     load_catalog,
     load_meta,
-    replayed_outcomes,
+    replayed_rows,
     split_audits,
 )
 from ._sqlite_schema import SCHEMA_VERSION, migrate
@@ -109,22 +109,18 @@ each page lookup searching a longer WAL index (a call's two commits grew costlie
 as the WAL grew)."""
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a write that would have had to wait for another connection's lock."""
-_UNAVAILABLE_SIGNS = (
-    "unable to open database",
-    "disk i/o error",
-    "database or disk is full",
-    "readonly database",
-    "database is locked",  # past the busy timeout: another process holds the write lock
-)
-"""An ``OperationalError`` with one of these is the file being unusable for now, not a bug
-(``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback)."""
-_OUTAGE_ADVICE = {
-    "database is locked": ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
-    "gateway); try again once it lets go",
+_UNAVAILABLE_SIGNS = {
+    "unable to open database": "",
+    "disk i/o error": "",
     "database or disk is full": ": its disk is full; free some space",
     "readonly database": ": the file or its folder is read-only; check their owner and permissions",
+    # Past the busy timeout.
+    "database is locked": ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
+    "gateway); try again once it lets go",
 }
-"""What the operator can do about each outage, appended to its message."""
+"""An ``OperationalError`` with one of these is the file being unusable for now, not a bug
+(``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback),
+and what the operator can do about it, appended to its message."""
 
 
 # -- tables and statements -------------------------------------------------------------------
@@ -481,10 +477,11 @@ class SQLiteStore:
         read-only file, a write lock held elsewhere past the busy timeout); any other
         ``OperationalError`` (bad SQL) as it is."""
         text = str(exc).lower()
-        if not any(sign in text for sign in _UNAVAILABLE_SIGNS):
+        sign = next((sign for sign in _UNAVAILABLE_SIGNS if sign in text), None)
+        if sign is None:
             return exc
-        why = _OUTAGE_ADVICE.get(next((sign for sign in _OUTAGE_ADVICE if sign in text), ""), "")
-        return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){why}")
+        advice = _UNAVAILABLE_SIGNS[sign]
+        return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){advice}")
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:
@@ -789,7 +786,7 @@ class SQLiteStore:
         """Append the outcomes ``audit`` does not hold yet, in one transaction (see ``AuditStore``); a
         row already there still settles its call's open row. A ``started`` row opens its call unless
         its outcome is in ``audit`` already; how many outcomes were appended."""
-        rows = replayed_outcomes(records)
+        rows = replayed_rows(records)
         added = 0
         async with self._transaction() as db:
             for record in rows:
