@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import anyio
+
 from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
@@ -112,7 +114,6 @@ class CallPipeline:
                 reason="internal_error",
                 message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
             )
-        self._health.succeeded()
         if isinstance(result, Ok):
             return result  # cleaned by _run, where its JSON text was at hand
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
@@ -205,17 +206,40 @@ class CallPipeline:
             credential = await self._credentials.for_call(cfg, principal.user)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
+        spent: str | None = None  # the approval this attempt consumed
         if verdict.action == "require_approval":
             gate = await self._approval_gate(principal, prepared, args, verdict, approval_id, trace)
             if gate is not None:
                 return gate
-        admitted = await self.traffic.admit(manifest, principal, action)
-        if isinstance(admitted, ErrorResult):
-            return admitted
-        with admitted:  # concurrency slots held until the call has its result
-            redactor = Redactor()
-            auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
-            return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
+            spent = approval_id
+        result: CallResult | None = None
+        try:
+            admitted = await self.traffic.admit(manifest, principal, action)
+            if isinstance(admitted, ErrorResult):
+                result = admitted
+                return admitted
+            with admitted:  # concurrency slots held until the call has its result
+                redactor = Redactor()
+                auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
+                result = await self._run(principal, executor, prepared, fields, trace, auth, redactor)
+                return result
+        finally:
+            # A human approved one run: a call stopped before its request left (a rate limit, a start the
+            # store could not record, a credential to reconnect) has not used it.
+            if spent is not None and (trace.call_id is None or isinstance(result, NeedsAuth)):
+                with anyio.CancelScope(shield=True):
+                    await self._unspend(spent, action.qualified_name)
+
+    async def _unspend(self, approval_id: str, tool: str) -> None:
+        try:
+            restored = await self._approvals.unspend(approval_id)
+        except Exception as exc:  # the store may be the reason the call stopped: the approval stays used
+            logger.warning(
+                "approval %s of %s stays used though its call did not run: %s", approval_id, tool, type(exc).__name__
+            )
+            return
+        if restored:
+            logger.info("approval %s of %s holds again: its call stopped before it was sent", approval_id, tool)
 
     async def _approval_gate(
         self,

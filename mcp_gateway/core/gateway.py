@@ -154,6 +154,7 @@ class Gateway:
         """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
         self.health = StoreHealth(getattr(store, "ping", None))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
+        auditor.on_store = self.health.observed
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
         self._discovery_config = manifest.discovery

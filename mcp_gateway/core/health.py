@@ -72,6 +72,14 @@ class StoreHealth:
             self.down_since = None
             logger.warning("store reachable again after %.1f s", lasted)
 
+    def observed(self, refused: str | None) -> None:
+        """How a write went (``Auditor.on_store``): None when the store took it, else why it refused it."""
+        if refused is None:
+            self.succeeded()
+        elif self.down_since is None:
+            self.down_since = time.monotonic()
+            logger.warning("store unavailable: it refused an audit write (%s)", refused)
+
     async def ready(self) -> bool:
         """Whether the store answers now (a ping, at most one a second; cached between)."""
         if self._ping is None:

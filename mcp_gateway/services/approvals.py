@@ -338,6 +338,11 @@ class ApprovalService:
             return "approval_mismatch", record
         return await self._settle(record, consume=True), record
 
+    async def unspend(self, approval_id: str) -> bool:
+        """Give back an approval ``check`` consumed, for a call that stopped before its request was sent:
+        the human approved one run, and none happened. True when it is approved again."""
+        return await self._store.transition_approval(approval_id, "consumed", "approved", self._clock.now())
+
     async def _settle(self, record: ApprovalRecord, *, consume: bool) -> ApprovalCheck:
         """Where a matching approval stands; ``run`` (approved -> consumed, by compare-and-set) to one
         caller only. Without ``consume`` an approved one answers ``run`` and stays approved."""

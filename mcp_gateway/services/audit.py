@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -208,6 +208,9 @@ class Auditor:
         """Rows the store refused that went to the journal instead, ever."""
         self.replayed = 0
         """Journaled rows a replay appended to the store, ever."""
+        self.on_store: Callable[[str | None], None] | None = None
+        """Told how each write to the store went: None when it committed, else why it was refused (the
+        gateway's ``StoreHealth``: a row journaled is no sign the store is back)."""
 
     @property
     def backlog(self) -> int:
@@ -323,6 +326,8 @@ class Auditor:
 
     def _committed(self) -> None:
         """A row reached the store: it answers again, so a waiting journal can be replayed now."""
+        if self.on_store is not None:
+            self.on_store(None)
         if self.journal_pending:
             self._replay_wanted.set()
 
@@ -577,6 +582,8 @@ class Auditor:
             else:
                 await self._store.append_audits(batch)
         except Exception as exc:
+            if self.on_store is not None:
+                self.on_store(type(exc).__name__)
             return type(exc).__name__
         return None
 

@@ -769,6 +769,37 @@ async def test_a_call_whose_start_nobody_can_record_is_never_sent(
     assert "audit write failed" in caplog.text and "journal refused them too" in caplog.text
 
 
+async def test_an_approved_call_whose_start_nobody_can_record_keeps_its_approval(tmp_path: Path) -> None:
+    class StartsRefused(SQLiteStore):
+        """Refuses the audit rows of calls starting while ``down`` (a disk that filled up, then was freed)."""
+
+        down = False
+
+        async def append_audit(self, record: AuditRecord) -> None:
+            if self.down and record.status == "started":
+                raise OSError("disk full")
+            await super().append_audit(record)
+
+    (tmp_path / "full").write_text("")  # nor can the journal's folder be made
+    args = {"name": "widget"}
+    async with harness(tmp_path, store_cls=StartsRefused, journal=AuditJournal(tmp_path / "full" / "state")) as h:
+        approval_id = await _approved(h, "api.items.create", args)
+        StartsRefused.down = True
+        try:
+            refused = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+        finally:
+            StartsRefused.down = False
+        assert isinstance(refused, ErrorResult) and refused.reason == "store_unavailable", refused
+        assert h.upstream.requests == []
+        # Nothing ran: what the human approved is still to do, with the same approval, once.
+        assert (await h.store.get_approval(approval_id)).status == "approved"  # type: ignore[union-attr]
+        ran = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+        assert isinstance(ran, Ok), ran
+        again = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+        assert isinstance(again, Denied) and again.reason == "approval_mismatch"
+        assert h.upstream.hits("/items") == 1
+
+
 async def test_an_outcome_nobody_can_record_withholds_the_answer(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

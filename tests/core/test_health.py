@@ -15,6 +15,8 @@ from mcp import Client
 
 from mcp_gateway.core import result_payload
 from mcp_gateway.server.tools import build_mcp_server
+from mcp_gateway.store.audit_journal import AuditJournal
+from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.errors import StoreUnavailable
 
@@ -87,3 +89,40 @@ async def test_an_outage_answers_store_unavailable_and_logs_once(
         assert 'mcp_gateway_tool_requests_total{tool="connectors"} 1.0' in text
         assert "mcp_gateway_store_up 1.0" in text
         assert 'mcp_gateway_connector_ready{connector="api"} 1.0' in text
+
+
+class AuditRefused(SQLiteStore):
+    """Refuses audit rows while ``down`` (a disk that filled up, then was freed); every other write works."""
+
+    down = False
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        if AuditRefused.down:
+            raise OSError("disk full")
+        await super().append_audit(record)
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        if AuditRefused.down:
+            raise OSError("disk full")
+        await super().append_audits(records)
+
+
+async def test_calls_journaled_in_an_outage_do_not_say_the_store_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    AuditRefused.down = True
+    try:
+        async with harness(tmp_path, store_cls=AuditRefused, journal=AuditJournal(tmp_path / "state")) as h:
+            with caplog.at_level(logging.WARNING):
+                for _ in range(2):  # each runs: its rows go to the journal
+                    assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
+                assert not h.gateway.health.up
+                said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
+                assert said == ["store unavailable: it refused an audit write (OSError)"], said
+                AuditRefused.down = False
+                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "2"})).status == "ok"
+                assert h.gateway.health.up
+            said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
+            assert len(said) == 2 and said[1].startswith("store reachable again after"), said
+    finally:
+        AuditRefused.down = False
