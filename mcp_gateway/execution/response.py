@@ -13,8 +13,11 @@ import base64
 import codecs
 import datetime
 import email.utils
+import functools
+import importlib.util
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +25,7 @@ import httpx2
 
 from ..primitives.upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
 from ..services.logs import known_secrets
+from ..vocabulary.errors import UpstreamError
 
 __all__ = ["Outcome", "read_response", "said", "summarize_error"]
 
@@ -69,6 +73,17 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     so its text prefix is returned instead (``truncated=True``); a body labelled JSON that does not
     parse is returned as text.
     """
+    if undecoded := _undecoded(response.headers.get_list("content-encoding", split_commas=True)):
+        await response.aclose()
+        status = response.status_code
+        raise UpstreamError(
+            "upstream_error",
+            f"The upstream answered HTTP {status} in a content encoding the gateway cannot read "
+            f"({', '.join(undecoded)}): its body is withheld, since it cannot be checked for secrets. "
+            + ("The call may have taken effect; check before calling again. " if status < 400 else "")
+            + "The upstream should answer uncompressed or gzip, as the gateway's Accept-Encoding asks.",
+            upstream_status=status,
+        )
     body, truncated = await _read_capped(response, max_bytes)
     content_type = response.headers.get("content-type", "")
     media, has_params, _ = content_type.partition(";")
@@ -94,6 +109,30 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
         binary=kind == "binary",
         retry_after=retry_after,
     )
+
+
+def _undecoded(codings: list[str]) -> list[str]:
+    """The content codings of an answer that httpx2 left as they came (it skips any it has no decoder
+    for, ``x-gzip`` included): their bytes hide every form of a secret from the redactor."""
+    return [coding for coding in (c.strip().lower() for c in codings) if coding and coding not in _decoded()]
+
+
+@functools.cache
+def _decoded() -> frozenset[str]:
+    """The content codings httpx2 decodes here: gzip and deflate always, br and zstd with their modules."""
+    found = {"identity", "gzip", "deflate"}
+    if _importable("brotli") or _importable("brotlicffi"):
+        found.add("br")
+    if sys.version_info >= (3, 14) or _importable("backports.zstd"):
+        found.add("zstd")
+    return frozenset(found)
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # its parent package is missing
+        return False
 
 
 def parse_retry_after(value: str | None) -> float | None:
