@@ -7,7 +7,12 @@ under credential-like names shown as ``[redacted]``, as the arguments are.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+import hashlib
+import json
+import uuid
+from urllib.parse import unquote_plus
+
+import httpx2
 
 from ..execution.executor import Prepared
 from ..execution.mcp_transport import where
@@ -15,7 +20,10 @@ from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
 from ..services.approvals import REDACTED, secret_name
 from ..vocabulary.model import Action, GraphQLBinding, McpBinding
 
-__all__ = ["what_it_calls", "what_it_does"]
+__all__ = ["what_it_calls", "what_it_does", "what_it_sends"]
+
+_DERIVED_HEADERS = frozenset({"content-length"})
+"""Headers that follow from the rest of the request (httpx2 sets them from the body)."""
 
 
 def what_it_calls(prepared: Prepared) -> str:
@@ -29,14 +37,51 @@ def what_it_calls(prepared: Prepared) -> str:
     url = request.url
     query = url.query.decode("ascii", "replace")
     if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(secret_name(k) for k, _ in pairs):
-            shown = [(k, REDACTED if secret_name(k) else v) for k, v in pairs]
-            url = url.copy_with(query=urlencode(shown).encode())
+        # Only a credential-like name's value is replaced; every other byte stays as it is sent.
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        if any(secret_name(unquote_plus(name)) for name, _, _ in pairs):
+            shown = [
+                f"{name}={REDACTED}" if secret_name(unquote_plus(name)) else f"{name}{eq}{value}"
+                for name, eq, value in pairs
+            ]
+            url = url.copy_with(query="&".join(shown).encode())
     target = f"{request.method} {url}"
     if isinstance(binding, GraphQLBinding):
         return f"{target} (GraphQL {binding.operation} {binding.field})"
     return target
+
+
+def what_it_sends(prepared: Prepared) -> str:
+    """sha256 of the request as the executor built it, credentials not yet in it: method, URL, headers
+    and body of an HTTP or GraphQL call (a multipart body's random boundary left out), the upstream tool
+    and arguments of an MCP one. An approval holds it, so a retry runs only if it would send the same
+    bytes: defaults, static headers and where each argument goes are covered, not only the arguments."""
+    digest = hashlib.sha256()
+    request = prepared.request
+    if request is None:
+        binding = prepared.action.binding
+        tool = binding.tool if isinstance(binding, McpBinding) else prepared.action.qualified_name
+        payload = json.dumps(prepared.payload, sort_keys=True, ensure_ascii=False, default=str)
+        digest.update(f"{tool}\n{payload}".encode())
+        return digest.hexdigest()
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:  # a streamed body cannot be compared: no retry can match it
+        return f"unpinned-{uuid.uuid4().hex}"
+    content_type = request.headers.get("content-type", "")
+    boundary = content_type.partition("boundary=")[2].split(";")[0].strip().strip('"')
+    if content_type.lower().startswith("multipart/") and boundary:
+        body = body.replace(boundary.encode(), b"-")
+        content_type = content_type.replace(boundary, "-")
+    headers = sorted(
+        (name.lower(), content_type if name.lower() == "content-type" else value)
+        for name, value in request.headers.multi_items()
+        if name.lower() not in _DERIVED_HEADERS
+    )
+    digest.update(json.dumps([request.method, str(request.url), headers], ensure_ascii=False).encode())
+    digest.update(b"\n")
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def what_it_does(action: Action) -> str:

@@ -39,7 +39,7 @@ from ..vocabulary.errors import (
 )
 from ..vocabulary.model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
 from .admission import TrafficGate
-from .call_target import what_it_calls, what_it_does
+from .call_target import what_it_calls, what_it_does, what_it_sends
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
@@ -212,21 +212,19 @@ class CallPipeline:
             if gate is not None:
                 return gate
             spent = approval_id
-        result: CallResult | None = None
         try:
             admitted = await self.traffic.admit(manifest, principal, action)
             if isinstance(admitted, ErrorResult):
-                result = admitted
                 return admitted
             with admitted:  # concurrency slots held until the call has its result
                 redactor = Redactor()
                 auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
-                result = await self._run(principal, executor, prepared, fields, trace, auth, redactor)
-                return result
+                return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
         finally:
-            # A human approved one run: a call stopped before its request left (a rate limit, a start the
-            # store could not record, a credential to reconnect) has not used it.
-            if spent is not None and (trace.call_id is None or isinstance(result, NeedsAuth)):
+            # A human approved one run: a call stopped before its request could leave (a rate limit, a
+            # start the store could not record) has not used it. Past that point it has, whatever came
+            # back (a 401 answers a request the upstream received).
+            if spent is not None and trace.call_id is None:
                 with anyio.CancelScope(shield=True):
                     await self._unspend(spent, action.qualified_name)
 
@@ -253,9 +251,9 @@ class CallPipeline:
         """None when the call may run now; else the result that stops it."""
         action = prepared.action
         if approval_id:
-            calls = what_it_calls(prepared)
+            calls, sends = what_it_calls(prepared), what_it_sends(prepared)
             outcome, record = await self._approvals.check(
-                approval_id, principal, action.qualified_name, args, calls=calls
+                approval_id, principal, action.qualified_name, args, calls=calls, sends=sends
             )
             if outcome == "run":
                 trace.approved_by = record.decided_by if record is not None else None
@@ -269,16 +267,18 @@ class CallPipeline:
                     )
                     return _pending(record.id, url, record.summary, record.expires_at.isoformat())
             message = _APPROVAL_REFUSALS[outcome]
-            if (
-                record is not None
-                and record.calls
-                and record.calls != calls
-                and record.fingerprint == fingerprint(principal, action.qualified_name, args)
-            ):
-                message = (
-                    f"The action changed since this call was approved: the human approved {record.calls}, "
-                    f"it would now send {calls}. Call again without approval_id to ask for a new approval."
-                )
+            if record is not None and record.fingerprint == fingerprint(principal, action.qualified_name, args):
+                if record.calls and record.calls != calls:
+                    message = (
+                        f"The action changed since this call was approved: the human approved {record.calls}, "
+                        f"it would now send {calls}. Call again without approval_id to ask for a new approval."
+                    )
+                elif record.sends and record.sends != sends:
+                    message = (
+                        f"This call would not send the request the human approved: {calls} with other headers "
+                        "or another body (the action's definition changed since, or its arguments are placed "
+                        "otherwise). Call again without approval_id to ask for a new approval."
+                    )
             return Denied(reason=outcome, message=message, source=verdict.source, rule=verdict.rule)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
         separate = self._catalogs.manifest.approvals.separate_approver
@@ -291,6 +291,7 @@ class CallPipeline:
             separate_approver=separate,
             does=what_it_does(action),
             calls=what_it_calls(prepared),
+            sends=what_it_sends(prepared),
         )
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -140,7 +141,10 @@ class Catalogs:
         return next((a for a in actions if isinstance(a.binding, RequestBinding)), None)
 
     def validate(self, action: Action, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Where ``args`` break the action's input schema (path and message, first ones first)."""
+        """Where ``args`` break the action's input schema (path and message, first ones first), or hold
+        a number JSON cannot carry (``Infinity``, ``NaN``, ``1e400``: each encoder would send it its own way)."""
+        if (where := _non_finite(args)) is not None:
+            return [{"path": where or "(root)", "message": "not a finite number; JSON has no Infinity or NaN"}]
         known = self._validators.get(action.qualified_name)
         if known is None:
             import jsonschema  # here, not at module level: a heavy import a start need not pay
@@ -550,3 +554,21 @@ def _decision(finding: Finding, decision: Literal["approved", "denied"], by: str
         decided_at=now,
         decided_by=by,
     )
+
+
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The path of the first infinite or NaN number in ``value``, else None."""
+    if isinstance(value, float):
+        return path if not math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        if isinstance(item, float | Mapping | list | tuple):
+            found = _non_finite(item, f"{path}/{key}" if path else str(key))
+            if found is not None:
+                return found
+    return None

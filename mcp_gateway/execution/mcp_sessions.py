@@ -58,9 +58,9 @@ from ..vocabulary.model import Action, McpBinding
 from .executor import Prepared
 from .mcp_transport import (
     CALL,
-    CONNECTION_CLOSED,
     CallState,
     ListingRefused,
+    connection_closed,
     open_failed,
     open_transport,
     refused,
@@ -207,7 +207,7 @@ class McpExecutor:
                         # A reused session the HTTP server answers 400/404 is one it no longer knows (it
                         # restarted); servers word that differently, and none of them ran the request.
                         unknown = session_unknown(exc) or (not fresh and state.status in (400, 404))
-                        if not unknown and exc.error.code != CONNECTION_CLOSED:
+                        if not unknown and not connection_closed(exc):
                             raise refused(upstream, tool, exc) from None
                         self._retire(session)
                         if attempt == 1 and not fresh and (unknown or prepared.action.risk == "read"):

@@ -45,6 +45,7 @@ __all__ = [
     "CallState",
     "ListingRefused",
     "PerCallAuth",
+    "connection_closed",
     "open_failed",
     "open_transport",
     "refused",
@@ -61,9 +62,12 @@ SSE_READ_TIMEOUT = 300.0
 # JSON-RPC error codes (mcp_types.jsonrpc), spelled here so checking them needs no SDK import.
 CONNECTION_CLOSED = -32000
 INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
 INVALID_PARAMS = -32602
 # JSON-RPC errors that mean "this session is gone", and whether the request surely did not run.
 # -32000 is both the SDK's "Connection closed" and the TypeScript servers' "no valid session ID".
+_CLOSED_MESSAGE = "Connection closed"
+"""The message of the SDK's ``CONNECTION_CLOSED`` error (``mcp.shared.jsonrpc_dispatcher``)."""
 _SESSION_UNKNOWN = ("session terminated", "no valid session", "session not found", "unknown session")
 
 
@@ -247,7 +251,13 @@ def where(cfg: ConnectorConfig) -> str:
 
 
 def session_lost(exc: MCPError) -> bool:
-    return exc.error.code == CONNECTION_CLOSED or session_unknown(exc)
+    return connection_closed(exc) or session_unknown(exc)
+
+
+def connection_closed(exc: MCPError) -> bool:
+    """The SDK's own word that the connection ended, not a server's error answer: servers use -32000, the
+    first code of JSON-RPC's server-error range, for errors of their own ("rate limit exceeded")."""
+    return exc.error.code == CONNECTION_CLOSED and exc.error.message == _CLOSED_MESSAGE
 
 
 def session_unknown(exc: MCPError) -> bool:
@@ -256,8 +266,17 @@ def session_unknown(exc: MCPError) -> bool:
     return exc.error.code in (CONNECTION_CLOSED, INVALID_REQUEST) and any(m in message for m in _SESSION_UNKNOWN)
 
 
+def _words_of(exc: MCPError) -> str:
+    """What a JSON-RPC error says, for ``said``. A parse error's text is the client's, quoting the message
+    it could not read in cut pieces (pydantic's ``input_value``): a piece of an echoed secret is no form
+    the redactor knows, so it is not passed on."""
+    if exc.error.code == PARSE_ERROR:
+        return "a message the MCP client could not parse"
+    return exc.error.message
+
+
 def refused(where: str, tool: str, exc: MCPError) -> UpstreamError:
-    message = said(exc.error.message, max_chars=MAX_ERROR_CHARS)
+    message = said(_words_of(exc), max_chars=MAX_ERROR_CHARS)
     hint = " (describe shows the arguments it takes)" if exc.error.code == INVALID_PARAMS else ""
     return message.attach(
         UpstreamError(
@@ -279,7 +298,7 @@ class ListingRefused(Exception):
 def step_refused(where: str, step: str, exc: MCPError) -> UpstreamError:
     """The server answered ``step`` (the handshake, ``tools/list``) with a JSON-RPC error; what it
     said is screened, and withheld from the message when it reads as instructions."""
-    message = said(exc.error.message)
+    message = said(_words_of(exc))
     return message.attach(
         UpstreamError(
             "upstream_error",
@@ -331,7 +350,7 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> Upst
     if isinstance(leaf, ListingRefused):
         leaf = leaf.refusal
     if isinstance(leaf, MCPError):
-        if leaf.error.code == CONNECTION_CLOSED:
+        if connection_closed(leaf):
             return UpstreamError(
                 "upstream_unreachable",
                 f"{where_} closed the connection during the MCP handshake; check that the command runs and speaks "

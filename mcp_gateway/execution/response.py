@@ -31,6 +31,8 @@ __all__ = ["Outcome", "read_response", "said", "summarize_error"]
 
 MAX_JSON_DEPTH = 64
 """Deeper JSON is returned as text (see ``_shape``)."""
+MAX_RETRY_AFTER = 86_400.0
+"""Longest wait a ``Retry-After`` is read as (a day): past that it is no retry advice an agent can follow."""
 ERROR_TEXT_LIMIT = 2000
 """Longest upstream reason handed on; error pages can be whole HTML documents."""
 
@@ -136,19 +138,21 @@ def _importable(name: str) -> bool:
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds from now (never negative); None when absent or unreadable."""
+    """``Retry-After`` as seconds from now, between 0 and ``MAX_RETRY_AFTER``; None when absent or
+    unreadable."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():  # not str.isdigit alone: "²" is a digit to it
+        return min(float(value), MAX_RETRY_AFTER)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        wait = (when - datetime.datetime.now(datetime.UTC)).total_seconds()
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
+    return min(max(0.0, wait), MAX_RETRY_AFTER)
 
 
 async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
@@ -227,19 +231,56 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
-    encoding = charset or "utf-8"
-    if final:
-        try:
-            text = body.decode(encoding, errors="replace")
-        except LookupError:  # an upstream-invented charset name
-            text = body.decode("utf-8", errors="replace")
-        return text.removeprefix("\ufeff")
+    encoding = _reading(body, charset)
     try:
-        decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        if final:
+            text = body.decode(encoding, errors="replace")
+        else:
+            # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
+            text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, final=False)
+    except (LookupError, UnicodeError, ValueError, TypeError):  # an invented name, or no text codec
+        return _decode(body, None, final=final) if charset else body.decode("utf-8", errors="replace")
+    return text.removeprefix("\ufeff")
+
+
+_PROBE = bytes(range(0x20, 0x7F))
+"""Printable ASCII: what a charset label must read as itself to be taken at its word."""
+
+
+def _reading(body: bytes, charset: str | None) -> str:
+    """The encoding ``body`` is read with: its label, unless the label is one ASCII text does not survive
+    (UTF-16, EBCDIC, punycode...) and the bytes hold a secret the process has opened as plain ASCII: read
+    as labelled, that secret would reach the agent as other characters that encode back to it."""
+    label = charset.strip().lower() if charset else ""
+    if not label or not _text_codec(label):  # none, or one of bytes to bytes (base64, hex) or none at all
+        return "utf-8"
+    if _keeps_ascii(label):
+        return label
+    known = known_secrets()
+    if known:
+        raw = body.decode("latin-1")  # one character per byte: an ASCII secret shows as itself
+        if known.redact(raw) != raw:
+            return "utf-8"
+    return label
+
+
+@functools.lru_cache(maxsize=64)
+def _text_codec(charset: str) -> bool:
+    try:
+        b"0".decode(charset, errors="ignore")  # bytes.decode takes text encodings only
     except LookupError:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
-    return decoder.decode(body, final=False).removeprefix("\ufeff")
+        return False
+    except (UnicodeError, ValueError, TypeError):
+        pass  # a text codec all the same (``undefined`` refuses everything): _decode falls back
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _keeps_ascii(charset: str) -> bool:
+    try:
+        return _PROBE.decode(charset) == _PROBE.decode("ascii")
+    except (LookupError, UnicodeError, ValueError, TypeError):
+        return False
 
 
 def _sse_payloads(text: str, *, complete: bool) -> list[Any]:

@@ -49,6 +49,7 @@ INVISIBLE_RANGES: Final = (
     (0x000B, 0x001F),  # … and dropping \r, \v, \f and the rest
     (0x007F, 0x009F),  # DEL and C1 controls
     (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner: no width of its own
     (0x0600, 0x0605),  # Arabic number signs: format characters that join what follows
     (0x061C, 0x061C),  # Arabic letter mark (bidi)
     (0x06DD, 0x06DD),  # Arabic end of ayah
@@ -56,7 +57,8 @@ INVISIBLE_RANGES: Final = (
     (0x0890, 0x0891),  # Arabic pound and piastre marks above
     (0x08E2, 0x08E2),  # Arabic disputed end of ayah
     (0x115F, 0x1160),  # Hangul fillers, rendered as nothing
-    (0x180E, 0x180E),  # Mongolian vowel separator
+    (0x17B4, 0x17B5),  # Khmer inherent vowels, rendered as nothing
+    (0x180B, 0x180F),  # Mongolian free variation selectors and vowel separator
     (0x200B, 0x200F),  # zero-width space/joiners, LRM, RLM
     (0x202A, 0x202E),  # bidi embeddings and overrides
     (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format chars
@@ -70,12 +72,13 @@ INVISIBLE_RANGES: Final = (
     (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
     (0x1BCA0, 0x1BCA3),  # shorthand format controls
     (0x1D173, 0x1D17A),  # musical symbol formatting controls
-    (0xE0000, 0xE007F),  # tag characters: invisible ASCII
-    (0xE0100, 0xE01EF),  # variation selectors supplement
+    (0xE0000, 0xE0FFF),  # tag characters (invisible ASCII), variation selectors supplement, the rest
+    # of the block reserved as default-ignorable: whatever is assigned there later renders as nothing
 )
 """Characters that hide or rearrange text: removed from what a model reads, escaped on a terminal."""
 _INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in INVISIBLE_RANGES) + "]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 _ASCII_HIDDEN: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -116,6 +119,9 @@ def clean_text(text: str, *, max_chars: int | None = None) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text)
     text = _INVISIBLE.sub("", text)
+    # A lone surrogate (JSON's "\ud800" parses to one) is no character: no encoder writes it, so one
+    # left in would fail the answer's serialization, on stdio the whole session's.
+    text = _SURROGATE.sub("\ufffd", text)
     if max_chars is not None and len(text) > max_chars:
         text = text[: max(0, max_chars - 1)].rstrip() + "…"
     return text

@@ -255,6 +255,7 @@ class ApprovalService:
         separate_approver: bool = False,
         does: str = "",
         calls: str = "",
+        sends: str = "",
     ) -> ApprovalRecord:
         """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
         verdict's rule saying so bars the requester from approving it. ``does`` and ``calls`` tell
@@ -279,6 +280,7 @@ class ApprovalService:
             expires_at=now + self._ttl,
             does=does,
             calls=calls,
+            sends=sends,
         )
         await self._store.put_approval(record)
         return record
@@ -326,15 +328,26 @@ class ApprovalService:
         return await self._settle(record, consume=consume), record
 
     async def check(
-        self, approval_id: str, principal: Principal, tool: str, args: Mapping[str, Any], *, calls: str = ""
+        self,
+        approval_id: str,
+        principal: Principal,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        calls: str = "",
+        sends: str = "",
     ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
-        """Decide a retry. ``run`` is returned to exactly one caller per approval. ``calls``: what the
-        call would send now (``call_target.what_it_calls``); an approval of one that sent elsewhere
-        (the action's method or URL changed since, by a sync or a reload) does not cover it."""
+        """Decide a retry. ``run`` is returned to exactly one caller per approval. ``calls``: where the
+        call would go now (``call_target.what_it_calls``), ``sends``: the digest of the request it would
+        send (``what_it_sends``); an approval of one that went elsewhere or sent other bytes (the
+        action's method, URL, defaults or headers changed since, by a sync or a reload; the arguments
+        placed otherwise) does not cover it."""
         record = await self._store.get_approval(approval_id)
         if record is None or record.fingerprint != fingerprint(principal, tool, args):
             return "approval_mismatch", record
         if calls and record.calls and calls != record.calls:
+            return "approval_mismatch", record
+        if sends and record.sends and sends != record.sends:
             return "approval_mismatch", record
         return await self._settle(record, consume=True), record
 

@@ -227,6 +227,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 11: a link remembers the agent that asked for it (see the SQLite schema's migration 13).
     ("ALTER TABLE link ADD COLUMN agent text",),
+    # 12: an approval covers the request as built (see the SQLite schema's migration 14).
+    ("ALTER TABLE approval ADD COLUMN sends text NOT NULL DEFAULT ''",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -243,6 +243,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 13: a link remembers the agent that asked for it: an agent of the operator's own stdio session
     # is not the operator, and may not replace a team-wide credential without an operator's approval.
     ("ALTER TABLE link ADD COLUMN agent TEXT",),
+    # 14: an approval covers the request as built (its digest), not only its arguments.
+    ("ALTER TABLE approval ADD COLUMN sends TEXT NOT NULL DEFAULT ''",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -163,6 +163,9 @@ class ApprovalRecord(BaseModel):
     """What the action does, in the catalog's words (its summary), for the approval page."""
     calls: str = ""
     """Where the call goes: the HTTP method and URL, or the upstream MCP tool and its server."""
+    sends: str = ""
+    """sha256 of the request as built (``call_target.what_it_sends``): the approval covers those bytes,
+    not only the arguments (defaults, static headers and where each argument goes included)."""
     kind: ApprovalKind = "call"
     """``call``: one call of ``tool``; ``credential``: replacing a connector's team-wide credential
     through a connect or secret link (only an operator may approve it)."""

@@ -531,6 +531,23 @@ async def test_an_approval_does_not_cover_the_action_once_it_sends_elsewhere(h: 
     assert record is not None and record.status == "approved"  # not spent: it covers what was shown, should that return
 
 
+async def test_an_approval_does_not_cover_another_request_to_the_same_url(h: Harness, tmp_path: Path) -> None:
+    # Same method and URL, but a reload adds a static header: the request differs from the one approved.
+    args = {"name": "widget"}
+    approval_id = await _approved(h, "api.items.create", args)
+    changed = manifest_text().replace(
+        "    base_url: http://upstream.test\n", "    base_url: http://upstream.test\n    headers: {X-Mode: live}\n"
+    )
+    assert changed != manifest_text()
+    await h.gateway.reload(parse_manifest(changed, base_dir=tmp_path))
+    retry = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+    assert isinstance(retry, Denied) and retry.reason == "approval_mismatch", retry
+    assert "would not send the request the human approved" in retry.message
+    assert h.upstream.requests == []
+    record = await h.store.get_approval(approval_id)
+    assert record is not None and record.status == "approved" and len(record.sends) == 64
+
+
 async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
     """BUG (core/calls.py ``_attempt``/``_run``): the approval gate consumes the approval before the
     credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
@@ -645,6 +662,16 @@ async def test_invalid_args_lists_the_schema_errors(h: Harness) -> None:
     assert isinstance(wrong, Denied) and wrong.reason == "invalid_args"
     assert wrong.errors == [{"path": "id", "message": "5 is not of type 'string'"}]
     assert h.upstream.requests == []
+
+
+@pytest.mark.parametrize("amount", [float("inf"), float("-inf"), float("nan")])
+async def test_a_number_json_cannot_carry_is_refused_before_approval(h: Harness, amount: float) -> None:
+    # 1e400 parses as infinity: shown as one thing, each encoder would send its own spelling of it.
+    for args in ({"amount": amount}, {"amount": 1, "nested": [{"x": amount}]}):
+        result = await h.gateway.call(OPERATOR, "api.payments.create", args)
+        assert isinstance(result, Denied) and result.reason == "invalid_args", result
+        assert result.errors and "finite" in result.errors[0]["message"]
+    assert h.upstream.requests == [] and await h.store.list_approvals() == []
 
 
 async def test_unknown_tool_is_action_not_found_with_suggestions(h: Harness) -> None:

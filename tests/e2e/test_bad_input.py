@@ -491,7 +491,9 @@ async def test_hostile_strings_are_answered_cleanly(hostile_env: HostileEnv) -> 
 async def test_upstream_timeout_and_garbage(hostile_env: HostileEnv) -> None:
     async with hostile_session(hostile_env) as client:
         started = time.monotonic()
-        result = await client.call_tool("call", {"tool": "slowpoke.slow", "args": {"s": 5}})
+        # The upstream would answer after 30 s; the connector's 1 s timeout (and a read's retry) ends it long before,
+        # with room for a busy machine.
+        result = await client.call_tool("call", {"tool": "slowpoke.slow", "args": {"s": 30}})
         took = time.monotonic() - started
         timed_out = structured(result)
         garbage = {
@@ -502,7 +504,7 @@ async def test_upstream_timeout_and_garbage(hostile_env: HostileEnv) -> None:
         after = structured(await client.call_tool("call", {"tool": "e.items.get", "args": {"id": "1"}}))
     assert result.is_error
     assert (timed_out["status"], timed_out["reason"]) == ("error", "upstream_timeout"), timed_out
-    assert took < 4, took
+    assert took < 10, took
     assert "Traceback" not in json.dumps(garbage)
 
     assert garbage["truncated_json"]["status"] == "ok"

@@ -12,7 +12,15 @@ import httpx2
 import pytest
 
 from mcp_gateway.execution import Outcome, read_response, summarize_error
-from mcp_gateway.execution.response import ERROR_TEXT_LIMIT, _decoded, _importable
+from mcp_gateway.execution.response import (
+    ERROR_TEXT_LIMIT,
+    MAX_RETRY_AFTER,
+    _decoded,
+    _importable,
+    parse_retry_after,
+)
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.services.logs import known_secrets
 from mcp_gateway.vocabulary.errors import UpstreamError
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +102,44 @@ async def test_reading_stops_at_the_cap_and_closes_the_stream() -> None:
 @pytest.mark.parametrize("content_type", ["text/plain", "text/html", "application/xml", "application/atom+xml"])
 async def test_text_and_xml_are_text(content_type: str) -> None:
     assert (await read(b"<a>hi</a>", content_type)).data == "<a>hi</a>"
+
+
+async def test_a_charset_label_that_would_disguise_an_opened_secret_is_not_followed() -> None:
+    # The upstream echoes the credential as plain bytes and labels them UTF-16: read as labelled, the
+    # agent would get CJK characters that encode back to the secret, past the redactor.
+    canary = "CANARY-utf16-label-51c7"
+    known_secrets().add(SecretValue(canary))
+    body = f"token was {canary}".encode()
+    for charset in ("utf-16-le", "utf-16", "utf-32", "cp500"):
+        outcome = await read(body, f"text/plain; charset={charset}")
+        assert canary in outcome.data, charset  # as itself: what the call's redactor then finds
+    honest = "héllo wörld".encode("utf-16")
+    assert (await read(honest, "text/plain; charset=utf-16")).data == "héllo wörld"
+
+
+@pytest.mark.parametrize("charset", ["idna", "punycode", "base64", "hex", "rot13", "undefined", "utf-7"])
+async def test_a_charset_that_is_no_text_encoding_reads_as_utf8_and_never_fails(charset: str) -> None:
+    for body in (b"plain words \xff", b"x" * 300):
+        outcome = await read(body, f"text/plain; charset={charset}")
+        assert isinstance(outcome.data, str)
+        cut = await read(body * 10, f"application/json; charset={charset}", max_bytes=100)
+        assert isinstance(cut.data, str) and cut.truncated
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("120", 120.0),
+        ("\u00b2", None),
+        ("9" * 400, MAX_RETRY_AFTER),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", MAX_RETRY_AFTER),
+        ("soon", None),
+        ("", None),
+    ],
+)
+def test_retry_after_is_read_within_a_day_or_not_at_all(value: str, seconds: float | None) -> None:
+    assert parse_retry_after(value) == seconds
 
 
 async def test_text_uses_the_declared_charset() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -36,6 +37,21 @@ def test_plain_text_is_returned_unchanged() -> None:
 def test_invisible_and_control_characters_are_removed(dirty: str) -> None:
     assert clean_text(dirty) == "Get a user"
     assert hidden_characters(dirty)
+
+
+@pytest.mark.parametrize("hidden", ["\u034f", "\u17b4", "\u17b5", "\u180b", "\u180d", "\U000e0fff", "\U000e0200"])
+def test_default_ignorable_characters_are_removed(hidden: str) -> None:
+    assert clean_text(f"ali{hidden}ce") == "alice"
+    assert hidden_characters(f"ali{hidden}ce")
+
+
+def test_a_lone_surrogate_becomes_a_replacement_character_any_encoder_can_write() -> None:
+    text = clean_text("bad \ud800 surrogate \udfff")
+    assert text == "bad \ufffd surrogate \ufffd"
+    text.encode("utf-8")
+    data = clean_json({"message": "bad \ud800", "\udc00key": ["x\ud83d"]})
+    assert data == {"message": "bad \ufffd", "\ufffdkey": ["x\ufffd"]}
+    json.dumps(data, ensure_ascii=False).encode("utf-8")
 
 
 def test_tag_characters_are_spelled_out_for_the_operator() -> None:

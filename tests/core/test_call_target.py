@@ -1,0 +1,64 @@
+"""What an approval shows of a prepared call (``what_it_calls``) and pins of it (``what_it_sends``)."""
+
+from __future__ import annotations
+
+import httpx2
+
+from mcp_gateway.core.call_target import what_it_calls, what_it_sends
+from mcp_gateway.execution.executor import Prepared
+from mcp_gateway.manifest.loader import ConnectorConfig
+from mcp_gateway.vocabulary.model import Action, HttpBinding, McpBinding
+
+ACTION = Action(connector="api", path="pay", binding=HttpBinding(method="POST", url="/pay"))
+CONNECTOR = ConnectorConfig(slug="api", base_url="http://upstream.test")
+
+
+def prepared(request: httpx2.Request | None = None, payload: object = None, action: Action = ACTION) -> Prepared:
+    return Prepared(action=action, connector=CONNECTOR, request=request, payload=payload)
+
+
+def post(url: str = "http://upstream.test/pay", **kwargs: object) -> Prepared:
+    return prepared(httpx2.Request("POST", url, **kwargs))  # type: ignore[arg-type]
+
+
+def test_the_digest_changes_with_any_header_or_body_byte_but_not_with_header_order() -> None:
+    base = what_it_sends(post(headers={"X-A": "1", "X-B": "2"}, content=b'{"to": "alice"}'))
+    assert base == what_it_sends(post(headers={"X-B": "2", "X-A": "1"}, content=b'{"to": "alice"}'))
+    assert len(base) == 64
+    for other in (
+        post(headers={"X-A": "1", "X-B": "2", "X-Mode": "live"}, content=b'{"to": "alice"}'),
+        post(headers={"X-A": "1", "X-B": "3"}, content=b'{"to": "alice"}'),
+        post(headers={"X-A": "1", "X-B": "2"}, content=b'{"to": "mallory"}'),
+        post("http://upstream.test/pay?dry_run=false", headers={"X-A": "1", "X-B": "2"}, content=b'{"to": "alice"}'),
+    ):
+        assert what_it_sends(other) != base
+    assert what_it_calls(post()) == "POST http://upstream.test/pay"  # the target alone is what is shown
+
+
+def test_a_multipart_body_is_pinned_whatever_boundary_it_was_given() -> None:
+    def form(note: str) -> Prepared:
+        built = post(files={"file": ("a.txt", b"hello", "text/plain")}, data={"note": note})
+        assert built.request is not None
+        built.request.read()  # as the executor builds it: bytes it can replay on a redirect
+        return built
+
+    first, second = form("x"), form("x")
+    assert first.request is not None and second.request is not None
+    assert first.request.headers["content-type"] != second.request.headers["content-type"]  # random boundaries
+    assert what_it_sends(first) == what_it_sends(second)
+    assert what_it_sends(form("y")) != what_it_sends(first)
+
+
+def test_an_mcp_call_is_pinned_by_its_tool_and_arguments() -> None:
+    tool = Action(connector="files", path="send", binding=McpBinding(tool="send"))
+    one = what_it_sends(prepared(payload={"tool": "send", "arguments": {"a": 1, "b": 2}}, action=tool))
+    assert one == what_it_sends(prepared(payload={"tool": "send", "arguments": {"b": 2, "a": 1}}, action=tool))
+    assert one != what_it_sends(prepared(payload={"tool": "send", "arguments": {"a": 1, "b": 3}}, action=tool))
+
+
+def test_a_credential_like_query_value_is_hidden_and_every_other_byte_shown_as_sent() -> None:
+    raw = "http://upstream.test/pay?q=%FF%FE&flag&sp=a%20b&api_key=s3cr3t&plus=a+b"
+    shown = what_it_calls(post(raw))
+    assert shown == "POST http://upstream.test/pay?q=%FF%FE&flag&sp=a%20b&api_key=[redacted]&plus=a+b"
+    assert "s3cr3t" not in shown
+    assert what_it_calls(post("http://upstream.test/pay?q=%FF&flag")) == "POST http://upstream.test/pay?q=%FF&flag"
