@@ -22,6 +22,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from ..primitives.catalog_memory import CatalogSharing, release_free_memory
 from ..primitives.sanitize import MAX_ERROR_CHARS
+from ..services.logs import known_secrets
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
 from ..sources.generic_request import WithRequestAction
 from ..sources.graphql_schemas import GraphQLSchemas
@@ -152,7 +153,11 @@ async def sync_connector(
         loader = source_for(cfg, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools)
         loaded = await loader.load(cfg, LoadContext(manifest.resolve, _stored(cached)))
         actions, spec_base_url, fp, files = loaded.actions, loaded.base_url, loaded.fingerprint, loaded.files
-        reused = cached is not None and cached.fingerprint == fp
+        scrubbed = False
+        if known_secrets():
+            # Read with a credential (introspection, an MCP server's environment), a catalog may echo it.
+            actions, scrubbed = await anyio.to_thread.run_sync(_without_secrets, cfg.slug, actions)
+        reused = cached is not None and cached.fingerprint == fp and not scrubbed
         if not reused:
             await store.put_catalog(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
@@ -200,6 +205,29 @@ async def sync_connector(
         fingerprint=fp,
         withheld=withheld,
     )
+
+
+def _without_secrets(slug: str, actions: list[Action]) -> tuple[list[Action], bool]:
+    """``actions`` with every secret the process has opened redacted from their text (names, summaries,
+    descriptions, schemas, defaults), and whether any held one. An action whose redacted form is no
+    longer a valid action (its name was the secret) is left out."""
+    known = known_secrets()
+    kept: list[Action] = []
+    changed = False
+    for action in actions:
+        text = action.model_dump_json()
+        redacted = known.redact(text)
+        if redacted == text:
+            kept.append(action)
+            continue
+        changed = True
+        try:
+            kept.append(Action.model_validate_json(redacted))
+        except ValueError:
+            logger.warning("connector %s: an action whose name held a secret was left out of the catalog", slug)
+    if changed:
+        logger.warning("connector %s: its catalog quoted a secret; it is redacted there", slug)
+    return kept, changed
 
 
 async def sync_manifest(

@@ -16,6 +16,7 @@ from typing import Any
 from ..services.approvals import fingerprint, fingerprint_of, redact_arguments
 from ..services.audit import args_json, capped_preview
 from ..services.identity import Principal
+from ..services.logs import known_secrets
 from ..store.contract import AuditRecord
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import Action, AuditReason, AuditStatus, CallResult, Verdict
@@ -102,7 +103,7 @@ class CallTrace:
             {
                 "user": principal.user,
                 "agent": principal.agent,
-                "requested": tool[:200],
+                "requested": _named(tool[:200]),
                 "connector": action.connector if action else None,
                 "action": action.qualified_name if action else None,
                 "args_preview": preview,
@@ -129,3 +130,9 @@ def _preview_and_fingerprint(
     if redacted == args:
         return preview, fingerprint_of(principal, action.qualified_name, text)
     return preview, fingerprint(principal, action.qualified_name, args)
+
+
+def _named(tool: str) -> str:
+    """The name the agent asked for, any stored secret in it redacted (a name is the agent's text)."""
+    known = known_secrets()
+    return known.redact(tool) if known else tool

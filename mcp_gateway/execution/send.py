@@ -116,13 +116,20 @@ async def _send(
         with anyio.CancelScope(deadline=anyio.current_time() + timeout):
             return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
         raise TimeoutError
-    except (TimeoutError, httpx2.TimeoutException):
+    except (TimeoutError, httpx2.TimeoutException) as exc:
         raise UpstreamError(
             "upstream_timeout",
-            f"{_where(request.url)} did not answer within {timeout:g} s; try again later or raise the "
-            "connector's timeout",
+            f"{_where(request.url)} did not answer within {timeout:g} s; "
+            + (_MAY_HAVE_RUN if _maybe_sent(request, exc) else "")
+            + "try again later or raise the connector's timeout",
         ) from None
     except (httpx2.NetworkError, httpx2.ProxyError) as exc:
+        if _maybe_sent(request, exc):
+            raise UpstreamError(
+                "upstream_unreachable",
+                f"the connection to {_where(request.url)} was lost before its whole answer came "
+                f"({type(exc).__name__}); {_MAY_HAVE_RUN}then try again",
+            ) from None
         raise UpstreamError(
             "upstream_unreachable",
             f"could not reach {_where(request.url)} ({type(exc).__name__}); check that the service is up and the "
@@ -144,8 +151,26 @@ async def _send(
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(
             "upstream_error",
-            f"{_where(request.url)} broke the HTTP exchange ({type(exc).__name__}); try again later",
+            f"{_where(request.url)} broke the HTTP exchange ({type(exc).__name__}); "
+            + (_MAY_HAVE_RUN if _maybe_sent(request, exc) else "")
+            + "try again later",
         ) from None
+
+
+_MAY_HAVE_RUN = "the request may have reached it and taken effect, so check before calling again; "
+_NOT_SENT = (
+    httpx2.ConnectError,
+    httpx2.ConnectTimeout,
+    httpx2.PoolTimeout,
+    httpx2.ProxyError,
+    httpx2.UnsupportedProtocol,
+)
+"""Failures before any byte of the request left."""
+
+
+def _maybe_sent(request: httpx2.Request, exc: BaseException) -> bool:
+    """Whether a write failed after its request may have reached the upstream (a read is safe to repeat)."""
+    return request.method not in ("GET", "HEAD", "OPTIONS") and not isinstance(exc, _NOT_SENT)
 
 
 @lru_cache(maxsize=64)

@@ -109,9 +109,9 @@ class Redactor:
             return True
         if not state.split_forms:
             return False
-        joined = text.replace("\\n", "").replace("\\r", "")
+        joined = text.replace("\\n", "").replace("\\r", "").replace(_REPLACEMENT, "")
         if len(text) <= SPLIT_ANYWHERE_CHARS:
-            joined = joined.replace(" ", "").replace("\\t", "")
+            joined = "".join(joined.replace("\\t", "").split())  # any whitespace, as in the text itself
         return len(joined) < len(text) and any(form in joined for form in state.split_forms)
 
     def _walk(self, obj: Any) -> Any:
@@ -157,7 +157,10 @@ class _Compiled:
     @property
     def bytes_forms(self) -> tuple[bytes, ...]:
         if self._bytes_forms is None:
-            self._bytes_forms = tuple(form.encode() for form in self.forms)
+            # UTF-8, and UTF-16 either way round for forms long enough not to meet by chance: a binary
+            # body holds text in whichever encoding its format uses (a Windows export, a .docx).
+            wide = [form.encode(codec) for form in self.split_forms for codec in ("utf-16-le", "utf-16-be")]
+            self._bytes_forms = tuple(sorted({*(form.encode() for form in self.forms), *wide}, key=len, reverse=True))
         return self._bytes_forms
 
     @property
@@ -172,23 +175,32 @@ MIN_SPLIT_FORM = 8
 SPLIT_ANYWHERE_CHARS = 8192
 """Up to this length a text is looked at across any whitespace; a longer one across line breaks only."""
 _LINE_BREAK = "\r\n"
+_REPLACEMENT = "\ufffd"
+"""What decoding puts for a byte that is no UTF-8: never part of a secret, and one put inside a secret
+(an invalid byte the upstream slipped into it) must not hide it."""
 _SPACE = re.compile(r"\s+")
 
 
 def _split_forms_redacted(s: str, state: _Compiled) -> str:
-    """``s`` with every form that a line break splits redacted, line break and all (a base64 text wrapped
-    every 76 characters), and in a short text (an error, a log line) every form that any whitespace
-    splits (an error whose line breaks became spaces). Costs a pass or two in C when there is none,
-    the common case; the character map is made only when one is found."""
+    """``s`` with every form that a line break or a replacement character splits redacted, line break and
+    all (a base64 text wrapped every 76 characters, an invalid byte inside a secret), and in a short text
+    (an error, a log line) every form that any whitespace splits (an error whose line breaks became
+    spaces). Costs a pass or two in C when there is none, the common case; the character map is made
+    only when one is found."""
     if not state.split_forms:
         return s
-    if len(s) <= SPLIT_ANYWHERE_CHARS:
-        joined, dropped = "".join(s.split()), str.isspace  # ``split`` cuts where ``isspace`` says
+    anywhere = len(s) <= SPLIT_ANYWHERE_CHARS
+    if anywhere:
+        joined = "".join(s.split()).replace(_REPLACEMENT, "")  # ``split`` cuts where ``isspace`` says
     else:
-        joined, dropped = s.replace("\n", "").replace("\r", ""), _LINE_BREAK.__contains__
+        joined = s.replace("\n", "").replace("\r", "").replace(_REPLACEMENT, "")
     if len(joined) == len(s) or not any(form in joined for form in state.split_forms):
         return s
-    kept = [at for at, char in enumerate(s) if not dropped(char)]
+    kept = [
+        at
+        for at, char in enumerate(s)
+        if not (char == _REPLACEMENT or (char.isspace() if anywhere else char in _LINE_BREAK))
+    ]
     out: list[str] = []
     at = 0
     for found in _pattern(tuple(form for form in state.split_forms if form in joined)).finditer(joined):

@@ -40,6 +40,7 @@ from ..store.contract import ApprovalRecord, ApprovalStatus, ApprovalStore
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import Action, Risk, Verdict
 from .identity import OPERATOR, Principal
+from .logs import known_secrets
 
 __all__ = [
     "MAX_WAIT_SECONDS",
@@ -143,15 +144,23 @@ def redact_arguments(value: Any, *, hidden: bool = False) -> Any:
     Only scalars are replaced: an object or a list under such a name keeps its shape and its keys
     (each of its strings and numbers redacted, as under the name; true, false and null shown), so an
     agent cannot hide what a call does from its approver by naming an argument ``auth`` or
-    ``signature``: ``"auth": {"role": "admin"}`` shows that it sets a role."""
+    ``signature``: ``"auth": {"role": "admin"}`` shows that it sets a role. A stored secret the agent
+    passes under any name (one a user pasted into the chat) is redacted too, keys included: these
+    copies go to audit rows and approval pages."""
+    known = known_secrets()
     if isinstance(value, Mapping):
         return {
-            k: redact_arguments(v, hidden=hidden or (isinstance(k, str) and _secret_name(k))) for k, v in value.items()
+            (known.redact(k) if known and isinstance(k, str) else k): redact_arguments(
+                v, hidden=hidden or (isinstance(k, str) and _secret_name(k))
+            )
+            for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact_arguments(v, hidden=hidden) for v in value]
     if hidden and value is not None and not isinstance(value, bool):
         return REDACTED
+    if known and isinstance(value, str):
+        return known.redact(value)
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from mcp_gateway.core import sync
 from mcp_gateway.core.sync import sync_manifest
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.services.logs import known_secrets
 from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
@@ -74,3 +77,28 @@ async def test_a_failing_connector_gets_its_reason_and_the_others_load(
     assert "a bug in a source" not in (buggy.error or "")  # the reason names the class, the log has the rest
     assert any(r.exc_info and "buggy" in r.getMessage() for r in caplog.records)
     assert states["gone"].status == "error" and states["buggy"].status == "error"
+
+
+async def test_a_catalog_that_quotes_an_opened_secret_is_stored_and_served_without_it(tmp_path: Path) -> None:
+    # An upstream read with a credential (introspection, an MCP server's environment) that echoes it into
+    # its schema: by the time its catalog comes back the secret has been opened, and the catalog loses it.
+    canary = "CANARY-catalog-echo-88e1"
+    known_secrets().add(SecretValue(canary))
+    manifest = parse_manifest(
+        MANIFEST + "  - slug: echo\n    base_url: https://echo.example\n    source: {http: {actions: [{path: who, "
+        f'url: "https://echo.example/who", summary: "Says the token is {canary}", '
+        f"input_schema: {{type: object, properties: {{t: {{type: string, default: {canary}, "
+        f'description: "b64 {base64.b64encode(canary.encode()).decode()}"}}}}}}}}]}}}}\n',
+        base_dir=tmp_path,
+    )
+    for _ in range(2):  # and again from the stored catalog, as after a restart
+        async with SQLiteStore(tmp_path / "gateway.db") as store:
+            catalogs = await sync_manifest(manifest, store, FixedClock())
+            stored = await store.get_catalog("echo")
+        echo = catalogs["echo"]
+        assert echo.state.status == "ready" and [a.path for a in echo.actions] == ["who"]
+        assert stored is not None
+        for text in (echo.actions[0].model_dump_json(), stored.model_dump_json()):
+            assert canary not in text and base64.b64encode(canary.encode()).decode() not in text
+            assert "[redacted]" in text
+        assert canary not in (tmp_path / "gateway.db").read_bytes().decode("latin-1")

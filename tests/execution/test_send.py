@@ -264,6 +264,31 @@ async def test_transport_errors_map_to_reasons(error: Exception, reason: str) ->
     assert "api.example.com" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("error", "sent"),
+    [
+        (httpx2.ReadError("reset"), True),
+        (httpx2.ReadTimeout("slow"), True),
+        (httpx2.RemoteProtocolError("garbage"), True),
+        (httpx2.ConnectError("refused"), False),
+        (httpx2.ConnectTimeout("no route"), False),
+    ],
+)
+async def test_a_write_that_failed_after_it_may_have_left_says_it_may_have_taken_effect(
+    error: Exception, sent: bool
+) -> None:
+    def fail(request: httpx2.Request) -> httpx2.Response:
+        raise error
+
+    for method, write in (("POST", True), ("DELETE", True), ("GET", False)):
+        async with one_shot(fail) as client:
+            with pytest.raises(UpstreamError) as info:
+                await send(
+                    client, httpx2.Request(method, "https://api.example.com/x"), auth=None, timeout=5, max_bytes=10
+                )
+        assert ("may have reached it and taken effect" in str(info.value)) == (sent and write), (method, error)
+
+
 # -- bodies over the wire --------------------------------------------------------------------
 
 

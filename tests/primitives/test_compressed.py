@@ -44,3 +44,28 @@ def test_anything_else_unpacks_to_nothing() -> None:
     noise = random.Random(0).randbytes(4096)  # fixed: some random bytes begin like a zlib stream
     for body in (b"", TEXT, noise, b"\x1f\x8b" + noise[:100], b"PK\x03\x04" + noise[:100]):
         assert compressed_content(body) == b""
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [
+        gzip.compress(b"first member\n") + gzip.compress(TEXT),  # `cat a.gz b.gz`: one body gunzip reads whole
+        bz2.compress(b"one\n") + bz2.compress(TEXT),
+        lzma.compress(b"one\n") + lzma.compress(TEXT),
+        _zip(b"first\n", gzip.compress(TEXT)),  # a .gz inside a zip
+        lzma.compress(bz2.compress(TEXT)),  # xz around bzip2
+        gzip.compress(gzip.compress(gzip.compress(TEXT))),
+    ],
+)
+def test_every_member_and_every_layer_is_unpacked(packed: bytes) -> None:
+    assert TEXT in compressed_content(packed)
+
+
+def test_layers_and_members_share_one_cap() -> None:
+    bomb = zlib.compress(b"\0" * (MAX_UNPACKED + 10))
+    nested = gzip.compress(bomb) * 3
+    assert len(compressed_content(nested)) == MAX_UNPACKED
+    deep = TEXT
+    for _ in range(8):
+        deep = gzip.compress(deep)
+    assert TEXT not in compressed_content(deep)  # past the last layer looked into: a bound, not a promise

@@ -197,6 +197,26 @@ def test_a_secret_split_by_whitespace_is_redacted_whitespace_and_all() -> None:
     assert redactor.redact_text("cAn4 ry is a word") == "cAn4 ry is a word"
 
 
+@pytest.mark.parametrize("space", ["\u00a0", "\u2009", "\u3000", "\u2028", "\t", "\n"])
+def test_a_secret_split_by_any_unicode_whitespace_in_short_json_is_redacted(space: str) -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("CANARY-s3cr3t-7f2a9"))
+    out, _ = redactor.redact_json({"echo": f"token CANARY-{space}s3cr3t-7f2a9 end", "n": [1]})
+    assert out == {"echo": "token [redacted] end", "n": [1]}
+
+
+def test_a_secret_with_an_invalid_byte_slipped_in_is_redacted() -> None:
+    # The byte decodes to U+FFFD, which no secret holds: the text around it still spells the secret.
+    redactor = Redactor()
+    redactor.add(SecretValue("CANARY-s3cr3t-7f2a9"))
+    cut = "CANAR\ufffdY-s3cr3t-7f2a9"
+    assert redactor.redact_text(f"token was {cut}.") == "token was [redacted]."
+    assert redactor.redact_json({"e": f"token {cut}"})[0] == {"e": "token [redacted]"}
+    long = "x " * 5000 + cut
+    assert redactor.redact_text(long).endswith("[redacted]")
+    assert redactor.redact_text("caf\ufffd menu") == "caf\ufffd menu"
+
+
 def test_a_numeric_secret_echoed_as_a_json_number_is_redacted() -> None:
     redactor = Redactor()
     redactor.add(SecretValue("8675309123456"))
@@ -210,3 +230,12 @@ def test_a_binary_body_cut_inside_a_secret_loses_the_start_it_kept() -> None:
     body = bytes(100) + MARKED.encode()[:-1]  # the cap fell one byte before the secret's end
     assert redactor.redact_bytes(body, truncated=True) == bytes(100) + b"[redacted]"
     assert redactor.redact_bytes(body) == body  # not cut: the bytes are the answer's own
+
+
+def test_a_secret_in_utf16_inside_a_binary_body_is_redacted() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("CANARY-s3cr3t-7f2a9"))
+    for codec in ("utf-16-le", "utf-16-be"):
+        body = b"\x00\x01header" + "token CANARY-s3cr3t-7f2a9".encode(codec) + b"\xff"
+        out = redactor.redact_bytes(body)
+        assert "CANARY-s3cr3t-7f2a9".encode(codec) not in out and b"[redacted]" in out
