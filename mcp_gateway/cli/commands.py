@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..manifest import Manifest
     from ..services.audit import Auditor
     from ..services.identity import Principal
-    from ..store.contract import Store
+    from ..store.contract import ApprovalRecord, Store
     from ..vocabulary.settings import Settings
 
 __all__ = [
@@ -484,12 +484,25 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
                             r.tool,
                             r.agent or r.principal,
                             r.expires_at.isoformat(timespec="seconds"),
+                            r.calls,
                             r.summary,
                         )
                         for r in rows
                     ],
-                    ["id", "status", "tool", "who", "expires", "summary"],
+                    ["id", "status", "tool", "who", "expires", "target", "summary"],
                 )
+                if rows:
+                    # A summary is cut and a table cell is one line: deciding needs every argument.
+                    sys.stdout.write("\nEvery argument of one, whole: mcp-gateway approvals show ID\n")
+            return 0
+        if args.approvals_cmd == "show":
+            record = await approvals.get(args.id)
+            if record is None:
+                raise CliError(f"approval {args.id!r} is unknown; 'mcp-gateway approvals list --all' lists them")
+            if args.json:
+                _print_json(record.model_dump(mode="json"))
+            else:
+                sys.stdout.write(_shown_approval(record))
             return 0
         try:
             decided = await approvals.decide(args.id, args.approvals_cmd == "approve", by=OPERATOR.user)
@@ -566,3 +579,23 @@ def _clock() -> Any:
     from ..vocabulary.clock import SystemClock
 
     return SystemClock()
+
+
+def _shown_approval(record: ApprovalRecord) -> str:
+    """An approval as a terminal shows it: what the approval page shows, hidden characters as escapes."""
+    lines = [
+        ("id", record.id),
+        ("status", record.status),
+        ("asked by", f"{record.principal}" + (f" (agent {record.agent})" if record.agent else "")),
+        ("action", f"{record.tool} ({record.risk})"),
+        ("does", record.does),
+        ("calls", record.calls),
+        ("why", f"{record.verdict_source} policy" + (f", rule {record.verdict_rule}" if record.verdict_rule else "")),
+        ("expires", record.expires_at.isoformat(timespec="seconds")),
+        ("fingerprint", record.fingerprint),
+    ]
+    out = [f"{name + ':':<13}{escaped(str(value))}" for name, value in lines if value]
+    out += ["arguments:", escaped(record.arguments or "{}", lines=True)]
+    if record.arguments and record.arguments.count("[redacted]"):
+        out.append(f"({record.arguments.count('[redacted]')} value(s) under credential-like names are hidden)")
+    return "\n".join(out) + "\n"

@@ -44,7 +44,7 @@ EXAMPLES: dict[str, str] = {
     "token": "mcp-gateway token create --agent bot\n  mcp-gateway token create --operator\n"
     "  mcp-gateway token list\n  mcp-gateway token revoke ID",
     "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github',
-    "approvals": "mcp-gateway approvals list\n  mcp-gateway approvals approve ID",
+    "approvals": "mcp-gateway approvals list\n  mcp-gateway approvals show ID\n  mcp-gateway approvals approve ID",
     "audit": "mcp-gateway audit --limit 20 | head",
     "review": "mcp-gateway review            # what is held, with diffs and flags\n"
     "  mcp-gateway review --all\n  mcp-gateway review 'lab.*'\n  mcp-gateway review --deny lab.exfiltrate",
@@ -223,6 +223,14 @@ def approvals_options(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="approvals_cmd", required=True)
     a = _command(sub, "list", "commands:cmd_approvals", "pending approvals (--all: every one)", EXAMPLES["approvals"])
     a.add_argument("--all", action="store_true", help="every approval, not only the pending ones")
+    a = _command(
+        sub,
+        "show",
+        "commands:cmd_approvals",
+        "everything an approval covers: its target and every argument, whole",
+        EXAMPLES["approvals"],
+    )
+    a.add_argument("id", help="the approval's id ('mcp-gateway approvals list')")
     for verb in ("approve", "deny"):
         a = _command(sub, verb, "commands:cmd_approvals", f"{verb} a pending approval", EXAMPLES["approvals"])
         a.add_argument("id", help="the approval's id ('mcp-gateway approvals list')")

@@ -20,6 +20,7 @@ import anyio
 from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
+from ..execution.http_request import sent_arguments
 from ..execution.response import Outcome
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
@@ -280,7 +281,8 @@ class CallPipeline:
                         "otherwise). Call again without approval_id to ask for a new approval."
                     )
             return Denied(reason=outcome, message=message, source=verdict.source, rule=verdict.rule)
-        summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(args))}"
+        shown = sent_arguments(action, args)
+        summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(shown))}"
         separate = self._catalogs.manifest.approvals.separate_approver
         record = await self._approvals.request(
             principal,
@@ -292,6 +294,7 @@ class CallPipeline:
             does=what_it_does(action),
             calls=what_it_calls(prepared),
             sends=what_it_sends(prepared),
+            shown=shown,
         )
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id

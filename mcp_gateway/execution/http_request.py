@@ -41,6 +41,7 @@ __all__ = [
     "dot_segment",
     "encode_form",
     "rerouting",
+    "sent_arguments",
     "wire_text",
 ]
 
@@ -347,6 +348,12 @@ def _http_binding(action: Action) -> _HttpLike:
             return binding
         case _:
             raise TypeError(f"{action.qualified_name} is a {binding.kind} action, not an HTTP request")
+
+
+def sent_arguments(action: Action, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments a call of ``action`` sends: ``args``, and for a Postman request the collection's
+    values of those left out (what an approver must see, since they are sent as much as the agent's)."""
+    return _with_defaults(action, args) if isinstance(action.binding, PostmanBinding) else args
 
 
 def _with_defaults(action: Action, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -205,10 +205,16 @@ def _headers(given: Any, connector: ConnectorConfig) -> httpx2.Headers:
     headers = httpx2.Headers({"User-Agent": USER_AGENT, "Accept": DEFAULT_ACCEPT})
     for name, value in connector.headers.items():
         headers[name] = value
+    seen: set[str] = set()
     for name, value in given.items():
         lower = str(name).lower()
         if not _TOKEN.match(str(name)):
             raise _refused("headers", f"{name!r} is not a valid header name")
+        if lower in seen:
+            # One header given twice in two spellings: which one is sent would hang on their order,
+            # which neither an approver nor the call's fingerprint sees.
+            raise _refused("headers", f"header {name!r} is given twice (header names ignore case); give it once")
+        seen.add(lower)
         if lower in forbidden or lower.startswith("proxy-"):
             raise _refused(
                 "headers",

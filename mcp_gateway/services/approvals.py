@@ -265,12 +265,16 @@ class ApprovalService:
         does: str = "",
         calls: str = "",
         sends: str = "",
+        shown: Mapping[str, Any] | None = None,
     ) -> ApprovalRecord:
         """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
         verdict's rule saying so bars the requester from approving it. ``does`` and ``calls`` tell
-        the approver what the action does and where the call goes."""
+        the approver what the action does and where the call goes, ``sends`` pins the request as built
+        (``call_target.what_it_sends``), and ``shown`` (default ``args``) is the arguments the page
+        shows: the agent's, and the defaults the call fills in."""
         now = self._clock.now()
-        arguments = json.dumps(redact_arguments(args), indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        shown = args if shown is None else shown
+        arguments = json.dumps(redact_arguments(shown), indent=2, ensure_ascii=False, sort_keys=True, default=str)
         if len(arguments) > ARGUMENTS_CHARS:
             arguments = arguments[:ARGUMENTS_CHARS]  # no longer JSON: the page says so and offers no Approve
         record = ApprovalRecord(

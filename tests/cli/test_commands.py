@@ -284,6 +284,17 @@ def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
     assert pending.code == 0
     approval_id = pending.json()["approval_id"]
 
+    listed = env.run("approvals", "list")
+    assert f"POST {env.upstream_url}/items" in listed.out and "approvals show ID" in listed.out
+    long_note = "n" * 600 + "\u202e" + "tail-word"
+    shown = env.run("approvals", "show", approval_id)
+    assert shown.code == 0 and f"calls:       POST {env.upstream_url}/items" in shown.out
+    assert '"name": "w"' in shown.out and "echo.items.create (write)" in shown.out
+    cut = env.run("call", "echo.items.create", "--args", json.dumps({"name": long_note}))
+    whole = env.run("approvals", "show", cut.json()["approval_id"])
+    assert "tail-word" in whole.out and "\\u202e" in whole.out and "\u202e" not in whole.out
+    assert env.run("approvals", "show", "apr_nope").code == 2
+
     approved = env.run("approvals", "approve", approval_id)
     assert approved.code == 0 and approved.out.strip() == f"{approval_id}: approved"
     again = env.run("approvals", "deny", approval_id)
@@ -294,8 +305,8 @@ def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
     projected = env.run("call", "echo.items.get", "--args", '{"id": "1"}', "--fields", "method", "raw_path")
     assert projected.json()["data"] == {"method": "GET", "raw_path": "/items/1"}
     everything = env.run("approvals", "list", "--all", "--json").json()
-    assert [(a["id"], a["status"]) for a in everything] == [(approval_id, "consumed")]
-    assert env.run("approvals", "list", "--json").json() == []
+    assert [(a["id"], a["status"]) for a in everything][0] == (approval_id, "consumed")
+    assert [a["status"] for a in env.run("approvals", "list", "--json").json()] == ["pending"]
 
 
 def test_unexpected_error_has_a_traceback_only_with_debug(env: CliEnv, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,8 +43,10 @@ def upstream() -> Iterator[tuple[EchoApp, str]]:
 
 
 @asynccontextmanager
-async def _gateway(tmp_path: Path, connectors: str, *, secrets: dict[str, str] | None = None) -> AsyncIterator[Gateway]:
-    text = f"project: pm\ndefault_mode: allow_all\nconnectors:\n{connectors}"
+async def _gateway(
+    tmp_path: Path, connectors: str, *, secrets: dict[str, str] | None = None, mode: str = "allow_all"
+) -> AsyncIterator[Gateway]:
+    text = f"project: pm\ndefault_mode: {mode}\nconnectors:\n{connectors}"
     manifest = parse_manifest(text, base_dir=tmp_path)
     settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "m" * 40})
     async with open_gateway(settings, manifest=manifest) as gateway:
@@ -246,3 +248,39 @@ async def test_a_malformed_collection_fails_only_its_connector(tmp_path: Path, u
         (tmp_path / "junk.json").write_text(json.dumps(good))
         recovered = {s.slug: s for s in await gw.sync()}
         assert recovered["junk"].status == "ready" and recovered["junk"].actions == 1
+
+
+async def test_an_approval_shows_the_collection_values_a_bare_call_sends(
+    tmp_path: Path, upstream: tuple[EchoApp, str]
+) -> None:
+    # Called bare, a Postman request replays the collection's own values: they are sent as much as
+    # the agent's arguments, so the approver sees them too.
+    _, base = upstream
+    collection = {
+        "info": {"name": "Pay", "schema": V21},
+        "item": [
+            {
+                "name": "Send payment",
+                "request": {
+                    "method": "POST",
+                    "url": f"{base}/pay",
+                    "body": {"mode": "raw", "raw": '{"to": "alice", "amount": 5, "dry_run": true}'},
+                    "header": [{"key": "Content-Type", "value": "application/json"}],
+                },
+            }
+        ],
+    }
+    path = tmp_path / "pay.json"
+    path.write_text(json.dumps(collection))
+    async with _gateway(tmp_path, f"  - slug: pay\n    source: {{postman: {path}}}\n", mode="risk") as gateway:
+        catalog = await gateway._store.get_catalog("pay")
+        assert catalog is not None
+        (name,) = [a.qualified_name for a in catalog.actions]
+        pending = await gateway.call(OPERATOR, name, {})
+        assert pending.status == "pending_approval", pending
+        record = await gateway.approvals.get(pending.approval_id)  # type: ignore[union-attr]
+        assert record is not None
+        shown = json.loads(record.arguments)
+        assert "alice" in json.dumps(shown) and "dry_run" in json.dumps(shown), shown
+        assert "alice" in record.summary
+

@@ -169,6 +169,12 @@ def test_method_and_url_override_headers_are_refused(name: str) -> None:
     assert f"header {name!r} makes servers on the way use another method, URL or client" in message
 
 
+def test_a_header_given_twice_in_two_spellings_is_refused() -> None:
+    # Last one wins on the wire: which that is would hang on the arguments' order.
+    message = refused({"method": "POST", "path": "/x", "headers": {"x-recipient": "mallory", "X-Recipient": "alice"}})
+    assert "given twice" in message
+
+
 def test_the_connectors_own_auth_header_and_query_parameter_are_refused() -> None:
     custom = connector(auth='{type: custom, headers: {X-Custom-Token: "t {secret}"}}')
     assert "credential" in refused({"method": "GET", "path": "/x", "headers": {"x-custom-token": "v"}}, custom)
