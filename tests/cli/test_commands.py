@@ -305,7 +305,7 @@ def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
     projected = env.run("call", "echo.items.get", "--args", '{"id": "1"}', "--fields", "method", "raw_path")
     assert projected.json()["data"] == {"method": "GET", "raw_path": "/items/1"}
     everything = env.run("approvals", "list", "--all", "--json").json()
-    assert [(a["id"], a["status"]) for a in everything][0] == (approval_id, "consumed")
+    assert {a["id"]: a["status"] for a in everything}[approval_id] == "consumed"
     assert [a["status"] for a in env.run("approvals", "list", "--json").json()] == ["pending"]
 
 

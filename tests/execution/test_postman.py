@@ -283,4 +283,3 @@ async def test_an_approval_shows_the_collection_values_a_bare_call_sends(
         shown = json.loads(record.arguments)
         assert "alice" in json.dumps(shown) and "dry_run" in json.dumps(shown), shown
         assert "alice" in record.summary
-
