@@ -280,7 +280,24 @@ class GraphQLExecutor:
                     upstream_message=whole.for_agent(),
                 )
             )
+        if status < 400 and isinstance(data, str) and _ERRORS_FIRST.match(data):
+            # An answer of errors too long (cut by the cap) or too deeply nested to parse: still errors,
+            # screened as any upstream text is, not an ``ok`` answer the agent reads as a result.
+            quoted, whole = said(data, max_chars=_MAX_ERROR_TEXT), said(data, max_chars=MAX_ERROR_CHARS)
+            raise whole.attach(
+                UpstreamError(
+                    "upstream_error",
+                    f"{prepared.connector.slug} answered the GraphQL {operation.operation_name} operation with "
+                    f"errors too long or too deeply nested to read whole; they begin: {quoted.for_agent()}",
+                    upstream_status=outcome.http_status,
+                    upstream_message=whole.for_agent(),
+                )
+            )
         return outcome
+
+
+_ERRORS_FIRST = re.compile(r'\s*\{\s*(?:"data"\s*:\s*null\s*,\s*)?"errors"\s*:')
+"""A GraphQL answer that opens with its errors (after a null ``data``, as graphql-core writes it)."""
 
 
 def _no_result(answer: dict[str, Any], operation: Operation) -> bool:

@@ -23,9 +23,13 @@ from typing import Any
 
 import mcp_types as types
 
-__all__ = ["shape_result", "tool_error_text"]
+__all__ = ["ITEM_FRAMING", "shape_result", "tool_error_text"]
 
 _ERROR_TEXT_LIMIT = 2000
+
+
+ITEM_FRAMING = 32
+"""Bytes each content item is counted for beyond its text or data: ``{"type":"text","text":""},``."""
 
 
 @dataclass
@@ -69,7 +73,9 @@ def shape_result(result: types.CallToolResult, max_bytes: int) -> tuple[dict[str
     content = [c for c in result.content if not (structured is not None and _is_json_of(c, structured))]
     items: list[dict[str, Any]] = []
     for block in content:
-        if budget.left <= 0:
+        # Each item costs its JSON framing too: 400,000 empty text items are megabytes with no text at all.
+        budget.left -= ITEM_FRAMING
+        if budget.left < 0:
             budget.truncated = True
             break
         items.append(_item(block, budget))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import mcp_types as types
 
-from mcp_gateway.execution.mcp_result import shape_result, tool_error_text
+from mcp_gateway.execution.mcp_result import ITEM_FRAMING, shape_result, tool_error_text
 
 PNG = base64.b64encode(bytes(range(200))).decode()
 
@@ -30,7 +31,8 @@ def test_structured_content_is_not_sent_twice() -> None:
 
 def test_the_budget_cuts_text_and_base64_and_drops_what_follows() -> None:
     image = types.ImageContent(type="image", data=PNG, mime_type="image/png")
-    data, truncated = shape_result(result(text("x" * 10), image, text("after")), 10 + 41)
+    # Each item is counted for its framing too (``ITEM_FRAMING``), then its text or data.
+    data, truncated = shape_result(result(text("x" * 10), image, text("after")), 10 + 41 + 2 * ITEM_FRAMING)
     assert truncated is True
     first, cut = data["content"]
     assert first == {"type": "text", "text": "x" * 10}
@@ -38,7 +40,7 @@ def test_the_budget_cuts_text_and_base64_and_drops_what_follows() -> None:
     assert len(cut["data"]) == 40  # a whole number of base64 quads
     assert base64.b64decode(cut["data"]) == bytes(range(30))
 
-    data, truncated = shape_result(result(text("é" * 10)), 5)
+    data, truncated = shape_result(result(text("é" * 10)), 5 + ITEM_FRAMING)
     assert truncated is True and data["content"][0]["text"] == "éé"  # never half a character
 
 
@@ -54,3 +56,10 @@ def test_the_error_text_is_the_tools_own_words() -> None:
     silent = types.CallToolResult(content=[], is_error=True)
     assert tool_error_text(silent) == "the tool reported an error without saying why"
     assert len(tool_error_text(types.CallToolResult(content=[text("x" * 9000)], is_error=True))) == 2000
+
+
+def test_many_empty_items_are_bounded_by_their_framing() -> None:
+    many = result(*(text("") for _ in range(100_000)))
+    data, truncated = shape_result(many, 64 * 1024)
+    assert truncated and len(data["content"]) <= 64 * 1024 // ITEM_FRAMING
+    assert len(json.dumps(data)) < 2 * 64 * 1024

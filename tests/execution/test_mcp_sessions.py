@@ -23,6 +23,7 @@ import anyio
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
+from mcp_gateway.execution.mcp_result import ITEM_FRAMING
 from mcp_gateway.execution.mcp_sessions import McpExecutor
 from mcp_gateway.execution.response import Outcome
 from mcp_gateway.manifest import ConnectorConfig, parse_manifest
@@ -183,7 +184,7 @@ async def test_calls_return_text_structured_image_audio_and_resources(
     assert link == {"type": "resource_link", "uri": "lab://notes/2", "name": "note two", "mimeType": "text/plain"}
     assert media.truncated is False
 
-    capped = await up.call("media", max_bytes=60)
+    capped = await up.call("media", max_bytes=60 + 2 * ITEM_FRAMING)  # each item counts its framing too
     assert capped.truncated is True
     image = capped.data["content"][1]
     assert image["truncated"] is True and len(image["data"]) % 4 == 0 and len(image["data"]) < 96
