@@ -204,6 +204,17 @@ class McpExecutor:
                         if state.rejected is not None:
                             self._retire(session)
                             return Outcome(http_status=state.rejected, data=None, truncated=False, content_type="")
+                        if state.status is not None and (state.status == 429 or state.status >= 500):
+                            # The server answered the call's POST over HTTP with a rate limit or a failure of
+                            # its own: that status (and its Retry-After), as any HTTP upstream's, not the
+                            # client's generic "Server returned an error response".
+                            return Outcome(
+                                http_status=state.status,
+                                data=None,
+                                truncated=False,
+                                content_type="",
+                                retry_after=state.retry_after,
+                            )
                         # A reused session the HTTP server answers 400/404 is one it no longer knows (it
                         # restarted); servers word that differently, and none of them ran the request.
                         unknown = session_unknown(exc) or (not fresh and state.status in (400, 404))

@@ -32,7 +32,7 @@ from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..vocabulary.errors import GatewayError, UpstreamError
 from .child_output import child_stderr
-from .response import said
+from .response import parse_retry_after, said
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
@@ -82,6 +82,8 @@ class CallState:
     """401 or 403 from the upstream, seen by the auth step."""
     status: int | None = None
     """The last HTTP status an HTTP transport got for this call (400/404 on a reused session: it is unknown)."""
+    retry_after: float | None = None
+    """That answer's ``Retry-After``, in seconds, when it had one."""
 
 
 CALL: ContextVar[CallState | None] = ContextVar("mcp_gateway_mcp_call", default=None)
@@ -108,6 +110,7 @@ class PerCallAuth(httpx2.Auth):
                 # The last answer counts: an OAuth2 refresh after a 401 that then succeeds is not a rejection.
                 state.rejected = response.status_code if response.status_code in (401, 403) else None
                 state.status = response.status_code
+                state.retry_after = parse_retry_after(response.headers.get("retry-after"))
                 try:
                     outgoing = await flow.asend(response)
                 except StopAsyncIteration:

@@ -11,6 +11,7 @@ header, and closing the executor stops every child.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -36,6 +37,7 @@ from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.errors import UpstreamError
 from mcp_gateway.vocabulary.model import Action
 from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command
+from tests.support.upstream import LoopbackServer
 
 # Real upstream MCP servers as child processes: not in the fast lane.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -380,3 +382,54 @@ async def test_mcp_server_time_over_stdio(executor: McpExecutor, vault: Credenti
     assert {a.risk for a in up.actions.values()} == {"read"}
     now = structured(await up.call("get_current_time", {"timezone": "UTC"}))
     assert now["timezone"] == "UTC" and now["datetime"].endswith("+00:00")
+
+
+class _Busy:
+    """A streamable-HTTP MCP server that opens sessions and lists one tool, then answers every
+    ``tools/call`` with an HTTP status of its own (a rate limit, a crash), as servers behind a proxy do."""
+
+    def __init__(self, status: int, retry_after: str | None = None) -> None:
+        self.status, self.retry_after = status, retry_after
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        request = json.loads(body) if body else {}
+        headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")]
+        if scope["method"] != "POST" or "id" not in request:
+            await send({"type": "http.response.start", "status": 202, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        method, status = request["method"], 200
+        result: dict[str, Any] = {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "busy", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": [{"name": "send", "inputSchema": {"type": "object"}}]}
+        else:
+            status = self.status
+            if self.retry_after is not None:
+                headers.append((b"retry-after", self.retry_after.encode()))
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": result} if status == 200 else {"error": "busy"}
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+
+@pytest.mark.parametrize(("status", "retry_after"), [(429, "7"), (503, "2"), (500, None)])
+async def test_an_http_status_of_the_server_itself_is_the_calls_outcome(
+    executor: McpExecutor, vault: CredentialVault, status: int, retry_after: str | None
+) -> None:
+    with LoopbackServer(_Busy(status, retry_after)) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        outcome = await up.call("send")
+    assert outcome.http_status == status and outcome.data is None
+    assert outcome.retry_after == (float(retry_after) if retry_after else None)
