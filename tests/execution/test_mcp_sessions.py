@@ -37,7 +37,7 @@ from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.errors import UpstreamError
 from mcp_gateway.vocabulary.model import Action
 from tests.support.mcp_servers import REPO, McpHttpServer, everything_command, lab_command, time_command
-from tests.support.upstream import LoopbackServer
+from tests.support.upstream import LoopbackServer, read_body
 
 # Real upstream MCP servers as child processes: not in the fast lane.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -393,12 +393,7 @@ class _Busy:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body = await read_body(receive)
         request = json.loads(body) if body else {}
         headers = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")]
         if scope["method"] != "POST" or "id" not in request:

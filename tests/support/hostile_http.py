@@ -14,7 +14,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from .hostile_text import hostile_error
-from .upstream import Receive, Scope, Send, reply_json
+from .upstream import Receive, Scope, Send, read_body, reply_json
 
 __all__ = ["HostileHttpApp"]
 
@@ -26,12 +26,7 @@ class HostileHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         self.paths.append(scope["path"])
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if scope["path"] == "/token":

@@ -89,6 +89,16 @@ def serve_asgi(app: ASGIApp, **uvicorn_options: Any) -> Iterator[str]:
         yield server.base_url
 
 
+async def read_body(receive: Receive) -> bytes:
+    """An ASGI request's whole body (for the small apps of other test upstreams)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
 async def reply_json(send: Send, status: int, payload: Any) -> None:
     """Answer an ASGI request with ``payload`` as JSON (for the small apps of other test upstreams)."""
     body = json.dumps(payload).encode()
