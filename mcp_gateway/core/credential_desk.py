@@ -59,17 +59,8 @@ class CredentialDesk:
         ``forget_tokens``: drop the connector's cached OAuth2 tokens (its client changed); ``reload``:
         a connector in error loads again now (``Gateway.credential_stored``)."""
         key = permit.key
-        # Two links minted while a team-wide credential was missing, submitted together, were each
-        # permitted as replacing nothing: the second silently replaced the first. One store at a time
-        # per key, and a permit to replace nothing holds only while nothing is there.
         async with self._locks.setdefault(key, anyio.Lock()):
-            if (
-                permit.state == "open"
-                and permit.replaces is None
-                and permit.scope == "team"
-                and not operators_own(link)
-                and await self._changes.stored(key)
-            ):
+            if await self._stored_meanwhile(link, permit):
                 return False
             await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
         await self._changes.changed(link, permit, via=via)
@@ -79,9 +70,30 @@ class CredentialDesk:
             await self._on_stored(key.connector)
         return True
 
-    async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
-        """Record a change stored elsewhere (an OAuth2 token set, saved by ``oauth2``)."""
+    async def save_token_set(self, link: LinkRecord, permit: Permit, token_set: dict[str, str], *, via: str) -> bool:
+        """``save`` for the token set an OAuth2 sign-in ended with (``oauth2`` stores it): False, nothing
+        stored, when another sign-in stored one meanwhile and this link was not given to replace it."""
+        key = permit.key
+        async with self._locks.setdefault(key, anyio.Lock()):
+            if await self._stored_meanwhile(link, permit):
+                return False
+            await self.oauth2.save(key.connector, token_set, principal=key.principal)
         await self._changes.changed(link, permit, via=via)
+        return True
+
+    async def _stored_meanwhile(self, link: LinkRecord, permit: Permit) -> bool:
+        """Whether ``permit`` was to add a team-wide credential where none was, and one is there now.
+
+        Two links minted while it was missing, submitted together, were each permitted as replacing
+        nothing: the second silently replaced the first. Stores go one at a time per key (the caller
+        holds its lock), and a permit to replace nothing holds only while nothing is there."""
+        return (
+            permit.state == "open"
+            and permit.replaces is None
+            and permit.scope == "team"
+            and not operators_own(link)
+            and await self._changes.stored(permit.key)
+        )
 
     async def oauth2_client_id(self, connector: str, *, principal: str) -> str | None:
         """The client id of ``connector``'s stored OAuth2 client; None when none is stored, "" when

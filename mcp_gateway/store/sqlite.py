@@ -421,6 +421,7 @@ class SQLiteStore:
 
     async def _execute(self, sql: str, params: Sequence[object] = ()) -> int:
         """Run one statement (autocommitted); return the number of rows it changed."""
+        self._check_file()  # a write into a deleted file would say it was stored
         async with self._lock:
             try:
                 async with self._conn().execute(sql, params) as cursor:
@@ -485,19 +486,38 @@ class SQLiteStore:
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:
+        """One write transaction; a lock held elsewhere, a full disk or a lost file is ``StoreUnavailable``
+        (``_outage``), as for a single statement."""
+        self._check_file()
         async with self._lock:
             db = self._conn()
-            await db.execute("BEGIN IMMEDIATE")
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._outage(exc) from None
             try:
                 yield db
-            except BaseException:
+            except BaseException as exc:
                 # Shielded: under a cancelled scope the rollback would itself be cancelled, leaving
                 # the shared connection inside a transaction for every later caller.
                 with anyio.CancelScope(shield=True):
-                    await db.rollback()
+                    await self._rollback(db)
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise self._outage(exc) from None
                 raise
             with anyio.CancelScope(shield=True):
-                await db.commit()
+                try:
+                    await db.commit()
+                except sqlite3.OperationalError as exc:
+                    await self._rollback(db)
+                    raise self._outage(exc) from None
+
+    @staticmethod
+    async def _rollback(db: aiosqlite.Connection) -> None:
+        try:
+            await db.rollback()
+        except sqlite3.OperationalError:
+            pass  # no transaction left to roll back (SQLite ended it on a full disk or I/O error)
 
     # -- catalog ------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
@@ -16,7 +17,7 @@ from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.store.contract import LinkRecord
 from mcp_gateway.vocabulary.model import Ok
-from tests.core.test_gateway import Harness, harness
+from tests.core.test_gateway import Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +89,32 @@ async def test_oauth2_client_id_says_none_stored_unusable_or_the_id(tmp_path: Pa
         assert await desk.oauth2_client_id("api", principal="maria") == "robot"
         sealed = await desk.sealed("api", principal="maria")
         assert sealed is not None and "s3cret" not in repr(sealed)
+
+
+async def test_two_sign_ins_that_each_add_the_teams_token_set_do_not_both_win(tmp_path: Path) -> None:
+    # Two agents' connect links for an OAuth2 connector with no token set stored, their sign-ins
+    # finishing at once: the first stores, the second is refused, not a silent replacement.
+    text = manifest_text() + (
+        "  - slug: oa\n    base_url: http://oa.test\n"
+        "    auth: {type: oauth2, authorize_url: http://auth.test/authorize, token_url: http://auth.test/token}\n"
+        "    source: {http: {actions: [{path: me, url: /me}]}}\n"
+    )
+    async with harness(tmp_path, text, secret=None) as h:
+        desk = h.gateway.credentials
+        cfg = h.gateway.manifest.connector("oa")
+        assert cfg is not None
+        links = [(await h.gateway.links.mint("connect", connector="oa", principal=user))[1] for user in ("ana", "bo")]
+        permits = [await desk.permit(link, cfg) for link in links]
+        assert all(p.may_save and p.replaces is None and p.scope == "team" for p in permits)
+        saved: list[bool] = []
+
+        async def sign_in(at: int) -> None:
+            token_set = {"access_token": f"at-{at}", "refresh_token": f"rt-{at}", "token_type": "Bearer"}
+            saved.append(await desk.save_token_set(links[at], permits[at], token_set, via="connect"))
+
+        async with anyio.create_task_group() as tg:
+            for at in range(2):
+                tg.start_soon(sign_in, at)
+        assert sorted(saved) == [False, True]
+        rows = [r for r in await h.auditor.recent(10) if r.status == "credential_set"]
+        assert len(rows) == 1

@@ -1243,6 +1243,11 @@ async def test_a_write_lock_held_elsewhere_past_the_busy_timeout_is_an_outage(
         state = ConnectorState(slug="stripe", source="openapi:s.json", status="ready", actions=1, synced_at=T0)
         with pytest.raises(StoreUnavailable, match="database is locked"):
             await store.put_connector_state(state)
+        # A write of several statements at once (a link used, a page's ephemeral state) too: no 500.
+        with pytest.raises(StoreUnavailable, match="database is locked"):
+            await store.consume_link("no-such-hash", T0)
+        with pytest.raises(StoreUnavailable, match="database is locked"):
+            await store.put_ephemeral("oauth", "k", b"v", T0 + timedelta(minutes=5), T0)
         # A CLI command opening the store meanwhile says what holds it, not "unexpected OperationalError".
         with pytest.raises(StoreUnavailable, match="another process holds its write lock"):
             await SQLiteStore(path).open()
@@ -1274,3 +1279,10 @@ async def test_a_database_file_deleted_or_replaced_while_open_is_an_outage(tmp_p
             store.append_audits_now([_audit(3, T0)])
         with pytest.raises(StoreUnavailable, match=how):
             await store.ping()
+        # Nor are other writes taken into it: a secret or a used link there would be lost on restart.
+        with pytest.raises(StoreUnavailable, match=how):
+            await store.put_connector_state(
+                ConnectorState(slug="s", source="openapi:s.json", status="ready", actions=1, synced_at=T0)
+            )
+        with pytest.raises(StoreUnavailable, match=how):
+            await store.consume_link("no-such-hash", T0)

@@ -86,6 +86,13 @@ class OAuthCallback:
         permit = await self.credentials.permit(link, cfg, consume=True)
         if not permit.may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
-        await self.credentials.oauth2.save(cfg.slug, token_set, principal=permit.key.principal)
-        await self.credentials.changed(link, permit, via="connect")
+        if not await self.credentials.save_token_set(link, permit, token_set, via="connect"):
+            return message(
+                "Not connected",
+                f"Someone connected {name} for the whole team while this sign-in was under way, and this link was "
+                "given to connect it, not to replace that. Nothing was changed. Ask the agent for a new link: "
+                "replacing the team's connection needs an operator's approval.",
+                status=409,
+                tone="bad",
+            )
         return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
