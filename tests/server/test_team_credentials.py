@@ -30,6 +30,7 @@ from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 from mcp_gateway.vocabulary.model import NeedsAuth
 from tests.support.page_site import PUBLIC, page_site
 from tests.support.pages import csrf
@@ -286,6 +287,25 @@ async def test_per_user_credentials_are_each_users_own_and_need_no_approval(tmp_
         rows = await s.changes()
     assert [json.loads(r.args_preview)["scope"] for r in rows] == ["personal", "personal"]
     assert {r.user for r in rows} == {"bob"} and all(r.approved_by is None for r in rows)
+
+
+async def test_a_save_the_database_stops_answering_for_says_to_ask_for_a_new_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The link is used up before the value is stored (its use stops a second submission): when the
+    # store fails in between, "try again in a few seconds" would only meet "already used".
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(BOB, "mine")
+        assert isinstance(link, ConnectLink)
+
+        async def down(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the SQLite database test.db cannot be used (database or disk is full)")
+
+        monkeypatch.setattr(s.vault, "put", down)
+        answer = await s.submit(link.connect_url, BOB_CANARY)
+        assert answer.status_code == 503 and "Nothing was saved" in answer.text and "new link" in answer.text
+        _no_canary(answer.text)
+        assert await s.value("mine", "bob") is None
 
 
 async def test_the_operator_overview_says_which_credentials_are_team_wide(tmp_path: Path) -> None:

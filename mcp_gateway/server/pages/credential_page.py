@@ -32,7 +32,7 @@ from ...core.credential_desk import CredentialDesk
 from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
 from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 from ...store.contract import LinkKind, LinkRecord
-from ...vocabulary.errors import CredentialError, UpstreamError
+from ...vocabulary.errors import CredentialError, StoreUnavailable, UpstreamError
 from ...vocabulary.model import AuthKind
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
 
@@ -300,16 +300,35 @@ class CredentialPages:
             return saving
         # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
         # a connector whose sync needed it loads now.
-        if not await self.credentials.save(
-            link, saving, value, via=_VIA[opened.kind], forget_tokens=isinstance(auth, OAuth2Auth)
-        ):
-            return _stored_meanwhile(cfg)
+        refused = await self._save(opened, saving, value, forget_tokens=isinstance(auth, OAuth2Auth))
+        if refused is not None:
+            return refused
         done = (
             f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
             if link.secret_name != "default"
             else f"{cfg.display_name} is connected."
         )
         return message("Saved", f"{done} You can close this page and return to the agent.")
+
+    async def _save(
+        self, opened: _Opened, permit: Permit, value: str | dict[str, str], *, forget_tokens: bool
+    ) -> Response | None:
+        """Store the value (``CredentialDesk.save``): None once stored, else the page saying why not."""
+        try:
+            stored = await self.credentials.save(
+                opened.link, permit, value, via=_VIA[opened.kind], forget_tokens=forget_tokens
+            )
+        except StoreUnavailable:
+            # The link was used up first (its use is what stops a second submission): "try again" would
+            # only meet "already used", so the page says what the human can do.
+            return message(
+                "Not saved",
+                "The gateway's database stopped answering while this was being saved. Nothing was saved, and "
+                "this link is used up: once the gateway answers again, ask the agent for a new link.",
+                status=503,
+                tone="bad",
+            )
+        return None if stored else _stored_meanwhile(opened.cfg)
 
     async def _spend(self, opened: _Opened) -> Permit | Response:
         """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
@@ -352,8 +371,9 @@ class CredentialPages:
         saving = await self._spend(opened)
         if isinstance(saving, Response):
             return saving
-        if not await self.credentials.save(opened.link, saving, value, via=_VIA[opened.kind], forget_tokens=True):
-            return _stored_meanwhile(cfg)
+        refused = await self._save(opened, saving, value, forget_tokens=True)
+        if refused is not None:
+            return refused
         return message(
             "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
         )
