@@ -46,10 +46,18 @@ class StoreHealth:
     Args:
         ping: one cheap round trip to the store (raises ``StoreUnavailable``); None for a store
             that cannot be unreachable (in memory).
+        probe_write: one small committed write (raises ``StoreUnavailable``), for a store whose reads
+            may work while its writes fail; None when a ping says enough.
     """
 
-    def __init__(self, ping: Callable[[], Awaitable[None]] | None) -> None:
+    def __init__(
+        self, ping: Callable[[], Awaitable[None]] | None, probe_write: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self._ping = ping
+        self._probe_write = probe_write
+        self._writes_refused = False
+        """Something failed since the last write that worked: reads may still work (a full disk, a write
+        lock held elsewhere), so only a write (``probe_write``) says the store is back."""
         self.down_since: float | None = None
         """``time.monotonic()`` when the current outage was first seen; None while reachable."""
         self._checked_at = float("-inf")
@@ -61,6 +69,7 @@ class StoreHealth:
 
     def failed(self, exc: StoreUnavailable) -> None:
         """A request met the outage: the first one logs it."""
+        self._writes_refused = True  # whatever failed, a write proves the store back; a read may not
         if self.down_since is None:
             self.down_since = time.monotonic()
             logger.warning("store unavailable: %s; answering store_unavailable until it is back", exc)
@@ -75,26 +84,34 @@ class StoreHealth:
     def observed(self, refused: str | None) -> None:
         """How a write went (``Auditor.on_store``): None when the store took it, else why it refused it."""
         if refused is None:
+            self._writes_refused = False
             self.succeeded()
-        elif self.down_since is None:
+            return
+        self._writes_refused = True
+        if self.down_since is None:
             self.down_since = time.monotonic()
             logger.warning("store unavailable: it refused an audit write (%s)", refused)
 
     async def ready(self) -> bool:
-        """Whether the store answers now (a ping, at most one a second; cached between)."""
+        """Whether the store answers now (a ping, at most one a second; cached between): once something
+        failed, a small write (``probe_write``, where the store has one) instead of a read."""
         if self._ping is None:
             return True
         async with self._lock:
             if time.monotonic() - self._checked_at < PING_CACHE:
                 return self.up
+            # After a refused write a read proves nothing (a full disk, a write lock held elsewhere): a write does.
+            writing = self._writes_refused and self._probe_write is not None
+            check = self._probe_write if writing and self._probe_write is not None else self._ping
             try:
                 with anyio.fail_after(PING_TIMEOUT):
-                    await self._ping()
+                    await check()
             except StoreUnavailable as exc:
                 self.failed(exc)
             except TimeoutError:
                 self.failed(StoreUnavailable(f"no answer to a ping within {PING_TIMEOUT:g} s"))
             else:
+                self._writes_refused = self._writes_refused and not writing
                 self.succeeded()
             self._checked_at = time.monotonic()
             return self.up

@@ -452,6 +452,11 @@ class SQLiteStore:
         self._check_file()
         await self._fetchone("SELECT 1")
 
+    async def probe_write(self) -> None:
+        """One small committed write; raises ``StoreUnavailable`` when writes fail though reads work (a full
+        disk, a write lock held elsewhere past the busy timeout), which ``ping`` does not see."""
+        await self._execute(_META_UPSERT, ("health_probe", dump_meta(datetime.now(UTC).isoformat())))
+
     def _check_file(self) -> None:
         """Raise ``StoreUnavailable`` when the file at the store's path is not the one it has open.
 
