@@ -128,40 +128,33 @@ async def test_calls_journaled_in_an_outage_do_not_say_the_store_is_back(
         AuditRefused.down = False
 
 
-class WritesRefused(SQLiteStore):
+class WritesRefused(AuditRefused):
     """A full disk: every read works, every write fails, while ``down``."""
 
-    down = False
-
     async def _execute(self, sql: str, params: Sequence[object] = ()) -> int:
-        if WritesRefused.down:
+        if AuditRefused.down:
             raise StoreUnavailable("the SQLite database test.db cannot be used (database or disk is full)")
         return await super()._execute(sql, params)
-
-    async def append_audit(self, record: AuditRecord) -> None:
-        if WritesRefused.down:
-            raise OSError("database or disk is full")
-        await super().append_audit(record)
 
 
 async def test_readiness_after_a_refused_write_asks_a_write_not_a_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    WritesRefused.down = False
+    AuditRefused.down = False
     try:
         async with harness(tmp_path, store_cls=WritesRefused, journal=AuditJournal(tmp_path / "state")) as h:
             health = h.gateway.health
             assert await health.ready()
-            WritesRefused.down = True
+            AuditRefused.down = True
             with caplog.at_level(logging.WARNING):
                 assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # journaled
                 for _ in range(2):  # a read would answer: readiness stays down while writes fail
                     health._checked_at = float("-inf")
                     assert not await health.ready()
-                WritesRefused.down = False
+                AuditRefused.down = False
                 health._checked_at = float("-inf")
                 assert await health.ready()
             said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
             assert len(said) == 2 and said[1].startswith("store reachable again after"), said
     finally:
-        WritesRefused.down = False
+        AuditRefused.down = False
