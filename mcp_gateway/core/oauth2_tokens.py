@@ -58,7 +58,7 @@ from ..services.credentials import CredentialVault
 from ..services.logs import known_secrets
 from ..store.contract import Store
 from ..vocabulary.clock import Clock
-from ..vocabulary.errors import CredentialError, CredentialMissing, UpstreamError
+from ..vocabulary.errors import CredentialError, CredentialMissing, StoreUnavailable, UpstreamError
 from .credential_readiness import oauth2_ready
 from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
@@ -70,6 +70,8 @@ logger = logging.getLogger(__name__)
 STATE_TTL = timedelta(minutes=10)
 REFRESH_WAIT = 10.0
 """Seconds a call waits for another instance's refresh of the same token set before giving up."""
+KEEP_REFRESHED_FOR = 15.0
+"""Seconds a refreshed token set is retried into a store that refuses it (a short outage) before it is lost."""
 _POLL_FIRST, _POLL_MAX = 0.05, 0.5
 """Seconds between reads of the vault while waiting: doubling from the first to the last."""
 
@@ -316,13 +318,35 @@ class OAuth2Tokens:
                 raise CredentialMissing(session.connector, TOKEN_NAME) from None
             # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
             new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
-            await self._vault.put(session.connector, new_set, principal=sealed.key.principal, name=TOKEN_NAME)
+            await self._keep(session.connector, new_set, principal=sealed.key.principal)
             return self._from_set(new_set, stored_as=sealed.key.principal)
         raise UpstreamError(
             "upstream_error",
             f"the stored token set of {session.connector} changed twice while it was being refreshed; "
             "try the call again",
         )
+
+    async def _keep(self, connector: str, token_set: dict[str, str], *, principal: str) -> None:
+        """Store a refreshed set, retrying through a short store outage: a provider that rotates refresh
+        tokens has spent the old one, so this set is the only authorization left. Shielded, like the
+        refresh itself: a caller cancelled now must not drop it."""
+        delay = 0.25
+        deadline = anyio.current_time() + KEEP_REFRESHED_FOR
+        with anyio.CancelScope(shield=True):
+            while True:
+                try:
+                    await self._vault.put(connector, token_set, principal=principal, name=TOKEN_NAME)
+                    return
+                except StoreUnavailable:
+                    if anyio.current_time() + delay > deadline:
+                        logger.error(
+                            "oauth2: the refreshed token set of %s could not be stored (the store is down); if its "
+                            "provider rotates refresh tokens, a human must connect it again",
+                            connector,
+                        )
+                        raise
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
 
     async def _read(self, session: OAuth2Session) -> _Found | None:
         """The token set as the vault holds it now (never the memory cache's idea of it)."""

@@ -37,7 +37,7 @@ from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.services.links import LinkService
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
-from mcp_gateway.vocabulary.errors import CredentialMissing, ManifestError
+from mcp_gateway.vocabulary.errors import CredentialMissing, ManifestError, StoreUnavailable
 from mcp_gateway.vocabulary.model import Denied, ErrorResult, NeedsAuth, Ok
 
 pytestmark = pytest.mark.anyio
@@ -317,6 +317,29 @@ async def test_tokens_are_cached_then_refreshed_on_expiry(tmp_path: Path) -> Non
         assert isinstance(token_set, dict)
         # The provider sent no new refresh token, so the old one is kept (RFC 6749 section 6).
         assert (token_set["access_token"], token_set["refresh_token"]) == ("at-2", "rt-1")
+
+
+async def test_a_refreshed_set_is_kept_through_a_short_store_outage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider that rotates refresh tokens has spent the old one once it answers: the new set is the
+    # only authorization left, so a store that refuses it for a moment is asked again, not given up on.
+    async with env(tmp_path, expires_in=3600) as e:
+        await e.authorize()
+        e.clock.advance(3600)
+        put, refusals = e.vault.put, [2]
+
+        async def flaky(*args: Any, **kwargs: Any) -> None:
+            if refusals[0]:
+                refusals[0] -= 1
+                raise StoreUnavailable("the SQLite database s.db cannot be used (disk I/O error)")
+            await put(*args, **kwargs)
+
+        monkeypatch.setattr(e.vault, "put", flaky)
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert refusals == [0] and e.provider.grants() == ["authorization_code", "refresh_token"]
+        stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
+        assert stored is not None and stored.open().reveal()["access_token"] == "at-2"  # type: ignore[index]
 
 
 async def test_a_401_refreshes_once_and_retries(tmp_path: Path) -> None:
