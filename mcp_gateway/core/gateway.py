@@ -152,7 +152,7 @@ class Gateway:
         """The operators' tokens (the overview, ``/metrics``)."""
         self.bounds = Bounds(manifest.agent_limits)
         """What one agent (or MCP session) may hold open at once: calls, ``wait`` sleepers, watchers."""
-        self.health = StoreHealth(getattr(store, "ping", None), getattr(store, "probe_write", None))
+        self.health = StoreHealth(getattr(store, "ping", None), getattr(store, "probe_write", None), where=repr(store))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         auditor.on_store = self.health.observed
         self.metrics = metrics if metrics is not None else GatewayMetrics()

@@ -48,12 +48,18 @@ class StoreHealth:
             that cannot be unreachable (in memory).
         probe_write: one small committed write (raises ``StoreUnavailable``), for a store whose reads
             may work while its writes fail; None when a ping says enough.
+        where: the store as the log names it (a database URL with its password redacted).
     """
 
     def __init__(
-        self, ping: Callable[[], Awaitable[None]] | None, probe_write: Callable[[], Awaitable[None]] | None = None
+        self,
+        ping: Callable[[], Awaitable[None]] | None,
+        probe_write: Callable[[], Awaitable[None]] | None = None,
+        *,
+        where: str = "the store",
     ) -> None:
         self._ping = ping
+        self._where = where
         self._probe_write = probe_write
         self._writes_refused = False
         """Something failed since the last write that worked: reads may still work (a full disk, a write
@@ -90,7 +96,7 @@ class StoreHealth:
         self._writes_refused = True
         if self.down_since is None:
             self.down_since = time.monotonic()
-            logger.warning("store unavailable: it refused an audit write (%s)", refused)
+            logger.warning("store unavailable: %s refused an audit write (%s)", self._where, refused)
 
     async def ready(self) -> bool:
         """Whether the store answers now (a ping, at most one a second; cached between): once something

@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..core.health import StoreHealth
+from ..core.health import STORE_UNAVAILABLE_HINT, StoreHealth
 from ..manifest import FrontDoorConfig
 from ..primitives.secrets import PROJECT_WIDE, SealedCredential
 from ..services.front_door import (
@@ -54,7 +54,6 @@ from ..services.front_door import (
 from ..services.identity import OPERATOR, Principal
 from ..services.tokens import TOKEN_PREFIX, TokenService
 from ..vocabulary.errors import GatewayError, StoreUnavailable
-from .observability import STORE_UNAVAILABLE_BODY
 from .tools import PRINCIPAL_SCOPE_KEY
 
 __all__ = ["FrontDoor", "Gate", "IssuerEndpoints", "open_front_door"]
@@ -314,14 +313,30 @@ def _static_user(user: str, agent: str | None) -> AuthenticatedUser:
     return AuthenticatedUser(access)
 
 
+_STORE_UNAVAILABLE_RPC = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32603,
+            "message": f"store_unavailable: {STORE_UNAVAILABLE_HINT}",
+            "data": {"reason": "store_unavailable", "hint": STORE_UNAVAILABLE_HINT},
+        },
+    }
+).encode()
+"""The 503 of an MCP request whose token cannot be checked, as a JSON-RPC error: MCP clients surface a
+JSON-RPC error body at any status (the SDK's streamable HTTP client does), where a bare 503 reads as
+"Server returned an error response", without the reason or what to do."""
+
+
 async def _store_unavailable(send: Send) -> None:
     headers = [
         (b"content-type", b"application/json"),
         (b"retry-after", b"5"),
-        (b"content-length", str(len(STORE_UNAVAILABLE_BODY)).encode()),
+        (b"content-length", str(len(_STORE_UNAVAILABLE_RPC)).encode()),
     ]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": STORE_UNAVAILABLE_BODY})
+    await send({"type": "http.response.body", "body": _STORE_UNAVAILABLE_RPC})
 
 
 _REFUSALS: dict[str, bytes] = {

@@ -40,8 +40,8 @@ def cluster() -> Iterator[PostgresCluster]:
 
 def _classify(response: httpx2.Response) -> str:
     if response.status_code == 503:
-        body = response.json()
-        return "store_unavailable" if body.get("error") == "store_unavailable" else "bad:503"
+        error = response.json().get("error") or {}  # a JSON-RPC error, which MCP clients surface
+        return "store_unavailable" if error.get("data", {}).get("reason") == "store_unavailable" else "bad:503"
     if response.status_code != 200:
         return f"bad:{response.status_code}"
     result = message(response).get("result") or {}

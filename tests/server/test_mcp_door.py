@@ -15,11 +15,12 @@ from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
+from mcp_gateway.core.health import STORE_UNAVAILABLE_HINT
 from mcp_gateway.manifest import FrontDoorConfig
 from mcp_gateway.server.mcp_door import FrontDoor, Gate, open_front_door
 from mcp_gateway.server.tools import PRINCIPAL_SCOPE_KEY
 from mcp_gateway.services.identity import Principal
-from mcp_gateway.vocabulary.errors import GatewayError
+from mcp_gateway.vocabulary.errors import GatewayError, StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -118,3 +119,21 @@ async def test_an_issuer_without_readable_metadata_stops_the_start_with_what_to_
         await open_front_door(config, "http://127.0.0.1:8765", http)
     message = str(raised.value)
     assert "/.well-known/openid-configuration" in message and "front_door.jwks_url" in message
+
+
+async def test_a_token_the_store_cannot_check_is_a_json_rpc_error_an_mcp_client_surfaces() -> None:
+    # A bare 503 reaches an agent as "Server returned an error response"; a JSON-RPC error body is
+    # what the SDK's client hands on, reason and hint included.
+    from mcp_types import JSONRPCError, jsonrpc_message_adapter
+
+    class Down:
+        async def verify(self, token: str | None) -> Principal | None:
+            raise StoreUnavailable("the PostgreSQL database at 127.0.0.1:5432 cannot be reached")
+
+    gate = Gate(App(), Down(), None)  # type: ignore[arg-type]
+    answer = await ask(gate, "mgw_good")
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    parsed = jsonrpc_message_adapter.validate_json(answer.content, by_name=False)
+    assert isinstance(parsed, JSONRPCError)
+    assert parsed.error.data == {"reason": "store_unavailable", "hint": STORE_UNAVAILABLE_HINT}
+    assert "Retry in a few seconds" in parsed.error.message and "5432" not in answer.text
