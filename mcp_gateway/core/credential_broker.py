@@ -18,11 +18,15 @@ from ..manifest import ConnectorConfig, OAuth2Auth
 from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from ..services.credentials import CredentialVault
 from ..services.logs import known_secrets
+from ..vocabulary.errors import CredentialError
 from ..vocabulary.model import a_credential
 from . import credential_readiness
 from .oauth2_tokens import OAuth2Tokens
 
 __all__ = ["CallCredential", "CredentialBroker"]
+
+_MAX_LEARNED = 4096
+"""Stored values remembered as learned; past it the set starts again (a value learned twice costs a decryption)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class CredentialBroker:
     def __init__(self, vault: CredentialVault, oauth2: OAuth2Tokens) -> None:
         self.vault = vault
         self.oauth2 = oauth2
+        self._learned: set[str] = set()
+        """Fingerprints of the sealed credentials the log filter and the copies' redaction know."""
 
     async def sealed(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
         """``principal``'s credential for ``cfg`` (else the project-wide one, unless the connector is
@@ -77,6 +83,8 @@ class CredentialBroker:
             return CallCredential(
                 None, f"{cfg.slug} needs {a_credential(cfg.auth.type)}; ask the user to open the link."
             )
+        if sealed is not None:
+            self._learn(sealed)
         if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(
             cfg.auth, cfg.slug, user, personal=_personal(cfg, user)
         ):
@@ -84,6 +92,21 @@ class CredentialBroker:
                 sealed, f"{cfg.slug} needs the user to sign in with OAuth2; ask them to open the link."
             )
         return CallCredential(sealed)
+
+    def _learn(self, sealed: SealedCredential) -> None:
+        """Teach ``known_secrets`` a credential before the call records anything: an agent may pass it as
+        an argument (a user pasted it into the chat), and the approval and audit rows made before the
+        request is sent must not keep it. Once per stored value: opening it costs a decryption."""
+        fingerprint = sealed.fingerprint
+        if fingerprint in self._learned:
+            return
+        if len(self._learned) >= _MAX_LEARNED:
+            self._learned.clear()
+        try:
+            known_secrets().add(sealed.open())
+        except CredentialError:
+            return  # unusable: the call says so when it would send it
+        self._learned.add(fingerprint)
 
     async def configured(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         """Whether calls could run without a human connecting first (an oauth2 authorization code

@@ -28,8 +28,9 @@ __all__ = ["ITEM_FRAMING", "shape_result", "tool_error_text"]
 _ERROR_TEXT_LIMIT = 2000
 
 
-ITEM_FRAMING = 32
-"""Bytes each content item is counted for beyond its text or data: ``{"type":"text","text":""},``."""
+ITEM_FRAMING = 64
+"""Bytes each content item is counted for beyond its text or data: its JSON framing, from
+``{"type":"text","text":""},`` (27) to an image's type, MIME type, size and flags (about 60)."""
 
 
 @dataclass

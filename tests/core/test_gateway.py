@@ -577,18 +577,21 @@ async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -
 # -- credentials and upstream answers ------------------------------------------------------------
 
 
-async def test_a_stored_secret_the_agent_passes_as_an_argument_is_in_no_audit_row_or_approval(h: Harness) -> None:
-    # A user pasted the credential into the chat and the agent put it in a call: the upstream gets what
-    # the agent sent, but no copy the gateway keeps or shows holds it.
-    assert isinstance(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}), Ok)  # the secret is opened
-    pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": f"x {SECRET} y"})
-    assert isinstance(pending, PendingApproval) and SECRET not in pending.summary
-    await h.gateway.call(OPERATOR, "api.items.create", {"name": "x", SECRET: 1})  # invalid_args, audited
-    await h.gateway.call(OPERATOR, f"api.{SECRET}", {})
-    record = await h.store.get_approval(pending.approval_id)
-    assert record is not None and SECRET not in record.model_dump_json() and "[redacted]" in record.arguments
-    rows = await h.store.list_audit(20)
-    assert rows and not any(SECRET in row.model_dump_json() for row in rows)
+async def test_a_stored_secret_the_agent_passes_as_an_argument_is_in_no_audit_row_or_approval(tmp_path: Path) -> None:
+    # A user pasted the credential into the chat and the agent put it in a call, the first of a fresh
+    # process (a CLI `call` always is): the upstream gets what the agent sent, but no copy the gateway
+    # keeps or shows holds it.
+    secret = "canary-pasted-in-chat-6c1e0b"  # no other test opens it: known to no redactor yet
+    async with harness(tmp_path, secret=None) as h:
+        await h.vault.put("api", secret)
+        pending = await h.gateway.call(OPERATOR, "api.items.create", {"name": f"x {secret} y"})
+        assert isinstance(pending, PendingApproval) and secret not in pending.summary
+        await h.gateway.call(OPERATOR, "api.items.create", {"name": "x", secret: 1})  # invalid_args, audited
+        await h.gateway.call(OPERATOR, f"api.{secret}", {})
+        record = await h.store.get_approval(pending.approval_id)
+        assert record is not None and secret not in record.model_dump_json() and "[redacted]" in record.arguments
+        rows = await h.store.list_audit(20)
+        assert rows and not any(secret in row.model_dump_json() for row in rows)
 
 
 async def test_needs_auth_with_a_connect_link_when_nothing_is_stored(tmp_path: Path) -> None:

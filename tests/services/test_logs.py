@@ -72,6 +72,30 @@ def test_exceptions_and_stacks_are_redacted_too(captured: tuple[io.StringIO, Kno
     assert "RuntimeError: upstream said [redacted]" in stream.getvalue()
 
 
+def test_a_library_quoting_the_input_it_could_not_parse_loses_the_quote(
+    captured: tuple[io.StringIO, KnownSecrets],
+) -> None:
+    # The MCP client logs pydantic's error for an upstream message it could not read: the quote is cut
+    # in the middle, and a piece of an echoed secret is no form the redactor knows.
+    stream, secrets = captured
+    secrets.add(SecretValue(CANARY))
+    piece = CANARY[1:]
+    log = logging.getLogger("test.logs")
+    log.error(
+        "Error parsing JSON response: 1 validation error for JSONRPCMessage\n  Invalid JSON: EOF "
+        '[type=json_invalid, input_value=b\'{"jsonrpc":"2.0","id":5...%s"}]}}\', input_type=bytes]',
+        piece,
+    )
+    try:
+        raise ValueError(f"1 validation error\n  [type=json_invalid, input_value='...{piece}']")
+    except ValueError:
+        log.exception("failed")
+    text = stream.getvalue()
+    assert piece not in text
+    assert text.count("input_value=[withheld]") == 3  # the message, the exception, and its source line
+    assert "input_type=bytes]" in text and "Error parsing JSON response" in text
+
+
 def test_nothing_changes_while_no_secret_is_known(captured: tuple[io.StringIO, KnownSecrets]) -> None:
     stream, _ = captured
     logging.getLogger("test.logs").warning("plain %d", 3)
