@@ -46,6 +46,7 @@ class CredentialBroker:
         self.oauth2 = oauth2
         self._learned: set[str] = set()
         """Fingerprints of the sealed credentials the log filter and the copies' redaction know."""
+        self._last_learned: SealedCredential | None = None
 
     async def sealed(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
         """``principal``'s credential for ``cfg`` (else the project-wide one, unless the connector is
@@ -97,8 +98,11 @@ class CredentialBroker:
         """Teach ``known_secrets`` a credential before the call records anything: an agent may pass it as
         an argument (a user pasted it into the chat), and the approval and audit rows made before the
         request is sent must not keep it. Once per stored value: opening it costs a decryption."""
+        if sealed is self._last_learned:
+            return  # the vault hands back the same object while the value is unchanged
         fingerprint = sealed.fingerprint
         if fingerprint in self._learned:
+            self._last_learned = sealed
             return
         if len(self._learned) >= _MAX_LEARNED:
             self._learned.clear()
@@ -107,6 +111,7 @@ class CredentialBroker:
         except CredentialError:
             return  # unusable: the call says so when it would send it
         self._learned.add(fingerprint)
+        self._last_learned = sealed
 
     async def configured(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         """Whether calls could run without a human connecting first (an oauth2 authorization code

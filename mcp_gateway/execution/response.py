@@ -75,7 +75,8 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
     so its text prefix is returned instead (``truncated=True``); a body labelled JSON that does not
     parse is returned as text.
     """
-    if undecoded := _undecoded(response.headers.get_list("content-encoding", split_commas=True)):
+    coding = response.headers.get("content-encoding")  # one look-up: most answers name none
+    if coding is not None and (undecoded := _undecoded(coding.split(","))):
         await response.aclose()
         status = response.status_code
         raise UpstreamError(

@@ -49,6 +49,11 @@ class Redactor:
         elif not forms <= self._forms:
             self._forms, self._compiled = self._forms | forms, None  # rebuilt on next use
 
+    @property
+    def shortest(self) -> int:
+        """The length of the shortest form: a shorter text holds none (0 while no secret is known)."""
+        return self._state().shortest if self._forms else 0
+
     def __bool__(self) -> bool:
         return bool(self._forms)
 
@@ -58,6 +63,8 @@ class Redactor:
         if not self._forms or not s:
             return s
         state = self._state()
+        if len(s) < state.shortest and not truncated:
+            return s  # no form fits (an id, a tool name): the common case of the copies a call keeps
         s = _substituted(s, [form for form in state.forms if form in s])
         s = _split_forms_redacted(s, state)
         if truncated:
@@ -145,10 +152,11 @@ class _Compiled:
     opened hundreds of secrets holds thousands of forms). Only the forms found become a pattern
     (``_pattern``), which then replaces them, longest first."""
 
-    __slots__ = ("_bytes_forms", "_json_forms", "forms", "split_forms")
+    __slots__ = ("_bytes_forms", "_json_forms", "forms", "shortest", "split_forms")
 
     def __init__(self, forms: frozenset[str]) -> None:
         self.forms = tuple(sorted(forms, key=len, reverse=True))
+        self.shortest = len(self.forms[-1]) if self.forms else 0
         # The forms also looked for in text with its whitespace taken out.
         self.split_forms = tuple(f for f in self.forms if len(f) >= MIN_SPLIT_FORM and not _SPACE.search(f))
         self._bytes_forms: tuple[bytes, ...] | None = None

@@ -68,6 +68,8 @@ class KnownSecrets:
         self._redactor = Redactor()
         self._lock = threading.Lock()
         self._seen: set[bytes] = set()
+        self._shortest = 0
+        """The shortest form's length, read without the lock (an int is swapped whole)."""
         """Digests of the values learned: every call opens its credential again, and working out
         a value's forms (encodings) once is enough."""
 
@@ -78,11 +80,12 @@ class KnownSecrets:
         with self._lock:
             self._redactor.add(secret)
             self._seen.add(digest)
+            self._shortest = self._redactor.shortest
 
     def redact(self, text: str, *, truncated: bool = False) -> str:
         """``truncated``: ``text`` was cut, and a tail that starts a secret is cut off too."""
-        if not self._redactor:
-            return text
+        if not self._redactor or (len(text) < self._shortest and not truncated):
+            return text  # without the lock: most texts (ids, names) are shorter than any secret
         with self._lock:
             return self._redactor.redact_text(text, truncated=truncated)
 
