@@ -15,6 +15,7 @@ from urllib.parse import unquote_plus
 import httpx2
 
 from ..execution.executor import Prepared
+from ..execution.http_request import DEFAULT_ACCEPT, USER_AGENT
 from ..execution.mcp_transport import where
 from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
 from ..services.approvals import REDACTED, secret_name
@@ -47,8 +48,28 @@ def what_it_calls(prepared: Prepared) -> str:
             url = url.copy_with(query="&".join(shown).encode())
     target = f"{request.method} {url}"
     if isinstance(binding, GraphQLBinding):
-        return f"{target} (GraphQL {binding.operation} {binding.field})"
-    return target
+        target = f"{target} (GraphQL {binding.operation} {binding.field})"
+    return target + _headers_shown(request)
+
+
+_UNSHOWN_HEADERS = frozenset({"host", "content-length", "content-type"})
+"""Headers that follow from the URL and the body, which the approver sees already."""
+
+
+def _headers_shown(request: httpx2.Request) -> str:
+    """The headers the request carries beyond the gateway's own defaults (a connector's or a collection's
+    static ones, the agent's header arguments), credential-like ones as ``[redacted]``: sent as much as
+    the arguments, so the approver sees them."""
+    shown = [
+        f"{name}: {REDACTED if secret_name(name) else value}"
+        for name, value in request.headers.multi_items()
+        if name not in _UNSHOWN_HEADERS and _DEFAULTS.get(name) != value
+    ]
+    return f", with headers {'; '.join(shown)}" if shown else ""
+
+
+_DEFAULTS = {"user-agent": USER_AGENT, "accept": DEFAULT_ACCEPT}
+"""The headers every request carries unless something says otherwise."""
 
 
 def what_it_sends(prepared: Prepared) -> str:

@@ -33,6 +33,10 @@ def test_the_digest_changes_with_any_header_or_body_byte_but_not_with_header_ord
     ):
         assert what_it_sends(other) != base
     assert what_it_calls(post()) == "POST http://upstream.test/pay"  # the target alone is what is shown
+    # Headers beyond the gateway's defaults are sent as much as the arguments: shown too.
+    shown = what_it_calls(post(headers={"X-Account-Mode": "sandbox", "X-Api-Key": "k-123", "Accept": "*/*"}))
+    assert shown.startswith("POST http://upstream.test/pay, with headers ")
+    assert "x-account-mode: sandbox" in shown and "x-api-key: [redacted]" in shown and "k-123" not in shown
 
 
 def test_a_multipart_body_is_pinned_whatever_boundary_it_was_given() -> None:

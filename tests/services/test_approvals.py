@@ -276,3 +276,20 @@ async def test_listed_reads_the_stored_approvals_by_status(tmp_path: Path) -> No
         assert [a.id for a in await h.approvals.listed("pending")] == [asked.approval_id]
         assert [a.id for a in await h.approvals.listed("approved")] == [other.approval_id]
         assert {a.id for a in await h.approvals.listed()} == {asked.approval_id, other.approval_id}
+
+
+async def test_an_approval_covers_the_request_it_pinned_and_no_other(tmp_path: Path) -> None:
+    # Same arguments, same method and URL, other bytes (a default or a body encoding changed by a
+    # reload): not what the human approved. The check itself, below what the gateway builds.
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w"})
+        assert isinstance(asked, PendingApproval)
+        record = await h.gateway.approvals.get(asked.approval_id)
+        assert record is not None and len(record.sends) == 64
+        await h.gateway.approvals.decide(asked.approval_id, True, by="alice")
+        service, tool, args = h.gateway.approvals, "api.items.create", {"name": "w"}
+        other = await service.check(asked.approval_id, OPERATOR, tool, args, calls=record.calls, sends="0" * 64)
+        assert other[0] == "approval_mismatch"
+        assert (await service.get(asked.approval_id)).status == "approved"  # type: ignore[union-attr]
+        same = await service.check(asked.approval_id, OPERATOR, tool, args, calls=record.calls, sends=record.sends)
+        assert same[0] == "run"
