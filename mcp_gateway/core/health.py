@@ -61,7 +61,7 @@ class StoreHealth:
         self._ping = ping
         self._where = where
         self._probe_write = probe_write
-        self._writes_refused = False
+        self._unproven = False
         """Something failed since the last write that worked: reads may still work (a full disk, a write
         lock held elsewhere), so only a write (``probe_write``) says the store is back."""
         self.down_since: float | None = None
@@ -75,7 +75,7 @@ class StoreHealth:
 
     def failed(self, exc: StoreUnavailable) -> None:
         """A request met the outage: the first one logs it."""
-        self._writes_refused = True  # whatever failed, a write proves the store back; a read may not
+        self._unproven = True  # whatever failed, a write proves the store back; a read may not
         if self.down_since is None:
             self.down_since = time.monotonic()
             logger.warning("store unavailable: %s; answering store_unavailable until it is back", exc)
@@ -90,10 +90,10 @@ class StoreHealth:
     def observed(self, refused: str | None) -> None:
         """How a write went (``Auditor.on_store``): None when the store took it, else why it refused it."""
         if refused is None:
-            self._writes_refused = False
+            self._unproven = False
             self.succeeded()
             return
-        self._writes_refused = True
+        self._unproven = True
         if self.down_since is None:
             self.down_since = time.monotonic()
             logger.warning("store unavailable: %s refused an audit write (%s)", self._where, refused)
@@ -106,9 +106,8 @@ class StoreHealth:
         async with self._lock:
             if time.monotonic() - self._checked_at < PING_CACHE:
                 return self.up
-            # After a refused write a read proves nothing (a full disk, a write lock held elsewhere): a write does.
-            writing = self._writes_refused and self._probe_write is not None
-            check = self._probe_write if writing and self._probe_write is not None else self._ping
+            # After a failure a read proves nothing (a full disk, a write lock held elsewhere): a write does.
+            check = self._probe_write if self._unproven and self._probe_write is not None else self._ping
             try:
                 with anyio.fail_after(PING_TIMEOUT):
                     await check()
@@ -117,7 +116,8 @@ class StoreHealth:
             except TimeoutError:
                 self.failed(StoreUnavailable(f"no answer to a ping within {PING_TIMEOUT:g} s"))
             else:
-                self._writes_refused = self._writes_refused and not writing
+                if check is self._probe_write:
+                    self._unproven = False
                 self.succeeded()
             self._checked_at = time.monotonic()
             return self.up

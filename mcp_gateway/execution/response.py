@@ -232,16 +232,18 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 
 def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
-    encoding = _reading(body, charset)
     try:
-        if final:
-            text = body.decode(encoding, errors="replace")
-        else:
-            # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
-            text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, final=False)
-    except (LookupError, UnicodeError, ValueError, TypeError):  # an invented name, or no text codec
-        return _decode(body, None, final=final) if charset else body.decode("utf-8", errors="replace")
+        text = _read_as(body, _reading(body, charset), final=final)
+    except (LookupError, UnicodeError, ValueError, TypeError):  # an invented name, or a codec that refuses
+        text = _read_as(body, "utf-8", final=final)
     return text.removeprefix("\ufeff")
+
+
+def _read_as(body: bytes, encoding: str, *, final: bool) -> str:
+    if final:
+        return body.decode(encoding, errors="replace")
+    # final=False holds back a multi-byte character cut in half by the cap instead of mangling it.
+    return codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, final=False)
 
 
 _PROBE = bytes(range(0x20, 0x7F))

@@ -36,8 +36,12 @@ def compressed_content(body: bytes, *, budget: int = MAX_UNPACKED, layers: int =
     another, up to ``budget`` bytes; ``b""`` when it is none of them or unreadable from the start."""
     out = bytearray()
     layer = body
-    for _ in range(layers):
-        unpacked = _unpacked(layer, budget - len(out), layers - 1)
+    for depth in range(layers):
+        if layer.startswith(b"PK\x03\x04"):
+            # An archive's members are unpacked each on its own, the layers inside them too.
+            out += _zip_members(layer, budget - len(out), layers - depth - 1)
+            break
+        unpacked = _unpacked(layer, budget - len(out))
         if not unpacked:
             break
         out += unpacked
@@ -47,11 +51,10 @@ def compressed_content(body: bytes, *, budget: int = MAX_UNPACKED, layers: int =
     return bytes(out[:budget])
 
 
-def _unpacked(body: bytes, budget: int, layers: int) -> bytes:
+def _unpacked(body: bytes, budget: int) -> bytes:
+    """One layer of a gzip, zlib, bzip2 or xz stream (every member); ``b""`` for anything else."""
     if budget <= 0:
         return b""
-    if body.startswith(b"PK\x03\x04"):
-        return _zip_members(body, budget, layers)
     if body.startswith(b"\x1f\x8b"):
         return _members(lambda: zlib.decompressobj(wbits=31), body, budget)
     if len(body) >= 2 and body[0] & 0x0F == 8 and int.from_bytes(body[:2], "big") % 31 == 0:

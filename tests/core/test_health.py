@@ -6,7 +6,8 @@ call is counted in the gateway's metrics by connector, status and reason."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from mcp_gateway.store.contract import AuditRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.errors import StoreUnavailable
 
-from .test_gateway import OPERATOR, harness
+from .test_gateway import OPERATOR, Harness, harness
 
 pytestmark = pytest.mark.anyio
 
@@ -107,26 +108,37 @@ class AuditRefused(SQLiteStore):
         await super().append_audits(records)
 
 
+@asynccontextmanager
+async def journaling(tmp_path: Path, store_cls: type[SQLiteStore]) -> AsyncIterator[Harness]:
+    """A harness whose refused audit rows go to a journal, ``AuditRefused.down`` reset whatever happens."""
+    try:
+        async with harness(tmp_path, store_cls=store_cls, journal=AuditJournal(tmp_path / "state")) as h:
+            yield h
+    finally:
+        AuditRefused.down = False
+
+
+def store_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
+
+
 async def test_calls_journaled_in_an_outage_do_not_say_the_store_is_back(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     AuditRefused.down = True
-    try:
-        async with harness(tmp_path, store_cls=AuditRefused, journal=AuditJournal(tmp_path / "state")) as h:
-            with caplog.at_level(logging.WARNING):
-                for _ in range(2):  # each runs: its rows go to the journal
-                    assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
-                assert not h.gateway.health.up
-                said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
-                assert len(said) == 1 and said[0].startswith("store unavailable: SQLiteStore("), said
-                assert said[0].endswith("refused an audit write (OSError)") and str(tmp_path) in said[0]
-                AuditRefused.down = False
-                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "2"})).status == "ok"
-                assert h.gateway.health.up
-            said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
-            assert len(said) == 2 and said[1].startswith("store reachable again after"), said
-    finally:
-        AuditRefused.down = False
+    async with journaling(tmp_path, AuditRefused) as h:
+        with caplog.at_level(logging.WARNING):
+            for _ in range(2):  # each runs: its rows go to the journal
+                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
+            assert not h.gateway.health.up
+            said = store_lines(caplog)
+            assert len(said) == 1 and said[0].startswith("store unavailable: SQLiteStore("), said
+            assert said[0].endswith("refused an audit write (OSError)") and str(tmp_path) in said[0]
+            AuditRefused.down = False
+            assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "2"})).status == "ok"
+            assert h.gateway.health.up
+        said = store_lines(caplog)
+        assert len(said) == 2 and said[1].startswith("store reachable again after"), said
 
 
 class WritesRefused(AuditRefused):
@@ -142,20 +154,17 @@ async def test_readiness_after_a_refused_write_asks_a_write_not_a_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     AuditRefused.down = False
-    try:
-        async with harness(tmp_path, store_cls=WritesRefused, journal=AuditJournal(tmp_path / "state")) as h:
-            health = h.gateway.health
-            assert await health.ready()
-            AuditRefused.down = True
-            with caplog.at_level(logging.WARNING):
-                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # journaled
-                for _ in range(2):  # a read would answer: readiness stays down while writes fail
-                    health._checked_at = float("-inf")
-                    assert not await health.ready()
-                AuditRefused.down = False
+    async with journaling(tmp_path, WritesRefused) as h:
+        health = h.gateway.health
+        assert await health.ready()
+        AuditRefused.down = True
+        with caplog.at_level(logging.WARNING):
+            assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # journaled
+            for _ in range(2):  # a read would answer: readiness stays down while writes fail
                 health._checked_at = float("-inf")
-                assert await health.ready()
-            said = [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.store"]
-            assert len(said) == 2 and said[1].startswith("store reachable again after"), said
-    finally:
-        AuditRefused.down = False
+                assert not await health.ready()
+            AuditRefused.down = False
+            health._checked_at = float("-inf")
+            assert await health.ready()
+        said = store_lines(caplog)
+        assert len(said) == 2 and said[1].startswith("store reachable again after"), said
