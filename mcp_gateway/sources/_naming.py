@@ -13,6 +13,7 @@ import re
 __all__ = [
     "HTTP_METHODS",
     "legacy_rest_path",
+    "plural",
     "rest_path",
     "restates_url",
     "rpc_spelling",
@@ -42,7 +43,13 @@ _MIXED_CASE_WORDS = (
     "MySQL",
     "NoSQL",
     "PostgreSQL",
+    "QoS",
+    "OEmbed",
 )
+# The same words when an operationId is already split (GitHub's ``delete-impersonation-o-auth-token``).
+_SPLIT_WORDS = {("o", "auth"): "oauth", ("o", "embed"): "oembed"}
+# A verb written against a noun that opens with digits (``Get3dSecure``): two words, as ``get_3d_secure``.
+_VERB_BEFORE_DIGITS = re.compile(r"^(get|list|create|update|delete|post|put|patch|set)([0-9]+[a-z]+)$")
 _WORD = re.compile(
     "|".join(
         (
@@ -61,7 +68,15 @@ _RUN = re.compile(r"[A-Za-z0-9]+")
 def snake_case(text: str) -> str:
     """``getHTTPServer`` -> ``get_http_server``; ``listRedirectURLs`` -> ``list_redirect_urls``;
     ``getOAuthAccessToken`` -> ``get_oauth_access_token``; ``repos/get-content`` -> ``repos_get_content``."""
-    return "_".join(word.lower() for run in _RUN.findall(text) for word in _WORD.findall(run))
+    words: list[str] = []
+    for word in (word.lower() for run in _RUN.findall(text) for word in _WORD.findall(run)):
+        if words and (joined := _SPLIT_WORDS.get((words[-1], word))):
+            words[-1] = joined
+        elif glued := _VERB_BEFORE_DIGITS.match(word):
+            words += glued.groups()
+        else:
+            words.append(word)
+    return "_".join(words)
 
 
 def unique_name(name: str, taken: set[str]) -> str:
@@ -80,7 +95,9 @@ def unique_name(name: str, taken: set[str]) -> str:
 # -- names of operations nobody named --------------------------------------------------------
 
 _TEMPLATE_VAR = re.compile(r"\{([^}]*)\}")
-_VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
+_VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|v[0-9]+(alpha|beta)[0-9]*|api|rest)$")
+# A bare number opening a URL is its version too (``/api/2/issue``, ``/1.0/programs``).
+_NUMBER = re.compile(r"^[0-9]+(_[0-9]+)*$")
 
 # A last path segment that is one of these is the operation's verb: ``POST /deployments/{id}/cancel``
 # is ``cancel_deployment``.
@@ -95,8 +112,17 @@ _ACTION_VERBS = frozenset(
 _METHOD_VERBS = {"post": "create", "put": "update", "patch": "update", "delete": "delete"}
 
 
+_SAME_BOTH_WAYS = frozenset("series species news sms mms dns gps cms".split())
+_NOT_PLURAL = frozenset("alias canvas".split())
+
+
 def singular(word: str) -> str:
-    """``builds`` -> ``build``, ``policies`` -> ``policy``, ``addresses`` -> ``address``; ``status`` stays."""
+    """``builds`` -> ``build``, ``policies`` -> ``policy``, ``addresses`` -> ``address``; ``status``,
+    ``series`` and ``sms`` stay."""
+    if word in _SAME_BOTH_WAYS or word in _NOT_PLURAL:
+        return word
+    if word.endswith("aliases") or (word.endswith("uses") and len(word) > 5 and not word.endswith(("ouses", "auses"))):
+        return word[:-2]  # statuses -> status, bonuses -> bonus
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if word.endswith(("sses", "shes", "ches", "xes", "zes")):
@@ -106,18 +132,46 @@ def singular(word: str) -> str:
     return word
 
 
+# Nouns without a plural of their own: a list of furniture is ``list_furniture``.
+_UNCOUNTED = frozenset(
+    "data metadata info information media furniture equipment software hardware feedback news".split()
+)
+
+
+_ADJECTIVE = re.compile(r"(ing|ed|al|ic|ive|ous|ful|less|able|ible)$")
+
+
+def plural(word: str) -> str:
+    """``flow`` -> ``flows``, ``policy`` -> ``policies``, ``address`` -> ``addresses``; a word that is
+    already plural, or has none (``data``, ``status``), stays."""
+    if word in _UNCOUNTED or word in _SAME_BOTH_WAYS or singular(word) != word:
+        return word
+    if word.endswith("is") and len(word) > 4:
+        return word[:-2] + "es"  # analysis -> analyses
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "sh", "ch", "x", "z")):
+        return word + "es"
+    return word + "s"
+
+
 def _singular_words(words: str) -> str:
     head, _, last = words.rpartition("_")
     return f"{head}_{singular(last)}" if head else singular(last)
 
 
-def rest_path(method: str, url: str) -> str:
+def rest_path(method: str, url: str, *, collection: bool = False, former: bool = False) -> str:
     """The verb-first name of an operation without a name of its own, from its method and URL.
 
     ``GET /deployments/{id}/builds`` -> ``list_deployment_builds``, ``GET /deployments/{id}`` ->
     ``get_deployment``, ``POST /v1/pets`` -> ``create_pet``, ``DELETE /pets/{id}`` -> ``delete_pet``,
     ``POST /deployments/{id}/cancel`` -> ``cancel_deployment``, ``GET /status`` -> ``get_status``.
     A member segment (one followed by a ``{param}``) is singular; version segments are left out.
+
+    ``collection``: the document also has ``url/{param}``, so a GET on ``url`` lists, even where the
+    URL spells its noun singular (``GET /setup/flow`` -> ``list_setup_flows``, beside ``GET
+    /setup/flow/{id}`` -> ``get_setup_flow``). ``former``: the name releases before these two rules
+    gave (``list_2_issue_properties`` for ``/api/2/issue/{key}/properties``), kept as an alias.
     """
     method_name = _rpc_method(url)
     if method_name:
@@ -133,6 +187,9 @@ def rest_path(method: str, url: str) -> str:
             items[-1] = (items[-1][0], True)
     if len(items) > 1 and any(not _VERSION.match(word) for word, _ in items):
         items = [item for item in items if not _VERSION.match(item[0])]
+    while not former and len(items) > 1 and _NUMBER.match(items[0][0]):
+        items.pop(0)
+    collection = collection and not former
     verb_method = method.lower()
     verb = ""
     if len(items) > 1 and not items[-1][1] and items[-1][0] in _ACTION_VERBS:
@@ -140,7 +197,8 @@ def rest_path(method: str, url: str) -> str:
     last_is_member = bool(items) and items[-1][1]
     if not verb:
         if verb_method == "get":
-            verb = "list" if items and not last_is_member and singular(items[-1][0]) != items[-1][0] else "get"
+            listed = items and not last_is_member and (collection or singular(items[-1][0]) != items[-1][0])
+            verb = "list" if listed else "get"
         elif verb_method == "post" and last_is_member:
             verb = "update"
         else:
@@ -148,6 +206,11 @@ def rest_path(method: str, url: str) -> str:
     words = [_singular_words(word) if member else word for word, member in items]
     if words and verb == "create" and not last_is_member:
         words[-1] = _singular_words(words[-1])  # POST /pets creates one pet
+    elif words and verb == "list" and collection:
+        head, _, last = words[-1].rpartition("_")
+        # ``/teammates/pending`` already names its plural, and ``pending`` has none.
+        if not any(singular(word) != word for word in head.split("_")) and not _ADJECTIVE.search(last):
+            words[-1] = f"{head}_{plural(last)}" if head else plural(last)
     return "_".join([verb, *words])
 
 

@@ -20,8 +20,12 @@ Action path naming (deterministic; the same text is in docs/manifest.md):
 * Without one: verb first, then the resource (``_naming.rest_path``): ``GET /pet/{petId}`` ->
   ``get_pet``, ``GET /deployments/{id}/builds`` -> ``list_deployment_builds``; an RPC-style method
   as its API writes it, ``POST /api/v1/chat.postMessage`` -> ``chat_post_message`` (its dotted
-  ``chat.post_message`` kept in ``Action.aliases``). The name earlier releases gave it
-  (``pet.by_pet_id.get``) is kept in ``Action.aliases``.
+  ``chat.post_message`` kept in ``Action.aliases``). A GET on a URL another path extends with a
+  ``{param}`` lists (``GET /setup/flow`` -> ``list_setup_flows``). The names earlier releases gave it
+  (``pet.by_pet_id.get``, ``get_setup_flow_2``) are kept in ``Action.aliases``, but one another
+  action now holds.
+* An ``operationId`` several operations share (given twice, or one handler's name under FastAPI's
+  URL-and-method ending) names none of them: each gets the name above.
 * An ``operationId`` that only spells out its method and whole URL (``post-api-v1-chat.delete``) is
   none (``_naming.restates_url``); one opening with the method and the URL's version segments loses
   them (``post-api-v1-im.close`` -> ``im_close``), and so do Spring's and FastAPI's generated endings
@@ -217,12 +221,21 @@ _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def action_path(operation_id: str | None, method: str, url: str, base_path: str = "") -> str:
+def action_path(
+    operation_id: str | None,
+    method: str,
+    url: str,
+    base_path: str = "",
+    *,
+    collection: bool = False,
+    former: bool = False,
+) -> str:
     """The action path of one operation before collisions are resolved (rule in the module docstring).
     ``base_path``: the path of the URL the document's paths are relative to (``/api/v1``), which a
-    generated operationId spells out too; it never enters a name the URL makes."""
+    generated operationId spells out too; it never enters a name the URL makes. ``collection`` and
+    ``former`` as in ``rest_path``."""
     parts = _id_parts(operation_id, method, url, base_path)
-    name = ".".join(parts) if parts else rest_path(method, url)
+    name = ".".join(parts) if parts else rest_path(method, url, collection=collection, former=former)
     return f"n{name}" if name[0].isdigit() else name
 
 
@@ -288,7 +301,14 @@ class _Context:
     connector: str
     risk_overrides: Mapping[str, Risk]
     base_path: str = ""
+    collections: frozenset[str] = frozenset()
+    """URLs (less a trailing slash) that another path of the document extends with a ``{param}``."""
     taken: set[str] = field(default_factory=set)
+    former_taken: set[str] = field(default_factory=set)
+    shared_ids: frozenset[str] = frozenset()
+    """``operationId``s whose own words more than one operation shares (one id given twice, against the
+    specification, or FastAPI's ``dispatcher_qrcode_sms_post`` and ``dispatcher_qrcode_geo_post``, one
+    handler's name): no one's name."""
 
 
 def _dialect(document: Any, label: str) -> Dialect:
@@ -402,7 +422,9 @@ def _normalize(
         connector=connector,
         risk_overrides=risk_overrides,
         base_path=_base_path(document, dialect),
+        collections=_collections(str(url) for url in paths),
     )
+    ctx.shared_ids = _shared_ids(paths, ctx.base_path)
     actions: list[Action] = []
     for url, raw_item in paths.items():
         url = str(url)
@@ -412,6 +434,13 @@ def _normalize(
         for method, operation in item.items():
             if isinstance(method, str) and method.lower() in HTTP_METHODS and isinstance(operation, dict):
                 actions.append(_action(ctx, url, method.upper(), operation, item, item_base))
+    names = {action.path for action in actions}
+    actions = [
+        action.model_copy(update={"aliases": tuple(a for a in action.aliases if a not in names)})
+        if names.intersection(action.aliases)
+        else action
+        for action in actions
+    ]
     info = document.get("info") if isinstance(document.get("info"), dict) else {}
     return NormalizedSource(
         actions=actions,
@@ -420,6 +449,29 @@ def _normalize(
         title=str(info.get("title") or "").strip(),
         description=_first_paragraph(info.get("description"), 300),
     )
+
+
+def _collections(urls: Iterable[str]) -> frozenset[str]:
+    """The URLs a ``{param}`` segment extends in another path (``/setup/flow`` for
+    ``/setup/flow/{id}``): a GET on one reads the collection, however its noun is spelled."""
+    out: set[str] = set()
+    for url in urls:
+        head, _, last = url.rstrip("/").rpartition("/")
+        if _TEMPLATE_VAR.fullmatch(last):
+            out.add(head)
+    return frozenset(out)
+
+
+def _shared_ids(paths: dict[Any, Any], base_path: str) -> frozenset[str]:
+    by_words: dict[tuple[str, ...], list[str]] = {}
+    for url, item in paths.items():
+        for method, operation in item.items() if isinstance(item, dict) else ():
+            operation_id = operation.get("operationId") if isinstance(operation, dict) else None
+            if str(method).lower() in HTTP_METHODS and isinstance(operation_id, str):
+                words = tuple(_id_parts(operation_id, str(method), str(url), base_path))
+                if words:
+                    by_words.setdefault(words, []).append(operation_id)
+    return frozenset(operation_id for ids in by_words.values() if len(ids) > 1 for operation_id in ids)
 
 
 def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, str]:
@@ -440,10 +492,16 @@ def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, st
 def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict[str, Any], item_base: str) -> Action:
     where = f"{method} {url}"
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
-    name = unique_name(action_path(operation_id, method, url, ctx.base_path), ctx.taken)
+    collection = url.rstrip("/") in ctx.collections
+    # An operationId several operations share (``dispatcher`` for each of ``POST /qrcode/email``,
+    # ``/qrcode/sms``…) names none of them: each is named from its URL, as if it had none.
+    own_id = None if operation_id in ctx.shared_ids else operation_id
+    name = unique_name(action_path(own_id, method, url, ctx.base_path, collection=collection), ctx.taken)
+    # The verb-first name the previous release gave, collision suffix and all: an agent may have kept it.
+    former = unique_name(action_path(operation_id, method, url, ctx.base_path, former=True), ctx.former_taken)
     legacy = legacy_action_path(operation_id, method, url, ctx.base_path)
     spelled = None if _id_parts(operation_id, method, url, ctx.base_path) else rpc_spelling(method, url)
-    aliases = tuple(dict.fromkeys(alias for alias in (legacy, spelled) if alias is not None and alias != name))
+    aliases = tuple(dict.fromkeys(alias for alias in (former, legacy, spelled) if alias is not None and alias != name))
 
     params: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     for raw_list, base in ((item.get("parameters"), item_base), (op.get("parameters"), item_base)):

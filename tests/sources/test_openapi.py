@@ -262,6 +262,17 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("getOAuthAccessToken", "GET", "/x", "get_oauth_access_token"),
         ("createM2MToken", "POST", "/x", "create_m2m_token"),
         ("resetE2EKey", "POST", "/x", "reset_e2e_key"),
+        ("delete-impersonation-o-auth-token", "DELETE", "/x", "delete_impersonation_oauth_token"),
+        ("getOEmbed", "GET", "/x", "get_oembed"),
+        ("getCallQoS", "GET", "/x", "get_call_qos"),
+        ("Get3dSecureThreeDSecure", "GET", "/x", "get_3d_secure_three_d_secure"),
+        ("list2faMethods", "GET", "/x", "list_2fa_methods"),
+        ("base64Encode", "POST", "/x", "base64_encode"),
+        # A bare number opening the URL is its version, as ``v1`` is.
+        (None, "GET", "/api/2/issue/{key}/properties", "list_issue_properties"),
+        (None, "GET", "/1.0/programs", "list_programs"),
+        (None, "GET", "/v1beta1/projects/{id}", "get_project"),
+        (None, "GET", "/users/{id}/folders/0", "get_user_folders_0"),
         # RPC-style methods are named as their API writes them; a PUT/PATCH/DELETE on one gets its verb.
         (None, "POST", "/api/v1/chat.postMessage", "chat_post_message"),
         (None, "GET", "/conversations.list", "conversations_list"),
@@ -348,6 +359,64 @@ def test_generated_operation_ids_and_rpc_methods_keep_their_old_and_documented_s
         assert found is not None and found.qualified_name == meant
 
 
+def test_names_from_urls_tell_a_collection_from_its_member() -> None:
+    """A GET on a URL another path extends with a ``{param}`` lists, singular noun or not; handlers that
+    share one name are named from their URLs; each name issued before still resolves to its operation."""
+
+    def operation(operation_id: str | None = None) -> dict[str, Any]:
+        return {"responses": {"200": {"description": "ok"}}, **({"operationId": operation_id} if operation_id else {})}
+
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/setup/flow/": {"get": operation(), "post": operation()},
+            "/setup/flow/{id}": {"get": operation(), "delete": operation()},
+            "/nh/furniture": {"get": operation()},
+            "/nh/furniture/{name}": {"get": operation()},
+            "/teammates/pending": {"get": operation()},
+            "/teammates/pending/{token}": {"delete": operation()},
+            "/status": {"get": operation()},
+            "/qrcode/sms": {"post": operation("dispatcher_qrcode_sms_post")},
+            "/qrcode/geo": {"post": operation("dispatcher_qrcode_geo_post")},
+            "/qrcode/batch": {"post": operation("batch_qrcode_batch_post")},
+            "/flows/{id}": {"get": operation()},
+            "/flow/{id}": {"get": operation()},
+        },
+    }
+    actions = {a.path: a for a in normalize_openapi(document, connector="x").actions}
+    assert list(actions) == [
+        "list_setup_flows",
+        "create_setup_flow",
+        "get_setup_flow",
+        "delete_setup_flow",
+        "list_nh_furniture",
+        "get_nh_furniture",
+        "list_teammates_pending",
+        "delete_teammates_pending",
+        "get_status",
+        "create_qrcode_sms",
+        "create_qrcode_geo",
+        "batch",
+        "get_flow",
+        "get_flow_2",  # a collision, suffixed in document order
+    ]
+    # the names the previous release gave, but where another operation now holds that name
+    assert actions["list_setup_flows"].aliases == ("setup.flow.get",)
+    assert actions["get_setup_flow"].aliases == ("get_setup_flow_2", "setup.flow.by_id.get")
+    assert actions["create_qrcode_geo"].aliases == ("dispatcher_2", "dispatcher_qrcode_geo_post")
+    index = DiscoveryIndex()
+    index.replace_connector("x", list(actions.values()))
+    for spelled, meant in (
+        ("x.get_setup_flow_2", "x.get_setup_flow"),
+        ("x.get_nh_furniture_2", "x.get_nh_furniture"),
+        ("x.dispatcher", "x.create_qrcode_sms"),
+        ("x.dispatcher_2", "x.create_qrcode_geo"),
+    ):
+        found = index.resolve(spelled)
+        assert found is not None and found.qualified_name == meant, spelled
+
+
 def test_snake_case() -> None:
     assert snake_case("HTTPServerURL") == "http_server_url"
     assert snake_case("  --Weird__Name!! ") == "weird_name"
@@ -429,7 +498,9 @@ def test_swagger2_body_and_form_parameters() -> None:
     _assert_consistent(source.actions)
     assert source.base_url == "https://forms.example/api"
     actions = _by_path(source)
-    assert list(actions) == ["notes.replace", "notes.attach", "create_note", "list_notes", "list_notes_2"]
+    # ``listNotes`` is given twice: each is named from its URL, the name issued before kept as an alias
+    assert list(actions) == ["notes.replace", "notes.attach", "create_note", "list_notes", "get_notes_all"]
+    assert actions["get_notes_all"].aliases == ("list_notes_2",)
 
     replace = actions["notes.replace"]
     assert "api_key" not in replace.input_schema["properties"]  # apiKey scheme in query
@@ -455,7 +526,7 @@ def test_swagger2_body_and_form_parameters() -> None:
     whole = actions["create_note"]  # no operationId, and an array body
     assert whole.binding.body_param == "body" and whole.input_schema["properties"]["body"]["type"] == "array"
     assert actions["list_notes"].input_schema["properties"]["limit"] == {"type": "integer", "exclusiveMinimum": 0}
-    assert actions["list_notes_2"].binding.url == "/notes/all"  # collision, in document order
+    assert actions["get_notes_all"].binding.url == "/notes/all"
 
 
 def test_openapi31_features() -> None:
