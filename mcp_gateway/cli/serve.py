@@ -256,6 +256,11 @@ class _Say:
 def discovery_line(gw: Gateway) -> str:
     """``hybrid (...)``, or why discovery is lexical only and how to make it hybrid."""
     if gw.dense is not None:
+        count = len(gw.manifest.connectors)
+        if not gw.dense.scheduled and count:
+            # Start-up loads the catalog in the background: nothing is scheduled to embed yet.
+            plural = "s" if count != 1 else ""
+            return f"hybrid ({gw.dense.label}; {count} connector{plural} embedded once loaded); until then, lexical"
         return gw.discovery_status.removeprefix("discovery: ") + "; until embedded, lexical"
     if gw.manifest.discovery.effective_mode == "lexical":
         return "lexical only (discovery.mode or $MCP_GATEWAY_DISCOVERY_MODE says lexical)"

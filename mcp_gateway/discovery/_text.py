@@ -374,12 +374,12 @@ def is_bare_route(summary: str) -> bool:
     return bool(_BARE_ROUTE.match(summary))
 
 
-_IDENTIFIER = re.compile(r"^\s*[A-Za-z][A-Za-z0-9]*(?:[a-z0-9][A-Z]|_[A-Za-z0-9])[A-Za-z0-9_]*\s*$")
+_IDENTIFIER = re.compile(r"^\s*[A-Za-z][A-Za-z0-9]*(?:[a-z0-9][A-Z]|_[A-Za-z0-9])[A-Za-z0-9_]*(?:\(\))?\s*$")
 
 
 def is_identifier(summary: str) -> bool:
     """Whether a summary is only an operation's identifier, camelCase or snake_case (``ListEmployees``,
-    ``get_user_info``): generated descriptions often put the operationId there."""
+    ``get_user_info``, ``getBoardsByIdBoard()``): generated descriptions often put the operationId there."""
     return bool(_IDENTIFIER.match(summary))
 
 

@@ -193,6 +193,11 @@ class HybridSearch:
         if self.state_dir is not None:
             write_progress(self.state_dir, self.status())
 
+    @property
+    def scheduled(self) -> int:
+        """How many connectors' actions have been handed over to embed (none before the first load)."""
+        return len(self._connectors)
+
     def status(self) -> str:
         running = self.embedder.progress
         if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):

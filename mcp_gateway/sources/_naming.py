@@ -272,6 +272,8 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
     """A generated ``operationId`` less what its generator added around the operation's own words; any
     other as it is:
 
+    - a ``By<Param>`` restating a path parameter: ``getBoardsByIdBoard`` for ``/boards/{idBoard}`` ->
+      ``getBoards``;
     - Spring's ``Using<METHOD>`` ending: ``getUserUsingGET_1`` -> ``getUser``;
     - NestJS's ``<Name>Controller_`` opening: ``UsersController_findAll`` -> ``Users_findAll``;
     - FastAPI's URL-and-method ending: ``read_item_items__item_id__get`` for ``GET /items/{item_id}`` ->
@@ -280,6 +282,9 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
       ``/api/v1/dm.close`` -> ``im.close`` (``GET_api_keys`` for ``/api_keys`` keeps its ``api``).
     """
     verb = method.lower()
+    by_params = _without_by_params(operation_id, url)
+    if by_params != operation_id:
+        return by_params
     spring = re.search(rf"(?<=[a-z0-9])Using{verb.upper()}(?:_[0-9]+)?$", operation_id)
     if spring:
         return operation_id[: spring.start()]
@@ -299,6 +304,24 @@ def without_scaffolding(operation_id: str, method: str, url: str) -> str:
                 return operation_id
             rest = rest[step.end() :]
         return rest or operation_id
+    return operation_id
+
+
+def _without_by_params(operation_id: str, url: str) -> str:
+    """A camelCase ``operationId`` less each ``By<Param>`` that restates a path parameter of its URL
+    (Trello's ``updateCardsChecklistCheckItemStateByIdCardByIdChecklist`` for ``/cards/{idCard}/checklist/
+    {idChecklist}/…/state``): generated, and no agent guesses it. One ``By`` of a plain parameter
+    (``getProfileByUsername``, ``getRoleById``) or of anything else (``getPetById`` for ``{petId}``,
+    ``listUsersByTeam``) is the name's own."""
+    out, removed, generated = operation_id, 0, False
+    for param in _TEMPLATE_VAR.findall(url):
+        if param[:1].isalpha():
+            out, n = re.subn(rf"By{re.escape(param[0].upper() + param[1:])}(?![a-z0-9])", "", out)
+            removed += n
+            generated = generated or bool(n and re.match(r"id[A-Z]", param))
+    # One ``ById`` or ``ByUsername`` is a name someone chose; a chain of them, or Trello's ``idBoard``, is not.
+    if (removed > 1 or generated) and re.search(r"[a-z][A-Z]", out):
+        return out
     return operation_id
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from mcp_gateway.cli.parser import build_parser
-from mcp_gateway.cli.serve import connection_limits, request_state_key
+from mcp_gateway.cli.serve import connection_limits, discovery_line, request_state_key
 from mcp_gateway.vocabulary.errors import GatewayError
 from mcp_gateway.vocabulary.settings import Settings
 
@@ -41,3 +41,28 @@ def test_the_request_state_key_follows_the_master_key_and_the_project(tmp_path: 
     assert len(first) == 32 and first == key(KEY, "p")  # every instance and restart verifies the same state
     assert first != key(KEY, "q") and first != key("m" * 43, "p")
     assert KEY.encode() not in first
+
+
+class _Unused:
+    """A provider the start-up line names but never asks for a vector."""
+
+    model = "tiny"
+
+    async def embed(self, texts: object) -> object:
+        raise AssertionError("nothing is embedded to write the start-up block")
+
+
+def test_the_start_up_block_names_what_hybrid_discovery_will_embed() -> None:
+    from mcp_gateway.discovery.dense import MemoryVectorStore
+    from mcp_gateway.discovery.hybrid import HybridSearch
+    from tests.support.actions import catalog_action
+
+    dense = HybridSearch(_Unused(), MemoryVectorStore())  # type: ignore[arg-type]
+    gw = SimpleNamespace(dense=dense, manifest=SimpleNamespace(connectors=["github", "petstore"]))
+    # the catalog loads in the background after the block is written: nothing is scheduled yet
+    line = discovery_line(gw)  # type: ignore[arg-type]
+    assert line == "hybrid (tiny; 2 connectors embedded once loaded); until then, lexical"
+    dense.schedule("petstore", [catalog_action("petstore", "list_pets")])
+    gw.discovery_status = dense.status()
+    line = discovery_line(gw)  # type: ignore[arg-type]
+    assert line == "hybrid (tiny; 0 of 1 connectors embedded); until embedded, lexical"

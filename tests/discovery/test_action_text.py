@@ -170,6 +170,8 @@ def test_a_summary_that_is_only_an_identifier_reads_as_words() -> None:
     assert index.find("list the employees").hits[0][0] is opaque
     assert dense_text(action("a.b", "get_user_info")).startswith("a b: Get user info.")
     assert dense_text(action("a.b", "List employees")).startswith("a b: List employees.")
+    # Trello's generated description writes the call: ``getBoardsByIdBoard()``
+    assert dense_text(action("a.b", "getBoardsByIdBoard()")).startswith("a b: Get boards by id board.")
 
 
 # -- summaries a connector's operations share -------------------------------------------------------

@@ -293,6 +293,14 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("read_item_items__item_id__get", "GET", "/items/{item_id}", "read_item"),
         ("create_user_api_v1_users__post", "POST", "/api/v1/users/", "create_user"),
         ("UsersController_findAll", "GET", "/users", "users_find_all"),  # NestJS
+        # Trello's generator restates each path parameter: ``By<Param>``.
+        (
+            "updateCardsChecklistCheckItemStateByIdCardByIdChecklistByIdCheckItem",
+            "PUT",
+            "/cards/{idCard}/checklist/{idChecklist}/checkItem/{idCheckItem}/state",
+            "update_cards_checklist_check_item_state",
+        ),
+        ("getBoardsByIdBoard", "GET", "/boards/{idBoard}", "get_boards"),
         # ...but a name someone chose stays, scaffolding-like words and all.
         ("calendar.colors.get", "GET", "/colors", "calendar_colors_get"),
         ("items_get", "GET", "/items", "items_get"),
@@ -300,6 +308,9 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("listUsers", "GET", "/api/v1/users", "list_users"),
         ("PostCustomers", "POST", "/v1/customers", "post_customers"),
         ("getUsers", "GET", "/users", "get_users"),
+        ("getProfileByUsername", "GET", "/profiles/{username}", "get_profile_by_username"),
+        ("getPetById", "GET", "/pet/{petId}", "get_pet_by_id"),
+        ("getRoleById", "GET", "/role/{id}", "get_role_by_id"),
         ("GET_api_keys", "GET", "/api_keys", "get_api_keys"),
         ("api_test", "GET", "/api.test", "api_test"),
     ],
