@@ -23,7 +23,7 @@ from typing import Any
 
 from ..vocabulary.model import Action
 
-__all__ = ["EFFECTS", "OUTCOMES", "RETURNED", "effect_phrases", "effect_words", "enum_words"]
+__all__ = ["EFFECTS", "OUTCOMES", "RETURNED", "effect_phrases", "effect_words", "enum_words", "kind_words"]
 
 _TAKEN = "no longer there, taken out, not anymore"
 _LET_IN = "let someone in, give access, work together"
@@ -242,7 +242,39 @@ def effect_words(action: Action) -> list[str]:
     """``effect_phrases``' words, then ``enum_words``, lowercased, each once, at most ``MAX_WORDS``."""
     out = dict.fromkeys(word for phrase in effect_phrases(action) for word in _words(phrase))
     out.update(dict.fromkeys(enum_words(action)))
+    out.update(dict.fromkeys(kind_words(action)))
     return list(out)[:MAX_WORDS]
+
+
+MIN_KINDS = 8
+"""Members an array's item must offer, most of them objects, to be read as kinds of request."""
+
+
+def kind_words(action: Action) -> list[str]:
+    """The words of the kinds of request a batch operation takes, commonest first: Google's
+    ``spreadsheets.batchUpdate`` says only "Applies one or more updates to the spreadsheet", but its
+    ``requests`` items are each one of ``addSheet``, ``updateSheetProperties``, ``mergeCells``,
+    ``repeatCell``… (65 kinds): what it achieves is in those names (a tab is added or renamed there)."""
+    properties = action.input_schema.get("properties") if isinstance(action.input_schema, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    counts: dict[str, int] = {}
+    for spec in properties.values():
+        items = spec.get("items") if isinstance(spec, dict) and spec.get("type") == "array" else None
+        members = items.get("properties") if isinstance(items, dict) else None
+        if not isinstance(members, dict) or len(members) < MIN_KINDS:
+            continue
+        kinds = [name for name, member in members.items() if isinstance(member, dict) and _is_object(member)]
+        if len(kinds) * 4 < len(members) * 3:
+            continue  # a record's fields, not a choice of requests
+        for kind in kinds:
+            for word in _words(kind):
+                counts[word] = counts.get(word, 0) + 1
+    return sorted(counts, key=lambda word: -counts[word])
+
+
+def _is_object(spec: dict[str, Any]) -> bool:
+    return spec.get("type") == "object" or isinstance(spec.get("properties"), dict)
 
 
 def enum_words(action: Action) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding
-from ._effects import effect_phrases, enum_words
+from ._effects import effect_phrases, enum_words, kind_words
 from ._text import (
     clean_description,
     exact_forms,
@@ -329,7 +329,9 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             [term for _, terms, _ in params for term in terms],
             ident(action.path.rsplit(".", 1)[-1])[:1],
             prose_terms(action.group) if action.group else [],
-            list(dict.fromkeys([*outcome, *prose_terms(" ".join(enum_words(action)))]))[:MAX_EFFECT_TERMS],
+            list(dict.fromkeys([*outcome, *prose_terms(" ".join([*enum_words(action), *kind_words(action)]))]))[
+                :MAX_EFFECT_TERMS
+            ],
         )
         fields.append(doc)
         words = exact_forms(f"{action.qualified_name} {summary_of(action)} {description}")

@@ -168,6 +168,11 @@ _RAW_SYNONYMS: dict[str, tuple[str, ...]] = {
     "access": ("permission",),
     "schedule": ("calendar", "event"),
     "seminar": ("webinar",),
+    "tab": ("sheet",),
+    "heart": ("like",),
+    "hearted": ("like",),
+    "copy": ("duplicate", "clone", "replicate"),
+    "freeze": ("pause",),
 }
 
 # Two-word phrases whose words are stopwords on their own but say what is wanted.

@@ -249,3 +249,51 @@ def test_common_mechanisms_are_found_by_their_outcome(
     index, search = embedded_actions(provider, "work", actions)
     top = [action.path for action, _ in anyio.run(lambda: search.find(index, goal, limit=3)).hits]
     assert top[0].replace("_", "") == operation.lower(), (goal, top)
+
+
+def test_a_batch_operation_is_found_by_the_kinds_of_request_it_takes() -> None:
+    """Google's batchUpdate says only that it "applies updates": its items' member names say which."""
+
+    def kind(description: str) -> dict[str, object]:
+        return {"type": "object", "description": description, "properties": {"id": {"type": "integer"}}}
+
+    kinds = {
+        name: kind(name)
+        for name in (
+            "addSheet",
+            "deleteSheet",
+            "updateSheetProperties",
+            "mergeCells",
+            "unmergeCells",
+            "repeatCell",
+            "addChart",
+            "sortRange",
+            "autoResizeDimensions",
+        )
+    }
+    requests = {"type": "array", "items": {"type": "object", "properties": kinds}}
+    # a record with a few nested objects among its fields is no choice of requests
+    fields = {f"field{i}": {"type": "string"} for i in range(8)} | {"address": kind("address")}
+    actions = _operations(
+        (
+            "batchUpdate",
+            "post",
+            "/spreadsheets/{id}:batchUpdate",
+            "Applies one or more updates",
+            {"requests": requests},
+        ),
+        ("valuesUpdate", "put", "/spreadsheets/{id}/values/{range}", "Sets values in a range", {"values": {}}),
+        (
+            "peopleCreate",
+            "post",
+            "/people",
+            "Creates a person",
+            {"people": {"type": "array", "items": {"properties": fields}}},
+        ),
+    )
+    batch, values, people = actions
+    assert set(effect_words(batch)) >= {"sheet", "merge", "cells", "chart", "sort"}
+    assert effect_words(people) == [] and effect_words(values) == []
+    index = DiscoveryIndex()
+    index.replace_connector("work", actions)
+    assert index.find("merge cells").hits[0][0] is batch
