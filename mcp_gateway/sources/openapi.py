@@ -24,6 +24,7 @@ Action path naming (deterministic; the same text is in docs/manifest.md):
   ``{param}`` lists (``GET /setup/flow`` -> ``list_setup_flows``). The names earlier releases gave it
   (``pet.by_pet_id.get``, ``get_setup_flow_2``) are kept in ``Action.aliases``, but one another
   action now holds.
+* An ``operationId`` that is a database id or a UUID (``547636a6f918230da8553640``) is none.
 * An ``operationId`` several operations share (given twice, or one handler's name under FastAPI's
   URL-and-method ending) names none of them: each gets the name above.
 * An ``operationId`` that only spells out its method and whole URL (``post-api-v1-chat.delete``) is
@@ -219,6 +220,8 @@ _NOT_NAME = re.compile(r"[^a-z0-9]+")
 _TEMPLATE_VAR = re.compile(r"\{([^}]*)\}")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A database id or a UUID given as an operationId (API Management exports: ``547636a6f918230da8553640``).
+_GENERATED_ID = re.compile(r"^\s*(?:[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\s*$")
 
 
 def action_path(
@@ -255,7 +258,7 @@ def _id_parts(operation_id: str | None, method: str, url: str, base_path: str = 
     """The ``operationId``'s parts in snake_case, less what a generator added around its own words
     (``without_scaffolding``); empty when there is none or it only restates the URL (with or without
     the document's base path)."""
-    if not operation_id:
+    if not operation_id or _GENERATED_ID.match(operation_id):
         return []
     full = base_path.rstrip("/") + url if base_path.strip("/") else url
     if restates_url(operation_id, url) or restates_url(operation_id, full):

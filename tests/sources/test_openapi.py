@@ -273,6 +273,10 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         (None, "GET", "/1.0/programs", "list_programs"),
         (None, "GET", "/v1beta1/projects/{id}", "get_project"),
         (None, "GET", "/users/{id}/folders/0", "get_user_folders_0"),
+        # An id given as the operationId (API Management exports) names nothing.
+        ("54763641281d830c946a3d77", "GET", "/incidents", "list_incidents"),
+        ("3fa85f64-5717-4562-b3fc-2c963f66afa6", "DELETE", "/items/{id}", "delete_item"),
+        ("deadbeef", "GET", "/x", "deadbeef"),  # a word, however it looks
         # RPC-style methods are named as their API writes them; a PUT/PATCH/DELETE on one gets its verb.
         (None, "POST", "/api/v1/chat.postMessage", "chat_post_message"),
         (None, "GET", "/conversations.list", "conversations_list"),
