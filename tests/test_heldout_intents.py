@@ -17,6 +17,8 @@ from mcp_gateway.discovery import DiscoveryIndex
 from scripts.bench_discover_data import API_LOADERS, split_of
 from scripts.bench_heldout import (
     DEV_FILE,
+    FRESH_DIR,
+    FRESH_SPECS,
     GUESSES,
     HELDOUT_DIR,
     OFF_TOPIC,
@@ -190,3 +192,26 @@ def test_a_renamed_action_keeps_its_label_through_the_operation(tmp_path: Path) 
     assert real in relevant_names(rows[0], by_operation, {action.qualified_name for action in catalog})
     assert relabel(tmp_path) == 1
     assert json.loads((tmp_path / "zoom.json").read_text(encoding="utf-8"))[0]["actions"][0] == real
+
+
+def test_the_fresh_set_is_well_formed_and_its_catalog_labels_are_real() -> None:
+    """The second set's rows are shaped as the first's; the descriptions of its six outside APIs are not in
+    the repository (``--fresh-specs``), its two catalog APIs' labels are checked as above."""
+    apis = heldout_apis(FRESH_DIR)
+    assert len(apis) == 8 and set(FRESH_SPECS) < set(apis)
+    catalog = {
+        (api, operation_of(a)): a.qualified_name for api in apis if api not in FRESH_SPECS for a in bundled_catalog(api)
+    }
+    every = []
+    for api in apis:
+        rows = json.loads((FRESH_DIR / f"{api}.json").read_text(encoding="utf-8"))
+        assert len(rows) >= 45
+        for row in rows:
+            assert set(row) == {"intent", "actions", "operations", "style", "split"}, row
+            assert row["split"] == split_of(row["intent"]) and row["style"] in STYLES, row
+            assert all(name.split(".", 1)[0] == api for name in row["actions"]), row
+            for name, operation in zip(row["actions"], row["operations"], strict=True):
+                if api not in FRESH_SPECS:
+                    assert catalog.get((api, operation)) == name, (row["intent"], operation)
+            every.append(row["intent"].strip().lower())
+    assert len(every) == len(set(every)) >= 360
