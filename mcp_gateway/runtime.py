@@ -195,6 +195,7 @@ async def open_gateway(
                     failed: Exception | None = None
                     async with anyio.create_task_group() as tasks:
                         if search is not None and embed:
+                            search.will_run()
                             tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:

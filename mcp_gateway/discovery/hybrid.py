@@ -111,6 +111,11 @@ MIN_SPREAD = 0.1
 long query of filler, a tiny catalog), scaling must not blow its noise up into a strong opinion. The
 dev intents' dense pools span 0.07-0.45 (median 0.25); 0.1 changes none of their rankings."""
 
+WARM_WAIT = 5.0
+"""Seconds a query waits, at most, while a start reads its stored vectors back (once per process):
+after a sync the whole catalog is ready in about two seconds, and the first queries would otherwise
+be ranked by words alone."""
+
 
 def discovery_status(search: HybridSearch | None) -> str:
     """What ``connectors``, ``/healthz`` and the start-up log say about ranking."""
@@ -128,6 +133,9 @@ class HybridSearch:
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
+        self._warm = anyio.Event()
+        """Set once the background work first settles or turns out to need the model (``WARM_WAIT``)."""
+        self._running = False
         self._connectors: set[str] = set()
         self.state_dir: Path | None = None
         """The state folder, where the discovery line is kept while embedding (``embedding_progress``)."""
@@ -149,12 +157,27 @@ class HybridSearch:
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._wake.set()
 
+    def will_run(self) -> None:
+        """Say that ``run`` is about to start: queries from now on may wait ``WARM_WAIT`` for its first
+        settling (without a running embedder, they never wait)."""
+        self._running = True
+
     async def run(self) -> None:
         """Embed scheduled connectors one after another, until cancelled. A failure is logged and the
         connector keeps answering lexically (the next sync schedules it again)."""
+        self._running = True
+        try:
+            await self._work()
+        finally:
+            self._running = False
+            self._warm.set()
+
+    async def _work(self) -> None:
         while True:
             if not self._pending:
                 self._idle.set()
+                if self._connectors:  # settled on something (an empty queue at start says nothing yet)
+                    self._warm.set()
                 await self._wake.wait()
                 self._wake = anyio.Event()
                 continue
@@ -190,6 +213,7 @@ class HybridSearch:
                 clear_progress(self.state_dir)
 
     def _report(self) -> None:
+        self._warm.set()  # the model is needed, for a while maybe: queries do not wait for it
         if self.state_dir is not None:
             write_progress(self.state_dir, self.status())
 
@@ -217,6 +241,11 @@ class HybridSearch:
         allow: Callable[[Action], bool] | None = None,
     ) -> SearchResult:
         """``index.find`` fused with dense retrieval over ``connectors`` (None: all)."""
+        if self._running and self._connectors and not self._warm.is_set():
+            # A start reads the vectors a sync embedded back from the store in a second or two: the
+            # first queries wait for that rather than rank lexically (an embedding run sets it at once).
+            with anyio.move_on_after(WARM_WAIT):
+                await self._warm.wait()
         dense = self.embedder.index
         allowed = dense.connectors if connectors is None else dense.connectors & set(connectors)
         if not allowed:

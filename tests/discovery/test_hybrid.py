@@ -187,6 +187,32 @@ async def test_a_sync_that_embeds_leaves_nothing_for_the_next_start_to_embed(
         assert gw.dense.embedder.index.ready("tracker")
 
 
+async def test_a_start_after_a_sync_answers_its_first_query_by_meaning(
+    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectors a sync embedded are read back in the background; the first ``discover`` waits for
+    that (a second or two on a real catalog, made slower here) instead of ranking by words alone."""
+    from mcp_gateway.discovery.dense import DenseEmbedder
+
+    manifest = parse_manifest(manifest_text(), base_dir=tmp_path)
+    async with open_gateway(settings(tmp_path), manifest=manifest, build_index=False, embed=False, embed_now=True):
+        pass
+    kept_digests = DenseEmbedder._kept_digests
+
+    async def slow(self: DenseEmbedder, *args: object) -> object:
+        await anyio.sleep(0.5)
+        return await kept_digests(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DenseEmbedder, "_kept_digests", slow)
+    provider.texts.clear()
+    async with open_gateway(settings(tmp_path), manifest=manifest) as gw:
+        assert gw.dense is not None
+        found = await gw.discover(OPERATOR, "close a ticket")
+        assert gw.dense.embedder.index.ready("tracker")  # it waited for the stored vectors
+        assert found.results[0].name == "tracker.tickets.close"
+        assert [text for text in provider.texts if "ticket" in text] == ["close a ticket"]  # the query alone
+
+
 def hold(provider: CountingProvider, monkeypatch: pytest.MonkeyPatch) -> tuple[anyio.Event, anyio.Event]:
     """Make ``provider`` wait in its first batch: (set when it is waiting, set this to let it go on)."""
     release, entered = anyio.Event(), anyio.Event()
