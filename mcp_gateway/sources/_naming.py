@@ -45,6 +45,7 @@ _MIXED_CASE_WORDS = (
     "PostgreSQL",
     "QoS",
     "OEmbed",
+    "SignalR",
 )
 # The same words when an operationId is already split (GitHub's ``delete-impersonation-o-auth-token``).
 _SPLIT_WORDS = {("o", "auth"): "oauth", ("o", "embed"): "oembed"}

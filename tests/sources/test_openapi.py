@@ -265,6 +265,7 @@ def test_petstore3_yaml_and_realworld_31() -> None:
         ("delete-impersonation-o-auth-token", "DELETE", "/x", "delete_impersonation_oauth_token"),
         ("getOEmbed", "GET", "/x", "get_oembed"),
         ("getCallQoS", "GET", "/x", "get_call_qos"),
+        ("SignalR_Delete", "DELETE", "/x", "signalr_delete"),
         ("Get3dSecureThreeDSecure", "GET", "/x", "get_3d_secure_three_d_secure"),
         ("list2faMethods", "GET", "/x", "list_2fa_methods"),
         ("base64Encode", "POST", "/x", "base64_encode"),
