@@ -209,8 +209,11 @@ async def _connectors_payload(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
+    from ..core.discover_answer import NOTHING_TO_SEARCH, nothing_to_search
     from .stored_discover import discover_from_state
 
+    if nothing_to_search(" ".join(args.query)):
+        raise CliError(NOTHING_TO_SEARCH)
     if args.connector is not None:
         _known_connector(args, args.connector)
 
@@ -221,10 +224,14 @@ def cmd_discover(args: argparse.Namespace) -> int:
         import anyio
 
         data = anyio.run(_discover_payload, args)
+    if data.get("status") in ("denied", "error"):
+        raise CliError(str(data.get("message")))
     if args.json:
         _print_json({**data, "manifest": args.manifest_source})
     else:
         _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
+        if data.get("confidence") == "low" and data.get("hint"):  # what --json says in its "hint"
+            sys.stderr.write(f"low confidence: {data['hint']}\n")
         for api in data.get("catalog") or ():  # nothing configured serves it well; the catalog has these
             sys.stderr.write(f"not configured, in the bundled catalog: {api['name']} ({api['add']})\n")
     return 0

@@ -6,6 +6,7 @@ Light to import: the command line builds it without the rest of the core.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -19,12 +20,14 @@ from .shown import shown_schema, shown_summary
 
 __all__ = [
     "DETAIL_SCHEMAS",
+    "NOTHING_TO_SEARCH",
     "CatalogSuggestion",
     "DiscoverHit",
     "DiscoverResult",
     "catalog_suggestions",
     "discover_limit",
     "discover_result",
+    "nothing_to_search",
 ]
 
 DETAIL_SCHEMAS = 3
@@ -66,6 +69,15 @@ class DiscoverResult(BaseModel):
     catalog: list[CatalogSuggestion] | None = None
     """When nothing configured serves the request well and a bundled catalog API does: those APIs, for
     the agent to tell its user an operator can add them."""
+
+
+def nothing_to_search(query: str) -> bool:
+    """Whether ``query`` holds no letter, digit or symbol: whitespace, punctuation and control characters
+    alone ("   ", "?", NUL) ask for nothing, and would be answered with whatever ranks first."""
+    return not any(unicodedata.category(char)[0] in "LNS" for char in query)
+
+
+NOTHING_TO_SEARCH = "query has nothing to search: say in words what you want to do, e.g. 'create a github issue'."
 
 
 def discover_limit(limit: int) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import httpx2
@@ -59,7 +59,13 @@ from .connectors_answer import connector_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
 from .credential_desk import CredentialDesk
-from .discover_answer import catalog_suggestions, discover_limit, discover_result
+from .discover_answer import (
+    NOTHING_TO_SEARCH,
+    catalog_suggestions,
+    discover_limit,
+    discover_result,
+    nothing_to_search,
+)
 from .executors import Executors
 from .gauges import ScrapeState
 from .health import StoreHealth
@@ -334,7 +340,7 @@ class Gateway:
         connector: str | None = None,
         limit: int = 10,
         detail: bool = False,
-    ) -> DiscoverResult | ErrorResult:
+    ) -> DiscoverResult | Denied | ErrorResult:
         """Ranked actions for ``query``; with ``detail``, the first few carry their full input schema,
         so an agent can call the top hit without a ``describe`` round trip. ``rate_limited`` when the
         agent's discovery bucket is empty (``TrafficGate.admit_discovery``)."""
@@ -343,10 +349,15 @@ class Gateway:
         if limited is not None:
             return limited
         await self._catalogs.refresh_decisions()
+        if nothing_to_search(query):
+            return Denied(reason="invalid_args", message=NOTHING_TO_SEARCH)
         visible = self._permissions.visible(principal)
         if connector is not None:
-            visible = visible & {connector}
-        found = await self._find(principal, query, discover_limit(limit), visible)
+            slug = self._permissions.granted_slug(principal, connector)
+            if slug is None:
+                return _no_connector(connector, self._permissions.granted(principal))
+            connector, visible = slug, visible & {slug}
+        found = await self._find(principal, query, discover_limit(limit), visible, narrowed=connector is not None)
         needs_auth = {
             slug: await self._broker.needs_auth(self._catalogs.config(slug), principal.user)
             for slug in {a.connector for a, _ in found.hits}
@@ -362,13 +373,15 @@ class Gateway:
             detail=detail,
         )
 
-    async def _find(self, principal: Principal, query: str, limit: int, visible: frozenset[str]) -> SearchResult:
+    async def _find(
+        self, principal: Principal, query: str, limit: int, visible: frozenset[str], *, narrowed: bool = False
+    ) -> SearchResult:
         """The index's ranking (fused with the dense side's when discovery is hybrid), lifted by use."""
         # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
         pool = await self._use_memory.pool(principal, limit)
         if self.dense is not None:
             found = await self.dense.find(
-                self._index, query, limit=pool, connectors=visible, allow=self._permissions.allow
+                self._index, query, limit=pool, connectors=visible, allow=self._permissions.allow, narrowed=narrowed
             )
         else:
             found = self._index.find(query, limit=pool, connectors=visible, allow=self._permissions.allow)
@@ -410,7 +423,7 @@ class Gateway:
 
     async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:
         if connector not in self._permissions.visible(principal):
-            return _no_connector(connector)
+            return _no_connector(connector, self._permissions.granted(principal))
         cfg = self._catalogs.config(connector)
         if not needs_secret(cfg.auth):
             return Connected(connector=connector, message=f"{connector} needs no credentials.")
@@ -426,7 +439,7 @@ class Gateway:
 
     async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
         if connector not in self._permissions.visible(principal):
-            return _no_connector(connector)
+            return _no_connector(connector, self._permissions.granted(principal))
         minted = await self._changes.mint(principal, self._catalogs.config(connector), "secret", name)
         return SecretLink(
             connector=connector,
@@ -561,8 +574,11 @@ def unrecorded(upstream_status: int | None) -> ErrorResult:
     )
 
 
-def _no_connector(connector: str) -> Denied:
+def _no_connector(connector: str, granted: Collection[str] = ()) -> Denied:
+    shown = connector if len(connector) <= 63 else connector[:60] + "..."
+    known = sorted(granted)
+    listed = f" Yours: {', '.join(known[:20])}{', ...' if len(known) > 20 else ''}." if known else ""
     return Denied(
         reason="connector_not_found",
-        message=f"No connector named {connector!r}. Call connectors to list the ones you can use.",
+        message=f"No connector named {shown!r}.{listed} Call connectors to list the ones you can use.",
     )

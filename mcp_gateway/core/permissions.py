@@ -40,6 +40,19 @@ class Permissions:
         """The loaded connectors granted to ``principal``."""
         return granted_connectors(self._catalogs.manifest, principal) & self._catalogs.loaded.keys()
 
+    def granted_slug(self, principal: Principal, name: str) -> str | None:
+        """The slug of the connector granted to ``principal`` that ``name`` names, as written or up to
+        case and surrounding spaces (``GitHub``, `` github ``); None when none is."""
+        granted = granted_connectors(self._catalogs.manifest, principal)
+        if name in granted:
+            return name
+        wanted = name.strip().lower()
+        return next((slug for slug in sorted(granted) if slug.lower() == wanted), None)
+
+    def granted(self, principal: Principal) -> frozenset[str]:
+        """The connectors granted to ``principal``, loaded or not."""
+        return frozenset(granted_connectors(self._catalogs.manifest, principal))
+
     def hidden(self, action: Action) -> bool:
         """Whether a ``hide`` rule keeps the action out of connectors, discover and describe."""
         return visibility.hidden(self._catalogs.manifest, self._catalogs.config(action.connector), action)
@@ -60,6 +73,29 @@ class Permissions:
         if action is None or action.connector not in self.visible(principal):
             return None
         return None if not include_hidden and not self.allow(action) else action
+
+    def _elsewhere(self, principal: Principal, name: str) -> Denied | None:
+        """A name that is a connector's own, or that opens with a product no connector of the caller's
+        is (``jira.issues.create`` over GitHub): said so, since the closest spelling would be another
+        product's action ("create an issue" in GitHub instead of Jira)."""
+        head, dot, _ = name.strip().partition(".")
+        slug = self.granted_slug(principal, head)
+        if not dot and slug is not None:
+            return Denied(
+                reason="action_not_found",
+                message=f"{slug!r} is a connector, not an action: call discover with connector {slug!r} "
+                "to search its actions, then describe or call one by its full name.",
+            )
+        missing = self._index.products_missing(head, self.visible(principal)) if dot and slug is None else ()
+        if not missing:
+            return None  # no product's name, or one a connector of the caller's is (``jira-cloud``)
+        yours = ", ".join(sorted(self.granted(principal))[:20]) or "none"
+        product = missing[0]
+        return Denied(
+            reason="connector_not_found",
+            message=f"No connector for {product} here (yours: {yours}), so no action {name[:100]!r}. "
+            f"Tell the user {product} is not connected; an operator can add it (mcp-gateway add).",
+        )
 
     def connector_of(self, principal: Principal, name: str) -> str | None:
         """The visible connector an action name starts with, whether or not the action exists."""
@@ -85,6 +121,9 @@ class Permissions:
         return visibility.conditional(self._catalogs.manifest, self._catalogs.config(action.connector), action)
 
     async def not_found(self, principal: Principal, name: str) -> Denied:
+        elsewhere = self._elsewhere(principal, name)
+        if elsewhere is not None:
+            return elsewhere
         visible = self.visible(principal)
         suggestions = self._index.suggest(name, limit=SUGGESTIONS, connectors=visible, allow=self.allow)
         if len(suggestions) < SUGGESTIONS:

@@ -36,6 +36,7 @@ from ._text import (
     SYNONYMS,
     VERB_KIND,
     VERBS,
+    compatible,
     fold_name,
     identifier_terms,
     keep,
@@ -384,8 +385,10 @@ class DiscoveryIndex:
         Dots still separate segments: ``GitHub.Repos.getContent`` finds ``github.repos.get_content``, but
         ``github.repos_get_content`` finds nothing. When several actions fold to the same key
         (``a.get_x`` and ``a.getx``), the one equal to ``name`` up to case wins; if that does not settle
-        it, None, so an ambiguous guess never runs the wrong action.
+        it, None, so an ambiguous guess never runs the wrong action. Full-width and other compatibility
+        forms read as the plain letters (``compatible``).
         """
+        name = compatible(name)
         exact = self.get(name)
         if exact is not None:
             return exact
@@ -479,6 +482,10 @@ class DiscoveryIndex:
                 return ()
         return tuple(dict.fromkeys(products.values()))
 
+    def products_missing(self, text: str, connectors: Collection[str] | None = None) -> tuple[str, ...]:
+        """``unserved`` over ``connectors`` (None: all): the products ``text`` names that none of them is."""
+        return self.unserved(text, self._visible(connectors))
+
     def name_connectors(self, about: Mapping[str, str]) -> None:
         """What the manifest says each connector is (its name, catalog entry and description): a product
         named there is served ("unserved"), even by an upstream whose tools never say its name."""
@@ -540,9 +547,10 @@ class DiscoveryIndex:
         an identifier typed in camelCase ("getContent"), two catalog words run together ("rerun"), a
         product's name (``_products``: "Lyft" is not a slip of "left"), a quoted name or value
         ('label it "frontend"'), or a capitalized word inside a sentence into anything but a connector's
-        or product's name: a name ("Messi" is not a slip of "mess"; "Sttripe" is of Stripe).
+        or product's name: a name ("Messi" is not a slip of "mess"; "Sttripe" is of Stripe). Full-width
+        and other compatibility forms are read as the plain letters first (``compatible``).
         """
-        query = query[:MAX_QUERY_CHARS]
+        query = compatible(query[:MAX_QUERY_CHARS])
         fixes: dict[str, str] = {}
         tried = 0
         spans = quoted_spans(query)
@@ -1010,7 +1018,7 @@ class DiscoveryIndex:
         ``github.isues.create`` all put ``github.issues.create`` first. Nothing outside ``connectors``
         and ``allow`` is ever suggested.
         """
-        return suggest(self, name, limit=limit, connectors=connectors, allow=allow)
+        return suggest(self, compatible(name), limit=limit, connectors=connectors, allow=allow)
 
     def _vocabulary(self) -> list[str]:
         if self._name_vocab is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 
 __all__ = [
     "DESCRIPTION_CHARS",
@@ -21,6 +22,7 @@ __all__ = [
     "VERBS",
     "VERB_KIND",
     "clean_description",
+    "compatible",
     "exact_forms",
     "first_sentence",
     "fold_name",
@@ -443,6 +445,13 @@ def first_sentence(text: str, limit: int = 160) -> str:
     head = clean_description(text, limit).strip()
     match = _SENTENCE_END.search(head)
     return head[: match.start() + 1].strip() if match else head
+
+
+def compatible(text: str) -> str:
+    """``text`` in Unicode's compatibility form (NFKC): full-width "ｃｒｅａｔｅ" and math-bold letters are
+    the letters they look like, and a letter with a combining accent is the accented letter. Queries
+    and names arrive typed, pasted or generated in any of these; the catalog is written in the plain ones."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def fold_name(name: str) -> str:

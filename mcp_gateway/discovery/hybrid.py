@@ -111,6 +111,13 @@ MIN_SPREAD = 0.1
 long query of filler, a tiny catalog), scaling must not blow its noise up into a strong opinion. The
 dev intents' dense pools span 0.07-0.45 (median 0.25); 0.1 changes none of their rankings."""
 
+NARROWED_FLOOR = 0.65
+"""Inside one connector the agent named, a request whose words the connector's actions hardly share
+(the lexical side unsure) must reach this instead of ``SURE_FLOOR``: the catalog fit is then that one
+connector's, and a verb alone carries a cosine near the floor ("delete a repository" in the Petstore:
+0.48 for ``delete_pet``; "create an issue" there: 0.59 for ``create_user``; what it serves: 0.79-1.12).
+Over every connector, the same rule would make 15-17 % of answerable requests unsure (4.9-5.8 % now)."""
+
 WARM_WAIT = 5.0
 """Seconds a query waits, at most, while a start reads its stored vectors back (once per process):
 after a sync the whole catalog is ready in about two seconds, and the first queries would otherwise
@@ -239,8 +246,11 @@ class HybridSearch:
         limit: int = 10,
         connectors: Collection[str] | None = None,
         allow: Callable[[Action], bool] | None = None,
+        narrowed: bool = False,
     ) -> SearchResult:
-        """``index.find`` fused with dense retrieval over ``connectors`` (None: all)."""
+        """``index.find`` fused with dense retrieval over ``connectors`` (None: all). ``narrowed``: the
+        agent asked for one connector's actions (``discover``'s ``connector``), so a request it cannot
+        serve is unsure (``NARROWED_FLOOR``) however well its verb matches."""
         if self._running and self._connectors and not self._warm.is_set():
             # A start reads the vectors a sync embedded back from the store in a second or two: the
             # first queries wait for that rather than rank lexically (an embedding run sets it at once).
@@ -257,7 +267,9 @@ class HybridSearch:
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
-        return self.rank(index, lexical, vector, allowed=allowed, allow=allow, limit=limit, asks=each)
+        return self.rank(
+            index, lexical, vector, allowed=allowed, allow=allow, limit=limit, asks=each, narrowed=narrowed
+        )
 
     async def query_vector(self, index: DiscoveryIndex, query: str) -> Matrix:
         """The vector ``query`` is searched by: that of its text with typos repaired (``index.corrected``);
@@ -298,6 +310,7 @@ class HybridSearch:
         allow: Callable[[Action], bool] | None = None,
         limit: int = 10,
         asks: Matrix | None = None,
+        narrowed: bool = False,
     ) -> SearchResult:
         """The fusion itself, for a lexical pool and the query's vector (``find`` minus the embedding;
         the quality benchmark calls it directly). With ``asks`` (``query_vectors``), the first hits cover
@@ -317,7 +330,10 @@ class HybridSearch:
         if asks is not None and fused:
             fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
-        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed)) or bool(lexical.unserved)
+        mean_cosine = dense.mean_cosine(vector, allowed)
+        low = not fused or not sure(best_cosine, mean_cosine) or bool(lexical.unserved)
+        if narrowed and lexical.confidence == "low" and best_cosine + MEAN_WEIGHT * mean_cosine < NARROWED_FLOOR:
+            low = True
         ordered, twins = group_twins(asked_first(fused, lexical.asked))
         hint = low_hint(lexical.unserved) if low else None
         return SearchResult(

@@ -73,6 +73,10 @@ _BOUNDS: Final = {
 
 
 def _bounded(kind: str, ctx: Mapping[str, Any]) -> str | None:
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    if kind == "finite_number":  # 1e999 parses as infinity
+        return "must be a finite number"
     if (bound := _BOUNDS.get(kind)) is None:
         return None
     sentence, key = bound

@@ -141,3 +141,57 @@ async def test_a_guessed_name_answers_with_suggestions_to_act_on(tmp_path: Path,
             assert first["input_schema"]["required"] == ["customer_id", "items"]
             assert "shop.orders.create" in answer["message"]
             assert SECRET not in str(answer)
+
+
+@pytest.mark.parametrize("query", ["   ", "\u0000", "?", "!!! ...", "\t\n"])
+async def test_a_query_with_nothing_to_search_is_refused(tmp_path: Path, query: str) -> None:
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        answer = result_payload(await h.gateway.discover(OPERATOR, query))
+        assert (answer["status"], answer["reason"]) == ("denied", "invalid_args")
+        assert "say in words what you want to do" in answer["message"]
+        # words in another script, or a symbol, are something to search
+        assert "results" in result_payload(await h.gateway.discover(OPERATOR, "注文をキャンセル"))
+
+
+async def test_discover_names_an_unknown_connector_and_forgives_its_case(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        for wrong in ["jira", "shop\u0000", "x" * 100_000]:
+            answer = result_payload(await h.gateway.discover(OPERATOR, "cancel an order", connector=wrong))
+            assert (answer["status"], answer["reason"]) == ("denied", "connector_not_found"), answer
+            assert "Yours: shop." in answer["message"] and len(answer["message"]) < 300
+        for spelled in ["Shop", " shop "]:
+            found = result_payload(await h.gateway.discover(OPERATOR, "cancel an order", connector=spelled))
+            assert found["results"][0]["name"] == "shop.orders.cancel", spelled
+
+
+async def test_full_width_and_accented_forms_read_as_plain_letters(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        found = result_payload(await h.gateway.discover(OPERATOR, "ｃａｎｃｅｌ ａｎ ｏｒｄｅｒ"))
+        assert found["results"][0]["name"] == "shop.orders.cancel"
+        bold = result_payload(
+            await h.gateway.discover(OPERATOR, "\U0001d41c\U0001d41a\U0001d427\U0001d41c\U0001d41e\U0001d425 an order")
+        )
+        assert bold["results"][0]["name"] == "shop.orders.cancel"
+        described = result_payload(await h.gateway.describe(OPERATOR, "ｓｈｏｐ.ｏｒｄｅｒｓ.ｃａｎｃｅｌ"))
+        assert described["name"] == "shop.orders.cancel"
+        combining = result_payload(await h.gateway.discover(OPERATOR, "cance\u0301l an order"))
+        composed = result_payload(await h.gateway.discover(OPERATOR, "canc\u00e9l an order"))
+        assert [r["name"] for r in combining["results"]] == [r["name"] for r in composed["results"]]
+
+
+async def test_a_name_of_another_product_or_of_a_connector_says_so(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=SECRET) as h:
+        # "create an order" in Shopify is not this shop's order: the closest spelling would run it
+        for answer in [
+            result_payload(await h.gateway.describe(OPERATOR, "shopify.orders.create")),
+            (await h.gateway.call(OPERATOR, "shopify.orders.create", {})).model_dump(exclude_none=True),
+        ]:
+            assert (answer["status"], answer["reason"]) == ("denied", "connector_not_found"), answer
+            assert "No connector for Shopify here (yours: shop)" in answer["message"]
+            assert "suggestions" not in answer
+        alone = result_payload(await h.gateway.describe(OPERATOR, "Shop"))
+        assert (alone["status"], alone["reason"]) == ("denied", "action_not_found")
+        assert "'shop' is a connector, not an action: call discover with connector 'shop'" in alone["message"]
+        # a name without a product's or a connector's head is still a guess to suggest for
+        guessed = result_payload(await h.gateway.describe(OPERATOR, "orders.place"))
+        assert guessed["suggestions"][0]["name"] == "shop.orders.create"

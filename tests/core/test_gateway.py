@@ -277,7 +277,12 @@ async def test_agent_sees_only_its_granted_connectors(tmp_path: Path) -> None:
         assert slugs(result_payload(await h.gateway.connectors(bot))) == ["open"]
         found = result_payload(await h.gateway.discover(bot, "fetch an item by its id"))
         assert all(r["name"].startswith("open.") for r in found["results"])
-        assert (result_payload(await h.gateway.discover(bot, "item", connector="api")))["results"] == []
+        # a connector not granted is one the agent has not got: named as missing, its own listed
+        refused = result_payload(await h.gateway.discover(bot, "item", connector="api"))
+        assert (refused["reason"], refused["message"]) == (
+            "connector_not_found",
+            "No connector named 'api'. Yours: open. Call connectors to list the ones you can use.",
+        )
 
         described = result_payload(await h.gateway.describe(bot, "api.items.get"))
         assert described["reason"] == "action_not_found"

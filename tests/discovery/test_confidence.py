@@ -20,11 +20,13 @@ def test_sure_weighs_the_best_cosine_and_the_mean_over_the_catalog() -> None:
     assert not sure(SURE_FLOOR - 0.05, 0.04 / MEAN_WEIGHT)
 
 
-def _confidence(found: tuple[DiscoveryIndex, HybridSearch], query: str) -> tuple[str, str]:
+def _confidence(
+    found: tuple[DiscoveryIndex, HybridSearch], query: str, *, narrowed: bool = False
+) -> tuple[str, str]:
     index, search = found
     lexical = index.find(query, limit=_rank.POOL)
     vector = anyio.run(search.embedder.embed_query, query)
-    result = search.rank(index, lexical, vector, allowed={"petstore"}, limit=5)
+    result = search.rank(index, lexical, vector, allowed={"petstore"}, limit=5, narrowed=narrowed)
     return result.confidence, result.hits[0][0].qualified_name
 
 
@@ -62,3 +64,14 @@ def test_a_question_the_catalog_does_not_answer_is_not(
     petstore: tuple[DiscoveryIndex, HybridSearch], query: str
 ) -> None:
     assert _confidence(petstore, query)[0] == "low"
+
+
+@pytest.mark.parametrize("query", ["delete a repository", "create an issue", "open a pull request"])
+def test_inside_a_connector_named_a_request_it_cannot_serve_is_unsure(
+    petstore: tuple[DiscoveryIndex, HybridSearch], query: str
+) -> None:
+    """An agent that asks the Petstore to "delete a repository" gets ``delete_pet`` first: its verb is all
+    the two share, and that must not read as sure (the top hit may be destructive)."""
+    assert _confidence(petstore, query, narrowed=True)[0] == "low"
+    assert _confidence(petstore, "delete the pet with id 12", narrowed=True) == ("high", "petstore.delete_pet")
+    assert _confidence(petstore, "remove the pet from the store", narrowed=True) == ("high", "petstore.delete_pet")

@@ -71,6 +71,10 @@ def test_a_served_product_is_not_missing() -> None:
     assert named.find("create a Spotify playlist").unserved == ("Spotify",)
     named.name_connectors({"music": "Tunes spotify Our Spotify account"})
     assert named.find("create a Spotify playlist").confidence == "high"
+    # The same question about a guessed name's head (``spotify.playlists.create``), over some connectors.
+    assert by_slug.products_missing("spotify") == () and named.products_missing("spotify") == ()
+    assert both.products_missing("spotify", ["videos"]) == ("Spotify",)
+    assert both.products_missing("repos") == ()  # no product named
 
 
 def test_a_product_name_is_never_repaired_into_a_catalog_word() -> None:

@@ -92,9 +92,26 @@ async def test_discover_ranks_within_its_bounds(tmp_path: Path) -> None:
         found = data(await client.call_tool("discover", {"query": "fetch one item by id"}))
         one = data(await client.call_tool("discover", {"query": "create", "connector": "open", "limit": 1}))
         too_many = await client.call_tool("discover", {"query": "x", "limit": 51})
+        empty = await client.call_tool("discover", {"query": ""})
     assert found["results"][0]["name"] == "api.items.get"
     assert [r["name"] for r in one["results"]] == ["open.things.create"]
     assert too_many.is_error and "limit" in too_many.content[0].text  # type: ignore[union-attr]
+    assert "query must not be empty" in empty.content[0].text  # type: ignore[union-attr]
+
+    # 1e999 in the request's JSON parses as infinity
+    from pydantic import BaseModel, ValidationError
+
+    from mcp_gateway.server.argument_errors import plain_argument_errors
+
+    class Args(BaseModel):
+        limit: int
+
+    with pytest.raises(ValidationError) as raised:
+        Args.model_validate_json('{"limit": 1e999}')
+    assert (
+        plain_argument_errors("discover", raised.value)
+        == "invalid arguments for discover: limit must be a finite number"
+    )
 
 
 async def test_describe_gives_the_schema_or_suggestions(tmp_path: Path) -> None:
