@@ -161,6 +161,17 @@ def pages_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")
 
 
+def _results(text: str) -> int:
+    """``discover --limit``: a whole number from 1 to 50, as the ``discover`` tool takes."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 50:
+        raise argparse.ArgumentTypeError(f"{value} is not from 1 to 50")
+    return value
+
+
 def _agent(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", help=_AGENT_HELP)
 
@@ -168,7 +179,7 @@ def _agent(p: argparse.ArgumentParser) -> None:
 def discover_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="+", help="what you want to do, in words")
     p.add_argument("--connector", help="search only this connector (a slug of the manifest)")
-    p.add_argument("--limit", type=int, default=10, help="at most this many results (default: 10)")
+    p.add_argument("--limit", type=_results, default=10, help="at most this many results, 1 to 50 (default: 10)")
     _agent(p)
 
 

@@ -415,6 +415,9 @@ def _terms(text: str) -> list[str]:
 
 
 def _singular_term(term: str) -> str:
+    # A verb's stem ending in s is no plural: ``closed`` is ``clos``, not a ``clo``.
+    if term in _STATE_VERBS or term in GROUP_OF:
+        return term
     return term[:-1] if _plural(term) and _VOWEL.search(term[:-1]) else term
 
 

@@ -114,6 +114,10 @@ def test_json_outputs_parse(env: CliEnv) -> None:
     found = env.run("discover", "fetch", "one", "item", "--json").json()
     assert found["query"] == "fetch one item"
     assert found["results"][0]["name"] in ("echo.items.get", "basic_api.items.get")
+    blank = env.run("discover", "   ")
+    assert blank.code == 2 and "query has nothing to search" in blank.err
+    unsure = env.run("discover", "who", "painted", "the", "Mona", "Lisa")
+    assert unsure.code == 0 and "low confidence: " in unsure.err  # what --json says in its "hint"
 
     tokens = env.run("token", "list", "--json").json()
     assert [t["agent"] for t in tokens] == ["bot"]

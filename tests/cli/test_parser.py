@@ -95,3 +95,12 @@ def test_a_subcommand_runs_its_group_s_handler_with_its_own_options() -> None:
     for verb in ("approve", "deny"):
         decided = build_parser().parse_args(["approvals", verb, "ID"], namespace=cli.Args())
         assert (decided.approvals_cmd, decided.id) == (verb, "ID")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "51", "1000000000", "2.5", "ten"])
+def test_discover_takes_a_limit_the_tool_takes(limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["discover", "x", "--limit", limit])
+    assert exited.value.code == 2
+    assert "argument --limit" in capsys.readouterr().err
+    assert build_parser().parse_args(["discover", "x", "--limit", "50"]).limit == 50

@@ -20,9 +20,7 @@ def test_sure_weighs_the_best_cosine_and_the_mean_over_the_catalog() -> None:
     assert not sure(SURE_FLOOR - 0.05, 0.04 / MEAN_WEIGHT)
 
 
-def _confidence(
-    found: tuple[DiscoveryIndex, HybridSearch], query: str, *, narrowed: bool = False
-) -> tuple[str, str]:
+def _confidence(found: tuple[DiscoveryIndex, HybridSearch], query: str, *, narrowed: bool = False) -> tuple[str, str]:
     index, search = found
     lexical = index.find(query, limit=_rank.POOL)
     vector = anyio.run(search.embedder.embed_query, query)

@@ -246,6 +246,18 @@ def test_an_operation_named_by_the_verb_comes_before_an_update() -> None:
     assert first(screens, "acme.move_field") == ["acme.move_tab_field"]
 
 
+def test_a_state_segment_spelled_as_a_participle_is_the_verb() -> None:
+    """Trello closes a board with ``PUT /boards/{id}/closed``: the segment is ``close``'s, no plural."""
+    boards = indexed(
+        [
+            op("update_boards", "PUT", "/boards/{idBoard}", "updateBoardsByIdBoard()"),
+            op("update_boards_closed", "PUT", "/boards/{idBoard}/closed", "updateBoardsClosedByIdBoard()"),
+            op("update_boards_name", "PUT", "/boards/{idBoard}/name", "updateBoardsNameByIdBoard()"),
+        ]
+    )
+    assert first(boards, "close_board") == ["acme.update_boards_closed"]
+
+
 def test_verbs_of_one_change_of_state_are_one_verb() -> None:
     """``void_payment`` is the payment's cancel, not the void of another resource."""
     payments = indexed(
