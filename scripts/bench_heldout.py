@@ -405,7 +405,7 @@ def written_guesses(
             continue
         relevant = relevant_names(row, by_operation, names)
         got = [action.qualified_name for action in index.suggest(row["guess"], limit=3)]
-        counts = per_api.setdefault(row["guess"].split(".", 1)[0], [0, 0, 0])
+        counts = per_api.setdefault(row.get("api") or row["guess"].split(".", 1)[0], [0, 0, 0])
         counts[0] += 1
         counts[1] += got[:1] != [] and got[0] in relevant
         counts[2] += bool(relevant.intersection(got))
@@ -531,6 +531,8 @@ def main() -> None:
         else:
             fresh, fresh_catalogs = load_heldout(FRESH_DIR, fresh_loader(specs))
             rank_intents(fresh, fresh_catalogs, splits, lexical=args.lexical, misses=args.misses)
+            guessed = {slug: fresh_catalogs[slug] for slug in FRESH_SPECS}
+            print(written_guesses(guessed, SPLITS, FRESH_DIR / f"{GUESSES}.json", show=args.misses), "\n")
     if "guessed" in sets:
         print(written_guesses(catalogs, splits), "\n")
         print(guessed_names(catalogs), "\n")

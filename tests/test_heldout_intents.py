@@ -215,3 +215,8 @@ def test_the_fresh_set_is_well_formed_and_its_catalog_labels_are_real() -> None:
                     assert catalog.get((api, operation)) == name, (row["intent"], operation)
             every.append(row["intent"].strip().lower())
     assert len(every) == len(set(every)) >= 360
+    guesses = json.loads((FRESH_DIR / f"{GUESSES}.json").read_text(encoding="utf-8"))
+    assert len(guesses) >= 180
+    for row in guesses:
+        assert set(row) == {"guess", "api", "actions", "operations"} and row["api"] in FRESH_SPECS, row
+        assert len(row["actions"]) == len(row["operations"]) >= 1, row
