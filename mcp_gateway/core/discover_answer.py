@@ -30,6 +30,9 @@ __all__ = [
     "nothing_to_search",
 ]
 
+ECHOED_QUERY = 300
+"""Characters of the query a result repeats, at most."""
+
 DETAIL_SCHEMAS = 3
 """How many of discover's first results carry their full input schema when asked with ``detail``."""
 
@@ -126,7 +129,8 @@ def discover_result(
             )
         )
     return DiscoverResult(
-        query=query,
+        # The agent has its query: a long one (a pasted message, up to 8,000 characters) comes back cut.
+        query=query if len(query) <= ECHOED_QUERY else query[: ECHOED_QUERY - 1] + "…",
         results=results,
         confidence=found.confidence,
         hint=catalog_hint_text(list(hints), found.hint),

@@ -195,3 +195,12 @@ async def test_a_name_of_another_product_or_of_a_connector_says_so(tmp_path: Pat
         # a name without a product's or a connector's head is still a guess to suggest for
         guessed = result_payload(await h.gateway.describe(OPERATOR, "orders.place"))
         assert guessed["suggestions"][0]["name"] == "shop.orders.create"
+
+
+async def test_a_long_query_comes_back_cut(tmp_path: Path) -> None:
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        message = "Please cancel an order. " + "Some context about the customer. " * 200
+        found = result_payload(await h.gateway.discover(OPERATOR, message))
+        assert found["results"][0]["name"] == "shop.orders.cancel"
+        assert len(found["query"]) == 300 and found["query"].endswith("…")
+        assert message.startswith(found["query"][:-1])
