@@ -429,12 +429,13 @@ async def test_hostile_strings_are_answered_cleanly(hostile_env: HostileEnv) -> 
                 assert result.is_error and body["reason"] == "action_not_found", (name, body)
                 assert "Traceback" not in result.content[0].text
 
-        for query in ("😀🔥💥 " * 20, "'; DROP TABLE audit; -- \" OR 1=1 /*", "\x00\n\t", "%s%s%n{0}${jndi:x}"):
+        for query in ("😀🔥💥 " * 20, "'; DROP TABLE audit; -- \" OR 1=1 /*", "%s%s%n{0}${jndi:x}"):
             found = structured(await client.call_tool("discover", {"query": query}))
             assert isinstance(found["results"], list)
-        assert not structured(await client.call_tool("discover", {"query": "items", "connector": "../../etc"}))[
-            "results"
-        ]
+        blank = structured(await client.call_tool("discover", {"query": "\x00\n\t"}))
+        assert (blank["reason"], blank["message"].split(":")[0]) == ("invalid_args", "query has nothing to search")
+        elsewhere = structured(await client.call_tool("discover", {"query": "items", "connector": "../../etc"}))
+        assert elsewhere["reason"] == "connector_not_found" and "results" not in elsewhere
 
         for connector in ("e\n", "../../etc", "\x00", "E"):
             for tool in ("connect", "request_secret"):
