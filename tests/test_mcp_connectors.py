@@ -125,6 +125,10 @@ async def test_down_at_sync_is_an_error_the_rest_works_and_a_call_recovers_it(
     down = await call(gateway, "remote.peek", {"key": "k"})
     assert down["status"] == "error" and down["reason"] == "connector_error"
     assert "'remote' is unavailable" in down["message"] and "retries" in down["message"]
+    # Searching inside it says the same, not "nothing matches".
+    searched = result_payload(await gateway.discover(OPERATOR, "peek at a key", connector="remote"))
+    assert (searched["status"], searched["reason"]) == ("error", "connector_error")
+    assert "'remote' is unavailable" in searched["message"]
 
     remote_server.start()
     in_backoff = await call(gateway, "remote.peek", {"key": "k"})
@@ -135,6 +139,8 @@ async def test_down_at_sync_is_an_error_the_rest_works_and_a_call_recovers_it(
     assert recovered["data"]["structuredContent"]["value"] == 3
     assert status(result_payload(await gateway.connectors(OPERATOR)))["remote"] == "ready"
     assert (result_payload(await gateway.describe(OPERATOR, "remote.wipe")))["risk"] == "destructive"
+    found = result_payload(await gateway.discover(OPERATOR, "peek at a key", connector="remote"))
+    assert found["results"] and all(r["name"].startswith("remote.") for r in found["results"])
 
 
 async def test_the_next_sync_recovers_it_too(gateway: Gateway, remote_server: McpHttpServer) -> None:

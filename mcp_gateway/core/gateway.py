@@ -356,7 +356,12 @@ class Gateway:
             slug = self._permissions.granted_slug(principal, connector)
             if slug is None:
                 return _no_connector(connector, self._permissions.granted(principal))
-            connector, visible = slug, visible & {slug}
+            # One connector asked for and down since its sync: say so (and try it again, back-off
+            # permitting), not "nothing matches".
+            unavailable = await self._catalogs.recover(slug, principal=principal.user)
+            if unavailable is not None:
+                return unavailable
+            connector, visible = slug, self._permissions.visible(principal) & {slug}
         found = await self._find(principal, query, discover_limit(limit), visible, narrowed=connector is not None)
         needs_auth = {
             slug: await self._broker.needs_auth(self._catalogs.config(slug), principal.user)
