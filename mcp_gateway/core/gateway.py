@@ -351,7 +351,6 @@ class Gateway:
         await self._catalogs.refresh_decisions()
         if nothing_to_search(query):
             return Denied(reason="invalid_args", message=NOTHING_TO_SEARCH)
-        visible = self._permissions.visible(principal)
         if connector is not None:
             slug = self._permissions.granted_slug(principal, connector)
             if slug is None:
@@ -361,7 +360,11 @@ class Gateway:
             unavailable = await self._catalogs.recover(slug, principal=principal.user)
             if unavailable is not None:
                 return unavailable
-            connector, visible = slug, self._permissions.visible(principal) & {slug}
+            connector = slug
+        # Read after a recovery, which may have loaded the connector.
+        visible = self._permissions.visible(principal)
+        if connector is not None:
+            visible = visible & {connector}
         found = await self._find(principal, query, discover_limit(limit), visible, narrowed=connector is not None)
         needs_auth = {
             slug: await self._broker.needs_auth(self._catalogs.config(slug), principal.user)

@@ -43,7 +43,7 @@ class Permissions:
     def granted_slug(self, principal: Principal, name: str) -> str | None:
         """The slug of the connector granted to ``principal`` that ``name`` names, as written or up to
         case and surrounding spaces (``GitHub``, `` github ``); None when none is."""
-        granted = granted_connectors(self._catalogs.manifest, principal)
+        granted = self.granted(principal)
         if name in granted:
             return name
         wanted = name.strip().lower()

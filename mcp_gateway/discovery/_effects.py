@@ -18,6 +18,7 @@ calls it off, updating a feature flag turns a feature on or off (``_PAIRED``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -258,7 +259,7 @@ def kind_words(action: Action) -> list[str]:
     properties = action.input_schema.get("properties") if isinstance(action.input_schema, dict) else None
     if not isinstance(properties, dict):
         return []
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for spec in properties.values():
         items = spec.get("items") if isinstance(spec, dict) and spec.get("type") == "array" else None
         members = items.get("properties") if isinstance(items, dict) else None
@@ -267,10 +268,8 @@ def kind_words(action: Action) -> list[str]:
         kinds = [name for name, member in members.items() if isinstance(member, dict) and _is_object(member)]
         if len(kinds) * 4 < len(members) * 3:
             continue  # a record's fields, not a choice of requests
-        for kind in kinds:
-            for word in _words(kind):
-                counts[word] = counts.get(word, 0) + 1
-    return sorted(counts, key=lambda word: -counts[word])
+        counts.update(word for kind in kinds for word in _words(kind))
+    return [word for word, _ in counts.most_common()]
 
 
 def _is_object(spec: dict[str, Any]) -> bool:

@@ -388,10 +388,10 @@ class DiscoveryIndex:
         it, None, so an ambiguous guess never runs the wrong action. Full-width and other compatibility
         forms read as the plain letters (``compatible``).
         """
-        name = compatible(name)
         exact = self.get(name)
         if exact is not None:
             return exact
+        name = compatible(name)  # after the exact look-up, which every call by its real name takes
         folded_slug, _, folded_path = fold_name(name).partition(".")
         found: list[Action] = []
         for slug in self._slugs_by_fold.get(folded_slug, ()):

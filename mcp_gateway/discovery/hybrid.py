@@ -330,10 +330,8 @@ class HybridSearch:
         if asks is not None and fused:
             fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
         best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
-        mean_cosine = dense.mean_cosine(vector, allowed)
-        low = not fused or not sure(best_cosine, mean_cosine) or bool(lexical.unserved)
-        if narrowed and lexical.confidence == "low" and best_cosine + MEAN_WEIGHT * mean_cosine < NARROWED_FLOOR:
-            low = True
+        floor = NARROWED_FLOOR if narrowed and lexical.confidence == "low" else SURE_FLOOR
+        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed), floor) or bool(lexical.unserved)
         ordered, twins = group_twins(asked_first(fused, lexical.asked))
         hint = low_hint(lexical.unserved) if low else None
         return SearchResult(
@@ -341,10 +339,10 @@ class HybridSearch:
         )
 
 
-def sure(best_cosine: float, mean_cosine: float) -> bool:
+def sure(best_cosine: float, mean_cosine: float, floor: float = SURE_FLOOR) -> bool:
     """Whether a hybrid answer is confident: its best cosine, and the query's mean cosine over the
-    searched catalog (``MEAN_WEIGHT``), together reach ``SURE_FLOOR``."""
-    return best_cosine + MEAN_WEIGHT * mean_cosine >= SURE_FLOOR
+    searched catalog (``MEAN_WEIGHT``), together reach ``floor`` (``SURE_FLOOR``, or ``NARROWED_FLOOR``)."""
+    return best_cosine + MEAN_WEIGHT * mean_cosine >= floor
 
 
 def fuse(
