@@ -160,9 +160,7 @@ class Catalogs:
         if quick is not None and quick(args):
             return []
         errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:MAX_SCHEMA_ERRORS]
-        return [
-            {"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": e.message[:300]} for e in errors
-        ]
+        return [{"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": _message(e)} for e in errors]
 
     # -- loading -----------------------------------------------------------------------------------
 
@@ -572,3 +570,16 @@ def _non_finite(value: Any, path: str = "") -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _message(error: Any) -> str:
+    """A schema error's message in JSON's words: jsonschema writes the value as Python would (``None is
+    not of type 'string'``), which an agent that sent ``null`` has to translate."""
+    if error.validator == "type":
+        import json
+
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        value = json.dumps(error.instance, default=str)
+        value = value if len(value) <= 80 else value[:77] + "..."
+        return f"{value} is not of type {' or '.join(repr(t) for t in wanted)}"[:300]
+    return str(error.message)[:300]

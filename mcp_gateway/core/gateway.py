@@ -385,14 +385,28 @@ class Gateway:
         self, principal: Principal, query: str, limit: int, visible: frozenset[str], *, narrowed: bool = False
     ) -> SearchResult:
         """The index's ranking (fused with the dense side's when discovery is hybrid), lifted by use."""
+
+        async def ranked(count: int) -> SearchResult:
+            if self.dense is not None:
+                return await self.dense.find(
+                    self._index,
+                    query,
+                    limit=count,
+                    connectors=visible,
+                    allow=self._permissions.allow,
+                    narrowed=narrowed,
+                )
+            return self._index.find(query, limit=count, connectors=visible, allow=self._permissions.allow)
+
+        def sees(name: str) -> bool:
+            action = self._index.get(name)
+            return action is not None and action.connector in visible and self._permissions.allow(action)
+
+        found = await ranked(limit)
         # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
-        pool = await self._use_memory.pool(principal, limit)
-        if self.dense is not None:
-            found = await self.dense.find(
-                self._index, query, limit=pool, connectors=visible, allow=self._permissions.allow, narrowed=narrowed
-            )
-        else:
-            found = self._index.find(query, limit=pool, connectors=visible, allow=self._permissions.allow)
+        pool = await self._use_memory.pool(principal, limit, sees)
+        if pool > limit:
+            return await self._use_memory.answer(principal, query, await ranked(pool), limit, plain=found)
         return await self._use_memory.answer(principal, query, found, limit)
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -105,14 +105,23 @@ class UseMemory:
             return None
         return f"agent:{principal.label}" if self.learn == "agent" else f"project:{self._project}"
 
-    async def pool(self, principal: Principal, limit: int) -> int:
-        """How many hits to ask the ranker for: ``POOL`` when the caller's scope has uses to lift by."""
+    async def pool(self, principal: Principal, limit: int, sees: Callable[[str], bool]) -> int:
+        """How many hits to ask the ranker for: ``POOL`` when the caller's scope has uses of actions it
+        ``sees`` (by qualified name) to lift by, else ``limit``. Another agent's use of an action this one
+        cannot see does not even widen its search."""
         scope = self.scope(principal)
-        return max(limit, POOL) if scope is not None and await self._scope_uses(scope) else limit
+        if scope is None or limit >= POOL:
+            return limit
+        uses = await self._scope_uses(scope)
+        return POOL if any(sees(recorded.record.action) for recorded in uses) else limit
 
-    async def answer(self, principal: Principal, query: str, found: SearchResult, limit: int) -> SearchResult:
+    async def answer(
+        self, principal: Principal, query: str, found: SearchResult, limit: int, *, plain: SearchResult | None = None
+    ) -> SearchResult:
         """``found`` lifted by the scope's uses close to ``query``, cut to ``limit``; and remembered, so
-        that a call of one of its hits counts as a use."""
+        that a call of one of its hits counts as a use. ``plain``: the ranker's own answer at ``limit``
+        when ``found`` is its wider pool (``pool``), answered as it is unless a use lifts one of the pool's
+        hits: a wider ranking cut to ``limit`` is not always the same answer (near-twins group otherwise)."""
         scope = self.scope(principal)
         if scope is None:
             return found
@@ -124,7 +133,8 @@ class UseMemory:
             # Only the uses of actions the ranker answered with can lift anything.
             answered = {action.qualified_name for action, _ in found.hits[:POOL]}
             mine = [self._as_use(recorded, model) for recorded in uses if recorded.record.action in answered]
-            found = lifted(found, strengths(mine, terms_of(words), vector) if mine else {}, limit)
+            strength = {name: value for name, value in strengths(mine, terms_of(words), vector).items() if value > 0}
+            found = plain if plain is not None and not strength else lifted(found, strength, limit)
         if words and found.hits:
             names = tuple(action.qualified_name for action, _ in found.hits)
             self._remember(principal, _Answer(self._clock.now(), words, names))

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from ..vocabulary.model import Action
-from . import _effects, _segment, _text
+from . import _effects, _rest_shape, _segment, _text
 from ._segment import Segment
 
 __all__ = ["SegmentCache", "code_digest", "keep"]
@@ -61,7 +61,7 @@ def keep(path: Path, data: Any, what: str) -> None:
 @cache
 def _code_digest() -> str:
     """What a segment's content depends on besides the actions: the analyzing code and the Python version."""
-    return code_digest(str(_FORMAT), (_segment, _text, _effects))
+    return code_digest(str(_FORMAT), (_segment, _text, _effects, _rest_shape))
 
 
 @cache

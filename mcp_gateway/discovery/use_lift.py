@@ -13,8 +13,9 @@ share of the two queries' catalog words they have in common (``closeness``). Und
 or ``SAME_WORDS`` (the same query, or nearly).
 
 How much: each use counts its closeness times ``0.5 ** (age / half_life)``; the uses of one action
-by one principal count at most ``PER_PRINCIPAL`` together, so an agent that loops on one action (or
-asks many rewordings and calls it each time) weighs like one careful use; and the lift is
+by one principal count at most ``PER_PRINCIPAL`` together, decayed as their youngest, so an agent that
+loops on one action (or asks many rewordings and calls it each time) weighs like one careful use made
+when its last was, and its loop ages as that use would; and the lift is
 ``LIFT_CAP * (1 - (1 - FIRST_USE) ** evidence)``: one fresh use of the same query gives three
 quarters of the cap, and one principal alone never more.
 """
@@ -121,16 +122,20 @@ def strengths(
     """Each used action's lift strength for this query, in [0, 1): ``1 - (1 - FIRST_USE) ** evidence``."""
     half_life = half_life_days * 86400.0
     by_principal: dict[tuple[str, str], float] = {}
+    newest: dict[tuple[str, str], float] = {}  # the decay of each principal's youngest close use
     for use in uses:
         close = closeness(use, terms, vector)
         if close <= 0.0:
             continue
         key = (use.action, use.who)
-        weight = close * 0.5 ** (max(use.age, 0.0) / half_life)
-        by_principal[key] = min(by_principal.get(key, 0.0) + weight, PER_PRINCIPAL)
+        decay = 0.5 ** (max(use.age, 0.0) / half_life)
+        by_principal[key] = by_principal.get(key, 0.0) + close * decay
+        newest[key] = max(newest.get(key, 0.0), decay)
     evidence: dict[str, float] = {}
-    for (action, _), weight in by_principal.items():
-        evidence[action] = evidence.get(action, 0.0) + weight
+    for key, weight in by_principal.items():
+        # Bounded by what one use as young as the youngest would give: many old rewordings of one
+        # principal add up to one use of their age, not to a fresh one.
+        evidence[key[0]] = evidence.get(key[0], 0.0) + min(weight, PER_PRINCIPAL * newest[key])
     return {action: 1.0 - math.pow(1.0 - FIRST_USE, weight) for action, weight in evidence.items()}
 
 

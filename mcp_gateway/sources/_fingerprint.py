@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NORMALIZER_VERSION", "current_fingerprint", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "6"
+NORMALIZER_VERSION = "7"
 """Part of every fingerprint: a new value makes the next sync normalize every catalog again and store
 it anew. 4: catalogs are stored one action a line (``store/catalog_lines.py``), which the command
 line's ``discover`` needs to answer from the stored state; rows of earlier builds are rewritten.

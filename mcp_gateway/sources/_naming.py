@@ -66,9 +66,17 @@ _WORD = re.compile(
 _RUN = re.compile(r"[A-Za-z0-9]+")
 
 
-def snake_case(text: str) -> str:
+_APOSTROPHE = re.compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
+"""An apostrophe inside a word (``user's``, ``don't``): the word stays whole, as one would type it."""
+
+
+def snake_case(text: str, *, former: bool = False) -> str:
     """``getHTTPServer`` -> ``get_http_server``; ``listRedirectURLs`` -> ``list_redirect_urls``;
-    ``getOAuthAccessToken`` -> ``get_oauth_access_token``; ``repos/get-content`` -> ``repos_get_content``."""
+    ``getOAuthAccessToken`` -> ``get_oauth_access_token``; ``repos/get-content`` -> ``repos_get_content``;
+    ``Get a file's lock`` -> ``get_a_files_lock``. ``former``: as the previous release spelled it
+    (``get_a_file_s_lock``), to keep that name resolving as an alias."""
+    if not former:
+        text = _APOSTROPHE.sub("", text)
     words: list[str] = []
     for word in (word.lower() for run in _RUN.findall(text) for word in _WORD.findall(run)):
         if words and (joined := _SPLIT_WORDS.get((words[-1], word))):

@@ -256,24 +256,37 @@ def _auth_of(raw: Any) -> _Auth | None:
     return _Auth("apikey", apikey_name=name, apikey_in=where)
 
 
-def _walk(ctx: _Context, items: list[Any], folders: tuple[str, ...], inherited: _Auth | None) -> None:
+def _walk(
+    ctx: _Context,
+    items: list[Any],
+    folders: tuple[str, ...],
+    inherited: _Auth | None,
+    former: tuple[str, ...] = (),
+) -> None:
+    """``former``: the folders' names as the previous release spelled them (``snake_case(former=True)``)."""
     for item in items:
         if not isinstance(item, dict):
             continue
         auth = _auth_of(item.get("auth")) or inherited
         if isinstance(item.get("item"), list):
-            name = snake_case(str(item.get("name") or "")) or "folder"
-            _walk(ctx, item["item"], (*folders, name), auth)
+            text = str(item.get("name") or "")
+            name = snake_case(text) or "folder"
+            _walk(ctx, item["item"], (*folders, name), auth, (*former, snake_case(text, former=True) or "folder"))
         elif "request" in item:
             request = item["request"]
             if isinstance(request, str):  # v2.1 allows a bare URL for a GET
                 request = {"method": "GET", "url": request}
             if isinstance(request, dict):
-                _request(ctx, item, request, folders, _auth_of(request.get("auth")) or auth)
+                _request(ctx, item, request, folders, _auth_of(request.get("auth")) or auth, former or folders)
 
 
 def _request(
-    ctx: _Context, item: dict[str, Any], request: dict[str, Any], folders: tuple[str, ...], auth: _Auth | None
+    ctx: _Context,
+    item: dict[str, Any],
+    request: dict[str, Any],
+    folders: tuple[str, ...],
+    auth: _Auth | None,
+    former: tuple[str, ...],
 ) -> None:
     method = str(request.get("method") or "GET").upper()
     if method not in _METHODS:
@@ -302,6 +315,9 @@ def _request(
     path = unique_name(f"n{path}" if path[0].isdigit() else path, ctx.taken)
     legacy = None if snake_case(name) else legacy_action_path(None, method, template)
     aliases = (".".join((*folders, legacy)),) if legacy is not None else ()
+    # Names with an apostrophe were split at it before (``get_a_file_s_lock``): they keep resolving.
+    spelled = ".".join((*former, snake_case(name, former=True) or leaf))
+    aliases += (spelled,) if spelled != path and legacy is None else ()
     if auth is not None and auth.type not in ("noauth", "inherit"):
         notes.append(
             f"The collection authenticates this request with {auth.type}; the gateway applies the connector's "

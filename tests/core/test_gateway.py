@@ -684,6 +684,12 @@ async def test_invalid_args_lists_the_schema_errors(h: Harness) -> None:
     wrong = await h.gateway.call(OPERATOR, "api.items.get", {"id": 5})
     assert isinstance(wrong, Denied) and wrong.reason == "invalid_args"
     assert wrong.errors == [{"path": "id", "message": "5 is not of type 'string'"}]
+    # Values as the agent sent them, in JSON: null, not Python's None.
+    for value, shown in ((None, "null"), (True, "true"), ({"a": None}, '{"a": null}')):
+        wrong = await h.gateway.call(OPERATOR, "api.items.get", {"id": value})
+        assert isinstance(wrong, Denied) and wrong.errors == [
+            {"path": "id", "message": f"{shown} is not of type 'string'"}
+        ]
     assert h.upstream.requests == []
 
 

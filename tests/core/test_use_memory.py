@@ -146,6 +146,30 @@ async def test_a_used_answer_comes_first_for_a_reworded_repeat_and_nothing_else_
         assert {query: await h.names(BOB, query) for query in UNRELATED} == unrelated
 
 
+async def test_an_answer_no_use_lifts_is_the_rankers_own_whatever_the_limit() -> None:
+    # With uses to lift by, the ranker is asked for a wider pool; cut to a small limit, that pool used
+    # to group near-twins otherwise than the ranker's own answer, so an unrelated answer changed.
+    queries = ("report a problem", "flags", "turn on the checkout flag", *UNRELATED)
+
+    async def answers(h: Harness, who: Principal) -> dict[tuple[str, int], DiscoverResult]:
+        out: dict[tuple[str, int], DiscoverResult] = {}
+        for query in queries:
+            for limit in (1, 2, 3, 10):
+                result = await h.gateway.discover(who, query, limit=limit)
+                assert isinstance(result, DiscoverResult)
+                out[(query, limit)] = result
+        return out
+
+    async with harness("project") as h:
+        before = await answers(h, BOB)
+        assert (await h.names(ALICE, "report a problem with the login page"))[0] == "vault.problems.report"
+        assert await h.call(ALICE, "vault.problems.report") == "ok"
+        await h.names(CAROL, "pay the invoice")
+        assert await h.call(CAROL, "desk.invoices.pay") == "ok"
+        after = await answers(h, BOB)
+        assert [key for key in before if before[key] != after[key]] == []
+
+
 async def test_an_agent_with_uses_keeps_the_rankers_order_where_it_is_not_by_score() -> None:
     # Between near-twins the kind the request asks for leads ("turn on" updates), ahead of a higher
     # score; lifting by use re-sorted every answer by score once an agent had any use.

@@ -76,6 +76,15 @@ def test_one_principal_repeating_itself_counts_little_many_principals_more() -> 
     assert three > loop
 
 
+def test_a_loop_of_old_uses_ages_like_one_use_of_its_age() -> None:
+    old = HALF_LIFE_DAYS * DAY
+    looped = strengths([use(age=old) for _ in range(10)], ISSUE, None)["gh.issues.create"]
+    assert looped == pytest.approx(strengths([use(age=old)], ISSUE, None)["gh.issues.create"])
+    # A fresh use among them counts as fresh, the old ones adding nothing past the bound.
+    renewed = strengths([use(age=old) for _ in range(10)] + [use()], ISSUE, None)["gh.issues.create"]
+    assert renewed == pytest.approx(FIRST_USE)
+
+
 def test_only_close_queries_count() -> None:
     assert strengths([use()], terms_of("delete repository"), None) == {}
     assert closeness(use(), terms_of("file flaky test suite"), None) == 0.0  # a quarter of the words: under the floor

@@ -47,14 +47,19 @@ class Replay:
         if self.dense is not None:
             await self.dense.embedder.refresh("slack", self.actions)
 
-    async def discover(self, query: str, limit: int = 10) -> list[str]:
-        pool = await self.memory.pool(AGENT, limit)
-        found: SearchResult
+    async def ranked(self, query: str, limit: int) -> SearchResult:
         if self.dense is not None:
-            found = await self.dense.find(self.index, query, limit=pool)
+            return await self.dense.find(self.index, query, limit=limit)
+        return self.index.find(query, limit=limit)
+
+    async def discover(self, query: str, limit: int = 10) -> list[str]:
+        """As ``Gateway.discover`` asks: the ranker's answer, and its wider pool when there are uses."""
+        found = await self.ranked(query, limit)
+        pool = await self.memory.pool(AGENT, limit, lambda name: True)
+        if pool > limit:
+            found = await self.memory.answer(AGENT, query, await self.ranked(query, pool), limit, plain=found)
         else:
-            found = self.index.find(query, limit=pool)
-        found = await self.memory.answer(AGENT, query, found, limit)
+            found = await self.memory.answer(AGENT, query, found, limit)
         return [action.qualified_name for action, _ in found.hits]
 
     async def rank(self, query: str, action: str) -> int:

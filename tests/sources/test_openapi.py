@@ -438,6 +438,8 @@ def test_snake_case() -> None:
     assert snake_case("  --Weird__Name!! ") == "weird_name"
     # an acronym is one word, however it is followed: a plural s, digits, the next capitalized word
     assert snake_case("listUserIDs") == "list_user_ids"
+    assert snake_case("Get a file’s lock, don't notify") == "get_a_files_lock_dont_notify"
+    assert snake_case("Get a file's lock", former=True) == "get_a_file_s_lock"
     assert snake_case("HTTP2Server") == "http2_server"
     assert snake_case("getAUser") == "get_a_user"
     assert snake_case("getV2Users") == "get_v2_users"

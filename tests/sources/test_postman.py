@@ -157,12 +157,17 @@ def test_folders_become_dotted_snake_case_paths_and_names_stay_unique() -> None:
     )
     actions = _actions(doc)
     assert list(actions) == [
-        "user_accounts.sub_folder.get_a_user_s_profile",
+        "user_accounts.sub_folder.get_a_users_profile",
         "user_accounts.list",
         "user_accounts.list_2",
         "n2_fa_setup",
         "delete_item",
     ]
+    # An apostrophe keeps its word whole; the name it was split into before still resolves.
+    assert actions["user_accounts.sub_folder.get_a_users_profile"].aliases == (
+        "user_accounts.sub_folder.get_a_user_s_profile",
+    )
+    assert actions["user_accounts.list"].aliases == ()
     assert actions["delete_item"].risk == "destructive"
     assert actions["delete_item"].aliases == ("items.by_item_id.delete",)
     assert actions["n2_fa_setup"].risk == "write"
