@@ -338,3 +338,35 @@ def test_a_raw_json_body_example_lends_its_keys_as_parameters() -> None:
     assert [name for name, _ in params_of(schema)] == ["body", "targetAccount", "details", "reference", "quote"]
     transfer = action("transfers.post_transfers", "POST /transfers").model_copy(update={"input_schema": schema})
     assert dense_text(transfer).endswith("Parameters: body, targetAccount, details, reference, quote")
+
+
+# -- the verb an agent asks with ---------------------------------------------------------------------
+
+
+def test_a_get_of_a_whole_collection_answers_to_list_and_a_get_of_one_member_does_not() -> None:
+    def op(path: str, method: str, url: str, summary: str) -> Action:
+        return Action(
+            connector="ads",
+            path=path,
+            summary=summary,
+            risk="read",
+            binding=OpenAPIBinding(method=method, url=url),
+        )
+
+    # eBay's marketing API: ``getCampaigns`` is ``GET /ad_campaign``; every summary speaks of listings,
+    # which an index stems as "list" too.
+    actions = [
+        op("get_campaigns", "GET", "/ad_campaign", "Retrieves the details of all the seller's campaigns"),
+        op("get_campaign", "GET", "/ad_campaign/{campaign_id}", "Retrieves the details of a campaign"),
+        *(
+            op(f"{verb}_ads_by_listing_id", method, "/ad_campaign/{campaign_id}/ad", f"{verb} ads for listings")
+            for verb, method in (("create", "POST"), ("bulk_create", "POST"), ("get", "GET"))
+        ),
+        op("create_campaign", "POST", "/ad_campaign", "Creates a campaign for promoted listings"),
+    ]
+    index = DiscoveryIndex()
+    index.replace_connector("ads", actions)
+    assert [a.path for a, _ in index.find("list campaigns", limit=3).hits][0] == "get_campaigns"
+    (segment,) = index._visible(None)
+    listed = {segment.actions[i - segment.start].path for i in segment.postings("list")[0]}  # type: ignore[index]
+    assert "get_campaigns" in listed and "get_campaign" not in listed
