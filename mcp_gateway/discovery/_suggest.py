@@ -69,6 +69,10 @@ main scope (a repository's webhooks before an organization's on GitHub)."""
 _SAID_BEHIND = 1.0
 """Rank steps behind the best URL match of an operation whose summary says the guess."""
 
+_PLAIN = 0.05
+"""Added to the plainest of several requests to one method and URL (a collection's saved variants: ``GET
+/files/{id}`` as is, and with ``fields=tags`` or ``fields=metadata``): the resource itself, not a view of it."""
+
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
 
@@ -145,6 +149,7 @@ def suggest(
     # from its method and URL, over every visible action (the words may not reach the search's pool).
     guess = _noun_reading(path, derived, named or visible) or guess_of(path) or _denominal(path, named or visible)
     shaped: dict[str, float] = {}
+    plain: frozenset[str] = frozenset()  # of requests sharing a method and URL, those fixing fewest parameters
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
     loose: set[str] = set()  # matched only by ``Guess.named_loosely``
@@ -190,13 +195,17 @@ def suggest(
                 for action, shape in zip(segment.actions, shapes, strict=True):
                     if shape is not None and guess.holds(shape, holders) and (allow is None or allow(action)):
                         matched.append((shape.depth, action.qualified_name, action))
-        matched.sort(key=lambda item: (item[0], item[1]))
+        # Between operations as deep (one URL and method, several requests: Postman's ``lock_a_file`` and
+        # ``update_a_file_s_information`` are both ``PUT /files/{id}``), those whose names say the guess first:
+        # only ``_SHAPED_POOL`` of them are ranked.
+        matched.sort(key=lambda item: (item[0], -_overlap(guessed, identifier_terms(item[2].path)), item[1]))
         pooled = {id(action) for _, action, _ in hits}
         best_rank = matched[0][0] if matched else 0.0
         for rank, qualified_name, action in matched[:_SHAPED_POOL]:
             shaped[qualified_name] = rank
             if id(action) not in pooled:
                 hits.append((-1, action, 0.0))
+        plain = _plainest([action for _, _, action in matched[:_SHAPED_POOL]])
         # A summary that says the guess ("Validate an email" for ``validate_email``) names its operation in
         # the API's own words, whatever its URL (``POST /validations/email``): first, unless the guess's
         # own verb names an operation's URL, then just behind it.
@@ -289,6 +298,8 @@ def suggest(
                 # workspace's teams before a user's): the API's own scope.
                 if rank == best_rank and tied:
                     final += _SCOPE * held.get(action.qualified_name, 0) / most_held
+                if rank == best_rank and action.qualified_name in plain:
+                    final += _PLAIN
         if own_shape is not None:
             final += _ROOT * _root_share(index, action, own_shape, guessed)
         scored.append((final, action.qualified_name, action))
@@ -296,6 +307,23 @@ def suggest(
     out = [exact] if exact is not None else []
     out.extend(action for _, _, action in scored if action is not exact)
     return out[:limit]
+
+
+def _plainest(actions: list[Action]) -> frozenset[str]:
+    """Of ``actions`` that share a method and URL with another of them, those taking the fewest parameters."""
+    groups: dict[tuple[str, str], list[Action]] = {}
+    for action in actions:
+        method, url = getattr(action.binding, "method", None), getattr(action.binding, "url", None)
+        if isinstance(method, str) and isinstance(url, str):
+            groups.setdefault((method, url), []).append(action)
+    out: set[str] = set()
+    for group in groups.values():
+        if len(group) > 1:
+            counts = [len(action.input_schema.get("properties") or {}) for action in group]
+            fewest = min(counts)
+            if counts.count(fewest) < len(group):
+                out.update(a.qualified_name for a, count in zip(group, counts, strict=True) if count == fewest)
+    return frozenset(out)
 
 
 def _noun_reading(path: str, derived: dict[str, str], segments: list[Segment]) -> Guess | None:

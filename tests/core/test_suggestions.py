@@ -186,6 +186,27 @@ def test_on_a_real_catalog_the_first_suggestion_is_the_operation_meant(
     assert [a.qualified_name for a in _bundled(*served).suggest(guess, limit=3)][:1] == [want]
 
 
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        ("box.update_file", "box.files.update_a_files_information"),
+        ("box.get_file", "box.files.get_information_about_a_file"),
+        ("box.get_folder", "box.folders.get_information_about_a_folder"),
+        ("box.get_current_user", "box.users.get_the_current_users_information"),
+        ("box.me", "box.users.get_the_current_users_information"),
+    ],
+)
+def test_of_a_collections_requests_to_one_url_the_plain_one_the_guess_names_comes_first(guess: str, want: str) -> None:
+    # Box's Postman collection saves several requests to one method and URL (``PUT /files/{id}`` locks,
+    # moves or updates a file; ``GET /users/me`` with ``fields=my_tags`` reads the caller's tags): the one
+    # whose name says the guess, and of the reads the plain one, not a view fixing a ``fields``.
+    from scripts.bench_discover_data import catalog
+
+    index = DiscoveryIndex()
+    index.replace_connector("box", list(catalog("box")))
+    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
+
+
 def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
     index = catalog_index({"api": [("create_notification", "Send a notification"), ("list_users", "List users")]})
     assert index._word_forms("notify") == ["notification"]

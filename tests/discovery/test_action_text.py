@@ -366,7 +366,7 @@ def test_a_get_of_a_whole_collection_answers_to_list_and_a_get_of_one_member_doe
     ]
     index = DiscoveryIndex()
     index.replace_connector("ads", actions)
-    assert [a.path for a, _ in index.find("list campaigns", limit=3).hits][0] == "get_campaigns"
+    assert index.find("list campaigns", limit=3).hits[0][0].path == "get_campaigns"
     (segment,) = index._visible(None)
     listed = {segment.actions[i - segment.start].path for i in segment.postings("list")[0]}  # type: ignore[index]
     assert "get_campaigns" in listed and "get_campaign" not in listed
