@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -139,6 +140,12 @@ class DenseIndex:
     def ready(self, slug: str) -> bool:
         """Whether connector ``slug`` has its vectors (otherwise it answers lexically)."""
         return slug in self._blocks
+
+    @property
+    def dimension(self) -> int | None:
+        """The length of the vectors it holds (None while it holds none)."""
+        block = next(iter(self._blocks.values()), None)
+        return None if block is None else int(block.matrix.shape[1])
 
     @property
     def connectors(self) -> frozenset[str]:
@@ -334,14 +341,14 @@ class DenseEmbedder:
         names = [action.qualified_name for action in actions]
         kept_at = self._digests_key(slug, fingerprint, names)
         digests = await self._kept_digests(model, kept_at, len(actions))
-        known = await self.store.get_vectors(model, list(dict.fromkeys(digests))) if digests else {}
+        known = self._sound(await self.store.get_vectors(model, list(dict.fromkeys(digests)))) if digests else {}
         texts: list[Sequence[str]] | None = None
         if digests is None or len(known) < len(set(digests)):
-            # Nothing kept, or a kept vector is gone: the texts themselves say what to embed. One vector
-            # per action, filed under the digest of all its texts (one text: that text's digest).
+            # Nothing kept, or a kept vector is gone (or damaged): the texts themselves say what to embed.
+            # One vector per action, filed under the digest of all its texts (one text: that text's digest).
             texts = [self._texts(action) for action in self._readable(actions)]
             digests = [text_digest("\0".join(parts)) for parts in texts]
-            known = await self.store.get_vectors(model, list(dict.fromkeys(digests)))
+            known = self._sound(await self.store.get_vectors(model, list(dict.fromkeys(digests))))
         vectors: dict[bytes, Matrix] = {d: np.frombuffer(blob, dtype="<f4") for d, blob in known.items()}
         missing = {d: parts for d, parts in zip(digests, texts or (), strict=False) if d not in vectors}
         fresh: dict[bytes, bytes] = {}
@@ -374,6 +381,29 @@ class DenseEmbedder:
         if self._generation.get(slug) == generation:
             self.index.replace_connector(slug, names, np.stack([vectors[d] for d in digests]))
         return embedded
+
+    def _sound(self, known: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        """The stored vectors that can be used: finite, at most unit length, all of one length (the index's
+        when it holds any, else the commonest). A row damaged on disk, or cut short, is left out, so it is
+        embedded again instead of failing the whole connector at every start (``np.stack`` of unequal rows)."""
+        if not known:
+            return known
+        import numpy as np
+
+        size = self.index.dimension
+        length = 4 * size if size else Counter(len(blob) for blob in known.values()).most_common(1)[0][0]
+        sound: dict[bytes, bytes] = {}
+        for digest, blob in known.items():
+            if len(blob) == length and length and length % 4 == 0:
+                # A unit vector, or the mean of an action's unit vectors (its card and headline).
+                norm = float(np.linalg.norm(np.frombuffer(blob, dtype="<f4")))
+                if 0.0 < norm <= 1.001:  # NaN compares false
+                    sound[digest] = blob
+        if len(sound) < len(known):
+            logger.warning(
+                "discovery: %d stored vectors were damaged; they are embedded again", len(known) - len(sound)
+            )
+        return sound
 
     def _digests_key(self, slug: str, fingerprint: str | None, names: Sequence[str]) -> bytes | None:
         """Where a catalog's text digests are kept: a key of the store's vector table that no text can

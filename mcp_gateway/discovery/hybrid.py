@@ -329,9 +329,15 @@ class HybridSearch:
         )
         if asks is not None and fused:
             fused = _covering(fused, dense, asks, lookup=index.get, allowed=allowed, allow=allow, limit=limit)
-        best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
-        floor = NARROWED_FLOOR if narrowed and lexical.confidence == "low" else SURE_FLOOR
-        low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed), floor) or bool(lexical.unserved)
+        if fused and fused[0][0].connector not in allowed:
+            # The first hit's connector has no vectors yet (a connector just added, being embedded): the
+            # lexical side alone put it first, and only its confidence says anything about it.
+            low = lexical.confidence == "low"
+        else:
+            best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
+            floor = NARROWED_FLOOR if narrowed and lexical.confidence == "low" else SURE_FLOOR
+            low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed), floor)
+            low = low or bool(lexical.unserved)
         ordered, twins = group_twins(asked_first(fused, lexical.asked))
         hint = low_hint(lexical.unserved) if low else None
         return SearchResult(

@@ -7,7 +7,9 @@ import anyio
 import pytest
 
 from mcp_gateway.discovery import DiscoveryIndex, _rank
+from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.discovery.hybrid import MEAN_WEIGHT, SURE_FLOOR, HybridSearch, sure
+from tests.discovery.conftest import embedded
 
 pytestmark = pytest.mark.hybrid
 
@@ -73,3 +75,23 @@ def test_inside_a_connector_named_a_request_it_cannot_serve_is_unsure(
     assert _confidence(petstore, query, narrowed=True)[0] == "low"
     assert _confidence(petstore, "delete the pet with id 12", narrowed=True) == ("high", "petstore.delete_pet")
     assert _confidence(petstore, "remove the pet from the store", narrowed=True) == ("high", "petstore.delete_pet")
+
+
+def test_a_connector_still_being_embedded_is_as_sure_as_its_words_make_it(provider: EmbeddingProvider) -> None:
+    """A connector just added answers from the lexical side until its vectors exist: a request its words
+    match well is not "nothing matches, rephrase" for want of a cosine."""
+    from scripts.bench_discover_data import catalog
+
+    index, search = embedded(provider, "petstore")
+    index.replace_connector("stripe", list(catalog("stripe")))  # indexed, not embedded yet
+    query = "create a customer in Stripe"
+    lexical = index.find(query, limit=_rank.POOL)
+    assert lexical.confidence == "high"
+    vector = anyio.run(search.embedder.embed_query, query)
+    result = search.rank(index, lexical, vector, allowed={"petstore"}, limit=5)
+    assert result.hits[0][0].connector == "stripe" and result.confidence == "high"
+    # Nonsense stays unsure either way.
+    nonsense = "how do I make sourdough bread from scratch"
+    lexical = index.find(nonsense, limit=_rank.POOL)
+    vector = anyio.run(search.embedder.embed_query, nonsense)
+    assert search.rank(index, lexical, vector, allowed={"petstore"}, limit=5).confidence == "low"

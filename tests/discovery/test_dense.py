@@ -270,6 +270,24 @@ async def test_kept_digests_whose_vector_is_gone_fall_back_to_the_texts() -> Non
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("damage", [b"\xde\xad\xbe\xef", b"\x00" * 12, b"\xff" * 12, None])
+async def test_a_damaged_stored_vector_is_embedded_again_not_the_whole_connector_lexical(
+    damage: bytes | None,
+) -> None:
+    store = MemoryVectorStore()
+    await DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts"), store).refresh("tracker", tracker())
+    damaged = text_digest(embedded_text(tracker()[0]))
+    # Cut short, all zeros, NaNs, or a row of another length than the rest.
+    good = store.rows[("concepts", damaged)]
+    store.rows[("concepts", damaged)] = damage if damage is not None else good + good
+    encoder = ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store)
+    assert await embedder.refresh("tracker", tracker()) == 1
+    assert encoder.texts == [embedded_text(tracker()[0])] and embedder.index.ready("tracker")
+    assert store.rows[("concepts", damaged)] == good  # repaired in the store: the next start embeds nothing
+
+
+@pytest.mark.anyio
 async def test_a_resync_embeds_only_changed_actions() -> None:
     encoder = ConceptEncoder()
     embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), MemoryVectorStore())
