@@ -184,6 +184,7 @@ async def open_gateway(
                 index=DiscoveryIndex(SegmentCache(kept / "discovery-index") if kept else None),
                 review_cache=ReviewCache(kept / "review-scan") if kept else None,
             )
+            gateway.manifest_file = str(settings.manifest_path) if settings.manifest_path is not None else None
             logger.info("%s", discovery_status(search))
             try:
                 # Audit rows are written by a background task; leaving this block (close, SIGTERM,

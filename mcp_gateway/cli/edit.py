@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import itertools
 import json
 import re
 import sys
@@ -69,6 +70,16 @@ connectors:
 #     connectors: [petstore]
 """
 
+DEFAULTED = """\
+# mcp-gateway manifest, written from the bundled default (`mcp-gateway init --default`).
+# Every mcp-gateway command run in this folder reads ./gateway.yaml; elsewhere, give
+# --manifest {path} (or export MCP_GATEWAY_MANIFEST={path}).
+# Check it:        mcp-gateway validate{flag}
+# Add connectors:  mcp-gateway add stripe{flag}   (a catalog entry; also an OpenAPI file or URL, or --mcp)
+# Run it:          mcp-gateway serve{flag}
+
+"""
+
 SLUG_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 
@@ -102,8 +113,9 @@ def _manifest_file(args: argparse.Namespace) -> Path:
         if default.is_file():
             return default
         raise CliError(
-            "no manifest to edit (the bundled default is read-only): run 'mcp-gateway init' to write ./gateway.yaml, "
-            "or give --manifest FILE (or $MCP_GATEWAY_MANIFEST)"
+            "no manifest to edit (the bundled default is read-only): run 'mcp-gateway init --default' to write it "
+            "as ./gateway.yaml (or 'mcp-gateway init' for a starter), or give --manifest FILE "
+            "(or $MCP_GATEWAY_MANIFEST)"
         )
     if not path.is_file():
         raise CliError(f"cannot read the manifest {path}: no such file; 'mcp-gateway init {path}' writes one")
@@ -127,16 +139,25 @@ def _check(path: Path, text: str, original: str) -> Any:
 
 
 async def cmd_init(args: argparse.Namespace) -> int:
-    return _init(Path(args.path), force=args.force)
+    return _init(Path(args.path), force=args.force, default=getattr(args, "default", False))
 
 
-def _init(path: Path, *, force: bool) -> int:
+def _init(path: Path, *, force: bool, default: bool = False) -> int:
     if path.exists() and not force:
         raise CliError(f"{path} exists; pass --force to overwrite it, or name another file")
     project = re.sub(r"[^a-z0-9_-]+", "-", path.resolve().parent.name.lower()).strip("-") or "default"
     local = path.resolve() == Path(LOCAL_MANIFEST).resolve()  # what every command here reads unasked
     flag = "" if local else f" --manifest {path}"
-    text = STARTER.format(path=path.resolve(), project=project, flag=flag)
+    if default:
+        # The gateway that ran without a manifest, as a file to edit: the same project (its stored
+        # credentials stay readable), the same connectors.
+        from ..manifest import DEFAULT_MANIFEST
+
+        lines = DEFAULT_MANIFEST.read_text(encoding="utf-8").splitlines(keepends=True)
+        body = "".join(itertools.dropwhile(lambda line: line.startswith("#"), lines))  # its own header is its file's
+        text = DEFAULTED.format(path=path.resolve(), flag=flag) + body
+    else:
+        text = STARTER.format(path=path.resolve(), project=project, flag=flag)
     path.write_text(text, encoding="utf-8")
     _check(path, text, text)
     if local:

@@ -259,6 +259,11 @@ def keys_options(p: argparse.ArgumentParser) -> None:
 def init_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", default="gateway.yaml", help="where to write it (default: ./gateway.yaml)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.add_argument(
+        "--default",
+        action="store_true",
+        help="write the bundled default manifest (what serve runs without one: same project, same connectors)",
+    )
 
 
 def add_options(p: argparse.ArgumentParser) -> None:

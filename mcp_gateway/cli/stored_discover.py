@@ -149,5 +149,12 @@ def _answer(
             slug: not credential_readiness.configured(configs[slug], keys, principal.user)
             for slug in {action.connector for action, _ in found.hits}
         },
-        hints=catalog_suggestions(CatalogHints(), manifest, query, found, args.connector),
+        hints=catalog_suggestions(
+            CatalogHints(),
+            manifest,
+            query,
+            found,
+            args.connector,
+            str(args.manifest_path) if args.manifest_path is not None else None,
+        ),
     )

@@ -6,6 +6,7 @@ Light to import: the command line builds it without the rest of the core.
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -89,13 +90,21 @@ def discover_limit(limit: int) -> int:
 
 
 def catalog_suggestions(
-    hints: CatalogHints, manifest: Manifest, query: str, found: SearchResult, connector: str | None
+    hints: CatalogHints,
+    manifest: Manifest,
+    query: str,
+    found: SearchResult,
+    connector: str | None,
+    manifest_file: str | None = None,
 ) -> list[CatalogHint]:
-    """The bundled catalog APIs not in ``manifest`` that serve ``query`` better than what was found."""
+    """The bundled catalog APIs not in ``manifest`` that serve ``query`` better than what was found, each
+    with the command that adds it to ``manifest_file`` (the file ``manifest`` was read from; None: the
+    bundled default)."""
     if connector is not None:
         return []  # a search inside one connector asks about that connector, not about the catalog
     best = [action for action, _ in found.hits[:3]]
-    return hints.suggest(manifest, query, best, unsure=found.confidence == "low")
+    found_hints = hints.suggest(manifest, query, best, unsure=found.confidence == "low")
+    return [dataclasses.replace(hint, manifest=manifest_file) for hint in found_hints]
 
 
 def discover_result(

@@ -168,6 +168,9 @@ class Gateway:
         self._index = index if index is not None else DiscoveryIndex()
         self._catalog_hints = CatalogHints()
         """The bundled catalog APIs ``discover`` names when nothing configured serves a request."""
+        self.manifest_file: str | None = None
+        """The manifest file served, as the operator named it (None: the bundled default): the command
+        ``discover`` prints to add a catalog API edits it."""
         self._compose(manifest, store, vault, http, mcp, review_cache, oauth2)
         self._changes = CredentialChanges(vault, approvals, links, auditor, clock)
         self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
@@ -370,7 +373,9 @@ class Gateway:
             slug: await self._broker.needs_auth(self._catalogs.config(slug), principal.user)
             for slug in {a.connector for a, _ in found.hits}
         }
-        hints = catalog_suggestions(self._catalog_hints, self._catalogs.manifest, query, found, connector)
+        hints = catalog_suggestions(
+            self._catalog_hints, self._catalogs.manifest, query, found, connector, self.manifest_file
+        )
         self.metrics.observe_discover(time.perf_counter() - started)
         return discover_result(
             query,

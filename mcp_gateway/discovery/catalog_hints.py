@@ -15,14 +15,18 @@ named when one of its actions covers the whole request and the best of what is c
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
+
+import yaml
 
 from ..manifest import CATALOG_DIR, Manifest
 from ..vocabulary.model import Action
@@ -96,6 +100,23 @@ _KINDS: dict[tuple[str, str], tuple[str, ...]] = {
 _KIND_WORDS = frozenset(stem(word) for word in "sms mms email spreadsheet calendar webinar kubernetes website".split())
 
 
+_FLAGS = {"base_url": "--base-url"}
+"""The ``add`` option that sets each connector key a catalog entry may leave to the operator."""
+
+
+@functools.cache
+def fill_in(entry: str) -> dict[str, str]:
+    """The keys catalog entry ``entry`` leaves to the operator, each with its example (its ``fill_in``)."""
+    try:
+        data = yaml.safe_load((CATALOG_DIR / f"{entry}.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    found = data.get("fill_in") if isinstance(data, dict) else None
+    return (
+        {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(found, dict) else {}
+    )
+
+
 def action_terms(action: Action) -> str:
     """An action's index terms (its path's and its summary's), sorted and space-separated."""
     return " ".join(sorted(set(identifier_terms(action.path)) | set(prose_terms(summary_of(action)))))
@@ -108,11 +129,21 @@ class CatalogHint:
     name: str
     description: str
     coverage: float
+    manifest: str | None = None
+    """The manifest file the gateway serves, as the operator named it (None: the bundled default)."""
 
     @property
     def add(self) -> str:
-        """The operator's command that adds it."""
-        return f"mcp-gateway add {self.id}"
+        """The operator's command that adds it, as it must be typed to work: with the values no default can
+        serve (Jira's site), into the manifest the gateway serves; on the bundled default (read-only), after
+        writing it out as ``./gateway.yaml`` (which a restarted ``serve`` in that folder then reads)."""
+        words = ["mcp-gateway", "add", self.id]
+        for key, example in fill_in(self.id).items():
+            if key in _FLAGS:
+                words += [_FLAGS[key], shlex.quote(example)]
+        if self.manifest is None:
+            return f"mcp-gateway init --default && {' '.join(words)}"
+        return " ".join([*words, "--manifest", shlex.quote(self.manifest)])
 
     def payload(self) -> dict[str, str]:
         """What ``discover`` answers for it (``core.results.CatalogSuggestion``'s fields)."""
@@ -320,7 +351,9 @@ def catalog_hint_text(hints: list[CatalogHint], hint: str | None) -> str | None:
     if not hints:
         return hint
     named = ", ".join(f"{h.name} ({h.add})" for h in hints)
+    # On the bundled default the command writes ./gateway.yaml, which only a serve started anew reads.
+    restart = " and restart mcp-gateway serve in that folder" if any(h.manifest is None for h in hints) else ""
     return (
         f"{hint + ' ' if hint else ''}Nothing configured here does this well; the bundled catalog has {named}. "
-        "Only an operator can add a connector: tell your user."
+        f"Only an operator can add a connector{restart}: tell your user."
     )

@@ -208,3 +208,16 @@ def test_init_writes_a_commented_starter_that_validates(env: CliEnv, tmp_path: P
     assert text.count("#") > 5 and "public_url" in text
     assert [c.slug for c in load_manifest(target).connectors] == ["petstore"]
     assert env.run("init", str(target)).code == 2  # never overwrites without --force
+
+
+def test_init_default_writes_the_bundled_default_to_edit(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    # What serve runs without a manifest, as a file: the same project (its stored credentials stay
+    # readable) and the same connectors, so adding one to it drops none.
+    target = tmp_path / "out" / "gateway.yaml"
+    target.parent.mkdir()
+    made = env.run("init", str(target), "--default")
+    assert made.code == 0, made.err
+    written, bundled = load_manifest(target), load_manifest(None)
+    assert written.project == bundled.project
+    assert [c.slug for c in written.connectors] == [c.slug for c in bundled.connectors]
+    assert target.read_text().startswith("# mcp-gateway manifest, written from the bundled default")

@@ -6,6 +6,10 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,8 +46,9 @@ async def test_the_default_gateway_names_the_catalog_apis_that_send_email(tmp_pa
         named = {suggestion.catalog for suggestion in found.catalog}
         assert named & {"sendgrid", "gmail"} and named <= {"sendgrid", "gmail", "twilio"}
         sendgrid = next(s for s in found.catalog if s.catalog == "sendgrid")
-        assert sendgrid.add == "mcp-gateway add sendgrid" and sendgrid.name == "SendGrid"
-        assert found.hint is not None and "mcp-gateway add sendgrid" in found.hint
+        # The bundled default is read-only: the command writes it out as ./gateway.yaml first.
+        assert sendgrid.add == "mcp-gateway init --default && mcp-gateway add sendgrid" and sendgrid.name == "SendGrid"
+        assert found.hint is not None and sendgrid.add in found.hint and "restart mcp-gateway serve" in found.hint
         # It only says so: nothing was added, and the results are still the configured ones.
         assert [cfg.slug for cfg in gw._catalogs.manifest.connectors] == before == ["github", "petstore"]
         assert all(hit.name.split(".")[0] in before for hit in found.results)
@@ -53,6 +58,44 @@ async def test_the_default_gateway_names_the_catalog_apis_that_send_email(tmp_pa
         assert (await gw.discover(OPERATOR, "add a new pet to the store")).catalog is None
         # A search inside one connector asks about that connector only.
         assert (await gw.discover(OPERATOR, "send an email", connector="github")).catalog is None
+
+
+def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """An operator typing ``command`` in ``cwd`` (``mcp-gateway`` run as this interpreter's module)."""
+    shell = command.replace("mcp-gateway ", f"{shlex.quote(sys.executable)} -m mcp_gateway ")
+    env = {**os.environ, "MCP_GATEWAY_DISCOVERY_MODE": "lexical", "MCP_GATEWAY_STATE_DIR": str(cwd / "state")}
+    return subprocess.run(["bash", "-c", shell], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+async def test_the_printed_command_adds_the_api_to_what_the_gateway_serves(tmp_path: Path) -> None:
+    # Served from a manifest file: the command edits that file, wherever the operator types it.
+    served = tmp_path / "served" / "gw.yaml"
+    served.parent.mkdir()
+    served.write_text("project: p\nconnectors:\n  - slug: petstore\n    catalog: petstore\n", encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    with_file = Settings(manifest_path=served, state_dir=tmp_path / "state", env=settings(tmp_path).env)
+    async with open_gateway(with_file, embed=False) as gw:
+        found = await gw.discover(OPERATOR, "log work on a jira ticket")
+    assert found.catalog is not None
+    jira = next(s for s in found.catalog if s.catalog == "jira")
+    # Every Jira site has its own host: the command says where it goes, quoted for the shell.
+    assert jira.add == f"mcp-gateway add jira --base-url 'https://<your-site>.atlassian.net' --manifest {served}"
+    typed = jira.add.replace("<your-site>", "acme")
+    assert _run(typed + " --no-sync", tmp_path / "elsewhere").returncode == 0
+    assert [c.slug for c in load_manifest(served).connectors] == ["petstore", "jira"]
+
+    # Served from the bundled default: written out first, every connector it had kept.
+    async with open_gateway(settings(tmp_path), embed=False) as gw:
+        found = await gw.discover(OPERATOR, "send an email")
+    assert found.catalog is not None
+    sendgrid = next(s for s in found.catalog if s.catalog == "sendgrid")
+    folder = tmp_path / "operator"
+    folder.mkdir()
+    done = _run(sendgrid.add + " --no-sync", folder)
+    assert done.returncode == 0, done.stderr
+    written = load_manifest(folder / "gateway.yaml")
+    assert [c.slug for c in written.connectors] == ["github", "petstore", "sendgrid"]
+    assert written.project == load_manifest(None).project
 
 
 def test_a_configured_catalog_api_is_not_suggested_again() -> None:
