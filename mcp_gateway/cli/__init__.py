@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .output import EXIT_CONFIG, EXIT_FAILED, CliError, escaped, holding_collector
+from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, escaped, holding_collector
 from .parser import build_parser, command_word
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def _report(exc: Exception, debug: bool) -> int:
     import logging
 
     from ..services.logs import notice
-    from ..vocabulary.errors import GatewayError, ManifestError
+    from ..vocabulary.errors import GatewayError, ManifestError, StoreUnavailable, StoreUnopenable
 
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 and isinstance(exc.exceptions[0], Exception):
         exc = exc.exceptions[0]
@@ -174,6 +174,8 @@ def _report(exc: Exception, debug: bool) -> int:
         return EXIT_CONFIG
     if isinstance(exc, (CliError, GatewayError)):
         notice(f"mcp-gateway: error: {escaped(str(exc), lines=True)}", level=logging.ERROR)
+        if isinstance(exc, StoreUnopenable | StoreUnavailable):
+            return EXIT_STORE
         return exc.code if isinstance(exc, CliError) else EXIT_CONFIG
     notice(f"mcp-gateway: unexpected {type(exc).__name__}; rerun with --debug for details", level=logging.ERROR)
     return EXIT_FAILED

@@ -12,7 +12,7 @@ import logging
 
 import asyncpg
 
-from ..vocabulary.errors import GatewayError
+from ..vocabulary.errors import StoreUnopenable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -257,7 +257,7 @@ async def migrate(conn: asyncpg.Connection, where: str) -> None:
     """Bring the schema in ``conn``'s current schema to ``SCHEMA_VERSION``.
 
     Raises:
-        GatewayError: the database holds tables of ours that we did not create, or was migrated by
+        StoreUnopenable: the database holds tables of ours that we did not create, or was migrated by
             a newer build. ``where`` (the redacted URL) names it in the message.
     """
     async with conn.transaction():
@@ -265,7 +265,7 @@ async def migrate(conn: asyncpg.Connection, where: str) -> None:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
         version = await _version(conn, where)
         if version > SCHEMA_VERSION:
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"the database at {where} was migrated by a newer mcp-gateway (schema version {version}; "
                 f"this build knows up to {SCHEMA_VERSION}); upgrade every instance of mcp-gateway"
             )
@@ -282,7 +282,7 @@ async def _version(conn: asyncpg.Connection, where: str) -> int:
     if "schema_version" not in tables:
         clash = sorted(tables & set(OUR_TABLES))
         if clash:
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"the database at {where} already has tables named like mcp-gateway's ({', '.join(clash)}) "
                 "that mcp-gateway did not create; point the gateway at a database or schema of its own"
             )
@@ -293,7 +293,7 @@ async def _version(conn: asyncpg.Connection, where: str) -> int:
     try:
         return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version"))
     except asyncpg.UndefinedColumnError:
-        raise GatewayError(
+        raise StoreUnopenable(
             f"the database at {where} has a schema_version table of another application; "
             "point the gateway at a database or schema of its own"
         ) from None

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..vocabulary.errors import GatewayError
+from ..vocabulary.errors import StoreUnopenable
 from ._access import ACCESS_MIGRATION
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ async def migrate(db: aiosqlite.Connection, where: str | Path) -> None:
     """Bring the database on ``db`` (an autocommit connection) to ``SCHEMA_VERSION``.
 
     Raises:
-        GatewayError: the file belongs to another application, holds tables mcp-gateway did not
+        StoreUnopenable: the file belongs to another application, holds tables mcp-gateway did not
             create, or was written by a newer build. ``where`` (the file) names it in the message.
     """
     # IMMEDIATE takes the write lock before reading the version, so two processes opening a
@@ -265,17 +265,17 @@ async def migrate(db: aiosqlite.Connection, where: str | Path) -> None:
         version = await _pragma_int(db, "user_version")
         app_id = await _pragma_int(db, "application_id")
         if app_id not in (0, APPLICATION_ID):
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"{where} is an SQLite database of another application (application_id {app_id:#x}); "
                 "point the gateway at its own file"
             )
         if version > SCHEMA_VERSION:
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"{where} was written by a newer mcp-gateway (schema version {version}; this build "
                 f"knows up to {SCHEMA_VERSION}); upgrade mcp-gateway, or point it at another database file"
             )
         if version == 0 and app_id == 0 and await _has_tables(db):
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"{where} is an SQLite database that mcp-gateway did not create; point the gateway at its own file"
             )
         for number in range(version + 1, SCHEMA_VERSION + 1):

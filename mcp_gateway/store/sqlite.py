@@ -58,7 +58,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..primitives.secrets import CredentialKey
-from ..vocabulary.errors import GatewayError, StoreUnavailable
+from ..vocabulary.errors import StoreUnavailable, StoreUnopenable
 from ..vocabulary.model import ACTIONS_ADAPTER
 from ._access import AccessCache, GenerationProbe
 from ._rows import (
@@ -393,7 +393,7 @@ class SQLiteStore:
             await db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             # Typically "file is not a database"; say which file and what to do.
-            raise GatewayError(
+            raise StoreUnopenable(
                 f"cannot open {self._path} as the gateway's database ({exc}); "
                 "point the gateway at another file or move this one aside"
             ) from None

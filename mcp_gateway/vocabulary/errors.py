@@ -105,6 +105,11 @@ class UpstreamError(GatewayError):
         super().__init__(message)
 
 
+class StoreUnopenable(GatewayError):
+    """The state database cannot be opened at all (a file that is no database, one this process may not
+    write): the operator's to fix, not an outage; the command line exits 3 for it."""
+
+
 class StoreUnavailable(GatewayError):
     """The state database cannot be reached (connection refused or lost, server shutting down, disk
     I/O): a transient outage, not a bug. Raised by the stores for connection-level failures only;

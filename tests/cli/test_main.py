@@ -49,6 +49,31 @@ def test_a_missing_manifest_before_the_command_fails(env: CliEnv, tmp_path: Path
     assert code == 2 and "nonexistent.yaml" in err
 
 
+@pytest.mark.parametrize("command", [["connectors"], ["discover", "create an issue"], ["audit"]])
+def test_a_state_store_that_cannot_be_opened_exits_3(env: CliEnv, tmp_path: Path, command: list[str]) -> None:  # noqa: F811
+    # As --help says: 3 is "the state store cannot be opened", whichever command opens it.
+    import sqlite3
+    from contextlib import closing
+
+    from mcp_gateway import cli
+
+    def foreign(path: Path) -> None:
+        with closing(sqlite3.connect(path)) as db, db:
+            db.execute("CREATE TABLE notes (body TEXT)")
+
+    for name, make in (
+        ("garbage", lambda path: path.write_bytes(b"this is not a database" * 100)),
+        ("foreign", foreign),
+    ):
+        state = tmp_path / name
+        state.mkdir()
+        make(state / "state.db")
+        env.capsys.readouterr()
+        code = cli.main(["--state-dir", str(state), *command])
+        err = env.capsys.readouterr().err
+        assert code == 3 and "state.db" in err and "Traceback" not in err, (name, code, err)
+
+
 def test_version_and_help_examples(tmp_path: Path) -> None:
     version = _run("--version", tmp_path=tmp_path)
     assert version.returncode == 0 and version.stdout.strip() == f"mcp-gateway {__version__}"
