@@ -141,7 +141,8 @@ def discover_result(
         # The agent has its query: a long one (a pasted message, up to 8,000 characters) comes back cut.
         query=query if len(query) <= ECHOED_QUERY else query[: ECHOED_QUERY - 1] + "…",
         results=results,
-        confidence=found.confidence,
+        # A catalog API serving the request better says what is configured does not: unsure, as the hint says.
+        confidence="low" if hints else found.confidence,
         hint=catalog_hint_text(list(hints), found.hint),
         twins=found.twins or None,
         catalog=[CatalogSuggestion(**h.payload()) for h in hints] or None,

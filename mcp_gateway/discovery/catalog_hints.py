@@ -31,7 +31,7 @@ import yaml
 from ..manifest import CATALOG_DIR, Manifest
 from ..vocabulary.model import Action
 from ._segment import summary_of
-from ._text import PHRASES, SYNONYMS, VERBS, identifier_terms, keep, prose_terms, prose_words, stem
+from ._text import PHRASES, SYNONYMS, VERBS, fold_name, identifier_terms, keep, prose_terms, prose_words, stem
 
 __all__ = ["TERMS_FILE", "CatalogHint", "CatalogHints", "action_terms", "catalog_hint_text"]
 
@@ -231,6 +231,8 @@ class CatalogHints:
         )
         floor = max(UNSURE if unsure else FULL, mine + MARGIN)
         taken = {cfg.catalog for cfg in manifest.connectors if cfg.catalog} | {cfg.slug for cfg in manifest.connectors}
+        # A connector the manifest names as the product (``name: Jira`` over a hand-written source) is it.
+        named_as = {fold_name(cfg.name) for cfg in manifest.connectors if cfg.name}
         said = set(prose_words(query))
         # An action covers a word itself, or in part through what its API is (its description): "send a
         # text message" is Twilio's message create, on an API of text messages.
@@ -256,7 +258,9 @@ class CatalogHints:
             # A product the request names, or whose kind it names ("a feature flag", "a text message"), needs
             # less, and comes first.
             named = _named_floor(entry, said, kinds, mine)
-            if entry.id not in taken and e in best and best[e] >= (floor if named is None else named):
+            if entry.id in taken or fold_name(entry.name) in named_as:
+                continue
+            if e in best and best[e] >= (floor if named is None else named):
                 hint = CatalogHint(entry.id, entry.name, entry.description, round(best[e], 3))
                 found.append((named is not None, hint))
         if any(named for named, _ in found):
