@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from ._text import prose_words
 
-__all__ = ["CONTENT", "PRODUCTS", "named_products", "unserved_hint"]
+__all__ = ["CONTENT", "EVERYDAY_NAMES", "PRODUCTS", "named_products", "unserved_hint"]
+
+EVERYDAY_NAMES = frozenset("slack square box notion zoom linear wise outlook stripe plaid".split())
+"""Products named by an everyday word: only the context tells "in Zoom" from "zoom in"."""
 
 PRODUCTS: dict[str, str] = {
     word: name

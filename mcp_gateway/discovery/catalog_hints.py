@@ -19,8 +19,9 @@ import functools
 import gzip
 import json
 import math
+import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
@@ -30,6 +31,7 @@ import yaml
 
 from ..manifest import CATALOG_DIR, Manifest
 from ..vocabulary.model import Action
+from ._products import EVERYDAY_NAMES
 from ._segment import summary_of
 from ._text import PHRASES, SYNONYMS, VERBS, fold_name, identifier_terms, keep, prose_terms, prose_words, stem
 
@@ -204,6 +206,11 @@ class CatalogHints:
         return postings
 
     @cached_property
+    def _everyday(self) -> dict[str, frozenset[str]]:
+        """What each product named by an everyday word is (its description's terms), by that word."""
+        return {entry.name.lower(): entry.about for entry in self._entries if entry.name.lower() in EVERYDAY_NAMES}
+
+    @cached_property
     def _idf(self) -> dict[str, float]:
         count = sum(len(entry.actions) for entry in self._entries)
         return {term: math.log(1 + count / len(where)) for term, where in self._postings.items()}
@@ -214,6 +221,7 @@ class CatalogHints:
         """The catalog APIs not in ``manifest`` that serve ``query`` better than ``configured`` (the
         best configured hits), best first; none when what is configured serves it."""
         idf = self._idf
+        query = _products_named(query, self._everyday)
         wanted = _wanted(query, idf)
         # A kind of product something configured already is ("an SMS" with Twilio there) names nothing new.
         served = [frozenset(prose_terms(cfg.description or "")) for cfg in manifest.connectors]
@@ -280,6 +288,34 @@ def _named_floor(entry: _Entry, said: set[str], kinds: list[tuple[str, ...]], mi
     if any(entry.about.issuperset(kind) for kind in kinds):
         return mine
     return None
+
+
+_AS_PRODUCT = frozenset("in on via with to into from using through our my your their".split())
+"""Words after which an everyday word that names a product is that product ("post in slack")."""
+
+
+def _products_named(query: str, about: Mapping[str, frozenset[str]]) -> str:
+    """``query`` without the words that name a product of ``EVERYDAY_NAMES`` but do not here: "zoom in on
+    the picture", "put the shoes in a box", "the square of 12", "wise words". Such a word names the
+    product written capitalized inside a sentence ("a Zoom meeting"), right after a word like "in" ("post
+    in slack"), or before a word of what the product is (``about``: its entry's description's terms by
+    its name lowercased): "a zoom meeting", "the slack channel"."""
+
+    def ordinary(match: re.Match[str]) -> bool:
+        word, before = match.group(0), query[: match.start()].rstrip()
+        if word[:1].isupper() and before[-1:] not in ("", ".", "!", "?", ":"):
+            return False
+        previous = re.findall(r"[A-Za-z]+", before[-20:])
+        following = re.findall(r"[A-Za-z]+", query[match.end() : match.end() + 20])
+        kind = about.get(word.lower(), frozenset())
+        return not (previous and previous[-1].lower() in _AS_PRODUCT) and not (
+            following and stem(following[0].lower()) in kind
+        )
+
+    return _EVERYDAY.sub(lambda m: " " if ordinary(m) else m.group(0), query)
+
+
+_EVERYDAY = re.compile(rf"(?<![A-Za-z])(?i:{'|'.join(sorted(EVERYDAY_NAMES))})(?![A-Za-z])")
 
 
 def _kinds(query: str) -> list[tuple[str, ...]]:

@@ -109,6 +109,28 @@ def test_a_configured_catalog_api_is_not_suggested_again() -> None:
     assert hints.suggest(alone, "what is the weather in paris", [], unsure=True) == []
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        # Everyday words that are also products' names, used as words: nothing to add.
+        ("zoom in on the picture", set()),
+        ("Zoom in on the chart", set()),
+        ("put the shoes in a box", set()),
+        ("calculate the square of 12", set()),
+        ("wise words about life", set()),
+        # The same words naming the product: capitalized, after "in"/"with"/"to", or before what it is.
+        ("upload the report to Box", {"box"}),
+        ("charge the card with Square", {"square"}),
+        ("send money with wise", {"wise"}),
+        ("post in slack", {"slack"}),
+        ("create a zoom meeting", {"zoom"}),
+    ],
+)
+def test_a_products_name_that_is_an_everyday_word_names_it_only_in_context(query: str, named: set[str]) -> None:
+    found = CatalogHints().suggest(load_manifest(None), query, [], unsure=False)
+    assert {hint.id for hint in found} == named
+
+
 async def test_the_terms_file_is_current() -> None:
     data = json.loads(gzip.decompress(TERMS_FILE.read_bytes()))
     entries = sorted(path.stem for path in CATALOG_DIR.glob("*.yaml"))
