@@ -257,17 +257,21 @@ def discovery_line(gw: Gateway) -> str:
     """``hybrid (...)``, or why discovery is lexical only and how to make it hybrid."""
     if gw.dense is not None:
         count = len(gw.manifest.connectors)
+        # A connector ranks by meaning once its vectors are read back from the store (a second or two after
+        # a sync, which embedded them) or, never embedded, made in the background; by words until then.
         if not gw.dense.scheduled and count:
             # Start-up loads the catalog in the background: nothing is scheduled to embed yet.
             plural = "s" if count != 1 else ""
-            return f"hybrid ({gw.dense.label}; {count} connector{plural} embedded once loaded); until then, lexical"
-        return gw.discovery_status.removeprefix("discovery: ") + "; until embedded, lexical"
+            return f"hybrid ({gw.dense.label}; {count} connector{plural} loading{_UNTIL}"
+        return gw.discovery_status.removeprefix("discovery: ").removesuffix(")") + _UNTIL
     if gw.manifest.discovery.effective_mode == "lexical":
         return "lexical only (discovery.mode or $MCP_GATEWAY_DISCOVERY_MODE says lexical)"
     return f"lexical only — install the embeddings extra for hybrid: {EMBEDDINGS_INSTALL}"
 
 
 EMBEDDINGS_INSTALL = "pip install 'mcp-action-gateway[embeddings]'"
+
+_UNTIL = "); each ranks by meaning once its stored vectors are read or new ones made, by words until then"
 
 
 def claude_line(args: argparse.Namespace) -> str:

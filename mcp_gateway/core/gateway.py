@@ -319,7 +319,11 @@ class Gateway:
                     warning=self._origin_warning(slug),
                 )
             )
-        return ConnectorsResult(connectors=out, discovery=self.discovery_status)
+        # Of the caller's connectors only: another's size, or that it is being embedded, is not its to know.
+        every = {cfg.slug for cfg in self._catalogs.manifest.connectors}
+        return ConnectorsResult(
+            connectors=out, discovery=discovery_status(self.dense, None if visible >= every else visible)
+        )
 
     def _origin_warning(self, slug: str) -> str | None:
         held = self._catalogs.origin_held(slug)

@@ -362,22 +362,25 @@ class DenseEmbedder:
                 self.encoder_calls += 1
                 matrix = await self.provider.embed([text for _, parts in chunk for text in parts])
                 row = 0
+                made: dict[bytes, bytes] = {}
                 for digest, parts in chunk:
                     rows = matrix[row : row + len(parts)]
                     row += len(parts)
                     vector = np.asarray(rows[0] if len(parts) == 1 else np.mean(rows, axis=0), dtype="<f4")
                     vectors[digest] = vector
-                    fresh[digest] = vector.tobytes()
+                    made[digest] = vector.tobytes()
+                # Kept batch by batch: a start interrupted halfway (a stopped sync, a client gone) resumes
+                # where it stopped instead of embedding everything again.
+                await self.store.put_vectors(model, made)
+                fresh.update(made)
+                self.embedded += len(made)
                 if self._generation.get(slug) != generation:
                     return 0  # superseded by a newer refresh (or removal) of this connector
         finally:
             self.progress = None
-        embedded = len(fresh)
         if kept_at is not None and texts is not None:
-            fresh[kept_at] = b"".join(digests)  # beside the vectors, in the same write
-        if fresh:
-            await self.store.put_vectors(model, fresh)
-            self.embedded += embedded
+            await self.store.put_vectors(model, {kept_at: b"".join(digests)})
+        embedded = len(fresh)
         if self._generation.get(slug) == generation:
             self.index.replace_connector(slug, names, np.stack([vectors[d] for d in digests]))
         return embedded

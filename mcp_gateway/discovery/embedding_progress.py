@@ -24,7 +24,12 @@ LEXICAL_LINE = "discovery: lexical only"
 def hybrid_line(label: str, ready: int, scheduled: int, embedding: tuple[int, int] | None = None) -> str:
     """The discovery line when ``discover`` ranks by meaning too: the model (``label``), how many of
     the ``scheduled`` connectors are embedded, and how far a running embedding is."""
-    running = "" if embedding is None else f"; embedding {embedding[0]:,} of {embedding[1]:,} actions"
+    if embedding is None:
+        running = ""
+    elif embedding[0] == 0:  # counted by finished batches: none yet (a small connector is one batch)
+        running = f"; embedding {embedding[1]:,} actions"
+    else:
+        running = f"; embedding {embedding[0]:,} of {embedding[1]:,} actions"
     return f"discovery: hybrid ({label}; {ready} of {scheduled} connectors embedded{running})"
 
 

@@ -124,9 +124,10 @@ after a sync the whole catalog is ready in about two seconds, and the first quer
 be ranked by words alone."""
 
 
-def discovery_status(search: HybridSearch | None) -> str:
-    """What ``connectors``, ``/healthz`` and the start-up log say about ranking."""
-    return LEXICAL_LINE if search is None else search.status()
+def discovery_status(search: HybridSearch | None, visible: Collection[str] | None = None) -> str:
+    """What ``connectors``, ``/healthz`` and the start-up log say about ranking; with ``visible``, over
+    those connectors only (``HybridSearch.status``)."""
+    return LEXICAL_LINE if search is None else search.status(visible)
 
 
 class HybridSearch:
@@ -144,6 +145,8 @@ class HybridSearch:
         """Set once the background work first settles or turns out to need the model (``WARM_WAIT``)."""
         self._running = False
         self._connectors: set[str] = set()
+        self._embedding: str | None = None
+        """The connector whose vectors are being made or read, if any."""
         self.state_dir: Path | None = None
         """The state folder, where the discovery line is kept while embedding (``embedding_progress``)."""
         self.embedder.on_batch = self._report
@@ -213,9 +216,11 @@ class HybridSearch:
         return await self._refresh(slug, actions, fingerprint)
 
     async def _refresh(self, slug: str, actions: Sequence[Action], fingerprint: str | None) -> int:
+        self._embedding = slug
         try:
             return await self.embedder.refresh(slug, actions, fingerprint)
         finally:
+            self._embedding = None
             if self.state_dir is not None:
                 clear_progress(self.state_dir)
 
@@ -229,12 +234,19 @@ class HybridSearch:
         """How many connectors' actions have been handed over to embed (none before the first load)."""
         return len(self._connectors)
 
-    def status(self) -> str:
+    def status(self, visible: Collection[str] | None = None) -> str:
+        """The discovery line; with ``visible``, of those connectors only (an agent's view: a connector it
+        cannot see is not counted, nor the embedding of one)."""
         running = self.embedder.progress
-        if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):
-            return elsewhere  # the running gateway of this state folder is embedding
-        ready = sum(1 for slug in self._connectors if self.embedder.index.ready(slug))
-        return hybrid_line(self.label, ready, len(self._connectors), running)
+        if visible is not None:
+            connectors = self._connectors & set(visible)
+            running = running if self._embedding in connectors else None
+        else:
+            connectors = self._connectors
+            if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):
+                return elsewhere  # the running gateway of this state folder is embedding
+        ready = sum(1 for slug in connectors if self.embedder.index.ready(slug))
+        return hybrid_line(self.label, ready, len(connectors), running)
 
     # -- search ------------------------------------------------------------------------------------
 

@@ -61,8 +61,9 @@ def test_the_start_up_block_names_what_hybrid_discovery_will_embed() -> None:
     gw = SimpleNamespace(dense=dense, manifest=SimpleNamespace(connectors=["github", "petstore"]))
     # the catalog loads in the background after the block is written: nothing is scheduled yet
     line = discovery_line(gw)  # type: ignore[arg-type]
-    assert line == "hybrid (tiny; 2 connectors embedded once loaded); until then, lexical"
+    until = "each ranks by meaning once its stored vectors are read or new ones made, by words until then"
+    assert line == f"hybrid (tiny; 2 connectors loading); {until}"
     dense.schedule("petstore", [catalog_action("petstore", "list_pets")])
     gw.discovery_status = dense.status()
     line = discovery_line(gw)  # type: ignore[arg-type]
-    assert line == "hybrid (tiny; 0 of 1 connectors embedded); until embedded, lexical"
+    assert line == f"hybrid (tiny; 0 of 1 connectors embedded); {until}"

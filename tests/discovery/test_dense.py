@@ -288,6 +288,24 @@ async def test_a_damaged_stored_vector_is_embedded_again_not_the_whole_connector
 
 
 @pytest.mark.anyio
+async def test_an_embedding_stopped_halfway_keeps_the_batches_it_finished() -> None:
+    class Failing(ConceptEncoder):
+        def encode(self, texts: Sequence[str]) -> list[list[float]]:
+            if self.calls:
+                raise OSError("the process is stopping")
+            return super().encode(texts)
+
+    store = MemoryVectorStore()
+    with pytest.raises(OSError):
+        await DenseEmbedder(LocalProvider(Failing(), "concepts"), store, batch=2).refresh("tracker", tracker())
+    assert len(store.rows) == 2  # the first batch of two, kept
+    encoder = ConceptEncoder()
+    embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), store, batch=2)
+    assert await embedder.refresh("tracker", tracker()) == 1  # only the action the stop left out
+    assert embedder.index.ready("tracker")
+
+
+@pytest.mark.anyio
 async def test_a_resync_embeds_only_changed_actions() -> None:
     encoder = ConceptEncoder()
     embedder = DenseEmbedder(LocalProvider(encoder, "concepts"), MemoryVectorStore())

@@ -236,14 +236,37 @@ async def test_connectors_says_how_far_a_background_embedding_is(
         assert gw.dense is not None
         await entered.wait()
         listed = result_payload(await gw.connectors(OPERATOR))
-        assert (
-            listed["discovery"] == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 0 of 3 actions)"
-        )
+        assert listed["discovery"] == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 3 actions)"
         release.set()
         await gw.dense.settled()
         assert result_payload(await gw.connectors(OPERATOR))["discovery"] == (
             "discovery: hybrid (test-bow; 1 of 1 connectors embedded)"
         )
+
+
+async def test_an_agent_sees_the_embedding_of_its_own_connectors_only(
+    tmp_path: Path, provider: CountingProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_gateway.services.identity import Principal
+
+    text = manifest_text() + (
+        "  - slug: vault\n    base_url: http://127.0.0.1:9\n    source:\n      http:\n        actions:\n"
+        "          - {path: keys.list, method: GET, url: /keys, summary: List the keys}\n"
+        "agents:\n  - name: limited\n    connectors: [vault]\n"
+    )
+    entered, release = hold(provider, monkeypatch)
+    async with open_gateway(settings(tmp_path), manifest=parse_manifest(text, base_dir=tmp_path)) as gw:
+        assert gw.dense is not None
+        await entered.wait()  # the first connector's embedding is held: tracker's
+        operator = result_payload(await gw.connectors(OPERATOR))["discovery"]
+        limited = result_payload(await gw.connectors(Principal("u", "limited")))["discovery"]
+        assert "of 2 connectors" in operator and "embedding 3 actions" in operator
+        # Neither the tracker's size nor that it is being embedded: only its own connector counts.
+        assert limited == "discovery: hybrid (test-bow; 0 of 1 connectors embedded)", limited
+        release.set()
+        await gw.dense.settled()
+        limited = result_payload(await gw.connectors(Principal("u", "limited")))["discovery"]
+        assert limited == "discovery: hybrid (test-bow; 1 of 1 connectors embedded)"
 
 
 async def test_until_vectors_exist_discover_answers_lexically(tmp_path: Path, provider: CountingProvider) -> None:
@@ -351,7 +374,7 @@ async def test_another_process_sees_how_far_the_running_gateway_embeds(
         with monkeypatch.context() as other:  # as another process reads it: its pid is not the writer's
             other.setattr("mcp_gateway.discovery.embedding_progress.os.getpid", lambda: -1)
             line = progress_elsewhere(state.state_dir)
-        assert line == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 0 of 3 actions)"
+        assert line == "discovery: hybrid (test-bow; 0 of 1 connectors embedded; embedding 3 actions)"
         release.set()
         await gw.dense.settled()
         assert not kept.exists()  # done: nothing is embedding any more
