@@ -228,6 +228,14 @@ def suggest(
     # Any word for the caller is another's (``get_current_user``, ``users.me`` ~ ``get_self``); the index
     # leaves "me" out of a name's terms, so the caller is one word of its own here.
     caller = not _CALLER_WORDS.isdisjoint(spelled_words)
+    if caller and named:
+        # An API without a URL for the caller says it in words: GraphQL's ``viewer`` is "The currently
+        # authenticated user." Those read as the caller, wherever the search ranked them.
+        pooled_ids = {id(action) for _, action, _ in hits}
+        for segment in named:
+            for action in segment.actions:
+                if id(action) not in pooled_ids and _is_the_caller(action) and (allow is None or allow(action)):
+                    hits.append((-1, action, 0.0))
     # ``get_call_recordings`` reads a collection: spelled as its list is spelled too.
     reads_all = guess is not None and guess.plural and guess.verbs == _READ_VERBS
     listed = [_LIST if term in _READ_VERBS else term for term in guessed] if reads_all else []
@@ -246,7 +254,10 @@ def suggest(
     )
     for _, action, score in hits:
         words = identifier_terms(action.path)
-        if caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
+        if caller and _is_the_caller(action):
+            # It is what the guess's words for the caller and its kind ("current", "user") name.
+            words = [*words, _CALLER, *(term for term in guessed if term in _CALLER_TERMS)]
+        elif caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
             words = [*words, _CALLER]
         overlap = _overlap([*guessed, _CALLER] if caller else guessed, words)
         if listed:
@@ -307,6 +318,24 @@ def suggest(
     out = [exact] if exact is not None else []
     out.extend(action for _, _, action in scored if action is not exact)
     return out[:limit]
+
+
+_CALLER_SAID = frozenset(stem(word) for word in ("current", "currently", "authenticated", "logged", "signed"))
+_CALLER_IS = frozenset(stem(word) for word in ("user", "viewer", "account", "profile", "me"))
+_CALLER_TERMS = _CALLER_SAID | _CALLER_IS | frozenset(stem(word) for word in _CALLER_WORDS)
+_CALLER_FILLER = frozenset(
+    stem(word) for word in ("get", "retrieve", "return", "returns", "fetch", "information", "info", "details", "in")
+)
+
+
+def _is_the_caller(action: Action) -> bool:
+    """Whether ``action``'s summary says it reads the caller itself: "The currently authenticated user.",
+    "Get the signed-in user's profile"; not something of the caller's ("List repositories for the
+    authenticated user")."""
+    terms = set(prose_terms(summary_of(action)))
+    if not terms & _CALLER_SAID or not terms & _CALLER_IS:
+        return False
+    return not terms - _CALLER_SAID - _CALLER_IS - _CALLER_FILLER
 
 
 def _plainest(actions: list[Action]) -> frozenset[str]:

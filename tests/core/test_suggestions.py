@@ -207,6 +207,24 @@ def test_of_a_collections_requests_to_one_url_the_plain_one_the_guess_names_come
     assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
 
 
+@pytest.mark.parametrize(
+    ("guess", "want"),
+    [
+        ("githubql.get_current_user", "githubql.query.viewer"),
+        ("githubql.me", "githubql.query.viewer"),
+        ("githubql.current_user", "githubql.query.viewer"),
+    ],
+)
+def test_an_api_that_names_the_caller_in_words_is_found_for_a_guess_naming_the_caller(guess: str, want: str) -> None:
+    # GitHub's GraphQL schema has no URL for the caller: ``viewer`` is "The currently authenticated user."
+    # (``query.user`` looks a user up by login).
+    from scripts.bench_discover_data import catalog
+
+    index = DiscoveryIndex()
+    index.replace_connector("githubql", list(catalog("githubql")))
+    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
+
+
 def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
     index = catalog_index({"api": [("create_notification", "Send a notification"), ("list_users", "List users")]})
     assert index._word_forms("notify") == ["notification"]
