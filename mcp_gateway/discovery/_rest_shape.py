@@ -26,7 +26,7 @@ __all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "own_stat
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
     ("create", "add", "new", "post", "make", "insert", "put", "save", "append", "upsert"),
     ("delete", "remove", "destroy", "erase", "drop"),
-    ("get", "fetch", "retrieve", "read", "show", "view", "describe"),
+    ("get", "fetch", "retrieve", "read", "show", "view", "describe", "info"),
     ("list", "all"),
     ("search", "find", "query", "lookup"),
     ("update", "edit", "modify", "change", "set", "patch", "replace", "write"),

@@ -158,6 +158,9 @@ def _bundled(*slugs: str) -> DiscoveryIndex:
         (("slack",), "slack.create_channel", "slack.conversations_create"),
         (("slack",), "slack.list_channels", "slack.conversations_list"),
         (("slack",), "slack.archive_channel", "slack.conversations_archive"),
+        # ``users.info`` is a user's read ("Gets information about a user"), not a resource named info.
+        (("slack",), "slack.get_user", "slack.users_info"),
+        (("slack",), "slack.get_channel", "slack.conversations_info"),
         # No channel subscription is a resource of YouTube's: subscribing to a channel makes a
         # subscription. Beside other catalogs the words' rarity alone put the channel banners' insert first.
         (("youtube", "plaid", "stripe"), "youtube.subscribe_channel", "youtube.youtube_subscriptions_insert"),
