@@ -106,9 +106,10 @@ _NEIGHBOURS: dict[str, frozenset[str]] = {
 
 def slip_rank(written: str, meant: str) -> int | None:
     """How likely ``written`` is a slip of ``meant`` (one edit apart): 0 for a letter left out, typed
-    twice or extra, two letters swapped, or a key's neighbour hit; 1 for one vowel written for another,
-    as it sounds ("calender", "seperate"); None for a letter replaced by one far from it on the keyboard,
-    which is rarely a slip: "tash" is "trash", not "task", and "radium" is no slip of "radius"."""
+    twice or extra, or two letters swapped; 1 for a key's neighbour hit ("taks" is "task" before "take");
+    2 for one vowel written for another, as it sounds ("calender", "seperate"); None for a letter replaced
+    by one far from it on the keyboard, which is rarely a slip: "tash" is "trash", not "task", and
+    "radium" is no slip of "radius"."""
     if len(written) != len(meant):
         return 0
     differ = [i for i, (a, b) in enumerate(zip(written, meant, strict=True)) if a != b]
@@ -116,8 +117,8 @@ def slip_rank(written: str, meant: str) -> int | None:
         return 0  # two neighbours swapped
     at = differ[0]
     if written[at] in _NEIGHBOURS.get(meant[at], frozenset()):
-        return 0
-    return 1 if {written[at], meant[at]} <= _VOWELS else None
+        return 1  # after a swap: "taks" is "task" before it is "take"
+    return 2 if {written[at], meant[at]} <= _VOWELS else None
 
 
 @functools.cache

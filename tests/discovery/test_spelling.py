@@ -191,6 +191,9 @@ def test_likely_slips() -> None:
     assert slip_rank("meetimg", "meeting") is not None  # n and m are neighbours
     assert slip_rank("seperate", "separate") is not None  # a vowel for another, as it sounds
     assert slip_rank("meetipg", "meeting") is None  # p is far from n
+    # Two letters swapped before a key's neighbour hit, however common the other word: "taks" is "task".
+    assert slip_rank("taks", "task") < slip_rank("taks", "take")  # type: ignore[operator]
+    assert correction("taks", frozenset({"task", "take"}), {"take": 50, "task": 3}.__getitem__) == "task"
 
 
 def test_edits_are_one_step_away() -> None:
