@@ -413,7 +413,7 @@ class Gateway:
 
         found = await ranked(limit)
         # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
-        pool = await self._use_memory.pool(principal, limit, sees)
+        pool = await self._use_memory.pool(principal, query, found, limit, sees)
         if pool > limit:
             return await self._use_memory.answer(principal, query, await ranked(pool), limit, plain=found)
         return await self._use_memory.answer(principal, query, found, limit)

@@ -105,15 +105,23 @@ class UseMemory:
             return None
         return f"agent:{principal.label}" if self.learn == "agent" else f"project:{self._project}"
 
-    async def pool(self, principal: Principal, limit: int, sees: Callable[[str], bool]) -> int:
-        """How many hits to ask the ranker for: ``POOL`` when the caller's scope has uses of actions it
-        ``sees`` (by qualified name) to lift by, else ``limit``. Another agent's use of an action this one
-        cannot see does not even widen its search."""
+    async def pool(
+        self, principal: Principal, query: str, found: SearchResult, limit: int, sees: Callable[[str], bool]
+    ) -> int:
+        """How many hits to ask the ranker for, given its answer ``found`` at ``limit``: ``POOL`` when a use
+        in the caller's scope, of an action it ``sees`` (by qualified name), is close to ``query`` (one
+        may then lift a hit from past ``limit``), else ``limit``: ``found`` is the answer. Another agent's
+        use of an action this one cannot see does not even widen its search."""
         scope = self.scope(principal)
         if scope is None or limit >= POOL:
             return limit
-        uses = await self._scope_uses(scope)
-        return POOL if any(sees(recorded.record.action) for recorded in uses) else limit
+        model = self._model()
+        vector = found.vector if model is not None else None
+        mine = [self._as_use(r, model) for r in await self._scope_uses(scope) if sees(r.record.action)]
+        if not mine:
+            return limit
+        terms = terms_of(" ".join(self._index.catalog_words(query)))
+        return POOL if any(value > 0 for value in strengths(mine, terms, vector).values()) else limit
 
     async def answer(
         self, principal: Principal, query: str, found: SearchResult, limit: int, *, plain: SearchResult | None = None
@@ -134,7 +142,12 @@ class UseMemory:
             answered = {action.qualified_name for action, _ in found.hits[:POOL]}
             mine = [self._as_use(recorded, model) for recorded in uses if recorded.record.action in answered]
             strength = {name: value for name, value in strengths(mine, terms_of(words), vector).items() if value > 0}
-            found = plain if plain is not None and not strength else lifted(found, strength, limit)
+            if strength:
+                found = lifted(found, strength, limit)
+            elif plain is not None:
+                found = plain
+            elif len(found.hits) > limit:
+                found = lifted(found, {}, limit)
         if words and found.hits:
             names = tuple(action.qualified_name for action, _ in found.hits)
             self._remember(principal, _Answer(self._clock.now(), words, names))

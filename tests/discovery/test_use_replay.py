@@ -55,7 +55,7 @@ class Replay:
     async def discover(self, query: str, limit: int = 10) -> list[str]:
         """As ``Gateway.discover`` asks: the ranker's answer, and its wider pool when there are uses."""
         found = await self.ranked(query, limit)
-        pool = await self.memory.pool(AGENT, limit, lambda name: True)
+        pool = await self.memory.pool(AGENT, query, found, limit, lambda name: True)
         if pool > limit:
             found = await self.memory.answer(AGENT, query, await self.ranked(query, pool), limit, plain=found)
         else:
