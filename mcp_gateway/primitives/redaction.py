@@ -11,6 +11,7 @@ rather than ``Bearer [redacted]`` with a trailing fragment of some other form.
 from __future__ import annotations
 
 import functools
+import html
 import json
 import re
 from typing import Any, AnyStr
@@ -67,6 +68,7 @@ class Redactor:
             return s  # no form fits (an id, a tool name): the common case of the copies a call keeps
         s = _substituted(s, [form for form in state.forms if form in s])
         s = _split_forms_redacted(s, state)
+        s = _entity_forms_redacted(s, state)
         if truncated:
             s = self._cut_partial_tail(s)
         return s
@@ -113,6 +115,8 @@ class Redactor:
         line break inside a JSON string is written ``\\n``)."""
         state = self._state()
         if any(form in text for form in state.json_forms):
+            return True
+        if "&" in text and _entities_hold_form(text, state):
             return True
         if not state.split_forms:
             return False
@@ -214,6 +218,60 @@ def _split_forms_redacted(s: str, state: _Compiled) -> str:
     for found in _pattern(tuple(form for form in state.split_forms if form in joined)).finditer(joined):
         out += (s[at : kept[found.start()]], REDACTED)
         at = kept[found.end() - 1] + 1
+    out.append(s[at:])
+    return "".join(out)
+
+
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+"""An HTML character reference: numeric (``&#43;``, ``&#x2B;``) or named (``&plus;``, ``&amp;``)."""
+
+
+def _decoded(s: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """``s`` with its character references decoded, and where each character of that text came from in
+    ``s`` (start, end); None when ``s`` holds none."""
+    if "&" not in s or not _ENTITY.search(s):
+        return None
+    chars: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for match in _ENTITY.finditer(s):
+        for i in range(at, match.start()):
+            chars.append(s[i])
+            spans.append((i, i + 1))
+        for char in html.unescape(match.group()):  # an unknown name stays as written
+            chars.append(char)
+            spans.append((match.start(), match.end()))
+        at = match.end()
+    for i in range(at, len(s)):
+        chars.append(s[i])
+        spans.append((i, i + 1))
+    return "".join(chars), spans
+
+
+def _entities_hold_form(s: str, state: _Compiled) -> bool:
+    decoded = _decoded(s)
+    return decoded is not None and any(form in decoded[0] for form in state.forms)
+
+
+def _entity_forms_redacted(s: str, state: _Compiled) -> str:
+    """``s`` with every form that character references spell redacted: an HTML page or template that
+    escapes some characters of what it quotes and not others (Go's ``html/template`` writes ``+`` as
+    ``&#43;``), so that neither the value nor its wholly escaped form is there as written."""
+    decoded = _decoded(s)
+    if decoded is None:
+        return s
+    text, spans = decoded
+    found = [form for form in state.forms if form in text]
+    if not found:
+        return s
+    out: list[str] = []
+    at = 0
+    for match in _pattern(tuple(found)).finditer(text):
+        start, end = spans[match.start()][0], spans[match.end() - 1][1]
+        if start < at:
+            continue  # inside a reference already replaced
+        out += (s[at:start], REDACTED)
+        at = end
     out.append(s[at:])
     return "".join(out)
 

@@ -160,6 +160,11 @@ def _every(template: str, values: bytes | str) -> str:
         pytest.param(html.escape(MARKED).replace("/", "&#47;"), id="html-slash-decimal"),
         pytest.param(_every("&#{};", MARKED), id="html-every-char"),
         pytest.param(_every("&#x{:x};", MARKED), id="html-every-char-hex"),
+        # Go's html/template writes "+" as "&#43;" and leaves "/" and "=": neither the value nor a whole
+        # escaping of it is there as written.
+        pytest.param(MARKED.replace("+", "&#43;").replace("&en", "&amp;en").replace('"', "&#34;"), id="html-go"),
+        pytest.param("".join(f"&#{ord(c)};" if i % 3 == 0 else c for i, c in enumerate(MARKED)), id="html-some"),
+        pytest.param(MARKED.replace("S3", "&#x53;3").replace("+", "&plus;"), id="html-named-and-hex"),
         pytest.param(_every("%{:02X}", MARKED.encode()), id="percent-every-byte"),
         pytest.param(_every("%{:02x}", MARKED.encode()), id="percent-every-byte-lower"),
         pytest.param(quote(quote(MARKED, safe=""), safe=""), id="percent-twice"),
@@ -177,6 +182,14 @@ def test_every_encoding_an_upstream_writes_a_secret_in_is_redacted(written: str)
     assert redactor.redact_text(f"you sent: {written} -- end") == "you sent: [redacted] -- end"
     out, _ = redactor.redact_json({"echo": [f"you sent: {written}"]})
     assert out == {"echo": ["you sent: [redacted]"]}
+
+
+def test_character_references_that_spell_no_secret_are_left_as_written() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue(MARKED))
+    text = "fish &amp; chips &#60;b&#62; &unknown; cAn4ry/S3cr&#43;"
+    assert redactor.redact_text(text) == text
+    assert redactor.redact({"page": text}) == {"page": text}
 
 
 def test_a_secret_split_by_whitespace_is_redacted_whitespace_and_all() -> None:
