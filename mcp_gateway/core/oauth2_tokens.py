@@ -80,6 +80,15 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
+def _cache_key(session: OAuth2Session) -> tuple[str, str, str]:
+    """Where a call's token is cached: its connector, its principal and the client credential it is
+    minted with, as stored now (``SealedCredential.fingerprint``): a client replaced by another process
+    (``mcp-gateway secret set``, a teammate) is used from the next call, not once the old client's
+    token expires."""
+    client = session.client.fingerprint if session.client is not None else ""
+    return (session.connector, session.principal, client)
+
+
 class OAuth2Tokens:
     """Tokens for every ``oauth2`` connector of one gateway: the cache, the grants and the callbacks.
 
@@ -115,8 +124,8 @@ class OAuth2Tokens:
         # A lease outlives the longest refresh (one exchange, bounded by the timeout), so it never
         # expires under a holder that is still working.
         self._lease_ttl = max(LEASE_TTL, timedelta(seconds=2 * timeout))
-        self._cache: dict[tuple[str, str], IssuedToken] = {}
-        self._locks: dict[tuple[str, str], anyio.Lock] = {}
+        self._cache: dict[tuple[str, str, str], IssuedToken] = {}
+        self._locks: dict[tuple[str, str, str], anyio.Lock] = {}
 
     # -- the call path --------------------------------------------------------------------------
 
@@ -154,7 +163,7 @@ class OAuth2Tokens:
             CredentialError: a stored credential cannot be opened.
             UpstreamError: the token endpoint could not be reached or answered nonsense.
         """
-        key = (session.connector, session.principal)
+        key = _cache_key(session)
         now = self._clock.now()
         cached = self._cache.get(key)
         if cached is not None and cached.fresh(now):
@@ -170,7 +179,7 @@ class OAuth2Tokens:
     async def renew(self, session: OAuth2Session, rejected: IssuedToken) -> IssuedToken | None:
         """Another token after ``rejected`` drew a 401: a newer stored one, a refreshed one, or a new
         client credentials token. None when there is no way to get one without a human."""
-        key = (session.connector, session.principal)
+        key = _cache_key(session)
         async with self._lock(key):
             cached = self._cache.get(key)
             if cached is not None and cached is not rejected and cached.fresh(self._clock.now()):
@@ -185,7 +194,7 @@ class OAuth2Tokens:
 
     async def confirm(self, session: OAuth2Session, token: IssuedToken) -> None:
         """The upstream accepted ``token``: mark its stored token set verified (once)."""
-        key = (session.connector, session.principal)
+        key = _cache_key(session)
         verified = IssuedToken(token.access, token.expires_at, True, token.stored_as)
         if self._cache.get(key) is token:
             self._cache[key] = verified
@@ -214,9 +223,9 @@ class OAuth2Tokens:
                 await lease.release()
 
     def evict(self, session: OAuth2Session) -> None:
-        self._cache.pop((session.connector, session.principal), None)
+        self._cache.pop(_cache_key(session), None)
 
-    def _lock(self, key: tuple[str, str]) -> anyio.Lock:
+    def _lock(self, key: tuple[str, str, str]) -> anyio.Lock:
         # One renewal per token set at a time: providers that rotate refresh tokens invalidate the
         # old one on use, so two concurrent refreshes would log the second caller out.
         lock = self._locks.get(key)

@@ -488,6 +488,21 @@ async def test_client_credentials_fetches_caches_and_renews(tmp_path: Path) -> N
         assert "call connect" in result.message
 
 
+async def test_a_client_replaced_elsewhere_is_used_from_the_next_call(tmp_path: Path) -> None:
+    # The store is the truth: a team's client credentials replaced by another process (``mcp-gateway
+    # secret set``, a teammate's page on another instance) mint the next call's token, not once the old
+    # client's token expires an hour later.
+    async with env(tmp_path, expires_in=3600) as e:
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        first = e.provider.token_requests[-1]["basic"]
+        await e.vault.put("machine", {**CLIENT, "client_secret": "rotated-secret"})
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        assert e.provider.grants() == ["client_credentials"] * 2
+        assert e.provider.token_requests[-1]["basic"] != first
+        assert e.provider.api_requests[-1].headers["authorization"] == "Bearer at-2"
+
+
 async def test_without_client_credentials_the_call_asks_for_a_link(tmp_path: Path) -> None:
     async with env(tmp_path, client=False) as e:
         for tool in ("machine.me.get", "code.me.get"):
