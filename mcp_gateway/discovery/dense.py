@@ -58,6 +58,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_MEAN_NORM = 0.5
+"""The shortest a stored vector may be: the mean of unit vectors whose cosine is above -0.5."""
+
 Hit = tuple[str, float]
 """(qualified name, score), best first in every list."""
 
@@ -393,14 +396,15 @@ class DenseEmbedder:
             return known
         import numpy as np
 
-        size = self.index.dimension
+        size = self.index.dimension or getattr(self.provider, "dimension", None)
         length = 4 * size if size else Counter(len(blob) for blob in known.values()).most_common(1)[0][0]
         sound: dict[bytes, bytes] = {}
         for digest, blob in known.items():
             if len(blob) == length and length and length % 4 == 0:
-                # A unit vector, or the mean of an action's unit vectors (its card and headline).
+                # A unit vector, or the mean of an action's unit vectors (its card and headline: two
+                # texts of one action, never half a turn apart).
                 norm = float(np.linalg.norm(np.frombuffer(blob, dtype="<f4")))
-                if 0.0 < norm <= 1.001:  # NaN compares false
+                if _MEAN_NORM <= norm <= 1.001:  # NaN compares false
                     sound[digest] = blob
         if len(sound) < len(known):
             logger.warning(

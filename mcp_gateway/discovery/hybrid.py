@@ -279,6 +279,16 @@ class HybridSearch:
         except (GatewayError, OSError, ValueError) as exc:
             logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
+        if dense.dimension is not None and int(vector.shape[-1]) != dense.dimension:
+            # Stored vectors of another length than the model makes (damaged, or another model's under
+            # this one's name): no cosine can be taken. Words answer; the next sync embeds them again.
+            logger.warning(
+                "discovery: stored vectors have %d dimensions, the model %d; answering lexically "
+                "(`mcp-gateway sync` embeds them again)",
+                dense.dimension,
+                int(vector.shape[-1]),
+            )
+            return index.find(query, limit=limit, connectors=connectors, allow=allow)
         return self.rank(
             index, lexical, vector, allowed=allowed, allow=allow, limit=limit, asks=each, narrowed=narrowed
         )

@@ -64,10 +64,12 @@ def _unit_rows(rows: Sequence[Sequence[float]] | Any) -> NDArray[np.float32]:
 class LocalProvider:
     """An in-process ``Encoder`` (e.g. ``MiniLmEncoder``) run in a worker thread, ``batch`` texts per call."""
 
-    def __init__(self, encoder: TextEncoder, model: str, *, batch: int = 64) -> None:
+    def __init__(self, encoder: TextEncoder, model: str, *, batch: int = 64, dimension: int | None = None) -> None:
         self.encoder = encoder
         self._model = model
         self.batch = batch
+        self.dimension = dimension
+        """The length of its vectors when known before any is made (stored ones of another are damaged)."""
 
     @property
     def model(self) -> str:
@@ -89,7 +91,7 @@ def local_provider() -> LocalProvider:
     """
     from ._embedding import EmbeddingsUnavailable, MiniLmEncoder, _require
     from ._minilm import limit_malloc_arenas
-    from .models import MINILM, bundled_minilm_dir
+    from .models import MINILM, MINILM_DIMENSION, bundled_minilm_dir
 
     for module in ("numpy", "tokenizers", "onnxruntime"):
         if importlib.util.find_spec(module) is None:  # looks, imports nothing
@@ -99,7 +101,7 @@ def local_provider() -> LocalProvider:
         raise EmbeddingsUnavailable("the bundled all-MiniLM-L6-v2 files are missing from this installation")
     # Now, before the worker threads exist: a thread that allocated before the cap keeps its own arena.
     limit_malloc_arenas()
-    return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM)
+    return LocalProvider(LazyEncoder(lambda: MiniLmEncoder(folder)), MINILM, dimension=MINILM_DIMENSION)
 
 
 class LazyEncoder:

@@ -892,7 +892,12 @@ class SQLiteStore:
             rows = await self._fetchall(
                 f"SELECT digest, vector FROM discovery_vector WHERE model = ? AND digest IN ({marks})", (model, *chunk)
             )
-            found.update((bytes(row["digest"]), bytes(row["vector"])) for row in rows)
+            # A value of another type (text written by hand or another tool) is no vector: embedded again.
+            found.update(
+                (bytes(row["digest"]), bytes(row["vector"]))
+                for row in rows
+                if isinstance(row["vector"], bytes | bytearray | memoryview)
+            )
         return found
 
     async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:

@@ -288,6 +288,46 @@ async def test_a_damaged_stored_vector_is_embedded_again_not_the_whole_connector
 
 
 @pytest.mark.anyio
+async def test_stored_vectors_all_damaged_alike_are_embedded_again() -> None:
+    # Every row cut by the same 4 bytes, or every row a tiny vector: nothing to compare with in the
+    # index yet, so the provider's own length and the norm a stored vector has tell them damaged.
+    for damage in (lambda blob: blob[:-4], lambda blob: b"\x01" * len(blob)):
+        store = MemoryVectorStore()
+        await DenseEmbedder(LocalProvider(ConceptEncoder(), "concepts", dimension=5), store).refresh(
+            "tracker", tracker()
+        )
+        for key, blob in list(store.rows.items()):
+            store.rows[key] = damage(blob)
+        encoder = ConceptEncoder()
+        embedder = DenseEmbedder(LocalProvider(encoder, "concepts", dimension=5), store)
+        assert await embedder.refresh("tracker", tracker()) == 3
+        assert embedder.index.dimension == 5
+
+
+@pytest.mark.anyio
+async def test_a_query_vector_of_another_length_than_the_stored_ones_is_answered_lexically(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp_gateway.discovery import DiscoveryIndex
+    from mcp_gateway.discovery.hybrid import HybridSearch
+
+    class Longer(ConceptEncoder):
+        def encode(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[*row, 0.0] for row in super().encode(texts)]
+
+    index = DiscoveryIndex()
+    index.replace_connector("tracker", tracker())
+    search = HybridSearch(LocalProvider(ConceptEncoder(), "concepts"), MemoryVectorStore())
+    await search.embedder.refresh("tracker", tracker())
+    search.embedder.provider = LocalProvider(Longer(), "concepts")  # what another model's vectors look like
+    found = await search.find(index, "open a ticket", limit=3)
+    assert [a.qualified_name for a, _ in found.hits] == [
+        a.qualified_name for a, _ in index.find("open a ticket", limit=3).hits
+    ]
+    assert "stored vectors have 5 dimensions, the model 6" in caplog.text
+
+
+@pytest.mark.anyio
 async def test_an_embedding_stopped_halfway_keeps_the_batches_it_finished() -> None:
     class Failing(ConceptEncoder):
         def encode(self, texts: Sequence[str]) -> list[list[float]]:

@@ -15,6 +15,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -900,6 +901,19 @@ async def test_sqlite_refuses_newer_schema(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="not open"):  # a refused open leaves nothing half-open
         await store.get_meta("k")
     assert _pragma(path, "user_version") == future  # and the file untouched
+
+
+async def test_sqlite_a_vector_written_as_text_is_no_vector(tmp_path: Path) -> None:
+    # A row written by hand or another tool with a text value: missing (embedded again), not a TypeError
+    # that stops every start.
+    path = tmp_path / "s.db"
+    a, b = bytes(range(16)), bytes(range(1, 17))
+    async with SQLiteStore(path) as store:
+        await store.put_vectors("m", {a: b"\x00\x00\x80?", b: b"\x01\x02\x03\x04"})
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE discovery_vector SET vector = 'not a vector' WHERE digest = ?", (b,))
+    async with SQLiteStore(path) as store:
+        assert await store.get_vectors("m", [a, b]) == {a: b"\x00\x00\x80?"}
 
 
 async def test_sqlite_refuses_other_databases(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["MINILM", "bundled_minilm_dir"]
+__all__ = ["MINILM", "MINILM_DIMENSION", "bundled_minilm_dir"]
 
 MINILM = "mcp-gateway/all-MiniLM-L6-v2-api-2@u8"
 """The bundled model's name and the key its stored vectors are filed under: the stock model tuned on API
@@ -25,6 +25,10 @@ the background). ``@u8``: the quantized graph's vectors differ from the float32 
 ~0.98-0.99), and are the same on every CPU (its 8-bit weights stored as uint8, multiplied exactly by
 every onnxruntime kernel). The graph before, ``@int8``, held the same values as int8, whose products
 an AVX2-only CPU rounds differently; its vectors are embedded again too."""
+
+
+MINILM_DIMENSION = 384
+"""The length of the bundled model's vectors."""
 
 
 def bundled_minilm_dir() -> Path | None:
