@@ -390,7 +390,9 @@ def catalog_hint_text(hints: list[CatalogHint], hint: str | None) -> str | None:
     when there are none)."""
     if not hints:
         return hint
-    named = ", ".join(f"{h.name} ({h.add})" for h in hints)
+    named = ", ".join(
+        f"{h.name} ({h.add}{'; with their own ' + ', '.join(fill_in(h.id)) if fill_in(h.id) else ''})" for h in hints
+    )
     # On the bundled default the command writes ./gateway.yaml, which only a serve started anew reads.
     restart = " and restart mcp-gateway serve in that folder" if any(h.manifest is None for h in hints) else ""
     return (

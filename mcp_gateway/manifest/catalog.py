@@ -8,6 +8,7 @@ has its own host), each with an example; ``unfilled`` reports a connector that l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,19 +68,37 @@ def catalog_entry(
 
 
 def unfilled(use: CatalogUse, raw: dict[str, Any], file: str, line: int | None, index: int) -> list[Issue]:
-    """A problem for each key of the entry's ``fill_in`` that connector ``raw`` does not set."""
-    return [
-        Issue(
-            file,
-            line,
-            dotted(("connectors", index, key)),
-            f"catalog entry {use.name!r} has no {key} that works for everyone: this connector must set its own",
-            f"add '{key}: {example}' to it"
-            + (f" ('mcp-gateway add {use.name} --base-url URL' does)" if key == "base_url" else ""),
-        )
-        for key, example in use.fill_in.items()
-        if raw.get(key) in (None, "")
-    ]
+    """A problem for each key of the entry's ``fill_in`` that connector ``raw`` does not set, or sets to
+    the example still holding its ``<placeholder>`` (a command copied as printed)."""
+    issues: list[Issue] = []
+    for key, example in use.fill_in.items():
+        value = raw.get(key)
+        if value in (None, ""):
+            issues.append(
+                Issue(
+                    file,
+                    line,
+                    dotted(("connectors", index, key)),
+                    f"catalog entry {use.name!r} has no {key} that works for everyone: this connector must set its own",
+                    f"add '{key}: {example}' to it"
+                    + (f" ('mcp-gateway add {use.name} --base-url URL' does)" if key == "base_url" else ""),
+                )
+            )
+        elif isinstance(value, str) and (holes := _PLACEHOLDER.findall(value)):
+            issues.append(
+                Issue(
+                    file,
+                    line,
+                    dotted(("connectors", index, key)),
+                    f"{key} {value!r} still holds the placeholder {holes[0]}",
+                    f"replace {holes[0]} with your own (e.g. {example.replace(holes[0], 'acme')})",
+                )
+            )
+    return issues
+
+
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>")
+"""A ``<your-site>`` left in a value: a catalog entry's example, copied without being filled in."""
 
 
 def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any]:

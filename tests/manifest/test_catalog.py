@@ -66,6 +66,19 @@ def test_an_entry_without_a_default_for_everyone_says_what_to_fill_in() -> None:
     assert {name for name in ENTRIES if "fill_in" in (CATALOG_DIR / f"{name}.yaml").read_text()} == set(FILLED)
 
 
+def test_the_example_copied_with_its_placeholder_is_refused() -> None:
+    # ``discover`` prints ``mcp-gateway add jira --base-url 'https://<your-site>.atlassian.net'``: run as
+    # printed, it must not point a connector at "<your-site>".
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(
+            "project: p\nconnectors:\n  - slug: work\n    catalog: jira\n"
+            "    base_url: https://<your-site>.atlassian.net\n"
+        )
+    (issue,) = info.value.issues
+    assert issue.field == "connectors[0].base_url" and "placeholder <your-site>" in issue.message
+    assert "https://acme.atlassian.net" in issue.fix
+
+
 def test_a_manifest_refines_a_catalog_entry() -> None:
     manifest = parse_manifest(
         """
