@@ -242,6 +242,12 @@ class CatalogHints:
         # A connector the manifest names as the product (``name: Jira`` over a hand-written source) is it.
         named_as = {fold_name(cfg.name) for cfg in manifest.connectors if cfg.name}
         said = set(prose_words(query))
+        if any(
+            (entry.id in taken or fold_name(entry.name) in named_as) and _names(entry, said) for entry in self._entries
+        ):
+            # The request names a product that is configured (whether or not this caller may use it):
+            # another API of the catalog is not what it asks for.
+            return []
         # An action covers a word itself, or in part through what its API is (its description): "send a
         # text message" is Twilio's message create, on an API of text messages.
         shared = [
@@ -277,13 +283,18 @@ class CatalogHints:
         return [hint for _, hint in found[:LIMIT]]
 
 
+def _names(entry: _Entry, said: set[str]) -> bool:
+    """Whether the request's words ``said`` name the entry's product ("in Jira", "our google drive")."""
+    words = [word.lower() for word in entry.name.split()]
+    return entry.id.replace("-", "") in said or (len(words) > 0 and all(word in said for word in words))
+
+
 def _named_floor(entry: _Entry, said: set[str], kinds: list[tuple[str, ...]], mine: float) -> float | None:
     """The least share of the request an entry must cover when the request names it ("in Jira", "our
     google drive": as much as an unsure ranking would) or a kind of product (``_kinds``) its description
     says it is ("a video meeting": as much as what is configured covers, whatever the rest of the
     request is about); None when the request names neither."""
-    words = [word.lower() for word in entry.name.split()]
-    if entry.id.replace("-", "") in said or (len(words) > 0 and all(word in said for word in words)):
+    if _names(entry, said):
         return max(UNSURE, mine)
     if any(entry.about.issuperset(kind) for kind in kinds):
         return mine

@@ -107,6 +107,10 @@ def test_a_configured_catalog_api_is_not_suggested_again() -> None:
     assert {hint.id for hint in hints.suggest(alone, "send an email", [], unsure=False)} >= {"sendgrid"}
     assert hints.suggest(alone, "email", [], unsure=True) == []  # one word says too little
     assert hints.suggest(alone, "what is the weather in paris", [], unsure=True) == []
+    # A request naming a configured product (one this agent may not use, say) asks for no other API.
+    configured = parse_manifest("connectors:\n  - slug: pay\n    catalog: stripe\n  - slug: chat\n    catalog: slack\n")
+    assert hints.suggest(configured, "create a customer in stripe", [], unsure=True) == []
+    assert hints.suggest(configured, "post a message in slack", [], unsure=True) == []
 
 
 @pytest.mark.parametrize(
