@@ -145,17 +145,20 @@ def manifest_findings(settings: Settings) -> tuple[Manifest | None, list[Finding
 async def store_finding(settings: Settings) -> Finding:
     """Whether the state store opens and answers a read."""
     from ..runtime import open_store
-    from ..vocabulary.errors import GatewayError
+    from ..vocabulary.errors import GatewayError, StoreUnopenable
 
     try:
         async with open_store(settings) as store:
             await store.list_audit(1)
     except (GatewayError, OSError) as exc:
-        fix = (
-            "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
-            if settings.database_url
-            else f"make {settings.state_dir} writable by this user"
-        )
+        if isinstance(exc, StoreUnopenable):
+            # Not this gateway's database (garbage, another application's, a newer build's): the message
+            # says which; a permission is not what is wrong.
+            fix = "move it aside or point the gateway at another database (--state-dir / --database-url)"
+        elif settings.database_url:
+            fix = "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
+        else:
+            fix = f"make {settings.state_dir} writable by this user"
         return Finding("store", "problem", f"cannot open the store: {exc}", fix)
     return Finding("store", "ok", "PostgreSQL" if settings.database_url else f"SQLite in {settings.state_dir}")
 

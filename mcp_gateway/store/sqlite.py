@@ -302,8 +302,16 @@ class SQLiteStore:
             if self._db is not None:
                 return
             if isinstance(self._path, Path):
+                if self._path.is_dir():
+                    raise StoreUnopenable(
+                        f"{self._path} is a folder, not the gateway's database file: move it aside, or point "
+                        "the gateway at another state folder"
+                    )
                 self._create_private_file(self._path)
-            db = await aiosqlite.connect(self._path, isolation_level=None)
+            try:
+                db = await aiosqlite.connect(self._path, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise StoreUnopenable(f"cannot open {self._path} as the gateway's database ({exc})") from None
             try:
                 db.row_factory = sqlite3.Row
                 await self._configure(db)

@@ -61,9 +61,13 @@ def test_a_state_store_that_cannot_be_opened_exits_3(env: CliEnv, tmp_path: Path
         with closing(sqlite3.connect(path)) as db, db:
             db.execute("CREATE TABLE notes (body TEXT)")
 
+    def folder(path: Path) -> None:
+        path.mkdir()
+
     for name, make in (
         ("garbage", lambda path: path.write_bytes(b"this is not a database" * 100)),
         ("foreign", foreign),
+        ("folder", folder),
     ):
         state = tmp_path / name
         state.mkdir()
