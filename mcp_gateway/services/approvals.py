@@ -301,14 +301,21 @@ class ApprovalService:
     async def request_credential(
         self, principal: Principal, connector: str, name: str, summary: str, *, ttl: timedelta | None = None
     ) -> ApprovalRecord:
-        """A new pending approval for replacing ``connector``'s team-wide credential ``name`` through a
-        link ``principal`` asked for; only an operator may approve it."""
+        """A pending approval for replacing ``connector``'s team-wide credential ``name`` through a link
+        ``principal`` asked for; only an operator may approve it. One already waiting for the same
+        replacement (the same principal and agent, connector and name) is the one returned: an agent
+        retrying a call that draws a 401 asks once, not once per retry, and the operator's queue holds
+        one request to decide, not forty alike."""
         now = self._clock.now()
         tool = credential_tool(connector, name)
         risk: Risk = "write"
+        asked = fingerprint(principal, tool, {"connector": connector, "name": name})
+        for waiting in await self.pending(now):
+            if waiting.kind == "credential" and waiting.fingerprint == asked and waiting.agent == principal.agent:
+                return waiting
         record = ApprovalRecord(
             id="apr_" + secrets.token_urlsafe(ID_BYTES),
-            fingerprint=fingerprint(principal, tool, {"connector": connector, "name": name}),
+            fingerprint=asked,
             principal=principal.user,
             agent=principal.agent,
             tool=tool,

@@ -175,6 +175,26 @@ async def test_a_rejected_team_credential_asks_an_operator_before_anyone_reconne
         assert await s.value("team") == TEAM_CANARY
 
 
+async def test_an_agent_retrying_a_rejected_call_asks_an_operator_once(tmp_path: Path) -> None:
+    # Forty retries of a call the upstream refuses used to queue forty identical requests to replace the
+    # team's credential (an invitation to approve in bulk); they share one, and the link it approves
+    # replaces the credential once.
+    async with site(tmp_path) as s:
+        results = [await s.gateway.call(BOB, "team.revoked.get") for _ in range(5)]
+        assert all(isinstance(result, NeedsAuth) for result in results)
+        [pending] = await s.store.list_approvals("pending")
+        assert all(pending.id in result.reason for result in results if isinstance(result, NeedsAuth))
+        await s.gateway.approvals.decide(pending.id, True, by=OPERATOR.user)
+        first, second = (r for r in results[:2] if isinstance(r, NeedsAuth))
+        assert (await s.submit(first.connect_url, BOB_CANARY)).status_code == 200
+        assert (await s.submit(second.connect_url, "another-token")).status_code in (403, 409)
+        assert await s.value("team") == BOB_CANARY and len(await s.changes()) == 1
+        # Spent, it is asked for again; and another user asks on their own.
+        assert isinstance(await s.gateway.call(ALICE, "team.revoked.get"), NeedsAuth)
+        [again] = await s.store.list_approvals("pending")
+        assert again.id != pending.id and again.principal == "alice"
+
+
 async def test_a_denied_replacement_changes_nothing(tmp_path: Path) -> None:
     async with site(tmp_path) as s:
         link = await s.gateway.connect(BOB, "team")
