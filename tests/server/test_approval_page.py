@@ -127,6 +127,17 @@ async def test_bidi_and_invisible_characters_are_escaped_under_a_warning(tmp_pat
     assert 'class="warning" role="alert"' in page and "direction-changing" in page
 
 
+async def test_a_word_mixing_alphabets_is_named_under_a_warning(tmp_path: Path) -> None:
+    # "аpple.com" with a Cyrillic "а" reads as apple.com and is another host.
+    async with site(tmp_path) as s:
+        page = html.unescape(
+            await s.page(await s.pending(BOT, {"to": "https://аpple.com/login", "amount": "1", "a_note": "Москва"}))
+        )
+    assert "mix letters of different alphabets" in page
+    assert "https://аpple.com/login (а is CYRILLIC SMALL LETTER A)" in page
+    assert "Москва (" not in page  # one alphabet throughout: a word, not a look-alike
+
+
 async def test_a_credential_like_name_hides_values_never_what_the_call_does(tmp_path: Path) -> None:
     # An agent naming an argument "auth" or "signature" hid a whole payload from the approver.
     args = {

@@ -12,13 +12,15 @@ longer parse: the view says so, and the page offers no Approve for what it canno
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from ...primitives.redaction import REDACTED
 from ...primitives.sanitize import reveal
 
-__all__ = ["FOLD_CHARS", "FOLD_LINES", "ArgumentView", "ArgumentsView", "Shown", "arguments_view"]
+__all__ = ["FOLD_CHARS", "FOLD_LINES", "ArgumentView", "ArgumentsView", "Shown", "arguments_view", "lookalikes"]
 
 FOLD_CHARS = 600
 FOLD_LINES = 12
@@ -59,6 +61,9 @@ class ArgumentsView:
     """False when the stored text was cut: the page cannot show everything that would run."""
     redacted: int = 0
     """How many values are shown as ``[redacted]`` (under credential-like names the agent chose)."""
+    lookalikes: tuple[str, ...] = ()
+    """Words that mix letters of different alphabets (``аpple.com``, its first letter Cyrillic), each
+    with the letters that are not Latin named: they read as a word they are not."""
 
     @property
     def hidden(self) -> bool:
@@ -73,12 +78,38 @@ def arguments_view(text: str) -> ArgumentsView:
     try:
         value: Any = json.loads(text) if text else {}
     except ValueError:
-        return ArgumentsView((), _shown(text), complete=False)
+        return ArgumentsView((), _shown(text), complete=False, lookalikes=lookalikes(text))
     redacted = text.count(f'"{REDACTED}"')
     if not isinstance(value, dict):
-        return ArgumentsView((), _shown(text), complete=True, redacted=redacted)
+        return ArgumentsView((), _shown(text), complete=True, redacted=redacted, lookalikes=lookalikes(text))
     rows = tuple(_row(str(name), item) for name, item in value.items())  # pyright: ignore[reportUnknownVariableType]
-    return ArgumentsView(rows, None, complete=True, redacted=redacted)
+    shown = json.dumps(value, ensure_ascii=False)
+    return ArgumentsView(rows, None, complete=True, redacted=redacted, lookalikes=lookalikes(shown))
+
+
+_WORD = re.compile(r"[^\s\"'<>()\[\]{},;]+")
+MAX_LOOKALIKES = 5
+
+
+def lookalikes(text: str) -> tuple[str, ...]:
+    """The words of ``text`` whose letters are of two alphabets or more, Latin among them (a host name
+    spelled with a Cyrillic "а": ``аpple.com``), each shown with its letters that are not Latin named
+    (at most ``MAX_LOOKALIKES``)."""
+    found: list[str] = []
+    for word in dict.fromkeys(_WORD.findall(text)):
+        scripts = {_script(char): char for char in word if char.isalpha()}
+        if len(scripts) > 1 and "LATIN" in scripts:
+            others = dict.fromkeys(c for c in word if c.isalpha() and _script(c) != "LATIN")
+            named = ", ".join(f"{c} is {unicodedata.name(c, f'U+{ord(c):04X}')}" for c in list(others)[:3])
+            found.append(f"{word} ({named})")
+            if len(found) == MAX_LOOKALIKES:
+                break
+    return tuple(found)
+
+
+def _script(char: str) -> str:
+    """The alphabet a letter belongs to, as the first word of its Unicode name (LATIN, CYRILLIC, GREEK...)."""
+    return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
 
 
 def _row(name: str, value: Any) -> ArgumentView:
