@@ -50,6 +50,7 @@ from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapp
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from time import monotonic
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -109,13 +110,18 @@ each page lookup searching a longer WAL index (a call's two commits grew costlie
 as the WAL grew)."""
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 """Primary result codes of a write that would have had to wait for another connection's lock."""
+_BUSY_SHORT_MS = 250
+"""The wait for a write lock held elsewhere for ``_LOCKED_SECONDS`` after one statement waited the whole
+busy timeout for it."""
+_LOCKED_SECONDS = 10.0
+_LOCKED = "database is locked"
 _UNAVAILABLE_SIGNS = {
     "unable to open database": "",
     "disk i/o error": "",
     "database or disk is full": ": its disk is full; free some space",
     "readonly database": ": the file or its folder is read-only; check their owner and permissions",
     # Past the busy timeout.
-    "database is locked": ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
+    _LOCKED: ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
     "gateway); try again once it lets go",
 }
 """An ``OperationalError`` with one of these is the file being unusable for now, not a bug
@@ -270,6 +276,10 @@ class SQLiteStore:
         self._decode_actions = decode_actions
         self._db: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
+        self._locked_until = 0.0
+        """Until when (``monotonic``) statements wait ``_BUSY_SHORT_MS`` at most for a write lock held
+        elsewhere: one statement waited the whole busy timeout for it just before."""
+        self._short_wait = False
         self._probe: GenerationProbe | None = None
         self._access = AccessCache(_never_current)
         self._audit_db: sqlite3.Connection | None = None
@@ -431,6 +441,7 @@ class SQLiteStore:
         """Run one statement (autocommitted); return the number of rows it changed."""
         self._check_file()  # a write into a deleted file would say it was stored
         async with self._lock:
+            await self._patience()
             try:
                 async with self._conn().execute(sql, params) as cursor:
                     return cursor.rowcount
@@ -441,6 +452,7 @@ class SQLiteStore:
         """The first row of a point read. ``execute_fetchall`` is one hop to aiosqlite's thread, where
         execute + fetchone + close would be three."""
         async with self._lock:
+            await self._patience()
             try:
                 rows = await self._conn().execute_fetchall(sql, params)
             except sqlite3.OperationalError as exc:
@@ -449,6 +461,7 @@ class SQLiteStore:
 
     async def _fetchall(self, sql: str, params: Sequence[object] = ()) -> Iterable[sqlite3.Row]:
         async with self._lock:
+            await self._patience()
             try:
                 return await self._conn().execute_fetchall(sql, params)
             except sqlite3.OperationalError as exc:
@@ -486,6 +499,16 @@ class SQLiteStore:
                 "a move): restart the gateway to use the new file (what could not be written is in its audit journal)"
             )
 
+    async def _patience(self) -> None:
+        """Set how long the next statement waits for a write lock held elsewhere (under ``_lock``): the
+        whole busy timeout, or, for a while after one statement waited all of it in vain, a short wait,
+        so that a call of several statements answers ``store_unavailable`` in seconds, not in several
+        busy timeouts."""
+        short = monotonic() < self._locked_until
+        if short != self._short_wait and self._db is not None:
+            await self._db.execute(f"PRAGMA busy_timeout = {_BUSY_SHORT_MS if short else _BUSY_TIMEOUT_MS}")
+            self._short_wait = short
+
     def _outage(self, exc: sqlite3.OperationalError) -> Exception:
         """``StoreUnavailable`` for a file that cannot be used now (a lost or full disk, I/O errors, a
         read-only file, a write lock held elsewhere past the busy timeout); any other
@@ -494,6 +517,8 @@ class SQLiteStore:
         sign = next((sign for sign in _UNAVAILABLE_SIGNS if sign in text), None)
         if sign is None:
             return exc
+        if sign == _LOCKED:
+            self._locked_until = monotonic() + _LOCKED_SECONDS
         advice = _UNAVAILABLE_SIGNS[sign]
         return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){advice}")
 
@@ -503,6 +528,7 @@ class SQLiteStore:
         (``_outage``), as for a single statement."""
         self._check_file()
         async with self._lock:
+            await self._patience()
             db = self._conn()
             try:
                 await db.execute("BEGIN IMMEDIATE")

@@ -1272,6 +1272,35 @@ async def test_a_write_lock_held_elsewhere_past_the_busy_timeout_is_an_outage(
         await store.close()
 
 
+async def test_after_one_statement_waited_the_whole_busy_timeout_the_next_ones_wait_little(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call of several statements under a lock held elsewhere waited the busy timeout for each (15 s
+    # before answering store_unavailable); after one has waited it all, the next wait a short while.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    monkeypatch.setattr(sqlite_module, "_BUSY_TIMEOUT_MS", 50)
+    now = [1000.0]
+    monkeypatch.setattr(sqlite_module, "monotonic", lambda: now[0])
+    path = tmp_path / "gateway.db"
+    store = SQLiteStore(path)
+    await store.open()
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert (await store._fetchone("PRAGMA busy_timeout"))[0] == 50  # type: ignore[index]
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreUnavailable, match="database is locked"):
+            await store.set_meta("k", 1)
+        assert (await store._fetchone("PRAGMA busy_timeout"))[0] == sqlite_module._BUSY_SHORT_MS  # type: ignore[index]
+        holder.execute("ROLLBACK")
+        now[0] += sqlite_module._LOCKED_SECONDS + 1  # a while later, the whole wait again
+        assert (await store._fetchone("PRAGMA busy_timeout"))[0] == 50  # type: ignore[index]
+        await store.set_meta("k", 1)
+    finally:
+        holder.close()
+        await store.close()
+
+
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 async def test_a_database_file_deleted_or_replaced_while_open_is_an_outage(tmp_path: Path, how: str) -> None:
     # SQLite keeps writing to the file it opened: rows went into a file nobody would read again,
