@@ -139,6 +139,15 @@ async def test_the_operator_overview_shows_every_argument_and_marks_hidden_chara
         record = await g.approvals.get(pending.approval_id)
         assert record is not None and record.calls and record.fingerprint in overview.text
         assert f"It will call: <code>{html.escape(record.calls)}</code>" in overview.text  # as the approval page says
+        assert "Mixes alphabets" not in overview.text
+
+        # A host spelled with a Cyrillic "а" is named, as on the approval page.
+        lookalike = await g.call(ALICE, TOOL, {"to": "https://аpple.com/pay", "amount": "5"})
+        assert isinstance(lookalike, PendingApproval)
+        async with _alone(site, pages.routes()) as http:
+            overview = await http.get("/operator", headers={"Authorization": f"Bearer {token}"})
+        assert "Mixes alphabets" in overview.text and "CYRILLIC SMALL LETTER A" in overview.text
+        await g.approvals.decide(lookalike.approval_id, False, by="operator")
 
         # Arguments cut when stored cannot be shown whole: the overview offers no Approve, and refuses one.
         cut = await g.call(ALICE, TOOL, {"to": "Z" * (ARGUMENTS_CHARS + 10), "amount": "5"})
