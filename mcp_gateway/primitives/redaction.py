@@ -116,7 +116,7 @@ class Redactor:
         state = self._state()
         if any(form in text for form in state.json_forms):
             return True
-        if "&" in text and _entities_hold_form(text, state):
+        if ("&" in text or "%" in text) and _entities_hold_form(text, state):
             return True
         if not state.split_forms:
             return False
@@ -222,41 +222,70 @@ def _split_forms_redacted(s: str, state: _Compiled) -> str:
     return "".join(out)
 
 
-_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
-"""An HTML character reference: numeric (``&#43;``, ``&#x2B;``) or named (``&plus;``, ``&amp;``)."""
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+"""A URL escape (``%2B``) or an HTML character reference, numeric or named, its ``;`` left out or not
+(browsers read ``&#43`` as ``+`` too)."""
+_ROUNDS = 2
+"""Escapes undone over and over at most this often: an HTML page quoting an escaped text (``&amp;#43;``)."""
 
 
 def _decoded(s: str) -> tuple[str, list[tuple[int, int]]] | None:
-    """``s`` with its character references decoded, and where each character of that text came from in
-    ``s`` (start, end); None when ``s`` holds none."""
-    if "&" not in s or not _ENTITY.search(s):
-        return None
-    chars: list[str] = []
-    spans: list[tuple[int, int]] = []
-    at = 0
-    for match in _ENTITY.finditer(s):
-        for i in range(at, match.start()):
-            chars.append(s[i])
-            spans.append((i, i + 1))
-        for char in html.unescape(match.group()):  # an unknown name stays as written
-            chars.append(char)
-            spans.append((match.start(), match.end()))
-        at = match.end()
-    for i in range(at, len(s)):
-        chars.append(s[i])
-        spans.append((i, i + 1))
-    return "".join(chars), spans
+    """``s`` with its URL escapes and character references undone (``_ROUNDS`` times), and where each
+    character of that text came from in ``s`` (start, end); None when ``s`` holds none."""
+    spans: list[tuple[int, int]] | None = None
+    text = s
+    for _ in range(_ROUNDS):
+        if ("%" not in text and "&" not in text) or not _ESCAPE.search(text):
+            break
+        chars: list[str] = []
+        here: list[tuple[int, int]] = []
+        at = 0
+        for match in _ESCAPE.finditer(text):
+            for i in range(at, match.start()):
+                chars.append(text[i])
+                here.append((i, i + 1))
+            for char in _undo(match):
+                chars.append(char)
+                here.append((match.start(), match.end()))
+            at = match.end()
+        for i in range(at, len(text)):
+            chars.append(text[i])
+            here.append((i, i + 1))
+        # Where each character comes from in ``s``, through the rounds before.
+        spans = here if spans is None else [(spans[a][0], spans[b - 1][1]) for a, b in here]
+        text = "".join(chars)
+    return None if spans is None else (text, spans)
+
+
+def _undo(match: re.Match[str]) -> str:
+    escape = match.group()
+    if escape[0] == "%":
+        byte = int(escape[1:], 16)
+        return chr(byte) if byte < 0x80 else escape  # a byte of a longer UTF-8 character: kept
+    return html.unescape(escape)  # an unknown name stays as written
+
+
+def _undone(s: str) -> str:
+    """``s`` with its escapes undone as ``_decoded`` undoes them, without the map: one pass in C per round."""
+    for _ in range(_ROUNDS):
+        if "%" not in s and "&" not in s:
+            break
+        s = _ESCAPE.sub(_undo, s)
+    return s
 
 
 def _entities_hold_form(s: str, state: _Compiled) -> bool:
-    decoded = _decoded(s)
-    return decoded is not None and any(form in decoded[0] for form in state.forms)
+    undone = _undone(s)
+    return undone != s and any(form in undone for form in state.forms)
 
 
 def _entity_forms_redacted(s: str, state: _Compiled) -> str:
-    """``s`` with every form that character references spell redacted: an HTML page or template that
-    escapes some characters of what it quotes and not others (Go's ``html/template`` writes ``+`` as
-    ``&#43;``), so that neither the value nor its wholly escaped form is there as written."""
+    """``s`` with every form that URL escapes and character references spell redacted: a page or an
+    encoder that escapes some characters of what it quotes and not others (Go's ``html/template`` writes
+    ``+`` as ``&#43;``; a query string ``%2B`` and not ``/``; both mixed, or escaped twice), so that
+    neither the value nor a whole encoding of it is there as written."""
+    if not _entities_hold_form(s, state):
+        return s  # the common case: no escape, or none spelling a form (the map below is made only then)
     decoded = _decoded(s)
     if decoded is None:
         return s

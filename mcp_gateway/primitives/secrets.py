@@ -215,6 +215,8 @@ def _encodings(v: str) -> set[str]:
     }
     if len(v) >= MIN_CASED_CHARS:  # a log or an error that shouts or folds what it quotes
         forms.update((v.lower(), v.upper()))
+        if "+" in v:  # read back from a form or a query string, where "+" is a space
+            forms.add(v.replace("+", " "))
     return forms
 
 

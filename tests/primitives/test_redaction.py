@@ -165,6 +165,13 @@ def _every(template: str, values: bytes | str) -> str:
         pytest.param(MARKED.replace("+", "&#43;").replace("&en", "&amp;en").replace('"', "&#34;"), id="html-go"),
         pytest.param("".join(f"&#{ord(c)};" if i % 3 == 0 else c for i, c in enumerate(MARKED)), id="html-some"),
         pytest.param(MARKED.replace("S3", "&#x53;3").replace("+", "&plus;"), id="html-named-and-hex"),
+        # Some characters URL-encoded and not others, URL escapes and references mixed, a reference
+        # escaped again by a page quoting it, one without its ";", and "+" read back as a space.
+        pytest.param(MARKED.replace("+", "%2B"), id="percent-some"),
+        pytest.param(MARKED.replace("/", "%2F").replace("+", "&#43;"), id="percent-and-html"),
+        pytest.param(MARKED.replace("+", "&amp;#43;"), id="html-twice"),
+        pytest.param(MARKED.replace("+", "&#43").replace("/", "&#47"), id="html-no-semicolon"),
+        pytest.param(MARKED.replace("+", " "), id="plus-as-space"),
         pytest.param(_every("%{:02X}", MARKED.encode()), id="percent-every-byte"),
         pytest.param(_every("%{:02x}", MARKED.encode()), id="percent-every-byte-lower"),
         pytest.param(quote(quote(MARKED, safe=""), safe=""), id="percent-twice"),
