@@ -250,6 +250,8 @@ class ApprovalService:
         self._decided: dict[str, anyio.Event] = {}
         """Approval id -> an event set when it is decided here; only while someone waits on it."""
         self._waiters: dict[str, int] = {}
+        self._asking: dict[str, anyio.Lock] = {}
+        """Per replacement asked for (its fingerprint): one request for it made at a time in this process."""
         self.on_decided: Callable[[bool], None] | None = None
         """Told of each decision taken here (True: approved), for the metrics."""
 
@@ -306,13 +308,20 @@ class ApprovalService:
         replacement (the same principal and agent, connector and name) is the one returned: an agent
         retrying a call that draws a 401 asks once, not once per retry, and the operator's queue holds
         one request to decide, not forty alike."""
-        now = self._clock.now()
         tool = credential_tool(connector, name)
-        risk: Risk = "write"
         asked = fingerprint(principal, tool, {"connector": connector, "name": name})
-        for waiting in await self.pending(now):
-            if waiting.kind == "credential" and waiting.fingerprint == asked and waiting.agent == principal.agent:
-                return waiting
+        # Calls drawing a 401 together (an agent's parallel calls) would each find none waiting and ask.
+        async with self._asking.setdefault(asked, anyio.Lock()):
+            now = self._clock.now()
+            for waiting in await self.pending(now):
+                if waiting.kind == "credential" and waiting.fingerprint == asked and waiting.agent == principal.agent:
+                    return waiting
+            return await self._ask_credential(principal, tool, asked, summary, now, ttl)
+
+    async def _ask_credential(
+        self, principal: Principal, tool: str, asked: str, summary: str, now: datetime, ttl: timedelta | None
+    ) -> ApprovalRecord:
+        risk: Risk = "write"
         record = ApprovalRecord(
             id="apr_" + secrets.token_urlsafe(ID_BYTES),
             fingerprint=asked,

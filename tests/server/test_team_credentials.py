@@ -180,7 +180,14 @@ async def test_an_agent_retrying_a_rejected_call_asks_an_operator_once(tmp_path:
     # team's credential (an invitation to approve in bulk); they share one, and the link it approves
     # replaces the credential once.
     async with site(tmp_path) as s:
-        results = [await s.gateway.call(BOB, "team.revoked.get") for _ in range(5)]
+        results: list[object] = []
+
+        async def call() -> None:
+            results.append(await s.gateway.call(BOB, "team.revoked.get"))
+
+        async with anyio.create_task_group() as group:  # together, as an agent's parallel calls come
+            for _ in range(5):
+                group.start_soon(call)
         assert all(isinstance(result, NeedsAuth) for result in results)
         [pending] = await s.store.list_approvals("pending")
         assert all(pending.id in result.reason for result in results if isinstance(result, NeedsAuth))
