@@ -924,14 +924,13 @@ class SQLiteStore:
             chunk = list(digests[start : start + _VECTOR_CHUNK])
             marks = ", ".join("?" * len(chunk))
             rows = await self._fetchall(
-                f"SELECT digest, vector FROM discovery_vector WHERE model = ? AND digest IN ({marks})", (model, *chunk)
+                # A value of another type (text written by hand or another tool, valid UTF-8 or not) is no
+                # vector: left out here, so it is embedded again, never decoded.
+                f"SELECT digest, vector FROM discovery_vector WHERE model = ? AND digest IN ({marks}) "
+                "AND typeof(vector) = 'blob'",
+                (model, *chunk),
             )
-            # A value of another type (text written by hand or another tool) is no vector: embedded again.
-            found.update(
-                (bytes(row["digest"]), bytes(row["vector"]))
-                for row in rows
-                if isinstance(row["vector"], bytes | bytearray | memoryview)
-            )
+            found.update((bytes(row["digest"]), bytes(row["vector"])) for row in rows)
         return found
 
     async def put_vectors(self, model: str, vectors: Mapping[bytes, bytes]) -> None:

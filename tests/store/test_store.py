@@ -912,8 +912,9 @@ async def test_sqlite_a_vector_written_as_text_is_no_vector(tmp_path: Path) -> N
         await store.put_vectors("m", {a: b"\x00\x00\x80?", b: b"\x01\x02\x03\x04"})
     with closing(sqlite3.connect(path)) as db, db:
         db.execute("UPDATE discovery_vector SET vector = 'not a vector' WHERE digest = ?", (b,))
+        db.execute("UPDATE discovery_vector SET vector = CAST(x'ff00fe' AS TEXT) WHERE digest = ?", (a,))
     async with SQLiteStore(path) as store:
-        assert await store.get_vectors("m", [a, b]) == {a: b"\x00\x00\x80?"}
+        assert await store.get_vectors("m", [a, b]) == {}  # text, UTF-8 or not, is no vector
 
 
 async def test_sqlite_refuses_other_databases(tmp_path: Path) -> None:
