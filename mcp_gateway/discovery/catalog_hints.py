@@ -242,11 +242,12 @@ class CatalogHints:
         # A connector the manifest names as the product (``name: Jira`` over a hand-written source) is it.
         named_as = {fold_name(cfg.name) for cfg in manifest.connectors if cfg.name}
         said = set(prose_words(query))
-        if any(
+        slugs = {cfg.slug.lower() for cfg in manifest.connectors}
+        if not said.isdisjoint(slugs) or any(
             (entry.id in taken or fold_name(entry.name) in named_as) and _names(entry, said) for entry in self._entries
         ):
-            # The request names a product that is configured (whether or not this caller may use it):
-            # another API of the catalog is not what it asks for.
+            # The request names a product that is configured, or a connector by its slug ("in tix"),
+            # whether or not this caller may use it: another API of the catalog is not what it asks for.
             return []
         # An action covers a word itself, or in part through what its API is (its description): "send a
         # text message" is Twilio's message create, on an API of text messages.

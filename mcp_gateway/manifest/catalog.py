@@ -91,14 +91,15 @@ def unfilled(use: CatalogUse, raw: dict[str, Any], file: str, line: int | None, 
                     line,
                     dotted(("connectors", index, key)),
                     f"{key} {value!r} still holds the placeholder {holes[0]}",
-                    f"replace {holes[0]} with your own (e.g. {example.replace(holes[0], 'acme')})",
+                    f"replace {holes[0]} with your own (e.g. {_PLACEHOLDER.sub('acme', example)})",
                 )
             )
     return issues
 
 
-_PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>")
-"""A ``<your-site>`` left in a value: a catalog entry's example, copied without being filled in."""
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>|\{[A-Za-z][\w-]*\}|%3[Cc][A-Za-z][\w-]*%3[Ee]")
+"""A ``<your-site>`` left in a value (or ``{site}``, or ``%3Cyour-site%3E`` as a shell or URL tool
+escaped it): a catalog entry's example, copied without being filled in."""
 
 
 def _resolve_source_paths(source: dict[str, Any], folder: Path) -> dict[str, Any]:

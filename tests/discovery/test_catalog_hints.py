@@ -111,6 +111,7 @@ def test_a_configured_catalog_api_is_not_suggested_again() -> None:
     configured = parse_manifest("connectors:\n  - slug: pay\n    catalog: stripe\n  - slug: chat\n    catalog: slack\n")
     assert hints.suggest(configured, "create a customer in stripe", [], unsure=True) == []
     assert hints.suggest(configured, "post a message in slack", [], unsure=True) == []
+    assert hints.suggest(configured, "charge the card with pay", [], unsure=True) == []  # by its slug
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,11 @@ def test_the_example_copied_with_its_placeholder_is_refused() -> None:
     (issue,) = info.value.issues
     assert issue.field == "connectors[0].base_url" and "placeholder <your-site>" in issue.message
     assert "https://acme.atlassian.net" in issue.fix
+    for written in ("https://<site>.atlassian.net/rest", "https://{site}.atlassian.net", "https://%3Csite%3E.x.net"):
+        with pytest.raises(ManifestError) as info:
+            parse_manifest(f"project: p\nconnectors:\n  - slug: work\n    catalog: jira\n    base_url: {written}\n")
+        (issue,) = info.value.issues
+        assert "placeholder" in issue.message and "e.g. https://acme.atlassian.net" in issue.fix, issue
 
 
 def test_a_manifest_refines_a_catalog_entry() -> None:
