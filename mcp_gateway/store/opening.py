@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from ..primitives.catalog_memory import validate_actions
-from ..vocabulary.errors import GatewayError
+from ..vocabulary.errors import GatewayError, StoreUnopenable
 from .database_url import is_postgres_url, redact_url
 
 if TYPE_CHECKING:
@@ -27,7 +27,13 @@ def store_for(settings: Settings) -> Store:
     if not url:
         from .sqlite import SQLiteStore
 
-        settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise StoreUnopenable(
+                f"the state folder {settings.state_dir} is a file (or under one), not a folder: move it aside, or "
+                "give --state-dir another folder"
+            ) from None
         return SQLiteStore(settings.database, decode_actions=validate_actions)
     if not is_postgres_url(url):
         raise GatewayError(

@@ -64,6 +64,12 @@ def test_a_state_store_that_cannot_be_opened_exits_3(env: CliEnv, tmp_path: Path
     def folder(path: Path) -> None:
         path.mkdir()
 
+    # The state folder itself a file: "unexpected FileExistsError" before.
+    (tmp_path / "a-file").write_text("not a folder")
+    env.capsys.readouterr()
+    assert cli.main(["--state-dir", str(tmp_path / "a-file"), *command]) == 3
+    assert "is a file" in env.capsys.readouterr().err
+
     for name, make in (
         ("garbage", lambda path: path.write_bytes(b"this is not a database" * 100)),
         ("foreign", foreign),
