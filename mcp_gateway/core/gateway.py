@@ -411,12 +411,7 @@ class Gateway:
             action = self._index.get(name)
             return action is not None and action.connector in visible and self._permissions.allow(action)
 
-        found = await ranked(limit)
-        # Lifting by use re-orders the ranker's own hits for this caller: a few more than asked for.
-        pool = await self._use_memory.pool(principal, query, found, limit, sees)
-        if pool > limit:
-            return await self._use_memory.answer(principal, query, await ranked(pool), limit, plain=found)
-        return await self._use_memory.answer(principal, query, found, limit)
+        return await self._use_memory.answer(principal, query, limit, ranked, sees)
 
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
         limited = await self._calls.traffic.admit_discovery(self._catalogs.manifest, principal)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -105,49 +105,38 @@ class UseMemory:
             return None
         return f"agent:{principal.label}" if self.learn == "agent" else f"project:{self._project}"
 
-    async def pool(
-        self, principal: Principal, query: str, found: SearchResult, limit: int, sees: Callable[[str], bool]
-    ) -> int:
-        """How many hits to ask the ranker for, given its answer ``found`` at ``limit``: ``POOL`` when a use
-        in the caller's scope, of an action it ``sees`` (by qualified name), is close to ``query`` (one
-        may then lift a hit from past ``limit``), else ``limit``: ``found`` is the answer. Another agent's
-        use of an action this one cannot see does not even widen its search."""
-        scope = self.scope(principal)
-        if scope is None or limit >= POOL:
-            return limit
-        model = self._model()
-        vector = found.vector if model is not None else None
-        mine = [self._as_use(r, model) for r in await self._scope_uses(scope) if sees(r.record.action)]
-        if not mine:
-            return limit
-        terms = terms_of(" ".join(self._index.catalog_words(query)))
-        return POOL if any(value > 0 for value in strengths(mine, terms, vector).values()) else limit
-
     async def answer(
-        self, principal: Principal, query: str, found: SearchResult, limit: int, *, plain: SearchResult | None = None
+        self,
+        principal: Principal,
+        query: str,
+        limit: int,
+        ranked: Callable[[int], Awaitable[SearchResult]],
+        sees: Callable[[str], bool],
     ) -> SearchResult:
-        """``found`` lifted by the scope's uses close to ``query``, cut to ``limit``; and remembered, so
-        that a call of one of its hits counts as a use. ``plain``: the ranker's own answer at ``limit``
-        when ``found`` is its wider pool (``pool``), answered as it is unless a use lifts one of the pool's
-        hits: a wider ranking cut to ``limit`` is not always the same answer (near-twins group otherwise)."""
+        """The ranker's answer to ``query`` (``ranked``: its hits at a count), lifted by the scope's uses
+        of actions the caller ``sees`` (by qualified name) close to it, cut to ``limit``; and remembered,
+        so that a call of one of its hits counts as a use.
+
+        An answer no use lifts is the ranker's own at ``limit``: a wider ranking cut to ``limit`` is not
+        always the same (near-twins group otherwise), so the ``POOL`` a lift is chosen from is asked for
+        only when a use is close to the query. Another agent's use of an action this one cannot see
+        neither widens its search nor changes its answer."""
+        found = await ranked(limit)
         scope = self.scope(principal)
         if scope is None:
             return found
         words = " ".join(self._index.catalog_words(query))
-        uses = await self._scope_uses(scope)
-        if uses or len(found.hits) > limit:
-            model = self._model()
-            vector = found.vector if model is not None else None
-            # Only the uses of actions the ranker answered with can lift anything.
-            answered = {action.qualified_name for action, _ in found.hits[:POOL]}
-            mine = [self._as_use(recorded, model) for recorded in uses if recorded.record.action in answered]
-            strength = {name: value for name, value in strengths(mine, terms_of(words), vector).items() if value > 0}
-            if strength:
-                found = lifted(found, strength, limit)
-            elif plain is not None:
-                found = plain
-            elif len(found.hits) > limit:
-                found = lifted(found, {}, limit)
+        model = self._model()
+        vector = found.vector if model is not None else None
+        mine = [self._as_use(r, model) for r in await self._scope_uses(scope) if sees(r.record.action)]
+        strength = {name: value for name, value in strengths(mine, terms_of(words), vector).items() if value > 0}
+        if strength:
+            pool = found if limit >= POOL else await ranked(POOL)
+            # Only an action the ranker answered with moves: a lift never shows what it found no reason to.
+            answered = {action.qualified_name for action, _ in pool.hits[:POOL]}
+            kept = {name: value for name, value in strength.items() if name in answered}
+            if kept:
+                found = lifted(pool, kept, limit)
         if words and found.hits:
             names = tuple(action.qualified_name for action, _ in found.hits)
             self._remember(principal, _Answer(self._clock.now(), words, names))

@@ -10,6 +10,7 @@ through the ``UseMemory`` the gateway uses, over a ``MemoryStore``.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -54,12 +55,7 @@ class Replay:
 
     async def discover(self, query: str, limit: int = 10) -> list[str]:
         """As ``Gateway.discover`` asks: the ranker's answer, and its wider pool when there are uses."""
-        found = await self.ranked(query, limit)
-        pool = await self.memory.pool(AGENT, query, found, limit, lambda name: True)
-        if pool > limit:
-            found = await self.memory.answer(AGENT, query, await self.ranked(query, pool), limit, plain=found)
-        else:
-            found = await self.memory.answer(AGENT, query, found, limit)
+        found = await self.memory.answer(AGENT, query, limit, functools.partial(self.ranked, query), lambda name: True)
         return [action.qualified_name for action, _ in found.hits]
 
     async def rank(self, query: str, action: str) -> int:
