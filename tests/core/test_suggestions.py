@@ -189,6 +189,16 @@ def test_on_a_real_catalog_the_first_suggestion_is_the_operation_meant(
     assert [a.qualified_name for a in _bundled(*served).suggest(guess, limit=3)][:1] == [want]
 
 
+@functools.cache
+def _bench_api(slug: str) -> DiscoveryIndex:
+    """An index of one benchmark API of ``tests/data`` (``bench_discover_data.catalog``), built once."""
+    from scripts.bench_discover_data import catalog
+
+    index = DiscoveryIndex()
+    index.replace_connector(slug, list(catalog(slug)))
+    return index
+
+
 @pytest.mark.parametrize(
     ("guess", "want"),
     [
@@ -203,11 +213,7 @@ def test_of_a_collections_requests_to_one_url_the_plain_one_the_guess_names_come
     # Box's Postman collection saves several requests to one method and URL (``PUT /files/{id}`` locks,
     # moves or updates a file; ``GET /users/me`` with ``fields=my_tags`` reads the caller's tags): the one
     # whose name says the guess, and of the reads the plain one, not a view fixing a ``fields``.
-    from scripts.bench_discover_data import catalog
-
-    index = DiscoveryIndex()
-    index.replace_connector("box", list(catalog("box")))
-    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
+    assert [a.qualified_name for a in _bench_api("box").suggest(guess, limit=3)][:1] == [want]
 
 
 @pytest.mark.parametrize(
@@ -221,11 +227,7 @@ def test_of_a_collections_requests_to_one_url_the_plain_one_the_guess_names_come
 def test_an_api_that_names_the_caller_in_words_is_found_for_a_guess_naming_the_caller(guess: str, want: str) -> None:
     # GitHub's GraphQL schema has no URL for the caller: ``viewer`` is "The currently authenticated user."
     # (``query.user`` looks a user up by login).
-    from scripts.bench_discover_data import catalog
-
-    index = DiscoveryIndex()
-    index.replace_connector("githubql", list(catalog("githubql")))
-    assert [a.qualified_name for a in index.suggest(guess, limit=3)][:1] == [want]
+    assert [a.qualified_name for a in _bench_api("githubql").suggest(guess, limit=3)][:1] == [want]
 
 
 def test_a_verb_is_read_as_its_noun_ending_in_ification() -> None:
