@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from ..vocabulary.model import Action
 from ._text import clean_description, first_sentence, identifier_terms, prose_terms, stem
 
-__all__ = ["Guess", "Shape", "described", "guess_of", "holder_counts", "own_state_verb", "root_shares", "shapes_of"]
+__all__ = [
+    "Guess",
+    "Shape",
+    "collection_reads",
+    "described",
+    "guess_of",
+    "holder_counts",
+    "own_state_verb",
+    "root_shares",
+    "shapes_of",
+]
 
 # Verbs that name the same operation in one API or another (a guessed ``create_x`` means ``add_x``).
 VERB_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -484,6 +494,19 @@ def _read(actions: Sequence[Action]) -> _Read:
     )
     _SHAPES[id(actions)] = read  # the sequence is held, so its id is not reused meanwhile
     return read
+
+
+def collection_reads(actions: Sequence[Action]) -> list[bool]:
+    """Per action, whether it reads a whole collection (a GET of no member, not the caller's own): what an
+    agent asks to *list*. Its shapes are not kept (``shapes_of`` keeps them, for suggestions): the
+    index reads this once per connector it builds."""
+    scopes = _literal_stems(actions)
+    listing = GROUP_VERBS[_LIST]
+    out: list[bool] = []
+    for action in actions:
+        shape = shape_of(action, scopes)
+        out.append(shape is not None and not shape.member and not shape.mine and listing <= shape.verbs)
+    return out
 
 
 def shapes_of(actions: Sequence[Action]) -> list[Shape | None]:

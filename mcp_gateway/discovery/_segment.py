@@ -20,7 +20,7 @@ from typing import Any
 
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, PostmanBinding
 from ._effects import effect_phrases, enum_words, kind_words
-from ._rest_shape import Shape, shapes_of
+from ._rest_shape import collection_reads
 from ._text import (
     clean_description,
     exact_forms,
@@ -295,19 +295,10 @@ _READS = frozenset(stem(verb) for verb in ("get", "fetch", "retrieve", "read"))
 _LIST = stem("list")
 
 
-def _verbs(named: list[str], shape: Shape | None) -> list[str]:
+def _verbs(named: list[str], whole_collection: bool) -> list[str]:
     """An action's verb field: its name's verb, and ``list`` for a read named ``get`` of a whole collection
     (``getCampaigns`` is ``GET /ad_campaign``): an agent asks to list what the API calls getting."""
-    if (
-        named
-        and named[0] in _READS
-        and shape is not None
-        and not shape.member
-        and not shape.mine
-        and _LIST in shape.verbs
-    ):
-        return [*named, _LIST]
-    return named
+    return [*named, _LIST] if whole_collection and named and named[0] in _READS else named
 
 
 def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
@@ -337,7 +328,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
     about_column: list[str] = []
     returns_column: list[str] = []
     totals = [0] * len(FIELDS)
-    for action, shape in zip(readable(actions), shapes_of(actions), strict=True):
+    for action, whole_collection in zip(readable(actions), collection_reads(actions), strict=True):
         params = [param(name, text) for name, text in params_of(action.input_schema)]
         description = clean_description(action.description, RAW_DESCRIPTION_CHARS)
         # What it achieves counts as what it is about (``about``); its enum values are indexed beside it.
@@ -348,7 +339,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             prose_terms(clean_description(description)),
             [term for terms, _, _ in params for term in terms],
             [term for _, terms, _ in params for term in terms],
-            _verbs(ident(action.path.rsplit(".", 1)[-1])[:1], shape),
+            _verbs(ident(action.path.rsplit(".", 1)[-1])[:1], whole_collection),
             prose_terms(action.group) if action.group else [],
             list(dict.fromkeys([*outcome, *prose_terms(" ".join([*enum_words(action), *kind_words(action)]))]))[
                 :MAX_EFFECT_TERMS
