@@ -68,7 +68,7 @@ class Redactor:
             return s  # no form fits (an id, a tool name): the common case of the copies a call keeps
         s = _substituted(s, [form for form in state.forms if form in s])
         s = _split_forms_redacted(s, state)
-        s = _entity_forms_redacted(s, state)
+        s = _escaped_forms_redacted(s, state)
         if truncated:
             s = self._cut_partial_tail(s)
         return s
@@ -116,7 +116,7 @@ class Redactor:
         state = self._state()
         if any(form in text for form in state.json_forms):
             return True
-        if ("&" in text or "%" in text) and _entities_hold_form(text, state):
+        if ("&" in text or "%" in text) and _escapes_hold_form(text, state):
             return True
         if not state.split_forms:
             return False
@@ -274,25 +274,23 @@ def _undone(s: str) -> str:
     return s
 
 
-def _entities_hold_form(s: str, state: _Compiled) -> bool:
+def _escapes_hold_form(s: str, state: _Compiled) -> bool:
     undone = _undone(s)
     return undone != s and any(form in undone for form in state.forms)
 
 
-def _entity_forms_redacted(s: str, state: _Compiled) -> str:
+def _escaped_forms_redacted(s: str, state: _Compiled) -> str:
     """``s`` with every form that URL escapes and character references spell redacted: a page or an
     encoder that escapes some characters of what it quotes and not others (Go's ``html/template`` writes
     ``+`` as ``&#43;``; a query string ``%2B`` and not ``/``; both mixed, or escaped twice), so that
     neither the value nor a whole encoding of it is there as written."""
-    if not _entities_hold_form(s, state):
+    if not _escapes_hold_form(s, state):
         return s  # the common case: no escape, or none spelling a form (the map below is made only then)
     decoded = _decoded(s)
     if decoded is None:
         return s
     text, spans = decoded
-    found = [form for form in state.forms if form in text]
-    if not found:
-        return s
+    found = [form for form in state.forms if form in text]  # some are: ``_escapes_hold_form`` said so
     out: list[str] = []
     at = 0
     for match in _pattern(tuple(found)).finditer(text):
