@@ -277,7 +277,7 @@ def _walk(
             if isinstance(request, str):  # v2.1 allows a bare URL for a GET
                 request = {"method": "GET", "url": request}
             if isinstance(request, dict):
-                _request(ctx, item, request, folders, _auth_of(request.get("auth")) or auth, former or folders)
+                _request(ctx, item, request, folders, _auth_of(request.get("auth")) or auth, former)
 
 
 def _request(
