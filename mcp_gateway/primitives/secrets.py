@@ -129,6 +129,7 @@ class SecretValue:
             if len(self._value["password"]) >= MIN_REDACT_CHARS:
                 forms.update(_encodings(pair))
                 forms.add("Basic " + _b64(pair))
+                forms.update(_carried(_b64(pair)))
         return {f for f in forms if f}
 
     def __repr__(self) -> str:
@@ -217,7 +218,18 @@ def _encodings(v: str) -> set[str]:
         forms.update((v.lower(), v.upper()))
         if "+" in v:  # read back from a form or a query string, where "+" is a space
             forms.add(v.replace("+", " "))
+    # How a URL carries it (a query value, a path segment): an encoding of the request encodes these.
+    for carried in {pct, _lower_escapes(pct), quote_plus(v, safe=""), quote(v)} - {v}:
+        forms.update(_carried(carried))
     return forms
+
+
+def _carried(wire: str) -> set[str]:
+    """``wire`` (a spelling the request carried) as an upstream that encodes what it received writes
+    it: base64 alone or inside a longer base64 text, and hex."""
+    data = wire.encode()
+    hexed = data.hex()
+    return {_b64(wire), base64.urlsafe_b64encode(data).decode(), *_b64_runs(wire), hexed, hexed.upper()}
 
 
 MIN_CASED_CHARS = 8

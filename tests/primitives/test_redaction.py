@@ -5,6 +5,7 @@ import copy
 import html
 import json
 import quopri
+import re
 from urllib.parse import quote
 
 import pytest
@@ -128,6 +129,26 @@ def test_a_secret_inside_a_longer_base64_text_is_redacted_at_every_offset() -> N
     # Text that is no encoding of the secret is left as it was.
     other = base64.b64encode(b"x" + b"canary/7f3a 9c1e+not-the-secret").decode()
     assert redactor.redact_text(other) == other
+
+
+def test_what_the_request_carried_is_redacted_when_the_upstream_encodes_the_request() -> None:
+    # An API key sent URL-escaped in a query, and a pair sent as a Basic header, reach an upstream in
+    # those spellings; one that base64s or hexes what it received (an opaque cursor, a debug dump)
+    # encodes them, not the value itself.
+    redactor = Redactor()
+    redactor.add(SecretValue(MARKED))
+    redactor.add(SecretValue({"username": "alice", "password": "pw-" + CANARY}))
+    basic = base64.b64encode(f"alice:pw-{CANARY}".encode()).decode()
+    escaped = quote(MARKED, safe="")
+    lower_escapes = re.sub("%[0-9A-F]{2}", lambda match: match[0].lower(), escaped)
+    for carried in (escaped, lower_escapes, f"Authorization: Basic {basic}"):
+        for prefix in (b"", b"x", b"GET /b64?key="):
+            request = prefix + carried.encode() + b" HTTP/1.1"
+            for encoded in (base64.b64encode(request).decode(), request.hex(), request.hex().upper()):
+                out = redactor.redact_text(f"cursor={encoded}")
+                assert "[redacted]" in out, (carried, prefix)
+                assert "7f3a" not in redactor.redact_text(out)
+    assert not any(b"%2F" in text or b"S3cr" in text for text in _decodings(out.removeprefix("cursor=")))
 
 
 def _decodings(text: str) -> list[bytes]:
