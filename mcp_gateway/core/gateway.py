@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import anyio
 import httpx2
 
 from ..auth import needs_secret
@@ -95,6 +96,10 @@ __all__ = ["Gateway", "OnPending"]
 logger = logging.getLogger(__name__)
 
 OnPending = Callable[[PendingApproval], Awaitable[None]]
+
+CANCELLED_WRITE_SECONDS = 5.0
+"""How long a cancelled call may still spend writing its ``cancelled`` outcome (a store that hangs must
+not hold the cancellation up for good; the journal or the next start settles what is left)."""
 """Told of the approval a waiting call asked for, before the wait (to show the human its link)."""
 
 
@@ -512,12 +517,38 @@ class Gateway:
         wait: float | None,
         on_pending: OnPending | None,
     ) -> CallResult:
+        unsettled: list[CallTrace] = []
+        """Attempts whose request left and whose outcome row is not written yet."""
+
         async def started(trace: CallTrace) -> None:
             # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
             # Neither the store nor the journal took it: nothing is sent (store_unavailable, nothing ran).
             if not await self.auditor.record(trace.started_record(principal, tool, args, self.clock)):
                 raise StoreUnavailable("the call's start could not be recorded; its request was not sent")
+            unsettled.append(trace)
 
+        try:
+            return await self._attempts(principal, tool, args, approval_id, fields, wait, on_pending, started, unsettled)
+        except anyio.get_cancelled_exc_class():
+            # The client gave up (or the session closed) while a request was out: its started row gets
+            # its outcome now, or a later start would mark it interrupted as if this process had died.
+            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CANCELLED_WRITE_SECONDS):
+                for trace in unsettled:
+                    await self.auditor.record(trace.cancelled_record(principal, tool, args, self.clock))
+            raise
+
+    async def _attempts(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        wait: float | None,
+        on_pending: OnPending | None,
+        started: Callable[[CallTrace], Awaitable[None]],
+        unsettled: list[CallTrace],
+    ) -> CallResult:
         trace = CallTrace(on_upstream=started)
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
@@ -534,9 +565,10 @@ class Gateway:
             if after is None:
                 return result
             trace = after
-        if not await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock)):
-            if trace.call_id is not None:
-                result = unrecorded(trace.upstream_status)
+        recorded = await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        unsettled.clear()
+        if not recorded and trace.call_id is not None:
+            result = unrecorded(trace.upstream_status)
         action = trace.action
         if action is not None and result.status == "ok":
             await self._use_memory.called(principal, action.qualified_name)

@@ -64,6 +64,10 @@ class CallTrace:
         """The ``started`` row: what is known before the upstream answers."""
         return self._record(principal, tool, args, clock, status="started", reason=None)
 
+    def cancelled_record(self, principal: Principal, tool: str, args: Mapping[str, Any], clock: Clock) -> AuditRecord:
+        """The outcome of a call its client gave up on after the request left."""
+        return self._record(principal, tool, args, clock, status="cancelled", reason=None)
+
     def audit_record(
         self, principal: Principal, tool: str, args: Mapping[str, Any], result: CallResult, clock: Clock
     ) -> AuditRecord:

@@ -100,10 +100,11 @@ ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
 """Where an approval stands; it moves only by compare-and-set (``Store.transition_approval``)."""
 ApprovalKind = Literal["call", "credential"]
 """What an approval lets happen: one call, or one replacement of a team-wide credential."""
-AuditStatus = Literal[CallStatus, "started", "interrupted", "credential_set"]
+AuditStatus = Literal[CallStatus, "started", "interrupted", "cancelled", "credential_set"]
 """The audit row's ``status``: a ``CallStatus`` once the call ended; ``started`` while a call that
 reached for the upstream has no outcome yet; ``interrupted`` when the gateway stopped (crashed) before
-writing one (marked on the next start); ``credential_set`` for a credential stored or replaced (its
+writing one (marked on the next start); ``cancelled`` when the client gave up on a call whose request
+had left (it may have taken effect); ``credential_set`` for a credential stored or replaced (its
 row names who, the connector, team-wide or personal, and who approved it; never the value)."""
 __all__ += ["ApprovalKind", "ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
 

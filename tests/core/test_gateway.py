@@ -169,6 +169,8 @@ class Upstream:
             return httpx2.Response(200, text="x" * n + (auth or ""), headers={"content-type": "text/plain"})
         if path == "/boom":
             raise RuntimeError("the transport broke")
+        if path == "/items/hang":
+            await anyio.sleep_forever()
         if path == "/down":
             raise httpx2.ConnectError("connection refused", request=request)
         return httpx2.Response(
@@ -790,6 +792,21 @@ async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves
     assert [status for status, _ in seen[1]] == ["started", "ok"]
     assert [r.status for r in rows] == ["denied", "ok", "ok"]  # one row per call: the outcome replaced "started"
     assert rows[0].call_id is None and rows[1].call_id != rows[2].call_id
+
+
+async def test_a_call_its_client_cancels_after_the_request_left_is_audited_cancelled(h: Harness) -> None:
+    # Without an outcome, its started row would stay open and the next start would mark it interrupted
+    # as if the gateway had died mid-call.
+    async with h.auditor.running(), anyio.create_task_group() as tg:
+        tg.start_soon(h.gateway.call, OPERATOR, "api.items.get", {"id": "hang"})
+        with anyio.fail_after(5):
+            while not h.upstream.hits("/items/hang"):
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    rows = await h.store.list_audit()
+    assert [(r.status, r.action) for r in rows] == [("cancelled", "api.items.get")]
+    assert rows[0].call_id is not None
+    assert await h.auditor.interrupt_started() == 0  # nothing left open
 
 
 async def test_an_outcome_the_store_refuses_is_journaled_and_the_call_answered(tmp_path: Path) -> None:
