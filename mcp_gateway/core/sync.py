@@ -117,6 +117,24 @@ def source_for(cfg: ConnectorConfig, graphql: GraphQLServices, mcp_tools: McpToo
     return WithRequestAction(source) if cfg.request_action else source
 
 
+REMOTE_AT_ONCE = 8
+"""Connectors read over the network that one sync loads at the same time."""
+
+
+def _remote(cfg: ConnectorConfig, manifest: Manifest) -> bool:
+    """Whether loading ``cfg`` waits on another process or the network (an MCP server, a spec or a
+    collection fetched from a URL, a schema read by introspection)."""
+    match cfg.source:
+        case McpSource():
+            return True
+        case GraphQLSource(graphql=spec):
+            return not spec.schema_
+        case OpenAPISource(openapi=ref) | PostmanSource(postman=ref):
+            return manifest.resolve(ref).startswith(("http://", "https://"))
+        case _:
+            return False
+
+
 def _stored(record: CatalogRecord | None) -> Normalized | None:
     if record is None:
         return None
@@ -134,13 +152,15 @@ async def sync_connector(
     mcp_tools: McpTools | None = None,
     sharing: CatalogSharing | None = None,
     share: bool = True,
+    guard: anyio.Lock | None = None,
 ) -> ConnectorCatalog:
     """``sharing``: the table this connector's catalog shares equal values through; ``sync_manifest``
     passes one for all its connectors, and a catalog normalized just now then comes back with no
     actions: they are parked in ``sharing`` and ``sync_manifest`` fills them in after the last parse.
     Without it the connector gets a table of its own and the heap is trimmed after. ``share=False``:
     no sharing at all, for a catalog that does not stay resident (a command that lists and exits);
-    sharing triples the cost of decoding a stored catalog."""
+    sharing triples the cost of decoding a stored catalog. ``guard``: held while this connector reads or
+    writes ``sharing``, which connectors loading at the same time share."""
     parked = False
     withheld: str | None = None
     table = sharing or CatalogSharing()
@@ -148,8 +168,9 @@ async def sync_connector(
     if progress:
         progress(cfg.slug, "start")
     try:
-        with table.active() if share else nullcontext():  # the store shares a catalog's actions as it decodes them
-            cached = await store.get_catalog(cfg.slug)
+        async with guard or nullcontext():
+            with table.active() if share else nullcontext():  # the store shares a catalog's actions as it decodes
+                cached = await store.get_catalog(cfg.slug)
         loader = source_for(cfg, graphql or GraphQLServices(GraphQLSchemas()), mcp_tools)
         loaded = await loader.load(cfg, LoadContext(manifest.resolve, _stored(cached)))
         actions, spec_base_url, fp, files = loaded.actions, loaded.base_url, loaded.fingerprint, loaded.files
@@ -163,11 +184,12 @@ async def sync_connector(
                 CatalogRecord(slug=cfg.slug, fingerprint=fp, actions=actions, files=files, base_url=spec_base_url)
             )
         # The catalog stays resident for the process's life: equal values become one object.
-        if share and sharing is not None and not reused:
-            await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
-            parked = True
-        elif share:  # what the store decoded is shared already, and skipped
-            await anyio.to_thread.run_sync(table.share_actions, actions)
+        async with guard or nullcontext():
+            if share and sharing is not None and not reused:
+                await anyio.to_thread.run_sync(sharing.park, cfg.slug, actions)
+                parked = True
+            elif share:  # what the store decoded is shared already, and skipped
+                await anyio.to_thread.run_sync(table.share_actions, actions)
         if sharing is None:
             table.clear()
             release_free_memory()
@@ -240,17 +262,46 @@ async def sync_manifest(
     mcp_tools: McpTools | None = None,
     share: bool = True,
 ) -> dict[str, ConnectorCatalog]:
-    """Sync every connector in order. ``graphql`` carries the schema cache the GraphQL executor
+    """Sync every connector. ``graphql`` carries the schema cache the GraphQL executor
     shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
     lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential).
-    ``share=False``: the catalogs do not stay resident, so equal values are not shared (see ``sync_connector``)."""
+    ``share=False``: the catalogs do not stay resident, so equal values are not shared (see ``sync_connector``).
+
+    Connectors read over the network (``_remote``: an MCP server, a fetched spec, an introspected
+    schema) load side by side, up to ``REMOTE_AT_ONCE``: one that hangs until its timeout must not hold
+    up the others for its whole timeout each. Local specs load one after another, as their parses are
+    where a sync's memory peaks."""
     sharing = CatalogSharing()  # one table for the whole manifest: connectors share with each other too
-    catalogs = {
-        c.slug: await sync_connector(
-            c, manifest, store, clock, progress, graphql=graphql, mcp_tools=mcp_tools, sharing=sharing, share=share
+    guard = anyio.Lock()
+    limiter = anyio.CapacityLimiter(REMOTE_AT_ONCE)
+    catalogs: dict[str, ConnectorCatalog] = {}
+
+    async def one(c: ConnectorConfig) -> None:
+        catalogs[c.slug] = await sync_connector(
+            c,
+            manifest,
+            store,
+            clock,
+            progress,
+            graphql=graphql,
+            mcp_tools=mcp_tools,
+            sharing=sharing,
+            share=share,
+            guard=guard,
         )
-        for c in manifest.connectors
-    }
+
+    async def remote(c: ConnectorConfig) -> None:
+        async with limiter:
+            await one(c)
+
+    async with anyio.create_task_group() as tg:
+        for c in manifest.connectors:
+            if _remote(c, manifest):
+                tg.start_soon(remote, c)
+        for c in manifest.connectors:
+            if not _remote(c, manifest):
+                await one(c)
+    catalogs = {c.slug: catalogs[c.slug] for c in manifest.connectors}  # manifest order
     for slug, actions in (await anyio.to_thread.run_sync(sharing.unpark)).items():
         if catalogs[slug].state.status == "ready":
             catalogs[slug] = replace(catalogs[slug], actions=actions)

@@ -64,13 +64,15 @@ def unparsed_answer(error: Exception) -> types.JSONRPCError:
         )
     parsed = _lenient(line) if isinstance(line, str) else None
     why = str(detail.get("msg", "")).removeprefix("Invalid JSON: ")
+    if "recursion" in why:  # Python's parser may read it (some hundreds of levels) or not: the id is scanned
+        message = "Parse error: the message nests deeper than the server reads. Send flatter arguments."
+        request_id = _id_of(parsed) if parsed is not None else _top_level_id(line) if isinstance(line, str) else None
+        return _error(types.PARSE_ERROR, message, request_id)
     if parsed is not None:  # Python's parser takes what the strict one refused: a lone surrogate
         message = (
             "Parse error: a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair). "
             "Send whole characters: a string cut in the middle of an emoji, or an unpaired \\u escape, is not text."
         )
-    elif "recursion" in why:
-        message = "Parse error: the message nests deeper than the server reads. Send flatter arguments."
     else:
         message = f"Parse error: the line is not valid JSON ({why}). Send one JSON-RPC message per line."
     return _error(types.PARSE_ERROR, message, _id_of(parsed))
@@ -85,6 +87,45 @@ def _lenient(line: str) -> Any:
         return json.loads(line)
     except (ValueError, RecursionError):
         return None
+
+
+_DECODER = json.JSONDecoder()
+MAX_ID_SCAN = 1 << 20
+"""Characters of a line read for its id when no parser reads the line: clients write it near the start."""
+
+
+def _top_level_id(line: str) -> int | str | None:
+    """The ``id`` member of the object ``line`` opens, read without parsing the rest (a message too deep
+    for any parser still says which request it answers). None when there is none at the top level."""
+    depth, at, length = 0, 0, min(len(line), MAX_ID_SCAN)
+    while at < length:
+        char = line[at]
+        if char == '"':
+            try:
+                key, end = _DECODER.raw_decode(line, at)
+            except ValueError:
+                return None
+            if depth == 1 and key == "id":
+                colon = end
+                while colon < length and line[colon] in " \t\r\n":
+                    colon += 1
+                if colon < length and line[colon] == ":":
+                    value_at = colon + 1
+                    while value_at < length and line[value_at] in " \t\r\n":
+                        value_at += 1
+                    try:
+                        value, _ = _DECODER.raw_decode(line, value_at)
+                    except (ValueError, RecursionError):
+                        return None
+                    return _id_of({"id": value})
+            at = end
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        at += 1
+    return None
 
 
 def _id_of(message: Any) -> int | str | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import types
 
 from mcp_gateway.core import sync
 from mcp_gateway.core.sync import sync_manifest
@@ -102,3 +104,38 @@ async def test_a_catalog_that_quotes_an_opened_secret_is_stored_and_served_witho
             assert canary not in text and base64.b64encode(canary.encode()).decode() not in text
             assert "[redacted]" in text
         assert canary not in (tmp_path / "gateway.db").read_bytes().decode("latin-1")
+
+
+async def test_upstream_mcp_servers_load_side_by_side_and_a_hung_one_fails_alone(tmp_path: Path) -> None:
+    # Each server waits until every other one was asked for its tools: loaded one after another, the
+    # first would wait for good. A server that never answers fails alone, with the others loaded.
+    text = "project: demo\nconnectors:\n" + "".join(
+        f"  - slug: {slug}\n    source: {{mcp: {{command: [srv]}}}}\n" for slug in ("one", "two", "three", "hung")
+    )
+    manifest = parse_manifest(text + MANIFEST.split("connectors:\n", 1)[1], base_dir=tmp_path)
+    asked: set[str] = set()
+    everyone = anyio.Event()
+
+    async def list_tools(cfg: ConnectorConfig) -> list[types.Tool]:
+        asked.add(cfg.slug)
+        if len(asked) == 4:
+            everyone.set()
+        if cfg.slug == "hung":
+            with anyio.fail_after(0.2):
+                await anyio.sleep_forever()
+        await everyone.wait()
+        return [types.Tool(name=f"{cfg.slug}_ping", input_schema={"type": "object"})]
+
+    async with SQLiteStore(tmp_path / "gateway.db") as store:
+        with anyio.fail_after(10):
+            catalogs = await sync_manifest(manifest, store, FixedClock(), mcp_tools=list_tools)
+    assert list(catalogs) == ["one", "two", "three", "hung", "api", "bare"]  # the manifest's order
+    assert {slug: c.state.status for slug, c in catalogs.items()} == {
+        "one": "ready",
+        "two": "ready",
+        "three": "ready",
+        "hung": "error",
+        "api": "ready",
+        "bare": "ready",
+    }
+    assert [a.path for a in catalogs["two"].actions] == ["two_ping"]

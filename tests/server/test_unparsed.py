@@ -21,6 +21,10 @@ LONE_SURROGATE = (
     '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"discover","arguments":{"query":"\\ud83d"}}}'
 )
 DEEP = '{"jsonrpc":"2.0","id":6,"method":"ping","params":{"x":' + "[" * 10_000 + "]" * 10_000 + "}}"
+NESTED = '{"jsonrpc":"2.0","id":"n-3","method":"ping","params":{"x":' + '{"a":' * 300 + "1" + "}" * 300 + "}}"
+"""Deeper than the SDK's parser reads, not deeper than Python's: still no lone surrogate to speak of."""
+ID_LAST = '{"jsonrpc":"2.0","method":"ping","params":{"x":' + "[" * 10_000 + "]" * 10_000 + '}, "id" : 9}'
+ID_NESTED_ONLY = '{"jsonrpc":"2.0","method":"ping","params":{"id":4,"x":' + "[" * 10_000 + "]" * 10_000 + "}}"
 NOT_JSON = '{"jsonrpc":"2.0","id":7,"method":'
 NOT_JSON_RPC = '{"jsonrpc":"2.0","id":"eight","foo":1}'
 
@@ -35,7 +39,10 @@ def _answer(line: str) -> dict[str, Any]:
     ("line", "request_id", "code", "says"),
     [
         (LONE_SURROGATE, 5, types.PARSE_ERROR, "lone UTF-16 surrogate"),
-        (DEEP, None, types.PARSE_ERROR, "nests deeper"),
+        (DEEP, 6, types.PARSE_ERROR, "nests deeper"),
+        (NESTED, "n-3", types.PARSE_ERROR, "nests deeper"),
+        (ID_LAST, 9, types.PARSE_ERROR, "nests deeper"),
+        (ID_NESTED_ONLY, None, types.PARSE_ERROR, "nests deeper"),
         (NOT_JSON, None, types.PARSE_ERROR, "not valid JSON"),
         (NOT_JSON_RPC, "eight", types.INVALID_REQUEST, "not a JSON-RPC 2.0 request"),
     ],
@@ -74,7 +81,7 @@ def test_a_stdio_session_answers_every_line_and_goes_on(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     errors = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
-    assert errors == [(5, -32700), (None, -32700), (None, -32700), ("eight", -32600)], answers
+    assert errors == [(5, -32700), (6, -32700), (None, -32700), ("eight", -32600)], answers
     tools = next(a for a in answers if a.get("id") == 9)
     assert len(tools["result"]["tools"]) == 6  # the session went on
     assert all(json.loads(line) for line in done.stderr.splitlines())  # the log stays one object a line
