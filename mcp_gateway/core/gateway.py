@@ -528,7 +528,9 @@ class Gateway:
             unsettled.append(trace)
 
         try:
-            return await self._attempts(principal, tool, args, approval_id, fields, wait, on_pending, started, unsettled)
+            return await self._attempts(
+                principal, tool, args, approval_id, fields, wait, on_pending, started, unsettled
+            )
         except anyio.get_cancelled_exc_class():
             # The client gave up (or the session closed) while a request was out: its started row gets
             # its outcome now, or a later start would mark it interrupted as if this process had died.

@@ -154,6 +154,8 @@ class Upstream:
 
     def __init__(self) -> None:
         self.requests: list[httpx2.Request] = []
+        self.hanging = anyio.Event()
+        """Set once a request to ``/items/hang`` (which never gets an answer) arrived."""
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
@@ -170,6 +172,7 @@ class Upstream:
         if path == "/boom":
             raise RuntimeError("the transport broke")
         if path == "/items/hang":
+            self.hanging.set()
             await anyio.sleep_forever()
         if path == "/down":
             raise httpx2.ConnectError("connection refused", request=request)
@@ -800,8 +803,7 @@ async def test_a_call_its_client_cancels_after_the_request_left_is_audited_cance
     async with h.auditor.running(), anyio.create_task_group() as tg:
         tg.start_soon(h.gateway.call, OPERATOR, "api.items.get", {"id": "hang"})
         with anyio.fail_after(5):
-            while not h.upstream.hits("/items/hang"):
-                await anyio.sleep(0.01)
+            await h.upstream.hanging.wait()
         tg.cancel_scope.cancel()
     rows = await h.store.list_audit()
     assert [(r.status, r.action) for r in rows] == [("cancelled", "api.items.get")]
