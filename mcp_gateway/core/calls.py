@@ -49,6 +49,7 @@ from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
 from .results import clean_result, redacted_json, upstream_summary
 from .trace import CallTrace
+from .whole_numbers import whole_numbers
 
 __all__ = ["CallPipeline"]
 
@@ -172,6 +173,7 @@ class CallPipeline:
                 message=f"The arguments do not match {action.qualified_name}'s input schema; fix them and call again.",
                 errors=errors,
             )
+        args = whole_numbers(action.input_schema, args)
         deciding = time.time_ns()
         verdict = trace.verdict = self._permissions.verdict(action, args)
         finished_span(

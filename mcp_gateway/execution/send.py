@@ -124,11 +124,11 @@ async def _send(
             + "try again later or raise the connector's timeout",
         ) from None
     except (httpx2.NetworkError, httpx2.ProxyError) as exc:
-        if _maybe_sent(request, exc):
+        if not isinstance(exc, _NOT_SENT):  # connected: the request went out, the answer broke off
             raise UpstreamError(
                 "upstream_unreachable",
                 f"the connection to {_where(request.url)} was lost before its whole answer came "
-                f"({type(exc).__name__}); {_MAY_HAVE_RUN}then try again",
+                f"({type(exc).__name__}); {_MAY_HAVE_RUN if _maybe_sent(request, exc) else ''}then try again",
             ) from None
         raise UpstreamError(
             "upstream_unreachable",

@@ -8,6 +8,7 @@ back (they are the caller's data, and a pasted secret must not come back in a re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -55,7 +56,7 @@ def _one(error: ErrorDetails) -> str:
     if kind in _WANTS:  # a wrong type: say what came instead (its kind, never its value)
         got = "" if kind in ("missing", "extra_forbidden") else _got(error.get("input"))
         return f"{where} {_WANTS[kind]}{got}"
-    return f"{where} {_bounded(kind, ctx) or _lowered(error['msg'])}"
+    return f"{where} {_bounded(kind, ctx, error.get('input')) or _lowered(error['msg'])}"
 
 
 _BOUNDS: Final = {
@@ -72,13 +73,15 @@ _BOUNDS: Final = {
 """Error types whose bound is in the error's context: the sentence and the context key it names."""
 
 
-def _bounded(kind: str, ctx: Mapping[str, Any]) -> str | None:
+def _bounded(kind: str, ctx: Mapping[str, Any], input_: Any = None) -> str | None:
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
     if kind == "finite_number":  # 1e999 parses as infinity
         return "must be a finite number"
     if (bound := _BOUNDS.get(kind)) is None:
         return None
+    if input_ is not None and isinstance(input_, float) and not math.isfinite(input_):
+        return "must be a finite number"  # NaN fails every bound: "at least 0" would send it looking elsewhere
     sentence, key = bound
     return sentence.format(ctx.get(key))
 

@@ -797,6 +797,13 @@ async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves
     assert rows[0].call_id is None and rows[1].call_id != rows[2].call_id
 
 
+async def test_a_whole_float_typed_integer_goes_upstream_as_an_integer(h: Harness) -> None:
+    # Models write 2.0 or 2e0 for an integer; "pad=2.0" would reach an upstream that parses integers.
+    result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "200", "pad": 2e0})
+    assert isinstance(result, Ok), result
+    assert h.upstream.requests[-1].url.params["pad"] == "2"
+
+
 async def test_a_call_its_client_cancels_after_the_request_left_is_audited_cancelled(h: Harness) -> None:
     # Without an outcome, its started row would stay open and the next start would mark it interrupted
     # as if the gateway had died mid-call.

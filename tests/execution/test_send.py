@@ -289,6 +289,17 @@ async def test_a_write_that_failed_after_it_may_have_left_says_it_may_have_taken
         assert ("may have reached it and taken effect" in str(info.value)) == (sent and write), (method, error)
 
 
+async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_unreachable() -> None:
+    def fail(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadError("reset")
+
+    async with one_shot(fail) as client:
+        with pytest.raises(UpstreamError) as info:
+            await send(client, httpx2.Request("GET", "https://api.example.com/x"), auth=None, timeout=5, max_bytes=10)
+    assert info.value.reason == "upstream_unreachable"
+    assert "was lost before its whole answer came" in str(info.value) and "could not reach" not in str(info.value)
+
+
 # -- bodies over the wire --------------------------------------------------------------------
 
 

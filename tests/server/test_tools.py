@@ -99,7 +99,7 @@ async def test_discover_ranks_within_its_bounds(tmp_path: Path) -> None:
     assert "query must not be empty" in empty.content[0].text  # type: ignore[union-attr]
 
     # 1e999 in the request's JSON parses as infinity
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel, Field, ValidationError
 
     from mcp_gateway.server.argument_errors import plain_argument_errors
 
@@ -112,6 +112,13 @@ async def test_discover_ranks_within_its_bounds(tmp_path: Path) -> None:
         plain_argument_errors("discover", raised.value)
         == "invalid arguments for discover: limit must be a finite number"
     )
+
+    class Wait(BaseModel):  # NaN fails every bound: it is named for what it is, not for the bound
+        wait: float = Field(ge=0.0)
+
+    with pytest.raises(ValidationError) as raised:
+        Wait.model_validate_json('{"wait": NaN}')
+    assert plain_argument_errors("call", raised.value) == "invalid arguments for call: wait must be a finite number"
 
 
 async def test_describe_gives_the_schema_or_suggestions(tmp_path: Path) -> None:
