@@ -144,7 +144,8 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
     from ..server.app import StdioPages, run_stdio, serve_metrics
     from ..server.tools import build_mcp_server
 
-    pages = StdioPages()
+    chosen = args.public_url is not None or "public_url" in manifest.model_fields_set
+    pages = StdioPages(args.settings.state_dir, chosen=chosen)
     startup = BackgroundSync()
     say = _Say(args)
     async with open_gateway(

@@ -20,14 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import anyio
 import anyio.to_thread
@@ -40,8 +43,8 @@ from starlette.types import ASGIApp
 from ..core import Gateway
 from ..services.identity import Principal
 from ..services.tokens import TokenService
-from ..vocabulary.errors import StoreUnavailable
-from ..vocabulary.served import url_answers
+from ..vocabulary.errors import LinksUnavailable, StoreUnavailable
+from ..vocabulary.served import read_served, url_answers
 from .host_guard import HostGuard, allow_list
 from .observability import metrics_app, observability_routes, store_unavailable_handler
 from .tools import build_mcp_server
@@ -247,14 +250,24 @@ PAGES_WAIT = 10.0
 
 class StdioPages:
     """The human pages beside stdio, started by the first minted link: ``wanted`` (the links' ``on_mint``)
-    asks for them and returns once they answer, so a link is never handed out before its page."""
+    asks for them and returns once they answer, so a link is never handed out before its page.
 
-    def __init__(self) -> None:
+    A loopback port another program holds is never taken for the pages (it could be anyone's, and a
+    pasted secret would go to it): the pages move to a free port and the links follow, or, where the
+    operator chose the address (``public_url``), no link is handed out and the agent is told why.
+    ``state_dir``: a gateway of this state folder already serving there (``served.json``) serves them."""
+
+    def __init__(self, state_dir: Path | None = None, *, chosen: bool = False) -> None:
         self.requested = anyio.Event()
         self.done = anyio.Event()
         """Set when nothing is left to wait for: another gateway serves the pages, or serving them ended
         or failed (logged)."""
         self.server: uvicorn.Server | None = None
+        self.state_dir = state_dir
+        self.chosen = chosen
+        """The links' address was the operator's choice (``public_url``): they never move."""
+        self.unavailable: str | None = None
+        """Why no link can be handed out (the pages cannot be served where links point), once known."""
 
     async def wanted(self) -> None:
         self.requested.set()
@@ -262,6 +275,38 @@ class StdioPages:
             # uvicorn's ``started`` (its sockets bound, its lifespan run) is a flag with no event to wait on.
             while not self.done.is_set() and not (self.server is not None and self.server.started):  # noqa: ASYNC110
                 await anyio.sleep(0.01)
+        if self.unavailable is not None:
+            raise LinksUnavailable(self.unavailable)
+
+    async def claim(self, base: str) -> list[socket.socket] | None:
+        """The listening socket the pages are to be served on, for links pointing at ``base``: bound to its
+        address, or to a free port of its host when another program holds that one and the address was
+        not the operator's choice. None when they are served elsewhere already (a gateway of this state
+        folder, ``served.json``; whatever answers at a non-loopback address the operator named) or cannot
+        be served where the operator chose (``unavailable`` then says why)."""
+        url = urlsplit(base)
+        host, port = url.hostname or "127.0.0.1", _port_of(url)
+        if not _loopback(host):  # a proxy's address the operator named: whatever answers there serves them
+            if await anyio.to_thread.run_sync(url_answers, base):
+                return None
+        elif await anyio.to_thread.run_sync(self._served_elsewhere, base):
+            return None
+        try:
+            return [_listening(host, port)]
+        except OSError as exc:
+            if self.chosen or not _loopback(host):
+                self.unavailable = (
+                    f"The gateway cannot serve its link pages at {base}: {exc.strerror or exc}. No link was handed "
+                    "out (another program there would receive what a human types into it). Ask the operator to "
+                    "free that port or to set public_url to a free address, then try again."
+                )
+                logger.error("cannot serve the link pages at %s: %s; no link is handed out", base, exc)
+                return None
+            return [_listening(host, 0)]
+
+    def _served_elsewhere(self, base: str) -> bool:
+        served = read_served(self.state_dir) if self.state_dir is not None else None
+        return served is not None and served.url.rstrip("/") == base.rstrip("/")
 
 
 async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, early: EarlyStdio | None = None) -> None:
@@ -278,11 +323,20 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, e
     async def serve_pages() -> None:
         nonlocal pages_server
         await pages.requested.wait()
-        if await anyio.to_thread.run_sync(url_answers, gateway.links.public_url):
-            pages.done.set()
-            return  # a gateway of this state folder already serves them there (links follow served.json)
-        url = urlsplit(gateway.links.public_url)
-        host, port = url.hostname or "127.0.0.1", url.port or 80
+        base = gateway.links.public_url
+        sockets = await pages.claim(base)
+        if sockets is None:
+            pages.done.set()  # served elsewhere, or nowhere (a link asked for is then refused)
+            return
+        url = urlsplit(base)
+        host, wanted, port = url.hostname or "127.0.0.1", _port_of(url), sockets[0].getsockname()[1]
+        if port != wanted:
+            gateway.links.rebase(_with_port(base, port))
+            logger.warning(
+                "port %d is taken by another program: the link pages are served at %s instead, and links point there",
+                wanted,
+                gateway.links.public_url,
+            )
         from .web import web_routes  # the pages (jinja2, forms) load with the first link, not at start
 
         app = Starlette(
@@ -292,10 +346,12 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, e
         guarded = HostGuard(app, allow_list(host, port, gateway.links.public_url))
         pages_server = pages.server = _uvicorn(guarded, host, port)
         try:
-            await pages_server.serve()
+            await pages_server.serve(sockets=sockets)
         except (OSError, SystemExit) as exc:
             logger.warning("cannot serve the link pages at %s: %s", gateway.links.public_url, exc)
         finally:
+            for sock in sockets or ():
+                sock.close()
             pages.done.set()  # failed or ended: a link waiting for them waits no longer
 
     async with anyio.create_task_group() as outer:
@@ -314,6 +370,29 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, e
             outer.cancel_scope.cancel()  # no link was minted: stop waiting for one
         else:
             pages_server.should_exit = True
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
+def _port_of(url: SplitResult) -> int:
+    return url.port or (443 if url.scheme == "https" else 80)
+
+
+def _with_port(base: str, port: int) -> str:
+    url = urlsplit(base)
+    host = url.hostname or "127.0.0.1"
+    return urlunsplit(url._replace(netloc=f"[{host}]:{port}" if ":" in host else f"{host}:{port}"))
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A listening socket bound to ``host:port`` (0: a free port). OSError when another socket holds it."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    return socket.create_server((host, port), family=family)
 
 
 async def _end_on_signals(gateway: Gateway) -> None:

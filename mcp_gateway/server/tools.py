@@ -39,7 +39,7 @@ from ..discovery import MAX_QUERY_CHARS
 from ..runtime import BackgroundSync
 from ..services.identity import Principal
 from ..tracing import span
-from ..vocabulary.errors import StoreUnavailable
+from ..vocabulary.errors import LinksUnavailable, StoreUnavailable
 from ..vocabulary.model import Denied, ErrorResult, Ok, PendingApproval
 from . import fast
 from .argument_errors import plain_argument_errors
@@ -166,6 +166,8 @@ class MetaTool:
                 except StoreUnavailable as exc:
                     gateway.health.failed(exc)
                     return shaped(store_unavailable_result())
+                except LinksUnavailable as exc:
+                    return shaped(ErrorResult(reason="internal_error", message=str(exc)))
 
         # The SDK names the input schema after the function ("callArguments"), not after ``run``.
         observed_run.__name__ = observed_run.__qualname__ = tool

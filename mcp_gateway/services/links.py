@@ -58,6 +58,10 @@ class LinkService:
     def public_url(self) -> str:
         return self._public_url
 
+    def rebase(self, public_url: str) -> None:
+        """Point the links minted from now on at ``public_url`` (the stdio pages moved to a free port)."""
+        self._public_url = public_url.rstrip("/")
+
     @property
     def public_origin(self) -> str:
         parts = urlsplit(self._public_url)

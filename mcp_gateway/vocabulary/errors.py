@@ -105,6 +105,12 @@ class UpstreamError(GatewayError):
         super().__init__(message)
 
 
+class LinksUnavailable(GatewayError):
+    """No link can be handed out: the pages it would open cannot be served where links point (another
+    program holds that loopback port). Answered to the agent as an error saying what the operator fixes,
+    never as a link to whoever listens there."""
+
+
 class StoreUnopenable(GatewayError):
     """The state database cannot be opened at all (a file that is no database, one this process may not
     write): the operator's to fix, not an outage; the command line exits 3 for it."""

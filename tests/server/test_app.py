@@ -4,7 +4,11 @@ stdio, a minted link handed out only once its page answers."""
 from __future__ import annotations
 
 import gc
+import os
+import socket
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,6 +17,8 @@ import pytest
 
 from mcp_gateway.server import app
 from mcp_gateway.server.app import YOUNG_COLLECTION_THRESHOLD, StdioPages, _settle_heap  # pyright: ignore[reportPrivateUsage]
+from mcp_gateway.vocabulary.errors import LinksUnavailable
+from mcp_gateway.vocabulary.served import ServedAddress, record
 
 
 def test_the_start_is_frozen_once_and_young_collections_come_less_often() -> None:
@@ -69,3 +75,57 @@ async def test_a_link_waits_no_longer_once_the_pages_cannot_be_served(monkeypatc
     began = time.monotonic()
     await stuck.wanted()
     assert 0.15 <= time.monotonic() - began < 2
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # as serve runs
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A loopback port another program listens on (a squatter, or a gateway of another state folder)."""
+    with socket.create_server(("127.0.0.1", 0)) as other:
+        yield other.getsockname()[1]
+
+
+@pytest.mark.anyio
+async def test_pages_never_share_a_port_another_program_listens_on(held_port: int) -> None:
+    # Whatever listens there would receive what a human pastes: the pages move to a free port.
+    pages = StdioPages()
+    sockets = await pages.claim(f"http://127.0.0.1:{held_port}")
+    assert sockets is not None and pages.unavailable is None
+    with sockets[0]:
+        moved = sockets[0].getsockname()[1]
+        assert moved != held_port and sockets[0].getsockname()[0] == "127.0.0.1"
+
+
+@pytest.mark.anyio
+async def test_pages_at_an_address_the_operator_chose_are_refused_when_another_program_holds_it(
+    held_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    pages = StdioPages(chosen=True)
+    assert await pages.claim(f"http://127.0.0.1:{held_port}") is None
+    assert pages.unavailable is not None and f"127.0.0.1:{held_port}" in pages.unavailable
+    assert "public_url" in pages.unavailable and "no link is handed out" in caplog.text
+    pages.done.set()
+    with pytest.raises(LinksUnavailable, match="No link was handed out"):
+        await pages.wanted()
+
+
+@pytest.mark.anyio
+async def test_pages_at_a_free_port_are_bound_there(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    sockets = await StdioPages(tmp_path, chosen=True).claim(f"http://127.0.0.1:{port}")
+    assert sockets is not None
+    with sockets[0]:
+        assert sockets[0].getsockname()[1] == port
+
+
+@pytest.mark.anyio
+async def test_pages_a_gateway_of_this_state_folder_serves_are_left_to_it(tmp_path: Path, held_port: int) -> None:
+    base = f"http://127.0.0.1:{held_port}"
+    record(tmp_path, ServedAddress(base, os.getpid(), "127.0.0.1", held_port, "http", "bundled", ""))
+    pages = StdioPages(tmp_path, chosen=True)
+    assert await pages.claim(base) is None and pages.unavailable is None
