@@ -22,6 +22,7 @@ from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
 from ..execution.http_request import sent_arguments
 from ..execution.response import Outcome
+from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
@@ -225,9 +226,9 @@ class CallPipeline:
                 return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
         finally:
             # A human approved one run: a call stopped before its request could leave (a rate limit, a
-            # start the store could not record) has not used it. Past that point it has, whatever came
-            # back (a 401 answers a request the upstream received).
-            if spent is not None and trace.call_id is None:
+            # start the store could not record, a credential or a header refused before sending) has not
+            # used it. Past that point it has, whatever came back (a 401 answers a request it received).
+            if spent is not None and (trace.call_id is None or trace.unsent):
                 with anyio.CancelScope(shield=True):
                     await self._unspend(spent, action.qualified_name)
 
@@ -303,6 +304,21 @@ class CallPipeline:
         )
         return _pending(record.id, url, summary, record.expires_at.isoformat())
 
+    async def _unsent(self, principal: Principal, cfg: ConnectorConfig, exc: Exception) -> CallResult:
+        """The answer to a call stopped before its request left (``_run``)."""
+        if isinstance(exc, ArgumentError):
+            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
+        if isinstance(exc, UnsupportedAuth):
+            return ErrorResult(reason="connector_error", message=str(exc))
+        if isinstance(exc, AuthorizationRefused):
+            # The token endpoint refused the stored client (client credentials): a human must enter it again.
+            logger.warning("oauth2 token request for %s was refused: %s", cfg.slug, exc.code or "no error code")
+            return await self.connect_result(
+                principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
+            )
+        logger.warning("credential for %s unusable: %s", cfg.slug, type(exc).__name__)
+        return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
+
     async def _run(
         self,
         principal: Principal,
@@ -318,20 +334,11 @@ class CallPipeline:
         sent = time.perf_counter()
         try:
             outcome = await self._send(executor, prepared, auth)
-        except ArgumentError as exc:
-            return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
-        except (CredentialMissing, CredentialError) as exc:
-            logger.warning("credential for %s unusable: %s", cfg.slug, type(exc).__name__)
-            return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
-        except UnsupportedAuth as exc:
-            return ErrorResult(reason="connector_error", message=str(exc))
-        except AuthorizationRefused as exc:
-            # The token endpoint refused the stored client (client credentials): a human must enter it again.
-            logger.warning("oauth2 token request for %s was refused: %s", cfg.slug, exc.code or "no error code")
-            return await self.connect_result(
-                principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
-            )
+        except (ArgumentError, CredentialMissing, CredentialError, UnsupportedAuth, AuthorizationRefused) as exc:
+            trace.unsent = True  # refused before the request left
+            return await self._unsent(principal, cfg, exc)
         except UpstreamError as exc:
+            trace.unsent = not exc.sent
             trace.upstream_seconds = time.perf_counter() - sent
             if exc.withheld:
                 logger.warning(

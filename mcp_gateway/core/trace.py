@@ -42,6 +42,9 @@ class CallTrace:
     the ``Gateway`` writes the durable ``started`` audit row there."""
     call_id: str | None = None
     """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
+    unsent: bool = False
+    """Reached for the upstream, then stopped before any of the request left (its credential unusable, a
+    header the HTTP client refused): it cannot have taken effect."""
     approved_by: str | None = None
     """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
     _last: tuple[Action | None, Verdict | None, Principal, str, AuditRecord] | None = field(default=None, repr=False)

@@ -148,6 +148,16 @@ async def _send(
             f"the TLS connection to {_where(request.url)} failed ({why}); check the connector's base_url and "
             "certificates, then try again",
         ) from None
+    except httpx2.LocalProtocolError:
+        # Raised before a byte leaves: a header value the HTTP client refuses (a space or a line break at
+        # its edge). Its text quotes the value, which may be the credential: never passed on.
+        raise UpstreamError(
+            "connector_error",
+            f"the request to {_where(request.url)} was not sent: the HTTP client refused one of its header values "
+            "(whitespace at an edge or a control character); check the connector's credential and headers "
+            "(`mcp-gateway secret set` stores the credential again), then try again",
+            sent=False,
+        ) from None
     except (httpx2.ProtocolError, httpx2.UnsupportedProtocol, httpx2.DecodingError) as exc:
         raise UpstreamError(
             "upstream_error",

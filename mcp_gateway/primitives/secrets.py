@@ -67,6 +67,8 @@ SECRET_SHAPES: Final[Mapping[AuthKind, tuple[tuple[str, ...], tuple[str, ...]]]]
     "oauth2": (("client_id", "client_secret"), ()),
 }
 _STRING_KINDS: frozenset[AuthKind] = frozenset({"bearer", "api_key", "custom", "hmac"})
+_SENT_AS_WRITTEN: frozenset[AuthKind] = frozenset({"bearer", "api_key", "custom"})
+"""String kinds whose value goes into a header, a query or a cookie as it is (an HMAC key only signs)."""
 
 # Serialized plaintext is tagged so a string that happens to look like JSON stays a string.
 _TAG_STR = b"s"
@@ -316,9 +318,10 @@ def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
     """Parse a secret as typed or piped for an auth ``kind``.
 
     ``bearer``, ``api_key``, ``hmac`` and ``custom`` take a plain string (one trailing newline is
-    dropped, nothing else); a ``custom`` secret may instead be a JSON object of strings, for
-    ``{secret.field}`` templates. ``basic``, ``oauth1``, ``aws_sigv4``, ``mtls`` and ``oauth2``
-    take a JSON object (see ``SECRET_SHAPES``).
+    dropped, nothing else; a ``bearer``, ``api_key`` or ``custom`` value with whitespace at either end
+    or a control character inside is refused: it is sent as written); a ``custom`` secret may instead
+    be a JSON object of strings, for ``{secret.field}`` templates. ``basic``, ``oauth1``, ``aws_sigv4``,
+    ``mtls`` and ``oauth2`` take a JSON object (see ``SECRET_SHAPES``).
 
     Raises:
         CredentialError: the input is empty or has the wrong shape. The message names missing
@@ -331,6 +334,13 @@ def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
         if kind == "custom" and text.lstrip().startswith("{"):
             example = '{"field": "...", ...}'
             return _string_fields(kind, _json_object(text, f"{kind} (JSON form)", example), example, ())
+        if kind in _SENT_AS_WRITTEN and (text != text.strip() or any(ord(c) < 0x20 or c == "\x7f" for c in text)):
+            # No token starts or ends with a space: a paste that caught one. Sent in a header it fails every
+            # call, far from here, as an error that cannot say why without quoting the value.
+            raise CredentialError(
+                f"the {kind} secret begins or ends with whitespace or holds a line break or control character; "
+                "paste the value alone"
+            )
         return text
     shape = SECRET_SHAPES.get(kind)
     if shape is None:

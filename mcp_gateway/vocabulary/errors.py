@@ -98,10 +98,13 @@ class UpstreamError(GatewayError):
         *,
         upstream_status: int | None = None,
         upstream_message: str | None = None,
+        sent: bool = True,
     ) -> None:
         self.reason: ErrorReason = reason
         self.upstream_status = upstream_status
         self.upstream_message = upstream_message
+        self.sent = sent
+        """False when the request was refused before any of it left (it cannot have taken effect)."""
         super().__init__(message)
 
 

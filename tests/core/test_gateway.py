@@ -158,6 +158,9 @@ class Upstream:
         """Set once a request to ``/items/hang`` (which never gets an answer) arrived."""
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        if (auth := request.headers.get("authorization")) is not None and auth != auth.strip():
+            # What the HTTP client does before a byte leaves (h11 refuses such a header value).
+            raise httpx2.LocalProtocolError(f"Illegal header value {auth!r}")
         self.requests.append(request)
         await anyio.lowlevel.checkpoint()  # let concurrent callers interleave, as a real network would
         path = request.url.path
@@ -582,6 +585,18 @@ async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -
             result = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
         assert isinstance(result, Ok), result
         assert approvals_asked == 1
+        assert h.upstream.hits("/items") == 1
+
+
+async def test_approval_is_not_burned_by_a_call_whose_request_the_http_client_refused(tmp_path: Path) -> None:
+    async with harness(tmp_path, secret=SECRET + " ") as h:  # stored before pasted values were checked
+        approval_id = await _approved(h, "api.items.create", {"name": "x"})
+        refused = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, approval_id=approval_id)
+        assert isinstance(refused, ErrorResult) and refused.reason == "connector_error", refused
+        assert "was not sent" in refused.message and SECRET not in refused.message
+        await h.vault.put("api", SECRET)  # stored again, as the message says
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, approval_id=approval_id)
+        assert isinstance(result, Ok), result
         assert h.upstream.hits("/items") == 1
 
 

@@ -289,6 +289,18 @@ async def test_a_write_that_failed_after_it_may_have_left_says_it_may_have_taken
         assert ("may have reached it and taken effect" in str(info.value)) == (sent and write), (method, error)
 
 
+async def test_a_header_value_the_http_client_refuses_is_not_sent_and_not_quoted(upstream: Upstream) -> None:
+    # A credential pasted with a space at its end: the HTTP client refuses the header before a byte
+    # leaves, and its own message quotes the value.
+    request = get(upstream.base_url, "/x", method="POST", headers={"Authorization": f"Bearer {CANARY} "})
+    with pytest.raises(UpstreamError) as info:
+        await call(request)
+    assert info.value.reason == "connector_error" and info.value.sent is False
+    assert "was not sent" in str(info.value) and "may have reached it" not in str(info.value)
+    assert_no_leak(info.value)
+    assert upstream.app.requests == []
+
+
 async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_unreachable() -> None:
     def fail(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ReadError("reset")

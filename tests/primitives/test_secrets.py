@@ -50,7 +50,18 @@ def test_redaction_forms_basic() -> None:
 def test_plain_kinds_strip_one_newline_only(kind: str) -> None:
     assert parse_secret_input(kind, f"{CANARY}\n") == CANARY
     assert parse_secret_input(kind, f"{CANARY}\r\n") == CANARY
-    assert parse_secret_input(kind, f" {CANARY} \n\n") == f" {CANARY} \n"
+    assert parse_secret_input("hmac", f" {CANARY} \n\n") == f" {CANARY} \n"  # a key that only signs: as given
+
+
+@pytest.mark.parametrize("kind", ["bearer", "api_key", "custom"])
+@pytest.mark.parametrize("raw", [f" {CANARY}", f"{CANARY} ", f"{CANARY}\t\n", f"{CANARY}\n\n", "a\x00b"])
+def test_a_value_sent_as_written_with_whitespace_around_it_or_a_control_character_is_refused(
+    kind: str, raw: str
+) -> None:
+    # Sent in a header, it would fail every call later, far from the paste that caught the space.
+    with pytest.raises(CredentialError, match="paste the value alone") as info:
+        parse_secret_input(kind, raw)
+    assert CANARY not in str(info.value)
 
 
 def test_custom_accepts_json_object() -> None:
