@@ -111,8 +111,13 @@ class _Server(uvicorn.Server):
 
     drain: DrainGate | None = None
     shutdown_delay: float = 0.0
+    on_exit: Callable[[], None] | None = None
+    """Told when a stop is asked for: requests that would sleep through the graceful shutdown (a call
+    waiting on an approval) answer now instead of being cancelled when it runs out."""
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.on_exit is not None:
+            self.on_exit()
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
         if self.drain is not None and self.shutdown_delay > 0 and not self.drain.draining:
@@ -126,7 +131,7 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
-def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
+def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> _Server:
     from .limits import ConnectionLimits, DrainGate, guarded_h11
 
     limits = limits or ConnectionLimits()
@@ -135,6 +140,7 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
         drain,
         host=host,
         port=port,
+        log_config=None,  # its records go through the gateway's handler: one format, secrets filtered
         log_level="warning",
         access_log=False,
         lifespan="on",
@@ -178,6 +184,7 @@ async def run_http(
     )
     _settle_heap()
     server = _uvicorn(app, host, port, limits)
+    server.on_exit = gateway.approvals.stop_waiting
     if on_started is None:
         await server.serve()
         return
@@ -228,7 +235,9 @@ def _idp_http() -> httpx2.AsyncClient:
 
 async def serve_metrics(gateway: Gateway, host: str, port: int) -> None:
     """``serve --metrics-port``: ``/metrics`` (no token) and ``/readyz`` on their own listener, until cancelled."""
-    config = uvicorn.Config(metrics_app(gateway), host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        metrics_app(gateway), host=host, port=port, log_config=None, log_level="warning", access_log=False
+    )
     try:
         await _Sidecar(config).serve()
     except (OSError, SystemExit) as exc:

@@ -250,6 +250,7 @@ class ApprovalService:
         self._decided: dict[str, anyio.Event] = {}
         """Approval id -> an event set when it is decided here; only while someone waits on it."""
         self._waiters: dict[str, int] = {}
+        self._stopping = False
         self._asking: dict[str, anyio.Lock] = {}
         """Per replacement asked for (its fingerprint): one request for it made at a time in this process."""
         self.on_decided: Callable[[bool], None] | None = None
@@ -446,6 +447,14 @@ class ApprovalService:
             self.on_decided(approve)
         return await self._store.get_approval(approval_id)
 
+    def stop_waiting(self) -> None:
+        """The process is stopping: every ``wait`` returns the approval as it stands (still pending: its
+        call answers ``pending_approval``, and the approval holds for a retry after the restart), now and
+        from now on, instead of sleeping until the shutdown cancels it."""
+        self._stopping = True
+        for event in self._decided.values():
+            event.set()
+
     async def wait(self, approval_id: str, timeout: float) -> ApprovalRecord | None:  # noqa: ASYNC109 - a bound, not a deadline to propagate
         """Block until the approval is no longer pending (decided, or past its expiry) or ``timeout``
         seconds (capped at ``MAX_WAIT_SECONDS``) pass; returns the record as it then is."""
@@ -454,7 +463,7 @@ class ApprovalService:
         self._waiters[approval_id] = self._waiters.get(approval_id, 0) + 1
         try:
             with anyio.move_on_after(timeout):
-                while True:
+                while not self._stopping:
                     record = await self._store.get_approval(approval_id)
                     if record is None or record.status != "pending" or record.expires_at <= self._clock.now():
                         return record

@@ -9,6 +9,7 @@ real loopback server that records every request it gets.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -226,6 +227,41 @@ async def test_wait_returns_as_soon_as_the_page_decides(env: GatewayEnv) -> None
             assert unanswered["status"] == "pending_approval" and 1 <= time.monotonic() - started < 10
     finally:
         server.stop()
+
+
+async def test_a_stopping_gateway_answers_a_waiting_call_and_logs_only_json(env: GatewayEnv) -> None:
+    # SIGTERM while a call sleeps on its approval: the agent gets pending_approval (the approval holds for a
+    # retry once the gateway is back), not a bare error after the graceful shutdown cancelled it; and what
+    # the HTTP server itself logs (a garbled request here) is one JSON object a line like the rest.
+    server = HttpGateway(env, env.root / "gateway.log", "--log-format", "json")
+    try:
+        token = env.cli("token", "create", "--agent", "bot").stdout.strip()
+        with socket.create_connection(("127.0.0.1", server.port)) as garbled:
+            garbled.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            garbled.recv(1024)
+        async with http_client(server.url, token) as client:
+            pending = structured(await client.call_tool("call", CALL))
+            results: list[dict[str, Any]] = []
+
+            async def waiting_retry() -> None:
+                args = {**CALL, "approval_id": pending["approval_id"], "wait": 60}
+                results.append(structured(await client.call_tool("call", args)))
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(waiting_retry)
+                    await anyio.sleep(1.0)
+                    assert results == []  # blocked on the human
+                    server.proc.terminate()
+        [result] = results
+        assert result["status"] == "pending_approval" and result["approval_id"] == pending["approval_id"], result
+        assert server.proc.wait(timeout=30) == 0
+    finally:
+        server.stop()
+    lines = server.log().splitlines()
+    assert lines and all(line.startswith("{") and json.loads(line) for line in lines), lines
+    assert any(json.loads(line)["logger"].startswith("uvicorn") for line in lines)
+    assert posts(env) == 0
 
 
 async def test_wait_sees_the_cli_decide_and_the_cli_lists_approvals(env: GatewayEnv) -> None:

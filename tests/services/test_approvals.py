@@ -224,6 +224,28 @@ async def test_wait_sees_a_decision_made_by_another_process(tmp_path: Path) -> N
         assert h.upstream.hits("/items") == 0
 
 
+async def test_a_stopping_gateway_answers_its_waiting_calls_pending_approval_at_once(tmp_path: Path) -> None:
+    # Asleep through the graceful shutdown, a waiting call would be cancelled: the agent would get a
+    # bare error where the approval still holds for a retry after the restart.
+    async with harness(tmp_path) as h:
+        results: list[Any] = []
+
+        async def call() -> None:
+            results.append(await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, wait=60))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                while not await h.store.list_approvals("pending"):  # noqa: ASYNC110 - stored by the call's task
+                    await anyio.sleep(0.01)
+                h.approvals.stop_waiting()
+        [result] = results
+        assert isinstance(result, PendingApproval), result
+        later = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, wait=60)  # already stopping
+        assert isinstance(later, PendingApproval)
+        assert h.upstream.hits("/items") == 0
+
+
 async def test_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with harness(tmp_path) as h:
         started = time.monotonic()
