@@ -9,14 +9,16 @@ inside the commands that use them (``validate`` needs only the manifest).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .output import EXIT_STORE, CliError, escaped, link_hint, print_json, table
+from .output import EXIT_FAILED, EXIT_STORE, CliError, escaped, link_hint, print_json, table
 
 if TYPE_CHECKING:
     from ..core import Gateway
@@ -560,26 +562,72 @@ async def cmd_audit(args: argparse.Namespace) -> int:
 
 async def cmd_keys(args: argparse.Namespace) -> int:
     from ..manifest import load_manifest
-    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..primitives.crypto import KEY_ENV_VAR, KEY_FILE_NAME, AESGCMCipher, load_master_key, parse_master_key
     from ..services.credentials import CredentialVault
+    from ..vocabulary.errors import CredentialError
 
-    new_key = sys.stdin.buffer.read().strip()
+    raw = sys.stdin.buffer.read()
+    try:
+        # Read by the rule the gateway reads the key with (hex, URL-safe base64, passphrase): sealed under
+        # the raw text, the credentials would open under no key the operator can set.
+        new_key = parse_master_key(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        new_key = raw
+    except CredentialError as exc:
+        raise CliError(f"pipe the new master key on stdin: {exc}") from None
     if len(new_key) < 32:
         raise CliError(
             "pipe the new master key (>= 32 bytes) on stdin; make one with "
             'python -c "import secrets; print(secrets.token_urlsafe(32))"'
         )
-    manifest = load_manifest(args.settings.manifest_path)
-    async with store_of(args.settings) as store:
-        old = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
-        count = await CredentialVault(store, old, project=manifest.project).rotate(
-            AESGCMCipher(new_key, project=manifest.project)
+    settings = args.settings
+    manifest = load_manifest(settings.manifest_path)
+    in_file = not (settings.env.get(KEY_ENV_VAR) or "").strip()
+    key_file = settings.state_dir / KEY_FILE_NAME
+    async with store_of(settings) as store:
+        old = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
+        # Kept beside the key file before anything is re-sealed: the new key is never only in memory.
+        staged = _staged_key(key_file, new_key) if in_file else None
+        try:
+            count = await CredentialVault(store, old, project=manifest.project).rotate(
+                AESGCMCipher(new_key, project=manifest.project)
+            )
+        except BaseException:
+            if staged is not None:
+                staged.unlink(missing_ok=True)
+            raise
+    if staged is None:
+        sys.stderr.write(
+            f"re-encrypted {count} credentials; now set {KEY_ENV_VAR} to the new key wherever the gateway runs, "
+            "and restart running gateways (they still hold the old key)\n"
         )
+        return 0
+    try:
+        os.replace(staged, key_file)
+    except OSError as exc:
+        raise CliError(
+            f"re-encrypted {count} credentials, but could not replace {key_file} ({exc.strerror}); the new key "
+            f"is in {staged}: move it there yourself (mode 600) before the next start",
+            code=EXIT_FAILED,
+        ) from None
     sys.stderr.write(
-        f"re-encrypted {count} credentials; now set MCP_GATEWAY_MASTER_KEY to the new key "
-        "(or write it to the key file)\n"
+        f"re-encrypted {count} credentials; {key_file} holds the new key. Restart running gateways (they still "
+        "hold the old key)\n"
     )
     return 0
+
+
+def _staged_key(key_file: Path, key: bytes) -> Path:
+    """``key`` written as URL-safe base64 (what ``parse_master_key`` reads back to the same bytes) to a new
+    private file beside ``key_file``, synced."""
+    staged = key_file.with_name(f".{key_file.name}.new")
+    staged.unlink(missing_ok=True)
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.urlsafe_b64encode(key).rstrip(b"=") + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return staged
 
 
 def _clock() -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import secrets
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -392,3 +393,38 @@ def test_secret_set_resyncs_a_connector_whose_introspection_needed_the_credentia
         monkeypatch.setattr(sys, "stdin", io.StringIO("gql-token-value-123\n"))
         assert cli.main(["secret", "set", "gh", "--manifest", str(manifest)]) == 0
         assert "synced gh: ready (5 actions)" in capsys.readouterr().err
+
+
+def _rotate(env: CliEnv, new_key: str) -> Run:
+    env.capsys.readouterr()
+    env.monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(f"{new_key}\n".encode())))
+    code = cli.main(["keys", "rotate", "--manifest", str(env.manifest)])
+    captured = env.capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
+def test_keys_rotate_reads_the_new_key_as_the_gateway_reads_it(env: CliEnv) -> None:
+    # Sealed under the key's raw text, the credentials opened under no key the operator could set.
+    assert env.run("secret", "set", "echo", stdin="rotated-token-1234\n").code == 0
+    new_key = secrets.token_urlsafe(32)
+    rotated = _rotate(env, new_key)
+    assert rotated.code == 0 and "re-encrypted 1 credentials" in rotated.err and "MCP_GATEWAY_MASTER_KEY" in rotated.err
+    assert new_key not in rotated.out + rotated.err
+    env.monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", new_key)
+    called = env.run("call", "echo.items.get", "--args", '{"id": "1"}')
+    assert called.json()["status"] == "ok", called.out
+    assert env.upstream.requests[-1].headers["authorization"] == "Bearer rotated-token-1234"
+
+
+def test_keys_rotate_writes_the_new_key_to_the_key_file_it_replaces(env: CliEnv) -> None:
+    env.monkeypatch.delenv("MCP_GATEWAY_MASTER_KEY")
+    assert env.run("secret", "set", "echo", stdin="file-token-5678\n").code == 0
+    key_file = env.state_dir / "master.key"
+    before = key_file.read_text()
+    rotated = _rotate(env, secrets.token_hex(32))
+    assert rotated.code == 0 and str(key_file) in rotated.err, rotated.err
+    assert key_file.read_text() != before and oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in env.state_dir.iterdir() if p.name.startswith(".master.key")] == []
+    called = env.run("call", "echo.items.get", "--args", '{"id": "1"}')  # the next start reads the file
+    assert called.json()["status"] == "ok", called.out
+    assert env.upstream.requests[-1].headers["authorization"] == "Bearer file-token-5678"
