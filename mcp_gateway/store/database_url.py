@@ -8,12 +8,12 @@ a repr) goes through ``redact_url`` first, and driver messages through ``scrub``
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+import re
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "redact_url", "scrub"]
+__all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "redact_url", "scrub", "unescaped_userinfo"]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-_SECRET_PARAMS = frozenset({"password", "sslpassword"})
 
 
 def is_postgres_url(url: str) -> bool:
@@ -24,32 +24,74 @@ def is_postgres_url(url: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password (in the userinfo or a ``password=`` parameter) replaced by ``***``."""
-    try:
-        parts = urlsplit(url.strip())
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hosts = netloc.rpartition("@")
-            user, sep, _password = userinfo.partition(":")
-            netloc = f"{user}{':***' if sep else ''}@{hosts}"
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in pairs], safe="*")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:
-        return "(an unparsable database URL)"
+    """The URL with any password (in the userinfo, a ``password=`` parameter, or a libpq keyword
+    string's ``password=``) replaced by ``***``.
+
+    The userinfo is read as libpq and people write it, not as ``urlsplit`` would: up to the last ``@``,
+    so a password holding an unescaped ``/``, ``?`` or ``#`` is still all hidden."""
+    text = url.strip()
+    userinfo = _userinfo(text)
+    if userinfo is not None:
+        start, end = userinfo
+        user = text[start:end].partition(":")[0]
+        hidden = f"{user}:***" if ":" in text[start:end] else user
+        text = text[:start] + hidden + text[end:]
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + "***", text)
+    return _KEYWORD_SECRET.sub(lambda m: m.group(1) + "***", text) if "://" not in text else text
+
+
+_QUERY_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)[^&#]*")
+_KEYWORD_SECRET = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)")
+"""A libpq keyword string's password (``host=db password='a b' dbname=x``), quoted or not."""
+
+
+def unescaped_userinfo(url: str) -> str | None:
+    """What the URL's user or password holds unescaped that a URL parser reads as another part (``/``
+    ``?`` ``#`` ``@``), as a sentence saying how to write it; None when nothing does. The driver would
+    read part of the password as the host or the port, and quote it in its error."""
+    text = url.strip()
+    userinfo = _userinfo(text)
+    if userinfo is None:
+        return None
+    held = sorted({c for c in text[userinfo[0] : userinfo[1]] if c in _ESCAPES})
+    if not held:
+        return None
+    return (
+        "the database URL's user or password holds "
+        + ", ".join(repr(c) for c in held)
+        + " unescaped; write "
+        + ", ".join(f"{c} as {_ESCAPES[c]}" for c in held)
+        + " (percent-encoding), then try again"
+    )
+
+
+_ESCAPES = {"/": "%2F", "?": "%3F", "#": "%23", "@": "%40"}
+
+
+def _userinfo(text: str) -> tuple[int, int] | None:
+    """Where the userinfo of URL ``text`` starts and ends (before its last ``@``), if it has one."""
+    scheme_end = text.find("://")
+    if scheme_end < 0:
+        return None
+    start = scheme_end + 3
+    at = text.rfind("@", start)
+    if at >= 0 and "=" in text[start:at].partition("?")[2]:
+        # That "@" is a query parameter's (?application_name=a@b): the userinfo ends before the first "/".
+        slash = text.find("/", start)
+        at = text.find("@", start, slash if slash >= 0 else len(text))
+    return (start, at) if at >= 0 else None
 
 
 def _secrets(url: str) -> list[str]:
     """Every spelling of a password the URL holds, longest first."""
+    text = url.strip()
     found: list[str] = []
-    try:
-        parts = urlsplit(url.strip())
-        userinfo = parts.netloc.rpartition("@")[0]
-        if ":" in userinfo:
-            found.append(userinfo.partition(":")[2])
-        found += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_PARAMS]
-    except ValueError:
-        pass
+    userinfo = _userinfo(text)
+    if userinfo is not None and ":" in (info := text[userinfo[0] : userinfo[1]]):
+        found.append(info.partition(":")[2])
+    found += [m.group(0).partition("=")[2] for m in _QUERY_SECRET.finditer(text)]
+    if "://" not in text:
+        found += [value for m in _KEYWORD_SECRET.finditer(text) for value in (m.group(2), m.group(2).strip("'"))]
     return sorted({s for f in found for s in (f, unquote(f)) if s}, key=len, reverse=True)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..primitives.catalog_memory import validate_actions
 from ..vocabulary.errors import GatewayError, StoreUnopenable
-from .database_url import is_postgres_url, redact_url
+from .database_url import is_postgres_url, redact_url, unescaped_userinfo
 
 if TYPE_CHECKING:
     from ..vocabulary.settings import Settings
@@ -41,6 +41,8 @@ def store_for(settings: Settings) -> Store:
             "database, or unset $MCP_GATEWAY_DATABASE_URL (and drop --database-url) to use the embedded SQLite "
             "database in the state folder"
         )
+    if (problem := unescaped_userinfo(url)) is not None:
+        raise GatewayError(problem)
     try:
         from .postgres import PostgresStore
     except ImportError:
