@@ -97,12 +97,18 @@ _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyn
 # What a lost or refused connection raises once open (the server stopped, restarting or unreachable):
 # a transient outage (``StoreUnavailable``), not a bug. ``InternalClientError`` is asyncpg's "cannot
 # switch to state N" on a connection the server dropped mid-protocol.
+# A pool that opens a new connection meets the server's refusals too: a password changed or a login
+# revoked (class 28), no connection slot or disk left (class 53), the database dropped. Each is an outage
+# for the requests it fails (503, a JSON-RPC error), not a bug (500 with a traceback).
 _CONNECTION_ERRORS = (
     OSError,
     TimeoutError,
     asyncpg.PostgresConnectionError,
     asyncpg.OperatorInterventionError,
     asyncpg.InternalClientError,
+    asyncpg.InvalidAuthorizationSpecificationError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.InvalidCatalogNameError,
 )
 
 

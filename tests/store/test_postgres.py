@@ -257,3 +257,31 @@ async def test_a_statement_the_server_does_not_answer_in_time_is_an_outage(
         with pytest.raises(StoreUnavailable, match="TimeoutError"):
             await store._fetchrow("SELECT pg_sleep(5)")  # pyright: ignore[reportPrivateUsage]
         assert await store.get_meta("nothing") is None  # the pool serves the next statement
+
+
+@pytest.mark.parametrize(
+    ("refusal", "raised_by"),
+    [
+        ("ALTER ROLE {role} NOLOGIN", "InvalidAuthorizationSpecificationError"),  # a login revoked (class 28)
+        ("ALTER ROLE {role} CONNECTION LIMIT 0", "TooManyConnectionsError"),  # no slot left (class 53)
+    ],
+)
+async def test_a_server_that_refuses_new_logins_is_an_outage_not_a_bug(
+    postgres_url: str, db: asyncpg.Connection, refusal: str, raised_by: str
+) -> None:
+    # The pool meets these when it opens a connection: they were raised as they came, a 500 with a
+    # traceback at the HTTP edge, instead of store_unavailable.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    role = f"gw_{_free_port()}"
+    await db.execute(f"CREATE ROLE {role} LOGIN")
+    base, _, database = postgres_url.rpartition("/")
+    await db.execute(f"ALTER DATABASE {database} OWNER TO {role}")
+    url = f"postgresql://{role}@{base.rpartition('@')[2]}/{database}"
+    async with PostgresStore(url) as store:
+        await db.execute(refusal.format(role=role))
+        await db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+        for _ in range(3):
+            with pytest.raises(StoreUnavailable) as outage:
+                await store.get_meta("anything")
+        assert raised_by in str(outage.value)
