@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
 
+from mcp_gateway.services import tokens as tokens_module
 from mcp_gateway.services.identity import Principal
 from mcp_gateway.services.tokens import TOKEN_PREFIX, TokenService
 from mcp_gateway.store import MemoryStore
+from mcp_gateway.store.contract import TokenRecord
 from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -59,3 +63,51 @@ async def test_list_and_revoke_go_through_the_service() -> None:
         listed = {r.id: r.revoked for r in await tokens.list()}
         assert listed == {kept.id: False, dropped.id: True}
         assert await tokens.verify(token) is None
+
+
+class _Down(MemoryStore):
+    """A store whose token lookups fail as a database outage does, while ``down``."""
+
+    down = False
+
+    async def find_token(self, token_hash: str) -> TokenRecord | None:
+        if self.down:
+            raise StoreUnavailable("the database is unreachable")
+        return await super().find_token(token_hash)
+
+
+async def test_a_token_verified_lately_is_taken_while_the_store_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An MCP client sends more than the request that runs a tool (its tool list, to check the result):
+    # refused in an outage, those turned an answer already given into "nothing was run, retry".
+    async with _Down() as store:
+        tokens = TokenService(store, FixedClock(T0))
+        _, token = await tokens.create("ci-bot")
+        _, never_seen = await tokens.create("other-bot")
+        principal = await tokens.verify(token)
+        store.down = True
+        assert await tokens.verify(token) == principal
+        with pytest.raises(StoreUnavailable):
+            await tokens.verify(never_seen)  # not verified before the outage: no answer without the store
+        now = time.monotonic()
+        monkeypatch.setattr(time, "monotonic", lambda: now + tokens_module.OUTAGE_GRACE + 1)
+        with pytest.raises(StoreUnavailable):
+            await tokens.verify(token)  # verified too long ago
+
+
+async def test_a_token_revoked_is_not_taken_in_a_later_outage() -> None:
+    async with _Down() as store:
+        tokens = TokenService(store, FixedClock(T0))
+        record, token = await tokens.create("ci-bot")
+        await tokens.verify(token)
+        assert await tokens.revoke(record.id)
+        store.down = True
+        with pytest.raises(StoreUnavailable):
+            await tokens.verify(token)
+        store.down = False
+        other, second = await tokens.create("ci-bot")
+        await tokens.verify(second)
+        await store.revoke_token(other.id)  # revoked by another process: seen at the next lookup
+        assert await tokens.verify(second) is None
+        store.down = True
+        with pytest.raises(StoreUnavailable):
+            await tokens.verify(second)
