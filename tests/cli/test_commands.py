@@ -201,6 +201,24 @@ def test_token_create_prints_the_token_on_stdout_only(env: CliEnv) -> None:
     assert unknown.code == 2 and "no-such-id" in unknown.err and "Traceback" not in unknown.err
 
 
+def test_token_revoke_takes_the_token_itself_and_never_prints_it(env: CliEnv) -> None:
+    # An operator revoking a leaked token often has only the token: it was echoed as "no active token
+    # with id 'mgw_…'", and stayed active.
+    token = env.run("token", "create", "--agent", "bot").out.strip()
+    operator = env.run("token", "create", "--operator").out.strip()
+    for value in (token, operator):
+        revoked = env.run("token", "revoke", value)
+        assert revoked.code == 0 and value not in revoked.out + revoked.err, revoked.err
+    listed = env.run("token", "list", "--json").json()
+    assert [row["revoked"] for row in listed] == [True, True]
+    again = env.run("token", "revoke", token)
+    assert again.code == 2 and token not in again.err and "no active token" in again.err
+    stranger = env.run("token", "revoke", "mgw_" + "x" * 40)
+    assert stranger.code == 2 and "x" * 40 not in stranger.err and "no token of this state folder" in stranger.err
+    pasted = env.run("token", "revoke", "some-long-secret-pasted-by-mistake-0123456789")
+    assert pasted.code == 2 and "pasted-by-mistake" not in pasted.err
+
+
 @pytest.mark.parametrize(
     ("stdin", "says"),
     [
