@@ -167,6 +167,25 @@ class ConnectorConfig(BaseModel):
             )
         return v
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str | None) -> str | None:
+        # Checked here, not at the first call: there, every call failed with an internal error.
+        # The value is not quoted: a credential pasted into the wrong key would reach the log.
+        if v is None:
+            return v
+        try:
+            parts = urlsplit(v.strip())
+            parts.port  # noqa: B018 - raises on a port that is no number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise Problem(
+                "base_url is not an http(s) URL with a host",
+                "write the API's full base URL, e.g. 'https://api.example.com/v1'",
+            )
+        return v
+
     @field_validator("headers")
     @classmethod
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:

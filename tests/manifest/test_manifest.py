@@ -552,3 +552,14 @@ def test_a_missing_bundled_default_does_not_blame_the_manifest_option(
         load_manifest()
     assert "check the path given to --manifest" not in str(caught.value)
     assert "reinstall" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "written", ["CANARY-55zz-notaurl", "api.example.com/v1", "ftp://files.example.com", "https://", "http://h:port/"]
+)
+def test_a_base_url_that_is_no_http_url_is_refused_at_its_line_without_quoting_it(written: str) -> None:
+    # Accepted, it failed every call with an internal error; quoted, a credential pasted there would be logged.
+    (issue,) = issues_of(f"project: p\nconnectors:\n  - slug: a\n    base_url: {written}\n")
+    assert issue.field == "connectors[0].base_url" and issue.line == 4
+    assert "not an http(s) URL with a host" in issue.message and "https://api.example.com" in issue.fix
+    assert written not in issue.message
