@@ -28,7 +28,7 @@ from .execution.mcp_sessions import McpExecutor
 from .manifest import ConnectorConfig, Manifest, load_manifest
 from .manifest.discovery_mode import discovery_override
 from .primitives.catalog_memory import collect_frozen_garbage, limit_malloc_arenas
-from .primitives.crypto import AESGCMCipher, derive_key, load_master_key
+from .primitives.crypto import KEY_ENV_VAR, KEY_FILE_NAME, AESGCMCipher, derive_key, load_master_key
 from .primitives.secrets import PROJECT_WIDE, SealedCredential
 from .services.approvals import ApprovalService
 from .services.audit import RETRY_SECONDS, Auditor
@@ -145,9 +145,21 @@ async def open_gateway(
     check_discovery(manifest)  # first: `mode: hybrid` without the embeddings extra fails before anything is opened
     clock = clock or SystemClock()
     async with open_store(settings) as store:
+        key_file = settings.state_dir / KEY_FILE_NAME
+        made_now = not (settings.env.get(KEY_ENV_VAR) or "").strip() and not key_file.exists()
         master_key = load_master_key(settings.env, settings.state_dir)
         cipher = AESGCMCipher(master_key, project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)
+        if made_now and (stored := len(await store.list_credentials())):
+            # A key file deleted or lost with credentials still stored: the new key opens none of them.
+            logger.error(
+                "the master key file %s was missing and a new key was made, but the store holds %d credentials "
+                "sealed under the previous key: none of them can be opened. Stop, put the previous master.key "
+                "back (from a backup), and start again; or enter them again (`mcp-gateway secret set`, connect "
+                "links)",
+                key_file,
+                stored,
+            )
         links = LinkService(store, clock, public_url or links_base(manifest, settings), on_mint=on_link_minted)
         # trust_env=False: a proxy from the environment would see every credential we send. No cookie
         # is kept: one caller's upstream session must not ride along with another's requests through

@@ -114,6 +114,8 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
     findings.append(await store_finding(settings))
     if findings[-1].level == "problem":
         return findings
+    if (credentials := await credentials_finding(settings, manifest)) is not None:
+        findings.append(credentials)
     manifest, discovery = discovery_finding(manifest, settings.env)
     findings.append(discovery)
     if manifest is None:
@@ -161,6 +163,35 @@ async def store_finding(settings: Settings) -> Finding:
             fix = f"make {settings.state_dir} writable by this user"
         return Finding("store", "problem", f"cannot open the store: {exc}", fix)
     return Finding("store", "ok", "PostgreSQL" if settings.database_url else f"SQLite in {settings.state_dir}")
+
+
+async def credentials_finding(settings: Settings, manifest: Manifest) -> Finding | None:
+    """Whether every stored credential opens with the master key in use (None when none is stored): a
+    key lost and made anew, or replaced, leaves them all unusable while every other check passes."""
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..runtime import open_store
+    from ..services.credentials import CredentialVault
+    from ..vocabulary.errors import CredentialError, GatewayError
+
+    try:
+        cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
+        async with open_store(settings) as store:
+            failed, stored = await CredentialVault(store, cipher, project=manifest.project).unopenable()
+    except (CredentialError, GatewayError, OSError):
+        return None  # the key or the store check says what is wrong
+    if not stored:
+        return None
+    if not failed:
+        return Finding("credentials", "ok", f"{stored} stored; each opens with this master key")
+    connectors = ", ".join(sorted({key.connector for key in failed}))
+    return Finding(
+        "credentials",
+        "problem",
+        f"{len(failed)} of {stored} stored credentials (of {connectors}) do not open with this master key: the key "
+        f"changed or was lost and made anew, or the manifest's project changed (it is {manifest.project!r})",
+        "restore the master key (and project) they were sealed under, from a backup of master.key or "
+        "$MCP_GATEWAY_MASTER_KEY; or enter them again (`mcp-gateway secret set`, connect links)",
+    )
 
 
 def discovery_finding(manifest: Manifest, env: Mapping[str, str]) -> tuple[Manifest | None, Finding]:

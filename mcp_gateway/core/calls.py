@@ -316,7 +316,8 @@ class CallPipeline:
             return await self.connect_result(
                 principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
             )
-        logger.warning("credential for %s unusable: %s", cfg.slug, type(exc).__name__)
+        # These messages name no value (the master key changed, the credential modified): they say what to do.
+        logger.warning("credential for %s unusable: %s", cfg.slug, exc)
         return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")
 
     async def _run(

@@ -109,6 +109,21 @@ class CredentialVault:
         await self._store.delete_credential(key)
         return existed
 
+    async def unopenable(self) -> tuple[list[CredentialKey], int]:
+        """The stored credentials this vault's key cannot open, and how many are stored: a master key
+        changed or lost and made anew, or a project renamed, leaves every one of them unusable."""
+        keys = await self._store.list_credentials()
+        failed: list[CredentialKey] = []
+        for key in keys:
+            blob = await self._store.get_credential(key)
+            if blob is None:
+                continue  # deleted meanwhile
+            try:
+                self._cipher.open(blob, aad=credential_aad(self._project, key.connector, key.principal, key.name))
+            except CredentialError:
+                failed.append(key)
+        return failed, len(keys)
+
     async def rotate(self, new_cipher: Cipher) -> int:
         """Re-seal every credential under ``new_cipher`` in one store transaction; returns the count.
 

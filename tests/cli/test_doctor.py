@@ -43,6 +43,32 @@ def test_doctor_all_good(env: CliEnv) -> None:  # noqa: F811
     assert "all good" in report.out
 
 
+def test_doctor_says_when_stored_credentials_do_not_open_with_the_master_key(env: CliEnv) -> None:  # noqa: F811
+    # A key lost and made anew, or replaced: every call said "reconnect" while doctor said "all good".
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    env.run("secret", "set", "basic_api", stdin='{"username": "a", "password": "b"}')
+    good = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
+    assert good["credentials"]["level"] == "ok" and "2 stored" in good["credentials"]["message"]
+    env.monkeypatch.setenv("MCP_GATEWAY_MASTER_KEY", "another-master-key-0123456789abcdef0123456")
+    report = env.run("doctor", "--json")
+    assert report.code == 1
+    found = {f["check"]: f for f in json.loads(report.out)}["credentials"]
+    assert found["level"] == "problem" and "2 of 2 stored credentials (of basic_api, echo)" in found["message"]
+    assert "restore the master key" in found["fix"]
+    assert "tok-123456" not in report.out + report.err
+
+
+def test_a_key_file_made_anew_over_stored_credentials_is_an_error_on_the_terminal(env: CliEnv) -> None:  # noqa: F811
+    env.monkeypatch.delenv("MCP_GATEWAY_MASTER_KEY")
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    (env.state_dir / "master.key").unlink()  # lost (a restore without it, a wrong cleanup)
+    listed = env.run("connectors")
+    assert "a new key was made, but the store holds 1 credentials" in listed.err
+    assert "put the previous master.key back" in listed.err
+    again = env.run("connectors")  # said once, when the key is made, not at every start
+    assert "a new key was made" not in again.err
+
+
 def test_validate_and_doctor_refuse_a_front_door_over_plain_http(env: CliEnv) -> None:  # noqa: F811
     env.manifest.write_text(
         env.manifest.read_text() + "front_door: {issuer: 'https://idp.example', jwks_url: 'http://idp.example/keys'}\n"
