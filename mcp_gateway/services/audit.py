@@ -314,6 +314,9 @@ class Auditor:
             return False
         self.journaled += len(rows)
         self.journal_pending = True
+        # The replay task may be asleep with nothing to replay: from now on it tries every replay_every
+        # seconds, not only once the next row reaches the store (which may not come for a long while).
+        self._replay_wanted.set()
         logger.warning(
             "audit: the store refused %d outcome row(s) (%s); journaled in %s (%d so far), to be replayed "
             "into the store when it answers again",

@@ -561,6 +561,32 @@ async def test_without_durable_the_writer_journals_a_refused_batch(store: GatedS
     assert journal.call_ids() == {"c1"}
 
 
+class Flaky(GatedStore):
+    """Down (every write and replay refused) while ``fail``."""
+
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        if self.fail:
+            raise OSError("still down")
+        return await super().replay_audits(records)
+
+
+async def test_a_journal_is_replayed_every_few_seconds_once_the_store_is_back_without_another_call(
+    tmp_path: Path,
+) -> None:
+    # It waited for the next row the store committed: other instances' `audit` missed the call until then.
+    async with Flaky(tmp_path / "gateway.db") as store:
+        journal = AuditJournal(tmp_path / "state")
+        auditor = Auditor(store, journal=journal, retry_for=0.1, replay_every=0.2)
+        store.fail = True
+        async with auditor.running():
+            assert await auditor.record(_call(1)) is True
+            assert auditor.journal_pending
+            store.fail = False  # back; no call follows
+            await _until(lambda: auditor.replayed == 1)
+            assert not auditor.journal_pending and not journal.pending()
+        assert await _requested(store) == ["op_1"]
+
+
 class NoReplay(GatedStore):
     async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
         raise OSError("still down")
