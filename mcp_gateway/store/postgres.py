@@ -29,7 +29,7 @@ conversion in ``_rows.py``):
   instant, returned as UTC); listings sort with ``COLLATE "C"`` so the order is byte order, as in
   SQLite, whatever the database's default collation.
 - The database URL may carry a password: it is never logged, and every error message shows the
-  URL with the password replaced (``redact_url``). An unreachable database is one ``GatewayError``
+  URL with the password replaced (``redact_url``). An unreachable database is one ``StoreUnopenable``
   saying what to check.
 """
 
@@ -47,7 +47,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from ..primitives.secrets import CredentialKey
-from ..vocabulary.errors import GatewayError, StoreUnavailable
+from ..vocabulary.errors import StoreUnavailable, StoreUnopenable
 from ..vocabulary.model import ACTIONS_ADAPTER
 from ._postgres_schema import SCHEMA_VERSION, migrate
 from ._rows import (
@@ -246,7 +246,7 @@ class PostgresStore:
         """Connect the pool and run any pending migrations. Idempotent.
 
         Raises:
-            GatewayError: the database cannot be reached or refuses us (the message names the URL
+            StoreUnopenable: the database cannot be reached or refuses us (the message names the URL
                 with its password redacted, and what to check), is not ours, or is newer than us.
         """
         async with self._lock:
@@ -263,14 +263,14 @@ class PostgresStore:
                     reset=_no_session_state,
                 )
             except _DRIVER_ERRORS as exc:
-                raise GatewayError(self._unusable(exc)) from None
+                raise StoreUnopenable(self._unusable(exc)) from None
             try:
                 async with pool.acquire() as conn:
                     await migrate(conn, redact_url(self._url))
             except _DRIVER_ERRORS as exc:
                 with anyio.CancelScope(shield=True):
                     await pool.close()
-                raise GatewayError(self._unusable(exc)) from None
+                raise StoreUnopenable(self._unusable(exc)) from None
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await pool.close()

@@ -192,7 +192,8 @@ async def test_two_instances_share_one_database(instances: tuple[GatewayEnv, Gat
 
 
 def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
-    """Exit 2, one line naming the redacted URL and what to check, no traceback, no password."""
+    """Exit 3 (the store cannot be opened, as every command says), one line naming the redacted URL and
+    what to check, no traceback, no password."""
     port = free_port()
     url = f"postgresql://gw:{DB_PASSWORD}@127.0.0.1:{port}/gateway"
     environ = child_env() | {
@@ -209,7 +210,7 @@ def test_an_unreachable_database_is_one_clear_line(tmp_path: Path) -> None:
             text=True,
             timeout=60,
         )
-        assert proc.returncode == 2, proc.stderr
+        assert proc.returncode == 3, proc.stderr
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
         assert DB_PASSWORD not in proc.stderr + proc.stdout
         assert proc.stderr.startswith(
