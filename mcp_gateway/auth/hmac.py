@@ -27,7 +27,7 @@ from ..primitives.secrets import SecretValue
 from ..vocabulary.errors import CredentialError
 from ._base import check_header_value, request_body, secret_text
 
-__all__ = ["apply_hmac", "format_timestamp", "signed_message"]
+__all__ = ["apply_hmac", "format_timestamp", "signed_message", "signing_key"]
 
 _PLACEHOLDER = re.compile(r"\{(method|path|timestamp|body)\}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -39,7 +39,7 @@ def apply_hmac(request: httpx2.Request, config: HmacAuth, secret: SecretValue, *
     Raises:
         CredentialError: the secret is not a string, or not the hex/base64 that ``key_encoding`` says.
     """
-    key = _key(config, secret_text("hmac", secret))
+    key = signing_key(config, secret)
     timestamp = format_timestamp(now, config.timestamp_format)
     digest = hmac.new(key, signed_message(config, request, timestamp), config.algorithm).digest()
     value = digest.hex() if config.encoding == "hex" else base64.b64encode(digest).decode("ascii")
@@ -77,7 +77,13 @@ def format_timestamp(now: datetime, fmt: str) -> str:
             return now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _key(config: HmacAuth, text: str) -> bytes:
+def signing_key(config: HmacAuth, secret: SecretValue) -> bytes:
+    """The key bytes the stored secret stands for, by the connector's ``key_encoding``.
+
+    Raises:
+        CredentialError: the secret is not a string, or not the hex/base64 ``key_encoding`` says.
+    """
+    text = secret_text("hmac", secret)
     try:
         match config.key_encoding:
             case "hex":

@@ -419,6 +419,7 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 
 
 async def cmd_secret(args: argparse.Namespace) -> int:
+    from ..auth.secret_check import unusable
     from ..core.credential_changes import change_record
     from ..manifest import load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
@@ -440,6 +441,8 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     raw = sys.stdin.read()
     kind = cfg.auth.type if args.name == "default" else "bearer"
     value = parse_secret_input(kind, raw)
+    if args.name == "default" and (problem := unusable(cfg.auth, value)):
+        raise CliError(f"not stored: {problem}")
     async with store_of(args.settings) as store:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)

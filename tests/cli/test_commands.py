@@ -446,3 +446,17 @@ def test_keys_rotate_writes_the_new_key_to_the_key_file_it_replaces(env: CliEnv)
     called = env.run("call", "echo.items.get", "--args", '{"id": "1"}')  # the next start reads the file
     assert called.json()["status"] == "ok", called.out
     assert env.upstream.requests[-1].headers["authorization"] == "Bearer file-token-5678"
+
+
+def test_secret_set_refuses_a_value_its_connector_could_never_use(env: CliEnv) -> None:
+    # Stored, each answered every call with "reconnect"; the link page already refused them.
+    env.manifest.write_text(
+        env.manifest.read_text()
+        + f"  - slug: signed\n    base_url: {env.upstream_url}\n    auth: {{type: hmac, key_encoding: base64}}\n"
+        + f"  - slug: tls\n    base_url: {env.upstream_url}\n    auth: {{type: mtls}}\n"
+    )
+    bad_key = env.run("secret", "set", "signed", stdin="CANARY-!!not-base64")
+    assert bad_key.code == 2 and "not valid base64" in bad_key.err and "CANARY" not in bad_key.err
+    bad_pem = env.run("secret", "set", "tls", stdin='{"cert_pem": "CANARY-garbage", "key_pem": "CANARY-garbage"}')
+    assert bad_pem.code == 2 and "not a PEM certificate" in bad_pem.err and "CANARY" not in bad_pem.err
+    assert env.run("secret", "set", "signed", stdin="c2lnbmluZy1rZXktMDEyMzQ1Njc4OQ==").code == 0

@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx2
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
+from ...auth.secret_check import unusable
 from ...core.credential_changes import Permit
 from ...core.credential_desk import CredentialDesk
 from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
@@ -133,27 +132,6 @@ async def _values(form: FormData, fields: tuple[Field, ...]) -> dict[str, str] |
             text.strip() if isinstance(text, str) and f.multiline else (text if isinstance(text, str) else "")
         )
     return values
-
-
-def _check_mtls(value: dict[str, str]) -> str | None:
-    """A page-side check that the PEM parses and the key belongs to the certificate; a message if not.
-    Messages name the field, never its content."""
-    try:
-        from cryptography import x509  # here: a heavy import only an mTLS form needs
-
-        certificate = x509.load_pem_x509_certificate(value["cert_pem"].encode())
-    except ValueError:
-        return "The client certificate is not a PEM certificate (it starts with -----BEGIN CERTIFICATE-----)."
-    try:
-        key = serialization.load_pem_private_key(value["key_pem"].encode(), password=None)
-    except TypeError:
-        return "The private key is protected by a passphrase; export it unencrypted (openssl pkey -in key.pem)."
-    except (ValueError, UnsupportedAlgorithm):
-        return "The private key is not a PEM private key (it starts with -----BEGIN … PRIVATE KEY-----)."
-    raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    if key.public_key().public_bytes(*raw) != certificate.public_key().public_bytes(*raw):
-        return "The private key does not belong to this certificate."
-    return None
 
 
 def _parse(kind: AuthKind, values: dict[str, str]) -> Any:
@@ -289,7 +267,7 @@ class CredentialPages:
             value = _parse(shape, values)
         except CredentialError as exc:
             return self._form_page(opened, error=f"Not saved: {exc}.", status=400)
-        if shape == "mtls" and isinstance(value, dict) and (problem := _check_mtls(value)):
+        if shape == cfg.auth.type and (problem := unusable(cfg.auth, value)):
             return self._form_page(opened, error=f"Not saved: {problem}", status=400)
         auth = cfg.auth
         if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":

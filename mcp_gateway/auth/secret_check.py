@@ -1,0 +1,52 @@
+"""Whether a secret entered for a connector can be used by its ``auth:`` block, checked when it is
+entered (a link page, ``secret set``) rather than at each call, where it could only say "reconnect".
+
+Messages name the field, never its content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..manifest import AuthConfig, HmacAuth, MtlsAuth
+from ..primitives.secrets import SecretValue
+from ..vocabulary.errors import CredentialError
+
+__all__ = ["unusable"]
+
+
+def unusable(auth: AuthConfig, value: Any) -> str | None:
+    """Why ``value`` (as ``parse_secret_input`` returned it) cannot sign or carry a request under
+    ``auth``, as a sentence; None when it can."""
+    if isinstance(auth, MtlsAuth) and isinstance(value, dict):
+        return _mtls_problem(value)
+    if isinstance(auth, HmacAuth) and isinstance(value, str) and auth.key_encoding in ("hex", "base64"):
+        from .hmac import signing_key
+
+        try:
+            signing_key(auth, SecretValue(value))
+        except CredentialError:
+            return f"The signing secret is not valid {auth.key_encoding}, as this connector's key_encoding says."
+    return None
+
+
+def _mtls_problem(value: dict[str, str]) -> str | None:
+    """That the PEM parses and the key belongs to the certificate."""
+    from cryptography import x509  # here: heavy imports only an mTLS credential needs
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        certificate = x509.load_pem_x509_certificate(value["cert_pem"].encode())
+    except ValueError:
+        return "The client certificate is not a PEM certificate (it starts with -----BEGIN CERTIFICATE-----)."
+    try:
+        key = serialization.load_pem_private_key(value["key_pem"].encode(), password=None)
+    except TypeError:
+        return "The private key is protected by a passphrase; export it unencrypted (openssl pkey -in key.pem)."
+    except (ValueError, UnsupportedAlgorithm):
+        return "The private key is not a PEM private key (it starts with -----BEGIN … PRIVATE KEY-----)."
+    raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*raw) != certificate.public_key().public_bytes(*raw):
+        return "The private key does not belong to this certificate."
+    return None
