@@ -7,6 +7,7 @@ so no other command pays for them.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
     from ..manifest import Manifest
     from ..runtime import BackgroundSync
     from ..server.limits import ConnectionLimits
+    from ..vocabulary.served import ServedAddress
     from ..vocabulary.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "claude_line",
@@ -183,9 +187,22 @@ class _Recorded:
     def __init__(self, args: argparse.Namespace, gw: Gateway, transport: str, host: str, port: int) -> None:
         self._args, self._gw, self._transport, self._host, self._port = args, gw, transport, host, port
         self._written = False
+        self._before: ServedAddress | None = None
+        """Another live server's entry this one replaced: put back when this one stops, while it serves."""
 
     def write(self) -> None:
-        from ..vocabulary.served import ServedAddress, manifest_digest, record
+        from ..vocabulary.served import ServedAddress, manifest_digest, read_served, record
+
+        if not self._written:
+            self._before = read_served(self._args.settings.state_dir)
+            if self._before is not None and self._before.pid != os.getpid():
+                logger.warning(
+                    "another gateway of this state folder serves at %s (pid %d); commands run beside them mint "
+                    "links to this one (%s) until it stops, then to that one again",
+                    self._before.url,
+                    self._before.pid,
+                    self._gw.links.public_url,
+                )
 
         path = self._args.settings.manifest_path
         served = ServedAddress(
@@ -208,10 +225,17 @@ class _Recorded:
             self.write()
 
     def forget(self) -> None:
-        from ..vocabulary.served import forget
+        from ..vocabulary.served import forget, read_served, record
 
-        if self._written:
-            forget(self._args.settings.state_dir)
+        if not self._written:
+            return
+        forget(self._args.settings.state_dir)
+        before, state_dir = self._before, self._args.settings.state_dir
+        if before is not None and before.pid != os.getpid() and read_served(state_dir) is None:
+            try:
+                record(state_dir, before)  # read_served checks it is still alive before anyone uses it
+            except OSError:
+                pass
 
 
 class _Say:

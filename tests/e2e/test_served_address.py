@@ -86,3 +86,54 @@ def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path
     assert json.loads(alone.stdout)["connect_url"].startswith("http://127.0.0.1:8765/connect/")
     if not url_answers("http://127.0.0.1:8765"):  # another program on this machine may use the default port
         assert "must be served" in alone.stderr
+
+
+def test_a_second_server_of_the_state_folder_gives_the_record_back_when_it_stops(tmp_path: Path) -> None:
+    # It removed the record on its way out while the first still served: commands beside them then
+    # minted links to the default address, where nothing listened.
+    (tmp_path / "gateway.yaml").write_text(MANIFEST)
+    state = tmp_path / "state"
+    env = child_env() | {
+        "PYTHONPATH": str(ROOT),
+        "MCP_GATEWAY_STATE_DIR": str(state),
+        "MCP_GATEWAY_MASTER_KEY": "served-test-master-key-0123456789abcdef01",
+    }
+    cli = [sys.executable, "-m", "mcp_gateway"]
+    servers: list[subprocess.Popen[bytes]] = []
+
+    def start(port: int, name: str) -> None:
+        log = (tmp_path / name).open("w")
+        servers.append(
+            subprocess.Popen(
+                [*cli, "serve", "--transport", "http", "--port", str(port)],
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+        )
+        deadline = time.monotonic() + 60
+        while f'"port": {port}' not in (
+            (state / "served.json").read_text() if (state / "served.json").exists() else ""
+        ):
+            assert servers[-1].poll() is None, (tmp_path / name).read_text()
+            assert time.monotonic() < deadline, "the server never recorded its address"
+            time.sleep(0.1)
+
+    first, second = free_port(), free_port()
+    try:
+        start(first, "first.log")
+        start(second, "second.log")
+        assert (
+            f"another gateway of this state folder serves at http://127.0.0.1:{first}"
+            in (tmp_path / "second.log").read_text()
+        )
+        servers[1].terminate()
+        servers[1].wait(timeout=30)
+        assert json.loads((state / "served.json").read_text())["port"] == first
+        minted = subprocess.run([*cli, "connect", "api"], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert json.loads(minted.stdout)["connect_url"].startswith(f"http://127.0.0.1:{first}/connect/"), minted
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
