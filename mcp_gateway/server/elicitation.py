@@ -49,6 +49,7 @@ from mcp_types import (
 from mcp_types.version import is_version_at_least
 
 from ..core import Gateway
+from ..primitives.escapes import escaped
 from ..services.identity import Principal
 from ..services.links import HumanLink, human_link
 from ..store.contract import EphemeralStore
@@ -139,13 +140,15 @@ class _Nonces:
 
 
 def _message(link: HumanLink, payload: Mapping[str, Any]) -> str:
-    """What the human reads in their client: what the page is for, in their terms."""
-    connector = str(payload.get("connector") or "")
+    """What the human reads in their client: what the page is for, in their terms. What the agent wrote
+    (arguments in the summary, a secret's name) shows its invisible and bidi characters as escapes, as
+    the page does: a right-to-left override must not make "refund $100" out of other text."""
+    connector = escaped(str(payload.get("connector") or ""))
     if link.kind == "approval":
-        summary = str(payload.get("summary") or "an action")
+        summary = escaped(str(payload.get("summary") or "an action"))
         return f"Your agent asks to run {summary}. Open this page to approve or deny it."
     if link.kind == "secret":
-        name = str(payload.get("name") or "default")
+        name = escaped(str(payload.get("name") or "default"))
         return (
             f"Your agent needs the secret “{name}” for {connector or 'a connector'}. Paste it on this page; "
             "the agent never sees it."

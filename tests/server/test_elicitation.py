@@ -69,3 +69,17 @@ async def test_nonce_is_single_use_across_instances_until_its_state_expires(tmp_
 def test_principal_key_tells_user_and_agent_apart() -> None:
     assert principal_key(Principal("u", "a")) != principal_key(Principal("u", None))
     assert principal_key(Principal("u/a")) != principal_key(Principal("u", "a"))
+
+
+def test_the_elicitation_message_shows_what_the_agent_wrote_with_its_hidden_characters_escaped() -> None:
+    # The client shows this text to the human as it is: a right-to-left override in an argument would
+    # turn it into other words there, while the page shows the escapes under a warning.
+    from mcp_gateway.server.elicitation import _message  # pyright: ignore[reportPrivateUsage]
+    from mcp_gateway.services.links import HumanLink
+
+    link = HumanLink(kind="approval", url="http://127.0.0.1:1/approvals/x", link_id="h", message="")
+    said = _message(link, {"summary": 'pay.send (write) {"memo":"refund\u202e001$ rof\u202c","to":"a\u200bb"}'})
+    assert "\u202e" not in said and "\u200b" not in said
+    assert "\\u202e" in said and "\\u200b" in said
+    secret = HumanLink(kind="secret", url="http://127.0.0.1:1/secrets/x", link_id="h", message="")
+    assert "\\u202e" in _message(secret, {"connector": "api", "name": "key\u202e"})
