@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from urllib.parse import unquote_plus
 
@@ -35,7 +36,7 @@ def what_it_calls(prepared: Prepared) -> str:
     request = prepared.request
     if request is None:
         return ""
-    url = request.url
+    url = _path_redacted(binding, request.url)
     query = url.query.decode("ascii", "replace")
     if query:
         # Only a credential-like name's value is replaced; every other byte stays as it is sent.
@@ -50,6 +51,34 @@ def what_it_calls(prepared: Prepared) -> str:
     if isinstance(binding, GraphQLBinding):
         target = f"{target} (GraphQL {binding.operation} {binding.field})"
     return target + _headers_shown(request)
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+def _path_redacted(binding: object, url: httpx2.URL) -> httpx2.URL:
+    """``url`` with the path segments a credential-like path parameter fills shown as ``[redacted]``
+    (``/hooks/{token}``): the arguments list redacts them, and the URL must not show them whole."""
+    params = getattr(binding, "params", ())
+    hidden = {p.on_wire for p in params if p.location == "path" and (secret_name(p.name) or secret_name(p.on_wire))}
+    template = getattr(binding, "url", None)
+    if not hidden or not isinstance(template, str):
+        return url
+    pieces = _PLACEHOLDER.split(template.partition("?")[0])
+    pattern = "".join(re.escape(piece) if i % 2 == 0 else "([^/]*)" for i, piece in enumerate(pieces))
+    raw = url.raw_path.decode("ascii", "replace")
+    path, mark, query = raw.partition("?")
+    found = re.search(f"{pattern}$", path)
+    if found is None:  # not laid out as its template says: show the template rather than guess
+        shown = "".join(
+            piece if i % 2 == 0 else (REDACTED if piece in hidden else f"[{piece}]") for i, piece in enumerate(pieces)
+        )
+        return url.copy_with(raw_path=(shown + mark + query).encode())
+    names = pieces[1::2]
+    spans = [found.span(group + 1) for group, name in enumerate(names) if name in hidden]
+    for start, end in sorted(spans, reverse=True):
+        path = path[:start] + REDACTED + path[end:]
+    return url.copy_with(raw_path=(path + mark + query).encode())
 
 
 _UNSHOWN_HEADERS = frozenset({"host", "content-length", "content-type"})

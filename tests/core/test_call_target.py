@@ -7,7 +7,7 @@ import httpx2
 from mcp_gateway.core.call_target import what_it_calls, what_it_sends
 from mcp_gateway.execution.executor import Prepared
 from mcp_gateway.manifest.loader import ConnectorConfig
-from mcp_gateway.vocabulary.model import Action, HttpBinding, McpBinding
+from mcp_gateway.vocabulary.model import Action, HttpBinding, McpBinding, ParamSpec
 
 ACTION = Action(connector="api", path="pay", binding=HttpBinding(method="POST", url="/pay"))
 CONNECTOR = ConnectorConfig(slug="api", base_url="http://upstream.test")
@@ -66,3 +66,27 @@ def test_a_credential_like_query_value_is_hidden_and_every_other_byte_shown_as_s
     assert shown == "POST http://upstream.test/pay?q=%FF%FE&flag&sp=a%20b&api_key=[redacted]&plus=a+b"
     assert "s3cr3t" not in shown
     assert what_it_calls(post("http://upstream.test/pay?q=%FF&flag")) == "POST http://upstream.test/pay?q=%FF&flag"
+
+
+def test_a_credential_like_path_parameter_is_hidden_in_the_url_shown() -> None:
+    # The arguments list showed token "[redacted]" while "It will call" showed it whole.
+    hook = Action(
+        connector="api",
+        path="hooks.send",
+        binding=HttpBinding(
+            method="POST",
+            url="/v1/{space}/hooks/{token}",
+            params=(ParamSpec(name="space", location="path"), ParamSpec(name="token", location="path")),
+        ),
+    )
+    request = httpx2.Request(
+        "POST", "http://upstream.test/base/v1/team%2Fa/hooks/https%3A%2F%2Fevil.example%2Fs3cr3t?x=1"
+    )
+    shown = what_it_calls(prepared(request, action=hook))
+    assert shown == "POST http://upstream.test/base/v1/team%2Fa/hooks/[redacted]?x=1"
+    plain = Action(
+        connector="api", path="hooks.get", binding=hook.binding.model_copy(update={"params": hook.binding.params[:1]})
+    )
+    assert "s3cr3t" in what_it_calls(prepared(request, action=plain))  # no credential-like name: shown as sent
+    elsewhere = httpx2.Request("POST", "http://upstream.test/other/s3cr3t")  # not laid out as its template
+    assert what_it_calls(prepared(elsewhere, action=hook)) == "POST http://upstream.test/v1/[space]/hooks/[redacted]"
