@@ -269,7 +269,9 @@ class CallPipeline:
                     url, _ = await self._links.mint(
                         "approval", connector=action.connector, principal=principal.user, approval_id=record.id
                     )
-                    return _pending(record.id, url, record.summary, record.expires_at.isoformat())
+                    return _pending(
+                        record.id, url, record.summary, record.expires_at.isoformat(), record.separate_approver
+                    )
             message = _APPROVAL_REFUSALS[outcome]
             if record is not None and record.fingerprint == fingerprint(principal, action.qualified_name, args):
                 if record.calls and record.calls != calls:
@@ -302,7 +304,7 @@ class CallPipeline:
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
         )
-        return _pending(record.id, url, summary, record.expires_at.isoformat())
+        return _pending(record.id, url, summary, record.expires_at.isoformat(), record.separate_approver)
 
     async def _unsent(self, principal: Principal, cfg: ConnectorConfig, exc: Exception) -> CallResult:
         """The answer to a call stopped before its request left (``_run``)."""
@@ -445,5 +447,15 @@ class CallPipeline:
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 
-def _pending(approval_id: str, url: str, summary: str, expires_at: str) -> PendingApproval:
-    return PendingApproval(approval_id=approval_id, approval_url=url, summary=summary, expires_at=expires_at)
+def _pending(approval_id: str, url: str, summary: str, expires_at: str, separate: bool = False) -> PendingApproval:
+    answer = PendingApproval(approval_id=approval_id, approval_url=url, summary=summary, expires_at=expires_at)
+    if separate:  # the user this session acts for can only deny it: someone else must approve
+        return answer.model_copy(update={"reason": _SEPARATE_REASON})
+    return answer
+
+
+_SEPARATE_REASON = (
+    "This action needs the approval of someone other than the user this session acts for (separate "
+    "approver): send the link to another approver (an operator, a teammate); after they approve, retry "
+    "the same call with approval_id."
+)

@@ -110,6 +110,7 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
     async with harness(tmp_path, text) as h:
         asked = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
         assert isinstance(asked, PendingApproval)
+        assert "someone other than the user this session acts for" in asked.reason  # not "send it to the user"
         record = await h.store.get_approval(asked.approval_id)
         assert record is not None and record.separate_approver
         assert explain(record).endswith(
