@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -453,6 +454,7 @@ class Gateway:
         )
 
     async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:
+        connector = _slug_as_meant(connector)
         if connector not in self._permissions.visible(principal):
             return _no_connector(connector, self._permissions.granted(principal))
         cfg = self._catalogs.config(connector)
@@ -469,6 +471,7 @@ class Gateway:
         )
 
     async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
+        connector = _slug_as_meant(connector)
         if connector not in self._permissions.visible(principal):
             return _no_connector(connector, self._permissions.granted(principal))
         minted = await self._changes.mint(principal, self._catalogs.config(connector), "secret", name)
@@ -607,6 +610,11 @@ class Gateway:
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
+
+
+def _slug_as_meant(connector: str) -> str:
+    """A connector named as a person writes it ("GitHub", " github "): slugs are lowercase, without spaces."""
+    return unicodedata.normalize("NFKC", connector).strip().lower()
 
 
 def unrecorded(upstream_status: int | None) -> ErrorResult:

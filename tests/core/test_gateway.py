@@ -745,6 +745,9 @@ async def test_connect_and_request_secret_hand_out_links(h: Harness) -> None:
     assert secret["status"] == "link" and secret["secret_url"].startswith(f"{PUBLIC_URL}/secrets/")
     assert (result_payload(await h.gateway.connect(OPERATOR, "open")))["status"] == "ok"  # needs no credential
     assert (result_payload(await h.gateway.connect(OPERATOR, "nope")))["reason"] == "connector_not_found"
+    # As a person writes the name: discover took "API", connect refused it.
+    assert result_payload(await h.gateway.connect(OPERATOR, " API "))["status"] == "link"
+    assert result_payload(await h.gateway.request_secret(OPERATOR, "Api", "token"))["status"] == "link"
 
 
 async def test_unexpected_failure_is_a_generic_internal_error(h: Harness) -> None:
