@@ -662,6 +662,8 @@ def _clock() -> Any:
 
 def _shown_approval(record: ApprovalRecord) -> str:
     """An approval as a terminal shows it: what the approval page shows, hidden characters as escapes."""
+    from ..primitives.lookalikes import lookalikes
+
     lines = [
         ("id", record.id),
         ("status", record.status),
@@ -677,4 +679,7 @@ def _shown_approval(record: ApprovalRecord) -> str:
     out += ["arguments:", escaped(record.arguments or "{}", lines=True)]
     if record.arguments and record.arguments.count("[redacted]"):
         out.append(f"({record.arguments.count('[redacted]')} value(s) under credential-like names are hidden)")
+    mixed = lookalikes(f"{record.calls or ''} {record.arguments or ''}")
+    if mixed:  # as the page and the overview warn: a word that reads as another
+        out.append("warning: words mixing alphabets, which read as other words: " + escaped("; ".join(mixed)))
     return "\n".join(out) + "\n"

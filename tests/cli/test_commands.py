@@ -317,6 +317,7 @@ def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
     whole = env.run("approvals", "show", cut.json()["approval_id"])
     assert "tail-word" in whole.out and "\\u202e" in whole.out and "\u202e" not in whole.out
     assert env.run("approvals", "show", "apr_nope").code == 2
+    assert "mixing alphabets" not in whole.out
 
     approved = env.run("approvals", "approve", approval_id)
     assert approved.code == 0 and approved.out.strip() == f"{approval_id}: approved"
@@ -460,3 +461,10 @@ def test_secret_set_refuses_a_value_its_connector_could_never_use(env: CliEnv) -
     bad_pem = env.run("secret", "set", "tls", stdin='{"cert_pem": "CANARY-garbage", "key_pem": "CANARY-garbage"}')
     assert bad_pem.code == 2 and "not a PEM certificate" in bad_pem.err and "CANARY" not in bad_pem.err
     assert env.run("secret", "set", "signed", stdin="c2lnbmluZy1rZXktMDEyMzQ1Njc4OQ==").code == 0
+
+
+def test_approvals_show_warns_of_a_word_mixing_alphabets_as_the_page_does(env: CliEnv) -> None:
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    asked = env.run("call", "echo.items.create", "--args", json.dumps({"name": "https://\u0430pple.com/pay"}))
+    warned = env.run("approvals", "show", asked.json()["approval_id"])
+    assert "warning: words mixing alphabets" in warned.out and "CYRILLIC SMALL LETTER A" in warned.out

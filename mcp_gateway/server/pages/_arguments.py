@@ -12,11 +12,10 @@ longer parse: the view says so, and the page offers no Approve for what it canno
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from ...primitives.lookalikes import lookalikes
 from ...primitives.redaction import REDACTED
 from ...primitives.sanitize import reveal
 
@@ -85,31 +84,6 @@ def arguments_view(text: str) -> ArgumentsView:
     rows = tuple(_row(str(name), item) for name, item in value.items())  # pyright: ignore[reportUnknownVariableType]
     shown = json.dumps(value, ensure_ascii=False)
     return ArgumentsView(rows, None, complete=True, redacted=redacted, lookalikes=lookalikes(shown))
-
-
-_WORD = re.compile(r"[^\s\"'<>()\[\]{},;]+")
-MAX_LOOKALIKES = 5
-
-
-def lookalikes(text: str) -> tuple[str, ...]:
-    """The words of ``text`` whose letters are of two alphabets or more, Latin among them (a host name
-    spelled with a Cyrillic "а": ``аpple.com``), each shown with its letters that are not Latin named
-    (at most ``MAX_LOOKALIKES``)."""
-    found: list[str] = []
-    for word in dict.fromkeys(_WORD.findall(text)):
-        scripts = {_script(char): char for char in word if char.isalpha()}
-        if len(scripts) > 1 and "LATIN" in scripts:
-            others = dict.fromkeys(c for c in word if c.isalpha() and _script(c) != "LATIN")
-            named = ", ".join(f"{c} is {unicodedata.name(c, f'U+{ord(c):04X}')}" for c in list(others)[:3])
-            found.append(f"{word} ({named})")
-            if len(found) == MAX_LOOKALIKES:
-                break
-    return tuple(found)
-
-
-def _script(char: str) -> str:
-    """The alphabet a letter belongs to, as the first word of its Unicode name (LATIN, CYRILLIC, GREEK...)."""
-    return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
 
 
 def _row(name: str, value: Any) -> ArgumentView:
