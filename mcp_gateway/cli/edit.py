@@ -253,15 +253,45 @@ async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:
     import httpx2
 
     try:
-        async with httpx2.AsyncClient(trust_env=False, follow_redirects=True, timeout=30) as client:
+        async with httpx2.AsyncClient(trust_env=False, follow_redirects=True, timeout=FETCH_SECONDS) as client:
             response = await client.get(url)
+    except httpx2.TimeoutException:
+        raise CliError(
+            f"cannot fetch {shown_url(url)}: no answer within {FETCH_SECONDS:g} s; check the URL, or download the "
+            "spec and add the file",
+            EXIT_FAILED,
+        ) from None
     except httpx2.HTTPError as exc:
-        raise CliError(f"cannot fetch {url}: {exc}", EXIT_FAILED) from None
+        # httpx2's message can quote the URL (its password, a key in its query): named by its kind only.
+        raise CliError(f"cannot fetch {shown_url(url)} ({type(exc).__name__})", EXIT_FAILED) from None
     if response.status_code != 200:
-        raise CliError(f"cannot fetch {url}: HTTP {response.status_code}", EXIT_FAILED)
+        raise CliError(f"cannot fetch {shown_url(url)}: HTTP {response.status_code}", EXIT_FAILED)
     body = response.content
     path, digest = _pin(body, state_dir)
     return path, digest, body
+
+
+FETCH_SECONDS = 30.0
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a terminal may show it: a password in it, and query values under credential-like names
+    (``api_key=``), as ``***``."""
+    from urllib.parse import parse_qsl, urlencode, urlunsplit
+
+    from ..services.approvals import secret_name
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, host = netloc.rpartition("@")
+            netloc = f"{userinfo.partition(':')[0]}{':***' if ':' in userinfo else ''}@{host}"
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = urlencode([(k, "***" if secret_name(k) else v) for k, v in pairs], safe="*")
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "(the URL given)"
 
 
 def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:

@@ -7,11 +7,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import anyio
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
 from mcp_gateway import cli
+from mcp_gateway.cli import edit
 from mcp_gateway.manifest import load_manifest
 from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
 from tests.support.upstream import LoopbackServer
@@ -171,6 +173,21 @@ def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # n
     assert f"sha256 {digest}" in text and f"openapi: {pinned.relative_to(env.manifest.parent)}" in text
     billing = load_manifest(env.manifest).connector("billing_api")
     assert billing is not None and "billing_api: needs_auth, 2 actions" in added.out
+
+
+def test_add_a_url_that_fails_names_it_without_its_secrets_and_says_why(env: CliEnv) -> None:  # noqa: F811
+    async def hang(request: object) -> Response:
+        await anyio.sleep(30)
+        return Response(b"{}")
+
+    env.monkeypatch.setattr(edit, "FETCH_SECONDS", 0.5)
+    with LoopbackServer(Starlette(routes=[Route("/missing.json", hang)])) as server:
+        secret_url = server.base_url.replace("://", "://user:CANARY-pw@") + "/missing.json?api_key=CANARY-key&v=2"
+        failed = env.run("add", secret_url, "--slug", "x")
+        slow = env.run("add", f"{server.base_url}/missing.json", "--slug", "y")
+    assert failed.code == 1 and "CANARY" not in failed.out + failed.err
+    assert "user:***@" in failed.err and "api_key=***&v=2" in failed.err
+    assert slow.code == 1 and "no answer within 0.5 s" in slow.err
 
 
 def test_add_a_url_writes_the_base_url_its_servers_name(env: CliEnv) -> None:  # noqa: F811
