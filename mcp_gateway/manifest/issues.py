@@ -97,6 +97,10 @@ def _keys_of(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items() if not info.exclude]
 
 
+_UNQUOTED = frozenset({"headers", "auth", "env"})
+"""Manifest keys under which a wrong value is described, not quoted."""
+
+
 def describe(value: Any, *, reveal: bool) -> str:
     if value is None:
         return "empty (null)"
@@ -172,8 +176,9 @@ def _explain(err: Any, root: type[BaseModel]) -> tuple[Loc, str, str]:
     kind: str = err["type"]
     ctx: dict[str, Any] = err.get("ctx") or {}
     value = err.get("input")
-    # Header values may hold a token someone pasted by mistake: describe them, never echo them.
-    got = describe(value, reveal="headers" not in loc)
+    # Where a credential goes (headers, the auth block, an MCP server's environment), a token pasted by
+    # mistake may be the value: described by its kind, never echoed (the error reaches terminals and logs).
+    got = describe(value, reveal=not any(part in _UNQUOTED for part in loc))
     field_fix = _FIX_BY_FIELD.get(str(loc[-1]) if loc else "", "")
     fallback = "change the value as described"
 

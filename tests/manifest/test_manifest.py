@@ -563,3 +563,17 @@ def test_a_base_url_that_is_no_http_url_is_refused_at_its_line_without_quoting_i
     assert issue.field == "connectors[0].base_url" and issue.line == 4
     assert "not an http(s) URL with a host" in issue.message and "https://api.example.com" in issue.fix
     assert written not in issue.message
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "    auth: CANARY-pasted-token\n",
+        "    auth: {type: bearer, prefix: [CANARY-pasted-token]}\n",
+        "    source: {mcp: {command: [srv], env: {TOKEN: [CANARY-pasted-token]}}}\n",
+    ],
+)
+def test_a_wrong_value_where_a_credential_goes_is_described_not_quoted(where: str) -> None:
+    # The error reaches terminals and, on a hot reload, the server's log.
+    issues = issues_of(f"project: p\nconnectors:\n  - slug: a\n{where}")
+    assert issues and all("CANARY" not in issue.message + issue.fix for issue in issues), issues
