@@ -438,8 +438,8 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     if cfg is None:
         slugs = [c.slug for c in manifest.connectors]
         raise CliError(f"no connector {args.connector!r} in the manifest{did_you_mean(args.connector, slugs)}")
-    raw = sys.stdin.read()
     kind = cfg.auth.type if args.name == "default" else "bearer"
+    raw = _secret_input(f"{cfg.slug} secret {args.name!r} ({kind})")
     value = parse_secret_input(kind, raw)
     if args.name == "default" and (problem := unusable(cfg.auth, value)):
         raise CliError(f"not stored: {problem}")
@@ -461,6 +461,16 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         detail = f"{state.actions} actions" if state.status != "error" else escaped(state.error or "")
         sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0
+
+
+def _secret_input(what: str) -> str:
+    """The secret on stdin: piped, read whole; typed at a terminal, asked for without echoing it (it
+    was shown as typed, with no prompt saying input was awaited)."""
+    if not sys.stdin.isatty():
+        return sys.stdin.read()
+    import getpass
+
+    return getpass.getpass(f"{what}, not shown as you type (JSON on one line where a shape is asked): ")
 
 
 async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int:
@@ -492,7 +502,7 @@ async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connect
     from ..primitives.secrets import parse_secret_input
     from ..services.credentials import CredentialVault
 
-    value = parse_secret_input("bearer", sys.stdin.read())
+    value = parse_secret_input("bearer", _secret_input("secret"))
     async with store_of(args.settings) as store:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         await CredentialVault(store, cipher, project=manifest.project).put(connector, value, name=name)

@@ -468,3 +468,20 @@ def test_approvals_show_warns_of_a_word_mixing_alphabets_as_the_page_does(env: C
     asked = env.run("call", "echo.items.create", "--args", json.dumps({"name": "https://\u0430pple.com/pay"}))
     warned = env.run("approvals", "show", asked.json()["approval_id"])
     assert "warning: words mixing alphabets" in warned.out and "CYRILLIC SMALL LETTER A" in warned.out
+
+
+def test_secret_set_at_a_terminal_asks_without_echoing(env: CliEnv) -> None:
+    # Typed at a terminal, the secret showed as typed, with no prompt saying input was awaited.
+    import getpass
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    asked: list[str] = []
+    env.monkeypatch.setattr(getpass, "getpass", lambda prompt: asked.append(prompt) or "typed-token-0042")
+    env.monkeypatch.setattr(sys, "stdin", Terminal(""))
+    stored = env.run("secret", "set", "echo")
+    assert stored.code == 0 and asked and "not shown as you type" in asked[0]
+    called = env.run("call", "echo.items.get", "--args", '{"id": "1"}')
+    assert env.upstream.requests[-1].headers["authorization"] == "Bearer typed-token-0042", called.out
