@@ -253,7 +253,10 @@ class _Say:
         settings = args.settings
         state = str(settings.state_dir.resolve())
         if settings.database_url:
-            state += " (database: $MCP_GATEWAY_DATABASE_URL)"
+            from ..store.database_url import redact_url
+
+            given = "--database-url" if getattr(args, "database_url", None) else "$MCP_GATEWAY_DATABASE_URL"
+            state += f" (database: {redact_url(settings.database_url)}, from {given})"
         lines = [
             f"mcp-gateway {_version()} serving {len(gw.manifest.connectors)} connectors",
             f"  manifest   {args.manifest_source}",
@@ -314,6 +317,8 @@ def claude_line(args: argparse.Namespace) -> str:
     if getattr(args, "agent", None):
         command += ["--agent", args.agent]
     env = ' -e MCP_GATEWAY_MASTER_KEY="$MCP_GATEWAY_MASTER_KEY"' if "MCP_GATEWAY_MASTER_KEY" in os.environ else ""
+    if args.settings.database_url:  # else the registered server would run on the state folder's SQLite
+        env += ' -e MCP_GATEWAY_DATABASE_URL="$MCP_GATEWAY_DATABASE_URL"'
     return f"claude mcp add{env} gateway -- {shlex.join(command)}"
 
 

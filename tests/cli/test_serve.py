@@ -67,3 +67,16 @@ def test_the_start_up_block_names_what_hybrid_discovery_will_embed() -> None:
     gw.discovery_status = dense.status()
     line = discovery_line(gw)  # type: ignore[arg-type]
     assert line == f"hybrid (tiny; 0 of 1 connectors embedded); {until}"
+
+
+def test_the_stdio_register_line_passes_the_database_url_on_by_name(tmp_path: Path) -> None:
+    # Without it the registered server would run on the state folder's SQLite, another store entirely.
+    from mcp_gateway.cli.serve import claude_line
+
+    url = "postgresql://gw:CANARY-pw@127.0.0.1:5432/gateway"
+    settings = Settings.from_env({"MCP_GATEWAY_DATABASE_URL": url}, state_dir=str(tmp_path))
+    line = claude_line(SimpleNamespace(transport="stdio", settings=settings, agent=None))
+    assert '-e MCP_GATEWAY_DATABASE_URL="$MCP_GATEWAY_DATABASE_URL"' in line and "CANARY" not in line
+    alone = Settings.from_env({}, state_dir=str(tmp_path))
+    sqlite = claude_line(SimpleNamespace(transport="stdio", settings=alone, agent=None))
+    assert "MCP_GATEWAY_DATABASE_URL" not in sqlite
