@@ -37,6 +37,19 @@ def _read(loader_class: Any, text: str, file: str) -> tuple[Any, dict[Loc, int],
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
+        if node is not None and _copied(node) > MAX_COPIED:
+            raise ManifestError(
+                [
+                    Issue(
+                        file,
+                        None,
+                        "",
+                        f"YAML aliases ('*name' repeating '&name') copy more than {MAX_COPIED:,} values into the "
+                        "manifest, nested inside one another",
+                        "write the repeated parts out, or repeat them with fewer aliases nested in one another",
+                    )
+                ]
+            )
         duplicates = _duplicate_keys(node, file) if node is not None else []
         data = loader.construct_document(node) if node is not None else None
     finally:
@@ -45,6 +58,45 @@ def _read(loader_class: Any, text: str, file: str) -> tuple[Any, dict[Loc, int],
     if node is not None:
         _collect_lines(node, (), lines, set())
     return data, lines, duplicates
+
+
+MAX_COPIED = 100_000
+"""Values YAML aliases may add to a manifest, each alias read as a copy of its anchor (every later walk,
+validation included, sees the copies): a few lines of aliases nested in one another otherwise grow into
+gigabytes. A manifest written out, however large, copies nothing."""
+_STOP = 10 * MAX_COPIED
+
+
+def _copied(node: yaml.Node) -> int:
+    """How many values the aliases under ``node`` add once read as copies (above ``MAX_COPIED`` as soon as
+    that is certain)."""
+    sizes: dict[int, int] = {}
+    return _expanded(node, sizes, set()) - len(sizes)
+
+
+def _expanded(node: yaml.Node, sizes: dict[int, int], open_: set[int]) -> int:
+    """How many values ``node`` stands for with each alias counted as a copy; past ``_STOP`` (or for an
+    alias inside itself) a number above it. Linear in the nodes written: each is sized once."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    if id(node) in open_:
+        return _STOP + 1  # an anchor inside itself: endless once copied
+    open_.add(id(node))
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            total += _expanded(item, sizes, open_)
+            if total > _STOP:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            total += _expanded(key, sizes, open_) + _expanded(value, sizes, open_)
+            if total > _STOP:
+                break
+    open_.discard(id(node))
+    sizes[id(node)] = total
+    return total
 
 
 _YAML_HINTS = (

@@ -577,3 +577,18 @@ def test_a_wrong_value_where_a_credential_goes_is_described_not_quoted(where: st
     # The error reaches terminals and, on a hot reload, the server's log.
     issues = issues_of(f"project: p\nconnectors:\n  - slug: a\n{where}")
     assert issues and all("CANARY" not in issue.message + issue.fix for issue in issues), issues
+
+
+def test_aliases_nested_into_millions_of_copies_are_refused_at_once() -> None:
+    # Eight lines grew into millions of values for every later walk: seconds and a gigabyte at 7 levels.
+    levels = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    levels += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 8)]
+    (issue,) = issues_of("\n".join(levels) + "\nproject: p\n")
+    assert "copy more than 100,000 values" in issue.message and "fewer aliases nested" in issue.fix
+
+
+def test_a_large_manifest_written_out_or_with_a_few_aliases_is_read() -> None:
+    first = "  - slug: c0\n    base_url: https://api0.example\n    headers: &h {X-Team: platform}\n"
+    rest = "".join(f"  - slug: c{i}\n    base_url: https://api{i}.example\n    headers: *h\n" for i in range(1, 2000))
+    manifest = parse_manifest(f"project: p\nconnectors:\n{first}{rest}")
+    assert len(manifest.connectors) == 2000
