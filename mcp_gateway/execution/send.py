@@ -116,6 +116,18 @@ async def _send(
         with anyio.CancelScope(deadline=anyio.current_time() + timeout):
             return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
         raise TimeoutError
+    except httpx2.ConnectTimeout:
+        tls = (
+            " (a TLS handshake that never completes: is that port serving plain HTTP? check the scheme of the "
+            "connector's base_url)"
+            if request.url.scheme == "https"
+            else ""
+        )
+        raise UpstreamError(
+            "upstream_unreachable",
+            f"could not connect to {_where(request.url)} within {min(timeout, CONNECT_SECONDS):g} s{tls}; nothing "
+            "was sent; check that the service is up and the connector's base_url is right, then try again",
+        ) from None
     except (TimeoutError, httpx2.TimeoutException) as exc:
         raise UpstreamError(
             "upstream_timeout",
@@ -183,10 +195,16 @@ def _maybe_sent(request: httpx2.Request, exc: BaseException) -> bool:
     return request.method not in ("GET", "HEAD", "OPTIONS") and not isinstance(exc, _NOT_SENT)
 
 
+CONNECT_SECONDS = 10.0
+"""At most this long to connect, TLS handshake included: a handshake with a port that serves plain HTTP
+never completes, and waited the connector's whole timeout to say only that nothing answered."""
+
+
 @lru_cache(maxsize=64)
 def _per_operation(timeout: float) -> dict[str, Any]:
-    """The request extension that limits each network operation to ``timeout`` (httpx2's shape)."""
-    return httpx2.Timeout(timeout).as_dict()
+    """The request extension that limits each network operation to ``timeout``, and connecting to
+    ``CONNECT_SECONDS`` at most (httpx2's shape)."""
+    return httpx2.Timeout(timeout, connect=min(timeout, CONNECT_SECONDS)).as_dict()
 
 
 async def _exchange(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import socket
 import ssl
 import time
@@ -17,6 +18,8 @@ from mcp_gateway.execution import Outcome, build_request, send, summarize_error
 from mcp_gateway.vocabulary.errors import UpstreamError
 from mcp_gateway.vocabulary.model import Action, HttpBinding, ParamLocation, ParamSpec
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
+
+send_module = importlib.import_module("mcp_gateway.execution.send")  # the package exports the function as `send`
 
 pytestmark = pytest.mark.anyio
 
@@ -299,6 +302,19 @@ async def test_a_header_value_the_http_client_refuses_is_not_sent_and_not_quoted
     assert "was not sent" in str(info.value) and "may have reached it" not in str(info.value)
     assert_no_leak(info.value)
     assert upstream.app.requests == []
+
+
+async def test_https_to_a_port_that_never_completes_a_handshake_says_so_soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plain-HTTP port waits for a request line the ClientHello never ends: it waited the whole timeout.
+    monkeypatch.setattr(send_module, "CONNECT_SECONDS", 0.3)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(UpstreamError) as info:
+            await call(httpx2.Request("POST", f"https://127.0.0.1:{port}/x"), seconds=7.25)
+        waited = time.monotonic() - started
+    assert info.value.reason == "upstream_unreachable" and "TLS handshake" in str(info.value)
+    assert "nothing was sent" in str(info.value) and waited < 5
 
 
 async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_unreachable() -> None:
