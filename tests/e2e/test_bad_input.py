@@ -437,10 +437,14 @@ async def test_hostile_strings_are_answered_cleanly(hostile_env: HostileEnv) -> 
         elsewhere = structured(await client.call_tool("discover", {"query": "items", "connector": "../../etc"}))
         assert elsewhere["reason"] == "connector_not_found" and "results" not in elsewhere
 
-        for connector in ("e\n", "../../etc", "\x00", "E"):
+        for connector in ("../../etc", "\x00", "e\x00", "é"):
             for tool in ("connect", "request_secret"):
                 body = structured(await client.call_tool(tool, {"connector": connector}))
                 assert body["reason"] == "connector_not_found", (tool, connector, body)
+        for connector in ("e\n", "E"):  # a connector named as a person writes it, as discover takes it
+            for tool in ("connect", "request_secret"):
+                body = structured(await client.call_tool(tool, {"connector": connector}))
+                assert body.get("connector") == "e" and "reason" not in body, (tool, connector, body)
         assert_tool_error(await client.call_tool("request_secret", {"connector": "e", "name": "../x"}), "name")
 
         outcomes = {}
