@@ -179,6 +179,17 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 status=409,
                 tone="bad",
             )
+        case _ if permit.approval is not None and permit.approval.status == "consumed":
+            # Two links of one request (connect and request_secret) share its approval: it covers one
+            # replacement, which the other link made.
+            return message(
+                "Already replaced",
+                f"The operator's approval to replace the team-wide credential of {name} was used by another link "
+                "of the same request: the credential was replaced there. Nothing was changed here. If it must be "
+                "replaced again, ask the agent for a new link.",
+                status=409,
+                tone="bad",
+            )
         case _:
             return message(
                 "Not approved",
