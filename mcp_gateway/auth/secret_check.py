@@ -6,7 +6,7 @@ Messages name the field, never its content.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..manifest import AuthConfig, HmacAuth, MtlsAuth
 from ..primitives.secrets import SecretValue
@@ -19,7 +19,7 @@ def unusable(auth: AuthConfig, value: Any) -> str | None:
     """Why ``value`` (as ``parse_secret_input`` returned it) cannot sign or carry a request under
     ``auth``, as a sentence; None when it can."""
     if isinstance(auth, MtlsAuth) and isinstance(value, dict):
-        return _mtls_problem(value)
+        return _mtls_problem(cast(dict[str, str], value))  # the shape parse_secret_input checked
     if isinstance(auth, HmacAuth) and isinstance(value, str) and auth.key_encoding in ("hex", "base64"):
         from .hmac import signing_key
 
