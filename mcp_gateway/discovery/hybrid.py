@@ -89,10 +89,11 @@ LEXICAL_POOL = 20
 DENSE_POOL = 40
 """Dense hits (best cosines over every visible action) that take part, and over which cosines are scaled."""
 
-CONNECTOR_PRIOR = 0.1
+CONNECTOR_PRIOR = 0.3
 """Added to the fused score of an action of a connector the query names ("in Slack", "our Stripe"): the
 lexical side's prior (``_rank.W_CONNECTOR``) carried through fusion, so the dense side's hits from
-other connectors do not wash it out. A prior, not a filter."""
+other connectors do not wash it out. A prior, not a filter: at 0.1, "post the release notes in Slack"
+put Slack's post fourth behind GitHub's and Stripe's release actions (second now)."""
 
 CONNECTOR_FIT = 0.3
 """At most this is added to the fused score of an action of the searched connector the query sits nearest
