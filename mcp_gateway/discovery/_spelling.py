@@ -134,10 +134,28 @@ def english_words() -> dict[str, int]:
         return {}
     try:
         vocabulary = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
-        return {
+        words = {
             word: int(rank)
             for word, rank in vocabulary.items()
             if isinstance(word, str) and word.isalpha() and word.islower() and len(word) >= MIN_LENGTH - 1
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+    rarest = max(words.values(), default=0)
+    return words | {word: rarest + 1 for word in WORKPLACE_WORDS if word not in words}
+
+
+WORKPLACE_WORDS = frozenset(
+    """
+    admin admins apis autoscale backend backlog backlogs changelog chargeback chargebacks chatbot checkbox
+    checklist checklists codebase config configs coworker coworkers csv dataset datasets deploys dropdown
+    emoji emojis frontend hashtag hashtags hotfix hotfixes inbox inboxes invoice invoices json kanban
+    livestream livestreams login logins logout offboarding offsite onboarding onsite payslip payslips
+    playlist playlists podcasts redeploy refund refunds repo repos resync retweet roadmap roadmaps
+    rollback rollout screenshot screenshots sdk sdks signup signups sprints standup standups subscriber
+    subtask subtasks timesheet timesheets timestamp timestamps tweak tweaks typo typos unfollow
+    unsubscribe url urls username usernames vlog vpn webhook webhooks wifi workflow workflows yaml
+    """.split()
+)
+"""Words of everyday work with software that the tokenizer's whole words miss ("typo", "standup",
+"frontend"): taken as meant, not repaired to a catalog word one letter away ("typo" to "type")."""
