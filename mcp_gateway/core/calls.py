@@ -39,7 +39,17 @@ from ..vocabulary.errors import (
     UnsupportedAuth,
     UpstreamError,
 )
-from ..vocabulary.model import Action, CallResult, Denied, ErrorResult, NeedsAuth, Ok, PendingApproval, Verdict
+from ..vocabulary.model import (
+    Action,
+    CallResult,
+    Denied,
+    ErrorResult,
+    NeedsAuth,
+    Ok,
+    PendingApproval,
+    RequestBinding,
+    Verdict,
+)
 from .admission import TrafficGate
 from .call_target import what_it_calls, what_it_does, what_it_sends
 from .catalogs import Catalogs
@@ -167,6 +177,13 @@ class CallPipeline:
                     "text reads as instructions. An operator must review and approve it (`mcp-gateway review` or "
                     "the operator page) before it can be called.",
                 )
+        if not isinstance(action.binding, RequestBinding) and not self._permissions.conditional(action):
+            # Blocked whatever the arguments: said before they are checked, so the schema of an action
+            # discover and describe do not show is never told through argument errors.
+            unconditional = self._permissions.verdict(action, {})
+            if unconditional.action == "block":
+                trace.verdict = unconditional
+                return _blocked(unconditional)
         errors = self._catalogs.validate(action, args)
         if errors:
             return Denied(
@@ -187,13 +204,7 @@ class CallPipeline:
             },
         )
         if verdict.action == "block":
-            return Denied(
-                reason="policy_block",
-                message=f"A {verdict.source} policy rule ({verdict.rule}) blocks this call. Choose another action "
-                "or ask the operator to change the policy.",
-                source=verdict.source,
-                rule=verdict.rule,
-            )
+            return _blocked(verdict)
         cfg = self._catalogs.config(action.connector)
         executor = self._executors.for_binding(action.binding)
         if executor is None:
@@ -445,6 +456,16 @@ class CallPipeline:
 
 
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def _blocked(verdict: Verdict) -> Denied:
+    return Denied(
+        reason="policy_block",
+        message=f"A {verdict.source} policy rule ({verdict.rule}) blocks this call. Choose another action "
+        "or ask the operator to change the policy.",
+        source=verdict.source,
+        rule=verdict.rule,
+    )
 
 
 def _pending(approval_id: str, url: str, summary: str, expires_at: str, separate: bool = False) -> PendingApproval:

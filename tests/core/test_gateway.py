@@ -421,6 +421,18 @@ async def test_unconditionally_blocked_action_is_invisible_but_call_explains(h: 
     assert isinstance(result, Denied) and result.reason == "policy_block" and result.source == "project"
 
 
+async def test_a_blocked_action_is_refused_before_its_arguments_are_checked(tmp_path: Path) -> None:
+    # Argument errors would tell the name and schema of an action discover and describe do not show.
+    text = manifest_text().replace(
+        '  - match: "*.admin.*"\n', '  - match: "api.items.get"\n    action: block\n  - match: "*.admin.*"\n'
+    )
+    async with harness(tmp_path, text) as h:
+        for args in ({}, {"unexpected": 1}, {"id": ["not", "a", "string"]}, {"id": "1"}):
+            wrong = await h.gateway.call(OPERATOR, "api.items.get", args)
+            assert isinstance(wrong, Denied) and wrong.reason == "policy_block" and not wrong.errors, wrong
+            assert "schema" not in wrong.message
+
+
 # -- approvals -----------------------------------------------------------------------------------
 
 
