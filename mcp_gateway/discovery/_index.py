@@ -45,7 +45,7 @@ from ._text import (
     raw_words,
     stem,
 )
-from ._twins import asked_first, group_twins, opening_kind
+from ._twins import asked_first, group_twins, none_of_kind, opening_kind
 
 __all__ = ["LOW_CONFIDENCE_HINT", "MAX_QUERY_CHARS", "DiscoveryIndex", "SearchResult", "low_hint"]
 
@@ -454,8 +454,8 @@ class DiscoveryIndex:
         query = self.corrected(query)
         hits, coverage, named = self._search(query, limit, connectors, allow)
         unserved = self.unserved(query, self._visible(connectors)) if hits and not named else ()
-        low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved)
         asked = opening_kind(query)
+        low = not hits or coverage < CONFIDENCE_FLOOR or bool(unserved) or none_of_kind(hits, asked)
         ordered, twins = group_twins(asked_first(hits, asked))
         hint = low_hint(unserved) if low else None
         return SearchResult(ordered, "low" if low else "high", hint, twins, named, unserved=unserved, asked=asked)

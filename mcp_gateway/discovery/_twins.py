@@ -87,6 +87,21 @@ def asked_first(hits: list[tuple[Action, float]], kind: str | None) -> list[tupl
     return hits
 
 
+def none_of_kind(hits: list[tuple[Action, float]], kind: str | None, reach: int = 5) -> bool:
+    """Whether the request asks to delete (``kind``) and none of the first ``reach`` hits is a deletion:
+    "delete a widget" where the best match only updates one. The answer is then not one to be sure of."""
+    if kind != "delete" or not hits:
+        return False
+    return not any(
+        _operation(action)[1] == "delete" or not _DELETING.isdisjoint(identifier_terms(action.path))
+        for action, _ in hits[:reach]
+    )
+
+
+_DELETING = frozenset(stem(word) for word in ("trash", "purge", "erase", "destroy", "discard", "wipe", "unsubscribe"))
+"""Verbs of a name that delete whatever its method (``messages_trash`` is a POST)."""
+
+
 def _operation(action: Action) -> tuple[frozenset[str], str | None]:
     """What an action acts on (its name's words less verbs, ``VERB_KIND``'s too: ``post_feature_flag`` and
     ``patch_feature_flag`` act on one flag) and the kind of operation it is: "undo" for an ``un-`` of a

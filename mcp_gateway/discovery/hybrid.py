@@ -40,7 +40,7 @@ from ._message import asks, several_asks
 from ._outcomes import OUTCOMES, Outcomes
 from ._segment import dense_texts, readable
 from ._segment_cache import card_version
-from ._twins import asked_first, group_twins
+from ._twins import asked_first, group_twins, none_of_kind
 from .dense import DenseEmbedder, DenseIndex, EmbeddingProvider, Matrix, VectorStore
 from .embedding_progress import LEXICAL_LINE, clear_progress, hybrid_line, progress_elsewhere, write_progress
 
@@ -360,7 +360,7 @@ class HybridSearch:
             best_cosine = max(dense.scores(vector, [a.qualified_name for a, _ in fused[:3]]).values(), default=0.0)
             floor = NARROWED_FLOOR if narrowed and lexical.confidence == "low" else SURE_FLOOR
             low = not fused or not sure(best_cosine, dense.mean_cosine(vector, allowed), floor)
-            low = low or bool(lexical.unserved)
+            low = low or bool(lexical.unserved) or none_of_kind(fused, lexical.asked)
         ordered, twins = group_twins(asked_first(fused, lexical.asked))
         hint = low_hint(lexical.unserved) if low else None
         return SearchResult(

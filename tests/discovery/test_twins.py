@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from mcp_gateway.discovery import hybrid
-from mcp_gateway.discovery._twins import TWIN_REACH, asked_first, group_twins, opening_kind
+from mcp_gateway.discovery._twins import TWIN_REACH, asked_first, group_twins, none_of_kind, opening_kind
 from mcp_gateway.discovery.dense import EmbeddingProvider
 from mcp_gateway.vocabulary.model import Action
 from tests.discovery.conftest import embedded_actions
@@ -97,3 +97,18 @@ def test_a_switch_reaches_the_flags_update_though_the_model_reads_a_create(
     assert first() == "patch_feature_flag"
     monkeypatch.setattr(hybrid, "asked_first", lambda hits, kind: hits)
     assert first() == "post_feature_flag"  # what the fused scores alone put first
+
+
+def test_a_request_to_delete_answered_by_no_deletion_is_not_one_to_be_sure_of() -> None:
+    # "delete a widget" where no visible action deletes (none exists, or a policy hides it): the best
+    # match only updates one, and the answer must not say it is sure.
+    update, read = (action("w", "update_widget", method="PATCH"), 1.0), (action("w", "get_widget"), 1.0)
+    delete, trash = (
+        (action("w", "delete_widget", method="DELETE"), 1.0),
+        (action("w", "messages_trash", method="POST"), 1.0),
+    )
+    assert none_of_kind([update, read], "delete")
+    assert not none_of_kind([update, delete], "delete")
+    assert not none_of_kind([update, trash], "delete")  # trashing is deleting
+    assert not none_of_kind([update, read], "update") and not none_of_kind([], "delete")
+    assert none_of_kind([update, read, read, read, read, delete], "delete")  # past the first five
