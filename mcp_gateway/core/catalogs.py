@@ -11,6 +11,7 @@ The credentials a source reads with while it loads come from the ``CredentialBro
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -150,11 +151,11 @@ class Catalogs:
             import jsonschema  # here, not at module level: a heavy import a start need not pay
             from jsonschema.validators import validator_for
 
-            cls = validator_for(action.input_schema, default=jsonschema.Draft202012Validator)
+            cls = _bounded(validator_for(action.input_schema, default=jsonschema.Draft202012Validator))
             try:
                 known = (quick_check(action.input_schema), cls(action.input_schema))
             except jsonschema.SchemaError:
-                known = (None, jsonschema.Draft202012Validator({"type": "object"}))
+                known = (None, _bounded(jsonschema.Draft202012Validator)({"type": "object"}))
             self._validators[action.qualified_name] = known
         quick, validator = known
         if quick is not None and quick(args):
@@ -583,3 +584,14 @@ def _message(error: Any) -> str:
         value = value if len(value) <= 80 else value[:77] + "..."
         return f"{value} is not of type {' or '.join(repr(t) for t in wanted)}"[:300]
     return str(error.message)[:300]
+
+
+@functools.cache
+def _bounded(cls: Any) -> Any:
+    """``cls`` (a jsonschema validator class) with a ``pattern`` keyword no upstream's regex can stall
+    (``policy.schema_patterns``)."""
+    from jsonschema.validators import extend
+
+    from ..policy.schema_patterns import safe_pattern
+
+    return extend(cls, {"pattern": safe_pattern})

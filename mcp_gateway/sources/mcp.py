@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -36,6 +37,8 @@ import httpx2
 
 from ..manifest import ConnectorConfig
 from ..policy.review import Trust, worded_risk
+from ..policy.schema_patterns import risky_patterns
+from ..primitives.escapes import escaped
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, McpBinding, Risk
 from ._fingerprint import settings_digest
@@ -44,6 +47,8 @@ from .base import LoadContext, Normalized
 
 if TYPE_CHECKING:  # the SDK's types cost a noticeable import; nothing here needs them at run time
     import mcp_types as types
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["McpLoader", "McpTools", "ToolLister", "mcp_action_path", "normalize_mcp_tools", "tools_digest"]
 
@@ -110,6 +115,17 @@ def normalize_mcp_tools(
         if tool.name in seen_names:
             continue
         seen_names.add(tool.name)
+        if tool.output_schema and (risky := risky_patterns(tool.output_schema, limit=1)):
+            # The MCP client checks every result against the output schema, with a backtracking regex
+            # engine on the event loop: one such pattern and a crafted result stall the whole gateway.
+            logger.warning(
+                "connector %s: tool %s is left out: its output schema's pattern %s could take minutes to "
+                "check against a result; ask its maintainers for a pattern without nested repeats",
+                connector,
+                escaped(tool.name[:200]),
+                escaped(repr(risky[0][:200])),
+            )
+            continue
         path = unique_name(mcp_action_path(tool.name), taken)
         description = (tool.description or "").strip()
         actions.append(

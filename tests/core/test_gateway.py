@@ -827,6 +827,21 @@ async def test_a_call_reaching_the_upstream_is_audited_before_the_request_leaves
     assert rows[0].call_id is None and rows[1].call_id != rows[2].call_id
 
 
+async def test_an_upstream_pattern_that_backtracks_cannot_stall_a_call(tmp_path: Path) -> None:
+    # Checked with re on the event loop, 42 characters against ^(a|aa)*$ ran for about a minute.
+    text = manifest_text().replace(
+        "            input_schema: {type: object, required: [id], properties: {id: {type: string}}}",
+        "            input_schema: {type: object, required: [id], properties: {id: "
+        '{type: string, pattern: "^(a|aa)*$"}}}',
+        1,
+    )
+    assert text != manifest_text()
+    async with harness(tmp_path, text) as h:
+        with anyio.fail_after(5):
+            result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "a" * 42 + "!"})
+        assert isinstance(result, Ok), result  # left to the upstream, which checks its own pattern
+
+
 async def test_a_whole_float_typed_integer_goes_upstream_as_an_integer(h: Harness) -> None:
     # Models write 2.0 or 2e0 for an integer; "pad=2.0" would reach an upstream that parses integers.
     result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "200", "pad": 2e0})

@@ -176,3 +176,22 @@ def test_real_servers_read_only_tools_stay_reads_under_pinned(capture: str) -> N
     trusted = normalize_mcp_tools("up", tools, trust="auto")
     assert any(a.risk == "read" for a in trusted)
     assert [a.risk for a in normalize_mcp_tools("up", tools, trust="pinned")] == [a.risk for a in trusted]
+
+
+def test_a_tool_whose_output_schema_pattern_could_stall_every_result_check_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The MCP client checks each result against it with a backtracking engine, on the event loop.
+    risky = types.Tool(
+        name="stall",
+        input_schema={"type": "object"},
+        output_schema={"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a|aa)*$"}}},
+    )
+    fine = types.Tool(
+        name="fine",
+        input_schema={"type": "object"},
+        output_schema={"type": "object", "properties": {"x": {"type": "string", "pattern": "^[a-z]+$"}}},
+    )
+    actions = normalize_mcp_tools("up", [risky, fine])
+    assert [a.path for a in actions] == ["fine"]
+    assert "tool stall is left out" in caplog.text and "^(a|aa)*$" in caplog.text
