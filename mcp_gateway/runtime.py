@@ -12,7 +12,6 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 
 import anyio
@@ -28,6 +27,7 @@ from .execution.mcp_sessions import McpExecutor
 from .manifest import ConnectorConfig, Manifest, load_manifest
 from .manifest.discovery_mode import discovery_override
 from .primitives.catalog_memory import collect_frozen_garbage, limit_malloc_arenas
+from .primitives.cookies import no_cookies
 from .primitives.crypto import KEY_ENV_VAR, KEY_FILE_NAME, AESGCMCipher, derive_key, load_master_key
 from .primitives.secrets import PROJECT_WIDE, SealedCredential
 from .services.approvals import ApprovalService
@@ -165,10 +165,9 @@ async def open_gateway(
         # is kept: one caller's upstream session must not ride along with another's requests through
         # the shared client (its token requests, say), and an upstream's Set-Cookie must not grow memory.
         # The MCP executor owns the upstream MCP sessions; leaving it stops every stdio child.
-        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
         async with (
             httpx2.AsyncClient(
-                transport=LazyTransport(), trust_env=False, follow_redirects=False, cookies=no_cookies
+                transport=LazyTransport(), trust_env=False, follow_redirects=False, cookies=no_cookies()
             ) as http,
             McpExecutor(base_dir=manifest.base_dir) as mcp,
         ):

@@ -25,12 +25,12 @@ import re
 import ssl
 import tempfile
 from collections.abc import Callable, Generator
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TypeVar
 
 import httpx2
 
 from ..manifest import MtlsAuth
+from ..primitives.cookies import no_cookies
 from ..primitives.secrets import CredentialKey, SealedCredential, SecretValue
 from ..vocabulary.errors import CredentialError, UpstreamError
 from ._base import secret_fields
@@ -161,8 +161,7 @@ class MtlsClients:
         )
         # trust_env=False and no cookies kept, as for the shared client: a proxy from the environment
         # sees what we send, and an upstream's Set-Cookie would only grow memory.
-        no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
-        client = httpx2.AsyncClient(transport=transport, trust_env=False, follow_redirects=False, cookies=no_cookies)
+        client = httpx2.AsyncClient(transport=transport, trust_env=False, follow_redirects=False, cookies=no_cookies())
         if entry is not None:
             self._retired.append(entry[1])
         self._clients[credential.key] = (version, client)

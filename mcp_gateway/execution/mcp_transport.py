@@ -29,6 +29,7 @@ import anyio
 import httpx2
 
 from ..manifest import ConnectorConfig, McpSource, McpSpec
+from ..primitives.cookies import no_cookies
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..vocabulary.errors import GatewayError, UpstreamError
 from .child_output import child_stderr
@@ -158,7 +159,9 @@ def open_transport(
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
             # trust_env=False: a proxy from the environment would see every credential we send.
-            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, trust_env=False)
+            return httpx2.AsyncClient(
+                headers=headers, timeout=timeout, auth=auth, trust_env=False, cookies=no_cookies()
+            )
 
         inner = sse_client(
             spec.url,
@@ -175,6 +178,7 @@ def open_transport(
         timeout=httpx2.Timeout(cfg.timeout, read=SSE_READ_TIMEOUT),
         trust_env=False,
         follow_redirects=False,
+        cookies=no_cookies(),  # the session is shared by every user of the credential
     )
     return _watched(_streamable(spec.url, http), on_eof)
 
