@@ -243,6 +243,14 @@ def _without_secrets(slug: str, actions: list[Action]) -> tuple[list[Action], bo
             kept.append(action)
             continue
         changed = True
+        binding = action.binding.model_dump_json()
+        if known.redact(binding) != binding:
+            # Its upstream name (a tool's, an operation's) holds the secret: the name the agent would see
+            # is made from it (snake_case: no longer the secret's spelling), and calling it sends it.
+            logger.warning(
+                "connector %s: an action whose upstream name held a secret was left out of the catalog", slug
+            )
+            continue
         try:
             kept.append(Action.model_validate_json(redacted))
         except ValueError:

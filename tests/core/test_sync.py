@@ -139,3 +139,21 @@ async def test_upstream_mcp_servers_load_side_by_side_and_a_hung_one_fails_alone
         "bare": "ready",
     }
     assert [a.path for a in catalogs["two"].actions] == ["two_ping"]
+
+
+async def test_an_mcp_tool_whose_name_quotes_an_opened_secret_is_left_out(tmp_path: Path) -> None:
+    # Its action name is made from it in snake_case ("leaky_zq9_secret_value77xyz"): no longer the
+    # secret's spelling, so redacting the text missed it, and the agent read it in discover.
+    canary = "Zq9SecretValue77xyz"
+    known_secrets().add(SecretValue(canary))
+    manifest = parse_manifest("project: demo\nconnectors:\n  - slug: up\n    source: {mcp: {command: [srv]}}\n")
+
+    async def list_tools(cfg: ConnectorConfig) -> list[types.Tool]:
+        return [
+            types.Tool(name=f"leaky{canary}", input_schema={"type": "object"}),
+            types.Tool(name="fine", input_schema={"type": "object"}),
+        ]
+
+    async with SQLiteStore(tmp_path / "gateway.db") as store:
+        catalogs = await sync_manifest(manifest, store, FixedClock(), mcp_tools=list_tools)
+    assert [a.path for a in catalogs["up"].actions] == ["fine"]
