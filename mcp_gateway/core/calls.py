@@ -36,6 +36,7 @@ from ..vocabulary.errors import (
     CredentialError,
     CredentialMissing,
     StoreUnavailable,
+    ToolsChanged,
     UnsupportedAuth,
     UpstreamError,
 )
@@ -347,7 +348,24 @@ class CallPipeline:
         await trace.reach_upstream()
         sent = time.perf_counter()
         try:
-            outcome = await self._send(executor, prepared, auth)
+            try:
+                outcome = await self._send(executor, prepared, auth)
+            except ToolsChanged as changed:
+                # Loaded and reviewed again before anything is called: a tool changed to say or do
+                # something else is held, as a sync holds it.
+                logger.warning("connector %s: its MCP server changed its tools; loading them again", changed.slug)
+                await self._catalogs.refresh(changed.slug, principal=principal.user, changed=True)
+                if (held := self._catalogs.quarantined(prepared.action.qualified_name)) is not None or (
+                    self._permissions.lookup(principal, prepared.action.qualified_name) is None
+                ):
+                    trace.unsent = True
+                    return Denied(
+                        reason="quarantined" if held is not None else "action_not_found",
+                        message=f"{prepared.action.qualified_name} changed upstream since it was reviewed, and is "
+                        "held until an operator reviews it again (`mcp-gateway review` or the operator page). "
+                        "Nothing was sent.",
+                    )
+                outcome = await self._send(executor, prepared, auth)
         except (ArgumentError, CredentialMissing, CredentialError, UnsupportedAuth, AuthorizationRefused) as exc:
             trace.unsent = True  # refused before the request left
             return await self._unsent(principal, cfg, exc)

@@ -97,6 +97,8 @@ class Catalogs:
         self._credentials = credentials
         self._client_for = client_for
         self._tools = tools
+        if tools is not None:
+            tools.listed = self.listed_tools
         self._review_cache = review_cache
         self._configs: tuple[Manifest | None, dict[str, ConnectorConfig]] = (None, {})
         self._validators: dict[str, tuple[QuickCheck | None, Validator]] = {}
@@ -231,18 +233,25 @@ class Catalogs:
         self.manifest = manifest
         return await self.sync(progress)
 
-    async def refresh(self, slug: str, *, principal: str = PROJECT_WIDE) -> ConnectorState:
+    def listed_tools(self, slug: str) -> str | None:
+        """The digest of the tools listing connector ``slug``'s catalog was built from (an MCP one), or None."""
+        catalog = self.loaded.get(slug)
+        fingerprint = catalog.fingerprint if catalog is not None else None
+        return fingerprint.rpartition(":")[2] if fingerprint and ":" in fingerprint else None
+
+    async def refresh(self, slug: str, *, principal: str = PROJECT_WIDE, changed: bool = False) -> ConnectorState:
         """Load one connector again, as a sync of just it would, and re-index it.
 
         Used when a call names an action of a connector in error (its upstream was down at sync),
-        with the caller's credential (else the project-wide one). Concurrent calls share one
-        attempt; ``Backoff`` spaces failed attempts out.
+        with the caller's credential (else the project-wide one), and with ``changed`` when its MCP
+        server lists other tools than the catalog was built from (review holds what changed). Concurrent
+        calls share one attempt; ``Backoff`` spaces failed attempts out.
         """
         cfg = self.config(slug)
         lock = self._refreshing.setdefault(slug, anyio.Lock())
         async with lock:
             current = self.loaded.get(slug)
-            if current is not None and current.state.status != "error":
+            if current is not None and current.state.status != "error" and not changed:
                 return current.state  # another call recovered it while this one waited
             catalog = await sync_connector(
                 cfg,

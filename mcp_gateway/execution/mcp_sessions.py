@@ -35,7 +35,7 @@ import json
 import logging
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -53,7 +53,8 @@ from ..manifest import ConnectorConfig, McpSource, McpSpec
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..primitives.secrets import SecretValue
 from ..services.logs import known_secrets
-from ..vocabulary.errors import CredentialError, GatewayError, UpstreamError
+from ..sources.mcp import tools_digest
+from ..vocabulary.errors import CredentialError, GatewayError, ToolsChanged, UpstreamError
 from ..vocabulary.model import Action, McpBinding
 from .executor import Prepared
 from .mcp_transport import (
@@ -131,6 +132,9 @@ class McpExecutor:
         self._locks: dict[tuple[str, str], anyio.Lock] = {}
         self._digest_key = secrets.token_bytes(32)
         self._tg: anyio.abc.TaskGroup | None = None
+        self.listed: Callable[[str], str | None] | None = None
+        """The digest of the tools listing a connector's catalog was built from (``tools_digest``), or
+        None when unknown; a new session listing other tools raises ``ToolsChanged`` before any call."""
 
     async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
@@ -194,6 +198,12 @@ class McpExecutor:
                             return Outcome(http_status=exc.upstream_status, data=None, truncated=False, content_type="")
                         raise
                     assert session.client is not None
+                    if fresh and self.listed is not None:
+                        # A new session lists the tools anew: one the catalog was not built from (a
+                        # respawned or reconnected server that changed them) is not called unreviewed.
+                        known = self.listed(cfg.slug)
+                        if known is not None and tools_digest(session.tools) != known:
+                            raise ToolsChanged(cfg.slug)
                     state.status = None
                     try:
                         result = await session.client.call_tool(tool, arguments)

@@ -114,6 +114,16 @@ class LinksUnavailable(GatewayError):
     never as a link to whoever listens there."""
 
 
+class ToolsChanged(GatewayError):
+    """An upstream MCP server lists other tools than its connector's catalog was built from (it was
+    respawned or reconnected, changed): nothing is called before the catalog is loaded, and reviewed,
+    again."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        super().__init__(f"the MCP server of {slug} changed its tools since they were loaded")
+
+
 class StoreUnopenable(GatewayError):
     """The state database cannot be opened at all (a file that is no database, one this process may not
     write): the operator's to fix, not an outage; the command line exits 3 for it."""
