@@ -133,7 +133,18 @@ def clean_json(data: Any, *, max_string_chars: int | None = None) -> Any:
         case str():
             return clean_text(data, max_chars=max_string_chars)
         case Mapping():
-            return {clean_text(str(k)): clean_json(v, max_string_chars=max_string_chars) for k, v in data.items()}
+            cleaned = [(str(k), clean_text(str(k)), v) for k, v in data.items()]
+            kept = {written for written, key, _ in cleaned if key == written}
+            out: dict[str, Any] = {}
+            for written, key, v in cleaned:
+                if key != written and (key in kept or key in out):
+                    # Two keys that differ only by what cleaning takes out ("amount" and "amount\u200b"):
+                    # the hidden one keeps its spelling, as visible escapes, rather than overwrite the other.
+                    from .escapes import escaped  # here: escapes imports this module
+
+                    key = escaped(written)
+                out[key] = clean_json(v, max_string_chars=max_string_chars)
+            return out
         case list() | tuple():
             return [clean_json(v, max_string_chars=max_string_chars) for v in data]
         case _:

@@ -127,3 +127,11 @@ def test_hostile_input_is_linear() -> None:
     instruction_flags(hostile)
     clean_text(hostile)
     assert time.perf_counter() - started < 5.0
+
+
+def test_a_key_that_differs_from_another_only_by_hidden_characters_never_overwrites_it() -> None:
+    # {"amount": "1 USD", "amount\u200b": "9999 USD"} reached the agent as {"amount": "9999 USD"}.
+    for data in ({"amount": "1 USD", "amount\u200b": "9999 USD"}, {"amount\u200b": "9999 USD", "amount": "1 USD"}):
+        cleaned = clean_json(data)
+        assert cleaned["amount"] == "1 USD" and cleaned["amount\\u200b"] == "9999 USD"
+    assert clean_json({"a\u200bb": 1}) == {"ab": 1}  # alone, a hidden character is taken out as before
