@@ -21,6 +21,7 @@ text); it imports nothing from the gateway.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, Final
@@ -213,14 +214,28 @@ def instruction_flags(text: str, *, other_tools: Iterable[str] = ()) -> list[str
     a description that mentions one is trying to steer calls elsewhere.
     """
     flags = [f"hides text: {found}" for found in hidden_characters(text)]
-    # Judge what the tag block spells as well as what is visible: hidden orders are still orders.
-    visible = clean_text(text) + "\n" + _spelled_tags(text)
+    # Judge what the tag block spells as well as what is visible: hidden orders are still orders. And
+    # as a reader sees it: full-width or Cyrillic look-alike letters, words joined by underscores (a
+    # parameter named ignore_previous_instructions) read as the plain words.
+    plain = clean_text(text) + "\n" + _spelled_tags(text)
+    visible = _as_read(plain)
     flags += [reason for reason, pattern in _flags() if pattern.search(visible)]
-    lowered = visible.lower()
+    lowered = plain.lower()
     mentioned = sorted({name for name in other_tools if len(name) >= 4 and _mentions(lowered, name.lower())})
     if mentioned:
         flags.append(f"mentions other connectors' tools: {', '.join(mentioned[:5])}")
     return flags
+
+
+_LOOKALIKES: Final = str.maketrans(
+    "аеорсухіјѕԁӏАВЕНКМОРСТХІЈЅαεορτυνκΑΒΕΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdlABEHKMOPCTXIJSaeoptuvkABEHIKMNOPTYX",
+)
+"""Cyrillic and Greek letters drawn like Latin ones, as Latin."""
+
+
+def _as_read(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_LOOKALIKES).replace("_", " ")
 
 
 def _mentions(text: str, name: str) -> bool:
