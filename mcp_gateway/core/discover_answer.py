@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from ..discovery import SearchResult, summary_of
 from ..discovery.catalog_hints import CatalogHint, CatalogHints, catalog_hint_text
 from ..manifest import Manifest
+from ..primitives.sanitize import clean_text
 from ..vocabulary.model import Action, ActionSummary
 from .shown import shown_schema, shown_summary
 
@@ -139,7 +140,9 @@ def discover_result(
         )
     return DiscoverResult(
         # The agent has its query: a long one (a pasted message, up to 8,000 characters) comes back cut.
-        query=query if len(query) <= ECHOED_QUERY else query[: ECHOED_QUERY - 1] + "…",
+        # Cleaned as any text the model reads: control, bidi and tag characters an agent passed on
+        # (from a pasted message) do not come back raw.
+        query=clean_text(query if len(query) <= ECHOED_QUERY else query[: ECHOED_QUERY - 1] + "…"),
         results=results,
         # A catalog API serving the request better says what is configured does not: unsure, as the hint says.
         confidence="low" if hints else found.confidence,

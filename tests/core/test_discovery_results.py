@@ -204,3 +204,12 @@ async def test_a_long_query_comes_back_cut(tmp_path: Path) -> None:
         assert found["results"][0]["name"] == "shop.orders.cancel"
         assert len(found["query"]) == 300 and found["query"].endswith("…")
         assert message.startswith(found["query"][:-1])
+
+
+async def test_the_query_comes_back_cleaned_of_what_the_model_should_not_read(tmp_path: Path) -> None:
+    # Control, bidi and tag characters from a pasted message came back raw in the answer's "query".
+    async with harness(tmp_path, MANIFEST, secret=None) as h:
+        found = result_payload(await h.gateway.discover(OPERATOR, "cancel\x1b[31m an \u202eorder\U000e0041"))
+        assert found["results"][0]["name"] == "shop.orders.cancel"
+        assert not any(ch in found["query"] for ch in ("\x1b", "\u202e", "\U000e0041"))
+        assert "cancel" in found["query"] and "order" in found["query"]
