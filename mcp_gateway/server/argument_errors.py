@@ -88,7 +88,7 @@ def _bounded(kind: str, ctx: Mapping[str, Any], input_: Any = None) -> str | Non
 
 def _lowered(message: str) -> str:
     """Pydantic's own sentence for a case not listed ("Input should be ..." -> "should be ...")."""
-    return message.removeprefix("Input ").removeprefix("Value ")
+    return message.removeprefix("Value error, ").removeprefix("Input ").removeprefix("Value ")
 
 
 def _got(value: Any) -> str:

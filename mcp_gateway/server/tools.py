@@ -29,7 +29,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types import Tool as MCPTool
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from ..core import Gateway, result_payload
 from ..core.bounds import too_many_calls
@@ -174,6 +174,13 @@ class MetaTool:
         return observed_run
 
 
+def _no_bool(value: object) -> object:
+    """``true`` is no count (pydantic's lax mode reads it as 1); a number written as text stays accepted."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not true or false")
+    return value
+
+
 class Connectors(MetaTool):
     name = "connectors"
     description = (
@@ -203,7 +210,7 @@ class Discover(MetaTool):
             str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What you want to do, in words.")
         ],
         connector: Annotated[str | None, Field(description="Only search this connector's actions.")] = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="How many results.")] = 10,
+        limit: Annotated[int, BeforeValidator(_no_bool), Field(ge=1, le=50, description="How many results.")] = 10,
         detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,
     ) -> CallToolResult:
         await self.loaded()

@@ -92,10 +92,14 @@ async def test_discover_ranks_within_its_bounds(tmp_path: Path) -> None:
         found = data(await client.call_tool("discover", {"query": "fetch one item by id"}))
         one = data(await client.call_tool("discover", {"query": "create", "connector": "open", "limit": 1}))
         too_many = await client.call_tool("discover", {"query": "x", "limit": 51})
+        boolean = await client.call_tool("discover", {"query": "x", "limit": True})
+        as_text = data(await client.call_tool("discover", {"query": "create", "connector": "open", "limit": "1"}))
         empty = await client.call_tool("discover", {"query": ""})
     assert found["results"][0]["name"] == "api.items.get"
     assert [r["name"] for r in one["results"]] == ["open.things.create"]
     assert too_many.is_error and "limit" in too_many.content[0].text  # type: ignore[union-attr]
+    assert boolean.is_error and "limit must be a whole number" in boolean.content[0].text  # type: ignore[union-attr]
+    assert len(as_text["results"]) == 1  # a number written as text is still taken
     assert "query must not be empty" in empty.content[0].text  # type: ignore[union-attr]
 
     # 1e999 in the request's JSON parses as infinity
