@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -97,14 +97,15 @@ def catalog_suggestions(
     found: SearchResult,
     connector: str | None,
     manifest_file: str | None = None,
+    visible: Collection[str] | None = None,
 ) -> list[CatalogHint]:
     """The bundled catalog APIs not in ``manifest`` that serve ``query`` better than what was found, each
     with the command that adds it to ``manifest_file`` (the file ``manifest`` was read from; None: the
-    bundled default)."""
+    bundled default). ``visible``: the caller's connectors (the others count as not configured)."""
     if connector is not None:
         return []  # a search inside one connector asks about that connector, not about the catalog
     best = [action for action, _ in found.hits[:3]]
-    found_hints = hints.suggest(manifest, query, best, unsure=found.confidence == "low")
+    found_hints = hints.suggest(manifest, query, best, unsure=found.confidence == "low", visible=visible)
     return [dataclasses.replace(hint, manifest=manifest_file) for hint in found_hints]
 
 

@@ -384,7 +384,13 @@ class Gateway:
             for slug in {a.connector for a, _ in found.hits}
         }
         hints = catalog_suggestions(
-            self._catalog_hints, self._catalogs.manifest, query, found, connector, self.manifest_file
+            self._catalog_hints,
+            self._catalogs.manifest,
+            query,
+            found,
+            connector,
+            self.manifest_file,
+            visible=self._permissions.visible(principal),
         )
         self.metrics.observe_discover(time.perf_counter() - started)
         return discover_result(

@@ -21,7 +21,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
@@ -216,20 +216,29 @@ class CatalogHints:
         return {term: math.log(1 + count / len(where)) for term, where in self._postings.items()}
 
     def suggest(
-        self, manifest: Manifest, query: str, configured: Iterable[Action], *, unsure: bool
+        self,
+        manifest: Manifest,
+        query: str,
+        configured: Iterable[Action],
+        *,
+        unsure: bool,
+        visible: Collection[str] | None = None,
     ) -> list[CatalogHint]:
         """The catalog APIs not in ``manifest`` that serve ``query`` better than ``configured`` (the
-        best configured hits), best first; none when what is configured serves it."""
+        best configured hits), best first; none when what is configured serves it. ``visible``: the
+        connectors the caller may use; the others count as not configured, so that what this caller
+        is told (which APIs to add) says nothing of connectors kept from it."""
+        connectors = [cfg for cfg in manifest.connectors if visible is None or cfg.slug in visible]
         idf = self._idf
         query = _products_named(query, self._everyday)
         wanted = _wanted(query, idf)
         # A kind of product something configured already is ("an SMS" with Twilio there) names nothing new.
-        served = [frozenset(prose_terms(cfg.description or "")) for cfg in manifest.connectors]
+        served = [frozenset(prose_terms(cfg.description or "")) for cfg in connectors]
         kinds = [kind for kind in _kinds(query) if not any(about.issuperset(kind) for about in served)]
         if len(wanted) < 2 and all(_KIND_WORDS.issuperset(kind) for kind in kinds):
             return []  # one word says too little about which API to add ("send money" is two)
         total = sum(weight for weight, _ in wanted)
-        names = {cfg.slug: frozenset(identifier_terms(cfg.name or cfg.slug)) for cfg in manifest.connectors}
+        names = {cfg.slug: frozenset(identifier_terms(cfg.name or cfg.slug)) for cfg in connectors}
         mine = max(
             (
                 _coverage(wanted, frozenset(action_terms(a).split()) | names.get(a.connector, frozenset()), total)
@@ -238,16 +247,16 @@ class CatalogHints:
             default=0.0,
         )
         floor = max(UNSURE if unsure else FULL, mine + MARGIN)
-        taken = {cfg.catalog for cfg in manifest.connectors if cfg.catalog} | {cfg.slug for cfg in manifest.connectors}
+        taken = {cfg.catalog for cfg in connectors if cfg.catalog} | {cfg.slug for cfg in connectors}
         # A connector the manifest names as the product (``name: Jira`` over a hand-written source) is it.
-        named_as = {fold_name(cfg.name) for cfg in manifest.connectors if cfg.name}
+        named_as = {fold_name(cfg.name) for cfg in connectors if cfg.name}
         said = set(prose_words(query))
-        slugs = {cfg.slug.lower() for cfg in manifest.connectors}
+        slugs = {cfg.slug.lower() for cfg in connectors}
         if not said.isdisjoint(slugs) or any(
             (entry.id in taken or fold_name(entry.name) in named_as) and _names(entry, said) for entry in self._entries
         ):
-            # The request names a product that is configured, or a connector by its slug ("in tix"),
-            # whether or not this caller may use it: another API of the catalog is not what it asks for.
+            # The request names a product that is configured, or a connector by its slug ("in tix"):
+            # another API of the catalog is not what it asks for.
             return []
         # An action covers a word itself, or in part through what its API is (its description): "send a
         # text message" is Twilio's message create, on an API of text messages.

@@ -215,3 +215,18 @@ def test_a_kind_of_product_already_configured_names_no_other() -> None:
         assert named(manifest, index, hints, request) == [], request
     # A kind nothing configured is still named.
     assert named(manifest, index, hints, "set up a video call") == ["zoom"]
+
+
+def test_a_connector_the_caller_may_not_use_counts_as_not_configured() -> None:
+    # The hints for an agent not granted Stripe read as they would without Stripe in the manifest:
+    # else "refund a charge" suggested Square only, telling the agent Stripe was configured for others.
+    hints = CatalogHints()
+    with_stripe = parse_manifest(
+        "connectors:\n  - slug: stripe\n    catalog: stripe\n  - slug: pets\n    catalog: petstore\n"
+    )
+    without = parse_manifest("connectors:\n  - slug: pets\n    catalog: petstore\n")
+    for query in ("refund a charge to the customer's card", "refund a charge in Stripe"):
+        hidden = hints.suggest(with_stripe, query, [], unsure=True, visible={"pets"})
+        absent = hints.suggest(without, query, [], unsure=True, visible={"pets"})
+        assert [h.id for h in hidden] == [h.id for h in absent], query
+    assert hints.suggest(with_stripe, "refund a charge in Stripe", [], unsure=True, visible={"pets", "stripe"}) == []
