@@ -139,6 +139,8 @@ class HybridSearch:
         self.label = label or provider.model
         """The model as the status line names it (never a key: the endpoint's URL at most)."""
         self._pending: dict[str, tuple[Sequence[Action], str | None]] = {}
+        self._failing: str | None = None
+        """Why the last query could not be embedded (the error's kind), or None: what the status says."""
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         self._idle.set()
@@ -246,6 +248,12 @@ class HybridSearch:
             connectors = self._connectors
             if running is None and self.state_dir is not None and (elsewhere := progress_elsewhere(self.state_dir)):
                 return elsewhere  # the running gateway of this state folder is embedding
+        if self._failing is not None:
+            # Vectors are stored, but the model cannot embed a query: every answer is by words alone.
+            return (
+                f"discovery: lexical for now: the embedding model ({self.label}) failed on the last query "
+                f"({self._failing}); ranking by words until it works again (see the log)"
+            )
         ready = sum(1 for slug in connectors if self.embedder.index.ready(slug))
         return hybrid_line(self.label, ready, len(connectors), running)
 
@@ -277,9 +285,12 @@ class HybridSearch:
         lexical = index.find(query, limit=max(limit, _rank.POOL), connectors=connectors, allow=allow)
         try:
             vector, each = await self._embed(query, each_ask=True)  # ``query`` is repaired already
-        except (GatewayError, OSError, ValueError) as exc:
-            logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
+        except (GatewayError, OSError, ValueError, ImportError) as exc:
+            if self._failing is None:
+                logger.warning("discovery: query embedding failed, answering lexically: %s", exc)
+            self._failing = type(exc).__name__
             return index.find(query, limit=limit, connectors=connectors, allow=allow)
+        self._failing = None
         if dense.dimension is not None and int(vector.shape[-1]) != dense.dimension:
             # Stored vectors of another length than the model makes (damaged, or another model's under
             # this one's name): no cosine can be taken. Words answer; the next sync embeds them again.

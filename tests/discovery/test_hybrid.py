@@ -428,3 +428,32 @@ async def test_the_query_vector_reads_the_repaired_text_and_a_long_messages_requ
     alone = await provider.embed(["Then cancel the standup."])
     assert each[1].tolist() == alone[0].tolist()  # type: ignore[index]
     assert vector.tolist() == (await search.query_vector(index, message)).tolist()
+
+
+async def test_a_model_that_fails_on_queries_is_said_in_the_status_not_only_in_the_log(
+    provider: CountingProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A broken install (the runtime's import failing at the first query): every answer was by words while
+    # `connectors` still said "hybrid (... 3 of 3 connectors embedded)".
+    from mcp_gateway.discovery import DiscoveryIndex
+    from mcp_gateway.discovery.dense import MemoryVectorStore
+    from mcp_gateway.discovery.hybrid import HybridSearch
+    from tests.support.actions import catalog_action
+
+    actions = [catalog_action("pets", "pets.list", "List the pets"), catalog_action("pets", "pets.get", "Get a pet")]
+    index = DiscoveryIndex()
+    index.replace_connector("pets", actions)
+    search = HybridSearch(provider, MemoryVectorStore())
+    await search.embedder.refresh("pets", actions)
+    search.schedule("pets", actions)  # counted as served
+    assert search.status().startswith("discovery: hybrid")
+
+    async def broken(texts: Sequence[str]) -> object:
+        raise ImportError("libonnxruntime.so: cannot open shared object file")
+
+    provider.embed = broken  # type: ignore[method-assign]
+    for _ in range(2):
+        found = await search.find(index, "list the pets")
+        assert found.hits[0][0].qualified_name == "pets.pets.list"  # answered by words
+    assert search.status().startswith("discovery: lexical for now") and "ImportError" in search.status()
+    assert caplog.text.count("query embedding failed") == 1  # once, not at every query
