@@ -11,7 +11,7 @@ pattern it refuses is left to the upstream, which checks its own.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from .patterns import as_regex, compile_matcher
 
@@ -34,14 +34,15 @@ def safe_pattern(validator: Any, pattern: Any, instance: Any, schema: Mapping[st
 def risky_patterns(schema: Any, *, limit: int = 3) -> list[str]:
     """The ``pattern`` values in ``schema`` (at any depth) whose worst case is too slow to check."""
     found: list[str] = []
-    stack = [schema]
+    stack: list[object] = [schema]
     while stack and len(found) < limit:
         node = stack.pop()
         if isinstance(node, Mapping):
-            pattern = node.get("pattern")
+            mapping = cast(Mapping[str, object], node)
+            pattern = mapping.get("pattern")
             if isinstance(pattern, str) and compile_matcher(as_regex(pattern)).error is not None:
                 found.append(pattern)
-            stack.extend(node.values())
+            stack.extend(mapping.values())
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend(cast(list[object], node))
     return found
