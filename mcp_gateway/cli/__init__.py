@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, CliError, escaped, holding_collector
-from .parser import build_parser, command_word
+from .parser import build_parser, command_word, wants_json
 
 if TYPE_CHECKING:
     from ..vocabulary.settings import Settings
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         at = argv.index("--")
         argv, rest = argv[:at], argv[at + 1 :]
-    parser = build_parser(only=command_word(argv))
+    parser = build_parser(only=command_word(argv), json_errors=wants_json(argv))
     args = parser.parse_args(argv, namespace=Args())
     if rest and args.command != "add":
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from .. import __version__
 from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE
@@ -367,11 +367,33 @@ def command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+class _JsonErrors(argparse.ArgumentParser):
+    """A parser whose usage errors are one JSON log record, for ``--log-format json``: a log reader that
+    takes every stderr line as JSON must not meet argparse's two lines of text."""
+
+    def error(self, message: str) -> NoReturn:
+        import logging
+
+        from ..services.logs import configure_logging, notice
+
+        configure_logging(log_format="json")
+        usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
+        notice(f"{self.prog}: error: {message} (usage: {usage})", level=logging.ERROR)
+        raise SystemExit(EXIT_CONFIG)
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` asks for JSON logs (``--log-format json`` or ``--log-format=json``)."""
+    pairs = zip(argv, [*argv[1:], ""], strict=True)
+    return "--log-format=json" in argv or any(a == "--log-format" and b == "json" for a, b in pairs)
+
+
+def build_parser(only: str | None = None, *, json_errors: bool = False) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``only``, one whose only command is ``only``. Any other
-    ``only`` (not a command) gives the whole parser, whose error lists them all."""
+    ``only`` (not a command) gives the whole parser, whose error lists them all. ``json_errors``: usage
+    errors are a JSON log record (``--log-format json``)."""
     chosen = [command for command in COMMANDS if command.name == only] or COMMANDS
-    parser = argparse.ArgumentParser(
+    parser = (_JsonErrors if json_errors else argparse.ArgumentParser)(
         prog="mcp-gateway",
         description="One MCP server in front of many APIs.",
         epilog=EXIT_CODES + "\n\nrun 'mcp-gateway COMMAND --help' for a command's options and examples.",
@@ -379,7 +401,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mcp-gateway {__version__}")
     _global_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        parser_class=_JsonErrors if json_errors else argparse.ArgumentParser,
+    )
     for command in chosen:
         command.options(_command(sub, command.name, command.run, command.help))
     return parser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -200,3 +201,28 @@ def test_every_option_and_argument_has_help_text() -> None:
         if not action.help
     ]
     assert silent == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--log-format", "json", "--bogus", "connectors"],
+        ["--log-format=json", "call"],
+        ["call", "--log-format", "json"],
+    ],
+)
+def test_a_usage_error_is_one_json_line_under_json_logs(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse wrote its usage and error as two lines of text into a stream read as JSON lines.
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["level"] == "error" and "error:" in record["message"] and "usage: mcp-gateway" in record["message"]
+
+
+def test_a_usage_error_stays_text_without_json_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--bogus", "connectors"])
+    assert capsys.readouterr().err.startswith("usage: mcp-gateway")
