@@ -172,6 +172,9 @@ async def test_a_connector_waiting_for_its_credential_loads_on_the_first_call_af
 
 
 async def test_a_call_loads_a_connector_whose_credential_arrived(gateway: Gateway) -> None:
+    # Before it arrives the call answers with a link to connect it (it said only "connector_error").
+    waiting = await call(gateway, "locked.peek", {"key": "abcd"})
+    assert waiting["status"] == "needs_auth" and waiting["connect_url"].startswith("http://127.0.0.1:1/connect/")
     await gateway._vault.put("locked", "locked-secret-value")
     result = await call(gateway, "locked.peek", {"key": "abcd"})  # the first call, without listing first
     assert result["status"] == "ok", result

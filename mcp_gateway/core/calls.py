@@ -140,6 +140,18 @@ class CallPipeline:
         slug = self._permissions.connector_of(principal, name)
         return None if slug is None else await self._catalogs.recover(slug, principal=principal.user)
 
+    async def _recover_or_connect(self, principal: Principal, name: str) -> ErrorResult | NeedsAuth | None:
+        """``recover``, and a connect link instead of its error when the connector could not load for
+        want of this caller's credential (an upstream MCP server that needs one to list its tools)."""
+        slug = self._permissions.connector_of(principal, name)
+        if slug is not None and slug in self._catalogs.awaiting_credential:
+            # Asked before any reload: one that fails for want of it would put the next attempt, right
+            # after the human connects, behind the back-off.
+            missing = (await self._credentials.for_call(self._catalogs.config(slug), principal.user)).missing
+            if missing is not None:
+                return await self.connect_result(principal, slug, missing)
+        return await self.recover(principal, name)
+
     async def connect_result(self, principal: Principal, slug: str, reason: str) -> NeedsAuth:
         minted = await self._changes.mint(principal, self._catalogs.config(slug), "connect")
         return NeedsAuth(connector=slug, connect_url=minted.url, reason=reason + minted.note())
@@ -162,7 +174,7 @@ class CallPipeline:
         action = self._permissions.lookup(principal, tool, include_hidden=True)
         if action is None:
             # A connector whose upstream was down at sync may be back: the first call reloads it.
-            unavailable = await self.recover(principal, tool)
+            unavailable = await self._recover_or_connect(principal, tool)
             if unavailable is not None:
                 return unavailable
             action = self._permissions.lookup(principal, tool, include_hidden=True)
