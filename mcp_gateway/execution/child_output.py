@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final, TextIO
@@ -78,16 +79,57 @@ async def child_stderr(slug: str) -> AsyncIterator[TextIO]:
 
 
 def _read(read_fd: int, slug: str) -> None:
+    budget = _Budget()
     try:
         with os.fdopen(read_fd, "rb") as pipe:
             cut = False
             while line := pipe.readline(MAX_LINE):
                 long = len(line) >= MAX_LINE and not line.endswith(b"\n")  # else the last line, unended
-                if not cut:
+                if not cut and budget.take(slug):
                     _log(slug, line.decode("utf-8", "replace").rstrip("\r\n"), cut=long)
                 cut = long  # the rest of a long line, up to its newline, is dropped
+        budget.settle(slug)
     except Exception:  # a thread's uncaught error would be printed raw on stderr, outside the log
         logger.warning("stopped reading the stderr of %s's MCP server", slug, exc_info=True)
+
+
+LINES_PER_SECOND: Final = 20
+"""Stderr lines of one child logged per second, after a burst of ``BURST_LINES``: the pipe is still
+read whole (a child blocks on a full pipe), but a child that writes megabytes does not write them
+into the gateway's log; what is dropped is counted there."""
+BURST_LINES: Final = 200
+
+
+class _Budget:
+    """A token bucket of log lines for one child's stderr."""
+
+    def __init__(self) -> None:
+        self.tokens = float(BURST_LINES)
+        self.last = time.monotonic()
+        self.dropped = 0
+
+    def take(self, slug: str) -> bool:
+        now = time.monotonic()
+        self.tokens = min(float(BURST_LINES), self.tokens + (now - self.last) * LINES_PER_SECOND)
+        self.last = now
+        if self.tokens < 1:
+            self.dropped += 1
+            return False
+        self.tokens -= 1
+        self.settle(slug)
+        return True
+
+    def settle(self, slug: str) -> None:
+        """Say how many lines were dropped since the last that was logged."""
+        if self.dropped:
+            logger.warning(
+                "%s's MCP server wrote %d more stderr lines than the log takes (%d a second); they were not logged",
+                slug,
+                self.dropped,
+                LINES_PER_SECOND,
+                extra={"connector": slug},
+            )
+            self.dropped = 0
 
 
 def _shown(text: str, *, cut: bool) -> str:

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcp_gateway.execution.child_output import MAX_LINE, child_stderr
+from mcp_gateway.execution.child_output import BURST_LINES, MAX_LINE, child_stderr
 from mcp_gateway.primitives.secrets import SecretValue
 from mcp_gateway.services.logs import known_secrets
 
@@ -88,3 +88,17 @@ async def test_a_stray_stdout_line_is_logged_whole_and_redacted(caplog: pytest.L
         + "y" * 60
     ]
     assert records[0].exc_info is None and records[0].exc_text is None  # no traceback quoting the cut line
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_stderr_is_read_whole_but_logged_within_a_budget(caplog: pytest.LogCaptureFixture) -> None:
+    # 5 MB of stderr made a 5.7 MB log; the pipe must still be drained, or the child blocks on it.
+    code = "import sys\nfor i in range(20000): sys.stderr.write(f'noise line {i}\\n')\nsys.stderr.write('last')"
+    records = await run_child(code, caplog)
+    messages = [r.getMessage() for r in records]
+    logged = [m for m in messages if "noise line" in m]
+    assert BURST_LINES <= len(logged) < 2 * BURST_LINES
+    assert any("more stderr lines than the log takes" in m for m in messages)
+    dropped = sum(int(m.split(" wrote ")[1].split()[0]) for m in messages if "more stderr lines" in m)
+    lines = [m for m in messages if "(stderr): " in m]
+    assert len(lines) + dropped == 20001  # every line read: logged, or counted as not logged
