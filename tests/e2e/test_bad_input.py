@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcp_gateway.manifest import CATALOG_DIR
 from tests.support.env import child_env
+from tests.support.ports import free_port
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 pytestmark = pytest.mark.anyio
@@ -316,7 +317,8 @@ def hostile_env(tmp_path: Path) -> Iterator[HostileEnv]:
         )
         manifest = tmp_path / "hostile.yaml"
         manifest.write_text(
-            "project: hostile\ndefault_mode: risk\npublic_url: http://127.0.0.1:9\nconnectors:\n"
+            # A port of its own: a link it mints starts its pages there, where other tests' port stays free.
+            f"project: hostile\ndefault_mode: risk\npublic_url: http://127.0.0.1:{free_port()}\nconnectors:\n"
             f"  - slug: e\n    base_url: {echo_url}\n{ITEMS}"
             f"  - slug: slowpoke\n    base_url: {echo_url}\n    timeout: 1\n{ITEMS}"
             f"  - slug: garbage\n    base_url: {garbage_url}\n    source:\n      http:\n        actions:\n"
