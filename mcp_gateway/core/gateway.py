@@ -52,7 +52,7 @@ from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.contract import ConnectorState, EphemeralStore, Store
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import GatewayError, StoreUnavailable
-from ..vocabulary.model import CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
+from ..vocabulary.model import Action, CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
 from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
@@ -448,7 +448,7 @@ class Gateway:
             summary=shown_summary(action.summary),
             description=shown_description(action.description),
             risk=action.risk,
-            input_schema=shown_schema(action.input_schema),
+            input_schema=shown_schema(_as_enforced(action)),
             policy=DescribePolicy(
                 action=verdict.action,
                 source=verdict.source,
@@ -616,6 +616,20 @@ class Gateway:
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
+
+
+def _as_enforced(action: Action) -> Mapping[str, Any]:
+    """The input schema ``describe`` shows: an HTTP-like action refuses arguments its parameters do not
+    name, which a hand-written schema without ``additionalProperties`` did not say."""
+    schema = action.input_schema
+    binding_kind = action.binding.kind
+    if (
+        binding_kind in ("http", "openapi", "postman")
+        and "properties" in schema
+        and "additionalProperties" not in schema
+    ):
+        return {**schema, "additionalProperties": False}
+    return schema
 
 
 def _slug_as_meant(connector: str) -> str:

@@ -1000,3 +1000,11 @@ async def test_unknown_prompt_or_resource_is_invalid_params_without_traceback(
     assert (prompt.value.code, prompt.value.error.message) == (-32602, "Unknown prompt: nosuch")
     assert resource.value.code == -32602
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+async def test_describe_shows_that_an_http_action_refuses_arguments_it_does_not_name(h: Harness) -> None:
+    # call answered "has no argument 'x'" while describe's schema, as written, allowed any.
+    described = result_payload(await h.gateway.describe(OPERATOR, "api.items.get"))
+    assert described["input_schema"]["additionalProperties"] is False
+    refused = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1", "x": 1})
+    assert isinstance(refused, Denied) and refused.reason == "invalid_args"
