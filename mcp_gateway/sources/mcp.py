@@ -74,7 +74,17 @@ def mcp_action_path(tool_name: str) -> str:
     """The action path for a tool name, before collisions are resolved (rule in the module docstring)."""
     parts = [p for p in (snake_case(seg) for seg in tool_name.replace("/", ".").split(".")) if p]
     name = ".".join(parts) or "tool"
-    return f"n{name}" if name[0].isdigit() else name
+    name = f"n{name}" if name[0].isdigit() else name
+    if len(name) > MAX_PATH_CHARS:
+        # A name of thousands of characters would fill every answer that lists it: cut, and kept apart
+        # from another cut the same way by a digest of the whole name.
+        digest = hashlib.sha256(tool_name.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_PATH_CHARS - 9].rstrip('._')}_{digest}"
+    return name
+
+
+MAX_PATH_CHARS = 120
+"""The longest action path an MCP tool's name gives (the binding keeps the whole name)."""
 
 
 def tool_risk(tool: types.Tool, *, trust_annotations: bool, trust: Trust = "pinned") -> Risk:

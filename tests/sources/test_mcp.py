@@ -195,3 +195,13 @@ def test_a_tool_whose_output_schema_pattern_could_stall_every_result_check_is_le
     actions = normalize_mcp_tools("up", [risky, fine])
     assert [a.path for a in actions] == ["fine"]
     assert "tool stall is left out" in caplog.text and "^(a|aa)*$" in caplog.text
+
+
+def test_a_tool_name_of_thousands_of_characters_gives_a_bounded_path() -> None:
+    # 5,000 characters became a 5,004-character action name in every answer that listed it.
+    long_a, long_b = "x" * 5000, "x" * 4999 + "y"
+    paths = [mcp_action_path(long_a), mcp_action_path(long_b)]
+    assert all(len(p) <= 120 and ACTION_PATH_RE.fullmatch(p) for p in paths) and paths[0] != paths[1]
+    [action] = normalize_mcp_tools("up", [tool(long_a)])
+    assert isinstance(action.binding, McpBinding) and action.binding.tool == long_a  # called by its whole name
+    assert mcp_action_path("list_items") == "list_items"
