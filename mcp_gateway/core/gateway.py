@@ -514,7 +514,12 @@ class Gateway:
                 result = too_many_calls(self.bounds.calls.limit)
                 await self.auditor.record(CallTrace().audit_record(principal, tool, args, result, self.clock))
                 return result
-            return await self._call(principal, tool, args, approval_id, fields, wait, on_pending)
+            reached = _Reached(self.auditor, self.clock, principal, tool, args)
+            try:
+                return await self._call(principal, tool, args, approval_id, fields, wait, on_pending, reached)
+            except anyio.get_cancelled_exc_class():
+                await reached.cancelled()
+                raise
 
     async def _call(
         self,
@@ -525,42 +530,9 @@ class Gateway:
         fields: Sequence[str] | None,
         wait: float | None,
         on_pending: OnPending | None,
+        reached: _Reached,
     ) -> CallResult:
-        unsettled: list[CallTrace] = []
-        """Attempts whose request left and whose outcome row is not written yet."""
-
-        async def started(trace: CallTrace) -> None:
-            # Durable before the request leaves: a crash mid-call leaves a row, marked interrupted.
-            # Neither the store nor the journal took it: nothing is sent (store_unavailable, nothing ran).
-            if not await self.auditor.record(trace.started_record(principal, tool, args, self.clock)):
-                raise StoreUnavailable("the call's start could not be recorded; its request was not sent")
-            unsettled.append(trace)
-
-        try:
-            return await self._attempts(
-                principal, tool, args, approval_id, fields, wait, on_pending, started, unsettled
-            )
-        except anyio.get_cancelled_exc_class():
-            # The client gave up (or the session closed) while a request was out: its started row gets
-            # its outcome now, or a later start would mark it interrupted as if this process had died.
-            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CANCELLED_WRITE_SECONDS):
-                for trace in unsettled:
-                    await self.auditor.record(trace.cancelled_record(principal, tool, args, self.clock))
-            raise
-
-    async def _attempts(
-        self,
-        principal: Principal,
-        tool: str,
-        args: dict[str, Any],
-        approval_id: str | None,
-        fields: Sequence[str] | None,
-        wait: float | None,
-        on_pending: OnPending | None,
-        started: Callable[[CallTrace], Awaitable[None]],
-        unsettled: list[CallTrace],
-    ) -> CallResult:
-        trace = CallTrace(on_upstream=started)
+        trace = CallTrace(on_upstream=reached.started)
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
@@ -569,7 +541,7 @@ class Gateway:
         elif wait and wait > 0 and isinstance(result, PendingApproval):
             try:
                 result, after = await self._wait(
-                    principal, tool, args, fields, wait, on_pending, result, trace, started
+                    principal, tool, args, fields, wait, on_pending, result, trace, reached.started
                 )
             finally:
                 self.bounds.waits.give(principal.label)
@@ -577,7 +549,7 @@ class Gateway:
                 return result
             trace = after
         recorded = await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
-        unsettled.clear()
+        reached.settled()
         if not recorded and trace.call_id is not None:
             result = unrecorded(trace.upstream_status)
         action = trace.action
@@ -616,6 +588,34 @@ class Gateway:
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
+
+
+class _Reached:
+    """The attempts of one call whose request left, until their outcome row is written: a call its client
+    cancels meanwhile writes theirs as ``cancelled``, or a later start would mark them interrupted as if
+    this process had died."""
+
+    def __init__(self, auditor: Auditor, clock: Clock, principal: Principal, tool: str, args: dict[str, Any]) -> None:
+        self._auditor, self._clock, self._principal, self._tool, self._args = auditor, clock, principal, tool, args
+        self._open: list[CallTrace] = []
+
+    async def started(self, trace: CallTrace) -> None:
+        """A ``CallTrace.on_upstream``: the durable ``started`` row, before the request leaves (a crash
+        mid-call leaves it, marked interrupted). Neither the store nor the journal took it: nothing is
+        sent (``store_unavailable``, nothing ran)."""
+        row = trace.started_record(self._principal, self._tool, self._args, self._clock)
+        if not await self._auditor.record(row):
+            raise StoreUnavailable("the call's start could not be recorded; its request was not sent")
+        self._open.append(trace)
+
+    def settled(self) -> None:
+        """The call's outcome row is written."""
+        self._open.clear()
+
+    async def cancelled(self) -> None:
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CANCELLED_WRITE_SECONDS):
+            for trace in self._open:
+                await self._auditor.record(trace.cancelled_record(self._principal, self._tool, self._args, self._clock))
 
 
 def _as_enforced(action: Action) -> Mapping[str, Any]:

@@ -30,6 +30,19 @@ connectors:
 """
 
 
+def _folder(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The manifest (no public_url: links follow the served address) in ``tmp_path``, the state folder,
+    and the environment of the gateway processes run there."""
+    (tmp_path / "gateway.yaml").write_text(MANIFEST)
+    state = tmp_path / "state"
+    env = child_env() | {
+        "PYTHONPATH": str(ROOT),
+        "MCP_GATEWAY_STATE_DIR": str(state),
+        "MCP_GATEWAY_MASTER_KEY": "served-test-master-key-0123456789abcdef01",
+    }
+    return state, env
+
+
 async def _connect_over_stdio(folder: Path, env: dict[str, str]) -> str:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_gateway", "serve"], env=env, cwd=folder)
     with (folder / "stdio.log").open("w") as err:
@@ -40,13 +53,7 @@ async def _connect_over_stdio(folder: Path, env: dict[str, str]) -> str:
 
 
 def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path: Path) -> None:
-    (tmp_path / "gateway.yaml").write_text(MANIFEST)  # no public_url: links follow the served address
-    state = tmp_path / "state"
-    env = child_env() | {
-        "PYTHONPATH": str(ROOT),
-        "MCP_GATEWAY_STATE_DIR": str(state),
-        "MCP_GATEWAY_MASTER_KEY": "served-test-master-key-0123456789abcdef01",
-    }
+    state, env = _folder(tmp_path)
     cli = [sys.executable, "-m", "mcp_gateway"]
     port = free_port()
     log = (tmp_path / "serve.log").open("w")
@@ -91,13 +98,7 @@ def test_connect_beside_a_server_on_another_port_mints_a_link_it_serves(tmp_path
 def test_a_second_server_of_the_state_folder_gives_the_record_back_when_it_stops(tmp_path: Path) -> None:
     # It removed the record on its way out while the first still served: commands beside them then
     # minted links to the default address, where nothing listened.
-    (tmp_path / "gateway.yaml").write_text(MANIFEST)
-    state = tmp_path / "state"
-    env = child_env() | {
-        "PYTHONPATH": str(ROOT),
-        "MCP_GATEWAY_STATE_DIR": str(state),
-        "MCP_GATEWAY_MASTER_KEY": "served-test-master-key-0123456789abcdef01",
-    }
+    state, env = _folder(tmp_path)
     cli = [sys.executable, "-m", "mcp_gateway"]
     servers: list[subprocess.Popen[bytes]] = []
 
