@@ -48,7 +48,6 @@ from ..vocabulary.model import (
     NeedsAuth,
     Ok,
     PendingApproval,
-    RequestBinding,
     Verdict,
 )
 from .admission import TrafficGate
@@ -190,13 +189,12 @@ class CallPipeline:
                     "text reads as instructions. An operator must review and approve it (`mcp-gateway review` or "
                     "the operator page) before it can be called.",
                 )
-        if not isinstance(action.binding, RequestBinding) and not self._permissions.conditional(action):
+        fixed = self._permissions.fixed_verdict(action)
+        if fixed is not None and fixed.action == "block":
             # Blocked whatever the arguments: said before they are checked, so the schema of an action
             # discover and describe do not show is never told through argument errors.
-            unconditional = self._permissions.verdict(action, {})
-            if unconditional.action == "block":
-                trace.verdict = unconditional
-                return _blocked(unconditional)
+            trace.verdict = fixed
+            return _blocked(fixed)
         errors = self._catalogs.validate(action, args)
         if errors:
             return Denied(

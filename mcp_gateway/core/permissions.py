@@ -102,18 +102,26 @@ class Permissions:
         return connector_named(name, self.visible(principal))
 
     def verdict(self, action: Action, args: Mapping[str, Any]) -> Verdict:
+        fixed = self.fixed_verdict(action)
+        if fixed is not None:
+            return fixed
+        return visibility.verdict(self._catalogs.manifest, self._catalogs.config(action.connector), action, args)
+
+    def fixed_verdict(self, action: Action) -> Verdict | None:
+        """The verdict on ``action`` whatever its arguments (worked out once per action, manifest and
+        connector), or None when they may change it: arguments decide only through the ``when`` of a
+        rule that matches, and the generic request action's method."""
         manifest = self._catalogs.manifest
         cfg = self._catalogs.config(action.connector)
         kept = self._verdicts.get(action.qualified_name)
         if kept is not None and kept[0] is action and kept[1] is manifest and kept[2] is cfg:
             return kept[3]
-        verdict = visibility.verdict(manifest, cfg, action, args)
-        # Arguments decide only through the ``when`` of a rule that matches, and the generic request
-        # action's method.
-        if not isinstance(action.binding, RequestBinding) and not self.conditional(action):
-            if len(self._verdicts) >= _MAX_VERDICTS:
-                self._verdicts.clear()
-            self._verdicts[action.qualified_name] = (action, manifest, cfg, verdict)
+        if isinstance(action.binding, RequestBinding) or self.conditional(action):
+            return None
+        verdict = visibility.verdict(manifest, cfg, action, {})
+        if len(self._verdicts) >= _MAX_VERDICTS:
+            self._verdicts.clear()
+        self._verdicts[action.qualified_name] = (action, manifest, cfg, verdict)
         return verdict
 
     def conditional(self, action: Action) -> bool:
