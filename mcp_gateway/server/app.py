@@ -287,7 +287,7 @@ class StdioPages:
         if self.unavailable is not None:
             raise LinksUnavailable(self.unavailable)
 
-    async def claim(self, base: str) -> list[socket.socket] | None:
+    async def claim(self, base: str) -> socket.socket | None:
         """The listening socket the pages are to be served on, for links pointing at ``base``: bound to its
         address, or to a free port of its host when another program holds that one and the address was
         not the operator's choice. None when they are served elsewhere already (a gateway of this state
@@ -295,15 +295,15 @@ class StdioPages:
         be served where the operator chose (``unavailable`` then says why)."""
         url = urlsplit(base)
         host, port = url.hostname or "127.0.0.1", _port_of(url)
-        if not _loopback(host):  # a proxy's address the operator named: whatever answers there serves them
-            if await anyio.to_thread.run_sync(url_answers, base):
-                return None
-        elif await anyio.to_thread.run_sync(self._served_elsewhere, base):
+        loopback = _loopback(host)
+        # Elsewhere: at a proxy's address the operator named, whatever answers; on loopback, only a
+        # gateway of this state folder.
+        if await anyio.to_thread.run_sync(self._served_elsewhere if loopback else url_answers, base):
             return None
         try:
-            return [_listening(host, port)]
+            return _listening(host, port)
         except OSError as exc:
-            if self.chosen or not _loopback(host):
+            if self.chosen or not loopback:
                 self.unavailable = (
                     f"The gateway cannot serve its link pages at {base}: {exc.strerror or exc}. No link was handed "
                     "out (another program there would receive what a human types into it). Ask the operator to "
@@ -311,7 +311,7 @@ class StdioPages:
                 )
                 logger.error("cannot serve the link pages at %s: %s; no link is handed out", base, exc)
                 return None
-            return [_listening(host, 0)]
+            return _listening(host, 0)
 
     def _served_elsewhere(self, base: str) -> bool:
         served = read_served(self.state_dir) if self.state_dir is not None else None
@@ -333,12 +333,12 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, e
         nonlocal pages_server
         await pages.requested.wait()
         base = gateway.links.public_url
-        sockets = await pages.claim(base)
-        if sockets is None:
+        sock = await pages.claim(base)
+        if sock is None:
             pages.done.set()  # served elsewhere, or nowhere (a link asked for is then refused)
             return
         url = urlsplit(base)
-        host, wanted, port = url.hostname or "127.0.0.1", _port_of(url), sockets[0].getsockname()[1]
+        host, wanted, port = url.hostname or "127.0.0.1", _port_of(url), sock.getsockname()[1]
         if port != wanted:
             gateway.links.rebase(_with_port(base, port))
             logger.warning(
@@ -355,12 +355,11 @@ async def run_stdio(server: MCPServer, gateway: Gateway, pages: StdioPages, *, e
         guarded = HostGuard(app, allow_list(host, port, gateway.links.public_url))
         pages_server = pages.server = _uvicorn(guarded, host, port)
         try:
-            await pages_server.serve(sockets=sockets)
+            await pages_server.serve(sockets=[sock])
         except (OSError, SystemExit) as exc:
             logger.warning("cannot serve the link pages at %s: %s", gateway.links.public_url, exc)
         finally:
-            for sock in sockets or ():
-                sock.close()
+            sock.close()
             pages.done.set()  # failed or ended: a link waiting for them waits no longer
 
     async with anyio.create_task_group() as outer:

@@ -93,11 +93,11 @@ def held_port() -> Iterator[int]:
 async def test_pages_never_share_a_port_another_program_listens_on(held_port: int) -> None:
     # Whatever listens there would receive what a human pastes: the pages move to a free port.
     pages = StdioPages()
-    sockets = await pages.claim(f"http://127.0.0.1:{held_port}")
-    assert sockets is not None and pages.unavailable is None
-    with sockets[0]:
-        moved = sockets[0].getsockname()[1]
-        assert moved != held_port and sockets[0].getsockname()[0] == "127.0.0.1"
+    sock = await pages.claim(f"http://127.0.0.1:{held_port}")
+    assert sock is not None and pages.unavailable is None
+    with sock:
+        moved = sock.getsockname()[1]
+        assert moved != held_port and sock.getsockname()[0] == "127.0.0.1"
 
 
 @pytest.mark.anyio
@@ -117,10 +117,10 @@ async def test_pages_at_an_address_the_operator_chose_are_refused_when_another_p
 async def test_pages_at_a_free_port_are_bound_there(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
-    sockets = await StdioPages(tmp_path, chosen=True).claim(f"http://127.0.0.1:{port}")
-    assert sockets is not None
-    with sockets[0]:
-        assert sockets[0].getsockname()[1] == port
+    sock = await StdioPages(tmp_path, chosen=True).claim(f"http://127.0.0.1:{port}")
+    assert sock is not None
+    with sock:
+        assert sock.getsockname()[1] == port
 
 
 @pytest.mark.anyio
