@@ -32,6 +32,7 @@ from ..policy.review import Finding, moved_origin, on_origin, origin_name, origi
 from ..policy.review import fingerprint as snapshot_fingerprint
 from ..primitives.secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
+from ..sources.mcp import listing_of
 from ..store.contract import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import GatewayError, SourceError
@@ -236,8 +237,7 @@ class Catalogs:
     def listed_tools(self, slug: str) -> str | None:
         """The digest of the tools listing connector ``slug``'s catalog was built from (an MCP one), or None."""
         catalog = self.loaded.get(slug)
-        fingerprint = catalog.fingerprint if catalog is not None else None
-        return fingerprint.rpartition(":")[2] if fingerprint and ":" in fingerprint else None
+        return listing_of(catalog.fingerprint) if catalog is not None else None
 
     async def refresh(self, slug: str, *, principal: str = PROJECT_WIDE, changed: bool = False) -> ConnectorState:
         """Load one connector again, as a sync of just it would, and re-index it.

@@ -50,7 +50,15 @@ if TYPE_CHECKING:  # the SDK's types cost a noticeable import; nothing here need
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["McpLoader", "McpTools", "ToolLister", "mcp_action_path", "normalize_mcp_tools", "tools_digest"]
+__all__ = [
+    "McpLoader",
+    "McpTools",
+    "ToolLister",
+    "listing_of",
+    "mcp_action_path",
+    "normalize_mcp_tools",
+    "tools_digest",
+]
 
 _MAX_SUMMARY = 300
 _MAX_DESCRIPTION = 2000
@@ -153,6 +161,11 @@ def normalize_mcp_tools(
     return actions
 
 
+def listing_of(fingerprint: str | None) -> str | None:
+    """The ``tools_digest`` an MCP connector's catalog fingerprint (``McpLoader``) holds, or None."""
+    return fingerprint.rpartition(":")[2] if fingerprint and ":" in fingerprint else None
+
+
 def tools_digest(tools: Sequence[types.Tool]) -> str:
     """A stable hash of a ``tools/list`` result (order included: it decides collision suffixes)."""
     canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
@@ -188,7 +201,7 @@ class McpLoader:
             raise SourceError("this gateway was started without an MCP client, so MCP connectors cannot load")
         tools = await self.list_tools(cfg)
         trust = cfg.effective_trust  # it shapes the risks: a change of trust normalizes again
-        fingerprint = f"{settings_digest(cfg)}:{trust}:{tools_digest(tools)}"
+        fingerprint = f"{settings_digest(cfg)}:{trust}:{tools_digest(tools)}"  # the digest last: ``listing_of``
         if ctx.cached is not None and ctx.cached.fingerprint == fingerprint:
             return Normalized(ctx.cached.actions, None, fingerprint, [])
         actions = normalize_mcp_tools(
