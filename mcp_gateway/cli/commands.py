@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import json
 import os
 import sys
@@ -27,6 +26,8 @@ if TYPE_CHECKING:
     from ..manifest import Manifest
     from ..services.audit import Auditor
     from ..services.identity import Principal
+    from ..services.operator_tokens import OperatorTokens
+    from ..services.tokens import TokenService
     from ..store.contract import ApprovalRecord, Store
     from ..vocabulary.settings import Settings
 
@@ -377,7 +378,7 @@ async def cmd_token(args: argparse.Namespace) -> int:
                     ["id", "agent", "created", "state"],
                 )
         else:
-            token_id = await _token_id(store, args.id.strip())
+            token_id = await _token_id(tokens, operators, args.id.strip())
             if not await tokens.revoke(token_id) and not await operators.revoke(token_id):
                 # An id is 12 hex digits: anything much longer may be a secret pasted by mistake, never repeated.
                 shown = repr(token_id) if len(token_id) <= 16 else "(not shown: too long for an id)"
@@ -386,21 +387,18 @@ async def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _token_id(store: Store, given: str) -> str:
-    """The id of the token ``given`` names: its id, or the token itself (found by its hash, as a request
-    would be; an operator revoking a leaked token often has only the token at hand)."""
+async def _token_id(tokens: TokenService, operators: OperatorTokens, given: str) -> str:
+    """The id of the token ``given`` names: its id, or the token itself (an operator revoking a leaked
+    token often has only the token at hand)."""
     from ..services.operator_tokens import OPERATOR_TOKEN_PREFIX
     from ..services.tokens import TOKEN_PREFIX
 
     if not given.startswith((TOKEN_PREFIX, OPERATOR_TOKEN_PREFIX)):
         return given
-    digest = hashlib.sha256(given.encode()).hexdigest()
-    record = await store.find_token(digest) if given.startswith(TOKEN_PREFIX) else None
-    operator = await store.find_operator_token(digest) if record is None else None
-    found = record or operator
+    found = await tokens.id_of(given) or await operators.id_of(given)
     if found is None:
         raise CliError("that token is no token of this state folder; see 'mcp-gateway token list'")
-    return found.id
+    return found
 
 
 def _refuse_unknown_agent(args: argparse.Namespace) -> None:

@@ -84,6 +84,14 @@ class OperatorTokens:
         await self._import_legacy()
         return [_shown(r) for r in await self._store.list_operator_tokens()]
 
+    async def id_of(self, token: str) -> str | None:
+        """The id of operator token ``token`` itself, revoked or not; None when no token of this store is it."""
+        if not token.startswith(OPERATOR_TOKEN_PREFIX):
+            return None
+        await self._import_legacy()
+        record = await self._store.find_operator_token(_hash(token))
+        return record.id if record is not None else None
+
     async def revoke(self, token_id: str) -> bool:
         """True only for the one caller that revoked it; False if unknown or already revoked."""
         await self._import_legacy()

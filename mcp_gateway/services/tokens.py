@@ -56,6 +56,12 @@ class TokenService:
         """Every token, revoked ones too (only their hashes are stored: no secret is listed)."""
         return await self._store.list_tokens()
 
+    async def id_of(self, token: str) -> str | None:
+        """The id of ``token`` itself, revoked or not (an operator revoking a leaked token may have only
+        the token at hand); None when no token of this store is it."""
+        record = await self._store.find_token(_hash(token)) if token.startswith(TOKEN_PREFIX) else None
+        return record.id if record is not None else None
+
     async def revoke(self, token_id: str) -> bool:
         """Whether an active token had that id: it stops working on the next request."""
         revoked = await self._store.revoke_token(token_id)
