@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import time
-import unicodedata
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -460,7 +459,7 @@ class Gateway:
         )
 
     async def connect(self, principal: Principal, connector: str) -> Connected | ConnectLink | Denied:
-        connector = _slug_as_meant(connector)
+        connector = self._permissions.granted_slug(principal, connector) or connector  # as discover reads it
         if connector not in self._permissions.visible(principal):
             return _no_connector(connector, self._permissions.granted(principal))
         cfg = self._catalogs.config(connector)
@@ -477,7 +476,7 @@ class Gateway:
         )
 
     async def request_secret(self, principal: Principal, connector: str, name: str = "default") -> SecretLink | Denied:
-        connector = _slug_as_meant(connector)
+        connector = self._permissions.granted_slug(principal, connector) or connector  # as discover reads it
         if connector not in self._permissions.visible(principal):
             return _no_connector(connector, self._permissions.granted(principal))
         minted = await self._changes.mint(principal, self._catalogs.config(connector), "secret", name)
@@ -630,11 +629,6 @@ def _as_enforced(action: Action) -> Mapping[str, Any]:
     ):
         return {**schema, "additionalProperties": False}
     return schema
-
-
-def _slug_as_meant(connector: str) -> str:
-    """A connector named as a person writes it ("GitHub", " github "): slugs are lowercase, without spaces."""
-    return unicodedata.normalize("NFKC", connector).strip().lower()
 
 
 def unrecorded(upstream_status: int | None) -> ErrorResult:
