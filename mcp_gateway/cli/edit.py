@@ -275,21 +275,18 @@ FETCH_SECONDS = 30.0
 
 
 def shown_url(url: str) -> str:
-    """``url`` as a terminal may show it: a password in it, and query values under credential-like names
-    (``api_key=``), as ``***``."""
+    """``url`` as a terminal may show it: a password in it (``redact_url``), and query values under
+    credential-like names (``api_key=``), as ``***``."""
     from urllib.parse import parse_qsl, urlencode, urlunsplit
 
     from ..services.approvals import secret_name
+    from ..store.database_url import redact_url
 
     try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, host = netloc.rpartition("@")
-            netloc = f"{userinfo.partition(':')[0]}{':***' if ':' in userinfo else ''}@{host}"
+        parts = urlsplit(redact_url(url))
         pairs = parse_qsl(parts.query, keep_blank_values=True)
         query = urlencode([(k, "***" if secret_name(k) else v) for k, v in pairs], safe="*")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
     except ValueError:
         return "(the URL given)"
 
