@@ -23,6 +23,8 @@ from typing import Protocol
 
 from ..store.contract import MetaStore, OperatorTokenRecord, OperatorTokenStore
 from ..vocabulary.clock import Clock
+from ..vocabulary.errors import StoreUnavailable
+from .outage_grace import RecentlyVerified
 
 __all__ = ["LEGACY_META_KEY", "OPERATOR_TOKEN_PREFIX", "OperatorToken", "OperatorTokens", "OperatorTokensStore"]
 
@@ -68,6 +70,7 @@ class OperatorTokens:
         self._store = store
         self._clock = clock
         self._imported = False
+        self._verified = RecentlyVerified[str]()
 
     async def create(self) -> tuple[OperatorToken, str]:
         """Mint a token; the plaintext is returned once and never stored (256 random bits)."""
@@ -95,17 +98,27 @@ class OperatorTokens:
     async def revoke(self, token_id: str) -> bool:
         """True only for the one caller that revoked it; False if unknown or already revoked."""
         await self._import_legacy()
+        self._verified.forget_where(lambda verified: verified == token_id)
         return await self._store.revoke_operator_token(token_id)
 
     async def verify(self, token: str | None) -> str | None:
         """The token's id if it is a live operator token, else None. Constant-time on the hash."""
         if not token or not token.startswith(OPERATOR_TOKEN_PREFIX) or len(token) > _MAX_TOKEN_CHARS:
             return None
-        await self._import_legacy()
         digest = _hash(token)
-        record = await self._store.find_operator_token(digest)
+        try:
+            await self._import_legacy()
+            record = await self._store.find_operator_token(digest)
+        except StoreUnavailable:
+            # An outage is when an operator most needs /metrics: a token verified lately still opens it.
+            known = self._verified.recall(digest)
+            if known is None:
+                raise
+            return known
         if record is None or record.revoked or not hmac.compare_digest(record.token_hash, digest):
+            self._verified.forget(digest)
             return None
+        self._verified.remember(digest, record.id)
         return record.id
 
     async def active(self, token_id: str) -> bool:

@@ -4,10 +4,10 @@
 a token is found by that hash, and the comparison after lookup is constant-time. A revoked token
 stops working on the next request. What a verified token grants is ``identity.granted_connectors``.
 
-While the store cannot be reached, a token this process verified within ``OUTAGE_GRACE`` seconds is
-still taken: nothing can be revoked meanwhile (revoking needs the store), and an MCP client asks for
-more than the one request that runs a tool (its tool list, to check a result's shape). Refused, those
-turned an answer the agent had already been given into an error telling it to retry a write that ran.
+While the store cannot be reached, a token this process verified lately is still taken
+(``outage_grace``): an MCP client asks for more than the one request that runs a tool (its tool list,
+to check a result's shape). Refused, those turned an answer the agent had already been given into an
+error telling it to retry a write that ran.
 """
 
 from __future__ import annotations
@@ -15,19 +15,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import time
 
 from ..store.contract import TokenRecord, TokenStore
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import StoreUnavailable
 from .identity import Principal
+from .outage_grace import RecentlyVerified
 
 __all__ = ["TOKEN_PREFIX", "TokenService"]
 
 TOKEN_PREFIX = "mgw_"
-OUTAGE_GRACE = 300.0
-"""Seconds after its last verification a token is still taken while the store cannot be reached."""
-_KEPT = 4096
 
 
 def _hash(token: str) -> str:
@@ -40,8 +37,7 @@ class TokenService:
     def __init__(self, store: TokenStore, clock: Clock) -> None:
         self._store = store
         self._clock = clock
-        self._verified: dict[str, tuple[Principal, float]] = {}
-        """Digest -> (principal, when it was last verified against the store), for an outage."""
+        self._verified = RecentlyVerified[Principal]()
 
     async def create(self, agent: str) -> tuple[TokenRecord, str]:
         """Mint a token for ``agent``. The plaintext is returned once and never stored."""
@@ -65,7 +61,7 @@ class TokenService:
     async def revoke(self, token_id: str) -> bool:
         """Whether an active token had that id: it stops working on the next request."""
         revoked = await self._store.revoke_token(token_id)
-        self._verified = {d: kept for d, kept in self._verified.items() if kept[0].user != f"token:{token_id}"}
+        self._verified.forget_where(lambda principal: principal.user == f"token:{token_id}")
         return revoked
 
     async def verify(self, token: str | None) -> Principal | None:
@@ -75,15 +71,13 @@ class TokenService:
         try:
             record = await self._store.find_token(digest)
         except StoreUnavailable:
-            known = self._verified.get(digest)
-            if known is None or time.monotonic() - known[1] > OUTAGE_GRACE:
+            known = self._verified.recall(digest)
+            if known is None:
                 raise
-            return known[0]
+            return known
         if record is None or record.revoked or not hmac.compare_digest(record.token_hash, digest):
-            self._verified.pop(digest, None)
+            self._verified.forget(digest)
             return None
         principal = Principal(user=f"token:{record.id}", agent=record.agent)
-        if len(self._verified) >= _KEPT and digest not in self._verified:
-            self._verified.clear()
-        self._verified[digest] = (principal, time.monotonic())
+        self._verified.remember(digest, principal)
         return principal

@@ -7,6 +7,7 @@ two store instances of one database, as two gateway processes (or a CLI and a se
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,11 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_gateway.services import outage_grace
 from mcp_gateway.services.operator_tokens import LEGACY_META_KEY, OPERATOR_TOKEN_PREFIX, OperatorToken, OperatorTokens
 from mcp_gateway.services.tokens import TokenService
 from mcp_gateway.store import MemoryStore, SQLiteStore, Store
+from mcp_gateway.store.contract import OperatorTokenRecord
 from mcp_gateway.store.memory import MemoryData
 from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -166,3 +170,37 @@ async def test_interleaved_creates_and_revokes_across_instances_lose_nothing(sto
     assert {i for i, revoked in listed.items() if revoked} == set(doomed)
     for m, token in made:
         assert (await services[1].verify(token) is None) == (m.id in doomed)
+
+
+class _Down(MemoryStore):
+    """A store whose operator-token lookups fail as a database outage does, while ``down``."""
+
+    down = False
+
+    async def find_operator_token(self, token_hash: str) -> OperatorTokenRecord | None:
+        if self.down:
+            raise StoreUnavailable("the database is unreachable")
+        return await super().find_operator_token(token_hash)
+
+
+async def test_an_operator_token_verified_lately_still_opens_metrics_in_an_outage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # /metrics is behind an operator token on the main app, and an outage is when it matters most.
+    async with _Down() as store:
+        operators = OperatorTokens(store, FixedClock(T0))
+        shown, token = await operators.create()
+        revoked, gone = await operators.create()
+        _, never_seen = await operators.create()
+        assert await operators.verify(token) == shown.id
+        assert await operators.verify(gone) == revoked.id
+        assert await operators.revoke(revoked.id)
+        store.down = True
+        assert await operators.verify(token) == shown.id
+        for refused in (gone, never_seen):  # revoked before the outage; never verified by this process
+            with pytest.raises(StoreUnavailable):
+                await operators.verify(refused)
+        now = time.monotonic()
+        monkeypatch.setattr(time, "monotonic", lambda: now + outage_grace.OUTAGE_GRACE + 1)
+        with pytest.raises(StoreUnavailable):
+            await operators.verify(token)

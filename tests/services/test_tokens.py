@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mcp_gateway.services import tokens as tokens_module
+from mcp_gateway.services import outage_grace
 from mcp_gateway.services.identity import Principal
 from mcp_gateway.services.tokens import TOKEN_PREFIX, TokenService
 from mcp_gateway.store import MemoryStore
@@ -89,7 +89,7 @@ async def test_a_token_verified_lately_is_taken_while_the_store_is_down(monkeypa
         with pytest.raises(StoreUnavailable):
             await tokens.verify(never_seen)  # not verified before the outage: no answer without the store
         now = time.monotonic()
-        monkeypatch.setattr(time, "monotonic", lambda: now + tokens_module.OUTAGE_GRACE + 1)
+        monkeypatch.setattr(time, "monotonic", lambda: now + outage_grace.OUTAGE_GRACE + 1)
         with pytest.raises(StoreUnavailable):
             await tokens.verify(token)  # verified too long ago
 
