@@ -252,3 +252,43 @@ async def test_a_respawned_server_that_changed_a_tool_is_held_before_the_tool_is
         held = await call(gw, "up.echo", {"text": "hi"})
         assert (held["status"], held["reason"]) == ("denied", "quarantined"), held
         assert "changed upstream" in held["message"]
+
+
+async def test_an_upstream_that_refuses_the_stored_credential_asks_for_a_new_one(tmp_path: Path) -> None:
+    # A 401 while listing tools is the credential's fault, not the upstream's: reconnecting, not
+    # retrying later, is what gets it working, so the agent gets a link rather than "connector_error".
+    with McpHttpServer.lab("streamable-http", env={"LAB_REQUIRE_BEARER": SECRET}) as server:
+        manifest = parse_manifest(
+            f"""
+project: mcp
+public_url: http://127.0.0.1:1
+connectors:
+  - slug: guarded
+    auth: {{type: bearer}}
+    trust: auto
+    source: {{mcp: {{url: "{server.url}"}}}}
+""",
+            base_dir=tmp_path,
+        )
+        env = {"MCP_GATEWAY_MASTER_KEY": "k" * 40}
+        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=env)
+        async with open_store(settings) as store:
+            cipher = AESGCMCipher(load_master_key(env, settings.state_dir), project=manifest.project)
+            await CredentialVault(store, cipher, project=manifest.project).put("guarded", "expired-token-value")
+        async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+            listed = result_payload(await gw.connectors(OPERATOR))["connectors"]
+            guarded = next(c for c in listed if c["slug"] == "guarded")
+            assert guarded["status"] == "needs_auth", guarded
+            assert "refused its stored credential (HTTP 401)" in guarded["error"]
+            assert "expired-token-value" not in repr(listed)
+
+            refused = await call(gw, "guarded.peek", {"key": "k"})
+            assert refused["status"] == "needs_auth", refused
+            assert refused["connect_url"].startswith("http://127.0.0.1:1/connect/")
+            assert "rejected the stored credential" in refused["reason"]
+
+            await gw._vault.put("guarded", SECRET)  # stored by another process: no reload was told of it
+            result = await call(gw, "guarded.peek", {"key": "abc"})
+            assert result["status"] == "ok", result
+            listed = result_payload(await gw.connectors(OPERATOR))["connectors"]
+            assert next(c for c in listed if c["slug"] == "guarded")["status"] == "ready"

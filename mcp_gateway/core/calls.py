@@ -143,6 +143,15 @@ class CallPipeline:
         """``recover``, and a connect link instead of its error when the connector could not load for
         want of this caller's credential (an upstream MCP server that needs one to list its tools)."""
         slug = self._permissions.connector_of(principal, name)
+        refused = self._catalogs.refused_credential.get(slug) if slug is not None else None
+        if slug is not None and refused is not None:
+            cfg = self._catalogs.config(slug)
+            sealed = (await self._credentials.for_call(cfg, principal.user)).sealed
+            if sealed is None or sealed.fingerprint == refused:
+                return await self.connect_result(
+                    principal, slug, f"{slug} rejected the stored credential (401); ask the user to reconnect."
+                )
+            self._catalogs.backoff.succeeded(slug)  # stored since, elsewhere (a CLI): worth a try at once
         if slug is not None and slug in self._catalogs.awaiting_credential:
             # Asked before any reload: one that fails for want of it would put the next attempt, right
             # after the human connects, behind the back-off.

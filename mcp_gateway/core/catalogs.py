@@ -35,7 +35,7 @@ from ..sources.graphql_schemas import GraphQLSchemas
 from ..sources.mcp import listing_of
 from ..store.contract import ActionReviewRecord, AuditRecord, ConnectorState, Store
 from ..vocabulary.clock import Clock
-from ..vocabulary.errors import GatewayError, SourceError
+from ..vocabulary.errors import GatewayError, SourceError, UpstreamError
 from ..vocabulary.model import Action, ErrorResult, McpBinding, RequestBinding, a_credential
 from .credential_broker import CredentialBroker
 from .quick_schema import QuickCheck, quick_check
@@ -92,6 +92,9 @@ class Catalogs:
         """When a connector in error may be reloaded again by a call (``refresh``)."""
         self.awaiting_credential: set[str] = set()
         """MCP connectors whose tools could not be listed for want of a credential."""
+        self.refused_credential: dict[str, str] = {}
+        """MCP connectors whose upstream refused the stored credential they listed their tools with (401),
+        by that credential's fingerprint: a new one stored since may be tried at once."""
         self._store = store
         self._clock = clock
         self._http = http
@@ -520,7 +523,19 @@ class Catalogs:
                     f"(`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one of its tools or sync"
                 )
             self.awaiting_credential.discard(cfg.slug)
-            return await self._tools.list_tools(cfg, auth=self._credentials.auth_for(cfg, principal, sealed))
+            try:
+                tools = await self._tools.list_tools(cfg, auth=self._credentials.auth_for(cfg, principal, sealed))
+            except UpstreamError as exc:
+                if sealed is None or exc.reason != "auth_failed" or exc.upstream_status != 401:
+                    raise
+                self.refused_credential[cfg.slug] = sealed.fingerprint
+                raise SourceError(
+                    f"{cfg.slug}'s upstream refused its stored credential (HTTP 401) when asked for its tools; "
+                    f"store a new one (`mcp-gateway secret set {cfg.slug}` or the connect tool), then call one "
+                    "of its tools or sync"
+                ) from None
+            self.refused_credential.pop(cfg.slug, None)
+            return tools
 
         return list_tools
 

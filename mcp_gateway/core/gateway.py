@@ -308,6 +308,11 @@ class Gateway:
         for slug in sorted(self._catalogs.awaiting_credential & visible):
             if self._catalogs.backoff.ready(slug) and await self._broker.configured(self._catalogs.config(slug)):
                 await self.refresh_connector(slug, principal=principal.user)
+        # One whose upstream refused its credential loads again once another is stored (by a CLI, say).
+        for slug, refused in sorted(self._catalogs.refused_credential.items()):
+            sealed = await self._broker.sealed(self._catalogs.config(slug), principal.user) if slug in visible else None
+            if sealed is not None and sealed.fingerprint != refused:
+                await self.refresh_connector(slug, principal=principal.user)
         await self._catalogs.refresh_decisions()  # an approval given elsewhere counts at once
         out: list[ConnectorInfo] = []
         for slug in sorted(self._permissions.visible(principal)):
@@ -320,6 +325,7 @@ class Gateway:
                     withheld=self._permissions.withheld(catalog.actions),
                     configured=await self._broker.configured(cfg, principal.user),
                     awaiting_credential=slug in self._catalogs.awaiting_credential,
+                    refused_credential=slug in self._catalogs.refused_credential,
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
                 )
