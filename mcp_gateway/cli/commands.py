@@ -166,7 +166,20 @@ async def cmd_sync(args: argparse.Namespace) -> int:
             ["slug", "source", "actions", "status", "error"],
         )
         _notes(rows)
+    _running_server_note(args.settings.state_dir)
     return 1 if any(s.status == "error" for s in states) else 0
+
+
+def _running_server_note(state_dir: Path) -> None:
+    """A gateway serving this state folder keeps the catalogs it loaded: say how to have it sync too."""
+    from ..vocabulary.served import read_served
+
+    served = read_served(state_dir)
+    if served is not None:
+        sys.stderr.write(
+            f"note: the server at {served.url} (pid {served.pid}) still serves the catalogs it loaded; "
+            f"`kill -HUP {served.pid}` has it sync again\n"
+        )
 
 
 def _notes(rows: list[dict[str, Any]]) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import secrets
+import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ import pytest
 
 from mcp_gateway import cli
 from mcp_gateway.core import Gateway
+from mcp_gateway.vocabulary.served import ServedAddress, record
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
 MANIFEST = """
@@ -485,3 +488,16 @@ def test_secret_set_at_a_terminal_asks_without_echoing(env: CliEnv) -> None:
     assert stored.code == 0 and asked and "not shown as you type" in asked[0]
     called = env.run("call", "echo.items.get", "--args", '{"id": "1"}')
     assert env.upstream.requests[-1].headers["authorization"] == "Bearer typed-token-0042", called.out
+
+
+def test_sync_says_how_a_running_server_syncs_too(env: CliEnv) -> None:
+    # The CLI's sync stores catalogs; a server already running keeps those it loaded until told.
+    assert "kill -HUP" not in env.run("sync").err  # nothing serves: nothing to say
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        record(env.state_dir, ServedAddress(url, os.getpid(), "127.0.0.1", port, "http", str(env.manifest), ""))
+        synced = env.run("sync")
+    assert synced.code == 0
+    assert f"the server at {url} (pid {os.getpid()}) still serves the catalogs it loaded" in synced.err
+    assert f"`kill -HUP {os.getpid()}` has it sync again" in synced.err
