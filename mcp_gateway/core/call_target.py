@@ -1,8 +1,9 @@
 """Where a prepared call goes and what its action does, in words for the approval page.
 
 An approver decides on what will run, so the page shows the request as the executor built it
-(method and URL of an HTTP or GraphQL call, the upstream tool of an MCP one), with query values
-under credential-like names shown as ``[redacted]``, as the arguments are.
+(method and URL of an HTTP or GraphQL call, the upstream tool of an MCP one and which server runs
+it), with values under credential-like names, and any stored secret, shown as ``[redacted]``, as the
+arguments are.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import uuid
 from urllib.parse import unquote_plus
 
@@ -17,22 +19,34 @@ import httpx2
 
 from ..execution.executor import Prepared
 from ..execution.http_request import DEFAULT_ACCEPT, USER_AGENT
-from ..execution.mcp_transport import where
+from ..manifest import ConnectorConfig
+from ..manifest.sources import McpSource
 from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
 from ..services.approvals import REDACTED, secret_name
+from ..services.logs import known_secrets
 from ..vocabulary.model import Action, GraphQLBinding, McpBinding
 
-__all__ = ["what_it_calls", "what_it_does", "what_it_sends"]
+__all__ = ["server_shown", "what_it_calls", "what_it_does", "what_it_sends"]
 
 _DERIVED_HEADERS = frozenset({"content-length"})
 """Headers that follow from the rest of the request (httpx2 sets them from the body)."""
 
 
 def what_it_calls(prepared: Prepared) -> str:
-    """``POST https://api.example.com/payments``; ``MCP tool “send” of files's MCP server at host``."""
+    """``POST https://api.example.com/payments``; ``MCP tool “send” of files's MCP server (python3 server.py)``.
+
+    A stored secret the agent put anywhere in the request (a user pasted it into the chat) is redacted,
+    as in the arguments: this line is stored with the approval and shown to whoever opens its link."""
+    target = _target(prepared)
+    known = known_secrets()
+    return known.redact(target) if known else target
+
+
+def _target(prepared: Prepared) -> str:
     binding = prepared.action.binding
     if isinstance(binding, McpBinding):
-        return f"MCP tool “{binding.tool}” of {where(prepared.connector)}"
+        cfg = prepared.connector
+        return f"MCP tool “{binding.tool}” of {cfg.slug}'s MCP server ({server_shown(cfg)})"
     request = prepared.request
     if request is None:
         return ""
@@ -81,6 +95,24 @@ def _path_redacted(binding: object, url: httpx2.URL) -> httpx2.URL:
     return url.copy_with(raw_path=(path + mark + query).encode())
 
 
+_SERVER_CHARS = 300
+"""How much of a stdio server's command line the page shows."""
+
+
+def server_shown(cfg: ConnectorConfig) -> str:
+    """Which MCP server runs the tool: a stdio server's whole command line (cut at ``_SERVER_CHARS``),
+    a remote one's URL without its userinfo or query: the program's name alone does not tell two servers apart."""
+    assert isinstance(cfg.source, McpSource), cfg.slug
+    spec = cfg.source.mcp
+    if spec.url is not None:
+        # Userinfo and query left out: an operator may have written a key there; the path tells servers apart.
+        url = httpx2.URL(spec.url)
+        bare = url.copy_with(username=None, password=None, query=None, fragment=None)
+        return clean_text(str(bare) + ("?…" if url.query else ""), max_chars=_SERVER_CHARS)
+    line = clean_text(shlex.join(spec.command or ()), max_chars=_SERVER_CHARS)
+    return f"{line} in {clean_text(spec.cwd, max_chars=_SERVER_CHARS)}" if spec.cwd else line
+
+
 _UNSHOWN_HEADERS = frozenset({"host", "content-length", "content-type"})
 """Headers that follow from the URL and the body, which the approver sees already."""
 
@@ -89,8 +121,9 @@ def _headers_shown(request: httpx2.Request) -> str:
     """The headers the request carries beyond the gateway's own defaults (a connector's or a collection's
     static ones, the agent's header arguments), credential-like ones as ``[redacted]``: sent as much as
     the arguments, so the approver sees them."""
+    # Each value quoted: one holding "; authorization: …" must not read as another header.
     shown = [
-        f"{name}: {REDACTED if secret_name(name) else value}"
+        f"{name}: {REDACTED if secret_name(name) else json.dumps(value, ensure_ascii=False)}"
         for name, value in request.headers.multi_items()
         if name not in _UNSHOWN_HEADERS and _DEFAULTS.get(name) != value
     ]
@@ -113,6 +146,10 @@ def what_it_sends(prepared: Prepared) -> str:
         tool = binding.tool if isinstance(binding, McpBinding) else prepared.action.qualified_name
         payload = json.dumps(prepared.payload, sort_keys=True, ensure_ascii=False, default=str)
         digest.update(f"{tool}\n{payload}".encode())
+        if isinstance(prepared.connector.source, McpSource):
+            # The server is part of what was approved: the same tool of another program is another call.
+            server = prepared.connector.source.mcp.model_dump(mode="json")
+            digest.update(json.dumps([server, prepared.connector.headers], sort_keys=True).encode())
         return digest.hexdigest()
     try:
         body = request.content

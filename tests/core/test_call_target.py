@@ -6,7 +6,10 @@ import httpx2
 
 from mcp_gateway.core.call_target import what_it_calls, what_it_sends
 from mcp_gateway.execution.executor import Prepared
+from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.manifest.loader import ConnectorConfig
+from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.services.logs import known_secrets
 from mcp_gateway.vocabulary.model import Action, HttpBinding, McpBinding, ParamSpec
 
 ACTION = Action(connector="api", path="pay", binding=HttpBinding(method="POST", url="/pay"))
@@ -36,7 +39,7 @@ def test_the_digest_changes_with_any_header_or_body_byte_but_not_with_header_ord
     # Headers beyond the gateway's defaults are sent as much as the arguments: shown too.
     shown = what_it_calls(post(headers={"X-Account-Mode": "sandbox", "X-Api-Key": "k-123", "Accept": "*/*"}))
     assert shown.startswith("POST http://upstream.test/pay, with headers ")
-    assert "x-account-mode: sandbox" in shown and "x-api-key: [redacted]" in shown and "k-123" not in shown
+    assert 'x-account-mode: "sandbox"' in shown and "x-api-key: [redacted]" in shown and "k-123" not in shown
 
 
 def test_a_multipart_body_is_pinned_whatever_boundary_it_was_given() -> None:
@@ -90,3 +93,50 @@ def test_a_credential_like_path_parameter_is_hidden_in_the_url_shown() -> None:
     assert "s3cr3t" in what_it_calls(prepared(request, action=plain))  # no credential-like name: shown as sent
     elsewhere = httpx2.Request("POST", "http://upstream.test/other/s3cr3t")  # not laid out as its template
     assert what_it_calls(prepared(elsewhere, action=hook)) == "POST http://upstream.test/v1/[space]/hooks/[redacted]"
+
+
+def test_a_stored_secret_the_agent_put_anywhere_in_the_request_is_not_shown() -> None:
+    # The arguments list redacted it; the target line, stored with the approval and shown on its page, did not.
+    canary = "CANARY-call-target-7Qx2"
+    known_secrets().add(SecretValue(canary))
+    shown = what_it_calls(post(f"http://upstream.test/items/{canary}?q={canary}", headers={"X-Note": canary}))
+    assert canary not in shown
+    assert shown == 'POST http://upstream.test/items/[redacted]?q=[redacted], with headers x-note: "[redacted]"'
+
+
+def test_a_header_value_cannot_pass_for_more_headers() -> None:
+    shown = what_it_calls(post(headers={"X-Note": 'fast; authorization: Bearer fine", x-team: "red'}))
+    assert shown == (
+        'POST http://upstream.test/pay, with headers x-note: "fast; authorization: Bearer fine\\", x-team: \\"red"'
+    )
+
+
+def mcp_connector(source: str) -> ConnectorConfig:
+    cfg = parse_manifest(f"project: p\nconnectors:\n  - slug: files\n    source: {{mcp: {source}}}\n").connector(
+        "files"
+    )
+    assert cfg is not None
+    return cfg
+
+
+def test_an_mcp_call_shows_and_pins_which_server_runs_it() -> None:
+    # The same tool name of another program is another call: the approver sees the program, and an
+    # approval given for one server does not run the call on another the manifest swapped in.
+    tool = Action(connector="files", path="send", binding=McpBinding(tool="send"))
+    payload = {"tool": "send", "arguments": {"to": "a"}}
+
+    def made(source: str) -> Prepared:
+        return Prepared(action=tool, connector=mcp_connector(source), payload=payload)
+
+    a = made("{command: [python3, /srv/mcp_a.py, --mode, live], cwd: /srv}")
+    assert what_it_calls(a) == "MCP tool “send” of files's MCP server (python3 /srv/mcp_a.py --mode live in /srv)"
+    assert what_it_sends(a) == what_it_sends(made("{command: [python3, /srv/mcp_a.py, --mode, live], cwd: /srv}"))
+    for other in (
+        "{command: [python3, /srv/mcp_b.py, --mode, live], cwd: /srv}",
+        "{command: [python3, /srv/mcp_a.py, --mode, test], cwd: /srv}",
+        "{command: [python3, /srv/mcp_a.py, --mode, live], cwd: /elsewhere}",
+    ):
+        assert what_it_sends(made(other)) != what_it_sends(a), other
+    remote = made('{url: "https://user:pw@mcp.example:8443/v1/mcp?key=abc"}')
+    assert what_it_calls(remote) == "MCP tool “send” of files's MCP server (https://mcp.example:8443/v1/mcp?…)"
+    assert what_it_sends(remote) != what_it_sends(made('{url: "https://mcp.example:8443/v2/mcp"}'))

@@ -568,7 +568,7 @@ async def test_an_approval_does_not_cover_another_request_to_the_same_url(h: Har
     retry = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
     assert isinstance(retry, Denied) and retry.reason == "approval_mismatch", retry
     # The page showed the headers it would send: the message names the one added.
-    assert "it would now send POST http://upstream.test/items, with headers x-mode: live" in retry.message
+    assert 'it would now send POST http://upstream.test/items, with headers x-mode: "live"' in retry.message
     assert h.upstream.requests == []
     record = await h.store.get_approval(approval_id)
     assert record is not None and record.status == "approved" and len(record.sends) == 64
