@@ -520,7 +520,7 @@ async def _reserved_secret(args: argparse.Namespace, manifest: Manifest, connect
 
 
 async def cmd_approvals(args: argparse.Namespace) -> int:
-    from ..services.approvals import ApprovalService, ApproverRefused, ArgumentsUnshown
+    from ..services.approvals import ApprovalService, ApproverRefused, ArgumentsUnshown, as_of
     from ..services.identity import OPERATOR
 
     async with store_of(args.settings) as store:
@@ -553,6 +553,7 @@ async def cmd_approvals(args: argparse.Namespace) -> int:
             record = await approvals.get(args.id)
             if record is None:
                 raise CliError(f"approval {args.id!r} is unknown; 'mcp-gateway approvals list --all' lists them")
+            record = as_of(record, _clock().now())
             if args.json:
                 _print_json(record.model_dump(mode="json"))
             else:
@@ -684,6 +685,7 @@ def _clock() -> Any:
 def _shown_approval(record: ApprovalRecord) -> str:
     """An approval as a terminal shows it: what the approval page shows, hidden characters as escapes."""
     from ..primitives.lookalikes import lookalikes
+    from ..services.approvals import arguments_whole
 
     lines = [
         ("id", record.id),
@@ -698,6 +700,8 @@ def _shown_approval(record: ApprovalRecord) -> str:
     ]
     out = [f"{name + ':':<13}{escaped(str(value))}" for name, value in lines if value]
     out += ["arguments:", escaped(record.arguments or "{}", lines=True)]
+    if not arguments_whole(record):
+        out.append("(the arguments were cut when stored, so this call cannot be approved: deny it or let it expire)")
     if record.arguments and record.arguments.count("[redacted]"):
         out.append(f"({record.arguments.count('[redacted]')} value(s) under credential-like names are hidden)")
     mixed = lookalikes(f"{record.calls or ''} {record.arguments or ''}")

@@ -26,7 +26,7 @@ from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
-from ..services.approvals import ApprovalService, fingerprint, redact_arguments
+from ..services.approvals import ApprovalService, ArgumentsTooLong, fingerprint, redact_arguments
 from ..services.audit import args_preview
 from ..services.identity import Principal, granted_connectors
 from ..services.links import LinkService
@@ -320,18 +320,21 @@ class CallPipeline:
         shown = sent_arguments(action, args)
         summary = f"{action.qualified_name} ({effective_risk(action, args)}) {args_preview(redact_arguments(shown))}"
         separate = self._catalogs.manifest.approvals.separate_approver
-        record = await self._approvals.request(
-            principal,
-            action,
-            args,
-            verdict,
-            summary,
-            separate_approver=separate,
-            does=what_it_does(action),
-            calls=what_it_calls(prepared),
-            sends=what_it_sends(prepared),
-            shown=shown,
-        )
+        try:
+            record = await self._approvals.request(
+                principal,
+                action,
+                args,
+                verdict,
+                summary,
+                separate_approver=separate,
+                does=what_it_does(action),
+                calls=what_it_calls(prepared),
+                sends=what_it_sends(prepared),
+                shown=shown,
+            )
+        except ArgumentsTooLong as exc:
+            return Denied(reason="invalid_args", message=str(exc), source=verdict.source, rule=verdict.rule)
         url, _ = await self._links.mint(
             "approval", connector=action.connector, principal=principal.user, approval_id=record.id
         )

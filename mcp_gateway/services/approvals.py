@@ -47,8 +47,10 @@ __all__ = [
     "ApprovalCheck",
     "ApprovalService",
     "ApproverRefused",
+    "ArgumentsTooLong",
     "ArgumentsUnshown",
     "arguments_whole",
+    "as_of",
     "asked_by",
     "credential_tool",
     "explain",
@@ -65,8 +67,8 @@ MAX_WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.5
 """How often a waiter looks at the store for a decision made by another process."""
 ARGUMENTS_CHARS = 1_000_000
-"""Past this the stored arguments are cut; cut text is not JSON, and the page then refuses to offer
-Approve for what it cannot show (no agent request carries this much to a write in practice)."""
+"""Past this no approval is asked for (``ArgumentsTooLong``): no page could show all of it. Approvals
+stored cut by earlier builds are not JSON, and the page refuses to offer Approve for what it cannot show."""
 ID_BYTES = 16
 """Approval ids carry 128 random bits (``apr_`` + 22 URL-safe characters)."""
 REDACTED = "[redacted]"
@@ -217,9 +219,29 @@ class ApproverRefused(Exception):
     (or by nobody known: an approval link opened without signing in)."""
 
 
+class ArgumentsTooLong(ValueError):
+    """A call's arguments, as an approval would show them, are longer than ``ARGUMENTS_CHARS``."""
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+        super().__init__(
+            f"These arguments are too long for a human to review ({chars:,} characters shown; an approval "
+            f"shows at most {ARGUMENTS_CHARS:,}), so this call cannot be approved. Send less per call (split "
+            "the work into several calls), or ask the operator to let this action run without approval."
+        )
+
+
 class ArgumentsUnshown(ApproverRefused):
     """An approval whose stored arguments were cut (past ``ARGUMENTS_CHARS``): no surface can show all
     of what would run, so none may approve it (it can be denied, or left to expire)."""
+
+
+def as_of(record: ApprovalRecord, now: datetime) -> ApprovalRecord:
+    """``record`` as it stands at ``now``: past its expiry, one nobody decided (or approved and never ran)
+    is ``expired``, though its row says otherwise until a retry or a decision looks at it."""
+    if record.status in ("pending", "approved") and record.expires_at <= now:
+        return record.model_copy(update={"status": "expired"})
+    return record
 
 
 def arguments_whole(record: ApprovalRecord) -> bool:
@@ -279,7 +301,9 @@ class ApprovalService:
         shown = args if shown is None else shown
         arguments = json.dumps(redact_arguments(shown), indent=2, ensure_ascii=False, sort_keys=True, default=str)
         if len(arguments) > ARGUMENTS_CHARS:
-            arguments = arguments[:ARGUMENTS_CHARS]  # no longer JSON: the page says so and offers no Approve
+            # Stored cut, no page could show all of what would run, so no human could approve it: an
+            # approval asked for here would only be a link that leads nowhere.
+            raise ArgumentsTooLong(len(arguments))
         record = ApprovalRecord(
             id="apr_" + secrets.token_urlsafe(ID_BYTES),
             fingerprint=fingerprint(principal, action.qualified_name, args),
@@ -414,8 +438,10 @@ class ApprovalService:
         return await self._store.get_approval(approval_id)
 
     async def listed(self, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
-        """The approvals with ``status`` (None: every one), as stored, expired or not."""
-        return await self._store.list_approvals(status)
+        """The approvals with ``status`` (None: every one), each as ``as_of`` now shows it."""
+        now = self._clock.now()
+        rows = [as_of(r, now) for r in await self._store.list_approvals()]
+        return [r for r in rows if status is None or r.status == status]
 
     async def pending(self, now: datetime) -> list[ApprovalRecord]:
         """The approvals still waiting for a decision at ``now`` (the caller's: a page shows it too)."""

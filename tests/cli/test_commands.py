@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_gateway import cli
 from mcp_gateway.core import Gateway
+from mcp_gateway.store import SQLiteStore
 from mcp_gateway.vocabulary.served import ServedAddress, record
 from tests.support.upstream import EchoApp, LoopbackServer, echo_app
 
@@ -501,3 +503,20 @@ def test_sync_says_how_a_running_server_syncs_too(env: CliEnv) -> None:
     assert synced.code == 0
     assert f"the server at {url} (pid {os.getpid()}) still serves the catalogs it loaded" in synced.err
     assert f"`kill -HUP {os.getpid()}` has it sync again" in synced.err
+
+
+def test_approvals_show_says_when_arguments_were_cut_when_stored(env: CliEnv) -> None:
+    # An earlier build stored arguments past a million characters cut: `show` printed the cut text unmarked.
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    pending = env.run("call", "echo.items.create", "--args", '{"name": "whole"}').json()
+
+    async def cut_copy() -> None:
+        async with SQLiteStore(env.state_dir / "state.db") as store:
+            stored = await store.get_approval(pending["approval_id"])
+            assert stored is not None
+            await store.put_approval(stored.model_copy(update={"id": "apr_cut", "arguments": stored.arguments[:8]}))
+
+    anyio.run(cut_copy)
+    assert "were cut when stored" not in env.run("approvals", "show", pending["approval_id"]).out
+    shown = env.run("approvals", "show", "apr_cut")
+    assert shown.code == 0 and "were cut when stored, so this call cannot be approved" in shown.out

@@ -23,7 +23,6 @@ from mcp_gateway.server.pages.approval_page import ApprovalPage
 from mcp_gateway.server.pages.credential_page import CredentialPages
 from mcp_gateway.server.pages.oauth import OAuthCallback
 from mcp_gateway.server.pages.operator import OperatorPages
-from mcp_gateway.services.approvals import ARGUMENTS_CHARS
 from mcp_gateway.vocabulary.model import PendingApproval
 from tests.server.test_approval_page import ALICE, MANIFEST, TOOL
 from tests.support.page_site import PUBLIC, PageSite, page_site
@@ -86,9 +85,14 @@ async def test_approval_page_shows_then_decides_once(tmp_path: Path) -> None:
             assert shown.status_code == 200 and "pay.payments.create" in shown.text and "bob" in shown.text
             bad = await http.post(path, data={"csrf": csrf(shown.text), "decision": "maybe"})
             assert bad.status_code == 400
+            both = await http.post(path, data={"csrf": csrf(shown.text), "decision": ["deny", "approve"]})
+            assert both.status_code == 400  # two buttons at once decide nothing
             denied = await http.post(path, data={"csrf": csrf(shown.text), "decision": "deny"})
             assert denied.status_code == 200 and "will not run" in denied.text
-            assert (await http.get(path)).status_code == 410
+            reopened = await http.get(path)  # said "expired or already used, ask the agent for a new one"
+            assert reopened.status_code == 200 and "This call was already denied." in reopened.text
+            unknown = await http.get(path[:-4] + "AAAA")
+            assert unknown.status_code == 410
         record = await g.approvals.get(pending.approval_id)
         assert record is not None and record.status == "denied"
 
@@ -149,18 +153,22 @@ async def test_the_operator_overview_shows_every_argument_and_marks_hidden_chara
         assert "Mixes alphabets" in overview.text and "CYRILLIC SMALL LETTER A" in overview.text
         await g.approvals.decide(lookalike.approval_id, False, by="operator")
 
-        # Arguments cut when stored cannot be shown whole: the overview offers no Approve, and refuses one.
-        cut = await g.call(ALICE, TOOL, {"to": "Z" * (ARGUMENTS_CHARS + 10), "amount": "5"})
-        assert isinstance(cut, PendingApproval)
+        # Arguments cut when stored (by an earlier build) cannot be shown whole: the overview offers no
+        # Approve, and refuses one.
+        whole = await g.call(ALICE, TOOL, {"to": "Z" * 1000, "amount": "5"})
+        assert isinstance(whole, PendingApproval)
+        stored = await g.approvals.get(whole.approval_id)
+        assert stored is not None
+        await g.approvals.decide(whole.approval_id, False, by="operator")
+        cut = stored.model_copy(update={"id": "apr_cut", "arguments": stored.arguments[:500]})
+        await site.store.put_approval(cut)
         bearer = {"Authorization": f"Bearer {token}"}
         async with _alone(site, pages.routes()) as http:
             overview = await http.get("/operator", headers=bearer)
-            refused = await http.post(
-                f"/operator/approvals/{cut.approval_id}", data={"decision": "approve"}, headers=bearer
-            )
+            refused = await http.post(f"/operator/approvals/{cut.id}", data={"decision": "approve"}, headers=bearer)
         assert "it cannot be approved here" in overview.text and overview.text.count('value="approve"') == 1
         assert refused.status_code == 403
-        record = await g.approvals.get(cut.approval_id)
+        record = await g.approvals.get(cut.id)
         assert record is not None and record.status == "pending"
 
 

@@ -27,7 +27,7 @@ from mcp_gateway.services.audit import args_json
 from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
-from mcp_gateway.vocabulary.model import Ok, PendingApproval
+from mcp_gateway.vocabulary.model import Denied, Ok, PendingApproval
 from tests.core.test_gateway import harness, manifest_text
 
 # items.create also takes a credential-like argument, as some APIs do (a webhook's secret, a token).
@@ -146,16 +146,34 @@ async def test_a_separate_approver_is_someone_other_than_the_requester(tmp_path:
         assert ("separate_approver" in result_payload(described)["policy"]) is project_wide
 
 
-async def test_arguments_cut_when_stored_can_be_denied_but_never_approved(tmp_path: Path) -> None:
-    # The page and the overview showed no Approve for them; `approvals approve` approved one, and it ran.
-    from mcp_gateway.services.approvals import ARGUMENTS_CHARS, ArgumentsUnshown
+async def test_arguments_too_long_to_show_ask_for_no_approval(tmp_path: Path) -> None:
+    # An approval no surface could show whole was a link leading nowhere, while the agent was told to send it.
+    from mcp_gateway.services.approvals import ARGUMENTS_CHARS
 
     async with harness(tmp_path) as h:
         asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w" * (ARGUMENTS_CHARS + 10)})
+        assert isinstance(asked, Denied) and asked.reason == "invalid_args", asked
+        assert "too long for a human to review" in asked.message and "Send less per call" in asked.message
+        assert await h.store.list_approvals() == [] and h.upstream.requests == []
+        fits = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w" * (ARGUMENTS_CHARS - 1000)})
+        assert isinstance(fits, PendingApproval)
+
+
+async def test_arguments_cut_when_stored_can_be_denied_but_never_approved(tmp_path: Path) -> None:
+    # Earlier builds stored them cut. The page and the overview showed no Approve for them; `approvals
+    # approve` approved one, and it ran.
+    from mcp_gateway.services.approvals import ArgumentsUnshown
+
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "w" * 1000})
         assert isinstance(asked, PendingApproval)
+        stored = await h.store.get_approval(asked.approval_id)
+        assert stored is not None
+        cut = stored.model_copy(update={"id": "apr_cut", "arguments": stored.arguments[:500]})
+        await h.store.put_approval(cut)
         with pytest.raises(ArgumentsUnshown):
-            await h.gateway.approvals.decide(asked.approval_id, True, by=OPERATOR.user)
-        denied = await h.gateway.approvals.decide(asked.approval_id, False, by=OPERATOR.user)
+            await h.gateway.approvals.decide(cut.id, True, by=OPERATOR.user)
+        denied = await h.gateway.approvals.decide(cut.id, False, by=OPERATOR.user)
         assert denied is not None and denied.status == "denied"
 
 
@@ -316,3 +334,16 @@ async def test_an_approval_covers_the_request_it_pinned_and_no_other(tmp_path: P
         assert (await service.get(asked.approval_id)).status == "approved"  # type: ignore[union-attr]
         same = await service.check(asked.approval_id, OPERATOR, tool, args, calls=record.calls, sends=record.sends)
         assert same[0] == "run"
+
+
+async def test_an_approval_past_its_expiry_is_listed_as_expired_not_pending(tmp_path: Path) -> None:
+    # `approvals list` showed it pending, then `approvals approve` said it was not.
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(OPERATOR, "api.items.create", {"name": "late"})
+        assert isinstance(asked, PendingApproval)
+        assert [r.id for r in await h.approvals.listed("pending")] == [asked.approval_id]
+        h.clock.advance(approvals_module.DEFAULT_TTL.total_seconds() + 1)
+        assert await h.approvals.listed("pending") == []
+        expired = await h.approvals.listed("expired")
+        assert [(r.id, r.status) for r in expired] == [(asked.approval_id, "expired")]
+        assert [r.status for r in await h.approvals.listed()] == ["expired"]

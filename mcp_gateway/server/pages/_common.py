@@ -78,7 +78,8 @@ def message(heading: str, text: str, *, status: int = 200, tone: str = "ok") -> 
 
 def approves(form: FormData) -> bool | HTMLResponse:
     """The form's Approve (True) or Deny (False) button, or the 400 page for anything else."""
-    decision = form.get("decision")
+    decisions = form.getlist("decision")
+    decision = decisions[0] if len(decisions) == 1 else None  # two buttons at once decide nothing
     if decision not in ("approve", "deny"):
         return message("Request refused", "Choose Approve or Deny.", status=400, tone="bad")
     return decision == "approve"

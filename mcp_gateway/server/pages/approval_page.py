@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from ...primitives.sanitize import reveal
 from ...services.approvals import ApprovalService, ApproverRefused, asked_by, explain, may_approve
-from ...services.links import LinkService
+from ...services.links import LinkService, hash_link_token
 from ...store.contract import ApprovalRecord, LinkRecord
 from ._arguments import ArgumentsView, Shown, arguments_view
 from ._common import GONE, PageContext, approves, message, page
@@ -38,6 +38,11 @@ _STATUS_WORDS = {
     "consumed": "approved and run",
     "expired": "left to expire",
 }
+
+
+def _already(approval: ApprovalRecord) -> Response:
+    said = _STATUS_WORDS.get(approval.status, approval.status)
+    return message("Already decided", f"This call was already {said}.", tone="bad")
 
 
 @dataclass(frozen=True)
@@ -74,12 +79,19 @@ class ApprovalPage:
     async def _pending(self, token: str) -> tuple[LinkRecord, ApprovalRecord] | Response:
         """The link and its approval while it waits for a decision, else the page saying why not."""
         link = await self.links.peek("approval", token)
-        approval = await self.approvals.get(link.approval_id) if link and link.approval_id else None
-        if link is None or approval is None:
+        if link is None:
+            # Used already: reopened (or clicked twice) after deciding, it says what was decided rather
+            # than sending the human to the agent for a new approval of a call they settled.
+            used = await self.links.record(hash_link_token(token))
+            decided = await self.approvals.get(used.approval_id) if used and used.approval_id else None
+            if used is None or used.kind != "approval" or used.used_at is None or decided is None:
+                return message(*GONE, status=410, tone="bad")
+            return _already(decided)
+        approval = await self.approvals.get(link.approval_id) if link.approval_id else None
+        if approval is None:
             return message(*GONE, status=410, tone="bad")
         if approval.status != "pending":
-            said = _STATUS_WORDS.get(approval.status, approval.status)
-            return message("Already decided", f"This call was already {said}.", tone="bad")
+            return _already(approval)
         if approval.expires_at <= self.ctx.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
         return link, approval
