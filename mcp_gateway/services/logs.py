@@ -179,7 +179,7 @@ def _summary(record: logging.LogRecord) -> str:
         text = f"{type(exc).__name__}: {exc}"
     else:  # only the formatted text is left: its last line names the exception
         text = (record.exc_text or "").strip().splitlines()[-1:][0] if record.exc_text else ""
-    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    text = _without_inputs(" ".join(part.strip() for part in text.splitlines() if part.strip()))
     cut = len(text) > _MAX_SUMMARY
     return escaped(_KNOWN.redact(text[:_MAX_SUMMARY], truncated=cut)) + ("…" if cut else "")
 
