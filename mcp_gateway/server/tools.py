@@ -11,9 +11,11 @@ in the HTTP request the transport attached (HTTP) or take the session's fixed pr
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, TypeAlias
 
 from mcp.server.context import ServerRequestContext
@@ -366,6 +368,7 @@ class GatewayServer(MCPServer):
     was answered (the six tools are fixed, so listing them needs no catalog)."""
 
     startup: BackgroundSync | None = None
+    _parameters: dict[str, tuple[str, ...]] | None = None
 
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
@@ -376,6 +379,10 @@ class GatewayServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        unknown = await self._unknown_parameters(name, arguments)
+        if unknown:
+            # The SDK drops them: `call` with "arguments" for "args" ran the action with none at all.
+            raise ToolError(unknown)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -384,12 +391,43 @@ class GatewayServer(MCPServer):
                 raise ToolError(plain_argument_errors(name, exc.__cause__)) from exc.__cause__
             raise
 
+    async def _unknown_parameters(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """The plain-words error for parameters ``name`` does not take, each with the one it may mean."""
+        if self._parameters is None:
+            self._parameters = {
+                tool.name: tuple(tool.input_schema.get("properties") or ()) for tool in await super().list_tools()
+            }
+        known = self._parameters.get(name)
+        if known is None or not arguments:
+            return None
+        unknown = [key for key in arguments if key not in known]
+        if not unknown:
+            return None
+        said = [f"{key[:60]!r} is not a parameter of this tool{_meant(key, known)}" for key in unknown[:5]]
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        expected = ", ".join(known) or "none"
+        return f"invalid arguments for {name}: {'; '.join(said)}{more}. Its parameters: {expected}"
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> GetPromptResult | InputRequiredResult:
         if name not in {prompt.name for prompt in await self.list_prompts()}:
             raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
         return await super().get_prompt(name, arguments, context)
+
+
+_SAME_MEANING = {"arguments": "args", "params": "args", "parameters": "args", "input": "args", "name": "tool"}
+"""Names agents reach for from other APIs (MCP's own ``tools/call`` says ``arguments``)."""
+
+
+def _meant(key: str, known: Sequence[str]) -> str:
+    """`` (did you mean args?)`` when ``key`` reads as one of ``known``, else nothing."""
+    folded = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).lower().replace("-", "_")
+    meant = _SAME_MEANING.get(folded) if _SAME_MEANING.get(folded) in known else None
+    if meant is None:
+        close = difflib.get_close_matches(folded, known, n=1, cutoff=0.6)
+        meant = close[0] if close else None
+    return f" (did you mean {meant}?)" if meant is not None else ""
 
 
 def build_mcp_server(

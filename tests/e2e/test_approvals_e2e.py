@@ -124,8 +124,10 @@ async def test_the_page_shows_the_call_and_decides_it_once(env: GatewayEnv) -> N
 
             approved = await post(url, {"csrf": csrf(html), "decision": "approve"})
             assert approved.status_code == 200 and "Approved" in approved.text
-            assert (await post(url, {"csrf": csrf(html), "decision": "deny"})).status_code == 410  # used
-            assert (await get(url)).status_code == 410  # the link is spent once the decision is made
+            late = await post(url, {"csrf": csrf(html), "decision": "deny"})  # the link is spent: nothing changes
+            assert late.status_code == 409 and "This call was already approved." in late.text
+            again = await get(url)  # opened again, it says what was decided rather than "ask for a new one"
+            assert again.status_code == 200 and "This call was already approved." in again.text
 
             other = {**ARGS, "events": ["push", "pull"]}
             mismatch = await client.call_tool(

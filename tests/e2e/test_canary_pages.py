@@ -222,7 +222,9 @@ async def test_pages_for_every_shape_never_leak(pages_env: PagesEnv) -> None:
             html = await page_get("approval", pending["approval_url"])
             done = await post(pending["approval_url"], {"csrf": csrf(html), "decision": "approve"})
             ev.add("POST approval", done.text)
-            ran = await tool("call", {"tool": "basic_api.items.create", "args": {"name": "w"}, **pending})
+            ran = await tool(
+                "call", {"tool": "basic_api.items.create", "args": {"name": "w"}, "approval_id": pending["approval_id"]}
+            )
             assert ran["status"] == "ok", ran
 
             # The operator's overview.

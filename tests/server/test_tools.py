@@ -144,6 +144,23 @@ async def test_call_answers_each_status_and_marks_errors(tmp_path: Path) -> None
     assert data(denied)["reason"] == "policy_block" and denied.is_error
 
 
+async def test_a_misspelled_parameter_is_refused_with_the_one_it_may_mean(tmp_path: Path) -> None:
+    # The SDK dropped unknown keys: `call` with "arguments" (MCP's own word) for "args" ran the action
+    # with no arguments at all, and answered ok.
+    async with harness(tmp_path) as h, alone(h, Call) as (client, _):
+        misnamed = await client.call_tool("call", {"tool": "api.items.get", "arguments": {"id": "7"}})
+        camel = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "7"}, "approvalId": "apr_x"})
+        many = await client.call_tool("call", {"tool": "api.items.get", **{f"k{i}": i for i in range(9)}})
+        right = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "7"}})
+    text = misnamed.content[0].text  # type: ignore[union-attr]
+    assert misnamed.is_error and "'arguments' is not a parameter of this tool (did you mean args?)" in text
+    assert "Its parameters: tool, args, approval_id, fields, wait" in text
+    assert camel.is_error and "(did you mean approval_id?)" in camel.content[0].text  # type: ignore[union-attr]
+    assert "(and 4 more)" in many.content[0].text  # type: ignore[union-attr]
+    assert [r.url.path for r in h.upstream.requests] == ["/items/7"]  # only the well-named call was sent
+    assert data(right)["status"] == "ok"
+
+
 async def test_call_refuses_past_the_sessions_cap_before_the_gateway(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         async with alone(h, Call) as (client, _):

@@ -40,9 +40,9 @@ _STATUS_WORDS = {
 }
 
 
-def _already(approval: ApprovalRecord) -> Response:
+def _already(approval: ApprovalRecord, *, deciding: bool) -> Response:
     said = _STATUS_WORDS.get(approval.status, approval.status)
-    return message("Already decided", f"This call was already {said}.", tone="bad")
+    return message("Already decided", f"This call was already {said}.", status=409 if deciding else 200, tone="bad")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ApprovalPage:
     async def approval(self, request: Request) -> Response:
         """The page of a pending approval (GET), or the decision on it (POST)."""
         token = request.path_params["token"]
-        found = await self._pending(token)
+        found = await self._pending(token, deciding=request.method == "POST")
         if isinstance(found, Response):
             return found
         link, approval = found
@@ -76,8 +76,9 @@ class ApprovalPage:
             return self._show(token, link, approval, approver, view)
         return await self._decide(request, token, link, approval, approver, view)
 
-    async def _pending(self, token: str) -> tuple[LinkRecord, ApprovalRecord] | Response:
-        """The link and its approval while it waits for a decision, else the page saying why not."""
+    async def _pending(self, token: str, *, deciding: bool = False) -> tuple[LinkRecord, ApprovalRecord] | Response:
+        """The link and its approval while it waits for a decision, else the page saying why not (a
+        decision posted on one already decided: 409, nothing changed)."""
         link = await self.links.peek("approval", token)
         if link is None:
             # Used already: reopened (or clicked twice) after deciding, it says what was decided rather
@@ -86,12 +87,12 @@ class ApprovalPage:
             decided = await self.approvals.get(used.approval_id) if used and used.approval_id else None
             if used is None or used.kind != "approval" or used.used_at is None or decided is None:
                 return message(*GONE, status=410, tone="bad")
-            return _already(decided)
+            return _already(decided, deciding=deciding)
         approval = await self.approvals.get(link.approval_id) if link.approval_id else None
         if approval is None:
             return message(*GONE, status=410, tone="bad")
         if approval.status != "pending":
-            return _already(approval)
+            return _already(approval, deciding=deciding)
         if approval.expires_at <= self.ctx.clock.now():
             return message("Expired", "This request for approval has expired. The agent can ask again.", tone="bad")
         return link, approval
