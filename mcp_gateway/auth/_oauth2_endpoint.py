@@ -25,6 +25,7 @@ from ..vocabulary.errors import GatewayError, UpstreamError
 __all__ = ["MAX_TOKEN_RESPONSE", "AuthorizationRefused", "request_token"]
 
 MAX_TOKEN_RESPONSE = 64 * 1024
+MAX_RETRY_AFTER = 3600
 _ERROR_CODE = re.compile(r"^[a-z]+(?:_[a-z]+)*$")
 """What an ``error`` code is (RFC 6749 section 5.2 and its registry: ``invalid_client``, ``slow_down``):
 lowercase words joined by ``_``. Digits, dots and capitals are refused, so a provider cannot spell
@@ -57,8 +58,9 @@ async def request_token(
     which holds a bearer access token.
 
     Raises:
-        AuthorizationRefused: a 4xx, or an RFC 6749 ``error`` answer.
-        UpstreamError: the endpoint could not be reached, timed out, or answered without a bearer token.
+        AuthorizationRefused: a 4xx other than 429, or an RFC 6749 ``error`` answer.
+        UpstreamError: the endpoint could not be reached, timed out, was busy (429: ``rate_limited``) or
+            failing (5xx), or answered without a bearer token.
     """
     headers = {"Accept": "application/json"}
     if config.client_auth == "basic":
@@ -83,16 +85,34 @@ async def request_token(
             f"could not reach {where} ({type(exc).__name__}); check the connector's token_url and try again",
         ) from None
     answer = _json_object(body)
-    if response.status_code >= 400 or answer is None or "error" in (answer or {}):
-        code = _error_code(answer, _sent(client, form))
-        if 400 <= response.status_code < 500 or code:
-            raise AuthorizationRefused(
-                f"{where} refused the request (HTTP {response.status_code}{', ' + code if code else ''})", code
+    status = response.status_code
+    if status == 429 or status >= 500:
+        # Busy or down, whatever the body says: nothing about the client or the grant is learnt from it.
+        retry = _retry_after(response.headers.get("retry-after"))
+        later = f"try again in {retry:g} s" if retry is not None else "try again later"
+        if status == 429:
+            raise UpstreamError(
+                "rate_limited",
+                f"{where} is rate limiting the gateway (HTTP 429); nothing stored was changed: {later}",
+                upstream_status=status,
+                retry_after=retry,
             )
         raise UpstreamError(
             "upstream_error",
-            f"{where} answered HTTP {response.status_code} without a token; try again later",
-            upstream_status=response.status_code,
+            f"{where} answered HTTP {status} without a token; nothing stored was changed: {later}",
+            upstream_status=status,
+            retry_after=retry,
+        )
+    if status >= 400 or answer is None or "error" in (answer or {}):
+        code = _error_code(answer, _sent(client, form))
+        if 400 <= status < 500 or code:
+            raise AuthorizationRefused(
+                f"{where} refused the request (HTTP {status}{', ' + code if code else ''})", code
+            )
+        raise UpstreamError(
+            "upstream_error",
+            f"{where} answered HTTP {status} without a token; try again later",
+            upstream_status=status,
         )
     access = answer.get("access_token")
     token_type = str(answer.get("token_type", "bearer"))
@@ -102,6 +122,13 @@ async def request_token(
             f"{where} answered without a bearer access_token; the gateway can only use bearer tokens",
         )
     return answer
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` in whole seconds, at most ``MAX_RETRY_AFTER``; None when absent or a date."""
+    if value is None or not (value := value.strip()).isascii() or not value.isdigit():
+        return None
+    return float(min(int(value), MAX_RETRY_AFTER))
 
 
 async def _read_capped(response: httpx2.Response) -> bytes:

@@ -33,6 +33,7 @@ from ..services.links import LinkService
 from ..tracing import finished_span, span
 from ..vocabulary.errors import (
     ArgumentError,
+    AuthorizationEnded,
     CredentialError,
     CredentialMissing,
     StoreUnavailable,
@@ -346,6 +347,8 @@ class CallPipeline:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         if isinstance(exc, UnsupportedAuth):
             return ErrorResult(reason="connector_error", message=str(exc))
+        if isinstance(exc, AuthorizationEnded):
+            return await self.connect_result(principal, cfg.slug, str(exc))
         if isinstance(exc, AuthorizationRefused):
             # The token endpoint refused the stored client (client credentials): a human must enter it again.
             logger.warning("oauth2 token request for %s was refused: %s", cfg.slug, exc.code or "no error code")
@@ -401,12 +404,14 @@ class CallPipeline:
                     cfg.slug,
                 )
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
+            wait = f"Wait {exc.retry_after:g} s before calling again (retry_after)." if exc.retry_after else ""
             return ErrorResult(
                 reason=exc.reason,
                 message=redactor.redact_text(str(exc)),
                 upstream_status=exc.upstream_status,
                 upstream_message=redactor.redact_text(exc.upstream_message) if exc.upstream_message else None,
-                hint=fallback.strip() or None,
+                retry_after=exc.retry_after,
+                hint=(wait or fallback.strip()) or None,
             )
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent

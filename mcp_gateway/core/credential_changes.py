@@ -32,7 +32,16 @@ from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
 
-__all__ = ["CredentialChanges", "MintedLink", "Permit", "Scope", "change_record", "operators_own", "scope_of"]
+__all__ = [
+    "CredentialChanges",
+    "MintedLink",
+    "Permit",
+    "Scope",
+    "change_record",
+    "deletion_record",
+    "operators_own",
+    "scope_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +82,26 @@ def change_record(
         status="credential_set",
         latency_ms=0.0,
         approved_by=approved_by,
+    )
+
+
+def deletion_record(key: CredentialKey, *, at: datetime, who: str, via: str) -> AuditRecord:
+    """The audit row of the credential stored under ``key`` deleted (never its value): by ``who``,
+    through ``via`` (``secret delete``, ``remove``, a refresh the provider refused)."""
+    name = key.connector if key.name == "default" else f"{key.connector}/{key.name}"
+    return AuditRecord(
+        at=at,
+        user=who,
+        agent=None,
+        requested=f"credential:{name}",
+        connector=key.connector,
+        action=None,
+        args_preview=args_json({"scope": scope_of(key), "principal": key.principal, "via": via}),
+        fingerprint=None,
+        verdict=None,
+        verdict_source=None,
+        status="credential_deleted",
+        latency_ms=0.0,
     )
 
 

@@ -176,7 +176,7 @@ class Gateway:
         self.manifest_file: str | None = None
         """The manifest file served, as the operator named it (None: the bundled default): the command
         ``discover`` prints to add a catalog API edits it."""
-        self._compose(manifest, store, vault, http, mcp, review_cache, oauth2)
+        self._compose(manifest, store, vault, http, mcp, review_cache, oauth2, auditor)
         self._changes = CredentialChanges(vault, approvals, links, auditor, clock)
         self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
         """What the connect, secret and OAuth2 pages do with a credential a human enters."""
@@ -197,10 +197,13 @@ class Gateway:
         mcp: McpExecutor | None,
         cache: ReviewCache | None,
         oauth2: OAuth2Tokens | None,
+        auditor: Auditor,
     ) -> None:
         """The collaborators that load and run the connectors: credentials, executors, catalogs, permissions."""
         self._store, self._vault, self._http = store, vault, http
-        self._oauth2 = oauth2 or OAuth2Tokens(http, vault, self.clock, store=store, project=manifest.project)
+        self._oauth2 = oauth2 or OAuth2Tokens(
+            http, vault, self.clock, store=store, project=manifest.project, auditor=auditor
+        )
         self._broker = CredentialBroker(vault, self._oauth2)
         # Filled by sync, read by the GraphQL executor to check an agent's ``__select``.
         schemas = GraphQLSchemas()

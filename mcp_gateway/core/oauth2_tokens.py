@@ -29,8 +29,11 @@ cache only a shortcut. Before refreshing, a call reads the token set again (anot
 have refreshed it: its newer access token is used as is). One refresh per token set at a time:
 within a process by a lock, between processes by a lease in the shared store (``oauth2_lease``);
 a call that does not get the lease polls the vault for the new set, up to ``REFRESH_WAIT``
-seconds. A refresh the provider refuses is taken as the end of the authorization only after one
-more read of the vault shows the same refresh token: a rotated one means someone else refreshed.
+seconds. Only a refresh refused with ``invalid_grant`` (the grant itself is dead) ends the
+authorization, and only after one more read of the vault shows the same refresh token: a rotated one
+means someone else refreshed. The deletion is audited (``credential_deleted``). Any other refusal
+(``invalid_client``: the operator's client configuration) keeps the token set, as a token endpoint
+that is rate limiting (429) or failing (5xx) does.
 
 This broker lives in the core, not in ``auth/``, because it talks to the store and the vault; the
 per-request pieces (one call's ``OAuth2Session``, the token endpoint exchange) stay in ``auth.oauth2``.
@@ -53,12 +56,20 @@ import httpx2
 from ..auth._base import secret_fields
 from ..auth.oauth2 import TOKEN_NAME, AuthorizationRefused, IssuedToken, OAuth2Session, pkce_challenge, request_token
 from ..manifest import OAuth2Auth
-from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
+from ..primitives.secrets import PROJECT_WIDE, CredentialKey, SealedCredential, SecretValue
+from ..services.audit import Auditor
 from ..services.credentials import CredentialVault
 from ..services.logs import known_secrets
 from ..store.contract import Store
 from ..vocabulary.clock import Clock
-from ..vocabulary.errors import CredentialError, CredentialMissing, StoreUnavailable, UpstreamError
+from ..vocabulary.errors import (
+    AuthorizationEnded,
+    CredentialError,
+    CredentialMissing,
+    StoreUnavailable,
+    UpstreamError,
+)
+from .credential_changes import deletion_record
 from .credential_readiness import oauth2_ready
 from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
@@ -70,6 +81,8 @@ logger = logging.getLogger(__name__)
 STATE_TTL = timedelta(minutes=10)
 REFRESH_WAIT = 10.0
 """Seconds a call waits for another instance's refresh of the same token set before giving up."""
+MAX_TOKEN_LIFETIME = 366 * 24 * 3600
+"""Seconds an access token is used for at most, whatever lifetime its provider gave (a 401 renews it sooner)."""
 KEEP_REFRESHED_FOR = 15.0
 """Seconds a refreshed token set is retried into a store that refuses it (a short outage) before it is lost."""
 _POLL_FIRST, _POLL_MAX = 0.05, 0.5
@@ -101,6 +114,7 @@ class OAuth2Tokens:
         timeout: seconds for one token endpoint exchange.
         project: the manifest's project, part of every refresh lease's key.
         refresh_wait: seconds a call waits for another instance's refresh of the same token set.
+        auditor: where the deletion of a token set whose grant the provider ended is recorded.
     """
 
     def __init__(
@@ -113,6 +127,7 @@ class OAuth2Tokens:
         timeout: float = 15.0,
         project: str = "",
         refresh_wait: float = REFRESH_WAIT,
+        auditor: Auditor | None = None,
     ) -> None:
         self._http = http
         self._vault = vault
@@ -121,6 +136,7 @@ class OAuth2Tokens:
         self._timeout = timeout
         self._project = project
         self._refresh_wait = refresh_wait
+        self._auditor = auditor
         # A lease outlives the longest refresh (one exchange, bounded by the timeout), so it never
         # expires under a holder that is still working.
         self._lease_ttl = max(LEASE_TTL, timedelta(seconds=2 * timeout))
@@ -187,6 +203,8 @@ class OAuth2Tokens:
             self._cache.pop(key, None)
             try:
                 issued = await self._obtain(session, rejected=rejected)
+            except AuthorizationEnded:
+                raise  # its message says what happened, where a plain 401 answer would not
             except CredentialMissing:
                 return None
             self._cache[key] = issued
@@ -309,22 +327,23 @@ class OAuth2Tokens:
                     session.connector, session.config, _client(session.client, session.connector), form
                 )
             except AuthorizationRefused as exc:
+                if exc.code != "invalid_grant":
+                    raise self._client_refused(session, exc) from None
                 again = await self._read(session)
                 if again is not None and not _same_set(again, found):
                     logger.info(
                         "oauth2 refresh for %s was refused (%s), but the stored token set had changed "
                         "meanwhile; using the newer one",
                         session.connector,
-                        exc.code or "no code",
+                        exc.code,
                     )
                     found = again
                     continue
                 if again is not None:
                     # The provider no longer honours this authorization (revoked, expired): forget it, so
                     # the next call hands out a connect link instead of trying the dead refresh token again.
-                    await self._vault.delete(session.connector, principal=sealed.key.principal, name=TOKEN_NAME)
-                logger.warning("oauth2 refresh for %s was refused; a human must connect it again", session.connector)
-                raise CredentialMissing(session.connector, TOKEN_NAME) from None
+                    await self._forget_ended(session, sealed.key)
+                raise _ended(session, sealed.key) from None
             # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
             new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
             await self._keep(session.connector, new_set, principal=sealed.key.principal)
@@ -334,6 +353,42 @@ class OAuth2Tokens:
             f"the stored token set of {session.connector} changed twice while it was being refreshed; "
             "try the call again",
         )
+
+    def _client_refused(self, session: OAuth2Session, exc: AuthorizationRefused) -> UpstreamError:
+        """A refresh refused for any reason but a dead grant (``invalid_client``, ``unauthorized_client``,
+        a bad request): the sign-in may be fine, so it is kept, and the operator's client configuration
+        is what to fix."""
+        logger.warning(
+            "oauth2 refresh for %s was refused (%s); the stored sign-in is kept: check the connector's OAuth2 "
+            "client (mcp-gateway secret set %s) and its token_url",
+            session.connector,
+            exc.code or "no error code",
+            session.connector,
+        )
+        return UpstreamError(
+            "auth_failed",
+            f"{exc} while renewing the access token, so the token endpoint does not accept the gateway's OAuth2 "
+            f"client for {session.connector}. The users' sign-ins are kept, and another sign-in would not help: "
+            "tell the operator to check the connector's client credentials (`mcp-gateway secret set "
+            f"{session.connector}`) and its token_url.",
+        )
+
+    async def _forget_ended(self, session: OAuth2Session, key: CredentialKey) -> None:
+        """Delete a token set whose grant the provider declared dead, on the record like any change."""
+        if not await self._vault.delete(key.connector, principal=key.principal, name=key.name):
+            return  # someone else deleted it meanwhile, and recorded that
+        logger.warning(
+            "oauth2 refresh for %s was refused (invalid_grant): its %s sign-in was deleted; a human must connect "
+            "it again",
+            key.connector,
+            "team-wide" if key.principal == PROJECT_WIDE else "personal",
+        )
+        if self._auditor is not None:
+            await self._auditor.record(
+                deletion_record(
+                    key, at=self._clock.now(), who=session.principal, via="oauth2 refresh refused (invalid_grant)"
+                )
+            )
 
     async def _keep(self, connector: str, token_set: dict[str, str], *, principal: str) -> None:
         """Store a refreshed set, retrying through a short store outage: a provider that rotates refresh
@@ -498,13 +553,20 @@ class OAuth2Tokens:
 
     def _expiry(self, expires_in: Any) -> datetime | None:
         """When to stop using a token: its lifetime less a margin (a tenth, at most 30 s), so a token
-        does not expire between the check and the upstream reading it."""
-        if isinstance(expires_in, str) and expires_in.isdigit():
-            expires_in = int(expires_in)
-        if not isinstance(expires_in, int | float) or isinstance(expires_in, bool) or expires_in <= 0:
+        does not expire between the check and the upstream reading it. A lifetime past
+        ``MAX_TOKEN_LIFETIME`` (``1e30``, infinity) is cut to it, and one that is no number (NaN) is
+        unknown: whatever the provider says, the token set it came with is kept (a rotated refresh
+        token is the only authorization left)."""
+        if isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit():
+            expires_in = int(expires_in) if len(expires_in) < 16 else MAX_TOKEN_LIFETIME  # int() refuses 4300 digits
+        if not isinstance(expires_in, int | float) or isinstance(expires_in, bool) or not expires_in > 0:
+            return None  # absent, zero, negative, NaN or not a number
+        seconds = float(min(expires_in, MAX_TOKEN_LIFETIME))
+        margin = min(30.0, seconds / 10)
+        try:
+            return self._clock.now() + timedelta(seconds=seconds - margin)
+        except OverflowError:  # a clock near the end of the calendar
             return None
-        margin = min(30.0, expires_in / 10)
-        return self._clock.now() + timedelta(seconds=float(expires_in) - margin)
 
     def __repr__(self) -> str:
         return f"OAuth2Tokens(cached={len(self._cache)})"
@@ -527,6 +589,16 @@ def _client(sealed: SealedCredential | None, connector: str) -> dict[str, str]:
 
 _Found = tuple[SealedCredential, dict[str, str]]
 """A token set read from the vault: where it is sealed, and its fields."""
+
+
+def _ended(session: OAuth2Session, key: CredentialKey) -> AuthorizationEnded:
+    whose = "the team-wide sign-in" if key.principal == PROJECT_WIDE else "the user's own sign-in"
+    return AuthorizationEnded(
+        session.connector,
+        TOKEN_NAME,
+        f"The OAuth2 provider of {session.connector} refused to renew {whose} (invalid_grant: it was revoked or "
+        "has expired), so the gateway forgot it; ask the user to sign in again with the link.",
+    )
 
 
 def _same_set(a: _Found, b: _Found) -> bool:

@@ -4,6 +4,7 @@
     ├── ManifestError            a manifest that cannot be read or validated (file:line: field: fix)
     ├── SourceError              a source that cannot be normalized (the connector gets status=error)
     ├── CredentialMissing        no credential stored for a connector that needs one (-> needs_auth)
+    │   └── AuthorizationEnded   the OAuth2 provider ended a sign-in (``invalid_grant``); it was forgotten
     ├── CredentialError          a stored credential cannot be decrypted or has the wrong shape
     ├── UnsupportedAuth          an auth kind this build cannot apply yet
     ├── ArgumentError            arguments that cannot be placed on the wire (-> invalid_args)
@@ -22,6 +23,7 @@ from .model import ErrorReason
 
 __all__ = [
     "ArgumentError",
+    "AuthorizationEnded",
     "CredentialError",
     "CredentialMissing",
     "GatewayError",
@@ -76,6 +78,16 @@ class CredentialMissing(GatewayError):
         super().__init__(f"no credential '{name}' is stored for connector '{connector}'")
 
 
+class AuthorizationEnded(CredentialMissing):
+    """The OAuth2 provider refused to renew a stored sign-in because the grant itself is dead
+    (``invalid_grant``: revoked, expired, the user left), so the gateway forgot it. The message says so
+    (never a token); the agent gets a connect link with it."""
+
+    def __init__(self, connector: str, name: str, message: str) -> None:
+        super().__init__(connector, name)
+        self.args = (message,)
+
+
 class CredentialError(GatewayError):
     """A stored credential is unusable (wrong key, tampered, wrong shape). Never carries the value."""
 
@@ -99,12 +111,15 @@ class UpstreamError(GatewayError):
         upstream_status: int | None = None,
         upstream_message: str | None = None,
         sent: bool = True,
+        retry_after: float | None = None,
     ) -> None:
         self.reason: ErrorReason = reason
         self.upstream_status = upstream_status
         self.upstream_message = upstream_message
         self.sent = sent
         """False when the request was refused before any of it left (it cannot have taken effect)."""
+        self.retry_after = retry_after
+        """Seconds the upstream asked to wait (its ``Retry-After``), when it said."""
         super().__init__(message)
 
 

@@ -100,12 +100,13 @@ ApprovalStatus = Literal["pending", "approved", "denied", "consumed", "expired"]
 """Where an approval stands; it moves only by compare-and-set (``Store.transition_approval``)."""
 ApprovalKind = Literal["call", "credential"]
 """What an approval lets happen: one call, or one replacement of a team-wide credential."""
-AuditStatus = Literal[CallStatus, "started", "interrupted", "cancelled", "credential_set"]
+AuditStatus = Literal[CallStatus, "started", "interrupted", "cancelled", "credential_set", "credential_deleted"]
 """The audit row's ``status``: a ``CallStatus`` once the call ended; ``started`` while a call that
 reached for the upstream has no outcome yet; ``interrupted`` when the gateway stopped (crashed) before
 writing one (marked on the next start); ``cancelled`` when the client gave up on a call whose request
 had left (it may have taken effect); ``credential_set`` for a credential stored or replaced (its
-row names who, the connector, team-wide or personal, and who approved it; never the value)."""
+row names who, the connector, team-wide or personal, and who approved it; never the value);
+``credential_deleted`` for a stored credential deleted (by whom or on which provider's word, and how)."""
 __all__ += ["ApprovalKind", "ApprovalStatus", "AuditReason", "AuditStatus", "CallStatus"]
 
 # defer_build: a model's validator is built when first used, not at import, so a command that never

@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -71,8 +72,13 @@ connectors:
 class Provider:
     """A token endpoint and an API in one: tokens it issues are valid at the API until revoked."""
 
-    expires_in: int | None = 3600
+    expires_in: Any = 3600
     refresh_error: str | None = None
+    refresh_status: int = 400
+    """The status of a refused refresh (``refresh_error`` set): 400, or a busy (429) or failing (5xx) endpoint."""
+    retry_after: str | None = None
+    rotate: bool = False
+    """Each refresh answers a new refresh token (the old one is spent)."""
     token_requests: list[dict[str, Any]] = field(default_factory=list)
     api_requests: list[httpx2.Request] = field(default_factory=list)
     valid: set[str] = field(default_factory=set)
@@ -98,7 +104,9 @@ class Provider:
         form["basic"] = request.headers.get("authorization", "")
         self.token_requests.append(form)
         if form["grant_type"] == "refresh_token" and self.refresh_error:
-            return httpx2.Response(400, json={"error": self.refresh_error, "error_description": f"echo {form}"})
+            headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+            body = {"error": self.refresh_error, "error_description": f"echo {form}"}
+            return httpx2.Response(self.refresh_status, json=body, headers=headers)
         self.issued += 1
         access = f"at-{self.issued}"
         self.valid.add(access)
@@ -107,7 +115,10 @@ class Provider:
             body["expires_in"] = self.expires_in
         if form["grant_type"] == "authorization_code":
             body["refresh_token"] = "rt-1"
-        return httpx2.Response(200, json=body)
+        elif form["grant_type"] == "refresh_token" and self.rotate:
+            body["refresh_token"] = f"rt-{self.issued}"
+        # json.dumps writes what a provider may send and httpx2 refuses to: Infinity, NaN.
+        return httpx2.Response(200, content=json.dumps(body), headers={"Content-Type": "application/json"})
 
     def grants(self) -> list[str]:
         return [r["grant_type"] for r in self.token_requests]
@@ -119,6 +130,7 @@ class Env:
     vault: CredentialVault
     clock: FixedClock
     provider: Provider
+    store: SQLiteStore
 
     async def authorize(self, connector: str = "code", principal: str = "operator") -> None:
         """What a human does through the connect page and the provider: begin, come back, exchange
@@ -177,7 +189,7 @@ async def env(
                 auditor=Auditor(store),
             )
             await gateway.sync()
-            yield Env(gateway, vault, clock, upstream)
+            yield Env(gateway, vault, clock, upstream, store)
 
 
 @pytest.fixture
@@ -319,6 +331,25 @@ async def test_tokens_are_cached_then_refreshed_on_expiry(tmp_path: Path) -> Non
         assert (token_set["access_token"], token_set["refresh_token"]) == ("at-2", "rt-1")
 
 
+@pytest.mark.parametrize("lifetime", [10**30, float("inf"), float("nan"), "9" * 5000, 1e308])
+async def test_any_lifetime_a_provider_gives_is_survived_and_a_rotated_refresh_token_kept(
+    tmp_path: Path, lifetime: Any
+) -> None:
+    async with env(tmp_path, expires_in=lifetime, rotate=True) as e:
+        await e.authorize()
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert isinstance(await e.gateway.call(OPERATOR, "machine.me.get"), Ok)
+        e.provider.valid.clear()  # revoked upstream: a refresh, which rotates the refresh token
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
+        assert stored is not None
+        token_set = stored.open().reveal()
+        assert isinstance(token_set, dict) and token_set["refresh_token"] == f"rt-{e.provider.issued}"
+        if lifetime == lifetime:  # cut to at most a year; NaN (unequal to itself) is no lifetime at all
+            left = datetime.fromisoformat(token_set["expires_at"]) - e.clock.now()
+            assert timedelta(days=300) < left <= timedelta(days=366), left
+
+
 async def test_a_refreshed_set_is_kept_through_a_short_store_outage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -387,18 +418,60 @@ async def test_a_403_is_final_and_never_retried(tmp_path: Path) -> None:
         assert e.provider.grants() == ["authorization_code"]
 
 
-async def test_a_refused_refresh_forgets_the_authorization(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("expired", [True, False], ids=["expired", "rejected-401"])
+async def test_a_dead_grant_forgets_the_authorization_on_the_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, expired: bool
+) -> None:
     async with env(tmp_path, refresh_error="invalid_grant") as e:
         await e.authorize()
-        e.clock.advance(7200)
+        if expired:
+            e.clock.advance(7200)
+        else:
+            e.provider.valid.clear()  # revoked upstream: a 401, then the refresh is refused
         with caplog.at_level(logging.DEBUG):
             result = await e.gateway.call(OPERATOR, "code.me.get")
         assert isinstance(result, NeedsAuth), result
+        # What happened, in words: the provider ended the sign-in (not a made-up or bare 401).
+        assert "invalid_grant" in result.reason and "team-wide sign-in" in result.reason, result.reason
+        assert "(401)" not in result.reason
+        rows = [r for r in await e.store.list_audit(20) if r.status == "credential_deleted"]
+        assert [(r.requested, r.user) for r in rows] == [("credential:code/oauth2_token", "operator")]
+        assert json.loads(rows[0].args_preview)["scope"] == "team"
         assert await e.vault.sealed("code", principal="operator", name=TOKEN_NAME) is None
         assert await e.vault.sealed("code", principal="operator") is not None  # the client stays
         assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), NeedsAuth)
         assert e.provider.grants() == ["authorization_code", "refresh_token"]  # the dead token is not tried again
         assert CANARY not in caplog.text and "rt-1" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "reason"),
+    [
+        (429, "slow_down", "rate_limited"),
+        (503, "temporarily_unavailable", "upstream_error"),
+        (400, "invalid_client", "auth_failed"),
+        (401, "invalid_client", "auth_failed"),
+        (400, "unauthorized_client", "auth_failed"),
+    ],
+)
+async def test_a_refresh_refused_for_another_reason_keeps_the_sign_in(
+    tmp_path: Path, status: int, error: str, reason: str
+) -> None:
+    async with env(tmp_path, refresh_error=error, refresh_status=status, retry_after="7") as e:
+        await e.authorize()
+        e.clock.advance(7200)
+        result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, ErrorResult) and result.reason == reason, result
+        assert "(401)" not in result.message and CANARY not in result.message and "rt-1" not in result.message
+        if reason == "auth_failed":  # the operator's client configuration is what to fix
+            assert "mcp-gateway secret set code" in result.message and "sign-ins are kept" in result.message
+        else:
+            assert result.retry_after == 7 and "7 s" in (result.hint or ""), result
+        assert await e.vault.sealed("code", principal="operator", name=TOKEN_NAME) is not None
+        assert not [r for r in await e.store.list_audit(20) if r.status == "credential_deleted"]
+        e.provider.refresh_error = None  # the provider answers again, or the operator fixed the client
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert e.provider.grants() == ["authorization_code", "refresh_token", "refresh_token"]
 
 
 async def test_concurrent_calls_with_an_expired_token_refresh_once(tmp_path: Path) -> None:
