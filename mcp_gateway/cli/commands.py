@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..core import Gateway
     from ..core.sync import Progress
     from ..manifest import Manifest
+    from ..primitives.secrets import CredentialKey
     from ..services.audit import Auditor
     from ..services.identity import Principal
     from ..services.operator_tokens import OperatorTokens
@@ -431,14 +432,16 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 
 async def cmd_secret(args: argparse.Namespace) -> int:
     from ..auth.secret_check import unusable
-    from ..core.credential_changes import change_record
-    from ..manifest import load_manifest
+    from ..core.credential_changes import change_record, reserved_name
+    from ..manifest import OAuth2Auth, load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
     from ..primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
     from ..services.credentials import CredentialVault
     from ..services.identity import OPERATOR
 
     manifest = load_manifest(args.settings.manifest_path)
+    if args.secret_cmd == "delete":
+        return await _delete_secret(args, manifest)
     if args.discovery:
         return await _discovery_secret(args, manifest)
     if args.front_door:
@@ -449,6 +452,15 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     if cfg is None:
         slugs = [c.slug for c in manifest.connectors]
         raise CliError(f"no connector {args.connector!r} in the manifest{did_you_mean(args.connector, slugs)}")
+    if cfg.credentials == "per_user" and not isinstance(cfg.auth, OAuth2Auth):
+        # Its calls carry only the caller's own credential: a team-wide one would be stored and never used.
+        raise CliError(
+            f"not stored: {cfg.slug} is `credentials: per_user`: each user connects their own, and no call carries "
+            f"a team-wide one. A user's agent calls connect (or request_secret) for {cfg.slug}; for your own, run "
+            f"`mcp-gateway connect {cfg.slug}` (with --agent NAME for an agent's)"
+        )
+    if (reserved := reserved_name(cfg, args.name)) is not None:
+        raise CliError(f"not stored: {reserved.replace('call connect for', 'run mcp-gateway connect')}")
     kind = cfg.auth.type if args.name == "default" else "bearer"
     raw = _secret_input(f"{cfg.slug} secret {args.name!r} ({kind})")
     value = parse_secret_input(kind, raw)
@@ -472,6 +484,60 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         detail = f"{state.actions} actions" if state.status != "error" else escaped(state.error or "")
         sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
     return 0
+
+
+async def _delete_secret(args: argparse.Namespace, manifest: Manifest) -> int:
+    """``secret delete CONNECTOR [NAME] [--user USER]``: take one stored credential out of the vault,
+    on the record like every other change (never the value). Nothing stored under that key exits 2,
+    naming what is stored for the connector."""
+    from ..core.credential_changes import deletion_record, scope_of
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..primitives.secrets import PROJECT_WIDE, CredentialKey
+    from ..services.credentials import CredentialVault
+    from ..services.identity import OPERATOR
+
+    slug: str = args.connector
+    key = CredentialKey(connector=slug, principal=args.user or PROJECT_WIDE, name=args.name)
+    async with store_of(args.settings) as store:
+        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
+        vault = CredentialVault(store, cipher, project=manifest.project)
+        stored = await vault.keys(slug)
+        if key not in stored:
+            if not stored and manifest.connector(slug) is None:
+                slugs = [c.slug for c in manifest.connectors]
+                raise CliError(
+                    f"nothing is stored for {slug!r}, and the manifest has no such connector{did_you_mean(slug, slugs)}"
+                )
+            raise CliError(
+                f"nothing to delete: no {_credential_words(key)} is stored for {slug}; {_stored_words(stored)}"
+            )
+        await vault.delete(slug, principal=key.principal, name=key.name)
+        await _auditor(store, args.settings).record(
+            deletion_record(key, at=_clock().now(), who=OPERATOR.user, via="secret delete")
+        )
+    carried = " (every user's calls carried it)" if scope_of(key) == "team" else ""
+    sys.stderr.write(f"deleted the {_credential_words(key)} of {slug}{carried}\n")
+    return 0
+
+
+def _credential_words(key: CredentialKey) -> str:
+    """A stored credential in words: whose, and its name (never a value)."""
+    from ..primitives.secrets import PROJECT_WIDE
+
+    whose = "team-wide" if key.principal == PROJECT_WIDE else f"{escaped(key.principal)}'s own"
+    return f"{whose} credential {escaped(key.name)!r}"
+
+
+def _stored_words(stored: list[CredentialKey]) -> str:
+    from ..primitives.secrets import PROJECT_WIDE
+
+    if not stored:
+        return "it has no stored credential"
+    listed = ", ".join(
+        f"{escaped(k.name)!r} ({'team-wide' if k.principal == PROJECT_WIDE else '--user ' + escaped(k.principal)})"
+        for k in sorted(stored, key=lambda k: (k.principal, k.name))
+    )
+    return f"stored: {listed}"
 
 
 def _secret_input(what: str) -> str:

@@ -43,7 +43,10 @@ EXAMPLES: dict[str, str] = {
     "connect": "mcp-gateway connect github",
     "token": "mcp-gateway token create --agent bot\n  mcp-gateway token create --operator\n"
     "  mcp-gateway token list\n  mcp-gateway token revoke ID",
-    "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github',
+    "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github\n'
+    "  mcp-gateway secret delete github               # the team-wide credential\n"
+    "  mcp-gateway secret delete gdrive oauth2_token  # an OAuth2 connector's team-wide sign-in\n"
+    "  mcp-gateway secret delete gdrive oauth2_token --user token:3f2a  # one user's own",
     "approvals": "mcp-gateway approvals list\n  mcp-gateway approvals show ID\n  mcp-gateway approvals approve ID",
     "audit": "mcp-gateway audit --limit 20 | head",
     "review": "mcp-gateway review            # what is held, with diffs and flags\n"
@@ -228,6 +231,20 @@ def secret_options(p: argparse.ArgumentParser) -> None:
         choices=["approver", "introspection"],
         help="store a client secret of the front door: the approval page's sign-in client, or the introspection client",
     )
+    d = _command(
+        sub,
+        "delete",
+        "commands:cmd_secret",
+        "delete a stored credential (audited; its value is never shown)",
+        EXAMPLES["secret"],
+    )
+    d.add_argument("connector", help="the connector's slug (also one already removed from the manifest)")
+    d.add_argument("name", nargs="?", default="default", help="the secret's name (default: the connector's credential)")
+    d.add_argument(
+        "--user",
+        help="delete this user's own credential (a per_user connector's), as `audit` names the user "
+        "(`operator`, `token:ID`, a signed-in subject); default: the team-wide one",
+    )
 
 
 def approvals_options(p: argparse.ArgumentParser) -> None:
@@ -315,7 +332,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("call", "commands:cmd_call", "run an action (same checks as the MCP call tool)", call_options),
     Command("connect", "commands:cmd_connect", "print a link a human opens to connect a connector", connect_options),
     Command("token", "commands:cmd_token", "manage HTTP bearer tokens", token_options),
-    Command("secret", "commands:cmd_secret", "store a connector's secret, read from stdin", secret_options),
+    Command(
+        "secret", "commands:cmd_secret", "store a connector's secret (read from stdin), or delete one", secret_options
+    ),
     Command("approvals", "commands:cmd_approvals", "list, approve or deny pending approvals", approvals_options),
     Command("audit", "commands:cmd_audit", "show recent call decisions", audit_options),
     Command(

@@ -40,6 +40,7 @@ __all__ = [
     "change_record",
     "deletion_record",
     "operators_own",
+    "reserved_name",
     "scope_of",
 ]
 
@@ -147,6 +148,17 @@ def operators_own(link: LinkRecord) -> bool:
     return link.principal == OPERATOR.user and link.agent is None
 
 
+def reserved_name(cfg: ConnectorConfig, name: str) -> str | None:
+    """Why ``name`` cannot be a named secret of ``cfg`` (its auth kind stores its own value under it:
+    an ``oauth2`` connector's sign-ins), else None. Filled with anything else, it would pose as that."""
+    if isinstance(cfg.auth, OAuth2Auth) and name == TOKEN_NAME:
+        return (
+            f"{name!r} is where {cfg.slug}'s oauth2 auth keeps its sign-ins (token sets), not a secret to paste: "
+            f"to sign in, call connect for {cfg.slug}; for a secret of your own, choose another name"
+        )
+    return None
+
+
 def target(cfg: ConnectorConfig, kind: LinkKind, principal: str, name: str = "default") -> CredentialKey:
     """Where a connect or secret link's value is stored. A ``per_user`` connector keeps the user's
     own (for ``oauth2``, their token set; the client stays the project's); else the project's."""
@@ -209,6 +221,8 @@ class CredentialChanges:
         (call it once the link itself is consumed, right before storing)."""
         key = target(cfg, link.kind, link.principal, link.secret_name)
         replaces = scope_of(key) if await self.stored(key) else None
+        if link.kind == "secret" and reserved_name(cfg, link.secret_name) is not None:
+            return Permit(key, replaces, "refused")  # a link minted before its name was refused
         if link.approval_id is not None:
             check, record = await self._approvals.take_credential(
                 link.approval_id, connector=cfg.slug, name=key.name, principal=link.principal, consume=consume

@@ -58,7 +58,7 @@ from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
 from .connectors_answer import connector_info
 from .credential_broker import CredentialBroker
-from .credential_changes import CredentialChanges
+from .credential_changes import CredentialChanges, reserved_name
 from .credential_desk import CredentialDesk
 from .discover_answer import (
     NOTHING_TO_SEARCH,
@@ -488,7 +488,10 @@ class Gateway:
         connector = self._permissions.granted_slug(principal, connector) or connector  # as discover reads it
         if connector not in self._permissions.visible(principal):
             return _no_connector(connector, self._permissions.granted(principal))
-        minted = await self._changes.mint(principal, self._catalogs.config(connector), "secret", name)
+        cfg = self._catalogs.config(connector)
+        if (reserved := reserved_name(cfg, name)) is not None:
+            return Denied(reason="invalid_args", message=f"No link was made: {reserved}.")
+        minted = await self._changes.mint(principal, cfg, "secret", name)
         return SecretLink(
             connector=connector,
             name=name,

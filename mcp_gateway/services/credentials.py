@@ -143,10 +143,13 @@ class CredentialVault:
                 try:
                     new_cipher.open(blob, aad=aad)
                 except CredentialError:
+                    user = "" if key.principal == PROJECT_WIDE else f" --user {key.principal}"
                     raise CredentialError(
                         f"cannot rotate: the credential {key.name!r} of connector {key.connector!r} "
                         f"(principal {key.principal!r}) does not open with the current key ({exc}); "
-                        "nothing was changed; delete or re-enter it, then rotate again"
+                        "nothing was changed; delete it "
+                        f"(`mcp-gateway secret delete {key.connector} {key.name}{user}`) or enter it again, "
+                        "then rotate again"
                     ) from None
                 resealed[key] = blob
                 continue

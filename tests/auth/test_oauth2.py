@@ -29,6 +29,7 @@ from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
 from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.core.oauth2_pending import PENDING_KIND
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
+from mcp_gateway.core.results import SecretLink
 from mcp_gateway.manifest import ConnectorConfig, OAuth2Auth, parse_manifest
 from mcp_gateway.primitives.crypto import AESGCMCipher
 from mcp_gateway.services.approvals import ApprovalService
@@ -472,6 +473,20 @@ async def test_a_refresh_refused_for_another_reason_keeps_the_sign_in(
         e.provider.refresh_error = None  # the provider answers again, or the operator fixed the client
         assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
         assert e.provider.grants() == ["authorization_code", "refresh_token", "refresh_token"]
+
+
+async def test_no_named_secret_can_take_the_place_of_a_sign_in(tmp_path: Path) -> None:
+    bob = Principal(user="bob", agent="bob-bot")
+    async with env(tmp_path) as e:
+        for connector in ("code", "personal", "machine"):
+            result = await e.gateway.request_secret(bob, connector, TOKEN_NAME)
+            assert isinstance(result, Denied) and result.reason == "invalid_args", result
+            assert "call connect" in result.message and "another name" in result.message
+        # A link minted for that name before it was refused stores nothing either.
+        cfg = e.config_of("code")
+        _, record = await e.gateway.links.mint("secret", connector="code", principal="bob", secret_name=TOKEN_NAME)
+        assert not (await e.gateway.credentials.permit(record, cfg)).may_save
+        assert isinstance(await e.gateway.request_secret(bob, "code", "webhook"), SecretLink)
 
 
 async def test_concurrent_calls_with_an_expired_token_refresh_once(tmp_path: Path) -> None:

@@ -273,6 +273,55 @@ def test_secret_set_is_audited_as_the_operators_act_without_the_value(env: CliEn
     assert "first-pw-1234" not in json.dumps(rows) and "second-pw-5678" not in json.dumps(rows)
 
 
+PER_USER = """  - slug: mine
+    base_url: {upstream}
+    credentials: per_user
+    auth: {{type: bearer}}
+{actions}
+  - slug: signin
+    base_url: {upstream}
+    auth: {{type: oauth2, authorize_url: {upstream}/authorize, token_url: {upstream}/token}}
+{actions}
+"""
+
+
+def _with_more_connectors(env: CliEnv) -> None:
+    env.manifest.write_text(env.manifest.read_text() + PER_USER.format(upstream=env.upstream_url, actions=ACTIONS))
+
+
+def test_secret_delete_takes_a_credential_out_on_the_record(env: CliEnv) -> None:
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+    assert env.run("secret", "set", "echo", "webhook", stdin="hook-value-5678\n").code == 0
+    deleted = env.run("secret", "delete", "echo")
+    assert deleted.code == 0, deleted.err
+    assert "deleted the team-wide credential 'default' of echo" in deleted.err
+    assert "echo-token-1234" not in deleted.out + deleted.err
+    called = env.run("call", "echo.items.get", "--args", '{"id": "1"}').json()
+    assert called["status"] == "needs_auth", called  # at once: nothing stored is carried any more
+    again = env.run("secret", "delete", "echo")
+    assert again.code == 2 and "nothing to delete" in again.err and "'webhook' (team-wide)" in again.err, again.err
+    user = env.run("secret", "delete", "echo", "webhook", "--user", "token:abc")
+    assert user.code == 2 and "token:abc's own credential 'webhook'" in user.err, user.err
+    unknown = env.run("secret", "delete", "ecko")
+    assert unknown.code == 2 and "no such connector" in unknown.err and "echo" in unknown.err
+    rows = [r for r in env.run("audit", "--json").json() if r["status"] == "credential_deleted"]
+    assert [(r["user"], r["requested"]) for r in rows] == [("operator", "credential:echo")]
+    assert json.loads(rows[0]["args_preview"]) == {"scope": "team", "principal": "*", "via": "secret delete"}
+    assert "echo-token-1234" not in json.dumps(rows)
+
+
+def test_secret_set_refuses_what_no_call_would_carry(env: CliEnv) -> None:
+    _with_more_connectors(env)
+    per_user = env.run("secret", "set", "mine", stdin="team-token-1234\n")
+    assert per_user.code == 2 and "per_user" in per_user.err and "mcp-gateway connect mine" in per_user.err
+    slot = env.run("secret", "set", "signin", "oauth2_token", stdin="junk-1234\n")
+    assert slot.code == 2 and "mcp-gateway connect signin" in slot.err, slot.err
+    assert not [r for r in env.run("audit", "--json").json() if r["status"] == "credential_set"]
+    # The OAuth2 client of a connector stays the operator's to store.
+    client = env.run("secret", "set", "signin", stdin='{"client_id": "c", "client_secret": "s3cret-cs-1"}')
+    assert client.code == 0, client.err
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

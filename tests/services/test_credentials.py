@@ -156,4 +156,5 @@ async def test_rotate_aborts_without_changes_when_a_credential_does_not_open(sto
     with pytest.raises(CredentialError, match="nothing was changed") as info:
         await vault.rotate(AESGCMCipher(b"n" * 32, project="demo"))
     assert "gitlab" in str(info.value) and CANARY not in str(info.value)
+    assert "`mcp-gateway secret delete gitlab default`" in str(info.value)  # a command that exists
     assert {k: await store.get_credential(k) for k in await store.list_credentials()} == before
