@@ -490,18 +490,13 @@ async def _delete_secret(args: argparse.Namespace, manifest: Manifest) -> int:
     """``secret delete CONNECTOR [NAME] [--user USER]``: take one stored credential out of the vault,
     on the record like every other change (never the value). Nothing stored under that key exits 2,
     naming what is stored for the connector."""
-    from ..core.credential_changes import deletion_record, scope_of
-    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..core.credential_changes import scope_of
     from ..primitives.secrets import PROJECT_WIDE, CredentialKey
-    from ..services.credentials import CredentialVault
-    from ..services.identity import OPERATOR
 
     slug: str = args.connector
     key = CredentialKey(connector=slug, principal=args.user or PROJECT_WIDE, name=args.name)
-    async with store_of(args.settings) as store:
-        cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
-        vault = CredentialVault(store, cipher, project=manifest.project)
-        stored = await vault.keys(slug)
+    async with store_of(args.settings) as store:  # deleting opens nothing: no master key needed
+        stored = await stored_credentials(store, slug)
         if key not in stored:
             if not stored and manifest.connector(slug) is None:
                 slugs = [c.slug for c in manifest.connectors]
@@ -509,18 +504,31 @@ async def _delete_secret(args: argparse.Namespace, manifest: Manifest) -> int:
                     f"nothing is stored for {slug!r}, and the manifest has no such connector{did_you_mean(slug, slugs)}"
                 )
             raise CliError(
-                f"nothing to delete: no {_credential_words(key)} is stored for {slug}; {_stored_words(stored)}"
+                f"nothing to delete: no {credential_words(key)} is stored for {slug}; {_stored_words(stored)}"
             )
-        await vault.delete(slug, principal=key.principal, name=key.name)
-        await _auditor(store, args.settings).record(
-            deletion_record(key, at=_clock().now(), who=OPERATOR.user, via="secret delete")
-        )
+        await delete_credentials(store, args.settings, [key], via="secret delete")
     carried = " (every user's calls carried it)" if scope_of(key) == "team" else ""
-    sys.stderr.write(f"deleted the {_credential_words(key)} of {slug}{carried}\n")
+    sys.stderr.write(f"deleted the {credential_words(key)} of {slug}{carried}\n")
     return 0
 
 
-def _credential_words(key: CredentialKey) -> str:
+async def stored_credentials(store: Store, slug: str) -> list[CredentialKey]:
+    """Which credentials are stored for connector ``slug`` (never their values)."""
+    return [k for k in await store.list_credentials() if k.connector == slug]
+
+
+async def delete_credentials(store: Store, settings: Settings, keys: list[CredentialKey], *, via: str) -> None:
+    """Delete ``keys``, each with its audit row naming the operator and ``via`` (never the value)."""
+    from ..core.credential_changes import deletion_record
+    from ..services.identity import OPERATOR
+
+    auditor = _auditor(store, settings)
+    for key in keys:
+        await store.delete_credential(key)
+        await auditor.record(deletion_record(key, at=_clock().now(), who=OPERATOR.user, via=via))
+
+
+def credential_words(key: CredentialKey) -> str:
     """A stored credential in words: whose, and its name (never a value)."""
     from ..primitives.secrets import PROJECT_WIDE
 

@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import LOCAL_MANIFEST
+from .commands import credential_words, delete_credentials, store_of, stored_credentials
 from .output import EXIT_FAILED, CliError, escaped, print_json
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
+
+    from ..primitives.secrets import CredentialKey
 
 __all__ = ["STARTER", "cmd_add", "cmd_init", "cmd_remove"]
 
@@ -464,7 +467,9 @@ async def cmd_add(args: argparse.Namespace) -> int:
     manifest = _check(path, "".join(lines), original)
     slug = entry["slug"]
     sys.stderr.write(f"added {slug} to {path}\n")
-    code = 0 if args.no_sync else await _sync_one(args, manifest, slug)
+    async with store_of(args.settings) as store:
+        inherited = await stored_credentials(store, slug)
+    code = 0 if args.no_sync else await _sync_one(args, manifest, slug, inherited)
     await _tell_running_server(args, path)
     return code
 
@@ -510,8 +515,10 @@ def _wait_for_running_server(state_dir: Path, path: Path) -> None:
         )
 
 
-async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
-    """Sync the manifest and tell the user what to do next for ``slug``."""
+async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str, inherited: list[CredentialKey]) -> int:
+    """Sync the manifest and tell the user what to do next for ``slug``, and where the credentials
+    already stored under its slug (``inherited``: from before ``remove`` deleted them, or another path)
+    will now be sent."""
     from ..core import result_payload
     from ..runtime import open_gateway
     from .commands import principal
@@ -519,6 +526,9 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
     # The new connector's vectors are computed now (hybrid discovery): the next ``serve`` reads them back.
     async with open_gateway(args.settings, manifest=manifest, embed=False, embed_now=True) as gw:
         listed = result_payload(await gw.connectors(principal(args)))
+        origin = await gw.origin(slug)
+    if inherited:
+        _warn_inherited(slug, inherited, origin)
     row = next(c for c in listed["connectors"] if c["slug"] == slug)
     cfg = manifest.connector(slug)
     if args.json:
@@ -538,6 +548,20 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str) -> int:
         step = f"store its credential: mcp-gateway secret set {slug} < token-file  (or: mcp-gateway connect {slug})"
     sys.stderr.write(f"next: {step}\n")
     return 0
+
+
+def _warn_inherited(slug: str, inherited: list[CredentialKey], origin: str | None) -> None:
+    from ..primitives.secrets import PROJECT_WIDE
+
+    what = "; ".join(credential_words(k) for k in inherited)
+    where = escaped(origin) if origin else "wherever its calls go"
+    first = inherited[0]
+    user = "" if first.principal == PROJECT_WIDE else f" --user {escaped(first.principal)}"
+    sys.stderr.write(
+        f"warning: {len(inherited)} credential(s) stored under {slug!r} before this entry ({what}) will be "
+        f"sent to {where}; if they are not this service's, delete them "
+        f"(mcp-gateway secret delete {slug} {escaped(first.name)}{user}) and store its own\n"
+    )
 
 
 # -- remove ---------------------------------------------------------------------------------------
@@ -575,8 +599,16 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     text = "".join(lines)
     if any(slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict)):
         text = _drop_grants(text, slug)
-    _check(path, text, original)
-    sys.stderr.write(f"removed {slug} from {path} (its stored credential stays until the project changes)\n")
+    # Its credentials go with it: a later connector under this slug (another service) must not be sent them.
+    async with store_of(args.settings) as store:
+        _check(path, text, original)
+        stored = await stored_credentials(store, slug)
+        await delete_credentials(store, args.settings, stored, via="remove")
+    sys.stderr.write(f"removed {slug} from {path}\n")
+    if stored:
+        what = "; ".join(credential_words(k) for k in stored)
+        plural = "" if len(stored) == 1 else "s"
+        sys.stderr.write(f"deleted {len(stored)} stored credential{plural} of {slug} ({what})\n")
     await _tell_running_server(args, path)
     return 0
 

@@ -339,6 +339,17 @@ class Gateway:
             connectors=out, discovery=discovery_status(self.dense, None if visible >= every else visible)
         )
 
+    async def origin(self, slug: str) -> str | None:
+        """Where connector ``slug``'s calls, and so its stored credentials, go (``scheme://host:port``);
+        None when it did not load or has no base URL (an MCP server over stdio)."""
+        if slug not in self._catalogs.loaded:
+            return None
+        base = await self._catalogs.base_url(slug)
+        if not base:
+            return None
+        url = httpx2.URL(base)
+        return str(url.copy_with(raw_path=b"/", query=None, fragment=None)).rstrip("/")
+
     def _origin_warning(self, slug: str) -> str | None:
         held = self._catalogs.origin_held(slug)
         if held is None or held.previous is None:

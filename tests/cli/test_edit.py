@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -238,3 +240,49 @@ def test_init_default_writes_the_bundled_default_to_edit(env: CliEnv, tmp_path: 
     assert written.project == bundled.project
     assert [c.slug for c in written.connectors] == [c.slug for c in bundled.connectors]
     assert target.read_text().startswith("# mcp-gateway manifest, written from the bundled default")
+
+
+def _insert_credential(env: CliEnv, connector: str, principal: str) -> None:  # noqa: F811
+    """A credential written straight into the store (one stored before this build, or by another path)."""
+    with closing(sqlite3.connect(env.state_dir / "state.db")) as db, db:
+        db.execute(
+            "INSERT INTO credential (connector, principal, name, sealed) VALUES (?, ?, 'default', x'00')",
+            (connector, principal),
+        )
+
+
+def test_remove_deletes_the_connectors_credentials_so_a_later_one_under_its_slug_gets_none(
+    env: CliEnv,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _commented(env)
+    assert env.run("secret", "set", "echo", stdin="OLD-SERVICE-KEY-1234\n").code == 0
+    _insert_credential(env, "echo", "token:abc")  # a user's own
+    removed = env.run("remove", "echo")
+    assert removed.code == 0, removed.err
+    assert "deleted 2 stored credentials of echo" in removed.err and "stays" not in removed.err
+    assert "OLD-SERVICE-KEY-1234" not in removed.out + removed.err
+    rows = [r for r in env.run("audit", "--json").json() if r["status"] == "credential_deleted"]
+    assert sorted(json.loads(r["args_preview"])["principal"] for r in rows) == ["*", "token:abc"]
+    assert {json.loads(r["args_preview"])["via"] for r in rows} == {"remove"}
+    # Another service added under the same slug starts with nothing stored, and says nothing of it.
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(json.dumps(_spec(env.upstream_url)))
+    added = env.run("add", str(spec), "--slug", "echo")
+    assert added.code == 0 and "echo: needs_auth" in added.out, added.err
+    assert "warning" not in added.err and "secret set echo" in added.err
+
+
+def test_add_warns_where_credentials_already_stored_under_its_slug_will_go(
+    env: CliEnv,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _commented(env)
+    assert env.run("sync").code in (0, 1)  # the state folder exists
+    _insert_credential(env, "billing", "*")
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(json.dumps(_spec(env.upstream_url)))
+    added = env.run("add", str(spec), "--slug", "billing")
+    assert added.code == 0, added.err
+    assert f"will be sent to {env.upstream_url}" in added.err, added.err
+    assert "team-wide credential 'default'" in added.err and "mcp-gateway secret delete billing default" in added.err
