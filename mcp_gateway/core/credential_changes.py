@@ -118,9 +118,10 @@ class MintedLink:
         if self.approval is None:
             return ""
         return (
-            f" {self.record.connector} already has a team-wide credential that every user's calls carry: the link "
-            f"replaces it only once an operator approves (approval {self.approval.id}: on the operator overview, "
-            f"or `mcp-gateway approvals approve {self.approval.id}`). Tell the user; until then the page waits."
+            f" {self.record.connector} already has a team-wide credential that every user's calls carry. The page "
+            f"waits until an operator approves (approval {self.approval.id}: on the operator overview, or "
+            f"`mcp-gateway approvals approve {self.approval.id}`); only then does completing it replace that "
+            "credential, for everyone. Tell the user."
         )
 
 

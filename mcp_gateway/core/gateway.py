@@ -490,8 +490,11 @@ class Gateway:
             connector=connector,
             connect_url=minted.url,
             expires_at=minted.record.expires_at.isoformat(),
-            message="Give this link to the user; once they complete it, calls to this connector will work."
-            + minted.note(),
+            message=(
+                "Give this link to the user; once they complete it, calls to this connector will work."
+                if minted.approval is None
+                else "Give this link to the user." + minted.note()
+            ),
             approval_id=minted.approval.id if minted.approval is not None else None,
         )
 

@@ -129,6 +129,8 @@ async def test_a_teammates_link_replaces_the_team_credential_only_after_an_opera
         link = await s.gateway.connect(BOB, "team")
         assert isinstance(link, ConnectLink) and link.approval_id is not None
         assert "team-wide credential" in link.message and link.approval_id in link.message
+        # Calls already work: what completing the link does is replace everyone's, once approved.
+        assert "will work" not in link.message and "only then does completing it replace" in link.message
 
         # Before approval: the page waits, shows no form, and a forced submission changes nothing.
         waiting = await s.http.get(link.connect_url.removeprefix(PUBLIC))
