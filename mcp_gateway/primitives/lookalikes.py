@@ -17,7 +17,9 @@ MAX_LOOKALIKES = 5
 _NAMED = 3
 """Letters named per word."""
 
-_ONE_WRITING = dict.fromkeys(("CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL", "IDEOGRAPHIC"), "HAN")
+_ONE_WRITING: dict[str, str] = dict.fromkeys(
+    ("CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HANGUL", "IDEOGRAPHIC"), "HAN"
+)
 """Scripts one language writes together (Japanese mixes kanji and kana in a word; Korean, hangul and hanja)."""
 
 
