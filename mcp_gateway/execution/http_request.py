@@ -402,10 +402,14 @@ def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Plac
             names.add(binding.body_param)
         accepted = sorted(names)
         listed = ", ".join(accepted[:30]) + (", ..." if len(accepted) > 30 else "")
+        named = sorted(unknown)
+        said = ", ".join(repr(n[:60]) for n in named[:10]) + (
+            f" and {len(named) - 10:,} more" if len(named) > 10 else ""
+        )
         raise ArgumentError(
-            f"{action.qualified_name} has no argument {', '.join(map(repr, sorted(unknown)))}; "
+            f"{action.qualified_name} has no argument {said}; "
             f"it accepts {listed or 'no arguments'} (describe shows the schema)",
-            errors=[{"field": n, "message": "unknown argument"} for n in sorted(unknown)],
+            errors=[{"field": n, "message": "unknown argument"} for n in named],
         )
     return placed
 

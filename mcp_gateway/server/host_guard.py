@@ -50,14 +50,25 @@ def allow_list(host: str, port: int, public_url: str, *, extra_hosts: Iterable[s
     public = urlsplit(public_url)
     hosts = {f"{host}:{port}".lower(), "127.0.0.1:*", "localhost:*", "[::1]:*", *(h.lower() for h in extra_hosts)}
     origins = {"http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"}
-    if host not in ("0.0.0.0", "::", ""):
+    served = host not in ("0.0.0.0", "::", "")
+    if served:
         origins.add(f"http://{host}:{port}".lower())
+    if port == 80:
+        # Clients leave the scheme's default port out of Host and Origin: served on it, the bare name is it.
+        for name in ("127.0.0.1", "localhost", "[::1]", *([host] if served else [])):
+            hosts.add(name.lower())
+            origins.add(f"http://{name}".lower())
     if public.netloc:
         hosts.add(public.netloc.lower())
         origins.add(f"{public.scheme}://{public.netloc}".lower())
+        default = 443 if public.scheme == "https" else 80
+        bare = public.netloc.rpartition("@")[2].lower()
         if public.port is None:  # a browser sends the default port as nothing
-            default = 443 if public.scheme == "https" else 80
-            hosts.add(f"{public.netloc}:{default}".lower())
+            hosts.add(f"{bare}:{default}")
+        elif public.port == default:  # written with its default port, which a browser leaves out
+            name = bare.rsplit(":", 1)[0]
+            hosts.add(name)
+            origins.add(f"{public.scheme}://{name}".lower())
     return AllowList(frozenset(hosts), frozenset(origins))
 
 

@@ -96,9 +96,21 @@ class UnsupportedAuth(GatewayError):
     pass
 
 
+MAX_ARGUMENT_ERRORS = 20
+"""Errors an ``invalid_args`` answer lists; the rest are counted. A request with 200,000 misnamed
+arguments is answered in a few lines, not in a list six times its own size."""
+_FIELD_CHARS = 200
+
+
 class ArgumentError(GatewayError):
     def __init__(self, message: str, errors: list[dict[str, str]] | None = None) -> None:
-        self.errors = errors or []
+        listed = [
+            {key: value[:_FIELD_CHARS] if key == "field" else value for key, value in error.items()}
+            for error in (errors or [])[:MAX_ARGUMENT_ERRORS]
+        ]
+        if errors and len(errors) > MAX_ARGUMENT_ERRORS:
+            listed.append({"field": "", "message": f"and {len(errors) - MAX_ARGUMENT_ERRORS:,} more"})
+        self.errors = listed
         super().__init__(message)
 
 

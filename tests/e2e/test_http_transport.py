@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -108,9 +110,9 @@ def test_tools_list_is_small_and_constant(gateway_env: GatewayEnv, http_gateway:
     assert len(listed.content) <= 4096, len(listed.content)
 
 
-def _serve_http(env: GatewayEnv, manifest: Path, port: int, log: IO[str]) -> subprocess.Popen[bytes]:
+def _serve_http(env: GatewayEnv, manifest: Path, port: int, log: IO[str], *more: str) -> subprocess.Popen[bytes]:
     """``serve --transport http --port PORT`` without ``--public-url``, once /healthz answers."""
-    argv = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest)]
+    argv = ["serve", "--transport", "http", "--port", str(port), "--manifest", str(manifest), *more]
     proc = subprocess.Popen([sys.executable, "-m", "mcp_gateway", *argv], env=env.env, stdout=log, stderr=log)
     deadline = time.monotonic() + 60
     while True:
@@ -141,3 +143,33 @@ async def test_links_point_at_the_port_served_when_no_public_url_is_set(gateway_
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def test_a_client_cut_off_mid_body_is_no_error_in_the_log(gateway_env: GatewayEnv) -> None:
+    # The request timeout closes a client that stops sending its body: the peer's doing, which logged an
+    # ERROR "Exception in ASGI application" with a 45-line traceback on every such client.
+    port = free_port()
+    log_path = gateway_env.root / "cut.log"
+    with log_path.open("w") as log:
+        proc = _serve_http(gateway_env, gateway_env.manifest, port, log, "--request-timeout", "1")
+        try:
+            token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+            auth = MCP_HEADERS | {"Authorization": f"Bearer {token}"}
+            init = httpx2.post(f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, headers=auth)
+            session = init.headers["mcp-session-id"]
+            head = "".join(f"{k}: {v}\r\n" for k, v in (auth | {"mcp-session-id": session}).items())
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(
+                    f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{head}Content-Length: 200\r\n\r\n".encode()
+                )
+                sock.sendall(b'{"jsonrpc": "2.0", "id": 2, ')  # and never the rest
+                sock.settimeout(10)
+                with contextlib.suppress(ConnectionResetError):
+                    while sock.recv(1024):
+                        pass
+            assert httpx2.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    said = log_path.read_text()
+    assert "Exception in ASGI application" not in said and "Traceback" not in said, said

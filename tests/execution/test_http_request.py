@@ -12,7 +12,7 @@ import pytest
 from mcp_gateway.execution import build_request
 from mcp_gateway.execution import http_request as request_module
 from mcp_gateway.execution.http_request import DEFAULT_ACCEPT, USER_AGENT
-from mcp_gateway.vocabulary.errors import ArgumentError
+from mcp_gateway.vocabulary.errors import MAX_ARGUMENT_ERRORS, ArgumentError
 from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamLocation, ParamSpec
 
 BASE = "https://api.example.com/v3"
@@ -329,6 +329,17 @@ def test_unknown_arguments_are_refused_with_what_is_accepted() -> None:
     message = str(info.value)
     assert "'ownr'" in message and "'zz'" in message and "owner, repo" in message
     assert [e["field"] for e in info.value.errors] == ["ownr", "zz"]
+
+
+def test_a_flood_of_unknown_arguments_is_answered_in_a_few_lines() -> None:
+    # 200,000 misnamed keys gave a 21 MB answer: a list six times the request's own size.
+    flood = {f"key{i:06d}" + "x" * 300: i for i in range(20_000)}
+    with pytest.raises(ArgumentError) as info:
+        build_request(action(params=PATHS), {"owner": "o", "repo": "r", **flood}, base_url=BASE)
+    errors = info.value.errors
+    assert len(errors) == MAX_ARGUMENT_ERRORS + 1 and errors[-1]["message"] == "and 19,980 more"
+    assert all(len(e["field"]) <= 200 for e in errors)
+    assert len(str(info.value)) < 2000 and "and 19,990 more" in str(info.value)
 
 
 @pytest.mark.parametrize(("base", "url"), [("/relative", "/x"), (BASE, "https://elsewhere.example/x")])

@@ -49,6 +49,18 @@ def test_the_public_url_names_the_gateway_too() -> None:
         assert client.get("/operator", headers={"host": "gateway.example.com:444"}).status_code == 421
 
 
+def test_on_a_default_port_the_name_without_it_passes() -> None:
+    # Clients leave :80 and :443 out of Host and Origin: every standard client got 421 or 403.
+    served = allow_list("127.0.0.1", 80, "http://127.0.0.1:80")
+    for host in ("127.0.0.1", "localhost", "127.0.0.1:80"):
+        assert served.host_ok(host), host
+    assert served.origin_ok("http://127.0.0.1") and served.origin_ok("http://localhost")
+    assert not served.host_ok("evil.example") and not served.origin_ok("http://evil.example")
+    written = allow_list("0.0.0.0", 8443, "https://gw.example.test:443/")
+    assert written.host_ok("gw.example.test") and written.origin_ok("https://gw.example.test")
+    assert not allow_list("127.0.0.1", 8765, "http://127.0.0.1:8765").host_ok("127.0.0.1")  # not served on 80
+
+
 def test_the_sdk_gets_the_same_list() -> None:
     settings = allow_list("127.0.0.1", 8765, "http://127.0.0.1:8765").transport_security()
     assert "127.0.0.1:8765" in settings.allowed_hosts and "http://127.0.0.1:*" in settings.allowed_origins

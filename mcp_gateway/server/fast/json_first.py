@@ -68,7 +68,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
 __all__ = ["SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "lean_manager"]
@@ -96,7 +96,13 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
         if not (has_json and has_sse) or not self._check_content_type(request):
             await super()._handle_post_request(scope, request, receive, send)  # its 406 / 415
             return
-        body = await request.body()  # kept by ``request``: the SDK's path reads the same bytes
+        try:
+            body = await request.body()  # kept by ``request``: the SDK's path reads the same bytes
+        except ClientDisconnect:
+            # A client gone before its body arrived (cut off by the request timeout, or a dropped
+            # connection): the peer's doing, nothing to answer, and no traceback for the operator.
+            logger.debug("an MCP client went away before its request body arrived")
+            return
         try:
             message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body), by_name=False)
         except (ValueError, ValidationError):
