@@ -255,6 +255,8 @@ async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:
     """Fetch ``url`` once; keep it under ``<state>/specs/`` named by its sha256 (a later fetch never changes it)."""
     import httpx2
 
+    from ..primitives.url_secrets import shown_url
+
     try:
         async with httpx2.AsyncClient(trust_env=False, follow_redirects=True, timeout=FETCH_SECONDS) as client:
             response = await client.get(url)
@@ -275,23 +277,6 @@ async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:
 
 
 FETCH_SECONDS = 30.0
-
-
-def shown_url(url: str) -> str:
-    """``url`` as a terminal may show it: a password in it (``redact_url``), and query values under
-    credential-like names (``api_key=``), as ``***``."""
-    from urllib.parse import parse_qsl, urlencode, urlunsplit
-
-    from ..services.approvals import secret_name
-    from ..store.database_url import redact_url
-
-    try:
-        parts = urlsplit(redact_url(url))
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = urlencode([(k, "***" if secret_name(k) else v) for k, v in pairs], safe="*")
-        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
-    except ValueError:
-        return "(the URL given)"
 
 
 def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from functools import lru_cache
-from itertools import pairwise
 from typing import Any, Literal
 
 import anyio
 
 from ..policy import effective_risk
+from ..primitives.redaction import REDACTED
+from ..primitives.url_secrets import secret_name
 from ..store.contract import ApprovalRecord, ApprovalStatus, ApprovalStore
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import Action, Risk, Verdict
@@ -71,30 +71,7 @@ ARGUMENTS_CHARS = 1_000_000
 stored cut by earlier builds are not JSON, and the page refuses to offer Approve for what it cannot show."""
 ID_BYTES = 16
 """Approval ids carry 128 random bits (``apr_`` + 22 URL-safe characters)."""
-REDACTED = "[redacted]"
 ApprovalCheck = Literal["run", "pending", "approval_denied", "approval_mismatch", "approval_expired"]
-
-# Words that, as part of an argument's name, mark its value as a credential. Matched on the name's
-# words (snake, kebab and camel case split), so ``access_token`` is hidden but ``max_tokens`` is not.
-_SECRET_WORDS = frozenset(
-    {
-        "password",
-        "passwd",
-        "passphrase",
-        "pwd",
-        "secret",
-        "token",
-        "apikey",
-        "authorization",
-        "auth",
-        "credential",
-        "credentials",
-        "cookie",
-        "signature",
-    }
-)
-_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"), ("client", "key")})
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 def fingerprint(principal: Principal, tool: str, args: Mapping[str, Any]) -> str:
@@ -126,20 +103,6 @@ def _around_args(agent: str | None, tool: str, user: str) -> tuple[str, str]:
     return f'{{"agent":{encoded(agent)},"args":', f',"tool":{encoded(tool)},"user":{encoded(user)}}}'
 
 
-# Cached: every call's arguments are checked for its audit row, and argument names repeat.
-@lru_cache(maxsize=4096)
-def _secret_name(name: str) -> bool:
-    words = [w.lower() for w in _WORD.findall(name)]
-    if any(w in _SECRET_WORDS for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in pairwise(words))
-
-
-def secret_name(name: str) -> bool:
-    """Whether a value under ``name`` (an argument, a query parameter) is shown as ``[redacted]``."""
-    return _secret_name(name)
-
-
 def redact_arguments(value: Any, *, hidden: bool = False) -> Any:
     """A copy of ``value`` with every value under a credential-like name replaced by ``[redacted]``.
 
@@ -153,7 +116,7 @@ def redact_arguments(value: Any, *, hidden: bool = False) -> Any:
     if isinstance(value, Mapping):
         return {
             (known.redact(k) if known and isinstance(k, str) else k): redact_arguments(
-                v, hidden=hidden or (isinstance(k, str) and _secret_name(k))
+                v, hidden=hidden or (isinstance(k, str) and secret_name(k))
             )
             for k, v in value.items()
         }

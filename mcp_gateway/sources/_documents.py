@@ -24,6 +24,7 @@ import yaml
 
 from ..policy.review import origin_of
 from ..primitives.upstream_text import screen
+from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 
 __all__ = ["MAX_REMOTE_BYTES", "fetch_document", "is_url", "parse_document", "read_document"]
@@ -160,6 +161,8 @@ _MAX_REDIRECTS = 10
 
 
 async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> Any:
+    # Messages quote the URL as ``shown_url`` shows it: an operator may have put a password or a token in it,
+    # and a connector's error reaches the terminal, the log and the agent.
     first = url
     try:
         for _ in range(_MAX_REDIRECTS):
@@ -175,15 +178,16 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> An
                     url = urljoin(url, location)
                     if origin_of(url) != origin:
                         raise SourceError(
-                            f"{first}: the server redirects to another origin ({origin_of(url) or url}) than the "
-                            f"spec's own ({origin}); a referenced document is read only from the spec's origin. "
-                            "Download it beside the spec and refer to it by a relative path."
+                            f"{shown_url(first)}: the server redirects to another origin "
+                            f"({origin_of(url) or shown_url(url)}) than the spec's own ({origin}); a referenced "
+                            "document is read only from the spec's origin. Download it beside the spec and refer to "
+                            "it by a relative path."
                         )
                     continue
                 if resp.status_code >= 400:
                     raise SourceError(
-                        f"{url}: the server answered HTTP {resp.status_code}. Check the URL, or download the spec "
-                        "and point the source at the file."
+                        f"{shown_url(url)}: the server answered HTTP {resp.status_code}. Check the URL, or download "
+                        "the spec and point the source at the file."
                     )
                 chunks: list[bytes] = []
                 size = 0
@@ -191,17 +195,19 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> An
                     size += len(chunk)
                     if size > MAX_REMOTE_BYTES:
                         raise SourceError(
-                            f"{url}: the document is larger than {MAX_REMOTE_BYTES // (1024 * 1024)} MB. "
+                            f"{shown_url(url)}: the document is larger than {MAX_REMOTE_BYTES // (1024 * 1024)} MB. "
                             "Download it and point the source at the file."
                         )
                     chunks.append(chunk)
                 content_type = resp.headers.get("content-type", "")
-                return parse_document(b"".join(chunks), name=url, content_type=content_type)
+                return parse_document(b"".join(chunks), name=shown_url(url), content_type=content_type)
     except httpx2.TimeoutException:
-        raise SourceError(f"{url}: timed out while downloading the spec. Retry, or use a local copy.") from None
-    except httpx2.HTTPError as exc:
         raise SourceError(
-            f"{url}: cannot download the spec ({type(exc).__name__}: {screen(exc).for_agent()}). Check the URL and "
-            "network."
+            f"{shown_url(url)}: timed out while downloading the spec. Retry, or use a local copy."
         ) from None
-    raise SourceError(f"{first}: more than {_MAX_REDIRECTS} redirects. Check the URL, or use a local copy.")
+    except httpx2.HTTPError as exc:
+        said = screen(str(exc).replace(url, shown_url(url))).for_agent()
+        raise SourceError(
+            f"{shown_url(url)}: cannot download the spec ({type(exc).__name__}: {said}). Check the URL and network."
+        ) from None
+    raise SourceError(f"{shown_url(first)}: more than {_MAX_REDIRECTS} redirects. Check the URL, or use a local copy.")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urljoin
 
 from ..policy.review import origin_of
+from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ._documents import is_url, read_document
 
@@ -94,8 +95,8 @@ class Resolver:
             return
         spec = f"the spec's own ({own})" if own else "a spec read from a file"
         raise RefError(
-            f"the $ref {ref!r} points at another origin ({there or location}) than {spec}; $refs are resolved "
-            "only within the spec's own origin, so it was not fetched. Download that document beside the spec "
+            f"the $ref {ref!r} points at another origin ({there or shown_url(location)}) than {spec}; $refs are "
+            "resolved only within the spec's own origin, so it was not fetched. Download that document beside the spec "
             "and refer to it by a relative path, or bundle the spec into one file"
         )
 
@@ -143,7 +144,7 @@ class Resolver:
             raise RefError(self.failures[location])
         if is_url(location):
             self.pending.add(location)
-            raise RefError(f"the remote document {location} has not been fetched")
+            raise RefError(f"the remote document {shown_url(location)} has not been fetched")
         if not Path(location).is_file():
             self.failures[location] = f"the file {location} does not exist"
             raise RefError(self.failures[location])

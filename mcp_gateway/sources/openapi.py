@@ -60,6 +60,7 @@ import httpx2
 
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..policy.review import origin_of
+from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
@@ -155,7 +156,9 @@ async def load_openapi(
             except SourceError as exc:
                 resolver.add_failure(url, str(exc))
         resolver.pending.clear()
-    raise SourceError(f"{location}: remote $refs nest more than {_MAX_FETCH_ROUNDS} documents deep; bundle the spec.")
+    raise SourceError(
+        f"{shown_url(location)}: remote $refs nest more than {_MAX_FETCH_ROUNDS} documents deep; bundle the spec."
+    )
 
 
 def _read_local(ref: str) -> tuple[Any, str]:
@@ -407,7 +410,8 @@ def _normalize(
     risk_overrides: Mapping[str, Risk],
     credentials: Collection[tuple[str, str]] = (),
 ) -> NormalizedSource:
-    label = resolver.root_location or "<document>"
+    root = resolver.root_location
+    label = (shown_url(root) if is_url(root) else root) or "<document>"
     dialect = _dialect(document, label)
     paths = document.get("paths")
     if not isinstance(paths, dict):

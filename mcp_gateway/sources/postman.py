@@ -53,6 +53,7 @@ import httpx2
 
 from ..manifest import ConnectorConfig
 from ..manifest import auth_headers as headers_written_by
+from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
 from ._documents import fetch_document, is_url, read_document
@@ -99,7 +100,7 @@ async def load_postman(
         SourceError: the collection cannot be read, or is not a Postman v2 collection.
     """
     if is_url(ref):
-        document, label = await fetch_document(ref, client), ref
+        document, label = await fetch_document(ref, client), shown_url(ref)
     else:
         document, label = await anyio.to_thread.run_sync(_read_local, ref)
     files = [] if is_url(ref) else [label]

@@ -8,8 +8,9 @@ a repr) goes through ``redact_url`` first, and driver messages through ``scrub``
 
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote, urlsplit
+
+from ..primitives.url_secrets import KEYWORD_SECRET, QUERY_SECRET, redact_url, userinfo_span
 
 __all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "redact_url", "scrub", "unescaped_userinfo"]
 
@@ -23,34 +24,12 @@ def is_postgres_url(url: str) -> bool:
         return False
 
 
-def redact_url(url: str) -> str:
-    """The URL with any password (in the userinfo, a ``password=`` parameter, or a libpq keyword
-    string's ``password=``) replaced by ``***``.
-
-    The userinfo is read as libpq and people write it, not as ``urlsplit`` would: up to the last ``@``,
-    so a password holding an unescaped ``/``, ``?`` or ``#`` is still all hidden."""
-    text = url.strip()
-    userinfo = _userinfo(text)
-    if userinfo is not None:
-        start, end = userinfo
-        user = text[start:end].partition(":")[0]
-        hidden = f"{user}:***" if ":" in text[start:end] else user
-        text = text[:start] + hidden + text[end:]
-    text = _QUERY_SECRET.sub(lambda m: m.group(1) + "***", text)
-    return _KEYWORD_SECRET.sub(lambda m: m.group(1) + "***", text) if "://" not in text else text
-
-
-_QUERY_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)[^&#]*")
-_KEYWORD_SECRET = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)")
-"""A libpq keyword string's password (``host=db password='a b' dbname=x``), quoted or not."""
-
-
 def unescaped_userinfo(url: str) -> str | None:
     """What the URL's user or password holds unescaped that a URL parser reads as another part (``/``
     ``?`` ``#`` ``@``), as a sentence saying how to write it; None when nothing does. The driver would
     read part of the password as the host or the port, and quote it in its error."""
     text = url.strip()
-    userinfo = _userinfo(text)
+    userinfo = userinfo_span(text)
     if userinfo is None:
         return None
     held = sorted({c for c in text[userinfo[0] : userinfo[1]] if c in _ESCAPES})
@@ -68,30 +47,16 @@ def unescaped_userinfo(url: str) -> str | None:
 _ESCAPES = {"/": "%2F", "?": "%3F", "#": "%23", "@": "%40"}
 
 
-def _userinfo(text: str) -> tuple[int, int] | None:
-    """Where the userinfo of URL ``text`` starts and ends (before its last ``@``), if it has one."""
-    scheme_end = text.find("://")
-    if scheme_end < 0:
-        return None
-    start = scheme_end + 3
-    at = text.rfind("@", start)
-    if at >= 0 and "=" in text[start:at].partition("?")[2]:
-        # That "@" is a query parameter's (?application_name=a@b): the userinfo ends before the first "/".
-        slash = text.find("/", start)
-        at = text.find("@", start, slash if slash >= 0 else len(text))
-    return (start, at) if at >= 0 else None
-
-
 def _secrets(url: str) -> list[str]:
     """Every spelling of a password the URL holds, longest first."""
     text = url.strip()
     found: list[str] = []
-    userinfo = _userinfo(text)
+    userinfo = userinfo_span(text)
     if userinfo is not None and ":" in (info := text[userinfo[0] : userinfo[1]]):
         found.append(info.partition(":")[2])
-    found += [m.group(0).partition("=")[2] for m in _QUERY_SECRET.finditer(text)]
+    found += [m.group(0).partition("=")[2] for m in QUERY_SECRET.finditer(text)]
     if "://" not in text:
-        found += [value for m in _KEYWORD_SECRET.finditer(text) for value in (m.group(2), m.group(2).strip("'"))]
+        found += [value for m in KEYWORD_SECRET.finditer(text) for value in (m.group(2), m.group(2).strip("'"))]
     return sorted({s for f in found for s in (f, unquote(f)) if s}, key=len, reverse=True)
 
 

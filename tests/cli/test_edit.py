@@ -188,7 +188,7 @@ def test_add_a_url_that_fails_names_it_without_its_secrets_and_says_why(env: Cli
         failed = env.run("add", secret_url, "--slug", "x")
         slow = env.run("add", f"{server.base_url}/missing.json", "--slug", "y")
     assert failed.code == 1 and "CANARY" not in failed.out + failed.err
-    assert "user:***@" in failed.err and "api_key=***&v=2" in failed.err
+    assert "user:***@" in failed.err and "api_key=[redacted]&v=2" in failed.err
     assert slow.code == 1 and "no answer within 0.5 s" in slow.err
 
 

@@ -930,3 +930,37 @@ def test_the_first_tag_is_the_action_group() -> None:
     }
     groups = {a.path: a.group for a in normalize_openapi(document, connector="t").actions}
     assert groups == {"create_refund": "Refunds", "ping": ""}
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [(None, "the server answered HTTP 404"), ("just: text", "not an OpenAPI or Swagger document")],
+)
+def test_a_spec_urls_password_and_token_never_reach_its_errors(body: str | None, said: str) -> None:
+    files = {} if body is None else {"/spec.yaml": body}
+    url = "https://user:CANARY-pw@specs.example/spec.yaml?v=2&access_token=CANARY-tok"
+
+    async def go() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(_serve(files))) as client:
+            await load_openapi(url, connector="r", client=client)
+
+    with pytest.raises(SourceError) as raised:
+        anyio.run(go)
+    message = str(raised.value)
+    assert "CANARY" not in message and said in message
+    assert message.startswith("https://user:***@specs.example/spec.yaml?v=2&access_token=[redacted]: ")
+
+
+def test_a_download_failure_never_quotes_the_spec_urls_token() -> None:
+    url = "https://specs.example/spec.yaml?api_key=CANARY-key"
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError(f"cannot reach {request.url}", request=request)
+
+    async def go() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)) as client:
+            await load_openapi(url, connector="r", client=client)
+
+    with pytest.raises(SourceError, match=r"cannot download the spec \(ConnectError") as raised:
+        anyio.run(go)
+    assert "CANARY" not in str(raised.value) and "api_key=[redacted]" in str(raised.value)
