@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..store.contract import LinkKind, LinkRecord, LinkStore
 from ..vocabulary.clock import Clock
+from ..vocabulary.errors import StoreUnavailable
 
 __all__ = ["HumanLink", "LinkService", "hash_link_token", "human_link"]
 
@@ -34,6 +35,10 @@ _RESULT_KEYS: dict[str, LinkKind] = {"connect_url": "connect", "secret_url": "se
 
 def hash_link_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+_MAX_OWED = 1024
+"""Links owed back at most (the oldest forgotten first): an outage meets a handful of submissions."""
 
 
 class LinkService:
@@ -51,6 +56,8 @@ class LinkService:
         self._public_url = public_url.rstrip("/")
         self._ttl = ttl
         self._on_mint = on_mint
+        self._owed: dict[str, datetime] = {}
+        """Links this process used up and owes back (``give_back`` while the store was down), by hash."""
         """Called before a link is handed out, and awaited when it returns an awaitable (stdio mode starts
         its page server here, and waits until it answers: an agent may open the link at once)."""
 
@@ -100,7 +107,11 @@ class LinkService:
 
     async def peek(self, kind: LinkKind, token: str) -> LinkRecord | None:
         """The link if it is of this kind, unused and unexpired; does not consume it."""
-        record = await self._store.get_link(hash_link_token(token))
+        token_hash = hash_link_token(token)
+        if (used_at := self._owed.get(token_hash)) is not None:
+            await self._store.release_link(token_hash, used_at)
+            self._owed.pop(token_hash, None)
+        record = await self._store.get_link(token_hash)
         if record is None or record.kind != kind or record.used_at is not None:
             return None
         return record if record.expires_at > self._clock.now() else None
@@ -109,9 +120,25 @@ class LinkService:
         """The link stored under ``token_hash``, used or not (whether a human has completed it)."""
         return await self._store.get_link(token_hash)
 
-    async def consume(self, kind: LinkKind, token: str) -> LinkRecord | None:
-        record = await self._store.consume_link(hash_link_token(token), self._clock.now())
+    async def consume(self, kind: LinkKind, token: str, *, at: datetime | None = None) -> LinkRecord | None:
+        """Use the link up (``at``: the instant to mark it used at, for ``give_back``); None when it is
+        not of this kind, used or expired."""
+        record = await self._store.consume_link(hash_link_token(token), at or self._clock.now())
         return record if record is not None and record.kind == kind else None
+
+    async def give_back(self, token: str, used_at: datetime) -> bool:
+        """Make the link unused again that ``consume`` used up at ``used_at``, because what it was used
+        for failed with the store down: the human who retries is not told it was already used. True
+        when it is unused again now; else, the store still down, this process gives it back before it
+        next looks the link up (a restart forgets that)."""
+        token_hash = hash_link_token(token)
+        try:
+            return await self._store.release_link(token_hash, used_at)
+        except StoreUnavailable:
+            if len(self._owed) >= _MAX_OWED:
+                self._owed.pop(next(iter(self._owed)))
+            self._owed[token_hash] = used_at
+            return False
 
 
 @dataclass(frozen=True)

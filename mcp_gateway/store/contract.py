@@ -308,6 +308,12 @@ class LinkStore(Protocol):
         """Mark the link used if it is unused and unexpired; return it, else None. Atomic."""
         ...
 
+    async def release_link(self, token_hash: str, used_at: datetime) -> bool:
+        """Make the link unused again if it was used at exactly ``used_at`` (the instant its consumer
+        passed to ``consume_link``): True when it is. Compare-and-set, so only the consumer that used
+        it gives it back, and a link another consumer used stays used."""
+        ...
+
 
 class ApprovalStore(Protocol):
     """Approval requests and their compare-and-set decisions: the ``ApprovalService``'s."""

@@ -253,6 +253,14 @@ class MemoryStore:
         used = links[token_hash] = link.model_copy(update={"used_at": now})
         return used
 
+    async def release_link(self, token_hash: str, used_at: datetime) -> bool:
+        links = self._d().links
+        link = links.get(token_hash)
+        if link is None or link.used_at is None or link.used_at != aware(used_at):
+            return False
+        links[token_hash] = link.model_copy(update={"used_at": None})
+        return True
+
     # -- approvals ------------------------------------------------------------------------------------
 
     async def put_approval(self, approval: ApprovalRecord) -> None:

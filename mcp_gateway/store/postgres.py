@@ -474,6 +474,12 @@ class PostgresStore:
         )
         return _LINKS.load(row) if row is not None else None
 
+    async def release_link(self, token_hash: str, used_at: datetime) -> bool:
+        changed = await self._execute(
+            "UPDATE link SET used_at = NULL WHERE token_hash = $1 AND used_at = $2", token_hash, aware(used_at)
+        )
+        return changed == 1
+
     # -- approvals ----------------------------------------------------------------------------------------
 
     async def put_approval(self, approval: ApprovalRecord) -> None:

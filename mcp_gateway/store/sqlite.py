@@ -727,6 +727,12 @@ class SQLiteStore:
                 row = await cursor.fetchone()
         return _LINKS.load(row) if row is not None else None
 
+    async def release_link(self, token_hash: str, used_at: datetime) -> bool:
+        changed = await self._execute(
+            "UPDATE link SET used_at = NULL WHERE token_hash = ? AND used_at = ?", (token_hash, _ts(used_at))
+        )
+        return changed == 1
+
     # -- approvals ---------------------------------------------------------------------------------------
 
     async def put_approval(self, approval: ApprovalRecord) -> None:

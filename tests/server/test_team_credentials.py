@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -27,7 +28,7 @@ from mcp_gateway.primitives.secrets import PROJECT_WIDE
 from mcp_gateway.services.approvals import ApproverRefused
 from mcp_gateway.services.credentials import CredentialVault
 from mcp_gateway.services.identity import OPERATOR, Principal
-from mcp_gateway.store.contract import AuditRecord
+from mcp_gateway.store.contract import AuditRecord, LinkRecord
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
 from mcp_gateway.vocabulary.errors import StoreUnavailable
@@ -320,23 +321,56 @@ async def test_per_user_credentials_are_each_users_own_and_need_no_approval(tmp_
     assert {r.user for r in rows} == {"bob"} and all(r.approved_by is None for r in rows)
 
 
-async def test_a_save_the_database_stops_answering_for_says_to_ask_for_a_new_link(
+async def test_a_save_the_database_stops_answering_for_gives_the_link_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The link is used up before the value is stored (its use stops a second submission): when the
-    # store fails in between, "try again in a few seconds" would only meet "already used".
+    # store fails in between, the link is given back, so "try again in a few seconds" is true.
     async with site(tmp_path) as s:
         link = await s.gateway.connect(BOB, "mine")
         assert isinstance(link, ConnectLink)
+        put = s.vault.put
 
         async def down(*_: object, **__: object) -> None:
             raise StoreUnavailable("the SQLite database test.db cannot be used (database or disk is full)")
 
         monkeypatch.setattr(s.vault, "put", down)
         answer = await s.submit(link.connect_url, BOB_CANARY)
-        assert answer.status_code == 503 and "Nothing was saved" in answer.text and "new link" in answer.text
+        assert answer.status_code == 503 and "Nothing was saved" in answer.text and "still works" in answer.text
         _no_canary(answer.text)
         assert await s.value("mine", "bob") is None
+        monkeypatch.setattr(s.vault, "put", put)
+        assert (await s.submit(link.connect_url, BOB_CANARY)).status_code == 200
+        assert await s.value("mine", "bob") == BOB_CANARY
+
+
+async def test_a_link_used_up_as_the_database_stops_is_given_back_once_it_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The consumption commits, then its answer is lost with the database; giving it back fails too
+    # while the database is down, and happens when the human tries again.
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(BOB, "mine")
+        assert isinstance(link, ConnectLink)
+        consume, release = s.store.consume_link, s.store.release_link
+        outage = StoreUnavailable("the PostgreSQL database at postgresql://gw:***@db/x is unreachable")
+
+        async def consumed_then_lost(*args: Any) -> LinkRecord | None:
+            await consume(*args)
+            raise outage
+
+        async def down(*_: object) -> bool:
+            raise outage
+
+        monkeypatch.setattr(s.store, "consume_link", consumed_then_lost)
+        monkeypatch.setattr(s.store, "release_link", down)
+        answer = await s.submit(link.connect_url, BOB_CANARY)
+        assert answer.status_code == 503 and "still works" in answer.text
+        assert await s.value("mine", "bob") is None
+        monkeypatch.setattr(s.store, "consume_link", consume)
+        monkeypatch.setattr(s.store, "release_link", release)
+        assert (await s.submit(link.connect_url, BOB_CANARY)).status_code == 200
+        assert await s.value("mine", "bob") == BOB_CANARY
 
 
 async def test_the_operator_overview_says_which_credentials_are_team_wide(tmp_path: Path) -> None:

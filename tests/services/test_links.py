@@ -11,6 +11,7 @@ import pytest
 from mcp_gateway.services.links import LinkService, hash_link_token, human_link
 from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +63,27 @@ async def test_record_reads_a_link_by_its_hash_used_or_not(tmp_path: Path) -> No
         used = await links.record(record.token_hash)
         assert used is not None and used.used_at is not None
         assert await links.peek("connect", token) is None  # peek hides a used link; record does not
+
+
+async def test_a_link_given_back_while_the_store_is_down_is_unused_at_its_next_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        clock = FixedClock()
+        links = LinkService(store, clock, "http://pages.test/")
+        url, _ = await links.mint("connect", connector="api", principal="maria")
+        token = url.removeprefix("http://pages.test/connect/")
+        used_at = clock.now()
+        assert await links.consume("connect", token, at=used_at) is not None
+        release = store.release_link
+
+        async def down(*_: object) -> bool:
+            raise StoreUnavailable("the SQLite database s.db cannot be used (disk I/O error)")
+
+        monkeypatch.setattr(store, "release_link", down)
+        assert not await links.give_back(token, used_at)
+        with pytest.raises(StoreUnavailable):
+            await links.peek("connect", token)  # still down: the page says to retry
+        monkeypatch.setattr(store, "release_link", release)
+        assert await links.peek("connect", token) is not None
+        assert await links.consume("connect", token) is not None and await links.peek("connect", token) is None

@@ -449,6 +449,19 @@ async def test_consume_link_once(store: Store) -> None:
     assert await store.consume_link("unknown", now) is None
 
 
+async def test_release_link_gives_back_only_its_own_consumption(store: Store) -> None:
+    await store.put_link(_link("h1"))
+    now = T0 + timedelta(minutes=1)
+    assert not await store.release_link("h1", now)  # unused: nothing to give back
+    assert await store.consume_link("h1", now) is not None
+    assert not await store.release_link("h1", now + timedelta(microseconds=1))  # another consumer's instant
+    assert not await store.release_link("unknown", now)
+    assert await store.release_link("h1", now)
+    stored = await store.get_link("h1")
+    assert stored is not None and stored.used_at is None
+    assert await store.consume_link("h1", now + timedelta(seconds=1)) is not None
+
+
 async def test_consume_link_refuses_expired(store: Store) -> None:
     await store.put_link(_link("h1", ttl=timedelta(minutes=10)))
     assert await store.consume_link("h1", T0 + timedelta(minutes=10)) is None  # expiry instant is expired

@@ -284,12 +284,9 @@ class CredentialPages:
         if shape == "oauth2" and isinstance(auth, OAuth2Auth) and auth.flow == "client_credentials":
             assert isinstance(value, dict)
             return await self._client_credentials(opened, auth, value)
-        saving = await self._spend(opened)
-        if isinstance(saving, Response):
-            return saving
         # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
         # a connector whose sync needed it loads now.
-        refused = await self._save(opened, saving, value, forget_tokens=isinstance(auth, OAuth2Auth))
+        refused = await self._spend_and_save(opened, value, forget_tokens=isinstance(auth, OAuth2Auth))
         if refused is not None:
             return refused
         done = (
@@ -299,32 +296,35 @@ class CredentialPages:
         )
         return message("Saved", f"{done} You can close this page and return to the agent.")
 
-    async def _save(
-        self, opened: _Opened, permit: Permit, value: str | dict[str, str], *, forget_tokens: bool
+    async def _spend_and_save(
+        self, opened: _Opened, value: str | dict[str, str], *, forget_tokens: bool
     ) -> Response | None:
-        """Store the value (``CredentialDesk.save``): None once stored, else the page saying why not."""
+        """Consume the link (its use is what stops a second submission), then its approval if it has
+        one, then store the value (``CredentialDesk.save``): None once stored, else the page saying why
+        not. When the store fails on the way, the link is given back, so "try again" is true."""
+        used_at = self.ctx.clock.now()
         try:
+            if await self.ctx.links.consume(opened.kind, opened.token, at=used_at) is None:
+                return message(*GONE, status=410, tone="bad")
+            permit = await self.credentials.permit(opened.link, opened.cfg, consume=True)
+            if not permit.may_save:
+                return not_now(opened.cfg, permit, post=True)
             stored = await self.credentials.save(
                 opened.link, permit, value, via=_VIA[opened.kind], forget_tokens=forget_tokens
             )
         except StoreUnavailable:
-            # The link was used up first (its use is what stops a second submission): "try again" would
-            # only meet "already used", so the page says what the human can do.
+            # The consumption may have been committed though its answer was lost: given back all the same
+            # (compare-and-set on the instant, so never another submission's), now or on the next visit.
+            await self.ctx.links.give_back(opened.token, used_at)
             return message(
                 "Not saved",
-                "The gateway's database stopped answering while this was being saved. Nothing was saved, and "
-                "this link is used up: once the gateway answers again, ask the agent for a new link.",
+                "The gateway's database stopped answering while this was being saved. Nothing was saved; "
+                "this link still works: try again in a few seconds. (If the gateway restarted meanwhile and "
+                "the page says the link was already used, ask the agent for a new link.)",
                 status=503,
                 tone="bad",
             )
         return None if stored else _stored_meanwhile(opened.cfg)
-
-    async def _spend(self, opened: _Opened) -> Permit | Response:
-        """Consume the link, then its approval if it has one: the permit to store, or the refusal."""
-        if await self.ctx.links.consume(opened.kind, opened.token) is None:
-            return message(*GONE, status=410, tone="bad")
-        permit = await self.credentials.permit(opened.link, opened.cfg, consume=True)
-        return permit if permit.may_save else not_now(opened.cfg, permit, post=True)
 
     def _form_page(self, opened: _Opened, *, error: str | None = None, status: int = 200) -> Response:
         link, cfg = opened.link, opened.cfg
@@ -357,10 +357,7 @@ class CredentialPages:
             return self._form_page(opened, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
         except UpstreamError as exc:
             return self._form_page(opened, error=f"Not saved: {exc}.", status=502)
-        saving = await self._spend(opened)
-        if isinstance(saving, Response):
-            return saving
-        refused = await self._save(opened, saving, value, forget_tokens=True)
+        refused = await self._spend_and_save(opened, value, forget_tokens=True)
         if refused is not None:
             return refused
         return message(
