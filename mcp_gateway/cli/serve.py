@@ -32,6 +32,7 @@ __all__ = [
     "cmd_serve",
     "connection_limits",
     "discovery_line",
+    "loaded_line",
     "request_state_key",
     "serve_http",
     "serve_stdio",
@@ -258,7 +259,7 @@ class _Say:
             given = "--database-url" if getattr(args, "database_url", None) else "$MCP_GATEWAY_DATABASE_URL"
             state += f" (database: {redact_url(settings.database_url)}, from {given})"
         lines = [
-            f"mcp-gateway {_version()} serving {len(gw.manifest.connectors)} connectors",
+            f"mcp-gateway {_version()} serving {len(gw.manifest.connectors)} connectors{loaded_line(gw)}",
             f"  manifest   {args.manifest_source}",
             f"  state      {state}",
             f"  transport  {transport}",
@@ -279,6 +280,17 @@ class _Say:
         await gw.dense.settled()
         notice(f"mcp-gateway: {gw.discovery_status}")
         sys.stderr.flush()
+
+
+def loaded_line(gw: Gateway) -> str:
+    """`` (2 loaded, 1 failed: see the warnings above)`` once the connectors were loaded, else ``""`` (stdio
+    loads them in the background after the start block)."""
+    states = gw.states()
+    if not states:
+        return ""
+    failed = sum(s.status == "error" for s in states)
+    loaded = len(states) - failed
+    return f" ({loaded} loaded, {failed} failed: see the warnings above)" if failed else f" ({loaded} loaded)"
 
 
 def discovery_line(gw: Gateway) -> str:

@@ -190,6 +190,12 @@ class Catalogs:
             mcp_tools=self._mcp_tools(PROJECT_WIDE),
             share=index and share,  # a command that only reports states exits soon: no memory to save
         )
+        if index:
+            # What serves says of each connector that failed (a listing shows it in its table instead):
+            # the error as stored, screened and without a URL's secrets; else the start says only "serving N".
+            for slug, catalog in catalogs.items():
+                if catalog.state.status == "error":
+                    logger.warning("connector %s failed to load: %s", slug, catalog.state.error)
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
             if embed:
                 await self._embed_now(catalogs, progress)

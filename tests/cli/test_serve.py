@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from mcp_gateway.cli.parser import build_parser
-from mcp_gateway.cli.serve import connection_limits, discovery_line, request_state_key
+from mcp_gateway.cli.serve import connection_limits, discovery_line, loaded_line, request_state_key
 from mcp_gateway.vocabulary.errors import GatewayError
 from mcp_gateway.vocabulary.settings import Settings
 
@@ -80,3 +81,12 @@ def test_the_stdio_register_line_passes_the_database_url_on_by_name(tmp_path: Pa
     alone = Settings.from_env({}, state_dir=str(tmp_path))
     sqlite = claude_line(SimpleNamespace(transport="stdio", settings=alone, agent=None))
     assert "MCP_GATEWAY_DATABASE_URL" not in sqlite
+
+
+def test_the_start_block_counts_the_connectors_that_loaded_and_failed() -> None:
+    def gw(*statuses: str) -> Any:
+        return SimpleNamespace(states=lambda: [SimpleNamespace(status=s) for s in statuses])
+
+    assert loaded_line(gw("ready", "error", "needs_auth")) == " (2 loaded, 1 failed: see the warnings above)"
+    assert loaded_line(gw("ready")) == " (1 loaded)"
+    assert loaded_line(gw()) == ""  # stdio: the block is out before the connectors load

@@ -3,6 +3,7 @@ was taken, here or by another process on the same database."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,21 @@ async def test_decisions_are_read_again_only_after_one_was_taken_elsewhere(tmp_p
         assert "open.things.list" in str(found)
         await h.gateway.discover(OPERATOR, "list the things")
         assert h.store.reads == before + 1
+
+
+async def test_a_sync_warns_of_each_connector_that_failed_to_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = manifest_text() + (
+        "  - slug: billing\n"
+        "    base_url: http://billing.test\n"
+        "    source: {openapi: https://user:CANARY-pw@specs.test/billing.json?access_token=CANARY-tok}\n"
+    )
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway.core.catalogs"):
+        async with harness(tmp_path, broken) as h:
+            warned = [r.getMessage() for r in caplog.records if "failed to load" in r.getMessage()]
+            assert len(warned) == 1 and warned[0].startswith("connector billing failed to load: https://user:***@")
+            assert "CANARY" not in warned[0]
+            caplog.clear()
+            await h.gateway.reload(h.gateway.manifest)
+    assert [r.getMessage() for r in caplog.records if "failed to load" in r.getMessage()] == warned
