@@ -235,8 +235,16 @@ def _idp_http() -> httpx2.AsyncClient:
 
 async def serve_metrics(gateway: Gateway, host: str, port: int) -> None:
     """``serve --metrics-port``: ``/metrics`` (no token) and ``/readyz`` on their own listener, until cancelled."""
+    # No lifespan: the app has no start-up or shutdown of its own, and uvicorn's lifespan task outlives a
+    # cancelled server, to be cancelled as the process exits and logged as an ERROR with a traceback.
     config = uvicorn.Config(
-        metrics_app(gateway), host=host, port=port, log_config=None, log_level="warning", access_log=False
+        metrics_app(gateway),
+        host=host,
+        port=port,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
     )
     try:
         await _Sidecar(config).serve()

@@ -3,7 +3,9 @@ stdio, a minted link handed out only once its page answers."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 import os
 import socket
 import time
@@ -129,3 +131,32 @@ async def test_pages_a_gateway_of_this_state_folder_serves_are_left_to_it(tmp_pa
     record(tmp_path, ServedAddress(base, os.getpid(), "127.0.0.1", held_port, "http", "bundled", ""))
     pages = StdioPages(tmp_path, chosen=True)
     assert await pages.claim(base) is None and pages.unavailable is None
+
+
+@pytest.mark.anyio
+async def test_the_metrics_listener_stops_quietly_when_the_gateway_stops(caplog: pytest.LogCaptureFixture) -> None:
+    import httpx2
+
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    gateway: Any = SimpleNamespace(operators=None)  # the routes read the rest per request; none is made here
+    before = asyncio.all_tasks()
+    with caplog.at_level(logging.DEBUG):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(app.serve_metrics, gateway, "127.0.0.1", port)
+            async with httpx2.AsyncClient() as client:
+                for _ in range(200):
+                    try:
+                        await client.get(f"http://127.0.0.1:{port}/nothing")
+                        break
+                    except httpx2.TransportError:
+                        await anyio.sleep(0.02)
+                else:
+                    pytest.fail("the metrics listener never answered")
+            tg.cancel_scope.cancel()  # what a SIGTERM to serve does to it
+        await anyio.sleep(0.1)
+        # A task the listener left behind is cancelled as the process exits, and uvicorn logs that as an
+        # ERROR with a traceback (its lifespan task did): none is left.
+        left = {t for t in asyncio.all_tasks() - before if t is not asyncio.current_task() and not t.done()}
+        assert left == set()
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
