@@ -212,7 +212,8 @@ class Discover(MetaTool):
             str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What you want to do, in words.")
         ],
         connector: Annotated[str | None, Field(description="Only search this connector's actions.")] = None,
-        limit: Annotated[int, BeforeValidator(_no_bool), Field(ge=1, le=50, description="How many results.")] = 10,
+        # Field before the validator: pydantic then writes the bounds as JSON Schema's minimum and maximum.
+        limit: Annotated[int, Field(ge=1, le=50, description="How many results."), BeforeValidator(_no_bool)] = 10,
         detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,
     ) -> CallToolResult:
         await self.loaded()

@@ -99,6 +99,10 @@ async def test_discover_ranks_within_its_bounds(tmp_path: Path) -> None:
     assert [r["name"] for r in one["results"]] == ["open.things.create"]
     assert too_many.is_error and "limit" in too_many.content[0].text  # type: ignore[union-attr]
     assert boolean.is_error and "limit must be a whole number" in boolean.content[0].text  # type: ignore[union-attr]
+    # The bounds are JSON Schema's words, which clients and models read ("ge"/"le" are pydantic's).
+    async with harness(tmp_path) as h, alone(h, Discover) as (client, _):
+        limit = (await client.list_tools()).tools[0].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 50) and "ge" not in limit and "le" not in limit
     assert len(as_text["results"]) == 1  # a number written as text is still taken
     assert "query must not be empty" in empty.content[0].text  # type: ignore[union-attr]
 
