@@ -26,6 +26,7 @@ import httpx2
 from ..primitives.upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
 from ..services.logs import known_secrets
 from ..vocabulary.errors import UpstreamError
+from .content_coding import INFLATED_CODINGS, Inflater
 
 __all__ = ["Outcome", "read_response", "said", "summarize_error"]
 
@@ -87,7 +88,7 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
             + "The upstream should answer uncompressed or gzip, as the gateway's Accept-Encoding asks.",
             upstream_status=status,
         )
-    body, truncated = await _read_capped(response, max_bytes)
+    body, truncated = await _read_capped(response, max_bytes, coding)
     content_type = response.headers.get("content-type", "")
     media, has_params, _ = content_type.partition(";")
     media = media.strip().lower()
@@ -156,21 +157,45 @@ def parse_retry_after(value: str | None) -> float | None:
     return min(max(0.0, wait), MAX_RETRY_AFTER)
 
 
-async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
+async def _read_capped(response: httpx2.Response, max_bytes: int, coding: str | None) -> tuple[bytes, bool]:
     chunks: list[bytes] = []
     size = 0
-    truncated = False
+    # A response already read (built in memory) holds its body decoded by httpx2.
+    inflater = None if response.is_stream_consumed else _inflater(coding)
     try:
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
-                truncated = True
-                break
+        if inflater is None:
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    return b"".join(chunks)[:max_bytes], True
+        else:
+            async for raw in response.aiter_raw():
+                for chunk in inflater.decode(raw):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > max_bytes:
+                        return b"".join(chunks)[:max_bytes], True
+            # The cap was not reached, so the whole stream came: it must have reached its end.
+            chunks.extend(inflater.finish())
+            if sum(map(len, chunks)) > max_bytes:
+                return b"".join(chunks)[:max_bytes], True
     finally:
         # Stopping early leaves bytes on the connection; closing drops it instead of reusing it.
         await response.aclose()
-    return b"".join(chunks)[:max_bytes], truncated
+    return b"".join(chunks), False
+
+
+def _inflater(coding: str | None) -> Inflater | None:
+    """Our own decoder for gzip and deflate (``content_coding``: it knows a cut stream); None for an
+    answer httpx2 decodes (no coding, or one of br or zstd among them)."""
+    if coding is None:
+        return None
+    codings = [c.strip().lower() for c in coding.split(",")]
+    codings = [c for c in codings if c]
+    if not codings or not INFLATED_CODINGS.issuperset(codings) or codings == ["identity"]:
+        return None
+    return Inflater(codings)
 
 
 def _kind(media: str, body: bytes) -> _Kind:

@@ -306,3 +306,15 @@ async def test_gzip_and_identity_encodings_are_read_as_usual() -> None:
         content = body if headers["content-encoding"] == "gzip" else b'{"a": 1}'
         response = httpx2.Response(200, headers={"content-type": "application/json", **headers}, content=content)
         assert (await read_response(response, max_bytes=10_000)).data == {"a": 1}
+
+
+async def test_a_streamed_gzip_body_is_capped_and_only_a_whole_one_must_reach_its_end() -> None:
+    packed = gzip.compress(b"x" * 50_000)
+    headers = {"content-type": "text/plain", "content-encoding": "gzip"}
+    whole = await read_response(httpx2.Response(200, headers=headers, stream=Chunks(packed)), max_bytes=100_000)
+    assert (whole.data, whole.truncated) == ("x" * 50_000, False)
+    # Cut, but past the cap: what is handed on is the cap's cut, as for any long body.
+    capped = await read_response(httpx2.Response(200, headers=headers, stream=Chunks(packed[:-30])), max_bytes=1000)
+    assert (capped.data, capped.truncated) == ("x" * 1000, True)
+    with pytest.raises(httpx2.DecodingError):
+        await read_response(httpx2.Response(200, headers=headers, stream=Chunks(packed[:-30])), max_bytes=100_000)

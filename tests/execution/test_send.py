@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import socket
 import ssl
@@ -17,6 +18,7 @@ import pytest
 from mcp_gateway.execution import Outcome, build_request, send, summarize_error
 from mcp_gateway.vocabulary.errors import UpstreamError
 from mcp_gateway.vocabulary.model import Action, HttpBinding, ParamLocation, ParamSpec
+from tests.support.raw_http import RawAnswer, RawHttpServer, RawRequest
 from tests.support.upstream import EchoApp, echo_app, serve_asgi
 
 send_module = importlib.import_module("mcp_gateway.execution.send")  # the package exports the function as `send`
@@ -348,6 +350,26 @@ async def test_text_and_binary_are_cut_at_max_bytes(upstream: Upstream) -> None:
 async def test_sse_over_the_wire(upstream: Upstream) -> None:
     outcome = await call(get(upstream.base_url, "/sse"))
     assert (outcome.data, outcome.truncated) == ([{"n": 1}, {"n": 2}, "done"], False)
+
+
+def gzip_cut_in_its_echo(request: RawRequest) -> RawAnswer:
+    """A gzip body that stops in the middle of an echoed credential, inside a Content-Length that
+    matches the cut: a proxy that dropped the rest, a server that crashed while streaming."""
+    packed = gzip.compress(b"A" * 3000 + f"token={CANARY}".encode())
+    cut = packed[: len(packed) - 20]
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\nContent-Length: {len(cut)}\r\n"
+    return RawAnswer(head.encode() + b"\r\n" + cut, close=True)
+
+
+async def test_a_compressed_body_cut_before_its_end_broke_the_exchange() -> None:
+    with RawHttpServer(gzip_cut_in_its_echo) as server:
+        for method, write in (("GET", False), ("POST", True)):
+            with pytest.raises(UpstreamError) as info:
+                await call(get(server.base_url, "/x", method=method))
+            assert info.value.reason == "upstream_error"
+            assert "broke the HTTP exchange" in str(info.value)
+            assert ("may have reached it and taken effect" in str(info.value)) == write
+            assert_no_leak(info.value, CANARY[:8])
 
 
 @pytest.mark.anyio
