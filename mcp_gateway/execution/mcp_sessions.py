@@ -61,6 +61,8 @@ from .mcp_transport import (
     CALL,
     CallState,
     ListingRefused,
+    answer_broke_off,
+    answer_too_large,
     connection_closed,
     open_failed,
     open_transport,
@@ -187,9 +189,12 @@ class McpExecutor:
         state = CallState(auth)
         token = CALL.set(state)
         session: _Session | None = None
+        write = prepared.action.risk != "read"
+        sent = False
         try:
             with anyio.fail_after(cfg.timeout):
                 for attempt in (1, 2):
+                    sent = False  # a second attempt follows only a first that cannot have run, or a read
                     try:
                         session, fresh = await self._session(cfg, auth, state)
                     except UpstreamError as exc:
@@ -205,6 +210,7 @@ class McpExecutor:
                         if known is not None and tools_digest(session.tools) != known:
                             raise ToolsChanged(cfg.slug)
                     state.status = None
+                    sent = True
                     try:
                         result = await session.client.call_tool(tool, arguments)
                     except MCPError as exc:
@@ -225,10 +231,19 @@ class McpExecutor:
                                 content_type="",
                                 retry_after=state.retry_after,
                             )
+                        if (limit := answer_too_large(exc)) is not None:
+                            raise UpstreamError(
+                                "upstream_error",
+                                f"{upstream} ran {tool!r}, but its answer was too large for the gateway to read "
+                                f"(over {_megabytes(limit)}); "
+                                + (_MAY_HAVE_TAKEN_EFFECT if write else "")
+                                + "ask for less (narrower arguments, fewer items), or ask the operator whether the "
+                                "server can answer smaller",
+                            ) from None
                         # A reused session the HTTP server answers 400/404 is one it no longer knows (it
                         # restarted); servers word that differently, and none of them ran the request.
                         unknown = session_unknown(exc) or (not fresh and state.status in (400, 404))
-                        if not unknown and not connection_closed(exc):
+                        if not unknown and not connection_closed(exc) and not answer_broke_off(exc):
                             raise refused(upstream, tool, exc) from None
                         self._retire(session)
                         if attempt == 1 and not fresh and (unknown or prepared.action.risk == "read"):
@@ -255,8 +270,10 @@ class McpExecutor:
                 self._retire(session)  # a hung server is not trusted to recover on its own
             raise UpstreamError(
                 "upstream_timeout",
-                f"{upstream} did not answer the call to {tool!r} within {cfg.timeout:g} s; its session is closed and "
-                "the next call starts a new one. Try again later, or ask the operator to raise the connector's timeout",
+                f"{upstream} did not answer the call to {tool!r} within {cfg.timeout:g} s; "
+                + (_MAY_HAVE_RUN if sent and write else "")
+                + "its session is closed and the next call starts a new one. Try again later, or ask the operator "
+                "to raise the connector's timeout",
             ) from None
         finally:
             CALL.reset(token)
@@ -469,6 +486,14 @@ def _outcome(result: types.CallToolResult, upstream: str, tool: str, max_bytes: 
         )
     data, truncated = shape_result(result, max_bytes)
     return Outcome(http_status=None, data=data, truncated=truncated, content_type="application/json")
+
+
+_MAY_HAVE_RUN = "the call may have reached it and taken effect, so check before calling again; "
+_MAY_HAVE_TAKEN_EFFECT = "the call may have taken effect, so check before calling again; "
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MB"
 
 
 def _first_line(exc: BaseException) -> str:

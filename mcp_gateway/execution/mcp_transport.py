@@ -18,6 +18,7 @@ request may have run) and from a refusal of the request itself.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
@@ -43,9 +44,12 @@ if TYPE_CHECKING:
 __all__ = [
     "CALL",
     "CONNECTION_CLOSED",
+    "MAX_SSE_EVENT_BYTES",
     "CallState",
     "ListingRefused",
     "PerCallAuth",
+    "answer_broke_off",
+    "answer_too_large",
     "connection_closed",
     "open_failed",
     "open_transport",
@@ -60,6 +64,11 @@ logger = logging.getLogger(__name__)
 
 SSE_READ_TIMEOUT = 300.0
 """How long a server-sent event stream may stay silent (long tool calls stream their answer)."""
+MAX_SSE_EVENT_BYTES = 16 * 1024 * 1024
+"""The largest event (one JSON-RPC message) read from a streamable-HTTP server. An answer up to this
+is read, then capped like any other (``mcp_result.shape_result``); the SDK stops reading a larger one,
+and the call says its answer was too large (``answer_too_large``). The SDK's own limit, 1 MiB, would
+turn an ordinary large answer into an error of a tool that ran."""
 # JSON-RPC error codes (mcp_types.jsonrpc), spelled here so checking them needs no SDK import.
 CONNECTION_CLOSED = -32000
 INVALID_REQUEST = -32600
@@ -70,6 +79,10 @@ INVALID_PARAMS = -32602
 _CLOSED_MESSAGE = "Connection closed"
 """The message of the SDK's ``CONNECTION_CLOSED`` error (``mcp.shared.jsonrpc_dispatcher``)."""
 _SESSION_UNKNOWN = ("session terminated", "no valid session", "session not found", "unknown session")
+# The errors the SDK's streamable-HTTP client makes up for a request whose answer stream broke
+# (``mcp.client.streamable_http``: "SSE stream failed: …", "SSE stream ended without a response").
+_STREAM_FAILED = ("SSE stream failed", "SSE stream ended without a response")
+_TOO_LARGE = re.compile(r"SSE stream failed: .*exceeded the (\d+) byte limit")
 
 
 @dataclass
@@ -198,7 +211,7 @@ async def _logged_stdio(params: Any, slug: str) -> AsyncIterator[Any]:
 async def _streamable(url: str, http: httpx2.AsyncClient) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
 
-    async with http, streamable_http_client(url, http_client=http) as streams:
+    async with http, streamable_http_client(url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES) as streams:
         yield streams
 
 
@@ -265,6 +278,21 @@ def connection_closed(exc: MCPError) -> bool:
     """The SDK's own word that the connection ended, not a server's error answer: servers use -32000, the
     first code of JSON-RPC's server-error range, for errors of their own ("rate limit exceeded")."""
     return exc.error.code == CONNECTION_CLOSED and exc.error.message == _CLOSED_MESSAGE
+
+
+def answer_too_large(exc: MCPError) -> int | None:
+    """The SDK's event size limit when it stopped reading an answer larger than it (the server ran the
+    request and was sending its answer); None for any other error."""
+    if exc.error.code != CONNECTION_CLOSED:
+        return None
+    found = _TOO_LARGE.match(exc.error.message)
+    return int(found[1]) if found else None
+
+
+def answer_broke_off(exc: MCPError) -> bool:
+    """The SDK's word that the stream carrying a request's answer failed or ended before the answer came:
+    the server took the request, so it may have run."""
+    return exc.error.code == CONNECTION_CLOSED and exc.error.message.startswith(_STREAM_FAILED)
 
 
 def session_unknown(exc: MCPError) -> bool:

@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 from mcp_gateway.auth import LastMeterAuth
+from mcp_gateway.execution import mcp_transport
 from mcp_gateway.execution.mcp_result import ITEM_FRAMING
 from mcp_gateway.execution.mcp_sessions import McpExecutor
 from mcp_gateway.execution.response import Outcome
@@ -428,3 +429,98 @@ async def test_an_http_status_of_the_server_itself_is_the_calls_outcome(
         outcome = await up.call("send")
     assert outcome.http_status == status and outcome.data is None
     assert outcome.retry_after == (float(retry_after) if retry_after else None)
+
+
+class _Answers:
+    """A streamable-HTTP MCP server whose tools answer in one SSE event of ``size`` bytes, never
+    (``hang``), or not at all (``cut``: the event stream ends without the answer)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        body = await read_body(receive)
+        request = json.loads(body) if body else {}
+        if scope["method"] != "POST" or "id" not in request:
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"mcp-session-id", b"s-1")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        result: dict[str, Any] = {}
+        if request["method"] == "initialize":
+            result = {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "answers", "version": "1"},
+            }
+        elif request["method"] == "tools/list":
+            schema = {"type": "object", "properties": {"size": {"type": "integer"}, "mode": {"type": "string"}}}
+            read_only = {"readOnlyHint": True}
+            result = {
+                "tools": [
+                    {"name": "make", "inputSchema": schema},
+                    {"name": "look", "inputSchema": schema, "annotations": read_only},
+                ]
+            }
+        else:
+            arguments = request["params"]["arguments"]
+            if arguments["mode"] == "hang":
+                await anyio.sleep(30)
+            if arguments["mode"] == "cut":
+                await _sse(send, b": nothing but a comment\n\n")
+                return
+            result = {"content": [{"type": "text", "text": "z" * arguments["size"]}]}
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        await _sse(send, b"event: message\ndata: " + json.dumps(answer).encode() + b"\n\n")
+
+
+async def _sse(send: Any, event: bytes) -> None:
+    headers = [(b"content-type", b"text/event-stream"), (b"mcp-session-id", b"s-1")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": event})
+
+
+async def test_an_answer_over_the_sdks_event_limit_is_read_and_capped(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    with LoopbackServer(_Answers()) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        outcome = await up.call("make", {"size": 2 * 1024 * 1024, "mode": "sse"})
+    assert outcome.truncated is True
+
+
+@pytest.mark.parametrize(("tool", "write"), [("make", True), ("look", False)])
+async def test_an_answer_too_large_to_read_says_the_tool_ran(
+    executor: McpExecutor, vault: CredentialVault, monkeypatch: pytest.MonkeyPatch, tool: str, write: bool
+) -> None:
+    monkeypatch.setattr(mcp_transport, "MAX_SSE_EVENT_BYTES", 64 * 1024)
+    with LoopbackServer(_Answers()) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        with pytest.raises(UpstreamError) as caught:
+            await up.call(tool, {"size": 100_000, "mode": "sse"})
+        message = str(caught.value)
+        assert caught.value.reason == "upstream_error" and "refused" not in message
+        assert f"ran '{tool}', but its answer was too large for the gateway to read (over 0.0625 MB)" in message
+        assert ("may have taken effect" in message) == write
+        # The session still serves.
+        assert (await up.call(tool, {"size": 5, "mode": "sse"})).data["content"][0]["text"] == "zzzzz"
+
+
+@pytest.mark.parametrize(("tool", "write"), [("make", True), ("look", False)])
+async def test_a_call_that_times_out_says_whether_it_may_have_taken_effect(
+    executor: McpExecutor, vault: CredentialVault, tool: str, write: bool
+) -> None:
+    with LoopbackServer(_Answers()) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp"), extra="    timeout: 1\n"))
+        with pytest.raises(UpstreamError) as caught:
+            await up.call(tool, {"size": 0, "mode": "hang"})
+    assert caught.value.reason == "upstream_timeout"
+    assert ("may have reached it and taken effect, so check before calling again" in str(caught.value)) == write
+
+
+async def test_an_answer_stream_that_ends_without_the_answer_is_a_lost_call_not_a_refusal(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    with LoopbackServer(_Answers()) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        with pytest.raises(UpstreamError) as caught:
+            await up.call("make", {"size": 0, "mode": "cut"})
+    assert caught.value.reason == "upstream_unreachable" and "refused" not in str(caught.value)
+    assert "may or may not have taken effect" in str(caught.value)
