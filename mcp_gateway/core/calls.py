@@ -21,11 +21,12 @@ from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
 from ..execution.http_request import sent_arguments
-from ..execution.response import Outcome
+from ..execution.response import MAX_RETRY_AFTER, Outcome
 from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
+from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
 from ..services.approvals import ApprovalService, ArgumentsTooLong, fingerprint, redact_arguments
 from ..services.audit import args_preview
 from ..services.identity import Principal, granted_connectors
@@ -415,37 +416,12 @@ class CallPipeline:
             )
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
-        if outcome.http_status in (429, 503) and outcome.retry_after is not None:
-            retry = max(0.1, round(outcome.retry_after, 1))
-            return ErrorResult(
-                reason="rate_limited",
-                message=f"{cfg.slug} answered {outcome.http_status} and asks to retry in {retry:g} s.",
-                upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor, cfg.slug),
-                retry_after=retry,
-                hint=f"Wait {retry:g} s before calling again (retry_after).",
-            )
         if outcome.http_status == 401:
             return await self.connect_result(
                 principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
             )
-        if outcome.http_status == 403:
-            return Denied(
-                reason="upstream_forbidden",
-                message=redactor.redact_text(
-                    f"{cfg.slug} refused this call (403): {upstream_summary(outcome, redactor, cfg.slug)}. "
-                    "Retrying will not help; the credential lacks the permission."
-                ),
-            )
         if outcome.http_status is not None and outcome.http_status >= 400:
-            return ErrorResult(
-                reason="upstream_error",
-                message=f"{cfg.slug} answered {outcome.http_status}.",
-                upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor, cfg.slug),
-                hint="Check the arguments against describe; the upstream's message says what it expected."
-                + self._fallback_hint(prepared.action),
-            )
+            return self._refusal(prepared, outcome, redactor)
         data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
         if fields:
@@ -459,6 +435,67 @@ class CallPipeline:
         )
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)
+
+    def _refusal(self, prepared: Prepared, outcome: Outcome, redactor: Redactor) -> CallResult:
+        """The answer to an upstream's error status (not 401): a rate limit is one whatever its headers,
+        a 5xx the upstream's own failure (nothing to fix in the arguments), a 403 final, the rest
+        the arguments' to fix."""
+        slug, status = prepared.connector.slug, outcome.http_status
+        assert status is not None
+        if status == 403:
+            said_text = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
+            return Denied(
+                reason="upstream_forbidden",
+                message=redactor.redact_text(
+                    f"{slug} refused this call (403). Retrying will not help; the credential lacks the permission."
+                    + (f" The upstream said: {said_text}" if said_text else "")
+                ),
+            )
+        upstream_message = upstream_summary(outcome, redactor, slug)
+        wait = outcome.retry_after
+        if status == 429 or (status == 503 and wait is not None):
+            if wait is None:
+                return ErrorResult(
+                    reason="rate_limited",
+                    message=f"{slug} answered 429: it is limiting how often it is called, and did not say for how "
+                    "long.",
+                    upstream_status=status,
+                    upstream_message=upstream_message,
+                    hint="Wait before calling again (some seconds at first, longer each time it answers 429); "
+                    "the arguments are not the problem.",
+                )
+            retry = max(0.1, round(wait, 1))
+            asks = (
+                f"asks to wait at least {MAX_RETRY_AFTER:g} s (its Retry-After is past the longest wait the gateway "
+                "passes on)"
+                if wait >= MAX_RETRY_AFTER
+                else f"asks to retry in {retry:g} s"
+            )
+            return ErrorResult(
+                reason="rate_limited",
+                message=f"{slug} answered {status} and {asks}.",
+                upstream_status=status,
+                upstream_message=upstream_message,
+                retry_after=retry,
+                hint=f"Wait {retry:g} s before calling again (retry_after).",
+            )
+        if status >= 500:
+            return ErrorResult(
+                reason="upstream_error",
+                message=f"{slug} answered {status}: it failed on its side."
+                + (" The call may have taken effect; check before calling again." if _may_have_run(prepared) else ""),
+                upstream_status=status,
+                upstream_message=upstream_message,
+                hint="The arguments are not the problem: try again later, and tell the operator if it keeps failing.",
+            )
+        return ErrorResult(
+            reason="upstream_error",
+            message=f"{slug} answered {status}.",
+            upstream_status=status,
+            upstream_message=upstream_message,
+            hint="Check the arguments against describe; the upstream's message says what it expected."
+            + self._fallback_hint(prepared.action),
+        )
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient
@@ -501,6 +538,13 @@ class CallPipeline:
 
 
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def _may_have_run(prepared: Prepared) -> bool:
+    """Whether a call that failed may still have changed something upstream: it is no read (the generic
+    request action's risk is its method's)."""
+    method = {"method": prepared.request.method} if prepared.request is not None else {}
+    return effective_risk(prepared.action, method) != "read"
 
 
 def _blocked(verdict: Verdict) -> Denied:

@@ -157,11 +157,14 @@ def reason_code(result: CallResult) -> AuditReason | None:
             return None
 
 
-def upstream_summary(outcome: Outcome, redactor: Redactor, connector: str = "") -> str:
+def upstream_summary(
+    outcome: Outcome, redactor: Redactor, connector: str = "", *, max_chars: int = MAX_ERROR_CHARS
+) -> str:
     """The upstream's reason, redacted before it is capped so a cut cannot split a secret, then
-    screened (``execution.said``): withheld when it reads as instructions to the model."""
+    screened (``execution.said``): withheld when it reads as instructions to the model. ``max_chars``:
+    less for text quoted inside the gateway's own sentence than for an ``upstream_message``."""
     summary = summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
-    screened = said(summary, redactor.redact_text, max_chars=MAX_ERROR_CHARS)
+    screened = said(summary, redactor.redact_text, max_chars=max_chars)
     if screened.withheld:
         # The operator learns that it happened and why; the text itself is not repeated into the log.
         logger.warning(

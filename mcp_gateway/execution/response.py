@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 import httpx2
 
-from ..primitives.upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
+from ..primitives.html_text import looks_like_html, readable_text
+from ..primitives.upstream_text import CUT, MAX_UPSTREAM_TEXT, Redacts, Screened, screen
 from ..services.logs import known_secrets
 from ..vocabulary.errors import UpstreamError
 from .content_coding import INFLATED_CODINGS, Inflater
@@ -35,7 +36,7 @@ MAX_JSON_DEPTH = 64
 MAX_RETRY_AFTER = 86_400.0
 """Longest wait a ``Retry-After`` is read as (a day): past that it is no retry advice an agent can follow."""
 ERROR_TEXT_LIMIT = 2000
-"""Longest upstream reason handed on; error pages can be whole HTML documents."""
+"""Longest upstream reason handed on to be screened (``said`` cuts it again to what a message quotes)."""
 
 _Kind = Literal["json", "sse", "text", "binary"]
 _TEXT_TYPES = frozenset(
@@ -357,7 +358,8 @@ def said(text: object, *redacts: Redacts, max_chars: int = MAX_UPSTREAM_TEXT) ->
 def summarize_error(outcome: Outcome) -> str:
     """The upstream's own reason for a non-2xx answer, short and as the upstream phrased it.
 
-    Text is passed on verbatim (capped at ``ERROR_TEXT_LIMIT``). JSON yields the fields APIs put
+    Text is passed on verbatim, an HTML page as its title and visible text (``html_text``), cut at
+    ``ERROR_TEXT_LIMIT`` with ``CUT`` (``said`` cuts shorter where it quotes it). JSON yields the fields APIs put
     their reason in (``message``, ``error``, ``error_description``, ``detail``, ``errors[]``,
     ``title``), joined; JSON without any of them is returned compact. An empty body gives "".
     """
@@ -365,7 +367,8 @@ def summarize_error(outcome: Outcome) -> str:
     if data is None:
         return ""
     if isinstance(data, str):
-        return _cap(data.strip())
+        # An error page's markup and style sheets come first: its readable text says what happened.
+        return _cap(readable_text(data) if looks_like_html(data, outcome.content_type) else data.strip())
     if isinstance(data, dict) and _is_binary(outcome, data):
         return f"{data['bytes']} bytes of {data['content_type']}"
     reasons = _reasons(data)
@@ -399,4 +402,4 @@ def _reasons(data: Any, depth: int = 0) -> list[str]:
 
 
 def _cap(text: str) -> str:
-    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "…"
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + CUT

@@ -194,6 +194,41 @@ async def test_an_upstream_429_with_retry_after_is_rate_limited_with_its_value(t
         assert isinstance(result, ErrorResult) and (result.reason, result.retry_after) == ("rate_limited", 2.0)
 
 
+@pytest.mark.parametrize("headers", [{}, {"Retry-After": "soon"}, {"RateLimit-Reset": "30"}])
+async def test_an_upstream_429_is_rate_limited_whatever_its_headers(
+    tmp_path: Path, fake: FakeTime, headers: dict[str, str]
+) -> None:
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(429, headers=headers, text="slow down, retry in 30 seconds")])
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+    assert isinstance(result, ErrorResult) and (result.reason, result.upstream_status) == ("rate_limited", 429)
+    assert result.retry_after is None and result.upstream_message == "slow down, retry in 30 seconds"
+    assert result.hint and "Wait" in result.hint and "describe" not in result.hint
+
+
+@pytest.mark.parametrize(("status", "headers"), [(503, {}), (500, {}), (502, {"Retry-After": "soon"})])
+async def test_an_upstream_failure_of_its_own_does_not_blame_the_arguments(
+    tmp_path: Path, fake: FakeTime, status: int, headers: dict[str, str]
+) -> None:
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(status, headers=headers, text="upstream exploded")])
+        write = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        read = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+    for result, is_write in ((write, True), (read, False)):
+        assert isinstance(result, ErrorResult) and (result.reason, result.upstream_status) == ("upstream_error", status)
+        assert result.hint and "describe" not in result.hint and "try again later" in result.hint
+        assert "failed on its side" in result.message
+        assert ("may have taken effect" in result.message) == is_write
+
+
+async def test_a_retry_after_past_the_cap_is_not_quoted_as_the_upstreams(tmp_path: Path, fake: FakeTime) -> None:
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(503, headers={"Retry-After": "Fri, 01 Jan 2037 00:00:00 GMT"})])
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+    assert isinstance(result, ErrorResult) and (result.reason, result.retry_after) == ("rate_limited", 86_400)
+    assert "asks to wait at least 86400 s" in result.message and "retry in 86400" not in result.message
+
+
 async def test_reads_are_retried_with_bounded_backoff_writes_never(tmp_path: Path, fake: FakeTime) -> None:
     async with _gateway(tmp_path, _text(connector_extra="retries: {reads: 2}\n"), fake) as h:
         seen = _scripted(

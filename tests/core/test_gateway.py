@@ -156,6 +156,8 @@ class Upstream:
         self.requests: list[httpx2.Request] = []
         self.hanging = anyio.Event()
         """Set once a request to ``/items/hang`` (which never gets an answer) arrived."""
+        self.empty_403 = False
+        """``/status/403`` answers with no body."""
 
     async def __call__(self, request: httpx2.Request) -> httpx2.Response:
         if (auth := request.headers.get("authorization")) is not None and auth != auth.strip():
@@ -167,6 +169,8 @@ class Upstream:
         auth = request.headers.get("authorization")
         if path.startswith("/status/"):
             code = int(path.rsplit("/", 1)[1])
+            if self.empty_403 and code == 403:
+                return httpx2.Response(code)
             pad = "p" * int(request.url.params.get("pad", "0"))
             return httpx2.Response(code, json={"message": f"{pad}upstream answered {code}; you sent {auth}."})
         if path.startswith("/text/"):
@@ -669,6 +673,17 @@ async def test_upstream_403_is_a_final_denial(h: Harness) -> None:
     assert "403" in result.message
     assert SECRET not in result.message and "[redacted]" in result.message
     assert h.upstream.hits("/status/403") == 1
+
+
+async def test_a_403s_guidance_comes_first_and_its_upstream_text_is_cut_as_documented(h: Harness) -> None:
+    long = await h.gateway.call(OPERATOR, "api.status.get", {"code": "403", "pad": 5000})
+    assert isinstance(long, Denied), long
+    assert long.message.startswith("api refused this call (403). Retrying will not help; the credential lacks")
+    assert long.message.endswith(" … [cut]") and len(long.message) < 700
+    h.upstream.empty_403 = True
+    empty = await h.gateway.call(OPERATOR, "api.status.get", {"code": "403"})
+    assert isinstance(empty, Denied)
+    assert empty.message == "api refused this call (403). Retrying will not help; the credential lacks the permission."
 
 
 async def test_upstream_500_carries_status_and_redacted_message(h: Harness) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_gateway.execution import Outcome, read_response, summarize_error
+from mcp_gateway.execution import Outcome, read_response, said, summarize_error
 from mcp_gateway.execution.response import (
     ERROR_TEXT_LIMIT,
     MAX_RETRY_AFTER,
@@ -20,6 +20,7 @@ from mcp_gateway.execution.response import (
     parse_retry_after,
 )
 from mcp_gateway.primitives.secrets import SecretValue
+from mcp_gateway.primitives.upstream_text import CUT, MAX_UPSTREAM_TEXT
 from mcp_gateway.services.logs import known_secrets
 from mcp_gateway.vocabulary.errors import UpstreamError
 
@@ -260,13 +261,35 @@ def test_json_errors_are_summarized_by_their_reason_fields(data: Any, summary: s
 
 def test_text_errors_are_verbatim_and_capped() -> None:
     assert summarize_error(failed("  rate limited, retry in 5 s\n", "text/plain", 429)) == "rate limited, retry in 5 s"
-    long = summarize_error(failed("x" * 10_000, "text/html", 502))
-    assert len(long) == ERROR_TEXT_LIMIT and long.endswith("…")
+    long = summarize_error(failed("x" * 10_000, "text/plain", 502))
+    assert long == "x" * ERROR_TEXT_LIMIT + CUT
+    # What a message quotes is cut shorter, and says so the same way.
+    assert said(long).text == "x" * (MAX_UPSTREAM_TEXT - len(CUT)) + CUT
+
+
+CLOUDFLARE = (
+    "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Attention Required! | Cloudflare</title>"
+    "<style>" + "body{margin:0;padding:0;font-family:system-ui}.cf-error-details{color:#333}" * 60 + "</style>"
+    "<script>window._cf_chl_opt={cvId: '3'};</script></head><body><div class=cf-wrapper><h1>Sorry, you have "
+    "been blocked</h1><p>You are unable to access <b>example.com</b></p><!-- ray 8f1 --></div></body></html>"
+)
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "text/plain", ""])
+def test_an_html_error_page_is_summarized_as_its_readable_text(content_type: str) -> None:
+    summary = summarize_error(failed(CLOUDFLARE, content_type, 403))
+    assert summary == (
+        "Attention Required! | Cloudflare: Sorry, you have been blocked You are unable to access example.com"
+    )
+    nginx = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
+    assert summarize_error(failed(nginx + "</center><hr><center>nginx</center></body></html>", "text/html", 502)) == (
+        "502 Bad Gateway nginx"
+    )
 
 
 def test_unrecognizable_json_is_capped_too() -> None:
     summary = summarize_error(failed({"blob": "y" * 10_000}))
-    assert len(summary) == ERROR_TEXT_LIMIT
+    assert len(summary) == ERROR_TEXT_LIMIT + len(CUT) and summary.endswith(CUT)
 
 
 def test_binary_and_empty_errors() -> None:
