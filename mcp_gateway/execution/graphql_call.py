@@ -39,13 +39,14 @@ from graphql import (
 )
 
 from ..manifest import ConnectorConfig
+from ..primitives.html_text import looks_like_html
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..sources.graphql import SELECT_ARG, GraphQLSchemas
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, GraphQLBinding
 from .executor import Prepared
 from .http_request import USER_AGENT
-from .response import Outcome, said
+from .response import Outcome, said, summarize_error
 from .send import send
 
 __all__ = ["GraphQLExecutor", "Operation", "build_operation", "selection_from_select"]
@@ -293,7 +294,44 @@ class GraphQLExecutor:
                     upstream_message=whole.for_agent(),
                 )
             )
+        if status < 400 and not _graphql_answer(outcome):
+            raise _not_graphql(prepared, operation, outcome)
         return outcome
+
+
+def _graphql_answer(outcome: Outcome) -> bool:
+    """Whether a 2xx/3xx answer is a GraphQL response: an object with ``data`` (null included), or with
+    errors (handled above); or the start of one, cut by the size cap."""
+    data = outcome.data
+    if isinstance(data, dict):
+        return "data" in data or bool(data.get("errors"))
+    return isinstance(data, str) and outcome.truncated and data.lstrip().startswith("{")
+
+
+def _not_graphql(prepared: Prepared, operation: Operation, outcome: Outcome) -> UpstreamError:
+    """A 2xx that is no GraphQL response: a login page from a proxy in front, an empty body, an object
+    with neither ``data`` nor errors. Passed on as ``ok``, it reads as the operation's result."""
+    binding = prepared.action.binding
+    mutation = isinstance(binding, GraphQLBinding) and binding.operation == "mutation"
+    if outcome.data is None:
+        what = "an empty body"
+    elif isinstance(outcome.data, str) and looks_like_html(outcome.data, outcome.content_type):
+        what = "an HTML page"
+    else:
+        what = "neither data nor errors"
+    whole = said(summarize_error(outcome), max_chars=MAX_ERROR_CHARS)
+    return whole.attach(
+        UpstreamError(
+            "upstream_error",
+            f"{prepared.connector.slug} did not answer the GraphQL {operation.operation_name} operation with a "
+            f"GraphQL response (HTTP {outcome.http_status} with {what}); "
+            + ("the mutation may or may not have run, so check before calling again; " if mutation else "")
+            + "the operator should check that the connector's URL is its GraphQL endpoint and that the credential "
+            "gets past any sign-in page in front of it",
+            upstream_status=outcome.http_status,
+            upstream_message=whole.for_agent() or None,
+        )
+    )
 
 
 _ERRORS_FIRST = re.compile(r'\s*\{\s*(?:"data"\s*:\s*null\s*,\s*)?"errors"\s*:')

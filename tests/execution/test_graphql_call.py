@@ -403,3 +403,41 @@ async def test_storing_the_secret_reloads_a_connector_whose_introspection_needed
             reloaded = await gw.credential_stored("gh")
             assert reloaded is not None and (reloaded.status, reloaded.actions) == ("ready", 5)
             assert await gw.credential_stored("gh") is None  # not in error any more: nothing to do
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (httpx2.Response(200, html="<html><body><h1>Login</h1><p>Sign in to continue</p></body></html>"), "HTML page"),
+        (httpx2.Response(200, json={"errors": []}), "neither data nor errors"),
+        (httpx2.Response(200, json={"message": "welcome"}), "neither data nor errors"),
+        (httpx2.Response(200), "an empty body"),
+    ],
+)
+@pytest.mark.parametrize(("path", "mutation"), [("query.ping", False), ("mutation.add_star", True)])
+async def test_a_2xx_that_is_no_graphql_answer_is_an_error(
+    answer: httpx2.Response, what: str, path: str, mutation: bool
+) -> None:
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        args = {"input": {"starrableId": "r1"}} if mutation else {}
+        prepared = executor.prepare(ACTIONS[path], args, cfg, "http://gql.test/graphql")
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    error = raised.value
+    assert error.reason == "upstream_error" and error.upstream_status == 200
+    assert "did not answer the GraphQL" in str(error) and what in str(error)
+    assert ("may or may not have run" in str(error)) == mutation
+    if "HTML" in what:
+        assert error.upstream_message == "Login Sign in to continue"
+
+
+async def test_a_graphql_answer_cut_by_the_cap_is_still_the_answer() -> None:
+    body = {"data": {"ping": "x" * 50_000}}
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json=body))) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(ACTIONS["query.ping"], {}, cfg, "http://gql.test/graphql")
+        outcome = await executor.run(prepared, auth=httpx2.Auth(), max_bytes=1000)
+    assert outcome.truncated and isinstance(outcome.data, str)
