@@ -296,7 +296,7 @@ class McpExecutor:
                     except MCPError as exc:
                         self._retire(session)
                         if not session_lost(exc) and state.status not in (400, 404):
-                            raise step_refused(where(connector), "tools/list", exc) from None
+                            raise step_refused(where(connector), "tools/list", exc, state.status) from None
                         # Gone since the last use (a restarted server): list on a fresh session.
                         session, _ = await self._session(connector, auth, state)
             return list(session.tools)
@@ -386,7 +386,7 @@ class McpExecutor:
                     f"{cfg.slug} (connect), then try again",
                     upstream_status=status,
                 ) from None
-            raise open_failed(cfg, spec, exc) from None
+            raise open_failed(cfg, spec, exc, session.background.status) from None
 
     async def _own(
         self,

@@ -330,9 +330,24 @@ class ListingRefused(Exception):
         self.refusal = refusal
 
 
-def step_refused(where: str, step: str, exc: MCPError) -> UpstreamError:
+def step_refused(where: str, step: str, exc: MCPError, status: int | None = None) -> UpstreamError:
     """The server answered ``step`` (the handshake, ``tools/list``) with a JSON-RPC error; what it
-    said is screened, and withheld from the message when it reads as instructions."""
+    said is screened, and withheld from the message when it reads as instructions. ``status``: the
+    HTTP status that answer came with, when it was an error status (the SDK's error then says only
+    "Server returned an error response")."""
+    if status is not None and status >= 400:
+        return UpstreamError(
+            "upstream_error",
+            f"{where} answered {step} with HTTP {status}"
+            + (
+                " (it is limiting how often it is called); try again later"
+                if status == 429
+                else " (a failure on its side); try again later, and check the server if it persists"
+                if status >= 500
+                else "; check the connector's mcp.url and transport"
+            ),
+            upstream_status=status,
+        )
     message = said(_words_of(exc))
     return message.attach(
         UpstreamError(
@@ -348,8 +363,9 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> UpstreamError:
-    """Why a session could not be opened, for the agent and the connector's status."""
+def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException, status: int | None = None) -> UpstreamError:
+    """Why a session could not be opened, for the agent and the connector's status. ``status``: the
+    last HTTP status the session's requests got, if any."""
     where_ = where(cfg)
     leaf = _leaf(exc)
     # The exception's own text is the upstream's: only its kind reaches the log, the text goes through ``said``.
@@ -393,7 +409,7 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException) -> Upst
                 if spec.command is not None
                 else f"{where_} closed the connection during the MCP handshake; check the connector's mcp.url",
             )
-        return step_refused(where_, "tools/list" if listing else "the MCP handshake", leaf)
+        return step_refused(where_, "tools/list" if listing else "the MCP handshake", leaf, status)
     return UpstreamError(
         "upstream_error",
         f"could not open an MCP session with {where_} ({type(leaf).__name__}); the gateway's log has details",

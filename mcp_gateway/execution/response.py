@@ -26,10 +26,11 @@ import httpx2
 from ..primitives.html_text import looks_like_html, readable_text
 from ..primitives.upstream_text import CUT, MAX_UPSTREAM_TEXT, Redacts, Screened, screen
 from ..services.logs import known_secrets
+from ..sources._credential_names import credential_name
 from ..vocabulary.errors import UpstreamError
 from .content_coding import INFLATED_CODINGS, Inflater
 
-__all__ = ["Outcome", "read_response", "said", "summarize_error"]
+__all__ = ["Outcome", "read_response", "said", "shown_headers", "summarize_error"]
 
 MAX_JSON_DEPTH = 64
 """Deeper JSON is returned as text (see ``_shape``)."""
@@ -70,13 +71,25 @@ class Outcome:
     """Seconds from the upstream's ``Retry-After`` header (delta-seconds or an HTTP date), if any."""
 
 
-async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome:
+async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:
     """Read at most ``max_bytes`` of ``response``'s (decoded) body, close it, and shape the data.
 
     An empty body is ``data=None`` whatever the type. A JSON body cut by the cap cannot be parsed,
     so its text prefix is returned instead (``truncated=True``); a body labelled JSON that does not
-    parse is returned as text.
+    parse is returned as text. ``head``: the answer to a HEAD, which has no body; what it is asked
+    for is its headers, so a success's data is ``{"headers": …}``, the ones safe to show
+    (``shown_headers``).
     """
+    if head:
+        await response.aclose()
+        status = response.status_code
+        return Outcome(
+            http_status=status,
+            data={"headers": shown_headers(response.headers)} if status < 400 else None,
+            truncated=False,
+            content_type=_media(response.headers.get("content-type", "")),
+            retry_after=parse_retry_after(response.headers.get("retry-after")) if status >= 400 else None,
+        )
     coding = response.headers.get("content-encoding")  # one look-up: most answers name none
     if coding is not None and (undecoded := _undecoded(coding.split(","))):
         await response.aclose()
@@ -114,6 +127,45 @@ async def read_response(response: httpx2.Response, *, max_bytes: int) -> Outcome
         binary=kind == "binary",
         retry_after=retry_after,
     )
+
+
+def _media(content_type: str) -> str:
+    return content_type.partition(";")[0].strip().lower()
+
+
+_UNSHOWN_HEADERS = frozenset(
+    {
+        "set-cookie",
+        "set-cookie2",
+        "www-authenticate",
+        "proxy-authenticate",
+        "authentication-info",
+        "proxy-authentication-info",
+        # A redirect target's or refresh's URL can carry a token in its query.
+        "location",
+        "content-location",
+        "refresh",
+        # How the connection was carried, not what the resource is.
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+
+def shown_headers(headers: httpx2.Headers) -> dict[str, str]:
+    """The headers of an answer an agent may read (lower-case names, repeated ones joined with ", "):
+    never a cookie, an authentication challenge, a URL the upstream points to, nor any header whose
+    name says it carries a credential or a session (``X-Auth-Token``, ``X-Session-Id``). Their values
+    still pass the call's redaction, like a body."""
+    shown: dict[str, str] = {}
+    for name, value in headers.multi_items():
+        name = name.lower()
+        if name in _UNSHOWN_HEADERS or credential_name(name) or "session" in name:
+            continue
+        shown[name] = f"{shown[name]}, {value}" if name in shown else value
+    return shown
 
 
 def _undecoded(codings: list[str]) -> list[str]:

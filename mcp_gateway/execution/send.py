@@ -221,7 +221,7 @@ async def _exchange(
         request.extensions = {**request.extensions, "timeout": per_operation}
         response = await client.send(request, auth=auth, follow_redirects=False, stream=True)
         if response.status_code not in _REDIRECTS or "location" not in response.headers:
-            return await read_response(response, max_bytes=max_bytes)
+            return await read_response(response, max_bytes=max_bytes, head=request.method == "HEAD")
         location = response.headers["location"]
         await response.aclose()
         target = _redirect_url(request.url, location)

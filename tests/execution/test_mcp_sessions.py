@@ -524,3 +524,26 @@ async def test_an_answer_stream_that_ends_without_the_answer_is_a_lost_call_not_
             await up.call("make", {"size": 0, "mode": "cut"})
     assert caught.value.reason == "upstream_unreachable" and "refused" not in str(caught.value)
     assert "may or may not have taken effect" in str(caught.value)
+
+
+class _Failing:
+    """A streamable-HTTP endpoint that answers every request with one HTTP status and an HTML page."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        await read_body(receive)
+        await send({"type": "http.response.start", "status": self.status, "headers": [(b"content-type", b"text/html")]})
+        await send({"type": "http.response.body", "body": b"<html><body><h1>Oops</h1></body></html>"})
+
+
+@pytest.mark.parametrize(("status", "says"), [(500, "a failure on its side"), (429, "limiting how often"), (502, "")])
+async def test_a_handshake_answered_with_an_http_status_names_it(executor: McpExecutor, status: int, says: str) -> None:
+    with LoopbackServer(_Failing(status)) as server:
+        cfg = connector(remote(f"{server.base_url}/mcp"))
+        with pytest.raises(UpstreamError) as caught:
+            await executor.list_tools(cfg, auth=LastMeterAuth(cfg.auth, None))
+    assert caught.value.upstream_status == status
+    assert f"answered the MCP handshake with HTTP {status}" in str(caught.value) and says in str(caught.value)

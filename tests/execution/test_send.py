@@ -372,6 +372,27 @@ async def test_a_compressed_body_cut_before_its_end_broke_the_exchange() -> None
             assert_no_leak(info.value, CANARY[:8])
 
 
+def head_answer(request: RawRequest) -> RawAnswer:
+    status = "404 Not Found" if request.target == "/missing" else "200 OK"
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: 12345\r\nX-Total: 7\r\n"
+        f"X-Total: 8\r\nSet-Cookie: sid={CANARY}\r\nWWW-Authenticate: Bearer realm=x\r\nX-Auth-Token: {CANARY}\r\n"
+        f'X-Session-Id: s-{CANARY}\r\nLocation: /next?token={CANARY}\r\nETag: "v1"\r\n\r\n'
+    )
+    return RawAnswer(head.encode())
+
+
+async def test_a_head_answers_with_the_headers_safe_to_show() -> None:
+    with RawHttpServer(head_answer) as server:
+        outcome = await call(get(server.base_url, "/thing", method="HEAD"))
+        missing = await call(get(server.base_url, "/missing", method="HEAD"))
+    assert (outcome.http_status, outcome.truncated) == (200, False)
+    assert outcome.data == {
+        "headers": {"content-type": "application/json", "content-length": "12345", "x-total": "7, 8", "etag": '"v1"'}
+    }
+    assert (missing.http_status, missing.data) == (404, None)
+
+
 @pytest.mark.anyio
 async def test_a_raw_tls_error_is_an_upstream_error_not_a_crash() -> None:
     def handler(request: httpx2.Request) -> httpx2.Response:
