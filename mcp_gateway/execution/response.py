@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import anyio
 import httpx2
 
 from ..primitives.html_text import looks_like_html, readable_text
@@ -80,6 +81,8 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
     for is its headers, so a success's data is ``{"headers": …}``, the ones safe to show
     (``shown_headers``).
     """
+    if head or response.status_code in _BODILESS:
+        await _drop_connection(response)
     if head:
         await response.aclose()
         status = response.status_code
@@ -127,6 +130,27 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
         binary=kind == "binary",
         retry_after=retry_after,
     )
+
+
+_BODILESS = frozenset({204, 304})
+"""Statuses whose answers have no body whatever they announce (RFC 9110 6.4.1), like a HEAD's."""
+
+
+async def _drop_connection(response: httpx2.Response) -> None:
+    """Close the connection an answer without a body came on, so the pool does not use it again.
+
+    A server that writes a body after a 204, a 304 or a HEAD's headers leaves those bytes on the
+    connection, where the HTTP client reads them as the answer to the next request sent on it, a
+    request of another call, maybe another connector's. Closed here, while this answer still holds
+    it, the connection is found closed and replaced when the pool next picks it.
+    """
+    stream = response.extensions.get("network_stream")
+    if stream is None:
+        return
+    try:
+        await stream.aclose()
+    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass  # already gone: nothing left to reuse
 
 
 def _media(content_type: str) -> str:

@@ -393,6 +393,36 @@ async def test_a_head_answers_with_the_headers_safe_to_show() -> None:
     assert (missing.http_status, missing.data) == (404, None)
 
 
+STRAY = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"smuggled": 1}'
+
+
+def bodiless_then_stray(request: RawRequest) -> RawAnswer:
+    """A 204 and a HEAD answer followed, in the same write, by bytes that read as a whole answer."""
+    if request.target == "/next":
+        return RawAnswer(b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\n" + b'{"next": true}')
+    status = b"204 No Content" if request.method != "HEAD" else b"200 OK"
+    return RawAnswer(b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n\r\n" + STRAY)
+
+
+@pytest.mark.parametrize("method", ["DELETE", "HEAD"])
+async def test_bytes_after_a_bodiless_answer_never_answer_the_next_request(method: str) -> None:
+    with RawHttpServer(bodiless_then_stray) as server:
+        async with httpx2.AsyncClient() as client:
+            first = await send(client, get(server.base_url, "/x", method=method), auth=None, timeout=5, max_bytes=1000)
+            after = await send(client, get(server.base_url, "/next"), auth=None, timeout=5, max_bytes=1000)
+        assert first.http_status == (204 if method == "DELETE" else 200)
+        assert after.data == {"next": True}
+        assert [(r.target, r.connection) for r in server.requests] == [("/x", 1), ("/next", 2)]
+
+
+async def test_a_connection_is_kept_after_an_answer_with_a_body() -> None:
+    with RawHttpServer(bodiless_then_stray) as server:
+        async with httpx2.AsyncClient() as client:
+            for _ in range(2):
+                await send(client, get(server.base_url, "/next"), auth=None, timeout=5, max_bytes=1000)
+        assert [r.connection for r in server.requests] == [1, 1]
+
+
 @pytest.mark.anyio
 async def test_a_raw_tls_error_is_an_upstream_error_not_a_crash() -> None:
     def handler(request: httpx2.Request) -> httpx2.Response:
