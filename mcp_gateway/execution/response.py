@@ -82,13 +82,13 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
     (``shown_headers``).
     """
     if head or response.status_code in _BODILESS:
+        # Nothing to read (whatever the server wrote after the headers is no part of this answer).
         await _drop_connection(response)
-    if head:
         await response.aclose()
         status = response.status_code
         return Outcome(
             http_status=status,
-            data={"headers": shown_headers(response.headers)} if status < 400 else None,
+            data={"headers": shown_headers(response.headers)} if head and status < 400 else None,
             truncated=False,
             content_type=_media(response.headers.get("content-type", "")),
             retry_after=parse_retry_after(response.headers.get("retry-after")) if status >= 400 else None,

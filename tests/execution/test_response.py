@@ -341,3 +341,12 @@ async def test_a_streamed_gzip_body_is_capped_and_only_a_whole_one_must_reach_it
     assert (capped.data, capped.truncated) == ("x" * 1000, True)
     with pytest.raises(httpx2.DecodingError):
         await read_response(httpx2.Response(200, headers=headers, stream=Chunks(packed[:-30])), max_bytes=100_000)
+
+
+@pytest.mark.parametrize("status", [204, 304])
+async def test_an_answer_without_a_body_is_not_read_whatever_follows_its_headers(status: int) -> None:
+    stream = Chunks(b'{"smuggled": 1}')
+    headers = {"content-type": "application/json", "content-encoding": "br"}
+    outcome = await read_response(httpx2.Response(status, headers=headers, stream=stream), max_bytes=1000)
+    assert (outcome.http_status, outcome.data, outcome.truncated) == (status, None, False)
+    assert stream.served == 0 and stream.closed
