@@ -109,6 +109,8 @@ class _Session:
     tools: list[types.Tool] = field(default_factory=list)
     retire: anyio.Event = field(default_factory=anyio.Event)
     closed: anyio.Event = field(default_factory=anyio.Event)
+    tools_changed: bool = False
+    """The server said its tools changed (``notifications/tools/list_changed``) since they were listed."""
 
     @property
     def alive(self) -> bool:
@@ -203,6 +205,12 @@ class McpExecutor:
                             return Outcome(http_status=exc.upstream_status, data=None, truncated=False, content_type="")
                         raise
                     assert session.client is not None
+                    if session.tools_changed and not fresh:
+                        # The server said its tools changed while this session lived: list them again,
+                        # as a new session does, before calling one.
+                        session.tools_changed = False
+                        session.tools = await _list_all(session.client)
+                        fresh = True
                     if fresh and self.listed is not None:
                         # A new session lists the tools anew: one the catalog was not built from (a
                         # respawned or reconnected server that changed them) is not called unreviewed.
@@ -293,6 +301,7 @@ class McpExecutor:
                     assert session.client is not None
                     try:
                         session.tools = await _list_all(session.client)
+                        session.tools_changed = False
                     except MCPError as exc:
                         self._retire(session)
                         if not session_lost(exc) and state.status not in (400, 404):
@@ -406,11 +415,17 @@ class McpExecutor:
         try:
             with anyio.CancelScope() as scope:
                 scope.deadline = anyio.current_time() + connect_within
+
+                async def on_message(message: Any) -> None:
+                    if isinstance(message, types.ToolListChangedNotification):
+                        session.tools_changed = True
+
                 client = Client(
                     transport,
                     mode="legacy",
                     cache=None,  # a cached tools/list would hide a changed server from sync
                     client_info=types.Implementation(name="mcp-gateway", version=_VERSION),
+                    message_handler=on_message,
                 )
                 async with client:
                     try:
