@@ -95,9 +95,10 @@ def build_http_app(
     )
     app.add_exception_handler(StoreUnavailable, store_unavailable_handler(gateway))
     from .retry_after import with_retry_after  # rate-limited answers carry Retry-After too
+    from .rpc_refusals import json_rpc_refusals  # /mcp's text refusals as errors an MCP client shows
 
     gate = Gate(app, tokens, front_door, gateway.health, mcp=with_retry_after(manager.handle_request))
-    return HostGuard(gate, allowed)
+    return json_rpc_refusals(HostGuard(gate, allowed))
 
 
 class _Server(uvicorn.Server):

@@ -173,3 +173,40 @@ def test_a_client_cut_off_mid_body_is_no_error_in_the_log(gateway_env: GatewayEn
             proc.wait(timeout=30)
     said = log_path.read_text()
     assert "Exception in ASGI application" not in said and "Traceback" not in said, said
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_an_over_large_request_reaches_the_agent_as_what_to_do(
+    mode: str, gateway_env: GatewayEnv, http_gateway: HttpGateway
+) -> None:
+    # The SDK's 413 was plain text, which its client turns into "Server returned an error response":
+    # the agent could not tell its arguments were too large and retried the same call.
+    from mcp.shared.exceptions import MCPError
+
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    async with http_client(http_gateway.url, token, mode=mode) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("call", {"tool": "bearer_api.items.create", "args": {"name": "x" * 5_000_000}})
+        assert "request_too_large" in str(raised.value) and "4 MB" in str(raised.value), raised.value
+        assert "send less per call" in str(raised.value)
+        assert structured(await client.call_tool("connectors", {}))["connectors"]  # the session goes on
+
+
+def test_text_refusals_on_mcp_are_json_rpc_errors_and_pages_keep_their_text(
+    gateway_env: GatewayEnv, http_gateway: HttpGateway
+) -> None:
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    auth = MCP_HEADERS | {"Authorization": f"Bearer {token}"}
+    url = f"{http_gateway.url}/mcp"
+    answers = {
+        421: httpx2.post(url, json=INITIALIZE, headers=auth | {"Host": "evil.example:80"}),
+        403: httpx2.post(url, json=INITIALIZE, headers=auth | {"Origin": "http://evil.example"}),
+        400: httpx2.post(url, content=json.dumps(INITIALIZE), headers=auth | {"Content-Type": "text/plain"}),
+    }
+    for status, answer in answers.items():
+        assert answer.status_code == status and answer.headers["content-type"] == "application/json"
+        error = answer.json()["error"]
+        assert answer.json()["id"] is None and error["code"] == -32600 and error["data"]["http_status"] == status
+    assert "Content-Type: application/json" in answers[400].json()["error"]["message"]
+    page = httpx2.get(f"{http_gateway.url}/healthz", headers={"Host": "evil.example:80"})
+    assert page.status_code == 421 and page.text == "Invalid Host header"
