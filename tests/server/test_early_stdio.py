@@ -267,3 +267,19 @@ def test_shipped_answers_never_create_the_state_folder(tmp_path: Path) -> None:
     assert not missing.exists()
     EarlyStdio(existing)
     assert [p.name for p in existing.iterdir()] != []
+
+
+@pytest.mark.slow  # a real gateway process
+def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_left_waiting(tmp_path: Path) -> None:
+    # The SDK reads such a request as a notification: no answer ever came, and a cached one would carry the bad id.
+    bad = [
+        {"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": {"name": "connectors", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},
+        {"jsonrpc": "2.0", "id": {}, "method": "ping"},
+    ]
+    answers = _serve(tmp_path, [*SESSION[:2], *bad, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}])
+    refused = [a for a in answers if a.get("id") is None]
+    assert [a["error"]["code"] for a in refused] == [-32600] * 4, answers
+    assert "id must be a string or an integer" in refused[0]["error"]["message"]
+    assert sorted(a["id"] for a in answers if a.get("id") is not None) == [1, 9]  # nothing else ran

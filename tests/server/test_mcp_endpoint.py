@@ -333,6 +333,32 @@ async def test_requests_the_transport_refuses_get_the_sdks_answers() -> None:
         assert gone.status_code == 404
 
 
+async def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_accepted() -> None:
+    # The SDK reads it as a notification: a 202, and the client waits for an answer that never comes.
+    async with served() as lab, httpx2.AsyncClient(timeout=10) as http:
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        opened = await http.post(lab.url, json=init, headers=headers)
+        session = headers | {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        for bad_id in (1.5, True, None, {}):
+            call = {"jsonrpc": "2.0", "id": bad_id, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
+            refused = await http.post(lab.url, json=call, headers=session)
+            assert refused.status_code == 400 and refused.json()["id"] is None, refused.text
+            assert refused.json()["error"]["code"] == -32600 and "string or an integer" in refused.text
+        notified = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(lab.url, json=notified, headers=session)).status_code == 202
+    assert not lab.cancelled.is_set()  # no call of ``hang`` began
+
+
 # -- a session that ends while a POST is read: one answer, never two ---------------------------------------
 
 

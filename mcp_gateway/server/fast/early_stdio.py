@@ -42,6 +42,8 @@ from collections import deque
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from ..request_ids import invalid_id_error
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -274,6 +276,10 @@ class EarlyStdio:
         """Every line the client sends goes to the SDK; a known request is answered on the way."""
         try:
             for line in wire:
+                refused = invalid_id_error(line)
+                if refused is not None:  # the SDK would take it for a notification: never answered, never run
+                    self._refuse(refused)
+                    continue
                 self._early_answer(line)
                 self._to_sdk.write(line)
         except OSError:
@@ -306,6 +312,11 @@ class EarlyStdio:
             self._answered.add(rid)
             if message["method"] == "initialize":
                 self._version = _version_of(result)
+
+    def _refuse(self, answer: dict[str, Any]) -> None:
+        logger.warning("stdio: %s", answer["error"]["message"])
+        with self._lock:
+            self._write(json.dumps(answer).encode() + b"\n")
 
     # -- the SDK's side ----------------------------------------------------------------------------
 

@@ -71,6 +71,8 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
+from ..request_ids import invalid_id_error
+
 __all__ = ["SSE_COMMIT_AFTER", "JsonFirstTransport", "LeanSessionManager", "lean_manager"]
 
 logger = logging.getLogger(__name__)
@@ -107,6 +109,14 @@ class JsonFirstTransport(StreamableHTTPServerTransport):
             message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body), by_name=False)
         except (ValueError, ValidationError):
             message = None
+        if isinstance(message, JSONRPCNotification) and (refused := invalid_id_error(body)) is not None:
+            # A request whose id is no string and no integer, read as a notification: never answered
+            # nor run, where the client waits for its answer.
+            if await self._validate_request_headers(request, send):
+                error = refused["error"]
+                response = self._create_error_response(error["message"], HTTPStatus.BAD_REQUEST, error["code"])
+                await response(scope, receive, send)
+            return
         if isinstance(message, JSONRPCNotification | JSONRPCResponse | JSONRPCError):
             await self._accept(scope, request, receive, send, message)
             return
