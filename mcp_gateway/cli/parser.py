@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, cast
 
 from .. import __version__
-from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE
+from .output import EXIT_CONFIG, EXIT_FAILED, EXIT_STORE, escaped
 
 if TYPE_CHECKING:
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -386,7 +386,16 @@ def command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-class _JsonErrors(argparse.ArgumentParser):
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors escaped as every other error is (``output.escaped``): an
+    "unrecognized arguments" error quotes what was typed as it is, where an ESC sequence in a pasted
+    argument would retitle or clear the operator's terminal."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(escaped(message))
+
+
+class _JsonErrors(_Parser):
     """A parser whose usage errors are one JSON log record, for ``--log-format json``: a log reader that
     takes every stderr line as JSON must not meet argparse's two lines of text."""
 
@@ -397,7 +406,7 @@ class _JsonErrors(argparse.ArgumentParser):
 
         configure_logging(log_format="json")
         usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
-        notice(f"{self.prog}: error: {message} (usage: {usage})", level=logging.ERROR)
+        notice(f"{self.prog}: error: {escaped(message)} (usage: {usage})", level=logging.ERROR)
         raise SystemExit(EXIT_CONFIG)
 
 
@@ -412,7 +421,8 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
     ``only`` (not a command) gives the whole parser, whose error lists them all. ``json_errors``: usage
     errors are a JSON log record (``--log-format json``)."""
     chosen = [command for command in COMMANDS if command.name == only] or COMMANDS
-    parser = (_JsonErrors if json_errors else argparse.ArgumentParser)(
+    kind = cast("type[argparse.ArgumentParser]", _JsonErrors if json_errors else _Parser)
+    parser = kind(
         prog="mcp-gateway",
         description="One MCP server in front of many APIs.",
         epilog=EXIT_CODES + "\n\nrun 'mcp-gateway COMMAND --help' for a command's options and examples.",
@@ -424,7 +434,7 @@ def build_parser(only: str | None = None, *, json_errors: bool = False) -> argpa
         dest="command",
         required=True,
         metavar="COMMAND",
-        parser_class=_JsonErrors if json_errors else argparse.ArgumentParser,
+        parser_class=kind,
     )
     for command in chosen:
         command.options(_command(sub, command.name, command.run, command.help))

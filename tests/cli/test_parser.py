@@ -104,3 +104,16 @@ def test_discover_takes_a_limit_the_tool_takes(limit: str, capsys: pytest.Captur
     assert exited.value.code == 2
     assert "argument --limit" in capsys.readouterr().err
     assert build_parser().parse_args(["discover", "x", "--limit", "50"]).limit == 50
+
+
+@pytest.mark.parametrize("json_errors", [False, True])
+@pytest.mark.parametrize("argv", [["audit", "--bogus", "\x1b]0;PWNED\x07\x1b[2J"], ["token", "list", "\x1b[2J"]])
+def test_a_usage_error_shows_control_characters_escaped(
+    argv: list[str], json_errors: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "unrecognized arguments" quoted what was typed raw: a pasted ESC sequence retitled or cleared the terminal.
+    with pytest.raises(SystemExit):
+        build_parser(json_errors=json_errors).parse_args(argv)
+    said = capsys.readouterr().err
+    assert "\x1b" not in said and "\x07" not in said and "\\u001b" not in said, said
+    assert "\\x1b[2J" in said
