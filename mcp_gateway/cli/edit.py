@@ -292,7 +292,10 @@ def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:
 
 def _local_spec(what: str) -> tuple[dict[str, Any], str] | None:
     path = Path(what)
-    if not path.is_file():
+    try:
+        if not path.is_file():
+            return None
+    except OSError:  # a name too long for a file (or a path the system refuses): not a file either
         return None
     return _read_spec(path.read_bytes(), what), str(path.resolve())
 

@@ -22,6 +22,7 @@ parts (see ``mcp_gateway.manifest``).
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -593,10 +594,28 @@ def parse_manifest(
     return manifest
 
 
+def _not_a_file(mode: int) -> str | None:
+    """What a path of ``mode`` is when it is no regular file (None when it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "no regular file"
+
+
 def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG_DIR) -> Manifest:
     """Load a manifest file (the bundled default when ``path`` is None)."""
     p = Path(path) if path is not None else DEFAULT_MANIFEST
     try:
+        kind = _not_a_file(p.stat().st_mode)
+        if kind is not None:
+            # Read as a file, a FIFO no one writes to waits for ever and a device such as /dev/zero never ends.
+            fix = "give --manifest the path of a YAML file"
+            raise ManifestError([Issue(str(p), None, "", f"cannot read the manifest: it is {kind}, not a file", fix)])
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         fix = (

@@ -286,3 +286,14 @@ def test_add_warns_where_credentials_already_stored_under_its_slug_will_go(
     assert added.code == 0, added.err
     assert f"will be sent to {env.upstream_url}" in added.err, added.err
     assert "team-wide credential 'default'" in added.err and "mcp-gateway secret delete billing default" in added.err
+
+
+def test_add_a_name_too_long_for_a_file_says_it_is_neither_file_nor_url(env: CliEnv) -> None:  # noqa: F811
+    # The file system's "File name too long" was an "unexpected OSError".
+    original = env.manifest.read_text()
+    for what in ("x" * 304, "./" + "y" * 300 + ".yaml"):
+        refused = env.run("add", what, "--slug", "b", "--no-sync")
+        assert refused.code != 0 and "nor a file nor an http(s) URL" in refused.err, refused.err
+        said = [line for line in refused.err.splitlines() if "(--manifest)" not in line]  # the manifest used
+        assert "unexpected" not in refused.err and len(said) == 1, said
+    assert env.manifest.read_text() == original

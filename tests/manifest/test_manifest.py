@@ -544,6 +544,17 @@ def test_unreadable_manifest_is_a_located_error(tmp_path: Path) -> None:
         load_manifest(binary)
 
 
+def test_a_manifest_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # A FIFO no one writes to waited for ever, and /dev/zero was read for ever.
+    import os
+
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a named pipe"), (Path("/dev/zero"), "a device"), (tmp_path, "a directory")):
+        with pytest.raises(ManifestError, match=f"cannot read the manifest: it is {kind}, not a file"):
+            load_manifest(path)
+
+
 def test_a_missing_bundled_default_does_not_blame_the_manifest_option(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
