@@ -289,8 +289,15 @@ class CallPipeline:
         action = prepared.action
         if approval_id:
             calls, sends = what_it_calls(prepared), what_it_sends(prepared)
+            separate = self._catalogs.manifest.approvals.separate_approver or verdict.separate_approver
             outcome, record = await self._approvals.check(
-                approval_id, principal, action.qualified_name, args, calls=calls, sends=sends
+                approval_id,
+                principal,
+                action.qualified_name,
+                args,
+                calls=calls,
+                sends=sends,
+                separate_approver=separate,
             )
             if outcome == "run":
                 trace.approved_by = record.decided_by if record is not None else None
@@ -317,6 +324,11 @@ class CallPipeline:
                         f"This call would not send the request the human approved: {calls} with other headers "
                         "or another body (the action's definition changed since, or its arguments are placed "
                         "otherwise). Call again without approval_id to ask for a new approval."
+                    )
+                elif separate and record.status == "approved":
+                    message = (
+                        "The rules now want this call approved by someone other than who asked for it, and this "
+                        "approval was not. Call again without approval_id to ask for a new approval."
                     )
             return Denied(reason=outcome, message=message, source=verdict.source, rule=verdict.rule)
         shown = sent_arguments(action, args)

@@ -78,12 +78,18 @@ def _bounded(kind: str, ctx: Mapping[str, Any], input_: Any = None) -> str | Non
         return "must not be empty"
     if kind == "finite_number":  # 1e999 parses as infinity
         return "must be a finite number"
+    if kind == "string_pattern_mismatch":
+        return _PATTERNS.get(str(ctx.get("pattern")), "has characters it may not hold")
     if (bound := _BOUNDS.get(kind)) is None:
         return None
     if input_ is not None and isinstance(input_, float) and not math.isfinite(input_):
         return "must be a finite number"  # NaN fails every bound: "at least 0" would send it looking elsewhere
     sentence, key = bound
     return sentence.format(ctx.get(key))
+
+
+_PATTERNS: Final = {r"^[A-Za-z0-9_.-]+$": "may hold only letters, digits, '_', '.' and '-'"}
+"""The meta-tools' string patterns in words (a regular expression is no help to most readers)."""
 
 
 def _lowered(message: str) -> str:

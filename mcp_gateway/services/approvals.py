@@ -224,6 +224,10 @@ def may_approve(record: ApprovalRecord, approver: str | None) -> bool:
     return not record.separate_approver or (approver is not None and approver != record.principal)
 
 
+def _separate(record: ApprovalRecord) -> ApprovalRecord:
+    return record if record.separate_approver else record.model_copy(update={"separate_approver": True})
+
+
 class ApprovalService:
     def __init__(
         self, store: ApprovalStore, clock: Clock, *, ttl: timedelta = DEFAULT_TTL, poll_seconds: float = POLL_SECONDS
@@ -353,12 +357,14 @@ class ApprovalService:
         *,
         calls: str = "",
         sends: str = "",
+        separate_approver: bool = False,
     ) -> tuple[ApprovalCheck, ApprovalRecord | None]:
         """Decide a retry. ``run`` is returned to exactly one caller per approval. ``calls``: where the
         call would go now (``call_target.what_it_calls``), ``sends``: the digest of the request it would
         send (``what_it_sends``); an approval of one that went elsewhere or sent other bytes (the
         action's method, URL, defaults or headers changed since, by a sync or a reload; the arguments
-        placed otherwise) does not cover it."""
+        placed otherwise) does not cover it. ``separate_approver``: the rules in force now want an approver
+        other than the requester, whatever they wanted when it was asked for."""
         record = await self._store.get_approval(approval_id)
         if record is None or record.fingerprint != fingerprint(principal, tool, args):
             return "approval_mismatch", record
@@ -366,6 +372,8 @@ class ApprovalService:
             return "approval_mismatch", record
         if sends and record.sends and sends != record.sends:
             return "approval_mismatch", record
+        if separate_approver and record.status == "approved" and not may_approve(_separate(record), record.decided_by):
+            return "approval_mismatch", record  # the rules now want someone else to have approved it
         return await self._settle(record, consume=True), record
 
     async def unspend(self, approval_id: str) -> bool:

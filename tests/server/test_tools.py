@@ -232,3 +232,11 @@ async def test_the_server_serves_the_six_with_the_fast_path_on_or_off(tmp_path: 
             ok = await client.call_tool("call", {"tool": "api.items.get", "args": {"id": "1"}})
     assert sorted(names) == sorted(t.name for t in META_TOOLS)
     assert data(ok)["status"] == "ok"
+
+
+async def test_a_secret_name_with_characters_it_may_not_hold_is_said_in_words(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h, alone(h, RequestSecret) as (client, _):
+        refused = await client.call_tool("request_secret", {"connector": "api", "name": "my key!"})
+    text = refused.content[0].text  # type: ignore[union-attr]
+    assert refused.is_error and "name may hold only letters, digits, '_', '.' and '-'" in text
+    assert "String should match pattern" not in text and "^[" not in text

@@ -347,3 +347,28 @@ async def test_an_approval_past_its_expiry_is_listed_as_expired_not_pending(tmp_
         expired = await h.approvals.listed("expired")
         assert [(r.id, r.status) for r in expired] == [(asked.approval_id, "expired")]
         assert [r.status for r in await h.approvals.listed()] == ["expired"]
+
+
+async def test_an_approval_taken_before_a_separate_approver_was_required_does_not_run_after(tmp_path: Path) -> None:
+    # Approved through the link by nobody known; then the project asked for a separate approver: the
+    # retry ran all the same.
+    from mcp_gateway.manifest import parse_manifest
+
+    maria = Principal("maria")
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        assert isinstance(asked, PendingApproval)
+        assert await h.gateway.approvals.decide(asked.approval_id, True, by=None) is not None
+        stricter = manifest_text() + "approvals: {separate_approver: true}\n"
+        await h.gateway.reload(parse_manifest(stricter, base_dir=tmp_path))
+        retried = await h.gateway.call(maria, "api.payments.create", {"amount": 500}, approval_id=asked.approval_id)
+        assert isinstance(retried, Denied) and retried.reason == "approval_mismatch", retried
+        assert "someone other than who asked" in retried.message
+        assert h.upstream.requests == []
+
+        # One another user approved still runs under the stricter rules.
+        again = await h.gateway.call(maria, "api.payments.create", {"amount": 600})
+        assert isinstance(again, PendingApproval)
+        assert await h.gateway.approvals.decide(again.approval_id, True, by="bob") is not None
+        ran = await h.gateway.call(maria, "api.payments.create", {"amount": 600}, approval_id=again.approval_id)
+        assert isinstance(ran, Ok), ran
