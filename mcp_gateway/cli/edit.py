@@ -103,6 +103,20 @@ def _yaml_for(text: str) -> tuple[YAML, Any]:
     return yaml, yaml.load(text)
 
 
+def _parsed(path: Path, text: str) -> Any:
+    """The manifest's round-trip document; a file that is not YAML gets the loader's located error."""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return _yaml_for(text)[1]
+    except YAMLError as exc:
+        from ..manifest import load_manifest
+
+        load_manifest(path)  # says where and what, as every command does
+        problem = escaped(str(exc).strip().splitlines()[0])
+        raise CliError(f"{path}: cannot edit it ({problem}); edit it by hand") from None
+
+
 def _dump(yaml: YAML, doc: Any) -> str:
     out = io.StringIO()
     yaml.dump(doc, out)
@@ -433,7 +447,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
     _relative_source(entry, path)
     if not SLUG_RE.match(entry["slug"]):
         raise CliError(f"{entry['slug']!r} is not a valid slug; give --slug (lowercase letters, digits, '_' or '-')")
-    doc: Any = _yaml_for(original)[1]
+    doc: Any = _parsed(path, original)
     connectors: Any = _connectors_of(doc)
     if any(isinstance(c, dict) and c.get("slug") == entry["slug"] for c in connectors or []):
         raise CliError(f"{path} already has a connector {entry['slug']!r}; give another --slug, or remove it first")
@@ -559,7 +573,7 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     path = _manifest_file(args)
     original = path.read_text(encoding="utf-8")
     slug: str = args.slug
-    doc: Any = _yaml_for(original)[1]
+    doc: Any = _parsed(path, original)
     connectors: Any = _connectors_of(doc)
     slugs: list[Any] = [c.get("slug") if isinstance(c, dict) else None for c in connectors or []]
     if slug not in slugs:
@@ -568,25 +582,7 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     if connectors.fa.flow_style():
         raise CliError(f"{path}: write 'connectors:' as a block list (one '- slug: ...' per item) to use remove")
     index = slugs.index(slug)
-    lines = original.splitlines(keepends=True)
-    _, block_end = _block(doc, lines)
-    # The item's own lines, and the comment lines right above it (they describe it).
-    start = connectors.lc.item(index)[0]
-    while start > 0 and lines[start - 1].strip().startswith("#"):
-        start -= 1
-    if index + 1 < len(connectors):
-        end = connectors.lc.item(index + 1)[0]
-        while end > start and lines[end - 1].strip().startswith("#"):
-            end -= 1
-    else:
-        end = block_end
-    del lines[start:end]
-    if len(connectors) == 1:  # the last one: an empty list, not an empty (null) key
-        key = doc.lc.key("connectors")[0]
-        lines[key] = lines[key].replace("connectors:", "connectors: []", 1)
-    text = "".join(lines)
-    if any(slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict)):
-        text = _drop_grants(text, slug)
+    text = _without(original, doc, index, slug)
     # Its credentials go with it: a later connector under this slug (another service) must not be sent them.
     async with store_of(args.settings) as store:
         _check(path, text, original)
@@ -601,12 +597,103 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without(original: str, doc: Any, index: int, slug: str) -> str:
+    """The manifest's text without connector ``index`` (``slug``) and its grants.
+
+    Its lines are cut out, so everything else stays byte for byte. When that changes what another
+    entry means (it aliases an ``&anchor`` defined in the lines cut), the file is written back through
+    the round trip, which moves the anchor to the first entry left that uses it. Either result is
+    checked against the file as read less that entry; when neither matches, nothing is written."""
+    import yaml
+    from ruamel.yaml.error import YAMLError as RoundTripError
+
+    granted = any(slug in (a.get("connectors") or []) for a in doc.get("agents") or [] if isinstance(a, dict))
+    try:
+        expected = _meaning(original)
+        del expected["connectors"][index]
+        _drop_grants_from(expected, slug)
+    except (yaml.YAMLError, LookupError, TypeError):
+        expected = None  # the gateway's loader will say what is wrong with the file
+    lines = original.splitlines(keepends=True)
+    start, end = _item_lines(doc, lines, index)
+    cut = lines[:start] + lines[end:]
+    if len(doc["connectors"]) == 1:  # the last one: an empty list, not an empty (null) key
+        key = doc.lc.key("connectors")[0]
+        cut[key] = cut[key].replace("connectors:", "connectors: []", 1)
+    try:
+        text = _drop_grants("".join(cut), slug) if granted else "".join(cut)
+        if expected is None or _meaning(text) == expected:
+            return text
+    except (yaml.YAMLError, RoundTripError):
+        pass  # an alias whose anchor went with the entry: the round trip below keeps it
+    try:
+        rt_yaml, rt_doc = _yaml_for(original)
+        del rt_doc["connectors"][index]
+        _drop_grants_from(rt_doc, slug)
+        text = _dump(rt_yaml, rt_doc)
+        if _meaning(text) == expected:
+            return text
+    except (yaml.YAMLError, RoundTripError):
+        pass
+    anchors = _anchors_used_elsewhere(original, start, end)
+    why = (
+        f"another entry uses {', '.join('&' + a for a in anchors)}, defined in the entry being removed"
+        if anchors
+        else "taking its lines out would change what the other entries mean"
+    )
+    raise CliError(f"cannot remove {slug}: {why}; copy what it stands for into that entry, then remove again")
+
+
+def _meaning(text: str) -> Any:
+    """The document as data, aliases expanded: two texts that mean the same compare equal."""
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _item_lines(doc: Any, lines: list[str], index: int) -> tuple[int, int]:
+    """Connector ``index``'s lines, with the comment lines right above it (they describe it)."""
+    connectors = doc["connectors"]
+    start = connectors.lc.item(index)[0]
+    while start > 0 and lines[start - 1].strip().startswith("#"):
+        start -= 1
+    if index + 1 < len(connectors):
+        end = connectors.lc.item(index + 1)[0]
+        while end > start and lines[end - 1].strip().startswith("#"):
+            end -= 1
+    else:
+        end = _block(doc, lines)[1]
+    return start, end
+
+
+def _anchors_used_elsewhere(text: str, start: int, end: int) -> list[str]:
+    """The anchors defined on lines ``start``..``end`` (exclusive) that an alias outside them uses."""
+    import yaml
+
+    defined: set[str] = set()
+    used: set[str] = set()
+    try:
+        for event in yaml.parse(text):
+            line = event.start_mark.line
+            if isinstance(event, yaml.AliasEvent) and not start <= line < end:
+                used.add(str(event.anchor))
+            elif isinstance(event, yaml.NodeEvent) and event.anchor is not None and start <= line < end:
+                defined.add(str(event.anchor))
+    except yaml.YAMLError:
+        return []
+    return sorted(defined & used)
+
+
 def _drop_grants(text: str, slug: str) -> str:
     """Take ``slug`` out of every agent's ``connectors`` (a round trip: comments stay)."""
     yaml, doc = _yaml_for(text)
-    for agent in doc.get("agents") or []:
+    _drop_grants_from(doc, slug)
+    return _dump(yaml, doc)
+
+
+def _drop_grants_from(doc: Any, slug: str) -> None:
+    for agent in (doc.get("agents") if isinstance(doc, dict) else None) or []:
         granted = agent.get("connectors") if isinstance(agent, dict) else None
         if isinstance(granted, list):
             while slug in granted:
                 granted.remove(slug)
-    return _dump(yaml, doc)

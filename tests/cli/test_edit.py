@@ -10,6 +10,7 @@ from contextlib import closing
 from pathlib import Path
 
 import anyio
+import pytest
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
@@ -297,3 +298,66 @@ def test_add_a_name_too_long_for_a_file_says_it_is_neither_file_nor_url(env: Cli
         said = [line for line in refused.err.splitlines() if "(--manifest)" not in line]  # the manifest used
         assert "unexpected" not in refused.err and len(said) == 1, said
     assert env.manifest.read_text() == original
+
+
+ANCHORED = """\
+project: clitest
+default_mode: risk
+connectors:
+  # the first one defines the actions the second one shares
+  - slug: one
+    base_url: {upstream}
+    source:
+      http:
+        actions: &acts
+          - path: items.get
+            method: GET
+            url: /items/{{id}}
+            summary: Fetch one item by its id
+  - slug: two  # keeps its actions
+    base_url: {upstream}
+    source:
+      http:
+        actions: *acts
+agents:
+  - name: bot
+    connectors: [one, two]
+"""
+
+
+def test_remove_an_entry_whose_anchor_another_uses_keeps_what_that_one_means(env: CliEnv) -> None:  # noqa: F811
+    # Cutting its lines left '*acts' with no '&acts': "not valid YAML ... found undefined alias".
+    env.manifest.write_text(ANCHORED.format(upstream=env.upstream_url))
+    removed = env.run("remove", "one")
+    assert removed.code == 0, removed.err
+    (left,) = load_manifest(env.manifest).connectors
+    assert left.slug == "two" and "items.get" in env.manifest.read_text()
+    assert "keeps its actions" in env.manifest.read_text()
+    assert env.run("call", "two.items.get", "--args", '{"id": "7"}').json()["status"] == "ok"
+
+
+def test_remove_refuses_in_one_line_naming_the_anchor_when_it_cannot_keep_it(
+    env: CliEnv,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = ANCHORED.format(upstream=env.upstream_url)
+    env.manifest.write_text(original)
+    monkeypatch.setattr(edit, "_dump", lambda yaml, doc: original)  # a round trip that loses the entry's meaning
+    refused = env.run("remove", "one")
+    said = [line for line in refused.err.splitlines() if "(--manifest)" not in line]
+    assert refused.code != 0 and len(said) == 1, said
+    assert "another entry uses &acts, defined in the entry being removed" in said[0]
+    assert env.manifest.read_text() == original
+
+
+def test_add_and_remove_on_a_file_that_is_not_yaml_say_where_as_validate_does(env: CliEnv) -> None:  # noqa: F811
+    # The round-trip reader's own error was an "unexpected ParserError" / "unexpected DuplicateKeyError".
+    for text, said in (
+        ("project: x\nconnectors:\n  - slug: a\n    x: {url: /a/{id}}\n", "gateway.yaml:4: not valid YAML"),
+        ("project: x\nproject: y\nconnectors: []\n", "key 'project' appears twice"),
+    ):
+        env.manifest.write_text(text)
+        for argv in (("remove", "a"), ("add", "petstore", "--no-sync")):
+            refused = env.run(*argv)
+            assert refused.code != 0 and said in refused.err and "unexpected" not in refused.err, refused.err
+            assert env.manifest.read_text() == text
