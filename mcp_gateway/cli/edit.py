@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..primitives.file_kinds import not_a_file
 from . import LOCAL_MANIFEST
 from .commands import credential_words, delete_credentials, store_of, stored_credentials
 from .output import EXIT_FAILED, CliError, escaped, print_json
@@ -134,8 +135,14 @@ def _manifest_file(args: argparse.Namespace) -> Path:
             "as ./gateway.yaml (or 'mcp-gateway init' for a starter), or give --manifest FILE "
             "(or $MCP_GATEWAY_MANIFEST)"
         )
-    if not path.is_file():
-        raise CliError(f"cannot read the manifest {path}: no such file; 'mcp-gateway init {path}' writes one")
+    try:
+        kind = not_a_file(path)
+    except FileNotFoundError:
+        raise CliError(f"cannot read the manifest {path}: no such file; 'mcp-gateway init {path}' writes one") from None
+    except OSError as exc:
+        raise CliError(f"cannot read the manifest {path}: {exc.strerror or type(exc).__name__}") from None
+    if kind is not None:
+        raise CliError(f"cannot edit the manifest {path}: it is {kind}, not a file; give --manifest a YAML file")
     return path
 
 
@@ -307,10 +314,11 @@ def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:
 def _local_spec(what: str) -> tuple[dict[str, Any], str] | None:
     path = Path(what)
     try:
-        if not path.is_file():
-            return None
-    except OSError:  # a name too long for a file (or a path the system refuses): not a file either
+        kind = not_a_file(path)
+    except OSError:  # nothing there, a name too long for a file, a path the system refuses: not a file either
         return None
+    if kind is not None:
+        raise CliError(f"cannot read {what}: it is {kind}, not a file; give add the path of an OpenAPI file")
     return _read_spec(path.read_bytes(), what), str(path.resolve())
 
 

@@ -22,7 +22,6 @@ parts (see ``mcp_gateway.manifest``).
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from pydantic import (
 )
 
 from ..policy import Condition, Matcher, compile_matcher
+from ..primitives.file_kinds import not_a_file
 from ..vocabulary.errors import GatewayError, Issue, ManifestError
 from ..vocabulary.model import PolicyAction, Risk
 from .auth import (
@@ -594,24 +594,11 @@ def parse_manifest(
     return manifest
 
 
-def _not_a_file(mode: int) -> str | None:
-    """What a path of ``mode`` is when it is no regular file (None when it is one)."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "no regular file"
-
-
 def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG_DIR) -> Manifest:
     """Load a manifest file (the bundled default when ``path`` is None)."""
     p = Path(path) if path is not None else DEFAULT_MANIFEST
     try:
-        kind = _not_a_file(p.stat().st_mode)
+        kind = not_a_file(p)
         if kind is not None:
             # Read as a file, a FIFO no one writes to waits for ever and a device such as /dev/zero never ends.
             fix = "give --manifest the path of a YAML file"

@@ -23,6 +23,7 @@ import httpx2
 import yaml
 
 from ..policy.review import origin_of
+from ..primitives.file_kinds import not_a_file
 from ..primitives.upstream_text import screen
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
@@ -123,14 +124,13 @@ def read_document(path: Path) -> Any:
         SourceError: the file cannot be read or parsed.
     """
     try:
+        kind = not_a_file(path)
+        if kind is not None:
+            raise SourceError(f"{path}: is {kind}, not a spec file. Point the source at the JSON or YAML file.")
         data = path.read_bytes()
     except FileNotFoundError:
         raise SourceError(
             f"{path}: no such file. Check the source path (relative paths resolve against the manifest)."
-        ) from None
-    except IsADirectoryError:
-        raise SourceError(
-            f"{path}: is a directory, not a spec file. Point the source at the JSON or YAML file."
         ) from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read the file ({exc.strerror}). Check its permissions.") from None

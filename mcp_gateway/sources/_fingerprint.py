@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..manifest import ConnectorConfig, OpenAPISource, PostmanSource
+from ..primitives.file_kinds import not_a_file
 
 if TYPE_CHECKING:
     from .base import Normalized
@@ -49,6 +50,8 @@ def _files_digest(files: list[str]) -> str | None:
     h = hashlib.sha256()
     for f in files:
         try:
+            if not_a_file(Path(f)) is not None:  # reading a named pipe or a device would never end
+                return None
             h.update(f.encode() + b"\0" + Path(f).read_bytes() + b"\0")
         except OSError:
             return None

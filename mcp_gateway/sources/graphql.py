@@ -62,6 +62,7 @@ from graphql import (
 )
 
 from ..manifest import ConnectorConfig, GraphQLSpec
+from ..primitives.file_kinds import not_a_file
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, GraphQLBinding, Risk
 from ._fingerprint import file_fingerprint, reuse, settings_digest
@@ -169,6 +170,10 @@ def read_schema(path: str) -> GraphQLSchema:
     """
     label = str(Path(path).absolute())
     try:
+        kind = not_a_file(Path(path))
+        if kind is not None:
+            fix = "point 'graphql: schema:' at an SDL or JSON file"
+            raise SourceError(f"{label}: is {kind}, not a schema file; {fix}.")
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise SourceError(f"{label}: no such file; check the path under 'graphql: schema:'.") from None

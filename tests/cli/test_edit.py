@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -19,6 +20,7 @@ from mcp_gateway import cli
 from mcp_gateway.cli import edit
 from mcp_gateway.manifest import load_manifest
 from tests.cli.test_commands import CliEnv, env  # noqa: F401 -- the fixture
+from tests.support.named_pipe import outcome_of_reading
 from tests.support.upstream import LoopbackServer
 
 COMMENTED = """\
@@ -361,3 +363,16 @@ def test_add_and_remove_on_a_file_that_is_not_yaml_say_where_as_validate_does(en
             refused = env.run(*argv)
             assert refused.code != 0 and said in refused.err and "unexpected" not in refused.err, refused.err
             assert env.manifest.read_text() == text
+
+
+def test_add_and_remove_on_a_named_pipe_say_what_it_is(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    # The manifest check said "no such file" for a named pipe; add was told it is no file nor URL.
+    pipe = tmp_path / "pipe.yaml"
+    os.mkfifo(pipe)
+    for argv in (("remove", "echo"), ("add", "petstore", "--no-sync")):
+        refused = outcome_of_reading(lambda argv=argv: cli.main([*argv, "--manifest", str(pipe)]), pipe)
+        assert refused is None
+        err = env.capsys.readouterr().err
+        assert f"cannot edit the manifest {pipe}: it is a named pipe, not a file" in err, err
+    refused_spec = env.run("add", str(pipe), "--slug", "b", "--no-sync")
+    assert refused_spec.code != 0 and "it is a named pipe, not a file" in refused_spec.err, refused_spec.err

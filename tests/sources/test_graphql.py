@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from mcp_gateway.sources.openapi import PATH_RE
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, GraphQLBinding
 from tests.support.graphql_upstream import SDL
+from tests.support.named_pipe import outcome_of_reading
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "graphql"
@@ -144,6 +146,16 @@ def test_missing_and_binary_files(tmp_path: Path) -> None:
         read_schema(str(tmp_path / "bin.graphql"))
     with pytest.raises(SourceError, match="not a GraphQL introspection result"):
         build_schema_from_introspection([1, 2], "<list>")
+
+
+def test_a_schema_path_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # A named pipe no one writes to waited for ever.
+    pipe = tmp_path / "schema.graphql"
+    os.mkfifo(pipe)
+    refused = outcome_of_reading(lambda: read_schema(str(pipe)), pipe)
+    assert isinstance(refused, SourceError) and "is a named pipe, not a schema file" in str(refused), refused
+    with pytest.raises(SourceError, match="is a device, not a schema file"):
+        read_schema("/dev/null")
 
 
 # -- mapping ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from mcp_gateway.sources.openapi import (
 )
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, OpenAPIBinding
+from tests.support.named_pipe import outcome_of_reading
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "openapi"
@@ -722,6 +724,16 @@ def test_not_an_openapi_document(tmp_path: Path) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     assert "no such file" in _error_for(tmp_path / "absent.yaml")
+
+
+def test_a_spec_path_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # A named pipe no one writes to waited for ever; /dev/zero was read for ever (/dev/null stands in).
+    pipe = tmp_path / "spec.yaml"
+    os.mkfifo(pipe)
+    refused = outcome_of_reading(lambda: _load(pipe), pipe)
+    assert isinstance(refused, SourceError) and "is a named pipe, not a spec file" in str(refused), refused
+    assert "is a device, not a spec file" in _error_for(Path("/dev/null"))
+    assert "is a directory, not a spec file" in _error_for(tmp_path)
 
 
 def test_unresolvable_relative_file_ref() -> None:

@@ -4,6 +4,7 @@ here to pin each rule; Box's committed bearer token never gets anywhere."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from mcp_gateway.sources.openapi import PATH_RE
 from mcp_gateway.sources.postman import NormalizedCollection, load_postman, normalize_postman
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, PostmanBinding
+from tests.support.named_pipe import outcome_of_reading
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "postman"
@@ -477,6 +479,13 @@ def test_malformed_collection_is_a_clear_source_error(tmp_path: Path, content: s
     with pytest.raises(SourceError) as info:
         _load(path)
     assert needle in str(info.value)
+
+
+def test_a_collection_path_that_is_a_named_pipe_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    pipe = tmp_path / "c.postman_collection.json"
+    os.mkfifo(pipe)
+    refused = outcome_of_reading(lambda: _load(pipe), pipe)
+    assert isinstance(refused, SourceError) and "is a named pipe, not a spec file" in str(refused), refused
 
 
 def test_junk_items_are_skipped() -> None:
