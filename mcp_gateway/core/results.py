@@ -18,6 +18,7 @@ import base64
 import dataclasses
 import json
 import logging
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
@@ -232,7 +233,8 @@ def clean_result(
         return result.model_copy(update={"message": clean_text(result.message, max_chars=MAX_ERROR_CHARS)})
     if not isinstance(result, Ok):
         return result
-    data, text = _cleaned(result.data, text)
+    data, text, non_finite = _finite(result.data, text)
+    data, text = _cleaned(data, text)
     if redactor and data is not result.data:
         data, text = redactor.redact_json(data)
     truncated = result.truncated
@@ -243,7 +245,40 @@ def clean_result(
             data, truncated = text[:max_result_chars], True
     if data is result.data and truncated == result.truncated:
         return result  # nothing to clean or cut (the common case): no copy
-    return result.model_copy(update={"data": data, "truncated": truncated})
+    update: dict[str, Any] = {"data": data, "truncated": truncated}
+    if non_finite:
+        update["non_finite_replaced"] = True
+    return result.model_copy(update=update)
+
+
+def _finite(data: Any, known: str | None) -> tuple[Any, str | None, bool]:
+    """``data`` with every NaN and infinite number made None, the JSON text ``clean_result`` may reuse,
+    and whether any was. JSON has no such numbers, so the agent would read them as null either way:
+    this says so. Decided on the answer's text (the encoder writes them ``NaN``, ``Infinity``): no
+    walk unless one of those words is in it."""
+    if isinstance(data, str) or data is None:
+        return data, known, False
+    try:
+        text = known if known is not None else _JSON.encode(data)
+    except (TypeError, ValueError, RecursionError):
+        return data, known, False
+    if "NaN" not in text and "Infinity" not in text:
+        return data, text, False
+    replaced = _nulled(data)
+    return (data, text, False) if replaced is data else (replaced, None, True)
+
+
+def _nulled(value: Any) -> Any:
+    """``value`` with its non-finite floats made None; ``value`` itself when it has none."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        items = {k: _nulled(v) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    if isinstance(value, list | tuple):
+        values = [_nulled(v) for v in value]
+        return value if all(n is v for n, v in zip(values, value, strict=True)) else values
+    return value
 
 
 def _cleaned(data: Any, known: str | None = None) -> tuple[Any, str | None]:

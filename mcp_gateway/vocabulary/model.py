@@ -312,6 +312,9 @@ class Ok(BaseModel):
     truncated: bool | None = None
     unmatched_fields: list[str] | None = None
     """The ``fields`` paths that matched nothing in the upstream's answer (absent when all matched)."""
+    non_finite_replaced: bool | None = None
+    """True when the upstream's answer held numbers JSON cannot carry (``NaN``, ``Infinity``, ``1e400``):
+    each is ``null`` in ``data`` (absent when there were none)."""
 
 
 class PendingApproval(BaseModel):

@@ -46,3 +46,16 @@ def test_a_long_answer_is_cut_to_max_result_chars(data: Any) -> None:
     full = clean_json(data)
     text = full if isinstance(full, str) else json.dumps(full, ensure_ascii=False)
     assert cleaned.data == text[:20] and cleaned.truncated
+
+
+def test_numbers_json_cannot_carry_become_null_and_the_answer_says_so() -> None:
+    # An upstream's {"a": NaN, "b": Infinity} reached the agent as nulls without a word.
+    parsed = json.loads('{"a": NaN, "b": [Infinity, -Infinity, 1e400], "c": 1.5, "s": "NaN and Infinity"}')
+    cleaned = clean_result(Ok(http_status=200, data=parsed), max_result_chars=10_000)
+    assert isinstance(cleaned, Ok) and cleaned.non_finite_replaced is True
+    assert cleaned.data == {"a": None, "b": [None, None, None], "c": 1.5, "s": "NaN and Infinity"}
+    shown = cleaned.model_dump(mode="json", exclude_none=True)
+    assert shown["non_finite_replaced"] is True and json.dumps(shown["data"], allow_nan=False)
+    # Only the words, in a string: nothing replaced, nothing said, nothing copied.
+    words = Ok(http_status=200, data={"s": "NaN", "t": ["Infinity"]})
+    assert clean_result(words) is words and words.non_finite_replaced is None
