@@ -85,3 +85,42 @@ async def test_a_sync_warns_of_each_connector_that_failed_to_load(
             caplog.clear()
             await h.gateway.reload(h.gateway.manifest)
     assert [r.getMessage() for r in caplog.records if "failed to load" in r.getMessage()] == warned
+
+
+SPEC = """{"openapi": "3.0.0", "info": {"title": "Pets", "version": "1"}, "paths": {
+  "/pets": {"get": {"operationId": "listPets", "summary": "List the pets", "responses": {"200": {"description": "ok"}}},
+            "post": {"operationId": "addPet", "summary": "Add a pet", "responses": {"200": {"description": "ok"}}}}}}"""
+
+
+async def test_a_spec_that_breaks_keeps_the_catalog_it_last_loaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A half-copied spec file emptied a working connector on the next reload: 20 actions to 0.
+    spec = tmp_path / "pets.json"
+    spec.write_text(SPEC)
+    text = manifest_text() + f"  - slug: pets\n    base_url: http://pets.test\n    source: {{openapi: {spec}}}\n"
+    async with harness(tmp_path, text) as h:
+        [before] = [s for s in h.gateway.states() if s.slug == "pets"]
+        assert (before.status, before.actions, before.error) == ("ready", 2, None)
+        spec.write_text(SPEC[:120])  # truncated
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway.core.catalogs"):
+            await h.gateway.reload(h.gateway.manifest)
+        [kept] = [s for s in h.gateway.states() if s.slug == "pets"]
+        assert (kept.status, kept.actions) == ("ready", 2)
+        assert kept.error is not None and "the catalog loaded at" in kept.error and "is kept" in kept.error
+        assert any("still serving the 2 actions" in r.getMessage() for r in caplog.records)
+        found = await h.gateway.discover(OPERATOR, "add a pet", connector="pets")
+        assert "pets.add_pet" in str(found) or "pets.addPet" in str(found), found
+
+        spec.write_text(SPEC)  # repaired: loads again, and says nothing is wrong
+        await h.gateway.reload(h.gateway.manifest)
+        [again] = [s for s in h.gateway.states() if s.slug == "pets"]
+        assert (again.status, again.actions, again.error) == ("ready", 2, None)
+
+        # An entry the operator changed is loaded as written, failing or not: nothing of the old one stays.
+        moved = text.replace(str(spec), str(tmp_path / "missing.json"))
+        from mcp_gateway.manifest import parse_manifest
+
+        await h.gateway.reload(parse_manifest(moved, base_dir=tmp_path))
+        [changed] = [s for s in h.gateway.states() if s.slug == "pets"]
+        assert (changed.status, changed.actions) == ("error", 0)
