@@ -83,10 +83,14 @@ class Bounds:
         self.watchers_per_agent.limit = config.watchers_per_agent
 
 
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count} calls"
+
+
 def too_many_calls(limit: int) -> ErrorResult:
     return ErrorResult(
         reason="rate_limited",
-        message=f"This agent already has {limit} calls running, the most it may have at once. Wait for some "
+        message=f"This agent already has {_calls(limit)} running, the most it may have at once. Wait for some "
         "to finish, then call again.",
         hint="The operator sets this cap in the manifest: agent_limits.running_calls.",
     )
@@ -95,7 +99,7 @@ def too_many_calls(limit: int) -> ErrorResult:
 def too_many_waits(limit: int, approval_id: str, approval_url: str) -> ErrorResult:
     return ErrorResult(
         reason="rate_limited",
-        message=f"This agent already has {limit} calls waiting for a human's approval, the most it may have at "
+        message=f"This agent already has {_calls(limit)} waiting for a human's approval, the most it may have at "
         f"once, so this one does not wait. Its approval was requested ({approval_id}): show the human "
         f"{approval_url}, then call again with approval_id once they decide.",
         hint="The operator sets this cap in the manifest: agent_limits.waiting_calls.",

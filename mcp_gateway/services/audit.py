@@ -408,8 +408,9 @@ class Auditor:
             return 0
         if count:
             logger.warning(
-                "%d call(s) reached the upstream but have no recorded outcome (the gateway stopped mid-call); "
-                "marked interrupted in the audit",
+                "%d call(s) reached an upstream before this start and have no recorded outcome yet; marked "
+                "interrupted in the audit (a gateway that stopped mid-call left them; a call another instance is "
+                "still running writes its outcome over the mark)",
                 count,
             )
         return count

@@ -50,7 +50,7 @@ async def test_calls_past_the_cap_are_rate_limited(h: Harness) -> None:
     assert h.gateway.bounds.calls.take(key)  # one call of this agent is running
     refused = result_payload(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}))
     assert refused["status"] == "error" and refused["reason"] == "rate_limited"
-    assert "calls running" in refused["message"]
+    assert "already has 1 call running" in refused["message"]  # one call, not "1 calls"
     h.gateway.bounds.calls.give(key)
     assert result_payload(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}))["status"] == "ok"
     await h.auditor.flush()

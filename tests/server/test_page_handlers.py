@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from starlette.applications import Starlette
+from starlette.responses import Response
 from starlette.routing import Route
 
 from mcp_gateway.core import Gateway
@@ -95,6 +96,35 @@ async def test_approval_page_shows_then_decides_once(tmp_path: Path) -> None:
             assert unknown.status_code == 410
         record = await g.approvals.get(pending.approval_id)
         assert record is not None and record.status == "denied"
+
+
+async def test_the_loser_of_two_decisions_at_once_is_told_what_was_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two tabs (or two instances) read the approval pending; the one whose link was spent first won,
+    # and the other was told "expired or already used, ask the agent for a new one".
+    async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
+        g = site.gateway
+        page = ApprovalPage(_ctx(g), g.links, g.approvals)
+        pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
+        assert isinstance(pending, PendingApproval)
+        path = pending.approval_url.removeprefix(PUBLIC)
+        token = path.rsplit("/", 1)[1]
+        async with _alone(site, page.routes()) as http:
+            shown = await http.get(path)
+            read_before = await page._pending(token)  # what the slower tab read while both were pending
+            assert not isinstance(read_before, Response)
+            first = await http.post(path, data={"csrf": csrf(shown.text), "decision": "approve"})
+            assert first.status_code == 200
+
+            async def stale(self: ApprovalPage, token: str, *, deciding: bool = False) -> object:
+                return read_before
+
+            monkeypatch.setattr(ApprovalPage, "_pending", stale)
+            second = await http.post(path, data={"csrf": csrf(shown.text), "decision": "deny"})
+        assert second.status_code == 409 and "This call was already approved." in second.text
+        record = await g.approvals.get(pending.approval_id)
+        assert record is not None and record.status == "approved"
 
 
 async def test_operator_pages_answer_a_bearer_operator_only(tmp_path: Path) -> None:

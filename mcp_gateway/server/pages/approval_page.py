@@ -150,6 +150,10 @@ class ApprovalPage:
         if approve and not may_approve(approval, approver):
             return _someone_else(approver, can_sign_in)
         if await self.links.consume("approval", token) is None:
+            # Another tab or instance decided between this page's read and now: say what it decided.
+            decided = await self.approvals.get(approval.id)
+            if decided is not None and decided.status != "pending":
+                return _already(decided, deciding=True)
             return message(*GONE, status=410, tone="bad")
         try:
             decided = await self.approvals.decide(approval.id, approve, by=approver)
