@@ -311,6 +311,21 @@ def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:
     return path.resolve(), digest
 
 
+def _refers_elsewhere(node: Any) -> bool:
+    """Whether a ``$ref`` anywhere in ``node`` names another document (not just ``#/...`` in this one)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def _local_spec(what: str) -> tuple[dict[str, Any], str] | None:
     path = Path(what)
     try:
@@ -343,8 +358,16 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
         path, digest, body = await _fetch_pinned(what, args.settings.state_dir)
         doc = _read_spec(body, what)
         slug = args.slug or _slugify(str(doc.get("info", {}).get("title") or urlsplit(what).hostname or "api"))
-        entry = {"slug": slug, "source": {"openapi": str(path)}}
-        comment = f"fetched from {what} (sha256 {digest})"
+        if _refers_elsewhere(doc):
+            from ..primitives.url_secrets import shown_url
+
+            # Its $refs name documents beside it on its origin: a local copy would look for them on
+            # this machine instead. From the URL they resolve on that origin, and only there.
+            entry = {"slug": slug, "source": {"openapi": what}}
+            comment = f"read from {shown_url(what)} at each sync: its $refs name other documents there"
+        else:
+            entry = {"slug": slug, "source": {"openapi": str(path)}}
+            comment = f"fetched from {what} (sha256 {digest})"
         if not args.base_url:
             from ..sources.openapi import declared_base_url
 

@@ -10,7 +10,9 @@ Local files are read on demand. Remote documents (a ref from a URL-loaded spec, 
 ``Resolver.pending`` and the ref fails for now; the async loader fetches them and normalizes
 again (see ``openapi.load_openapi``). Only documents on the spec's own origin are ever fetched: a
 ref to another origin (or any remote ref from a local or in-memory spec) fails with a ``RefError``
-that names it, so a third party's document never decides what an agent reads.
+that names it, so a third party's document never decides what an agent reads. Local files
+likewise: a ref is read only inside the folder the main spec is in (and the folders below it),
+so a spec cannot pull ``~/.ssh`` or the gateway's own state into what an agent is shown.
 
 ``SchemaInliner`` turns an OpenAPI schema into a self-contained JSON Schema for an action's
 ``input_schema``: refs inlined, cycles cut to a placeholder, nesting capped so that huge specs
@@ -64,6 +66,7 @@ class Resolver:
         self.pending: set[str] = set()
         """Remote documents some ref needed but that were not fetched yet."""
         self._targets: dict[str, tuple[Any, str]] = {}
+        self._folder = Path(location).parent.resolve() if location and not is_url(location) else None
 
     def add_document(self, location: str, document: Any) -> None:
         self.documents[location] = document
@@ -86,7 +89,20 @@ class Resolver:
         target = Path(unquote(where))
         if not target.is_absolute():
             target = Path(base).parent / target
-        return str(target.resolve()), fragment
+        target = target.resolve()
+        if self._folder is not None and not target.is_relative_to(self._folder):
+            raise RefError(
+                f"the $ref {where!r} points outside the spec's folder; $refs are read only from the folder the "
+                "spec is in and the folders below it. Copy that document beside the spec, or bundle the spec into "
+                "one file"
+            )
+        return str(target), fragment
+
+    def _shown(self, location: str) -> str:
+        # Relative to the spec's folder: where the gateway keeps its state is nothing an agent needs.
+        if self._folder is not None and Path(location).is_relative_to(self._folder):
+            return str(Path(location).relative_to(self._folder))
+        return location
 
     def _same_origin(self, ref: str, location: str) -> None:
         own = origin_of(self.root_location) if is_url(self.root_location) else ""
@@ -146,7 +162,7 @@ class Resolver:
             self.pending.add(location)
             raise RefError(f"the remote document {shown_url(location)} has not been fetched")
         if not Path(location).is_file():
-            self.failures[location] = f"the file {location} does not exist"
+            self.failures[location] = f"the file {self._shown(location)} does not exist beside the spec"
             raise RefError(self.failures[location])
         try:
             document = read_document(Path(location))

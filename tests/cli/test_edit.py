@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -178,6 +179,39 @@ def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # n
     assert f"sha256 {digest}" in text and f"openapi: {pinned.relative_to(env.manifest.parent)}" in text
     billing = load_manifest(env.manifest).connector("billing_api")
     assert billing is not None and "billing_api: needs_auth, 2 actions" in added.out
+
+
+def test_add_a_url_whose_spec_refers_to_other_documents_resolves_them_on_its_origin(
+    env: CliEnv,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # A local copy would resolve its $refs on this machine: any file, shown to agents.
+    _commented(env)
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "string", "description": "CANARY-LOCAL"}))
+    spec = _spec(env.upstream_url)
+    spec["paths"]["/invoices"]["get"]["parameters"] = [  # type: ignore[index]
+        {"name": "limit", "in": "query", "schema": {"$ref": "schemas/limit.json"}},
+        {"name": "leak", "in": "query", "schema": {"$ref": str(outside)}},
+    ]
+    asked: list[str] = []
+
+    async def serve(request: Request) -> Response:
+        asked.append(request.url.path)
+        if request.url.path == "/schemas/limit.json":
+            return Response(json.dumps({"type": "integer", "description": "from the origin"}))
+        if request.url.path == "/openapi.json":
+            return Response(json.dumps(spec), media_type="application/json")
+        return Response("not found", status_code=404)
+
+    with LoopbackServer(Starlette(routes=[Route("/{path:path}", serve)])) as server:
+        added = env.run("add", f"{server.base_url}/openapi.json")
+        assert added.code == 0, added.err
+        described = env.run("describe", "billing_api.list_invoices")
+    billing = load_manifest(env.manifest).connector("billing_api")
+    assert billing is not None and billing.source.openapi == f"{server.base_url}/openapi.json"  # type: ignore[union-attr]
+    assert "from the origin" in described.out and "CANARY" not in described.out + added.out
+    assert "/schemas/limit.json" in asked and str(outside) in asked
 
 
 def test_add_a_url_that_fails_names_it_without_its_secrets_and_says_why(env: CliEnv) -> None:  # noqa: F811

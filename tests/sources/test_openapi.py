@@ -895,6 +895,36 @@ def test_a_local_spec_resolves_no_remote_ref(tmp_path: Path) -> None:
     assert "points at another origin (https://specs.example) than a spec read from a file" in note
 
 
+def test_a_local_spec_reads_refs_only_from_its_own_folder_tree(tmp_path: Path) -> None:
+    # A spec that can name any file makes the gateway show it to agents (~/.ssh, the state folder).
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "string", "description": "CANARY-OUTSIDE"}))
+    folder = tmp_path / "api"
+    (folder / "schemas").mkdir(parents=True)
+    (folder / "schemas" / "size.json").write_text(json.dumps({"type": "integer", "description": "beside it"}))
+    spec = folder / "api.json"
+    parameters = [
+        {"name": "up", "in": "query", "schema": {"$ref": "../outside.json"}},
+        {"name": "absolute", "in": "query", "schema": {"$ref": str(outside)}},
+        {"name": "size", "in": "query", "schema": {"$ref": "schemas/size.json"}},
+        {"name": "below", "in": "query", "schema": {"$ref": "schemas/absent.json"}},
+    ]
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"operationId": "a", "parameters": parameters, "responses": {"200": {}}}}},
+    }
+    spec.write_text(json.dumps(document))
+    (action,) = _load(spec).actions
+    props = action.input_schema["properties"]
+    assert "CANARY" not in json.dumps(props)
+    for name in ("up", "absolute"):
+        assert "points outside the spec's folder" in props[name]["description"], props[name]
+    assert props["size"] == {"type": "integer", "description": "beside it"}
+    missing = props["below"]["description"]
+    assert "the file schemas/absent.json does not exist beside the spec" in missing and str(tmp_path) not in missing
+
+
 def test_url_errors_are_source_errors() -> None:
     async def go() -> None:
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(_serve({}))) as client:
