@@ -30,7 +30,7 @@ from urllib.parse import quote, quote_plus, unquote_to_bytes
 
 import httpx2
 
-from ..vocabulary.errors import ArgumentError
+from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 
 __all__ = [
@@ -481,9 +481,18 @@ def _url_parts(base: httpx2.URL) -> tuple[Any, str, str, str, int | None] | None
 def _base(base_url: str) -> tuple[httpx2.URL, str, str, str]:
     """A connector's base URL parsed once: the URL, its ``scheme://authority``, its path without a
     trailing slash, and its query."""
-    base = httpx2.URL(base_url)
-    if base.scheme not in ("http", "https") or not base.host:
-        raise ValueError("base_url must be an absolute http(s) URL")
+    try:
+        base = httpx2.URL(base_url)
+    except httpx2.InvalidURL:
+        base = None
+    if base is None or base.scheme not in ("http", "https") or not base.host:
+        # The manifest's base_url is checked when it loads; this one came from the description.
+        raise UpstreamError(
+            "connector_error",
+            "The connector's base URL is not an absolute http(s) URL; the operator must set base_url in the "
+            "manifest to the API's http(s) address.",
+            sent=False,
+        )
     base_path, _, base_query = base.raw_path.decode("ascii").partition("?")
     prefix = str(base.copy_with(raw_path=b"", fragment=None))
     return base, prefix, base_path.rstrip("/"), base_query

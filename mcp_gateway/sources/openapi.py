@@ -48,6 +48,7 @@ argument goes to the body.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,9 +61,11 @@ import httpx2
 
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..policy.review import origin_of
+from ..primitives.escapes import escaped
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
+from ._declared_base import declared_base_problem, unusable_base_error
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import (
@@ -97,6 +100,8 @@ PATH_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 
 _MAX_SUMMARY = 300
 _MAX_DESCRIPTION = 2000
+logger = logging.getLogger(__name__)
+
 _MAX_FETCH_ROUNDS = 8  # remote refs that lead to more remote refs: stop somewhere
 
 
@@ -110,6 +115,10 @@ class NormalizedSource:
     title: str
     description: str
     """``info.description``'s first paragraph, at most 300 characters."""
+    base_url_problem: str | None = None
+    """Why the base URL the document declares cannot be used (then ``base_url`` is None), as a load error."""
+    left_out: tuple[str, ...] = ()
+    """Why each operation that could not be made into an action was left out (logged by the loaders)."""
 
 
 async def load_openapi(
@@ -149,6 +158,7 @@ async def load_openapi(
                 raise
             result = None
         if not resolver.pending and result is not None:
+            _warn_left_out(connector, result)
             return result
         for url in sorted(resolver.pending):
             try:
@@ -181,6 +191,8 @@ class OpenAPILoader:
             return reused
         credentials = credential_places(cfg.auth, self.credential_params)
         spec = await load_openapi(resolved, connector=cfg.slug, risk_overrides=cfg.risk, credentials=credentials)
+        if spec.base_url_problem and not cfg.base_url:
+            raise SourceError(spec.base_url_problem)
         fingerprint = await file_fingerprint(cfg, spec.files, fallback="url")
         return Normalized(spec.actions, spec.base_url, fingerprint, spec.files)
 
@@ -197,16 +209,23 @@ def normalize_openapi(
     ``credentials`` as in ``load_openapi``.
 
     Raises:
-        SourceError: not an OpenAPI/Swagger document, or an operation's own ``$ref`` is broken.
+        SourceError: not an OpenAPI/Swagger document (an operation whose own ``$ref`` is broken is left out).
     """
     location = str(source_file.absolute()) if source_file is not None else ""
-    return _normalize(
+    result = _normalize(
         document,
         Resolver(document, location),
         connector=connector,
         risk_overrides=risk_overrides,
         credentials=credentials,
     )
+    _warn_left_out(connector, result)
+    return result
+
+
+def _warn_left_out(connector: str, result: NormalizedSource) -> None:
+    for reason in result.left_out:
+        logger.warning("connector %s: an operation is left out: %s", connector, escaped(reason[:600]))
 
 
 def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[tuple[str, str]]:
@@ -361,14 +380,16 @@ def _credential_key(location: str, name: str) -> tuple[str, str]:
     return location, name.lower() if location == "header" else name
 
 
-def _base_url(document: dict[str, Any], dialect: Dialect, origin: str) -> str | None:
+def _base_url(document: dict[str, Any], dialect: Dialect, origin: str) -> tuple[str | None, str | None]:
+    """The base URL the document declares, or None; and why the one it declares cannot be used."""
     if dialect == "2.0":
         host, base_path = document.get("host"), document.get("basePath") or ""
         schemes = document.get("schemes") or []
         if isinstance(host, str) and host:
-            scheme = "https" if not schemes or "https" in schemes else str(schemes[0])
-            return f"{scheme}://{host}{base_path}".rstrip("/")
-        url = base_path or None
+            scheme = "https" if not schemes or "https" in schemes else "http" if "http" in schemes else str(schemes[0])
+            url: str | None = f"{scheme}://{host}{base_path}".rstrip("/")
+        else:
+            url = base_path or None
     else:
         servers = document.get("servers")
         server = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
@@ -378,21 +399,23 @@ def _base_url(document: dict[str, Any], dialect: Dialect, origin: str) -> str | 
             if url and isinstance(spec, dict) and "default" in spec:
                 url = url.replace(f"{{{name}}}", str(spec["default"]))
     if not url:
-        return None
-    if url.startswith(("http://", "https://")):
-        return url.rstrip("/")
-    if is_url(origin):  # a relative server URL is relative to where the document is served
-        return urljoin(origin, url).rstrip("/")
-    return None
+        return None, None
+    if is_url(origin) and not urlsplit(url).scheme:  # a relative server URL is relative to where the document is served
+        url = urljoin(origin, url)
+    elif not urlsplit(url).scheme:
+        return None, None  # relative to a file: nowhere; a call says to set base_url
+    problem = declared_base_problem(url)
+    return (None, problem) if problem else (url.rstrip("/"), None)
 
 
 def declared_base_url(document: Any, location: str) -> str | None:
     """The base URL ``document`` names (its first ``servers`` entry, or 2.0's host and basePath), a
-    relative one resolved against ``location``, the URL it was fetched from; None when it names none."""
+    relative one resolved against ``location``, the URL it was fetched from; None when it names none
+    or one that cannot be used."""
     if not isinstance(document, dict):
         return None
     dialect: Dialect = "2.0" if str(document.get("swagger", "")).startswith("2") else "3.0"
-    return _base_url(document, dialect, location)
+    return _base_url(document, dialect, location)[0]
 
 
 def _first_paragraph(text: Any, limit: int) -> str:
@@ -433,14 +456,24 @@ def _normalize(
     )
     ctx.shared_ids = _shared_ids(paths, ctx.base_path)
     actions: list[Action] = []
+    left_out: list[str] = []
     for url, raw_item in paths.items():
         url = str(url)
-        item, item_base = _deref_top(ctx, raw_item, resolver.root_location, f"path item {url}")
+        try:
+            item, item_base = _deref_top(ctx, raw_item, resolver.root_location, f"path item {url}")
+        except SourceError as exc:
+            left_out.append(str(exc))
+            continue
         if not isinstance(item, dict):
             continue
         for method, operation in item.items():
             if isinstance(method, str) and method.lower() in HTTP_METHODS and isinstance(operation, dict):
-                actions.append(_action(ctx, url, method.upper(), operation, item, item_base))
+                try:
+                    actions.append(_action(ctx, url, method.upper(), operation, item, item_base))
+                except SourceError as exc:
+                    # One operation whose parameter or body cannot be resolved is one action less,
+                    # not a connector without any (GitHub's spec has 1,223 operations).
+                    left_out.append(str(exc))
     names = {action.path for action in actions}
     actions = [
         action.model_copy(update={"aliases": tuple(a for a in action.aliases if a not in names)})
@@ -449,9 +482,12 @@ def _normalize(
         for action in actions
     ]
     info = document.get("info") if isinstance(document.get("info"), dict) else {}
+    base_url, base_problem = _base_url(document, dialect, resolver.root_location)
     return NormalizedSource(
         actions=actions,
-        base_url=_base_url(document, dialect, resolver.root_location),
+        base_url=base_url,
+        base_url_problem=base_problem and unusable_base_error(label, base_problem),
+        left_out=tuple(left_out),
         files=list(resolver.files),
         title=str(info.get("title") or "").strip(),
         description=_first_paragraph(info.get("description"), 300),
@@ -482,7 +518,11 @@ def _shared_ids(paths: dict[Any, Any], base_path: str) -> frozenset[str]:
 
 
 def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, str]:
-    """Resolve a ref an operation cannot do without (path item, parameter, request body)."""
+    """Resolve a ref an operation cannot do without (path item, parameter, request body).
+
+    Raises:
+        SourceError: it cannot be resolved; the operation (or the path item's) is left out.
+    """
     try:
         return ctx.resolver.deref(value, base)
     except RefError as exc:

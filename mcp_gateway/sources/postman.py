@@ -56,6 +56,7 @@ from ..manifest import auth_headers as headers_written_by
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
+from ._declared_base import declared_base_problem, unusable_base_error
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
@@ -78,6 +79,8 @@ class NormalizedCollection:
     """The most common origin the requests name (a literal host or a defined host variable)."""
     files: list[str]
     title: str
+    base_url_problem: str | None = None
+    """Why the most common origin cannot be used (then ``base_url`` is None), as a load error."""
 
 
 async def load_postman(
@@ -141,6 +144,8 @@ class PostmanLoader:
             auth_type=cfg.auth.type,
             auth_headers=headers_written_by(cfg.auth),
         )
+        if collection.base_url_problem and not cfg.base_url:
+            raise SourceError(collection.base_url_problem)
         fingerprint = await file_fingerprint(cfg, collection.files, fallback="url")
         return Normalized(collection.actions, collection.base_url, fingerprint, collection.files)
 
@@ -170,11 +175,15 @@ def normalize_postman(
     )
     _walk(ctx, items, (), _auth_of(document.get("auth")))
     origins = Counter(o for o in ctx.origins if o)
+    base_url = origins.most_common(1)[0][0] if origins else None
+    problem = declared_base_problem(base_url) if base_url else None
     return NormalizedCollection(
         actions=[_finish(ctx, draft, origins) for draft in ctx.drafts],
-        base_url=origins.most_common(1)[0][0] if origins else None,
+        base_url=None if problem else base_url,
         files=files or [],
         title=str(info.get("name") or "").strip(),
+        base_url_problem=problem
+        and unusable_base_error(label, problem.replace("its server URL", "its requests' host")),
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 from mcp_gateway.execution import build_request
 from mcp_gateway.execution import http_request as request_module
 from mcp_gateway.execution.http_request import DEFAULT_ACCEPT, USER_AGENT
-from mcp_gateway.vocabulary.errors import MAX_ARGUMENT_ERRORS, ArgumentError
+from mcp_gateway.vocabulary.errors import MAX_ARGUMENT_ERRORS, ArgumentError, UpstreamError
 from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamLocation, ParamSpec
 
 BASE = "https://api.example.com/v3"
@@ -342,10 +342,18 @@ def test_a_flood_of_unknown_arguments_is_answered_in_a_few_lines() -> None:
     assert len(str(info.value)) < 2000 and "and 19,990 more" in str(info.value)
 
 
-@pytest.mark.parametrize(("base", "url"), [("/relative", "/x"), (BASE, "https://elsewhere.example/x")])
-def test_unusable_urls_are_a_configuration_error(base: str, url: str) -> None:
+def test_an_absolute_action_url_is_a_configuration_error() -> None:
     with pytest.raises(ValueError):
-        build_request(action(url, "GET"), {}, base_url=base)
+        build_request(action("https://elsewhere.example/x", "GET"), {}, base_url=BASE)
+
+
+@pytest.mark.parametrize("base", ["/relative", "ftp://127.0.0.1:21", "file:///etc"])
+def test_a_base_url_that_is_not_http_says_to_set_base_url_and_sends_nothing(base: str) -> None:
+    # One taken from a description (Swagger `schemes: [ftp]`) answered every call with a traceback.
+    with pytest.raises(UpstreamError) as info:
+        build_request(action("/x", "GET"), {}, base_url=base)
+    assert info.value.reason == "connector_error" and not info.value.sent
+    assert "set base_url in the manifest" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,15 @@ import pytest
 import yaml
 
 from mcp_gateway.discovery import DiscoveryIndex
-from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, NoAuth
+from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, ConnectorConfig, NoAuth
+from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.sources.openapi import (
     PATH_RE,
     NormalizedSource,
+    OpenAPILoader,
     action_path,
     credential_places,
+    declared_base_url,
     legacy_action_path,
     load_openapi,
     normalize_openapi,
@@ -736,8 +739,36 @@ def test_a_spec_path_that_is_no_regular_file_is_refused_before_it_is_read(tmp_pa
     assert "is a directory, not a spec file" in _error_for(tmp_path)
 
 
+def test_an_operation_whose_parameter_ref_cannot_be_resolved_is_left_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One looping or missing ref took every other operation of the connector down with it.
+    loop = {"$ref": "#/components/parameters/P1"}
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "components": {"parameters": {"P1": {"$ref": "#/components/parameters/P2"}, "P2": loop}},
+        "paths": {
+            "/inventory": {"get": {"operationId": "getInventory", "parameters": [loop]}},
+            "/missing": {"get": {"operationId": "getMissing", "parameters": [{"$ref": "absent.yaml#/p"}]}},
+            "/gone": {"$ref": "absent.yaml#/item"},
+            "/pets": {"get": {"operationId": "listPets"}},
+        },
+    }
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps(document))
+    with caplog.at_level("WARNING", logger="mcp_gateway.sources.openapi"):
+        loaded = _load(spec)
+    assert [action.path for action in loaded.actions] == ["list_pets"]
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 3 and all(m.startswith("connector test: an operation is left out: ") for m in warned)
+    assert "GET /inventory: parameter: $ref '#/components/parameters/P1'" in warned[0] and "loops" in warned[0]
+    assert "GET /missing" in warned[1] and "path item /gone" in warned[2]
+    assert len(loaded.left_out) == 3
+
+
 def test_unresolvable_relative_file_ref() -> None:
-    message = _error_for(FIXTURES / "broken_ref.yaml")
+    (message,) = _load(FIXTURES / "broken_ref.yaml").left_out
     assert "no-such-file.yaml" in message and "GET /things" in message
 
 
@@ -747,8 +778,8 @@ def test_relative_ref_without_a_source_file() -> None:
         "info": {"title": "t", "version": "1"},
         "paths": {"/a": {"get": {"parameters": [{"$ref": "other.yaml#/p"}]}}},
     }
-    with pytest.raises(SourceError, match="needs the spec's own path"):
-        normalize_openapi(document, connector="t")
+    (reason,) = normalize_openapi(document, connector="t").left_out
+    assert "needs the spec's own path" in reason
 
 
 def test_odd_documents_do_not_crash() -> None:
@@ -923,6 +954,41 @@ def test_a_local_spec_reads_refs_only_from_its_own_folder_tree(tmp_path: Path) -
     assert props["size"] == {"type": "integer", "description": "beside it"}
     missing = props["below"]["description"]
     assert "the file schemas/absent.json does not exist beside the spec" in missing and str(tmp_path) not in missing
+
+
+def _load_as_connector(spec: Path, **entry: Any) -> Normalized:
+    cfg = ConnectorConfig.model_validate({"slug": "c", "source": {"openapi": str(spec)}, **entry})
+
+    async def go() -> Normalized:
+        return await OpenAPILoader(str(spec)).load(cfg, LoadContext(lambda ref: ref))
+
+    return anyio.run(go)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"swagger": "2.0", "host": "api.example.com", "schemes": ["ftp"]}, "(ftp://api.example.com) uses ftp:"),
+        (
+            {"openapi": "3.0.0", "servers": [{"url": "https://{tenant}.example.com", "variables": {"tenant": {}}}]},
+            "has the variable {tenant}, with no default",
+        ),
+        ({"openapi": "3.0.0", "servers": [{"url": "file:///etc"}]}, "uses file:"),
+    ],
+)
+def test_a_declared_server_that_cannot_be_called_fails_the_load_until_base_url_is_set(
+    tmp_path: Path, fields: dict[str, Any], said: str
+) -> None:
+    # Taken as the default base URL, each call answered with a traceback or "could not reach {tenant}...".
+    document = {**fields, "info": {"title": "t", "version": "1"}, "paths": {"/x": {"get": {"operationId": "x"}}}}
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps(document))
+    with pytest.raises(SourceError) as info:
+        _load_as_connector(spec)
+    assert said in str(info.value) and "Set base_url: in the manifest" in str(info.value)
+    assert declared_base_url(document, str(spec)) is None
+    loaded = _load_as_connector(spec, base_url="https://api.example.com")
+    assert loaded.base_url is None and [a.path for a in loaded.actions] == ["x"]
 
 
 def test_url_errors_are_source_errors() -> None:

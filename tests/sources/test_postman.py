@@ -11,8 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_gateway.manifest import ConnectorConfig
+from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.sources.openapi import PATH_RE
-from mcp_gateway.sources.postman import NormalizedCollection, load_postman, normalize_postman
+from mcp_gateway.sources.postman import NormalizedCollection, PostmanLoader, load_postman, normalize_postman
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, PostmanBinding
 from tests.support.named_pipe import outcome_of_reading
@@ -506,3 +508,27 @@ def test_the_folder_path_is_the_action_group() -> None:
         "exchange_rates.live.get_rates": "exchange_rates / live",
         "top": "",
     }
+
+
+def test_a_host_that_is_not_http_fails_the_load_until_base_url_is_set(tmp_path: Path) -> None:
+    # `{{base}}` of file:///etc became the default base URL, and each call a traceback.
+    document = _collection(
+        [_request("A", "GET", "{{base}}/passwd")], variable=[{"key": "base", "value": "file:///etc"}]
+    )
+    path = tmp_path / "pm.json"
+    path.write_text(json.dumps(document))
+
+    def load(**entry: Any) -> Normalized:
+        cfg = ConnectorConfig.model_validate({"slug": "pm", "source": {"postman": str(path)}, **entry})
+
+        async def go() -> Normalized:
+            return await PostmanLoader(str(path)).load(cfg, LoadContext(lambda ref: ref))
+
+        return anyio.run(go)
+
+    with pytest.raises(
+        SourceError, match=r"host \(file:///etc\) uses file:, not http\(s\).*Set base_url: in the manifest"
+    ):
+        load()
+    loaded = load(base_url="https://api.example.com")
+    assert loaded.base_url is None and [a.path for a in loaded.actions] == ["a"]
