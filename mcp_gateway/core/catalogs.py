@@ -596,9 +596,10 @@ class Catalogs:
         else:
             state = catalog.state
         wait = max(1, round(self.backoff.wait_seconds(slug)))
+        why = (state.error or "").rstrip(". ")  # one full stop after it, not two
         return ErrorResult(
             reason="connector_error",
-            message=f"Connector {slug!r} is unavailable: {state.error}. The gateway retries it on calls "
+            message=f"Connector {slug!r} is unavailable: {why}. The gateway retries it on calls "
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )

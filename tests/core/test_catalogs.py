@@ -124,3 +124,6 @@ async def test_a_spec_that_breaks_keeps_the_catalog_it_last_loaded(
         await h.gateway.reload(parse_manifest(moved, base_dir=tmp_path))
         [changed] = [s for s in h.gateway.states() if s.slug == "pets"]
         assert (changed.status, changed.actions) == ("error", 0)
+        unavailable = await h.gateway._catalogs.recover("pets", principal=OPERATOR.user)
+        assert unavailable is not None and "is unavailable: " in unavailable.message
+        assert ".." not in unavailable.message  # the error's own full stop, then the sentence's: one
