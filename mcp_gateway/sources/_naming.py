@@ -8,10 +8,12 @@ them: an acronym is one word (``listRedirectURLs`` -> ``list_redirect_urls``, ``
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 __all__ = [
     "HTTP_METHODS",
+    "MAX_NAME_CHARS",
     "legacy_rest_path",
     "plural",
     "rest_path",
@@ -88,11 +90,20 @@ def snake_case(text: str, *, former: bool = False) -> str:
     return "_".join(words)
 
 
+MAX_NAME_CHARS = 120
+"""The longest action path a source gives: an operationId of thousands of characters would fill every
+answer that lists it (cut, and told apart from another cut the same way by a digest of the whole)."""
+
+
 def unique_name(name: str, taken: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``… when taken; the result is added to ``taken``.
+    """``name`` (cut at ``MAX_NAME_CHARS``), or ``name_2``, ``name_3``… when taken; the result is added
+    to ``taken``.
 
     Sources walk their documents in a stable order, so the same spec always gives the same suffixes.
     """
+    if len(name) > MAX_NAME_CHARS:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_NAME_CHARS - 9].rstrip('._')}_{digest}"
     candidate, n = name, 1
     while candidate in taken:
         n += 1

@@ -1072,3 +1072,20 @@ def test_a_download_failure_never_quotes_the_spec_urls_token() -> None:
     with pytest.raises(SourceError, match=r"cannot download the spec \(ConnectError") as raised:
         anyio.run(go)
     assert "CANARY" not in str(raised.value) and "api_key=[redacted]" in str(raised.value)
+
+
+def test_an_operation_id_of_thousands_of_characters_gives_a_short_distinct_name() -> None:
+    # A 10,000-character operationId became a 10,002-character action name that discover listed and
+    # a mistyped-name error quoted whole.
+    long_id = "a" * 10_000
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/one": {"get": {"operationId": long_id + "One", "responses": {"200": {"description": "ok"}}}},
+            "/two": {"get": {"operationId": long_id + "Two", "responses": {"200": {"description": "ok"}}}},
+        },
+    }
+    names = [a.path for a in normalize_openapi(document, connector="t").actions]
+    assert len(names) == 2 and len(set(names)) == 2
+    assert all(len(name) <= 120 for name in names), [len(n) for n in names]
