@@ -22,11 +22,12 @@ from ..execution.http_request import DEFAULT_ACCEPT, USER_AGENT
 from ..manifest import ConnectorConfig
 from ..manifest.sources import McpSource
 from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
+from ..primitives.secrets import PROJECT_WIDE, SealedCredential
 from ..services.approvals import REDACTED, secret_name
 from ..services.logs import known_secrets
 from ..vocabulary.model import Action, GraphQLBinding, McpBinding
 
-__all__ = ["server_shown", "what_it_calls", "what_it_does", "what_it_sends"]
+__all__ = ["carried_credential", "server_shown", "what_it_calls", "what_it_does", "what_it_sends"]
 
 _DERIVED_HEADERS = frozenset({"content-length"})
 """Headers that follow from the rest of the request (httpx2 sets them from the body)."""
@@ -132,6 +133,18 @@ def _headers_shown(request: httpx2.Request) -> str:
 
 _DEFAULTS = {"user-agent": USER_AGENT, "accept": DEFAULT_ACCEPT}
 """The headers every request carries unless something says otherwise."""
+
+
+def carried_credential(slug: str, sealed: SealedCredential | None) -> str:
+    """Which stored credential a call carries, said after where it goes (``…; it carries the team-wide
+    credential of api``): an approver decides for that account too, and a retry carrying another one
+    (the user connected their own since, or theirs was removed) is another call. Only the scope is
+    said and pinned, never the value: a refreshed OAuth2 token is still the credential approved."""
+    if sealed is None:
+        return ""
+    if sealed.key.principal == PROJECT_WIDE:
+        return f"; it carries the team-wide credential of {slug}"
+    return f"; it carries the credential {sealed.key.principal} connected for {slug}"
 
 
 def what_it_sends(prepared: Prepared) -> str:

@@ -53,7 +53,7 @@ from ..vocabulary.model import (
     Verdict,
 )
 from .admission import TrafficGate
-from .call_target import what_it_calls, what_it_does, what_it_sends
+from .call_target import carried_credential, what_it_calls, what_it_does, what_it_sends
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
@@ -245,7 +245,8 @@ class CallPipeline:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         spent: str | None = None  # the approval this attempt consumed
         if verdict.action == "require_approval":
-            gate = await self._approval_gate(principal, prepared, args, verdict, approval_id, trace)
+            carries = carried_credential(cfg.slug, credential.sealed)
+            gate = await self._approval_gate(principal, prepared, args, verdict, approval_id, trace, carries)
             if gate is not None:
                 return gate
             spent = approval_id
@@ -284,11 +285,12 @@ class CallPipeline:
         verdict: Verdict,
         approval_id: str | None,
         trace: CallTrace,
+        carries: str = "",
     ) -> CallResult | None:
         """None when the call may run now; else the result that stops it."""
         action = prepared.action
         if approval_id:
-            calls, sends = what_it_calls(prepared), what_it_sends(prepared)
+            calls, sends = what_it_calls(prepared) + carries, what_it_sends(prepared)
             separate = self._catalogs.manifest.approvals.separate_approver or verdict.separate_approver
             outcome, record = await self._approvals.check(
                 approval_id,
@@ -343,7 +345,7 @@ class CallPipeline:
                 summary,
                 separate_approver=separate,
                 does=what_it_does(action),
-                calls=what_it_calls(prepared),
+                calls=what_it_calls(prepared) + carries,
                 sends=what_it_sends(prepared),
                 shown=shown,
             )

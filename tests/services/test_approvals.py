@@ -372,3 +372,20 @@ async def test_an_approval_taken_before_a_separate_approver_was_required_does_no
         assert await h.gateway.approvals.decide(again.approval_id, True, by="bob") is not None
         ran = await h.gateway.call(maria, "api.payments.create", {"amount": 600}, approval_id=again.approval_id)
         assert isinstance(ran, Ok), ran
+
+
+async def test_the_approval_says_which_credential_the_call_carries_and_holds_to_it(tmp_path: Path) -> None:
+    # The page never said whose account the call would act as, and a call approved with the team-wide
+    # credential ran with the user's own once they had connected it.
+    maria = Principal("maria")
+    async with harness(tmp_path) as h:
+        asked = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        assert isinstance(asked, PendingApproval)
+        record = await h.store.get_approval(asked.approval_id)
+        assert record is not None and record.calls.endswith("; it carries the team-wide credential of api")
+        assert await h.gateway.approvals.decide(asked.approval_id, True, by="bob") is not None
+        await h.vault.put("api", "maria-own-token-1234", principal="maria")
+        retried = await h.gateway.call(maria, "api.payments.create", {"amount": 500}, approval_id=asked.approval_id)
+        assert isinstance(retried, Denied) and retried.reason == "approval_mismatch", retried
+        assert "it carries the credential maria connected for api" in retried.message
+        assert "maria-own-token-1234" not in retried.message and h.upstream.requests == []
