@@ -27,7 +27,7 @@ from ..discovery import DiscoveryIndex, ReviewCache
 from ..discovery.hybrid import HybridSearch
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp_sessions import McpExecutor
-from ..manifest import ConnectorConfig, Manifest, McpSource
+from ..manifest import ConnectorConfig, GraphQLSource, Manifest, McpSource
 from ..policy.review import Finding, moved_origin, on_origin, origin_name, origin_of, origin_snapshot, review
 from ..policy.review import fingerprint as snapshot_fingerprint
 from ..primitives.secrets import PROJECT_WIDE
@@ -251,8 +251,9 @@ class Catalogs:
         """A connector that served actions and now fails to load, its manifest entry unchanged (its spec
         file replaced by a half-copied one, a new version with a broken ``$ref``, its spec URL down),
         keeps serving the catalog it last loaded, its state saying why, until a load succeeds: a broken
-        spec must not empty a working connector, as a broken manifest does not. An MCP connector is not
-        kept: its tools are its server's, and a server that does not answer cannot run them."""
+        spec must not empty a working connector, as a broken manifest does not. A connector whose
+        catalog its live upstream gives (an MCP server's tools, a GraphQL endpoint's introspection) is
+        not kept: an upstream that does not answer, or refuses the credential, says so by failing."""
         for slug, catalog in list(catalogs.items()):
             previous, cfg = self.loaded.get(slug), self.manifest.connector(slug)
             if (
@@ -261,7 +262,7 @@ class Catalogs:
                 or previous.state.status != "ready"
                 or not previous.actions
                 or cfg is None
-                or isinstance(cfg.source, McpSource)
+                or _served_by_upstream(cfg)
                 or self._synced_as.get(slug) != cfg
             ):
                 continue
@@ -603,6 +604,13 @@ class Catalogs:
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )
+
+
+def _served_by_upstream(cfg: ConnectorConfig) -> bool:
+    """Whether the connector's catalog is what its live upstream says, not a document's."""
+    return isinstance(cfg.source, McpSource) or (
+        isinstance(cfg.source, GraphQLSource) and cfg.source.graphql.introspect
+    )
 
 
 @dataclasses.dataclass(frozen=True)
