@@ -16,7 +16,6 @@ import argparse
 import hashlib
 import io
 import itertools
-import json
 import re
 import sys
 from pathlib import Path
@@ -210,12 +209,14 @@ def _slugify(text: str) -> str:
 
 
 def _read_spec(raw: bytes, where: str) -> dict[str, Any]:
-    import yaml
+    from ..sources._documents import parse_document
+    from ..vocabulary.errors import SourceError
 
+    # The loader's own reader: what add accepts, sync reads the same way (encoding, truncation, tags).
     try:
-        doc = json.loads(raw) if raw.lstrip()[:1] in (b"{", b"[") else yaml.safe_load(raw)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise CliError(f"{where} is not JSON or YAML: {exc}") from None
+        doc = parse_document(raw, name=where)
+    except SourceError as exc:
+        raise CliError(str(exc)) from None
     if not isinstance(doc, dict) or not ("openapi" in doc or "swagger" in doc):
         raise CliError(f"{where} is not an OpenAPI document (no 'openapi' or 'swagger' key)")
     return doc

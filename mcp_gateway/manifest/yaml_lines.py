@@ -107,6 +107,10 @@ _YAML_HINTS = (
     ("another document", "remove the '---' line: a manifest is one document"),
     ("found undefined alias", "define the '&anchor' before using '*anchor'"),
     ("found unexpected end of stream", "close the quote or bracket opened earlier"),
+    (
+        "could not determine a constructor for the tag",
+        "remove the tag: a manifest is plain YAML, tags such as !!python/object are not allowed",
+    ),
 )
 
 

@@ -34,6 +34,7 @@ MAX_REMOTE_BYTES = 64 * 1024 * 1024
 """A remote document larger than this is refused: specs are a few MB, a bigger answer is a mistake."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class _SpecLoader(yaml.CSafeLoader):
@@ -59,18 +60,26 @@ def _format_of(name: str, content_type: str = "") -> str | None:
     return None
 
 
-def _parse_json(text: str, name: str) -> Any:
+def _parse_json(text: str, name: str, kind: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        if not text[exc.pos :].strip():
+        # Python's messages end in "at" before a position it leaves out ("Unterminated string starting at").
+        problem = exc.msg.removesuffix(" at")
+        # A string left open runs to the end of the text: a cut inside a string is truncation too.
+        if exc.msg.startswith("Unterminated string"):
+            where = f"inside a string that starts at line {exc.lineno}, column {exc.colno}"
+        elif not text[exc.pos :].strip():
+            where = f"at line {exc.lineno}, column {exc.colno} ({problem})"
+        else:
+            where = ""
+        if where:
             raise SourceError(
-                f"{name}: the JSON ends early at line {exc.lineno} ({exc.msg}); the file looks truncated. "
-                "Download or copy it again."
+                f"{name}: the JSON ends early {where}; the file looks truncated. Download or copy it again."
             ) from None
         raise SourceError(
-            f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. "
-            "Fix the file or point the source at a valid OpenAPI document."
+            f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {problem}. "
+            f"Fix the file or point the source at a valid {kind}."
         ) from None
 
 
@@ -82,18 +91,22 @@ def _parse_yaml(text: str, name: str) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         # The parser quotes the document (a fetched one is the server's text): screened like any upstream text.
         problem = screen(getattr(exc, "problem", None) or str(exc).splitlines()[0]).for_agent()
-        raise SourceError(
-            f"{name}: not valid YAML{where}: {problem}. Check indentation and quoting around that line."
-        ) from None
+        fix = (
+            "Remove the tag: only plain YAML is read, so tags such as !!python/object are not allowed."
+            if isinstance(exc, yaml.constructor.ConstructorError)
+            else "Check indentation and quoting around that line."
+        )
+        raise SourceError(f"{name}: not valid YAML{where}: {problem}. {fix}") from None
 
 
-def parse_document(data: bytes, *, name: str, content_type: str = "") -> Any:
+def parse_document(data: bytes, *, name: str, content_type: str = "", kind: str = "OpenAPI document") -> Any:
     """Decode and parse one document's bytes.
 
     Args:
         data: the raw bytes, possibly gzipped.
         name: the file path or URL, used to pick the format and in error messages.
         content_type: the HTTP ``Content-Type`` when the bytes came from a URL.
+        kind: what the document should be ("Postman collection"), named in the fixes.
 
     Raises:
         SourceError: the bytes are not valid gzip, UTF-8, JSON or YAML.
@@ -103,30 +116,34 @@ def parse_document(data: bytes, *, name: str, content_type: str = "") -> Any:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise SourceError(f"{name}: the gzip data is corrupt or truncated ({exc}). Download it again.") from None
+    if data.startswith(_UTF16_BOMS):
+        # JSON is UTF-8 (RFC 8259), and every reader here takes UTF-8 only: one encoding, said once.
+        raise SourceError(f"{name}: the file is UTF-16 text; save it as UTF-8 (JSON and YAML specs are read as UTF-8).")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SourceError(
-            f"{name}: not UTF-8 text (bad byte at offset {exc.start}); is this really an OpenAPI document?"
+            f"{name}: not UTF-8 text (bad byte at offset {exc.start}); is this really a {kind}? "
+            "If it is, save it as UTF-8."
         ) from None
     if not text.strip():
-        raise SourceError(f"{name}: the document is empty. Point the source at an OpenAPI or Swagger file.")
+        raise SourceError(f"{name}: the document is empty. Point the source at a {kind}.")
     fmt = _format_of(name, content_type)
     if fmt == "json" or (fmt is None and text.lstrip()[:1] in ("{", "[")):
-        return _parse_json(text, name)
+        return _parse_json(text, name, kind)
     return _parse_yaml(text, name)
 
 
-def read_document(path: Path) -> Any:
-    """Read and parse a local JSON or YAML (optionally gzipped) document.
+def read_document(path: Path, *, kind: str = "OpenAPI document") -> Any:
+    """Read and parse a local JSON or YAML (optionally gzipped) document; ``kind`` is as in ``parse_document``.
 
     Raises:
         SourceError: the file cannot be read or parsed.
     """
     try:
-        kind = not_a_file(path)
-        if kind is not None:
-            raise SourceError(f"{path}: is {kind}, not a spec file. Point the source at the JSON or YAML file.")
+        special = not_a_file(path)
+        if special is not None:
+            raise SourceError(f"{path}: is {special}, not a spec file. Point the source at the JSON or YAML file.")
         data = path.read_bytes()
     except FileNotFoundError:
         raise SourceError(
@@ -134,10 +151,12 @@ def read_document(path: Path) -> Any:
         ) from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read the file ({exc.strerror}). Check its permissions.") from None
-    return parse_document(data, name=str(path))
+    return parse_document(data, name=str(path), kind=kind)
 
 
-async def fetch_document(url: str, client: httpx2.AsyncClient | None = None, *, origin: str | None = None) -> Any:
+async def fetch_document(
+    url: str, client: httpx2.AsyncClient | None = None, *, origin: str | None = None, kind: str = "OpenAPI document"
+) -> Any:
     """Download and parse a document from an http(s) URL.
 
     Args:
@@ -145,6 +164,7 @@ async def fetch_document(url: str, client: httpx2.AsyncClient | None = None, *, 
         client: the HTTP client to use; a short-lived one is created when None.
         origin: when given (``scheme://host[:port]``), the document must be served from it: a
             redirect elsewhere is refused before it is followed.
+        kind: what the document should be, as in ``parse_document``.
 
     Raises:
         SourceError: the request fails, the status is not 2xx, the body is too large or unparsable,
@@ -153,14 +173,14 @@ async def fetch_document(url: str, client: httpx2.AsyncClient | None = None, *, 
     url = url.split("#", 1)[0]
     if client is None:
         async with httpx2.AsyncClient(follow_redirects=origin is None, timeout=30.0) as own:
-            return await _fetch(own, url, origin)
-    return await _fetch(client, url, origin)
+            return await _fetch(own, url, origin, kind)
+    return await _fetch(client, url, origin, kind)
 
 
 _MAX_REDIRECTS = 10
 
 
-async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> Any:
+async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None, kind: str) -> Any:
     # Messages quote the URL as ``shown_url`` shows it: an operator may have put a password or a token in it,
     # and a connector's error reaches the terminal, the log and the agent.
     first = url
@@ -200,7 +220,7 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None) -> An
                         )
                     chunks.append(chunk)
                 content_type = resp.headers.get("content-type", "")
-                return parse_document(b"".join(chunks), name=shown_url(url), content_type=content_type)
+                return parse_document(b"".join(chunks), name=shown_url(url), content_type=content_type, kind=kind)
     except httpx2.TimeoutException:
         raise SourceError(
             f"{shown_url(url)}: timed out while downloading the spec. Retry, or use a local copy."

@@ -149,9 +149,41 @@ def build_schema_from_introspection(data: Any, label: str) -> GraphQLSchema:
         )
     try:
         schema = build_client_schema(cast(IntrospectionQuery, data), assume_valid=True)
-    except (TypeError, ValueError, KeyError) as exc:
+    except KeyError as exc:
+        key = str(exc.args[0]) if exc.args else "?"
+        where = _lacking(data["__schema"], key)
+        raise SourceError(
+            f"{label}: the introspection result cannot be built into a schema: "
+            f"{where or 'an entry'} has no {key!r} key. A valid result is what the standard introspection query "
+            "returns: every type has 'kind' and 'name', every field and argument 'name' and 'type'. Fetch it "
+            "again with that query, or point the source at the SDL."
+        ) from None
+    except (TypeError, ValueError) as exc:
         raise SourceError(f"{label}: the introspection result cannot be built into a schema: {exc}") from None
     return _checked(schema, label)
+
+
+_INTROSPECTION_LISTS = ("types", "fields", "args", "inputFields", "enumValues", "interfaces", "possibleTypes")
+_TYPED = ("fields", "args", "inputFields")
+
+
+def _lacking(schema: dict[str, Any], key: str) -> str | None:
+    """Where (``__schema.types[0].fields[2]``) the first listed entry without ``key`` is, or None."""
+    stack: list[tuple[Any, str]] = [(schema, "__schema")]
+    while stack:
+        node, path = stack.pop(0)
+        if not isinstance(node, dict):
+            continue
+        for name in _INTROSPECTION_LISTS:
+            items = node.get(name)
+            if not isinstance(items, list):
+                continue
+            for index, item in enumerate(items):
+                here = f"{path}.{name}[{index}]"
+                if isinstance(item, dict) and key not in item and (key != "type" or name in _TYPED):
+                    return here
+                stack.append((item, here))
+    return None
 
 
 def _checked(schema: GraphQLSchema, label: str) -> GraphQLSchema:

@@ -67,6 +67,8 @@ from .openapi import action_path, legacy_action_path
 
 __all__ = ["NormalizedCollection", "PostmanLoader", "load_postman", "normalize_postman"]
 
+_KIND = "Postman collection"
+
 _MAX_SUMMARY = 300
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"})
@@ -103,7 +105,7 @@ async def load_postman(
         SourceError: the collection cannot be read, or is not a Postman v2 collection.
     """
     if is_url(ref):
-        document, label = await fetch_document(ref, client), shown_url(ref)
+        document, label = await fetch_document(ref, client, kind=_KIND), shown_url(ref)
     else:
         document, label = await anyio.to_thread.run_sync(_read_local, ref)
     files = [] if is_url(ref) else [label]
@@ -122,7 +124,7 @@ async def load_postman(
 
 def _read_local(ref: str) -> tuple[Any, str]:
     path = Path(ref).absolute()
-    return read_document(path), str(path)
+    return read_document(path, kind=_KIND), str(path)
 
 
 @dataclass(frozen=True)

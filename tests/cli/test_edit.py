@@ -399,6 +399,25 @@ def test_add_and_remove_on_a_file_that_is_not_yaml_say_where_as_validate_does(en
             assert env.manifest.read_text() == text
 
 
+def test_add_reads_a_spec_file_as_sync_does_and_refuses_what_sync_would(
+    env: CliEnv,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # add accepted a UTF-16 spec that sync then refused, and said nothing to do for a truncated one.
+    text = json.dumps(_spec(env.upstream_url))
+    truncated, utf16 = tmp_path / "cut.json", tmp_path / "wide.yaml"
+    truncated.write_text(text[: len(text) // 2])
+    utf16.write_bytes(text.encode("utf-16"))
+    original = _commented(env)
+    for spec, said in (
+        (truncated, "the file looks truncated. Download or copy it again."),
+        (utf16, "the file is UTF-16 text; save it as UTF-8"),
+    ):
+        refused = env.run("add", str(spec), "--no-sync")
+        assert refused.code != 0 and said in refused.err, refused.err
+        assert env.manifest.read_text() == original
+
+
 def test_add_and_remove_on_a_named_pipe_say_what_it_is(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
     # The manifest check said "no such file" for a named pipe; add was told it is no file nor URL.
     pipe = tmp_path / "pipe.yaml"

@@ -152,6 +152,11 @@ def test_tabs_get_a_specific_fix() -> None:
     assert issue.line == 2 and "tabs" in issue.fix
 
 
+def test_a_python_tag_gets_a_fix_naming_the_tag() -> None:
+    issue = only_issue("project: x\nconnectors: !!python/object/apply:os.system ['true']\n")
+    assert issue.line == 2 and "remove the tag" in issue.fix and "indentation" not in issue.fix, issue.fix
+
+
 def test_top_level_list_is_refused() -> None:
     issue = only_issue("- slug: a\n- slug: b\n")
     assert issue.line == 1 and "a manifest is a YAML mapping, not a list" in issue.message

@@ -127,6 +127,10 @@ def test_introspection_json_with_or_without_data_wrapper(tmp_path: Path) -> None
         ('{"data": {"nope": 1}}', "not a GraphQL introspection result"),
         ('{"__schema": ', "not valid JSON"),
         ('{"__schema": {"types": "x"}}', "cannot be built"),
+        (
+            '{"data": {"__schema": {"types": [{"kind": "OBJECT"}]}}}',
+            "__schema.types[0] has no 'name' key. A valid result is what the standard introspection query returns",
+        ),
     ],
 )
 def test_malformed_schema_is_a_clear_source_error(tmp_path: Path, content: str, needle: str) -> None:

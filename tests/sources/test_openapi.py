@@ -689,6 +689,28 @@ def test_truncated_json(tmp_path: Path) -> None:
     assert "truncated" in _error_for(path)
 
 
+def test_json_cut_inside_a_string_is_called_truncated_and_says_where(tmp_path: Path) -> None:
+    # Python's own message was quoted cut short: "Unterminated string starting at."
+    path = tmp_path / "spec.json"
+    path.write_text('{"openapi": "3.0.0", "info": {"title": "Pet')
+    message = _error_for(path)
+    assert "inside a string that starts at line 1, column 40; the file looks truncated" in message, message
+    assert "starting at." not in message
+
+
+def test_a_utf16_spec_is_told_to_be_saved_as_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes("openapi: 3.0.0\n".encode("utf-16"))
+    assert "the file is UTF-16 text; save it as UTF-8" in _error_for(path)
+
+
+def test_a_python_tag_in_a_yaml_spec_is_named_as_a_tag_not_an_indentation_problem(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text("openapi: 3.0.0\ninfo: !!python/object/apply:os.system ['true']\n")
+    message = _error_for(path)
+    assert "Remove the tag" in message and "indentation" not in message, message
+
+
 def test_truncated_gzip(tmp_path: Path) -> None:
     path = tmp_path / "spec.json.gz"
     path.write_bytes(gzip.compress((FIXTURES / "swagger2_forms.json").read_bytes())[:200])

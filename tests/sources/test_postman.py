@@ -473,6 +473,8 @@ def test_request_as_bare_url_and_unknown_method() -> None:
             "not v2.0 or v2.1",
         ),
         ('{"info": ', "JSON ends early"),
+        ('{"info": {"name": "cut he', "inside a string that starts at line 1, column 19; the file looks truncated"),
+        ('{"info": {"name": "x"},, "item": []}', "point the source at a valid Postman collection"),
     ],
 )
 def test_malformed_collection_is_a_clear_source_error(tmp_path: Path, content: str, needle: str) -> None:
