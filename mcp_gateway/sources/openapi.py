@@ -240,6 +240,15 @@ def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[
 
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 _TEMPLATE_VAR = re.compile(r"\{([^}]*)\}")
+_FILLABLE_VAR = re.compile(r"\{([^{}]*)\}")
+
+
+def _unfillable(url: str) -> bool:
+    """Whether a path has a brace that is not one ``{name}`` with a name in it (``{}``, ``{{d}}``, ``{a``)."""
+    rest = _FILLABLE_VAR.sub(lambda match: "" if match.group(1).strip() else "{", url)
+    return "{" in rest or "}" in rest
+
+
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A database id or a UUID given as an operationId (API Management exports: ``547636a6f918230da8553640``).
@@ -538,6 +547,13 @@ def _deref_top(ctx: _Context, value: Any, base: str, what: str) -> tuple[Any, st
 
 def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict[str, Any], item_base: str) -> Action:
     where = f"{method} {url}"
+    if _unfillable(url):
+        # The request builder fills only ``{name}``: an argument the description would ask for
+        # there could never reach the URL (``{{d}}``), or the braces would go upstream as text (``{}``).
+        raise SourceError(
+            f"{where}: the path has an empty, blank, nested or unclosed brace, so no argument can fill it. "
+            "Write each path parameter as {name}."
+        )
     operation_id = op.get("operationId") if isinstance(op.get("operationId"), str) else None
     collection = url.rstrip("/") in ctx.collections
     # An operationId several operations share (``dispatcher`` for each of ``POST /qrcode/email``,

@@ -789,6 +789,25 @@ def test_an_operation_whose_parameter_ref_cannot_be_resolved_is_left_out_with_a_
     assert len(loaded.left_out) == 3
 
 
+def test_an_operation_whose_path_has_an_unfillable_brace_is_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # describe asked for 'd' in /p/{{d}}, which call then refused; /p/{} asked for 'param' and sent %7B%7D.
+    odd = ["/p1/{{d}}", "/p2/{}", "/p3/{ }", "/p4/{a", "/p5/a}"]
+    fine = ["/q1/{a}{b}", "/q2/{c}.{fmt}", "/q3/{x-y}"]
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {url: {"get": {"responses": {"200": {"description": "ok"}}}} for url in odd + fine},
+    }
+    with caplog.at_level("WARNING", logger="mcp_gateway.sources.openapi"):
+        loaded = normalize_openapi(document, connector="t")
+    assert sorted(action.binding.url for action in loaded.actions) == fine
+    assert [reason.split(":")[0] for reason in loaded.left_out] == [f"GET {url}" for url in odd]
+    assert all("Write each path parameter as {name}" in reason for reason in loaded.left_out)
+    assert len(caplog.records) == len(odd)
+
+
 def test_unresolvable_relative_file_ref() -> None:
     (message,) = _load(FIXTURES / "broken_ref.yaml").left_out
     assert "no-such-file.yaml" in message and "GET /things" in message
