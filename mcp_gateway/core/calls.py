@@ -147,8 +147,7 @@ class CallPipeline:
         slug = self._permissions.connector_of(principal, name)
         refused = self._catalogs.refused_credential.get(slug) if slug is not None else None
         if slug is not None and refused is not None:
-            cfg = self._catalogs.config(slug)
-            sealed = (await self._credentials.for_call(cfg, principal.user)).sealed
+            sealed = await self._credentials.sealed(self._catalogs.config(slug), principal.user)
             if sealed is None or sealed.fingerprint == refused:
                 return await self.connect_result(
                     principal, slug, f"{slug} rejected the stored credential (401); ask the user to reconnect."

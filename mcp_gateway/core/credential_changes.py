@@ -17,6 +17,7 @@ team-wide or personal, what it replaced, who approved it; never the value) and l
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -31,6 +32,7 @@ from ..services.identity import OPERATOR, Principal
 from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
+from ..vocabulary.model import AuditStatus
 
 __all__ = [
     "CredentialChanges",
@@ -68,6 +70,28 @@ def change_record(
     approved_by: str | None = None,
 ) -> AuditRecord:
     """The audit row of one credential stored under ``key`` (never its value)."""
+    told = {"scope": scope_of(key), "replaced": replaced, "via": via}
+    status: AuditStatus = "credential_set"
+    return _credential_row(key, at=at, who=who, agent=agent, told=told, status=status, approved_by=approved_by)
+
+
+def deletion_record(key: CredentialKey, *, at: datetime, who: str, via: str) -> AuditRecord:
+    """The audit row of the credential stored under ``key`` deleted (never its value): by ``who``,
+    through ``via`` (``secret delete``, ``remove``, a refresh the provider refused)."""
+    told = {"scope": scope_of(key), "principal": key.principal, "via": via}
+    return _credential_row(key, at=at, who=who, agent=None, told=told, status="credential_deleted")
+
+
+def _credential_row(
+    key: CredentialKey,
+    *,
+    at: datetime,
+    who: str,
+    agent: str | None,
+    told: Mapping[str, object],
+    status: AuditStatus,
+    approved_by: str | None = None,
+) -> AuditRecord:
     name = key.connector if key.name == "default" else f"{key.connector}/{key.name}"
     return AuditRecord(
         at=at,
@@ -76,33 +100,13 @@ def change_record(
         requested=f"credential:{name}",
         connector=key.connector,
         action=None,
-        args_preview=args_json({"scope": scope_of(key), "replaced": replaced, "via": via}),
+        args_preview=args_json(told),
         fingerprint=None,
         verdict=None,
         verdict_source=None,
-        status="credential_set",
+        status=status,
         latency_ms=0.0,
         approved_by=approved_by,
-    )
-
-
-def deletion_record(key: CredentialKey, *, at: datetime, who: str, via: str) -> AuditRecord:
-    """The audit row of the credential stored under ``key`` deleted (never its value): by ``who``,
-    through ``via`` (``secret delete``, ``remove``, a refresh the provider refused)."""
-    name = key.connector if key.name == "default" else f"{key.connector}/{key.name}"
-    return AuditRecord(
-        at=at,
-        user=who,
-        agent=None,
-        requested=f"credential:{name}",
-        connector=key.connector,
-        action=None,
-        args_preview=args_json({"scope": scope_of(key), "principal": key.principal, "via": via}),
-        fingerprint=None,
-        verdict=None,
-        verdict_source=None,
-        status="credential_deleted",
-        latency_ms=0.0,
     )
 
 

@@ -38,6 +38,7 @@ from ..discovery.catalog_hints import CatalogHints
 from ..discovery.hybrid import HybridSearch, discovery_status
 from ..execution.mcp_sessions import McpExecutor
 from ..manifest import Manifest
+from ..policy.review import origin_of
 from ..primitives.metrics import GatewayMetrics
 from ..primitives.secrets import PROJECT_WIDE
 from ..services.approvals import MAX_WAIT_SECONDS, ApprovalService
@@ -345,10 +346,7 @@ class Gateway:
         if slug not in self._catalogs.loaded:
             return None
         base = await self._catalogs.base_url(slug)
-        if not base:
-            return None
-        url = httpx2.URL(base)
-        return str(url.copy_with(raw_path=b"/", query=None, fragment=None)).rstrip("/")
+        return (origin_of(base) or None) if base else None
 
     def _origin_warning(self, slug: str) -> str | None:
         held = self._catalogs.origin_held(slug)

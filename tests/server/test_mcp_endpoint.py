@@ -301,21 +301,19 @@ def modern_headers(method: str, name: str) -> dict[str, str]:
     }
 
 
+async def _handshake_session(http: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> dict[str, str]:
+    """A 2025-11-25 session opened on ``url``: the headers its later requests carry."""
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    opened = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, headers=headers
+    )
+    return {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+
+
 async def test_requests_the_transport_refuses_get_the_sdks_answers() -> None:
     async with served() as lab, httpx2.AsyncClient(timeout=10) as http:
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(lab.url, json=init, headers=headers)
-        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        session = await _handshake_session(http, lab.url, headers)
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "quick", "arguments": {"n": 3}}}
         only_json = await http.post(lab.url, json=call, headers=headers | session | {"accept": "application/json"})
         assert only_json.status_code == 406
@@ -337,18 +335,7 @@ async def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_accept
     # The SDK reads it as a notification: a 202, and the client waits for an answer that never comes.
     async with served() as lab, httpx2.AsyncClient(timeout=10) as http:
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(lab.url, json=init, headers=headers)
-        session = headers | {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        session = headers | await _handshake_session(http, lab.url, headers)
         for bad_id in (1.5, True, None, {}):
             call = {"jsonrpc": "2.0", "id": bad_id, "method": "tools/call", "params": {"name": "hang", "arguments": {}}}
             refused = await http.post(lab.url, json=call, headers=session)

@@ -74,13 +74,18 @@ async def test_credential_pages_store_what_the_form_says_once(tmp_path: Path) ->
         assert sealed is not None and sealed.open().reveal() == "tok-1"
 
 
+async def _asked(site: PageSite) -> tuple[ApprovalPage, PendingApproval, str]:
+    """The approval page of ``site``, a payment alice asked to approve, and its link's path."""
+    g = site.gateway
+    pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
+    assert isinstance(pending, PendingApproval)
+    return ApprovalPage(_ctx(g), g.links, g.approvals), pending, pending.approval_url.removeprefix(PUBLIC)
+
+
 async def test_approval_page_shows_then_decides_once(tmp_path: Path) -> None:
     async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
         g = site.gateway
-        page = ApprovalPage(_ctx(g), g.links, g.approvals)
-        pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
-        assert isinstance(pending, PendingApproval)
-        path = pending.approval_url.removeprefix(PUBLIC)
+        page, pending, path = await _asked(site)
         async with _alone(site, page.routes()) as http:
             shown = await http.get(path)
             assert shown.status_code == 200 and "pay.payments.create" in shown.text and "bob" in shown.text
@@ -105,10 +110,7 @@ async def test_the_loser_of_two_decisions_at_once_is_told_what_was_decided(
     # and the other was told "expired or already used, ask the agent for a new one".
     async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
         g = site.gateway
-        page = ApprovalPage(_ctx(g), g.links, g.approvals)
-        pending = await g.call(ALICE, TOOL, {"to": "bob", "amount": "5"})
-        assert isinstance(pending, PendingApproval)
-        path = pending.approval_url.removeprefix(PUBLIC)
+        page, pending, path = await _asked(site)
         token = path.rsplit("/", 1)[1]
         async with _alone(site, page.routes()) as http:
             shown = await http.get(path)
