@@ -70,7 +70,7 @@ from .discover_answer import (
 )
 from .executors import Executors
 from .gauges import ScrapeState
-from .health import StoreHealth
+from .health import STORE_UNAVAILABLE_HINT, StoreHealth
 from .held_actions import HeldActions
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
@@ -606,7 +606,13 @@ class Gateway:
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
         if on_pending is not None:
             await on_pending(result)
-        decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+        try:
+            decided = await self.approvals.wait(result.approval_id, min(wait, MAX_WAIT_SECONDS))
+        except StoreUnavailable as exc:
+            # The agent is answered an error, so the audit says so too (journaled while the
+            # database is down), not only the ``pending_approval`` row written above.
+            self.health.failed(exc)
+            return _lost_while_waiting(result.approval_id), CallTrace()
         if decided is None or decided.status == "pending":
             return result, None  # undecided: the one row already written says so
         trace = CallTrace(on_upstream=started)
@@ -653,6 +659,17 @@ def _as_enforced(action: Action) -> Mapping[str, Any]:
     ):
         return {**schema, "additionalProperties": False}
     return schema
+
+
+def _lost_while_waiting(approval_id: str) -> ErrorResult:
+    return ErrorResult(
+        reason="store_unavailable",
+        message=(
+            "The gateway lost its database while waiting for the approval; nothing was run. The approval "
+            f"is kept: once the database is back, call again with approval_id={approval_id!r}."
+        ),
+        hint=STORE_UNAVAILABLE_HINT,
+    )
 
 
 def unrecorded(upstream_status: int | None) -> ErrorResult:

@@ -168,3 +168,28 @@ async def test_readiness_after_a_refused_write_asks_a_write_not_a_read(
             assert await health.ready()
         said = store_lines(caplog)
         assert len(said) == 2 and said[1].startswith("store reachable again after"), said
+
+
+async def test_a_wait_cut_short_by_an_outage_is_audited_as_what_the_agent_was_told(tmp_path: Path) -> None:
+    OutageStore.down = False
+    try:
+        async with harness(tmp_path, store_cls=OutageStore, journal=AuditJournal(tmp_path / "state")) as h:
+
+            async def database_stops(_pending: object) -> None:
+                h.clock.advance(1)  # a replayed row with the same instant as a stored one is taken for it
+                OutageStore.down = True
+
+            answer = result_payload(
+                await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}, wait=30, on_pending=database_stops)
+            )
+            assert answer["status"] == "error" and answer["reason"] == "store_unavailable", answer
+            assert "nothing was run" in answer["message"] and "approval_id=" in answer["message"]
+            assert h.upstream.requests == []
+            OutageStore.down = False
+            await h.gateway.auditor.flush()
+            await h.gateway.auditor.replay()
+            rows = [r for r in await h.store.list_audit(10) if r.requested == "api.items.create"]
+            assert [r.status for r in rows] == ["error", "pending_approval"], rows
+            assert rows[0].reason == "store_unavailable"
+    finally:
+        OutageStore.down = False
