@@ -258,6 +258,13 @@ async def migrate(db: aiosqlite.Connection, where: str | Path) -> None:
         StoreUnopenable: the file belongs to another application, holds tables mcp-gateway did not
             create, or was written by a newer build. ``where`` (the file) names it in the message.
     """
+    # A file already at this version needs no write lock: reading the audit or the pending approvals
+    # must work while another process holds the lock (a stuck writer, a backup).
+    if (
+        await _pragma_int(db, "user_version") == SCHEMA_VERSION
+        and await _pragma_int(db, "application_id") == APPLICATION_ID
+    ):
+        return
     # IMMEDIATE takes the write lock before reading the version, so two processes opening a
     # new file at once run the migrations once: the second waits, then finds nothing to do.
     await db.execute("BEGIN IMMEDIATE")
