@@ -167,6 +167,8 @@ class Gateway:
         self.health = StoreHealth(getattr(store, "ping", None), getattr(store, "probe_write", None), where=repr(store))
         """Whether the store answers (``/readyz``); logs an outage once when it starts and ends."""
         auditor.on_store = self.health.observed
+        # Read at each call: the store takes its instance id when it opens.
+        self._instance: Callable[[], str | None] = lambda: getattr(store, "instance", None)
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
         self._discovery_config = manifest.discovery
@@ -555,7 +557,7 @@ class Gateway:
         on_pending: OnPending | None,
         reached: _Reached,
     ) -> CallResult:
-        trace = CallTrace(on_upstream=reached.started)
+        trace = CallTrace(on_upstream=reached.started, id_prefix=self._instance() or "")
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
@@ -615,7 +617,7 @@ class Gateway:
             return _lost_while_waiting(result.approval_id), CallTrace()
         if decided is None or decided.status == "pending":
             return result, None  # undecided: the one row already written says so
-        trace = CallTrace(on_upstream=started)
+        trace = CallTrace(on_upstream=started, id_prefix=self._instance() or "")
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
 
 

@@ -42,6 +42,9 @@ class CallTrace:
     the ``Gateway`` writes the durable ``started`` audit row there."""
     call_id: str | None = None
     """Set once the call reached for the upstream: its ``started`` row and its outcome share it."""
+    id_prefix: str = ""
+    """The start of ``call_id``: the store's instance id, by which a gateway starting on the same
+    database tells this process's calls in flight from those a dead one left."""
     unsent: bool = False
     """Reached for the upstream, then stopped before any of the request left (its credential unusable, a
     header the HTTP client refused): it cannot have taken effect."""
@@ -55,7 +58,7 @@ class CallTrace:
     async def reach_upstream(self) -> None:
         """The request is about to leave: give the call its id and tell ``on_upstream`` (once)."""
         if self.call_id is None:
-            self.call_id = uuid.uuid4().hex
+            self.call_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix) :]
             if self.on_upstream is not None:
                 try:
                     await self.on_upstream(self)

@@ -409,8 +409,7 @@ class Auditor:
         if count:
             logger.warning(
                 "%d call(s) reached an upstream before this start and have no recorded outcome yet; marked "
-                "interrupted in the audit (a gateway that stopped mid-call left them; a call another instance is "
-                "still running writes its outcome over the mark)",
+                "interrupted in the audit (a gateway that stopped mid-call left them)",
                 count,
             )
         return count

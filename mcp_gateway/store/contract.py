@@ -350,7 +350,9 @@ class AuditStore(Protocol):
     async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
         """Mark every ``started`` row ``interrupted`` (a call whose outcome was never written: the
         gateway died while it ran), but for the calls in ``keep`` (their outcome is known, waiting in
-        a journal); how many. An outcome written later still replaces the row."""
+        a journal) and those a running instance on the same database has in flight (the store's
+        ``instance`` id begins their call id, and the store can tell it is alive); how many. An
+        outcome written later still replaces the row."""
         ...
 
     async def replay_audits(self, records: Sequence[AuditRecord]) -> int:

@@ -35,6 +35,7 @@ conversion in ``_rows.py``):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -78,6 +79,7 @@ from .contract import (
     UseRecord,
 )
 from .database_url import redact_url, scrub
+from .instance_locks import ID_CHARS, instance_of, new_instance_id
 
 __all__ = ["SCHEMA_VERSION", "PostgresBuckets", "PostgresStore"]
 
@@ -85,6 +87,8 @@ logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
 
+_INSTANCE_LOCKS = 0x4D434757
+"""The first key of every instance's session advisory lock (``_claim_instance``); the second is its id."""
 _CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection: a firewalled host should fail the start, not hang it."""
 _COMMAND_TIMEOUT = 15.0
@@ -227,6 +231,13 @@ class PostgresStore:
         self._max = max_connections
         self._pool: asyncpg.Pool | None = None
         self._lock = anyio.Lock()
+        self._instance: tuple[str, asyncpg.Connection] | None = None
+
+    @property
+    def instance(self) -> str | None:
+        """This open store's instance id (the prefix of the call ids its gateway hands out), held alive
+        by a session advisory lock on a connection of its own; None when that could not be taken."""
+        return self._instance[0] if self._instance is not None else None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self._url)!r})"
@@ -276,6 +287,32 @@ class PostgresStore:
                     await pool.close()
                 raise
             self._pool = pool
+            self._instance = await self._claim_instance()
+
+    async def _claim_instance(self) -> tuple[str, asyncpg.Connection] | None:
+        """A session advisory lock held for this store's life: the server lets go of it when the
+        session ends (the process died, or its host), which is how another instance starting tells
+        this one's calls in flight from a dead one's. Not taken (None): those calls may be marked
+        ``interrupted`` by such a start, and their outcome still replaces the mark."""
+        instance = new_instance_id()
+        try:
+            conn = await asyncpg.connect(
+                self._url,
+                timeout=_CONNECT_TIMEOUT,
+                command_timeout=_COMMAND_TIMEOUT,
+                server_settings={"application_name": "mcp-gateway instance"},
+            )
+        except _DRIVER_ERRORS as exc:
+            logger.debug("no instance lock on %s (%s)", redact_url(self._url), type(exc).__name__)
+            return None
+        try:
+            if await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", _INSTANCE_LOCKS, int(instance, 16)):
+                return instance, conn
+        except _DRIVER_ERRORS as exc:
+            logger.debug("no instance lock on %s (%s)", redact_url(self._url), type(exc).__name__)
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        return None
 
     async def close(self) -> None:
         """Close the pool, after any operation in flight. Idempotent; ``open`` may follow."""
@@ -283,8 +320,12 @@ class PostgresStore:
             if self._pool is None:
                 return
             pool, self._pool = self._pool, None
+            held, self._instance = self._instance, None
             with anyio.CancelScope(shield=True):
                 await pool.close()
+                if held is not None:
+                    with contextlib.suppress(*_DRIVER_ERRORS):
+                        await held[1].close(timeout=_CONNECT_TIMEOUT)
 
     def _unusable(self, exc: BaseException) -> str:
         first_line = (str(exc) or type(exc).__name__).splitlines()[0]
@@ -574,11 +615,22 @@ class PostgresStore:
         return added
 
     async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
-        if not keep:
-            return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+        started = [row[0] for row in await self._fetch("SELECT call_id FROM audit_open WHERE status = 'started'")]
+        if not started:
+            return 0
+        # Instances whose session still holds its advisory lock, on any host: their calls are running.
+        locks = await self._fetch(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = $1::bigint::oid AND objsubid = 2",
+            _INSTANCE_LOCKS,
+        )
+        alive = {f"{row[0]:0{ID_CHARS}x}" for row in locks}
+        gone = sorted(c for c in started if c not in keep and instance_of(c) not in alive)
+        if not gone:
+            return 0
         return await self._execute(
-            "UPDATE audit_open SET status = 'interrupted' WHERE status = 'started' AND NOT (call_id = ANY($1::text[]))",
-            sorted(keep),
+            "UPDATE audit_open SET status = 'interrupted' WHERE status = 'started' AND call_id = ANY($1::text[])",
+            gone,
         )
 
     # -- short-lived shared state ------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ from .contract import (
     TokenRecord,
     UseRecord,
 )
+from .instance_locks import InstanceLocks, instance_of
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -286,6 +287,17 @@ class SQLiteStore:
         """The synchronous connection of ``append_audits_now`` (None: a private in-memory database)."""
         self._file: tuple[int, int] | None = None
         """The open database file's device and inode (``_check_file``); None in memory or closed."""
+        self._instances = (
+            InstanceLocks(self._path.with_name(self._path.name + "-instances"))
+            if isinstance(self._path, Path)
+            else None
+        )
+
+    @property
+    def instance(self) -> str | None:
+        """This open store's instance id (the prefix of the call ids its gateway hands out), held
+        alive by a lock file while it is open; None in memory or when no lock file could be made."""
+        return self._instances.instance if self._instances is not None else None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r})"
@@ -338,6 +350,8 @@ class SQLiteStore:
                 self._file = (found.st_dev, found.st_ino)
             self._audit_db = self._open_audit_writer()
             self._access = AccessCache(self._open_probe())
+            if self._instances is not None:
+                await anyio.to_thread.run_sync(self._instances.claim)
 
     async def close(self) -> None:
         """Close the connection, after any operation in flight. Idempotent; ``open`` may follow."""
@@ -353,6 +367,8 @@ class SQLiteStore:
             if self._audit_db is not None:
                 self._audit_db.close()
                 self._audit_db = None
+            if self._instances is not None:
+                self._instances.release()
             with anyio.CancelScope(shield=True):
                 await db.close()
 
@@ -870,12 +886,19 @@ class SQLiteStore:
         return added
 
     async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
-        if not keep:
-            return await self._execute("UPDATE audit_open SET status = 'interrupted' WHERE status = 'started'")
+        started = [row[0] for row in await self._fetchall("SELECT call_id FROM audit_open WHERE status = 'started'")]
+        if not started:
+            return 0
+        alive: set[str] = set()
+        if self._instances is not None:
+            alive = await anyio.to_thread.run_sync(self._instances.alive, {instance_of(c) for c in started})
+        gone = sorted(c for c in started if c not in keep and instance_of(c) not in alive)
+        if not gone:
+            return 0
         return await self._execute(
             "UPDATE audit_open SET status = 'interrupted' WHERE status = 'started' "
-            "AND call_id NOT IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(keep)),),
+            "AND call_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(gone),),
         )
 
     # -- short-lived shared state ----------------------------------------------------------------------

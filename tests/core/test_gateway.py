@@ -875,6 +875,9 @@ async def test_a_call_its_client_cancels_after_the_request_left_is_audited_cance
     rows = await h.store.list_audit()
     assert [(r.status, r.action) for r in rows] == [("cancelled", "api.items.get")]
     assert rows[0].call_id is not None
+    # The store's instance begins the id: a gateway starting beside this one leaves its calls alone.
+    assert h.store.instance is not None and rows[0].call_id.startswith(h.store.instance)
+    assert len(rows[0].call_id) == 32
     assert await h.auditor.interrupt_started() == 0  # nothing left open
 
 

@@ -647,6 +647,36 @@ async def test_audit_started_rows_in_keep_are_not_interrupted(store: Store) -> N
     assert {r.call_id: r.status for r in await store.list_audit()} == {"a": "interrupted", "b": "started"}
 
 
+async def test_a_start_leaves_alone_the_calls_a_running_instance_has_in_flight(
+    store: Store, store_factory: StoreFactory
+) -> None:
+    # Two gateways on one database (two stdio sessions on one state folder, two hosts on one
+    # PostgreSQL): the one starting marked the other's running calls interrupted.
+    if isinstance(store, MemoryStore):  # one process's memory: a start finds no other instance's calls
+        assert getattr(store, "instance", None) is None
+        await store.append_audits([_audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})])
+        assert await store.interrupt_started_audits() == 1
+        return
+    running = getattr(store, "instance", None)
+    assert running is not None and len(running) == 8
+    mine = _audit(1, T0).model_copy(update={"status": "started", "call_id": running + "0" * 24})
+    left = _audit(2, T0).model_copy(update={"status": "started", "call_id": "7" * 32})  # a dead instance's
+    legacy = _audit(3, T0).model_copy(update={"status": "started", "call_id": "c1"})  # an older build's
+    await store.append_audits([mine, left, legacy])
+    starting = store_factory()
+    await starting.open()
+    try:
+        assert getattr(starting, "instance", None) not in (None, running)
+        assert await starting.interrupt_started_audits() == 2
+        statuses = {r.call_id: r.status for r in await starting.list_audit()}
+        assert statuses == {mine.call_id: "started", left.call_id: "interrupted", "c1": "interrupted"}
+        await store.close()  # the running gateway stops (or dies) without the call's outcome
+        assert await starting.interrupt_started_audits() == 1
+        assert {r.call_id: r.status for r in await starting.list_audit()}[mine.call_id] == "interrupted"
+    finally:
+        await starting.close()
+
+
 async def test_audit_replay_adds_each_outcome_once_and_settles_its_call(store: Store) -> None:
     at = T0 + timedelta(microseconds=123457)  # the instant survives each backend's storage exactly
     interrupted = _audit(1, T0).model_copy(update={"status": "started", "call_id": "c1"})
