@@ -158,17 +158,31 @@ class Catalogs:
         if known is None:
             import jsonschema  # here, not at module level: a heavy import a start need not pay
             from jsonschema.validators import validator_for
+            from referencing import Registry
 
             cls = _bounded(validator_for(action.input_schema, default=jsonschema.Draft202012Validator))
             try:
-                known = (quick_check(action.input_schema), cls(action.input_schema))
+                # An empty registry: a ``$ref`` resolves inside the schema (and the bundled metaschemas)
+                # only. An upstream's schema must not make the gateway fetch a URL or read a file.
+                known = (quick_check(action.input_schema), cls(action.input_schema, registry=Registry()))
             except jsonschema.SchemaError:
-                known = (None, _bounded(jsonschema.Draft202012Validator)({"type": "object"}))
+                known = _UNCHECKED
             self._validators[action.qualified_name] = known
         quick, validator = known
         if quick is not None and quick(args):
             return []
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:MAX_SCHEMA_ERRORS]
+        try:
+            errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))[:MAX_SCHEMA_ERRORS]
+        except Exception as exc:  # an unresolvable $ref, an unknown type: the schema, not the arguments
+            # Said once, by kind only: the message of such an error quotes the schema, which may hold
+            # whatever a file or an upstream put there.
+            logger.warning(
+                "the input schema of %s cannot be checked (%s); its arguments go to the upstream unchecked",
+                action.qualified_name,
+                type(exc).__name__,
+            )
+            self._validators[action.qualified_name] = _UNCHECKED
+            return []
         return [{"path": "/".join(str(p) for p in e.absolute_path) or "(root)", "message": _message(e)} for e in errors]
 
     # -- loading -----------------------------------------------------------------------------------
@@ -647,6 +661,16 @@ def _non_finite(value: Any, path: str = "") -> str | None:
             if found is not None:
                 return found
     return None
+
+
+class _Unchecked:
+    """The validator of a schema that cannot be checked: arguments are left to the upstream."""
+
+    def iter_errors(self, instance: object) -> list[Any]:
+        return []
+
+
+_UNCHECKED: tuple[QuickCheck | None, Any] = (None, _Unchecked())
 
 
 def _message(error: Any) -> str:

@@ -127,3 +127,55 @@ async def test_a_spec_that_breaks_keeps_the_catalog_it_last_loaded(
         unavailable = await h.gateway._catalogs.recover("pets", principal=OPERATOR.user)
         assert unavailable is not None and "is unavailable: " in unavailable.message
         assert ".." not in unavailable.message  # the error's own full stop, then the sentence's: one
+
+
+async def test_an_upstream_schema_never_makes_the_gateway_fetch_a_url_or_read_a_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An upstream MCP server's inputSchema is untrusted: a remote or file $ref in it was fetched at every
+    # call (a request inside the gateway's network, a local file's content in the agent's error, the
+    # event loop blocked on a host that never answers); an unknown type failed every call.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Internal(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = b'{"enum": ["CANARY-internal"]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    secret_file = tmp_path / "key.json"
+    secret_file.write_text('{"type": "service_account", "private_key": "CANARY-file", "enum": ["CANARY-file"]}')
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Internal)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/internal/config.json"
+        async with harness(tmp_path) as h:
+            base = h.gateway._permissions.lookup(OPERATOR, "api.items.get")
+            assert base is not None
+            schemas = {
+                "remote": {"type": "object", "properties": {"a": {"$ref": url}}},
+                "file": {"type": "object", "properties": {"a": {"$ref": secret_file.as_uri()}}},
+                "whole_file": {"$ref": secret_file.as_uri()},
+                "unknown_type": {"type": "object", "properties": {"a": {"type": "nonsense"}}},
+            }
+            with caplog.at_level(logging.WARNING):
+                for name, schema in schemas.items():
+                    action = base.model_copy(update={"path": f"t.{name}", "input_schema": schema})
+                    for _ in range(2):
+                        assert h.gateway._catalogs.validate(action, {"a": "x"}) == [], name
+            assert hits == []
+            assert "CANARY" not in caplog.text and "Traceback" not in caplog.text
+            said = [r.getMessage() for r in caplog.records if "cannot be checked" in r.getMessage()]
+            assert len(said) == 4, said  # once per action, not per call
+    finally:
+        server.shutdown()
+        server.server_close()
