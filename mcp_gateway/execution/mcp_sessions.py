@@ -209,7 +209,7 @@ class McpExecutor:
                         # The server said its tools changed while this session lived: list them again,
                         # as a new session does, before calling one.
                         session.tools_changed = False
-                        session.tools = await _list_all(session.client)
+                        session.tools = await _list_all(session.client, session.key[0])
                         fresh = True
                     if fresh and self.listed is not None:
                         # A new session lists the tools anew: one the catalog was not built from (a
@@ -300,7 +300,7 @@ class McpExecutor:
                 if not fresh:
                     assert session.client is not None
                     try:
-                        session.tools = await _list_all(session.client)
+                        session.tools = await _list_all(session.client, session.key[0])
                         session.tools_changed = False
                     except MCPError as exc:
                         self._retire(session)
@@ -429,7 +429,7 @@ class McpExecutor:
                 )
                 async with client:
                     try:
-                        session.tools = await _list_all(client)
+                        session.tools = await _list_all(client, session.key[0])
                     except MCPError as exc:
                         raise ListingRefused(exc) from None
                     session.client = client
@@ -451,7 +451,7 @@ class McpExecutor:
                 del self._sessions[session.key]
 
 
-async def _list_all(client: Client) -> list[types.Tool]:
+async def _list_all(client: Client, slug: str) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
@@ -462,6 +462,22 @@ async def _list_all(client: Client) -> list[types.Tool]:
         if not cursor or cursor in seen or len(tools) >= MAX_TOOLS:
             break
         seen.add(cursor)
+    else:
+        logger.warning(
+            "connector %s: its MCP server listed tools over more than %d pages; the tools after page %d "
+            "(the first %d) are left out",
+            slug,
+            MAX_PAGES,
+            MAX_PAGES,
+            len(tools),
+        )
+    if len(tools) > MAX_TOOLS:
+        logger.warning(
+            "connector %s: its MCP server listed more than %d tools; the ones after the first %d are left out",
+            slug,
+            MAX_TOOLS,
+            MAX_TOOLS,
+        )
     return tools[:MAX_TOOLS]
 
 

@@ -547,3 +547,28 @@ async def test_a_handshake_answered_with_an_http_status_names_it(executor: McpEx
             await executor.list_tools(cfg, auth=LastMeterAuth(cfg.auth, None))
     assert caught.value.upstream_status == status
     assert f"answered the MCP handshake with HTTP {status}" in str(caught.value) and says in str(caught.value)
+
+
+async def test_tools_past_the_page_limit_are_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # A server that keeps paginating is cut at MAX_PAGES (a server bug must not hang a sync); the
+    # tools after the cut were dropped without a word, so an operator could not tell why one was missing.
+    from types import SimpleNamespace
+
+    from mcp import types
+
+    from mcp_gateway.execution import mcp_sessions
+
+    class Endless:
+        async def list_tools(self, cursor: str | None = None) -> Any:
+            page = int(cursor or 0)
+            tool = types.Tool(name=f"t{page}", input_schema={"type": "object"})
+            return SimpleNamespace(tools=[tool], next_cursor=str(page + 1))
+
+    with caplog.at_level("WARNING", logger="mcp_gateway.execution.mcp_sessions"):
+        tools = await mcp_sessions._list_all(Endless(), "lab")  # type: ignore[arg-type]
+    assert len(tools) == mcp_sessions.MAX_PAGES
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        f"connector lab: its MCP server listed tools over more than {mcp_sessions.MAX_PAGES} pages; the tools "
+        f"after page {mcp_sessions.MAX_PAGES} (the first {mcp_sessions.MAX_PAGES}) are left out"
+    ]
