@@ -115,7 +115,10 @@ class SecretValue:
         as a numeric entity), base64-encoded (alone, and inside a longer base64 text at any offset,
         both alphabets: ``_b64_runs``), hex-encoded (its UTF-8 bytes, lower and upper case, with
         ``:`` or nothing between bytes) and, from 8 characters, upper- and lower-cased; with its
-        ``Bearer`` form; for a username/password pair also ``user:pass`` and its Basic-auth base64.
+        ``Bearer`` form; a value beyond ASCII also as its UTF-8 bytes read as Latin-1 or Windows-1252
+        (``_misread``), in each of those encodings. For a username/password pair also ``user:pass``
+        and its Basic-auth header whatever the password's length, and the username itself when the
+        password is shorter than 4 characters (an API key sent as the username).
         A form split by whitespace (a line break in a wrapped base64 text or error) is found by the
         redactor (``Redactor.redact_text``).
         """
@@ -124,13 +127,20 @@ class SecretValue:
         for v in values:
             if len(v) < MIN_REDACT_CHARS:
                 continue
-            forms.update(_encodings(v))
-            forms.add(f"Bearer {v}")
+            for spelling in (v, *_misread(v)):
+                forms.update(_encodings(spelling))
+                forms.add(f"Bearer {spelling}")
         if isinstance(self._value, dict) and "username" in self._value and "password" in self._value:
-            pair = f"{self._value['username']}:{self._value['password']}"
-            if len(self._value["password"]) >= MIN_REDACT_CHARS:
+            username, password = self._value["username"], self._value["password"]
+            pair = f"{username}:{password}"
+            # The header the gateway itself writes is redacted whatever the password's length.
+            forms.add("Basic " + _b64(pair))
+            if len(password) < MIN_REDACT_CHARS and len(username) >= MIN_REDACT_CHARS:
+                # An API key as the username and a placeholder password ("x"): the username is the secret.
+                forms.update(_encodings(username))
+                forms.add(f"Bearer {username}")
+            if len(pair) >= MIN_REDACT_CHARS:
                 forms.update(_encodings(pair))
-                forms.add("Basic " + _b64(pair))
                 forms.update(_carried(_b64(pair)))
         return {f for f in forms if f}
 
@@ -142,6 +152,20 @@ class SecretValue:
     def __reduce__(self) -> NoReturn:
         # Pickling would write the plaintext somewhere (a cache, a multiprocessing queue).
         raise TypeError("a SecretValue cannot be pickled")
+
+
+def _misread(v: str) -> set[str]:
+    """``v``'s UTF-8 bytes as a server that reads header bytes as Latin-1 or Windows-1252 (Python's
+    ``http.server``, many others) echoes them: ``clé`` comes back as ``clÃ©``."""
+    if v.isascii():
+        return set()
+    data = v.encode()
+    spellings = {data.decode("latin-1")}
+    try:
+        spellings.add(data.decode("cp1252"))
+    except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined
+        pass
+    return spellings
 
 
 def _secret_fields(value: Mapping[str, str]) -> list[str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import pickle
 
 import pytest
@@ -41,6 +42,28 @@ def test_redaction_forms_basic() -> None:
     assert base64.b64encode(f"alice:{CANARY}".encode()).decode() in forms
     assert "Basic " + base64.b64encode(f"alice:{CANARY}".encode()).decode() in forms
     assert "alice" not in forms  # an identifier, not a secret
+
+
+def test_a_secret_beyond_ascii_is_redacted_as_a_latin1_reader_echoes_its_utf8_bytes() -> None:
+    # Sent as UTF-8 in a header, it came back from a server reading header bytes as Latin-1 as "clÃ©".
+    for value in ("CANARY-clé-4711", "CANARY-ключ-4711"):
+        forms = SecretValue(value).redaction_forms()
+        misread = value.encode().decode("latin-1")
+        assert misread in forms and json.dumps(misread)[1:-1] in forms
+    assert "CANARY-cl\u00c3\u00a9-4711" in SecretValue("CANARY-clé-4711").redaction_forms()
+    assert "CANARY-clâ€™-4711" in SecretValue("CANARY-cl\u2019-4711").redaction_forms()  # read as Windows-1252
+
+
+def test_a_basic_header_is_redacted_whatever_the_password_length() -> None:
+    # "API key as the username, password x": the whole credential is the username.
+    forms = SecretValue({"username": CANARY, "password": "x"}).redaction_forms()
+    token = base64.b64encode(f"{CANARY}:x".encode()).decode()
+    assert {"Basic " + token, token, CANARY, f"{CANARY}:x"} <= forms
+    assert (
+        "Basic " + base64.b64encode(b"ab:x").decode()
+        in SecretValue({"username": "ab", "password": "x"}).redaction_forms()
+    )
+    assert "alice" not in SecretValue({"username": "alice", "password": CANARY}).redaction_forms()
 
 
 # -- parse_secret_input -----------------------------------------------------------------------
