@@ -34,7 +34,7 @@ from ..manifest import (
 from ..manifest.auth import needs_secret
 from ..primitives.secrets import SealedCredential, SecretValue
 from ..vocabulary.clock import Clock, SystemClock
-from ..vocabulary.errors import CredentialMissing, UnsupportedAuth
+from ..vocabulary.errors import CredentialError, CredentialMissing, UnsupportedAuth
 from ..vocabulary.model import AuthKind
 from ._base import random_nonce
 from .api_key import apply_api_key
@@ -78,6 +78,26 @@ def apply_auth(
         ArgumentError: the request cannot be signed as it is (an ``oauth_`` parameter of its own).
         UnsupportedAuth: the kind is not implemented in this build.
     """
+    try:
+        _apply_kind(request, config, secret, connector=connector, clock=clock, nonce=nonce)
+    except UnicodeEncodeError:
+        # A value stored before such values were refused where they are entered; the error's own text
+        # would point at the offending characters, so it is dropped.
+        raise CredentialError(
+            f"the stored {config.type} secret holds a character an HTTP header cannot carry (beyond ASCII); "
+            "enter it again in plain ASCII with `mcp-gateway secret set` (or reconnect)"
+        ) from None
+
+
+def _apply_kind(
+    request: httpx2.Request,
+    config: AuthConfig,
+    secret: SecretValue | None,
+    *,
+    connector: str | None,
+    clock: Clock | None,
+    nonce: Callable[[], str],
+) -> None:
     match config:
         case NoAuth():
             return

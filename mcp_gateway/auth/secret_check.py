@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..manifest import AuthConfig, HmacAuth, MtlsAuth
+from ..manifest import AuthConfig, ConnectorConfig, HmacAuth, McpSource, MtlsAuth
 from ..primitives.secrets import SecretValue
 from ..vocabulary.errors import CredentialError
 
-__all__ = ["unusable"]
+__all__ = ["over_http", "unusable"]
+
+
+def over_http(cfg: ConnectorConfig) -> bool:
+    """Whether the connector's secret goes into HTTP requests (``parse_secret_input``'s ``over_http``):
+    every connector's but a stdio MCP server's, which gets it in its environment."""
+    return not (isinstance(cfg.source, McpSource) and cfg.source.mcp.command is not None)
 
 
 def unusable(auth: AuthConfig, value: Any) -> str | None:
@@ -24,9 +30,11 @@ def unusable(auth: AuthConfig, value: Any) -> str | None:
         from .hmac import signing_key
 
         try:
-            signing_key(auth, SecretValue(value))
+            key = signing_key(auth, SecretValue(value))
         except CredentialError:
             return f"The signing secret is not valid {auth.key_encoding}, as this connector's key_encoding says."
+        if not key:
+            return f"The signing secret decodes ({auth.key_encoding}) to an empty key, which signs nothing."
     return None
 
 

@@ -431,7 +431,7 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 
 
 async def cmd_secret(args: argparse.Namespace) -> int:
-    from ..auth.secret_check import unusable
+    from ..auth.secret_check import over_http, unusable
     from ..core.credential_changes import change_record, reserved_name
     from ..manifest import OAuth2Auth, load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
@@ -463,7 +463,7 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         raise CliError(f"not stored: {reserved.replace('call connect for', 'run mcp-gateway connect')}")
     kind = cfg.auth.type if args.name == "default" else "bearer"
     raw = _secret_input(f"{cfg.slug} secret {args.name!r} ({kind})")
-    value = parse_secret_input(kind, raw)
+    value = parse_secret_input(kind, raw, over_http=over_http(cfg))
     if args.name == "default" and (problem := unusable(cfg.auth, value)):
         raise CliError(f"not stored: {problem}")
     async with store_of(args.settings) as store:

@@ -21,8 +21,9 @@ import hashlib
 import html
 import json
 import quopri
+import unicodedata
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, NoReturn, cast
+from typing import TYPE_CHECKING, Final, Literal, NoReturn, cast
 from urllib.parse import quote, quote_plus
 
 from pydantic import BaseModel, ConfigDict
@@ -338,33 +339,58 @@ def decode_secret(plaintext: bytes, key: CredentialKey) -> str | dict[str, str]:
 # -- what ``secret set`` reads --------------------------------------------------------------
 
 
-def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
-    """Parse a secret as typed or piped for an auth ``kind``.
+_Rule = Literal["wire", "text", "password", "any"]
+"""What a value may hold: ``wire`` visible ASCII (it is sent as written), ``text`` any letters but no
+blank edge, control or formatting character, ``password`` no control or formatting character,
+``any`` anything (a PEM, checked by ``auth.secret_check``)."""
+
+_FIELD_RULES: Final[Mapping[tuple[AuthKind, str], _Rule]] = {
+    ("basic", "password"): "password",
+    ("aws_sigv4", "access_key_id"): "wire",  # in the Authorization header's Credential=
+    ("aws_sigv4", "session_token"): "wire",  # X-Amz-Security-Token
+    ("mtls", "cert_pem"): "any",
+    ("mtls", "key_pem"): "any",
+}
+"""Fields that differ from ``text``; the other fields are encoded before they are sent (base64, percent-
+encoding, a signature), so a letter beyond ASCII is carried."""
+
+
+def parse_secret_input(kind: AuthKind, raw: str, *, over_http: bool = True) -> str | dict[str, str]:
+    """Parse a secret as typed or piped for an auth ``kind``, refusing a value its kind cannot send.
 
     ``bearer``, ``api_key``, ``hmac`` and ``custom`` take a plain string (one trailing newline is
-    dropped, nothing else; a ``bearer``, ``api_key`` or ``custom`` value with whitespace at either end
-    or a control character inside is refused: it is sent as written); a ``custom`` secret may instead
-    be a JSON object of strings, for ``{secret.field}`` templates. ``basic``, ``oauth1``, ``aws_sigv4``,
-    ``mtls`` and ``oauth2`` take a JSON object (see ``SECRET_SHAPES``).
+    dropped, nothing else); a ``custom`` secret may instead be a JSON object of strings, for
+    ``{secret.field}`` templates. ``basic``, ``oauth1``, ``aws_sigv4``, ``mtls`` and ``oauth2`` take a
+    JSON object (see ``SECRET_SHAPES``).
+
+    Every value is checked where it is entered, since a paste mistake found at a call could only
+    say "reconnect": a ``bearer``, ``api_key`` or ``custom`` value (each field of a JSON one too), and
+    an AWS access key id or session token, go into a header, a query or a cookie as written, so they
+    must be visible ASCII (spaces inside allowed) with nothing blank at either end; with
+    ``over_http=False`` (a stdio MCP server, which gets the secret in its environment) other letters
+    are allowed. The other fields take any letters, but no whitespace at either end, control or
+    invisible formatting character (zero-width space, byte-order mark, direction mark); a Basic
+    password only no control or formatting character (RFC 7617 section 2), a Basic username no
+    ``:`` either. An ``hmac`` key, which only signs, is taken as given unless it is blank.
 
     Raises:
-        CredentialError: the input is empty or has the wrong shape. The message names missing
-            fields and shows the expected shape; it never repeats the input.
+        CredentialError: the input is empty, has the wrong shape, or holds a character its kind
+            cannot send. The message names the field, the kind of character and where it sits
+            (start, end, inside), and shows the expected shape; it never repeats the input.
     """
+    plain: _Rule = "wire" if over_http else "text"
     if kind in _STRING_KINDS:
         text = raw.removesuffix("\n").removesuffix("\r")
-        if not text:
-            raise CredentialError(f"the {kind} secret is empty; pipe or paste the secret itself")
+        if not text.strip():
+            what = "empty" if not text else "blank (only whitespace)"
+            raise CredentialError(f"the {kind} secret is {what}; pipe or paste the secret itself")
         if kind == "custom" and text.lstrip().startswith("{"):
             example = '{"field": "...", ...}'
-            return _string_fields(kind, _json_object(text, f"{kind} (JSON form)", example), example, ())
-        if kind in _SENT_AS_WRITTEN and (text != text.strip() or any(ord(c) < 0x20 or c == "\x7f" for c in text)):
-            # No token starts or ends with a space: a paste that caught one. Sent in a header it fails every
-            # call, far from here, as an error that cannot say why without quoting the value.
-            raise CredentialError(
-                f"the {kind} secret begins or ends with whitespace or holds a line break or control character; "
-                "paste the value alone"
-            )
+            fields = _string_fields(kind, _json_object(text, f"{kind} (JSON form)", example), example, ())
+            for value in fields.values():
+                _check(f"a field of the {kind} secret", value, plain)
+            return fields
+        _check(f"the {kind} secret", text, plain if kind in _SENT_AS_WRITTEN else "any")
         return text
     shape = SECRET_SHAPES.get(kind)
     if shape is None:
@@ -386,7 +412,63 @@ def parse_secret_input(kind: AuthKind, raw: str) -> str | dict[str, str]:
             f"the {kind} secret has {extra} unexpected field(s); allowed are "
             f"{', '.join(required + optional)}; expected {example}"
         )
-    return {k: v for k, v in obj.items() if v or k in required}
+    kept = {k: v for k, v in obj.items() if v or k in required}
+    for name, value in kept.items():
+        rule: _Rule = _FIELD_RULES.get((kind, name), "text")
+        _check(f"the {kind} secret's {name!r}", value, plain if rule == "wire" else rule)
+    if kind == "basic" and ":" in kept["username"]:
+        raise CredentialError(
+            "the basic username contains ':', which HTTP Basic auth cannot carry (the server reads the username up "
+            "to the first ':', RFC 7617); check which part is the username and which the password"
+        )
+    return kept
+
+
+def _check(what: str, value: str, rule: _Rule) -> None:
+    """Refuse ``value`` when a character breaks ``rule``, naming its kind and place, never the value."""
+    for i, c in enumerate(value):
+        problem = _character_problem(c, rule)
+        if problem is None and rule in ("wire", "text") and (i == 0 or i == len(value) - 1) and c.isspace():
+            problem = "whitespace"
+        if problem is not None:
+            where = "at the start" if i == 0 else "at the end" if i == len(value) - 1 else "inside it"
+            # Sent in a header it would fail every call, far from here, as an error that cannot say why
+            # without quoting the value.
+            raise CredentialError(f"{what} holds {problem} {where}; paste the value alone, {_FIX[problem]}")
+
+
+def _character_problem(c: str, rule: _Rule) -> str | None:
+    category = unicodedata.category(c)
+    if category == "Cs":  # a lone surrogate, which no UTF-8 text (and so no sealed secret) can hold
+        return "a broken character (half of a UTF-16 pair)"
+    if rule == "any":
+        return None
+    if c in "\r\n\u2028\u2029\x85":
+        return "a line break"
+    if category == "Cc":
+        return "a control character"
+    if category == "Cf":
+        return "an invisible formatting character"
+    if rule == "wire" and not c.isascii():
+        return "a space other than the ordinary one" if c.isspace() else "a character beyond ASCII"
+    return None
+
+
+_FIX: Final[Mapping[str, str]] = {
+    "whitespace": "without the space or line break around it",
+    "a broken character (half of a UTF-16 pair)": "as the service showed it",
+    "a line break": "on one line",
+    "a control character": "without the control character (a tab or another unprintable character)",
+    "an invisible formatting character": (
+        "typed again or without the invisible character a copy from a chat, mail or web page carries "
+        "(a zero-width space, byte-order mark or direction mark)"
+    ),
+    "a space other than the ordinary one": "with ordinary spaces (a copy from a web page carries non-breaking ones)",
+    "a character beyond ASCII": (
+        "in plain ASCII: it goes into a header, a query or a cookie as written, where an upstream reads a letter "
+        "beyond ASCII garbled"
+    ),
+}
 
 
 def _example(required: tuple[str, ...], optional: tuple[str, ...]) -> str:

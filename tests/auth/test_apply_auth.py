@@ -199,6 +199,26 @@ def test_wrong_shape_and_header_injection() -> None:
     _clean(info.value)
 
 
+@pytest.mark.parametrize(
+    ("config", "value"),
+    [
+        ({"type": "api_key", "in": "cookie", "name": "sid"}, f"{CANARY}-cøøkie"),
+        (
+            {"type": "aws_sigv4", "service": "s3", "region": "eu-west-1"},
+            {"access_key_id": "AKIA1", "secret_access_key": "s", "session_token": f"{CANARY}-tøken"},
+        ),
+    ],
+)
+def test_a_stored_value_no_header_can_carry_is_a_credential_error(
+    config: dict[str, Any], value: str | dict[str, str]
+) -> None:
+    # Stored before such values were refused where entered: every call was an internal error with a traceback.
+    with pytest.raises(CredentialError, match=r"cannot carry .*`mcp-gateway secret set`") as info:
+        apply_auth(req(), cfg(**config), SecretValue(value))
+    _clean(info.value)
+    assert info.value.__suppress_context__
+
+
 # -- through a real client ------------------------------------------------------------------------
 
 

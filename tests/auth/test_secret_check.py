@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import trustme
 
-from mcp_gateway.auth.secret_check import unusable
-from mcp_gateway.manifest import BearerAuth, HmacAuth, MtlsAuth
+from mcp_gateway.auth.secret_check import over_http, unusable
+from mcp_gateway.manifest import BearerAuth, HmacAuth, MtlsAuth, parse_manifest
 
 
 def test_an_hmac_key_must_be_in_the_encoding_the_connector_declares() -> None:
@@ -13,6 +13,21 @@ def test_an_hmac_key_must_be_in_the_encoding_the_connector_declares() -> None:
     assert unusable(HmacAuth(type="hmac", key_encoding="hex"), "00ff10") is None
     assert unusable(HmacAuth(type="hmac", key_encoding="base64"), "c2VjcmV0") is None
     assert unusable(HmacAuth(type="hmac"), "any text at all") is None  # utf-8: every string is a key
+
+
+def test_an_hmac_key_that_decodes_to_nothing_is_refused() -> None:
+    # Every request was signed with the empty key, and each call answered "reconnect".
+    assert "empty key" in (unusable(HmacAuth(type="hmac", key_encoding="hex"), " \n") or "")
+
+
+def test_a_stdio_servers_secret_is_not_sent_over_http() -> None:
+    manifest = parse_manifest(
+        "project: p\nconnectors:\n"
+        "  - {slug: child, source: {mcp: {command: [server], env: {T: '{secret}'}}}, auth: {type: bearer}}\n"
+        "  - {slug: remote, source: {mcp: {url: 'http://127.0.0.1:9/mcp'}}, auth: {type: bearer}}\n"
+        "  - {slug: api, base_url: 'http://127.0.0.1:9', source: {http: {actions: []}}, auth: {type: bearer}}\n"
+    )
+    assert [over_http(c) for c in manifest.connectors] == [False, True, True]
 
 
 def test_an_mtls_key_must_belong_to_its_certificate() -> None:

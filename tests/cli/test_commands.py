@@ -517,6 +517,26 @@ def test_secret_set_refuses_a_value_its_connector_could_never_use(env: CliEnv) -
     assert env.run("secret", "set", "signed", stdin="c2lnbmluZy1rZXktMDEyMzQ1Njc4OQ==").code == 0
 
 
+def test_secret_set_refuses_a_value_its_kind_cannot_send(env: CliEnv) -> None:
+    # Stored, each was "ready" to doctor and failed every call: garbled upstream, internal error or "reconnect".
+    env.manifest.write_text(
+        env.manifest.read_text()
+        + f"  - slug: cookie\n    base_url: {env.upstream_url}\n    auth: {{type: api_key, in: cookie, name: sid}}\n"
+        + f"  - slug: tmpl\n    base_url: {env.upstream_url}\n"
+        + "    auth: {type: custom, headers: {X-Key: '{secret.key}'}}\n"
+        + f"  - slug: pair\n    base_url: {env.upstream_url}\n    auth: {{type: basic}}\n"
+    )
+    for slug, raw, problem in [
+        ("echo", "\ufeffCANARY-token", "the bearer secret holds an invisible formatting character at the start"),
+        ("cookie", "CANARY-cøøkie", "the api_key secret holds a character beyond ASCII inside it"),
+        ("tmpl", '{"key": "CANARY-key\\n"}', "a field of the custom secret holds a line break at the end"),
+        ("pair", '{"username": "CANARY:x", "password": "x"}', "the basic username contains ':'"),
+    ]:
+        refused = env.run("secret", "set", slug, stdin=raw)
+        assert refused.code == 2 and problem in refused.err and "CANARY" not in refused.err, (slug, refused.err)
+    assert env.run("secret", "set", "tmpl", stdin='{"key": "CANARY-key"}').code == 0
+
+
 def test_approvals_show_warns_of_a_word_mixing_alphabets_as_the_page_does(env: CliEnv) -> None:
     env.run("secret", "set", "echo", stdin="tok-123456")
     asked = env.run("call", "echo.items.create", "--args", json.dumps({"name": "https://\u0430pple.com/pay"}))

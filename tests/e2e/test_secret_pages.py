@@ -280,6 +280,26 @@ async def test_a_named_secret_is_one_value(tmp_path: Path) -> None:
         assert await p.stored("basic_api", "webhook_secret") == "named-value"
 
 
+async def test_a_paste_its_connector_could_never_send_is_refused_saying_where_not_what(tmp_path: Path) -> None:
+    # Each was saved as "connected", then every call failed far from the paste, saying only "reconnect".
+    async with pages(tmp_path) as p:
+        cases = [
+            ("bearer_api", {"secret": f"\ufeff{TYPED}"}, "an invisible formatting character at the start"),
+            ("key_api", {"secret": f"{TYPED}\u200b"}, "an invisible formatting character at the end"),
+            ("key_api", {"secret": f"{TYPED}-clé"}, "a character beyond ASCII at the end"),
+            ("custom_api", {"secret": json.dumps({"key": f" {TYPED} "})}, "a field of the custom secret holds"),
+            ("basic_api", {"username": "ali:ce", "password": TYPED}, "basic username contains &#39;:&#39;"),
+            ("hmac_api", {"secret": "   "}, "blank (only whitespace)"),
+        ]
+        for slug, fields, problem in cases:
+            path = await p.link(slug)
+            html = (await p.http.get(path)).text
+            answer = await p.http.post(path, data={"csrf": csrf(html), **fields})
+            assert answer.status_code == 400 and problem in answer.text, (slug, answer.text)
+            assert TYPED not in answer.text and await p.stored(slug) is None
+            assert (await p.http.get(path)).status_code == 200  # the link still works
+
+
 # -- stdio mode ------------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_gateway.primitives.secrets import SecretValue, parse_secret_input
 from mcp_gateway.vocabulary.errors import CredentialError
+from mcp_gateway.vocabulary.model import AuthKind
 
 CANARY = "canary-7f3a9c1e-never-show-me"
 
@@ -70,7 +71,7 @@ def test_a_basic_header_is_redacted_whatever_the_password_length() -> None:
 
 
 @pytest.mark.parametrize("kind", ["bearer", "api_key", "custom", "hmac"])
-def test_plain_kinds_strip_one_newline_only(kind: str) -> None:
+def test_plain_kinds_strip_one_newline_only(kind: AuthKind) -> None:
     assert parse_secret_input(kind, f"{CANARY}\n") == CANARY
     assert parse_secret_input(kind, f"{CANARY}\r\n") == CANARY
     assert parse_secret_input("hmac", f" {CANARY} \n\n") == f" {CANARY} \n"  # a key that only signs: as given
@@ -79,7 +80,7 @@ def test_plain_kinds_strip_one_newline_only(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["bearer", "api_key", "custom"])
 @pytest.mark.parametrize("raw", [f" {CANARY}", f"{CANARY} ", f"{CANARY}\t\n", f"{CANARY}\n\n", "a\x00b"])
 def test_a_value_sent_as_written_with_whitespace_around_it_or_a_control_character_is_refused(
-    kind: str, raw: str
+    kind: AuthKind, raw: str
 ) -> None:
     # Sent in a header, it would fail every call later, far from the paste that caught the space.
     with pytest.raises(CredentialError, match="paste the value alone") as info:
@@ -114,7 +115,7 @@ def test_custom_accepts_json_object() -> None:
         ("oauth2", '{"client_id": "i", "client_secret": "s"}', {"client_id": "i", "client_secret": "s"}),
     ],
 )
-def test_json_shapes(kind: str, raw: str, expected: dict[str, str]) -> None:
+def test_json_shapes(kind: AuthKind, raw: str, expected: dict[str, str]) -> None:
     assert parse_secret_input(kind, raw) == expected
 
 
@@ -133,10 +134,84 @@ def test_json_shapes(kind: str, raw: str, expected: dict[str, str]) -> None:
         ("none", CANARY, "takes no secret"),
     ],
 )
-def test_bad_input_is_explained_without_echoing_it(kind: str, raw: str, match: str) -> None:
+def test_bad_input_is_explained_without_echoing_it(kind: AuthKind, raw: str, match: str) -> None:
     with pytest.raises(CredentialError, match=match) as info:
         parse_secret_input(kind, raw)
     message = str(info.value)
     assert CANARY not in message
     if kind == "basic" and "empty" not in match:
         assert '{"username": "...", "password": "..."}' in message
+
+
+@pytest.mark.parametrize("kind", ["bearer", "api_key", "custom"])
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (f"{CANARY}\u200b", "an invisible formatting character at the end"),  # a zero-width space
+        (f"\ufeff{CANARY}", "an invisible formatting character at the start"),  # a byte-order mark
+        (f"canary\u202e{CANARY}", "an invisible formatting character inside it"),  # right-to-left override
+        (f"{CANARY}\u00a0", "a space other than the ordinary one at the end"),
+        (f"{CANARY}-clé", "a character beyond ASCII at the end"),
+        (f"{CANARY}\u2028", "a line break at the end"),
+    ],
+)
+def test_a_value_sent_as_written_is_visible_ascii(kind: AuthKind, raw: str, problem: str) -> None:
+    # Saved as connected, it went out as raw UTF-8 bytes that no upstream reads as the key.
+    with pytest.raises(CredentialError, match=f"the {kind} secret holds {problem}; paste the value alone") as info:
+        parse_secret_input(kind, raw)
+    assert CANARY not in str(info.value)
+
+
+def test_a_stdio_servers_secret_may_hold_letters_beyond_ascii() -> None:
+    # It goes into the child's environment, not a header.
+    assert parse_secret_input("bearer", "pässwörd-ключ", over_http=False) == "pässwörd-ключ"
+    with pytest.raises(CredentialError, match="invisible formatting character at the end"):
+        parse_secret_input("bearer", "pässwörd\u200b", over_http=False)
+
+
+@pytest.mark.parametrize("field", [f" {CANARY}", f"{CANARY}\n", f"{CANARY}\u200b", f"{CANARY}-ключ"])
+def test_each_field_of_a_custom_json_secret_is_checked_as_the_plain_form_is(field: str) -> None:
+    with pytest.raises(CredentialError, match="a field of the custom secret holds") as info:
+        parse_secret_input("custom", json.dumps({"org": "acme", "key": field}))
+    assert CANARY not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "match"),
+    [
+        ("basic", {"username": "ali:ce", "password": CANARY}, "basic username contains ':'"),
+        ("basic", {"username": f"{CANARY} ", "password": "x"}, "'username' holds whitespace at the end"),
+        ("basic", {"username": "alice", "password": f"{CANARY}\u0007"}, "'password' holds a control character"),
+        (
+            "oauth1",
+            {"consumer_key": "c", "consumer_secret": f"\ufeff{CANARY}", "token": "t", "token_secret": "s"},
+            "'consumer_secret' holds an invisible formatting character at the start",
+        ),
+        (
+            "aws_sigv4",
+            {"access_key_id": "AKIA1", "secret_access_key": "s", "session_token": f"{CANARY}-tøken"},
+            "'session_token' holds a character beyond ASCII inside it",
+        ),
+        ("oauth2", {"client_id": "i", "client_secret": f"{CANARY}\ud800"}, "half of a UTF-16 pair"),
+    ],
+)
+def test_json_fields_are_refused_for_what_their_kind_cannot_send(
+    kind: AuthKind, fields: dict[str, str], match: str
+) -> None:
+    with pytest.raises(CredentialError, match=match) as info:
+        parse_secret_input(kind, json.dumps(fields))
+    assert CANARY not in str(info.value)
+
+
+def test_json_fields_encoded_before_sending_keep_their_letters() -> None:
+    # Basic base64-encodes UTF-8 (RFC 7617), OAuth 1.0a percent-encodes: these letters arrive intact.
+    basic = {"username": "josé", "password": " pässwort "}
+    assert parse_secret_input("basic", json.dumps(basic)) == basic
+    oauth1 = {"consumer_key": "clé", "consumer_secret": "sécret", "token": "t", "token_secret": "s"}
+    assert parse_secret_input("oauth1", json.dumps(oauth1)) == oauth1
+
+
+def test_a_blank_hmac_key_is_refused() -> None:
+    # Under key_encoding hex it became an empty key signing every request.
+    with pytest.raises(CredentialError, match="blank"):
+        parse_secret_input("hmac", "   \n")

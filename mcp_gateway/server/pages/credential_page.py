@@ -25,7 +25,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
-from ...auth.secret_check import unusable
+from ...auth.secret_check import over_http, unusable
 from ...core.credential_changes import Permit
 from ...core.credential_desk import CredentialDesk
 from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
@@ -134,11 +134,11 @@ async def _values(form: FormData, fields: tuple[Field, ...]) -> dict[str, str] |
     return values
 
 
-def _parse(kind: AuthKind, values: dict[str, str]) -> Any:
+def _parse(kind: AuthKind, values: dict[str, str], cfg: ConnectorConfig) -> Any:
     """The secret as the vault stores it; raises ``CredentialError`` (never quoting the input)."""
     if "secret" in values and len(values) == 1:
-        return parse_secret_input(kind, values["secret"])
-    return parse_secret_input(kind, json.dumps({k: v for k, v in values.items() if v}))
+        return parse_secret_input(kind, values["secret"], over_http=over_http(cfg))
+    return parse_secret_input(kind, json.dumps({k: v for k, v in values.items() if v}), over_http=over_http(cfg))
 
 
 _VIA: dict[LinkKind, str] = {"connect": "connect", "secret": "request_secret", "approval": "approval"}
@@ -275,7 +275,7 @@ class CredentialPages:
         if missing:
             return self._form_page(opened, error=f"Not saved: fill in {', '.join(missing)}.", status=400)
         try:
-            value = _parse(shape, values)
+            value = _parse(shape, values, cfg)
         except CredentialError as exc:
             return self._form_page(opened, error=f"Not saved: {exc}.", status=400)
         if shape == cfg.auth.type and (problem := unusable(cfg.auth, value)):
@@ -396,7 +396,7 @@ class CredentialPages:
             values = await _values(form, _OAUTH2_CLIENT)
             value: Any = None
             try:
-                value = _parse("oauth2", values) if isinstance(values, dict) else None
+                value = _parse("oauth2", values, cfg) if isinstance(values, dict) else None
             except CredentialError as exc:
                 values = str(exc)
             if not isinstance(value, dict):
