@@ -28,7 +28,16 @@ from ..discovery.hybrid import HybridSearch
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp_sessions import McpExecutor
 from ..manifest import ConnectorConfig, GraphQLSource, Manifest, McpSource
-from ..policy.review import Finding, moved_origin, on_origin, origin_name, origin_of, origin_snapshot, review
+from ..policy.review import (
+    Finding,
+    moved_origin,
+    on_origin,
+    origin_name,
+    origin_of,
+    origin_snapshot,
+    review,
+    same_source,
+)
 from ..policy.review import fingerprint as snapshot_fingerprint
 from ..primitives.secrets import PROJECT_WIDE
 from ..sources.graphql_schemas import GraphQLSchemas
@@ -481,7 +490,7 @@ class Catalogs:
         for slug, base_url, source in todo:
             name = origin_name(slug)
             pinned = approved.get(name)
-            if pinned is None or pinned[1].get("source") != source:  # a first sync, or the operator's new source
+            if pinned is None or not same_source(pinned[1], source):  # a first sync, or the operator's new source
                 shown = origin_snapshot(origin_of(base_url), source)
                 first = Finding(name, "approved", snapshot_fingerprint(shown), shown)
                 await self._store.put_action_review(_decision(first, "approved", "first sync", now))

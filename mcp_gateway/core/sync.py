@@ -22,6 +22,7 @@ from ..execution.graphql_introspection import GraphQLServices
 from ..manifest import ConnectorConfig, GraphQLSource, HttpSource, Manifest, McpSource, OpenAPISource, PostmanSource
 from ..primitives.catalog_memory import CatalogSharing, release_free_memory
 from ..primitives.sanitize import MAX_ERROR_CHARS
+from ..primitives.url_secrets import shown_url
 from ..services.logs import known_secrets
 from ..sources.base import EmptySource, LoadContext, Normalized, Source
 from ..sources.generic_request import WithRequestAction
@@ -64,21 +65,29 @@ class ConnectorCatalog:
 
 
 def describe_source(cfg: ConnectorConfig) -> str:
+    """What ``sync`` shows of ``cfg``'s source (and the store keeps): a URL as ``shown_url`` shows it,
+    since an operator may have written a password or a token into it; a file by its name."""
     match cfg.source:
         case OpenAPISource(openapi=ref):
-            return f"openapi:{Path(ref).name if not ref.startswith('http') else ref}"
+            return f"openapi:{_shown_ref(ref)}"
         case HttpSource(http=h):
             return f"http:{len(h.actions)} actions"
         case PostmanSource(postman=ref):
-            return f"postman:{Path(ref).name if not ref.startswith('http') else ref}"
+            return f"postman:{_shown_ref(ref)}"
         case GraphQLSource(graphql=g):
             return f"graphql:{Path(g.schema_).name}" if g.schema_ else "graphql:introspect"
         case McpSource(mcp=m):
-            return f"mcp:{m.url}" if m.url else f"mcp:{' '.join(m.command or [])}"
+            if m.url:
+                return f"mcp:{shown_url(m.url)}"
+            return f"mcp:{' '.join(shown_url(a) if '://' in a else a for a in m.command or [])}"
         case None:
             return "none"
         case unreachable:
             assert_never(unreachable)
+
+
+def _shown_ref(ref: str) -> str:
+    return shown_url(ref) if ref.startswith("http") else Path(ref).name
 
 
 def fetched_base_url(cfg: ConnectorConfig, manifest: Manifest) -> str | None:

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..primitives.sanitize import hidden_characters, instruction_flags
+from ..primitives.url_secrets import shown_url
 from ..vocabulary.model import Action, McpBinding, Risk
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "origin_of",
     "origin_snapshot",
     "review",
+    "same_source",
     "snapshot",
     "worded_risk",
 ]
@@ -375,8 +377,16 @@ def origin_name(slug: str) -> str:
 
 def origin_snapshot(origin: str, source: str) -> dict[str, Any]:
     """What is pinned of a connector's destination: the origin, and the description URL that named it
-    (the operator pointing the connector at another description pins afresh)."""
-    return {"origin": origin, "source": source}
+    (the operator pointing the connector at another description pins afresh). The URL is kept as
+    ``shown_url`` shows it: the snapshot is shown in reviews, and a password or token in it is no
+    part of which description it is."""
+    return {"origin": origin, "source": shown_url(source)}
+
+
+def same_source(pinned: Mapping[str, Any], source: str) -> bool:
+    """Whether the ``pinned`` snapshot was taken from the description at ``source`` (a snapshot pinned
+    by an earlier build holds the URL as written)."""
+    return pinned.get("source") in (shown_url(source), source)
 
 
 def moved_origin(slug: str, base_url: str, pinned: Mapping[str, Any], source: str) -> Finding | None:
@@ -387,6 +397,7 @@ def moved_origin(slug: str, base_url: str, pinned: Mapping[str, Any], source: st
     if now == before:
         return None
     shown = origin_snapshot(now, source)
+    pinned = {**pinned, "source": shown_url(str(pinned.get("source", "")))}
     why = (
         f"origin: the API description now names {now} instead of {before}; its requests and credential "
         f"keep going to {before} until an operator approves the new origin"

@@ -574,6 +574,30 @@ def test_sync_says_how_a_running_server_syncs_too(env: CliEnv) -> None:
     assert f"`kill -HUP {os.getpid()}` has it sync again" in synced.err
 
 
+def test_sync_shows_and_stores_source_urls_without_their_passwords_or_tokens(env: CliEnv) -> None:
+    closed = "127.0.0.1:9"  # nothing listens: each connector fails at once
+    env.manifest.write_text(
+        "project: clitest\nconnectors:\n"
+        f"  - slug: spec\n    source: {{openapi: 'http://alice:CANARY-SPECPW@{closed}/s.json'}}\n"
+        f"  - slug: tok\n    source: {{openapi: 'http://{closed}/s.json?access_token=CANARY-TOK'}}\n"
+        f"  - slug: coll\n    source: {{postman: 'http://u:CANARY-PMPW@{closed}/c.json'}}\n"
+        f"  - slug: remote\n    source: {{mcp: {{url: 'http://u:CANARY-MCPPW@{closed}/mcp?token=CANARY-MT'}}}}\n"
+        "  - slug: child\n    source: {mcp: {command: [mcp-remote, 'https://u:CANARY-ARGPW@mcp.example/sse']}}\n"
+    )
+    table, listed = env.run("sync"), env.run("sync", "--json")
+    sources = {row["slug"]: row["source"] for row in listed.json()}
+    assert sources == {
+        "spec": "openapi:http://alice:***@127.0.0.1:9/s.json",
+        "tok": "openapi:http://127.0.0.1:9/s.json?access_token=[redacted]",
+        "coll": "postman:http://u:***@127.0.0.1:9/c.json",
+        "remote": "mcp:http://u:***@127.0.0.1:9/mcp?token=[redacted]",
+        "child": "mcp:mcp-remote https://u:***@mcp.example/sse",
+    }
+    stored = b"".join(f.read_bytes() for f in env.state_dir.glob("state.db*")).decode("latin-1")
+    for shown in (table.out + table.err, listed.out + listed.err, stored):
+        assert "CANARY" not in shown
+
+
 def test_approvals_show_says_when_arguments_were_cut_when_stored(env: CliEnv) -> None:
     # An earlier build stored arguments past a million characters cut: `show` printed the cut text unmarked.
     env.run("secret", "set", "echo", stdin="tok-123456")

@@ -3,6 +3,7 @@ for an operator under ``trust: review``; pinned and auto sources are approved as
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from mcp_gateway.policy.review import (
     origin_of,
     origin_snapshot,
     review,
+    same_source,
     snapshot,
 )
 from mcp_gateway.vocabulary.model import Action, McpBinding
@@ -291,6 +293,18 @@ def test_a_base_url_on_another_origin_is_held_and_keeps_the_pinned_one() -> None
         == "https://api.example.com/v1/?x=1"
     )
     assert on_origin("http://[::1]:9/v1/", "http://127.0.0.1:8") == "http://127.0.0.1:8/v1"
+
+
+def test_an_origin_pin_shows_its_description_url_without_password_or_token() -> None:
+    spec = "https://alice:CANARY-PW@docs.example.com/openapi.json?access_token=CANARY-TOK"
+    pinned = origin_snapshot("https://api.example.com", spec)
+    assert pinned["source"] == "https://alice:***@docs.example.com/openapi.json?access_token=[redacted]"
+    assert same_source(pinned, spec) and not same_source(pinned, "https://docs.example.com/other.json")
+    # A pin taken by an earlier build holds the URL as written: still the same description, shown redacted.
+    written = {"origin": "https://api.example.com", "source": spec}
+    assert same_source(written, spec)
+    held = moved_origin("pay", "https://collector.example.net/v1", written, spec)
+    assert held is not None and "CANARY" not in held.diff() and "CANARY" not in json.dumps(held.previous)
 
 
 def test_a_name_made_of_instructions_is_read_as_words() -> None:
