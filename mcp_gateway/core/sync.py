@@ -220,7 +220,13 @@ async def sync_connector(
                     cfg.slug,
                 )
         else:
-            logger.exception("connector %s failed to load", cfg.slug)
+            # One line; the traceback under --debug only (a multi-line record breaks line-based log shippers).
+            logger.error(
+                "connector %s failed to load: unexpected %s",
+                cfg.slug,
+                type(exc).__name__,
+                exc_info=logger.isEnabledFor(logging.DEBUG),
+            )
             error = f"unexpected {type(exc).__name__} while loading; run with --debug for details"
         actions, spec_base_url, fp = [], None, None
         state = ConnectorState(

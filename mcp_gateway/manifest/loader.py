@@ -62,7 +62,7 @@ from .sources import (
     SourceConfig,
 )
 from .traffic_settings import AgentLimitsConfig, CircuitBreakerConfig, LimitConfig, RetryConfig
-from .validation import SLUG_RE, STRICT, Problem, choose
+from .validation import SLUG_RE, STRICT, Problem, choose, url_problem
 from .yaml_lines import Loc, dotted, line_for, read_yaml
 
 __all__ = [
@@ -490,7 +490,25 @@ def _connector_problems(i: int, c: ConnectorConfig) -> list[_Located]:
             seen.setdefault(action.path, j)
     if isinstance(c.source, McpSource):
         out += _mcp_problems(i, c, c.source.mcp)
+    for loc, what, url in _source_urls(i, c):
+        if (problem := url_problem(url)) is not None:
+            why, fix = problem
+            out.append((loc, f"connector {c.slug!r}: its {what} URL {why}", fix))
     return out
+
+
+def _source_urls(i: int, c: ConnectorConfig) -> list[tuple[Loc, str, str]]:
+    """The URLs ``c``'s source is fetched from, with their location and what each names."""
+    src: Loc = ("connectors", i, "source")
+    match c.source:
+        case OpenAPISource(openapi=ref) if ref.startswith(("http://", "https://")):
+            return [((*src, "openapi"), "spec", ref)]
+        case PostmanSource(postman=ref) if ref.startswith(("http://", "https://")):
+            return [((*src, "postman"), "collection", ref)]
+        case McpSource(mcp=McpSpec(url=str(url))):
+            return [((*src, "mcp", "url"), "MCP server", url)]
+        case _:
+            return []
 
 
 def _mcp_problems(i: int, c: ConnectorConfig, spec: McpSpec) -> list[_Located]:

@@ -146,7 +146,8 @@ class McpSpec(BaseModel):
         if self.command is not None and not self.command:
             raise Problem("'command' is empty", "give the program and its arguments, e.g. [mcp-server-time]")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise Problem(f"{self.url!r} is not an http(s) URL", "write e.g. 'url: http://127.0.0.1:3001/mcp'")
+            # Not quoted: a password written into the URL would reach the terminal and the log.
+            raise Problem("'url' is not an http(s) URL", "write e.g. 'url: http://127.0.0.1:3001/mcp'")
         if self.url is not None and (self.env or self.cwd):
             raise Problem(
                 "'env' and 'cwd' apply to a stdio server ('command'), not to a 'url'",

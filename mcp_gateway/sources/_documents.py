@@ -22,6 +22,7 @@ from urllib.parse import urljoin
 import httpx2
 import yaml
 
+from ..manifest.validation import url_problem
 from ..policy.review import origin_of
 from ..primitives.file_kinds import not_a_file
 from ..primitives.upstream_text import screen
@@ -186,6 +187,8 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None, kind:
     first = url
     try:
         for _ in range(_MAX_REDIRECTS):
+            if (problem := url_problem(url)) is not None:  # the client would fail deep inside, with a traceback
+                raise SourceError(f"{shown_url(url)}: the URL is not valid: it {problem[0]}; {problem[1]}")
             async with client.stream(
                 "GET",
                 url,

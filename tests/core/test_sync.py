@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 from pathlib import Path
 
 import anyio
@@ -76,7 +77,13 @@ async def test_a_failing_connector_gets_its_reason_and_the_others_load(
     assert (
         buggy.status == "error" and buggy.error == "unexpected RuntimeError while loading; run with --debug for details"
     )
-    assert "a bug in a source" not in (buggy.error or "")  # the reason names the class, the log has the rest
+    assert "a bug in a source" not in (buggy.error or "")  # the reason names the class, --debug logs the rest
+    (logged,) = [r for r in caplog.records if "buggy" in r.getMessage()]
+    assert logged.getMessage() == "connector buggy failed to load: unexpected RuntimeError" and not logged.exc_info
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=sync.__name__):
+        async with SQLiteStore(tmp_path / "gateway.db") as store:
+            await sync_manifest(manifest, store, FixedClock())
     assert any(r.exc_info and "buggy" in r.getMessage() for r in caplog.records)
     assert states["gone"].status == "error" and states["buggy"].status == "error"
 

@@ -582,11 +582,48 @@ def test_a_base_url_that_is_no_http_url_is_refused_at_its_line_without_quoting_i
 
 
 @pytest.mark.parametrize(
+    ("written", "says"),
+    [
+        ("http://u:CANARY@127.0.0.1:99999/spec.json", "has a port that is not a number from 1 to 65535"),
+        ("http://u:CANARY@127.0.0.1:port/spec.json", "has a port that is not a number from 1 to 65535"),
+        ('"http://u:CANARY@[::1/spec.json"', "has a host that does not parse"),
+        ('"http://u:CANARY@127.0.0.1/sp\\tec.json"', "holds a space, a tab or a line break"),
+        ("https://u:CANARY@:443/spec.json", "names no host"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("source", "field", "what"),
+    [
+        ("{{openapi: {url}}}", "openapi", "spec"),
+        ("{{postman: {url}}}", "postman", "collection"),
+        ("{{mcp: {{url: {url}}}}}", "mcp.url", "MCP server"),
+    ],
+)
+def test_a_source_url_that_cannot_be_fetched_is_refused_at_its_line_naming_the_connector(
+    written: str, says: str, source: str, field: str, what: str
+) -> None:
+    # Accepted, sync failed deep in the HTTP client and logged a traceback of some 80 lines.
+    text = f"project: p\nconnectors:\n  - slug: billing\n    source: {source.format(url=written)}\n"
+    (issue,) = issues_of(text)
+    assert issue.field == f"connectors[0].source.{field}" and issue.line == 4
+    assert issue.message == f"connector 'billing': its {what} URL {says}"
+    assert "CANARY" not in issue.message + issue.fix
+
+
+def test_a_source_url_that_can_be_fetched_passes() -> None:
+    text = "project: p\nconnectors:\n"
+    for i, url in enumerate(["http://[::1]:8080/s.json", "https://u:pw@api.example.com/s.json?x=1", "http://h:65535/"]):
+        text += f"  - slug: c{i}\n    source: {{openapi: '{url}'}}\n"
+    assert len(parse_manifest(text).connectors) == 3
+
+
+@pytest.mark.parametrize(
     "where",
     [
         "    auth: CANARY-pasted-token\n",
         "    auth: {type: bearer, prefix: [CANARY-pasted-token]}\n",
         "    source: {mcp: {command: [srv], env: {TOKEN: [CANARY-pasted-token]}}}\n",
+        "    source: {mcp: {url: 'htp://u:CANARY-pasted-token@h/mcp'}}\n",
     ],
 )
 def test_a_wrong_value_where_a_credential_goes_is_described_not_quoted(where: str) -> None:

@@ -1100,6 +1100,21 @@ def test_a_spec_urls_password_and_token_never_reach_its_errors(body: str | None,
     assert message.startswith("https://user:***@specs.example/spec.yaml?v=2&access_token=[redacted]: ")
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://u:CANARY@127.0.0.1:99999/spec.json", "has a port that is not a number from 1 to 65535"),
+        ("http://u:CANARY@[::1/spec.json", "has a host that does not parse"),
+    ],
+)
+def test_a_spec_url_the_client_cannot_use_is_a_source_error(url: str, said: str) -> None:
+    # The client failed deep inside (OverflowError, InvalidURL): an unexpected error and a long traceback.
+    with pytest.raises(SourceError) as raised:
+        anyio.run(lambda: load_openapi(url, connector="r"))
+    message = str(raised.value)
+    assert f": the URL is not valid: it {said}; " in message and "CANARY" not in message
+
+
 def test_a_download_failure_never_quotes_the_spec_urls_token() -> None:
     url = "https://specs.example/spec.yaml?api_key=CANARY-key"
 
