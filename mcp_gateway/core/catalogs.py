@@ -125,7 +125,6 @@ class Catalogs:
         """(name, fingerprint) an operator kept quarantined: off the review list until they change."""
         self._reviewed: dict[str, tuple[str | None, str]] = {}
         """Per connector, the catalog fingerprint and trust its last review was of."""
-        self._quarantine_audited: dict[str, str] = {}
         self._decided: _Decisions | None = None
         """The decisions last read from the store, with the store's version of them at the time."""
 
@@ -404,6 +403,7 @@ class Catalogs:
             return
         approved, self.denied = await self._decisions()
         now = self._clock.now()
+        held: list[tuple[str, Finding]] = []
         for slug, catalog, key in todo:
             cfg = self.config(slug)
             upstream = any(isinstance(a.binding, McpBinding) for a in catalog.actions)
@@ -422,10 +422,11 @@ class Catalogs:
             for finding in findings:
                 if finding.status != "approved":
                     self.quarantine[finding.name] = finding
-                    await self._audit_quarantine(slug, finding, now)
+                    held.append((slug, finding))
                 elif upstream and approved.get(finding.name, ("",))[0] != finding.fingerprint:
                     await self._store.put_action_review(_decision(finding, "approved", f"trust:{key[1]}", now))
             self._reviewed[slug] = key
+        await self._audit_held(held, now)
 
     async def refresh_decisions(self) -> None:
         """Apply decisions taken elsewhere (``mcp-gateway review``, another instance) to the quarantine:
@@ -502,7 +503,7 @@ class Catalogs:
             logger.warning(
                 "connector %s is held for review: %s (approve with `mcp-gateway review %s`)", slug, held.flags[0], name
             )
-            await self._audit_quarantine(slug, held, now)
+            await self._audit_held([(slug, held)], now)
 
     def origin_held(self, slug: str) -> Finding | None:
         """The finding that keeps connector ``slug`` on its pinned origin, or None."""
@@ -541,30 +542,22 @@ class Catalogs:
     def _drop_findings(self, slug: str) -> None:
         self.quarantine = {k: v for k, v in self.quarantine.items() if not k.startswith(f"{slug}.")}
 
-    async def _audit_quarantine(self, slug: str, finding: Finding, now: datetime) -> None:
-        """An action held for review (new, changed since approval, or reading as instructions):
-        audited once per fingerprint."""
-        held = self._quarantine_audited.get(finding.name)
-        if held == finding.fingerprint:
+    async def _audit_held(self, held: Sequence[tuple[str, Finding]], now: datetime) -> None:
+        """Actions held for review (new, changed since approval, reading as instructions, a moved origin):
+        one audit row per hold, when it is first seen. Which (name, fingerprint) were audited is kept in
+        the store, so the next command, a restart or another instance does not audit the same hold again."""
+        if not held:
             return
-        self._quarantine_audited[finding.name] = finding.fingerprint
-        why = "; ".join(finding.flags) or "its text, schema or risk changed since it was approved"
-        await self._store.append_audit(
-            AuditRecord(
-                at=now,
-                user="gateway",
-                agent=None,
-                requested=finding.name,
-                connector=slug,
-                action=finding.name,
-                args_preview=f"quarantined ({finding.status}): {why}"[:500],
-                fingerprint=finding.fingerprint,
-                verdict=None,
-                verdict_source=None,
-                status="denied",
-                reason="quarantined",
-                latency_ms=0.0,
-            )
+        kept = await self._store.get_meta(_HELD_AUDITED)
+        audited: dict[str, str] = dict(kept) if isinstance(kept, dict) else {}
+        fresh = [(slug, f) for slug, f in held if audited.get(f.name) != f.fingerprint]
+        if not fresh:
+            return
+        await self._store.append_audits([_held_row(slug, f, now) for slug, f in fresh])
+        audited.update((f.name, f.fingerprint) for _, f in fresh)
+        slugs = {c.slug for c in self.manifest.connectors}  # a removed connector's holds are forgotten
+        await self._store.set_meta(
+            _HELD_AUDITED, {name: fp for name, fp in audited.items() if name.partition(".")[0] in slugs}
         )
 
     def _forget_validators(self, slug: str) -> None:
@@ -641,6 +634,29 @@ class _Decisions:
     version: str
     approved: Mapping[str, tuple[str, Mapping[str, Any]]]
     denied: frozenset[tuple[str, str]]
+
+
+_HELD_AUDITED = "held_audited"
+"""The store's meta key of the holds already audited: fingerprint by action name."""
+
+
+def _held_row(slug: str, finding: Finding, now: datetime) -> AuditRecord:
+    why = "; ".join(finding.flags) or "its text, schema or risk changed since it was approved"
+    return AuditRecord(
+        at=now,
+        user="gateway",
+        agent=None,
+        requested=finding.name,
+        connector=slug,
+        action=finding.name,
+        args_preview=f"quarantined ({finding.status}): {why}"[:500],
+        fingerprint=finding.fingerprint,
+        verdict=None,
+        verdict_source=None,
+        status="denied",
+        reason="quarantined",
+        latency_ms=0.0,
+    )
 
 
 def _decision(finding: Finding, decision: Literal["approved", "denied"], by: str, now: datetime) -> ActionReviewRecord:

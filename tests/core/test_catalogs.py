@@ -69,6 +69,23 @@ async def test_decisions_are_read_again_only_after_one_was_taken_elsewhere(tmp_p
         assert h.store.reads == before + 1
 
 
+async def test_a_held_action_is_audited_once_not_by_every_command_that_loads_it(tmp_path: Path) -> None:
+    reviewed = manifest_text().replace(
+        "base_url: http://open.test\n", "base_url: http://open.test\n    trust: review\n"
+    )
+
+    async def held_rows() -> list[str]:
+        async with harness(tmp_path, reviewed) as h:  # one command (or a restart) on the same state
+            assert h.gateway._catalogs.quarantined("open.things.list") is not None
+            await h.gateway.connectors(OPERATOR)
+            rows = await h.store.list_audit(limit=1000)
+        return [row.action or "" for row in rows if row.reason == "quarantined"]
+
+    first = await held_rows()
+    assert first and "open.things.list" in first
+    assert await held_rows() == first
+
+
 async def test_a_sync_warns_of_each_connector_that_failed_to_load(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
