@@ -14,6 +14,9 @@
 - **MCP sessions**: the SDK's session manager refuses a new session beyond ``max_sessions`` and
   ends one idle for ``session_idle_timeout``.
 - **Header size**: ``h11_max_incomplete_event_size`` bounds what a client may send before its headers end.
+- **Protocol noise**: uvicorn logs a line per malformed request or refused upgrade, which any client
+  reaching the port can repeat hundreds of times a second; ``guarded_h11`` logs the first, naming the
+  client, then at most one per ``NOISE_WINDOW`` seconds with how many it left out.
 - **Drain**: on SIGTERM, with a ``shutdown_delay``, the server first keeps serving while
   ``/healthz`` answers 503 (``DrainGate``), so a load balancer's health check takes the instance
   out before it stops listening (no request lands on a closing socket); then uvicorn stops
@@ -24,7 +27,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -97,12 +104,75 @@ class DrainGate:
         await self.app(scope, receive, send)
 
 
+NOISE_WINDOW = 10.0
+"""Seconds between two log lines about the same kind of malformed request."""
+
+_NOISE = {
+    "Invalid HTTP request received.": "an invalid HTTP request from %s, answered 400",
+    "Unsupported upgrade request.": "an upgrade request (WebSocket) from %s, answered as plain HTTP",
+}
+_HINTS = ("No supported WebSocket library detected",)
+"""uvicorn's advice to install a package for a protocol the gateway does not offer: not the operator's fix."""
+
+
+class _Noise:
+    """When each kind of protocol noise was last logged, and how many since were not."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+        self.left_out: dict[str, int] = {}
+
+    def admit(self, kind: str) -> int | None:
+        """None to stay silent; else how many of ``kind`` were left out before this line."""
+        now = time.monotonic()
+        if now - self.last.get(kind, -NOISE_WINDOW) < NOISE_WINDOW:
+            self.left_out[kind] = self.left_out.get(kind, 0) + 1
+            return None
+        self.last[kind] = now
+        return self.left_out.pop(kind, 0)
+
+
+_noise = _Noise()
+
+
+class _ConnectionLog(logging.LoggerAdapter[logging.Logger]):
+    """uvicorn's per-connection logger with its protocol noise throttled (``_noise``) and told with the
+    client's address; anything else passes as it is."""
+
+    def __init__(self, logger: logging.Logger, client: str) -> None:
+        super().__init__(logger, {})
+        self._client = client
+
+    @property
+    def level(self) -> int:  # read by uvicorn before its trace lines
+        return self.logger.level
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        return msg, kwargs
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if isinstance(msg, str) and msg.startswith(_HINTS):
+            return
+        what = _NOISE.get(msg) if isinstance(msg, str) else None
+        if what is None:
+            super().log(level, msg, *args, **kwargs)
+            return
+        left_out = _noise.admit(what)
+        if left_out is None:
+            return
+        more = f"; {left_out} more in the last {NOISE_WINDOW:g}+ s not logged" if left_out else ""
+        self.logger.warning(what + "%s", self._client, more)
+
+
 class _GuardedH11(H11Protocol):
     request_timeout: float = 10.0
     _guard: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "an unknown client"
+        throttled: Any = _ConnectionLog(logging.getLogger("uvicorn.error"), client)  # what uvicorn logs to
+        self.logger = throttled
         self._arm()
 
     def data_received(self, data: bytes) -> None:

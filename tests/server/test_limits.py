@@ -7,6 +7,7 @@ A real uvicorn server on loopback, real sockets; the timeouts are short so the t
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -134,3 +135,36 @@ def test_serve_refuses_such_limits_in_one_line_before_it_starts(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "--max-connections 50 does not exceed --max-sessions 100" in err
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").glob("*.db"))  # nothing opened
+
+
+async def test_malformed_requests_are_logged_once_a_window_with_the_client_and_a_count(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Any client reaching the port could make uvicorn log a line per malformed request (hundreds a
+    # second), without saying from where; and a WebSocket upgrade was told to pip install a library.
+    from mcp_gateway.server import limits
+
+    monkeypatch.setattr(limits, "_noise", limits._Noise())
+
+    def send(payload: bytes) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(payload)
+            s.settimeout(4.0)
+            s.recv(1024)  # answered
+
+    with caplog.at_level(logging.DEBUG, logger="uvicorn.error"):
+        async with served(ConnectionLimits(request_timeout=2.0)) as port:
+            for _ in range(30):
+                await anyio.to_thread.run_sync(send, b"NOT HTTP AT ALL\r\n\r\n")
+            upgrade = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+            for _ in range(3):
+                await anyio.to_thread.run_sync(send, upgrade)
+            monkeypatch.setattr(limits._noise, "last", {})  # the window passes
+            await anyio.to_thread.run_sync(send, b"NOT HTTP AT ALL\r\n\r\n")
+    said = [r.getMessage() for r in caplog.records if r.name == "uvicorn.error" and r.levelno >= logging.WARNING]
+    assert len(said) == 3, said
+    assert said[0].startswith("an invalid HTTP request from 127.0.0.1:") and said[0].endswith("answered 400")
+    assert said[1].startswith("an upgrade request (WebSocket) from 127.0.0.1:")
+    assert said[1].endswith("answered as plain HTTP")
+    assert said[2].endswith("; 29 more in the last 10+ s not logged")
+    assert "pip install" not in caplog.text
