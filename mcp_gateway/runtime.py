@@ -38,7 +38,7 @@ from .store.audit_journal import AuditJournal
 from .store.contract import Store
 from .store.opening import open_store
 from .vocabulary.clock import Clock, SystemClock
-from .vocabulary.errors import GatewayError
+from .vocabulary.errors import GatewayError, StoreUnavailable
 from .vocabulary.served import manifest_digest, read_served
 from .vocabulary.settings import Settings
 
@@ -329,16 +329,52 @@ class _SealedKey:
 async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
     """Re-read the manifest and re-sync. On any problem the running gateway is left exactly as it
     was and the reason is returned (and logged), so a half-edited file never takes effect."""
+    return (await _reload(gateway, settings))[0]
+
+
+async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, bool]:
+    """``reload_manifest``, and whether the reason will pass by itself (the database was unreachable)."""
     before = {c.slug: c for c in gateway.manifest.connectors}
     try:
         manifest = discovery_override(load_manifest(settings.manifest_path), settings.env)
         await gateway.reload(manifest)
-    except GatewayError as exc:
-        logger.warning("manifest reload refused, keeping the previous one: %s", exc)
-        return str(exc)
+    except Exception as exc:
+        # A reload runs beside the calls being served: whatever goes wrong, it must not end the server.
+        problem = _anticipated(exc)
+        if isinstance(problem, StoreUnavailable):
+            gateway.health.failed(problem)
+            logger.warning(
+                "manifest reload put off, keeping the previous one: the database is unreachable (%s); "
+                "it is tried again once the database answers",
+                problem,
+            )
+            return str(problem), True
+        if problem is not None:
+            logger.warning("manifest reload refused, keeping the previous one: %s", problem)
+            return str(problem), False
+        logger.error(
+            "manifest reload failed, keeping the previous one: unexpected %s", type(exc).__name__, exc_info=_debugging()
+        )
+        return f"unexpected {type(exc).__name__}", False
     collect_frozen_garbage()
     logger.warning("manifest reloaded: %d connectors%s", len(manifest.connectors), _changes(before, manifest))
+    return None, False
+
+
+def _anticipated(exc: BaseException) -> GatewayError | None:
+    """The ``GatewayError`` an exception is, or the first a group of them holds (a task group's wrapping of
+    a store outage met by one connector's load), with an outage first; None for anything else."""
+    if isinstance(exc, GatewayError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_anticipated(e) for e in exc.exceptions]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if leaves and all(leaf is not None for leaf in leaves):
+            return next((leaf for leaf in leaves if isinstance(leaf, StoreUnavailable)), leaves[0])
     return None
+
+
+def _debugging() -> bool:
+    return logging.getLogger("mcp_gateway").isEnabledFor(logging.DEBUG)
 
 
 def _changes(before: Mapping[str, ConnectorConfig], after: Manifest) -> str:
@@ -365,6 +401,8 @@ async def reload_on_sighup(gateway: Gateway, settings: Settings, on_reloaded: Ca
 
 
 MANIFEST_POLL_SECONDS = 1.0
+RELOAD_RETRY_SECONDS = 10.0
+"""Seconds before a reload put off by a database outage is tried again."""
 
 
 async def watch_manifest(
@@ -392,9 +430,16 @@ async def watch_manifest(
         now = manifest_digest(path)
         if not now or now == digest:
             continue
-        digest = now
-        if await reload_manifest(gateway, settings) is None and on_reloaded is not None:
-            on_reloaded()
+        problem, passing = await _reload(gateway, settings)
+        if problem is None:
+            digest = now
+            if on_reloaded is not None:
+                on_reloaded()
+        elif passing:
+            seen = None  # the same file is tried again, after a pause: one warning per try, not per second
+            await anyio.sleep(RELOAD_RETRY_SECONDS)
+        else:
+            digest = now  # a refused file is not tried again until it changes
 
 
 def _file_mark(path: Path) -> tuple[int, int] | None:

@@ -193,6 +193,48 @@ async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_brok
         assert len(gw._catalogs.loaded["notes"].actions) == 2 and len(collections) == 1
 
 
+async def test_a_reload_that_meets_a_database_outage_keeps_serving_and_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SIGHUP or an edited manifest while the database was down ended `serve` (an ExceptionGroup of
+    # StoreUnavailable out of the sync's task group), calls in flight included.
+    from mcp_gateway import runtime
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SMALL)
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, manifest=str(path), state_dir=str(tmp_path))
+    more = SMALL + "          - {path: notes.create, method: POST, url: /notes, summary: Create a note}\n"
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), embed=False) as gw:
+        store = gw._catalogs._store
+        working = store.put_connector_state
+
+        async def unreachable(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the PostgreSQL database at postgresql://gateway:***@127.0.0.1:9/gw is unreachable")
+
+        monkeypatch.setattr(store, "put_connector_state", unreachable)
+        path.write_text(more)
+        problem = await runtime.reload_manifest(gw, settings)
+        assert problem is not None and "unreachable" in problem
+        assert [a.path for a in gw._catalogs.loaded["notes"].actions] == ["notes.list"]
+        assert len(gw.manifest.connectors[0].model_dump()["source"]["http"]["actions"]) == 1  # the old one
+
+        monkeypatch.setattr(runtime, "RELOAD_RETRY_SECONDS", 0.2)
+        path.write_text(SMALL)
+        reloaded = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lambda: runtime.watch_manifest(gw, settings, reloaded.set, interval=0.05))
+            await anyio.sleep(0.1)
+            path.write_text(more)  # an edit the watcher meets the outage with, and waits to try again
+            await anyio.sleep(0.3)
+            assert not reloaded.is_set()
+            monkeypatch.setattr(store, "put_connector_state", working)  # the database is back
+            with anyio.fail_after(10):
+                await reloaded.wait()
+            tasks.cancel_scope.cancel()
+        assert sorted(a.path for a in gw._catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
+
+
 async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> None:
     # One caller's upstream session must not ride along with another's requests through the shared
     # client (which sends its jar on the requests it builds), nor an upstream grow the jar at will.

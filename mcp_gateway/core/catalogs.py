@@ -266,8 +266,12 @@ class Catalogs:
                 f"the manifest's project changed ({self.manifest.project!r} -> {manifest.project!r}); stored "
                 "credentials are bound to the project, so restart the gateway to switch projects"
             )
-        self.manifest = manifest
-        return await self.sync(progress)
+        previous, self.manifest = self.manifest, manifest
+        try:
+            return await self.sync(progress)
+        except BaseException:
+            self.manifest = previous  # nothing of the new one was installed: the catalogs are the old ones
+            raise
 
     def _keep_last_good(self, catalogs: dict[str, ConnectorCatalog]) -> None:
         """A connector that served actions and now fails to load, its manifest entry unchanged (its spec
