@@ -32,6 +32,8 @@ import httpx2
 
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
+from .multipart import multipart_body
+from .param_styles import cookie_text, escaped, header_text, path_text, query_parts, wire_text
 
 __all__ = [
     "DEFAULT_ACCEPT",
@@ -95,6 +97,8 @@ class _Layout:
     """Wire name of a path parameter -> its argument name."""
     template_path: str
     template_query: str
+    body_specs: dict[str, ParamSpec]
+    """Wire name of a body argument -> its spec (how a multipart part is written)."""
 
 
 _LAYOUTS: dict[int, tuple[_HttpLike, _Layout]] = {}
@@ -114,6 +118,7 @@ def _layout(binding: _HttpLike) -> _Layout:
         path_names={p.on_wire: p.name for p in binding.params if p.location == "path"},
         template_path=template_path,
         template_query=template_query,
+        body_specs={p.on_wire: p for p in binding.params if p.location == "body"},
     )
     if len(_LAYOUTS) >= _MAX_LAYOUTS:  # catalogs reloaded many times over: start again
         _LAYOUTS.clear()
@@ -262,7 +267,20 @@ def _path_value(placed: _Placed, wire_name: str, layout: _Layout) -> str:
             errors=[{"field": name, "message": "required"}],
         )
     name, value = placed.path[wire_name]
-    return _path_segment(name, value)
+    spec = layout.specs.get(name)
+    if spec is None or spec.style is None:
+        return _path_segment(name, value)
+    if value is None:
+        return _path_segment(name, value)  # refused as null
+    text = path_text(spec, value, lambda item: _path_segment(name, item))
+    if not text or dot_segment(text, single=True):
+        raise ArgumentError(
+            f"path argument {name!r} cannot be empty or '.' once written in its {spec.style} style; "
+            "pass the actual values",
+            errors=[{"field": name, "message": "must not be empty"}],
+        )
+    _no_dot_segments(name, text)
+    return text
 
 
 @dataclass
@@ -553,7 +571,7 @@ def _path_segment(name: str, value: Any) -> str:
         )
     if "." in text or "%" in text or not text.isascii():  # what can spell a dot segment once decoded
         _no_dot_segments(name, text)
-    return _escaped(text)
+    return escaped(text)
 
 
 def _no_dot_segments(name: str, text: str) -> None:
@@ -574,39 +592,8 @@ def _no_dot_segments(name: str, text: str) -> None:
         )
 
 
-def _escaped(text: str) -> str:
-    """``quote(text, safe="")``. Letters and digits (most identifiers) are returned as they are
-    without the call, which encodes and scans in Python (every call escapes its path values)."""
-    return text if text.isascii() and text.isalnum() else quote(text, safe="")
-
-
 def _query_string(items: Iterable[tuple[ParamSpec, Any]]) -> str:
-    parts: list[str] = []
-    for spec, value in items:
-        if value is None:
-            continue
-        key = _escaped(spec.on_wire)
-        if isinstance(value, list | tuple):
-            values = [_escaped(wire_text(v)) for v in value if v is not None]
-            if spec.style_explode:
-                parts.extend(f"{key}={v}" for v in values)
-            elif values:
-                # Literal commas: servers split "a=1,2" on the separator, not on "%2C".
-                parts.append(f"{key}={','.join(values)}")
-        else:
-            parts.append(f"{key}={_escaped(wire_text(value))}")
-    return "&".join(parts)
-
-
-def wire_text(value: Any) -> str:
-    """One scalar as wire text: JSON spellings for booleans, compact JSON for objects."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return "&".join(part for spec, value in items if value is not None for part in query_parts(spec, value))
 
 
 # -- headers and cookies ---------------------------------------------------------------------
@@ -644,7 +631,7 @@ def _header_arguments(placed: _Placed) -> list[tuple[str, str]]:
                 "method, URL or client than this action's; leave it out",
                 errors=[{"field": spec.name, "message": "method, URL or client override header"}],
             )
-        text = ", ".join(wire_text(v) for v in value) if isinstance(value, list | tuple) else wire_text(value)
+        text = header_text(spec, value)
         if any(c in text for c in "\r\n\0"):
             raise ArgumentError(
                 f"header argument {spec.name!r} must not contain line breaks or NUL",
@@ -655,15 +642,14 @@ def _header_arguments(placed: _Placed) -> list[tuple[str, str]]:
 
 
 def _add_cookies(headers: httpx2.Headers, placed: _Placed) -> None:
-    cookies = [f"{spec.on_wire}={_cookie_value(value)}" for spec, value in placed.cookie if value is not None]
+    cookies = [f"{spec.on_wire}={_cookie_value(spec, value)}" for spec, value in placed.cookie if value is not None]
     if cookies:
         existing = headers.get("cookie")
         headers["Cookie"] = "; ".join([existing, *cookies] if existing else cookies)
 
 
-def _cookie_value(value: Any) -> str:
-    text = ",".join(wire_text(v) for v in value) if isinstance(value, list | tuple) else wire_text(value)
-    return quote(text, safe=_COOKIE_SAFE)
+def _cookie_value(spec: ParamSpec, value: Any) -> str:
+    return quote(cookie_text(spec, value), safe=_COOKIE_SAFE)
 
 
 # -- body ------------------------------------------------------------------------------------
@@ -693,7 +679,7 @@ def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | 
             )
         return value.encode("utf-8"), "text/plain; charset=utf-8"
     if binding.body == "multipart":
-        return _multipart(action, value)
+        return multipart_body(action, _layout(binding).body_specs, value)
     if binding.body == "json":
         try:
             encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -706,25 +692,6 @@ def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | 
             errors=[{"field": str(binding.body_param), "message": "must be an object"}],
         )
     return encode_form(value).encode("ascii"), "application/x-www-form-urlencoded"
-
-
-def _multipart(action: Action, value: Any) -> tuple[bytes, str]:
-    """multipart/form-data: scalars are text parts, ``{content, filename?, content_type?}`` a file part."""
-    if not isinstance(value, Mapping):
-        raise ArgumentError(f"{action.qualified_name} sends form-data; its body must be an object of fields")
-    parts: list[tuple[str, tuple[str | None, bytes] | tuple[str, bytes, str]]] = []
-    for key, item in value.items():
-        if item is None:
-            continue
-        if isinstance(item, Mapping) and isinstance(item.get("content"), str):
-            filename = str(item.get("filename") or key)
-            content_type = str(item.get("content_type") or "application/octet-stream")
-            parts.append((str(key), (filename, item["content"].encode("utf-8"), content_type)))
-        else:
-            parts.append((str(key), (None, wire_text(item).encode("utf-8"))))  # no filename: a text part
-    # httpx2 encodes (and picks the boundary); the bytes are kept so redirects can replay the body.
-    encoded = httpx2.Request("POST", "http://multipart.invalid/", files=parts)
-    return encoded.read(), encoded.headers["content-type"]
 
 
 def encode_form(value: Mapping[str, Any]) -> str:

@@ -78,6 +78,7 @@ from ._naming import (
     unique_name,
     without_scaffolding,
 )
+from ._param_styles import Written, file_field_schema, form_field_style, multipart_field, param_style
 from ._refs import Dialect, RefError, Resolver, SchemaInliner
 from .base import LoadContext, Normalized
 
@@ -119,6 +120,8 @@ class NormalizedSource:
     """Why the base URL the document declares cannot be used (then ``base_url`` is None), as a load error."""
     left_out: tuple[str, ...] = ()
     """Why each operation that could not be made into an action was left out (logged by the loaders)."""
+    warnings: tuple[str, ...] = ()
+    """What of an action's description its requests cannot honour, and what they send instead (logged)."""
 
 
 async def load_openapi(
@@ -226,6 +229,8 @@ def normalize_openapi(
 def _warn_left_out(connector: str, result: NormalizedSource) -> None:
     for reason in result.left_out:
         logger.warning("connector %s: an operation is left out: %s", connector, escaped(reason[:600]))
+    for warning in result.warnings:
+        logger.warning("connector %s: %s", connector, escaped(warning[:600]))
 
 
 def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[tuple[str, str]]:
@@ -339,6 +344,9 @@ class _Context:
     """URLs (less a trailing slash) that another path of the document extends with a ``{param}``."""
     taken: set[str] = field(default_factory=set)
     former_taken: set[str] = field(default_factory=set)
+    consumes: tuple[str, ...] = ()
+    """Swagger 2's document-wide ``consumes``: the media types its operations take."""
+    warnings: list[str] = field(default_factory=list)
     shared_ids: frozenset[str] = frozenset()
     """``operationId``s whose own words more than one operation shares (one id given twice, against the
     specification, or FastAPI's ``dispatcher_qrcode_sms_post`` and ``dispatcher_qrcode_geo_post``, one
@@ -462,6 +470,7 @@ def _normalize(
         risk_overrides=risk_overrides,
         base_path=_base_path(document, dialect),
         collections=_collections(str(url) for url in paths),
+        consumes=_media_types(document.get("consumes")),
     )
     ctx.shared_ids = _shared_ids(paths, ctx.base_path)
     actions: list[Action] = []
@@ -497,10 +506,17 @@ def _normalize(
         base_url=base_url,
         base_url_problem=base_problem and unusable_base_error(label, base_problem),
         left_out=tuple(left_out),
+        warnings=tuple(ctx.warnings),
         files=list(resolver.files),
         title=str(info.get("title") or "").strip(),
         description=_first_paragraph(info.get("description"), 300),
     )
+
+
+def _media_types(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(m.split(";", 1)[0].strip().lower() for m in value if isinstance(m, str))
 
 
 def _collections(urls: Iterable[str]) -> frozenset[str]:
@@ -598,8 +614,12 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
                 description=param.get("description"),
             )
         elif form_fields:
+            consumes = _media_types(op.get("consumes")) if "consumes" in op else ctx.consumes
+            multipart = any(param.get("type") == "file" for param, _ in form_fields) or (
+                "multipart/form-data" in consumes and "application/x-www-form-urlencoded" not in consumes
+            )
             for param, base in form_fields:
-                args.add_form_field(param, base)
+                args.add_form_field(param, base, multipart=multipart)
     else:
         request_body = op.get("requestBody")
         if request_body is not None:
@@ -617,8 +637,12 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
                         required=body.get("required") is True,
                         description=body.get("description"),
                         media_type=media,
+                        encoding=media_obj.get("encoding") if isinstance(media_obj, dict) else None,
                     )
+                    if kind == "multipart" and media.split(";", 1)[0].strip().lower() != "multipart/form-data":
+                        args.notes.append(f"the request body's {media} is sent as multipart/form-data")
 
+    ctx.warnings.extend(f"action {ctx.connector}.{name} ({where}): {note}" for note in args.notes)
     return Action(
         connector=ctx.connector,
         path=name,
@@ -755,7 +779,7 @@ _SWAGGER2_SCHEMA_KEYS = frozenset(
     }
 )
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-BodyKind = Literal["json", "form", "raw"]
+BodyKind = Literal["json", "form", "multipart", "raw"]
 
 
 def _pick_media_type(content: dict[Any, Any]) -> tuple[str, BodyKind] | None:
@@ -770,7 +794,7 @@ def _pick_media_type(content: dict[Any, Any]) -> tuple[str, BodyKind] | None:
     for test, kind in rules:
         for media, lowered in kinds.items():
             if test(lowered):
-                return media, kind
+                return media, "multipart" if lowered.startswith("multipart/") else kind
     return next(((media, "raw") for media in kinds), None)
 
 
@@ -784,11 +808,13 @@ class _Arguments:
         self.properties: dict[str, dict[str, Any]] = {}
         self.required: list[str] = []
         self.specs: list[ParamSpec] = []
-        self.encoding: Literal["json", "form"] = "json"
+        self.encoding: Literal["json", "form", "multipart"] = "json"
         self.body_param: str | None = None
+        self.notes: list[str] = []
+        """What of the description the requests cannot honour (``Written.notes``)."""
 
     @property
-    def body_kind(self) -> Literal["json", "form", "none"]:
+    def body_kind(self) -> Literal["json", "form", "multipart", "none"]:
         """``none`` when no argument goes to the body, whatever the spec declared."""
         return self.encoding if any(s.location == "body" for s in self.specs) else "none"
 
@@ -807,16 +833,25 @@ class _Arguments:
         if name in self.properties:
             name = f"{location}_{name}"
         required = location == "path" or param.get("required") is True
-        self._add(name, wire, location, schema, required, explode=self._explode(param, location))
+        written = param_style(param, schema, swagger2=self.dialect == "2.0")
+        self.notes.extend(written.notes)
+        self._add(name, wire, location, schema, required, written)
 
-    def add_form_field(self, param: dict[str, Any], base: str) -> None:
-        """A Swagger 2.0 ``in: formData`` parameter."""
-        self.encoding = "form"
+    def add_form_field(self, param: dict[str, Any], base: str, *, multipart: bool) -> None:
+        """A Swagger 2.0 ``in: formData`` parameter (a ``type: file`` one makes the body multipart)."""
+        self.encoding = "multipart" if multipart else "form"
         name = arg_name(param["name"])
         if name in self.properties:
             name = f"body_{name}"
-        schema = self._param_schema(param, base)
-        self._add(name, param["name"], "body", schema, param.get("required") is True)
+        written = form_field_style(param) if multipart else None
+        if written is not None and written.file:
+            description = param.get("description")
+            schema = file_field_schema({"description": description} if isinstance(description, str) else {})
+        else:
+            schema = self._param_schema(param, base)
+        if written is not None:
+            self.notes.extend(written.notes)
+        self._add(name, param["name"], "body", schema, param.get("required") is True, written)
 
     def ensure_path_variable(self, variable: str) -> None:
         """A ``{variable}`` of the URL template that no parameter declares still needs an argument."""
@@ -836,8 +871,9 @@ class _Arguments:
         required: bool,
         description: Any = None,
         media_type: str = "application/json",
+        encoding: Any = None,
     ) -> None:
-        self.encoding = "form" if kind == "form" else "json"
+        self.encoding = kind if kind in ("form", "multipart") else "json"
         inlined = self.inliner.inline(schema, base) if schema is not None else {}
         props = inlined.get("properties")
         declared = inlined.get("type", "object")
@@ -846,11 +882,15 @@ class _Arguments:
             return  # a body that admits nothing (Stripe's GETs declare one) is not an argument
         if kind != "raw" and is_object and isinstance(props, dict) and props:
             body_required = set(inlined.get("required", []))
+            encodings = encoding if isinstance(encoding, dict) else {}
             for prop, sub in props.items():
                 name = arg_name(prop)
                 if name in self.properties:
                     name = f"body_{name}"
-                self._add(name, prop, "body", sub, prop in body_required)
+                written = multipart_field(sub, encodings.get(prop)) if kind == "multipart" else None
+                if written is not None and written.file:
+                    sub = file_field_schema(sub)
+                self._add(name, prop, "body", sub, prop in body_required, written)
             return
         if kind == "raw":
             inlined = {"type": "string", **inlined}
@@ -866,7 +906,7 @@ class _Arguments:
         location: ParamLocation,
         schema: dict[str, Any],
         required: bool,
-        explode: bool = True,
+        written: Written | None = None,
     ) -> str:
         base_name, n = name, 1
         while name in self.properties:  # still taken after the location/body_ prefix: number it
@@ -880,7 +920,10 @@ class _Arguments:
                 name=name,
                 location=location,
                 wire_name=wire if wire is not None and wire != name else None,
-                style_explode=explode,
+                style_explode=written.explode if written is not None else True,
+                style=written.style if written is not None else None,
+                file=written is not None and written.file,
+                content_type=written.content_type if written is not None else None,
             )
         )
         return name
@@ -902,16 +945,6 @@ class _Arguments:
         if param.get("deprecated") is True:
             schema["deprecated"] = True
         return schema
-
-    def _explode(self, param: dict[str, Any], location: str) -> bool:
-        if self.dialect == "2.0":
-            # 2.0's collectionFormat defaults to csv (a=1,2); only `multi` repeats the name.
-            return param.get("type") != "array" or param.get("collectionFormat") == "multi"
-        explode = param.get("explode")
-        if isinstance(explode, bool):
-            return explode
-        style = param.get("style") or ("form" if location in ("query", "cookie") else "simple")
-        return style == "form"
 
 
 def _first_tag(op: dict[str, Any]) -> str:

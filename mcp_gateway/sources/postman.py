@@ -60,6 +60,7 @@ from ._declared_base import declared_base_problem, unusable_base_error
 from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
+from ._param_styles import FILE_PART
 from ._postman_request import Arguments, Url, path_template, text_of
 from ._postman_values import PostmanVars, credential_name, is_placeholder, json_body_fields
 from .base import LoadContext, Normalized
@@ -487,7 +488,7 @@ def _body(
                 dropped.append(f"{key} (body)")
                 continue
             if entry.get("type") == "file":
-                args.add_body(key, _FILE_PART, required=False, default=None)
+                args.add_body(key, FILE_PART, required=False, default=None)
             else:
                 args.add_text(key, "body", entry.get("value"), disabled=entry.get("disabled") is True, about=entry)
         args.encoding = "form" if mode == "urlencoded" else "multipart"
@@ -521,16 +522,3 @@ def _body(
             encoding="raw",
         )
     return headers
-
-
-_FILE_PART: dict[str, Any] = {
-    "type": "object",
-    "description": "A file part: its text content, and optionally a filename and content type.",
-    "properties": {
-        "content": {"type": "string"},
-        "filename": {"type": "string"},
-        "content_type": {"type": "string"},
-    },
-    "required": ["content"],
-    "additionalProperties": False,
-}

@@ -35,6 +35,7 @@ __all__ = [
     "OpenAPIBinding",
     "ParamLocation",
     "ParamSpec",
+    "ParamStyle",
     "PendingApproval",
     "PolicyAction",
     "PostmanBinding",
@@ -61,6 +62,12 @@ def a_credential(kind: str) -> str:
 
 
 ParamLocation = Literal["path", "query", "header", "cookie", "body"]
+ParamStyle = Literal[
+    "form", "simple", "label", "matrix", "spaceDelimited", "pipeDelimited", "tabDelimited", "deepObject", "json"
+]
+"""How an array or object argument is written: OpenAPI's ``style`` values, ``tabDelimited`` for Swagger 2's
+``collectionFormat: tsv``, and ``json`` for a value sent as one JSON text (a parameter described by a JSON
+``content``, a multipart part of an object)."""
 ConnectorStatus = Literal["ready", "needs_auth", "error"]
 PolicyAction = Literal["always_run", "require_approval", "block"]
 VerdictSource = Literal["project", "connector", "sensitive", "allow_all", "risk_default"]
@@ -135,7 +142,16 @@ class ParamSpec(BaseModel):
     wire_name: str | None = None
     """The name on the wire when it differs from ``name`` (e.g. a header ``X-Request-Id``)."""
     style_explode: bool = True
-    """OpenAPI ``explode`` for array query parameters: ``a=1&a=2`` (True) or ``a=1,2`` (False)."""
+    """OpenAPI ``explode``: ``a=1&a=2`` (True) or ``a=1,2`` (False) for an array in the query, and the like
+    for the other styles."""
+    style: ParamStyle | None = None
+    """How an array or object value is written (``execution/param_styles.py``). None: commas for an
+    array (repeated in the query when ``style_explode``), compact JSON for an object."""
+    file: bool = False
+    """A multipart body part that is a file: sent with a filename (``{content, filename?, content_type?}``
+    or the text content alone)."""
+    content_type: str | None = None
+    """A multipart body part's own ``Content-Type`` (the description's ``encoding``), when it names one."""
 
     @property
     def on_wire(self) -> str:

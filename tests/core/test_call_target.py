@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import httpx2
+import pytest
 
 from mcp_gateway.core.call_target import what_it_calls, what_it_sends
-from mcp_gateway.execution.executor import Prepared
+from mcp_gateway.execution.executor import HttpExecutor, Prepared
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.manifest.loader import ConnectorConfig
 from mcp_gateway.primitives.secrets import SecretValue
 from mcp_gateway.services.logs import known_secrets
+from mcp_gateway.sources.openapi import normalize_openapi
 from mcp_gateway.vocabulary.model import Action, HttpBinding, McpBinding, ParamSpec
+from tests.support.upstream import EchoApp, LoopbackServer
 
 ACTION = Action(connector="api", path="pay", binding=HttpBinding(method="POST", url="/pay"))
 CONNECTOR = ConnectorConfig(slug="api", base_url="http://upstream.test")
@@ -140,3 +143,74 @@ def test_an_mcp_call_shows_and_pins_which_server_runs_it() -> None:
     remote = made('{url: "https://user:pw@mcp.example:8443/v1/mcp?key=abc"}')
     assert what_it_calls(remote) == "MCP tool “send” of files's MCP server (https://mcp.example:8443/v1/mcp?…)"
     assert what_it_sends(remote) != what_it_sends(made('{url: "https://mcp.example:8443/v2/mcp"}'))
+
+
+_STYLED = {
+    "openapi": "3.1.0",
+    "info": {"title": "shop", "version": "1"},
+    "paths": {
+        "/orders/{ids}": {
+            "post": {
+                "operationId": "updateOrders",
+                "parameters": [
+                    {"name": "ids", "in": "path", "required": True, "style": "matrix", "explode": True,
+                     "schema": {"type": "array", "items": {"type": "integer"}}},
+                    {"name": "filter", "in": "query", "style": "deepObject", "explode": True,
+                     "schema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "object"}}}},
+                    {"name": "pipe", "in": "query", "style": "pipeDelimited", "explode": False,
+                     "schema": {"type": "array", "items": {"type": "string"}}},
+                    {"name": "X-Tags", "in": "header",
+                     "schema": {"type": "object", "properties": {"k": {"type": "string"}}}},
+                ],
+                "requestBody": {
+                    "content": {
+                        "multipart/form-data": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "file": {"type": "string", "format": "binary"},
+                                    "meta": {"type": "object"},
+                                },
+                            }
+                        }
+                    }
+                },
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+    },
+}  # fmt: skip
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_call_shown_is_the_styled_request_the_upstream_gets() -> None:
+    # Each argument in its description's style: what the page says it will call is what arrives.
+    action = normalize_openapi(_STYLED, connector="shop").actions[0]
+    args = {
+        "ids": [1, 2],
+        "filter": {"a": "1", "b": {"c": "deep"}},
+        "pipe": ["p", "q|r"],
+        "x_tags": {"k": "v"},
+        "file": {"content": "hello", "filename": "a.txt"},
+        "meta": {"k": "v"},
+    }
+    app = EchoApp()
+    with LoopbackServer(app) as server:
+        connector = CONNECTOR.model_copy(update={"slug": "shop", "base_url": server.base_url})
+        async with httpx2.AsyncClient() as client:
+            built = HttpExecutor(client).prepare(action, args, connector, server.base_url)
+            assert built.request is not None
+            await client.send(built.request)
+    [got] = app.requests
+    assert got.raw_path == "/orders/;ids=1;ids=2"
+    assert got.query == "filter[a]=1&filter[b][c]=deep&pipe=p|q%7Cr"
+    assert got.headers["x-tags"] == "k,v"
+    assert what_it_calls(built) == f'POST {server.base_url}{got.raw_path}?{got.query}, with headers x-tags: "k,v"'
+    assert got.headers["content-type"].startswith("multipart/form-data; boundary=")
+    assert b'name="file"; filename="a.txt"\r\nContent-Type: application/octet-stream\r\n\r\nhello\r\n' in got.body
+    assert b'name="meta"\r\nContent-Type: application/json\r\n\r\n{"k":"v"}\r\n' in got.body

@@ -30,7 +30,7 @@ from mcp_gateway.sources.openapi import (
     snake_case,
 )
 from mcp_gateway.vocabulary.errors import SourceError
-from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, OpenAPIBinding
+from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, OpenAPIBinding, ParamSpec
 from tests.support.named_pipe import outcome_of_reading
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -132,15 +132,21 @@ def test_github_spot_checks() -> None:
 
 
 @pytest.mark.slow
-def test_stripe_posts_are_form_encoded() -> None:
+def test_stripe_posts_are_form_encoded_and_its_upload_multipart() -> None:
     actions = _by_path(_real("stripe/spec3.json"))
-    posts = [a for a in actions.values() if a.binding.method == "POST"]
+    posts = [a for a in actions.values() if a.binding.method == "POST" and a.path != "post_files"]
     assert posts
     for action in posts:
         assert action.binding.body in ("form", "none"), action.path
         if any(p.location == "body" for p in action.binding.params):
             assert action.binding.body == "form", action.path
     assert actions["post_customers"].binding.body == "form"
+    upload = actions["post_files"]  # Stripe's one multipart/form-data operation
+    assert isinstance(upload.binding, OpenAPIBinding) and upload.binding.body == "multipart"
+    specs = {p.name: p for p in upload.binding.params}
+    # Its `file` is a plain string (no format: binary), so a text part; its objects are deepObject fields.
+    assert not specs["file"].file and specs["purpose"].style == "form"
+    assert specs["file_link_data"].style == "deepObject" and specs["expand"].style == "deepObject"
     assert actions["get_customers_customer"].binding.url == "/v1/customers/{customer}"
     # Stripe's GETs declare an empty form body: it must not become a `body` argument.
     assert "body" not in actions["get_customers"].input_schema["properties"]
@@ -536,10 +542,10 @@ def test_swagger2_body_and_form_parameters() -> None:
     assert replace.binding.body == "json" and replace.binding.body_param is None
 
     attach = actions["notes.attach"]
-    assert attach.binding.body == "form"
+    assert attach.binding.body == "multipart"  # it has a `type: file` field
     specs = {p.name: p for p in attach.binding.params}
-    assert attach.input_schema["properties"]["file"] == {"type": "string", "format": "binary"}
-    assert specs["file"].location == "body"
+    assert attach.input_schema["properties"]["file"]["anyOf"][0]["type"] == "string"  # or {content, filename?}
+    assert specs["file"].location == "body" and specs["file"].file
     assert specs["body_id"].wire_name == "id" and specs["body_id"].location == "body"
     assert specs["x_trace_id"].wire_name == "X-Trace-Id" and specs["x_trace_id"].location == "header"
     assert specs["labels"].style_explode is True  # collectionFormat: multi
@@ -1145,3 +1151,143 @@ def test_an_operation_id_of_thousands_of_characters_gives_a_short_distinct_name(
     names = [a.path for a in normalize_openapi(document, connector="t").actions]
     assert len(names) == 2 and len(set(names)) == 2
     assert all(len(name) <= 120 for name in names), [len(n) for n in names]
+
+
+def _one_operation(parameters: list[dict[str, Any]], body: dict[str, Any] | None = None) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": "op",
+        "parameters": parameters,
+        "responses": {"200": {"description": "ok"}},
+    }
+    if body is not None:
+        operation["requestBody"] = {"content": body}
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/x/{id}": {"post": operation}}}
+
+
+def _params(action: Action) -> tuple[ParamSpec, ...]:
+    assert isinstance(action.binding, OpenAPIBinding)
+    return action.binding.params
+
+
+def test_parameter_styles_are_kept_with_the_defaults_of_each_location() -> None:
+    array = {"type": "array", "items": {"type": "string"}}
+    document = _one_operation(
+        [
+            {"name": "id", "in": "path", "required": True, "style": "label", "explode": True, "schema": array},
+            {"name": "filter", "in": "query", "style": "deepObject", "explode": True, "schema": {"type": "object"}},
+            {"name": "pipe", "in": "query", "style": "pipeDelimited", "schema": array},
+            {"name": "plain", "in": "query", "schema": array},
+            {"name": "X-H", "in": "header", "schema": array},
+            {"name": "q", "in": "query", "content": {"application/json": {"schema": {"type": "object"}}}},
+        ]
+    )
+    source = normalize_openapi(document, connector="t")
+    specs = {p.on_wire: (p.style, p.style_explode) for p in _params(source.actions[0])}
+    assert specs == {
+        "id": ("label", True),
+        "filter": ("deepObject", True),
+        "pipe": ("pipeDelimited", False),
+        "plain": ("form", True),
+        "X-H": ("simple", False),
+        "q": ("json", False),
+    }
+    assert source.warnings == ()
+
+
+def test_swagger2_collection_formats_become_styles() -> None:
+    def param(name: str, location: str, fmt: str | None) -> dict[str, Any]:
+        extra = {"collectionFormat": fmt} if fmt else {}
+        return {"name": name, "in": location, "type": "array", "items": {"type": "string"}, **extra}
+
+    document = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/x/{p}": {
+                "get": {
+                    "parameters": [
+                        param("p", "path", "pipes"),
+                        param("csv", "query", None),
+                        param("ssv", "query", "ssv"),
+                        param("tsv", "query", "tsv"),
+                        param("multi", "query", "multi"),
+                        param("H", "header", "multi"),
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    source = normalize_openapi(document, connector="t")
+    specs = {p.on_wire: (p.style, p.style_explode) for p in _params(source.actions[0])}
+    assert specs == {
+        "p": ("pipeDelimited", False),
+        "csv": ("form", False),
+        "ssv": ("spaceDelimited", False),
+        "tsv": ("tabDelimited", False),
+        "multi": ("form", True),
+        "H": ("simple", False),
+    }
+    [warning] = source.warnings  # a header cannot repeat its name: said, and sent as csv
+    assert "parameter 'H' (in: header): collectionFormat multi" in warning and "sent as csv" in warning
+
+
+def test_a_style_the_request_cannot_honour_is_named_in_a_warning_at_load(caplog: pytest.LogCaptureFixture) -> None:
+    nested = {"type": "object", "properties": {"inner": {"type": "object"}}}
+    document = _one_operation(
+        [
+            {"name": "id", "in": "path", "required": True, "style": "deepObject", "schema": {"type": "string"}},
+            {"name": "tags", "in": "query", "style": "deepObject", "explode": False, "schema": {"type": "object"}},
+            {"name": "s", "in": "cookie", "schema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "n", "in": "query", "schema": nested},
+        ],
+        {"multipart/mixed": {"schema": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+    )
+    with caplog.at_level("WARNING", logger="mcp_gateway.sources.openapi"):
+        source = normalize_openapi(document, connector="t")
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    for expected in (
+        "action t.op (POST /x/{id}): parameter 'id' (in: path): style 'deepObject' is not defined for a path "
+        "parameter; it is sent in style simple",
+        "parameter 'tags' (in: query): style deepObject is defined with explode: true only; it is sent exploded",
+        "parameter 's' (in: cookie): an exploded cookie cannot repeat its name; it is sent as with explode: false",
+        "parameter 'n' (in: query): style form cannot write nested objects or arrays; those are sent as JSON text",
+        "the request body's multipart/mixed is sent as multipart/form-data",
+    ):
+        assert expected in warned
+    assert len(source.warnings) == 5
+    specs = {p.on_wire: (p.style, p.style_explode) for p in _params(source.actions[0])}
+    assert specs["id"] == ("simple", False) and specs["tags"] == ("deepObject", True)
+
+
+def test_a_multipart_body_keeps_its_files_json_parts_and_encoding() -> None:
+    schema = {
+        "type": "object",
+        "required": ["file"],
+        "properties": {
+            "file": {"type": "string", "format": "binary", "description": "The document."},
+            "pages": {"type": "array", "items": {"type": "string", "format": "binary"}},
+            "meta": {"type": "object", "properties": {"k": {"type": "string"}}},
+            "csv": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "filter": {"type": "object"},
+        },
+    }
+    encoding = {"csv": {"contentType": "text/csv, text/plain"}, "filter": {"style": "deepObject", "explode": True}}
+    document = _one_operation([], {"multipart/form-data": {"schema": schema, "encoding": encoding}})
+    action = normalize_openapi(document, connector="t").actions[0]
+    assert isinstance(action.binding, OpenAPIBinding) and action.binding.body == "multipart"
+    specs = {p.on_wire: (p.style, p.style_explode, p.file, p.content_type) for p in _params(action)}
+    assert specs == {
+        "id": (None, True, False, None),  # undeclared: the template's own placeholder
+        "file": (None, False, True, None),
+        "pages": (None, False, True, None),
+        "meta": ("json", False, False, None),
+        "csv": ("form", True, False, "text/csv"),
+        "tags": ("form", True, False, None),
+        "filter": ("deepObject", True, False, None),
+    }
+    properties = action.input_schema["properties"]
+    assert properties["file"]["description"] == "The document."
+    assert [one["type"] for one in properties["file"]["anyOf"]] == ["string", "object"]  # text, or {content, …}
+    assert properties["pages"]["type"] == "array" and "anyOf" in properties["pages"]["items"]

@@ -1,0 +1,156 @@
+"""One argument's array or object value written as its parameter's ``style`` says.
+
+OpenAPI 3's styles (https://spec.openapis.org/oas/v3.1.0#style-values) and Swagger 2's
+``collectionFormat``, whose separators are the same (``ssv`` is ``spaceDelimited``, ``pipes``
+``pipeDelimited``, ``tsv`` ``tabDelimited``, ``multi`` an exploded ``form``). For ``filter`` =
+``{"a": 1, "b": 2}`` and ``ids`` = ``[3, 4]``:
+
+============  ========================  =============================  ========================
+style         explode                   query                          path (or header: no ``.``/``;``)
+============  ========================  =============================  ========================
+form          true                      ``a=1&b=2``, ``ids=3&ids=4``
+form          false                     ``filter=a,1,b,2``, ``ids=3,4``
+pipeDelimited false                     ``ids=3|4``
+deepObject    true                      ``filter[a]=1&filter[b]=2``
+simple        false / true                                             ``a,1,b,2`` / ``a=1,b=2``
+label         false / true                                             ``.3,4`` / ``.3.4``
+matrix        false / true                                             ``;ids=3,4`` / ``;ids=3;ids=4``
+============  ========================  =============================  ========================
+
+Values are escaped one by one and the separators written literally, so a ``,`` or ``|`` inside a
+value cannot pass for one (``q|r`` in a pipe-delimited array is ``q%7Cr``). What the styles leave
+undefined has one reading here: a deepObject's nested objects and arrays are bracketed further
+(``filter[b][c]=1``, ``filter[tags][0]=x``, as form bodies are); any other nested value is compact
+JSON text. The normalizer warns at load about a description that asks for such a thing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from ..vocabulary.model import ParamSpec
+
+__all__ = ["cookie_text", "escaped", "header_text", "path_text", "query_parts", "wire_text"]
+
+_URL_SEPARATORS = {"spaceDelimited": "%20", "pipeDelimited": "|", "tabDelimited": "%09"}
+_TEXT_SEPARATORS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}
+
+
+def wire_text(value: Any) -> str:
+    """One scalar as wire text: JSON spellings for booleans, compact JSON for objects."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def escaped(text: str) -> str:
+    """``quote(text, safe="")``. Letters and digits (most identifiers) are returned as they are
+    without the call, which encodes and scans in Python (every call escapes its path values)."""
+    return text if text.isascii() and text.isalnum() else quote(text, safe="")
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _pairs(value: Mapping[Any, Any]) -> list[tuple[str, Any]]:
+    return [(str(key), item) for key, item in value.items() if item is not None]
+
+
+def query_parts(spec: ParamSpec, value: Any) -> list[str]:
+    """``name=value`` pieces of the query for one argument (none for null or an empty array), escaped."""
+    key = escaped(spec.on_wire)
+    style = spec.style
+    if style == "json":
+        return [f"{key}={escaped(_json_text(value))}"]
+    if style == "deepObject" and isinstance(value, Mapping | list | tuple):
+        out: list[str] = []
+        _deep_pairs(key, value, out)
+        return out
+    if isinstance(value, list | tuple):
+        values = [escaped(wire_text(v)) for v in value if v is not None]
+        if spec.style_explode:
+            return [f"{key}={v}" for v in values]
+        # Literal separators: servers split "a=1,2" on the separator, not on "%2C".
+        return [f"{key}={_URL_SEPARATORS.get(style or '', ',').join(values)}"] if values else []
+    if isinstance(value, Mapping) and style is not None:
+        pairs = [(escaped(k), escaped(wire_text(v))) for k, v in _pairs(value)]
+        if spec.style_explode:
+            return [f"{k}={v}" for k, v in pairs]
+        separator = _URL_SEPARATORS.get(style, ",")
+        return [f"{key}={separator.join(part for pair in pairs for part in pair)}"] if pairs else []
+    return [f"{key}={escaped(wire_text(value))}"]
+
+
+def _deep_pairs(key: str, value: Any, out: list[str]) -> None:
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for sub, item in value.items():
+            _deep_pairs(f"{key}[{escaped(str(sub))}]", item, out)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _deep_pairs(f"{key}[{index}]", item, out)
+    else:
+        out.append(f"{key}={escaped(wire_text(value))}")
+
+
+def path_text(spec: ParamSpec, value: Any, element: Callable[[Any], str]) -> str:
+    """One path placeholder's text; ``element`` escapes (and checks) one scalar."""
+    style = spec.style or "simple"
+    explode = spec.style_explode
+    if style == "json":
+        return element(_json_text(value))
+    if isinstance(value, Mapping):
+        pairs = [(element(k), element(v)) for k, v in _pairs(value)]
+        if style == "matrix" and explode:
+            return "".join(f";{k}={v}" for k, v in pairs)
+        joined = [f"{k}={v}" for k, v in pairs] if explode else [part for pair in pairs for part in pair]
+        values = joined
+    elif isinstance(value, list | tuple):
+        values = [element(v) for v in value if v is not None]
+        if style == "matrix" and explode:
+            name = escaped(spec.on_wire)
+            return "".join(f";{name}={v}" for v in values)
+    else:
+        values = [element(value)]
+    if style == "label":
+        return "." + ("." if explode else ",").join(values)
+    if style == "matrix":
+        return f";{escaped(spec.on_wire)}={','.join(values)}"
+    return _URL_SEPARATORS.get(style, ",").join(values)
+
+
+def header_text(spec: ParamSpec, value: Any) -> str:
+    """A header argument's value: ``simple`` (commas, ``k=v`` pairs when exploded), else as before."""
+    style = spec.style
+    if style == "json":
+        return _json_text(value)
+    if isinstance(value, list | tuple):
+        if style is None:
+            return ", ".join(wire_text(v) for v in value)
+        return _TEXT_SEPARATORS.get(style, ",").join(wire_text(v) for v in value if v is not None)
+    if isinstance(value, Mapping) and style is not None:
+        pairs = _pairs(value)
+        if spec.style_explode:
+            return ",".join(f"{k}={wire_text(v)}" for k, v in pairs)
+        return ",".join(part for k, v in pairs for part in (k, wire_text(v)))
+    return wire_text(value)
+
+
+def cookie_text(spec: ParamSpec, value: Any) -> str:
+    """A cookie argument's value before cookie escaping: ``form`` without explode (``a,b``, ``k,v``)."""
+    if spec.style == "json":
+        return _json_text(value)
+    if isinstance(value, list | tuple):
+        return ",".join(wire_text(v) for v in value)
+    if isinstance(value, Mapping) and spec.style is not None:
+        return ",".join(part for k, v in _pairs(value) for part in (k, wire_text(v)))
+    return wire_text(value)

@@ -1,0 +1,113 @@
+"""multipart/form-data bodies as the upstream receives them: files, JSON parts, repeated and joined
+arrays, deepObject fields, and the fields no description lays out, known by their shape."""
+
+from __future__ import annotations
+
+import email.message
+import email.parser
+import email.policy
+from typing import Any
+
+import httpx2
+import pytest
+
+from mcp_gateway.execution.http_request import build_request
+from mcp_gateway.vocabulary.errors import ArgumentError
+from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec
+from tests.support.upstream import EchoApp, LoopbackServer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _action(*specs: ParamSpec, described: bool = True) -> Action:
+    binding_type = OpenAPIBinding if described else HttpBinding
+    return Action(
+        connector="t", path="up", binding=binding_type(method="POST", url="/up", params=specs, body="multipart")
+    )
+
+
+async def _parts(action: Action, args: dict[str, Any]) -> list[tuple[str, str | None, str | None, str]]:
+    """(name, filename, content type, text) of each part, as the upstream parsed them off the wire."""
+    app = EchoApp()
+    with LoopbackServer(app) as server:
+        async with httpx2.AsyncClient() as client:
+            await client.send(build_request(action, args, base_url=server.base_url))
+    [got] = app.requests
+    head = f"Content-Type: {got.headers['content-type']}\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + got.body)
+    return [(_name(part), part.get_filename(), part["content-type"], _text(part)) for part in message.iter_parts()]
+
+
+def _name(part: email.message.Message) -> str:
+    return str(part.get_param("name", header="content-disposition"))
+
+
+def _text(part: email.message.Message) -> str:
+    payload = part.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    return payload.decode()
+
+
+def body(name: str, **fields: Any) -> ParamSpec:
+    return ParamSpec(name=name, location="body", **fields)
+
+
+async def test_described_fields_are_files_json_parts_and_repeated_text_parts() -> None:
+    action = _action(
+        body("file", file=True),
+        body("doc", file=True, content_type="application/pdf"),
+        body("pages", file=True),
+        body("meta", style="json"),
+        body("tags", style="form"),
+        body("ids", style="pipeDelimited", style_explode=False),
+        body("filter", style="deepObject"),
+        body("note", style="form", content_type="text/csv"),
+    )
+    args = {
+        "file": "plain text content",
+        "doc": {"content": "%PDF", "filename": "a.pdf"},
+        "pages": ["one", {"content": "two", "filename": "2.txt", "content_type": "text/plain"}],
+        "meta": {"k": "v"},
+        "tags": ["x", "y"],
+        "ids": [1, 2],
+        "filter": {"a": 1, "b": {"c": True}},
+        "note": "a,b",
+    }
+    assert await _parts(action, args) == [
+        ("file", "file", "application/octet-stream", "plain text content"),
+        ("doc", "a.pdf", "application/pdf", "%PDF"),
+        ("pages", "pages", "application/octet-stream", "one"),
+        ("pages", "2.txt", "text/plain", "two"),
+        ("meta", None, "application/json", '{"k":"v"}'),
+        ("tags", None, None, "x"),
+        ("tags", None, None, "y"),
+        ("ids", None, None, "1|2"),
+        ("filter[a]", None, None, "1"),
+        ("filter[b][c]", None, None, "true"),
+        ("note", None, "text/csv", "a,b"),
+    ]
+
+
+async def test_fields_no_description_lays_out_are_known_by_their_shape() -> None:
+    action = _action(body("file"), body("note"), body("list"), described=False)
+    args = {"file": {"content": "hi", "filename": "h.txt"}, "note": "n", "list": ["a", "b"]}
+    assert await _parts(action, args) == [
+        ("file", "h.txt", "application/octet-stream", "hi"),
+        ("note", None, None, "n"),
+        ("list", None, None, '["a","b"]'),
+    ]
+
+
+def test_a_body_that_is_no_object_of_fields_is_refused() -> None:
+    action = Action(
+        connector="t",
+        path="up",
+        binding=OpenAPIBinding(method="POST", url="/up", body="multipart", body_param="body"),
+    )
+    with pytest.raises(ArgumentError, match="its body must be an object of fields"):
+        build_request(action, {"body": "text"}, base_url="http://api.test")
