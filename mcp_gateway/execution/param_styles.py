@@ -20,7 +20,8 @@ matrix        false / true                                             ``;ids=3,
 Values are escaped one by one and the separators written literally, so a ``,`` or ``|`` inside a
 value cannot pass for one (``q|r`` in a pipe-delimited array is ``q%7Cr``). What the styles leave
 undefined has one reading here: a deepObject's nested objects and arrays are bracketed further
-(``filter[b][c]=1``, ``filter[tags][0]=x``, as form bodies are); any other nested value is compact
+(``filter[b][c]=1``, ``filter[tags][0]=x``, as form bodies are), and a deepObject array by index
+(Stripe's ``expand[0]=customer``); any other nested value is compact
 JSON text. The normalizer warns at load about a description that asks for such a thing.
 """
 

@@ -75,8 +75,7 @@ def param_style(param: Mapping[str, Any], schema: Mapping[str, Any], *, swagger2
     shape = _shape(schema)
     where = f"parameter {name!r} (in: {location})"
     if style == "deepObject":
-        if shape == "array":
-            notes.append("style deepObject is defined for objects only; the array is sent as name[0]=…&name[1]=…")
+        # An array (Stripe's ``expand``) is bracketed by index, as nested values are: one reading, documented.
         if not exploded:
             notes.append("style deepObject is defined with explode: true only; it is sent exploded (name[key]=…)")
             exploded = True

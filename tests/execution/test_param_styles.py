@@ -40,6 +40,7 @@ def _request(location: ParamLocation, style: ParamStyle | None, explode: bool, v
         ("pipeDelimited", True, ARRAY, "color=3&color=4&color=5"),
         ("tabDelimited", False, ARRAY, "color=3%094%095"),  # Swagger 2's tsv
         ("deepObject", True, OBJECT, "color[R]=100&color[G]=200&color[B]=150"),
+        ("deepObject", True, ["a", "b"], "color[0]=a&color[1]=b"),  # Stripe's expand[0]=…
         ("deepObject", True, {"a": "1", "b": {"c": "deep"}}, "color[a]=1&color[b][c]=deep"),
         ("deepObject", True, {"a b": "x&y=1", "t": ["u", "v"]}, "color[a%20b]=x%26y%3D1&color[t][0]=u&color[t][1]=v"),
         ("json", False, {"a": [1]}, "color=%7B%22a%22%3A%5B1%5D%7D"),  # a JSON ``content`` parameter
