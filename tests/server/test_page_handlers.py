@@ -226,3 +226,59 @@ async def test_healthz_reports_the_audit_trail_and_discovery(tmp_path: Path) -> 
             "audit_journal_pending": False,
             "discovery": "discovery: asked just now",
         }
+
+
+OAUTH_MANIFEST = """
+project: pages
+public_url: http://pages.test
+connectors:
+  - slug: code
+    base_url: http://api.test
+    auth: {type: oauth2, authorize_url: http://auth.test/authorize, token_url: http://auth.test/token}
+    source: {http: {actions: [{path: me.get, method: GET, url: /me, summary: Who am I}]}}
+"""
+
+
+def _provider(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, json={"access_token": "at-1", "token_type": "Bearer", "refresh_token": "rt-1"})
+
+
+async def test_an_oauth_callback_that_meets_a_store_outage_gives_the_link_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sign-in's state is spent by then (and the code at the provider): "try again in a few
+    # seconds" on the callback could never work, and the connect link was used up with nothing saved.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    client = {"client_id": "gw", "client_secret": "CANARY-client-secret"}
+    async with page_site(tmp_path, OAUTH_MANIFEST, _provider) as site:
+        g = site.gateway
+        await site.vault.put("code", client)
+        link = await g.connect(ALICE, "code")
+        assert isinstance(link, ConnectLink)
+        token = link.connect_url.rsplit("/", 1)[1]
+        record = await g.links.peek("connect", token)
+        assert record is not None
+        cfg = g.manifest.connector("code")
+        assert cfg is not None
+        url = await g.credentials.oauth2.begin(
+            cfg.auth,  # type: ignore[arg-type]
+            connector="code",
+            principal=record.principal,
+            client_id="gw",
+            link_token=token,
+            redirect_uri=f"{PUBLIC}/oauth/callback",
+            link_expires_at=record.expires_at,
+        )
+        state = httpx2.URL(url).params["state"]
+
+        async def unreachable(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the SQLite database pages.db cannot be used (disk I/O error)")
+
+        monkeypatch.setattr(g.credentials, "save_token_set", unreachable)
+        async with _alone(site, OAuthCallback(_ctx(g), g, g.credentials).routes()) as http:
+            answer = await http.get("/oauth/callback", params={"state": state, "code": "the-code"})
+        assert answer.status_code == 503, answer.text
+        assert "Nothing was saved" in answer.text and "Open the connect link again" in answer.text
+        assert "Try again in a few seconds" not in answer.text
+        assert await g.links.peek("connect", token) is not None  # the link works again

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,7 +19,7 @@ from starlette.routing import Route
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...core.credential_desk import CredentialDesk
 from ...manifest import OAuth2Auth
-from ...vocabulary.errors import CredentialMissing, UpstreamError
+from ...vocabulary.errors import CredentialMissing, StoreUnavailable, UpstreamError
 from ._common import GONE, PageContext, message
 from .credential_page import Configured
 
@@ -45,6 +46,25 @@ class OAuthCallback:
         return [Route(CALLBACK_PATH, self.callback, methods=["GET"])]
 
     async def callback(self, request: Request) -> Response:
+        spent: list[tuple[str, datetime]] = []
+        try:
+            return await self._complete(request, spent)
+        except StoreUnavailable:
+            # The sign-in's state is used up, and its code maybe too: this callback cannot be reloaded.
+            # The connect link is given back (compare-and-set on the instant it was used), so opening
+            # it again signs in afresh.
+            for token, used_at in spent:
+                await self.ctx.links.give_back(token, used_at)
+            return message(
+                "Not connected",
+                "The gateway's database stopped answering while this sign-in was being completed. Nothing "
+                "was saved. Open the connect link again in a few seconds to sign in again (it still works; "
+                "if the gateway restarted meanwhile and it says it was already used, ask the agent for a new one).",
+                status=503,
+                tone="bad",
+            )
+
+    async def _complete(self, request: Request, spent: list[tuple[str, datetime]]) -> Response:
         query = request.query_params
         pending = await self.credentials.oauth2.take(query.get("state", ""))
         if pending is None:
@@ -79,7 +99,9 @@ class OAuthCallback:
                 "Not connected", f"The client credentials of {name} are gone. {_START_OVER}", status=409, tone="bad"
             )
         # Consumed only now: an attempt abandoned at the provider leaves the link usable for another.
-        if await self.ctx.links.consume("connect", pending.link_token) is None:
+        used_at = self.ctx.clock.now()
+        spent.append((pending.link_token, used_at))  # given back if the store fails from here on
+        if await self.ctx.links.consume("connect", pending.link_token, at=used_at) is None:
             return message(*GONE, status=410, tone="bad")
         # A per_user connector's token set is the linked user's own (the link is bound to them), else
         # the team's: replacing one takes an operator's approval, spent here.
