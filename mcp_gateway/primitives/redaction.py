@@ -10,8 +10,10 @@ rather than ``Bearer [redacted]`` with a trailing fragment of some other form.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
+import itertools
 import json
 import re
 from typing import Any, AnyStr
@@ -107,8 +109,22 @@ class Redactor:
         if isinstance(obj, dict | list):
             text = _json_text(obj)
             if text is not None and not self._json_holds_form(text):
-                return obj, text
+                if not self._split_holds_form(text):
+                    return obj, text
+                return _across_strings(obj, self._state()), None
+            walked = self._walk(obj)
+            return (
+                _across_strings(walked, self._state()) if text is None or self._split_holds_form(text) else walked
+            ), None
         return self._walk(obj), None
+
+    def _split_holds_form(self, text: str) -> bool:
+        """Whether JSON text may hold a form that one string begins and another ends (an answer chunked
+        into content items, a token spread over two fields): a form cut in two leaves its first half or
+        its second half whole in one of them. Only forms long enough not to meet by chance."""
+        return any(
+            form[: len(form) // 2] in text or form[len(form) // 2 :] in text for form in self._state().split_json_forms
+        )
 
     def _json_holds_form(self, text: str) -> bool:
         """Whether JSON text may hold a form: whole, or split as ``_split_forms_redacted`` looks for (a
@@ -156,7 +172,7 @@ class _Compiled:
     opened hundreds of secrets holds thousands of forms). Only the forms found become a pattern
     (``_pattern``), which then replaces them, longest first."""
 
-    __slots__ = ("_bytes_forms", "_json_forms", "forms", "shortest", "split_forms")
+    __slots__ = ("_bytes_forms", "_json_forms", "_split_json_forms", "forms", "shortest", "split_forms")
 
     def __init__(self, forms: frozenset[str]) -> None:
         self.forms = tuple(sorted(forms, key=len, reverse=True))
@@ -165,6 +181,7 @@ class _Compiled:
         self.split_forms = tuple(f for f in self.forms if len(f) >= MIN_SPLIT_FORM and not _SPACE.search(f))
         self._bytes_forms: tuple[bytes, ...] | None = None
         self._json_forms: tuple[str, ...] | None = None
+        self._split_json_forms: tuple[str, ...] | None = None
 
     @property
     def bytes_forms(self) -> tuple[bytes, ...]:
@@ -174,6 +191,13 @@ class _Compiled:
             wide = [form.encode(codec) for form in self.split_forms for codec in ("utf-16-le", "utf-16-be")]
             self._bytes_forms = tuple(sorted({*(form.encode() for form in self.forms), *wide}, key=len, reverse=True))
         return self._bytes_forms
+
+    @property
+    def split_json_forms(self) -> tuple[str, ...]:
+        """``split_forms`` as JSON text writes them."""
+        if self._split_json_forms is None:
+            self._split_json_forms = tuple(_json_escaped(form) for form in self.split_forms)
+        return self._split_json_forms
 
     @property
     def json_forms(self) -> tuple[str, ...]:
@@ -301,6 +325,78 @@ def _escaped_forms_redacted(s: str, state: _Compiled) -> str:
         at = end
     out.append(s[at:])
     return "".join(out)
+
+
+_Slot = tuple[dict[Any, Any] | list[Any], Any]
+"""Where a string sits: its container and its key or index there."""
+
+
+def _across_strings(obj: Any, state: _Compiled) -> Any:
+    """``obj`` (copied) with every form split over neighbouring strings redacted in each part: over one
+    object's string fields in order (``{"a": "CANARY-", "b": "rest"}``), and over the same field of a
+    list's items in order (content items chunking a long text, ``[{"text": "…CANARY-"}, {"text": "rest…"}]``)."""
+    groups: list[list[_Slot]] = []
+
+    def copy(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: copy(v) for k, v in node.items()}
+        if isinstance(node, list | tuple):
+            return [copy(v) for v in node]
+        return node
+
+    def strings_under(node: Any, path: tuple[Any, ...], into: dict[tuple[Any, ...], list[_Slot]]) -> None:
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in children:
+            if isinstance(value, str):
+                into.setdefault((*path, key), []).append((node, key))
+            elif isinstance(value, dict) and not path:
+                strings_under(value, (key,), into)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            groups.append([(node, k) for k, v in node.items() if isinstance(v, str)])
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            by_field: dict[tuple[Any, ...], list[_Slot]] = {}
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    by_field.setdefault((), []).append((node, index))
+                elif isinstance(item, dict):
+                    strings_under(item, (), by_field)
+                visit(item)
+            groups.extend(by_field.values())
+
+    obj = copy(obj)
+    visit(obj)
+    for group in groups:
+        if len(group) > 1:
+            _redact_across(group, state)
+    return obj
+
+
+def _redact_across(slots: list[_Slot], state: _Compiled) -> None:
+    texts: list[str] = [holder[key] for holder, key in slots]
+    joined = "".join(texts)
+    found = tuple(form for form in state.split_forms if form in joined)
+    if not found:
+        return
+    starts = list(itertools.accumulate((len(t) for t in texts[:-1]), initial=0))
+    cuts: list[list[tuple[int, int]]] = [[] for _ in texts]
+    for match in _pattern(found).finditer(joined):
+        first = bisect.bisect_right(starts, match.start()) - 1
+        last = bisect.bisect_right(starts, match.end() - 1) - 1
+        for i in range(first, last + 1) if first != last else ():  # one string's own: redacted there already
+            start = max(match.start(), starts[i]) - starts[i]
+            cuts[i].append((start, min(match.end() - starts[i], len(texts[i]))))
+    for (holder, key), text, spans in zip(slots, texts, cuts, strict=True):
+        if spans:
+            out, at = [], 0
+            for start, end in spans:
+                out += (text[at:start], REDACTED)
+                at = end
+            out.append(text[at:])
+            holder[key] = "".join(out)
 
 
 def _substituted(s: str, found: list[str]) -> str:

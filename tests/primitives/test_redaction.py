@@ -280,3 +280,27 @@ def test_a_secret_in_utf16_inside_a_binary_body_is_redacted() -> None:
         body = b"\x00\x01header" + "token CANARY-s3cr3t-7f2a9".encode(codec) + b"\xff"
         out = redactor.redact_bytes(body)
         assert "CANARY-s3cr3t-7f2a9".encode(codec) not in out and b"[redacted]" in out
+
+
+def test_a_secret_split_over_neighbouring_strings_is_redacted_in_each_part() -> None:
+    # A server that chunks a long text into content items, or spreads a token over two fields: each
+    # string alone holds no whole form, but a reader who joins them has the secret.
+    token = "CANARY-split-envTok/9q+Z="
+    redactor = Redactor()
+    redactor.add(SecretValue(token))
+    for cut in (7, len(token) // 2, len(token) - 3):
+        chunked = {
+            "content": [
+                {"type": "text", "text": "part 1: " + token[:cut]},
+                {"type": "text", "text": token[cut:] + " (2)"},
+            ]
+        }
+        redacted, text = redactor.redact_json(chunked)
+        assert text is None
+        assert [item["text"] for item in redacted["content"]] == ["part 1: [redacted]", "[redacted] (2)"], cut
+        fields = {"structuredContent": {"a": token[:cut], "b": token[cut:], "n": 3}}
+        assert redactor.redact(fields) == {"structuredContent": {"a": "[redacted]", "b": "[redacted]", "n": 3}}
+    assert chunked["content"][0]["text"] == "part 1: " + token[: len(token) - 3]  # the input is left as it was
+    # Strings that only look alike stay, and so does the JSON text the check made.
+    plain = {"content": [{"type": "text", "text": "CANARY-"}, {"type": "text", "text": "other"}]}
+    assert redactor.redact_json(plain) == (plain, json.dumps(plain, ensure_ascii=False))
