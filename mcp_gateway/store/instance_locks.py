@@ -42,7 +42,7 @@ def _is_instance_id(name: str) -> bool:
 
 
 class InstanceLocks:
-    """The lock files of one state folder's running gateways (``folder`` is ``<state>/instances``)."""
+    """The lock files of one state folder's running gateways (``folder``: ``instances`` beside the database file)."""
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder

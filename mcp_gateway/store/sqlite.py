@@ -287,11 +287,7 @@ class SQLiteStore:
         """The synchronous connection of ``append_audits_now`` (None: a private in-memory database)."""
         self._file: tuple[int, int] | None = None
         """The open database file's device and inode (``_check_file``); None in memory or closed."""
-        self._instances = (
-            InstanceLocks(self._path.with_name(self._path.name + "-instances"))
-            if isinstance(self._path, Path)
-            else None
-        )
+        self._instances = InstanceLocks(self._path.parent / "instances") if isinstance(self._path, Path) else None
 
     @property
     def instance(self) -> str | None:

@@ -21,7 +21,7 @@ time.sleep(60)
 
 
 def test_a_killed_process_lets_go_of_its_instance_and_its_file_is_swept(tmp_path: Path) -> None:
-    folder = tmp_path / "state.db-instances"
+    folder = tmp_path / "instances"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(folder)],
         stdout=subprocess.PIPE,
