@@ -11,7 +11,8 @@ ends (the stdio child died: its stdout reached EOF; an HTTP stream broke), when 
 the session is unknown (it restarted), when a call times out (a hung server is not trusted to
 recover), or when its settings or its credential changed. A call that finds its reused session
 gone is retried once on a fresh one only when the request cannot have run: the server said it
-did not know the session, or the tool is a read.
+did not know the session. A call lost mid-way (a read too) is not sent again here: the
+connector's ``retries.reads`` decides that, one level up.
 
 **Credentials, at the last meter.** HTTP transports (streamable HTTP, legacy SSE) get the
 connector's ``auth:`` applied by the call's own ``LastMeterAuth`` on each outbound request: the
@@ -252,9 +253,11 @@ class McpExecutor:
                         # restarted); servers word that differently, and none of them ran the request.
                         unknown = session_unknown(exc) or (not fresh and state.status in (400, 404))
                         if not unknown and not connection_closed(exc) and not answer_broke_off(exc):
-                            raise refused(upstream, tool, exc) from None
+                            raise refused(upstream, tool, exc, write=write) from None
                         self._retire(session)
-                        if attempt == 1 and not fresh and (unknown or prepared.action.risk == "read"):
+                        if attempt == 1 and not fresh and unknown:
+                            # Only a request the server did not take is sent again here; a read lost
+                            # mid-call is tried again only as the connector's ``retries.reads`` says.
                             continue
                         raise UpstreamError(
                             "upstream_unreachable",
@@ -269,7 +272,13 @@ class McpExecutor:
                             UpstreamError(
                                 "upstream_error",
                                 f"{upstream} answered the call to {tool!r} with an invalid result: "
-                                f"{message.for_agent()}",
+                                f"{message.for_agent()}"
+                                + (
+                                    "; the call may have taken effect, so check before calling again rather than "
+                                    "repeating it"
+                                    if write
+                                    else ""
+                                ),
                             )
                         ) from None
                     return _outcome(result, upstream, tool, max_bytes)

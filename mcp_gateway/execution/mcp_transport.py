@@ -57,6 +57,7 @@ __all__ = [
     "session_lost",
     "session_unknown",
     "step_refused",
+    "unreadable_answer",
     "where",
 ]
 
@@ -74,6 +75,7 @@ CONNECTION_CLOSED = -32000
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
 INVALID_PARAMS = -32602
+METHOD_NOT_FOUND = -32601
 # JSON-RPC errors that mean "this session is gone", and whether the request surely did not run.
 # -32000 is both the SDK's "Connection closed" and the TypeScript servers' "no valid session ID".
 _CLOSED_MESSAGE = "Connection closed"
@@ -82,6 +84,8 @@ _SESSION_UNKNOWN = ("session terminated", "no valid session", "session not found
 # The errors the SDK's streamable-HTTP client makes up for a request whose answer stream broke
 # (``mcp.client.streamable_http``: "SSE stream failed: …", "SSE stream ended without a response").
 _STREAM_FAILED = ("SSE stream failed", "SSE stream ended without a response")
+_UNEXPECTED_TYPE = "Unexpected content type"
+"""How the SDK's streamable-HTTP client words an answer in a content type that is neither JSON nor SSE."""
 _TOO_LARGE = re.compile(r"SSE stream failed: .*exceeded the (\d+) byte limit")
 
 
@@ -310,15 +314,29 @@ def _words_of(exc: MCPError) -> str:
     return exc.error.message
 
 
-def refused(where: str, tool: str, exc: MCPError) -> UpstreamError:
+def refused(where: str, tool: str, exc: MCPError, *, write: bool = False) -> UpstreamError:
+    """A call the server answered with a JSON-RPC error, or with a message the client could not read.
+    Only an unknown tool or arguments it rejects say for sure that nothing ran: any other error of a
+    ``write`` (a tool that is not read-only) came after the server took the request, so it may have
+    taken effect, and the agent is told not to repeat it blindly."""
     message = said(_words_of(exc), max_chars=MAX_ERROR_CHARS)
-    hint = " (describe shows the arguments it takes)" if exc.error.code == INVALID_PARAMS else ""
-    return message.attach(
-        UpstreamError(
-            "upstream_error",
-            f"{where} refused the call to {tool!r} (JSON-RPC error {exc.error.code}){hint}",
-            upstream_message=message.for_agent() or None,
-        )
+    not_run = exc.error.code in (METHOD_NOT_FOUND, INVALID_PARAMS)
+    hedge = "; it may have taken effect, so check before calling again rather than repeating it" if write else ""
+    if unreadable_answer(exc):
+        text = f"{where} answered the call to {tool!r} with a message the MCP client could not read{hedge}"
+    elif not_run or not write:
+        hint = " (describe shows the arguments it takes)" if exc.error.code == INVALID_PARAMS else ""
+        text = f"{where} refused the call to {tool!r} (JSON-RPC error {exc.error.code}){hint}"
+    else:
+        text = f"{where} answered the call to {tool!r} with an error (JSON-RPC error {exc.error.code}){hedge}"
+    return message.attach(UpstreamError("upstream_error", text, upstream_message=message.for_agent() or None))
+
+
+def unreadable_answer(exc: MCPError) -> bool:
+    """The SDK's own error for an answer that is no MCP message (not JSON-RPC, not JSON, another content
+    type): the server took the request and answered, so it is no refusal."""
+    return exc.error.code == PARSE_ERROR or (
+        exc.error.code == INVALID_REQUEST and exc.error.message.startswith(_UNEXPECTED_TYPE)
     )
 
 

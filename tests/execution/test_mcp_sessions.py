@@ -214,11 +214,6 @@ async def test_one_session_is_reused_and_a_killed_child_is_respawned(
     second = structured(await up.call("pid"))["result"]
     assert second != first and alive(second)
 
-    # Killed while the call is being made (no time to notice the EOF): a read is retried once.
-    os.kill(second, signal.SIGKILL)
-    third = structured(await up.call("pid"))["result"]
-    assert third not in (first, second)
-
 
 async def test_a_hung_upstream_times_out_clearly_and_the_next_call_reconnects(
     executor: McpExecutor, vault: CredentialVault
@@ -435,6 +430,9 @@ class _Answers:
     """A streamable-HTTP MCP server whose tools answer in one SSE event of ``size`` bytes, never
     (``hang``), or not at all (``cut``: the event stream ends without the answer)."""
 
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
         body = await read_body(receive)
@@ -457,18 +455,38 @@ class _Answers:
                 "tools": [
                     {"name": "make", "inputSchema": schema},
                     {"name": "look", "inputSchema": schema, "annotations": read_only},
+                    {"name": "shaped", "inputSchema": schema, "outputSchema": {"type": "object", "required": ["n"]}},
                 ]
             }
         else:
             arguments = request["params"]["arguments"]
+            self.calls.append(request["params"]["name"])
             if arguments["mode"] == "hang":
                 await anyio.sleep(30)
             if arguments["mode"] == "cut":
                 await _sse(send, b": nothing but a comment\n\n")
                 return
+            if arguments["mode"] in _NOT_MCP:
+                kind, body = _NOT_MCP[arguments["mode"]]
+                await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            if arguments["mode"] == "error":
+                error = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "hook failed"}}
+                await _sse(send, b"event: message\ndata: " + json.dumps(error).encode() + b"\n\n")
+                return
             result = {"content": [{"type": "text", "text": "z" * arguments["size"]}]}
         answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
         await _sse(send, b"event: message\ndata: " + json.dumps(answer).encode() + b"\n\n")
+
+
+_NOT_MCP = {
+    "json": (b"application/json", b'{"created": true, "id": 7}'),
+    "text": (b"text/plain", b"OK created"),
+    "html": (b"text/html", b"<html><body>created</body></html>"),
+    "bad_sse": (b"text/event-stream", b"event: message\ndata: not json\n\n"),
+}
+"""200 answers to a call that are no MCP message: (content type, body)."""
 
 
 async def _sse(send: Any, event: bytes) -> None:
@@ -515,15 +533,47 @@ async def test_a_call_that_times_out_says_whether_it_may_have_taken_effect(
     assert ("may have reached it and taken effect, so check before calling again" in str(caught.value)) == write
 
 
-async def test_an_answer_stream_that_ends_without_the_answer_is_a_lost_call_not_a_refusal(
+@pytest.mark.parametrize("tool", ["make", "look"])
+async def test_an_answer_stream_that_ends_without_the_answer_is_a_lost_call_sent_once(
+    executor: McpExecutor, vault: CredentialVault, tool: str
+) -> None:
+    answers = _Answers()
+    with LoopbackServer(answers) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        with pytest.raises(UpstreamError) as caught:
+            await up.call(tool, {"size": 0, "mode": "cut"})
+    assert caught.value.reason == "upstream_unreachable" and "refused" not in str(caught.value)
+    assert "may or may not have taken effect" in str(caught.value)
+    assert answers.calls == [tool]  # a read too: sending it again is for retries.reads to decide
+
+
+@pytest.mark.parametrize("mode", [*_NOT_MCP, "error"])
+@pytest.mark.parametrize(("tool", "write"), [("make", True), ("look", False)])
+async def test_a_call_answered_but_not_with_a_result_says_whether_it_may_have_taken_effect(
+    executor: McpExecutor, vault: CredentialVault, mode: str, tool: str, write: bool
+) -> None:
+    with LoopbackServer(_Answers()) as server:
+        up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
+        with pytest.raises(UpstreamError) as caught:
+            await up.call(tool, {"size": 0, "mode": mode})
+    message = str(caught.value)
+    assert caught.value.reason == "upstream_error"
+    assert ("may have taken effect, so check before calling again" in message) == write
+    if mode in _NOT_MCP:
+        assert "refused" not in message and "with a message the MCP client could not read" in message
+    else:
+        assert ("refused" in message) == (not write)
+
+
+async def test_a_write_whose_result_breaks_its_output_schema_may_have_taken_effect(
     executor: McpExecutor, vault: CredentialVault
 ) -> None:
     with LoopbackServer(_Answers()) as server:
         up = await upstream(executor, vault, connector(remote(f"{server.base_url}/mcp")))
         with pytest.raises(UpstreamError) as caught:
-            await up.call("make", {"size": 0, "mode": "cut"})
-    assert caught.value.reason == "upstream_unreachable" and "refused" not in str(caught.value)
-    assert "may or may not have taken effect" in str(caught.value)
+            await up.call("shaped", {"size": 1, "mode": "sse"})
+    assert "with an invalid result" in str(caught.value)
+    assert "may have taken effect, so check before calling again" in str(caught.value)
 
 
 class _Failing:
