@@ -16,12 +16,15 @@ import anyio
 import pytest
 
 from mcp_gateway.core import Gateway, result_payload
+from mcp_gateway.execution.mcp_sessions import McpExecutor
+from mcp_gateway.execution.response import Outcome
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.primitives.crypto import AESGCMCipher, load_master_key
 from mcp_gateway.runtime import Settings, open_gateway, open_store
 from mcp_gateway.services.credentials import CredentialVault
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.vocabulary.clock import FixedClock
+from mcp_gateway.vocabulary.errors import ToolsChanged
 from tests.support.mcp_servers import REPO, McpHttpServer, lab_command, time_command
 from tests.support.upstream import LoopbackServer, echo_app
 
@@ -341,3 +344,62 @@ async def test_a_server_that_says_its_tools_changed_is_reviewed_before_the_next_
         assert (await call(gw, "up.turn"))["status"] == "ok"
         held = await call(gw, "up.echo", {"text": "hi"})
         assert (held["status"], held["reason"]) == ("denied", "quarantined"), held
+
+
+LISTING_SERVER = """
+import json, os, sys, time
+from pathlib import Path
+
+starts = Path(os.environ["STARTS_FILE"])
+count = int(starts.read_text() or 0) + 1 if starts.exists() else 1
+starts.write_text(str(count))
+names = [f"tool{i}" for i in range(8)]
+if count % 2 == 0:
+    names.reverse()  # the same tools, listed in another order by every other process
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message["method"]
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "listing", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+    else:
+        result = {"content": [{"type": "text", "text": "done"}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    if (message.get("params") or {}).get("name") == "tool7":
+        time.sleep(0.3)
+        sys.exit(0)  # gone after answering: the next call starts a new process
+"""
+
+
+async def test_a_server_listing_its_tools_in_another_order_after_a_restart_is_not_changed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    script, starts = tmp_path / "listing.py", tmp_path / "starts.txt"
+    script.write_text(LISTING_SERVER)
+    async with script_gateway(tmp_path, script, f", env: {{STARTS_FILE: '{starts}'}}") as gw:
+        assert (await call(gw, "up.tool7"))["status"] == "ok"  # the process exits after answering
+        await anyio.sleep(1)
+        again = await call(gw, "up.tool0")  # a new process lists the same tools the other way round
+        assert again["status"] == "ok", again
+        assert starts.read_text() == "2"
+    assert "changed its tools" not in caplog.text  # not loaded again, nor held for review
+
+
+async def test_tools_changed_again_after_loading_them_is_an_upstream_error_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script, starts = tmp_path / "listing.py", tmp_path / "starts.txt"
+    script.write_text(LISTING_SERVER)
+    async with script_gateway(tmp_path, script, f", env: {{STARTS_FILE: '{starts}'}}") as gw:
+
+        async def restless(*_: object, **__: object) -> Outcome:
+            raise ToolsChanged("up")  # every new session lists other tools than the last one
+
+        monkeypatch.setattr(McpExecutor, "run", restless)
+        answer = await call(gw, "up.tool0")
+    assert (answer["status"], answer["reason"]) == ("error", "upstream_error"), answer
+    assert "listed different tools again" in answer["message"] and "Nothing was sent" in answer["message"]

@@ -404,7 +404,18 @@ class CallPipeline:
                         "held until an operator reviews it again (`mcp-gateway review` or the operator page). "
                         "Nothing was sent.",
                     )
-                outcome = await self._send(executor, prepared, auth)
+                try:
+                    outcome = await self._send(executor, prepared, auth)
+                except ToolsChanged:
+                    # Listed differently again right after loading them: which tool this name would
+                    # reach cannot be told, so nothing is sent.
+                    trace.unsent = True
+                    return ErrorResult(
+                        reason="upstream_error",
+                        message=f"{changed.slug}'s MCP server listed different tools again right after they were "
+                        f"loaded, so {prepared.action.qualified_name} was not sent. Nothing was sent; try again "
+                        "later, and ask the operator to check the server if it persists.",
+                    )
         except (ArgumentError, CredentialMissing, CredentialError, UnsupportedAuth, AuthorizationRefused) as exc:
             trace.unsent = True  # refused before the request left
             return await self._unsent(principal, cfg, exc)

@@ -167,8 +167,11 @@ def listing_of(fingerprint: str | None) -> str | None:
 
 
 def tools_digest(tools: Sequence[types.Tool]) -> str:
-    """A stable hash of a ``tools/list`` result (order included: it decides collision suffixes)."""
-    canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    """A stable hash of a ``tools/list`` result. Its order counts only among tools whose names give the
+    same action path (it decides their suffixes): a server that lists its tools in another order each
+    time it starts (from a set or a hash map) has not changed them."""
+    ordered = sorted(tools, key=lambda t: mcp_action_path(t.name))  # stable: colliding names keep their order
+    canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in ordered]
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 

@@ -99,7 +99,9 @@ def test_summary_description_and_schema_come_from_the_tool() -> None:
 def test_the_digest_changes_exactly_when_the_listing_does() -> None:
     tools = [tool("a", read_only_hint=True), tool("b")]
     assert tools_digest(tools) == tools_digest([t.model_copy() for t in tools])
-    assert tools_digest(tools) != tools_digest([tools[1], tools[0]])  # order decides collision suffixes
+    assert tools_digest(tools) == tools_digest([tools[1], tools[0]])  # listed in another order: the same tools
+    colliding = [tool("files/read"), tool("files.read")]
+    assert tools_digest(colliding) != tools_digest(colliding[::-1])  # their order decides the suffixes
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=False), tool("b")])
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=True), tool("b", description="new")])
 
