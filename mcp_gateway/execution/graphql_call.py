@@ -271,12 +271,29 @@ class GraphQLExecutor:
         if status < 400 and isinstance(data, dict) and data.get("errors") and _no_result(data, operation):
             messages = _messages(data["errors"])
             quoted, whole = said(messages), said(messages, max_chars=MAX_ERROR_CHARS)
+            slug, name = prepared.connector.slug, operation.operation_name
+            text = quoted.for_agent().rstrip(".")
+            if not _executed(data):
+                message = (
+                    f"{slug} rejected the GraphQL {name} operation: {text}. Check the arguments against describe "
+                    f"(and {SELECT_ARG}, if you gave one), then call again."
+                )
+            else:
+                message = f"{slug} ran the GraphQL {name} operation and it failed: {text}. " + (
+                    "The mutation may have taken effect, so check before calling again rather than repeating it. "
+                    if _binding_is_mutation(prepared)
+                    else ""
+                )
+                message += (
+                    "The failure is on the server's side, not in the arguments: try again later, and tell the "
+                    "operator if it persists."
+                    if _server_side(data["errors"])
+                    else "Its message says what went wrong."
+                )
             raise whole.attach(
                 UpstreamError(
                     "upstream_error",
-                    f"{prepared.connector.slug} rejected the GraphQL {operation.operation_name} operation: "
-                    f"{quoted.for_agent()}. Check the arguments against describe (and {SELECT_ARG}, if you gave "
-                    "one), then call again.",
+                    message,
                     upstream_status=outcome.http_status,
                     upstream_message=whole.for_agent(),
                 )
@@ -304,15 +321,14 @@ def _graphql_answer(outcome: Outcome) -> bool:
     errors (handled above); or the start of one, cut by the size cap."""
     data = outcome.data
     if isinstance(data, dict):
-        return "data" in data or bool(data.get("errors"))
+        return ("data" in data and isinstance(data["data"], dict | None)) or bool(data.get("errors"))
     return isinstance(data, str) and outcome.truncated and data.lstrip().startswith("{")
 
 
 def _not_graphql(prepared: Prepared, operation: Operation, outcome: Outcome) -> UpstreamError:
     """A 2xx that is no GraphQL response: a login page from a proxy in front, an empty body, an object
     with neither ``data`` nor errors. Passed on as ``ok``, it reads as the operation's result."""
-    binding = prepared.action.binding
-    mutation = isinstance(binding, GraphQLBinding) and binding.operation == "mutation"
+    mutation = _binding_is_mutation(prepared)
     if outcome.data is None:
         what = "an empty body"
     elif isinstance(outcome.data, str) and looks_like_html(outcome.data, outcome.content_type):
@@ -336,6 +352,44 @@ def _not_graphql(prepared: Prepared, operation: Operation, outcome: Outcome) -> 
 
 _ERRORS_FIRST = re.compile(r'\s*\{\s*(?:"data"\s*:\s*null\s*,\s*)?"errors"\s*:')
 """A GraphQL answer that opens with its errors (after a null ``data``, as graphql-core writes it)."""
+
+
+_NOT_EXECUTED_CODES = frozenset({"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT"})
+"""``extensions.code``s (Apollo's, widely copied) of a request refused before any resolver ran."""
+_SERVER_SIDE_CODES = frozenset({"INTERNAL_SERVER_ERROR", "INTERNAL", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"})
+
+
+def _codes(errors: Any) -> set[str]:
+    items = errors if isinstance(errors, list) else [errors]
+    return {
+        str(code).upper()
+        for item in items
+        if isinstance(item, dict)
+        and isinstance(extensions := item.get("extensions"), dict)
+        and (code := extensions.get("code"))
+    }
+
+
+def _executed(answer: dict[str, Any]) -> bool:
+    """Whether execution began: a request refused before it (a parse or validation error) has no ``data``
+    at all, or a null ``data`` and errors without a ``path``; an error with a ``path`` comes from a
+    resolver that ran, and an object ``data`` is execution's own result."""
+    errors = answer.get("errors")
+    if "data" not in answer or _codes(errors) & _NOT_EXECUTED_CODES:
+        return False
+    items = errors if isinstance(errors, list) else [errors]
+    if any(isinstance(item, dict) and isinstance(item.get("path"), list) and item["path"] for item in items):
+        return True
+    return isinstance(answer["data"], dict)
+
+
+def _server_side(errors: Any) -> bool:
+    return bool(_codes(errors) & _SERVER_SIDE_CODES)
+
+
+def _binding_is_mutation(prepared: Prepared) -> bool:
+    binding = prepared.action.binding
+    return isinstance(binding, GraphQLBinding) and binding.operation == "mutation"
 
 
 def _no_result(answer: dict[str, Any], operation: Operation) -> bool:

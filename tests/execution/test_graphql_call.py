@@ -66,6 +66,55 @@ async def test_errors_too_long_to_parse_are_an_error_not_an_ok_answer(data_first
     assert "evil.example" not in str(error) and "evil.example" not in (error.upstream_message or "")
 
 
+_RAN = [{"message": "post-commit hook failed", "path": ["addStar"]}]
+_INTERNAL = [{"message": "db error", "path": ["failing"], "extensions": {"code": "INTERNAL_SERVER_ERROR"}}]
+_INVALID = [{"message": "Unknown argument 'x'", "locations": [{"line": 1, "column": 3}]}]
+_BAD_INPUT = [{"message": "bad id", "path": ["addStar"], "extensions": {"code": "BAD_USER_INPUT"}}]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "says", "may_have_run", "check_arguments"),
+    [
+        ("mutation.add_star", {"data": {"addStar": None}, "errors": _RAN}, "ran the GraphQL", True, False),
+        ("mutation.add_star", {"data": None, "errors": _RAN}, "ran the GraphQL", True, False),
+        ("query.failing", {"data": None, "errors": _INTERNAL}, "server's side", False, False),
+        ("mutation.add_star", {"errors": _INVALID}, "rejected the GraphQL", False, True),
+        ("mutation.add_star", {"data": None, "errors": _INVALID}, "rejected the GraphQL", False, True),
+        ("mutation.add_star", {"data": None, "errors": _BAD_INPUT}, "rejected the GraphQL", False, True),
+    ],
+)
+async def test_errors_say_whether_the_operation_ran(
+    path: str, body: dict[str, Any], says: str, may_have_run: bool, check_arguments: bool
+) -> None:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=body)
+
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    args = {"input": {"starrableId": "R_1"}} if path.startswith("mutation") else {}
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(ACTIONS[path], args, cfg, "http://gql.test/graphql")
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    message = str(raised.value)
+    assert says in message
+    assert ("may have taken effect" in message) == may_have_run
+    assert ("Check the arguments" in message) == check_arguments
+
+
+async def test_data_that_is_no_object_is_no_graphql_answer() -> None:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"data": "a string"})
+
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(ACTIONS["query.failing"], {}, cfg, "http://gql.test/graphql")
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    assert "with a GraphQL response" in str(raised.value)
+
+
 # -- building the operation ---------------------------------------------------------------------
 
 
