@@ -114,21 +114,32 @@ def server_shown(cfg: ConnectorConfig) -> str:
     return f"{line} in {clean_text(spec.cwd, max_chars=_SERVER_CHARS)}" if spec.cwd else line
 
 
-_UNSHOWN_HEADERS = frozenset({"host", "content-length", "content-type"})
+_UNSHOWN_HEADERS = frozenset({"host", "content-length"})
 """Headers that follow from the URL and the body, which the approver sees already."""
+_BODY_TYPES = frozenset(
+    {"application/json", "application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data"}
+)
+"""The ``Content-Type``s the gateway gives a body it encodes (a multipart one with its boundary)."""
 
 
 def _headers_shown(request: httpx2.Request) -> str:
     """The headers the request carries beyond the gateway's own defaults (a connector's or a collection's
     static ones, the agent's header arguments), credential-like ones as ``[redacted]``: sent as much as
-    the arguments, so the approver sees them."""
+    the arguments, so the approver sees them. A ``Content-Type`` is left out only when it is the one the
+    gateway gives the body it encoded."""
     # Each value quoted: one holding "; authorization: …" must not read as another header.
     shown = [
         f"{name}: {REDACTED if secret_name(name) else json.dumps(value, ensure_ascii=False)}"
         for name, value in request.headers.multi_items()
-        if name not in _UNSHOWN_HEADERS and _DEFAULTS.get(name) != value
+        if name not in _UNSHOWN_HEADERS and _DEFAULTS.get(name) != value and not _body_type(request, name, value)
     ]
     return f", with headers {'; '.join(shown)}" if shown else ""
+
+
+def _body_type(request: httpx2.Request, name: str, value: str) -> bool:
+    if name != "content-type" or request.headers.get("content-length", "0") == "0":
+        return False  # no body the gateway encoded: the type came from a fixed header
+    return value.partition("; boundary=")[0] in _BODY_TYPES
 
 
 _DEFAULTS = {"user-agent": USER_AGENT, "accept": DEFAULT_ACCEPT}

@@ -8,7 +8,8 @@ Every argument value is agent-controlled, so it is treated as data and never as 
   no value can re-route the request to another endpoint of the same upstream;
 - header values may not carry CR/LF (no header injection), framing headers cannot be set, and
   neither can the headers proxies and frameworks read as another method, URL or client
-  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``: ``rerouting``);
+  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``:
+  ``primitives.rerouting``), by an argument or by a fixed header (a collection's, the connector's);
 - cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in.
 
 No credential is applied here: authentication is an ``httpx2.Auth`` that ``send`` applies at the
@@ -30,6 +31,7 @@ from urllib.parse import quote, quote_plus, unquote_to_bytes
 
 import httpx2
 
+from ..primitives.rerouting import rerouting
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 from .multipart import multipart_body
@@ -42,7 +44,6 @@ __all__ = [
     "decoded_path",
     "dot_segment",
     "encode_form",
-    "rerouting",
     "sent_arguments",
     "wire_text",
 ]
@@ -58,24 +59,6 @@ DEFAULT_ACCEPT = "application/json, */*;q=0.5"
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 # Headers that frame the message: letting an argument set them would desynchronize the exchange.
 _FRAMING_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-# Headers a proxy, load balancer or web framework on the way reads as another method, another URL or
-# another client: an agent that sets one reaches what the action's method and path do not say.
-_REROUTING_HEADERS = frozenset(
-    {
-        "x-http-method-override",
-        "x-http-method",
-        "x-method-override",
-        "x-original-method",
-        "x-original-url",
-        "x-rewrite-url",
-        "x-override-url",
-        "forwarded",
-        "x-real-ip",
-        "x-client-ip",
-        "true-client-ip",
-        "x-host",
-    }
-)
 # RFC 6265 cookie-octet, minus "%" so that our own escapes stay unambiguous.
 _COOKIE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in ' ",;\\%')
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
@@ -353,10 +336,15 @@ def _url_too_long(placed: _Placed) -> ArgumentError:
 
 
 def _static_headers(binding: _HttpLike, static_headers: Mapping[str, str]) -> Mapping[str, str]:
+    fixed = static_headers
     if isinstance(binding, PostmanBinding) and binding.headers:
         # The collection's headers first; the operator's static headers and header arguments override them.
-        return {**dict(binding.headers), **static_headers}
-    return static_headers
+        fixed = {**dict(binding.headers), **static_headers}
+    if any(rerouting(name) for name in fixed):
+        # Sync and the manifest leave these out already; a catalog stored before they did, or a
+        # binding built by hand, must not send one either: policy judged this method and URL.
+        return {name: value for name, value in fixed.items() if not rerouting(name)}
+    return fixed
 
 
 def _http_binding(action: Action) -> _HttpLike:
@@ -514,13 +502,6 @@ def _base(base_url: str) -> tuple[httpx2.URL, str, str, str]:
     base_path, _, base_query = base.raw_path.decode("ascii").partition("?")
     prefix = str(base.copy_with(raw_path=b"", fragment=None))
     return base, prefix, base_path.rstrip("/"), base_query
-
-
-def rerouting(name: str) -> bool:
-    """Whether header ``name`` tells a server on the way to use another method, URL or client
-    (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded`` ...)."""
-    lower = name.lower()
-    return lower in _REROUTING_HEADERS or lower.startswith("x-forwarded-")
 
 
 def decoded_path(text: str) -> str:

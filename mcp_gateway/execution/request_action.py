@@ -10,7 +10,7 @@ the agent can act on:
 - credentials set by the agent: the credential headers (``manifest.CREDENTIAL_HEADERS``), the
   header the connector's own auth writes, and an ``api_key`` query parameter the connector sends;
 - framing headers (``Host``, ``Content-Length``, ...), method/URL/client override headers
-  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``: ``request.rerouting``)
+  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``: ``primitives.rerouting``)
   and header values with line breaks.
 
 ``run`` sends it through the same path as every HTTP action (``send``: the connector's
@@ -29,11 +29,12 @@ import httpx2
 
 from ..auth import LastMeterAuth
 from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_headers
+from ..primitives.rerouting import rerouting
 from ..sources.generic_request import METHODS
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, RequestBinding
 from .executor import HttpExecutor, Prepared
-from .http_request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, rerouting, wire_text
+from .http_request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, wire_text
 from .response import Outcome
 from .send import send
 

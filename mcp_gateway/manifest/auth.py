@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ..primitives.rerouting import rerouting
 from ..vocabulary.model import AuthKind
 from .validation import STRICT, Problem
 
@@ -29,7 +30,7 @@ __all__ = [
     "OAuth2Auth",
     "auth_headers",
     "needs_secret",
-    "refuse_credential_headers",
+    "refuse_static_headers",
 ]
 
 
@@ -276,8 +277,9 @@ CREDENTIAL_HEADERS = frozenset(
 )
 
 
-def refuse_credential_headers(headers: dict[str, str], where: str) -> dict[str, str]:
-    """``headers`` unchanged, or a Problem naming the first one that would carry a credential.
+def refuse_static_headers(headers: dict[str, str], where: str) -> dict[str, str]:
+    """``headers`` unchanged, or a Problem naming the first one that would carry a credential or make
+    servers on the way use another method, URL or client (``X-HTTP-Method-Override``, ``X-Forwarded-For``).
 
     ``where`` says where the credential belongs instead ("under 'auth:'", …).
     """
@@ -286,6 +288,13 @@ def refuse_credential_headers(headers: dict[str, str], where: str) -> dict[str, 
             raise Problem(
                 f"static header {name!r} would carry a credential",
                 f"remove it: declare the credential {where} and store it with 'mcp-gateway secret set'",
+                key=name,
+            )
+        if rerouting(name):
+            raise Problem(
+                f"static header {name!r} makes servers on the way use another method, URL or client than "
+                "each action's own, which policy and approvals judge",
+                "remove it; an action that needs another method or path is declared with that method and path",
                 key=name,
             )
     return headers

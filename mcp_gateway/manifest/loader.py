@@ -47,7 +47,7 @@ from .auth import (
     AuthConfig,
     NoAuth,
     auth_headers,
-    refuse_credential_headers,
+    refuse_static_headers,
 )
 from .bundled import CATALOG_DIR, DEFAULT_MANIFEST
 from .catalog import CatalogUse, catalog_entry, merge_defaults, unfilled
@@ -190,7 +190,7 @@ class ConnectorConfig(BaseModel):
     @field_validator("headers")
     @classmethod
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return refuse_credential_headers(headers, "under 'auth:'")
+        return refuse_static_headers(headers, "under 'auth:'")
 
     @property
     def display_name(self) -> str:

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from ..primitives.rerouting import rerouting
 from ..vocabulary.model import Risk
-from .auth import refuse_credential_headers
+from .auth import refuse_static_headers
 from .validation import STRICT, Problem
 
 __all__ = [
@@ -71,6 +72,21 @@ class HttpActionConfig(BaseModel):
             raise Problem(f"unknown HTTP method {v!r}", "use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")
         return upper
 
+    @field_validator("params")
+    @classmethod
+    def _params(
+        cls, v: dict[str, Literal["path", "query", "header", "cookie", "body"]]
+    ) -> dict[str, Literal["path", "query", "header", "cookie", "body"]]:
+        for name, location in v.items():
+            if location == "header" and rerouting(name):
+                raise Problem(
+                    f"header argument {name!r} would make servers on the way use another method, URL or client "
+                    "than the action's own; the gateway refuses it at every call",
+                    "remove it; declare an action with the method and path the upstream should see",
+                    key=name,
+                )
+        return v
+
 
 class HttpActions(BaseModel):
     model_config = STRICT
@@ -129,7 +145,7 @@ class McpSpec(BaseModel):
     @field_validator("headers")
     @classmethod
     def _no_credential_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return refuse_credential_headers(headers, "under the connector's 'auth:'")
+        return refuse_static_headers(headers, "under the connector's 'auth:'")
 
     @property
     def uses_secret(self) -> bool:

@@ -7,7 +7,9 @@ where each argument goes on the wire. Credential parameters are not arguments: t
 injects the credential server-side. They are an ``apiKey`` scheme's parameter, a header named
 ``Authorization``, whatever the connector's ``auth`` writes (its header, its api_key parameter),
 and the names the source's ``credential_params`` lists, in any location but the path (Slack
-declares its ``token`` in the query, a header or the form of most methods).
+declares its ``token`` in the query, a header or the form of most methods). A header parameter
+that servers on the way read as another method, URL or client (``X-HTTP-Method-Override``,
+``X-Forwarded-For``: ``primitives.rerouting``) is left out with a warning naming it.
 
 Action path naming (deterministic; the same text is in docs/manifest.md):
 
@@ -62,6 +64,7 @@ import httpx2
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..policy.review import origin_of
 from ..primitives.escapes import escaped
+from ..primitives.rerouting import rerouting
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
@@ -122,6 +125,9 @@ class NormalizedSource:
     """Why each operation that could not be made into an action was left out (logged by the loaders)."""
     warnings: tuple[str, ...] = ()
     """What of an action's description its requests cannot honour, and what they send instead (logged)."""
+    rerouting: tuple[str, ...] = ()
+    """``<header> of <METHOD> <path>`` for each header parameter left out because servers on the way
+    read it as another method, URL or client (logged by the loaders)."""
 
 
 async def load_openapi(
@@ -231,6 +237,13 @@ def _warn_left_out(connector: str, result: NormalizedSource) -> None:
         logger.warning("connector %s: an operation is left out: %s", connector, escaped(reason[:600]))
     for warning in result.warnings:
         logger.warning("connector %s: %s", connector, escaped(warning[:600]))
+    for where in result.rerouting:
+        logger.warning(
+            "connector %s: header parameter %s is left out: servers on the way read it as another method, URL "
+            "or client than the operation's",
+            connector,
+            escaped(where[:600]),
+        )
 
 
 def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[tuple[str, str]]:
@@ -347,6 +360,8 @@ class _Context:
     consumes: tuple[str, ...] = ()
     """Swagger 2's document-wide ``consumes``: the media types its operations take."""
     warnings: list[str] = field(default_factory=list)
+    rerouting: list[str] = field(default_factory=list)
+    """Header parameters left out as rerouting (``NormalizedSource.rerouting``)."""
     shared_ids: frozenset[str] = frozenset()
     """``operationId``s whose own words more than one operation shares (one id given twice, against the
     specification, or FastAPI's ``dispatcher_qrcode_sms_post`` and ``dispatcher_qrcode_geo_post``, one
@@ -507,6 +522,7 @@ def _normalize(
         base_url_problem=base_problem and unusable_base_error(label, base_problem),
         left_out=tuple(left_out),
         warnings=tuple(ctx.warnings),
+        rerouting=tuple(ctx.rerouting),
         files=list(resolver.files),
         title=str(info.get("title") or "").strip(),
         description=_first_paragraph(info.get("description"), 300),
@@ -598,6 +614,10 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
         elif location == "formData":
             if not _is_credential(ctx, wire, location):
                 form_fields.append((param, base))
+        elif location == "header" and rerouting(wire):
+            # Even as an argument it would be refused at every call; with a const or default, the
+            # operation is one the method does not name, which policy cannot judge.
+            ctx.rerouting.append(f"{wire!r} of {where}")
         elif location in ("path", "query", "header", "cookie") and not _is_credential(ctx, wire, location):
             args.add_parameter(param, base)
     for var in _TEMPLATE_VAR.findall(url):

@@ -23,7 +23,9 @@ in docs/manifest.md):
   digits only (an example id) becomes an argument ``<segment before it, singular>_id`` whose
   default is that id. A path segment ``{name}`` (or URL-encoded, ``%7Bname%7D``: an
   OpenAPI-style template the collection kept) is a required argument ``name``. Literal headers
-  are sent as they are.
+  are sent as they are, except those servers on the way read as another method, URL or client
+  (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``: ``primitives.rerouting``),
+  which are left out with a warning naming each: policy judges the request by its own method.
 * **Bodies**: a raw JSON object's top-level fields become arguments (nested objects and arrays
   are one argument each, their shape from the example); other raw JSON, and raw text, is one
   ``body`` argument; ``urlencoded`` entries are form fields; ``formdata`` entries are multipart
@@ -42,6 +44,7 @@ Pre-request and test scripts, environments and saved responses are ignored.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +56,8 @@ import httpx2
 
 from ..manifest import ConnectorConfig
 from ..manifest import auth_headers as headers_written_by
+from ..primitives.escapes import escaped
+from ..primitives.rerouting import rerouting
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
@@ -67,6 +72,8 @@ from .base import LoadContext, Normalized
 from .openapi import action_path, legacy_action_path
 
 __all__ = ["NormalizedCollection", "PostmanLoader", "load_postman", "normalize_postman"]
+
+logger = logging.getLogger(__name__)
 
 _KIND = "Postman collection"
 
@@ -177,6 +184,13 @@ def normalize_postman(
         drop_headers=frozenset(h.lower() for h in auth_headers),
     )
     _walk(ctx, items, (), _auth_of(document.get("auth")))
+    for where in ctx.rerouting:
+        logger.warning(
+            "connector %s: header %s is left out: servers on the way read it as another method, URL or client "
+            "than the request's",
+            connector,
+            escaped(where[:600]),
+        )
     origins = Counter(o for o in ctx.origins if o)
     base_url = origins.most_common(1)[0][0] if origins else None
     problem = declared_base_problem(base_url) if base_url else None
@@ -248,6 +262,8 @@ class _Context:
     taken: set[str] = field(default_factory=set)
     drafts: list[_Draft] = field(default_factory=list)
     origins: list[str | None] = field(default_factory=list)
+    rerouting: list[str] = field(default_factory=list)
+    """``<header> of <request>`` for each header left out as rerouting, for the load's warnings."""
 
 
 def _auth_of(raw: Any) -> _Auth | None:
@@ -318,7 +334,8 @@ def _request(
             dropped.append(f"{key} (query)")
             continue
         args.add_text(key, "query", entry.get("value"), disabled=entry.get("disabled") is True, about=entry)
-    headers = _headers(ctx, request.get("header"), args, apikey, dropped)
+    rerouted: list[str] = []
+    headers = _headers(ctx, request.get("header"), args, apikey, dropped, rerouted)
     body = request.get("body")
     if isinstance(body, dict) and body.get("disabled") is not True:
         headers = _body(body, headers, args, ctx.variables, dropped)
@@ -340,6 +357,13 @@ def _request(
         notes.append(
             f"The collection sends this request without auth; the gateway still applies the connector's "
             f"{ctx.auth_type} credential."
+        )
+    if rerouted:
+        ctx.rerouting += [f"{key!r} of {method} {url.display_path} ({name or 'unnamed'})" for key in rerouted]
+        notes.append(
+            "Left out because servers on the way read them as another method, URL or client: "
+            + ", ".join(rerouted)
+            + "."
         )
     if [d for d in dropped if d != "Authorization (header)"]:
         # A dropped Authorization header is the normal case; other drops tell the agent a field is missing.
@@ -416,7 +440,7 @@ def _is_credential(key: str, value: Any, variables: PostmanVars) -> bool:
 
 
 def _headers(
-    ctx: _Context, raw: Any, args: Arguments, apikey: str | None, dropped: list[str]
+    ctx: _Context, raw: Any, args: Arguments, apikey: str | None, dropped: list[str], rerouted: list[str]
 ) -> tuple[tuple[str, str], ...]:
     fixed: list[tuple[str, str]] = []
     for entry in raw if isinstance(raw, list) else ():
@@ -427,6 +451,9 @@ def _headers(
             continue
         lowered = key.strip().lower()
         if lowered in _FRAMING_HEADERS:
+            continue
+        if rerouting(lowered):
+            rerouted.append(key.strip())
             continue
         if (
             credential_name(key)

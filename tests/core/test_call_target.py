@@ -45,6 +45,23 @@ def test_the_digest_changes_with_any_header_or_body_byte_but_not_with_header_ord
     assert 'x-account-mode: "sandbox"' in shown and "x-api-key: [redacted]" in shown and "k-123" not in shown
 
 
+def test_a_content_type_shows_unless_it_is_the_one_the_gateway_gave_the_body() -> None:
+    # A collection's or a connector's Content-Type goes on the wire as much as any other header.
+    assert what_it_calls(post(json={"a": 1})) == "POST http://upstream.test/pay"
+    assert what_it_calls(post(data={"a": "1"})) == "POST http://upstream.test/pay"
+    vendor = post(content=b"{}", headers={"Content-Type": "application/vnd.bank+json; mode=live"})
+    assert (
+        what_it_calls(vendor)
+        == 'POST http://upstream.test/pay, with headers content-type: "application/vnd.bank+json; mode=live"'
+    )
+    empty = post(headers={"Content-Type": "application/json"})
+    assert what_it_calls(empty) == 'POST http://upstream.test/pay, with headers content-type: "application/json"'
+    bodiless = prepared(
+        httpx2.Request("GET", "http://upstream.test/report", headers={"Content-Type": "application/json"})
+    )
+    assert what_it_calls(bodiless) == 'GET http://upstream.test/report, with headers content-type: "application/json"'
+
+
 def test_a_multipart_body_is_pinned_whatever_boundary_it_was_given() -> None:
     def form(note: str) -> Prepared:
         built = post(files={"file": ("a.txt", b"hello", "text/plain")}, data={"note": note})

@@ -13,7 +13,14 @@ from mcp_gateway.execution import build_request
 from mcp_gateway.execution import http_request as request_module
 from mcp_gateway.execution.http_request import DEFAULT_ACCEPT, USER_AGENT
 from mcp_gateway.vocabulary.errors import MAX_ARGUMENT_ERRORS, ArgumentError, UpstreamError
-from mcp_gateway.vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamLocation, ParamSpec
+from mcp_gateway.vocabulary.model import (
+    Action,
+    HttpBinding,
+    OpenAPIBinding,
+    ParamLocation,
+    ParamSpec,
+    PostmanBinding,
+)
 
 BASE = "https://api.example.com/v3"
 
@@ -239,6 +246,23 @@ def test_method_and_url_override_headers_cannot_be_set_by_arguments(header: str)
             base_url=BASE,
         ).headers
     )
+
+
+@pytest.mark.parametrize("base_url", [BASE, "http://api.example/v1?k=1#frag"])
+def test_fixed_override_headers_never_reach_the_wire(base_url: str) -> None:
+    # A collection's own headers (and connector headers a manifest check would refuse) are sent as they
+    # are, but none that makes a server on the way see another method, URL or client.
+    binding = PostmanBinding(
+        method="GET",
+        url="/users",
+        headers=(("X-HTTP-Method-Override", "DELETE"), ("X-Original-URL", "/admin"), ("X-Trace", "1")),
+    )
+    act = Action(connector="c", path="list_users", summary="", input_schema={"type": "object"}, binding=binding)
+    static = {"x-forwarded-for": "127.0.0.1", "Forwarded": "for=1", "X-Team": "a"}
+    request = build_request(act, {}, base_url=base_url, static_headers=static)
+    names = {name.lower() for name in request.headers}
+    assert {"x-trace", "x-team"} <= names
+    assert names.isdisjoint({"x-http-method-override", "x-original-url", "x-forwarded-for", "forwarded"})
 
 
 def test_cookies_merge_into_one_header_and_cannot_inject_another_cookie() -> None:

@@ -224,6 +224,36 @@ def test_static_authorization_header_is_refused() -> None:
     issue = only_issue("connectors:\n  - slug: a\n    headers:\n      Authorization: Bearer abc123\n")
     assert (issue.line, issue.field) == (4, "connectors[0].headers.Authorization")
     assert "would carry a credential" in issue.message and "auth:" in issue.fix
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "line", "field"),
+    [
+        ("connectors:\n  - slug: a\n    headers:\n      X-HTTP-Method-Override: DELETE\n", 4, "headers"),
+        ("connectors:\n  - slug: a\n    headers:\n      X-Forwarded-For: 10.0.0.1\n", 4, "headers"),
+        (
+            "connectors:\n  - slug: a\n    source:\n      mcp:\n        url: https://m.test/mcp\n"
+            "        headers:\n          X-Original-URL: /admin\n",
+            7,
+            "source.mcp.headers",
+        ),
+        (
+            "connectors:\n  - slug: a\n    base_url: https://a.test\n    source:\n      http:\n        actions:\n"
+            "          - path: users.list\n            url: /users\n            params:\n"
+            "              Forwarded: header\n",
+            10,
+            "source.http.actions[0].params",
+        ),
+    ],
+)
+def test_method_url_or_client_override_headers_in_the_manifest_are_refused(
+    yaml_text: str, line: int, field: str
+) -> None:
+    # Policy and approvals judge each action by its own method and URL; a fixed header telling a
+    # server on the way to use others would run what nobody judged.
+    issue = only_issue(yaml_text)
+    assert issue.line == line and issue.field.startswith(f"connectors[0].{field}."), issue
+    assert "another method, URL or client" in issue.message and issue.fix.startswith("remove it")
     assert "abc123" not in str(issue)
 
 

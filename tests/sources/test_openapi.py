@@ -816,6 +816,34 @@ def test_an_operation_whose_path_has_an_unfillable_brace_is_left_out_with_a_warn
     assert len(caplog.records) == len(odd)
 
 
+def test_a_method_url_or_client_override_header_parameter_is_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # With a const or a single enum value the operation is one its method does not name; as an
+    # argument it is refused at every call.
+    override = {"name": "X-HTTP-Method-Override", "in": "header", "required": True, "schema": {"const": "DELETE"}}
+    forwarded = {"name": "X-Forwarded-For", "in": "header", "schema": {"type": "string", "default": "10.0.0.1"}}
+    plain = {"name": "X-Request-Id", "in": "header", "schema": {"type": "string"}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/users": {"get": {"operationId": "listUsers", "parameters": [override, forwarded, plain]}}},
+    }
+    with caplog.at_level("WARNING", logger="mcp_gateway.sources.openapi"):
+        loaded = normalize_openapi(document, connector="t")
+    (action,) = loaded.actions
+    assert isinstance(action.binding, OpenAPIBinding)
+    assert [spec.on_wire for spec in action.binding.params] == ["X-Request-Id"]
+    assert action.risk == "read" and action.input_schema.get("required", []) == []
+    assert loaded.rerouting == ("'X-HTTP-Method-Override' of GET /users", "'X-Forwarded-For' of GET /users")
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned[0] == (
+        "connector t: header parameter 'X-HTTP-Method-Override' of GET /users is left out: servers on the way "
+        "read it as another method, URL or client than the operation's"
+    )
+    assert len(warned) == 2
+
+
 def test_unresolvable_relative_file_ref() -> None:
     (message,) = _load(FIXTURES / "broken_ref.yaml").left_out
     assert "no-such-file.yaml" in message and "GET /things" in message

@@ -1,0 +1,36 @@
+"""The request headers that servers on the way read as another method, URL or client.
+
+A proxy, load balancer or web framework that honours ``X-HTTP-Method-Override: DELETE`` performs a
+DELETE; one that honours ``X-Original-URL`` serves another path; ``X-Forwarded-For`` makes the caller
+another client. Policy and the approval page judge a call by its own method and URL, so none of these
+may reach the wire: not from an agent's argument, nor from a description, a collection or the manifest.
+"""
+
+from __future__ import annotations
+
+__all__ = ["REROUTING_HEADERS", "rerouting"]
+
+REROUTING_HEADERS = frozenset(
+    {
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-method",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-override-url",
+        "forwarded",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+        "x-host",
+    }
+)
+"""Lower-cased; every ``X-Forwarded-*`` header is one too (``rerouting``)."""
+
+
+def rerouting(name: str) -> bool:
+    """Whether header ``name`` tells a server on the way to use another method, URL or client
+    (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded`` ...)."""
+    lower = name.strip().lower()
+    return lower in REROUTING_HEADERS or lower.startswith("x-forwarded-")
