@@ -103,6 +103,34 @@ async def test_approval_page_shows_then_decides_once(tmp_path: Path) -> None:
         assert record is not None and record.status == "denied"
 
 
+async def test_a_head_request_looks_like_get_and_neither_decides_nor_saves(tmp_path: Path) -> None:
+    # A link previewer sends HEAD: it was answered "Request refused", and a HEAD carrying the form
+    # approved the call or stored the credential.
+    async with page_site(tmp_path, MANIFEST, _upstream, credentials={"pay": "tok"}) as site:
+        g = site.gateway
+        page, pending, path = await _asked(site)
+        async with _alone(site, page.routes()) as http:
+            token = csrf((await http.get(path)).text)
+            assert (await http.head(path)).status_code == 200
+            posted_as_head = await http.request("HEAD", path, data={"csrf": token, "decision": "approve"})
+            assert posted_as_head.status_code == 200
+        record = await g.approvals.get(pending.approval_id)
+        assert record is not None and record.status == "pending"
+    async with page_site(tmp_path / "connect", MANIFEST, _upstream) as site:
+        g = site.gateway
+        pages = CredentialPages(_ctx(g), g, g.credentials)
+        link = await g.connect(ALICE, "pay")
+        assert isinstance(link, ConnectLink)
+        connect = link.connect_url.removeprefix(PUBLIC)
+        async with _alone(site, pages.routes()) as http:
+            token = csrf((await http.get(connect)).text)
+            assert (await http.head(connect)).status_code == 200
+            head = await http.request("HEAD", connect, data={"csrf": token, "secret": "tok-by-head"})
+            assert head.status_code == 200
+            assert (await http.get(connect)).status_code == 200  # the link is still unused
+        assert await site.vault.sealed("pay", principal="alice") is None
+
+
 async def test_the_loser_of_two_decisions_at_once_is_told_what_was_decided(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

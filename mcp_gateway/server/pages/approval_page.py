@@ -64,15 +64,17 @@ class ApprovalPage:
         return routes
 
     async def approval(self, request: Request) -> Response:
-        """The page of a pending approval (GET), or the decision on it (POST)."""
+        """The page of a pending approval (GET, and HEAD: a link previewer's), or the decision on it (POST)."""
         token = request.path_params["token"]
-        found = await self._pending(token, deciding=request.method == "POST")
+        # Only POST decides: HEAD, which starlette routes here beside GET, is a look like GET.
+        deciding = request.method == "POST"
+        found = await self._pending(token, deciding=deciding)
         if isinstance(found, Response):
             return found
         link, approval = found
         approver = await self.sign_in.who(request) if self.sign_in is not None else None
         view = arguments_view(approval.arguments)
-        if request.method == "GET":
+        if not deciding:
             return self._show(token, link, approval, approver, view)
         return await self._decide(request, token, link, approval, approver, view)
 

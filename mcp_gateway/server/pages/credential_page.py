@@ -241,19 +241,21 @@ class CredentialPages:
 
     async def _link_page(self, kind: LinkKind, request: Request) -> Response:
         token = request.path_params["token"]
+        # Only POST saves: HEAD, which starlette routes here beside GET, is a look like GET.
+        saving = request.method == "POST"
         link = await self.ctx.links.peek(kind, token)
         cfg = self.gateway.manifest.connector(link.connector) if link else None
         if link is None or cfg is None:
             return message(*GONE, status=410, tone="bad")
         permit = await self.credentials.permit(link, cfg)
         if not permit.may_save:
-            return not_now(cfg, permit, post=request.method == "POST")
+            return not_now(cfg, permit, post=saving)
         opened = _Opened(kind, token, link, cfg, permit)
         auth = cfg.auth
         code_flow = (
             auth if kind == "connect" and isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code" else None
         )
-        if request.method == "GET":
+        if not saving:
             if code_flow is not None:
                 return await self._oauth2_start_page(opened, code_flow)
             return self._form_page(opened)
