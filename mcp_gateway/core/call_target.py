@@ -34,7 +34,7 @@ _DERIVED_HEADERS = frozenset({"content-length"})
 
 
 def what_it_calls(prepared: Prepared) -> str:
-    """``POST https://api.example.com/payments``; ``MCP tool “send” of files's MCP server (python3 server.py)``.
+    """``POST https://api.example.com/payments``; ``MCP tool "send" of files's MCP server (python3 server.py)``.
 
     A stored secret the agent put anywhere in the request (a user pasted it into the chat) is redacted,
     as in the arguments: this line is stored with the approval and shown to whoever opens its link."""
@@ -47,7 +47,9 @@ def _target(prepared: Prepared) -> str:
     binding = prepared.action.binding
     if isinstance(binding, McpBinding):
         cfg = prepared.connector
-        return f"MCP tool “{binding.tool}” of {cfg.slug}'s MCP server ({server_shown(cfg)})"
+        # The upstream names its tool: quoted, and anything outside ASCII escaped, so a name cannot
+        # close the quote and write the rest of the sentence (another server, "it carries nothing").
+        return f"MCP tool {json.dumps(binding.tool)} of {cfg.slug}'s MCP server ({server_shown(cfg)})"
     request = prepared.request
     if request is None:
         return ""

@@ -289,7 +289,8 @@ class CallPipeline:
         """None when the call may run now; else the result that stops it."""
         action = prepared.action
         if approval_id:
-            calls, sends = what_it_calls(prepared) + carries, what_it_sends(prepared)
+            target = what_it_calls(prepared)
+            calls, sends = target + carries, what_it_sends(prepared)
             separate = self._catalogs.manifest.approvals.separate_approver or verdict.separate_approver
             outcome, record = await self._approvals.check(
                 approval_id,
@@ -321,10 +322,12 @@ class CallPipeline:
                         f"it would now send {calls}. Call again without approval_id to ask for a new approval."
                     )
                 elif record.sends and record.sends != sends:
+                    # The credential clause closes the sentence: in its middle it read as the
+                    # credential having other headers.
                     message = (
-                        f"This call would not send the request the human approved: {calls} with other headers "
+                        f"This call would not send the request the human approved: {target} with other headers "
                         "or another body (the action's definition changed since, or its arguments are placed "
-                        "otherwise). Call again without approval_id to ask for a new approval."
+                        f"otherwise){carries}. Call again without approval_id to ask for a new approval."
                     )
                 elif separate and record.status == "approved":
                     message = (

@@ -578,6 +578,22 @@ async def test_an_approval_does_not_cover_another_request_to_the_same_url(h: Har
     assert record is not None and record.status == "approved" and len(record.sends) == 64
 
 
+async def test_an_approval_whose_request_bytes_changed_says_so_with_the_credential_clause_last(h: Harness) -> None:
+    args = {"name": "widget"}
+    approval_id = await _approved(h, "api.items.create", args)
+    record = await h.store.get_approval(approval_id)
+    assert record is not None
+    await h.store.put_approval(record.model_copy(update={"sends": "0" * 64}))  # approved other bytes
+    retry = await h.gateway.call(OPERATOR, "api.items.create", args, approval_id=approval_id)
+    assert isinstance(retry, Denied) and retry.reason == "approval_mismatch", retry
+    assert retry.message.startswith(
+        "This call would not send the request the human approved: POST http://upstream.test/items with other "
+        "headers or another body (the action's definition changed since, or its arguments are placed otherwise); "
+        "it carries the team-wide credential of api. Call again without approval_id"
+    ), retry.message
+    assert h.upstream.requests == []
+
+
 async def test_approval_is_not_burned_by_a_call_that_never_ran(tmp_path: Path) -> None:
     """BUG (core/calls.py ``_attempt``/``_run``): the approval gate consumes the approval before the
     credential is looked up, so a call that stops at needs_auth burns it: after connecting, the
