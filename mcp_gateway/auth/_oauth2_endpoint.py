@@ -60,7 +60,8 @@ async def request_token(
     Raises:
         AuthorizationRefused: a 4xx other than 429, or an RFC 6749 ``error`` answer.
         UpstreamError: the endpoint could not be reached, timed out, was busy (429: ``rate_limited``) or
-            failing (5xx), or answered without a bearer token.
+            failing (5xx), redirected (``connector_error``: the token_url to fix), or answered without a
+            bearer token.
     """
     headers = {"Accept": "application/json"}
     if config.client_auth == "basic":
@@ -102,6 +103,15 @@ async def request_token(
             f"{where} answered HTTP {status} without a token; nothing stored was changed: {later}",
             upstream_status=status,
             retry_after=retry,
+        )
+    if 300 <= status < 400:
+        # Not followed: it would carry the client's credentials wherever the answer points. Waiting
+        # does not help either: the configured URL is not the endpoint itself.
+        raise UpstreamError(
+            "connector_error",
+            f"{where} answered HTTP {status}, a redirect, which the gateway does not follow with the client's "
+            "credentials; set the connector's token_url in the manifest to the token endpoint itself",
+            upstream_status=status,
         )
     if status >= 400 or answer is None or "error" in (answer or {}):
         code = _error_code(answer, _sent(client, form))

@@ -217,11 +217,17 @@ async def connector_findings(args: argparse.Namespace, manifest: Manifest) -> li
 
     async with open_gateway(args.settings, manifest=manifest) as gw:
         listed = result_payload(await gw.connectors(principal(args)))
-    return [connector_finding(c) for c in listed["connectors"]]
+    from ..manifest import OAuth2Auth
+
+    signs_in = {
+        c.slug for c in manifest.connectors if isinstance(c.auth, OAuth2Auth) and c.auth.flow == "authorization_code"
+    }
+    return [connector_finding(c, signs_in=c["slug"] in signs_in) for c in listed["connectors"]]
 
 
-def connector_finding(c: Mapping[str, Any]) -> Finding:
-    """One connector's line of ``connectors``, as a finding with its fix."""
+def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False) -> Finding:
+    """One connector's line of ``connectors``, as a finding with its fix (``signs_in``: its credential
+    comes from a person's OAuth2 sign-in, which only the pages can do)."""
     slug, status = c["slug"], c["status"]
     check = f"connector {slug}"
     if status == "error":
@@ -229,10 +235,12 @@ def connector_finding(c: Mapping[str, Any]) -> Finding:
         return Finding(check, "problem", f"does not load: {c.get('error')}", fix)
     if status == "needs_auth":
         kind = c.get("auth")
+        # An OAuth2 client (client credentials) is stored like any other secret: JSON client_id and client_secret.
+        what = "oauth2-client-json" if kind == "oauth2" else f"{kind}-credential"
         fix = (
             f"mcp-gateway connect {slug}, then open the link while 'mcp-gateway pages' runs"
-            if kind == "oauth2"
-            else f"mcp-gateway secret set {slug} < file-with-the-{kind}-credential (or: mcp-gateway connect {slug})"
+            if signs_in
+            else f"mcp-gateway secret set {slug} < file-with-the-{what} (or: mcp-gateway connect {slug})"
         )
         return Finding(check, "problem", f"no {kind} credential stored", fix)
     if c.get("warning"):

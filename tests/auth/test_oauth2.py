@@ -660,3 +660,26 @@ def test_the_code_flow_needs_an_authorize_url() -> None:
         parse_manifest(text)
     with pytest.raises(ManifestError, match="not an http"):
         parse_manifest(text.replace("http://t/token", "t/token, flow: client_credentials"))
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+async def test_a_token_endpoint_that_redirects_is_a_token_url_to_fix_not_a_wait(status: int) -> None:
+    from mcp_gateway.auth._oauth2_endpoint import request_token
+    from mcp_gateway.vocabulary.errors import UpstreamError
+
+    sent: list[httpx2.Request] = []
+
+    def endpoint(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(status, headers={"Location": "https://elsewhere.test/token"})
+
+    config = OAuth2Auth(type="oauth2", flow="client_credentials", token_url="https://idp.test/token")
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)) as http:
+        with pytest.raises(UpstreamError) as info:
+            client = {"client_id": "cid", "client_secret": CANARY}
+            await request_token(http, "occ", config, client, {"grant_type": "client_credentials"}, time_limit=5)
+    assert info.value.reason == "connector_error" and info.value.upstream_status == status
+    message = str(info.value)
+    assert f"answered HTTP {status}, a redirect" in message and "set the connector's token_url" in message
+    assert "try again later" not in message and CANARY not in message and "elsewhere" not in message
+    assert [str(r.url) for r in sent] == ["https://idp.test/token"]

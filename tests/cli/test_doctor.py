@@ -28,6 +28,22 @@ def test_doctor_names_each_problem_with_its_fix(env: CliEnv) -> None:  # noqa: F
     assert text.code == 1 and "chmod 600" in text.out and "problems found" in text.out
 
 
+def test_doctor_tells_how_to_store_each_kind_of_oauth2_credential(env: CliEnv) -> None:  # noqa: F811
+    action = "    source: {http: {actions: [{path: ping, url: /ping}]}}\n"
+    env.manifest.write_text(
+        "project: x\nconnectors:\n"
+        "  - slug: occ\n    base_url: http://127.0.0.1:9\n"
+        "    auth: {type: oauth2, flow: client_credentials, token_url: http://127.0.0.1:9/token}\n" + action + ""
+        "  - slug: code\n    base_url: http://127.0.0.1:9\n"
+        "    auth: {type: oauth2, flow: authorization_code, token_url: http://127.0.0.1:9/token,"
+        " authorize_url: http://127.0.0.1:9/authorize}\n" + action
+    )
+    findings = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
+    assert findings["connector occ"]["message"] == "no oauth2 credential stored"
+    assert findings["connector occ"]["fix"].startswith("mcp-gateway secret set occ < file-with-the-oauth2-client-json")
+    assert findings["connector code"]["fix"].startswith("mcp-gateway connect code, then open the link")
+
+
 def test_doctor_on_a_broken_manifest(env: CliEnv) -> None:  # noqa: F811
     env.manifest.write_text("project: x\nconnectors:\n  - slug: a\n    auth: {type: kerberos}\n")
     report = env.run("doctor")
@@ -109,8 +125,11 @@ def test_each_connector_status_is_a_finding_with_its_fix() -> None:
     assert "mcp-gateway remove a" in broken.fix
     keyless = connector_finding({"slug": "b", "status": "needs_auth", "auth": "bearer"})
     assert keyless.level == "problem" and keyless.fix.startswith("mcp-gateway secret set b <")
-    oauth = connector_finding({"slug": "c", "status": "needs_auth", "auth": "oauth2"})
+    oauth = connector_finding({"slug": "c", "status": "needs_auth", "auth": "oauth2"}, signs_in=True)
     assert oauth.fix.startswith("mcp-gateway connect c") and "mcp-gateway pages" in oauth.fix
+    # A client-credentials connector needs no browser: its client is stored like any secret.
+    client = connector_finding({"slug": "cc", "status": "needs_auth", "auth": "oauth2"})
+    assert client.fix == "mcp-gateway secret set cc < file-with-the-oauth2-client-json (or: mcp-gateway connect cc)"
     moved = connector_finding({"slug": "d", "status": "ready", "warning": "the spec names another origin"})
     assert (moved.level, moved.message) == ("problem", "the spec names another origin")
     assert "mcp-gateway review d.@origin" in moved.fix

@@ -348,6 +348,8 @@ async def test_connect_page_with_uploaded_pem_in_stdio_mode(
         link = before["connect_url"]
         assert link.startswith(f"http://127.0.0.1:{env.pages_port}/connect/")
         html = (await get(link)).text
+        # The page says the server is checked against the operator's CA, never where that file is.
+        assert "Trusted server CA" in html and "ca.pem" not in html and str(env.root) not in html
         files = {
             "cert_pem_file": ("client.crt", cert.encode(), "application/x-pem-file"),
             "key_pem_file": ("client.key", key.encode(), "application/x-pem-file"),
