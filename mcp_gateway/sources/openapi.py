@@ -125,9 +125,6 @@ class NormalizedSource:
     """Why each operation that could not be made into an action was left out (logged by the loaders)."""
     warnings: tuple[str, ...] = ()
     """What of an action's description its requests cannot honour, and what they send instead (logged)."""
-    rerouting: tuple[str, ...] = ()
-    """``<header> of <METHOD> <path>`` for each header parameter left out because servers on the way
-    read it as another method, URL or client (logged by the loaders)."""
 
 
 async def load_openapi(
@@ -237,13 +234,6 @@ def _warn_left_out(connector: str, result: NormalizedSource) -> None:
         logger.warning("connector %s: an operation is left out: %s", connector, escaped(reason[:600]))
     for warning in result.warnings:
         logger.warning("connector %s: %s", connector, escaped(warning[:600]))
-    for where in result.rerouting:
-        logger.warning(
-            "connector %s: header parameter %s is left out: servers on the way read it as another method, URL "
-            "or client than the operation's",
-            connector,
-            escaped(where[:600]),
-        )
 
 
 def credential_places(auth: AuthConfig, names: Iterable[str] = ()) -> frozenset[tuple[str, str]]:
@@ -360,8 +350,6 @@ class _Context:
     consumes: tuple[str, ...] = ()
     """Swagger 2's document-wide ``consumes``: the media types its operations take."""
     warnings: list[str] = field(default_factory=list)
-    rerouting: list[str] = field(default_factory=list)
-    """Header parameters left out as rerouting (``NormalizedSource.rerouting``)."""
     shared_ids: frozenset[str] = frozenset()
     """``operationId``s whose own words more than one operation shares (one id given twice, against the
     specification, or FastAPI's ``dispatcher_qrcode_sms_post`` and ``dispatcher_qrcode_geo_post``, one
@@ -522,7 +510,6 @@ def _normalize(
         base_url_problem=base_problem and unusable_base_error(label, base_problem),
         left_out=tuple(left_out),
         warnings=tuple(ctx.warnings),
-        rerouting=tuple(ctx.rerouting),
         files=list(resolver.files),
         title=str(info.get("title") or "").strip(),
         description=_first_paragraph(info.get("description"), 300),
@@ -617,7 +604,10 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
         elif location == "header" and rerouting(wire):
             # Even as an argument it would be refused at every call; with a const or default, the
             # operation is one the method does not name, which policy cannot judge.
-            ctx.rerouting.append(f"{wire!r} of {where}")
+            ctx.warnings.append(
+                f"header parameter {wire!r} of {where} is left out: servers on the way read it as another "
+                "method, URL or client than the operation's"
+            )
         elif location in ("path", "query", "header", "cookie") and not _is_credential(ctx, wire, location):
             args.add_parameter(param, base)
     for var in _TEMPLATE_VAR.findall(url):
