@@ -4,7 +4,8 @@
 ``CallPipeline`` asks ``admit`` after policy and approval, before anything reaches the upstream,
 and holds the returned ``Admission`` (concurrency slots) until the call ends. Rate-limit tokens come
 from the instance's memory, or from the shared ``AsyncBucketStore`` on PostgreSQL so that a limit
-holds across every instance. The rules and breakers are rebuilt when the manifest changes (reload).
+holds across every instance. A reloaded manifest's rules take over the buckets and calls in flight,
+and a connector whose ``circuit_breaker`` settings are unchanged keeps its circuit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from ..manifest import ConnectorConfig, Manifest
+from ..manifest.traffic_settings import CircuitBreakerConfig
 from ..primitives.traffic import Admission, AsyncBucketStore, CircuitBreaker, LimitRule, Refusal, TrafficControl
 from ..services.identity import Principal
 from ..vocabulary.model import Action, ErrorResult
@@ -53,50 +55,75 @@ class TrafficGate:
         self.sleep = sleep
         self._jitter = jitter
         self._manifest: Manifest | None = None
-        self._control = TrafficControl([], clock=clock)
-        self._breakers: dict[str, CircuitBreaker] = {}
+        self._control = TrafficControl([], clock=clock, shared=shared)
+        self._breakers: dict[str, tuple[CircuitBreakerConfig, CircuitBreaker]] = {}
 
     def _adopt(self, manifest: Manifest) -> None:
+        # A reload keeps what the traffic did so far: the buckets and calls in flight of the rules, and
+        # the circuit of every connector whose breaker settings are unchanged. Starting afresh would
+        # refill every bucket, let a concurrency cap run twice its calls, and close open circuits.
         if manifest is self._manifest:
             return
-        rules = [
-            LimitRule(
-                scope=limit.scope,
-                matches=limit.matcher.matches,
-                name=f"{limit.scope}:{limit.pattern}",
-                rate=limit.rate,
-                burst=limit.burst,
-                concurrency=limit.concurrency,
+        self._control.adopt(
+            [
+                LimitRule(
+                    scope=limit.scope,
+                    matches=limit.matcher.matches,
+                    name=f"{limit.scope}:{limit.pattern}",
+                    rate=limit.rate,
+                    burst=limit.burst,
+                    concurrency=limit.concurrency,
+                )
+                for limit in manifest.limits
+            ]
+        )
+        breakers: dict[str, tuple[CircuitBreakerConfig, CircuitBreaker]] = {}
+        for c in manifest.connectors:
+            settings = c.circuit_breaker
+            if settings is None:
+                continue
+            kept = self._breakers.get(c.slug)
+            breakers[c.slug] = (
+                kept
+                if kept is not None and kept[0] == settings
+                else (
+                    settings,
+                    CircuitBreaker(threshold=settings.threshold, cooldown=settings.cooldown, clock=self._clock),
+                )
             )
-            for limit in manifest.limits
-        ]
-        self._control = TrafficControl(rules, clock=self._clock, shared=self._shared)
-        self._breakers = {
-            c.slug: CircuitBreaker(
-                threshold=c.circuit_breaker.threshold, cooldown=c.circuit_breaker.cooldown, clock=self._clock
-            )
-            for c in manifest.connectors
-            if c.circuit_breaker is not None
-        }
+        self._breakers = breakers
         self._manifest = manifest
 
     async def admit(self, manifest: Manifest, principal: Principal, action: Action) -> Admission | ErrorResult:
-        """Let the call through every limit that applies (holding its concurrency slots), or the
-        ``rate_limited`` / ``upstream_unavailable`` result that stops it."""
+        """Let the call through its connector's circuit and every limit that applies (holding its
+        concurrency slots, and the circuit's trial when it is the one), or the ``rate_limited`` /
+        ``upstream_unavailable`` result that stops it."""
         self._adopt(manifest)
-        admitted: Admission | Refusal = Admission(_nothing)
-        if self._control:
+        # The circuit first: a call it refuses sends nothing, so it spends no rate-limit token.
+        trial: Admission | Refusal = Admission(_nothing)
+        kept = self._breakers.get(action.connector)
+        if kept is not None:
+            trial = kept[1].admit(action.connector)
+            if isinstance(trial, Refusal):
+                return refusal_result(trial)
+        if not self._control:
+            return trial
+        try:
             admitted = await self._control.admit(
                 agent=principal.agent or principal.user, connector=action.connector, action=action.qualified_name
             )
-            if isinstance(admitted, Refusal):
-                return refusal_result(admitted)
-        # After the limits: a half-open circuit lets exactly one trial through, which must then run.
-        refusal = self.breaker_refusal(action.connector)
-        if refusal is not None:
+        except BaseException:
+            trial.release()
+            raise
+        if isinstance(admitted, Refusal):
+            trial.release()  # a trial the limits stop leaves the next call to be the trial
+            return refusal_result(admitted)
+
+        def release() -> None:
             admitted.release()
-            return refusal_result(refusal)
-        return admitted
+            trial.release()
+
+        return Admission(release)
 
     async def admit_discovery(self, manifest: Manifest, principal: Principal) -> ErrorResult | None:
         """None when ``principal`` may discover or describe now, else the ``rate_limited`` result
@@ -108,17 +135,18 @@ class TrafficGate:
         return None if refusal is None else refusal_result(refusal)
 
     def breaker_refusal(self, connector: str) -> Refusal | None:
-        breaker = self._breakers.get(connector)
-        return None if breaker is None else breaker.check(connector)
+        """Why ``connector``'s circuit is not closed now (None when it is, or it has no breaker)."""
+        kept = self._breakers.get(connector)
+        return None if kept is None else kept[1].refusal(connector)
 
     def outcome(self, connector: str, *, failed: bool) -> None:
         """Tell the connector's circuit breaker (if any) how an upstream attempt went."""
-        breaker = self._breakers.get(connector)
-        if breaker is not None:
+        kept = self._breakers.get(connector)
+        if kept is not None:
             if failed:
-                breaker.failed(connector)
+                kept[1].failed(connector)
             else:
-                breaker.succeeded(connector)
+                kept[1].succeeded(connector)
 
     def retry_delay(
         self, cfg: ConnectorConfig, action: Action, attempt: int, retry_after: float | None

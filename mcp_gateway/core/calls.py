@@ -424,6 +424,7 @@ class CallPipeline:
             return await self._unsent(principal, cfg, exc)
         except UpstreamError as exc:
             trace.unsent = not exc.sent
+            trace.upstream_status = exc.upstream_status
             trace.upstream_seconds = time.perf_counter() - sent
             if exc.withheld:
                 logger.warning(
@@ -534,10 +535,14 @@ class CallPipeline:
                 outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
             except UpstreamError as exc:
                 transient = exc.reason in ("upstream_timeout", "upstream_unreachable")
-                self.traffic.outcome(cfg.slug, failed=transient)
+                # A broken exchange (garbage, a cut body) is the upstream failing as much as a 503; a
+                # request refused before it left says nothing about the upstream either way.
+                if transient or exc.broken or exc.sent:
+                    self.traffic.outcome(cfg.slug, failed=transient or exc.broken)
                 delay = self.traffic.retry_delay(cfg, action, attempt, None) if transient else None
                 if delay is None:
                     raise
+                status = exc.upstream_status
             else:
                 status = outcome.http_status
                 failed = status is not None and (status >= 500 or status == 429)
@@ -546,8 +551,14 @@ class CallPipeline:
                 delay = self.traffic.retry_delay(cfg, action, attempt, outcome.retry_after) if retryable else None
                 if delay is None:
                     return outcome
-            if self.traffic.breaker_refusal(cfg.slug) is not None:  # the circuit opened meanwhile
-                raise UpstreamError("upstream_unavailable", f"{cfg.slug}'s upstream keeps failing; not retried.")
+            opened = self.traffic.breaker_refusal(cfg.slug)
+            if opened is not None:  # the circuit opened meanwhile: no more attempts, and say for how long
+                raise UpstreamError(
+                    "upstream_unavailable",
+                    f"Not retried: {opened.message}",
+                    upstream_status=status,
+                    retry_after=opened.retry_after,
+                )
             logger.info("retrying read %s in %.2f s (attempt %d)", action.qualified_name, delay, attempt + 2)
             await self.traffic.sleep(delay)
             attempt += 1

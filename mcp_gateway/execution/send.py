@@ -176,6 +176,7 @@ async def _send(
             f"{_where(request.url)} broke the HTTP exchange ({type(exc).__name__}); "
             + (_MAY_HAVE_RUN if _maybe_sent(request, exc) else "")
             + "try again later",
+            broken=True,
         ) from None
 
 
@@ -237,6 +238,7 @@ async def _exchange(
     raise UpstreamError(
         "upstream_error",
         f"{_where(request.url)} kept redirecting (limit: {max_redirects}); the upstream may be misconfigured",
+        broken=True,
     )
 
 
@@ -246,7 +248,7 @@ def _redirect_url(current: httpx2.URL, location: str) -> httpx2.URL:
         return current.join(location).copy_with(fragment=None)
     except httpx2.InvalidURL:
         raise UpstreamError(
-            "upstream_error", f"{_where(current)} redirected to an invalid Location; try again later"
+            "upstream_error", f"{_where(current)} redirected to an invalid Location; try again later", broken=True
         ) from None
 
 

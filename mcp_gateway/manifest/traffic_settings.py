@@ -8,7 +8,7 @@ Example::
     limits:
       - {agent: "release-*", rate: 10, burst: 20}     # 10 calls/s per matching agent, bursts of 20
       - {connector: github, concurrency: 4}           # at most 4 calls to github in flight
-      - {action: "github.repos.delete*", rate: 0.1}   # one deletion every 10 s
+      - {action: "github.repos.delete*", rate: 0.1}   # one deletion every 10 s, all delete actions together
     connectors:
       - slug: github
         circuit_breaker: {threshold: 5, cooldown: 30}
@@ -31,7 +31,8 @@ __all__ = ["AgentLimitsConfig", "CircuitBreakerConfig", "LimitConfig", "RetryCon
 class LimitConfig(BaseModel):
     """One ``limits`` entry: exactly one of ``agent``, ``connector``, ``action`` (a policy pattern:
     a glob, or ``/regex/``), and a ``rate`` (calls per second, bursts of ``burst``) and/or a
-    ``concurrency`` cap. The limit applies to each matching agent, connector or action on its own."""
+    ``concurrency`` cap. The limit applies to each matching agent or connector on its own, and to
+    all the actions an ``action`` pattern matches together (one allowance for the pattern)."""
 
     model_config = STRICT
     agent: str | None = Field(default=None, min_length=1)

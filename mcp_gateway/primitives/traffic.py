@@ -1,9 +1,10 @@
 """Traffic control: rate limits, concurrency caps and a circuit breaker per connector.
 
 - **Rate limits** are token buckets keyed by scope: per agent, per connector, per action pattern
-  (a ``policy`` matcher over the qualified name). A call takes one token from every bucket that
-  applies, or none: when any bucket is empty the call is refused with ``retry_after`` = the time
-  until that bucket has a token again, and the other buckets keep theirs.
+  (a ``policy`` matcher over the qualified name; one bucket for all the actions it matches). A
+  call takes one token from every bucket that applies, or none: when any bucket is empty the call
+  is refused with ``retry_after`` = the time until that bucket has a token again, and the other
+  buckets keep theirs.
 - **Discovery** (``discover``, ``describe``) answers from memory but costs ranking and a result of
   several KB each, so it is limited too: every agent-scoped rule with a rate gives the agent a
   separate discovery bucket ``DISCOVERY_FACTOR`` times as generous (rate and burst), since a task
@@ -14,7 +15,8 @@
 - **The circuit breaker** counts consecutive upstream failures per connector. After ``threshold``
   of them it opens: calls fail fast with ``upstream_unavailable`` and a retry time. When the
   cool-down has passed, one call goes through (half-open); its success closes the circuit, its
-  failure opens it again for another cool-down.
+  failure opens it again for another cool-down, and a trial that ends with neither (cancelled)
+  lets the next call be the trial.
 
 All state is in memory and per instance; time comes from a monotonic source the caller injects,
 so every decision is unit-testable without sleeping. Limits that must hold across instances
@@ -168,7 +170,10 @@ class Admission:
 
 class CircuitBreaker:
     """Per-connector circuit: closed → open after ``threshold`` consecutive failures → half-open
-    after ``cooldown`` seconds (one trial call) → closed on its success, open again on failure."""
+    after ``cooldown`` seconds (one trial call) → closed on its success, open again on failure.
+
+    A trial that ends with neither (cancelled, or stopped before its request left) gives its
+    place back when its ``Admission`` is released: the next call is the trial."""
 
     def __init__(self, *, threshold: int = 5, cooldown: float = 30.0, clock: Monotonic = time.monotonic) -> None:
         if threshold < 1 or cooldown <= 0:
@@ -178,42 +183,59 @@ class CircuitBreaker:
         self._clock = clock
         self._failures: dict[str, int] = {}
         self._open_until: dict[str, float] = {}
-        self._trial: set[str] = set()
+        self._trial: dict[str, int] = {}
+        """The trial in flight per connector, by number: a trial released after another began
+        (its outcome reopened the circuit, a cool-down passed) must not free the new one."""
+        self._trials = 0
 
-    def check(self, connector: str) -> Refusal | None:
-        """None when a call may go to ``connector``'s upstream now; in half-open state only the
-        first caller gets through, the others wait for its outcome."""
+    def admit(self, connector: str) -> Admission | Refusal:
+        """Let a call go to ``connector``'s upstream now, or refuse it; in half-open state only the
+        first caller gets through (the trial), the others wait for its outcome."""
+        until = self._open_until.get(connector)
+        if until is None:
+            return Admission(_nothing)
+        if self._clock() >= until and connector not in self._trial:
+            self._trials += 1
+            number = self._trial[connector] = self._trials
+            return Admission(lambda: self._abandoned(connector, number))
+        refusal = self.refusal(connector)
+        assert refusal is not None
+        return refusal
+
+    def refusal(self, connector: str) -> Refusal | None:
+        """Why a call may not go to ``connector``'s upstream now (the circuit is not closed), taking
+        no trial: None when it is closed."""
         until = self._open_until.get(connector)
         if until is None:
             return None
         now = self._clock()
-        if now >= until and connector not in self._trial:
-            self._trial.add(connector)
-            return None
-        wait = until - now if now < until else 1.0  # past the cool-down, a trial call is in flight
+        wait = _ceil_tenth(until - now if now < until else 1.0)  # past the cool-down, a trial is due or in flight
         return Refusal(
             reason="upstream_unavailable",
             scope=f"connector:{connector}",
-            retry_after=_ceil_tenth(wait),
-            message=f"{connector}'s upstream failed {self._threshold} times in a row; the gateway stops sending "
-            f"to it for a while. Try again in {_ceil_tenth(wait):g} s, or use another connector meanwhile.",
+            retry_after=wait,
+            message=f"{connector}'s upstream failed {_times(self._threshold)} in a row; the gateway stops sending "
+            f"to it for a while. Try again in {wait:g} s, or use another connector meanwhile.",
         )
 
     def succeeded(self, connector: str) -> None:
         self._failures.pop(connector, None)
         self._open_until.pop(connector, None)
-        self._trial.discard(connector)
+        self._trial.pop(connector, None)
 
     def failed(self, connector: str) -> None:
-        """An upstream failure: unreachable, timed out, or a 5xx/429 answer."""
-        if connector in self._trial:
-            self._trial.discard(connector)
+        """An upstream failure: unreachable, timed out, a broken exchange, or a 5xx/429 answer."""
+        if self._trial.pop(connector, None) is not None:
             self._open_until[connector] = self._clock() + self._cooldown
             return
         count = self._failures.get(connector, 0) + 1
         self._failures[connector] = count
         if count >= self._threshold:
             self._open_until[connector] = self._clock() + self._cooldown
+
+    def _abandoned(self, connector: str, number: int) -> None:
+        if self._trial.get(connector) == number:
+            del self._trial[connector]
 
     def state(self, connector: str) -> Literal["closed", "open", "half_open"]:
         until = self._open_until.get(connector)
@@ -242,6 +264,11 @@ class TrafficControl:
 
     def __bool__(self) -> bool:
         return bool(self._rules)
+
+    def adopt(self, rules: Sequence[LimitRule]) -> None:
+        """Apply another set of rules (a reloaded manifest), keeping the buckets and the calls in
+        flight: a rule that is still there goes on where it was, rather than refilled and emptied."""
+        self._rules = tuple(rules)
 
     async def admit(self, *, agent: str, connector: str, action: str) -> Admission | Refusal:
         """Let one call through every applicable limit, or refuse it saying which and for how long.
@@ -326,10 +353,22 @@ class TrafficControl:
         return None
 
 
+def _nothing() -> None:
+    return None
+
+
 def _bucket_key(rule: LimitRule, keys: dict[str, str]) -> str:
-    # One bucket per rule and per subject: "10/s per agent" gives every agent its own ten.
+    # One bucket per rule and per subject: "10/s per agent" gives every agent its own ten, and
+    # every connector its own. An action pattern is one bucket for every action it matches: "one
+    # deletion every 10 s" over ``repos.delete*`` means one of them, not one of each.
+    if rule.scope == "action":
+        return rule.name
     return f"{rule.name}\0{keys[rule.scope]}"
 
 
 def _ceil_tenth(seconds: float) -> float:
     return max(0.1, math.ceil(seconds * 10) / 10)
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"

@@ -124,6 +124,7 @@ class UpstreamError(GatewayError):
         upstream_message: str | None = None,
         sent: bool = True,
         retry_after: float | None = None,
+        broken: bool = False,
     ) -> None:
         self.reason: ErrorReason = reason
         self.upstream_status = upstream_status
@@ -132,6 +133,9 @@ class UpstreamError(GatewayError):
         """False when the request was refused before any of it left (it cannot have taken effect)."""
         self.retry_after = retry_after
         """Seconds the upstream asked to wait (its ``Retry-After``), when it said."""
+        self.broken = broken
+        """True when the upstream gave no usable HTTP answer (garbage, a cut body, a redirect loop): a
+        failure of the upstream, as a 5xx is, for its circuit breaker."""
         super().__init__(message)
 
 

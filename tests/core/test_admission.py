@@ -268,6 +268,95 @@ async def test_the_circuit_opens_after_consecutive_failures_then_half_opens(tmp_
         assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # closed again
 
 
+async def test_a_cancelled_trial_call_lets_the_next_call_be_the_trial(tmp_path: Path, fake: FakeTime) -> None:
+    text = _text(connector_extra="circuit_breaker: {threshold: 1, cooldown: 3}\n")
+    async with _gateway(tmp_path, text, fake) as h:
+        _scripted(h, [httpx2.ConnectError("refused")])
+        assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "error"  # opens
+        fake.now += 3
+        transport = h.gateway._http._transport  # pyright: ignore[reportPrivateUsage]
+        transport.handler = h.upstream  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+        with anyio.move_on_after(5) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(h.gateway.call, OPERATOR, "api.items.get", {"id": "hang"})  # the trial
+                await h.upstream.hanging.wait()
+                tg.cancel_scope.cancel()  # the client gives up on it
+        assert not scope.cancelled_caught
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, Ok), result  # the next call was the trial, and closed the circuit
+        assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
+
+
+async def test_a_call_the_circuit_refuses_spends_no_rate_limit_token(tmp_path: Path, fake: FakeTime) -> None:
+    text = _text(
+        "limits:\n  - {connector: api, rate: 0.01, burst: 2}\n", "circuit_breaker: {threshold: 1, cooldown: 3}\n"
+    )
+    async with _gateway(tmp_path, text, fake) as h:
+        _scripted(h, [httpx2.Response(503), httpx2.Response(200, json={})])
+        assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "error"  # a token; opens
+        for _ in range(3):
+            refused = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+            assert isinstance(refused, ErrorResult) and refused.reason == "upstream_unavailable"
+        fake.now += 3
+        assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # the second token
+
+
+async def test_a_circuit_that_opens_during_retries_says_when_to_retry(tmp_path: Path, fake: FakeTime) -> None:
+    text = _text(connector_extra="circuit_breaker: {threshold: 2, cooldown: 20}\nretries: {reads: 3}\n")
+    async with _gateway(tmp_path, text, fake) as h:
+        seen = _scripted(h, [httpx2.Response(503)])
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, ErrorResult) and result.reason == "upstream_unavailable" and len(seen) == 2
+        assert (result.upstream_status, result.retry_after) == (503, 20.0)
+        assert result.hint and "Wait 20 s" in result.hint and "Not retried" in result.message
+        rows = await h.store.list_audit()
+        assert [(r.reason, r.upstream_status) for r in rows] == [("upstream_unavailable", 503)]
+
+
+@pytest.mark.parametrize(
+    "broken", [httpx2.RemoteProtocolError("garbage"), httpx2.DecodingError("cut gzip")], ids=["garbage", "cut"]
+)
+async def test_a_broken_exchange_counts_as_a_failure(tmp_path: Path, fake: FakeTime, broken: Exception) -> None:
+    text = _text(connector_extra="circuit_breaker: {threshold: 3, cooldown: 10}\n")
+    async with _gateway(tmp_path, text, fake) as h:
+        seen = _scripted(h, [httpx2.Response(503), broken, httpx2.Response(503), broken])
+        for _ in range(3):
+            failed = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+            assert isinstance(failed, ErrorResult) and failed.reason == "upstream_error"
+        fast = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(fast, ErrorResult) and fast.reason == "upstream_unavailable" and len(seen) == 3
+        fake.now += 10
+        assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "error"  # the trial: broken
+        fast = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(fast, ErrorResult) and fast.reason == "upstream_unavailable" and len(seen) == 4
+
+
+async def test_a_reload_keeps_buckets_calls_in_flight_and_open_circuits() -> None:
+    text = _text(
+        "limits:\n  - {connector: api, concurrency: 1}\n  - {action: 'api.items.*', rate: 0.01, burst: 1}\n",
+        "circuit_breaker: {threshold: 1, cooldown: 60}\n",
+    )
+    fake = FakeTime()
+    gate = TrafficGate(clock=fake)
+    action = Action(
+        connector="api", path="items.get", risk="read", binding=HttpBinding(method="GET", url="/items/{id}")
+    )
+    running = await gate.admit(parse_manifest(text), OPERATOR, action)
+    assert not isinstance(running, ErrorResult)
+    refused = await gate.admit(parse_manifest(text + "# a comment\n"), OPERATOR, action)  # reloaded
+    assert isinstance(refused, ErrorResult) and "in flight" in refused.message
+    running.release()
+    refused = await gate.admit(parse_manifest(text), OPERATOR, action)
+    assert isinstance(refused, ErrorResult) and refused.reason == "rate_limited"  # the action's bucket stays empty
+    gate.outcome("api", failed=True)
+    refused = await gate.admit(parse_manifest(text), OPERATOR, action)
+    assert isinstance(refused, ErrorResult) and refused.reason == "upstream_unavailable"
+    # New breaker settings start a new circuit (closed); the bucket is still the rule's.
+    changed = parse_manifest(text.replace("cooldown: 60", "cooldown: 30"))
+    refused = await gate.admit(changed, OPERATOR, action)
+    assert isinstance(refused, ErrorResult) and refused.reason == "rate_limited"
+
+
 # -- PostgreSQL: one limit across instances ----------------------------------------------------------------
 
 

@@ -79,6 +79,29 @@ async def test_a_refusal_takes_no_token_from_the_other_buckets() -> None:
 
 
 @pytest.mark.anyio
+async def test_an_action_pattern_is_one_bucket_for_every_action_it_matches() -> None:
+    deletes = LimitRule(scope="action", matches=lambda n: ".delete" in n, name="action:*.delete*", rate=0.1)
+    tc = TrafficControl([deletes], clock=Tick())
+    assert isinstance(await admit(tc, action="github.repos.delete"), Admission)
+    refused = await admit(tc, action="github.repos.deleteBranch")
+    assert isinstance(refused, Refusal) and refused.scope == "action:*.delete*"
+    assert isinstance(await admit(tc, action="github.repos.get"), Admission)  # not matched: not limited
+
+
+@pytest.mark.anyio
+async def test_new_rules_keep_the_buckets_and_the_calls_in_flight() -> None:
+    tc = TrafficControl([rule(rate=0.01, burst=1), rule("agent", concurrency=1)], clock=Tick())
+    running = await admit(tc)
+    assert isinstance(running, Admission)
+    tc.adopt([rule(rate=0.01, burst=1), rule("agent", concurrency=1)])  # a reload that changed nothing
+    refused = await admit(tc)
+    assert isinstance(refused, Refusal) and "in flight" in refused.message
+    running.release()
+    refused = await admit(tc)
+    assert isinstance(refused, Refusal) and refused.reason == "rate_limited" and refused.retry_after > 90
+
+
+@pytest.mark.anyio
 async def test_concurrency_caps_hold_slots_until_released() -> None:
     tc = TrafficControl([rule(concurrency=2)], clock=Tick())
     first, second = await admit(tc), await admit(tc)
@@ -144,20 +167,41 @@ def test_the_circuit_opens_after_consecutive_failures_then_lets_one_trial_throug
         breaker.failed("slow")
     breaker.succeeded("slow")  # not consecutive any more
     for _ in range(3):
-        assert breaker.check("slow") is None
+        assert isinstance(breaker.admit("slow"), Admission)
         breaker.failed("slow")
-    refusal = breaker.check("slow")
+    refusal = breaker.admit("slow")
     assert isinstance(refusal, Refusal) and refusal.reason == "upstream_unavailable" and refusal.retry_after == 30
-    assert breaker.state("slow") == "open" and breaker.check("other") is None
+    assert breaker.state("slow") == "open" and isinstance(breaker.admit("other"), Admission)
     tick.now += 30
-    assert breaker.check("slow") is None  # the trial call
-    assert isinstance(breaker.check("slow"), Refusal)  # the others wait for its outcome
+    assert isinstance(breaker.admit("slow"), Admission)  # the trial call
+    assert isinstance(breaker.admit("slow"), Refusal)  # the others wait for its outcome
     breaker.failed("slow")
     assert breaker.state("slow") == "open"
     tick.now += 30
-    assert breaker.check("slow") is None
+    assert isinstance(breaker.admit("slow"), Admission)
     breaker.succeeded("slow")
-    assert breaker.state("slow") == "closed" and breaker.check("slow") is None
+    assert breaker.state("slow") == "closed" and isinstance(breaker.admit("slow"), Admission)
+
+
+def test_a_trial_released_without_an_outcome_lets_the_next_call_be_the_trial() -> None:
+    tick = Tick()
+    breaker = CircuitBreaker(threshold=1, cooldown=5, clock=tick)
+    breaker.failed("slow")
+    tick.now += 5
+    trial = breaker.admit("slow")
+    assert isinstance(trial, Admission) and isinstance(breaker.admit("slow"), Refusal)
+    trial.release()  # cancelled: neither a success nor a failure
+    assert breaker.state("slow") == "half_open"
+    second = breaker.admit("slow")
+    assert isinstance(second, Admission)
+    breaker.failed("slow")  # its outcome opens the circuit again …
+    tick.now += 5
+    third = breaker.admit("slow")
+    assert isinstance(third, Admission)
+    second.release()  # … so releasing it later frees nothing: the third call's trial stands
+    assert isinstance(breaker.admit("slow"), Refusal)
+    third.release()
+    assert breaker.refusal("slow") is not None and isinstance(breaker.admit("slow"), Admission)
 
 
 def test_breaker_arguments_are_checked() -> None:
