@@ -92,7 +92,9 @@ def too_many_calls(limit: int) -> ErrorResult:
         reason="rate_limited",
         message=f"This agent already has {_calls(limit)} running, the most it may have at once. Wait for some "
         "to finish, then call again.",
-        hint="The operator sets this cap in the manifest: agent_limits.running_calls.",
+        retry_after=1.0,
+        hint="Wait 1 s before calling again (retry_after). The operator sets this cap in the manifest: "
+        "agent_limits.running_calls.",
     )
 
 

@@ -190,6 +190,10 @@ class CallPipeline:
         if action is None:
             return await self._permissions.not_found(principal, tool)
         trace.action = action
+        cfg = self._catalogs.config(action.connector)
+        # Looked up before any refusal below is recorded: the audit row redacts it even when it was
+        # stored by another process a moment ago.
+        sealed = await self._credentials.learned(cfg, principal.user)
         if self._catalogs.quarantined(action.qualified_name) is not None:
             await self._catalogs.refresh_decisions()  # approved elsewhere (the CLI) since?
             if self._catalogs.quarantined(action.qualified_name) is not None:
@@ -226,7 +230,6 @@ class CallPipeline:
         )
         if verdict.action == "block":
             return _blocked(verdict)
-        cfg = self._catalogs.config(action.connector)
         executor = self._executors.for_binding(action.binding)
         if executor is None:
             return ErrorResult(
@@ -239,7 +242,7 @@ class CallPipeline:
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
         with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}, current=False):
-            credential = await self._credentials.for_call(cfg, principal.user)
+            credential = await self._credentials.for_call(cfg, principal.user, sealed=sealed)
         if credential.missing is not None:
             return await self.connect_result(principal, cfg.slug, credential.missing)
         spent: str | None = None  # the approval this attempt consumed
@@ -252,6 +255,8 @@ class CallPipeline:
         try:
             admitted = await self.traffic.admit(manifest, principal, action)
             if isinstance(admitted, ErrorResult):
+                if admitted.reason == "rate_limited":
+                    trace.throttled = "limits"
                 return admitted
             with admitted:  # concurrency slots held until the call has its result
                 redactor = Redactor()

@@ -18,15 +18,19 @@ from ..manifest import ConnectorConfig, OAuth2Auth
 from ..primitives.secrets import PROJECT_WIDE, SealedCredential, SecretValue
 from ..services.credentials import CredentialVault
 from ..services.logs import known_secrets
-from ..vocabulary.errors import CredentialError
 from ..vocabulary.model import a_credential
 from . import credential_readiness
+from .known_credentials import KnownCredentials
 from .oauth2_tokens import OAuth2Tokens
 
 __all__ = ["CallCredential", "CredentialBroker"]
 
-_MAX_LEARNED = 4096
-"""Stored values remembered as learned; past it the set starts again (a value learned twice costs a decryption)."""
+
+class _Unset:
+    """``for_call``'s "look the credential up": None is an answer (none stored)."""
+
+
+UNSET = _Unset()
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,8 @@ class CredentialBroker:
     def __init__(self, vault: CredentialVault, oauth2: OAuth2Tokens) -> None:
         self.vault = vault
         self.oauth2 = oauth2
-        self._learned: set[str] = set()
-        """Fingerprints of the sealed credentials the log filter and the copies' redaction know."""
-        self._last_learned: SealedCredential | None = None
+        self.known = KnownCredentials(vault)
+        """Every stored credential taught to the redaction of rows and logs, before a call records anything."""
 
     async def sealed(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
         """``principal``'s credential for ``cfg`` (else the project-wide one, unless the connector is
@@ -77,15 +80,25 @@ class CredentialBroker:
         """The project-wide credential, for what a source reads at sync (GraphQL introspection)."""
         return self.auth_for(cfg, PROJECT_WIDE, await self.sealed(cfg, PROJECT_WIDE), on_secret=on_secret)
 
-    async def for_call(self, cfg: ConnectorConfig, user: str) -> CallCredential:
-        """The credential ``user``'s call of ``cfg`` carries, or why a human must connect first."""
-        sealed = await self.sealed(cfg, user)
+    async def learned(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
+        """``sealed``, taught to the redaction of rows and logs: an agent may pass it as an argument
+        (a user pasted it into the chat), and what the call records must not keep it."""
+        sealed = await self.sealed(cfg, principal)
+        if sealed is not None:
+            self.known.learn(sealed)
+        return sealed
+
+    async def for_call(
+        self, cfg: ConnectorConfig, user: str, *, sealed: SealedCredential | _Unset | None = UNSET
+    ) -> CallCredential:
+        """The credential ``user``'s call of ``cfg`` carries (``sealed`` when the caller has just
+        looked it up with ``learned``), or why a human must connect first."""
+        if isinstance(sealed, _Unset):
+            sealed = await self.learned(cfg, user)
         if needs_secret(cfg.auth) and sealed is None:
             return CallCredential(
                 None, f"{cfg.slug} needs {a_credential(cfg.auth.type)}; ask the user to open the link."
             )
-        if sealed is not None:
-            self._learn(sealed)
         if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(
             cfg.auth, cfg.slug, user, personal=_personal(cfg, user)
         ):
@@ -93,25 +106,6 @@ class CredentialBroker:
                 sealed, f"{cfg.slug} needs the user to sign in with OAuth2; ask them to open the link."
             )
         return CallCredential(sealed)
-
-    def _learn(self, sealed: SealedCredential) -> None:
-        """Teach ``known_secrets`` a credential before the call records anything: an agent may pass it as
-        an argument (a user pasted it into the chat), and the approval and audit rows made before the
-        request is sent must not keep it. Once per stored value: opening it costs a decryption."""
-        if sealed is self._last_learned:
-            return  # the vault hands back the same object while the value is unchanged
-        fingerprint = sealed.fingerprint
-        if fingerprint in self._learned:
-            self._last_learned = sealed
-            return
-        if len(self._learned) >= _MAX_LEARNED:
-            self._learned.clear()
-        try:
-            known_secrets().add(sealed.open())
-        except CredentialError:
-            return  # unusable: the call says so when it would send it
-        self._learned.add(fingerprint)
-        self._last_learned = sealed
 
     async def configured(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         """Whether calls could run without a human connecting first (an oauth2 authorization code

@@ -379,6 +379,7 @@ class Gateway:
         started = time.perf_counter()
         limited = await self._calls.traffic.admit_discovery(self._catalogs.manifest, principal)
         if limited is not None:
+            self.metrics.observe_rate_limited("discovery")
             return limited
         await self._catalogs.refresh_decisions()
         if nothing_to_search(query):
@@ -447,6 +448,7 @@ class Gateway:
     async def describe(self, principal: Principal, tool: str) -> DescribeResult | Denied | ErrorResult:
         limited = await self._calls.traffic.admit_discovery(self._catalogs.manifest, principal)
         if limited is not None:
+            self.metrics.observe_rate_limited("discovery")
             return limited
         await self._catalogs.refresh_decisions()
         action = self._permissions.lookup(principal, tool)
@@ -533,18 +535,45 @@ class Gateway:
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
         of that approval before the wait begins."""
         args = dict(args or {})
+        # Before any row or log line of the call: an argument may be a stored secret (of any connector).
+        await self._broker.known.learn_stored()
         key = f"agent:{principal.label}"
         with self.bounds.calls.holding(key) as admitted:
             if not admitted:
                 result = too_many_calls(self.bounds.calls.limit)
-                await self.auditor.record(CallTrace().audit_record(principal, tool, args, result, self.clock))
+                trace = self._refused_trace(principal, tool)
+                await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+                self.metrics.observe_rate_limited("running_calls")
+                self._observe(principal, trace, result.status, reason_code(result))
                 return result
             reached = _Reached(self.auditor, self.clock, principal, tool, args)
             try:
                 return await self._call(principal, tool, args, approval_id, fields, wait, on_pending, reached)
             except anyio.get_cancelled_exc_class():
-                await reached.cancelled()
+                for trace in await reached.cancelled():
+                    self._observe(principal, trace, "cancelled", None)
                 raise
+
+    def _refused_trace(self, principal: Principal, tool: str) -> CallTrace:
+        """What is known of a call refused before it started: the action it names and, when its
+        arguments cannot change it, the policy's verdict (so its audit row can be found by connector)."""
+        action = self._permissions.lookup(principal, tool, include_hidden=True)
+        if action is None:
+            return CallTrace()
+        return CallTrace(action=action, verdict=self._permissions.fixed_verdict(action))
+
+    def _observe(self, principal: Principal, trace: CallTrace, status: str, reason: str | None) -> None:
+        """Count one audited decision in the metrics."""
+        action = trace.action
+        self.metrics.observe_call(
+            connector=action.connector if action else None,
+            risk=action.risk if action else None,
+            status=status,
+            reason=reason,
+            total_seconds=time.perf_counter() - trace.started,
+            upstream_seconds=trace.upstream_seconds,
+            user=principal.user,
+        )
 
     async def _call(
         self,
@@ -561,7 +590,9 @@ class Gateway:
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
         if wait and wait > 0 and isinstance(result, PendingApproval) and not self.bounds.waits.take(principal.label):
             await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
-            trace = CallTrace()
+            self._observe(principal, trace, result.status, reason_code(result))
+            self.metrics.observe_rate_limited("waiting_calls")
+            trace = CallTrace(action=trace.action, verdict=trace.verdict)
             result = too_many_waits(self.bounds.waits.limit, result.approval_id, result.approval_url)
         elif wait and wait > 0 and isinstance(result, PendingApproval):
             try:
@@ -580,15 +611,9 @@ class Gateway:
         action = trace.action
         if action is not None and result.status == "ok":
             await self._use_memory.called(principal, action.qualified_name)
-        self.metrics.observe_call(
-            connector=action.connector if action else None,
-            risk=action.risk if action else None,
-            status=result.status,
-            reason=reason_code(result),
-            total_seconds=time.perf_counter() - trace.started,
-            upstream_seconds=trace.upstream_seconds,
-            user=principal.user,
-        )
+        if trace.throttled is not None:
+            self.metrics.observe_rate_limited(trace.throttled)
+        self._observe(principal, trace, result.status, reason_code(result))
         return result
 
     async def _wait(
@@ -604,8 +629,9 @@ class Gateway:
         started: Callable[[CallTrace], Awaitable[None]],
     ) -> tuple[CallResult, CallTrace | None]:
         """Sleep on the approval ``result`` asked for; then run once if it was approved."""
-        # Two decisions, two audit rows: the approval asked for, then what came of it.
+        # Two decisions, two audit rows (and two counts): the approval asked for, then what came of it.
         await self.auditor.record(trace.audit_record(principal, tool, args, result, self.clock))
+        self._observe(principal, trace, result.status, reason_code(result))
         if on_pending is not None:
             await on_pending(result)
         try:
@@ -643,10 +669,12 @@ class _Reached:
         """The call's outcome row is written."""
         self._open.clear()
 
-    async def cancelled(self) -> None:
+    async def cancelled(self) -> list[CallTrace]:
+        """Write the ``cancelled`` row of each attempt still open; those attempts."""
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CANCELLED_WRITE_SECONDS):
             for trace in self._open:
                 await self._auditor.record(trace.cancelled_record(self._principal, self._tool, self._args, self._clock))
+        return list(self._open)
 
 
 def _as_enforced(action: Action) -> Mapping[str, Any]:

@@ -48,6 +48,8 @@ class CallTrace:
     unsent: bool = False
     """Reached for the upstream, then stopped before any of the request left (its credential unusable, a
     header the HTTP client refused): it cannot have taken effect."""
+    throttled: str | None = None
+    """Which of the gateway's own limits refused the call (``limits``), for the metrics."""
     approved_by: str | None = None
     """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
     _last: tuple[Action | None, Verdict | None, Principal, str, AuditRecord] | None = field(default=None, repr=False)

@@ -6,14 +6,18 @@ it, and what that yields is a ``SecretValue`` whose repr, str and format say ``[
 
 A principal's own credential wins over the project-wide one (principal ``*``), so a team can
 share one API key while a user connects their own account.
+
+A value stored through this vault is taught to ``known_secrets`` at once (the plaintext is at hand
+there): a row or log line written before any call opens it must not keep it either.
 """
 
 from __future__ import annotations
 
 from ..primitives.crypto import Cipher, credential_aad
-from ..primitives.secrets import PROJECT_WIDE, CredentialKey, SealedCredential, encode_secret
+from ..primitives.secrets import PROJECT_WIDE, CredentialKey, SealedCredential, SecretValue, encode_secret
 from ..store.contract import CachedCredentialStore, CredentialStore
 from ..vocabulary.errors import CredentialError
+from .logs import known_secrets
 
 __all__ = ["CredentialVault"]
 
@@ -47,6 +51,7 @@ class CredentialVault:
         """Seal and store ``value`` (replacing any previous one under the same key)."""
         key = CredentialKey(connector=connector, principal=principal, name=name)
         await self._store.put_credential(key, self._seal(key, encode_secret(value)))
+        known_secrets().add(SecretValue(value))
 
     async def sealed(
         self, connector: str, *, principal: str, name: str = "default", own_only: bool = False
@@ -64,6 +69,11 @@ class CredentialVault:
             if blob is not None:
                 return self._handing(key, blob)
         return None
+
+    async def stored(self, key: CredentialKey) -> SealedCredential | None:
+        """The credential stored under exactly ``key``, or None. Decrypts nothing."""
+        blob = await self._store.get_credential(key)
+        return None if blob is None else self._handing(key, blob)
 
     def _keys_for(self, connector: str, principal: str, name: str, own_only: bool) -> tuple[CredentialKey, ...]:
         """The keys ``sealed`` tries, in order; the same objects every call (the store's cache then

@@ -24,7 +24,8 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_gateway.core import Gateway, result_payload
 from mcp_gateway.manifest import parse_manifest
-from mcp_gateway.primitives.crypto import AESGCMCipher
+from mcp_gateway.primitives.crypto import AESGCMCipher, credential_aad
+from mcp_gateway.primitives.secrets import PROJECT_WIDE, CredentialKey, encode_secret
 from mcp_gateway.server.tools import build_mcp_server
 from mcp_gateway.services.approvals import ApprovalService, fingerprint
 from mcp_gateway.services.audit import Auditor
@@ -652,6 +653,26 @@ async def test_a_stored_secret_the_agent_passes_as_an_argument_is_in_no_audit_ro
         assert rows and not any(secret in row.model_dump_json() for row in rows)
 
 
+async def test_a_secret_stored_by_another_process_is_redacted_from_rows_of_calls_that_never_open_it(
+    tmp_path: Path,
+) -> None:
+    # Stored before this process started (a CLI `secret set`, a previous run): refusals, and calls to
+    # another connector, are recorded before any call sends it, and must not keep it either.
+    secret = "canary-stored-before-start-4d2f9a"  # no other test opens it: known to no redactor yet
+    async with harness(tmp_path, secret=None) as h:
+        key = CredentialKey(connector="api", principal=PROJECT_WIDE, name="default")
+        cipher = AESGCMCipher(b"k" * 32, project="unit")
+        sealed = cipher.seal(encode_secret(secret), aad=credential_aad("unit", "api", PROJECT_WIDE, "default"))
+        await h.store.put_credential(key, sealed)  # as another process writes it: not through this vault
+        assert isinstance(await h.gateway.call(OPERATOR, "api.admin.purge", {"note": secret}), Denied)
+        await h.gateway.call(OPERATOR, "api.items.create", {"name": 1, "x": secret})  # invalid_args
+        await h.gateway.call(OPERATOR, "api.items.nope", {"note": secret})  # action_not_found
+        assert isinstance(await h.gateway.call(OPERATOR, "open.things.list", {"note": secret}), (Ok, Denied))
+        rows = await h.store.list_audit(20)
+        assert len(rows) == 4 and not any(secret in row.model_dump_json() for row in rows)
+        assert all("[redacted]" in (row.args_preview or "") for row in rows)
+
+
 async def test_needs_auth_with_a_connect_link_when_nothing_is_stored(tmp_path: Path) -> None:
     async with harness(tmp_path, secret=None) as h:
         result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
@@ -895,6 +916,29 @@ async def test_a_call_its_client_cancels_after_the_request_left_is_audited_cance
     assert h.store.instance is not None and rows[0].call_id.startswith(h.store.instance)
     assert len(rows[0].call_id) == 32
     assert await h.auditor.interrupt_started() == 0  # nothing left open
+
+
+async def test_metrics_count_every_call_the_audit_records_and_an_agent_cap_refusal_says_when(tmp_path: Path) -> None:
+    async with harness(tmp_path, manifest_text() + "agent_limits: {running_calls: 1}\n") as h:
+        refused: Any = None
+        async with h.auditor.running(), anyio.create_task_group() as tg:
+            tg.start_soon(h.gateway.call, OPERATOR, "api.items.get", {"id": "hang"})
+            with anyio.fail_after(5):
+                await h.upstream.hanging.wait()
+            refused = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+            tg.cancel_scope.cancel()
+        assert isinstance(refused, ErrorResult) and refused.reason == "rate_limited" and refused.retry_after == 1.0
+        rows = await h.store.list_audit()
+        limited = next(r for r in rows if r.reason == "rate_limited")
+        assert (limited.connector, limited.action, limited.verdict) == ("api", "api.items.get", "always_run")
+        assert limited.fingerprint is not None
+        text = h.gateway.metrics.render().decode()
+        counted = sum(
+            float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("mcp_gateway_calls_total{")
+        )
+        assert counted == len(rows) == 2
+        assert 'status="cancelled"' in text
+        assert 'mcp_gateway_rate_limited_total{scope="running_calls"} 1.0' in text
 
 
 async def test_an_outcome_the_store_refuses_is_journaled_and_the_call_answered(tmp_path: Path) -> None:
