@@ -643,6 +643,13 @@ class Gateway:
             return _lost_while_waiting(result.approval_id), CallTrace()
         if decided is None or decided.status == "pending":
             return result, None  # undecided: the one row already written says so
+        if decided.status == "approved" and not await self.tokens.still_valid(principal):
+            # Revoking a token (a leaked one, say) must stop what it asked for, not only its next request.
+            revoked = Denied(
+                reason="approval_denied",
+                message="This agent's token was revoked while the call waited for its approval: nothing was sent.",
+            )
+            return revoked, CallTrace()
         trace = CallTrace(on_upstream=started, id_prefix=self._instance() or "")
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
 

@@ -64,6 +64,14 @@ class TokenService:
         self._verified.forget_where(lambda principal: principal.user == f"token:{token_id}")
         return revoked
 
+    async def still_valid(self, principal: Principal) -> bool:
+        """Whether the static token ``principal`` came in with (``token:<id>``) is still in force; True
+        for any other principal (the operator's stdio session, a front-door identity)."""
+        token_id = principal.user.removeprefix("token:")
+        if token_id == principal.user:
+            return True
+        return any(record.id == token_id and not record.revoked for record in await self._store.list_tokens())
+
     async def verify(self, token: str | None) -> Principal | None:
         if not token or len(token) > 256:
             return None

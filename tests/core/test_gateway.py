@@ -1086,3 +1086,33 @@ async def test_describe_shows_that_an_http_action_refuses_arguments_it_does_not_
     assert described["input_schema"]["additionalProperties"] is False
     refused = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1", "x": 1})
     assert isinstance(refused, Denied) and refused.reason == "invalid_args"
+
+
+async def test_a_call_waiting_on_its_approval_does_not_run_once_its_token_is_revoked(h: Harness) -> None:
+    # A leaked token revoked while its call waits: the approval given afterwards must not run it (the
+    # agent's SDK then failed its follow-up request with a 401 and reported a failure that had run).
+    _, token = await h.gateway.tokens.create("bot")
+    bot = await h.gateway.tokens.verify(token)
+    assert bot is not None and bot.user.startswith("token:")
+
+    async def revoke_then_approve(pending: PendingApproval) -> None:
+        assert await h.gateway.tokens.revoke(bot.user.removeprefix("token:"))
+        assert await h.approvals.decide(pending.approval_id, True) is not None
+
+    result = await h.gateway.call(bot, "api.items.create", {"name": "x"}, wait=30, on_pending=revoke_then_approve)
+    assert isinstance(result, Denied) and result.reason == "approval_denied", result
+    assert "revoked" in result.message and "nothing was sent" in result.message
+    assert h.upstream.requests == []
+    rows = [r for r in await h.store.list_audit() if r.requested == "api.items.create"]
+    assert [r.status for r in rows] == ["denied", "pending_approval"], rows
+    # A token still in force runs the same way as before.
+    _, kept = await h.gateway.tokens.create("bot")
+    kept_bot = await h.gateway.tokens.verify(kept)
+    assert kept_bot is not None
+
+    async def approve(pending: PendingApproval) -> None:
+        assert await h.approvals.decide(pending.approval_id, True) is not None
+
+    assert isinstance(
+        await h.gateway.call(kept_bot, "api.items.create", {"name": "y"}, wait=30, on_pending=approve), Ok
+    )
