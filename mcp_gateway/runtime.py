@@ -334,7 +334,7 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
 
 async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, bool]:
     """``reload_manifest``, and whether the reason will pass by itself (the database was unreachable)."""
-    before = {c.slug: c for c in gateway.manifest.connectors}
+    before = gateway.manifest
     try:
         manifest = discovery_override(load_manifest(settings.manifest_path), settings.env)
         await gateway.reload(manifest)
@@ -377,19 +377,25 @@ def _debugging() -> bool:
     return logging.getLogger("mcp_gateway").isEnabledFor(logging.DEBUG)
 
 
-def _changes(before: Mapping[str, ConnectorConfig], after: Manifest) -> str:
-    """What a reload changed, for its log line: ``(added x; removed y; changed z)``, or nothing."""
+def _changes(old: Manifest, after: Manifest) -> str:
+    """What a reload changed, for its log line: ``(added x; removed y; changed z; changed agents,
+    policies)``, or that nothing did."""
+    before: Mapping[str, ConnectorConfig] = {c.slug: c for c in old.connectors}
     now = {c.slug: c for c in after.connectors}
+    sections = [
+        name for name in type(after).model_fields if name != "connectors" and getattr(old, name) != getattr(after, name)
+    ]
     parts = [
-        f"{what} {', '.join(slugs)}"
-        for what, slugs in (
+        f"{what} {', '.join(names)}"
+        for what, names in (
             ("added", [s for s in now if s not in before]),
             ("removed", [s for s in before if s not in now]),
             ("changed", [s for s in now if s in before and now[s] != before[s]]),
+            ("changed", sections),
         )
-        if slugs
+        if names
     ]
-    return f" ({'; '.join(parts)})" if parts else " (no connector changed)"
+    return f" ({'; '.join(parts)})" if parts else " (nothing changed)"
 
 
 async def reload_on_sighup(gateway: Gateway, settings: Settings, on_reloaded: Callable[[], None] | None = None) -> None:

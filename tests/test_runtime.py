@@ -261,3 +261,16 @@ async def test_the_audit_retry_window_comes_from_the_environment(tmp_path: Path)
         with pytest.raises(GatewayError, match="MCP_GATEWAY_AUDIT_RETRY_SECONDS must be a number"):
             async with open_gateway(Settings.from_env(env, state_dir=str(tmp_path)), manifest=manifest):
                 pass
+
+
+def test_a_reload_log_line_names_every_section_that_changed(tmp_path: Path) -> None:
+    # A reload that narrowed an agent's grant was logged "(no connector changed)": true of the
+    # connectors, but the operator reading it learned nothing of what did change.
+    from mcp_gateway.runtime import _changes  # pyright: ignore[reportPrivateUsage]
+
+    before = parse_manifest(SMALL, base_dir=tmp_path)
+    granted = parse_manifest(SMALL + "agents:\n  - {name: bot, connectors: [notes]}\n", base_dir=tmp_path)
+    assert _changes(before, before) == " (nothing changed)"
+    assert _changes(before, granted) == " (changed agents)"
+    renamed = parse_manifest(SMALL.replace("List the notes", "List notes"), base_dir=tmp_path)
+    assert _changes(granted, renamed) == " (changed notes; changed agents)"
