@@ -147,18 +147,20 @@ def manifest_findings(settings: Settings) -> tuple[Manifest | None, list[Finding
 async def store_finding(settings: Settings) -> Finding:
     """Whether the state store opens and answers a read."""
     from ..runtime import open_store
-    from ..vocabulary.errors import GatewayError, StoreUnopenable
+    from ..vocabulary.errors import GatewayError, StateUnwritable, StoreUnopenable
 
     try:
         async with open_store(settings) as store:
             await store.list_audit(1)
     except (GatewayError, OSError) as exc:
-        if isinstance(exc, StoreUnopenable):
+        if isinstance(exc, StateUnwritable | OSError):
+            fix = f"make {settings.state_dir} writable by this user, or give --state-dir another folder"
+        elif settings.database_url:  # mistyped, unreachable or refusing us: the message says which
+            fix = "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
+        elif isinstance(exc, StoreUnopenable):
             # Not this gateway's database (garbage, another application's, a newer build's): the message
             # says which; a permission is not what is wrong.
             fix = "move it aside or point the gateway at another database (--state-dir / --database-url)"
-        elif settings.database_url:
-            fix = "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
         else:
             fix = f"make {settings.state_dir} writable by this user"
         return Finding("store", "problem", f"cannot open the store: {exc}", fix)

@@ -78,7 +78,12 @@ def connectors_from_state(args: argparse.Namespace, principal: Principal) -> dic
 
 def sqlite_state(settings: Settings) -> bool:
     """Whether the state is an SQLite file that exists (PostgreSQL, or a first start: the full path)."""
-    return not settings.database_url and settings.database.is_file()
+    if settings.database_url:
+        return False
+    try:
+        return settings.database.is_file()
+    except OSError:  # a folder this user may not enter: the full path opens it and says so
+        return False
 
 
 @dataclass

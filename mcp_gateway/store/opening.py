@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from ..primitives.catalog_memory import validate_actions
-from ..vocabulary.errors import GatewayError, StoreUnopenable
+from ..vocabulary.errors import StateUnwritable, StoreUnopenable
 from .database_url import is_postgres_url, redact_url, unescaped_userinfo
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def store_for(settings: Settings) -> Store:
     """The store, not yet opened. Stored catalogs decode with ``catalog_memory.validate_actions``."""
     url = settings.database_url
     if not url:
-        from .sqlite import SQLiteStore
+        from .sqlite import SQLiteStore, unwritable
 
         try:
             settings.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -34,19 +34,21 @@ def store_for(settings: Settings) -> Store:
                 f"the state folder {settings.state_dir} is a file (or under one), not a folder: move it aside, or "
                 "give --state-dir another folder"
             ) from None
+        except OSError as exc:
+            raise StateUnwritable(unwritable(settings.state_dir, exc)) from None
         return SQLiteStore(settings.database, decode_actions=validate_actions)
     if not is_postgres_url(url):
-        raise GatewayError(
+        raise StoreUnopenable(
             f"the database URL {redact_url(url)} is not a PostgreSQL URL; give postgresql://user:password@host:5432/"
             "database, or unset $MCP_GATEWAY_DATABASE_URL (and drop --database-url) to use the embedded SQLite "
             "database in the state folder"
         )
     if (problem := unescaped_userinfo(url)) is not None:
-        raise GatewayError(problem)
+        raise StoreUnopenable(problem)
     try:
         from .postgres import PostgresStore
     except ImportError:
-        raise GatewayError(
+        raise StoreUnopenable(
             "a PostgreSQL database URL is set but its driver is not installed; run: "
             "python3 -m pip install 'mcp-action-gateway[postgres]'"
         ) from None

@@ -59,7 +59,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..primitives.secrets import CredentialKey
-from ..vocabulary.errors import StoreUnavailable, StoreUnopenable
+from ..vocabulary.errors import StateUnwritable, StoreUnavailable, StoreUnopenable
 from ..vocabulary.model import ACTIONS_ADAPTER
 from ._access import AccessCache, GenerationProbe
 from ._rows import (
@@ -92,7 +92,7 @@ from .contract import (
 )
 from .instance_locks import InstanceLocks, instance_of
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "unwritable"]
 
 logger = logging.getLogger(__name__)
 
@@ -258,6 +258,14 @@ _VECTOR_CHUNK = 500
 """Digests per ``IN (...)`` lookup (well under SQLite's bound-parameter limit)."""
 
 
+def unwritable(path: Path, exc: OSError) -> str:
+    """Why the state folder (or the database in it) cannot be created, and the two ways out."""
+    return (
+        f"cannot create {path} ({exc.strerror or exc}): make the state folder writable by this user, or give "
+        "--state-dir (or $MCP_GATEWAY_STATE_DIR) a folder it can write"
+    )
+
+
 class SQLiteStore:
     """The ``Store`` protocol over one SQLite file (or ``":memory:"`` for tests).
 
@@ -407,12 +415,14 @@ class SQLiteStore:
 
     @staticmethod
     def _create_private_file(path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             # O_EXCL: only a file we create here gets 0600; an existing file keeps the mode its owner chose.
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
             pass
+        except OSError as exc:
+            raise StateUnwritable(unwritable(path, exc)) from None
 
     async def _configure(self, db: aiosqlite.Connection) -> None:
         try:

@@ -9,6 +9,8 @@
     ├── UnsupportedAuth          an auth kind this build cannot apply yet
     ├── ArgumentError            arguments that cannot be placed on the wire (-> invalid_args)
     ├── UpstreamError            the upstream failed, timed out, redirected off-origin or answered garbage
+    ├── StoreUnopenable          the state database cannot be opened at all (the command line exits 3)
+    │   └── StateUnwritable      the state folder, or the database file in it, cannot be created
     └── StoreUnavailable         the state database cannot be reached right now (-> store_unavailable, 503)
 
 Anything else that escapes the core is a bug: the gateway turns it into a generic
@@ -30,7 +32,9 @@ __all__ = [
     "Issue",
     "ManifestError",
     "SourceError",
+    "StateUnwritable",
     "StoreUnavailable",
+    "StoreUnopenable",
     "UnsupportedAuth",
     "UpstreamError",
 ]
@@ -158,6 +162,11 @@ class ToolsChanged(GatewayError):
 class StoreUnopenable(GatewayError):
     """The state database cannot be opened at all (a file that is no database, one this process may not
     write): the operator's to fix, not an outage; the command line exits 3 for it."""
+
+
+class StateUnwritable(StoreUnopenable):
+    """The state folder, or the database file in it, cannot be created by this user (a folder it may
+    not write, a path under ``/proc``): the fix is a permission or another ``--state-dir``."""
 
 
 class StoreUnavailable(GatewayError):

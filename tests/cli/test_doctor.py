@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,9 @@ async def test_the_store_check_says_how_to_fix_a_store_that_does_not_open(tmp_pa
     broken = await store_finding(Settings(manifest_path=None, state_dir=tmp_path / "file", env={}))
     assert broken.level == "problem" and broken.message.startswith("cannot open the store")
     assert "is a file" in broken.message and broken.fix.startswith("move it aside")  # not a permission
+    if sys.platform == "linux":  # a folder nobody may create: a permission or another folder, not "move it aside"
+        unwritable = await store_finding(Settings(manifest_path=None, state_dir=Path("/proc/self/state"), env={}))
+        assert unwritable.level == "problem" and "writable" in unwritable.fix and "--state-dir" in unwritable.fix
+    mistyped = Settings(manifest_path=None, state_dir=tmp_path / "state", env={}, database_url="mysql://u:pw@db/x")
+    wrong_url = await store_finding(mistyped)
+    assert "not a PostgreSQL URL" in wrong_url.message and "--database-url" in wrong_url.fix

@@ -50,7 +50,18 @@ def test_a_missing_manifest_before_the_command_fails(env: CliEnv, tmp_path: Path
     assert code == 2 and "nonexistent.yaml" in err
 
 
-@pytest.mark.parametrize("command", [["connectors"], ["discover", "create an issue"], ["audit"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["connectors"],
+        ["discover", "create an issue"],
+        ["audit"],
+        ["sync"],
+        ["describe", "echo.items.get"],
+        ["call", "echo.items.get"],
+        ["connect", "echo"],
+    ],
+)
 def test_a_state_store_that_cannot_be_opened_exits_3(env: CliEnv, tmp_path: Path, command: list[str]) -> None:  # noqa: F811
     # As --help says: 3 is "the state store cannot be opened", whichever command opens it.
     import sqlite3
@@ -83,6 +94,19 @@ def test_a_state_store_that_cannot_be_opened_exits_3(env: CliEnv, tmp_path: Path
         code = cli.main(["--state-dir", str(state), *command])
         err = env.capsys.readouterr().err
         assert code == 3 and "state.db" in err and "Traceback" not in err, (name, code, err)
+
+    if sys.platform == "linux":  # a folder nobody may create, and one where no file can be created
+        for state, named in ((Path("/proc/self/state"), "/proc/self/state"), (Path("/proc/self"), "state.db")):
+            env.capsys.readouterr()
+            code = cli.main(["--state-dir", str(state), *command])
+            err = env.capsys.readouterr().err
+            assert code == 3 and named in err and "--state-dir" in err and "unexpected" not in err, (state, err)
+
+
+@pytest.mark.parametrize("command", [["connectors"], ["audit"], ["token", "list"], ["sync"]])
+def test_a_mistyped_database_url_exits_3_whichever_command(env: CliEnv, command: list[str]) -> None:  # noqa: F811
+    wrong = env.run("--database-url", "postgresq://gw:CANARY-PW@db/gateway", *command)
+    assert wrong.code == 3 and "not a PostgreSQL URL" in wrong.err and "CANARY-PW" not in wrong.err
 
 
 def test_version_and_help_examples(tmp_path: Path) -> None:
