@@ -129,39 +129,44 @@ def serve_options(p: argparse.ArgumentParser) -> None:
         help="stdio: a client starts this command (default); http: streamable HTTP at http://HOST:PORT/mcp",
     )
     p.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default: loopback)")
-    p.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default: 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="http: the port to listen on (default: 8765)")
     p.add_argument("--quiet", action="store_true", help="no start-up summary on stderr")
     p.add_argument(
         "--public-url",
+        type=_public_url,
         help="base of links handed to humans (default: the manifest's public_url; with --transport http and none "
         "in the manifest, the address served)",
     )
     p.add_argument("--agent", help="stdio: act as this agent of the manifest")
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port,
         help="also serve /metrics (no token needed) and /readyz on this port, on --metrics-host",
     )
     p.add_argument("--metrics-host", default="127.0.0.1", help="where --metrics-port listens (default: loopback)")
-    p.add_argument("--request-timeout", type=float, default=10.0, help="http: seconds to send a whole request")
-    p.add_argument("--keep-alive", type=float, default=5.0, help="http: seconds an idle connection stays open")
+    p.add_argument("--request-timeout", type=_timeout, default=10.0, help="http: seconds to send a whole request")
+    p.add_argument("--keep-alive", type=_seconds, default=5.0, help="http: seconds an idle connection stays open")
     p.add_argument(
         "--max-connections",
-        type=int,
+        type=_count,
         help="http: concurrent connections (503 beyond; default 2 x --max-sessions + 100, must exceed it)",
     )
-    p.add_argument("--max-sessions", type=int, default=1000, help="http: open MCP sessions (new ones refused beyond)")
-    p.add_argument("--drain-timeout", type=float, default=10.0, help="http: seconds SIGTERM waits for calls in flight")
+    p.add_argument(
+        "--max-sessions", type=_count, default=1000, help="http: open MCP sessions (new ones refused beyond)"
+    )
+    p.add_argument(
+        "--drain-timeout", type=_seconds, default=10.0, help="http: seconds SIGTERM waits for calls in flight"
+    )
     p.add_argument(
         "--shutdown-delay",
-        type=float,
+        type=_seconds,
         default=0.0,
         help="http: seconds after SIGTERM with /healthz answering 503 before the listener closes (load balancers)",
     )
 
 
 def pages_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--public-url", help="where to serve them (default: the manifest's public_url)")
+    p.add_argument("--public-url", type=_public_url, help="where to serve them (default: the manifest's public_url)")
 
 
 def _results(text: str) -> int:
@@ -173,6 +178,70 @@ def _results(text: str) -> int:
     if not 1 <= value <= 50:
         raise argparse.ArgumentTypeError(f"{value} is not from 1 to 50")
     return value
+
+
+def _port(text: str) -> int:
+    """A TCP port to listen on: a whole number from 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (from 1 to 65535)")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 1 (sessions, connections, rows)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more and finite."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more, finite)")
+    return value
+
+
+def _timeout(text: str) -> float:
+    """A number of seconds above 0, finite (nothing could be sent in 0 s)."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is not a timeout: give a number of seconds above 0")
+    return value
+
+
+def _wait(text: str) -> float:
+    """``call --wait``: 0 or more seconds (``inf`` allowed: the wait is capped anyway)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def _public_url(text: str) -> str:
+    """``--public-url``: checked as the manifest's ``public_url`` is (an http(s) URL with a host and a port
+    that can be)."""
+    from ..primitives.public_url import public_url_problem
+
+    if (problem := public_url_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(f"{problem}; give the base humans open, e.g. http://127.0.0.1:8765")
+    return text
 
 
 def _agent(p: argparse.ArgumentParser) -> None:
@@ -197,7 +266,7 @@ def call_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--approval-id", help="the approval_id a pending_approval answer gave, once a human approved it")
     p.add_argument("--fields", nargs="*", help="keep only these fields of the result (dotted paths)")
     p.add_argument(
-        "--wait", type=float, metavar="SECONDS", help="if approval is needed, wait for the decision (at most 120 s)"
+        "--wait", type=_wait, metavar="SECONDS", help="if approval is needed, wait for the decision (at most 120 s)"
     )
     _agent(p)
 
@@ -265,7 +334,7 @@ def approvals_options(p: argparse.ArgumentParser) -> None:
 
 
 def audit_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--limit", type=int, default=50, help="the newest this many decisions (default: 50)")
+    p.add_argument("--limit", type=_count, default=50, help="the newest this many decisions (default: 50)")
 
 
 def keys_options(p: argparse.ArgumentParser) -> None:

@@ -107,6 +107,7 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
     manifest reloaded on SIGHUP or when it changes; this server's address recorded meanwhile."""
     import anyio
 
+    from ..primitives.url_secrets import shown_url
     from ..runtime import open_gateway, reload_on_sighup, watch_manifest
     from ..server.app import run_http, serve_metrics
     from .ports import check_port_free
@@ -117,7 +118,8 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
     say = _Say(args)
     async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
         started()
-        say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {public_url})")
+        shown = shown_url(public_url)  # a password written into it is the proxy's, not the log's
+        say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {shown})")
         recorded = _Recorded(args, gw, "http", args.host, args.port)
         try:
             async with anyio.create_task_group() as tg:
@@ -145,6 +147,7 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
     loads (tool calls wait for it); the human pages served once a link is handed out."""
     import anyio
 
+    from ..primitives.url_secrets import shown_url
     from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
     from ..server.app import StdioPages, run_stdio, serve_metrics
     from ..server.tools import build_mcp_server
@@ -163,7 +166,7 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
         key = request_state_key(args.settings, gw)
         server = build_mcp_server(gw, default_principal=principal(args), request_state_key=key, startup=startup)
         started()
-        say.block(gw, f"stdio (links and pages at {gw.links.public_url} once a link is handed out)")
+        say.block(gw, f"stdio (links and pages at {shown_url(gw.links.public_url)} once a link is handed out)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(reload_on_sighup, gw, args.settings)
             tg.start_soon(watch_manifest, gw, args.settings)
@@ -365,6 +368,7 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     from starlette.applications import Starlette
 
     from ..manifest import load_manifest
+    from ..primitives.url_secrets import shown_url
     from ..runtime import open_gateway
     from ..server.app import call_when_started
     from ..server.host_guard import HostGuard, allow_list
@@ -384,7 +388,7 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     )
     async with open_gateway(args.settings, manifest=manifest, public_url=base) as gw:
         started()
-        notice(f"mcp-gateway: human pages at {gw.links.public_url} (Ctrl-C to stop)")
+        notice(f"mcp-gateway: human pages at {shown_url(gw.links.public_url)} (Ctrl-C to stop)")
         app = HostGuard(Starlette(routes=web_routes(gw)), allow_list(host, port, gw.links.public_url))
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)

@@ -41,6 +41,7 @@ from pydantic import (
 
 from ..policy import Condition, Matcher, compile_matcher
 from ..primitives.file_kinds import not_a_file
+from ..primitives.public_url import public_url_problem
 from ..vocabulary.errors import GatewayError, Issue, ManifestError
 from ..vocabulary.model import PolicyAction, Risk
 from .auth import (
@@ -354,8 +355,8 @@ class Manifest(BaseModel):
     @field_validator("public_url")
     @classmethod
     def _public_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise Problem(f"{v!r} is not an http(s) URL", "write the base humans open, e.g. 'http://127.0.0.1:8765'")
+        if (problem := public_url_problem(v)) is not None:
+            raise Problem(problem, "write the base humans open, e.g. 'http://127.0.0.1:8765'")
         return v.rstrip("/")
 
     @model_validator(mode="after")

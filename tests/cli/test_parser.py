@@ -117,3 +117,47 @@ def test_a_usage_error_shows_control_characters_escaped(
     said = capsys.readouterr().err
     assert "\x1b" not in said and "\x07" not in said and "\\u001b" not in said, said
     assert "\\x1b[2J" in said
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pages", "--public-url", "127.0.0.1:19240"],  # the scheme forgotten: it listened on port 80
+        ["pages", "--public-url", "notaurl"],
+        ["pages", "--public-url", "ftp://127.0.0.1:21"],
+        ["pages", "--public-url", "http://127.0.0.1:99999"],
+        ["serve", "--public-url", "http://[::1"],
+        ["serve", "--public-url", "http://:8765"],
+        ["serve", "--port", "99999"],
+        ["serve", "--port", "-1"],
+        ["serve", "--metrics-port", "0"],
+        ["serve", "--drain-timeout", "nan"],
+        ["serve", "--shutdown-delay", "inf"],
+        ["serve", "--request-timeout", "-3"],
+        ["serve", "--request-timeout", "0"],
+        ["serve", "--max-sessions", "0"],
+        ["call", "x.y", "--wait", "nan"],
+        ["call", "x.y", "--wait", "-1"],
+        ["audit", "--limit", "0"],
+        ["audit", "--limit", "-5"],
+    ],
+)
+def test_a_value_out_of_range_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert f"argument {argv[-2]}" in capsys.readouterr().err
+
+
+def test_good_values_pass_the_range_checks() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--port", "65535", "--public-url", "https://gw.example.com", "--drain-timeout", "0"]
+    )
+    assert (args.port, args.public_url, args.drain_timeout) == (65535, "https://gw.example.com", 0.0)
+    assert build_parser().parse_args(["call", "x.y", "--wait", "inf"]).wait == float("inf")  # capped later
+
+
+def test_a_public_url_s_password_is_not_quoted_back(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["pages", "--public-url", "ftp://u:CANARY-PW@host"])
+    assert "CANARY-PW" not in capsys.readouterr().err

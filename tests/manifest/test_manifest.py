@@ -675,3 +675,19 @@ def test_a_large_manifest_written_out_or_with_a_few_aliases_is_read() -> None:
     rest = "".join(f"  - slug: c{i}\n    base_url: https://api{i}.example\n    headers: *h\n" for i in range(1, 2000))
     manifest = parse_manifest(f"project: p\nconnectors:\n{first}{rest}")
     assert len(manifest.connectors) == 2000
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("127.0.0.1:19240", "not an http(s) URL"),
+        ("http://127.0.0.1:99999", "not a valid URL"),
+        ("http://:8765", "names no host"),
+        ("https://u:CANARY-PW@gw.example.com:0", "port 0"),
+    ],
+)
+def test_a_public_url_that_cannot_be_a_link_base_is_refused_at_its_line(written: str, said: str) -> None:
+    # The same check as --public-url: a port out of range passed validate, then every command crashed.
+    issue = only_issue(f"project: p\npublic_url: '{written}'\n")
+    assert issue.field == "public_url" and issue.line == 2 and said in issue.message, issue
+    assert "CANARY-PW" not in issue.message
