@@ -6,8 +6,8 @@ at once and a listing command loads only what it uses. The parser, one table row
 ``parser.py``.
 
 stdout carries results only (under ``serve --transport stdio``, the protocol alone); logs and
-errors go to stderr, without a traceback unless ``--debug``. A closed pipe (``| head``) ends the
-command quietly.
+errors go to stderr, without a traceback unless ``--debug`` (which adds it, and keeps the exit
+code). A closed pipe (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -166,16 +166,17 @@ def _report(exc: Exception, debug: bool) -> int:
         exc = exc.exceptions[0]
     if isinstance(exc, BrokenPipeError):
         return _quiet_closed_pipe()
-    if debug:
-        raise exc
+    # --debug adds the traceback; the exit code stays the one a script reads without it.
+    traced = exc if debug else None
     if isinstance(exc, ManifestError):
         shown = escaped(str(exc), lines=True).replace("\n", "\n  ")
-        notice(f"mcp-gateway: manifest error:\n  {shown}", level=logging.ERROR)
+        notice(f"mcp-gateway: manifest error:\n  {shown}", level=logging.ERROR, exc=traced)
         return EXIT_CONFIG
     if isinstance(exc, (CliError, GatewayError)):
-        notice(f"mcp-gateway: error: {escaped(str(exc), lines=True)}", level=logging.ERROR)
+        notice(f"mcp-gateway: error: {escaped(str(exc), lines=True)}", level=logging.ERROR, exc=traced)
         if isinstance(exc, StoreUnopenable | StoreUnavailable):
             return EXIT_STORE
         return exc.code if isinstance(exc, CliError) else EXIT_CONFIG
-    notice(f"mcp-gateway: unexpected {type(exc).__name__}; rerun with --debug for details", level=logging.ERROR)
+    rerun = "" if debug else "; rerun with --debug for details"
+    notice(f"mcp-gateway: unexpected {type(exc).__name__}{rerun}", level=logging.ERROR, exc=traced)
     return EXIT_FAILED

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..services.operator_tokens import OperatorTokens
     from ..services.tokens import TokenService
     from ..store.contract import ApprovalRecord, Store
+    from ..vocabulary.model import PendingApproval
     from ..vocabulary.settings import Settings
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "cmd_token",
     "cmd_validate",
     "did_you_mean",
+    "unknown_agent_words",
 ]
 
 _print_json = print_json
@@ -59,7 +61,32 @@ def principal(args: argparse.Namespace) -> Principal:
     return Principal(user=OPERATOR.user, agent=agent) if agent else OPERATOR
 
 
-_principal = principal
+def _principal(args: argparse.Namespace) -> Principal:
+    """``principal``, refusing an agent the manifest does not name: taken as it is, a misspelt
+    ``--agent`` or ``$MCP_GATEWAY_AGENT`` sees no connector, and every action is then said not to exist."""
+    chosen = principal(args)
+    if chosen.agent is not None:
+        from ..manifest import load_manifest
+
+        manifest = load_manifest(args.settings.manifest_path)
+        if manifest.agents is not None and chosen.agent not in (known := [a.name for a in manifest.agents]):
+            given = "--agent" if getattr(args, "agent", None) else "$MCP_GATEWAY_AGENT"
+            raise CliError(
+                f"the manifest {args.manifest_source} has no agent {chosen.agent!r} (given by {given})"
+                f"{unknown_agent_words(chosen.agent, known)}"
+            )
+    return chosen
+
+
+def unknown_agent_words(agent: str, known: list[str]) -> str:
+    """``; did you mean 'bot'? (its agents: bot, ci)`` for an agent name the manifest does not have."""
+    import difflib
+
+    listed = ", ".join(known) or "none"
+    near = difflib.get_close_matches(agent, known, n=3, cutoff=0.6)
+    if near:
+        return f"; did you mean {' or '.join(repr(n) for n in near)}? (its agents: {listed})"
+    return f"; its agents: {listed}"
 
 
 def _progress() -> Progress | None:
@@ -308,7 +335,19 @@ async def cmd_call(args: argparse.Namespace) -> int:
         ) from None
     if not isinstance(call_args, dict):
         raise CliError('--args must be a JSON object, e.g. \'{"owner": "octocat"}\'')
+    announced: list[str] = []
     async with _gateway(args) as gw:
+
+        async def announce(pending: PendingApproval) -> None:
+            # The operator at this terminal is often the approver: the link now, not once the wait is over.
+            from ..services.approvals import MAX_WAIT_SECONDS
+
+            waiting = min(args.wait, MAX_WAIT_SECONDS)
+            sys.stderr.write(f"mcp-gateway: approval needed: {pending.approval_url} (waiting up to {waiting:g} s)\n")
+            _hint_link({"approval_url": pending.approval_url}, gw.links.public_url)
+            sys.stderr.flush()
+            announced.append(pending.approval_url)
+
         result = await gw.call(
             _principal(args),
             args.tool,
@@ -316,12 +355,14 @@ async def cmd_call(args: argparse.Namespace) -> int:
             approval_id=args.approval_id,
             fields=args.fields or None,
             wait=args.wait,
+            on_pending=announce,
         )
     from ..core import result_payload
 
     data = result_payload(result)
     _print_json(data)
-    _hint_link(data, gw.links.public_url)
+    if data.get("approval_url") not in announced:  # said already, before the wait
+        _hint_link(data, gw.links.public_url)
     return _exit_for(data)
 
 
@@ -425,8 +466,8 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
     known = [a.name for a in manifest.agents]
     if args.agent not in known:
         raise CliError(
-            f"the manifest has no agent {args.agent!r} (known: {', '.join(known) or 'none'}), so its token would see "
-            "no connector; add it under 'agents:' or pass --force to mint it anyway"
+            f"the manifest has no agent {args.agent!r}, so its token would see no connector; add it under "
+            f"'agents:' or pass --force to mint it anyway{unknown_agent_words(args.agent, known)}"
         )
 
 

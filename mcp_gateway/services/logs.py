@@ -232,12 +232,16 @@ _format: LogFormat | None = None
 """The format ``configure_logging`` chose (None before it ran)."""
 
 
-def notice(text: str, *, level: int = logging.INFO) -> None:
+def notice(text: str, *, level: int = logging.INFO, exc: BaseException | None = None) -> None:
     """What a command tells the operator on stderr (the manifest it read, where it serves, why it
     failed): as written in text format, a log record at ``level`` (shown whatever the log level) in
-    JSON, so the JSON stream has no line of another shape."""
+    JSON, so the JSON stream has no line of another shape. ``exc`` (``--debug``): its traceback too,
+    through the handler's secret filter, as the record's ``exception`` field in JSON."""
+    log = logging.getLogger("mcp_gateway")
+    exc_info = (type(exc), exc, exc.__traceback__) if exc is not None else None
     if _format != "json":
+        if exc_info is not None:
+            log.handle(log.makeRecord(log.name, level, "(notice)", 0, "the traceback of:", (), exc_info))
         sys.stderr.write(text + "\n")
         return
-    log = logging.getLogger("mcp_gateway")
-    log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), None))
+    log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), exc_info))

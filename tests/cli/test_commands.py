@@ -398,8 +398,27 @@ def test_unexpected_error_has_a_traceback_only_with_debug(env: CliEnv, monkeypat
     assert quiet.code == 1
     assert "unexpected RuntimeError" in quiet.err and "--debug" in quiet.err
     assert "Traceback" not in quiet.err
-    with pytest.raises(RuntimeError, match="boom in connectors"):
-        env.run("connectors", "--debug")
+    debugged = env.run("connectors", "--debug")
+    assert debugged.code == 1 and "Traceback" in debugged.err and "boom in connectors" in debugged.err
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_debug_adds_the_traceback_and_keeps_the_exit_code(env: CliEnv, log_format: str) -> None:
+    # --debug turned every failure's exit code into 1: a script adding it to learn why got another code.
+    for argv, code in (
+        (["approvals", "show", "apr_nope"], 2),
+        (["--state-dir", str(env.manifest), "audit"], 3),
+        (["validate"], 2),  # the manifest broken just below
+    ):
+        if argv == ["validate"]:
+            env.manifest.write_text("connectors: [ {slug: 1} ]\n")
+        plain = env.run(*argv, "--log-format", log_format)
+        debugged = env.run(*argv, "--log-format", log_format, "--debug")
+        assert plain.code == debugged.code == code, (argv, plain, debugged)
+        assert "Traceback" not in plain.err and "Traceback" in debugged.err, argv
+        if log_format == "json":  # the traceback inside the record, not lines of another shape
+            records = [json.loads(line) for line in debugged.err.splitlines()]
+            assert any("Traceback" in r.get("exception", "") for r in records), records
 
 
 def test_manifest_errors_exit_2_without_traceback(env: CliEnv) -> None:
@@ -613,3 +632,69 @@ def test_approvals_show_says_when_arguments_were_cut_when_stored(env: CliEnv) ->
     assert "were cut when stored" not in env.run("approvals", "show", pending["approval_id"]).out
     shown = env.run("approvals", "show", "apr_cut")
     assert shown.code == 0 and "were cut when stored, so this call cannot be approved" in shown.out
+
+
+def test_an_agent_the_manifest_does_not_name_is_refused_with_the_nearest(env: CliEnv) -> None:
+    # Taken as it was, a typo saw no connector and was told every action and connector did not exist.
+    env.manifest.write_text(env.manifest.read_text() + "agents:\n  - name: bot\n    connectors: [echo]\n")
+    for argv in (
+        ["connectors"],
+        ["discover", "fetch", "one", "item"],
+        ["describe", "echo.items.get"],
+        ["call", "echo.items.get", "--args", '{"id": "1"}'],
+        ["connect", "echo"],
+    ):
+        typo = env.run(*argv, "--agent", "bto")
+        assert typo.code == 2 and typo.out == "", (argv, typo)
+        assert "no agent 'bto'" in typo.err and "did you mean 'bot'?" in typo.err and "its agents: bot" in typo.err
+    env.monkeypatch.setenv("MCP_GATEWAY_AGENT", "bto")
+    from_env = env.run("connect", "echo")
+    assert from_env.code == 2 and "$MCP_GATEWAY_AGENT" in from_env.err
+    env.monkeypatch.setenv("MCP_GATEWAY_AGENT", "bot")
+    assert env.run("connectors").code == 0
+    minted = env.run("token", "create", "--agent", "bto")
+    assert minted.code == 2 and "did you mean 'bot'?" in minted.err
+
+
+@pytest.mark.slow
+def test_call_wait_prints_the_approval_link_before_it_waits(env: CliEnv) -> None:
+    # The person at the terminal is often the approver: the link came only once the wait was over.
+    import subprocess
+    import time
+
+    from tests.support.env import child_env
+
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+    root = Path(__file__).resolve().parents[2]
+    environ = child_env() | {
+        "PYTHONPATH": str(root),
+        "MCP_GATEWAY_STATE_DIR": str(env.state_dir),
+        "MCP_GATEWAY_MASTER_KEY": os.environ["MCP_GATEWAY_MASTER_KEY"],
+    }
+    argv = ["call", "echo.items.create", "--args", '{"name": "w"}', "--wait", "60", "--manifest", str(env.manifest)]
+    started = time.monotonic()
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "mcp_gateway", *argv],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert waiting.stderr is not None
+        said = ""
+        while "approval needed" not in said:
+            line = waiting.stderr.readline()
+            assert line, said
+            said += line
+        assert "waiting up to 60 s" in said and "/approvals/" in said
+        (pending,) = env.run("approvals", "list", "--json").json()  # the one the link printed opens
+        assert env.run("approvals", "approve", pending["id"]).code == 0
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    assert waiting.returncode == 0 and json.loads(out)["status"] == "ok", (out, err)
+    assert time.monotonic() - started < 55
+    assert "approval needed" not in err  # said once

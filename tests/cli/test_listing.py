@@ -124,7 +124,7 @@ def test_several_connectors_list_the_same_both_ways(several: TwoPaths) -> None:
     # per_user: a project-wide value (stored before `secret set` refused it) leaves the operator's own missing.
     with closing(sqlite3.connect(several.state_dir / "state.db")) as db, db:
         db.execute("INSERT INTO credential (connector, principal, name, sealed) VALUES ('mine', '*', 'default', x'00')")
-    for extra in ((), ("--json",), ("--agent", "bot"), ("--agent", "nobody", "--json")):
+    for extra in ((), ("--json",), ("--agent", "bot"), ("--agent", "bot", "--json")):
         fast, full = several.both(*extra)
         assert fast == full, extra
     table = several.both()[0]

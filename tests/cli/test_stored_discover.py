@@ -167,7 +167,7 @@ def test_several_connectors_find_the_same_both_ways(several: TwoPaths) -> None:
         for extra in ((), ("--json",), ("--agent", "bot", "--json"), ("--connector", "store", "--json")):
             fast, full = several.both(*query, *extra)
             assert fast == full, (query, extra)
-    for extra in (("--limit", "1"), ("--limit", "50"), ("--agent", "x")):
+    for extra in (("--limit", "1"), ("--limit", "50"), ("--agent", "bot")):
         fast, full = several.both("list", "items", "--json", *extra)
         assert fast == full, extra
     # What the comparisons went through: hidden actions, approvals, credentials, low confidence.
