@@ -34,6 +34,7 @@ from .services.approvals import ApprovalService
 from .services.audit import RETRY_SECONDS, Auditor
 from .services.credentials import CredentialVault
 from .services.links import LinkService
+from .services.logs import routine
 from .store.audit_journal import AuditJournal
 from .store.contract import Store
 from .store.opening import open_store
@@ -357,7 +358,7 @@ async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, boo
         )
         return f"unexpected {type(exc).__name__}", False
     collect_frozen_garbage()
-    logger.warning("manifest reloaded: %d connectors%s", len(manifest.connectors), _changes(before, manifest))
+    routine(logger, "manifest reloaded: %d connectors%s", len(manifest.connectors), _changes(before, manifest))
     return None, False
 
 

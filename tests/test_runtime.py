@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -172,7 +173,7 @@ async def test_a_one_shot_open_loads_the_same_catalog_without_sharing(tmp_path: 
 
 
 async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_broken_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from mcp_gateway import runtime
 
@@ -187,6 +188,9 @@ async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_brok
         assert await runtime.reload_manifest(gw, settings) is None
         assert sorted(a.path for a in gw._catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
         assert len(collections) == 1  # the replaced catalog's frozen cycles are collected
+        # Routine: at INFO, so an alert on WARNING does not fire at every save, yet logged at any level.
+        (said,) = [r for r in caplog.records if r.getMessage().startswith("manifest reloaded")]
+        assert said.levelno == logging.INFO and "(changed notes)" in said.getMessage()
         path.write_text(more.replace("connectors:", "connectors: [oops"))
         refused = await runtime.reload_manifest(gw, settings)
         assert refused and "gateway.yaml" in refused

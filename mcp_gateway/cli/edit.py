@@ -166,6 +166,8 @@ async def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _init(path: Path, *, force: bool, default: bool = False) -> int:
+    if path.is_dir():  # --force overwrites a file, never a folder
+        raise CliError(f"{path} is a folder; name the file to write, e.g. mcp-gateway init {path / LOCAL_MANIFEST}")
     if path.exists() and not force:
         raise CliError(f"{path} exists; pass --force to overwrite it, or name another file")
     project = re.sub(r"[^a-z0-9_-]+", "-", path.resolve().parent.name.lower()).strip("-") or "default"
@@ -181,7 +183,10 @@ def _init(path: Path, *, force: bool, default: bool = False) -> int:
         text = DEFAULTED.format(path=path.resolve(), flag=flag) + body
     else:
         text = STARTER.format(path=path.resolve(), project=project, flag=flag)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path} ({exc.strerror or exc}); name a file in a folder you can write") from None
     _check(path, text, text)
     if local:
         sys.stderr.write(f"wrote {path}; every command run in this folder reads it. next: mcp-gateway add stripe\n")

@@ -42,7 +42,7 @@ EXAMPLES: dict[str, str] = {
     "  mcp-gateway call github.issues.create --args '{...}' --wait 60",
     "connect": "mcp-gateway connect github",
     "token": "mcp-gateway token create --agent bot\n  mcp-gateway token create --operator\n"
-    "  mcp-gateway token list\n  mcp-gateway token revoke ID",
+    "  mcp-gateway token list\n  mcp-gateway token revoke ID-OR-TOKEN",
     "secret": 'echo "$GITHUB_TOKEN" | mcp-gateway secret set github\n'
     "  mcp-gateway secret delete github               # the team-wide credential\n"
     "  mcp-gateway secret delete gdrive oauth2_token  # an OAuth2 connector's team-wide sign-in\n"
@@ -283,8 +283,14 @@ def token_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--operator", action="store_true", help="a token for the operator overview page (/operator)")
     t.add_argument("--force", action="store_true", help="mint a token for an agent the manifest does not name")
     _command(sub, "list", "commands:cmd_token", "list tokens (never the secret)", EXAMPLES["token"])
-    t = _command(sub, "revoke", "commands:cmd_token", "revoke a token by id", EXAMPLES["token"])
-    t.add_argument("id", help="the token's id ('mcp-gateway token list')")
+    t = _command(
+        sub, "revoke", "commands:cmd_token", "revoke a token by its id, or by the token itself", EXAMPLES["token"]
+    )
+    t.add_argument(
+        "id",
+        metavar="ID-OR-TOKEN",
+        help="the token's id ('mcp-gateway token list'), or the token itself (a leaked one; never printed back)",
+    )
 
 
 def secret_options(p: argparse.ArgumentParser) -> None:

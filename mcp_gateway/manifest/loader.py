@@ -625,7 +625,7 @@ def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         fix = (
-            "check the path given to --manifest"
+            "check the path given by --manifest or $MCP_GATEWAY_MANIFEST"
             if path is not None
             else "the bundled default manifest is missing from this installation: reinstall mcp-gateway, "
             "or give a manifest with --manifest"

@@ -49,6 +49,7 @@ __all__ = [
     "configure_logging",
     "known_secrets",
     "notice",
+    "routine",
 ]
 
 LogFormat = Literal["text", "json"]
@@ -245,3 +246,9 @@ def notice(text: str, *, level: int = logging.INFO, exc: BaseException | None = 
         sys.stderr.write(text + "\n")
         return
     log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), exc_info))
+
+
+def routine(logger: logging.Logger, msg: str, *args: object) -> None:
+    """A routine event the operator wants in the log whatever its level (a manifest reloaded): an INFO
+    record, so an alert on WARNING does not fire for it, written even where the level is WARNING."""
+    logger.handle(logger.makeRecord(logger.name, logging.INFO, "(routine)", 0, msg, args, None))

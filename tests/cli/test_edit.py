@@ -264,6 +264,10 @@ def test_init_writes_a_commented_starter_that_validates(env: CliEnv, tmp_path: P
     assert text.count("#") > 5 and "public_url" in text
     assert [c.slug for c in load_manifest(target).connectors] == ["petstore"]
     assert env.run("init", str(target)).code == 2  # never overwrites without --force
+    # A folder, with or without --force: the file to name inside it, not "unexpected IsADirectoryError".
+    for extra in ((), ("--force",)):
+        folder = env.run("init", str(target.parent), *extra)
+        assert folder.code == 2 and "is a folder" in folder.err and "gateway.yaml" in folder.err, folder
 
 
 def test_init_default_writes_the_bundled_default_to_edit(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811

@@ -161,3 +161,10 @@ def test_a_public_url_s_password_is_not_quoted_back(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit):
         build_parser().parse_args(["pages", "--public-url", "ftp://u:CANARY-PW@host"])
     assert "CANARY-PW" not in capsys.readouterr().err
+
+
+def test_token_revoke_help_says_it_takes_the_token_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["token", "revoke", "--help"])
+    shown = capsys.readouterr().out
+    assert "ID-OR-TOKEN" in shown and "the token itself" in shown

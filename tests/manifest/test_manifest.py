@@ -596,8 +596,16 @@ def test_a_missing_bundled_default_does_not_blame_the_manifest_option(
     monkeypatch.setattr("mcp_gateway.manifest.loader.DEFAULT_MANIFEST", tmp_path / "gone.yaml")
     with pytest.raises(ManifestError, match="cannot read the manifest") as caught:
         load_manifest()
-    assert "check the path given to --manifest" not in str(caught.value)
+    assert "check the path given" not in str(caught.value)
     assert "reinstall" in str(caught.value)
+
+
+def test_a_missing_manifest_names_both_places_its_path_comes_from(tmp_path: Path) -> None:
+    # The path may come from $MCP_GATEWAY_MANIFEST, where "given to --manifest" sent the operator astray.
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(tmp_path / "nonexistent.yaml")
+    (issue,) = caught.value.issues
+    assert "--manifest" in issue.fix and "$MCP_GATEWAY_MANIFEST" in issue.fix
 
 
 @pytest.mark.parametrize(
