@@ -63,11 +63,27 @@ def _mode(path: Path) -> int | None:
         return None
 
 
+def _creatable(folder: Path) -> bool:
+    """Whether this user may create ``folder``: its nearest existing ancestor is a folder it can write."""
+    import os
+
+    parent = folder.absolute()
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+
+
 def _files(settings: Settings) -> list[Finding]:
     out: list[Finding] = []
     state = settings.state_dir
     mode = _mode(state)
-    if mode is None:
+    if mode is not None and not state.is_dir():
+        fix = "move it aside, or give --state-dir (or $MCP_GATEWAY_STATE_DIR) a folder"
+        out.append(Finding("state folder", "problem", f"{state} is a file, not a folder", fix))
+    elif mode is None and not _creatable(state):
+        fix = "give --state-dir (or $MCP_GATEWAY_STATE_DIR) a folder this user can create, or make its parent writable"
+        out.append(Finding("state folder", "problem", f"{state} does not exist and this user cannot create it", fix))
+    elif mode is None:
         out.append(Finding("state folder", "note", f"{state} does not exist yet; the first command creates it (0700)"))
     elif mode & 0o077:
         out.append(

@@ -169,3 +169,15 @@ async def test_the_store_check_says_how_to_fix_a_store_that_does_not_open(tmp_pa
     mistyped = Settings(manifest_path=None, state_dir=tmp_path / "state", env={}, database_url="mysql://u:pw@db/x")
     wrong_url = await store_finding(mistyped)
     assert "not a PostgreSQL URL" in wrong_url.message and "--database-url" in wrong_url.fix
+
+
+def test_doctor_says_a_state_folder_is_a_file_or_cannot_be_created(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
+    # A file was reported as "mode 644: other users can read it, fix: chmod 700"; a folder under a file
+    # as "does not exist yet; the first command creates it".
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    for state, said in ((a_file, "is a file, not a folder"), (a_file / "st", "cannot create it")):
+        report = env.run("--state-dir", str(state), "doctor", "--json")
+        found = {f["check"]: f for f in json.loads(report.out)}["state folder"]
+        assert report.code == 1 and found["level"] == "problem" and said in found["message"], found
+        assert "--state-dir" in found["fix"] and "chmod" not in found["fix"]
