@@ -15,9 +15,18 @@ from typing import Any
 
 from ..manifest import ConnectorConfig, Manifest
 from ..policy import effective_risk, evaluate, is_hidden, strictest
-from ..vocabulary.model import Action, Verdict
+from ..vocabulary.model import Action, PostmanBinding, Verdict
 
-__all__ = ["HIDDEN_BY_POLICY", "action_names", "conditional", "hidden", "may_hide", "verdict", "withheld"]
+__all__ = [
+    "HIDDEN_BY_POLICY",
+    "action_names",
+    "conditional",
+    "hidden",
+    "judged_arguments",
+    "may_hide",
+    "verdict",
+    "withheld",
+]
 
 HIDDEN_BY_POLICY = "hidden by policy"
 """Why ``connectors`` does not count an action a ``block`` rule hides."""
@@ -47,7 +56,8 @@ def hidden(manifest: Manifest, cfg: ConnectorConfig, action: Action) -> bool:
 
 def verdict(manifest: Manifest, cfg: ConnectorConfig, action: Action, args: Mapping[str, Any]) -> Verdict:
     """The rule that decides a call of the action with ``args``: of the verdicts under each of its
-    names, the strictest."""
+    names, the strictest, judged on ``judged_arguments``."""
+    args = judged_arguments(action, args)
     return strictest(
         [
             evaluate(
@@ -63,6 +73,26 @@ def verdict(manifest: Manifest, cfg: ConnectorConfig, action: Action, args: Mapp
             for name, path in action_names(action)
         ]
     )
+
+
+def judged_arguments(action: Action, args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments rules judge a call by: the agent's, and for each one left out whose schema gives
+    a ``default``, that default. The gateway sends a Postman request's own (``sent_arguments``), and
+    any other upstream applies its default itself: either way it is the value the call acts on."""
+    if isinstance(action.binding, PostmanBinding):
+        # Imported here: the command line's stored listings judge actions without loading httpx.
+        from ..execution.http_request import sent_arguments
+
+        return sent_arguments(action, args)
+    properties = action.input_schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return args
+    filled = {
+        name: schema["default"]
+        for name, schema in properties.items()
+        if name not in args and isinstance(schema, Mapping) and "default" in schema
+    }
+    return {**filled, **args} if filled else args
 
 
 def conditional(manifest: Manifest, cfg: ConnectorConfig, action: Action) -> bool:

@@ -55,3 +55,19 @@ def test_withheld_counts_by_why_most_first() -> None:
     held = {"api.a.two": "held for review (hides text)", "api.a.three": "held for review (hides text)"}
     counts = visibility.withheld(actions, lambda a: visibility.hidden(manifest, cfg, a), held.get)
     assert list(counts.items()) == [("held for review (hides text)", 2), (visibility.HIDDEN_BY_POLICY, 1)]
+
+
+def test_a_condition_judges_the_default_of_an_argument_left_out() -> None:
+    # The upstream applies its schema's default to an argument the agent leaves out (a Postman
+    # request's is even sent by the gateway): the rule must see that value, not its absence.
+    manifest, cfg = _setup()
+    defaulted = Action(
+        connector="api",
+        path="items.get",
+        risk="read",
+        input_schema={"type": "object", "properties": {"id": {"type": "string", "default": "0"}}},
+        binding=HttpBinding(method="GET", url="/items"),
+    )
+    assert visibility.verdict(manifest, cfg, defaulted, {}).action == "block"
+    assert visibility.verdict(manifest, cfg, defaulted, {"id": "7"}).action == "always_run"
+    assert visibility.judged_arguments(defaulted, {"id": "7"}) == {"id": "7"}

@@ -21,7 +21,16 @@ from mcp_gateway.policy import Condition
         ({"eq": "main"}, True, "Main", False),
         ({"eq": 1}, True, 1.0, True),
         ({"eq": 1}, True, True, False),  # a bool is not a number, whatever Python says
-        ({"eq": 1}, True, "1", False),
+        ({"eq": 1}, True, "1", True),  # a plain decimal string is its number on the wire
+        ({"eq": 1}, True, "1e0", None),  # a number to some APIs, text to others
+        ({"eq": 1}, True, "one", False),
+        ({"eq": "true"}, True, True, True),  # a bool goes out as its JSON spelling
+        ({"eq": "btc"}, True, ["btc"], True),  # a one-element list goes out as its element
+        ({"eq": "btc"}, True, ["btc", "eth"], None),  # which one the upstream reads is open
+        ({"eq": "btc"}, True, {"v": "btc"}, None),
+        ({"ne": "btc"}, True, ["btc"], False),
+        ({"in": ["btc"]}, True, [["btc"]], True),
+        ({"not_in": ["btc"]}, True, ["btc"], False),
         ({"eq": None}, True, None, True),
         ({"eq": [1, "a"]}, True, [1, "a"], True),
         ({"eq": [1]}, True, [True], False),
@@ -44,21 +53,31 @@ from mcp_gateway.policy import Condition
         ({"lt": 0.5}, True, 0.5, False),
         ({"lte": 0.5}, True, 0.5, True),
         ({"lte": -1}, True, 0, False),
-        ({"gt": 0}, True, True, False),  # bool is not a number
+        ({"gt": 0}, True, True, None),  # some APIs read true as 1
         ({"gt": 0}, True, None, False),
-        ({"gt": 0}, True, [1], False),
-        ({"gt": 0}, True, {"v": 1}, False),
-        ({"gt": 100}, True, "1000000", None),  # undecided: an upstream may read it as a number
+        ({"gt": 1000}, True, [5000], True),  # `amount=5000` in a query, like the number
+        ({"gt": 1000}, True, [5000, 1], None),
+        ({"gt": 1000}, True, [1, 2], False),
+        ({"gt": 0}, True, {"v": 1}, None),
+        ({"gt": 100}, True, "1000000", True),  # a plain decimal string is its number
+        ({"gt": 100}, True, "5", False),
+        ({"gt": 100}, True, " 5e3 ", None),  # undecided: a number to some APIs
+        ({"gt": 100}, True, "1000abc", None),
         ({"lt": 100}, True, "abc", None),
         ({"matches": r"^v\d+$"}, True, "v12", True),
         ({"matches": r"^v\d+$"}, True, "v12x", False),
         ({"matches": r"^v\d+$"}, True, 12, False),
+        ({"matches": r"^\d+$"}, True, 12, True),  # a number is read as its wire text
+        ({"matches": r"^v\d+$"}, True, ["v12"], True),
+        ({"matches": r"^v\d+$"}, True, {"a": "v12"}, None),
+        ({"matches": r"^v\d+$"}, True, None, False),
         ({"matches": "/^MAIN$/i"}, True, "main", True),
         ({"matches": "/^MAIN$/"}, True, "main", False),
         ({"prefix": "refs/heads/"}, True, "refs/heads/main", True),
         ({"prefix": "refs/heads/"}, True, "refs/tags/v1", False),
         ({"prefix": "refs/heads/"}, True, "REFS/HEADS/main", False),
-        ({"prefix": "1"}, True, 12, False),
+        ({"prefix": "1"}, True, 12, True),
+        ({"prefix": "refs/heads/"}, True, ["refs/heads/main"], True),
         ({"exists": True}, True, None, True),
         ({"exists": True}, False, None, False),
         ({"exists": False}, False, None, True),

@@ -167,7 +167,7 @@ def test_undecided_rule_yields_to_a_stricter_later_outcome() -> None:
 
 def test_undecided_rule_kept_when_it_is_the_strictest_and_the_earlier_wins_a_tie() -> None:
     project = [rule("*", "block", amount={"gt": 100}), rule("github.*", "always_run")]
-    assert decide(project=project, args={"amount": "5"}) == ("block", "project", "*")
+    assert decide(project=project, args={"amount": " 5"}) == ("block", "project", "*")
     twice = [rule("*", "block", a={"gt": 1}), rule("github.*", "block", b={"gt": 1})]
     assert decide(project=twice, args={"a": "x", "b": "y"}) == ("block", "project", "*")
 
