@@ -30,6 +30,7 @@ __all__ = [
     "connector_findings",
     "discovery_finding",
     "manifest_findings",
+    "request_action_findings",
     "store_finding",
 ]
 
@@ -37,7 +38,7 @@ __all__ = [
 @dataclass
 class Finding:
     check: str
-    level: Literal["ok", "note", "problem"]
+    level: Literal["ok", "note", "warning", "problem"]
     message: str
     fix: str = ""
 
@@ -51,9 +52,18 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{f.level.upper():8} {f.check}: {escaped(f.message, lines=True)}\n")
             if f.fix:
                 sys.stdout.write(f"{'':8} fix: {escaped(f.fix, lines=True)}\n")
-        problems = sum(f.level == "problem" for f in findings)
-        sys.stdout.write(f"\n{problems} problem{'s' if problems != 1 else ''} found\n" if problems else "\nall good\n")
+        sys.stdout.write(f"\n{_summary(findings)}\n")
     return EXIT_FAILED if any(f.level == "problem" for f in findings) else EXIT_OK
+
+
+def _summary(findings: list[Finding]) -> str:
+    problems = sum(f.level == "problem" for f in findings)
+    warnings = sum(f.level == "warning" for f in findings)
+    if problems:
+        return f"{problems} problem{'s' if problems != 1 else ''} found"
+    if warnings:
+        return f"no problem found, {warnings} warning{'s' if warnings != 1 else ''}"
+    return "all good"
 
 
 def _mode(path: Path) -> int | None:
@@ -157,7 +167,34 @@ def manifest_findings(settings: Settings) -> tuple[Manifest | None, list[Finding
     if problems:
         return manifest, [Finding("manifest", "problem", f"{i.file}:{i.line}: {i.message}", i.fix) for i in problems]
     where = settings.manifest_path or "the bundled default manifest"
-    return manifest, [Finding("manifest", "ok", f"{where}: {len(manifest.connectors)} connectors")]
+    return manifest, [
+        Finding("manifest", "ok", f"{where}: {len(manifest.connectors)} connectors"),
+        *request_action_findings(manifest),
+    ]
+
+
+def request_action_findings(manifest: Manifest) -> list[Finding]:
+    """A warning for each connector that exposes the generic request action beside ``block`` rules: a
+    request is judged as the catalog action its method and path reach, but a path the catalog does not
+    describe only by the request action's own rules."""
+    project_blocks = any(rule.action == "block" for rule in manifest.policies)
+    out: list[Finding] = []
+    for cfg in manifest.connectors:
+        if not cfg.request_action or not (project_blocks or any(r.action == "block" for r in cfg.policies)):
+            continue
+        out.append(
+            Finding(
+                "policy",
+                "warning",
+                f"{cfg.slug} exposes {cfg.slug}.request beside block rules. A request through it is judged "
+                "as the catalog action its method and path reach (blocked when that one is), but a request "
+                f"to a path the catalog does not describe is judged only by {cfg.slug}.request's own rules.",
+                f"add a rule on {cfg.slug}.request for what it must not reach (e.g. when: {{path: {{matches: "
+                f"'^/admin'}}}}), block it (connector rule {{match: request, action: block}}), or remove "
+                "'request_action'",
+            )
+        )
+    return out
 
 
 async def store_finding(settings: Settings) -> Finding:

@@ -50,6 +50,7 @@ from ..vocabulary.model import (
     NeedsAuth,
     Ok,
     PendingApproval,
+    RequestBinding,
     Verdict,
 )
 from .admission import TrafficGate
@@ -217,30 +218,30 @@ class CallPipeline:
                 errors=errors,
             )
         args = whole_numbers(action.input_schema, args)
-        deciding = time.time_ns()
-        verdict = trace.verdict = self._permissions.verdict(action, args)
-        finished_span(
-            "mcp_gateway.policy",
-            deciding,
-            {
-                "mcp_gateway.action": action.qualified_name,
-                "mcp_gateway.policy.decision": verdict.action,
-                "mcp_gateway.policy.source": verdict.source,
-            },
-        )
-        if verdict.action == "block":
-            return _blocked(verdict)
         executor = self._executors.for_binding(action.binding)
+        generic = isinstance(action.binding, RequestBinding)
+        verdict: Verdict | None = None
+        if not generic:
+            verdict = trace.verdict = self._decide(action, args, None, None)
+            if verdict.action == "block":
+                return _blocked(verdict)
         if executor is None:
             return ErrorResult(
                 reason="connector_error", message=f"This build cannot run {action.binding.kind} actions yet."
             )
+        base_url = await self._catalogs.base_url(action.connector)
         try:
-            prepared = executor.prepare(action, args, cfg, await self._catalogs.base_url(action.connector))
+            prepared = executor.prepare(action, args, cfg, base_url)
         except ArgumentError as exc:
             return Denied(reason="invalid_args", message=str(exc), errors=exc.errors or None)
         except UpstreamError as exc:
             return ErrorResult(reason=exc.reason, message=str(exc))
+        if verdict is None:
+            # The generic request is judged as the request it builds: the path it sends, and the curated
+            # actions that method and path reach.
+            verdict = trace.verdict = self._decide(action, args, prepared, base_url)
+            if verdict.action == "block":
+                return _blocked(verdict)
         with span("mcp_gateway.credential", attributes={"mcp_gateway.auth.kind": cfg.auth.type}, current=False):
             credential = await self._credentials.for_call(cfg, principal.user, sealed=sealed)
         if credential.missing is not None:
@@ -269,6 +270,25 @@ class CallPipeline:
             if spent is not None and (trace.call_id is None or trace.unsent):
                 with anyio.CancelScope(shield=True):
                     await self._unspend(spent, action.qualified_name)
+
+    def _decide(
+        self, action: Action, args: Mapping[str, Any], prepared: Prepared | None, base_url: str | None
+    ) -> Verdict:
+        deciding = time.time_ns()
+        if prepared is not None and prepared.request is not None and base_url:
+            verdict = self._permissions.request_verdict(action, args, prepared.request, base_url)
+        else:
+            verdict = self._permissions.verdict(action, args)
+        finished_span(
+            "mcp_gateway.policy",
+            deciding,
+            {
+                "mcp_gateway.action": action.qualified_name,
+                "mcp_gateway.policy.decision": verdict.action,
+                "mcp_gateway.policy.source": verdict.source,
+            },
+        )
+        return verdict
 
     async def _unspend(self, approval_id: str, tool: str) -> None:
         try:

@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import httpx2
+
 from ..discovery import DiscoveryIndex, guess_as_query, summary_of
 from ..manifest import ConnectorConfig, Manifest
+from ..policy import strictest
 from ..services.identity import Principal, granted_connectors
 from ..vocabulary.model import Action, Denied, RequestBinding, Verdict
 from . import visibility
+from .addressed import addressed, request_path
 from .catalogs import Catalogs
 from .recovery import connector_named
 from .results import shown_schema, shown_summary
@@ -106,6 +110,19 @@ class Permissions:
         if fixed is not None:
             return fixed
         return visibility.verdict(self._catalogs.manifest, self._catalogs.config(action.connector), action, args)
+
+    def request_verdict(
+        self, action: Action, args: Mapping[str, Any], request: httpx2.Request, base_url: str
+    ) -> Verdict:
+        """The verdict on a generic request call, judged as the request it sends: its own rules see the
+        sent method and path (``addressed.request_path``), and each curated action the request reaches
+        (``addressed.addressed``) is judged as if called directly; the strictest verdict wins."""
+        path = request_path(request.url, base_url)
+        verdicts = [self.verdict(action, {**args, "method": request.method, "path": path})]
+        catalog = self._catalogs.loaded.get(action.connector)
+        for target, target_args in addressed(catalog.actions if catalog is not None else (), request, path):
+            verdicts.append(self.verdict(target, target_args))
+        return strictest(verdicts)
 
     def fixed_verdict(self, action: Action) -> Verdict | None:
         """The verdict on ``action`` whatever its arguments (worked out once per action, manifest and

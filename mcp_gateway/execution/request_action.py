@@ -47,6 +47,11 @@ _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 5.6.2 token
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _FORM = "application/x-www-form-urlencoded"
+_METHOD_PARAMS = frozenset({"_method", "x-http-method-override", "x-method-override", "x-http-method"})
+"""Query parameters frameworks (Rails, Laravel, Symfony, method-override middleware) read as the method."""
+_METHOD_PARAM_REFUSAL = (
+    "query parameter {name!r} makes servers use another method than the request says; give the method itself"
+)
 
 
 class RequestExecutor:
@@ -176,6 +181,8 @@ def _query(query: Any, connector: ConnectorConfig) -> str:
     for name, value in query.items():
         if credential is not None and str(name).lower() == credential:
             raise _refused("query", f"query parameter {name!r} carries the connector's credential; the gateway adds it")
+        if _overrides_method(str(name)):
+            raise _refused("query", _METHOD_PARAM_REFUSAL.format(name=name))
         if value is None:
             continue
         key = quote(str(name), safe="")
@@ -185,12 +192,19 @@ def _query(query: Any, connector: ConnectorConfig) -> str:
     return "&".join(parts)
 
 
+def _overrides_method(name: str) -> bool:
+    return name.strip().lower() in _METHOD_PARAMS
+
+
 def _check_query_names(query: str, connector: ConnectorConfig) -> None:
     credential = _credential_param(connector)
-    if credential is None or not query:
+    if not query:
         return
     for pair in query.split("&"):
-        if unquote(pair.split("=", 1)[0]).lower() == credential:
+        name = unquote(pair.split("=", 1)[0])
+        if _overrides_method(name):
+            raise _refused("path", _METHOD_PARAM_REFUSAL.format(name=name))
+        if credential is not None and name.lower() == credential:
             raise _refused("path", "the path's query carries the connector's credential parameter; the gateway adds it")
 
 

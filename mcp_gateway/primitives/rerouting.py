@@ -15,6 +15,7 @@ REROUTING_HEADERS = frozenset(
         "x-http-method-override",
         "x-http-method",
         "x-method-override",
+        "x-override-method",
         "x-original-method",
         "x-original-url",
         "x-rewrite-url",

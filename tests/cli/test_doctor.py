@@ -181,3 +181,25 @@ def test_doctor_says_a_state_folder_is_a_file_or_cannot_be_created(env: CliEnv, 
         found = {f["check"]: f for f in json.loads(report.out)}["state folder"]
         assert report.code == 1 and found["level"] == "problem" and said in found["message"], found
         assert "--state-dir" in found["fix"] and "chmod" not in found["fix"]
+
+
+def test_doctor_warns_when_a_connector_exposes_the_request_action_beside_block_rules(tmp_path: Path) -> None:
+    from mcp_gateway.cli.doctor import manifest_findings
+    from mcp_gateway.vocabulary.settings import Settings
+
+    path = tmp_path / "gateway.yaml"
+    connector = (
+        "connectors:\n  - slug: bank\n    base_url: https://bank.example/api\n    request_action: true\n"
+        "    source: {http: {actions: [{path: admin.purge, method: POST, url: /admin/purge}]}}\n"
+    )
+    path.write_text("project: x\npolicies:\n  - {match: 'bank.admin.*', action: block}\n" + connector)
+    _, found = manifest_findings(Settings(manifest_path=path, state_dir=tmp_path / "state", env={}))
+    warned = [f for f in found if f.level == "warning"]
+    assert (
+        len(warned) == 1
+        and "bank.request" in warned[0].message
+        and "{match: request, action: block}" in (warned[0].fix)
+    )
+    path.write_text("project: x\n" + connector)  # no block rule: nothing for the request action to get around
+    _, found = manifest_findings(Settings(manifest_path=path, state_dir=tmp_path / "state", env={}))
+    assert not [f for f in found if f.level == "warning"]
