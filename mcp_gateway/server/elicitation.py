@@ -54,6 +54,7 @@ from ..services.identity import Principal
 from ..services.links import HumanLink, human_link
 from ..store.contract import EphemeralStore
 from ..vocabulary.clock import Clock
+from .session_keys import session_key
 
 __all__ = ["HumanElicitation", "Resumed", "derive_request_state_key", "request_state_security"]
 
@@ -251,7 +252,7 @@ class HumanElicitation:
         if answer.action == "accept" and self._watchers is not None:
             session = ctx.session
             expires = link.expires_at
-            keys = (f"session:{id(session)}", f"agent:{principal.label}")
+            keys = (session_key(ctx.request_context), f"agent:{principal.label}")
             bounds = self._gateway.bounds
             # Bounded per session and per agent: past the cap the link still works, only
             # the completion notification is not sent.

@@ -47,6 +47,7 @@ from . import fast
 from .argument_errors import plain_argument_errors
 from .elicitation import HumanElicitation, request_state_security
 from .fast.param_headers import only_declared_param_headers
+from .session_keys import session_key
 
 __all__ = [
     "META_TOOLS",
@@ -289,7 +290,7 @@ class Call(MetaTool):
         gateway = self.gateway
         # One MCP session may hold as many calls open as one agent: the per-agent cap is
         # the gateway's, this one is the session's.
-        with gateway.bounds.calls.holding(f"session:{id(request_context.session)}") as admitted:
+        with gateway.bounds.calls.holding(session_key(request_context)) as admitted:
             if not admitted:
                 return shaped(too_many_calls(gateway.bounds.calls.limit))
             result = await gateway.call(
