@@ -90,6 +90,9 @@ from ..store.contract import AuditRecord, AuditStore, InlineAuditStore
 
 __all__ = ["Auditor", "args_json", "args_preview", "capped_preview"]
 
+JOURNAL_LOG_EVERY = 60.0
+"""Seconds between two log lines about audit rows going to the journal during one outage."""
+
 logger = logging.getLogger(__name__)
 PREVIEW_CHARS = 512
 MAX_QUEUED = 1024
@@ -208,6 +211,9 @@ class Auditor:
         """Rows the store refused that went to the journal instead, ever."""
         self.replayed = 0
         """Journaled rows a replay appended to the store, ever."""
+        self._journal_said: tuple[float, int] | None = None
+        """When journaling was last logged, and the rows journaled since without a line (None: the
+        journal is empty, so the next row journaled is logged at once)."""
         self.on_store: Callable[[str | None], None] | None = None
         """Told how each write to the store went: None when it committed, else why it was refused (the
         gateway's ``StoreHealth``: a row journaled is no sign the store is back)."""
@@ -317,10 +323,18 @@ class Auditor:
         # The replay task may be asleep with nothing to replay: from now on it tries every replay_every
         # seconds, not only once the next row reaches the store (which may not come for a long while).
         self._replay_wanted.set()
+        # One line when an outage starts journaling, then at most one a minute with the count: a busy
+        # gateway journals a row per call for as long as the outage lasts.
+        now = anyio.current_time()
+        said = self._journal_said
+        if said is not None and now - said[0] < JOURNAL_LOG_EVERY:
+            self._journal_said = (said[0], said[1] + len(rows))
+            return True
+        self._journal_said = (now, 0)
         logger.warning(
-            "audit: the store refused %d outcome row(s) (%s); journaled in %s (%d so far), to be replayed "
+            "audit: the store refused %d audit row(s) (%s); journaled in %s (%d so far), to be replayed "
             "into the store when it answers again",
-            len(rows),
+            len(rows) + (said[1] if said is not None else 0),
             error,
             journal.path,
             self.journaled,
@@ -350,6 +364,7 @@ class Auditor:
             return 0
         if self.journaled == before and not await anyio.to_thread.run_sync(journal.pending):
             self.journal_pending = False  # else rows came in meanwhile: the next round takes them
+            self._journal_said = None
         self.replayed += added
         if added:
             logger.warning(

@@ -27,13 +27,25 @@ def anyio_backend() -> str:
 async def run_child(code: str, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     """Run ``code`` in a real child process whose stderr is ``child_stderr``'s pipe; its records."""
     caplog.set_level(logging.WARNING, logger="mcp_gateway.execution.child_output")
-    async with child_stderr("lab") as errlog:
-        async with await anyio.open_process([sys.executable, "-c", code], stderr=errlog) as child:  # as the SDK does
-            errlog.close()  # as the transport does once the child has its copy
-            with anyio.fail_after(30):
-                assert await child.wait() == 0
+    # A handler of its own on the logger: whatever another test in this process did to the root's
+    # handlers (a command's logging set-up replaces them), these records are seen here.
+    seen: list[logging.LogRecord] = []
+    catcher = logging.Handler()
+    catcher.emit = seen.append  # type: ignore[method-assign]
+    logger = logging.getLogger("mcp_gateway.execution.child_output")
+    logger.addHandler(catcher)
+    try:
+        async with child_stderr("lab") as errlog:
+            async with await anyio.open_process(
+                [sys.executable, "-c", code], stderr=errlog
+            ) as child:  # as the SDK does
+                errlog.close()  # as the transport does once the child has its copy
+                with anyio.fail_after(30):
+                    assert await child.wait() == 0
+    finally:
+        logger.removeHandler(catcher)
     # Leaving the block waited for the reader: everything the child wrote is logged by now.
-    return [r for r in caplog.records if r.name == "mcp_gateway.execution.child_output"]
+    return seen
 
 
 @pytest.mark.anyio

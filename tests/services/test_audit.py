@@ -510,6 +510,39 @@ async def test_an_outcome_refused_past_the_window_is_journaled_then_replayed_onc
     assert "journaled in" in caplog.text and "replayed 1 journaled outcome row" in caplog.text
 
 
+class Down(GatedStore):
+    """Refuses replays too while ``fail``, as a database that is down does."""
+
+    async def replay_audits(self, records: Sequence[AuditRecord]) -> int:
+        if self.fail:
+            raise OSError("disk full")
+        return await super().replay_audits(records)
+
+
+async def test_journaling_through_an_outage_is_one_line_then_one_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A busy gateway journals a row per call: a line each flooded the log for the whole outage.
+    journal = AuditJournal(tmp_path / "state")
+    store = Down(tmp_path / "down.db")
+    await store.open()
+    auditor = Auditor(store, journal=journal, retry_for=0.01, replay_every=60)
+    store.fail = True
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway.services.audit"):
+        async with auditor.running():
+            for i in range(10):
+                assert await auditor.record(_call(i)) is True
+            said = [r.getMessage() for r in caplog.records if "journaled in" in r.getMessage()]
+            assert len(said) == 1 and said[0].startswith("audit: the store refused 1 audit row(s)"), said
+            store.fail = False
+            assert await auditor.replay() == 10
+            store.fail = True  # a second outage is told at once
+            assert await auditor.record(_call(11)) is True
+    await store.close()
+    said = [r.getMessage() for r in caplog.records if "journaled in" in r.getMessage()]
+    assert len(said) == 2 and "(11 so far)" in said[1], said
+
+
 async def test_a_started_row_the_store_refuses_is_journaled_at_once(store: GatedStore, tmp_path: Path) -> None:
     # Its request waits to leave: no retries, and a record even if the process dies mid-call.
     journal = AuditJournal(tmp_path / "state")
