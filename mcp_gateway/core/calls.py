@@ -495,7 +495,10 @@ class CallPipeline:
         the arguments' to fix."""
         slug, status = prepared.connector.slug, outcome.http_status
         assert status is not None
-        if status == 403:
+        # A rate limit told with 403 (GitHub's) says when to retry, not that retrying will not help.
+        limited = status == 429 or (status in (403, 503) and outcome.retry_after is not None)
+        limited = limited or (status == 403 and outcome.limit_spent)
+        if status == 403 and not limited:
             said_text = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
             return Denied(
                 reason="upstream_forbidden",
@@ -506,12 +509,12 @@ class CallPipeline:
             )
         upstream_message = upstream_summary(outcome, redactor, slug)
         wait = outcome.retry_after
-        if status == 429 or (status == 503 and wait is not None):
+        if limited:
             if wait is None:
                 return ErrorResult(
                     reason="rate_limited",
-                    message=f"{slug} answered 429: it is limiting how often it is called, and did not say for how "
-                    "long.",
+                    message=f"{slug} answered {status}: it is limiting how often it is called, and did not say for "
+                    "how long.",
                     upstream_status=status,
                     upstream_message=upstream_message,
                     hint="Wait before calling again (some seconds at first, longer each time it answers 429); "

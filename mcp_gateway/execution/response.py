@@ -16,8 +16,10 @@ import email.utils
 import functools
 import importlib.util
 import json
+import math
 import re
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -69,7 +71,11 @@ class Outcome:
     binary: bool = False
     """``data`` is the ``{"base64", ...}`` shape of a binary body."""
     retry_after: float | None = None
-    """Seconds from the upstream's ``Retry-After`` header (delta-seconds or an HTTP date), if any."""
+    """Seconds from the upstream's ``Retry-After`` header (delta-seconds or an HTTP date), if any; for an
+    error whose rate-limit headers say the allowance is spent, the seconds to its reset when given."""
+    limit_spent: bool = False
+    """An error answer whose rate-limit headers (``X-RateLimit-Remaining``, ``RateLimit-Remaining``) say
+    the allowance is spent: GitHub answers a rate limit with 403, not 429."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:
@@ -91,7 +97,7 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
             data={"headers": shown_headers(response.headers)} if head and status < 400 else None,
             truncated=False,
             content_type=_media(response.headers.get("content-type", "")),
-            retry_after=parse_retry_after(response.headers.get("retry-after")) if status >= 400 else None,
+            **_waits(response) if status >= 400 else {},
         )
     coding = response.headers.get("content-encoding")  # one look-up: most answers name none
     if coding is not None and (undecoded := _undecoded(coding.split(","))):
@@ -109,14 +115,14 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
     content_type = response.headers.get("content-type", "")
     media, has_params, _ = content_type.partition(";")
     media = media.strip().lower()
-    retry_after = parse_retry_after(response.headers.get("retry-after")) if response.status_code >= 400 else None
+    waits = _waits(response) if response.status_code >= 400 else {}
     if not body:
         return Outcome(
             http_status=response.status_code,
             data=None,
             truncated=truncated,
             content_type=media,
-            retry_after=retry_after,
+            **waits,
         )
     kind = _kind(media, body)
     # Only a parameter can name a charset; httpx2's parse of one goes through the email package.
@@ -128,8 +134,23 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
         truncated=truncated,
         content_type=media,
         binary=kind == "binary",
-        retry_after=retry_after,
+        **waits,
     )
+
+
+def _waits(response: httpx2.Response) -> dict[str, Any]:
+    """An error answer's ``retry_after`` and ``limit_spent`` (``Outcome``)."""
+    headers = response.headers
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    remaining = headers.get("x-ratelimit-remaining") or headers.get("ratelimit-remaining")
+    spent = remaining is not None and remaining.strip() == "0"
+    if spent and retry_after is None:
+        reset = (headers.get("x-ratelimit-reset") or headers.get("ratelimit-reset") or "").strip()
+        if reset.isdigit():
+            # An epoch time (GitHub's X-RateLimit-Reset), or seconds from now (the IETF draft's RateLimit-Reset).
+            seconds = int(reset) - time.time() if int(reset) > 10**9 else float(reset)
+            retry_after = parse_retry_after(str(max(0, math.ceil(seconds))))
+    return {"retry_after": retry_after, "limit_spent": spent}
 
 
 _BODILESS = frozenset({204, 304})

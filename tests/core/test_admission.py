@@ -20,7 +20,7 @@ from mcp_gateway.core.admission import TrafficGate
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.vocabulary.errors import ManifestError
-from mcp_gateway.vocabulary.model import Action, ErrorResult, HttpBinding, Ok
+from mcp_gateway.vocabulary.model import Action, Denied, ErrorResult, HttpBinding, Ok
 from tests.core.test_gateway import Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
@@ -219,6 +219,37 @@ async def test_an_upstream_failure_of_its_own_does_not_blame_the_arguments(
         assert result.hint and "describe" not in result.hint and "try again later" in result.hint
         assert "failed on its side" in result.message
         assert ("may have taken effect" in result.message) == is_write
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"Retry-After": "60"}, 60.0),  # GitHub's secondary rate limit
+        ({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "RESET"}, 120.0),  # its primary one, an epoch time
+        ({"RateLimit-Remaining": "0"}, None),
+    ],
+)
+async def test_a_rate_limit_told_with_403_is_rate_limited_not_final(
+    tmp_path: Path, fake: FakeTime, headers: dict[str, str], wait: float | None
+) -> None:
+    # GitHub answers a spent allowance with 403: "retrying will not help; the credential lacks the
+    # permission" was false twice over, and its wait was never passed on.
+    import time
+
+    headers = {k: v.replace("RESET", str(int(time.time()) + 120)) for k, v in headers.items()}
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(403, headers=headers, json={"message": "API rate limit exceeded"})])
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, ErrorResult), result
+        assert (result.reason, result.upstream_status) == ("rate_limited", 403)
+        if wait is None:
+            assert result.retry_after is None
+        else:
+            assert result.retry_after is not None and abs(result.retry_after - wait) <= 2
+        assert "will not help" not in result.message and "answered 403" in result.message
+        _scripted(h, [httpx2.Response(403, json={"message": "Resource not accessible by integration"})])
+        final = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(final, Denied) and final.reason == "upstream_forbidden"  # a plain 403 stays final
 
 
 async def test_a_retry_after_past_the_cap_is_not_quoted_as_the_upstreams(tmp_path: Path, fake: FakeTime) -> None:
