@@ -17,7 +17,7 @@ team-wide or personal, what it replaced, who approved it; never the value) and l
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -49,10 +49,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Scope = Literal["team", "personal"]
-PermitState = Literal["open", "approved", "waiting", "refused", "unapproved"]
+PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn"]
 """``open``: no approval needed; ``approved``: an operator approved this link's replacement;
 ``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
-``unapproved``: a team-wide credential exists and the link carries no approval for replacing it."""
+``unapproved``: a team-wide credential exists and the link carries no approval for replacing it;
+``withdrawn``: the agent that asked for the link has since lost access (its token revoked, the
+connector no longer granted to it)."""
 
 
 def scope_of(key: CredentialKey) -> Scope:
@@ -186,6 +188,9 @@ class CredentialChanges:
         self._links = links
         self._auditor = auditor
         self._clock = clock
+        self.requester_may: Callable[[Principal, str], Awaitable[bool]] | None = None
+        """Whether the agent that asked for a link may still reach its connector (told by the gateway,
+        which knows the tokens and grants): a link outlives neither its agent's token nor its grant."""
 
     async def stored(self, key: CredentialKey) -> bool:
         """Whether a credential is stored under ``key`` now."""
@@ -226,6 +231,9 @@ class CredentialChanges:
         (call it once the link itself is consumed, right before storing)."""
         key = target(cfg, link.kind, link.principal, link.secret_name)
         replaces = scope_of(key) if await self.stored(key) else None
+        asker = Principal(user=link.principal, agent=link.agent)
+        if link.agent is not None and self.requester_may is not None and not await self.requester_may(asker, cfg.slug):
+            return Permit(key, replaces, "withdrawn")
         if link.kind == "secret" and reserved_name(cfg, link.secret_name) is not None:
             return Permit(key, replaces, "refused")  # a link minted before its name was refused
         if link.approval_id is not None:

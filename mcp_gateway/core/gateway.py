@@ -181,6 +181,7 @@ class Gateway:
         ``discover`` prints to add a catalog API edits it."""
         self._compose(manifest, store, vault, http, mcp, review_cache, oauth2, auditor)
         self._changes = CredentialChanges(vault, approvals, links, auditor, clock)
+        self._changes.requester_may = self._asker_may
         self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
         """What the connect, secret and OAuth2 pages do with a credential a human enters."""
         self.review = HeldActions(self._catalogs)
@@ -291,6 +292,14 @@ class Gateway:
         for state in states:
             self.metrics.observe_sync(state.slug, state.status)
         return states
+
+    async def _asker_may(self, principal: Principal, slug: str) -> bool:
+        """Whether the agent that asked for a link still may reach ``slug``: its static token in force and
+        the connector still granted to it. A front door's user is judged by the token alone (the groups
+        that widened its grant are not kept with the link)."""
+        if not await self.tokens.still_valid(principal):
+            return False
+        return not principal.user.startswith("token:") or slug in self._permissions.visible(principal)
 
     async def credential_stored(self, slug: str) -> ConnectorState | None:
         """A credential for ``slug`` was just stored (``secret set``, the connect or secret page): a

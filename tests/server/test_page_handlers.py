@@ -310,3 +310,24 @@ async def test_an_oauth_callback_that_meets_a_store_outage_gives_the_link_back(
         assert "Nothing was saved" in answer.text and "Open the connect link again" in answer.text
         assert "Try again in a few seconds" not in answer.text
         assert await g.links.peek("connect", token) is not None  # the link works again
+
+
+async def test_a_link_whose_agent_lost_its_token_stores_nothing(tmp_path: Path) -> None:
+    # A revoked (leaked) token's link still stored whatever its holder typed: a team credential every
+    # user's calls then carried, once an operator approved a replacement asked for before the revocation.
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        _, token = await g.tokens.create("claude")
+        bot = await g.tokens.verify(token)
+        assert bot is not None
+        link = await g.connect(bot, "pay")
+        assert isinstance(link, ConnectLink)
+        path = link.connect_url.removeprefix(PUBLIC)
+        async with _alone(site, CredentialPages(_ctx(g), g, g.credentials).routes()) as http:
+            form = await http.get(path)
+            assert form.status_code == 200
+            assert await g.tokens.revoke(bot.user.removeprefix("token:"))
+            refused = await http.post(path, data={"csrf": csrf(form.text), "secret": "CANARY-attacker"})
+        assert refused.status_code == 403 and "Link withdrawn" in refused.text, refused.text
+        assert await site.vault.sealed("pay", principal=bot.user) is None
+        assert await site.vault.sealed("pay", principal="*") is None

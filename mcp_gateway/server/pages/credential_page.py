@@ -172,6 +172,14 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 status=409 if post else 200,
                 tone="bad",
             )
+        case "withdrawn":
+            return message(
+                "Link withdrawn",
+                f"The agent that asked for this link has lost access to {name} since (its token was revoked, or it "
+                "is no longer granted this connector). Nothing was changed. If it is still needed, ask for a new link.",
+                status=403,
+                tone="bad",
+            )
         case "unapproved":
             return message(
                 "Needs an operator",
