@@ -475,6 +475,17 @@ class CallPipeline:
             )
         if outcome.http_status is not None and outcome.http_status >= 400:
             return self._refusal(prepared, outcome, redactor)
+        if _failed_in_body(outcome.data):
+            # Slack's way (and others'): HTTP 200 whose body says the call failed. Told as the failure it
+            # is, its text screened as any error's, not handed over as a success.
+            return ErrorResult(
+                reason="upstream_error",
+                message=f'{cfg.slug} answered {outcome.http_status} but its answer says the call failed ("ok": false).',
+                upstream_status=outcome.http_status,
+                upstream_message=upstream_summary(outcome, redactor, cfg.slug) or None,
+                hint="Read the upstream's error, fix what it names and call again"
+                + ("; check first whether a write took effect." if _may_have_run(prepared) else "."),
+            )
         data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
         if fields:
@@ -611,6 +622,11 @@ def _may_have_run(prepared: Prepared) -> bool:
     request action's risk is its method's)."""
     method = {"method": prepared.request.method} if prepared.request is not None else {}
     return effective_risk(prepared.action, method) != "read"
+
+
+def _failed_in_body(data: object) -> bool:
+    """An answer whose body says it failed though its status is 2xx: ``{"ok": false, "error": …}``."""
+    return isinstance(data, dict) and data.get("ok") is False and "error" in data
 
 
 def _blocked(verdict: Verdict) -> Denied:

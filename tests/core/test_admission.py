@@ -414,3 +414,19 @@ async def test_a_limit_holds_across_two_instances_on_postgres(postgres_url: str,
     # The burst of 10 plus what 10/s refilled meanwhile: the two instances share one bucket.
     assert 10 <= allowed <= 10 + 10 * elapsed + 1, (allowed, elapsed)
     assert allowed + refused == 60
+
+
+async def test_a_200_whose_body_says_it_failed_is_an_error(tmp_path: Path, fake: FakeTime) -> None:
+    # Slack answers {"ok": false, "error": ...} with HTTP 200: told "ok", an agent reported a message
+    # posted that never was.
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(200, json={"ok": False, "error": "channel_not_found"})])
+        write = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+        assert isinstance(write, ErrorResult), write
+        assert (write.reason, write.upstream_status) == ("upstream_error", 200)
+        assert write.upstream_message and "channel_not_found" in write.upstream_message
+        assert write.hint and "took effect" in write.hint
+        _scripted(h, [httpx2.Response(200, json={"ok": True, "channel": "C1"})])
+        assert isinstance(await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}), Ok)
+        _scripted(h, [httpx2.Response(200, json={"ok": False, "count": 0})])  # a field named ok, no error
+        assert isinstance(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}), Ok)
