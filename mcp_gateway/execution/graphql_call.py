@@ -273,6 +273,25 @@ class GraphQLExecutor:
             quoted, whole = said(messages), said(messages, max_chars=MAX_ERROR_CHARS)
             slug, name = prepared.connector.slug, operation.operation_name
             text = quoted.for_agent().rstrip(".")
+            codes = _codes(data["errors"])
+            if codes & _UNAUTHENTICATED_CODES or codes & _RATE_LIMITED_CODES:
+                limited = bool(codes & _RATE_LIMITED_CODES)
+                # Said in GraphQL's words over HTTP 200: the same answers as an HTTP 401 or 429 would get.
+                raise whole.attach(
+                    UpstreamError(
+                        "rate_limited" if limited else "auth_failed",
+                        f"{slug} refused the GraphQL {name} operation: {text}. "
+                        + (
+                            "It is limiting how often it is called: wait before calling again; the arguments are "
+                            "not the problem."
+                            if limited
+                            else "It does not accept the stored credential: ask the user to reconnect "
+                            "(connect); the arguments are not the problem."
+                        ),
+                        upstream_status=outcome.http_status,
+                        upstream_message=whole.for_agent(),
+                    )
+                )
             if not _executed(data):
                 message = (
                     f"{slug} rejected the GraphQL {name} operation: {text}. Check the arguments against describe "
@@ -357,6 +376,8 @@ _ERRORS_FIRST = re.compile(r'\s*\{\s*(?:"data"\s*:\s*null\s*,\s*)?"errors"\s*:')
 _NOT_EXECUTED_CODES = frozenset({"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT"})
 """``extensions.code``s (Apollo's, widely copied) of a request refused before any resolver ran."""
 _SERVER_SIDE_CODES = frozenset({"INTERNAL_SERVER_ERROR", "INTERNAL", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"})
+_UNAUTHENTICATED_CODES = frozenset({"UNAUTHENTICATED", "UNAUTHORIZED", "INVALID_TOKEN"})
+_RATE_LIMITED_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "THROTTLED", "TOO_MANY_REQUESTS"})
 
 
 def _codes(errors: Any) -> set[str]:

@@ -102,6 +102,29 @@ async def test_errors_say_whether_the_operation_ran(
     assert ("Check the arguments" in message) == check_arguments
 
 
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [("UNAUTHENTICATED", "auth_failed"), ("RATE_LIMITED", "rate_limited"), ("THROTTLED", "rate_limited")],
+)
+async def test_a_credential_refused_or_a_rate_limit_in_graphql_words_is_told_as_such(code: str, reason: str) -> None:
+    # Over HTTP 200 with an extensions.code: "check the arguments, then call again" was the wrong advice.
+    errors = [{"message": "not allowed now", "path": ["addStar"], "extensions": {"code": code}}]
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"data": None, "errors": errors})
+
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(
+            ACTIONS["mutation.add_star"], {"input": {"starrableId": "R_1"}}, cfg, "http://gql.test/graphql"
+        )
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    assert raised.value.reason == reason
+    assert "Check the arguments" not in str(raised.value) and "not the problem" in str(raised.value)
+
+
 async def test_data_that_is_no_object_is_no_graphql_answer() -> None:
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, json={"data": "a string"})
