@@ -560,7 +560,9 @@ class CallPipeline:
             message=f"{slug} answered {status}.",
             upstream_status=status,
             upstream_message=upstream_message,
-            hint="Check the arguments against describe; the upstream's message says what it expected."
+            hint=_STATUS_HINTS.get(
+                status, "Check the arguments against describe; the upstream's message says what it expected."
+            )
             + self._fallback_hint(prepared.action),
         )
 
@@ -622,6 +624,21 @@ def _may_have_run(prepared: Prepared) -> bool:
     request action's risk is its method's)."""
     method = {"method": prepared.request.method} if prepared.request is not None else {}
     return effective_risk(prepared.action, method) != "read"
+
+
+_STATUS_HINTS = {
+    402: "The upstream wants payment or a plan that allows this (a declined card, a quota of the account): the "
+    "arguments are not the problem; tell the user.",
+    405: "The upstream does not take this method at this URL: the action's description may be out of date; tell "
+    "the operator.",
+    409: "The upstream refused it as conflicting with the current state (it exists already, or changed "
+    "meanwhile): read the current state before deciding what to do; do not just repeat it.",
+    412: "A precondition failed: what the request was based on (a version, an ETag) changed meanwhile; read it "
+    "again, then decide.",
+    415: "The upstream does not take the body in this format: the action's description may be out of date; tell "
+    "the operator.",
+}
+"""What to do after a 4xx whose cause is not the arguments' shape, where "check the arguments" misleads."""
 
 
 def _failed_in_body(data: object) -> bool:

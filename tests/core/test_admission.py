@@ -430,3 +430,15 @@ async def test_a_200_whose_body_says_it_failed_is_an_error(tmp_path: Path, fake:
         assert isinstance(await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}), Ok)
         _scripted(h, [httpx2.Response(200, json={"ok": False, "count": 0})])  # a field named ok, no error
         assert isinstance(await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"}), Ok)
+
+
+@pytest.mark.parametrize(("status", "says"), [(409, "do not just repeat it"), (412, "precondition"), (402, "payment")])
+async def test_a_conflict_or_a_failed_precondition_is_not_told_to_check_the_arguments(
+    tmp_path: Path, fake: FakeTime, status: int, says: str
+) -> None:
+    # "Check the arguments against describe" after a 409 on a write invited a duplicate.
+    async with _gateway(tmp_path, _text(), fake) as h:
+        _scripted(h, [httpx2.Response(status, json={"message": "nope"})])
+        result = await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"})
+    assert isinstance(result, ErrorResult) and result.upstream_status == status
+    assert result.hint and says in result.hint and "Check the arguments" not in result.hint
