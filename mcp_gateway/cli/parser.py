@@ -169,37 +169,31 @@ def pages_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--public-url", type=_public_url, help="where to serve them (default: the manifest's public_url)")
 
 
-def _results(text: str) -> int:
-    """``discover --limit``: a whole number from 1 to 50, as the ``discover`` tool takes."""
+def _whole(text: str, low: int, high: int | None, out_of_range: str) -> int:
+    """``text`` as a whole number from ``low`` to ``high`` (no upper bound: None), else a usage error
+    saying ``out_of_range`` after the number."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 50:
-        raise argparse.ArgumentTypeError(f"{value} is not from 1 to 50")
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{value} {out_of_range}")
     return value
+
+
+def _results(text: str) -> int:
+    """``discover --limit``: a whole number from 1 to 50, as the ``discover`` tool takes."""
+    return _whole(text, 1, 50, "is not from 1 to 50")
 
 
 def _port(text: str) -> int:
     """A TCP port to listen on: a whole number from 1 to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (from 1 to 65535)")
-    return value
+    return _whole(text, 1, 65535, "is not a port (from 1 to 65535)")
 
 
 def _count(text: str) -> int:
     """A whole number of at least 1 (sessions, connections, rows)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
+    return _whole(text, 1, None, "is not 1 or more")
 
 
 def _seconds(text: str) -> float:
