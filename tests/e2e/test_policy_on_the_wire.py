@@ -6,7 +6,7 @@ carries it. Each case checks what reached the upstream: nothing, when a rule sto
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.vocabulary.clock import FixedClock
-from tests.support.upstream import EchoApp, LoopbackServer, echo_app
+from tests.support.upstream import EchoApp
 
 pytestmark = pytest.mark.anyio
 
@@ -81,18 +81,6 @@ COLLECTION = {
         }
     ],
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def upstream() -> Iterator[tuple[EchoApp, str]]:
-    app = echo_app()
-    with LoopbackServer(app) as server:
-        yield app, server.base_url
 
 
 @pytest.fixture
