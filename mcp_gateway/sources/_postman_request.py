@@ -12,12 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..vocabulary.model import ParamLocation, ParamSpec
+import graphql
+
+from ..vocabulary.model import ParamLocation, ParamSpec, Risk
 from ._naming import snake_case
 from ._postman_values import VARIABLE, PostmanVars, credential_name, is_placeholder
 from .openapi import arg_name
 
-__all__ = ["SCALAR", "Arguments", "Url", "path_template", "text_of"]
+__all__ = ["SCALAR", "Arguments", "Url", "graphql_kind", "path_template", "text_of"]
 
 SCALAR: dict[str, Any] = {"type": ["string", "number", "boolean"]}
 """Any scalar: Postman values are text, but agents reasonably pass 5 or true for them."""
@@ -161,6 +163,7 @@ class Arguments:
         self.encoding: Literal["json", "form", "multipart", "raw"] = "json"
         self.body_param: str | None = None
         self.defaults = False
+        self.graphql_kind: Risk | None = None
 
     @property
     def body_kind(self) -> Literal["json", "form", "multipart", "raw", "none"]:
@@ -256,6 +259,19 @@ class Arguments:
             ParamSpec(name=name, location=location, wire_name=wire if wire is not None and wire != name else None)
         )
         return name
+
+
+def graphql_kind(document: str) -> Risk | None:
+    """``read`` for a GraphQL document whose every operation is a query, ``write`` when one is a
+    mutation or subscription, None when it does not parse (the method decides then)."""
+    try:
+        parsed = graphql.parse(document, no_location=True)
+    except graphql.GraphQLError:
+        return None
+    kinds = {d.operation for d in parsed.definitions if isinstance(d, graphql.OperationDefinitionNode)}
+    if not kinds:
+        return None
+    return "read" if kinds == {graphql.OperationType.QUERY} else "write"
 
 
 def literal_path(text: str) -> str:

@@ -30,7 +30,8 @@ in docs/manifest.md):
   are one argument each, their shape from the example); other raw JSON, and raw text, is one
   ``body`` argument; ``urlencoded`` entries are form fields; ``formdata`` entries are multipart
   parts (a file entry takes ``{content, filename?, content_type?}``); a ``graphql`` body is the
-  JSON ``{query, variables}``.
+  JSON ``{query, variables}``: the collection's document is fixed (``const``; only its variables
+  are arguments) and a document of queries only is a ``read``; an empty one takes any document.
 * **Credentials are never taken from a collection**: ``Authorization`` and other credential
   headers, the parameter an ``apikey`` auth names, and any header, query or body entry whose key
   or ``{{variable}}`` names a credential (``token``, ``api_key``, ``client_secret``, ``password``
@@ -66,7 +67,7 @@ from ._documents import fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
 from ._param_styles import FILE_PART
-from ._postman_request import Arguments, Url, path_template, text_of
+from ._postman_request import Arguments, Url, graphql_kind, path_template, text_of
 from ._postman_values import PostmanVars, credential_name, is_placeholder, json_body_fields
 from .base import LoadContext, Normalized
 from .openapi import action_path, legacy_action_path
@@ -420,10 +421,13 @@ def _finish(ctx: _Context, draft: _Draft, origins: Counter[str]) -> Action:
 
 
 def _risk(ctx: _Context, draft: _Draft) -> Risk:
-    """The manifest's override, under the action's path or a name it had earlier, else the method's."""
+    """The manifest's override, under the action's path or a name it had earlier, else a fixed GraphQL
+    document's (a query reads whatever the method), else the method's."""
     for name in (draft.path, *draft.aliases):
         if name in ctx.risk_overrides:
             return ctx.risk_overrides[name]
+    if draft.args.graphql_kind is not None:
+        return draft.args.graphql_kind
     return risk_of_method(draft.method)
 
 
@@ -527,7 +531,13 @@ def _body(
         given = body.get("graphql")
         spec: dict[str, Any] = given if isinstance(given, dict) else {}
         query = spec.get("query") if isinstance(spec.get("query"), str) else ""
-        query_schema = {"type": "string", "description": "The GraphQL document."}
+        query_schema: dict[str, Any] = {"type": "string", "description": "The GraphQL document."}
+        if query.strip():
+            # The collection's document is the request: an agent passes its variables, never another
+            # document (a "Get User" that took any text would run a mutation under a read's name and rules).
+            query_schema["const"] = query
+            query_schema["description"] = "The collection's GraphQL document, sent as is: " + query[:500]
+            args.graphql_kind = graphql_kind(query)
         args.add_body("query", query_schema, required=not query, default=query or None)
         variables_text = spec.get("variables")
         parsed: Any = None

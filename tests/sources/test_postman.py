@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 
 from mcp_gateway.manifest import ConnectorConfig
@@ -461,6 +462,33 @@ def test_form_bodies() -> None:
     assert _binding(g).body == "json"
     assert g.input_schema["properties"]["query"]["default"] == "{ a }"
     assert g.input_schema["properties"]["variables"]["default"] == {"n": 1}
+
+
+def test_a_graphql_request_sends_its_own_document_and_a_query_reads() -> None:
+    def gql(name: str, query: str) -> dict[str, Any]:
+        return _request(name, "POST", "https://x.test/g", body={"mode": "graphql", "graphql": {"query": query}})
+
+    doc = _collection(
+        [
+            gql("Get User", "query User($id: ID!) { user(id: $id) { name } }"),
+            gql("Delete Users", "mutation { deleteAllUsers { count } }"),
+            gql("Any", ""),
+            gql("Broken", "query { user("),
+        ]
+    )
+    actions = _actions(doc)
+    get_user = actions["get_user"]
+    query = get_user.input_schema["properties"]["query"]
+    assert query["const"] == query["default"] == "query User($id: ID!) { user(id: $id) { name } }"
+    # The fixed document holds: another document (a mutation under a read's name) is refused.
+    validator = jsonschema.Draft202012Validator(get_user.input_schema)
+    assert not list(validator.iter_errors({"variables": {"id": "1"}}))
+    assert list(validator.iter_errors({"query": "mutation { deleteAllUsers { count } }"}))
+    assert get_user.risk == "read"
+    assert actions["delete_users"].risk == "write"
+    # No document in the collection: any document, judged by its method.
+    assert "const" not in actions["any"].input_schema["properties"]["query"] and actions["any"].risk == "write"
+    assert actions["broken"].risk == "write"
 
 
 def test_secret_typed_and_credential_variables_never_resolve() -> None:
