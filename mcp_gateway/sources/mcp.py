@@ -7,7 +7,8 @@ asks it through the ``ToolLister`` protocol and normalizes what comes back here,
 separators: ``files/read``, ``github.issues.create``); each segment is snake_cased like an
 OpenAPI ``operationId`` part (camelCase split, ``-``, spaces and punctuation become ``_``); empty
 segments are dropped; a path starting with a digit gets an ``n`` prefix; a name with nothing
-left becomes ``tool``. Collisions get ``_2``, ``_3`` in listing order. So ``get-sum`` ->
+left becomes ``tool``. Names that fold alike keep the path for the one already spelled so; the
+others get ``_2``, ``_3`` in name order, never listing order (``_action_paths``). So ``get-sum`` ->
 ``get_sum``, ``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
 The binding keeps the tool's own name, which is what the upstream is called with.
 
@@ -126,13 +127,12 @@ def normalize_mcp_tools(
     ``trust`` is the connector's (``ConnectorConfig.effective_trust``): it decides how far the
     tools' annotations may lower their risk."""
     overrides = risk_overrides or {}
-    taken: set[str] = set()
-    seen_names: set[str] = set()
+    paths = _action_paths(tools)
     actions: list[Action] = []
     for tool in tools:
-        if tool.name in seen_names:
+        if tool.name not in paths:
             continue
-        seen_names.add(tool.name)
+        path = paths.pop(tool.name)
         if tool.output_schema and (risky := risky_patterns(tool.output_schema, limit=1)):
             # The MCP client checks every result against the output schema, with a backtracking regex
             # engine on the event loop: one such pattern and a crafted result stall the whole gateway.
@@ -144,7 +144,6 @@ def normalize_mcp_tools(
                 escaped(repr(risky[0][:200])),
             )
             continue
-        path = unique_name(mcp_action_path(tool.name), taken)
         description = (tool.description or "").strip()
         actions.append(
             Action(
@@ -161,16 +160,29 @@ def normalize_mcp_tools(
     return actions
 
 
+def _action_paths(tools: Sequence[types.Tool]) -> dict[str, str]:
+    """Each tool name's action path. Names that fold alike get their suffixes by the names
+    themselves, never by listing order: the one already spelled as its path keeps it, the others
+    take ``_2``, ``_3``… in name order. A server listing the same tools in another order (from a set
+    or a hash map) would otherwise move a name, and the rules and approvals written for it, to
+    another tool."""
+    folded = {tool.name: mcp_action_path(tool.name) for tool in tools}
+    taken: set[str] = set()
+    return {
+        name: unique_name(path, taken)
+        for name, path in sorted(folded.items(), key=lambda item: (item[1], item[0] != item[1], item[0]))
+    }
+
+
 def listing_of(fingerprint: str | None) -> str | None:
     """The ``tools_digest`` an MCP connector's catalog fingerprint (``McpLoader``) holds, or None."""
     return fingerprint.rpartition(":")[2] if fingerprint and ":" in fingerprint else None
 
 
 def tools_digest(tools: Sequence[types.Tool]) -> str:
-    """A stable hash of a ``tools/list`` result. Its order counts only among tools whose names give the
-    same action path (it decides their suffixes): a server that lists its tools in another order each
-    time it starts (from a set or a hash map) has not changed them."""
-    ordered = sorted(tools, key=lambda t: mcp_action_path(t.name))  # stable: colliding names keep their order
+    """A stable hash of a ``tools/list`` result, whatever its order: a server that lists its tools in
+    another order each time it starts (from a set or a hash map) has not changed them."""
+    ordered = sorted(tools, key=lambda t: t.name)  # stable: a name listed twice keeps its first entry
     canonical = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in ordered]
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

@@ -40,17 +40,31 @@ def test_tool_names_become_valid_action_paths(name: str, path: str) -> None:
     assert ACTION_PATH_RE.match(path)
 
 
-def test_collisions_get_suffixes_in_listing_order_and_the_binding_keeps_the_name() -> None:
+def test_collisions_get_suffixes_by_name_and_the_binding_keeps_the_name() -> None:
     names = ["files/read", "files.read", "Files-Read", "files_read"]
     actions = normalize_mcp_tools("up", [tool(n) for n in names])
-    assert [a.path for a in actions] == ["files.read", "files.read_2", "files_read", "files_read_2"]
-    assert [a.binding for a in actions] == [
-        McpBinding(tool="files/read"),
-        McpBinding(tool="files.read"),
-        McpBinding(tool="Files-Read"),
-        McpBinding(tool="files_read"),
+    # Listing order kept; the name spelled as its path keeps it, the others are suffixed in name order.
+    assert [(a.path, a.binding) for a in actions] == [
+        ("files.read_2", McpBinding(tool="files/read")),
+        ("files.read", McpBinding(tool="files.read")),
+        ("files_read_2", McpBinding(tool="Files-Read")),
+        ("files_read", McpBinding(tool="files_read")),
     ]
-    assert actions[0].qualified_name == "up.files.read"
+    assert actions[1].qualified_name == "up.files.read"
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [1, 0, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]])
+def test_a_reordered_listing_keeps_every_name_on_its_tool(order: list[int]) -> None:
+    # A block rule or approval on ``m.admin.purge`` must stay on the tool it was written for.
+    names = ["admin.purge", "admin/purge", "admin_purge", "Admin.Purge"]
+    actions = normalize_mcp_tools("m", [tool(names[i]) for i in order])
+    bound = {a.path: a.binding for a in actions}
+    assert bound == {
+        "admin.purge": McpBinding(tool="admin.purge"),
+        "admin.purge_2": McpBinding(tool="Admin.Purge"),
+        "admin.purge_3": McpBinding(tool="admin/purge"),
+        "admin_purge": McpBinding(tool="admin_purge"),
+    }
 
 
 def test_a_name_listed_twice_keeps_its_first_entry() -> None:
@@ -101,7 +115,7 @@ def test_the_digest_changes_exactly_when_the_listing_does() -> None:
     assert tools_digest(tools) == tools_digest([t.model_copy() for t in tools])
     assert tools_digest(tools) == tools_digest([tools[1], tools[0]])  # listed in another order: the same tools
     colliding = [tool("files/read"), tool("files.read")]
-    assert tools_digest(colliding) != tools_digest(colliding[::-1])  # their order decides the suffixes
+    assert tools_digest(colliding) == tools_digest(colliding[::-1])  # names, not order, decide the suffixes
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=False), tool("b")])
     assert tools_digest(tools) != tools_digest([tool("a", read_only_hint=True), tool("b", description="new")])
 
