@@ -35,7 +35,7 @@ from ..primitives.rerouting import rerouting
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 from .multipart import multipart_body
-from .param_styles import cookie_text, escaped, header_text, path_text, query_parts, wire_text
+from .param_styles import cookie_text, escaped, header_text, nested_leaves, path_text, query_parts, wire_text
 
 __all__ = [
     "DEFAULT_ACCEPT",
@@ -676,22 +676,10 @@ def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | 
 
 
 def encode_form(value: Mapping[str, Any]) -> str:
-    pairs: list[tuple[str, str]] = []
-    for key, item in value.items():
-        _form_pairs(str(key), item, pairs)
-    # Brackets stay literal (readable, and what Stripe documents); everything else is form-escaped.
-    return "&".join(f"{quote_plus(k, safe='[]')}={quote_plus(v)}" for k, v in pairs)
-
-
-def _form_pairs(key: str, value: Any, out: list[tuple[str, str]]) -> None:
-    """Stripe-style nesting: ``a[b]=1`` for objects, ``a[0]=x`` for arrays; null is left out."""
-    if value is None:
-        return
-    if isinstance(value, Mapping):
-        for sub, item in value.items():
-            _form_pairs(f"{key}[{sub}]", item, out)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            _form_pairs(f"{key}[{index}]", item, out)
-    else:
-        out.append((key, wire_text(value)))
+    """Stripe-style nesting: ``a[b]=1`` for objects, ``a[0]=x`` for arrays; null is left out.
+    Brackets stay literal (readable, and what Stripe documents); everything else is form-escaped."""
+    return "&".join(
+        f"{quote_plus(str(key) + ''.join(f'[{sub}]' for sub in keys), safe='[]')}={quote_plus(text)}"
+        for key, item in value.items()
+        for keys, text in nested_leaves(item)
+    )

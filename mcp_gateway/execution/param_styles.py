@@ -28,13 +28,13 @@ JSON text. The normalizer warns at load about a description that asks for such a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
 from ..vocabulary.model import ParamSpec
 
-__all__ = ["cookie_text", "escaped", "header_text", "path_text", "query_parts", "wire_text"]
+__all__ = ["cookie_text", "escaped", "header_text", "nested_leaves", "path_text", "query_parts", "wire_text"]
 
 _URL_SEPARATORS = {"spaceDelimited": "%20", "pipeDelimited": "|", "tabDelimited": "%09"}
 _TEXT_SEPARATORS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}
@@ -72,9 +72,10 @@ def query_parts(spec: ParamSpec, value: Any) -> list[str]:
     if style == "json":
         return [f"{key}={escaped(_json_text(value))}"]
     if style == "deepObject" and isinstance(value, Mapping | list | tuple):
-        out: list[str] = []
-        _deep_pairs(key, value, out)
-        return out
+        return [
+            key + "".join(f"[{escaped(sub)}]" for sub in keys) + f"={escaped(text)}"
+            for keys, text in nested_leaves(value)
+        ]
     if isinstance(value, list | tuple):
         values = [escaped(wire_text(v)) for v in value if v is not None]
         if spec.style_explode:
@@ -90,17 +91,19 @@ def query_parts(spec: ParamSpec, value: Any) -> list[str]:
     return [f"{key}={escaped(wire_text(value))}"]
 
 
-def _deep_pairs(key: str, value: Any, out: list[str]) -> None:
+def nested_leaves(value: Any, keys: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Each scalar inside ``value`` with the object keys and list indexes leading to it, and its wire
+    text; null is left out. The nesting both ``deepObject`` and bracketed forms (``a[b][0]=x``) spell."""
     if value is None:
         return
     if isinstance(value, Mapping):
         for sub, item in value.items():
-            _deep_pairs(f"{key}[{escaped(str(sub))}]", item, out)
+            yield from nested_leaves(item, (*keys, str(sub)))
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            _deep_pairs(f"{key}[{index}]", item, out)
+            yield from nested_leaves(item, (*keys, str(index)))
     else:
-        out.append(f"{key}={escaped(wire_text(value))}")
+        yield keys, wire_text(value)
 
 
 def path_text(spec: ParamSpec, value: Any, element: Callable[[Any], str]) -> str:

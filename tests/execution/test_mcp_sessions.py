@@ -158,8 +158,9 @@ async def test_tools_list_is_read_page_by_page_into_actions_with_risk(
     assert risks["peek"] == "read"
     assert risks["wipe"] == "destructive"
     assert risks["note"] == "write"  # no annotations at all
-    assert up.actions["files.read.v2"].binding.tool == "Files/Read.v2"  # type: ignore[union-attr]
-    assert up.actions["files.read.v2_2"].binding.tool == "files.read.v2"  # type: ignore[union-attr]
+    # The name already spelled as its path keeps it, whatever the listing order.
+    assert up.actions["files.read.v2"].binding.tool == "files.read.v2"  # type: ignore[union-attr]
+    assert up.actions["files.read.v2_2"].binding.tool == "Files/Read.v2"  # type: ignore[union-attr]
     assert up.actions["peek"].input_schema["required"] == ["key"]
     assert up.actions["wipe"].summary == "Delete everything under a target."
 
