@@ -107,7 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
     args.early_stdio = None
-    if args.command == "serve" and args.transport == "stdio":
+    from ..vocabulary.settings import check_switches
+
+    try:
+        check_switches()  # before the fast paths read theirs at import
+        refused = None
+    except ValueError as exc:
+        refused = CliError(str(exc))
+    if refused is None and args.command == "serve" and args.transport == "stdio":
         from ..server import fast
 
         if fast.ENABLED:
@@ -120,10 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # until it is over, the collector's passes would walk them all and free next to
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.
     with holding_collector(exiting=exiting):
-        return _run(args)
+        return _run(args, refused)
 
 
-def _run(args: Args) -> int:
+def _run(args: Args, refused: CliError | None = None) -> int:
     import inspect
     import logging
 
@@ -137,6 +144,8 @@ def _run(args: Args) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):
         notice(f"mcp-gateway: manifest {args.manifest_source}")  # a log record with --log-format json
+    if refused is not None:
+        return _report(refused, args.debug)
     try:
         module, _, name = args.fn.partition(":")
         fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)

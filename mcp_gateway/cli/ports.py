@@ -37,8 +37,8 @@ def check_port_free(host: str, port: int, state_dir: Path, *, instead: str) -> N
 
 
 def port_holder(port: int, state_dir: Path) -> str | None:
-    """Who listens on ``port``: a gateway of this state folder, else a process of this user (Linux
-    ``/proc``), else None."""
+    """Who listens on ``port``: a gateway of this state folder, else a process of this user by pid and
+    program name (Linux ``/proc``), else None."""
     served = read_served(state_dir)
     if served is not None and served.port == port:
         what = "mcp-gateway serve" if served.transport == "http" else "mcp-gateway pages"
@@ -46,12 +46,18 @@ def port_holder(port: int, state_dir: Path) -> str | None:
     pid = _listening_pid(port)
     if pid is None:
         return None
+    program = _program(pid)
+    return f"pid {pid} ({program})" if program else f"pid {pid}"
+
+
+def _program(pid: int) -> str:
+    """The program's name alone (``python3``, ``nginx``): never the rest of its command line, whose
+    arguments may hold another program's password."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        command = " ".join(a.decode(errors="replace") for a in argv if a)[:80]
+        first = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
     except OSError:
-        command = ""
-    return f"pid {pid} ({command})" if command else f"pid {pid}"
+        return ""
+    return Path(first.decode(errors="replace")).name[:40]
 
 
 def _listening_pid(port: int) -> int | None:

@@ -1,6 +1,8 @@
 """The base of the links humans open (``public_url``), checked alike wherever it is given: the
 manifest's ``public_url`` and ``serve`` / ``pages --public-url``. A value with its scheme forgotten
-(``127.0.0.1:8765``) would mint links that are no URLs, and ``pages`` would listen on port 80."""
+(``127.0.0.1:8765``) would mint links that are no URLs, and ``pages`` would listen on port 80. One
+with a user or password (``https://u:pw@host/``) is refused too: every link handed to an agent or a
+human would carry it."""
 
 from __future__ import annotations
 
@@ -25,4 +27,11 @@ def public_url_problem(value: str) -> str | None:
         return f"{shown} names no host"
     if port == 0:
         return f"{shown} names port 0; give the port humans open, from 1 to 65535"
+    if parts.username is not None or parts.password is not None:
+        # A lone user name may be the secret (``https://TOKEN@host/``): none of it is quoted back.
+        hidden = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        return (
+            f"{hidden!r} holds a user name or password, which every link handed to agents and humans would carry;"
+            " drop the 'user:password@' part (put any login the pages need in front of them, not in their links)"
+        )
     return None

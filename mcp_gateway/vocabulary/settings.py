@@ -11,15 +11,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FAST_PATHS_SWITCH", "Settings", "fast_paths_switched_on"]
+__all__ = ["FAST_PATHS_SWITCH", "SWITCHES", "Settings", "check_switches", "fast_paths_switched_on", "switch"]
 
 FAST_PATHS_SWITCH = "MCP_GATEWAY_FAST_PATHS"
 """The one switch of every fast path (``server/fast``, ``tracing/fast``): ``0`` turns them all off."""
 
+SWITCHES: dict[str, bool] = {FAST_PATHS_SWITCH: True}
+"""Every on/off environment variable the gateway reads, with its value when unset or empty."""
+
+_ON = frozenset({"1", "true", "yes", "on"})
+_OFF = frozenset({"0", "false", "no", "off"})
+
+
+def switch(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """The on/off variable ``name`` (one of ``SWITCHES``) as ``env`` sets it. A value that is neither on
+    nor off raises ``ValueError`` naming the variable and what it takes: a typo read as the default
+    would leave the operator believing a switch they never turned."""
+    text = (os.environ if env is None else env).get(name, "").strip()
+    if not text:
+        return SWITCHES[name]
+    if text.lower() in _ON:
+        return True
+    if text.lower() in _OFF:
+        return False
+    raise ValueError(f"${name} must be 1 or 0 (or true/false, yes/no, on/off), not {text[:40]!r}")
+
+
+def check_switches(env: Mapping[str, str] | None = None) -> None:
+    """Raise ``ValueError`` for the first on/off variable set to something else, before any is used."""
+    for name in SWITCHES:
+        switch(name, env)
+
 
 def fast_paths_switched_on(env: Mapping[str, str] | None = None) -> bool:
     """Whether the operator left the fast paths on (each also runs only on the releases it was tested with)."""
-    return (os.environ if env is None else env).get(FAST_PATHS_SWITCH, "1") != "0"
+    return switch(FAST_PATHS_SWITCH, env)
 
 
 @dataclass(frozen=True)

@@ -250,3 +250,18 @@ def test_a_usage_error_stays_text_without_json_logs(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit):
         cli.main(["--bogus", "connectors"])
     assert capsys.readouterr().err.startswith("usage: mcp-gateway")
+
+
+@pytest.mark.parametrize("command", [["connectors"], ["serve", "--transport", "stdio"], ["validate"]])
+def test_an_on_off_variable_set_to_neither_is_refused_before_anything_runs(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "maybe" was read as "on" in silence: the operator could not tell the switch had not turned.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MCP_GATEWAY_MANIFEST", raising=False)
+    monkeypatch.setenv("MCP_GATEWAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MCP_GATEWAY_FAST_PATHS", "maybe")
+    assert cli.main(command) == 2
+    err = capsys.readouterr().err
+    assert "$MCP_GATEWAY_FAST_PATHS must be 1 or 0" in err and "'maybe'" in err and "Traceback" not in err, err
+    assert not (tmp_path / "state").exists()

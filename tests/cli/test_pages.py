@@ -58,31 +58,19 @@ def test_pages_serves_a_link_minted_by_connect(tmp_path: Path) -> None:
         pages.wait(timeout=30)
 
 
-def test_pages_hides_a_password_in_the_public_url_it_announces(tmp_path: Path) -> None:
-    port = _free_port()
-    env = child_env() | {
-        "PYTHONPATH": str(ROOT),
-        "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
-        "MCP_GATEWAY_MASTER_KEY": "pages-test-master-key-0123456789abcdef0123",
-    }
+def test_pages_refuses_a_public_url_with_a_password_without_quoting_it(tmp_path: Path) -> None:
+    # Every link handed out would have carried the password: it is refused before anything listens.
+    env = child_env() | {"PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state")}
     env.pop("MCP_GATEWAY_MANIFEST", None)
-    given = f"http://u:CANARY-PUBPW@127.0.0.1:{port}"
-    pages = subprocess.Popen(
+    given = f"http://u:CANARY-PUBPW@127.0.0.1:{_free_port()}"
+    pages = subprocess.run(
         [sys.executable, "-m", "mcp_gateway", "pages", "--public-url", given],
         env=env,
         cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
+        timeout=60,
     )
-    try:
-        assert pages.stderr is not None
-        said = ""
-        while "human pages at" not in said:
-            line = pages.stderr.readline()
-            assert line, said
-            said += line
-        assert "CANARY-PUBPW" not in said and f"u:***@127.0.0.1:{port}" in said, said
-    finally:
-        pages.terminate()
-        pages.wait(timeout=30)
+    assert pages.returncode == 2, pages.stderr
+    assert "holds a user name or password" in pages.stderr and "CANARY-PUBPW" not in pages.stderr
+    assert not (tmp_path / "state").exists()

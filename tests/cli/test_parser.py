@@ -128,6 +128,7 @@ def test_a_usage_error_shows_control_characters_escaped(
         ["pages", "--public-url", "http://127.0.0.1:99999"],
         ["serve", "--public-url", "http://[::1"],
         ["serve", "--public-url", "http://:8765"],
+        ["serve", "--public-url", "https://u:pw@127.0.0.1:8765"],  # every link handed out would carry it
         ["serve", "--port", "99999"],
         ["serve", "--port", "-1"],
         ["serve", "--metrics-port", "0"],
@@ -157,9 +158,10 @@ def test_good_values_pass_the_range_checks() -> None:
     assert build_parser().parse_args(["call", "x.y", "--wait", "inf"]).wait == float("inf")  # capped later
 
 
-def test_a_public_url_s_password_is_not_quoted_back(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("url", ["ftp://u:CANARY-PW@host", "https://u:CANARY-PW@host:8765/"])
+def test_a_public_url_s_password_is_not_quoted_back(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["pages", "--public-url", "ftp://u:CANARY-PW@host"])
+        build_parser().parse_args(["pages", "--public-url", url])
     assert "CANARY-PW" not in capsys.readouterr().err
 
 

@@ -692,6 +692,8 @@ def test_a_large_manifest_written_out_or_with_a_few_aliases_is_read() -> None:
         ("http://127.0.0.1:99999", "not a valid URL"),
         ("http://:8765", "names no host"),
         ("https://u:CANARY-PW@gw.example.com:0", "port 0"),
+        ("https://u:CANARY-PW@gw.example.com/", "holds a user name or password"),  # every link would carry it
+        ("https://CANARY-PW@gw.example.com/", "holds a user name or password"),
     ],
 )
 def test_a_public_url_that_cannot_be_a_link_base_is_refused_at_its_line(written: str, said: str) -> None:
