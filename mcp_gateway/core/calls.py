@@ -123,7 +123,7 @@ class CallPipeline:
             result = await self._attempt(principal, tool, args, approval_id, fields, trace)
         except StoreUnavailable as exc:
             self._health.failed(exc)
-            return store_unavailable_result()
+            return store_unavailable_result(exc)
         except Exception:
             logger.exception("call of %s failed unexpectedly", tool)
             return ErrorResult(

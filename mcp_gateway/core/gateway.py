@@ -50,6 +50,7 @@ from ..services.operator_tokens import OperatorTokens
 from ..services.tokens import TokenService
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..store.contract import ConnectorState, EphemeralStore, Store
+from ..store.wait_budget import request_budget
 from ..vocabulary.clock import Clock
 from ..vocabulary.errors import GatewayError, StoreUnavailable
 from ..vocabulary.model import Action, CallResult, ConnectorInfo, Denied, ErrorResult, PendingApproval
@@ -542,8 +543,21 @@ class Gateway:
         """Run one call. With ``wait`` (seconds, capped at ``MAX_WAIT_SECONDS``), a call that needs a
         human's approval blocks until they decide, then runs once if approved; if nobody decides in
         time, the ``pending_approval`` result is returned as without ``wait``. ``on_pending`` is told
-        of that approval before the wait begins."""
-        args = dict(args or {})
+        of that approval before the wait begins. All its statements together wait on a stalled
+        database at most ``wait_budget.STORE_WAIT_SECONDS``."""
+        with request_budget():
+            return await self._call_bounded(principal, tool, dict(args or {}), approval_id, fields, wait, on_pending)
+
+    async def _call_bounded(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        wait: float | None,
+        on_pending: OnPending | None,
+    ) -> CallResult:
         # Before any row or log line of the call: an argument may be a stored secret (of any connector).
         await self._broker.known.learn_stored()
         key = f"agent:{principal.label}"

@@ -2,7 +2,11 @@
 
 While the database is unreachable every request fails the same way, so the gateway answers each with
 ``store_unavailable`` (``store_unavailable_result``) and logs the outage once: one warning when it
-starts (the store's message names the database with any password redacted) and one when it ends.
+starts (the store's message names the database with any password redacted, the cause and, for
+storage that does not clear by itself, what the operator must do), at most one a minute while it
+lasts with how many requests and audit writes it refused, and one when it ends. The agent is told to
+retry soon only when retrying can help: storage that refuses writes until the operator acts
+(``StoreUnavailable.lasting``) is said to be so.
 ``ready`` is the cheap check a load balancer polls: one round trip with a short timeout, cached for
 about a second, so a burst of probes costs one query.
 """
@@ -18,7 +22,7 @@ import anyio
 from ..vocabulary.errors import StoreUnavailable
 from ..vocabulary.model import ErrorResult
 
-__all__ = ["STORE_UNAVAILABLE_HINT", "StoreHealth", "store_unavailable_result"]
+__all__ = ["STORE_BROKEN_HINT", "STORE_UNAVAILABLE_HINT", "StoreHealth", "store_unavailable_result"]
 
 logger = logging.getLogger("mcp_gateway.store")
 
@@ -26,13 +30,26 @@ STORE_UNAVAILABLE_HINT = (
     "The gateway's database is unreachable for the moment; nothing was run. Retry in a few seconds; "
     "if it persists, tell the operator."
 )
+STORE_BROKEN_HINT = (
+    "The gateway's database refuses writes because of a storage problem only the operator can fix (the "
+    "gateway's log says what); nothing was run. Retrying soon will not help: tell the operator."
+)
+SUMMARY_EVERY = 60.0
+"""Seconds between two log lines saying an outage still lasts."""
 PING_TIMEOUT = 1.0
 """Seconds a readiness ping may take before the database counts as unreachable."""
 PING_CACHE = 1.0
 """Seconds a readiness answer is reused."""
 
 
-def store_unavailable_result() -> ErrorResult:
+def store_unavailable_result(exc: StoreUnavailable | None = None) -> ErrorResult:
+    """What the agent is told: retry soon, unless ``exc`` is storage that stays broken until fixed."""
+    if exc is not None and exc.lasting:
+        return ErrorResult(
+            reason="store_unavailable",
+            message="The gateway's database cannot store anything until its operator fixes its storage.",
+            hint=STORE_BROKEN_HINT,
+        )
     return ErrorResult(
         reason="store_unavailable",
         message="The gateway cannot reach its database right now.",
@@ -68,6 +85,11 @@ class StoreHealth:
         """``time.monotonic()`` when the current outage was first seen; None while reachable."""
         self._checked_at = float("-inf")
         self._lock = anyio.Lock()
+        self._refused_requests = 0
+        """Requests answered ``store_unavailable`` in the current outage."""
+        self._refused_writes = 0
+        """Audit writes the store refused in the current outage."""
+        self._summarized_at = 0.0
 
     @property
     def up(self) -> bool:
@@ -75,28 +97,49 @@ class StoreHealth:
 
     def failed(self, exc: StoreUnavailable) -> None:
         """A request met the outage: the first one logs it."""
-        self._unproven = True  # whatever failed, a write proves the store back; a read may not
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-            logger.warning("store unavailable: %s; answering store_unavailable until it is back", exc)
+        self._down(str(exc), requests=1)
 
     def succeeded(self) -> None:
         """A request reached the store: the first one after an outage logs its end."""
         if self.down_since is not None:
             lasted = time.monotonic() - self.down_since
             self.down_since = None
-            logger.warning("store reachable again after %.1f s", lasted)
+            logger.warning("store reachable again after %.1f s (%s meanwhile)", lasted, self._refusals())
 
-    def observed(self, refused: str | None) -> None:
-        """How a write went (``Auditor.on_store``): None when the store took it, else why it refused it."""
+    def observed(self, refused: BaseException | None) -> None:
+        """How a write went (``Auditor.on_store``): None when the store took it, else what it raised."""
         if refused is None:
             self._unproven = False
             self.succeeded()
             return
-        self._unproven = True
+        # A store's own message names the file or database, the cause and what to do; anything else
+        # (a driver's error) is named by its type alone, as its text may quote what was written.
+        cause = str(refused) if isinstance(refused, StoreUnavailable) else type(refused).__name__
+        self._down(f"{self._where} refused an audit write: {cause}", writes=1)
+
+    def _down(self, cause: str, *, requests: int = 0, writes: int = 0) -> None:
+        """Something met the outage: its start is logged once, then at most a line a minute."""
+        self._unproven = True  # whatever failed, a write proves the store back; a read may not
+        now = time.monotonic()
         if self.down_since is None:
-            self.down_since = time.monotonic()
-            logger.warning("store unavailable: %s refused an audit write (%s)", self._where, refused)
+            self.down_since = self._summarized_at = now
+            self._refused_requests, self._refused_writes = requests, writes
+            logger.warning("store unavailable: %s; answering store_unavailable until it is back", cause)
+            return
+        self._refused_requests += requests
+        self._refused_writes += writes
+        if now - self._summarized_at >= SUMMARY_EVERY:
+            self._summarized_at = now
+            logger.warning(
+                "store still unavailable after %.0f s (%s so far): %s", now - self.down_since, self._refusals(), cause
+            )
+
+    def _refusals(self) -> str:
+        """What the current outage refused, for its log lines."""
+        return (
+            f"{self._refused_requests} request(s) answered store_unavailable, "
+            f"{self._refused_writes} audit row write(s) refused"
+        )
 
     async def ready(self) -> bool:
         """Whether the store answers now (a ping, at most one a second; cached between): once something
@@ -112,9 +155,9 @@ class StoreHealth:
                 with anyio.fail_after(PING_TIMEOUT):
                     await check()
             except StoreUnavailable as exc:
-                self.failed(exc)
+                self._down(str(exc))  # a probe, not a request refused
             except TimeoutError:
-                self.failed(StoreUnavailable(f"no answer to a ping within {PING_TIMEOUT:g} s"))
+                self._down(f"{self._where} gave no answer to a ping within {PING_TIMEOUT:g} s")
             else:
                 if check is self._probe_write:
                     self._unproven = False

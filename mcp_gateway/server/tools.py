@@ -40,6 +40,7 @@ from ..core.results import Connected
 from ..discovery import MAX_QUERY_CHARS
 from ..runtime import BackgroundSync
 from ..services.identity import Principal
+from ..store.wait_budget import request_budget
 from ..tracing import span
 from ..vocabulary.errors import LinksUnavailable, StoreUnavailable
 from ..vocabulary.model import Denied, ErrorResult, Ok, PendingApproval
@@ -163,12 +164,13 @@ class MetaTool:
         @functools.wraps(run)
         async def observed_run(*args: Any, **kwargs: Any) -> Answer:
             gateway.metrics.observe_tool(tool)
-            with span(f"mcp_gateway.{tool}", attributes=attributes):
+            # One wait budget for the request: a stalled database answers store_unavailable in time.
+            with span(f"mcp_gateway.{tool}", attributes=attributes), request_budget():
                 try:
                     return await run(*args, **kwargs)
                 except StoreUnavailable as exc:
                     gateway.health.failed(exc)
-                    return shaped(store_unavailable_result())
+                    return shaped(store_unavailable_result(exc))
                 except LinksUnavailable as exc:
                     return shaped(ErrorResult(reason="internal_error", message=str(exc)))
 

@@ -87,6 +87,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..store.audit_journal import AuditJournal
 from ..store.contract import AuditRecord, AuditStore, InlineAuditStore
+from ..store.wait_budget import WaitBudget, current_budget, sharing
 
 __all__ = ["Auditor", "args_json", "args_preview", "capped_preview"]
 
@@ -214,9 +215,9 @@ class Auditor:
         self._journal_said: tuple[float, int] | None = None
         """When journaling was last logged, and the rows journaled since without a line (None: the
         journal is empty, so the next row journaled is logged at once)."""
-        self.on_store: Callable[[str | None], None] | None = None
-        """Told how each write to the store went: None when it committed, else why it was refused (the
-        gateway's ``StoreHealth``: a row journaled is no sign the store is back)."""
+        self.on_store: Callable[[BaseException | None], None] | None = None
+        """Told how each write to the store went: None when it committed, else what the store raised (the
+        gateway's ``StoreHealth``, which logs the cause: a row journaled is no sign the store is back)."""
 
     @property
     def backlog(self) -> int:
@@ -240,7 +241,7 @@ class Auditor:
         # Counted before the hand-off, and settled exactly once whatever happens next, so ``flush``
         # also waits for a row still waiting for room.
         self._accepted += 1
-        item = _Queued(row, anyio.Event() if self.durable else None)
+        item = _Queued(row, anyio.Event() if self.durable else None, current_budget() if self.durable else None)
         try:
             send.send_nowait(item)
             return await self._when_settled(item)
@@ -293,14 +294,14 @@ class Auditor:
         with anyio.CancelScope(shield=True):
             deadline = anyio.current_time() + self.retry_for
             delay = RETRY_FIRST_DELAY
-            while (left := deadline - anyio.current_time()) > 0:
+            while (left := deadline - anyio.current_time()) > 0 and not _spent(current_budget()):
                 await anyio.sleep(min(delay, left))
                 delay = min(delay * 2, RETRY_MAX_DELAY)
                 left = deadline - anyio.current_time()
                 if left <= 0:
                     break
                 with anyio.move_on_after(left):
-                    retried = await self._write([row])
+                    retried = await self._write([row], retry=True)
                     if retried is None:
                         self._committed()
                         return True
@@ -367,6 +368,8 @@ class Auditor:
             self._journal_said = None
         self.replayed += added
         if added:
+            if self.on_store is not None:
+                self.on_store(None)  # the store took rows: it is back, said before what it took
             logger.warning(
                 "audit: replayed %d journaled outcome row(s) into the store (%d so far)", added, self.replayed
             )
@@ -519,7 +522,9 @@ class Auditor:
                             batch.append(item)
                     if batch:
                         try:
-                            error = await self._write([item.row for item in batch])
+                            # Bounded by the waiting callers' budgets: a stalled database answers them in time.
+                            with sharing(item.budget for item in batch):
+                                error = await self._write([item.row for item in batch])
                             if error is None:
                                 self._committed()
                             else:
@@ -591,17 +596,18 @@ class Auditor:
             return
         await self._to_journal(unattended, error)
 
-    async def _write(self, batch: list[AuditRecord]) -> str | None:
+    async def _write(self, batch: list[AuditRecord], *, retry: bool = False) -> str | None:
         """Write rows in one transaction: None once committed, else why not (the error's type; the
-        caller counts or rescues the rows). Never raises (but for cancellation)."""
+        caller counts or rescues the rows). Never raises (but for cancellation). A ``retry`` refused
+        is not told to ``on_store``: its first refusal was."""
         try:
             if len(batch) == 1:
                 await self._store.append_audit(batch[0])
             else:
                 await self._store.append_audits(batch)
         except Exception as exc:
-            if self.on_store is not None:
-                self.on_store(type(exc).__name__)
+            if self.on_store is not None and not retry:
+                self.on_store(exc)
             return type(exc).__name__
         return None
 
@@ -615,14 +621,22 @@ class Auditor:
         logger.warning("audit write failed for %d row(s) (%d so far): %s", rows, self.failures, why)
 
 
+def _spent(budget: WaitBudget | None) -> bool:
+    """The request has waited on the database all it may: a retry would fail at once, so the row is
+    journaled now."""
+    return budget is not None and budget.left <= 0
+
+
 class _Queued:
     """A row on the writer's queue, and (``durable``) the event its caller waits on until it is settled."""
 
-    __slots__ = ("_settled", "error", "row")
+    __slots__ = ("_settled", "budget", "error", "row")
 
-    def __init__(self, row: AuditRecord, settled: anyio.Event | None) -> None:
+    def __init__(self, row: AuditRecord, settled: anyio.Event | None, budget: WaitBudget | None = None) -> None:
         self.row = row
         self._settled = settled
+        self.budget = budget
+        """The waiting caller's wait on the database (``store/wait_budget.py``), which bounds the write."""
         self.error: str | None = None
         """Why the store refused the row (set before ``done`` for a waiting caller), else None."""
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -80,6 +81,7 @@ from .contract import (
 )
 from .database_url import redact_url, scrub
 from .instance_locks import ID_CHARS, instance_of, new_instance_id
+from .wait_budget import current_budget
 
 __all__ = ["SCHEMA_VERSION", "PostgresBuckets", "PostgresStore"]
 
@@ -94,7 +96,9 @@ _CONNECT_TIMEOUT = 10.0
 _COMMAND_TIMEOUT = 15.0
 """Seconds one statement may take: a server that stops answering (frozen, a network that drops
 packets) is an outage (``StoreUnavailable``: the agent is told to retry), not a call that hangs for
-as long as it lasts. Every statement here is a point read or write, or a short migration."""
+as long as it lasts. Every statement here is a point read or write, or a short migration. Inside an
+agent's request what is left of its wait budget (``wait_budget.STORE_WAIT_SECONDS`` for all its
+statements together) cuts it shorter."""
 _POOL_MAX = 10
 # What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
 _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
@@ -344,9 +348,36 @@ class PostgresStore:
             raise RuntimeError(f"{self!r} is not open: await store.open() first")
         return self._pool
 
+    @asynccontextmanager
+    async def _waiting(self) -> AsyncGenerator[None]:
+        """Bound the body (a statement, a transaction) by what is left of the request's wait budget
+        (``store/wait_budget.py``), and charge it the wait; outside a request, by ``_COMMAND_TIMEOUT`` alone."""
+        budget = current_budget()
+        if budget is None:
+            yield
+            return
+        left = budget.left
+        if left <= 0:
+            raise self._stalled(budget.seconds)
+        began = time.monotonic()
+        try:
+            with anyio.fail_after(left) if left < _COMMAND_TIMEOUT else contextlib.nullcontext():
+                yield
+        except TimeoutError:
+            raise self._stalled(budget.seconds) from None
+        finally:
+            budget.spent += time.monotonic() - began
+
+    def _stalled(self, seconds: float) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"the PostgreSQL database at {redact_url(self._url)} did not answer within {seconds:g} s, all one "
+            "request may wait for it (a lock held elsewhere, or a server that stopped answering)"
+        )
+
     async def _execute(self, sql: str, *params: object) -> int:
         try:
-            return _changed(await self._p().execute(sql, *params))
+            async with self._waiting():
+                return _changed(await self._p().execute(sql, *params))
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -356,7 +387,8 @@ class PostgresStore:
         """One statement for many rows, atomic on its own: asyncpg pipelines them with one Sync at
         the end, so they are one implicit transaction and one round trip (no BEGIN and COMMIT)."""
         try:
-            await self._p().executemany(sql, params)
+            async with self._waiting():
+                await self._p().executemany(sql, params)
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -364,7 +396,8 @@ class PostgresStore:
 
     async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
         try:
-            return await self._p().fetchrow(sql, *params)
+            async with self._waiting():
+                return await self._p().fetchrow(sql, *params)
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -372,7 +405,8 @@ class PostgresStore:
 
     async def _fetch(self, sql: str, *params: object) -> list[asyncpg.Record]:
         try:
-            return await self._p().fetch(sql, *params)
+            async with self._waiting():
+                return await self._p().fetch(sql, *params)
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -381,7 +415,7 @@ class PostgresStore:
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[asyncpg.Connection]:
         try:
-            async with self._p().acquire() as conn, conn.transaction():
+            async with self._waiting(), self._p().acquire() as conn, conn.transaction():
                 yield conn
         except _CONNECTION_ERRORS as exc:
             raise self._outage(exc) from None
@@ -395,6 +429,12 @@ class PostgresStore:
     def _outage(self, exc: BaseException) -> StoreUnavailable:
         first_line = next(iter(str(exc).splitlines()), "")
         reason = scrub(f"{type(exc).__name__}: {first_line}", self._url)[:200]
+        if isinstance(exc, asyncpg.DiskFullError):
+            return StoreUnavailable(
+                f"the PostgreSQL database at {redact_url(self._url)} cannot write ({reason}): its server's disk "
+                "is full; free some space there",
+                lasting=True,
+            )
         return StoreUnavailable(f"the PostgreSQL database at {redact_url(self._url)} is unreachable ({reason})")
 
     # -- catalog ---------------------------------------------------------------------------------------

@@ -128,6 +128,8 @@ _UNAVAILABLE_SIGNS = {
 """An ``OperationalError`` with one of these is the file being unusable for now, not a bug
 (``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback),
 and what the operator can do about it, appended to its message."""
+_LASTING_SIGNS = frozenset({"unable to open database", "database or disk is full", "readonly database"})
+"""The signs of storage that stays unusable until the operator acts (``StoreUnavailable.lasting``)."""
 
 
 # -- tables and statements -------------------------------------------------------------------
@@ -513,12 +515,14 @@ class SQLiteStore:
         except FileNotFoundError:
             raise StoreUnavailable(
                 f"the SQLite database {self._path} was deleted while the gateway had it open: restart the "
-                "gateway (what could not be written is in its audit journal)"
+                "gateway (what could not be written is in its audit journal)",
+                lasting=True,
             ) from None
         if (found.st_dev, found.st_ino) != self._file:
             raise StoreUnavailable(
                 f"the SQLite database {self._path} was replaced while the gateway had it open (a restore or "
-                "a move): restart the gateway to use the new file (what could not be written is in its audit journal)"
+                "a move): restart the gateway to use the new file (what could not be written is in its audit journal)",
+                lasting=True,
             )
 
     async def _patience(self) -> None:
@@ -542,7 +546,10 @@ class SQLiteStore:
         if sign == _LOCKED:
             self._locked_until = monotonic() + _LOCKED_SECONDS
         advice = _UNAVAILABLE_SIGNS[sign]
-        return StoreUnavailable(f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){advice}")
+        return StoreUnavailable(
+            f"the SQLite database {self._path} cannot be used ({str(exc)[:200]}){advice}",
+            lasting=sign in _LASTING_SIGNS,
+        )
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection]:

@@ -173,4 +173,12 @@ class StoreUnavailable(GatewayError):
     """The state database cannot be reached (connection refused or lost, server shutting down, disk
     I/O): a transient outage, not a bug. Raised by the stores for connection-level failures only;
     the core answers ``store_unavailable`` and the HTTP edge 503. The message names the database
-    with any password redacted, never a secret."""
+    with any password redacted, never a secret.
+
+    ``lasting``: the storage itself refuses (a read-only file or folder, a full disk, no permission, the
+    file replaced under the gateway): it does not clear by itself, so the agent is not told to retry
+    soon, and the message says what the operator must do."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting

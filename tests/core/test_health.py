@@ -6,6 +6,7 @@ call is counted in the gateway's metrics by connector, status and reason."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_gateway.core import health as health_module
 from mcp_gateway.core import result_payload
 from mcp_gateway.server.tools import build_mcp_server
 from mcp_gateway.store.audit_journal import AuditJournal
@@ -133,7 +135,7 @@ async def test_calls_journaled_in_an_outage_do_not_say_the_store_is_back(
             assert not h.gateway.health.up
             said = store_lines(caplog)
             assert len(said) == 1 and said[0].startswith("store unavailable: SQLiteStore("), said
-            assert said[0].endswith("refused an audit write (OSError)") and str(tmp_path) in said[0]
+            assert "refused an audit write: OSError" in said[0] and str(tmp_path) in said[0]
             AuditRefused.down = False
             assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "2"})).status == "ok"
             assert h.gateway.health.up
@@ -193,3 +195,65 @@ async def test_a_wait_cut_short_by_an_outage_is_audited_as_what_the_agent_was_to
             assert rows[0].reason == "store_unavailable"
     finally:
         OutageStore.down = False
+
+
+class ReadOnlyFile(SQLiteStore):
+    """Every write fails as SQLite fails on a read-only file (or folder) while ``down``; reads work."""
+
+    down = False
+
+    async def _execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        if ReadOnlyFile.down:
+            raise self._outage(sqlite3.OperationalError("attempt to write a readonly database"))
+        return await super()._execute(sql, params)
+
+    async def append_audits(self, records: Sequence[AuditRecord]) -> None:
+        if ReadOnlyFile.down:
+            raise self._outage(sqlite3.OperationalError("attempt to write a readonly database"))
+        await super().append_audits(records)
+
+    async def append_audit(self, record: AuditRecord) -> None:
+        await self.append_audits([record])
+
+
+async def test_a_read_only_database_is_logged_with_its_cause_and_the_agent_is_not_told_to_retry_soon(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    try:
+        async with harness(tmp_path, store_cls=ReadOnlyFile, journal=AuditJournal(tmp_path / "state")) as h:
+            ReadOnlyFile.down = True
+            with caplog.at_level(logging.WARNING):
+                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"  # journaled
+                refused = result_payload(await h.gateway.call(OPERATOR, "api.items.create", {"name": "x"}))
+        said = store_lines(caplog)
+        assert len(said) == 1, said
+        assert str(tmp_path / "s.db") in said[0] and "attempt to write a readonly database" in said[0], said
+        assert "the file or its folder is read-only; check their owner and permissions" in said[0]
+        assert refused["reason"] == "store_unavailable" and "Traceback" not in str(refused)
+        assert "Retrying soon will not help" in refused["hint"] and "Retry in a few seconds" not in refused["hint"]
+    finally:
+        ReadOnlyFile.down = False
+
+
+async def test_a_long_outage_is_summarized_and_its_end_said_before_what_the_replay_took(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    AuditRefused.down = True
+    async with journaling(tmp_path, AuditRefused) as h:
+        with caplog.at_level(logging.WARNING):
+            for _ in range(3):
+                assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})).status == "ok"
+            assert len(store_lines(caplog)) == 1  # three calls, one line
+            monkeypatch.setattr(health_module, "SUMMARY_EVERY", 0.0)  # as if a minute went by
+            assert (await h.gateway.call(OPERATOR, "api.items.get", {"id": "2"})).status == "ok"
+            monkeypatch.setattr(health_module, "SUMMARY_EVERY", 60.0)
+            summary = store_lines(caplog)[1:]
+            assert summary and all(line.startswith("store still unavailable after") for line in summary), summary
+            assert "audit row write(s) refused so far" in summary[0], summary
+            AuditRefused.down = False
+            assert await h.gateway.auditor.replay() > 0
+        lines = [r.getMessage() for r in caplog.records]
+        back = next(i for i, line in enumerate(lines) if line.startswith("store reachable again after"))
+        replayed = next(i for i, line in enumerate(lines) if line.startswith("audit: replayed"))
+        assert back < replayed, lines
+        assert "0 request(s) answered store_unavailable" in lines[back] and "audit row write(s) refused" in lines[back]

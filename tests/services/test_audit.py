@@ -637,3 +637,34 @@ async def test_recovery_never_marks_a_journaled_call_interrupted(tmp_path: Path,
         statuses = {r.call_id: r.status for r in await store.list_audit()}
     assert statuses == {"c1": "ok" if replays else "started", "c2": "interrupted"}
     assert journal.pending() is not replays
+
+
+async def test_a_stalled_postgres_holds_a_call_s_two_rows_one_wait_budget(postgres_url: str, tmp_path: Path) -> None:
+    # Its started row, then its outcome row, each waited out the statement timeout (15 s) and the
+    # outcome its retries too: 34 s before the agent heard anything. Both are journaled within one budget.
+    import asyncpg
+
+    from mcp_gateway.store.postgres import PostgresStore
+    from mcp_gateway.store.wait_budget import request_budget
+
+    journal = AuditJournal(tmp_path / "state")
+    started = _row(1).model_copy(update={"call_id": "c1", "status": "started"})
+    async with PostgresStore(postgres_url) as store:
+        auditor = Auditor(store, journal=journal, retry_for=3.0)
+        db = await asyncpg.connect(postgres_url)
+        try:
+            async with auditor.running():
+                stall = db.transaction()
+                await stall.start()
+                await db.execute("LOCK TABLE audit_open IN ACCESS EXCLUSIVE MODE")
+                began = anyio.current_time()
+                with request_budget(1.0):
+                    assert await auditor.record(started)
+                    assert await auditor.record(started.model_copy(update={"status": "ok"}))
+                assert anyio.current_time() - began < 2.5
+                await stall.rollback()
+        finally:
+            await db.close()
+        assert journal.call_ids() == {"c1"}
+        assert await auditor.replay() >= 1
+        assert [(r.call_id, r.status) for r in await store.list_audit(10)] == [("c1", "ok")]

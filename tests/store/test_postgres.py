@@ -8,6 +8,7 @@ and errors that never show the URL's password.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -285,3 +286,27 @@ async def test_a_server_that_refuses_new_logins_is_an_outage_not_a_bug(
             with pytest.raises(StoreUnavailable) as outage:
                 await store.get_meta("anything")
         assert raised_by in str(outage.value)
+
+
+async def test_a_stalled_database_answers_one_request_within_its_wait_budget(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    # A lock held elsewhere made every statement wait out the whole statement timeout: a call of
+    # several statements held its agent for several of them.
+    from mcp_gateway.store.wait_budget import request_budget
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    async with PostgresStore(postgres_url) as store:
+        stall = db.transaction()
+        await stall.start()
+        await db.execute("LOCK TABLE meta IN ACCESS EXCLUSIVE MODE")
+        try:
+            began = time.monotonic()
+            with request_budget(1.0) as budget:
+                for key in ("first", "second"):  # the second has nothing left: refused at once
+                    with pytest.raises(StoreUnavailable, match="did not answer within 1 s"):
+                        await store.get_meta(key)
+            assert time.monotonic() - began < 1.9 and budget.left == 0
+        finally:
+            await stall.rollback()
+        assert await store.get_meta("first") is None  # the pool serves the next statement
