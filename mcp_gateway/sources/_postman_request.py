@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import graphql
-
 from ..vocabulary.model import ParamLocation, ParamSpec, Risk
 from ._naming import snake_case
 from ._postman_values import VARIABLE, PostmanVars, credential_name, is_placeholder
@@ -264,6 +262,8 @@ class Arguments:
 def graphql_kind(document: str) -> Risk | None:
     """``read`` for a GraphQL document whose every operation is a query, ``write`` when one is a
     mutation or subscription, None when it does not parse (the method decides then)."""
+    import graphql  # here, not at module level: only a collection with a GraphQL request pays for it
+
     try:
         parsed = graphql.parse(document, no_location=True)
     except graphql.GraphQLError:
