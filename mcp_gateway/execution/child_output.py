@@ -15,7 +15,8 @@ A stdout line that is not JSON-RPC is read by the MCP SDK, which logs a parse er
 pydantic traceback whose ``input_value`` is the line cut in its middle: a secret across the cut
 would no longer match any form the filter knows, and its first half would be logged. ``StrayStdout``
 rewrites that record from the whole line (``ValidationError.errors()`` keeps it), redacted and
-escaped the same way, on one line and without the SDK's traceback.
+escaped the same way, on one line and without the SDK's traceback. A line that is JSON-RPC nested
+deeper than the SDK parses is not stray: ``mcp_answers`` reads it again and logs what it did with it.
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ class StrayStdout(logging.Filter):
         exc = record.exc_info[1]
         errors = exc.errors() if isinstance(exc, ValidationError) else []
         line = errors[0].get("input") if errors else None
+        if errors and errors[0].get("type") == "json_invalid" and "recursion limit" in errors[0].get("msg", ""):
+            # A message nested deeper than the SDK's parser goes: ``mcp_answers`` reads it and logs what it did.
+            return False
         if isinstance(line, str):
             cut = len(line) > MAX_LINE
             shown = _shown(line[:MAX_LINE], cut=cut)

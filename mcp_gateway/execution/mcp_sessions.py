@@ -58,6 +58,7 @@ from ..sources.mcp import tools_digest
 from ..vocabulary.errors import CredentialError, GatewayError, ToolsChanged, UpstreamError
 from ..vocabulary.model import Action, McpBinding
 from .executor import Prepared
+from .mcp_answers import validation_problem
 from .mcp_transport import (
     CALL,
     CallState,
@@ -210,7 +211,7 @@ class McpExecutor:
                         # The server said its tools changed while this session lived: list them again,
                         # as a new session does, before calling one.
                         session.tools_changed = False
-                        session.tools = await _list_all(session.client, session.key[0])
+                        session.tools = await _list_all(session.client, session.key[0], upstream)
                         fresh = True
                     if fresh and self.listed is not None:
                         # A new session lists the tools anew: one the catalog was not built from (a
@@ -309,7 +310,7 @@ class McpExecutor:
                 if not fresh:
                     assert session.client is not None
                     try:
-                        session.tools = await _list_all(session.client, session.key[0])
+                        session.tools = await _list_all(session.client, session.key[0], where(connector))
                         session.tools_changed = False
                     except MCPError as exc:
                         self._retire(session)
@@ -388,7 +389,7 @@ class McpExecutor:
             errlog=self._errlog,
         )
         try:
-            await self._tg.start(self._own, session, transport, cfg.timeout)
+            await self._tg.start(self._own, session, transport, cfg.timeout, where(cfg))
         except UpstreamError:
             raise
         except GatewayError:
@@ -411,6 +412,7 @@ class McpExecutor:
         session: _Session,
         transport: AbstractAsyncContextManager[Any],
         connect_within: float,
+        upstream: str,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -438,7 +440,7 @@ class McpExecutor:
                 )
                 async with client:
                     try:
-                        session.tools = await _list_all(client, session.key[0])
+                        session.tools = await _list_all(client, session.key[0], upstream)
                     except MCPError as exc:
                         raise ListingRefused(exc) from None
                     session.client = client
@@ -460,12 +462,19 @@ class McpExecutor:
                 del self._sessions[session.key]
 
 
-async def _list_all(client: Client, slug: str) -> list[types.Tool]:
+async def _list_all(client: Client, slug: str, upstream: str) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
-        page = await client.list_tools(cursor=cursor)
+        try:
+            page = await client.list_tools(cursor=cursor)
+        except ValidationError as exc:  # its tools are read one by one first (``mcp_answers``): the rest of it
+            raise UpstreamError(
+                "upstream_error",
+                f"{upstream} answered tools/list with a result the MCP client could not read "
+                f"({validation_problem(exc)}); ask the server's maintainers to fix it",
+            ) from None
         tools.extend(page.tools)
         cursor = page.next_cursor
         if not cursor or cursor in seen or len(tools) >= MAX_TOOLS:

@@ -34,6 +34,7 @@ from ..primitives.cookies import no_cookies
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..vocabulary.errors import GatewayError, UpstreamError
 from .child_output import child_stderr
+from .mcp_answers import NO_READABLE_TOOL, AnswerReader
 from .response import parse_retry_after, said
 
 if TYPE_CHECKING:
@@ -163,8 +164,8 @@ def open_transport(
             cwd = base_dir / cwd
         params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=env, cwd=cwd)
         if errlog is not None:
-            return _watched(stdio_client(params, errlog=errlog), on_eof)
-        return _watched(_logged_stdio(params, cfg.slug), on_eof)
+            return _watched(stdio_client(params, errlog=errlog), on_eof, cfg.slug)
+        return _watched(_logged_stdio(params, cfg.slug), on_eof, cfg.slug)
     assert spec.url is not None
     headers = {**cfg.headers, **spec.headers}
     auth = PerCallAuth(background)
@@ -188,7 +189,7 @@ def open_transport(
             httpx_client_factory=factory,
             auth=auth,
         )
-        return _watched(inner, on_eof)
+        return _watched(inner, on_eof, cfg.slug)
     http = httpx2.AsyncClient(
         headers=headers,
         auth=auth,
@@ -197,7 +198,7 @@ def open_transport(
         follow_redirects=False,
         cookies=no_cookies(),  # the session is shared by every user of the credential
     )
-    return _watched(_streamable(spec.url, http), on_eof)
+    return _watched(_streamable(spec.url, http), on_eof, cfg.slug)
 
 
 @asynccontextmanager
@@ -220,18 +221,24 @@ async def _streamable(url: str, http: httpx2.AsyncClient) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def _watched(inner: AbstractAsyncContextManager[Any], on_eof: Callable[[], None]) -> AsyncIterator[Any]:
-    """The transport with its read side watched: its end (a dead child, a broken stream) retires the session."""
+async def _watched(
+    inner: AbstractAsyncContextManager[Any], on_eof: Callable[[], None], slug: str
+) -> AsyncIterator[Any]:
+    """The transport with its read side watched: its end (a dead child, a broken stream) retires the
+    session, and what the server answers is read by an ``AnswerReader`` before the SDK reads it."""
+    answers = AnswerReader(slug)
     async with inner as (read, write):
-        yield _EofWatch(read, on_eof), write
+        yield _EofWatch(read, on_eof, answers), _SentWatch(write, answers)
 
 
 class _EofWatch:
-    """A ``ReadStream`` that reports when the stream it wraps ends."""
+    """A ``ReadStream`` that reports when the stream it wraps ends, and passes what it reads through
+    the session's ``AnswerReader``."""
 
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_eof: Callable[[], None], answers: AnswerReader) -> None:
         self._inner = inner
         self._on_eof = on_eof
+        self._answers = answers
 
     @property
     def last_context(self) -> Any:
@@ -239,10 +246,11 @@ class _EofWatch:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_eof()
             raise
+        return self._answers.received(item)
 
     def __aiter__(self) -> _EofWatch:
         return self
@@ -252,6 +260,27 @@ class _EofWatch:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _SentWatch:
+    """A ``WriteStream`` that shows the session's ``AnswerReader`` each message before it is sent."""
+
+    def __init__(self, inner: Any, answers: AnswerReader) -> None:
+        self._inner = inner
+        self._answers = answers
+
+    async def send(self, item: Any, /) -> None:
+        self._answers.sent(item)
+        await self._inner.send(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -365,6 +394,15 @@ def step_refused(where: str, step: str, exc: MCPError, status: int | None = None
                 else "; check the connector's mcp.url and transport"
             ),
             upstream_status=status,
+        )
+    if unreadable_answer(exc):
+        return UpstreamError(
+            "upstream_error",
+            f"{where} listed tools, but none of them could be read; the gateway's log names each one and what is "
+            "wrong with it: ask the server's maintainers to fix them"
+            if exc.error.code == PARSE_ERROR and exc.error.message == NO_READABLE_TOOL
+            else f"{where} answered {step} with a message the MCP client could not parse; check that it speaks MCP, "
+            "and ask its maintainers if it persists",
         )
     message = said(_words_of(exc))
     return message.attach(

@@ -621,10 +621,55 @@ async def test_tools_past_the_page_limit_are_left_out_with_a_warning(caplog: pyt
             return SimpleNamespace(tools=[tool], next_cursor=str(page + 1))
 
     with caplog.at_level("WARNING", logger="mcp_gateway.execution.mcp_sessions"):
-        tools = await mcp_sessions._list_all(Endless(), "lab")  # type: ignore[arg-type]
+        tools = await mcp_sessions._list_all(Endless(), "lab", "lab's MCP server")  # type: ignore[arg-type]
     assert len(tools) == mcp_sessions.MAX_PAGES
     said = [r.getMessage() for r in caplog.records]
     assert said == [
         f"connector lab: its MCP server listed tools over more than {mcp_sessions.MAX_PAGES} pages; the tools "
         f"after page {mcp_sessions.MAX_PAGES} (the first {mcp_sessions.MAX_PAGES}) are left out"
     ]
+
+
+def malformed(mode: str = "some") -> str:
+    return stdio([sys.executable, "-m", "tests.support.malformed_mcp", mode])
+
+
+async def test_tools_the_sdk_cannot_read_are_left_out_one_by_one(
+    executor: McpExecutor, vault: CredentialVault, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One tool the SDK rejects (a string input schema, no name, a schema nested past its parser) failed
+    # the whole tools/list: the connector loaded nothing, and was said to be slow.
+    with caplog.at_level("WARNING", logger="mcp_gateway.execution.mcp_answers"):
+        up = await upstream(executor, vault, connector(malformed(), extra="    timeout: 5\n"))
+    assert sorted(up.actions) == ["deep_result", "ok"]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3, said
+    assert "tool 'stringly' is left out" in said[0] and "inputSchema.type: Input should be 'object'" in said[0]
+    assert "number 3 of the listing (it has no name)" in said[1] and "name: Field required" in said[1]
+    assert "tool 'abyss' is left out" in said[2] and "nested 302 levels deep" in said[2]
+    assert texts(await up.call("ok")) == ["ok"]  # the session the listing opened still works
+
+
+async def test_a_listing_with_no_readable_tool_says_so(executor: McpExecutor) -> None:
+    cfg = connector(malformed("none"), extra="    timeout: 5\n")
+    with pytest.raises(UpstreamError) as caught:
+        await executor.list_tools(cfg, auth=LastMeterAuth(cfg.auth, None))
+    assert caught.value.reason == "upstream_error"
+    assert "listed tools, but none of them could be read" in str(caught.value)
+    assert "within" not in str(caught.value) and "timeout" not in str(caught.value)
+
+
+async def test_an_answer_nested_past_the_parser_is_unreadable_at_once_not_late(
+    executor: McpExecutor, vault: CredentialVault, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Over stdio the SDK dropped such a line: the call waited its whole timeout and was told the server
+    # had not answered, with advice to raise the timeout.
+    up = await upstream(executor, vault, connector(malformed(), extra="    timeout: 5\n"))
+    started = time.monotonic()
+    with caplog.at_level("WARNING"), pytest.raises(UpstreamError) as caught:
+        await up.call("deep_result", {"n": 240})
+    assert time.monotonic() - started < 3
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # read again, not a stray line
+    assert caught.value.reason == "upstream_error"
+    assert "answered the call to 'deep_result' with a message the MCP client could not read" in str(caught.value)
+    assert structured(await up.call("deep_result", {"n": 3})) == {"root": {"d": {"d": {"d": "bottom"}}}}
