@@ -69,24 +69,43 @@ class BackgroundSync:
 
     The sync starts once the server says it answered its first ``tools/list`` (``served``), or after
     ``grace`` seconds, so its CPU-heavy part (indexing) does not delay that answer; ``ready`` is set
-    when the catalog is loaded. Whatever needs the catalog awaits ``wait_ready``.
+    when the catalog is loaded. Whatever needs the whole catalog awaits ``wait_ready``; what needs one
+    connector awaits ``wait_for``, which returns once that connector's own load is over: an upstream
+    that hangs until its timeout holds up only the calls to its own connector.
     """
 
     grace: float = 1.0
     served: anyio.Event = field(default_factory=anyio.Event)
     ready: anyio.Event = field(default_factory=anyio.Event)
+    settled: dict[str, anyio.Event] = field(default_factory=dict[str, anyio.Event])
+    """One event per connector whose load was waited for or is over (set for all once ``ready`` is)."""
 
     async def wait_ready(self) -> None:
         self.served.set()  # a caller needs the catalog now: no reason to hold the sync back
         await self.ready.wait()
 
+    async def wait_for(self, slug: str) -> bool:
+        """Wait until connector ``slug`` has loaded (or failed to), or the whole sync is over (a name that
+        is no connector's). True when the rest of the sync is still running: the caller then has the
+        gateway ``adopt`` the connector."""
+        self.served.set()
+        if self.ready.is_set():
+            return False
+        await self.settled.setdefault(slug, anyio.Event()).wait()
+        return not self.ready.is_set()
+
+    def _settle(self, slug: str) -> None:
+        self.settled.setdefault(slug, anyio.Event()).set()
+
     async def run(self, gateway: Gateway, progress: Progress | None) -> None:
         with anyio.move_on_after(self.grace):
             await self.served.wait()
         try:
-            await gateway.sync(progress)
+            await gateway.sync(progress, settled=self._settle)
         finally:
             self.ready.set()
+            for event in self.settled.values():
+                event.set()
 
 
 class LazyTransport(httpx2.AsyncBaseTransport):

@@ -100,6 +100,28 @@ async def test_a_background_sync_serves_tools_list_first_and_calls_wait_for_the_
         assert [r["name"] for r in found.structured_content["results"]] == ["notes.notes.list"]
 
 
+async def test_a_call_to_a_loaded_connector_does_not_wait_for_one_that_hangs(tmp_path: Path) -> None:
+    # The start-up sync waited for its slowest connector: an MCP server hanging in its handshake held every
+    # agent's first call, to any connector, for that server's whole timeout.
+    hang = f'[{sys.executable!r}, "-c", "import time; time.sleep(60)"]'.replace("'", '"')
+    text = (
+        SMALL
+        + f"""  - slug: stuck
+    timeout: 30
+    source: {{mcp: {{command: {hang}}}}}
+"""
+    )
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    startup = BackgroundSync(grace=0)
+    async with open_gateway(settings, manifest=parse_manifest(text, base_dir=tmp_path), background=startup) as gw:
+        async with Client(build_mcp_server(gw, default_principal=OPERATOR, startup=startup)) as client:
+            with anyio.fail_after(10):
+                described = await client.call_tool("describe", {"tool": "notes.notes.list"})
+            assert not startup.ready.is_set()  # the stuck one is still loading
+            assert described.structured_content is not None
+            assert described.structured_content["name"] == "notes.notes.list"
+
+
 async def test_a_background_sync_starts_after_its_grace_without_a_request(tmp_path: Path) -> None:
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     startup = BackgroundSync(grace=0.05)

@@ -15,7 +15,7 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -196,7 +196,13 @@ class Catalogs:
     # -- loading -----------------------------------------------------------------------------------
 
     async def sync(
-        self, progress: Progress | None = None, *, index: bool = True, share: bool = True, embed: bool = False
+        self,
+        progress: Progress | None = None,
+        *,
+        index: bool = True,
+        share: bool = True,
+        embed: bool = False,
+        settled: Callable[[str], None] | None = None,
     ) -> list[ConnectorState]:
         """Load every connector (best effort) and index what loaded. ``index=False`` skips the index
         (a CLI listing that only reports states: indexing is most of a warm start) and the sharing of
@@ -204,7 +210,8 @@ class Catalogs:
         ``share=False`` skips only the sharing: a one-shot command exits before memory matters, and
         sharing triples the cost of decoding a stored catalog. ``embed=True`` (hybrid discovery only):
         the changed connectors are embedded before this returns, not in the background, so the vectors
-        are in the store for the next start (the ``sync`` and ``add`` commands)."""
+        are in the store for the next start (the ``sync`` and ``add`` commands). ``settled``: told each
+        connector whose load is over (``sync_manifest``), so ``adopt`` can serve it before the rest."""
         catalogs = await sync_manifest(
             self.manifest,
             self._store,
@@ -213,6 +220,7 @@ class Catalogs:
             graphql=self._graphql(),
             mcp_tools=self._mcp_tools(PROJECT_WIDE),
             share=index and share,  # a command that only reports states exits soon: no memory to save
+            settled=settled,
         )
         if index:
             self._keep_last_good(catalogs)
@@ -345,6 +353,32 @@ class Catalogs:
             await self.review([slug])
             await self.pin_origins([slug])
             return catalog.state
+
+    async def adopt(self, slug: str) -> None:
+        """Serve connector ``slug`` while a sync still loads others: its own load is over (``settled``),
+        so what it stored is read back and indexed, as ``refresh`` would, without loading it again. The
+        sync's end keeps it as it is when nothing changed meanwhile."""
+        if slug in self.loaded or self.manifest.connector(slug) is None:
+            return
+        async with self._refreshing.setdefault(slug, anyio.Lock()):
+            if slug in self.loaded:
+                return
+            state = next((s for s in await self._store.list_connector_states() if s.slug == slug), None)
+            if state is None:
+                return
+            record = await self._store.get_catalog(slug) if state.status == "ready" else None
+            catalog = ConnectorCatalog(
+                state=state,
+                actions=record.actions if record is not None else [],
+                base_url=self.config(slug).base_url or (record.base_url if record is not None else None),
+                fingerprint=record.fingerprint if record is not None else None,
+            )
+            self.index.replace_connector(slug, catalog.actions, fingerprint=catalog.fingerprint)
+            self._embed(slug, catalog.actions, catalog.fingerprint)
+            self._forget_validators(slug)
+            self.loaded = {**self.loaded, slug: catalog}
+            await self.review([slug])
+            await self.pin_origins([slug])
 
     async def _embed_now(self, catalogs: Mapping[str, ConnectorCatalog], progress: Progress | None) -> None:
         """Embed each catalog in turn (hybrid discovery only); one that fails is left to the background

@@ -259,11 +259,22 @@ class Gateway:
     # -- loading -----------------------------------------------------------------------------------
 
     async def sync(
-        self, progress: Progress | None = None, *, index: bool = True, share: bool = True, embed: bool = False
+        self,
+        progress: Progress | None = None,
+        *,
+        index: bool = True,
+        share: bool = True,
+        embed: bool = False,
+        settled: Callable[[str], None] | None = None,
     ) -> list[ConnectorState]:
-        """Load every connector (best effort) and index what loaded (``index``, ``share``, ``embed``: see
-        ``Catalogs.sync``)."""
-        return self._synced(await self._catalogs.sync(progress, index=index, share=share, embed=embed))
+        """Load every connector (best effort) and index what loaded (``index``, ``share``, ``embed``,
+        ``settled``: see ``Catalogs.sync``)."""
+        return self._synced(await self._catalogs.sync(progress, index=index, share=share, embed=embed, settled=settled))
+
+    async def adopt(self, slug: str) -> None:
+        """Serve connector ``slug`` now that its own load is over, while a sync still loads others
+        (see ``Catalogs.adopt``)."""
+        await self._catalogs.adopt(slug)
 
     async def reload(self, manifest: Manifest, progress: Progress | None = None) -> list[ConnectorState]:
         """Adopt a new, already validated manifest and re-sync (see ``Catalogs.reload``). Discovery

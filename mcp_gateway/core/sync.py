@@ -284,11 +284,14 @@ async def sync_manifest(
     graphql: GraphQLServices | None = None,
     mcp_tools: McpTools | None = None,
     share: bool = True,
+    settled: Callable[[str], None] | None = None,
 ) -> dict[str, ConnectorCatalog]:
     """Sync every connector. ``graphql`` carries the schema cache the GraphQL executor
     shares and, for ``introspect: true``, the HTTP client and the connector's auth. ``mcp_tools``
     lists an MCP connector's tools (the gateway binds it to its MCP executor and the credential).
     ``share=False``: the catalogs do not stay resident, so equal values are not shared (see ``sync_connector``).
+    ``settled``: called with a connector's slug once its load is over and its state and catalog are stored,
+    before the others are done.
 
     Connectors read over the network (``_remote``: an MCP server, a fetched spec, an introspected
     schema) load side by side, up to ``REMOTE_AT_ONCE``: one that hangs until its timeout must not hold
@@ -312,6 +315,8 @@ async def sync_manifest(
             share=share,
             guard=guard,
         )
+        if settled is not None:
+            settled(c.slug)
 
     async def remote(c: ConnectorConfig) -> None:
         async with limiter:

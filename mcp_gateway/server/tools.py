@@ -133,12 +133,17 @@ class MetaTool:
     def principal_of(self, ctx: Context) -> Principal:
         return principal_of_request(ctx.request_context, self.default_principal)
 
-    async def loaded(self) -> None:
-        """Wait for a catalog still loading (``open_gateway(background=...)``)."""
+    async def loaded(self, connector: str | None = None) -> None:
+        """Wait for a catalog still loading (``open_gateway(background=...)``): all of it, or only
+        ``connector``'s, which is then served before the others are loaded."""
         # Once loaded, no wait at all: awaiting a set event still yields to the event loop once.
         startup = self.startup
-        if startup is not None and not startup.ready.is_set():
+        if startup is None or startup.ready.is_set():
+            return
+        if connector is None:
             await startup.wait_ready()
+        elif await startup.wait_for(connector):
+            await self.gateway.adopt(connector)
 
     async def offered(self, ctx: Context, principal: Principal, payload: BaseModel | Mapping[str, Any]) -> Answer:
         """``payload`` as the answer, its human link also offered to a client that declared URL
@@ -233,7 +238,7 @@ class Describe(MetaTool):
     annotations = _READ_ONLY
 
     async def run(self, ctx: Context, tool: ActionName) -> CallToolResult:
-        await self.loaded()
+        await self.loaded(_connector_of(tool))
         return shaped(await self.gateway.describe(self.principal_of(ctx), tool))
 
 
@@ -276,7 +281,7 @@ class Call(MetaTool):
             Field(ge=0, description="Seconds (max 120) to wait for a human's approval; then it runs once if approved."),
         ] = None,
     ) -> Answer:
-        await self.loaded()
+        await self.loaded(_connector_of(tool))
         # ``Context`` is a pydantic model: each of its properties is a private-attribute lookup
         # through ``BaseModel.__getattr__``, so the request context is read once.
         request_context = ctx.request_context
@@ -320,7 +325,7 @@ class Connect(MetaTool):
     annotations = _LINK_MAKER
 
     async def run(self, ctx: Context, connector: ConnectorSlug) -> Answer:
-        await self.loaded()
+        await self.loaded(connector)
         done = Connected(connector=connector, message=f"The user connected {connector}.")
         return await self.linked(ctx, done, functools.partial(self.gateway.connect, connector=connector))
 
@@ -336,10 +341,16 @@ class RequestSecret(MetaTool):
         connector: ConnectorSlug,
         name: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z0-9_.-]+$")] = "default",
     ) -> Answer:
-        await self.loaded()
+        await self.loaded(connector)
         done = Connected(connector=connector, name=name, message=f"The user stored the secret {name!r}.")
         mint = functools.partial(self.gateway.request_secret, connector=connector, name=name)
         return await self.linked(ctx, done, mint)
+
+
+def _connector_of(tool: str) -> str:
+    """The connector an action name starts with, as a slug is written (a name the gateway cannot place
+    this way waits for the whole catalog)."""
+    return tool.partition(".")[0].strip().lower()
 
 
 AnyMetaTool: TypeAlias = Connectors | Discover | Describe | Call | Connect | RequestSecret
