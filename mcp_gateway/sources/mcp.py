@@ -7,9 +7,12 @@ asks it through the ``ToolLister`` protocol and normalizes what comes back here,
 separators: ``files/read``, ``github.issues.create``); each segment is snake_cased like an
 OpenAPI ``operationId`` part (camelCase split, ``-``, spaces and punctuation become ``_``); empty
 segments are dropped; a path starting with a digit gets an ``n`` prefix; a name with nothing
-left becomes ``tool``. Names that fold alike keep the path for the one already spelled so; the
-others get ``_2``, ``_3`` in name order, never listing order (``_action_paths``). So ``get-sum`` ->
-``get_sum``, ``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
+left becomes ``tool``. A name that is not plain ASCII keeps what reads as Latin (accents and
+compatibility forms undone: ``café`` -> ``cafe``) and ends in ``_`` and 8 hex digits of its digest
+(``名前`` -> ``tool_7ec26292``), so its path is stable and never another tool's, nor a look-alike of
+it. Names that fold alike keep the path for the one already spelled so; the others get ``_2``,
+``_3`` in name order, never listing order (``_action_paths``). So ``get-sum`` -> ``get_sum``,
+``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
 The binding keeps the tool's own name, which is what the upstream is called with.
 
 **Risk** comes from the tool's annotations when the connector trusts them
@@ -30,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -81,9 +85,16 @@ class ToolLister(Protocol):
 
 def mcp_action_path(tool_name: str) -> str:
     """The action path for a tool name, before collisions are resolved (rule in the module docstring)."""
-    parts = [p for p in (snake_case(seg) for seg in tool_name.replace("/", ".").split(".")) if p]
+    latin = _latin(tool_name)
+    parts = [p for p in (snake_case(seg) for seg in latin.replace("/", ".").split(".")) if p]
     name = ".".join(parts) or "tool"
     name = f"n{name}" if name[0].isdigit() else name
+    if not tool_name.isascii():
+        # Letters with no Latin reading (Chinese, Cyrillic, Greek, Arabic, emoji) would be dropped, leaving
+        # ``tool`` or a look-alike of another tool's name (``dеlete`` with a Cyrillic "е", full-width
+        # ``ａｄｍｉｎ`` read as ``admin``): a digest of the whole name keeps each one stable and apart.
+        digest = hashlib.sha256(tool_name.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_PATH_CHARS - 9].rstrip('._')}_{digest}"
     if len(name) > MAX_PATH_CHARS:
         # A name of thousands of characters would fill every answer that lists it: cut, and kept apart
         # from another cut the same way by a digest of the whole name.
@@ -94,6 +105,13 @@ def mcp_action_path(tool_name: str) -> str:
 
 MAX_PATH_CHARS = 120
 """The longest action path an MCP tool's name gives (the binding keeps the whole name)."""
+
+
+def _latin(tool_name: str) -> str:
+    """``tool_name`` with its Latin letters' accents and compatibility forms undone (``ünïcödé`` ->
+    ``unicode``); letters of other scripts are left as they are."""
+    decomposed = unicodedata.normalize("NFKD", tool_name)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 def tool_risk(tool: types.Tool, *, trust_annotations: bool, trust: Trust = "pinned") -> Risk:

@@ -40,6 +40,32 @@ def test_tool_names_become_valid_action_paths(name: str, path: str) -> None:
     assert ACTION_PATH_RE.match(path)
 
 
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("ünïcödé_名前", "unicode_791b46ee"),
+        ("名前", "tool_7ec26292"),
+        ("dеlete", "d_lete_fe08d8c5"),  # a Cyrillic "е": never ``delete``, nor a look-alike of it
+        ("ａｄｍｉｎ", "admin_2692e55d"),
+        ("café", "cafe_850f7dc4"),
+        ("🚀launch", "launch_984dadac"),
+    ],
+)
+def test_names_outside_ascii_keep_their_latin_reading_and_a_digest_of_the_whole(name: str, path: str) -> None:
+    # Such names became ``tool``, ``n_c_d`` or ``d_lete``: two Chinese names were ``tool`` and ``tool_2`` by
+    # listing order, and a look-alike could take a real tool's path.
+    assert mcp_action_path(name) == path
+    assert ACTION_PATH_RE.match(path)
+
+
+def test_names_in_other_scripts_stay_apart_whatever_the_listing_order() -> None:
+    names = ["名前", "名字", "Δέλτα", "حذف", "delete", "dеlete"]
+    forward = {a.binding.tool: a.path for a in normalize_mcp_tools("up", [tool(n) for n in names])}  # type: ignore[union-attr]
+    backward = {a.binding.tool: a.path for a in normalize_mcp_tools("up", [tool(n) for n in reversed(names)])}  # type: ignore[union-attr]
+    assert forward == backward and len(set(forward.values())) == len(names)
+    assert forward["delete"] == "delete"
+
+
 def test_collisions_get_suffixes_by_name_and_the_binding_keeps_the_name() -> None:
     names = ["files/read", "files.read", "Files-Read", "files_read"]
     actions = normalize_mcp_tools("up", [tool(n) for n in names])
