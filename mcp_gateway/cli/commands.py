@@ -474,6 +474,7 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 async def cmd_secret(args: argparse.Namespace) -> int:
     from ..auth.secret_check import over_http, unusable
     from ..core.credential_changes import change_record, reserved_name
+    from ..core.credential_origins import CredentialOrigins
     from ..manifest import OAuth2Auth, load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
     from ..primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
@@ -513,6 +514,9 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name=args.name)
         replaced = "team" if key in await vault.keys(cfg.slug) else None
         await vault.put(cfg.slug, value, name=args.name)
+        await CredentialOrigins(store, _clock()).stored(
+            key, by=OPERATOR.user, via="secret set", replaced=bool(replaced)
+        )
         # The operator's act, on the record like a change through a page (never the value).
         await _auditor(store, args.settings).record(
             change_record(key, at=_clock().now(), who=OPERATOR.user, via="secret set", replaced=replaced)
@@ -547,9 +551,14 @@ async def _delete_secret(args: argparse.Namespace, manifest: Manifest) -> int:
             raise CliError(
                 f"nothing to delete: no {credential_words(key)} is stored for {slug}; {_stored_words(stored)}"
             )
-        await delete_credentials(store, args.settings, [key], via="secret delete")
+        withdrawn = await delete_credentials(store, args.settings, [key], via="secret delete")
     carried = " (every user's calls carried it)" if scope_of(key) == "team" else ""
     sys.stderr.write(f"deleted the {credential_words(key)} of {slug}{carried}\n")
+    for approval in withdrawn:
+        sys.stderr.write(
+            f"withdrew approval {approval.id} (to replace it, asked by {escaped(approval.principal)}): its link now "
+            "adds a credential like any new link\n"
+        )
     return 0
 
 
@@ -558,15 +567,29 @@ async def stored_credentials(store: Store, slug: str) -> list[CredentialKey]:
     return [k for k in await store.list_credentials() if k.connector == slug]
 
 
-async def delete_credentials(store: Store, settings: Settings, keys: list[CredentialKey], *, via: str) -> None:
-    """Delete ``keys``, each with its audit row naming the operator and ``via`` (never the value)."""
+async def delete_credentials(
+    store: Store, settings: Settings, keys: list[CredentialKey], *, via: str
+) -> list[ApprovalRecord]:
+    """Delete ``keys``, each with its audit row naming the operator and ``via`` (never the value), and its
+    record (who stored it); withdraw the approvals waiting to replace a deleted team-wide one (there is
+    nothing left to replace: their links add one, as a new link would). The approvals withdrawn."""
     from ..core.credential_changes import deletion_record
+    from ..core.credential_origins import CredentialOrigins
+    from ..primitives.secrets import PROJECT_WIDE
+    from ..services.approvals import ApprovalService
     from ..services.identity import OPERATOR
 
     auditor = _auditor(store, settings)
+    origins = CredentialOrigins(store, _clock())
+    approvals = ApprovalService(store, _clock())
+    withdrawn: list[ApprovalRecord] = []
     for key in keys:
         await store.delete_credential(key)
+        await origins.forget(key)
+        if key.principal == PROJECT_WIDE:
+            withdrawn += await approvals.withdraw_credential(key.connector, key.name)
         await auditor.record(deletion_record(key, at=_clock().now(), who=OPERATOR.user, via=via))
+    return withdrawn
 
 
 def credential_words(key: CredentialKey) -> str:

@@ -142,6 +142,8 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
         return findings
     if (credentials := await credentials_finding(settings, manifest)) is not None:
         findings.append(credentials)
+    if (leftover := await leftover_finding(settings, manifest)) is not None:
+        findings.append(leftover)
     manifest, discovery = discovery_finding(manifest, settings.env)
     findings.append(discovery)
     if manifest is None:
@@ -249,6 +251,55 @@ async def credentials_finding(settings: Settings, manifest: Manifest) -> Finding
     )
 
 
+async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | None:
+    """A warning naming each stored credential its connector's ``auth:`` can no longer use (the kind
+    changed since it was stored: a plain string where the kind now wants a JSON object, or the reverse,
+    or one the kind's own check refuses), or that no call carries (``auth: none``); None when every
+    one fits. Only the shape is looked at, never shown."""
+    from ..auth.secret_check import unusable
+    from ..manifest.auth import needs_secret
+    from ..primitives.crypto import AESGCMCipher, load_master_key
+    from ..primitives.secrets import SECRET_SHAPES
+    from ..runtime import open_store
+    from ..services.credentials import CredentialVault
+    from ..vocabulary.errors import CredentialError, GatewayError
+
+    misfits: list[str] = []
+    try:
+        cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
+        async with open_store(settings) as store:
+            vault = CredentialVault(store, cipher, project=manifest.project)
+            for key in await vault.keys():
+                cfg = manifest.connector(key.connector)
+                if cfg is None or key.name != "default":
+                    continue  # another connector's (remove cleans up), or a named secret a template reads
+                whose = "team-wide" if key.principal == "*" else f"{key.principal}'s"
+                if not needs_secret(cfg.auth):
+                    misfits.append(f"{key.connector} ({whose}: its auth is now none)")
+                    continue
+                sealed = await vault.stored(key)
+                try:
+                    value = sealed.open().reveal() if sealed is not None else None
+                except CredentialError:
+                    continue  # the credentials check says so
+                kind = cfg.auth.type
+                wants_object = kind in SECRET_SHAPES
+                fits = isinstance(value, dict) if wants_object else (isinstance(value, str) or kind == "custom")
+                if value is not None and (not fits or unusable(cfg.auth, value) is not None):
+                    misfits.append(f"{key.connector} ({whose}: not a {kind} credential)")
+    except (CredentialError, GatewayError, OSError):
+        return None  # the key or the store check says what is wrong
+    if not misfits:
+        return None
+    return Finding(
+        "leftover credentials",
+        "warning",
+        f"stored credentials their connector's auth can no longer use (its kind changed since): {', '.join(misfits)}",
+        "store one of the kind the manifest names (`mcp-gateway secret set CONNECTOR`, or a connect link), or "
+        "delete the leftover (`mcp-gateway secret delete CONNECTOR [--user USER]`)",
+    )
+
+
 def discovery_finding(manifest: Manifest, env: Mapping[str, str]) -> tuple[Manifest | None, Finding]:
     """The manifest as the environment overrides its discovery mode, and which ranking ``discover``
     will use; None and the problem when that mode cannot run here."""
@@ -288,6 +339,14 @@ def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False) -> Findin
     if status == "error":
         fix = f"fix connectors '{slug}' in the manifest, or 'mcp-gateway remove {slug}'"
         return Finding(check, "problem", f"does not load: {c.get('error')}", fix)
+    if status == "needs_auth" and c.get("auth_configured") and c.get("warning"):
+        # Stored, and refused by its upstream at a call since: the warning says who stored it and when.
+        fix = (
+            f"mcp-gateway connect {slug}, then open the link while 'mcp-gateway pages' runs"
+            if signs_in
+            else f"mcp-gateway secret set {slug} < file-with-a-working-credential (or: mcp-gateway connect {slug})"
+        )
+        return Finding(check, "problem", c["warning"], fix)
     if status == "needs_auth":
         kind = c.get("auth")
         # An OAuth2 client (client credentials) is stored like any other secret: JSON client_id and client_secret.

@@ -151,10 +151,13 @@ def _entries(
     """``Gateway.connectors``' entries, from the stored catalogs; None when one holds an action for review."""
     from ..core import credential_readiness, visibility
     from ..core.connectors_answer import connector_info
+    from ..core.credential_origins import ORIGIN_PREFIX, parse_origins, refused_note
     from ..discovery import ReviewCache
+    from ..primitives.secrets import PROJECT_WIDE, CredentialKey
     from ..services.identity import granted_connectors
 
     reviews = ReviewCache(state_dir / "review-scan")
+    origins = parse_origins(state.view.meta_rows(ORIGIN_PREFIX))
     out: list[ConnectorInfo] = []
     for slug in sorted(granted_connectors(manifest, principal)):
         cfg = manifest.connector(slug)
@@ -175,6 +178,9 @@ def _entries(
                 # nothing is held for review (``nothing_held``): only what a rule hides
                 withheld=visibility.withheld(actions, partial(visibility.hidden, manifest, cfg), lambda _: None),
                 configured=credential_readiness.configured(cfg, state.keys, principal.user),
+                refused=refused_note(
+                    slug, origins.get(CredentialKey(connector=slug, principal=PROJECT_WIDE, name="default"))
+                ),
             )
         )
     return out

@@ -26,6 +26,7 @@ from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
+from ..primitives.secrets import PROJECT_WIDE, CredentialKey
 from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
 from ..services.approvals import ApprovalService, ArgumentsTooLong, fingerprint, redact_arguments
 from ..services.audit import args_preview
@@ -58,6 +59,7 @@ from .call_target import carried_credential, what_it_calls, what_it_does, what_i
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
+from .credential_origins import refused_note
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
@@ -469,10 +471,16 @@ class CallPipeline:
             )
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
+        carried = auth.credential.key if auth.credential is not None else None
         if outcome.http_status == 401:
             return await self.connect_result(
-                principal, cfg.slug, f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
+                principal,
+                cfg.slug,
+                f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
+                + await self._refused(cfg.slug, carried),
             )
+        if carried is not None and outcome.http_status is not None and outcome.http_status < 400:
+            await self._changes.origins.accepted(carried)
         if outcome.http_status is not None and outcome.http_status >= 400:
             return self._refusal(prepared, outcome, redactor)
         if _failed_in_body(outcome.data):
@@ -499,6 +507,14 @@ class CallPipeline:
         )
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)
+
+    async def _refused(self, slug: str, carried: CredentialKey | None) -> str:
+        """Mark the team-wide credential a call carried refused by its upstream; what the agent (and the
+        human it tells) should know of it: who stored it and when, and since when it is refused."""
+        if carried is None or carried.principal != PROJECT_WIDE:
+            return ""  # a personal credential's user is the one told to reconnect
+        note = refused_note(slug, await self._changes.origins.refused(carried, 401))
+        return f" {note}" if note else ""
 
     def _refusal(self, prepared: Prepared, outcome: Outcome, redactor: Redactor) -> CallResult:
         """The answer to an upstream's error status (not 401): a rate limit is one whatever its headers,

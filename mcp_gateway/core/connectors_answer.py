@@ -36,17 +36,24 @@ def connector_info(
     refused_credential: bool = False,
     error: str | None = None,
     warning: str | None = None,
+    refused: str = "",
 ) -> ConnectorInfo:
     """The entry for ``cfg``, whose last load ended in ``status`` with ``loaded`` actions, of which
     ``withheld`` (by why) agents may not see; ``configured``: whether its calls could run without a
     human connecting first; ``awaiting_credential``: whether its load failed for want of one;
-    ``refused_credential``: whether it failed because its upstream refused the one stored (401)."""
+    ``refused_credential``: whether it failed because its upstream refused the one stored (401);
+    ``refused``: the sentence on a team-wide credential its upstream refused at a call since it was
+    stored (``credential_origins.refused_note``): not ready, whatever loaded."""
     if status == "ready" and needs_secret(cfg.auth) and not configured:
         status = "needs_auth"
     elif status == "error" and awaiting_credential and not configured:
         status = "needs_auth"  # it is the credential it waits for: connect is the next step
     elif status == "error" and refused_credential:
         status = "needs_auth"  # a new credential is the next step, not a retry
+    if refused and status == "ready":
+        status = "needs_auth"  # its calls draw a 401 until another credential is stored
+    if refused:
+        warning = f"{refused} {warning}" if warning else refused
     available = loaded - sum(withheld.values())
     return ConnectorInfo(
         slug=cfg.slug,

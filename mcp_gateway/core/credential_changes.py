@@ -6,8 +6,13 @@ operator minted (``mcp-gateway connect``), or a connect or secret link whose rep
 operator approved. When an agent asks for a link to a connector that already has a team-wide
 credential, ``mint`` asks the approvals service for a ``credential`` approval and binds the link
 to it; the page then waits until an operator approves (the overview, or ``mcp-gateway approvals
-approve``), and the approval is spent when the new value is stored. A link minted while nothing
-was stored, submitted after someone else stored one, is refused the same way (``Permit``).
+approve``), and the approval is spent when the new value is stored. The approval is given against
+the revision stored when it was asked for (``CredentialOrigins``): when another replacement, or the
+operator's ``secret set``, changed the credential meanwhile, the approved link stores nothing
+(``overtaken``), so nobody overwrites a value the operator never saw proposed. A link minted while
+nothing was stored, submitted after someone else stored one, is refused the same way (``Permit``).
+When the credential a link was to replace is deleted, there is nothing left to replace: its
+approval is withdrawn, and the link adds one as any link minted now would.
 Personal credentials (``credentials: per_user``: each user's own) change freely by their user.
 
 Every change through a page is written to the audit trail (who, which connector and credential,
@@ -33,6 +38,7 @@ from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import AuditStatus
+from .credential_origins import CredentialOrigins, refused_note
 
 __all__ = [
     "CredentialChanges",
@@ -181,9 +187,17 @@ class CredentialChanges:
     """Mints links that may replace a credential, decides their submissions, and records changes."""
 
     def __init__(
-        self, vault: CredentialVault, approvals: ApprovalService, links: LinkService, auditor: Auditor, clock: Clock
+        self,
+        vault: CredentialVault,
+        approvals: ApprovalService,
+        links: LinkService,
+        auditor: Auditor,
+        clock: Clock,
+        origins: CredentialOrigins,
     ) -> None:
         self._vault = vault
+        self.origins = origins
+        """Who stored each credential and when, and whether its upstream refused it since."""
         self._approvals = approvals
         self._links = links
         self._auditor = auditor
@@ -208,12 +222,20 @@ class CredentialChanges:
             summary = (
                 f"Replace the team-wide {what} of {cfg.slug}, which every user's calls carry, "
                 f"with one entered on a link {principal.user} asked for"
-            )
+            ) + (f" through {principal.agent}" if principal.agent else "")
+            origin = await self.origins.of(key)
+            if origin is not None:
+                summary += (
+                    ". " + refused_note(cfg.slug, origin)
+                    if origin.refused_at is not None
+                    else f". The one stored now was {origin.told()}"
+                )
             approval = await self._approvals.request_credential(
                 principal,
                 cfg.slug,
                 key.name,
-                summary + (f" through {principal.agent}" if principal.agent else ""),
+                summary,
+                over=origin.revision if origin is not None else "",
                 ttl=DEFAULT_TTL,
             )
         url, record = await self._links.mint(
@@ -237,14 +259,47 @@ class CredentialChanges:
         if link.kind == "secret" and reserved_name(cfg, link.secret_name) is not None:
             return Permit(key, replaces, "refused")  # a link minted before its name was refused
         if link.approval_id is not None:
+            # Deleted since the link was minted: there is nothing to replace, and any link minted now
+            # adds one at once; this one does the same (only while nothing is stored), its approval
+            # withdrawn so it stays pending for nothing. An operator's refusal still stands.
+            moot = replaces is None and scope_of(key) == "team"
             check, record = await self._approvals.take_credential(
-                link.approval_id, connector=cfg.slug, name=key.name, principal=link.principal, consume=consume
+                link.approval_id,
+                connector=cfg.slug,
+                name=key.name,
+                principal=link.principal,
+                consume=consume and not moot,
             )
+            if moot and check in ("run", "pending", "approval_expired"):
+                if consume:
+                    await self._approvals.withdraw(link.approval_id)
+                return Permit(key, None, "open")
             states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
             return Permit(key, replaces, states.get(check, "refused"), record)
         if replaces == "team" and not operators_own(link):
             return Permit(key, replaces, "unapproved")
         return Permit(key, replaces, "open")
+
+    async def overtaken(self, permit: Permit) -> bool:
+        """Whether ``permit``'s approved replacement was given against a credential replaced since (by
+        another approved link, or the operator's ``secret set``): the operator approved replacing the
+        one stored then, not a value they never saw proposed. Asked under the desk's lock of the key."""
+        approval = permit.approval
+        if permit.state != "approved" or approval is None or permit.replaces is None:
+            return False
+        return await self.origins.revision(permit.key) != approval.sends
+
+    async def record_origin(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
+        """The record of who stored ``link``'s value and when (a new revision); under the desk's lock."""
+        approval = permit.approval
+        await self.origins.stored(
+            permit.key,
+            by=link.principal,
+            via=via,
+            replaced=permit.replaces is not None,
+            agent=approval.agent if approval is not None else link.agent,
+            approved_by=approval.decided_by if approval is not None else None,
+        )
 
     async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
         """Record that ``link`` stored its value under ``permit.key``: an audit row and a log line."""

@@ -10,6 +10,7 @@ stored through the desk lets a connector that was in error for want of it load a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import anyio
 
@@ -18,9 +19,15 @@ from ..primitives.secrets import CredentialKey, SealedCredential
 from ..services.credentials import CredentialVault
 from ..store.contract import LinkRecord
 from .credential_changes import CredentialChanges, Permit, operators_own
+from .credential_origins import CredentialOrigin
 from .oauth2_tokens import OAuth2Tokens
 
-__all__ = ["CredentialDesk"]
+__all__ = ["CredentialDesk", "Saved"]
+
+Saved = Literal["saved", "added_meanwhile", "replaced_meanwhile"]
+"""How a save ended: stored; nothing stored, as the link was to add a team-wide credential where
+none was and one is there now; nothing stored, as the replacement was approved against a credential
+replaced since (``CredentialChanges.overtaken``)."""
 
 
 class CredentialDesk:
@@ -53,33 +60,44 @@ class CredentialDesk:
         via: str,
         forget_tokens: bool = False,
         reload: bool = True,
-    ) -> bool:
-        """Store ``value`` under ``permit.key`` and record the change; False (nothing stored) when the
-        permit was given because nothing was stored there and another link stored something since.
-        ``forget_tokens``: drop the connector's cached OAuth2 tokens (its client changed); ``reload``:
-        a connector in error loads again now (``Gateway.credential_stored``)."""
+    ) -> Saved:
+        """Store ``value`` under ``permit.key`` and record the change (``Saved`` says when nothing was
+        stored, and why). ``forget_tokens``: drop the connector's cached OAuth2 tokens (its client
+        changed); ``reload``: a connector in error loads again now (``Gateway.credential_stored``)."""
         key = permit.key
         async with self._locks.setdefault(key, anyio.Lock()):
-            if await self._stored_meanwhile(link, permit):
-                return False
+            if (refused := await self._refusal(link, permit)) is not None:
+                return refused
             await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
+            await self._changes.record_origin(link, permit, via=via)
         await self._changes.changed(link, permit, via=via)
         if forget_tokens:
             self.oauth2.forget(key.connector)
         if reload:
             await self._on_stored(key.connector)
-        return True
+        return "saved"
 
-    async def save_token_set(self, link: LinkRecord, permit: Permit, token_set: dict[str, str], *, via: str) -> bool:
-        """``save`` for the token set an OAuth2 sign-in ended with (``oauth2`` stores it): False, nothing
-        stored, when another sign-in stored one meanwhile and this link was not given to replace it."""
+    async def save_token_set(self, link: LinkRecord, permit: Permit, token_set: dict[str, str], *, via: str) -> Saved:
+        """``save`` for the token set an OAuth2 sign-in ended with (``oauth2`` stores it)."""
         key = permit.key
         async with self._locks.setdefault(key, anyio.Lock()):
-            if await self._stored_meanwhile(link, permit):
-                return False
+            if (refused := await self._refusal(link, permit)) is not None:
+                return refused
             await self.oauth2.save(key.connector, token_set, principal=key.principal)
+            await self._changes.record_origin(link, permit, via=via)
         await self._changes.changed(link, permit, via=via)
-        return True
+        return "saved"
+
+    async def origin(self, permit: Permit) -> CredentialOrigin | None:
+        """The record of the credential stored under ``permit.key`` now (who stored it, when)."""
+        return await self._changes.origins.of(permit.key)
+
+    async def _refusal(self, link: LinkRecord, permit: Permit) -> Saved | None:
+        if await self._stored_meanwhile(link, permit):
+            return "added_meanwhile"
+        if await self._changes.overtaken(permit):
+            return "replaced_meanwhile"
+        return None
 
     async def _stored_meanwhile(self, link: LinkRecord, permit: Permit) -> bool:
         """Whether ``permit`` was to add a team-wide credential where none was, and one is there now.

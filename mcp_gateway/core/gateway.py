@@ -62,6 +62,7 @@ from .connectors_answer import connector_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges, reserved_name
 from .credential_desk import CredentialDesk
+from .credential_origins import CredentialOrigins, refused_note
 from .discover_answer import (
     NOTHING_TO_SEARCH,
     catalog_suggestions,
@@ -181,7 +182,7 @@ class Gateway:
         """The manifest file served, as the operator named it (None: the bundled default): the command
         ``discover`` prints to add a catalog API edits it."""
         self._compose(manifest, store, vault, http, mcp, review_cache, oauth2, auditor)
-        self._changes = CredentialChanges(vault, approvals, links, auditor, clock)
+        self._changes = CredentialChanges(vault, approvals, links, auditor, clock, CredentialOrigins(store, clock))
         self._changes.requester_may = self._asker_may
         self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
         """What the connect, secret and OAuth2 pages do with a credential a human enters."""
@@ -355,6 +356,7 @@ class Gateway:
                     refused_credential=slug in self._catalogs.refused_credential,
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
+                    refused=refused_note(slug, await self._changes.origins.refused_team(slug)),
                 )
             )
         # Of the caller's connectors only: another's size, or that it is being embedded, is not its to know.

@@ -293,25 +293,67 @@ class ApprovalService:
         return record
 
     async def request_credential(
-        self, principal: Principal, connector: str, name: str, summary: str, *, ttl: timedelta | None = None
+        self,
+        principal: Principal,
+        connector: str,
+        name: str,
+        summary: str,
+        *,
+        over: str = "",
+        ttl: timedelta | None = None,
     ) -> ApprovalRecord:
         """A pending approval for replacing ``connector``'s team-wide credential ``name`` through a link
-        ``principal`` asked for; only an operator may approve it. One already waiting for the same
-        replacement (the same principal and agent, connector and name) is the one returned: an agent
-        retrying a call that draws a 401 asks once, not once per retry, and the operator's queue holds
-        one request to decide, not forty alike."""
+        ``principal`` asked for; only an operator may approve it. ``over``: the revision of the credential
+        stored now (``CredentialOrigins``), the one the operator approves replacing: kept as the record's
+        ``sends``. One already waiting for the same replacement (the same principal and agent, connector,
+        name and revision) is the one returned: an agent retrying a call that draws a 401 asks once, not
+        once per retry, and the operator's queue holds one request to decide, not forty alike."""
         tool = credential_tool(connector, name)
         asked = fingerprint(principal, tool, {"connector": connector, "name": name})
         # Calls drawing a 401 together (an agent's parallel calls) would each find none waiting and ask.
         async with self._asking.setdefault(asked, anyio.Lock()):
             now = self._clock.now()
             for waiting in await self.pending(now):
-                if waiting.kind == "credential" and waiting.fingerprint == asked and waiting.agent == principal.agent:
+                if (
+                    waiting.kind == "credential"
+                    and waiting.fingerprint == asked
+                    and waiting.agent == principal.agent
+                    and waiting.sends == over
+                ):
                     return waiting
-            return await self._ask_credential(principal, tool, asked, summary, now, ttl)
+            return await self._ask_credential(principal, tool, asked, summary, now, ttl, over)
+
+    async def withdraw_credential(self, connector: str, name: str) -> list[ApprovalRecord]:
+        """Withdraw (``expired``) every undecided or unspent approval to replace ``connector``'s team-wide
+        credential ``name``: it was deleted, and there is nothing left to replace. The ones withdrawn."""
+        tool = credential_tool(connector, name)
+        now = self._clock.now()
+        withdrawn: list[ApprovalRecord] = []
+        for record in await self._store.list_approvals():
+            if record.kind != "credential" or record.tool != tool or record.status not in ("pending", "approved"):
+                continue
+            if await self._store.transition_approval(record.id, record.status, "expired", now):
+                withdrawn.append(record)
+                if (event := self._decided.get(record.id)) is not None:
+                    event.set()
+        return withdrawn
+
+    async def withdraw(self, approval_id: str) -> None:
+        """Withdraw one credential approval (``expired``), whether it waits or is approved: what it was to
+        replace is gone, and a link of the same request must not replace what is stored next with it."""
+        record = await self._store.get_approval(approval_id)
+        if record is not None and record.status in ("pending", "approved"):
+            await self._store.transition_approval(record.id, record.status, "expired", self._clock.now())
 
     async def _ask_credential(
-        self, principal: Principal, tool: str, asked: str, summary: str, now: datetime, ttl: timedelta | None
+        self,
+        principal: Principal,
+        tool: str,
+        asked: str,
+        summary: str,
+        now: datetime,
+        ttl: timedelta | None,
+        over: str,
     ) -> ApprovalRecord:
         risk: Risk = "write"
         record = ApprovalRecord(
@@ -328,6 +370,7 @@ class ApprovalService:
             expires_at=now + (ttl or self._ttl),
             kind="credential",
             does=summary,
+            sends=over,
         )
         await self._store.put_approval(record)
         return record

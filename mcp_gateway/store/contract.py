@@ -165,7 +165,8 @@ class ApprovalRecord(BaseModel):
     """Where the call goes: the HTTP method and URL, or the upstream MCP tool and its server."""
     sends: str = ""
     """sha256 of the request as built (``call_target.what_it_sends``): the approval covers those bytes,
-    not only the arguments (defaults, static headers and where each argument goes included)."""
+    not only the arguments (defaults, static headers and where each argument goes included). For a
+    ``credential`` approval: the revision of the credential it was asked to replace (``CredentialOrigins``)."""
     kind: ApprovalKind = "call"
     """``call``: one call of ``tool``; ``credential``: replacing a connector's team-wide credential
     through a connect or secret link (only an operator may approve it)."""

@@ -20,7 +20,7 @@ import sqlite3
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 from .catalog_lines import ActionLines
@@ -112,6 +112,23 @@ class StoredState:
         except sqlite3.Error as exc:
             raise StateUnreadable(str(exc)) from None
         return [CredentialKey(connector=c, principal=p, name=n) for c, p, n in rows]
+
+    def meta_rows(self, prefix: str) -> list[tuple[str, Any]]:
+        """The meta table's rows whose key begins with ``prefix`` (``MetaStore``), each value decoded;
+        one whose value is no JSON is left out."""
+        try:
+            rows = self._db.execute(
+                "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StateUnreadable(str(exc)) from None
+        out: list[tuple[str, Any]] = []
+        for key, value in rows:
+            try:
+                out.append((key, json.loads(value)))
+            except (ValueError, TypeError):
+                continue
+        return out
 
     def has_uses(self) -> bool:
         """Whether ``discover`` has learned from any use (``UseStore``): a ranking may then be lifted."""

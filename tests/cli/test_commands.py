@@ -698,3 +698,55 @@ def test_call_wait_prints_the_approval_link_before_it_waits(env: CliEnv) -> None
     assert waiting.returncode == 0 and json.loads(out)["status"] == "ok", (out, err)
     assert time.monotonic() - started < 55
     assert "approval needed" not in err  # said once
+
+
+REFUSING = """  - slug: team
+    base_url: {upstream}
+    auth: {{type: bearer}}
+    source:
+      http:
+        actions:
+          - {{path: refused.get, method: GET, url: /status/401, summary: Answer 401 as a revoked token would}}
+"""
+
+
+def test_a_credential_its_upstream_refused_says_who_stored_it_in_connectors_and_doctor(env: CliEnv) -> None:
+    env.manifest.write_text(env.manifest.read_text() + REFUSING.format(upstream=env.upstream_url))
+    assert env.run("secret", "set", "team", stdin="team-token-1234\n").code == 0
+    assert env.run("connectors", "--json").json()["connectors"][2]["status"] == "ready"
+    refused = env.run("call", "team.refused.get").json()
+    assert refused["status"] == "needs_auth", refused
+    told = "The team-wide credential of team was stored at "
+    assert told in refused["reason"] and "by operator through `mcp-gateway secret set`" in refused["reason"]
+    assert "team has refused it (401) since" in refused["reason"]
+    # ``connectors`` (read from the state file) and ``doctor`` (the full gateway) say so too: not ready.
+    [listed] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "team"]
+    assert listed["status"] == "needs_auth" and told in listed["warning"], listed
+    doctor = {f["check"]: f for f in json.loads(env.run("doctor", "--json").out)}
+    finding = doctor["connector team"]
+    assert finding["level"] == "problem" and told in finding["message"], finding
+    assert finding["fix"].startswith("mcp-gateway secret set team <")
+    # Deleted, its record goes with it: nothing stored, nothing refused.
+    assert env.run("secret", "delete", "team").code == 0
+    [listed] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "team"]
+    assert listed["status"] == "needs_auth" and listed.get("warning") is None
+    assert "team-token-1234" not in json.dumps(refused) + json.dumps(listed) + json.dumps(doctor)
+
+
+def test_secret_delete_withdraws_the_approvals_waiting_to_replace_it(env: CliEnv) -> None:
+    from mcp_gateway.services.approvals import ApprovalService
+    from mcp_gateway.services.identity import Principal
+    from mcp_gateway.vocabulary.clock import SystemClock
+
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+
+    async def ask() -> str:
+        async with SQLiteStore(env.state_dir / "state.db") as store:
+            approvals = ApprovalService(store, SystemClock())
+            asked = await approvals.request_credential(Principal(user="bob", agent="bot"), "echo", "default", "Replace")
+            return asked.id
+
+    approval_id = anyio.run(ask)
+    deleted = env.run("secret", "delete", "echo")
+    assert deleted.code == 0 and f"withdrew approval {approval_id}" in deleted.err, deleted.err
+    assert env.run("approvals", "list", "--json").json() == []

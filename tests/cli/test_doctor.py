@@ -203,3 +203,28 @@ def test_doctor_warns_when_a_connector_exposes_the_request_action_beside_block_r
     path.write_text("project: x\n" + connector)  # no block rule: nothing for the request action to get around
     _, found = manifest_findings(Settings(manifest_path=path, state_dir=tmp_path / "state", env={}))
     assert not [f for f in found if f.level == "warning"]
+
+
+def test_doctor_names_a_stored_credential_its_connectors_auth_can_no_longer_use(env: CliEnv) -> None:  # noqa: F811
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    env.run("secret", "set", "basic_api", stdin='{"username": "a", "password": "b"}')
+    assert "leftover credentials" not in {f["check"] for f in json.loads(env.run("doctor", "--json").out)}
+    # The operator changed echo's kind to basic after its bearer token was stored.
+    text = env.manifest.read_text().replace("auth: {type: bearer}", "auth: {type: basic}", 1)
+    env.manifest.write_text(text)
+    report = env.run("doctor", "--json")
+    found = {f["check"]: f for f in json.loads(report.out)}["leftover credentials"]
+    assert found["level"] == "warning" and "echo (team-wide: not a basic credential)" in found["message"]
+    assert "basic_api" not in found["message"] and "mcp-gateway secret delete" in found["fix"]
+    assert "tok-123456" not in report.out + report.err
+
+
+def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> None:
+    from mcp_gateway.cli.doctor import connector_finding
+
+    warning = "The team-wide credential of t was replaced at … by bob; t has refused it (401) since …"
+    refused = connector_finding(
+        {"slug": "t", "status": "needs_auth", "auth": "bearer", "auth_configured": True, "warning": warning}
+    )
+    assert (refused.level, refused.message) == ("problem", warning)
+    assert refused.fix.startswith("mcp-gateway secret set t < file-with-a-working-credential")

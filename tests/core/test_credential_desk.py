@@ -13,6 +13,7 @@ import pytest
 
 from mcp_gateway.core.credential_changes import CredentialChanges
 from mcp_gateway.core.credential_desk import CredentialDesk
+from mcp_gateway.core.credential_origins import CredentialOrigins
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.services.identity import OPERATOR
 from mcp_gateway.store.contract import LinkRecord
@@ -65,7 +66,8 @@ async def test_save_reloads_and_forgets_tokens_only_when_asked(tmp_path: Path) -
 
         async with httpx2.AsyncClient() as http:
             oauth2 = OAuth2Tokens(http, h.vault, h.clock, store=h.store, project="unit")
-            changes = CredentialChanges(h.vault, h.approvals, h.gateway.links, h.auditor, h.clock)
+            origins = CredentialOrigins(h.store, h.clock)
+            changes = CredentialChanges(h.vault, h.approvals, h.gateway.links, h.auditor, h.clock, origins)
             desk = CredentialDesk(h.vault, oauth2, changes, on_stored)
             link = await _link(h)
             cfg = h.gateway.manifest.connector("api")
@@ -106,7 +108,7 @@ async def test_two_sign_ins_that_each_add_the_teams_token_set_do_not_both_win(tm
         links = [(await h.gateway.links.mint("connect", connector="oa", principal=user))[1] for user in ("ana", "bo")]
         permits = [await desk.permit(link, cfg) for link in links]
         assert all(p.may_save and p.replaces is None and p.scope == "team" for p in permits)
-        saved: list[bool] = []
+        saved: list[str] = []
 
         async def sign_in(at: int) -> None:
             token_set = {"access_token": f"at-{at}", "refresh_token": f"rt-{at}", "token_type": "Bearer"}
@@ -115,6 +117,6 @@ async def test_two_sign_ins_that_each_add_the_teams_token_set_do_not_both_win(tm
         async with anyio.create_task_group() as tg:
             for at in range(2):
                 tg.start_soon(sign_in, at)
-        assert sorted(saved) == [False, True]
+        assert sorted(saved) == ["added_meanwhile", "saved"]
         rows = [r for r in await h.auditor.recent(10) if r.status == "credential_set"]
         assert len(rows) == 1

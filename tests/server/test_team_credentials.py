@@ -24,7 +24,7 @@ import pytest
 
 from mcp_gateway.core import Gateway
 from mcp_gateway.core.results import ConnectLink, SecretLink
-from mcp_gateway.primitives.secrets import PROJECT_WIDE
+from mcp_gateway.primitives.secrets import PROJECT_WIDE, CredentialKey
 from mcp_gateway.services.approvals import ApproverRefused
 from mcp_gateway.services.credentials import CredentialVault
 from mcp_gateway.services.identity import OPERATOR, Principal
@@ -380,3 +380,119 @@ async def test_the_operator_overview_says_which_credentials_are_team_wide(tmp_pa
         _, token = await OperatorTokens(s.store, s.clock).create()
         page = await s.http.get("/operator", headers={"authorization": f"Bearer {token}"})
     assert "(team-wide)" in page.text and "(personal: each user&#39;s own)" in page.text
+
+
+async def _approved_link(s: Site, who: Principal) -> ConnectLink:
+    link = await s.gateway.connect(who, "team")
+    assert isinstance(link, ConnectLink) and link.approval_id is not None
+    assert await s.gateway.approvals.decide(link.approval_id, True, by=OPERATOR.user) is not None
+    return link
+
+
+async def test_an_approved_replacement_overtaken_by_another_stores_nothing_and_says_by_whom(tmp_path: Path) -> None:
+    # Each operator's approval was to replace the credential stored when it was asked for: two approved
+    # links submitted one after the other both said "Saved", the first silently overwritten.
+    async with site(tmp_path) as s:
+        first, second = await _approved_link(s, ALICE), await _approved_link(s, BOB)
+        assert (await s.submit(first.connect_url, "alice-new-token")).status_code == 200
+        late = await s.submit(second.connect_url, BOB_CANARY)
+        assert late.status_code == 409 and "replaced meanwhile" in late.text and "Saved" not in late.text
+        assert "by alice (agent claude) through a connect link, approved by operator" in late.text
+        assert await s.value("team") == "alice-new-token"
+        [row] = await s.changes()
+        assert row.user == "alice"
+        # The refused link's approval is spent with it: a new link asks again, over the value stored now.
+        again = await s.gateway.connect(BOB, "team")
+        assert isinstance(again, ConnectLink) and again.approval_id not in (None, second.approval_id)
+        [asked] = await s.store.list_approvals("pending")
+        assert "The one stored now was stored" not in asked.summary and "by alice (agent claude)" in asked.summary
+        _no_canary(late.text, asked.summary)
+
+
+async def test_two_approved_replacements_submitted_together_store_one(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        links = [await _approved_link(s, ALICE), await _approved_link(s, BOB)]
+        forms = {}
+        for link, value in zip(links, ("alice-new-token", BOB_CANARY), strict=True):
+            path = link.connect_url.removeprefix(PUBLIC)
+            forms[path] = (csrf((await s.http.get(path)).text), value)
+        answers: list[httpx2.Response] = []
+
+        async def post(path: str, token: str, value: str) -> None:
+            answers.append(await s.http.post(path, data={"csrf": token, "secret": value}))
+
+        async with anyio.create_task_group() as group:
+            for path, (token, value) in forms.items():
+                group.start_soon(post, path, token, value)
+        assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+        assert "replaced meanwhile" in next(a for a in answers if a.status_code == 409).text
+        [row] = await s.changes()
+        assert (row.user, await s.value("team")) in (("alice", "alice-new-token"), ("bob", BOB_CANARY))
+
+
+async def test_the_operators_secret_set_overtakes_an_approved_replacement(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        link = await _approved_link(s, BOB)
+        # What ``mcp-gateway secret set`` records beside the value it stores.
+        await s.vault.put("team", "operator-fixed-token")
+        origins = s.gateway.credentials._changes.origins  # pyright: ignore[reportPrivateUsage]
+        key = CredentialKey(connector="team", principal=PROJECT_WIDE, name="default")
+        await origins.stored(key, by=OPERATOR.user, via="secret set", replaced=True)
+        late = await s.submit(link.connect_url, BOB_CANARY)
+        assert late.status_code == 409 and "by operator through `mcp-gateway secret set`" in late.text
+        assert await s.value("team") == "operator-fixed-token"
+
+
+async def test_a_replacement_waiting_when_the_credential_is_deleted_adds_one_and_withdraws_its_approval(
+    tmp_path: Path,
+) -> None:
+    # Deleted, there is nothing left to replace: any link minted now adds one at once, so the one waiting
+    # for an operator does too, instead of waiting (and keeping its approval pending) for nothing.
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(BOB, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is not None
+        await s.vault.delete("team")
+        form = await s.http.get(link.connect_url.removeprefix(PUBLIC))
+        assert form.status_code == 200 and 'name="secret"' in form.text and "Waiting" not in form.text
+        assert "replaces the team-wide credential" not in form.text
+        assert (await s.submit(link.connect_url, BOB_CANARY)).status_code == 200
+        assert await s.value("team") == BOB_CANARY
+        approval = await s.store.get_approval(link.approval_id)
+        assert approval is not None and approval.status == "expired"
+        [row] = await s.changes()
+        assert (json.loads(row.args_preview)["replaced"], row.approved_by) == (None, None)
+
+
+async def test_an_operators_refusal_still_stands_after_the_credential_is_deleted(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        link = await s.gateway.connect(BOB, "team")
+        assert isinstance(link, ConnectLink) and link.approval_id is not None
+        await s.gateway.approvals.decide(link.approval_id, False, by=OPERATOR.user)
+        await s.vault.delete("team")
+        refused = await s.submit(link.connect_url, BOB_CANARY)
+        assert refused.status_code == 403 and await s.value("team") is None
+
+
+async def test_a_refused_replacement_says_who_replaced_it_and_when(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        link = await _approved_link(s, BOB)
+        assert (await s.submit(link.connect_url, BOB_CANARY)).status_code == 200
+        replaced_at = s.clock.now()
+        refused = await s.gateway.call(ALICE, "team.revoked.get")
+        assert isinstance(refused, NeedsAuth), refused
+        told = (
+            f"The team-wide credential of team was replaced at {replaced_at:%Y-%m-%d %H:%M:%S} UTC by bob "
+            "(agent claude) through a connect link, approved by operator; team has refused it (401) since"
+        )
+        assert told in refused.reason
+        # The operator asked to approve alice's reconnection is told the same.
+        [asked] = await s.store.list_approvals("pending")
+        assert told in asked.summary
+        listed = {c.slug: c for c in (await s.gateway.connectors(ALICE)).connectors}
+        assert listed["team"].status == "needs_auth" and listed["team"].warning is not None
+        assert told in listed["team"].warning and listed["team"].auth_configured
+        # Accepted again (the refusal was the upstream's passing mood): ready, and nothing to tell.
+        assert await s.sends_as(ALICE) == f"Bearer {BOB_CANARY}"
+        listed = {c.slug: c for c in (await s.gateway.connectors(ALICE)).connectors}
+        assert listed["team"].status == "ready" and listed["team"].warning is None
+        _no_canary(refused.model_dump_json(), asked.summary)

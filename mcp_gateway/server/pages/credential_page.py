@@ -28,6 +28,7 @@ from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...auth.secret_check import over_http, unusable
 from ...core.credential_changes import Permit
 from ...core.credential_desk import CredentialDesk
+from ...core.credential_origins import CredentialOrigin
 from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
 from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 from ...store.contract import LinkKind, LinkRecord
@@ -336,7 +337,9 @@ class CredentialPages:
                 status=503,
                 tone="bad",
             )
-        return None if stored else _stored_meanwhile(opened.cfg)
+        if stored == "replaced_meanwhile":
+            return replaced_meanwhile(opened.cfg, await self.credentials.origin(permit))
+        return None if stored == "saved" else _stored_meanwhile(opened.cfg)
 
     def _form_page(self, opened: _Opened, *, error: str | None = None, status: int = 200) -> Response:
         link, cfg = opened.link, opened.cfg
@@ -416,7 +419,7 @@ class CredentialPages:
             # The project's OAuth app, stored only while none is: nothing is replaced.
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
             client = Permit(client_key, None, "open")
-            if not await self.credentials.save(link, client, value, via="connect", reload=False):
+            if await self.credentials.save(link, client, value, via="connect", reload=False) != "saved":
                 return _stored_meanwhile(cfg)
             client_id = value["client_id"]
         elif not client_id:
@@ -437,6 +440,21 @@ class CredentialPages:
             link_expires_at=link.expires_at,
         )
         return RedirectResponse(url, status_code=303, headers=security_headers())
+
+
+def replaced_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None) -> Response:
+    """The page of an approved replacement that came too late: the credential it was approved to
+    replace was replaced since, by someone else's approved link or the operator."""
+    by = f" It was {origin.told()}." if origin is not None else ""
+    return message(
+        "Not saved",
+        f"The team-wide credential of {cfg.display_name} was replaced meanwhile, after the operator approved "
+        f"this replacement of the one stored then.{by} Nothing was changed here, so the operator's approval "
+        "does not cover overwriting a value they never saw proposed. If yours is still needed, ask the agent "
+        "for a new link.",
+        status=409,
+        tone="bad",
+    )
 
 
 def _stored_meanwhile(cfg: ConnectorConfig) -> Response:

@@ -21,7 +21,7 @@ from ...core.credential_desk import CredentialDesk
 from ...manifest import OAuth2Auth
 from ...vocabulary.errors import CredentialMissing, StoreUnavailable, UpstreamError
 from ._common import GONE, PageContext, message
-from .credential_page import Configured
+from .credential_page import Configured, replaced_meanwhile
 
 __all__ = ["OAuthCallback"]
 
@@ -108,7 +108,10 @@ class OAuthCallback:
         permit = await self.credentials.permit(link, cfg, consume=True)
         if not permit.may_save:
             return message(*_NOT_APPROVED, status=403, tone="bad")
-        if not await self.credentials.save_token_set(link, permit, token_set, via="connect"):
+        saved = await self.credentials.save_token_set(link, permit, token_set, via="connect")
+        if saved == "replaced_meanwhile":
+            return replaced_meanwhile(cfg, await self.credentials.origin(permit))
+        if saved != "saved":
             return message(
                 "Not connected",
                 f"Someone connected {name} for the whole team while this sign-in was under way, and this link was "
