@@ -530,7 +530,8 @@ def _body(
     if mode == "graphql":
         given = body.get("graphql")
         spec: dict[str, Any] = given if isinstance(given, dict) else {}
-        query = spec.get("query") if isinstance(spec.get("query"), str) else ""
+        given_query = spec.get("query")
+        query = given_query if isinstance(given_query, str) else ""
         query_schema: dict[str, Any] = {"type": "string", "description": "The GraphQL document."}
         if query.strip():
             # The collection's document is the request: an agent passes its variables, never another
