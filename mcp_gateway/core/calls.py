@@ -21,13 +21,12 @@ from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
 from ..execution.http_request import sent_arguments
-from ..execution.response import MAX_RETRY_AFTER, Outcome
+from ..execution.response import Outcome
 from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
 from ..primitives.secrets import PROJECT_WIDE, CredentialKey
-from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
 from ..services.approvals import ApprovalService, ArgumentsTooLong, fingerprint, redact_arguments
 from ..services.audit import args_preview
 from ..services.identity import Principal, granted_connectors
@@ -63,6 +62,7 @@ from .credential_origins import refused_note
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
+from .refusals import failed_in_body, may_have_run, refusal, unauthorized
 from .results import clean_result, redacted_json, upstream_summary
 from .trace import CallTrace
 from .whole_numbers import whole_numbers
@@ -473,26 +473,24 @@ class CallPipeline:
         trace.upstream_seconds = time.perf_counter() - sent
         carried = auth.credential.key if auth.credential is not None else None
         if outcome.http_status == 401:
-            return await self.connect_result(
-                principal,
-                cfg.slug,
-                f"{cfg.slug} rejected the stored credential (401); ask the user to reconnect."
-                + await self._refused(cfg.slug, carried),
-            )
+            refused = unauthorized(prepared.connector.slug, outcome, redactor)
+            if isinstance(refused, Denied):
+                return refused
+            return await self.connect_result(principal, cfg.slug, refused + await self._refused(cfg.slug, carried))
         if carried is not None and outcome.http_status is not None and outcome.http_status < 400:
             await self._changes.origins.accepted(carried)
         if outcome.http_status is not None and outcome.http_status >= 400:
-            return self._refusal(prepared, outcome, redactor)
-        if _failed_in_body(outcome.data):
+            return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
+        if failed_in_body(outcome.data):
             # Slack's way (and others'): HTTP 200 whose body says the call failed. Told as the failure it
             # is, its text screened as any error's, not handed over as a success.
             return ErrorResult(
                 reason="upstream_error",
                 message=f'{cfg.slug} answered {outcome.http_status} but its answer says the call failed ("ok": false).',
                 upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor, cfg.slug) or None,
+                upstream_message=upstream_summary(outcome, redactor, cfg.slug).text or None,
                 hint="Read the upstream's error, fix what it names and call again"
-                + ("; check first whether a write took effect." if _may_have_run(prepared) else "."),
+                + ("; check first whether a write took effect." if may_have_run(prepared) else "."),
             )
         data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
@@ -515,72 +513,6 @@ class CallPipeline:
             return ""  # a personal credential's user is the one told to reconnect
         note = refused_note(slug, await self._changes.origins.refused(carried, 401))
         return f" {note}" if note else ""
-
-    def _refusal(self, prepared: Prepared, outcome: Outcome, redactor: Redactor) -> CallResult:
-        """The answer to an upstream's error status (not 401): a rate limit is one whatever its headers,
-        a 5xx the upstream's own failure (nothing to fix in the arguments), a 403 final, the rest
-        the arguments' to fix."""
-        slug, status = prepared.connector.slug, outcome.http_status
-        assert status is not None
-        # A rate limit told with 403 (GitHub's) says when to retry, not that retrying will not help.
-        limited = status == 429 or (status in (403, 503) and outcome.retry_after is not None)
-        limited = limited or (status == 403 and outcome.limit_spent)
-        if status == 403 and not limited:
-            said_text = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
-            return Denied(
-                reason="upstream_forbidden",
-                message=redactor.redact_text(
-                    f"{slug} refused this call (403). Retrying will not help; the credential lacks the permission."
-                    + (f" The upstream said: {said_text}" if said_text else "")
-                ),
-            )
-        upstream_message = upstream_summary(outcome, redactor, slug)
-        wait = outcome.retry_after
-        if limited:
-            if wait is None:
-                return ErrorResult(
-                    reason="rate_limited",
-                    message=f"{slug} answered {status}: it is limiting how often it is called, and did not say for "
-                    "how long.",
-                    upstream_status=status,
-                    upstream_message=upstream_message,
-                    hint="Wait before calling again (some seconds at first, longer each time it answers 429); "
-                    "the arguments are not the problem.",
-                )
-            retry = max(0.1, round(wait, 1))
-            asks = (
-                f"asks to wait at least {MAX_RETRY_AFTER:g} s (its Retry-After is past the longest wait the gateway "
-                "passes on)"
-                if wait >= MAX_RETRY_AFTER
-                else f"asks to retry in {retry:g} s"
-            )
-            return ErrorResult(
-                reason="rate_limited",
-                message=f"{slug} answered {status} and {asks}.",
-                upstream_status=status,
-                upstream_message=upstream_message,
-                retry_after=retry,
-                hint=f"Wait {retry:g} s before calling again (retry_after).",
-            )
-        if status >= 500:
-            return ErrorResult(
-                reason="upstream_error",
-                message=f"{slug} answered {status}: it failed on its side."
-                + (" The call may have taken effect; check before calling again." if _may_have_run(prepared) else ""),
-                upstream_status=status,
-                upstream_message=upstream_message,
-                hint="The arguments are not the problem: try again later, and tell the operator if it keeps failing.",
-            )
-        return ErrorResult(
-            reason="upstream_error",
-            message=f"{slug} answered {status}.",
-            upstream_status=status,
-            upstream_message=upstream_message,
-            hint=_STATUS_HINTS.get(
-                status, "Check the arguments against describe; the upstream's message says what it expected."
-            )
-            + self._fallback_hint(prepared.action),
-        )
 
     async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient
@@ -633,33 +565,6 @@ class CallPipeline:
 
 
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
-
-
-def _may_have_run(prepared: Prepared) -> bool:
-    """Whether a call that failed may still have changed something upstream: it is no read (the generic
-    request action's risk is its method's)."""
-    method = {"method": prepared.request.method} if prepared.request is not None else {}
-    return effective_risk(prepared.action, method) != "read"
-
-
-_STATUS_HINTS = {
-    402: "The upstream wants payment or a plan that allows this (a declined card, a quota of the account): the "
-    "arguments are not the problem; tell the user.",
-    405: "The upstream does not take this method at this URL: the action's description may be out of date; tell "
-    "the operator.",
-    409: "The upstream refused it as conflicting with the current state (it exists already, or changed "
-    "meanwhile): read the current state before deciding what to do; do not just repeat it.",
-    412: "A precondition failed: what the request was based on (a version, an ETag) changed meanwhile; read it "
-    "again, then decide.",
-    415: "The upstream does not take the body in this format: the action's description may be out of date; tell "
-    "the operator.",
-}
-"""What to do after a 4xx whose cause is not the arguments' shape, where "check the arguments" misleads."""
-
-
-def _failed_in_body(data: object) -> bool:
-    """An answer whose body says it failed though its status is 2xx: ``{"ok": false, "error": …}``."""
-    return isinstance(data, dict) and data.get("ok") is False and "error" in data
 
 
 def _blocked(verdict: Verdict) -> Denied:

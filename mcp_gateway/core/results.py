@@ -23,10 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from ..execution import Outcome, said, summarize_error
+from ..execution import Outcome, said
+from ..execution.error_dialects import read_error
 from ..primitives.compressed import compressed_content
 from ..primitives.redaction import REDACTED, Redactor
 from ..primitives.sanitize import MAX_ERROR_CHARS, clean_json, clean_text
+from ..primitives.upstream_text import WITHHELD
 from ..vocabulary.model import (
     AuditReason,
     CallResult,
@@ -53,6 +55,7 @@ __all__ = [
     "DiscoverHit",
     "DiscoverResult",
     "SecretLink",
+    "UpstreamSummary",
     "clean_result",
     "reason_code",
     "redact_data",
@@ -158,24 +161,44 @@ def reason_code(result: CallResult) -> AuditReason | None:
             return None
 
 
+@dataclasses.dataclass(frozen=True)
+class UpstreamSummary:
+    """What a message may quote of an upstream's error body, and whether part of it was withheld."""
+
+    text: str
+    """Screened: redacted, cleaned, capped; ``WITHHELD`` when nothing of it could be kept."""
+    withheld: bool = False
+    """Some or all of it read as instructions to the model and is not in ``text``."""
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+
 def upstream_summary(
     outcome: Outcome, redactor: Redactor, connector: str = "", *, max_chars: int = MAX_ERROR_CHARS
-) -> str:
-    """The upstream's reason, redacted before it is capped so a cut cannot split a secret, then
-    screened (``execution.said``): withheld when it reads as instructions to the model. ``max_chars``:
-    less for text quoted inside the gateway's own sentence than for an ``upstream_message``."""
-    summary = summarize_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
-    screened = said(summary, redactor.redact_text, max_chars=max_chars)
-    if screened.withheld:
-        # The operator learns that it happened and why; the text itself is not repeated into the log.
-        logger.warning(
-            "the error text %s answered (HTTP %s) was withheld from the agent: it looks like instructions to "
-            "the model (%s)",
-            connector or "an upstream",
-            outcome.http_status,
-            "; ".join(screened.reasons),
-        )
-    return screened.for_agent()
+) -> UpstreamSummary:
+    """The upstream's reasons, redacted before they are capped so a cut cannot split a secret, then
+    screened (``execution.said``). When they read as instructions to the model, each reason is judged
+    on its own and those that pass are kept (a field's ``missing_field`` code beside a message that
+    was an injection), provided they still pass together; the rest is withheld. ``max_chars``: less
+    for text quoted inside the gateway's own sentence than for an ``upstream_message``."""
+    body = read_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+    screened = said(body.text(), redactor.redact_text, max_chars=max_chars)
+    if not screened.withheld:
+        return UpstreamSummary(screened.for_agent())
+    # The operator learns that it happened and why; the text itself is not repeated into the log.
+    logger.warning(
+        "the error text %s answered (HTTP %s) was withheld from the agent: it looks like instructions to "
+        "the model (%s)",
+        connector or "an upstream",
+        outcome.http_status,
+        "; ".join(screened.reasons),
+    )
+    passing = [reason for reason in body.reasons if not said(reason, redactor.redact_text).withheld]
+    kept = said("; ".join(passing), redactor.redact_text, max_chars=max(0, max_chars - len(WITHHELD) - 2))
+    if kept and not kept.withheld:
+        return UpstreamSummary(f"{kept.text}; {WITHHELD}", withheld=True)
+    return UpstreamSummary(WITHHELD, withheld=True)
 
 
 def redact_data(outcome: Outcome, redactor: Redactor) -> Any:

@@ -3,8 +3,9 @@
 The body is streamed and the read stops at the cap, so a huge or endless upstream body costs at
 most ``max_bytes`` of memory and never reaches the agent's context whole. The content type picks
 the shape: JSON parsed, ``text/event-stream`` as the list of its ``data:`` payloads, text and XML
-as text, anything else as capped base64. ``summarize_error`` pulls the upstream's own reason out
-of a non-2xx body, because that sentence usually tells the agent how to fix its call.
+as text, anything else as capped base64. ``summarize_error`` (``error_dialects``) pulls the
+upstream's own reason out of a non-2xx body, because that sentence usually tells the agent how to fix
+its call.
 """
 
 from __future__ import annotations
@@ -26,21 +27,19 @@ from typing import Any, Literal
 import anyio
 import httpx2
 
-from ..primitives.html_text import looks_like_html, readable_text
-from ..primitives.upstream_text import CUT, MAX_UPSTREAM_TEXT, Redacts, Screened, screen
+from ..primitives.upstream_text import MAX_UPSTREAM_TEXT, Redacts, Screened, screen
 from ..services.logs import known_secrets
 from ..sources._credential_names import credential_name
 from ..vocabulary.errors import UpstreamError
 from .content_coding import INFLATED_CODINGS, Inflater
+from .error_dialects import ERROR_TEXT_LIMIT, Challenge, body_retry_after, summarize_error
 
-__all__ = ["Outcome", "read_response", "said", "shown_headers", "summarize_error"]
+__all__ = ["ERROR_TEXT_LIMIT", "Outcome", "read_response", "said", "shown_headers", "summarize_error"]
 
 MAX_JSON_DEPTH = 64
 """Deeper JSON is returned as text (see ``_shape``)."""
 MAX_RETRY_AFTER = 86_400.0
 """Longest wait a ``Retry-After`` is read as (a day): past that it is no retry advice an agent can follow."""
-ERROR_TEXT_LIMIT = 2000
-"""Longest upstream reason handed on to be screened (``said`` cuts it again to what a message quotes)."""
 
 _Kind = Literal["json", "sse", "text", "binary"]
 _TEXT_TYPES = frozenset(
@@ -53,7 +52,6 @@ _TEXT_TYPES = frozenset(
     }
 )
 _SSE_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # not str.splitlines: it also splits on U+2028 inside data
-_MESSAGE_KEYS = ("message", "error", "error_description", "detail", "errors", "title")
 
 
 @dataclass(frozen=True)
@@ -76,6 +74,8 @@ class Outcome:
     limit_spent: bool = False
     """An error answer whose rate-limit headers (``X-RateLimit-Remaining``, ``RateLimit-Remaining``) say
     the allowance is spent: GitHub answers a rate limit with 403, not 429."""
+    challenge: Challenge | None = None
+    """What a 401's or 403's ``WWW-Authenticate`` says of the token (``error``, ``error_description``)."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:
@@ -128,6 +128,8 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
     # Only a parameter can name a charset; httpx2's parse of one goes through the email package.
     charset = response.charset_encoding if has_params else None
     data = _shape(body, truncated, kind, media, charset)
+    if waits and waits["retry_after"] is None and (asked := body_retry_after(data)) is not None:
+        waits["retry_after"] = min(asked, MAX_RETRY_AFTER)  # said in the body (Google's RetryInfo)
     return Outcome(
         http_status=response.status_code,
         data=data,
@@ -139,7 +141,7 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
 
 
 def _waits(response: httpx2.Response) -> dict[str, Any]:
-    """An error answer's ``retry_after`` and ``limit_spent`` (``Outcome``)."""
+    """An error answer's ``retry_after``, ``limit_spent`` and ``challenge`` (``Outcome``)."""
     headers = response.headers
     retry_after = parse_retry_after(headers.get("retry-after"))
     remaining = headers.get("x-ratelimit-remaining") or headers.get("ratelimit-remaining")
@@ -150,7 +152,8 @@ def _waits(response: httpx2.Response) -> dict[str, Any]:
             # An epoch time (GitHub's X-RateLimit-Reset), or seconds from now (the IETF draft's RateLimit-Reset).
             seconds = int(reset) - time.time() if int(reset) > 10**9 else float(reset)
             retry_after = parse_retry_after(str(max(0, math.ceil(seconds))))
-    return {"retry_after": retry_after, "limit_spent": spent}
+    challenge = Challenge.parse(headers.get("www-authenticate")) if response.status_code in (401, 403) else None
+    return {"retry_after": retry_after, "limit_spent": spent, "challenge": challenge}
 
 
 _BODILESS = frozenset({204, 304})
@@ -450,53 +453,3 @@ def said(text: object, *redacts: Redacts, max_chars: int = MAX_UPSTREAM_TEXT) ->
     header, a token request, a stdio child's environment). ``max_chars``: more for a message of its
     own (``upstream_message``) than for one quoted inside the gateway's sentence."""
     return screen(text, *redacts, known_secrets().redact, max_chars=max_chars)
-
-
-def summarize_error(outcome: Outcome) -> str:
-    """The upstream's own reason for a non-2xx answer, short and as the upstream phrased it.
-
-    Text is passed on verbatim, an HTML page as its title and visible text (``html_text``), cut at
-    ``ERROR_TEXT_LIMIT`` with ``CUT`` (``said`` cuts shorter where it quotes it). JSON yields the fields APIs put
-    their reason in (``message``, ``error``, ``error_description``, ``detail``, ``errors[]``,
-    ``title``), joined; JSON without any of them is returned compact. An empty body gives "".
-    """
-    data = outcome.data
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        # An error page's markup and style sheets come first: its readable text says what happened.
-        return _cap(readable_text(data) if looks_like_html(data, outcome.content_type) else data.strip())
-    if isinstance(data, dict) and _is_binary(outcome, data):
-        return f"{data['bytes']} bytes of {data['content_type']}"
-    reasons = _reasons(data)
-    if reasons:
-        return _cap("; ".join(dict.fromkeys(reasons)))
-    return _cap(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-
-
-def _is_binary(outcome: Outcome, data: dict[str, Any]) -> bool:
-    # A JSON body that merely has these keys is still the upstream's JSON, not our binary wrapper.
-    return data.keys() == {"base64", "content_type", "bytes"} and not outcome.content_type.endswith("json")
-
-
-def _reasons(data: Any, depth: int = 0) -> list[str]:
-    """Reason strings found in the usual fields, depth-limited since the body is untrusted."""
-    if depth > 3:
-        return []
-    if isinstance(data, str):
-        return [data.strip()] if data.strip() else []
-    if isinstance(data, list):
-        return [r for item in data[:10] for r in _reasons(item, depth + 1)]
-    if not isinstance(data, dict):
-        return []
-    reasons = [r for key in _MESSAGE_KEYS if key in data for r in _reasons(data[key], depth + 1)]
-    if not reasons and "msg" in data:  # FastAPI/pydantic validation items: {"loc": [...], "msg": "..."}
-        where = ".".join(str(p) for p in data.get("loc") or [])
-        reasons = [f"{where}: {data['msg']}" if where else str(data["msg"])]
-    if not reasons and depth > 0 and "code" in data:  # GitHub errors[]: {"field": "title", "code": "missing"}
-        reasons = [" ".join(str(data[k]) for k in ("resource", "field", "code") if k in data)]
-    return reasons
-
-
-def _cap(text: str) -> str:
-    return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + CUT

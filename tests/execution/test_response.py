@@ -225,7 +225,7 @@ def failed(data: Any, content_type: str = "application/json", status: int = 422)
                 "errors": [{"resource": "Issue", "field": "title", "code": "missing_field"}],
                 "documentation_url": "https://docs.github.com/rest",
             },
-            "Validation Failed; Issue title missing_field",
+            "Validation Failed; Issue title: missing_field",
         ),
         # Stripe: the reason nested under error
         (

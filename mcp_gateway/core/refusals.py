@@ -1,0 +1,154 @@
+"""What an upstream's refusal means for the agent: the category, the sentence and the next step.
+
+An error status is where an agent most needs the right advice, and where the status alone misleads
+most: GitHub answers a rate limit with 403, AWS a throttle with 400 and an expired token with 403, a
+SOAP service every fault with 500, and a 401 may mean an expired token or an address the token may
+not be used from. The body's dialect (``execution.error_dialects``) is read for what it says, and
+whatever of it is quoted is screened first (``results.upstream_summary``).
+"""
+
+from __future__ import annotations
+
+from ..execution.error_dialects import read_error
+from ..execution.executor import Prepared
+from ..execution.response import MAX_RETRY_AFTER, Outcome
+from ..policy import effective_risk
+from ..primitives.redaction import Redactor
+from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
+from ..vocabulary.model import CallResult, Denied, ErrorResult
+from .results import UpstreamSummary, upstream_summary
+
+__all__ = ["failed_in_body", "may_have_run", "refusal", "unauthorized"]
+
+
+def unauthorized(slug: str, outcome: Outcome, redactor: Redactor) -> Denied | str:
+    """The answer to a 401: the reason a connect link is given with, the upstream's own words in it
+    (an expired token and an address not allowed both answer 401, and only one is fixed by
+    reconnecting); a ``Denied`` when its challenge says ``insufficient_scope``, a missing permission."""
+    quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
+    if outcome.challenge is not None and outcome.challenge.insufficient_scope:
+        return _forbidden(slug, 401, quoted, redactor, "the credential was not granted the scope this call needs")
+    if not quoted or quoted.withheld:
+        return f"{slug} rejected the stored credential (401); ask the user to reconnect."
+    return redactor.redact_text(
+        f"{slug} rejected the stored credential (401). The upstream said: {quoted.text.rstrip('.')}. Ask the user "
+        "to reconnect, unless that says a new credential would not help (an address not allowed, a disabled "
+        "account): then tell the user what it said."
+    )
+
+
+def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: str = "") -> CallResult:
+    """The answer to an upstream's error status (not 401): a rate limit is one whatever its status (its
+    headers or its body's codes say so), a refused credential says so, a 5xx is the upstream's own
+    failure (nothing to fix in the arguments, unless a SOAP fault blames the request), a 403 is final,
+    the rest are the arguments' to fix. ``fallback``: the sentence pointing at the connector's request
+    action, for an argument error."""
+    slug, status = prepared.connector.slug, outcome.http_status
+    assert status is not None
+    body = read_error(outcome)
+    # A rate limit told with 403 (GitHub's) says when to retry, not that retrying will not help.
+    limited = status == 429 or (status in (403, 503) and outcome.retry_after is not None)
+    limited = limited or (status == 403 and outcome.limit_spent) or body.rate_limited
+    refused = "" if limited else body.credential_refused
+    if status == 403 and not limited and not refused:
+        quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
+        return _forbidden(slug, 403, quoted, redactor, "the credential lacks the permission")
+    summary = upstream_summary(outcome, redactor, slug)
+    upstream_message = summary.text
+    if limited:
+        return _rate_limited(slug, status, outcome.retry_after, upstream_message)
+    if refused:
+        # AWS says ExpiredToken or SignatureDoesNotMatch with a 400 or 403: no permission is missing, the
+        # credential itself is expired, unknown or signs wrong.
+        return ErrorResult(
+            reason="auth_failed",
+            message=f"{slug} answered {status}: it did not accept the stored credential ({refused}).",
+            upstream_status=status,
+            upstream_message=upstream_message,
+            hint="Retrying will not help and the arguments are not the problem: ask the user to reconnect "
+            "(connect) with a valid credential.",
+        )
+    if status >= 500 and not body.blames_request:
+        return ErrorResult(
+            reason="upstream_error",
+            message=f"{slug} answered {status}: it failed on its side."
+            + (" The call may have taken effect; check before calling again." if may_have_run(prepared) else ""),
+            upstream_status=status,
+            upstream_message=upstream_message,
+            hint="The arguments are not the problem: try again later, and tell the operator if it keeps failing.",
+        )
+    if summary.withheld:
+        hint = "The upstream's explanation was withheld; check the arguments against describe."
+    else:
+        hint = "Check the arguments against describe; the upstream's message says what it expected."
+    return ErrorResult(
+        reason="upstream_error",
+        message=f"{slug} answered {status}"
+        + (" with a SOAP fault that blames the request." if body.blames_request else "."),
+        upstream_status=status,
+        upstream_message=upstream_message,
+        hint=_STATUS_HINTS.get(status, hint) + fallback,
+    )
+
+
+def _rate_limited(slug: str, status: int, wait: float | None, upstream_message: str) -> ErrorResult:
+    if wait is None:
+        return ErrorResult(
+            reason="rate_limited",
+            message=f"{slug} answered {status}: it is limiting how often it is called, and did not say for how long.",
+            upstream_status=status,
+            upstream_message=upstream_message,
+            hint="Wait before calling again (some seconds at first, longer each time it answers 429); "
+            "the arguments are not the problem.",
+        )
+    retry = max(0.1, round(wait, 1))
+    asks = (
+        f"asks to wait at least {MAX_RETRY_AFTER:g} s (its Retry-After is past the longest wait the gateway passes on)"
+        if wait >= MAX_RETRY_AFTER
+        else f"asks to retry in {retry:g} s"
+    )
+    return ErrorResult(
+        reason="rate_limited",
+        message=f"{slug} answered {status} and {asks}.",
+        upstream_status=status,
+        upstream_message=upstream_message,
+        retry_after=retry,
+        hint=f"Wait {retry:g} s before calling again (retry_after).",
+    )
+
+
+def may_have_run(prepared: Prepared) -> bool:
+    """Whether a call that failed may still have changed something upstream: it is no read (the generic
+    request action's risk is its method's)."""
+    method = {"method": prepared.request.method} if prepared.request is not None else {}
+    return effective_risk(prepared.action, method) != "read"
+
+
+_STATUS_HINTS = {
+    402: "The upstream wants payment or a plan that allows this (a declined card, a quota of the account): the "
+    "arguments are not the problem; tell the user.",
+    405: "The upstream does not take this method at this URL: the action's description may be out of date; tell "
+    "the operator.",
+    409: "The upstream refused it as conflicting with the current state (it exists already, or changed "
+    "meanwhile): read the current state before deciding what to do; do not just repeat it.",
+    412: "A precondition failed: what the request was based on (a version, an ETag) changed meanwhile; read it "
+    "again, then decide.",
+    415: "The upstream does not take the body in this format: the action's description may be out of date; tell "
+    "the operator.",
+}
+"""What to do after a 4xx whose cause is not the arguments' shape, where "check the arguments" misleads."""
+
+
+def failed_in_body(data: object) -> bool:
+    """An answer whose body says it failed though its status is 2xx: ``{"ok": false, "error": …}``."""
+    return isinstance(data, dict) and data.get("ok") is False and "error" in data
+
+
+def _forbidden(slug: str, status: int, quoted: UpstreamSummary, redactor: Redactor, lacking: str) -> Denied:
+    return Denied(
+        reason="upstream_forbidden",
+        message=redactor.redact_text(
+            f"{slug} refused this call ({status}). Retrying will not help; {lacking}."
+            + (f" The upstream said: {quoted.text}" if quoted else "")
+        ),
+    )

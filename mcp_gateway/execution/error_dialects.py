@@ -1,0 +1,400 @@
+"""The dialects upstreams fail in, read into what an agent needs: each reason with the field it names,
+and the codes that say what kind of failure it is when the status alone misleads.
+
+The one place that knows them. JSON errors differ mostly in where the reason and the field sit:
+
+- RFC 9457/7807 problem details: ``detail``, ``title``, ``errors[] {detail, pointer}``,
+  ``invalid-params[] {name, reason}``;
+- JSON:API ``errors[] {detail, title, source: {pointer | parameter | header}}``;
+- Google ``error {message, details[] {fieldViolations[] {field, description}}}`` (and ``RetryInfo``'s
+  ``retryDelay``), OData/Azure ``error {message, target, details[] {target, message}}``;
+- Stripe ``error {message, param}``, GitHub ``errors[] {resource, field, code}``, FastAPI
+  ``detail[] {loc, msg}``, Spring ``errors[] {field, defaultMessage}``, Salesforce
+  ``[{message, errorCode, fields}]``;
+- ``errors`` as an object of field to messages (Rails, Laravel, Shopify, Mongoose).
+
+The general rule: a reason is a message-like value, and an object holding one also names where (a
+``field``, ``param``, ``pointer``, ``target``…) is said ``where: reason``; an ``errors``-like object
+without a message of its own maps fields to their reasons. XML bodies (AWS and Azure ``<Error>``
+``Code``/``Message``, SOAP 1.1 ``faultcode``/``faultstring``, SOAP 1.2 ``Code``/``Reason``) are read with
+``xml_text`` (no DTD, no entities). A ``WWW-Authenticate`` challenge's ``error`` and
+``error_description`` (RFC 6750) are a reason too.
+
+Everything here is the upstream's untrusted text: callers screen it (``upstream_text``) before anyone
+reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ..primitives.html_text import looks_like_html, readable_text
+from ..primitives.upstream_text import CUT
+from ..primitives.xml_text import Element, looks_like_xml, parse_xml, tag_text
+
+if TYPE_CHECKING:
+    from .response import Outcome
+
+__all__ = ["ERROR_TEXT_LIMIT", "Challenge", "ErrorBody", "body_retry_after", "read_error", "summarize_error"]
+
+ERROR_TEXT_LIMIT: Final = 2000
+"""Longest upstream reason handed on to be screened (``said`` cuts it again to what a message quotes)."""
+
+_TEXT_KEYS: Final = ("message", "error", "error_description", "detail")
+"""Where an object says what went wrong, in the order said (``title`` comes after its details)."""
+_FALLBACK_KEYS: Final = ("reason", "description", "msg", "defaultMessage", "errorMessage")
+"""Where an item says it when none of ``_TEXT_KEYS`` is there."""
+_LIST_KEYS: Final = (
+    "errors",
+    "invalid-params",
+    "invalid_params",
+    "details",
+    "fieldViolations",
+    "field_violations",
+    "violations",
+    "fieldErrors",
+    "field_errors",
+)
+"""Where an object lists its single errors: a list of items, or an object of field to reasons."""
+_WHERE_KEYS: Final = ("field", "param", "parameter", "pointer", "property", "target", "instancePath", "dataPath")
+_CODE_KEYS: Final = ("code", "__type", "errorCode", "error_code", "reason", "type")
+_MAX_DEPTH: Final = 7
+_MAX_ITEMS: Final = 10
+"""Items of one list (or fields of one object) read: a body is untrusted, and a few reasons say enough."""
+
+_RATE_LIMIT_CODES: Final = frozenset(
+    {
+        # AWS (the JSON and XML protocols), whose throttling comes as 400 or 503.
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "SlowDown",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        # Google's errors[].reason on a 403.
+        "rateLimitExceeded",
+        "userRateLimitExceeded",
+    }
+)
+"""Codes that say "too many requests" whatever the status they come with."""
+_CREDENTIAL_CODES: Final = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidSignatureException",
+        "UnrecognizedClientException",
+        "AuthFailure",
+    }
+)
+"""AWS codes (on a 400 or 403) that say the credential itself was refused: expired, unknown, or signing with the
+wrong secret. Not a missing permission: a new credential fixes them, retrying does not."""
+_SENDER_FAULTS: Final = frozenset({"client", "sender"})
+"""SOAP fault codes (1.1 ``Client``, 1.2 ``Sender``) that blame the request; SOAP sends every fault as a 500."""
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """What a ``WWW-Authenticate`` challenge says about a refused token (RFC 6750 3)."""
+
+    error: str
+    """``invalid_token``, ``insufficient_scope``, ``invalid_request``; empty when it names none."""
+    description: str = ""
+
+    @property
+    def insufficient_scope(self) -> bool:
+        """The token is good but may not do this: a matter of permission, not of reconnecting."""
+        return self.error == "insufficient_scope"
+
+    def reason(self) -> str:
+        if self.error and self.description:
+            return f"{self.error}: {self.description}"
+        return self.error or self.description
+
+    @classmethod
+    def parse(cls, header: str | None) -> Challenge | None:
+        """The ``error`` and ``error_description`` of a ``WWW-Authenticate`` header; None without either."""
+        if not header:
+            return None
+        params = {name.lower(): _unquoted(value) for name, value in _AUTH_PARAM.findall(header)}
+        error, description = params.get("error", ""), params.get("error_description", "")
+        return cls(error, description) if error or description else None
+
+
+_AUTH_PARAM: Final = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^,\s]+)')
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+@dataclass(frozen=True)
+class ErrorBody:
+    """An error answer as read: its reasons, each with the field it names, and the codes of its dialect."""
+
+    reasons: tuple[str, ...] = ()
+    """The upstream's reasons in its words, deduplicated (``where: reason`` when it names a field)."""
+    codes: frozenset[str] = frozenset()
+    """Machine codes the body names (``ThrottlingException``, a SOAP fault's ``Client``)."""
+    blames_request: bool = False
+    """A SOAP fault coded ``Client``/``Sender``: the request is at fault, though the status is 500."""
+    insufficient_scope: bool = False
+    """The challenge says the token lacks the scope: a permission, not a credential, problem."""
+
+    @property
+    def rate_limited(self) -> bool:
+        return bool(self.codes & _RATE_LIMIT_CODES)
+
+    @property
+    def credential_refused(self) -> str:
+        """The code saying the credential itself was refused (expired, unknown, signed wrong); empty if none."""
+        return min(self.codes & _CREDENTIAL_CODES, default="")
+
+    def text(self) -> str:
+        return _cap("; ".join(self.reasons))
+
+
+def summarize_error(outcome: Outcome) -> str:
+    """The upstream's own reason for a non-2xx answer, short and as the upstream phrased it.
+
+    Text is passed on verbatim, an HTML page as its title and visible text (``html_text``), XML as the
+    reasons its dialect names (else its text without tags), cut at ``ERROR_TEXT_LIMIT`` with ``CUT``
+    (``said`` cuts shorter where it quotes it). JSON yields its reasons (``read_error``), joined; JSON
+    without any is returned compact. An empty body gives "".
+    """
+    return read_error(outcome).text()
+
+
+def read_error(outcome: Outcome) -> ErrorBody:
+    """``outcome``'s error body read in its dialect (see the module's docstring)."""
+    data = outcome.data
+    challenge = outcome.challenge
+    said_first = (challenge.reason(),) if challenge is not None and challenge.reason() else ()
+    scope = challenge is not None and challenge.insufficient_scope
+    body = _read_body(outcome, data)
+    reasons = tuple(dict.fromkeys(r for r in (*said_first, *body.reasons) if r))
+    return ErrorBody(reasons, body.codes, body.blames_request, scope)
+
+
+def _read_body(outcome: Outcome, data: Any) -> ErrorBody:
+    if data is None:
+        return ErrorBody()
+    if isinstance(data, str):
+        if looks_like_html(data, outcome.content_type):
+            # An error page's markup and style sheets come first: its readable text says what happened.
+            return ErrorBody(_one(readable_text(data)))
+        if looks_like_xml(data, outcome.content_type):
+            return _xml_error(data)
+        return ErrorBody(_one(data.strip()))
+    if isinstance(data, dict) and _is_binary(outcome, data):
+        return ErrorBody((f"{data['bytes']} bytes of {data['content_type']}",))
+    reasons = _reasons(data)
+    if not reasons:
+        reasons = [json.dumps(data, ensure_ascii=False, separators=(",", ":"))]
+    return ErrorBody(tuple(reasons), frozenset(_json_codes(data)))
+
+
+def _one(text: str) -> tuple[str, ...]:
+    return (text,) if text else ()
+
+
+def _is_binary(outcome: Outcome, data: dict[str, Any]) -> bool:
+    # A JSON body that merely has these keys is still the upstream's JSON, not our binary wrapper.
+    return data.keys() == {"base64", "content_type", "bytes"} and not outcome.content_type.endswith("json")
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _reasons(data: Any, depth: int = 0) -> list[str]:
+    """Reason strings found in the usual fields, each with the field it names; depth-limited since the
+    body is untrusted."""
+    if depth > _MAX_DEPTH:
+        return []
+    if isinstance(data, str):
+        return [data.strip()] if data.strip() else []
+    if isinstance(data, list):
+        return [r for item in data[:_MAX_ITEMS] for r in _reasons(item, depth + 1)]
+    if not isinstance(data, dict):
+        return []
+    own: list[str] = []  # what this object says itself: said with its field
+    nested: list[str] = []  # what objects inside it say, each with its own
+    for key in _TEXT_KEYS:
+        if key in data:
+            _take(data[key], depth, own, nested)
+    for key in _LIST_KEYS:
+        value = data.get(key)
+        if isinstance(value, dict) and not _says_anything(value):
+            nested += _by_field(value, depth)
+        elif value is not None:
+            _take(value, depth, own, nested)
+    title = _reasons(data["title"], depth + 1) if isinstance(data.get("title"), str) else []
+    if not own:
+        own = next((found for key in _FALLBACK_KEYS if (found := _strings(data.get(key)))), [])
+    if not own and not nested and not title and depth > 0:
+        own = next((found for key in ("code", "errorCode") if (found := _strings(data.get(key)))), [])
+    where = _where(data)
+    if where:
+        own = [f"{where}: {reason}" for reason in (own or title)]
+        title = []
+    return own + nested + title
+
+
+def _take(value: Any, depth: int, own: list[str], nested: list[str]) -> None:
+    """A message-like value: its strings are the object's own words, anything deeper is nested."""
+    strings = _strings(value)
+    if strings:
+        own += strings
+    else:
+        nested += _reasons(value, depth + 1)
+
+
+def _strings(value: Any) -> list[str]:
+    """A string, or a list of only strings (Rails' ``["can't be blank"]``), as reasons; else []."""
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value[:_MAX_ITEMS] if v.strip()]
+    return []
+
+
+def _says_anything(value: dict[str, Any]) -> bool:
+    """An error object, as opposed to an object of field to reasons (``{"email": ["is taken"]}``)."""
+    return any(key in value for key in (*_TEXT_KEYS, *_FALLBACK_KEYS, "title"))
+
+
+def _by_field(fields: dict[str, Any], depth: int) -> list[str]:
+    out: list[str] = []
+    for name, value in list(fields.items())[:_MAX_ITEMS]:
+        for reason in _reasons(value, depth + 1):
+            # A reason that names its field already (a Mongoose item's path) is not named twice.
+            out.append(reason if reason.startswith(f"{name}:") else f"{name}: {reason}")
+    return out
+
+
+def _where(data: dict[str, Any]) -> str:
+    """The field, parameter or location an error object names; empty when it names none."""
+    for key in _WHERE_KEYS:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            resource = data.get("resource")  # GitHub: {"resource": "Issue", "field": "title"}
+            return f"{resource} {value.strip()}" if key == "field" and isinstance(resource, str) else value.strip()
+    source = data.get("source")  # JSON:API
+    if isinstance(source, dict):
+        for key in ("pointer", "parameter", "header"):
+            value = source.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    loc = data.get("loc")  # FastAPI, pydantic
+    if isinstance(loc, list) and loc:
+        return ".".join(str(part) for part in loc if isinstance(part, str | int))
+    fields = data.get("fields")  # Salesforce
+    if isinstance(fields, list) and fields and all(isinstance(f, str) for f in fields):
+        return ", ".join(fields[:_MAX_ITEMS])
+    name = data.get("name")  # RFC 7807 invalid-params: {"name", "reason"} ("name" beside "message" is a class)
+    if isinstance(name, str) and name.strip() and "reason" in data and "message" not in data:
+        return name.strip()
+    return ""
+
+
+def _json_codes(data: Any) -> set[str]:
+    """The codes at the top of a JSON error and of its first items (``__type``'s ``…#ThrottlingException``
+    read as ``ThrottlingException``)."""
+    holders: list[Any] = [data] if isinstance(data, dict) else list(data[:_MAX_ITEMS]) if isinstance(data, list) else []
+    if isinstance(data, dict):
+        if isinstance(error := data.get("error"), dict):
+            holders.append(error)
+        for holder in list(holders):
+            if isinstance(holder, dict) and isinstance(errors := holder.get("errors"), list):
+                holders += errors[:_MAX_ITEMS]
+    codes: set[str] = set()
+    for holder in holders:
+        if isinstance(holder, dict):
+            for key in _CODE_KEYS:
+                value = holder.get(key)
+                if isinstance(value, str) and value:
+                    codes.add(value.rpartition("#")[2].partition(":")[0])
+    return codes
+
+
+def body_retry_after(data: Any) -> float | None:
+    """Seconds an error body asks to wait: Google's ``RetryInfo.retryDelay`` (``"37s"``) among
+    ``error.details``, or a ``retry_after``/``retryAfter`` number (Discord, many others); None if none."""
+    if not isinstance(data, dict):
+        return None
+    for holder in (data, data.get("error")):
+        if not isinstance(holder, dict):
+            continue
+        for key in ("retry_after", "retryAfter"):
+            value = holder.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+                return float(value)
+        details = holder.get("details")
+        for item in details[:_MAX_ITEMS] if isinstance(details, list) else ():
+            delay = item.get("retryDelay") if isinstance(item, dict) else None
+            if isinstance(delay, str) and (match := _DURATION.fullmatch(delay.strip())):
+                return float(match.group(1))
+    return None
+
+
+_DURATION: Final = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)s")
+"""A protobuf ``Duration`` in JSON: seconds with an ``s``."""
+
+
+# -- XML ---------------------------------------------------------------------------------------
+
+
+def _xml_error(text: str) -> ErrorBody:
+    root = parse_xml(text)
+    if root is None:
+        return ErrorBody(_one(tag_text(text)))
+    faults = root.find_all("Fault")
+    if faults:
+        return _soap_fault(faults[0])
+    reasons: list[str] = []
+    codes: set[str] = set()
+    for error in root.find_all("Error")[:_MAX_ITEMS]:  # AWS (also in ErrorResponse, Errors), Azure Storage
+        code, message = _text_of(error.child("Code")), _text_of(error.child("Message"))
+        if code:
+            codes.add(code)
+        if code or message:
+            reasons.append(f"{code}: {message}" if code and message else code or message)
+    if reasons:
+        return ErrorBody(tuple(reasons), frozenset(codes))
+    return ErrorBody(_one(root.all_text()))
+
+
+def _soap_fault(fault: Element) -> ErrorBody:
+    """SOAP 1.1 (``faultcode``, ``faultstring``, ``detail``) or 1.2 (``Code/Value``, ``Reason/Text``, ``Detail``)."""
+    code_element = fault.child("faultcode")
+    if code_element is None and (code := fault.child("Code")) is not None:
+        code_element = code.child("Value")
+    code = _text_of(code_element).rpartition(":")[2]
+    reasons = [_text_of(fault.child("faultstring"))]
+    if (reason := fault.child("Reason")) is not None:
+        reasons += [_text_of(text) for text in reason.find_all("Text")[:_MAX_ITEMS]]
+    detail = fault.child("detail")  # 1.2 spells it Detail: names are matched without case
+    reasons.append(detail.all_text() if detail is not None else "")
+    found = tuple(dict.fromkeys(r for r in reasons if r))
+    if not found:
+        found = _one(fault.all_text())
+    return ErrorBody(found, frozenset({code} if code else ()), blames_request=code.lower() in _SENDER_FAULTS)
+
+
+def _text_of(element: Element | None) -> str:
+    return element.all_text() if element is not None else ""
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + CUT
