@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any, AnyStr
 
-from .secrets import SecretValue
+from .secrets import MIN_SECRET_START, SecretValue
 
 __all__ = ["REDACTED", "Redactor"]
 
@@ -38,19 +38,21 @@ class Redactor:
     cost of redacting a small answer.
     """
 
-    __slots__ = ("_compiled", "_forms")
+    __slots__ = ("_compiled", "_forms", "_starts")
 
     def __init__(self) -> None:
         self._forms: frozenset[str] = frozenset()
+        self._starts: frozenset[str] = frozenset()
         self._compiled: _Compiled | None = None
 
     def add(self, secret: SecretValue) -> None:
         """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
-        forms = _forms_of(secret)
+        forms, starts = _forms_of(secret)
         if not self._forms:
-            self._forms, self._compiled = forms, None
-        elif not forms <= self._forms:
-            self._forms, self._compiled = self._forms | forms, None  # rebuilt on next use
+            self._forms, self._starts, self._compiled = forms, starts, None
+        elif not (forms <= self._forms and starts <= self._starts):
+            # rebuilt on next use
+            self._forms, self._starts, self._compiled = self._forms | forms, self._starts | starts, None
 
     @property
     def shortest(self) -> int:
@@ -71,6 +73,7 @@ class Redactor:
         s = _substituted(s, [form for form in state.forms if form in s])
         s = _split_forms_redacted(s, state)
         s = _escaped_forms_redacted(s, state)
+        s = _starts_redacted(s, state)
         if truncated:
             s = self._cut_partial_tail(s)
         return s
@@ -112,10 +115,10 @@ class Redactor:
                 if not self._split_holds_form(text):
                     return obj, text
                 return _across_strings(obj, self._state()), None
-            walked = self._walk(obj)
-            return (
-                _across_strings(walked, self._state()) if text is None or self._split_holds_form(text) else walked
-            ), None
+            # Across strings first: a string ending in a long enough start of a secret is redacted by the
+            # walk, and the next string's rest of it would no longer be found joined to it.
+            split = text is None or self._split_holds_form(text)
+            return self._walk(_across_strings(obj, self._state()) if split else obj), None
         return self._walk(obj), None
 
     def _split_holds_form(self, text: str) -> bool:
@@ -130,7 +133,7 @@ class Redactor:
         """Whether JSON text may hold a form: whole, or split as ``_split_forms_redacted`` looks for (a
         line break inside a JSON string is written ``\\n``)."""
         state = self._state()
-        if any(form in text for form in state.json_forms):
+        if any(form in text for form in state.json_forms) or any(head in text for head in state.json_heads):
             return True
         if ("&" in text or "%" in text) and _escapes_hold_form(text, state):
             return True
@@ -157,7 +160,7 @@ class Redactor:
     def _state(self) -> _Compiled:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = _compiled(self._forms)
+            compiled = self._compiled = _compiled(self._forms, self._starts)
         return compiled
 
     def __repr__(self) -> str:
@@ -172,11 +175,23 @@ class _Compiled:
     opened hundreds of secrets holds thousands of forms). Only the forms found become a pattern
     (``_pattern``), which then replaces them, longest first."""
 
-    __slots__ = ("_bytes_forms", "_json_forms", "_split_json_forms", "forms", "shortest", "split_forms")
+    __slots__ = (
+        "_bytes_forms",
+        "_json_forms",
+        "_split_json_forms",
+        "forms",
+        "heads",
+        "json_heads",
+        "shortest",
+        "split_forms",
+    )
 
-    def __init__(self, forms: frozenset[str]) -> None:
+    def __init__(self, forms: frozenset[str], starts: frozenset[str] = frozenset()) -> None:
         self.forms = tuple(sorted(forms, key=len, reverse=True))
-        self.shortest = len(self.forms[-1]) if self.forms else 0
+        self.heads = tuple(sorted(((_head(value), value) for value in starts), key=lambda h: len(h[1]), reverse=True))
+        """For each secret whose start is redacted alone: the shortest such start, and the whole value."""
+        self.json_heads = tuple(_json_escaped(head) for head, _ in self.heads)
+        self.shortest = min((len(f) for f in (*self.forms[-1:], *(head for head, _ in self.heads))), default=0)
         # The forms also looked for in text with its whitespace taken out.
         self.split_forms = tuple(f for f in self.forms if len(f) >= MIN_SPLIT_FORM and not _SPACE.search(f))
         self._bytes_forms: tuple[bytes, ...] | None = None
@@ -425,28 +440,56 @@ def _partial_tail(s: AnyStr, form: AnyStr) -> int:
 
 _MAX_KEPT = 1024
 """Distinct secrets (and secret sets) whose derived forms are kept; past it the maps start again."""
-_FORMS: dict[bytes, frozenset[str]] = {}
+_FORMS: dict[bytes, tuple[frozenset[str], frozenset[str]]] = {}
 """A secret's forms by its digest (``SecretValue.digest``: never the value itself as a key)."""
-_COMPILED: dict[frozenset[str], _Compiled] = {}
+_COMPILED: dict[tuple[frozenset[str], frozenset[str]], _Compiled] = {}
 
 
-def _forms_of(secret: SecretValue) -> frozenset[str]:
+def _forms_of(secret: SecretValue) -> tuple[frozenset[str], frozenset[str]]:
+    """A secret's forms, and its values whose start is redacted alone (``SecretValue.redaction_starts``)."""
     digest = secret.digest()
-    forms = _FORMS.get(digest)
-    if forms is None:
+    known = _FORMS.get(digest)
+    if known is None:
         if len(_FORMS) >= _MAX_KEPT:
             _FORMS.clear()
-        forms = _FORMS[digest] = frozenset(secret.redaction_forms())
-    return forms
+        known = _FORMS[digest] = (frozenset(secret.redaction_forms()), frozenset(secret.redaction_starts()))
+    return known
 
 
-def _compiled(forms: frozenset[str]) -> _Compiled:
-    compiled = _COMPILED.get(forms)
+def _compiled(forms: frozenset[str], starts: frozenset[str]) -> _Compiled:
+    compiled = _COMPILED.get((forms, starts))
     if compiled is None:
         if len(_COMPILED) >= _MAX_KEPT:
             _COMPILED.clear()
-        compiled = _COMPILED[forms] = _Compiled(forms)
+        compiled = _COMPILED[(forms, starts)] = _Compiled(forms, starts)
     return compiled
+
+
+def _head(value: str) -> str:
+    """The shortest start of ``value`` redacted alone: ``MIN_SECRET_START`` characters, and at least half
+    of it, so what stays shown of a secret masked at its end is never most of it."""
+    return value[: max(MIN_SECRET_START, -(-len(value) // 2))]
+
+
+def _starts_redacted(s: str, state: _Compiled) -> str:
+    """``s`` with every start of a secret (``_head`` and as much more of it as follows) redacted: an
+    upstream that masks the end of what it echoes (``CANARY-p71-bearTok/8****``) shows the rest."""
+    for head, value in state.heads:
+        found = s.find(head)
+        if found < 0:
+            continue
+        out: list[str] = []
+        at = 0
+        while found >= 0:
+            end = found + len(head)
+            while end < len(s) and end - found < len(value) and s[end] == value[end - found]:
+                end += 1
+            out += (s[at:found], REDACTED)
+            at = end
+            found = s.find(head, end)
+        out.append(s[at:])
+        s = "".join(out)
+    return s
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)

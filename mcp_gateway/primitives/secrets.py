@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .crypto import Cipher
 
 __all__ = [
+    "MIN_SECRET_START",
     "OAUTH2_TOKEN_NAME",
     "PROJECT_WIDE",
     "SECRET_SHAPES",
@@ -52,6 +53,10 @@ OAUTH2_TOKEN_NAME: Final = "oauth2_token"
 ``default``): which of the two exist is what decides whether a call can get a token."""
 MIN_REDACT_CHARS = 4
 """Shorter values are not redacted on their own: replacing every ``abc`` in a response helps no one."""
+MIN_SECRET_START = 12
+"""The shortest start of a secret redacted without the rest (and never less than half the secret): 12
+characters of a random token do not occur by chance, and no common word is that long a start of one;
+a vendor's fixed prefix (``sk_live_``, ``ghp_``, ``xoxb-``) is shorter."""
 
 # Fields of JSON-shaped secrets that identify rather than authenticate: they travel in clear
 # (a username, an OAuth client id, an AWS access key id, a public certificate), so responses
@@ -144,6 +149,13 @@ class SecretValue:
                 forms.update(_encodings(pair))
                 forms.update(_carried(_b64(pair)))
         return {f for f in forms if f}
+
+    def redaction_starts(self) -> set[str]:
+        """The values whose start, when long enough, is redacted on its own (``Redactor``): an upstream
+        that masks only the end of what it echoes (``sk_live_abcdefghij****``) shows the rest. Each secret
+        value long enough for a start of ``MIN_SECRET_START`` characters to be less than all of it."""
+        values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
+        return {v for v in values if len(v) > MIN_SECRET_START}
 
     def __repr__(self) -> str:
         return "SecretValue([secure])"

@@ -304,3 +304,24 @@ def test_a_secret_split_over_neighbouring_strings_is_redacted_in_each_part() -> 
     # Strings that only look alike stay, and so does the JSON text the check made.
     plain = {"content": [{"type": "text", "text": "CANARY-"}, {"type": "text", "text": "other"}]}
     assert redactor.redact_json(plain) == (plain, json.dumps(plain, ensure_ascii=False))
+
+
+def test_a_secret_echoed_with_its_end_masked_is_redacted_from_half_of_it_and_twelve_characters() -> None:
+    token = "CANARY-p71-bearTok/8q+Z="  # 24 characters: a start of 12 or more is redacted
+    r = Redactor()
+    r.add(SecretValue(token))
+    assert r.redact_text(f"bad token {token[:-4]}****") == "bad token [redacted]****"
+    assert r.redact_text(f"bad token {token[:12]}************") == "bad token [redacted]************"
+    assert r.redact_json({"e": f"x {token[:-6]}******"}) == ({"e": "x [redacted]******"}, None)
+    # Shorter starts stay, as a masking by design shows them (first 8 and last 4).
+    assert r.redact_text(f"{token[:8]}************{token[-4:]}") == f"{token[:8]}************{token[-4:]}"
+    assert r.redact_text(token[:11]) == token[:11]
+    # A long secret: half of it at least, so a start of a quarter (a shared prefix) stays.
+    long = "sk_live_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
+    r.add(SecretValue(long))
+    assert r.redact_text(long[:19] + "…") == long[:19] + "…"
+    assert r.redact_text(long[:20] + long[20:30] + "****") == "[redacted]****"
+    # A value too short to have a start of 12 that is not all of it is redacted only whole.
+    short = Redactor()
+    short.add(SecretValue("abcdefghijkl"))
+    assert short.redact_text("abcdefghijk*") == "abcdefghijk*"
