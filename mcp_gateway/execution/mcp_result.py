@@ -18,14 +18,19 @@ the duplicate text is left out rather than spending the budget twice.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
-__all__ = ["ITEM_FRAMING", "shape_result", "tool_error_text"]
+__all__ = ["ITEM_FRAMING", "says_nothing", "shape_result", "tool_error_text"]
 
 _ERROR_TEXT_LIMIT = 2000
+_NO_TEXT = "the tool reported an error without saying why"
+_GENERIC_ERROR = re.compile(r"Error executing tool [^\s:]{1,200}(?:: Error executing tool [^\s:]{1,200})*")
+"""What the SDK's ``MCPServer`` says in place of an exception it does not pass on (for a nested
+tool, once per tool)."""
 
 
 ITEM_FRAMING = 64
@@ -86,13 +91,21 @@ def shape_result(result: types.CallToolResult, max_bytes: int) -> tuple[dict[str
 
 
 def tool_error_text(result: types.CallToolResult) -> str:
-    """The text of an ``isError`` result, as the upstream phrased it (capped)."""
+    """The text of an ``isError`` result, as the upstream phrased it (capped): its text items, then
+    its ``structuredContent`` as JSON unless the text already is that JSON. A tool often puts a
+    summary in the text ("Validation failed") and the reasons in the structured content."""
     texts = [c.text for c in result.content if isinstance(c, types.TextContent) and c.text.strip()]
-    text = "\n".join(texts).strip()
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    text = text or "the tool reported an error without saying why"
+    structured = result.structured_content
+    if structured is not None and not any(_is_json_of(c, structured) for c in result.content):
+        texts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+    text = "\n".join(texts).strip() or _NO_TEXT
     return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
+
+
+def says_nothing(text: str) -> bool:
+    """Whether an ``isError`` text says nothing of what went wrong: the SDK's stand-in for an
+    exception it keeps to itself ("Error executing tool X"), or no text at all."""
+    return bool(_GENERIC_ERROR.fullmatch(text.strip())) or text == _NO_TEXT
 
 
 def _is_json_of(block: types.ContentBlock, structured: Any) -> bool:

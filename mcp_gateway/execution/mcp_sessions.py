@@ -282,7 +282,7 @@ class McpExecutor:
                                 ),
                             )
                         ) from None
-                    return _outcome(result, upstream, tool, max_bytes)
+                    return _outcome(result, upstream, tool, max_bytes, write=write)
         except TimeoutError:
             if session is not None:
                 self._retire(session)  # a hung server is not trusted to recover on its own
@@ -521,15 +521,24 @@ def _render(template: str, secret: SecretValue | None) -> str:
     return rendered
 
 
-def _outcome(result: types.CallToolResult, upstream: str, tool: str, max_bytes: int) -> Outcome:
-    from .mcp_result import shape_result, tool_error_text
+def _outcome(result: types.CallToolResult, upstream: str, tool: str, max_bytes: int, *, write: bool) -> Outcome:
+    from .mcp_result import says_nothing, shape_result, tool_error_text
 
     if result.is_error:
-        message = said(tool_error_text(result), max_chars=MAX_ERROR_CHARS)
+        text = tool_error_text(result)
+        message = said(text, max_chars=MAX_ERROR_CHARS)
+        # A tool that failed part way may have written before it did: the same hedge as a write's
+        # JSON-RPC error or timeout.
         raise message.attach(
             UpstreamError(
                 "upstream_error",
-                f"the tool {tool!r} of {upstream} reported an error; its message says what went wrong",
+                f"the tool {tool!r} of {upstream} reported an error"
+                + (
+                    " without saying what went wrong (its server gave only a generic message)"
+                    if says_nothing(text)
+                    else "; its message says what went wrong"
+                )
+                + ("; the call may have taken effect, so check before calling again" if write else ""),
                 upstream_message=message.for_agent() or None,
             )
         )

@@ -7,7 +7,7 @@ import json
 
 import mcp_types as types
 
-from mcp_gateway.execution.mcp_result import ITEM_FRAMING, shape_result, tool_error_text
+from mcp_gateway.execution.mcp_result import ITEM_FRAMING, says_nothing, shape_result, tool_error_text
 
 PNG = base64.b64encode(bytes(range(200))).decode()
 
@@ -56,6 +56,26 @@ def test_the_error_text_is_the_tools_own_words() -> None:
     silent = types.CallToolResult(content=[], is_error=True)
     assert tool_error_text(silent) == "the tool reported an error without saying why"
     assert len(tool_error_text(types.CallToolResult(content=[text("x" * 9000)], is_error=True))) == 2000
+
+
+def test_the_error_text_keeps_the_details_of_its_structured_content() -> None:
+    details = {"errors": [{"field": "email", "message": "must be a valid address"}]}
+    failed = types.CallToolResult(content=[text("Validation failed")], structured_content=details, is_error=True)
+    assert (
+        tool_error_text(failed)
+        == 'Validation failed\n{"errors":[{"field":"email","message":"must be a valid address"}]}'
+    )
+    # The SDK's habit, the same JSON as the text: said once.
+    twice = types.CallToolResult(content=[text(json.dumps(details))], structured_content=details, is_error=True)
+    assert tool_error_text(twice) == json.dumps(details)
+
+
+def test_the_sdks_generic_error_says_nothing() -> None:
+    assert says_nothing("Error executing tool wipe")
+    assert says_nothing("Error executing tool outer: Error executing tool inner")
+    assert says_nothing(tool_error_text(types.CallToolResult(content=[], is_error=True)))
+    assert not says_nothing("Error executing tool wipe: disk full")
+    assert not says_nothing("the widget is broken; pass a smaller size")
 
 
 def test_many_empty_items_are_bounded_by_their_framing() -> None:

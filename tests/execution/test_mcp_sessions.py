@@ -201,6 +201,19 @@ async def test_a_tool_error_is_an_upstream_error_with_its_text(executor: McpExec
     assert caught.value.reason == "upstream_error"
     assert caught.value.upstream_message == "the widget is broken; pass a smaller size"
     assert "'fail'" in str(caught.value)
+    assert "its message says what went wrong" in str(caught.value) and "taken effect" not in str(caught.value)
+
+
+async def test_a_write_tools_error_may_have_taken_effect_and_a_generic_one_says_nothing(
+    executor: McpExecutor, vault: CredentialVault
+) -> None:
+    up = await upstream(executor, vault, connector(stdio(lab_command())))
+    with pytest.raises(UpstreamError) as caught:
+        await up.call("wipe", {"target": "/busy"})
+    assert caught.value.upstream_message == "Error executing tool wipe"
+    message = str(caught.value)
+    assert "without saying what went wrong" in message and "its message says what went wrong" not in message
+    assert "the call may have taken effect, so check before calling again" in message
 
 
 async def test_one_session_is_reused_and_a_killed_child_is_respawned(

@@ -4,15 +4,16 @@
     python -m tests.support.mcp_lab streamable-http PORT
     python -m tests.support.mcp_lab sse PORT
 
-Built on the official SDK's ``MCPServer``; HTTP modes listen on 127.0.0.1 only. Its tools cover
-what ``server-everything`` does not: a destructive annotation, a tool with no annotations, a tool
-that sleeps (a hung upstream), an ``isError`` result, audio and embedded blobs, names that need
-mapping to action paths, and its ``tools/list`` is paginated (``PAGE`` tools a page) so the
-gateway's pagination is exercised. ``whoami`` reports ``LAB_TOKEN`` from its environment and the
-``Authorization`` header it received, so tests can check where the gateway put a credential (and
-that it is redacted on the way back). With ``LAB_REQUIRE_BEARER=<token>`` in its environment an
-HTTP mode answers 401 to any request without that bearer token. With ``LAB_LEAK=1``, stdio mode
-first prints ``LAB_TOKEN`` on a non-JSON stdout line (the client SDK logs that line).
+Built on the official SDK's ``MCPServer``; HTTP modes listen on 127.0.0.1 only. Its tools cover what
+``server-everything`` does not: a destructive annotation (``wipe``, which fails on ``/busy``), a
+tool with no annotations, a tool that sleeps (a hung upstream), an ``isError`` result, audio and
+embedded blobs, names that need mapping to action paths, and its ``tools/list`` is paginated
+(``PAGE`` tools a page) so the gateway's pagination is exercised. ``whoami`` reports ``LAB_TOKEN``
+from its environment and the ``Authorization`` header it received, so tests can check where the
+gateway put a credential (and that it is redacted on the way back). With
+``LAB_REQUIRE_BEARER=<token>`` in its environment an HTTP mode answers 401 to any request without
+that bearer token. With ``LAB_LEAK=1``, stdio mode first prints ``LAB_TOKEN`` on a non-JSON stdout
+line (the client SDK logs that line).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def peek(key: str) -> dict[str, Any]:
 @lab.tool(annotations=types.ToolAnnotations(destructive_hint=True, read_only_hint=False))
 def wipe(target: str) -> str:
     """Delete everything under a target."""
+    if target == "/busy":
+        # The SDK answers isError with only "Error executing tool wipe": the reason stays here.
+        raise RuntimeError("deleted part of /busy before the disk failed")
     return f"wiped {target}"
 
 
