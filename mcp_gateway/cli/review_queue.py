@@ -6,7 +6,8 @@ flagged as instructions to the model, with a readable diff of what an agent woul
 named ones quarantined and off the list until the upstream changes them again. An approval pins the
 exact snapshot shown: a running gateway makes the action visible on its next discover or call.
 It also shows what a failing upstream said that agents were not shown because it reads as
-instructions to the model (cleaned and redacted, with the flags).
+instructions to the model (cleaned and redacted, with the flags): while its connector loaded, and,
+the latest per action, in answer to a call.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ async def cmd_review(args: argparse.Namespace) -> int:
                 decided.append(finding.name)
         # What failing upstreams said that agents were not shown: the operator reads it here.
         withheld = gw.review.withheld()
+        withheld_calls = await gw.review.withheld_calls()
     verb = "denied" if args.deny else "approved"
     if args.json:
         print_json(
@@ -52,12 +54,18 @@ async def cmd_review(args: argparse.Namespace) -> int:
                 ],
                 verb: decided,
                 "withheld_errors": withheld,
+                "withheld_call_errors": withheld_calls,
             }
         )
         return 0
     if not (args.all or names):
         for slug, said in withheld.items():
             sys.stdout.write(f"== connector {slug}: its error text was withheld from agents\n   {escaped(said)}\n\n")
+        for name, said in withheld_calls.items():
+            sys.stdout.write(
+                f"== action {escaped(name)}: the error text its upstream answered a call with was withheld from "
+                f"the agent\n   {escaped(said)}\n\n"
+            )
     if not held:
         sys.stdout.write("nothing is held for review\n")
         return 0

@@ -27,6 +27,7 @@ from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
 from ..primitives.secrets import PROJECT_WIDE, CredentialKey
+from ..primitives.upstream_text import noting_withheld
 from ..services.approvals import ApprovalService, ArgumentsTooLong, fingerprint, redact_arguments
 from ..services.audit import args_preview
 from ..services.identity import Principal, granted_connectors
@@ -66,6 +67,7 @@ from .refusals import failed_in_body, may_have_run, refusal, unauthorized
 from .results import clean_result, redacted_json, upstream_summary
 from .trace import CallTrace
 from .whole_numbers import whole_numbers
+from .withheld_errors import WithheldErrors
 
 __all__ = ["CallPipeline"]
 
@@ -96,6 +98,7 @@ class CallPipeline:
         changes: CredentialChanges,
         health: StoreHealth,
         traffic: TrafficGate,
+        withheld: WithheldErrors,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self._catalogs = catalogs
@@ -109,6 +112,7 @@ class CallPipeline:
         self._health = health
         self.traffic = traffic
         """Rate limits, concurrency caps, circuit breakers and read retries."""
+        self._withheld = withheld
 
     async def attempt(
         self,
@@ -120,7 +124,31 @@ class CallPipeline:
         trace: CallTrace,
     ) -> CallResult:
         """One attempt; an unexpected failure becomes an ``internal_error`` result (and a log entry),
-        an unreachable store ``store_unavailable`` (logged once per outage, see ``StoreHealth``)."""
+        an unreachable store ``store_unavailable`` (logged once per outage, see ``StoreHealth``).
+        Whatever upstream text was withheld from the answer on the way is logged and kept for the
+        operator's review (``WithheldErrors``)."""
+        with noting_withheld() as withheld:
+            result = await self._attempt_cleaned(principal, tool, args, approval_id, fields, trace)
+        # Kept by the action an agent reached (a connector's own load error is kept by its sync).
+        if withheld and trace.action is not None:
+            try:
+                await self._withheld.note(trace.action.qualified_name, withheld)
+            except Exception:
+                # The answer stands: the agent already reads that the text was withheld.
+                logger.warning(
+                    "the error text withheld from the agent's call of %s could not be kept", tool, exc_info=True
+                )
+        return result
+
+    async def _attempt_cleaned(
+        self,
+        principal: Principal,
+        tool: str,
+        args: dict[str, Any],
+        approval_id: str | None,
+        fields: Sequence[str] | None,
+        trace: CallTrace,
+    ) -> CallResult:
         try:
             result = await self._attempt(principal, tool, args, approval_id, fields, trace)
         except StoreUnavailable as exc:
@@ -453,12 +481,6 @@ class CallPipeline:
             trace.unsent = not exc.sent
             trace.upstream_status = exc.upstream_status
             trace.upstream_seconds = time.perf_counter() - sent
-            if exc.withheld:
-                logger.warning(
-                    "%s: the upstream's error text was withheld from the agent: it looks like instructions to the "
-                    "model",
-                    cfg.slug,
-                )
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
             wait = f"Wait {exc.retry_after:g} s before calling again (retry_after)." if exc.retry_after else ""
             return ErrorResult(

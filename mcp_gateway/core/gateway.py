@@ -93,6 +93,7 @@ from .results import (
 from .sync import Progress
 from .trace import CallTrace
 from .use_memory import UseMemory
+from .withheld_errors import WithheldErrors
 
 __all__ = ["Gateway", "OnPending"]
 
@@ -186,7 +187,8 @@ class Gateway:
         self._changes.requester_may = self._asker_may
         self.credentials = CredentialDesk(vault, self._oauth2, self._changes, self.credential_stored)
         """What the connect, secret and OAuth2 pages do with a credential a human enters."""
-        self.review = HeldActions(self._catalogs)
+        self._withheld = WithheldErrors(store, clock)
+        self.review = HeldActions(self._catalogs, self._withheld)
         """Upstream actions held for an operator's review, and their decisions."""
         self.scrape = ScrapeState(
             self.metrics, catalogs=self._catalogs, auditor=auditor, approvals=store, mcp=mcp, health=self.health
@@ -246,6 +248,7 @@ class Gateway:
             max_response_bytes=max_response_bytes,
             health=self.health,
             traffic=traffic,
+            withheld=self._withheld,
         )
 
     @property

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import logging
 import math
 from typing import Any, Literal
 
@@ -66,8 +65,6 @@ __all__ = [
     "shown_summary",
     "upstream_summary",
 ]
-
-logger = logging.getLogger(__name__)
 
 _FROZEN = ConfigDict(frozen=True)
 
@@ -186,14 +183,6 @@ def upstream_summary(
     screened = said(body.text(), redactor.redact_text, max_chars=max_chars)
     if not screened.withheld:
         return UpstreamSummary(screened.for_agent())
-    # The operator learns that it happened and why; the text itself is not repeated into the log.
-    logger.warning(
-        "the error text %s answered (HTTP %s) was withheld from the agent: it looks like instructions to "
-        "the model (%s)",
-        connector or "an upstream",
-        outcome.http_status,
-        "; ".join(screened.reasons),
-    )
     passing = [reason for reason in body.reasons if not said(reason, redactor.redact_text).withheld]
     kept = said("; ".join(passing), redactor.redact_text, max_chars=max(0, max_chars - len(WITHHELD) - 2))
     if kept and not kept.withheld:

@@ -20,6 +20,7 @@ text); it imports nothing from the gateway.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ __all__ = [
     "clean_text",
     "hidden_characters",
     "instruction_flags",
+    "one_line_readings",
     "reveal",
 ]
 
@@ -208,23 +210,41 @@ def _flags() -> tuple[tuple[str, re.Pattern[str]], ...]:
     )
 
 
-def instruction_flags(text: str, *, other_tools: Iterable[str] = ()) -> list[str]:
+def instruction_flags(text: str, *, other_tools: Iterable[str] = (), one_line: bool = False) -> list[str]:
     """Why ``text`` looks like instructions aimed at the model rather than a description; empty
     when it does not. ``other_tools`` are names of other connectors' actions (qualified or bare):
-    a description that mentions one is trying to steer calls elsewhere.
+    a description that mentions one is trying to steer calls elsewhere. ``one_line``: ``text`` is
+    shown as one line (an upstream's error), so it is judged as a model reads it there too
+    (``one_line_readings``), not line by line.
     """
     flags = [f"hides text: {found}" for found in hidden_characters(text)]
     # Judge what the tag block spells as well as what is visible: hidden orders are still orders. And
     # as a reader sees it: full-width or Cyrillic look-alike letters, words joined by underscores (a
     # parameter named ignore_previous_instructions) read as the plain words.
     plain = clean_text(text) + "\n" + _spelled_tags(text)
-    visible = _as_read(plain)
-    flags += [reason for reason, pattern in _flags() if pattern.search(visible)]
+    readings = [_as_read(plain)]
+    if one_line:
+        readings += [_as_read(reading) for reading in one_line_readings(text)]
+    flags += [reason for reason, pattern in _flags() if any(pattern.search(seen) for seen in readings)]
     lowered = plain.lower()
     mentioned = sorted({name for name in other_tools if len(name) >= 4 and _mentions(lowered, name.lower())})
     if mentioned:
         flags.append(f"mentions other connectors' tools: {', '.join(mentioned[:5])}")
     return flags
+
+
+_MARKUP: Final = re.compile(r"<[^<>]{0,200}>")
+"""An HTML or XML tag, which a model reads past."""
+
+
+def one_line_readings(text: str) -> tuple[str, str, str]:
+    """``text`` as a model reads it once it is shown on one line: every run of whitespace (line
+    breaks included) one space; invisible characters taken out (``ig\u200bnore`` is ``ignore``) and,
+    read again, as spaces (``ignore\u200bprevious``); entities decoded and tags read past
+    (``ignore<br/>previous``). Each a separate reading: the phrases are looked for in all of them."""
+    joined = " ".join(clean_text(text).split())
+    apart = " ".join(_INVISIBLE.sub(" ", html.unescape(text)).split())
+    return joined, apart, " ".join(_MARKUP.sub(" ", apart).split())
 
 
 _LOOKALIKES: Final = str.maketrans(

@@ -7,31 +7,38 @@ they travel further: into the connector's stored error, the ``connectors`` and `
 the CLI's tables and the log. ``screen`` is the one pipeline they take first:
 
 1. every form of every secret the caller knows is redacted (the ``Redactor`` forms: as is, URL- and
-   JSON-escaped, base64, hex), before and after cleaning, since an invisible character inside a
-   secret would otherwise hide it from the first pass and give it back in the second;
+   JSON-escaped, base64, hex), and so is every secret-shaped span it does not know
+   (``secret_spans``: a URL's userinfo, ``password=…``, a private key block, a ``Bearer`` value),
+   before and after cleaning, since an invisible character inside a secret would otherwise hide it
+   from the first pass and give it back in the second;
 2. ANSI escapes and control, invisible, bidi and tag characters are removed
    (``sanitize.clean_text``), and every run of whitespace, line breaks included, becomes one space:
    an error is one line of a table or a log;
 3. the length is capped, and a cut says so (``CUT``);
 4. text that reads as instructions to the model is flagged (``sanitize.instruction_flags``,
-   judging what tag characters spell as well).
+   judging what tag characters spell as well), as a model reads it on that one line: line breaks,
+   runs of whitespace, invisible characters and markup between the words do not split a phrase.
 
 ``Screened.for_agent`` is what a message may quote: the cleaned text, or, when it reads as
-instructions, a sentence saying it was withheld and where the operator reads it.
+instructions, a sentence saying it was withheld and where the operator reads it. A text withheld
+inside ``noting_withheld`` is noted there, for the caller to log and keep for that review.
 ``Screened.for_operator`` is the cleaned text with its flags: for the operator's review only, never
 a result, a table or a log line (``Screened.reasons`` is what those may name).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
 from ..vocabulary.errors import GatewayError
 from .sanitize import clean_text, instruction_flags
+from .secret_spans import hide_secret_spans
 
-__all__ = ["CUT", "MAX_UPSTREAM_TEXT", "WITHHELD", "Redacts", "Screened", "screen"]
+__all__ = ["CUT", "MAX_UPSTREAM_TEXT", "WITHHELD", "Redacts", "Screened", "noting_withheld", "screen"]
 
 MAX_UPSTREAM_TEXT: Final = 500
 """How much of an upstream's error text a message quotes (the operator's copy is cut there too)."""
@@ -94,12 +101,35 @@ def screen(raw: object, *redacts: Redacts, max_chars: int = MAX_UPSTREAM_TEXT) -
     text = raw if isinstance(raw, str) else str(raw)
     if not text:
         return Screened("")
+    # Secrets the gateway never held are recognised by their shape only (``secret_spans``).
+    redacts = (*redacts, hide_secret_spans)
     text = _redacted(text, redacts)
-    flags = tuple(_redacted(clean_text(flag), redacts) for flag in instruction_flags(text))
+    # Judged as it is shown, on one line: an order split over line breaks, runs of spaces or markup
+    # reads as one there.
+    flags = tuple(_redacted(clean_text(flag), redacts) for flag in instruction_flags(text, one_line=True))
     text = _redacted(" ".join(clean_text(text).split()), redacts)
     if len(text) > max_chars:
         text = text[: max(0, max_chars - len(CUT))].rstrip() + CUT
-    return Screened(text, flags)
+    screened = Screened(text, flags)
+    if screened.withheld and (noted := _NOTED.get()) is not None:
+        noted.append(screened)
+    return screened
+
+
+_NOTED: ContextVar[list[Screened] | None] = ContextVar("withheld_upstream_texts", default=None)
+
+
+@contextmanager
+def noting_withheld() -> Iterator[list[Screened]]:
+    """Every text ``screen`` withholds inside the block (and in tasks it starts), in order: what
+    the agent was told the operator sees, for the caller to log and keep. Wherever along a call an
+    upstream's words were screened, nothing withheld is left unrecorded."""
+    noted: list[Screened] = []
+    token = _NOTED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NOTED.reset(token)
 
 
 def _redacted(text: str, redacts: tuple[Redacts, ...]) -> str:
