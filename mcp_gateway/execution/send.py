@@ -110,12 +110,16 @@ async def _send(
     max_bytes: int,
     max_redirects: int,
 ) -> Outcome:
+    progress = _Progress()
+    # Later hops need no watching: a redirect means the first request was sent.
+    request.extensions = {**request.extensions, "trace": progress}
     try:
         # anyio.fail_after, without its two generator-based context managers (every call passes here):
         # the scope swallows only its own cancellation, so leaving it that way is the deadline.
         with anyio.CancelScope(deadline=anyio.current_time() + timeout):
             return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
-        raise TimeoutError
+        # The deadline and the connect limit are equal up to CONNECT_SECONDS, and the deadline tends to win.
+        raise httpx2.ConnectTimeout("") if progress.connecting else TimeoutError
     except httpx2.ConnectTimeout:
         tls = (
             " (a TLS handshake that never completes: is that port serving plain HTTP? check the scheme of the "
@@ -194,6 +198,25 @@ _NOT_SENT = (
 def _maybe_sent(request: httpx2.Request, exc: BaseException) -> bool:
     """Whether a write failed after its request may have reached the upstream (a read is safe to repeat)."""
     return request.method not in ("GET", "HEAD", "OPTIONS") and not isinstance(exc, _NOT_SENT)
+
+
+class _Progress:
+    """How far the request got, from httpcore2's trace events: still connecting (TLS included), or sent.
+
+    Without any event (a transport that emits none, a wait for the pool) nothing is known, and a timeout is
+    told as one that may have come after the request left.
+    """
+
+    __slots__ = ("connecting",)
+
+    def __init__(self) -> None:
+        self.connecting = False
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event.startswith("connection.") and event.endswith(".started"):  # connect_tcp, start_tls …
+            self.connecting = True
+        elif event.endswith("send_request_headers.started"):
+            self.connecting = False
 
 
 CONNECT_SECONDS = 10.0

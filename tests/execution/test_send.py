@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib
 import socket
@@ -317,6 +318,36 @@ async def test_https_to_a_port_that_never_completes_a_handshake_says_so_soon(mon
         waited = time.monotonic() - started
     assert info.value.reason == "upstream_unreachable" and "TLS handshake" in str(info.value)
     assert "nothing was sent" in str(info.value) and waited < 5
+
+
+@contextlib.contextmanager
+def full_accept_queue() -> Iterator[int]:
+    """A listener whose accept queue is full: a new connection's SYN is dropped, connecting never ends."""
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+            yield port
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_a_timeout_before_the_connection_was_made_says_nothing_was_sent(scheme: str) -> None:
+    # A timeout under the connect limit: the whole exchange's deadline ends the connecting, not httpx2.
+    with contextlib.ExitStack() as stack:
+        if scheme == "http":
+            port = stack.enter_context(full_accept_queue())
+        else:  # connected, but the TLS handshake is never answered
+            port = stack.enter_context(socket.create_server(("127.0.0.1", 0))).getsockname()[1]
+        with pytest.raises(UpstreamError) as info:
+            await call(httpx2.Request("POST", f"{scheme}://127.0.0.1:{port}/x", content=b"{}"), seconds=0.4)
+    assert info.value.reason == "upstream_unreachable"
+    assert "nothing was sent" in str(info.value) and "may have reached" not in str(info.value)
 
 
 async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_unreachable() -> None:
