@@ -11,7 +11,8 @@ The one place that knows them. JSON errors differ mostly in where the reason and
 - Stripe ``error {message, param}``, GitHub ``errors[] {resource, field, code}``, FastAPI
   ``detail[] {loc, msg}``, Spring ``errors[] {field, defaultMessage}``, Salesforce
   ``[{message, errorCode, fields}]``;
-- ``errors`` as an object of field to messages (Rails, Laravel, Shopify, Mongoose).
+- ``errors`` as an object of field to messages (Rails, Laravel, Shopify, Mongoose), GitLab's ``message``
+  likewise.
 
 The general rule: a reason is a message-like value, and an object holding one also names where (a
 ``field``, ``param``, ``pointer``, ``target``…) is said ``where: reason``; an ``errors``-like object
@@ -256,6 +257,8 @@ def _take(value: Any, depth: int, own: list[str], nested: list[str]) -> None:
     strings = _strings(value)
     if strings:
         own += strings
+    elif _field_map(value):
+        nested += _by_field(value, depth)
     else:
         nested += _reasons(value, depth + 1)
 
@@ -270,8 +273,19 @@ def _strings(value: Any) -> list[str]:
 
 
 def _says_anything(value: dict[str, Any]) -> bool:
-    """An error object, as opposed to an object of field to reasons (``{"email": ["is taken"]}``)."""
-    return any(key in value for key in (*_TEXT_KEYS, *_FALLBACK_KEYS, "title"))
+    """An error object, as opposed to an object of field to reasons (``{"email": ["is taken"]}``): one saying
+    something in its own words. A field may be named like a message key (Shopify's ``{"title": ["can't be
+    blank"]}``), and then its reasons are a list, not the object's own text."""
+    return any(isinstance(value.get(key), str) for key in (*_TEXT_KEYS, *_FALLBACK_KEYS, "title"))
+
+
+def _field_map(value: Any) -> bool:
+    """An object of field to lists of reasons (GitLab's ``{"message": {"name": ["has already been taken"]}}``)."""
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(v, list) and v and all(isinstance(r, str) for r in v) for v in value.values())
+    )
 
 
 def _by_field(fields: dict[str, Any], depth: int) -> list[str]:

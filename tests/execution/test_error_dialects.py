@@ -106,6 +106,21 @@ def failed(data: Any, content_type: str = "application/json", status: int = 400)
             },
             "The given data was invalid.; email: has already been taken; name: can't be blank; name: is too short",
         ),
+        # Shopify: a field named like a message key is still a field, and every field is said
+        (
+            {"errors": {"title": ["can't be blank"], "variants.price": ["must be greater than or equal to 0"]}},
+            "title: can't be blank; variants.price: must be greater than or equal to 0",
+        ),
+        # OData with an empty message: the reason is in details only
+        (
+            {"error": {"code": "BadArgument", "message": "", "details": [{"target": "name", "message": "null"}]}},
+            "name: null",
+        ),
+        # GitLab: the message itself an object of field to messages
+        (
+            {"message": {"name": ["has already been taken"], "path": ["is too short"]}},
+            "name: has already been taken; path: is too short",
+        ),
         # Mongoose: the items name their path already
         (
             {"errors": {"email": {"message": "Path `email` is required.", "path": "email", "name": "ValidatorError"}}},
