@@ -503,12 +503,12 @@ class CallPipeline:
             await self._changes.origins.accepted(carried)
         if outcome.http_status is not None and outcome.http_status >= 400:
             return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
-        if failed_in_body(outcome.data):
+        if flag := failed_in_body(outcome.data):
             # Slack's way (and others'): HTTP 200 whose body says the call failed. Told as the failure it
             # is, its text screened as any error's, not handed over as a success.
             return ErrorResult(
                 reason="upstream_error",
-                message=f'{cfg.slug} answered {outcome.http_status} but its answer says the call failed ("ok": false).',
+                message=f"{cfg.slug} answered {outcome.http_status} but its answer says the call failed ({flag}).",
                 upstream_status=outcome.http_status,
                 upstream_message=upstream_summary(outcome, redactor, cfg.slug).text or None,
                 hint="Read the upstream's error, fix what it names and call again"

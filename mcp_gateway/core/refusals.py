@@ -39,9 +39,10 @@ def unauthorized(slug: str, outcome: Outcome, redactor: Redactor) -> Denied | st
 
 def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: str = "") -> CallResult:
     """The answer to an upstream's error status (not 401): a rate limit is one whatever its status (its
-    headers or its body's codes say so), a refused credential says so, a 5xx is the upstream's own
-    failure (nothing to fix in the arguments, unless a SOAP fault blames the request), a 403 is final,
-    the rest are the arguments' to fix. ``fallback``: the sentence pointing at the connector's request
+    headers or its body's codes say so), a refused credential says so, a 511 is a network sign-in in
+    front of the upstream, a 5xx is the upstream's own failure (nothing to fix in the arguments, unless
+    a SOAP fault blames the request), a 403 is final, the rest are the arguments' to fix but for the
+    statuses of ``_STATUS_HINTS``. ``fallback``: the sentence pointing at the connector's request
     action, for an argument error."""
     slug, status = prepared.connector.slug, outcome.http_status
     assert status is not None
@@ -68,6 +69,17 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
             hint="Retrying will not help and the arguments are not the problem: ask the user to reconnect "
             "(connect) with a valid credential.",
         )
+    if status == 511:
+        # RFC 6585: only a proxy or captive portal in front of the upstream answers 511, the API never.
+        return ErrorResult(
+            reason="upstream_unreachable",
+            message=f"{slug} answered 511 (network authentication required): a captive portal or proxy between "
+            "the gateway and the upstream wants a sign-in, so the request never reached the API and nothing was done.",
+            upstream_status=status,
+            upstream_message=upstream_message,
+            hint="The arguments are not the problem, and retrying will not help until the gateway's network lets "
+            "it through: tell the operator.",
+        )
     if status >= 500 and not body.blames_request:
         return ErrorResult(
             reason="upstream_error",
@@ -84,7 +96,8 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     return ErrorResult(
         reason="upstream_error",
         message=f"{slug} answered {status}"
-        + (" with a SOAP fault that blames the request." if body.blames_request else "."),
+        + (" with a SOAP fault that blames the request." if body.blames_request else ".")
+        + (" The call may have taken effect; check before calling again." if _cut_short(status, prepared) else ""),
         upstream_status=status,
         upstream_message=upstream_message,
         hint=_STATUS_HINTS.get(status, hint) + fallback,
@@ -135,13 +148,42 @@ _STATUS_HINTS = {
     "again, then decide.",
     415: "The upstream does not take the body in this format: the action's description may be out of date; tell "
     "the operator.",
+    423: "What this call acts on is locked (another operation holds it, or its owner locked it): the arguments are "
+    "not the problem; wait and try again later, or tell the user if it stays locked.",
+    424: "It depended on another request or step that failed (the upstream's message may name it): deal with that "
+    "one first; this call's own arguments may be fine.",
+    451: "The upstream may not serve this for legal reasons (a court order, sanctions, a country's law): the "
+    "arguments are not the problem and retrying will not help; tell the user.",
+    499: "The request was cancelled before the upstream finished it (a proxy on the way, or the upstream, gave up "
+    "on it): the arguments are not the problem; try again.",
 }
 """What to do after a 4xx whose cause is not the arguments' shape, where "check the arguments" misleads."""
 
 
-def failed_in_body(data: object) -> bool:
-    """An answer whose body says it failed though its status is 2xx: ``{"ok": false, "error": …}``."""
-    return isinstance(data, dict) and data.get("ok") is False and "error" in data
+def _cut_short(status: int, prepared: Prepared) -> bool:
+    """A 499 (a request cancelled while the upstream worked on it) of a call that may have changed something."""
+    return status == 499 and may_have_run(prepared)
+
+
+def failed_in_body(data: object) -> str:
+    """The flag by which an answer's body says it failed though its status is 2xx (``"ok": false``,
+    ``"success": false``); empty when it says no such thing.
+
+    Only an envelope that says so without doubt: the top level's ``ok`` or ``success`` is the boolean
+    false and beside it is what went wrong: an ``error`` (Slack's ``{"ok": false, "error":
+    "channel_not_found"}``), a non-empty ``errors`` (Cloudflare's ``{"success": false, "errors": […]}``),
+    or a ``description`` with an ``error_code`` (Telegram's). A record that merely has an ``ok`` or
+    ``success`` field, or a ``description``, stays data.
+    """
+    if not isinstance(data, dict):
+        return ""
+    fields: dict[str, object] = data  # pyright: ignore[reportUnknownVariableType]
+    flag = next((key for key in ("ok", "success") if fields.get(key) is False), "")
+    if not flag:
+        return ""
+    said = fields.get("error") not in (None, "", False) or bool(fields.get("errors"))
+    said = said or (bool(fields.get("description")) and fields.get("error_code") is not None)
+    return f'"{flag}": false' if said else ""
 
 
 def _forbidden(slug: str, status: int, quoted: UpstreamSummary, redactor: Redactor, lacking: str) -> Denied:

@@ -13,7 +13,7 @@ import pytest
 
 from mcp_gateway.primitives.upstream_text import WITHHELD
 from mcp_gateway.services.identity import OPERATOR
-from mcp_gateway.vocabulary.model import CallResult, Denied, ErrorResult, NeedsAuth
+from mcp_gateway.vocabulary.model import CallResult, Denied, ErrorResult, NeedsAuth, Ok
 from tests.core.test_gateway import SECRET, Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
@@ -195,3 +195,65 @@ async def test_a_withheld_explanation_is_not_pointed_to_and_its_harmless_part_is
     assert result.upstream_message == f"Issue title: missing_field; {WITHHELD}"
     assert result.hint and "withheld" in result.hint and "says what it expected" not in result.hint
     assert "purge" not in json.dumps(result.model_dump())
+
+
+@pytest.mark.parametrize(
+    ("body", "flag", "said"),
+    [
+        (
+            {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"},
+            '"ok": false',
+            "Bad Request: chat not found",
+        ),
+        (
+            {"success": False, "errors": [{"code": 10000, "message": "Authentication error"}], "messages": []},
+            '"success": false',
+            "Authentication error",
+        ),
+        ({"success": False, "error": "Unauthorized", "errorCode": 401}, '"success": false', "Unauthorized"),
+    ],
+)
+async def test_a_200_whose_envelope_says_it_failed_is_an_error(tmp_path: Path, body: Any, flag: str, said: str) -> None:
+    for tool, write in (("api.items.create", True), ("api.items.get", False)):
+        result = await _call(tmp_path, httpx2.Response(200, json=body), tool)
+        assert isinstance(result, ErrorResult), (tool, result)
+        assert (result.reason, result.upstream_status, result.upstream_message) == ("upstream_error", 200, said)
+        assert flag in result.message
+        assert result.hint and ("took effect" in result.hint) == write
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"success": False, "errors": [], "result": {"id": 1}},  # nothing went wrong
+        {"name": "login test", "description": "signs in", "success": False},  # a record of a failed check
+        {"ok": False, "description": "a probe of the disk"},
+        {"ok": "false", "error": "x"},  # not the boolean
+        {"ok": False, "error": None},
+    ],
+)
+async def test_data_with_an_ok_or_success_field_stays_data(tmp_path: Path, body: Any) -> None:
+    result = await _call(tmp_path, httpx2.Response(200, json=body), "api.items.get")
+    assert isinstance(result, Ok), result
+    assert result.data == body
+
+
+@pytest.mark.parametrize(
+    ("status", "says"), [(423, "locked"), (424, "depended on another"), (451, "legal reasons"), (499, "cancelled")]
+)
+async def test_a_4xx_that_is_not_the_arguments_fault_says_what_it_means(tmp_path: Path, status: int, says: str) -> None:
+    for tool, write in (("api.items.create", True), ("api.items.get", False)):
+        result = await _call(tmp_path, httpx2.Response(status, json={"message": "no"}), tool)
+        assert isinstance(result, ErrorResult) and result.upstream_status == status, result
+        assert result.hint and says in result.hint and "Check the arguments" not in result.hint
+        # Only a cancelled write may have run part-way.
+        assert ("may have taken effect" in result.message) == (status == 499 and write), result.message
+
+
+async def test_a_511_is_a_network_sign_in_in_front_of_the_upstream_not_its_failure(tmp_path: Path) -> None:
+    portal = httpx2.Response(511, headers={"Content-Type": "text/html"}, content=b"<title>Wi-Fi sign in</title>")
+    result = await _call(tmp_path, portal)
+    assert isinstance(result, ErrorResult) and result.reason == "upstream_unreachable", result
+    assert "never reached the API" in result.message and "may have taken effect" not in result.message
+    assert result.hint and "tell the operator" in result.hint and "try again later" not in result.hint
+    assert result.upstream_message == "Wi-Fi sign in"
