@@ -481,6 +481,8 @@ class CallPipeline:
             trace.unsent = not exc.sent
             trace.upstream_status = exc.upstream_status
             trace.upstream_seconds = time.perf_counter() - sent
+            if exc.forbidden:  # a permission refused in the protocol's words: final, as a 403 is
+                return Denied(reason="upstream_forbidden", message=redactor.redact_text(str(exc)))
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
             wait = f"Wait {exc.retry_after:g} s before calling again (retry_after)." if exc.retry_after else ""
             return ErrorResult(

@@ -292,6 +292,17 @@ class GraphQLExecutor:
                         upstream_message=whole.for_agent(),
                     )
                 )
+            if codes & _FORBIDDEN_CODES:
+                raise whole.attach(
+                    UpstreamError(
+                        "upstream_error",
+                        f"{slug} refused the GraphQL {name} operation. Retrying will not help; the credential lacks "
+                        f"the permission. The upstream said: {text}.",
+                        upstream_status=outcome.http_status,
+                        upstream_message=whole.for_agent(),
+                        forbidden=True,
+                    )
+                )
             if not _executed(data):
                 message = (
                     f"{slug} rejected the GraphQL {name} operation: {text}. Check the arguments against describe "
@@ -378,6 +389,8 @@ _NOT_EXECUTED_CODES = frozenset({"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAI
 _SERVER_SIDE_CODES = frozenset({"INTERNAL_SERVER_ERROR", "INTERNAL", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"})
 _UNAUTHENTICATED_CODES = frozenset({"UNAUTHENTICATED", "UNAUTHORIZED", "INVALID_TOKEN"})
 _RATE_LIMITED_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "THROTTLED", "TOO_MANY_REQUESTS"})
+_FORBIDDEN_CODES = frozenset({"FORBIDDEN", "PERMISSION_DENIED", "ACCESS_DENIED"})
+"""A credential that may not do this (Apollo's ``FORBIDDEN``): what an HTTP 403 says."""
 
 
 def _codes(errors: Any) -> set[str]:

@@ -129,6 +129,7 @@ class UpstreamError(GatewayError):
         sent: bool = True,
         retry_after: float | None = None,
         broken: bool = False,
+        forbidden: bool = False,
     ) -> None:
         self.reason: ErrorReason = reason
         self.upstream_status = upstream_status
@@ -140,6 +141,9 @@ class UpstreamError(GatewayError):
         self.broken = broken
         """True when the upstream gave no usable HTTP answer (garbage, a cut body, a redirect loop): a
         failure of the upstream, as a 5xx is, for its circuit breaker."""
+        self.forbidden = forbidden
+        """True when the upstream refused the call as not permitted for the credential in a protocol's own
+        words (GraphQL's ``FORBIDDEN`` over HTTP 200): final, told as a 403 is (``upstream_forbidden``)."""
         super().__init__(message)
 
 

@@ -24,7 +24,7 @@ from mcp_gateway.sources.graphql_schemas import GraphQLSchemas
 from mcp_gateway.vocabulary.errors import ArgumentError, UpstreamError
 from mcp_gateway.vocabulary.model import Action, GraphQLBinding
 from tests.support.graphql_upstream import SDL, GraphQLApp
-from tests.support.upstream import LoopbackServer
+from tests.support.upstream import LoopbackServer, Receive, Scope, Send, reply_json
 
 pytestmark = pytest.mark.anyio
 
@@ -123,6 +123,38 @@ async def test_a_credential_refused_or_a_rate_limit_in_graphql_words_is_told_as_
             await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
     assert raised.value.reason == reason
     assert "Check the arguments" not in str(raised.value) and "not the problem" in str(raised.value)
+
+
+@pytest.mark.parametrize("code", ["FORBIDDEN", "PERMISSION_DENIED"])
+async def test_a_permission_refused_in_graphql_words_is_final_as_a_403_is(code: str) -> None:
+    errors = [{"message": "Not allowed to star", "path": ["addStar"], "extensions": {"code": code}}]
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"data": None, "errors": errors})
+
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(
+            ACTIONS["mutation.add_star"], {"input": {"starrableId": "R_1"}}, cfg, "http://gql.test/graphql"
+        )
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    assert raised.value.forbidden
+    assert "lacks the permission" in str(raised.value) and "Not allowed to star" in str(raised.value)
+    assert "Check the arguments" not in str(raised.value)
+
+
+async def test_a_graphql_forbidden_is_upstream_forbidden_through_the_gateway(tmp_path: Path, schema_file: Path) -> None:
+    async def forbidding(scope: Scope, receive: Receive, send: Send) -> None:
+        error = {"message": "Unauthorized", "path": ["search"], "extensions": {"code": "FORBIDDEN"}}
+        await reply_json(send, 200, {"data": None, "errors": [error]})
+
+    with LoopbackServer(forbidding) as server:
+        async with _gateway(tmp_path, _manifest(f"{server.base_url}/graphql", schema_file=schema_file)) as gw:
+            result = await _call(gw, "gh.query.search", {"query": "x"})
+    assert (result["status"], result["reason"]) == ("denied", "upstream_forbidden"), result
+    assert "Retrying will not help" in result["message"] and "Unauthorized" in result["message"]
 
 
 async def test_data_that_is_no_object_is_no_graphql_answer() -> None:
