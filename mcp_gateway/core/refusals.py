@@ -55,7 +55,12 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
         quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
         return _forbidden(slug, 403, quoted, redactor, "the credential lacks the permission")
     summary = upstream_summary(outcome, redactor, slug)
-    upstream_message = summary.text
+    upstream_message = summary.text or None  # an empty body said nothing: no empty quote of it
+    unread = (
+        f" Its body could not be decoded (a corrupt or cut {outcome.undecodable} stream), so what it said is unknown."
+        if outcome.undecodable
+        else ""
+    )
     if limited:
         return _rate_limited(slug, status, outcome.retry_after, upstream_message)
     if refused:
@@ -84,27 +89,33 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
         return ErrorResult(
             reason="upstream_error",
             message=f"{slug} answered {status}: it failed on its side."
-            + (" The call may have taken effect; check before calling again." if may_have_run(prepared) else ""),
+            + (" The call may have taken effect; check before calling again." if may_have_run(prepared) else "")
+            + unread,
             upstream_status=status,
             upstream_message=upstream_message,
             hint="The arguments are not the problem: try again later, and tell the operator if it keeps failing.",
         )
     if summary.withheld:
         hint = "The upstream's explanation was withheld; check the arguments against describe."
+    elif outcome.undecodable:
+        hint = "Check the arguments against describe (the upstream's explanation could not be read)."
+    elif not upstream_message:
+        hint = "Check the arguments against describe (the upstream gave no explanation)."
     else:
         hint = "Check the arguments against describe; the upstream's message says what it expected."
     return ErrorResult(
         reason="upstream_error",
         message=f"{slug} answered {status}"
         + (" with a SOAP fault that blames the request." if body.blames_request else ".")
-        + (" The call may have taken effect; check before calling again." if _cut_short(status, prepared) else ""),
+        + (" The call may have taken effect; check before calling again." if _cut_short(status, prepared) else "")
+        + unread,
         upstream_status=status,
         upstream_message=upstream_message,
         hint=_STATUS_HINTS.get(status, hint) + fallback,
     )
 
 
-def _rate_limited(slug: str, status: int, wait: float | None, upstream_message: str) -> ErrorResult:
+def _rate_limited(slug: str, status: int, wait: float | None, upstream_message: str | None) -> ErrorResult:
     if wait is None:
         return ErrorResult(
             reason="rate_limited",

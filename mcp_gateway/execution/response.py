@@ -76,6 +76,9 @@ class Outcome:
     the allowance is spent: GitHub answers a rate limit with 403, not 429."""
     challenge: Challenge | None = None
     """What a 401's or 403's ``WWW-Authenticate`` says of the token (``error``, ``error_description``)."""
+    undecodable: str = ""
+    """An error answer's content coding (``gzip``) whose stream was corrupt or cut: its status stands, its
+    body is not there. Empty when the body was read."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:
@@ -108,14 +111,20 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
             f"The upstream answered HTTP {status} in a content encoding the gateway cannot read "
             f"({', '.join(undecoded)}): its body is withheld, since it cannot be checked for secrets. "
             + ("The call may have taken effect; check before calling again. " if status < 400 else "")
-            + "The upstream should answer uncompressed or gzip, as the gateway's Accept-Encoding asks.",
+            + "The upstream should answer uncompressed, gzip or deflate, as the gateway's Accept-Encoding asks.",
             upstream_status=status,
         )
-    body, truncated = await _read_capped(response, max_bytes, coding)
     content_type = response.headers.get("content-type", "")
     media, has_params, _ = content_type.partition(";")
     media = media.strip().lower()
     waits = _waits(response) if response.status_code >= 400 else {}
+    try:
+        body, truncated = await _read_capped(response, max_bytes, coding)
+    except httpx2.DecodingError:
+        if response.status_code < 400:
+            raise  # a success's body is its result: without it the exchange broke
+        # An error's status says most of what happened; that its body was unreadable is said beside it.
+        return Outcome(response.status_code, None, False, media, undecodable=(coding or "").strip(), **waits)
     if not body:
         return Outcome(
             http_status=response.status_code,
@@ -307,9 +316,10 @@ def _kind(media: str, body: bytes) -> _Kind:
     if media.startswith("text/") or media.endswith("xml") or media in _TEXT_TYPES:
         return "text"
     if not media:
-        # No label: decide by looking. UTF-8 that parses as JSON is JSON; other UTF-8 is text.
+        # No label: decide by looking. Text (UTF-8, or UTF-16 after its byte order mark) that parses as JSON
+        # is JSON; other text is text.
         try:
-            body.decode("utf-8")
+            body.decode("utf-16" if body[:2] in _UTF16_BOMS else "utf-8")
         except UnicodeDecodeError:
             return "binary"
         return "json"
@@ -372,6 +382,9 @@ def _read_as(body: bytes, encoding: str, *, final: bool) -> str:
     return codecs.getincrementaldecoder(encoding)(errors="replace").decode(body, final=False)
 
 
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+"""The byte order marks that say a body is UTF-16 (the ``utf-16`` codec reads either and drops it)."""
+
 _PROBE = bytes(range(0x20, 0x7F))
 """Printable ASCII: what a charset label must read as itself to be taken at its word."""
 
@@ -381,6 +394,8 @@ def _reading(body: bytes, charset: str | None) -> str:
     (UTF-16, EBCDIC, punycode...) and the bytes hold a secret the process has opened as plain ASCII: read
     as labelled, that secret would reach the agent as other characters that encode back to it."""
     label = charset.strip().lower() if charset else ""
+    if body[:2] in _UTF16_BOMS:
+        label = "utf-16"  # a byte order mark outranks any label (WHATWG Encoding's BOM sniffing)
     if not label or not _text_codec(label):  # none, or one of bytes to bytes (base64, hex) or none at all
         return "utf-8"
     if _keeps_ascii(label):

@@ -26,7 +26,11 @@ from ..tracing import SpanKind, inject_trace_context, recording, span
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from .response import Outcome, read_response
 
-__all__ = ["send"]
+__all__ = ["ACCEPT_ENCODING", "send"]
+
+ACCEPT_ENCODING = "gzip, deflate"
+"""The codings asked for: those ``content_coding`` undoes itself and tells a cut stream of. Without the header
+any coding is acceptable (RFC 9110 12.5.3), and one the gateway cannot read withholds the whole answer."""
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # httpx2.Request recomputes these from the next hop's URL and body.
@@ -70,6 +74,8 @@ async def send(
             inject_trace_context(carrier, current)
             if carrier:  # nothing to add without a trace (updating with nothing still copies)
                 request.headers.update(carrier)
+        if "accept-encoding" not in request.headers:  # a connector's own headers may say otherwise
+            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
         outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
         if outcome.http_status is not None:
             current.set_attribute("http.response.status_code", outcome.http_status)

@@ -257,3 +257,22 @@ async def test_a_511_is_a_network_sign_in_in_front_of_the_upstream_not_its_failu
     assert "never reached the API" in result.message and "may have taken effect" not in result.message
     assert result.hint and "tell the operator" in result.hint and "try again later" not in result.hint
     assert result.upstream_message == "Wi-Fi sign in"
+
+
+async def test_an_error_whose_gzip_body_is_broken_keeps_its_status(tmp_path: Path) -> None:
+    # It was "broke the HTTP exchange; try again later", without the 400.
+    broken = httpx2.Response(
+        400,
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        stream=httpx2.ByteStream(b'{"message": "x"}'),
+    )
+    result = await _call(tmp_path, broken, "api.items.get")
+    assert isinstance(result, ErrorResult) and (result.reason, result.upstream_status) == ("upstream_error", 400)
+    assert "could not be decoded" in result.message and "try again later" not in result.message
+    assert result.hint and "could not be read" in result.hint
+
+
+async def test_an_error_with_an_empty_body_quotes_nothing_and_points_to_no_message(tmp_path: Path) -> None:
+    result = await _call(tmp_path, httpx2.Response(422), "api.items.get")
+    assert isinstance(result, ErrorResult) and result.upstream_message is None, result
+    assert result.hint and "gave no explanation" in result.hint and "message says" not in result.hint

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import codecs
 import gzip
 import json
 from collections.abc import AsyncIterator
@@ -116,6 +117,25 @@ async def test_a_charset_label_that_would_disguise_an_opened_secret_is_not_follo
         assert canary in outcome.data, charset  # as itself: what the call's redactor then finds
     honest = "héllo wörld".encode("utf-16")
     assert (await read(honest, "text/plain; charset=utf-16")).data == "héllo wörld"
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain", None])
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+async def test_a_utf16_byte_order_mark_is_honoured_without_a_charset(content_type: str | None, codec: str) -> None:
+    mark = "\ufeff" if codec == "utf-16-be" else ""  # the utf-16 codec writes its own
+    body = (mark + '{"message": "name fehlt: ü"}').encode(codec)
+    outcome = await read(body, content_type, status=400)
+    text = '{"message": "name fehlt: ü"}'
+    assert outcome.data == (text if content_type == "text/plain" else json.loads(text))
+    # Cut by the cap (the mark and nine characters), what came is still read as UTF-16.
+    assert (await read(body, "text/plain", max_bytes=20)).data == '{"message'
+
+
+async def test_a_byte_order_mark_does_not_disguise_an_opened_secret() -> None:
+    canary = "CANARY-utf16-bom-7d1e"
+    known_secrets().add(SecretValue(canary))
+    outcome = await read(codecs.BOM_UTF16_LE + f"token was {canary}".encode(), "text/plain")
+    assert canary in outcome.data
 
 
 @pytest.mark.parametrize("charset", ["idna", "punycode", "base64", "hex", "rot13", "undefined", "utf-7"])
@@ -341,6 +361,14 @@ async def test_a_streamed_gzip_body_is_capped_and_only_a_whole_one_must_reach_it
     assert (capped.data, capped.truncated) == ("x" * 1000, True)
     with pytest.raises(httpx2.DecodingError):
         await read_response(httpx2.Response(200, headers=headers, stream=Chunks(packed[:-30])), max_bytes=100_000)
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_an_error_whose_compressed_body_is_broken_keeps_its_status(status: int) -> None:
+    headers = {"content-type": "application/json", "content-encoding": "gzip"}
+    for body in (b'{"message": "not gzip at all"}', gzip.compress(b'{"message": "cut"}' * 40)[:30]):
+        outcome = await read_response(httpx2.Response(status, headers=headers, stream=Chunks(body)), max_bytes=1000)
+        assert (outcome.http_status, outcome.data, outcome.undecodable) == (status, None, "gzip")
 
 
 @pytest.mark.parametrize("status", [204, 304])

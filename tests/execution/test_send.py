@@ -110,6 +110,13 @@ async def test_built_request_reaches_the_upstream_with_auth_applied(upstream: Up
     assert outcome.data["raw_path"] == "/api/items/a%2Fb"
 
 
+async def test_the_codings_the_gateway_reads_are_the_ones_it_asks_for(upstream: Upstream) -> None:
+    # Without Accept-Encoding any coding is acceptable, and one the gateway cannot read withholds the answer.
+    await call(get(upstream.base_url, "/x"))
+    await call(get(upstream.base_url, "/x", headers={"Accept-Encoding": "identity"}))  # a connector's own
+    assert [seen.headers["accept-encoding"] for seen in upstream.app.requests] == ["gzip, deflate", "identity"]
+
+
 async def test_non_2xx_is_an_outcome_not_an_exception(upstream: Upstream) -> None:
     outcome = await call(get(upstream.base_url, "/status/404?message=no+such+repo"))
     assert outcome.http_status == 404
