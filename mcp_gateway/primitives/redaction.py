@@ -471,9 +471,15 @@ def _head(value: str) -> str:
     return value[: max(MIN_SECRET_START, -(-len(value) // 2))]
 
 
+_MASKS = frozenset("*•●·…#xX.")
+"""What an upstream writes in place of the end of a secret it echoes masked (``sk_live_abcd****``,
+``abcd…``, ``abcdXXXX``)."""
+
+
 def _starts_redacted(s: str, state: _Compiled) -> str:
-    """``s`` with every start of a secret (``_head`` and as much more of it as follows) redacted: an
-    upstream that masks the end of what it echoes (``CANARY-p71-bearTok/8****``) shows the rest."""
+    """``s`` with every start of a secret (``_head`` and as much more of it as follows) redacted where
+    the secret's end is masked or cut off (a mask character, or the text's end, follows): an upstream
+    that masks the end of what it echoes (``CANARY-p71-bearTok/8****``) shows the rest."""
     for head, value in state.heads:
         found = s.find(head)
         if found < 0:
@@ -484,8 +490,11 @@ def _starts_redacted(s: str, state: _Compiled) -> str:
             end = found + len(head)
             while end < len(s) and end - found < len(value) and s[end] == value[end - found]:
                 end += 1
-            out += (s[at:found], REDACTED)
-            at = end
+            if end - found == len(value) or end == len(s) or s[end] in _MASKS:
+                out += (s[at:found], REDACTED)
+                at = end
+            # Else the text went on with its own words: a secret chosen by a person may start with one
+            # ("introspection-…"), and the gateway's own sentence using that word is no echo of it.
             found = s.find(head, end)
         out.append(s[at:])
         s = "".join(out)

@@ -321,6 +321,14 @@ def test_a_secret_echoed_with_its_end_masked_is_redacted_from_half_of_it_and_twe
     r.add(SecretValue(long))
     assert r.redact_text(long[:19] + "…") == long[:19] + "…"
     assert r.redact_text(long[:20] + long[20:30] + "****") == "[redacted]****"
+    # A start followed by words of the text's own is no masked echo: a secret a person chose may begin
+    # with a word the gateway's own sentences use.
+    worded = Redactor()
+    worded.add(SecretValue("introspection-canary-417"))
+    said = "127.0.0.1 did not return an introspection result; check that introspection is enabled"
+    assert worded.redact_text(said) == said
+    assert worded.redact_text("echo: introspection-can…") == "echo: [redacted]…"
+    assert worded.redact_text("echo: introspection-ca") == "echo: [redacted]"
     # A value too short to have a start of 12 that is not all of it is redacted only whole.
     short = Redactor()
     short.add(SecretValue("abcdefghijkl"))
