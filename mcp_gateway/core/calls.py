@@ -16,12 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
+import httpx2
 
 from ..auth import LastMeterAuth
 from ..auth.oauth2 import AuthorizationRefused
 from ..execution.executor import Executor, Prepared
 from ..execution.http_request import sent_arguments
 from ..execution.response import Outcome
+from ..execution.send import RedirectJudge
 from ..manifest import ConnectorConfig
 from ..policy import effective_risk
 from ..primitives.projection import project, unmatched
@@ -292,7 +294,8 @@ class CallPipeline:
             with admitted:  # concurrency slots held until the call has its result
                 redactor = Redactor()
                 auth = self._credentials.auth_for(cfg, principal.user, credential.sealed, on_secret=redactor.add)
-                return await self._run(principal, executor, prepared, fields, trace, auth, redactor)
+                redirects = self._redirect_judge(action, args, base_url) if base_url else None
+                return await self._run(principal, executor, prepared, fields, trace, auth, redactor, redirects)
         finally:
             # A human approved one run: a call stopped before its request could leave (a rate limit, a
             # start the store could not record, a credential or a header refused before sending) has not
@@ -300,6 +303,20 @@ class CallPipeline:
             if spent is not None and (trace.call_id is None or trace.unsent):
                 with anyio.CancelScope(shield=True):
                     await self._unspend(spent, action.qualified_name)
+
+    def _redirect_judge(self, action: Action, args: Mapping[str, Any], base_url: str) -> RedirectJudge:
+        """How a read's same-origin redirect is judged: followed only when the policy would run the
+        request it leads to without asking anyone (a human approved the URL the page showed, not this one)."""
+
+        def judge(hop: httpx2.Request) -> str | None:
+            verdict = self._permissions.hop_verdict(action, args, hop, base_url)
+            if verdict.action == "always_run":
+                return None
+            if verdict.action == "block":
+                return f"a {verdict.source} policy rule ({verdict.rule}) blocks that request"
+            return f"that request would need a human's approval ({verdict.source} policy), and none was asked for it"
+
+        return judge
 
     def _decide(
         self, action: Action, args: Mapping[str, Any], prepared: Prepared | None, base_url: str | None
@@ -440,13 +457,14 @@ class CallPipeline:
         trace: CallTrace,
         auth: LastMeterAuth,
         redactor: Redactor,
+        redirects: RedirectJudge | None,
     ) -> CallResult:
         cfg = prepared.connector
         await trace.reach_upstream()
         sent = time.perf_counter()
         try:
             try:
-                outcome = await self._send(executor, prepared, auth)
+                outcome = await self._send(executor, prepared, auth, redirects)
             except ToolsChanged as changed:
                 # Loaded and reviewed again before anything is called: a tool changed to say or do
                 # something else is held, as a sync holds it.
@@ -463,7 +481,7 @@ class CallPipeline:
                         "Nothing was sent.",
                     )
                 try:
-                    outcome = await self._send(executor, prepared, auth)
+                    outcome = await self._send(executor, prepared, auth, redirects)
                 except ToolsChanged:
                     # Listed differently again right after loading them: which tool this name would
                     # reach cannot be told, so nothing is sent.
@@ -496,6 +514,8 @@ class CallPipeline:
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
         carried = auth.credential.key if auth.credential is not None else None
+        if outcome.redirected_to is not None:
+            trace.redirected_to = redactor.redact_text(outcome.redirected_to)
         if outcome.http_status == 401:
             refused = unauthorized(prepared.connector.slug, outcome, redactor)
             if isinstance(refused, Denied):
@@ -538,14 +558,18 @@ class CallPipeline:
         note = refused_note(slug, await self._changes.origins.refused(carried, 401))
         return f" {note}" if note else ""
 
-    async def _send(self, executor: Executor, prepared: Prepared, auth: LastMeterAuth) -> Outcome:
+    async def _send(
+        self, executor: Executor, prepared: Prepared, auth: LastMeterAuth, redirects: RedirectJudge | None
+    ) -> Outcome:
         """Run the request, telling the circuit breaker how it went; a read that met a transient
         failure (timeout, refused connection, 429/503/502/504) is tried again per ``retries.reads``."""
         cfg, action = prepared.connector, prepared.action
         attempt = 0
         while True:
             try:
-                outcome = await executor.run(prepared, auth=auth, max_bytes=self.max_response_bytes)
+                outcome = await executor.run(
+                    prepared, auth=auth, max_bytes=self.max_response_bytes, redirects=redirects
+                )
             except UpstreamError as exc:
                 transient = exc.reason in ("upstream_timeout", "upstream_unreachable")
                 # A broken exchange (garbage, a cut body) is the upstream failing as much as a 503; a

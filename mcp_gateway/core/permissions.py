@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx2
 
@@ -122,6 +123,26 @@ class Permissions:
         catalog = self._catalogs.loaded.get(action.connector)
         for target, target_args in addressed(catalog.actions if catalog is not None else (), request, path):
             verdicts.append(self.verdict(target, target_args))
+        return strictest(verdicts)
+
+    def hop_verdict(self, action: Action, args: Mapping[str, Any], hop: httpx2.Request, base_url: str) -> Verdict:
+        """The verdict on the next request a redirect of a call of ``action`` leads to (``hop``): the
+        call's own rules still hold for its continuation, and the hop is judged as the request it is,
+        as a call of the connector's generic request action would be (its rules, and those of each
+        curated action the hop reaches); the strictest wins."""
+        query = dict(parse_qsl(hop.url.query.decode("ascii", "replace"), keep_blank_values=True))
+        generic = {**{k: v for k, v in args.items() if k not in ("query", "body")}, "query": query}
+        if isinstance(action.binding, RequestBinding):
+            return self.request_verdict(action, generic, hop, base_url)
+        verdicts = [self.verdict(action, args)]
+        fallback = self._catalogs.request_fallback(action)
+        if fallback is not None:
+            verdicts.append(self.request_verdict(fallback, {"query": query}, hop, base_url))
+        else:
+            path = request_path(hop.url, base_url)
+            catalog = self._catalogs.loaded.get(action.connector)
+            for target, target_args in addressed(catalog.actions if catalog is not None else (), hop, path):
+                verdicts.append(self.verdict(target, target_args))
         return strictest(verdicts)
 
     def fixed_verdict(self, action: Action) -> Verdict | None:

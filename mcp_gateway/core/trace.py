@@ -50,6 +50,8 @@ class CallTrace:
     header the HTTP client refused): it cannot have taken effect."""
     throttled: str | None = None
     """Which of the gateway's own limits refused the call (``limits``), for the metrics."""
+    redirected_to: str | None = None
+    """The path a followed redirect led to, whose answer the call returned (its query left out)."""
     approved_by: str | None = None
     """Who approved the call it runs under (its approval's ``decided_by``), for the audit row."""
     _last: tuple[Action | None, Verdict | None, Principal, str, AuditRecord] | None = field(default=None, repr=False)
@@ -100,6 +102,7 @@ class CallTrace:
             "latency_ms": round((time.perf_counter() - self.started) * 1000, 3),
             "call_id": self.call_id,
             "approved_by": self.approved_by,
+            "redirected_to": self.redirected_to,
         }
         last = self._last
         if last is not None and last[0] is action and last[2] is principal:

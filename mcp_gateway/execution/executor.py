@@ -23,7 +23,7 @@ from ..vocabulary.errors import UpstreamError
 from ..vocabulary.model import Action
 from .http_request import build_request
 from .response import Outcome
-from .send import send
+from .send import RedirectJudge, send
 
 __all__ = ["Executor", "HttpExecutor", "Prepared"]
 
@@ -46,8 +46,11 @@ class Executor(Protocol):
         with reason ``connector_error`` (the operator's)."""
         ...
 
-    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
-        """Send it. Raises ``UpstreamError`` when no answer could be had; any answer is an Outcome."""
+    async def run(
+        self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int, redirects: RedirectJudge | None = None
+    ) -> Outcome:
+        """Send it. Raises ``UpstreamError`` when no answer could be had; any answer is an Outcome.
+        An HTTP upstream's same-origin redirect of a read is followed only when ``redirects`` lets it."""
         ...
 
 
@@ -73,7 +76,9 @@ class HttpExecutor:
         request = build_request(action, args, base_url=base_url, static_headers=connector.headers)
         return Prepared(action=action, connector=connector, request=request)
 
-    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
+    async def run(
+        self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int, redirects: RedirectJudge | None = None
+    ) -> Outcome:
         assert prepared.request is not None
         return await send(
             self.client_for(prepared.connector, auth),
@@ -83,6 +88,7 @@ class HttpExecutor:
             max_bytes=max_bytes,
             trace_context=prepared.connector.trace_context,
             url_template=getattr(prepared.action.binding, "url", None),
+            redirects=redirects,
         )
 
     def client_for(self, connector: ConnectorConfig, auth: httpx2.Auth) -> httpx2.AsyncClient:

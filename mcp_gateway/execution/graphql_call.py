@@ -47,7 +47,7 @@ from ..vocabulary.model import Action, GraphQLBinding
 from .executor import Prepared
 from .http_request import USER_AGENT
 from .response import Outcome, said, summarize_error
-from .send import send
+from .send import RedirectJudge, send
 
 __all__ = ["GraphQLExecutor", "Operation", "build_operation", "selection_from_select"]
 
@@ -249,7 +249,9 @@ class GraphQLExecutor:
         request = httpx2.Request("POST", base_url, headers=headers, content=content.encode("utf-8"))
         return Prepared(action=action, connector=connector, request=request, payload=(operation, checked))
 
-    async def run(self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int) -> Outcome:
+    async def run(
+        self, prepared: Prepared, *, auth: httpx2.Auth, max_bytes: int, redirects: RedirectJudge | None = None
+    ) -> Outcome:
         assert prepared.request is not None
         operation, checked = prepared.payload
         if operation.custom_selection and not checked:
@@ -265,6 +267,7 @@ class GraphQLExecutor:
             timeout=prepared.connector.timeout,
             max_bytes=max_bytes,
             trace_context=prepared.connector.trace_context,
+            redirects=redirects,
         )
         data, status = outcome.data, outcome.http_status
         assert status is not None, "send() answers over HTTP, with a status"

@@ -75,6 +75,7 @@ from .mcp_transport import (
     where,
 )
 from .response import Outcome, said
+from .send import RedirectJudge
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -184,7 +185,10 @@ class McpExecutor:
         _spec(connector)  # an operator's mistake shows before any approval is asked for
         return Prepared(action=action, connector=connector, payload={"tool": binding.tool, "arguments": dict(args)})
 
-    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
+    async def run(
+        self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int, redirects: RedirectJudge | None = None
+    ) -> Outcome:
+        del redirects  # not HTTP: nothing redirects
         from mcp.shared.exceptions import MCPError
 
         cfg = prepared.connector

@@ -36,7 +36,7 @@ from ..vocabulary.model import Action, RequestBinding
 from .executor import HttpExecutor, Prepared
 from .http_request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, wire_text
 from .response import Outcome
-from .send import send
+from .send import RedirectJudge, send
 
 __all__ = ["RequestExecutor", "build_generic_request"]
 
@@ -72,7 +72,9 @@ class RequestExecutor:
             )
         return Prepared(action=action, connector=connector, request=build_generic_request(args, base_url, connector))
 
-    async def run(self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int) -> Outcome:
+    async def run(
+        self, prepared: Prepared, *, auth: LastMeterAuth, max_bytes: int, redirects: RedirectJudge | None = None
+    ) -> Outcome:
         assert prepared.request is not None
         return await send(
             self._http.client_for(prepared.connector, auth),
@@ -81,6 +83,7 @@ class RequestExecutor:
             timeout=prepared.connector.timeout,
             max_bytes=max_bytes,
             trace_context=prepared.connector.trace_context,
+            redirects=redirects,
         )
 
 

@@ -79,6 +79,8 @@ class Outcome:
     undecodable: str = ""
     """An error answer's content coding (``gzip``) whose stream was corrupt or cut: its status stands, its
     body is not there. Empty when the body was read."""
+    redirected_to: str | None = None
+    """The path of the URL that gave this answer, when a redirect led there from the one requested."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:

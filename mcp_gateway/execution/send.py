@@ -1,10 +1,15 @@
-"""Send one upstream request: same-origin redirects only, one deadline, failures as ``UpstreamError``.
+"""Send one upstream request: judged same-origin redirects only, one deadline, failures as ``UpstreamError``.
 
 httpx2 follows redirects to any host and strips only ``Authorization``; a credential placed in an
 API-key header, a query parameter or a request signature would still travel. So redirects are
 followed here, by hand, and only within the original request's origin (scheme, host, port): a
 redirect elsewhere is refused before anything is sent to it. The auth is re-applied on each hop,
 so a signature covers the URL actually requested.
+
+Within the origin a redirect still leads to a request nobody judged: another path, which a policy
+rule may block or hold for a human. So a write's redirect is never followed (a 307 or 308 would send
+its body again), and a read's only when the caller's ``RedirectJudge`` lets the new request run as
+it is; otherwise the redirect is reported, nothing sent to its target.
 
 Error messages name the upstream by host (and port) only. The full URL can carry a key in its
 query, and request headers carry credentials, so neither appears in any message, and httpx2's
@@ -15,9 +20,10 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx2
@@ -26,11 +32,22 @@ from ..tracing import SpanKind, inject_trace_context, recording, span
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from .response import Outcome, read_response
 
-__all__ = ["ACCEPT_ENCODING", "send"]
+__all__ = ["ACCEPT_ENCODING", "RedirectJudge", "send"]
 
 ACCEPT_ENCODING = "gzip, deflate"
 """The codings asked for: those ``content_coding`` undoes itself and tells a cut stream of. Without the header
 any coding is acceptable (RFC 9110 12.5.3), and one the gateway cannot read withholds the whole answer."""
+
+
+class RedirectJudge(Protocol):
+    """Whether a read may follow a same-origin redirect to ``request`` (the next hop, before any
+    credential is applied): None when it may, else why not (a clause: "a policy rule blocks it")."""
+
+    def __call__(self, request: httpx2.Request, /) -> str | None: ...
+
+
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_MAX_SHOWN_LOCATION = 200
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # httpx2.Request recomputes these from the next hop's URL and body.
@@ -49,8 +66,12 @@ async def send(
     max_redirects: int = 5,
     trace_context: bool = True,
     url_template: str | None = None,
+    redirects: RedirectJudge | None = None,
 ) -> Outcome:
     """Send ``request`` with ``auth`` and read at most ``max_bytes`` of the final answer.
+
+    A same-origin redirect of a read is followed when ``redirects`` lets its next request run (none
+    is without it); the answer's ``redirected_to`` then names the path it came from.
 
     The exchange is one CLIENT span (HTTP client semantic conventions: method, server address and
     port, the final status). Its ``url.full`` is the origin only, and ``url.template`` the action's
@@ -64,7 +85,8 @@ async def send(
 
     Raises:
         UpstreamError: ``upstream_timeout``; ``upstream_unreachable`` (connect or network failure);
-            ``upstream_redirect_refused`` (a redirect off the origin, naming only its host);
+            ``upstream_redirect_refused`` (a redirect off the origin, naming only its host; one of a
+            write, or one ``redirects`` refuses, naming the path it pointed to);
             ``upstream_error`` (too many redirects, a bad ``Location``, broken HTTP).
     """
     attributes = _span_attributes(request, url_template) if recording() else None
@@ -76,7 +98,7 @@ async def send(
                 request.headers.update(carrier)
         if "accept-encoding" not in request.headers:  # a connector's own headers may say otherwise
             request.headers["Accept-Encoding"] = ACCEPT_ENCODING
-        outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects)
+        outcome = await _send(client, request, auth, timeout, max_bytes, max_redirects, redirects)
         if outcome.http_status is not None:
             current.set_attribute("http.response.status_code", outcome.http_status)
         return outcome
@@ -115,6 +137,7 @@ async def _send(
     timeout: float,  # noqa: ASYNC109 - see send()
     max_bytes: int,
     max_redirects: int,
+    redirects: RedirectJudge | None,
 ) -> Outcome:
     progress = _Progress()
     # Later hops need no watching: a redirect means the first request was sent.
@@ -123,7 +146,7 @@ async def _send(
         # anyio.fail_after, without its two generator-based context managers (every call passes here):
         # the scope swallows only its own cancellation, so leaving it that way is the deadline.
         with anyio.CancelScope(deadline=anyio.current_time() + timeout):
-            return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects)
+            return await _exchange(client, request, auth, _per_operation(timeout), max_bytes, max_redirects, redirects)
         # The deadline and the connect limit are equal up to CONNECT_SECONDS, and the deadline tends to win.
         raise httpx2.ConnectTimeout("") if progress.connecting else TimeoutError
     except httpx2.ConnectTimeout:
@@ -244,14 +267,18 @@ async def _exchange(
     per_operation: dict[str, Any],
     max_bytes: int,
     max_redirects: int,
+    redirects: RedirectJudge | None,
 ) -> Outcome:
     # Auth flows write into the request they are given; later hops start from the unsigned headers.
     unsigned = request.headers.raw
-    for _ in range(max_redirects + 1):
+    for hop in range(max_redirects + 1):
         request.extensions = {**request.extensions, "timeout": per_operation}
         response = await client.send(request, auth=auth, follow_redirects=False, stream=True)
         if response.status_code not in _REDIRECTS or "location" not in response.headers:
-            return await read_response(response, max_bytes=max_bytes, head=request.method == "HEAD")
+            outcome = await read_response(response, max_bytes=max_bytes, head=request.method == "HEAD")
+            if hop:
+                outcome = replace(outcome, redirected_to=request.url.path)
+            return outcome
         location = response.headers["location"]
         await response.aclose()
         target = _redirect_url(request.url, location)
@@ -263,7 +290,26 @@ async def _exchange(
                 "location is right, change the connector's base_url",
                 upstream_status=response.status_code,
             )
-        request, unsigned = _next_hop(request, unsigned, target, response.status_code)
+        status = response.status_code
+        if request.method not in _READS:
+            raise UpstreamError(
+                "upstream_redirect_refused",
+                f"{_where(request.url)} answered {status}, pointing to {_shown(target)}; the gateway does not "
+                f"follow a redirect of a {request.method}, so nothing was sent there and nothing was sent again. "
+                "The request itself reached the upstream and may have taken effect: check before calling again",
+                upstream_status=status,
+            )
+        next_request, next_unsigned = _next_hop(request, unsigned, target, status)
+        why = "the gateway was given no rule to judge it by" if redirects is None else redirects(next_request)
+        if why is not None:
+            raise UpstreamError(
+                "upstream_redirect_refused",
+                f"{_where(request.url)} answered {status}, pointing to {next_request.method} {_shown(target)}; "
+                f"not followed: {why}. Nothing was sent there; call that path yourself if it is what you need, "
+                "and it is judged as any call",
+                upstream_status=status,
+            )
+        request, unsigned = next_request, next_unsigned
     raise UpstreamError(
         "upstream_error",
         f"{_where(request.url)} kept redirecting (limit: {max_redirects}); the upstream may be misconfigured",
@@ -293,6 +339,12 @@ def _next_hop(
     content = None if to_get else request.content  # build_request bodies are bytes, so replayable
     next_request = httpx2.Request("GET" if to_get else method, target, headers=headers, content=content)
     return next_request, next_request.headers.raw
+
+
+def _shown(url: httpx2.URL) -> str:
+    """A redirect target's path, without its query (it can carry a key) and cut short: upstream text."""
+    path = url.raw_path.decode("ascii").partition("?")[0]
+    return path if len(path) <= _MAX_SHOWN_LOCATION else path[: _MAX_SHOWN_LOCATION - 1] + "…"
 
 
 def _where(url: httpx2.URL) -> str:

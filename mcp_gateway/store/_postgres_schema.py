@@ -229,6 +229,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE link ADD COLUMN agent text",),
     # 12: an approval covers the request as built (see the SQLite schema's migration 14).
     ("ALTER TABLE approval ADD COLUMN sends text NOT NULL DEFAULT ''",),
+    # 13: the path a same-origin redirect led a call to (see the SQLite schema's migration 15).
+    (
+        "ALTER TABLE audit ADD COLUMN redirected_to text",
+        "ALTER TABLE audit_open ADD COLUMN redirected_to text",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

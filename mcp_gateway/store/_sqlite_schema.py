@@ -245,6 +245,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE link ADD COLUMN agent TEXT",),
     # 14: an approval covers the request as built (its digest), not only its arguments.
     ("ALTER TABLE approval ADD COLUMN sends TEXT NOT NULL DEFAULT ''",),
+    # 15: on a call's audit row, the path a same-origin redirect led it to, whose answer it returned.
+    (
+        "ALTER TABLE audit ADD COLUMN redirected_to TEXT",
+        "ALTER TABLE audit_open ADD COLUMN redirected_to TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -197,6 +197,9 @@ class AuditRecord(BaseModel):
     approved_by: str | None = None
     """For a call run under an approval: who approved it (``operator``, or the user who signed in on
     the approval page); None when nobody known did, or no approval was needed."""
+    redirected_to: str | None = None
+    """The path (no query) a same-origin redirect led the call to, whose answer it returned; None when
+    it followed none."""
 
 
 class ActionReviewRecord(BaseModel):

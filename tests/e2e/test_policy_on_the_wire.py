@@ -35,6 +35,9 @@ policies:
   - {{match: "bank.refunds.issue", action: always_run}}
   - {{match: "pm.*", action: require_approval, when: {{amount: {{gt: 1000}}}}}}
   - {{match: "pm.*", action: always_run}}
+  - {{match: "site.request", action: block, when: {{path: {{matches: "^/admin"}}}}}}
+  - {{match: "site.request", action: require_approval, when: {{path: {{matches: "^/held"}}}}}}
+  - {{match: "site.*", action: always_run}}
 connectors:
   - slug: bank
     base_url: {base}/api
@@ -61,6 +64,19 @@ connectors:
     base_url: {base}
     auth: {{type: bearer}}
     source: {{postman: ./pm.json}}
+  - slug: site
+    base_url: {base}
+    auth: {{type: bearer}}
+    request_action: true
+    source:
+      http:
+        actions:
+          - path: moved.get
+            method: GET
+            url: /redirect
+            params: {{to: query}}
+            risk: read
+            input_schema: {{type: object, properties: {{to: {{type: string}}}}}}
 """
 RAW_JSON = {"raw": {"language": "json"}}
 COLLECTION = {
@@ -91,6 +107,7 @@ async def gateway(tmp_path: Path, upstream: tuple[EchoApp, str]) -> AsyncIterato
     async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
         await gw._vault.put("bank", SECRET)
         await gw._vault.put("pm", SECRET)
+        await gw._vault.put("site", SECRET)
         yield gw
 
 
@@ -196,3 +213,39 @@ async def test_a_value_shaped_otherwise_does_not_skip_a_condition(
     assert upstream[0].requests == []
     small = await call(gateway, tool, {"amount": [5]})
     assert small["status"] == "ok", small
+
+
+@pytest.mark.parametrize(
+    ("tool", "to", "refusal"),
+    [
+        ("site.request", "/admin/secrets", "blocks that request"),
+        ("site.request", "/%61dmin/secrets", "blocks that request"),
+        ("site.request", "/held/x", "would need a human's approval"),
+        ("site.moved.get", "/admin/secrets", "blocks that request"),  # a curated action's redirect too
+    ],
+)
+async def test_a_redirect_is_judged_as_the_request_it_leads_to(
+    gateway: Gateway, upstream: tuple[EchoApp, str], tool: str, to: str, refusal: str
+) -> None:
+    args = {"method": "GET", "path": "/redirect", "query": {"to": to}} if tool == "site.request" else {"to": to}
+    result = await call(gateway, tool, args)
+    assert result["status"] == "error" and result["reason"] == "upstream_redirect_refused", result
+    assert refusal in result["message"] and "Nothing was sent there" in result["message"]
+    assert [r.path for r in upstream[0].requests] == ["/redirect"]  # the target never reached
+    assert SECRET not in json.dumps(result)
+
+
+async def test_a_followed_redirect_is_on_the_audit_row(gateway: Gateway, upstream: tuple[EchoApp, str]) -> None:
+    result = await call(gateway, "site.request", {"method": "GET", "path": "/redirect", "query": {"to": "/x?k=v"}})
+    assert result["status"] == "ok" and result["data"]["path"] == "/x", result
+    await gateway.auditor.flush()
+    rows = [r for r in await gateway._store.list_audit() if r.action == "site.request" and r.status == "ok"]
+    assert [r.redirected_to for r in rows] == ["/x"]
+
+
+async def test_an_approved_write_is_not_replayed_by_a_redirect(gateway: Gateway, upstream: tuple[EchoApp, str]) -> None:
+    args = {"method": "POST", "path": "/redirect", "query": {"to": "/admin/wipe", "status": "307"}, "body": {"all": 1}}
+    result = await call(gateway, "site.request", args)
+    assert result["status"] == "error" and result["reason"] == "upstream_redirect_refused", result
+    assert "nothing was sent again" in result["message"]
+    assert [(r.method, r.path) for r in upstream[0].requests] == [("POST", "/redirect")]

@@ -132,15 +132,56 @@ async def test_an_upstream_echoing_headers_in_its_error_is_summarized_by_its_mes
 # -- redirects -------------------------------------------------------------------------------
 
 
+def follow_any(hop: httpx2.Request) -> str | None:
+    return None
+
+
 @pytest.mark.parametrize("absolute", [False, True])
 async def test_same_origin_redirect_is_followed_with_auth_reapplied(upstream: Upstream, absolute: bool) -> None:
     target = (upstream.base_url if absolute else "") + "/landing?x=1"
     auth = KeyAuth()
-    outcome = await call(get(upstream.base_url, f"/redirect?to={quote(target)}"), auth=auth)
+    outcome = await call(get(upstream.base_url, f"/redirect?to={quote(target)}"), auth=auth, redirects=follow_any)
     assert outcome.http_status == 200
     assert outcome.data["path"] == "/landing" and outcome.data["query"] == "x=1"
+    assert outcome.redirected_to == "/landing"  # the path only: a query can carry a key
     assert auth.applied_to == ["/redirect", "/landing"]
     assert [r.headers.get("x-api-key") for r in upstream.app.requests] == [CANARY, CANARY]
+
+
+async def test_an_answer_without_a_redirect_names_none_though_the_auth_changed_the_url(upstream: Upstream) -> None:
+    class QueryKey(httpx2.Auth):
+        def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+            request.url = request.url.copy_merge_params({"key": CANARY})
+            yield request
+
+    outcome = await call(get(upstream.base_url, "/landing"), auth=QueryKey(), redirects=follow_any)
+    assert outcome.http_status == 200 and outcome.redirected_to is None
+
+
+async def test_a_redirect_the_judge_refuses_is_reported_and_nothing_reaches_its_target(upstream: Upstream) -> None:
+    judged: list[tuple[str, str]] = []
+
+    def refuse(hop: httpx2.Request) -> str | None:
+        judged.append((hop.method, hop.url.path))
+        assert "x-api-key" not in hop.headers  # judged before any credential is on it
+        return "a project policy rule (api.request) blocks that request"
+
+    target = f"/admin/secrets?token={CANARY}"
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, f"/redirect?to={quote(target)}"), auth=KeyAuth(), redirects=refuse)
+    exc = info.value
+    assert (exc.reason, exc.upstream_status) == ("upstream_redirect_refused", 302)
+    assert judged == [("GET", "/admin/secrets")]
+    assert "GET /admin/secrets" in str(exc) and "blocks that request" in str(exc)
+    assert_no_leak(exc, "token=")
+    assert [r.path for r in upstream.app.requests] == ["/redirect"]
+
+
+async def test_without_a_judge_no_redirect_is_followed(upstream: Upstream) -> None:
+    with pytest.raises(UpstreamError) as info:
+        await call(get(upstream.base_url, "/redirect?to=/landing"), auth=KeyAuth())
+    assert info.value.reason == "upstream_redirect_refused"
+    assert [r.path for r in upstream.app.requests] == ["/redirect"]
 
 
 async def test_cross_origin_redirect_is_refused_before_anything_reaches_it(upstream: Upstream, other: Upstream) -> None:
@@ -162,36 +203,34 @@ async def test_a_scheme_change_is_another_origin(upstream: Upstream) -> None:
     assert info.value.reason == "upstream_redirect_refused"
 
 
-@pytest.mark.parametrize(
-    ("status", "method", "expected_method", "keeps_body"),
-    [
-        (303, "POST", "GET", False),
-        (303, "PUT", "GET", False),
-        (302, "POST", "GET", False),
-        (301, "POST", "GET", False),
-        (302, "PATCH", "PATCH", True),
-        (307, "POST", "POST", True),
-        (308, "PUT", "PUT", True),
-    ],
-)
-async def test_redirect_method_rules(
-    upstream: Upstream, status: int, method: str, expected_method: str, keeps_body: bool
-) -> None:
-    request = get(upstream.base_url, f"/redirect?to=/after&status={status}", method, json={"a": 1})
-    outcome = await call(request, auth=KeyAuth())
+@pytest.mark.parametrize("status", [303, 302, 307, 308])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_a_read_follows_with_its_method(upstream: Upstream, status: int, method: str) -> None:
+    request = get(upstream.base_url, f"/redirect?to=/after&status={status}", method)
+    outcome = await call(request, auth=KeyAuth(), redirects=follow_any)
     assert outcome.http_status == 200
     final = upstream.app.requests[-1]
-    assert (final.method, final.path) == (expected_method, "/after")
-    assert final.body == (b'{"a":1}' if keeps_body else b"")
-    assert ("content-type" in final.headers) is keeps_body
+    assert (final.method, final.path) == (method, "/after")
     assert final.headers["x-api-key"] == CANARY
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+async def test_a_write_never_follows_a_redirect(upstream: Upstream, status: int, method: str) -> None:
+    request = get(upstream.base_url, f"/redirect?to=/admin/wipe&status={status}", method, json={"all": True})
+    with pytest.raises(UpstreamError) as info:
+        await call(request, auth=KeyAuth(), redirects=follow_any)
+    exc = info.value
+    assert (exc.reason, exc.upstream_status, exc.sent) == ("upstream_redirect_refused", status, True)
+    assert "/admin/wipe" in str(exc) and "nothing was sent again" in str(exc)
+    assert [r.path for r in upstream.app.requests] == ["/redirect"]  # the body went out once, to the URL shown
 
 
 async def test_redirect_limit(upstream: Upstream) -> None:
     two_hops = "/redirect?to=" + quote("/redirect?to=/end")
-    assert (await call(get(upstream.base_url, two_hops), max_redirects=2)).data["path"] == "/end"
+    assert (await call(get(upstream.base_url, two_hops), max_redirects=2, redirects=follow_any)).data["path"] == "/end"
     with pytest.raises(UpstreamError) as info:
-        await call(get(upstream.base_url, two_hops), max_redirects=1)
+        await call(get(upstream.base_url, two_hops), max_redirects=1, redirects=follow_any)
     assert info.value.reason == "upstream_error"
     assert "kept redirecting" in str(info.value)
 

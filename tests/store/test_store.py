@@ -14,10 +14,11 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import pytest
@@ -1059,6 +1060,24 @@ async def test_audit_upgrade_keeps_every_row_and_still_recovers_started_calls(
 AuditIndexes = Callable[[], Awaitable[list[str]]]
 
 
+class _AuditTable(Protocol):
+    @property
+    def columns(self) -> Sequence[str]: ...
+
+    def params(self, record: AuditRecord) -> tuple[object, ...]: ...
+
+
+_LATER_AUDIT_COLUMNS = ("redirected_to",)
+"""Audit columns added after ``audit_open`` was: a database before it has none of them."""
+
+
+def _then_columns(table: _AuditTable, rows: list[AuditRecord]) -> tuple[list[str], list[tuple[object, ...]]]:
+    """The audit columns (and each row's values) a database from before ``audit_open`` had."""
+    kept = [i for i, c in enumerate(table.columns) if c not in _LATER_AUDIT_COLUMNS]
+    values = [table.params(r) for r in rows]
+    return [table.columns[i] for i in kept], [tuple(v[i] for i in kept) for v in values]
+
+
 async def _sqlite_before(
     path: Path, version: int, rows: list[AuditRecord], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[StoreFactory, AuditIndexes]:
@@ -1068,7 +1087,8 @@ async def _sqlite_before(
         async with SQLiteStore(path):
             pass
     db = sqlite3.connect(path)
-    db.executemany(sqlite_module._AUDIT.insert, [sqlite_module._AUDIT.params(r) for r in rows])
+    columns, params = _then_columns(sqlite_module._AUDIT, rows)
+    db.executemany(f"INSERT INTO audit ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", params)
     db.commit()
     db.close()
 
@@ -1099,7 +1119,10 @@ async def _postgres_before(
             pass
     conn = await asyncpg.connect(url)
     try:
-        await conn.executemany(postgres_module._AUDIT.insert, [postgres_module._AUDIT.params(r) for r in rows])
+        columns, params = _then_columns(postgres_module._AUDIT, rows)
+        places = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+        names = ", ".join(f'"{c}"' for c in columns)
+        await conn.executemany(f"INSERT INTO audit ({names}) VALUES ({places})", params)
     finally:
         await conn.close()
 
