@@ -25,7 +25,7 @@ import httpx2
 
 from ..vocabulary.errors import ArgumentError
 from ..vocabulary.model import Action, ParamSpec
-from .param_styles import wire_text
+from .param_styles import unseparated, wire_text
 
 __all__ = ["multipart_body"]
 
@@ -72,7 +72,8 @@ def _add_parts(key: str, item: Any, spec: ParamSpec | None, parts: list[_Part]) 
         parts.extend((key, (None, wire_text(one).encode("utf-8"), declared)) for one in item if one is not None)
     elif isinstance(item, list | tuple):  # one part, joined as its collectionFormat says
         separator = _SEPARATORS.get(spec.style or "", ",")
-        text = separator.join(wire_text(one) for one in item if one is not None)
+        texts = unseparated(key, [wire_text(one) for one in item if one is not None], separator, "form-data part")
+        text = separator.join(texts)
         parts.append((key, (None, text.encode("utf-8"), declared)))
     else:
         parts.append((key, (None, wire_text(item).encode("utf-8"), declared)))

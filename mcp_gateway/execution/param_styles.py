@@ -32,9 +32,19 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from ..vocabulary.errors import ArgumentError
 from ..vocabulary.model import ParamSpec
 
-__all__ = ["cookie_text", "escaped", "header_text", "nested_leaves", "path_text", "query_parts", "wire_text"]
+__all__ = [
+    "cookie_text",
+    "escaped",
+    "header_text",
+    "nested_leaves",
+    "path_text",
+    "query_parts",
+    "unseparated",
+    "wire_text",
+]
 
 _URL_SEPARATORS = {"spaceDelimited": "%20", "pipeDelimited": "|", "tabDelimited": "%09"}
 _TEXT_SEPARATORS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}
@@ -133,28 +143,58 @@ def path_text(spec: ParamSpec, value: Any, element: Callable[[Any], str]) -> str
 
 
 def header_text(spec: ParamSpec, value: Any) -> str:
-    """A header argument's value: ``simple`` (commas, ``k=v`` pairs when exploded), else as before."""
+    """A header argument's value: ``simple`` (commas, ``k=v`` pairs when exploded), else as before.
+
+    A header has no escape, so an element holding its own separator would be read as more elements
+    (``["a", "b,c"]`` as three): refused.
+
+    Raises:
+        ArgumentError: an element, key or value holds a separator, naming the argument and the character.
+    """
     style = spec.style
     if style == "json":
         return _json_text(value)
     if isinstance(value, list | tuple):
-        if style is None:
-            return ", ".join(wire_text(v) for v in value)
-        return _TEXT_SEPARATORS.get(style, ",").join(wire_text(v) for v in value if v is not None)
+        separator = ", " if style is None else _TEXT_SEPARATORS.get(style, ",")
+        texts = [wire_text(v) for v in value if v is not None or style is None]
+        return separator.join(unseparated(spec.name, texts, separator.strip() or separator, "header"))
     if isinstance(value, Mapping) and style is not None:
-        pairs = _pairs(value)
+        pairs = [(k, wire_text(v)) for k, v in _pairs(value)]
         if spec.style_explode:
-            return ",".join(f"{k}={wire_text(v)}" for k, v in pairs)
-        return ",".join(part for k, v in pairs for part in (k, wire_text(v)))
+            parts = unseparated(spec.name, [part for pair in pairs for part in pair], ",=", "header")
+            return ",".join(f"{k}={v}" for k, v in zip(parts[::2], parts[1::2], strict=True))
+        return ",".join(unseparated(spec.name, [part for pair in pairs for part in pair], ",", "header"))
     return wire_text(value)
 
 
+_SHOWN_SEPARATORS = {",": "','", "=": "'='", "|": "'|'", " ": "a space", "\t": "a tab"}
+
+
+def unseparated(name: str, texts: list[str], separators: str, where: str) -> list[str]:
+    """``texts``, the elements of one argument joined by one of ``separators`` in a place with no
+    escape (a header, a multipart part). Raises ``ArgumentError`` naming ``name`` and the character
+    when an element holds one: it would be read as more elements than were given."""
+    for text in texts:
+        for char in separators:
+            if char in text:
+                shown = _SHOWN_SEPARATORS.get(char, repr(char))
+                raise ArgumentError(
+                    f"argument {name!r} has an element holding {shown}, the separator its {where} joins elements "
+                    f"with; a {where} has no escape for it, so the upstream would read more elements than were "
+                    "given. Send each element without it",
+                    errors=[{"field": name, "message": f"an element holds the separator {shown}"}],
+                )
+    return texts
+
+
 def cookie_text(spec: ParamSpec, value: Any) -> str:
-    """A cookie argument's value before cookie escaping: ``form`` without explode (``a,b``, ``k,v``)."""
+    """A cookie argument's value before cookie escaping: ``form`` without explode (``a,b``, ``k,v``).
+    The escaping takes the separators with it, so an element holding a ``,`` is refused as in a header."""
     if spec.style == "json":
         return _json_text(value)
     if isinstance(value, list | tuple):
-        return ",".join(wire_text(v) for v in value)
+        return ",".join(unseparated(spec.name, [wire_text(v) for v in value], ",", "cookie"))
     if isinstance(value, Mapping) and spec.style is not None:
-        return ",".join(part for k, v in _pairs(value) for part in (k, wire_text(v)))
+        parts = [part for k, v in _pairs(value) for part in (k, wire_text(v))]
+        return ",".join(unseparated(spec.name, parts, ",", "cookie"))
     return wire_text(value)

@@ -111,3 +111,12 @@ def test_a_body_that_is_no_object_of_fields_is_refused() -> None:
     )
     with pytest.raises(ArgumentError, match="its body must be an object of fields"):
         build_request(action, {"body": "text"}, base_url="http://api.test")
+
+
+@pytest.mark.parametrize(("style", "char"), [("form", "','"), ("pipeDelimited", "'|'"), ("spaceDelimited", "a space")])
+def test_an_element_holding_its_joined_parts_separator_is_refused(style: str, char: str) -> None:
+    # A part has no escape: Swagger 2's csv ["a", "b,c"] would reach the upstream as a,b,c, three elements.
+    action = _action(body("lst", style=style, style_explode=False))
+    with pytest.raises(ArgumentError) as raised:
+        build_request(action, {"lst": ["a", "b,c|d e"]}, base_url="http://api.test")
+    assert char in str(raised.value) and raised.value.errors[0]["field"] == "lst"

@@ -121,3 +121,41 @@ def test_header_styles(style: ParamStyle | None, explode: bool, value: Any, head
 def test_cookie_form_style(value: Any, cookie: str) -> None:
     # A comma is no cookie-octet (RFC 6265), so the whole value is escaped, separators too.
     assert _request("cookie", "form", False, value).headers["cookie"] == cookie
+
+
+@pytest.mark.parametrize(
+    ("location", "style", "explode", "value", "char"),
+    [
+        ("header", "simple", False, ["a", "b,c"], "','"),
+        ("header", "simple", True, {"k": "v1", "v": "v,2"}, "','"),
+        ("header", "simple", True, {"k": "v1", "v": "v,admin=true"}, "','"),
+        ("header", "simple", True, {"k": "a=b"}, "'='"),
+        ("header", "simple", False, {"k,x": "v"}, "','"),
+        ("header", "pipeDelimited", False, ["p", "q|r"], "'|'"),
+        ("header", None, False, ["a", "b,c"], "','"),
+        ("cookie", "form", False, ["a", "b,c"], "','"),
+    ],
+)
+def test_an_element_holding_its_separator_where_nothing_escapes_it_is_refused(
+    location: ParamLocation, style: ParamStyle | None, explode: bool, value: Any, char: str
+) -> None:
+    # A header or cookie has no escape for its separator: "b,c" would reach the upstream as two elements.
+    with pytest.raises(ArgumentError) as raised:
+        _request(location, style, explode, value)
+    assert char in str(raised.value) and raised.value.errors[0]["field"] == "color"
+
+
+@pytest.mark.parametrize(
+    ("location", "style", "explode", "value", "expected"),
+    [
+        ("query", "form", False, ["a", "b,c"], "color=a,b%2Cc"),
+        ("path", "simple", False, ["a", "b,c"], "/c/a,b%2Cc"),
+        ("header", "simple", False, "b,c", "b,c"),  # one value is no list: its comma is its own
+    ],
+)
+def test_where_an_escape_exists_the_separator_inside_an_element_is_escaped(
+    location: ParamLocation, style: ParamStyle | None, explode: bool, value: Any, expected: str
+) -> None:
+    request = _request(location, style, explode, value)
+    wire = {"query": request.url.query.decode(), "path": request.url.raw_path.decode(), "header": None}[location]
+    assert (wire if wire is not None else request.headers["color"]) == expected
