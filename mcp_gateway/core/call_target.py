@@ -18,9 +18,10 @@ from urllib.parse import unquote_plus
 import httpx2
 
 from ..execution.executor import Prepared
-from ..execution.http_request import DEFAULT_ACCEPT, USER_AGENT
+from ..execution.http_request import DEFAULT_ACCEPT, OWN_BODY_TYPE, USER_AGENT
 from ..manifest import ConnectorConfig
 from ..manifest.sources import McpSource
+from ..primitives.rerouting import header_name
 from ..primitives.sanitize import MAX_DESCRIPTION_CHARS, clean_text
 from ..primitives.secrets import PROJECT_WIDE, SealedCredential
 from ..services.approvals import REDACTED, secret_name
@@ -118,20 +119,18 @@ def server_shown(cfg: ConnectorConfig) -> str:
 
 _UNSHOWN_HEADERS = frozenset({"host", "content-length"})
 """Headers that follow from the URL and the body, which the approver sees already."""
-_BODY_TYPES = frozenset(
-    {"application/json", "application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data"}
-)
-"""The ``Content-Type``s the gateway gives a body it encodes (a multipart one with its boundary)."""
 
 
 def _headers_shown(request: httpx2.Request) -> str:
     """The headers the request carries beyond the gateway's own defaults (a connector's or a collection's
     static ones, the agent's header arguments), credential-like ones as ``[redacted]``: sent as much as
     the arguments, so the approver sees them. A ``Content-Type`` is left out only when it is the one the
-    gateway gives the body it encoded."""
-    # Each value quoted: one holding "; authorization: …" must not read as another header.
+    gateway gave the body it encoded."""
+    # Each value quoted: one holding "; authorization: …" must not read as another header. A name is no
+    # value, but one that is no header name (a space, a quote, ";") is quoted too, for the same reason.
     shown = [
-        f"{name}: {REDACTED if secret_name(name) else json.dumps(value, ensure_ascii=False)}"
+        f"{name if header_name(name) else json.dumps(name)}: "
+        f"{REDACTED if secret_name(name) else json.dumps(value, ensure_ascii=False)}"
         for name, value in request.headers.multi_items()
         if name not in _UNSHOWN_HEADERS and _DEFAULTS.get(name) != value and not _body_type(request, name, value)
     ]
@@ -139,9 +138,9 @@ def _headers_shown(request: httpx2.Request) -> str:
 
 
 def _body_type(request: httpx2.Request, name: str, value: str) -> bool:
-    if name != "content-type" or request.headers.get("content-length", "0") == "0":
-        return False  # no body the gateway encoded: the type came from a fixed header
-    return value.partition("; boundary=")[0] in _BODY_TYPES
+    """Whether this header is the ``Content-Type`` the gateway itself gave the body it encoded: one the
+    agent, a connector or a collection set is shown, even one naming a type the gateway also uses."""
+    return name == "content-type" and request.extensions.get(OWN_BODY_TYPE) == value
 
 
 _DEFAULTS = {"user-agent": USER_AGENT, "accept": DEFAULT_ACCEPT}

@@ -45,7 +45,7 @@ from ..sources.graphql import SELECT_ARG, GraphQLSchemas
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, GraphQLBinding
 from .executor import Prepared
-from .http_request import USER_AGENT
+from .http_request import USER_AGENT, with_own_body_type
 from .response import Outcome, said, summarize_error
 from .send import RedirectJudge, send
 
@@ -247,6 +247,7 @@ class GraphQLExecutor:
         headers["Content-Type"] = "application/json"
         content = json.dumps(operation.body(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         request = httpx2.Request("POST", base_url, headers=headers, content=content.encode("utf-8"))
+        with_own_body_type(request, "application/json")
         return Prepared(action=action, connector=connector, request=request, payload=(operation, checked))
 
     async def run(

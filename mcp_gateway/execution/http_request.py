@@ -39,6 +39,7 @@ from .param_styles import cookie_text, escaped, header_text, nested_leaves, path
 
 __all__ = [
     "DEFAULT_ACCEPT",
+    "OWN_BODY_TYPE",
     "USER_AGENT",
     "build_request",
     "decoded_path",
@@ -46,6 +47,7 @@ __all__ = [
     "encode_form",
     "sent_arguments",
     "wire_text",
+    "with_own_body_type",
 ]
 
 try:
@@ -226,19 +228,36 @@ def _prepared_request(action: Action, binding: _HttpLike, placed: _Placed, wire:
     arguments_headers = _header_arguments(placed) if placed.header else ()
     content, content_type = _body(action, binding, placed)
     headers = wire.headers if content is None else wire.body_headers
+    own_type = False
     if arguments_headers or placed.cookie or content is not None:
         headers = httpx2.Headers(headers)  # the template stays as it is
         for name, text in arguments_headers:
             headers[name] = text
         _add_cookies(headers, placed)
         if content is not None:
-            if "content-type" not in headers:
+            own_type = "content-type" not in headers
+            if own_type:
                 headers["Content-Type"] = content_type
             headers["Content-Length"] = str(len(content))
     # With ``stream=`` (public API) httpx2 takes the headers as they are: they already hold what its
     # own preparation would add (Host, Content-Length), so that is not worked out again per call.
     request = httpx2.Request(binding.method, url, headers=headers, stream=httpx2.ByteStream(content or b""))
     request.read()  # as Request(content=...) does: the body stays replayable (redirects, signing)
+    if own_type:
+        with_own_body_type(request, content_type)
+    return request
+
+
+OWN_BODY_TYPE = "mcp_gateway.own_body_type"
+"""The request extension holding the ``Content-Type`` the gateway gave the body it encoded, when it set
+one itself: the approval page leaves that one out, and shows any other (an agent's, a connector's)."""
+
+
+def with_own_body_type(request: httpx2.Request, content_type: str) -> httpx2.Request:
+    """``request``, marked as carrying ``content_type``, the ``Content-Type`` the gateway gave its body
+    (``OWN_BODY_TYPE``). Given, not read back: reading a header fixes the headers' encoding, and one the
+    auth adds later (beyond ASCII) would then fail."""
+    request.extensions = {**request.extensions, OWN_BODY_TYPE: content_type}
     return request
 
 
@@ -318,10 +337,11 @@ def build_request(
         raise _url_too_long(placed) from None
     headers = _headers(placed, _static_headers(binding, static_headers))
     content, content_type = _body(action, binding, placed)
-    if content is not None and "content-type" not in headers:
+    if content is None or "content-type" in headers:
         # An operator-declared Content-Type (a vendor JSON type, say) wins over our generic one.
-        headers["Content-Type"] = content_type
-    return httpx2.Request(binding.method, url, headers=headers, content=content)
+        return httpx2.Request(binding.method, url, headers=headers, content=content)
+    headers["Content-Type"] = content_type
+    return with_own_body_type(httpx2.Request(binding.method, url, headers=headers, content=content), content_type)
 
 
 def _url_too_long(placed: _Placed) -> ArgumentError:

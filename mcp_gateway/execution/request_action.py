@@ -29,12 +29,20 @@ import httpx2
 
 from ..auth import LastMeterAuth
 from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_headers
-from ..primitives.rerouting import rerouting
+from ..primitives.rerouting import header_name, rerouting
 from ..sources.generic_request import METHODS
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, RequestBinding
 from .executor import HttpExecutor, Prepared
-from .http_request import DEFAULT_ACCEPT, USER_AGENT, decoded_path, dot_segment, encode_form, wire_text
+from .http_request import (
+    DEFAULT_ACCEPT,
+    USER_AGENT,
+    decoded_path,
+    dot_segment,
+    encode_form,
+    wire_text,
+    with_own_body_type,
+)
 from .response import Outcome
 from .send import RedirectJudge, send
 
@@ -43,10 +51,11 @@ __all__ = ["RequestExecutor", "build_generic_request"]
 _FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "te", "trailer", "upgrade", "keep-alive"}
 )
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 5.6.2 token
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _FORM = "application/x-www-form-urlencoded"
+_TEXT = "text/plain; charset=utf-8"
+_JSON = "application/json"
 _METHOD_PARAMS = frozenset({"_method", "x-http-method-override", "x-method-override", "x-http-method"})
 """Query parameters frameworks (Rails, Laravel, Symfony, method-override middleware) read as the method."""
 _METHOD_PARAM_REFUSAL = (
@@ -104,8 +113,12 @@ def build_generic_request(args: Mapping[str, Any], base_url: str, connector: Con
         url = base.copy_with(raw_path=quote(raw, safe=_PRINTABLE_ASCII).encode("ascii"), fragment=None)
     except httpx2.InvalidURL:
         raise _refused("path", "the path and query make the URL invalid or too long; shorten them") from None
+    given_type = "content-type" in headers
     content = _body(args, headers)
-    return httpx2.Request(method, url, headers=headers, content=content)
+    request = httpx2.Request(method, url, headers=headers, content=content)
+    if given_type or content is None:
+        return request
+    return with_own_body_type(request, _TEXT if isinstance(args.get("body"), str) else _JSON)
 
 
 def _refused(field: str, message: str) -> ArgumentError:
@@ -132,7 +145,14 @@ def _target(path: str, base: httpx2.URL, *, confine: bool = True) -> tuple[str, 
             url = httpx2.URL(path)
         except httpx2.InvalidURL:
             raise _refused("path", "the URL is not valid") from None
-        if url.origin != base.origin or url.userinfo:
+        if url.userinfo:
+            # Not echoed: it may be a password. "a@b" reads as host "a" to a person and "b" to the client.
+            raise _refused(
+                "path",
+                f"an absolute URL may not carry a user name or password ('user@' before the host); this action "
+                f"only reaches {base_origin}, with the connector's own credential (use a path like '/items/42')",
+            )
+        if url.origin != base.origin:
             raise _refused(
                 "path",
                 f"{url.scheme}://{url.netloc.decode('ascii', 'replace')} is not this connector's origin; "
@@ -226,7 +246,7 @@ def _headers(given: Any, connector: ConnectorConfig) -> httpx2.Headers:
     seen: set[str] = set()
     for name, value in given.items():
         lower = str(name).lower()
-        if not _TOKEN.match(str(name)):
+        if not header_name(str(name)):
             raise _refused("headers", f"{name!r} is not a valid header name")
         if lower in seen:
             # One header given twice in two spellings: which one is sent would hang on their order,
@@ -264,7 +284,7 @@ def _body(args: Mapping[str, Any], headers: httpx2.Headers) -> bytes | None:
             raise _refused("body", "a form-encoded body must be an object")
         return encode_form(body).encode("ascii")
     if isinstance(body, str):
-        headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+        headers.setdefault("Content-Type", _TEXT)
         return body.encode("utf-8")
-    headers.setdefault("Content-Type", "application/json")
+    headers.setdefault("Content-Type", _JSON)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import anyio
 import httpx2
 
+from ..primitives.rerouting import header_name
 from ..tracing import SpanKind, inject_trace_context, recording, span
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from .response import Outcome, read_response
@@ -196,6 +197,14 @@ async def _send(
     except httpx2.LocalProtocolError:
         # Raised before a byte leaves: a header value the HTTP client refuses (a space or a line break at
         # its edge). Its text quotes the value, which may be the credential: never passed on.
+        if not all(header_name(name) for name in request.headers):
+            raise UpstreamError(
+                "connector_error",
+                f"the request to {_where(request.url)} was not sent: one of its header names is no header name "
+                "(a space, a quote or a ';' in it); check the connector's headers and those of its source (a "
+                "collection's header keys), then try again",
+                sent=False,
+            ) from None
         raise UpstreamError(
             "connector_error",
             f"the request to {_where(request.url)} was not sent: the HTTP client refused one of its header values "

@@ -4,11 +4,14 @@ A proxy, load balancer or web framework that honours ``X-HTTP-Method-Override: D
 DELETE; one that honours ``X-Original-URL`` serves another path; ``X-Forwarded-For`` makes the caller
 another client. Policy and the approval page judge a call by its own method and URL, so none of these
 may reach the wire: not from an agent's argument, nor from a description, a collection or the manifest.
+Nor may a name that is no header name at all (``header_name``).
 """
 
 from __future__ import annotations
 
-__all__ = ["REROUTING_HEADERS", "rerouting"]
+import re
+
+__all__ = ["REROUTING_HEADERS", "header_name", "rerouting"]
 
 REROUTING_HEADERS = frozenset(
     {
@@ -35,3 +38,12 @@ def rerouting(name: str) -> bool:
     (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded`` ...)."""
     lower = name.strip().lower()
     return lower in REROUTING_HEADERS or lower.startswith("x-forwarded-")
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 5.6.2
+
+
+def header_name(name: str) -> bool:
+    """Whether ``name`` can be a header's name (an RFC 9110 token): one with a space, a quote or a
+    ``;`` is none, could never be sent, and would write its own words into the approval page's line."""
+    return _TOKEN.fullmatch(name) is not None

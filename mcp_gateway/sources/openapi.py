@@ -64,7 +64,7 @@ import httpx2
 from ..manifest import AuthConfig, ConnectorConfig, auth_params
 from ..policy.review import origin_of
 from ..primitives.escapes import escaped
-from ..primitives.rerouting import rerouting
+from ..primitives.rerouting import header_name, rerouting
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
@@ -607,6 +607,11 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
             ctx.warnings.append(
                 f"header parameter {wire!r} of {where} is left out: servers on the way read it as another "
                 "method, URL or client than the operation's"
+            )
+        elif location == "header" and not header_name(wire):
+            ctx.warnings.append(
+                f"header parameter {wire[:200]!r} of {where} is left out: it is no header name (RFC 9110 "
+                "allows no space, quote, comma, ';' or other separator in one), so no request could carry it"
             )
         elif location in ("path", "query", "header", "cookie") and not _is_credential(ctx, wire, location):
             args.add_parameter(param, base)

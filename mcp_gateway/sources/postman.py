@@ -58,7 +58,7 @@ import httpx2
 from ..manifest import ConnectorConfig
 from ..manifest import auth_headers as headers_written_by
 from ..primitives.escapes import escaped
-from ..primitives.rerouting import rerouting
+from ..primitives.rerouting import header_name, rerouting
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
@@ -192,6 +192,13 @@ def normalize_postman(
             connector,
             escaped(where[:600]),
         )
+    for where in ctx.unnamed:
+        logger.warning(
+            "connector %s: header %s is left out: it is no header name (RFC 9110 allows no space, quote, comma, "
+            "';' or other separator in one), so no request could carry it",
+            connector,
+            escaped(where[:600]),
+        )
     origins = Counter(o for o in ctx.origins if o)
     base_url = origins.most_common(1)[0][0] if origins else None
     problem = declared_base_problem(base_url) if base_url else None
@@ -265,6 +272,8 @@ class _Context:
     origins: list[str | None] = field(default_factory=list)
     rerouting: list[str] = field(default_factory=list)
     """``<header> of <request>`` for each header left out as rerouting, for the load's warnings."""
+    unnamed: list[str] = field(default_factory=list)
+    """``<key> of <request>`` for each header left out because its key is no header name."""
 
 
 def _auth_of(raw: Any) -> _Auth | None:
@@ -336,7 +345,8 @@ def _request(
             continue
         args.add_text(key, "query", entry.get("value"), disabled=entry.get("disabled") is True, about=entry)
     rerouted: list[str] = []
-    headers = _headers(ctx, request.get("header"), args, apikey, dropped, rerouted)
+    unnamed: list[str] = []
+    headers = _headers(ctx, request.get("header"), args, apikey, dropped, rerouted, unnamed)
     body = request.get("body")
     if isinstance(body, dict) and body.get("disabled") is not True:
         headers = _body(body, headers, args, ctx.variables, dropped)
@@ -366,6 +376,9 @@ def _request(
             + ", ".join(rerouted)
             + "."
         )
+    if unnamed:
+        ctx.unnamed += [f"{key!r} of {method} {url.display_path} ({name or 'unnamed'})" for key in unnamed]
+        notes.append(f"{len(unnamed)} collection header(s) left out: their keys are no header names.")
     if [d for d in dropped if d != "Authorization (header)"]:
         # A dropped Authorization header is the normal case; other drops tell the agent a field is missing.
         notes.append(
@@ -444,7 +457,13 @@ def _is_credential(key: str, value: Any, variables: PostmanVars) -> bool:
 
 
 def _headers(
-    ctx: _Context, raw: Any, args: Arguments, apikey: str | None, dropped: list[str], rerouted: list[str]
+    ctx: _Context,
+    raw: Any,
+    args: Arguments,
+    apikey: str | None,
+    dropped: list[str],
+    rerouted: list[str],
+    unnamed: list[str],
 ) -> tuple[tuple[str, str], ...]:
     fixed: list[tuple[str, str]] = []
     for entry in raw if isinstance(raw, list) else ():
@@ -455,6 +474,9 @@ def _headers(
             continue
         lowered = key.strip().lower()
         if lowered in _FRAMING_HEADERS:
+            continue
+        if not header_name(key.strip()):
+            unnamed.append(key.strip())
             continue
         if rerouting(lowered):
             rerouted.append(key.strip())

@@ -7,6 +7,8 @@ import pytest
 
 from mcp_gateway.core.call_target import what_it_calls, what_it_sends
 from mcp_gateway.execution.executor import HttpExecutor, Prepared
+from mcp_gateway.execution.http_request import with_own_body_type
+from mcp_gateway.execution.request_action import build_generic_request
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.manifest.loader import ConnectorConfig
 from mcp_gateway.primitives.secrets import SecretValue
@@ -47,8 +49,13 @@ def test_the_digest_changes_with_any_header_or_body_byte_but_not_with_header_ord
 
 def test_a_content_type_shows_unless_it_is_the_one_the_gateway_gave_the_body() -> None:
     # A collection's or a connector's Content-Type goes on the wire as much as any other header.
-    assert what_it_calls(post(json={"a": 1})) == "POST http://upstream.test/pay"
-    assert what_it_calls(post(data={"a": "1"})) == "POST http://upstream.test/pay"
+    own = prepared(
+        with_own_body_type(httpx2.Request("POST", "http://upstream.test/pay", json={"a": 1}), "application/json")
+    )
+    assert what_it_calls(own) == "POST http://upstream.test/pay"
+    form = httpx2.Request("POST", "http://upstream.test/pay", data={"a": "1"})
+    form = prepared(with_own_body_type(form, "application/x-www-form-urlencoded"))
+    assert what_it_calls(form) == "POST http://upstream.test/pay"
     vendor = post(content=b"{}", headers={"Content-Type": "application/vnd.bank+json; mode=live"})
     assert (
         what_it_calls(vendor)
@@ -60,6 +67,28 @@ def test_a_content_type_shows_unless_it_is_the_one_the_gateway_gave_the_body() -
         httpx2.Request("GET", "http://upstream.test/report", headers={"Content-Type": "application/json"})
     )
     assert what_it_calls(bodiless) == 'GET http://upstream.test/report, with headers content-type: "application/json"'
+
+
+@pytest.mark.parametrize("given", ["text/plain; charset=utf-8", "multipart/form-data", "application/json"])
+def test_a_content_type_the_agent_sets_shows_even_when_it_names_one_of_the_gateways_types(given: str) -> None:
+    # The body is encoded as JSON whatever the label: the label is the agent's and goes on the wire.
+    request = build_generic_request(
+        {"method": "POST", "path": "/ct", "headers": {"Content-Type": given}, "body": {"amount": 1}},
+        "http://upstream.test",
+        CONNECTOR,
+    )
+    assert what_it_calls(prepared(request)) == f'POST http://upstream.test/ct, with headers content-type: "{given}"'
+    own = build_generic_request(
+        {"method": "POST", "path": "/ct", "body": {"amount": 1}}, "http://upstream.test", CONNECTOR
+    )
+    assert what_it_calls(prepared(own)) == "POST http://upstream.test/ct"
+
+
+def test_a_header_name_that_is_no_header_name_is_quoted() -> None:
+    request = httpx2.Request("POST", "http://upstream.test/pay")
+    request.headers['X-Trace"; it carries nothing. Risk: read; x-y'] = "1"
+    shown = what_it_calls(prepared(request))
+    assert shown == 'POST http://upstream.test/pay, with headers "x-trace\\"; it carries nothing. risk: read; x-y": "1"'
 
 
 def test_a_multipart_body_is_pinned_whatever_boundary_it_was_given() -> None:

@@ -108,6 +108,16 @@ def test_other_origins_are_refused(path: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "path", ["https://trusted-bank.example@api.example.com/v1/x", "https://user:hunter2@api.example.com/v1/x"]
+)
+def test_an_absolute_url_with_a_user_name_says_that_is_why(path: str) -> None:
+    # Its origin is the connector's: the message must not read "X is not X's origin".
+    message = refused({"method": "GET", "path": path})
+    assert "may not carry a user name or password" in message and "is not this connector's origin" not in message
+    assert "hunter2" not in message and "trusted-bank" not in message
+
+
+@pytest.mark.parametrize(
     "path",
     [
         "/items/../admin",

@@ -239,6 +239,16 @@ def one_shot(handler: Callable[[httpx2.Request], httpx2.Response]) -> httpx2.Asy
     return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
 
 
+async def test_a_header_name_the_http_client_refuses_is_named_as_a_name(upstream: Upstream) -> None:
+    request = get(upstream.base_url, "/x")
+    request.headers['X-Trace"; it carries nothing'] = "1"
+    with pytest.raises(UpstreamError) as info:
+        await call(request)
+    assert info.value.reason == "connector_error" and not info.value.sent
+    assert "header names is no header name" in str(info.value) and "secret set" not in str(info.value)
+    assert upstream.app.requests == []
+
+
 async def test_a_3xx_without_location_is_the_answer() -> None:
     async with one_shot(lambda r: httpx2.Response(304)) as client:
         outcome = await send(client, httpx2.Request("GET", "http://h/x"), auth=None, timeout=5, max_bytes=10)

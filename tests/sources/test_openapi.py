@@ -847,6 +847,23 @@ def test_a_method_url_or_client_override_header_parameter_is_left_out_with_a_war
     assert len(warned) == 2
 
 
+def test_a_header_parameter_whose_name_is_no_header_name_is_left_out_with_a_warning() -> None:
+    odd = {"name": "X-Trace; risk: read", "in": "header", "schema": {"type": "string"}}
+    plain = {"name": "X-Request-Id", "in": "header", "schema": {"type": "string"}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/users": {"get": {"operationId": "listUsers", "parameters": [odd, plain]}}},
+    }
+    loaded = normalize_openapi(document, connector="t")
+    (action,) = loaded.actions
+    assert isinstance(action.binding, OpenAPIBinding)
+    assert [spec.on_wire for spec in action.binding.params] == ["X-Request-Id"]
+    assert [w.split(" is left out")[0] for w in loaded.warnings] == [
+        "header parameter 'X-Trace; risk: read' of GET /users"
+    ]
+
+
 def test_unresolvable_relative_file_ref() -> None:
     (message,) = _load(FIXTURES / "broken_ref.yaml").left_out
     assert "no-such-file.yaml" in message and "GET /things" in message

@@ -285,6 +285,35 @@ def test_a_collections_method_url_and_client_override_headers_are_left_out_with_
     assert "another method, URL or client" in warned[0]
 
 
+def test_a_collection_header_whose_key_is_no_header_name_is_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its key would have written the rest of the approval page's "It will call" sentence.
+    odd = 'X-Trace"; it carries nothing. Risk: read; x-y'
+    doc = _collection(
+        [
+            _request(
+                "Odd Header",
+                "POST",
+                "https://x.test/odd",
+                header=[
+                    {"key": odd, "value": "1"},
+                    {"key": "X Space", "value": "{{v}}"},
+                    {"key": "X-Ok", "value": "2"},
+                ],
+            )
+        ]
+    )
+    with caplog.at_level("WARNING", logger="mcp_gateway.sources.postman"):
+        (action,) = _actions(doc).values()
+    assert _binding(action).headers == (("X-Ok", "2"),)
+    assert _specs(action) == {}  # not as an argument either
+    assert "2 collection header(s) left out" in action.description and "carries nothing" not in action.description
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2, warned
+    assert "is left out: it is no header name" in warned[0]
+
+
 def test_connector_auth_headers_and_apikey_auth_are_dropped() -> None:
     doc = _collection(
         [
