@@ -44,7 +44,6 @@ Pre-request and test scripts, environments and saved responses are ignored.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Mapping
@@ -563,15 +562,20 @@ def _body(
             args.graphql_kind = graphql_kind(query)
         args.add_body("query", query_schema, required=not query, default=query or None)
         variables_text = spec.get("variables")
-        parsed: Any = None
+        variables_schema: dict[str, Any] = {"type": "object", "description": "The GraphQL variables."}
+        example: dict[str, Any] | None = None
+        unresolved: list[str] = []
         if isinstance(variables_text, str) and variables_text.strip():
-            try:
-                parsed = json.loads(variables_text)
-            except ValueError:
-                parsed = None
-        variables_schema = {"type": "object", "description": "The GraphQL variables."}
-        example = parsed if isinstance(parsed, dict) else None
-        args.add_body("variables", variables_schema, required=False, default=example)
+            # Read as a raw JSON body is: ``{"a": {{amt}}}`` is no JSON until its variables are filled in.
+            fields = json_body_fields(variables_text, variables)
+            if isinstance(fields, dict):
+                unresolved = [key for key, (_, required, _) in fields.items() if required]
+                if unresolved:  # what no collection variable fills in, the agent gives
+                    variables_schema["properties"] = {key: schema for key, (schema, _, _) in fields.items()}
+                    variables_schema["required"] = unresolved
+                else:
+                    example = {key: default for key, (_, _, default) in fields.items()}
+        args.add_body("variables", variables_schema, required=bool(unresolved), default=example)
         args.encoding = "json"
         return headers
     if mode == "file":

@@ -493,6 +493,29 @@ def test_form_bodies() -> None:
     assert g.input_schema["properties"]["variables"]["default"] == {"n": 1}
 
 
+def test_a_graphql_requests_variables_are_filled_in_from_the_collection_or_asked_for() -> None:
+    # "{\"a\": {{amt}}}" is no JSON until filled in: it was dropped, and the request sent no variables.
+    def gql(name: str, variables: str) -> dict[str, Any]:
+        body = {
+            "mode": "graphql",
+            "graphql": {"query": "mutation Pay($a: Int!) { pay(a: $a) }", "variables": variables},
+        }
+        return _request(name, "POST", "https://x.test/g", body=body)
+
+    doc = _collection(
+        [gql("Known", '{"a": {{amt}}, "note": "{{memo}} paid"}'), gql("Unknown", '{"a": {{nowhere}}, "b": 1}')],
+        variable=[{"key": "amt", "value": "5000"}, {"key": "memo", "value": "rent"}],
+    )
+    actions = _actions(doc)
+    known = actions["known"].input_schema
+    assert known["properties"]["variables"]["default"] == {"a": 5000, "note": "rent paid"}
+    assert "variables" not in known.get("required", [])
+    unknown = actions["unknown"].input_schema
+    assert unknown["required"] == ["variables"] and "default" not in unknown["properties"]["variables"]
+    assert unknown["properties"]["variables"]["required"] == ["a"]
+    assert set(unknown["properties"]["variables"]["properties"]) == {"a", "b"}
+
+
 def test_a_graphql_request_sends_its_own_document_and_a_query_reads() -> None:
     def gql(name: str, query: str) -> dict[str, Any]:
         return _request(name, "POST", "https://x.test/g", body={"mode": "graphql", "graphql": {"query": query}})
