@@ -259,21 +259,61 @@ class ApprovalService:
         sends: str = "",
         shown: Mapping[str, Any] | None = None,
     ) -> ApprovalRecord:
-        """A new pending approval for this call. ``separate_approver`` (the project's switch) or the
+        """A pending approval for this call. ``separate_approver`` (the project's switch) or the
         verdict's rule saying so bars the requester from approving it. ``does`` and ``calls`` tell
         the approver what the action does and where the call goes, ``sends`` pins the request as built
         (``call_target.what_it_sends``), and ``shown`` (default ``args``) is the arguments the page
-        shows: the agent's, and the defaults the call fills in."""
-        now = self._clock.now()
+        shows: the agent's, and the defaults the call fills in.
+
+        One still waiting for the very same call (the same user and agent, action and arguments, the
+        same request with the same credential) is the one returned: two pages for one call read as one
+        request, and approving both ran it twice."""
         shown = args if shown is None else shown
         arguments = json.dumps(redact_arguments(shown), indent=2, ensure_ascii=False, sort_keys=True, default=str)
         if len(arguments) > ARGUMENTS_CHARS:
             # Stored cut, no page could show all of what would run, so no human could approve it: an
             # approval asked for here would only be a link that leads nowhere.
             raise ArgumentsTooLong(len(arguments))
+        asked = fingerprint(principal, action.qualified_name, args)
+        separate = separate_approver or verdict.separate_approver
+        # The same call asked twice at once (an agent's retry racing its first try) would find none waiting.
+        lock = self._asking.setdefault(asked, anyio.Lock())
+        try:
+            async with lock:
+                now = self._clock.now()
+                for waiting in await self.pending(now):
+                    if (
+                        waiting.kind == "call"
+                        and waiting.fingerprint == asked
+                        and waiting.agent == principal.agent
+                        and (waiting.calls, waiting.sends, waiting.separate_approver) == (calls, sends, separate)
+                    ):
+                        return waiting
+                return await self._ask(
+                    principal, action, args, verdict, summary, asked, now, arguments, separate, does, calls, sends
+                )
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._asking.pop(asked, None)  # one per call waiting to be asked, not one per call ever asked
+
+    async def _ask(
+        self,
+        principal: Principal,
+        action: Action,
+        args: Mapping[str, Any],
+        verdict: Verdict,
+        summary: str,
+        asked: str,
+        now: datetime,
+        arguments: str,
+        separate: bool,
+        does: str,
+        calls: str,
+        sends: str,
+    ) -> ApprovalRecord:
         record = ApprovalRecord(
             id="apr_" + secrets.token_urlsafe(ID_BYTES),
-            fingerprint=fingerprint(principal, action.qualified_name, args),
+            fingerprint=asked,
             principal=principal.user,
             agent=principal.agent,
             tool=action.qualified_name,
@@ -282,7 +322,7 @@ class ApprovalService:
             arguments=arguments,
             verdict_source=verdict.source,
             verdict_rule=verdict.rule,
-            separate_approver=separate_approver or verdict.separate_approver,
+            separate_approver=separate,
             created_at=now,
             expires_at=now + self._ttl,
             does=does,

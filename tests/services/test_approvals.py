@@ -389,3 +389,25 @@ async def test_the_approval_says_which_credential_the_call_carries_and_holds_to_
         assert isinstance(retried, Denied) and retried.reason == "approval_mismatch", retried
         assert "it carries the credential maria connected for api" in retried.message
         assert "maria-own-token-1234" not in retried.message and h.upstream.requests == []
+
+
+async def test_the_same_call_asked_again_while_it_waits_gets_the_same_approval(tmp_path: Path) -> None:
+    # Two identical pages, both approved, ran the transfer twice.
+    maria, other_agent = Principal("maria"), Principal("maria", agent="cron")
+    async with harness(tmp_path) as h:
+        first = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        twice = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        assert isinstance(first, PendingApproval) and isinstance(twice, PendingApproval)
+        assert twice.approval_id == first.approval_id
+        # Other arguments, another agent of the same user: other calls, other approvals.
+        more = await h.gateway.call(maria, "api.payments.create", {"amount": 501})
+        by_cron = await h.gateway.call(other_agent, "api.payments.create", {"amount": 500})
+        assert isinstance(more, PendingApproval) and isinstance(by_cron, PendingApproval)
+        assert len({first.approval_id, more.approval_id, by_cron.approval_id}) == 3
+        # Decided, it is no longer waiting: the same call asked again after it ran asks anew.
+        assert await h.gateway.approvals.decide(first.approval_id, True, by="bob") is not None
+        ran = await h.gateway.call(maria, "api.payments.create", {"amount": 500}, approval_id=first.approval_id)
+        assert isinstance(ran, Ok), ran
+        again = await h.gateway.call(maria, "api.payments.create", {"amount": 500})
+        assert isinstance(again, PendingApproval) and again.approval_id != first.approval_id
+        assert len(h.upstream.requests) == 1
