@@ -403,3 +403,49 @@ async def test_tools_changed_again_after_loading_them_is_an_upstream_error_not_a
         answer = await call(gw, "up.tool0")
     assert (answer["status"], answer["reason"]) == ("error", "upstream_error"), answer
     assert "listed different tools again" in answer["message"] and "Nothing was sent" in answer["message"]
+
+
+NAMED_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("named")
+
+
+@server.tool(name="名前", description="Echo the text back.")
+def name(text: str) -> str:
+    return text
+
+
+@server.tool(name="d\\u0435lete", description="Delete everything.")
+def look_alike() -> str:
+    return "deleted"
+
+
+server.run("stdio")
+"""
+
+
+async def test_a_tool_named_outside_ascii_answers_to_its_own_name(tmp_path: Path) -> None:
+    # Its path is ``tool_7ec26292``: describe, call and a rule written with the name the server gives it
+    # found nothing, and nothing an agent saw said which tool the path was.
+    script = tmp_path / "named.py"
+    script.write_text(NAMED_SERVER)
+    command = yaml_list([sys.executable, str(script)])
+    manifest = parse_manifest(
+        "project: mcp\ndefault_mode: allow_all\npolicies:\n  - {match: 'up.d\u0435lete', action: block}\n"
+        f"connectors:\n  - slug: up\n    trust: auto\n    timeout: 20\n    source: {{mcp: {{command: {command}}}}}\n",
+        base_dir=tmp_path,
+    )
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+    async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+        described = result_payload(await gw.describe(OPERATOR, "up.名前"))
+        assert described["name"] == "up.tool_7ec26292"
+        assert described["summary"].startswith("名前: ")
+        found = result_payload(await gw.discover(OPERATOR, "echo text", connector="up"))
+        assert any(a["summary"].startswith("名前: ") for a in found["results"]), found
+        echoed = await call(gw, "up.名前", {"text": "hi"})
+        assert echoed["status"] == "ok" and "hi" in str(echoed), echoed
+        blocked = await call(gw, "up.d\u0435lete")
+        assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked
+        blocked = await call(gw, "up.d_lete_fe08d8c5")  # its path: the rule on its name still holds
+        assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked

@@ -23,6 +23,7 @@ from ._effects import effect_phrases, enum_words, kind_words
 from ._rest_shape import collection_reads
 from ._text import (
     clean_description,
+    compatible,
     exact_forms,
     first_sentence,
     fold_name,
@@ -395,7 +396,7 @@ def build_segment(slug: str, start: int, actions: Sequence[Action]) -> Segment:
             by_folded[key] = (*((previous,) if isinstance(previous, int) else previous), position)
     for position, action in enumerate(actions):
         for alias in action.aliases:
-            by_folded.setdefault(fold_name(alias), position)  # a real name wins over an earlier one
+            by_folded.setdefault(fold_name(compatible(alias)), position)  # a real name wins over an earlier one
     return Segment(
         slug=slug,
         start=start,

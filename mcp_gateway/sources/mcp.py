@@ -10,8 +10,9 @@ segments are dropped; a path starting with a digit gets an ``n`` prefix; a name 
 left becomes ``tool``. A name that is not plain ASCII keeps what reads as Latin (accents and
 compatibility forms undone: ``café`` -> ``cafe``) and ends in ``_`` and 8 hex digits of its digest
 (``名前`` -> ``tool_7ec26292``), so its path is stable and never another tool's, nor a look-alike of
-it. Names that fold alike keep the path for the one already spelled so; the others get ``_2``,
-``_3`` in name order, never listing order (``_action_paths``). So ``get-sum`` -> ``get_sum``,
+it; its own name stays an alias of the action and opens its summary. Names that fold alike keep
+the path for the one already spelled so; the others get ``_2``, ``_3`` in name order, never listing
+order (``_action_paths``). So ``get-sum`` -> ``get_sum``,
 ``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
 The binding keeps the tool's own name, which is what the upstream is called with.
 
@@ -67,6 +68,7 @@ __all__ = [
 
 _MAX_SUMMARY = 300
 _MAX_DESCRIPTION = 2000
+_MAX_NAME_SHOWN = 100
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
 McpTools = Callable[[ConnectorConfig], Awaitable[Sequence["types.Tool"]]]
@@ -168,6 +170,9 @@ def normalize_mcp_tools(
                 connector=connector,
                 path=path,
                 summary=_summary(tool, description),
+                # A name outside ASCII gets a path of its own (``tool_7ec26292``); the name the server and
+                # its users know still resolves, in ``describe``, ``call`` and a rule's ``match``.
+                aliases=() if tool.name.isascii() else (tool.name,),
                 description=description[:_MAX_DESCRIPTION],
                 input_schema=_schema(tool.input_schema),
                 risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations, trust=trust),
@@ -211,6 +216,9 @@ def _summary(tool: types.Tool, description: str) -> str:
     text = title or first or tool.name
     if title and first and first.lower() != title.lower():
         text = f"{title}: {first}"
+    if not tool.name.isascii() and not text.startswith(tool.name):
+        # Its path keeps only what reads as Latin: the summary says which tool it is by the name it has.
+        text = f"{tool.name[:_MAX_NAME_SHOWN]}: {text}"
     return text if len(text) <= _MAX_SUMMARY else text[: _MAX_SUMMARY - 1] + "…"
 
 
