@@ -71,10 +71,13 @@ class BackgroundSync:
     ``grace`` seconds, so its CPU-heavy part (indexing) does not delay that answer; ``ready`` is set
     when the catalog is loaded. Whatever needs the whole catalog awaits ``wait_ready``; what needs one
     connector awaits ``wait_for``, which returns once that connector's own load is over: an upstream
-    that hangs until its timeout holds up only the calls to its own connector.
+    that hangs until its timeout holds up only the calls to its own connector. ``connectors`` and
+    ``discover`` await ``wait_patiently``: at most ``patience`` seconds, then they answer with what has
+    loaded and name the rest as still loading.
     """
 
     grace: float = 1.0
+    patience: float = 3.0
     served: anyio.Event = field(default_factory=anyio.Event)
     ready: anyio.Event = field(default_factory=anyio.Event)
     settled: dict[str, anyio.Event] = field(default_factory=dict[str, anyio.Event])
@@ -83,6 +86,16 @@ class BackgroundSync:
     async def wait_ready(self) -> None:
         self.served.set()  # a caller needs the catalog now: no reason to hold the sync back
         await self.ready.wait()
+
+    async def wait_patiently(self) -> list[str]:
+        """Wait for the whole sync, at most ``patience`` seconds. The connectors whose own load is over
+        while the rest is still running, for the caller to have the gateway ``adopt``; none once the
+        sync is over."""
+        with anyio.move_on_after(self.patience):
+            await self.wait_ready()
+        if self.ready.is_set():
+            return []
+        return [slug for slug, event in self.settled.items() if event.is_set()]
 
     async def wait_for(self, slug: str) -> bool:
         """Wait until connector ``slug`` has loaded (or failed to), or the whole sync is over (a name that

@@ -122,6 +122,26 @@ async def test_a_call_to_a_loaded_connector_does_not_wait_for_one_that_hangs(tmp
             assert described.structured_content["name"] == "notes.notes.list"
 
 
+async def test_connectors_and_discover_answer_with_what_loaded_and_name_what_is_still_loading(tmp_path: Path) -> None:
+    # Both waited for the whole start-up sync: an MCP server hanging in its handshake held them for its whole
+    # timeout, and many clients give up before that.
+    hang = f'[{sys.executable!r}, "-c", "import time; time.sleep(60)"]'.replace("'", '"')
+    text = SMALL + f"  - slug: stuck\n    timeout: 30\n    source: {{mcp: {{command: {hang}}}}}\n"
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
+    startup = BackgroundSync(grace=0, patience=0.5)
+    async with open_gateway(settings, manifest=parse_manifest(text, base_dir=tmp_path), background=startup) as gw:
+        async with Client(build_mcp_server(gw, default_principal=OPERATOR, startup=startup)) as client:
+            with anyio.fail_after(10):
+                listed = await client.call_tool("connectors", {})
+                found = await client.call_tool("discover", {"query": "list notes"})
+            assert not startup.ready.is_set()  # the stuck one is still loading
+    assert listed.structured_content is not None and found.structured_content is not None
+    statuses = {c["slug"]: c["status"] for c in listed.structured_content["connectors"]}
+    assert statuses == {"notes": "ready", "stuck": "loading"}
+    assert [r["name"] for r in found.structured_content["results"]] == ["notes.notes.list"]
+    assert "still loading: stuck" in found.structured_content["note"]
+
+
 async def test_a_background_sync_starts_after_its_grace_without_a_request(tmp_path: Path) -> None:
     settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, state_dir=str(tmp_path))
     startup = BackgroundSync(grace=0.05)

@@ -13,7 +13,7 @@ from ..manifest import ConnectorConfig
 from ..manifest.auth import needs_secret
 from ..vocabulary.model import ConnectorInfo, ConnectorStatus, withheld_note
 
-__all__ = ["ConnectorsResult", "connector_info"]
+__all__ = ["ConnectorsResult", "connector_info", "loading_info"]
 
 
 class ConnectorsResult(BaseModel):
@@ -67,4 +67,20 @@ def connector_info(
         warning=warning,
         withheld=dict(withheld) or None,
         note=withheld_note(available, withheld),
+    )
+
+
+def loading_info(cfg: ConnectorConfig) -> ConnectorInfo:
+    """The entry for ``cfg`` while the start-up sync (or a reload) has not loaded it yet: listed, so
+    no connector goes missing from the answer, with no actions counted yet."""
+    return ConnectorInfo(
+        slug=cfg.slug,
+        name=cfg.display_name,
+        description=cfg.description,
+        status="loading",
+        actions=0,
+        auth=cfg.auth.type,
+        auth_configured=not needs_secret(cfg.auth),
+        note="still loading its actions: list connectors again in a moment, or describe or call one of its "
+        "actions, which waits for it",
     )

@@ -74,6 +74,8 @@ class DiscoverResult(BaseModel):
     catalog: list[CatalogSuggestion] | None = None
     """When nothing configured serves the request well and a bundled catalog API does: those APIs, for
     the agent to tell its user an operator can add them."""
+    note: str | None = None
+    """The connectors not searched because the gateway is still loading them, named."""
 
 
 def nothing_to_search(query: str) -> bool:
@@ -117,10 +119,12 @@ def discover_result(
     needs_auth: Mapping[str, bool],
     hints: Sequence[CatalogHint] = (),
     detail: bool = False,
+    loading: Sequence[str] = (),
 ) -> DiscoverResult:
     """``found`` as the agent reads it. ``needs_approval``: whether a call of the action with no
     arguments asks a human; ``needs_auth``: by connector of the hits, whether it waits for a credential.
-    With ``detail``, the first few hits carry their full input schema."""
+    With ``detail``, the first few hits carry their full input schema. ``loading``: the connectors the
+    search could not see yet, named in ``note``."""
     results: list[DiscoverHit] = []
     for rank, (action, score) in enumerate(found.hits):
         props = action.input_schema.get("properties") or {}
@@ -150,4 +154,12 @@ def discover_result(
         hint=catalog_hint_text(list(hints), found.hint),
         twins=found.twins or None,
         catalog=[CatalogSuggestion(**h.payload()) for h in hints] or None,
+        note=_loading_note(loading),
     )
+
+
+def _loading_note(loading: Sequence[str]) -> str | None:
+    if not loading:
+        return None
+    named = ", ".join(loading[:20]) + (f" and {len(loading) - 20} more" if len(loading) > 20 else "")
+    return f"Not searched yet, still loading: {named}. Discover again in a moment to search their actions too."

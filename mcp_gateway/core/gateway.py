@@ -58,7 +58,7 @@ from .admission import TrafficGate
 from .bounds import Bounds, too_many_calls, too_many_waits
 from .calls import DEFAULT_MAX_RESPONSE_BYTES, CallPipeline
 from .catalogs import Catalogs
-from .connectors_answer import connector_info
+from .connectors_answer import connector_info, loading_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges, reserved_name
 from .credential_desk import CredentialDesk
@@ -345,7 +345,9 @@ class Gateway:
             if sealed is not None and sealed.fingerprint != refused:
                 await self.refresh_connector(slug, principal=principal.user)
         await self._catalogs.refresh_decisions()  # an approval given elsewhere counts at once
-        out: list[ConnectorInfo] = []
+        out: list[ConnectorInfo] = [
+            loading_info(self._catalogs.config(slug)) for slug in self._permissions.loading(principal)
+        ]
         for slug in sorted(self._permissions.visible(principal)):
             cfg, catalog = self._catalogs.config(slug), self._catalogs.loaded[slug]
             out.append(
@@ -364,6 +366,7 @@ class Gateway:
             )
         # Of the caller's connectors only: another's size, or that it is being embedded, is not its to know.
         every = {cfg.slug for cfg in self._catalogs.manifest.connectors}
+        out.sort(key=lambda info: info.slug)
         return ConnectorsResult(
             connectors=out, discovery=discovery_status(self.dense, None if visible >= every else visible)
         )
@@ -436,8 +439,9 @@ class Gateway:
             found,
             connector,
             self.manifest_file,
-            visible=self._permissions.visible(principal),
+            visible=self._permissions.granted(principal),  # one still loading is configured all the same
         )
+        loading = [slug for slug in self._permissions.loading(principal) if connector in (None, slug)]
         self.metrics.observe_discover(time.perf_counter() - started)
         return discover_result(
             query,
@@ -446,6 +450,7 @@ class Gateway:
             needs_auth=needs_auth,
             hints=hints,
             detail=detail,
+            loading=loading,
         )
 
     async def _find(

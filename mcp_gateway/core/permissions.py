@@ -45,6 +45,11 @@ class Permissions:
         """The loaded connectors granted to ``principal``."""
         return granted_connectors(self._catalogs.manifest, principal) & self._catalogs.loaded.keys()
 
+    def loading(self, principal: Principal) -> list[str]:
+        """The connectors granted to ``principal`` that the start-up sync (or a reload) has not loaded
+        yet, by slug: not ``visible`` until it has."""
+        return sorted(self.granted(principal) - self._catalogs.loaded.keys())
+
     def granted_slug(self, principal: Principal, name: str) -> str | None:
         """The slug of the connector granted to ``principal`` that ``name`` names, as written or up to
         case and surrounding spaces (``GitHub``, `` github ``); None when none is."""

@@ -145,6 +145,15 @@ class MetaTool:
         elif await startup.wait_for(connector):
             await self.gateway.adopt(connector)
 
+    async def loaded_so_far(self) -> None:
+        """Wait a little for a catalog still loading, then serve what has loaded: an answer that lists
+        or searches every connector names those still loading instead of waiting for the slowest."""
+        startup = self.startup
+        if startup is None or startup.ready.is_set():
+            return
+        for slug in await startup.wait_patiently():
+            await self.gateway.adopt(slug)
+
     async def offered(self, ctx: Context, principal: Principal, payload: BaseModel | Mapping[str, Any]) -> Answer:
         """``payload`` as the answer, its human link also offered to a client that declared URL
         elicitation (see elicitation.py)."""
@@ -194,14 +203,14 @@ def _no_bool(value: object) -> object:
 class Connectors(MetaTool):
     name = "connectors"
     description = (
-        "List the connectors (APIs) you may use, with status (ready, needs_auth, error), auth kind and "
+        "List the connectors (APIs) you may use, with status (ready, needs_auth, error, loading), auth kind and "
         "action count (a note says how many more are held for review or hidden, and why). Start here to see what "
         "is available."
     )
     annotations = _READ_ONLY
 
     async def run(self, ctx: Context) -> CallToolResult:
-        await self.loaded()
+        await self.loaded_so_far()
         return shaped(await self.gateway.connectors(self.principal_of(ctx)))
 
 
@@ -224,7 +233,10 @@ class Discover(MetaTool):
         limit: Annotated[int, Field(ge=1, le=50, description="How many results."), BeforeValidator(_no_bool)] = 10,
         detail: Annotated[bool, Field(description="Include the top 3 results' full input_schema.")] = False,
     ) -> CallToolResult:
-        await self.loaded()
+        if connector is None:
+            await self.loaded_so_far()
+        else:
+            await self.loaded(_connector_of(connector))
         principal = self.principal_of(ctx)
         return shaped(await self.gateway.discover(principal, query, connector=connector, limit=limit, detail=detail))
 

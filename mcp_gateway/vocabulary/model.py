@@ -29,6 +29,7 @@ __all__ = [
     "ErrorResult",
     "GraphQLBinding",
     "HttpBinding",
+    "ListedStatus",
     "McpBinding",
     "NeedsAuth",
     "Ok",
@@ -69,6 +70,9 @@ ParamStyle = Literal[
 ``collectionFormat: tsv``, and ``json`` for a value sent as one JSON text (a parameter described by a JSON
 ``content``, a multipart part of an object)."""
 ConnectorStatus = Literal["ready", "needs_auth", "error"]
+ListedStatus = Literal["ready", "needs_auth", "error", "loading"]
+"""A connector's status as ``connectors`` lists it: ``loading`` while the gateway's start-up sync (or a
+reload) has not loaded it yet."""
 PolicyAction = Literal["always_run", "require_approval", "block"]
 VerdictSource = Literal["project", "connector", "sensitive", "allow_all", "risk_default"]
 
@@ -280,7 +284,7 @@ class ConnectorInfo(BaseModel):
     slug: str
     name: str
     description: str = ""
-    status: ConnectorStatus
+    status: ListedStatus
     actions: int
     """The actions agents may use (``withheld`` are the others)."""
     auth: str
