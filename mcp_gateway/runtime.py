@@ -239,6 +239,7 @@ async def open_gateway(
                     await gateway.auditor.interrupt_started()
                     failed: Exception | None = None
                     async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(gateway.reload_drifted)
                         if search is not None and embed:
                             search.will_run()
                             tasks.start_soon(_embed_when_loaded, search, background)

@@ -502,6 +502,12 @@ class CallPipeline:
             if exc.forbidden:  # a permission refused in the protocol's words: final, as a 403 is
                 return Denied(reason="upstream_forbidden", message=redactor.redact_text(str(exc)))
             fallback = self._fallback_hint(prepared.action) if exc.reason == "upstream_error" else ""
+            if exc.drifted and self._catalogs.drifted(cfg.slug):
+                fallback = (
+                    f"{cfg.slug}'s schema seems to have changed upstream since the gateway loaded it, and the gateway "
+                    f"is loading it again: describe {prepared.action.qualified_name} again in a few seconds (or "
+                    "discover, if it is gone) and call with what it says."
+                )
             wait = f"Wait {exc.retry_after:g} s before calling again (retry_after)." if exc.retry_after else ""
             return ErrorResult(
                 reason=exc.reason,

@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -63,6 +64,8 @@ logger = logging.getLogger(__name__)
 
 MAX_SCHEMA_ERRORS = 10
 """How many argument errors a call's denial lists (the first ones by path)."""
+REINTROSPECT_EVERY = 60.0
+"""The fewest seconds between two loads of an introspected GraphQL connector that calls found drifted."""
 
 
 class Catalogs:
@@ -127,6 +130,10 @@ class Catalogs:
         """Per connector, the catalog fingerprint and trust its last review was of."""
         self._decided: _Decisions | None = None
         """The decisions last read from the store, with the store's version of them at the time."""
+        self._drifted: dict[str, float] = {}
+        """When each introspected connector was last asked to load again for a drifted call (monotonic)."""
+        self._to_reload: set[str] = set()
+        self._reload_wanted = anyio.Event()
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -353,6 +360,37 @@ class Catalogs:
             await self.review([slug])
             await self.pin_origins([slug])
             return catalog.state
+
+    def drifted(self, slug: str) -> bool:
+        """A call found connector ``slug``'s upstream schema changed (``UpstreamError.drifted``): when it is
+        introspected (``introspect: true``), have ``reload_drifted`` introspect it again, at most once per
+        ``REINTROSPECT_EVERY`` seconds, and True (the agent is told to describe again). False for a schema
+        read from a file, which only the operator can update."""
+        cfg = self.config_of(slug)
+        if cfg is None or not isinstance(cfg.source, GraphQLSource) or not cfg.source.graphql.introspect:
+            return False
+        now = time.monotonic()
+        if now - self._drifted.get(slug, -math.inf) >= REINTROSPECT_EVERY:
+            self._drifted[slug] = now
+            self._to_reload.add(slug)
+            self._reload_wanted.set()
+        return True
+
+    async def reload_drifted(self) -> None:
+        """Load again, one at a time and for ever, the connectors ``drifted`` names: a background task of
+        the running gateway (``runtime.open_gateway``), so the call that found the drift is answered at once."""
+        while True:
+            await self._reload_wanted.wait()
+            self._reload_wanted = anyio.Event()
+            while self._to_reload:
+                slug = self._to_reload.pop()
+                if self.config_of(slug) is None:
+                    continue
+                logger.warning("connector %s: its GraphQL schema changed upstream; introspecting it again", slug)
+                try:
+                    await self.refresh(slug, changed=True)
+                except Exception as exc:  # the next drifted call, or the next sync, tries again
+                    logger.warning("connector %s could not be introspected again (%s)", slug, type(exc).__name__)
 
     async def adopt(self, slug: str) -> None:
         """Serve connector ``slug`` while a sync still loads others: its own load is over (``settled``),

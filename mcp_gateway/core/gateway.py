@@ -275,6 +275,11 @@ class Gateway:
         ``settled``: see ``Catalogs.sync``)."""
         return self._synced(await self._catalogs.sync(progress, index=index, share=share, embed=embed, settled=settled))
 
+    async def reload_drifted(self) -> None:
+        """Introspect again, in the background, the GraphQL connectors calls found changed upstream
+        (``Catalogs.reload_drifted``); runs until cancelled."""
+        await self._catalogs.reload_drifted()
+
     async def adopt(self, slug: str) -> None:
         """Serve connector ``slug`` now that its own load is over, while a sync still loads others
         (see ``Catalogs.adopt``)."""

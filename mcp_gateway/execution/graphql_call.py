@@ -330,6 +330,7 @@ class GraphQLExecutor:
                     message,
                     upstream_status=outcome.http_status,
                     upstream_message=whole.for_agent(),
+                    drifted=not _executed(data) and _drifted(data["errors"]),
                 )
             )
         if status < 400 and isinstance(data, str) and _ERRORS_FIRST.match(data):
@@ -419,6 +420,19 @@ def _executed(answer: dict[str, Any]) -> bool:
     if any(isinstance(item, dict) and isinstance(item.get("path"), list) and item["path"] for item in items):
         return True
     return isinstance(answer["data"], dict)
+
+
+_DRIFT = re.compile(
+    r"Cannot query field|Unknown argument|Unknown type|is required, but it was not provided|"
+    r"used in position expecting|is not defined by type|Unknown enum value"
+)
+"""Validation messages (graphql-js's and its ports') of a document naming what the schema lacks or
+types otherwise: the gateway builds the document from its catalog, so the schema changed since."""
+
+
+def _drifted(errors: Any) -> bool:
+    items = errors if isinstance(errors, list) else [errors]
+    return any(isinstance(item, dict) and _DRIFT.search(str(item.get("message") or "")) for item in items)
 
 
 def _server_side(errors: Any) -> bool:

@@ -130,6 +130,7 @@ class UpstreamError(GatewayError):
         retry_after: float | None = None,
         broken: bool = False,
         forbidden: bool = False,
+        drifted: bool = False,
     ) -> None:
         self.reason: ErrorReason = reason
         self.upstream_status = upstream_status
@@ -144,6 +145,9 @@ class UpstreamError(GatewayError):
         self.forbidden = forbidden
         """True when the upstream refused the call as not permitted for the credential in a protocol's own
         words (GraphQL's ``FORBIDDEN`` over HTTP 200): final, told as a 403 is (``upstream_forbidden``)."""
+        self.drifted = drifted
+        """True when the upstream refused the request as naming a field, argument or type its schema lacks
+        (a GraphQL validation error): the schema the catalog was built from may have changed since."""
         super().__init__(message)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_gateway.services.identity import OPERATOR
@@ -196,3 +197,42 @@ async def test_an_upstream_schema_never_makes_the_gateway_fetch_a_url_or_read_a_
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_a_call_that_finds_the_graphql_schema_changed_upstream_has_it_introspected_again(tmp_path: Path) -> None:
+    # The agent was sent back to a describe still built from the old schema: neither the old arguments nor
+    # the new ones could succeed until an operator synced.
+    from graphql import build_schema
+
+    from mcp_gateway.core import result_payload
+    from mcp_gateway.manifest import parse_manifest
+    from mcp_gateway.runtime import Settings, open_gateway
+    from tests.support.graphql_upstream import SDL, GraphQLApp
+    from tests.support.upstream import serve_asgi
+
+    app = GraphQLApp()
+    with serve_asgi(app) as base:
+        manifest = parse_manifest(
+            f"project: drift\ndefault_mode: allow_all\nconnectors:\n  - slug: gq\n    base_url: {base}/graphql\n"
+            "    source: {graphql: {introspect: true}}\n",
+            base_dir=tmp_path,
+        )
+        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+        async with open_gateway(settings, manifest=manifest) as gw:
+            first = result_payload(await gw.call(OPERATOR, "gq.query.ping", {}))
+            assert first["status"] == "ok", first
+            app.schema = build_schema(SDL.replace("  ping: String\n", "  pong: String\n"))
+            failed = result_payload(await gw.call(OPERATOR, "gq.query.ping", {}))
+            assert failed["status"] == "error" and "Cannot query field" in failed["message"], failed
+            assert "loading it again: describe gq.query.ping again" in failed["hint"], failed
+            for _ in range(200):  # introspected again in the background: within 10 s
+                if result_payload(await gw.describe(OPERATOR, "gq.query.pong")).get("name") == "gq.query.pong":
+                    break
+                await anyio.sleep(0.05)
+            else:
+                pytest.fail("the changed schema was not introspected again")
+            assert result_payload(await gw.describe(OPERATOR, "gq.query.ping"))["reason"] == "action_not_found"
+            introspections = sum(1 for r in app.requests if r.body.get("operationName") == "IntrospectionQuery")
+            failed = result_payload(await gw.call(OPERATOR, "gq.query.ping", {}))  # by its stale name: not sent
+            assert failed["status"] == "denied"
+            assert introspections == 2
