@@ -151,9 +151,8 @@ def _entries(
     """``Gateway.connectors``' entries, from the stored catalogs; None when one holds an action for review."""
     from ..core import credential_readiness, visibility
     from ..core.connectors_answer import connector_info
-    from ..core.credential_origins import ORIGIN_PREFIX, parse_origins, refused_note
+    from ..core.credential_origins import ORIGIN_PREFIX, parse_origins, refused_note, team_key
     from ..discovery import ReviewCache
-    from ..primitives.secrets import PROJECT_WIDE, CredentialKey
     from ..services.identity import granted_connectors
 
     reviews = ReviewCache(state_dir / "review-scan")
@@ -178,9 +177,7 @@ def _entries(
                 # nothing is held for review (``nothing_held``): only what a rule hides
                 withheld=visibility.withheld(actions, partial(visibility.hidden, manifest, cfg), lambda _: None),
                 configured=credential_readiness.configured(cfg, state.keys, principal.user),
-                refused=refused_note(
-                    slug, origins.get(CredentialKey(connector=slug, principal=PROJECT_WIDE, name="default"))
-                ),
+                refused=refused_note(slug, origins.get(team_key(cfg))),
             )
         )
     return out

@@ -61,7 +61,7 @@ from .call_target import carried_credential, what_it_calls, what_it_does, what_i
 from .catalogs import Catalogs
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges
-from .credential_origins import refused_note
+from .credential_origins import answered_key, refused_note
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
@@ -519,14 +519,15 @@ class CallPipeline:
             )
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
-        carried = auth.credential.key if auth.credential is not None else None
+        carried = answered_key(cfg, auth.credential.key, principal.user) if auth.credential is not None else None
         if outcome.redirected_to is not None:
             trace.redirected_to = redactor.redact_text(outcome.redirected_to)
         if outcome.http_status == 401:
             refused = unauthorized(prepared.connector.slug, outcome, redactor)
             if isinstance(refused, Denied):
                 return refused
-            return await self.connect_result(principal, cfg.slug, refused + await self._refused(cfg.slug, carried))
+            note = await self._refused(cfg.slug, carried, prepared.action.qualified_name)
+            return await self.connect_result(principal, cfg.slug, refused + note)
         if carried is not None and outcome.http_status is not None and outcome.http_status < 400:
             await self._changes.origins.accepted(carried)
         if outcome.http_status is not None and outcome.http_status >= 400:
@@ -556,12 +557,12 @@ class CallPipeline:
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)
 
-    async def _refused(self, slug: str, carried: CredentialKey | None) -> str:
-        """Mark the team-wide credential a call carried refused by its upstream; what the agent (and the
-        human it tells) should know of it: who stored it and when, and since when it is refused."""
+    async def _refused(self, slug: str, carried: CredentialKey | None, action: str) -> str:
+        """Mark the team-wide credential a call of ``action`` carried refused by its upstream; what the
+        agent (and the human it tells) should know of it: who stored it and when, and which call drew it."""
         if carried is None or carried.principal != PROJECT_WIDE:
             return ""  # a personal credential's user is the one told to reconnect
-        note = refused_note(slug, await self._changes.origins.refused(carried, 401))
+        note = refused_note(slug, await self._changes.origins.refused(carried, 401, action))
         return f" {note}" if note else ""
 
     async def _send(

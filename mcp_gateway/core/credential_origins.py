@@ -1,4 +1,4 @@
-"""Who stored each credential, when and through what, and whether its upstream has refused it since.
+"""Who stored each credential, when and through what, and whether its upstream refused it at a call since.
 
 The vault keeps only sealed bytes; this keeps the rest of a credential's record, never its value:
 who stored or replaced it (``operator`` for ``secret set``, else the link's user and agent), when,
@@ -23,11 +23,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..primitives.secrets import PROJECT_WIDE, CredentialKey
+from ..manifest import ConnectorConfig, OAuth2Auth
+from ..primitives.escapes import escaped
+from ..primitives.secrets import OAUTH2_TOKEN_NAME, PROJECT_WIDE, CredentialKey
 from ..store.contract import MetaStore
 from ..vocabulary.clock import Clock
 
-__all__ = ["ORIGIN_PREFIX", "CredentialOrigin", "CredentialOrigins", "origin_key", "parse_origins", "refused_note"]
+__all__ = [
+    "ORIGIN_PREFIX",
+    "CredentialOrigin",
+    "CredentialOrigins",
+    "answered_key",
+    "origin_key",
+    "parse_origins",
+    "refused_note",
+    "team_key",
+]
 
 ORIGIN_PREFIX = "credential_origin:"
 
@@ -36,6 +47,22 @@ _VIA_WORDS = {
     "request_secret": "a secret link",
     "secret set": "`mcp-gateway secret set`",
 }
+
+
+def answered_key(cfg: ConnectorConfig, carried: CredentialKey, user: str) -> CredentialKey:
+    """The credential an upstream's answer to a call speaks of: the one the call ``carried``, except on an
+    OAuth2 sign-in connector, whose calls carry the token set of a human's sign-in (the team's, or
+    ``user``'s own on a ``per_user`` one): the client stored by the operator only signs in."""
+    auth = cfg.auth
+    if isinstance(auth, OAuth2Auth) and auth.flow == "authorization_code":
+        owner = user if cfg.credentials == "per_user" else PROJECT_WIDE
+        return CredentialKey(connector=cfg.slug, principal=owner, name=OAUTH2_TOKEN_NAME)
+    return carried
+
+
+def team_key(cfg: ConnectorConfig) -> CredentialKey:
+    """Where ``cfg``'s team-wide credential, the one every user's calls carry, is recorded."""
+    return answered_key(cfg, CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default"), PROJECT_WIDE)
 
 
 def origin_key(key: CredentialKey) -> str:
@@ -57,17 +84,21 @@ class CredentialOrigin(BaseModel):
     replaced: bool = False
     approved_by: str | None = None
     refused_at: datetime | None = None
-    """When the upstream first answered 401 to a call carrying it, since it was stored."""
+    """When the upstream first answered 401 to a call carrying it, since it was stored or last accepted."""
     refused_status: int | None = None
+    refused_action: str | None = None
+    """The action whose call drew it: one endpoint's answer, not a verdict on the credential everywhere."""
 
     def told(self) -> str:
         """ "replaced at 2026-12-07 21:03 UTC by token:ab12 (agent bob-bot) through a connect link, approved
         by operator"."""
-        agent = f" (agent {self.agent})" if self.agent else ""
-        approved = f", approved by {self.approved_by}" if self.approved_by else ""
-        via = _VIA_WORDS.get(self.via, self.via)
+        # Names a front door's user or an agent chose: their control, bidi and newline characters are
+        # spelled out, so they forge no line in a terminal, an agent's text or a page.
+        agent = f" (agent {escaped(self.agent)})" if self.agent else ""
+        approved = f", approved by {escaped(self.approved_by)}" if self.approved_by else ""
+        via = _VIA_WORDS.get(self.via, escaped(self.via))
         done = "replaced" if self.replaced else "stored"
-        return f"{done} at {_when(self.at)} by {self.by}{agent} through {via}{approved}"
+        return f"{done} at {_when(self.at)} by {escaped(self.by)}{agent} through {via}{approved}"
 
 
 def _when(at: datetime) -> str:
@@ -75,14 +106,15 @@ def _when(at: datetime) -> str:
 
 
 def refused_note(slug: str, origin: CredentialOrigin | None) -> str:
-    """A sentence on a team-wide credential its upstream refused: when it was stored, by whom, and since
-    when it is refused; empty when nothing says it is refused."""
+    """A sentence on a team-wide credential its upstream refused at a call: when it was stored, by whom,
+    and which call drew the refusal, when; empty when nothing says it was refused."""
     if origin is None or origin.refused_at is None:
         return ""
     status = origin.refused_status or 401
+    action = f" to {escaped(origin.refused_action)}" if origin.refused_action else ""
     return (
-        f"The team-wide credential of {slug} was {origin.told()}; {slug} has refused it ({status}) since "
-        f"{_when(origin.refused_at)}."
+        f"The team-wide credential of {slug} was {origin.told()}; {slug} answered {status}{action} carrying it "
+        f"at {_when(origin.refused_at)} (a call it accepts since clears this)."
     )
 
 
@@ -107,17 +139,30 @@ class CredentialOrigins:
     def __init__(self, store: MetaStore, clock: Clock) -> None:
         self._store = store
         self._clock = clock
+        # A mark set by another process, or before a restart, is cleared by a success here too, without a
+        # read per call: a key's record is read at its first success, and again only once a mark was seen.
+        self._read: set[CredentialKey] = set()
+        """Keys whose record this process read (or wrote) since it started."""
         self._refused: set[CredentialKey] = set()
-        """Keys this process marked refused: a later success clears the mark without a read per call."""
+        """Keys whose record this process last saw (or set) marked refused."""
 
     async def of(self, key: CredentialKey) -> CredentialOrigin | None:
         value = await self._store.get_meta(origin_key(key))
-        if not isinstance(value, Mapping):
-            return None
-        try:
-            return CredentialOrigin.model_validate(value)
-        except ValidationError:
-            return None
+        origin = None
+        if isinstance(value, Mapping):
+            try:
+                origin = CredentialOrigin.model_validate(value)
+            except ValidationError:
+                origin = None
+        self._seen(key, origin)
+        return origin
+
+    def _seen(self, key: CredentialKey, origin: CredentialOrigin | None) -> None:
+        self._read.add(key)
+        if origin is not None and origin.refused_at is not None:
+            self._refused.add(key)
+        else:
+            self._refused.discard(key)
 
     async def revision(self, key: CredentialKey) -> str:
         """The revision stored now ("" when no record is kept: stored before records were)."""
@@ -145,36 +190,39 @@ class CredentialOrigins:
             approved_by=approved_by,
         )
         await self._store.set_meta(origin_key(key), origin.model_dump(mode="json"))
-        self._refused.discard(key)
+        self._seen(key, origin)
         return origin
 
-    async def refused(self, key: CredentialKey, status: int) -> CredentialOrigin | None:
-        """Mark ``key``'s record refused by its upstream (kept from the first refusal on); the record."""
+    async def refused(self, key: CredentialKey, status: int, action: str | None = None) -> CredentialOrigin | None:
+        """Mark ``key``'s record refused by its upstream at a call of ``action`` (kept from the first
+        refusal on, until a call is accepted); the record."""
         origin = await self.of(key)
         if origin is None or origin.refused_at is not None:
-            self._refused.add(key)
             return origin
-        origin = origin.model_copy(update={"refused_at": self._clock.now(), "refused_status": status})
+        update = {"refused_at": self._clock.now(), "refused_status": status, "refused_action": action}
+        origin = origin.model_copy(update=update)
         await self._store.set_meta(origin_key(key), origin.model_dump(mode="json"))
-        self._refused.add(key)
+        self._seen(key, origin)
         return origin
 
     async def accepted(self, key: CredentialKey) -> None:
-        """The upstream took a call carrying ``key``'s credential: a refusal this process marked is over."""
-        if key not in self._refused:
+        """The upstream took a call carrying ``key``'s credential: a refusal marked on its record is over,
+        whichever process marked it. Reads the record at the key's first success in this process, and
+        after that only while this process saw it marked: no store access per call otherwise."""
+        if key in self._read and key not in self._refused:
             return
-        self._refused.discard(key)
         origin = await self.of(key)
         if origin is not None and origin.refused_at is not None:
-            cleared = origin.model_copy(update={"refused_at": None, "refused_status": None})
+            cleared = origin.model_copy(update={"refused_at": None, "refused_status": None, "refused_action": None})
             await self._store.set_meta(origin_key(key), cleared.model_dump(mode="json"))
+            self._seen(key, cleared)
 
     async def forget(self, key: CredentialKey) -> None:
         """The credential was deleted: its record goes with it."""
-        self._refused.discard(key)
         await self._store.set_meta(origin_key(key), None)
+        self._seen(key, None)
 
-    async def refused_team(self, connector: str) -> CredentialOrigin | None:
-        """The record of ``connector``'s team-wide credential, when its upstream refused it last."""
-        origin = await self.of(CredentialKey(connector=connector, principal=PROJECT_WIDE, name="default"))
+    async def refused_team(self, cfg: ConnectorConfig) -> CredentialOrigin | None:
+        """The record of ``cfg``'s team-wide credential, when its upstream refused it last."""
+        origin = await self.of(team_key(cfg))
         return origin if origin is not None and origin.refused_at is not None else None

@@ -366,7 +366,7 @@ class Gateway:
                     refused_credential=slug in self._catalogs.refused_credential,
                     error=catalog.state.error,
                     warning=self._origin_warning(slug),
-                    refused=refused_note(slug, await self._changes.origins.refused_team(slug)),
+                    refused=refused_note(slug, await self._changes.origins.refused_team(cfg)),
                 )
             )
         # Of the caller's connectors only: another's size, or that it is being embedded, is not its to know.

@@ -718,7 +718,7 @@ def test_a_credential_its_upstream_refused_says_who_stored_it_in_connectors_and_
     assert refused["status"] == "needs_auth", refused
     told = "The team-wide credential of team was stored at "
     assert told in refused["reason"] and "by operator through `mcp-gateway secret set`" in refused["reason"]
-    assert "team has refused it (401) since" in refused["reason"]
+    assert "team answered 401 to team.refused.get carrying it at " in refused["reason"]
     # ``connectors`` (read from the state file) and ``doctor`` (the full gateway) say so too: not ready.
     [listed] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "team"]
     assert listed["status"] == "needs_auth" and told in listed["warning"], listed

@@ -222,7 +222,7 @@ def test_doctor_names_a_stored_credential_its_connectors_auth_can_no_longer_use(
 def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> None:
     from mcp_gateway.cli.doctor import connector_finding
 
-    warning = "The team-wide credential of t was replaced at … by bob; t has refused it (401) since …"
+    warning = "The team-wide credential of t was replaced at … by bob; t answered 401 to t.get carrying it at …"
     refused = connector_finding(
         {"slug": "t", "status": "needs_auth", "auth": "bearer", "auth_configured": True, "warning": warning}
     )

@@ -15,9 +15,10 @@ from mcp_gateway.core.credential_changes import CredentialChanges
 from mcp_gateway.core.credential_desk import CredentialDesk
 from mcp_gateway.core.credential_origins import CredentialOrigins
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
-from mcp_gateway.services.identity import OPERATOR
+from mcp_gateway.primitives.secrets import PROJECT_WIDE, CredentialKey
+from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.store.contract import LinkRecord
-from mcp_gateway.vocabulary.model import Ok
+from mcp_gateway.vocabulary.model import NeedsAuth, Ok
 from tests.core.test_gateway import Harness, harness, manifest_text
 
 pytestmark = pytest.mark.anyio
@@ -120,3 +121,43 @@ async def test_two_sign_ins_that_each_add_the_teams_token_set_do_not_both_win(tm
         assert sorted(saved) == ["added_meanwhile", "saved"]
         rows = [r for r in await h.auditor.recent(10) if r.status == "credential_set"]
         assert len(rows) == 1
+
+
+async def test_a_refused_team_sign_in_is_told_as_that_sign_in_and_a_new_one_ends_it(tmp_path: Path) -> None:
+    # The operator stored the OAuth2 client; ana's sign-in stored the team's token set, which the
+    # upstream refuses: the note names her sign-in, not the operator's client, and bo's new sign-in
+    # ends the mark at once.
+    text = manifest_text() + (
+        "  - slug: oa\n    base_url: http://oa.test\n"
+        "    auth: {type: oauth2, authorize_url: http://auth.test/authorize, token_url: http://auth.test/token}\n"
+        "    source: {http: {actions: [{path: gone, url: /status/401}]}}\n"
+    )
+    async with harness(tmp_path, text, secret=None) as h:
+        await h.vault.put("oa", {"client_id": "cid", "client_secret": "csecret-5521"})
+        await CredentialOrigins(h.store, h.clock).stored(
+            CredentialKey(connector="oa", principal=PROJECT_WIDE, name="default"),
+            by=OPERATOR.user,
+            via="secret set",
+            replaced=False,
+        )
+        desk = h.gateway.credentials
+        cfg = h.gateway.manifest.connector("oa")
+        assert cfg is not None
+
+        async def sign_in(user: str, n: int) -> None:
+            _, link = await h.gateway.links.mint("connect", connector="oa", principal=user)
+            permit = await desk.permit(link, cfg)
+            token_set = {"access_token": f"at-{n}", "token_type": "Bearer", "verified": "1"}  # worked once; no refresh
+            assert await desk.save_token_set(link, permit, token_set, via="connect") == "saved"
+
+        await sign_in("ana", 1)
+        refused = await h.gateway.call(Principal(user="ana"), "oa.gone")
+        assert isinstance(refused, NeedsAuth), refused
+        assert "The team-wide credential of oa was stored at " in refused.reason
+        assert "by ana through a connect link; oa answered 401 to oa.gone" in refused.reason, refused.reason
+        listed = {c.slug: c for c in (await h.gateway.connectors(OPERATOR)).connectors}
+        assert "by ana through a connect link" in (listed["oa"].warning or "")
+
+        await sign_in("bo", 2)
+        listed = {c.slug: c for c in (await h.gateway.connectors(OPERATOR)).connectors}
+        assert listed["oa"].warning is None, listed["oa"].warning

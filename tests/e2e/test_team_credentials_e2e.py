@@ -81,7 +81,7 @@ async def test_a_refused_replacement_is_traced_to_who_made_it(env: GatewayEnv) -
         assert refused["status"] == "needs_auth", refused
         told = (
             f"The team-wide credential of team was replaced at {{}} by token:{bob_id} (agent bob-bot) through a "
-            "connect link, approved by operator; team has refused it (401) since"
+            "connect link, approved by operator; team answered 401 to team.me.get carrying it at"
         )
         before, after = told.split("{}")
         assert before in refused["reason"] and after in refused["reason"], refused["reason"]

@@ -482,7 +482,8 @@ async def test_a_refused_replacement_says_who_replaced_it_and_when(tmp_path: Pat
         assert isinstance(refused, NeedsAuth), refused
         told = (
             f"The team-wide credential of team was replaced at {replaced_at:%Y-%m-%d %H:%M:%S} UTC by bob "
-            "(agent claude) through a connect link, approved by operator; team has refused it (401) since"
+            "(agent claude) through a connect link, approved by operator; team answered 401 to team.revoked.get "
+            "carrying it at"
         )
         assert told in refused.reason
         # The operator asked to approve alice's reconnection is told the same.
