@@ -328,17 +328,31 @@ async def connector_findings(args: argparse.Namespace, manifest: Manifest) -> li
     signs_in = {
         c.slug for c in manifest.connectors if isinstance(c.auth, OAuth2Auth) and c.auth.flow == "authorization_code"
     }
-    return [connector_finding(c, signs_in=c["slug"] in signs_in) for c in listed["connectors"]]
+    # Each user's own credential (not an OAuth2 client, which stays the project's): none stored for
+    # the caller is no fault of the deployment, and `secret set` refuses it.
+    own = {c.slug for c in manifest.connectors if c.credentials == "per_user" and not isinstance(c.auth, OAuth2Auth)}
+    return [
+        connector_finding(c, signs_in=c["slug"] in signs_in, per_user=c["slug"] in own) for c in listed["connectors"]
+    ]
 
 
-def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False) -> Finding:
+def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False, per_user: bool = False) -> Finding:
     """One connector's line of ``connectors``, as a finding with its fix (``signs_in``: its credential
-    comes from a person's OAuth2 sign-in, which only the pages can do)."""
+    comes from a person's OAuth2 sign-in, which only the pages can do; ``per_user``: each user connects
+    their own credential)."""
     slug, status = c["slug"], c["status"]
     check = f"connector {slug}"
     if status == "error":
         fix = f"fix connectors '{slug}' in the manifest, or 'mcp-gateway remove {slug}'"
         return Finding(check, "problem", f"does not load: {c.get('error')}", fix)
+    if status == "needs_auth" and per_user and not c.get("auth_configured"):
+        return Finding(
+            check,
+            "note",
+            f"credentials: per_user: each user connects their own {c.get('auth')} credential through their own "
+            "link (their agent calls connect); none is stored for you, which is not a problem of the gateway",
+            f"to use it yourself: mcp-gateway connect {slug}",
+        )
     if status == "needs_auth" and c.get("auth_configured") and c.get("warning"):
         # Stored, and refused by its upstream at a call since: the warning says who stored it and when.
         fix = (

@@ -228,3 +228,14 @@ def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> No
     )
     assert (refused.level, refused.message) == ("problem", warning)
     assert refused.fix.startswith("mcp-gateway secret set t < file-with-a-working-credential")
+
+
+def test_a_per_user_connector_without_the_callers_credential_is_a_note_not_a_secret_set() -> None:
+    from mcp_gateway.cli.doctor import connector_finding
+
+    listed = {"slug": "pu", "status": "needs_auth", "auth": "bearer", "auth_configured": False}
+    found = connector_finding(listed, per_user=True)
+    assert found.level == "note" and "each user connects their own" in found.message
+    assert "secret set" not in found.fix and found.fix.endswith("mcp-gateway connect pu")
+    # A team-wide one missing is still a problem, with `secret set` as its fix.
+    assert connector_finding(listed).level == "problem"
