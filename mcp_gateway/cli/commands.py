@@ -478,6 +478,7 @@ async def cmd_secret(args: argparse.Namespace) -> int:
     from ..manifest import OAuth2Auth, load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
     from ..primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
+    from ..services.approvals import ApprovalService
     from ..services.credentials import CredentialVault
     from ..services.identity import OPERATOR
 
@@ -517,12 +518,19 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         await CredentialOrigins(store, _clock()).stored(
             key, by=OPERATOR.user, via="secret set", replaced=bool(replaced)
         )
+        # The replacements waiting were asked against the credential just overwritten: moot now.
+        overtaken = await ApprovalService(store, _clock()).withdraw_credential(cfg.slug, args.name)
         # The operator's act, on the record like a change through a page (never the value).
         await _auditor(store, args.settings).record(
             change_record(key, at=_clock().now(), who=OPERATOR.user, via="secret set", replaced=replaced)
         )
         in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    for approval in overtaken:
+        sys.stderr.write(
+            f"withdrew approval {approval.id} (to replace it, asked by {escaped(approval.principal)}): it was asked "
+            "against the credential just replaced; its link stores nothing, and a new link asks again\n"
+        )
     if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
         async with _gateway(args, manifest=manifest) as gw:
             state = await gw.credential_stored(cfg.slug) or next(s for s in gw.states() if s.slug == cfg.slug)

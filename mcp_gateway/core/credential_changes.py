@@ -38,7 +38,7 @@ from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import AuditStatus
-from .credential_origins import CredentialOrigins, refused_note
+from .credential_origins import CredentialOrigin, CredentialOrigins, refused_note
 
 __all__ = [
     "CredentialChanges",
@@ -55,12 +55,13 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Scope = Literal["team", "personal"]
-PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn"]
+PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken"]
 """``open``: no approval needed; ``approved``: an operator approved this link's replacement;
 ``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
 ``unapproved``: a team-wide credential exists and the link carries no approval for replacing it;
 ``withdrawn``: the agent that asked for the link has since lost access (its token revoked, the
-connector no longer granted to it)."""
+connector no longer granted to it); ``overtaken``: its approval was withdrawn because the credential
+it was to replace was replaced, or deleted and then added anew, since (``origin`` says by whom)."""
 
 
 def scope_of(key: CredentialKey) -> Scope:
@@ -145,6 +146,8 @@ class Permit:
     replaces: Scope | None
     state: PermitState
     approval: ApprovalRecord | None = None
+    origin: CredentialOrigin | None = None
+    """Of an ``overtaken`` permit: the record of the credential stored now."""
 
     @property
     def scope(self) -> Scope:
@@ -274,6 +277,11 @@ class CredentialChanges:
                 if consume:
                     await self._approvals.withdraw(link.approval_id)
                 return Permit(key, None, "open")
+            if check == "approval_expired" and record is not None and replaces == "team":
+                # Withdrawn by a store (or a deletion) since: say what happened, not "not approved".
+                origin = await self.origins.of(key)
+                if origin is not None and origin.revision != record.sends:
+                    return Permit(key, replaces, "overtaken", record, origin)
             states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
             return Permit(key, replaces, states.get(check, "refused"), record)
         if replaces == "team" and not operators_own(link):
@@ -289,8 +297,11 @@ class CredentialChanges:
             return False
         return await self.origins.revision(permit.key) != approval.sends
 
-    async def record_origin(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
-        """The record of who stored ``link``'s value and when (a new revision); under the desk's lock."""
+    async def record_origin(self, link: LinkRecord, permit: Permit, *, via: str) -> list[ApprovalRecord]:
+        """The record of who stored ``link``'s value and when (a new revision); under the desk's lock.
+        A team-wide store withdraws the approvals still waiting (or approved, unspent) to replace the
+        one stored before: they were given against it, and would only be refused on submission. The
+        approvals withdrawn."""
         approval = permit.approval
         await self.origins.stored(
             permit.key,
@@ -300,6 +311,9 @@ class CredentialChanges:
             agent=approval.agent if approval is not None else link.agent,
             approved_by=approval.decided_by if approval is not None else None,
         )
+        if permit.scope != "team":
+            return []
+        return await self._approvals.withdraw_credential(permit.key.connector, permit.key.name)
 
     async def changed(self, link: LinkRecord, permit: Permit, *, via: str) -> None:
         """Record that ``link`` stored its value under ``permit.key``: an audit row and a log line."""

@@ -365,7 +365,8 @@ class ApprovalService:
 
     async def withdraw_credential(self, connector: str, name: str) -> list[ApprovalRecord]:
         """Withdraw (``expired``) every undecided or unspent approval to replace ``connector``'s team-wide
-        credential ``name``: it was deleted, and there is nothing left to replace. The ones withdrawn."""
+        credential ``name``: it was deleted, and there is nothing left to replace, or another was stored
+        over it, and they were given against the one it replaced. The ones withdrawn."""
         tool = credential_tool(connector, name)
         now = self._clock.now()
         withdrawn: list[ApprovalRecord] = []

@@ -750,3 +750,23 @@ def test_secret_delete_withdraws_the_approvals_waiting_to_replace_it(env: CliEnv
     deleted = env.run("secret", "delete", "echo")
     assert deleted.code == 0 and f"withdrew approval {approval_id}" in deleted.err, deleted.err
     assert env.run("approvals", "list", "--json").json() == []
+
+
+def test_secret_set_withdraws_the_replacements_it_overtook_and_names_them(env: CliEnv) -> None:
+    from mcp_gateway.services.approvals import ApprovalService
+    from mcp_gateway.services.identity import Principal
+    from mcp_gateway.vocabulary.clock import SystemClock
+
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+
+    async def ask() -> str:
+        async with SQLiteStore(env.state_dir / "state.db") as store:
+            approvals = ApprovalService(store, SystemClock())
+            asked = await approvals.request_credential(Principal(user="bob", agent="bot"), "echo", "default", "Replace")
+            return asked.id
+
+    approval_id = anyio.run(ask)
+    replaced = env.run("secret", "set", "echo", stdin="echo-token-5678\n")
+    assert replaced.code == 0 and f"withdrew approval {approval_id}" in replaced.err, replaced.err
+    assert "against the credential just replaced" in replaced.err
+    assert env.run("approvals", "list", "--json").json() == []

@@ -497,3 +497,38 @@ async def test_a_refused_replacement_says_who_replaced_it_and_when(tmp_path: Pat
         listed = {c.slug: c for c in (await s.gateway.connectors(ALICE)).connectors}
         assert listed["team"].status == "ready" and listed["team"].warning is None
         _no_canary(refused.model_dump_json(), asked.summary)
+
+
+async def test_a_replacement_withdrawn_by_a_deletion_then_overtaken_by_a_new_one_says_so(tmp_path: Path) -> None:
+    # The operator approved bob's replacement; `secret delete` withdrew it; alice's link then added one.
+    # Bob's page said "was not approved by an operator": it was, and was withdrawn.
+    async with site(tmp_path) as s:
+        link = await _approved_link(s, BOB)
+        key = CredentialKey(connector="team", principal=PROJECT_WIDE, name="default")
+        await s.vault.delete("team")  # what `secret delete` does
+        await s.gateway.credentials._changes.origins.forget(key)  # pyright: ignore[reportPrivateUsage]
+        await s.gateway.approvals.withdraw_credential("team", "default")
+        added = await s.gateway.connect(ALICE, "team")
+        assert isinstance(added, ConnectLink) and added.approval_id is None
+        assert (await s.submit(added.connect_url, "alice-new-token")).status_code == 200
+        for page in (await s.http.get(link.connect_url.removeprefix(PUBLIC)), await s.submit(link.connect_url, "x")):
+            assert page.status_code == 409 and "Approval withdrawn" in page.text, page.text
+            assert "was deleted since" in page.text and "by alice (agent claude) through a connect link" in page.text
+            assert "not approved" not in page.text
+        assert await s.value("team") == "alice-new-token"
+
+
+async def test_a_store_withdraws_the_replacements_it_made_moot(tmp_path: Path) -> None:
+    # Bob's replacement waited for an operator while alice's approved one was stored: it stayed pending
+    # with a stale "stored now", approving it said "approved", and only the typed value got a 409.
+    async with site(tmp_path) as s:
+        waiting = await s.gateway.connect(BOB, "team")
+        assert isinstance(waiting, ConnectLink) and waiting.approval_id is not None
+        first = await _approved_link(s, ALICE)
+        assert (await s.submit(first.connect_url, "alice-new-token")).status_code == 200
+        withdrawn = await s.store.get_approval(waiting.approval_id)
+        assert withdrawn is not None and withdrawn.status == "expired"
+        assert await s.gateway.approvals.decide(waiting.approval_id, True, by=OPERATOR.user) is None
+        page = await s.http.get(waiting.connect_url.removeprefix(PUBLIC))
+        assert page.status_code == 409 and "replaced meanwhile" in page.text and 'name="secret"' not in page.text
+        assert "by alice (agent claude) through a connect link" in page.text

@@ -181,6 +181,18 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 status=403,
                 tone="bad",
             )
+        case "overtaken" if permit.origin is not None and not permit.origin.replaced:
+            return message(
+                "Approval withdrawn",
+                f"The operator approved replacing the team-wide credential of {name}, but that credential was "
+                "deleted since, which withdrew the approval; then a new one was "
+                f"{permit.origin.told()}. Nothing was changed. If yours is still needed, ask the agent for a new "
+                "link.",
+                status=409,
+                tone="bad",
+            )
+        case "overtaken":
+            return replaced_meanwhile(cfg, permit.origin)
         case "unapproved":
             return message(
                 "Needs an operator",
@@ -443,15 +455,14 @@ class CredentialPages:
 
 
 def replaced_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None) -> Response:
-    """The page of an approved replacement that came too late: the credential it was approved to
+    """The page of a replacement that came too late: the credential it was asked (or approved) to
     replace was replaced since, by someone else's approved link or the operator."""
     by = f" It was {origin.told()}." if origin is not None else ""
     return message(
         "Not saved",
-        f"The team-wide credential of {cfg.display_name} was replaced meanwhile, after the operator approved "
-        f"this replacement of the one stored then.{by} Nothing was changed here, so the operator's approval "
-        "does not cover overwriting a value they never saw proposed. If yours is still needed, ask the agent "
-        "for a new link.",
+        f"The team-wide credential of {cfg.display_name} was replaced meanwhile, after this replacement of the "
+        f"one stored then was asked for.{by} Nothing was changed here, so no approval covers overwriting a "
+        "value the operator never saw proposed. If yours is still needed, ask the agent for a new link.",
         status=409,
         tone="bad",
     )
