@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 # Gateways the tests start (in process and as subprocesses) rank lexically unless a test asks for
 # hybrid: loading the model and embedding every bundled action in each of them would only cost time.
@@ -13,11 +14,21 @@ os.environ.setdefault("MCP_GATEWAY_DISCOVERY_MODE", "lexical")
 import pytest
 
 from mcp_gateway.discovery import EmbeddingsUnavailable
+from mcp_gateway.services.logs import known_secrets
 from tests.support.postgres import postgres_cluster, postgres_url
 
 
 def _no_model() -> object:
     raise EmbeddingsUnavailable("the embedding model is not loaded in tests not marked 'hybrid'")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _secrets_of_earlier_files_forgotten() -> Iterator[None]:
+    """Each test file starts with no secret learned by the files before it in this worker: the process-wide
+    set only grows, and with the secrets of hundreds of closed gateways every later catalog sync looked
+    for thousands of forms in each action (a bundled-default sync went from 1.5 s to past the timeout)."""
+    yield
+    known_secrets().forget()
 
 
 @pytest.fixture(autouse=True)

@@ -249,10 +249,16 @@ def _without_secrets(slug: str, actions: list[Action]) -> tuple[list[Action], bo
     descriptions, schemas, defaults), and whether any held one. An action whose redacted form is no
     longer a valid action (its name was the secret) is left out."""
     known = known_secrets()
+    texts = [action.model_dump_json() for action in actions]
+    # One look over the whole catalog first: a process that opened many secrets (many users' personal
+    # credentials) holds thousands of forms, and looking for each in each action's text, thousands of
+    # actions long, took minutes. Only a catalog that holds one is gone through action by action.
+    joined = "\n".join(texts)
+    if known.redact(joined) == joined:
+        return actions, False
     kept: list[Action] = []
     changed = False
-    for action in actions:
-        text = action.model_dump_json()
+    for action, text in zip(actions, texts, strict=True):
         redacted = known.redact(text)
         if redacted == text:
             kept.append(action)

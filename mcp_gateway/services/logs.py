@@ -90,6 +90,14 @@ class KnownSecrets:
         with self._lock:
             return self._redactor.redact_text(text, truncated=truncated)
 
+    def forget(self) -> None:
+        """Forget every secret learned: for a process that runs one gateway after another (a test
+        session), where the secrets of gateways long closed would only slow every later look."""
+        with self._lock:
+            self._redactor = Redactor()
+            self._seen = set()
+            self._shortest = 0
+
     def __bool__(self) -> bool:
         return bool(self._redactor)
 

@@ -61,6 +61,15 @@ def test_a_known_secret_is_redacted_in_messages_arguments_and_encodings(
     assert text.count("[redacted]") == 4
 
 
+def test_forgotten_secrets_are_no_longer_looked_for_and_new_ones_are() -> None:
+    secrets = KnownSecrets()
+    secrets.add(SecretValue(CANARY))
+    secrets.forget()
+    assert not secrets and secrets.redact(f"x {CANARY}") == f"x {CANARY}"
+    secrets.add(SecretValue(CANARY))  # learned again, not skipped as already seen
+    assert secrets.redact(f"x {CANARY}") == "x [redacted]"
+
+
 def test_exceptions_and_stacks_are_redacted_too(captured: tuple[io.StringIO, KnownSecrets]) -> None:
     stream, secrets = captured
     secrets.add(SecretValue({"username": "u", "password": CANARY}))
