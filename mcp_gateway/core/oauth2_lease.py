@@ -43,20 +43,32 @@ class RefreshLease:
         clock: for the lease's expiry (the store compares against it).
         key: ``lease_key(...)`` of the token set.
         ttl: how long the lease lives unreleased.
+        holder: the holder id of a lease this process took and could not release (the store down): found
+            in the store still, it is this process's to take back. None: a new id.
     """
 
-    def __init__(self, store: Store, clock: Clock, key: str, ttl: timedelta = LEASE_TTL) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, key: str, ttl: timedelta = LEASE_TTL, *, holder: bytes | None = None
+    ) -> None:
         self._store = store
         self._clock = clock
         self.key = key
         self._ttl = ttl
-        self._holder = secrets.token_hex(16).encode()
+        self._stranded = holder is not None
+        self._holder = holder if holder is not None else secrets.token_hex(16).encode()
         self._held = False
+
+    @property
+    def holder(self) -> bytes:
+        """The random id this lease is held under in the store."""
+        return self._holder
 
     async def claim(self) -> bool:
         """Take the lease if nobody holds it; True if this instance now does. Atomic across instances."""
         now = self._clock.now()
         self._held = await self._store.put_ephemeral(LEASE_KIND, self.key, self._holder, now + self._ttl, now)
+        if not self._held and self._stranded:
+            self._held = await self._store.get_ephemeral(LEASE_KIND, self.key, now) == self._holder
         return self._held
 
     async def taken(self) -> bool:

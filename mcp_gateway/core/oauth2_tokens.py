@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -83,8 +84,12 @@ REFRESH_WAIT = 10.0
 """Seconds a call waits for another instance's refresh of the same token set before giving up."""
 MAX_TOKEN_LIFETIME = 366 * 24 * 3600
 """Seconds an access token is used for at most, whatever lifetime its provider gave (a 401 renews it sooner)."""
-KEEP_REFRESHED_FOR = 15.0
-"""Seconds a refreshed token set is retried into a store that refuses it (a short outage) before it is lost."""
+KEEP_TRYING_FOR = 3.0
+"""Seconds a refreshed token set is retried into a store that is down for a moment, before it is kept in memory."""
+STORE_AGAIN_EVERY = 5.0
+"""Seconds between two attempts to store a refreshed token set the store refused (kept in memory meanwhile)."""
+STORE_AGAIN_WITHIN = 1.0
+"""Seconds one such attempt may wait on the database (it runs on a call's way to its token)."""
 _POLL_FIRST, _POLL_MAX = 0.05, 0.5
 """Seconds between reads of the vault while waiting: doubling from the first to the last."""
 
@@ -142,6 +147,13 @@ class OAuth2Tokens:
         self._lease_ttl = max(LEASE_TTL, timedelta(seconds=2 * timeout))
         self._cache: dict[tuple[str, str, str], IssuedToken] = {}
         self._locks: dict[tuple[str, str, str], anyio.Lock] = {}
+        self._unsaved: dict[CredentialKey, _Unsaved] = {}
+        """Refreshed token sets the store refused: the only authorization left where the provider rotates
+        refresh tokens, so this process uses them (``_read``) until the store takes them (``_store_unsaved``)."""
+        self._store_again_at = 0.0
+        self._stranded: dict[str, bytes] = {}
+        """Leases this process took but could not release (the store down): lease key -> holder id, so that
+        it takes them back rather than wait on itself as on another instance."""
 
     # -- the call path --------------------------------------------------------------------------
 
@@ -179,6 +191,8 @@ class OAuth2Tokens:
             CredentialError: a stored credential cannot be opened.
             UpstreamError: the token endpoint could not be reached or answered nonsense.
         """
+        if self._unsaved:
+            await self._store_unsaved()
         key = _cache_key(session)
         now = self._clock.now()
         cached = self._cache.get(key)
@@ -221,24 +235,27 @@ class OAuth2Tokens:
         # A read-modify-write of the token set, so under its lease: without it, this could put back
         # a set whose refresh token another instance has just spent. A taken lease means a refresh
         # is under way; then a later call sets the flag on the new set.
+        # The request has left: a store that fails now must not turn its answer into an error, and a
+        # later call marks the set instead.
         lease = self._lease(session.connector, token.stored_as)
-        if not await lease.claim():
+        try:
+            if not await lease.claim():
+                return
+        except StoreUnavailable as exc:
+            logger.debug("oauth2: the token set of %s not marked verified yet: %s", session.connector, exc)
             return
         try:
-            sealed = await self._vault.sealed(
-                session.connector, principal=token.stored_as, name=TOKEN_NAME, own_only=True
-            )
-            if sealed is None or sealed.key.principal != token.stored_as:
+            found = await self._read(session.connector, token.stored_as, own_only=True)
+            if found is None or found[0].key.principal != token.stored_as:
                 return
-            stored = _token_set(sealed)
+            sealed, stored = found
             # Only the set this token came from: a newer authorization stays unverified until it works.
             if stored.get("access_token") == token.access.reveal() and stored.get("verified") != "1":
-                await self._vault.put(
-                    session.connector, {**stored, "verified": "1"}, principal=token.stored_as, name=TOKEN_NAME
-                )
+                await self._put(sealed.key, {**stored, "verified": "1"})
+        except StoreUnavailable as exc:
+            logger.debug("oauth2: the token set of %s not marked verified yet: %s", session.connector, exc)
         finally:
-            with anyio.CancelScope(shield=True):
-                await lease.release()
+            await self._let_go(lease)
 
     def evict(self, session: OAuth2Session) -> None:
         self._cache.pop(_cache_key(session), None)
@@ -265,7 +282,7 @@ class OAuth2Tokens:
         """The stored access token if it is usable, else a refreshed one: refreshed here if this call
         gets the token set's lease, else by whoever holds it (this call then waits for the result)."""
         deadline = anyio.current_time() + self._refresh_wait
-        found = await self._read(session)
+        found = await self._read(session.connector, session.principal, own_only=session.personal)
         while True:
             if found is None:
                 raise CredentialMissing(session.connector, TOKEN_NAME)
@@ -277,8 +294,7 @@ class OAuth2Tokens:
                 try:
                     return await self._refresh(session, rejected)
                 finally:
-                    with anyio.CancelScope(shield=True):
-                        await lease.release()
+                    await self._let_go(lease)
             found = await self._await_refresh(session, lease, found, deadline)
 
     async def _await_refresh(
@@ -298,7 +314,7 @@ class OAuth2Tokens:
             await anyio.sleep(min(delay, left))
             delay = min(2 * delay, _POLL_MAX)
             free = not await lease.taken()
-            found = await self._read(session)
+            found = await self._read(session.connector, session.principal, own_only=session.personal)
             if found is None or not _same_set(found, seen) or free:
                 return found
 
@@ -310,7 +326,7 @@ class OAuth2Tokens:
         a different one was rotated in by someone else (a holder whose lease had expired, an older
         build), so the newer set is used, or refreshed once more.
         """
-        found = await self._read(session)
+        found = await self._read(session.connector, session.principal, own_only=session.personal)
         for _ in range(2):
             if found is None:
                 raise CredentialMissing(session.connector, TOKEN_NAME)
@@ -329,7 +345,7 @@ class OAuth2Tokens:
             except AuthorizationRefused as exc:
                 if exc.code != "invalid_grant":
                     raise self._client_refused(session, exc) from None
-                again = await self._read(session)
+                again = await self._read(session.connector, session.principal, own_only=session.personal)
                 if again is not None and not _same_set(again, found):
                     logger.info(
                         "oauth2 refresh for %s was refused (%s), but the stored token set had changed "
@@ -346,7 +362,7 @@ class OAuth2Tokens:
                 raise _ended(session, sealed.key) from None
             # RFC 6749 section 6: the provider may keep the refresh token; the set keeps its verified flag.
             new_set = self._token_set(answer, refresh_token=refresh_token, verified=stored.get("verified", "0"))
-            await self._keep(session.connector, new_set, principal=sealed.key.principal)
+            await self._keep(sealed.key, new_set, replaced=refresh_token)
             return self._from_set(new_set, stored_as=sealed.key.principal)
         raise UpstreamError(
             "upstream_error",
@@ -375,6 +391,7 @@ class OAuth2Tokens:
 
     async def _forget_ended(self, session: OAuth2Session, key: CredentialKey) -> None:
         """Delete a token set whose grant the provider declared dead, on the record like any change."""
+        self._unsaved.pop(key, None)
         if not await self._vault.delete(key.connector, principal=key.principal, name=key.name):
             return  # someone else deleted it meanwhile, and recorded that
         logger.warning(
@@ -390,34 +407,99 @@ class OAuth2Tokens:
                 )
             )
 
-    async def _keep(self, connector: str, token_set: dict[str, str], *, principal: str) -> None:
-        """Store a refreshed set, retrying through a short store outage: a provider that rotates refresh
-        tokens has spent the old one, so this set is the only authorization left. Shielded, like the
-        refresh itself: a caller cancelled now must not drop it."""
-        delay = 0.25
-        deadline = anyio.current_time() + KEEP_REFRESHED_FOR
+    async def _keep(self, key: CredentialKey, token_set: dict[str, str], *, replaced: str) -> None:
+        """Store a refreshed set. A provider that rotates refresh tokens has spent the old one, so this set
+        is the only authorization left: when the store refuses it, this process keeps it in memory, uses
+        it for its calls (``_read``) and stores it as soon as the store takes it (``_store_unsaved``),
+        rather than lose it and spend the old refresh token a second time. Shielded, like the refresh
+        itself: a caller cancelled now must not drop it."""
         with anyio.CancelScope(shield=True):
-            while True:
-                try:
-                    await self._vault.put(connector, token_set, principal=principal, name=TOKEN_NAME)
-                    return
-                except StoreUnavailable:
-                    if anyio.current_time() + delay > deadline:
-                        logger.error(
-                            "oauth2: the refreshed token set of %s could not be stored (the store is down); if its "
-                            "provider rotates refresh tokens, a human must connect it again",
-                            connector,
-                        )
-                        raise
-                    await anyio.sleep(delay)
-                    delay = min(delay * 2, 2.0)
+            try:
+                await self._put_soon(key, token_set)
+            except Exception as exc:
+                # Refreshed again before the last one was stored: the vault still holds the set the first
+                # one replaced, which is what this one stands in for.
+                earlier = self._unsaved.get(key)
+                self._unsaved[key] = _Unsaved(earlier.replaced if earlier else _digest(replaced), token_set)
+                self._store_again_at = anyio.current_time() + STORE_AGAIN_EVERY
+                if earlier is not None:
+                    return  # said when the first one was refused
+                cause = str(exc) if isinstance(exc, StoreUnavailable) else type(exc).__name__
+                logger.error(
+                    "oauth2: the refreshed token set of %s could not be stored (%s); this process keeps it in "
+                    "memory, uses it and stores it once the database takes it. Should it stop before then, a "
+                    "human must connect %s again if its provider rotates refresh tokens",
+                    key.connector,
+                    cause,
+                    key.connector,
+                )
+            else:
+                self._unsaved.pop(key, None)
 
-    async def _read(self, session: OAuth2Session) -> _Found | None:
-        """The token set as the vault holds it now (never the memory cache's idea of it)."""
-        sealed = await self._vault.sealed(
-            session.connector, principal=session.principal, name=TOKEN_NAME, own_only=session.personal
-        )
-        return (sealed, _token_set(sealed)) if sealed is not None else None
+    async def _put_soon(self, key: CredentialKey, token_set: dict[str, str]) -> None:
+        """Put the set, trying again for ``KEEP_TRYING_FOR`` seconds through a store that is down for a
+        moment; storage that refuses until someone acts on it (``lasting``) is not waited for."""
+        delay = 0.25
+        deadline = anyio.current_time() + KEEP_TRYING_FOR
+        while True:
+            try:
+                await self._put(key, token_set)
+                return
+            except StoreUnavailable as exc:
+                if exc.lasting or anyio.current_time() + delay > deadline:
+                    raise
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def _store_unsaved(self) -> None:
+        """Try again, at most every ``STORE_AGAIN_EVERY`` seconds and briefly, to store the refreshed sets
+        the store refused; a set the vault has moved on from (a new sign-in) is dropped."""
+        if anyio.current_time() < self._store_again_at:
+            return
+        self._store_again_at = anyio.current_time() + STORE_AGAIN_EVERY
+        for key, unsaved in list(self._unsaved.items()):
+            with anyio.move_on_after(STORE_AGAIN_WITHIN, shield=True):
+                try:
+                    sealed = await self._vault.stored(key)
+                    if sealed is not None and _digest(_token_set(sealed).get("refresh_token", "")) == unsaved.replaced:
+                        await self._vault.put(
+                            key.connector, unsaved.token_set, principal=key.principal, name=TOKEN_NAME
+                        )
+                        logger.warning("oauth2: the refreshed token set of %s is stored now", key.connector)
+                except Exception as exc:
+                    logger.debug("oauth2: the refreshed token set of %s is still not stored (%s)", key.connector, exc)
+                    continue
+                self._unsaved.pop(key, None)
+
+    async def _put(self, key: CredentialKey, token_set: dict[str, str]) -> None:
+        await self._vault.put(key.connector, token_set, principal=key.principal, name=TOKEN_NAME)
+
+    async def _let_go(self, lease: RefreshLease) -> None:
+        """Release a lease; when the store refuses, remember it as this process's own, so the next call
+        takes it back instead of waiting out its life as if another instance were refreshing."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await lease.release()
+            except Exception as exc:
+                self._stranded[lease.key] = lease.holder
+                logger.debug("oauth2: a refresh lease left in the store (%s); this process takes it back", exc)
+            else:
+                self._stranded.pop(lease.key, None)
+
+    async def _read(self, connector: str, principal: str, *, own_only: bool) -> _Found | None:
+        """The token set as the vault holds it now (never the memory cache's idea of it), or the refreshed
+        set this process could not store yet, while the vault still holds the one it replaced."""
+        sealed = await self._vault.sealed(connector, principal=principal, name=TOKEN_NAME, own_only=own_only)
+        if sealed is None:
+            return None
+        found = (sealed, _token_set(sealed))
+        unsaved = self._unsaved.get(sealed.key)
+        if unsaved is None:
+            return found
+        if _digest(found[1].get("refresh_token", "")) == unsaved.replaced:
+            return sealed, unsaved.token_set
+        self._unsaved.pop(sealed.key, None)  # stored meanwhile, or replaced by a new sign-in
+        return found
 
     def _usable(self, found: _Found, rejected: IssuedToken | None) -> IssuedToken | None:
         """The set's access token if it is fresh and not the one the upstream just refused."""
@@ -431,7 +513,7 @@ class OAuth2Tokens:
 
     def _lease(self, connector: str, stored_as: str) -> RefreshLease:
         key = lease_key(self._project, connector, stored_as, TOKEN_NAME)
-        return RefreshLease(self._store, self._clock, key, self._lease_ttl)
+        return RefreshLease(self._store, self._clock, key, self._lease_ttl, holder=self._stranded.get(key))
 
     # -- the human side -------------------------------------------------------------------------
 
@@ -589,6 +671,15 @@ def _client(sealed: SealedCredential | None, connector: str) -> dict[str, str]:
 
 _Found = tuple[SealedCredential, dict[str, str]]
 """A token set read from the vault: where it is sealed, and its fields."""
+
+
+@dataclass(frozen=True)
+class _Unsaved:
+    """A refreshed token set the store refused."""
+
+    replaced: str
+    """The SHA-256 of the refresh token it replaced: used while the vault still holds that one."""
+    token_set: dict[str, str]
 
 
 def _ended(session: OAuth2Session, key: CredentialKey) -> AuthorizationEnded:

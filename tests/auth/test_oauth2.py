@@ -26,7 +26,7 @@ import httpx2
 import pytest
 
 from mcp_gateway.auth.oauth2 import TOKEN_NAME, pkce_challenge
-from mcp_gateway.core import Gateway, result_payload
+from mcp_gateway.core import Gateway, oauth2_tokens, result_payload
 from mcp_gateway.core.oauth2_pending import PENDING_KIND
 from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
 from mcp_gateway.core.results import SecretLink
@@ -372,6 +372,66 @@ async def test_a_refreshed_set_is_kept_through_a_short_store_outage(
         assert refusals == [0] and e.provider.grants() == ["authorization_code", "refresh_token"]
         stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
         assert stored is not None and stored.open().reveal()["access_token"] == "at-2"  # type: ignore[index]
+
+
+async def test_a_refreshed_set_the_store_refuses_is_used_from_memory_and_stored_once_it_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A read-only database (a standby after a failover) refuses the rotated set: the old refresh token
+    # is spent, so this process keeps the new set, never sends the spent one again, and stores the set
+    # once the database takes writes.
+    monkeypatch.setattr(oauth2_tokens, "STORE_AGAIN_EVERY", 0.0)
+    async with env(tmp_path, expires_in=3600, rotate=True) as e:
+        await e.authorize()
+        e.clock.advance(3600)
+        put, refusing = e.vault.put, [True]
+
+        async def read_only(*args: Any, **kwargs: Any) -> None:
+            if refusing[0]:
+                raise StoreUnavailable("the PostgreSQL database at db refuses writes (read-only)", lasting=True)
+            await put(*args, **kwargs)
+
+        monkeypatch.setattr(e.vault, "put", read_only)
+        with caplog.at_level(logging.ERROR, logger="mcp_gateway.core.oauth2_tokens"):
+            assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert len([r for r in caplog.records if "could not be stored" in r.getMessage()]) == 1
+        assert "keeps it in memory" in caplog.text
+        e.clock.advance(3600)  # its access token expires too while the database still refuses
+        with caplog.at_level(logging.ERROR, logger="mcp_gateway.core.oauth2_tokens"):
+            assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert len([r for r in caplog.records if "could not be stored" in r.getMessage()]) == 1  # said once
+        spent = [r["refresh_token"] for r in e.provider.token_requests if r["grant_type"] == "refresh_token"]
+        assert spent == ["rt-1", "rt-2"]  # each used once
+        refusing[0] = False
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        stored = await e.vault.sealed("code", principal="operator", name=TOKEN_NAME)
+        assert stored is not None and stored.open().reveal()["refresh_token"] == "rt-3"  # type: ignore[index]
+        assert e.provider.grants().count("refresh_token") == 2
+
+
+async def test_a_refresh_lease_the_store_did_not_release_is_taken_back_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with env(tmp_path, expires_in=3600, rotate=True) as e:
+        await e.authorize()
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        delete, refusals = e.store.delete_ephemeral, [1]
+
+        async def down_once(*args: Any, **kwargs: Any) -> Any:
+            if refusals[0]:
+                refusals[0] -= 1
+                raise StoreUnavailable("the PostgreSQL database at db refuses writes (read-only)", lasting=True)
+            return await delete(*args, **kwargs)
+
+        monkeypatch.setattr(e.store, "delete_ephemeral", down_once)
+        e.provider.valid.clear()  # revoked upstream: a refresh, whose lease the store keeps
+        assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
+        assert refusals == [0]
+        e.provider.valid.clear()  # again, while that lease still lives: it is this process's own
+        with anyio.fail_after(5):
+            result = await e.gateway.call(OPERATOR, "code.me.get")
+        assert isinstance(result, Ok), result
+        assert e.provider.grants() == ["authorization_code", "refresh_token", "refresh_token"]
 
 
 async def test_a_401_refreshes_once_and_retries(tmp_path: Path) -> None:
