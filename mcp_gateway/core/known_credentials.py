@@ -85,4 +85,9 @@ class KnownCredentials:
             except StoreUnavailable as exc:
                 logger.debug("stored credentials not read for redaction: %s", exc)
                 return  # read again at the next call
+            except Exception:
+                # Not the call's to fail: it goes on, and whatever it needs from the store fails there,
+                # answered and audited as its own error.
+                logger.exception("stored credentials not read for redaction")
+                return
             self._read_at = self._clock()

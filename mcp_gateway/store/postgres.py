@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -108,7 +108,10 @@ _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyn
 # A pool that opens a new connection meets the server's refusals too: a password changed or a login
 # revoked (class 28), no connection slot or disk left (class 53), the database dropped. Each is an outage
 # for the requests it fails (503, a JSON-RPC error), not a bug (500 with a traceback).
-_CONNECTION_ERRORS = (
+# So is a server whose state refuses every request alike, whatever the request: a read-only server (a
+# standby the URL reaches after a failover), rights on the tables taken away, tables that are not there
+# (a failover to a new, empty server), a transaction rolled back for a conflict (class 40).
+_OUTAGE_ERRORS = (
     OSError,
     TimeoutError,
     asyncpg.PostgresConnectionError,
@@ -117,6 +120,10 @@ _CONNECTION_ERRORS = (
     asyncpg.InvalidAuthorizationSpecificationError,
     asyncpg.InsufficientResourcesError,
     asyncpg.InvalidCatalogNameError,
+    asyncpg.ReadOnlySQLTransactionError,
+    asyncpg.InsufficientPrivilegeError,
+    asyncpg.UndefinedTableError,
+    asyncpg.TransactionRollbackError,
 )
 
 
@@ -196,6 +203,8 @@ _CREDENTIAL_INSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"))
 _CREDENTIAL_UPSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"), CREDENTIAL_KEY)
 _CREDENTIAL_WHERE = "WHERE connector = $1 AND principal = $2 AND name = $3"
 _META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
+_PING = "SELECT current_setting('transaction_read_only') AS read_only FROM schema_version LIMIT 1"
+"""Readiness in one round trip: the gateway's tables there and readable, and whether writes would be refused."""
 _C = 'COLLATE "C"'
 
 
@@ -378,7 +387,7 @@ class PostgresStore:
         try:
             async with self._waiting():
                 return _changed(await self._p().execute(sql, *params))
-        except _CONNECTION_ERRORS as exc:
+        except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
@@ -389,7 +398,7 @@ class PostgresStore:
         try:
             async with self._waiting():
                 await self._p().executemany(sql, params)
-        except _CONNECTION_ERRORS as exc:
+        except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
@@ -398,7 +407,7 @@ class PostgresStore:
         try:
             async with self._waiting():
                 return await self._p().fetchrow(sql, *params)
-        except _CONNECTION_ERRORS as exc:
+        except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
@@ -407,7 +416,7 @@ class PostgresStore:
         try:
             async with self._waiting():
                 return await self._p().fetch(sql, *params)
-        except _CONNECTION_ERRORS as exc:
+        except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
@@ -417,25 +426,61 @@ class PostgresStore:
         try:
             async with self._waiting(), self._p().acquire() as conn, conn.transaction():
                 yield conn
-        except _CONNECTION_ERRORS as exc:
+        except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
 
     async def ping(self) -> None:
-        """One round trip; raises ``StoreUnavailable`` when the database cannot be reached."""
-        await self._fetchrow("SELECT 1")
+        """One round trip; raises ``StoreUnavailable`` when the database cannot be reached, or answers
+        but cannot serve the gateway: its tables missing or out of the user's reach, or read-only (a
+        standby after a failover), where every write would fail."""
+        row = await self._fetchrow(_PING)
+        if row is not None and row["read_only"] == "on":
+            raise self._outage(asyncpg.ReadOnlySQLTransactionError("the server runs read-only transactions only"))
+
+    async def probe_write(self) -> None:
+        """One small committed write; raises ``StoreUnavailable`` when writes fail though reads work."""
+        await self._execute(_META_UPSERT, "health_probe", dump_meta(datetime.now(UTC).isoformat()))
 
     def _outage(self, exc: BaseException) -> StoreUnavailable:
+        """The outage ``exc`` is, its message naming the database, the cause and, for a server that
+        refuses until someone acts on it (``lasting``), what to do."""
         first_line = next(iter(str(exc).splitlines()), "")
         reason = scrub(f"{type(exc).__name__}: {first_line}", self._url)[:200]
+        where = f"the PostgreSQL database at {redact_url(self._url)}"
         if isinstance(exc, asyncpg.DiskFullError):
             return StoreUnavailable(
-                f"the PostgreSQL database at {redact_url(self._url)} cannot write ({reason}): its server's disk "
-                "is full; free some space there",
+                f"{where} cannot write ({reason}): its server's disk is full; free some space there", lasting=True
+            )
+        if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
+            return StoreUnavailable(
+                f"{where} refuses writes ({reason}): it is read-only, a standby the URL reaches after a failover "
+                "or a database set read-only; point the URL at the primary or make it writable",
                 lasting=True,
             )
-        return StoreUnavailable(f"the PostgreSQL database at {redact_url(self._url)} is unreachable ({reason})")
+        if isinstance(exc, asyncpg.InsufficientPrivilegeError):
+            return StoreUnavailable(
+                f"{where} refuses the gateway's user ({reason}): grant that user its rights on the gateway's "
+                "tables again (or give it back their ownership)",
+                lasting=True,
+            )
+        if isinstance(exc, asyncpg.UndefinedTableError):
+            return StoreUnavailable(
+                f"{where} has no gateway tables ({reason}): it may be a new, empty server (a failover to an "
+                "empty database); point the URL back at the gateway's database or restore it from a backup, "
+                "or restart the gateway to create empty tables there (every credential, token and approval "
+                "then has to be given again)",
+                lasting=True,
+            )
+        if isinstance(exc, TimeoutError):
+            return StoreUnavailable(
+                f"{where} did not answer within {_COMMAND_TIMEOUT:g} s (a lock held elsewhere, or a server that "
+                "stopped answering)"
+            )
+        if isinstance(exc, asyncpg.TransactionRollbackError):
+            return StoreUnavailable(f"{where} rolled back a transaction ({reason}); try again")
+        return StoreUnavailable(f"{where} is unreachable ({reason})")
 
     # -- catalog ---------------------------------------------------------------------------------------
 

@@ -116,8 +116,14 @@ _BUSY_SHORT_MS = 250
 busy timeout for it."""
 _LOCKED_SECONDS = 10.0
 _LOCKED = "database is locked"
+_DAMAGED = (
+    ": the file is damaged; stop the gateway, restore the file from a backup (or recover what it holds with "
+    "`sqlite3 FILE .recover`), then start it again; `mcp-gateway doctor` checks the file"
+)
 _UNAVAILABLE_SIGNS = {
     "unable to open database": "",
+    "database disk image is malformed": _DAMAGED,
+    "file is not a database": _DAMAGED,
     "disk i/o error": "",
     "database or disk is full": ": its disk is full; free some space",
     "readonly database": ": the file or its folder is read-only; check their owner and permissions",
@@ -125,10 +131,18 @@ _UNAVAILABLE_SIGNS = {
     _LOCKED: ": another process holds its write lock (a backup, a sqlite3 shell, a stuck "
     "gateway); try again once it lets go",
 }
-"""An ``OperationalError`` with one of these is the file being unusable for now, not a bug
+"""A ``DatabaseError`` with one of these is the file being unusable for now, not a bug
 (``StoreUnavailable``: the agent is told to retry, the operator's log gets one line, not a traceback),
 and what the operator can do about it, appended to its message."""
-_LASTING_SIGNS = frozenset({"unable to open database", "database or disk is full", "readonly database"})
+_LASTING_SIGNS = frozenset(
+    {
+        "unable to open database",
+        "database or disk is full",
+        "readonly database",
+        "database disk image is malformed",
+        "file is not a database",
+    }
+)
 """The signs of storage that stays unusable until the operator acts (``StoreUnavailable.lasting``)."""
 
 
@@ -347,7 +361,7 @@ class SQLiteStore:
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await db.close()
-                if isinstance(exc, sqlite3.OperationalError):  # locked elsewhere, a full disk: say so
+                if isinstance(exc, sqlite3.DatabaseError):  # locked elsewhere, a full disk, a damaged file: say so
                     raise self._outage(exc) from None
                 raise
             self._db = db
@@ -469,7 +483,7 @@ class SQLiteStore:
             try:
                 async with self._conn().execute(sql, params) as cursor:
                     return cursor.rowcount
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 raise self._outage(exc) from None
 
     async def _fetchone(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Row | None:
@@ -479,7 +493,7 @@ class SQLiteStore:
             await self._patience()
             try:
                 rows = await self._conn().execute_fetchall(sql, params)
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 raise self._outage(exc) from None
         return next(iter(rows), None)
 
@@ -488,7 +502,7 @@ class SQLiteStore:
             await self._patience()
             try:
                 return await self._conn().execute_fetchall(sql, params)
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 raise self._outage(exc) from None
 
     async def ping(self) -> None:
@@ -535,10 +549,10 @@ class SQLiteStore:
             await self._db.execute(f"PRAGMA busy_timeout = {_BUSY_SHORT_MS if short else _BUSY_TIMEOUT_MS}")
             self._short_wait = short
 
-    def _outage(self, exc: sqlite3.OperationalError) -> Exception:
+    def _outage(self, exc: sqlite3.DatabaseError) -> Exception:
         """``StoreUnavailable`` for a file that cannot be used now (a lost or full disk, I/O errors, a
-        read-only file, a write lock held elsewhere past the busy timeout); any other
-        ``OperationalError`` (bad SQL) as it is."""
+        read-only file, a damaged one, a write lock held elsewhere past the busy timeout); any other
+        ``DatabaseError`` (bad SQL, a constraint) as it is."""
         text = str(exc).lower()
         sign = next((sign for sign in _UNAVAILABLE_SIGNS if sign in text), None)
         if sign is None:
@@ -561,7 +575,7 @@ class SQLiteStore:
             db = self._conn()
             try:
                 await db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 raise self._outage(exc) from None
             try:
                 yield db
@@ -570,13 +584,13 @@ class SQLiteStore:
                 # the shared connection inside a transaction for every later caller.
                 with anyio.CancelScope(shield=True):
                     await self._rollback(db)
-                if isinstance(exc, sqlite3.OperationalError):
+                if isinstance(exc, sqlite3.DatabaseError):
                     raise self._outage(exc) from None
                 raise
             with anyio.CancelScope(shield=True):
                 try:
                     await db.commit()
-                except sqlite3.OperationalError as exc:
+                except sqlite3.DatabaseError as exc:
                     await self._rollback(db)
                     raise self._outage(exc) from None
 
@@ -842,7 +856,7 @@ class SQLiteStore:
                 if db.in_transaction:
                     db.rollback()
                 raise
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             if ((exc.sqlite_errorcode or 0) & 0xFF) in _BUSY_CODES:  # an extended code has the primary in its low byte
                 return False
             raise self._outage(exc) from None
@@ -868,7 +882,7 @@ class SQLiteStore:
                     await db.execute_fetchall("PRAGMA wal_checkpoint(RESTART)")
                 finally:
                     await db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:
                 raise self._outage(exc) from None
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:

@@ -24,6 +24,7 @@ from mcp_gateway.server.pages.approval_page import ApprovalPage
 from mcp_gateway.server.pages.credential_page import CredentialPages
 from mcp_gateway.server.pages.oauth import OAuthCallback
 from mcp_gateway.server.pages.operator import OperatorPages
+from mcp_gateway.vocabulary.errors import StoreUnavailable
 from mcp_gateway.vocabulary.model import PendingApproval
 from tests.server.test_approval_page import ALICE, MANIFEST, TOOL
 from tests.support.page_site import PUBLIC, PageSite, page_site
@@ -72,6 +73,47 @@ async def test_credential_pages_store_what_the_form_says_once(tmp_path: Path) ->
             assert (await http.get(path)).status_code == 410  # used once
         sealed = await site.vault.sealed("pay", principal="alice")
         assert sealed is not None and sealed.open().reveal() == "tok-1"
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "said"),
+    [
+        # Any failure once the link is used, a damaged database file the store did not know as an outage.
+        (ValueError("database disk image is malformed"), 500, "open it again and enter the value again"),
+        (
+            StoreUnavailable(
+                "the SQLite database s.db cannot be used (database disk image is malformed)", lasting=True
+            ),
+            503,
+            "open it again once the operator says the gateway is fixed",
+        ),
+    ],
+)
+async def test_a_credential_whose_save_fails_gives_its_link_back_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception, status: int, said: str
+) -> None:
+    # The human typed a secret: a save that fails after the link was used left it used with nothing
+    # stored, under a bare 500, and the link then said "expired or already used".
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        pages = CredentialPages(_ctx(g), g, g.credentials)
+        link = await g.connect(ALICE, "pay")
+        assert isinstance(link, ConnectLink)
+        path = link.connect_url.removeprefix(PUBLIC)
+
+        async def failing(*_: object, **__: object) -> None:
+            raise failure
+
+        monkeypatch.setattr(g.credentials, "save", failing)
+        async with _alone(site, pages.routes()) as http:
+            form = await http.get(path)
+            answer = await http.post(path, data={"csrf": csrf(form.text), "secret": "CANARY-typed-secret"})
+            assert answer.status_code == status, answer.text
+            assert "Nothing was saved" in answer.text and said in answer.text
+            assert "CANARY" not in answer.text
+            again = await http.get(path)
+            assert again.status_code == 200 and "Connect pay" in again.text  # the link works again
+        assert await site.vault.sealed("pay", principal="alice") is None
 
 
 async def _asked(site: PageSite) -> tuple[ApprovalPage, PendingApproval, str]:
@@ -276,8 +318,6 @@ async def test_an_oauth_callback_that_meets_a_store_outage_gives_the_link_back(
 ) -> None:
     # The sign-in's state is spent by then (and the code at the provider): "try again in a few
     # seconds" on the callback could never work, and the connect link was used up with nothing saved.
-    from mcp_gateway.vocabulary.errors import StoreUnavailable
-
     client = {"client_id": "gw", "client_secret": "CANARY-client-secret"}
     async with page_site(tmp_path, OAUTH_MANIFEST, _provider) as site:
         g = site.gateway

@@ -255,7 +255,7 @@ async def test_a_statement_the_server_does_not_answer_in_time_is_an_outage(
 
     monkeypatch.setattr(postgres_module, "_COMMAND_TIMEOUT", 0.5)
     async with PostgresStore(postgres_url) as store:
-        with pytest.raises(StoreUnavailable, match="TimeoutError"):
+        with pytest.raises(StoreUnavailable, match=r"did not answer within 0\.5 s"):
             await store._fetchrow("SELECT pg_sleep(5)")  # pyright: ignore[reportPrivateUsage]
         assert await store.get_meta("nothing") is None  # the pool serves the next statement
 
@@ -310,3 +310,39 @@ async def test_a_stalled_database_answers_one_request_within_its_wait_budget(
         finally:
             await stall.rollback()
         assert await store.get_meta("first") is None  # the pool serves the next statement
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        # A failover that leaves the URL on a hot standby answers reads and refuses writes (25006).
+        ("ALTER ROLE {role} SET default_transaction_read_only = on", "read-only, a standby"),
+        ("REASSIGN OWNED BY {role} TO postgres", "grant that user its rights"),  # rights taken away (42501)
+        ("DROP SCHEMA public CASCADE; CREATE SCHEMA public", "has no gateway tables"),  # a new, empty server (42P01)
+    ],
+)
+async def test_a_server_that_cannot_serve_the_gateway_is_an_outage_that_says_why(
+    postgres_url: str, db: asyncpg.Connection, fault: str, said: str
+) -> None:
+    # Each was raised as it came: a call answered internal_error, a page a bare 500, /readyz stayed ready.
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    role = f"gw_{_free_port()}"
+    await db.execute(f"CREATE ROLE {role} LOGIN")
+    base, _, database = postgres_url.rpartition("/")
+    await db.execute(f"ALTER DATABASE {database} OWNER TO {role}")
+    await db.execute(f"ALTER SCHEMA public OWNER TO {role}")
+    url = f"postgresql://{role}@{base.rpartition('@')[2]}/{database}"
+    async with PostgresStore(url) as store:
+        await store.set_meta("k", "v")
+        await db.execute(fault.format(role=role))
+        await db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+        outages: list[StoreUnavailable] = []
+        for _ in range(3):  # the first may meet a connection the termination closed
+            with pytest.raises(StoreUnavailable) as outage:
+                await store.set_meta("k", "w")
+            outages.append(outage.value)
+        assert outages[-1].lasting and said in str(outages[-1]), outages
+        with pytest.raises(StoreUnavailable) as pinged:  # readiness sees it before any write fails
+            await store.ping()
+        assert said in str(pinged.value)

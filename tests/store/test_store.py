@@ -976,6 +976,30 @@ async def test_sqlite_refuses_other_databases(tmp_path: Path) -> None:
         await SQLiteStore(garbage).open()
 
 
+async def test_sqlite_a_damaged_page_is_an_outage_naming_the_file_and_the_fix(tmp_path: Path) -> None:
+    # "database disk image is malformed" is a DatabaseError, not an OperationalError: it was raised as
+    # it came (a call's "Error executing tool call" with no audit row, a bare 500 on a credential page).
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    path = tmp_path / "s.db"
+    key = CredentialKey(connector="pay", principal="alice", name="default")
+    async with SQLiteStore(path) as store:
+        await store.put_credential(key, b"sealed")
+    with closing(sqlite3.connect(path)) as db:
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'credential'").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    with path.open("r+b") as file:
+        file.seek((root - 1) * size)
+        file.write(random.Random(7).randbytes(size))
+    async with SQLiteStore(path) as store:
+        for attempt in (store.get_credential(key), store.put_credential(key, b"other")):
+            with pytest.raises(StoreUnavailable) as outage:
+                await attempt
+            said = str(outage.value)
+            assert outage.value.lasting and str(path) in said, said
+            assert "malformed" in said and "restore the file from a backup" in said and "doctor" in said
+
+
 async def test_sqlite_migrations_apply_in_order_and_roll_back_on_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

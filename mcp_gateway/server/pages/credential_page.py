@@ -15,6 +15,7 @@ them back).
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,6 +36,8 @@ from ...store.contract import LinkKind, LinkRecord
 from ...vocabulary.errors import CredentialError, StoreUnavailable, UpstreamError
 from ...vocabulary.model import AuthKind
 from ._common import GONE, MAX_PART_BYTES, PageContext, message, page, security_headers
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["FIELDS", "Configured", "CredentialPages", "Field"]
 
@@ -337,16 +340,38 @@ class CredentialPages:
             stored = await self.credentials.save(
                 opened.link, permit, value, via=_VIA[opened.kind], forget_tokens=forget_tokens
             )
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             # The consumption may have been committed though its answer was lost: given back all the same
             # (compare-and-set on the instant, so never another submission's), now or on the next visit.
             await self.ctx.links.give_back(opened.token, used_at)
+            if exc.lasting:
+                return message(
+                    "Not saved",
+                    "The gateway's database refuses to store anything until its operator fixes it (the "
+                    "gateway's log says what is wrong). Nothing was saved; this link still works: open it "
+                    "again once the operator says the gateway is fixed, and enter the value again.",
+                    status=503,
+                    tone="bad",
+                )
             return message(
                 "Not saved",
                 "The gateway's database stopped answering while this was being saved. Nothing was saved; "
                 "this link still works: try again in a few seconds. (If the gateway restarted meanwhile and "
                 "the page says the link was already used, ask the agent for a new link.)",
                 status=503,
+                tone="bad",
+            )
+        except Exception:
+            # Whatever failed after the link was used, the value is not stored: the link is given back, so
+            # the human who typed it can enter it again instead of being told the link was used.
+            logger.exception("saving a credential for %s through a link failed", opened.cfg.slug)
+            await self.ctx.links.give_back(opened.token, used_at)
+            return message(
+                "Not saved",
+                "The gateway failed while saving this. Nothing was saved; this link still works: open it "
+                "again and enter the value again. If it fails again, tell the gateway's operator (its log "
+                "says why).",
+                status=500,
                 tone="bad",
             )
         if stored == "replaced_meanwhile":
