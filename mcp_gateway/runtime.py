@@ -378,7 +378,7 @@ async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, boo
         if isinstance(problem, StoreUnavailable):
             gateway.health.failed(problem)
             logger.warning(
-                "manifest reload put off, keeping the previous one: the database is unreachable (%s); "
+                "manifest reload put off, keeping the previous one: the database cannot be used (%s); "
                 "it is tried again once the database answers",
                 problem,
             )
@@ -397,13 +397,17 @@ async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, boo
 
 def _anticipated(exc: BaseException) -> GatewayError | None:
     """The ``GatewayError`` an exception is, or the first a group of them holds (a task group's wrapping of
-    a store outage met by one connector's load), with an outage first; None for anything else."""
+    a store outage met by one connector's load), with an outage first, whatever else failed beside it:
+    the reload is tried again once the database is back; None for anything else."""
     if isinstance(exc, GatewayError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         leaves = [_anticipated(e) for e in exc.exceptions]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        outage = next((leaf for leaf in leaves if isinstance(leaf, StoreUnavailable)), None)
+        if outage is not None:
+            return outage
         if leaves and all(leaf is not None for leaf in leaves):
-            return next((leaf for leaf in leaves if isinstance(leaf, StoreUnavailable)), leaves[0])
+            return leaves[0]
     return None
 
 

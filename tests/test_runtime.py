@@ -281,6 +281,28 @@ async def test_a_reload_that_meets_a_database_outage_keeps_serving_and_is_tried_
         assert sorted(a.path for a in gw._catalogs.loaded["notes"].actions) == ["notes.create", "notes.list"]
 
 
+async def test_a_reload_that_meets_a_read_only_database_beside_other_failures_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One connector met the outage, another failed on what it caused: "unexpected ExceptionGroup", and
+    # the edit stayed unapplied after the database was writable again.
+    from mcp_gateway import runtime
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SMALL)
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, manifest=str(path), state_dir=str(tmp_path))
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), embed=False) as gw:
+
+        async def failing(*_: object, **__: object) -> None:
+            read_only = StoreUnavailable("the PostgreSQL database at db refuses writes (read-only)", lasting=True)
+            raise ExceptionGroup("sync", [RuntimeError("a connector's own failure"), read_only])
+
+        monkeypatch.setattr(gw, "reload", failing)
+        problem, passes = await runtime._reload(gw, settings)  # pyright: ignore[reportPrivateUsage]
+        assert passes and problem is not None and "read-only" in problem
+
+
 async def test_the_shared_upstream_client_keeps_no_cookie(tmp_path: Path) -> None:
     # One caller's upstream session must not ride along with another's requests through the shared
     # client (which sends its jar on the requests it builds), nor an upstream grow the jar at will.
