@@ -200,15 +200,23 @@ def request_action_findings(manifest: Manifest) -> list[Finding]:
 
 
 async def store_finding(settings: Settings) -> Finding:
-    """Whether the state store opens and answers a read."""
+    """Whether the state store opens, answers a read and can serve the gateway (its ping: on PostgreSQL,
+    its tables there and writes taken) and, for SQLite, whether its file is whole. A PostgreSQL database
+    without the gateway's tables is said so, not set up: it may be a failover to an empty server."""
     from ..runtime import open_store
-    from ..vocabulary.errors import GatewayError, StateUnwritable, StoreUnopenable
+    from ..vocabulary.errors import GatewayError, StateUnwritable, StoreUnavailable, StoreUnopenable
 
     try:
-        async with open_store(settings) as store:
+        async with open_store(settings, create_tables=False) as store:
             await store.list_audit(1)
+            if (ping := getattr(store, "ping", None)) is not None:
+                await ping()
+            if (check := getattr(store, "damage", None)) is not None and (damage := await check()) is not None:
+                return Finding("store", "problem", damage, _RESTORE)
     except (GatewayError, OSError) as exc:
-        if isinstance(exc, StateUnwritable | OSError):
+        if isinstance(exc, StoreUnavailable):
+            fix = "what the message names; until then calls answer store_unavailable"
+        elif isinstance(exc, StateUnwritable | OSError):
             fix = f"make {settings.state_dir} writable by this user, or give --state-dir another folder"
         elif settings.database_url:  # mistyped, unreachable or refusing us: the message says which
             fix = "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
@@ -220,6 +228,12 @@ async def store_finding(settings: Settings) -> Finding:
             fix = f"make {settings.state_dir} writable by this user"
         return Finding("store", "problem", f"cannot open the store: {exc}", fix)
     return Finding("store", "ok", "PostgreSQL" if settings.database_url else f"SQLite in {settings.state_dir}")
+
+
+_RESTORE = (
+    "stop the gateway, then restore the file from a backup, or recover what it holds (`sqlite3 state.db .recover "
+    "| sqlite3 new.db`, then put new.db in its place)"
+)
 
 
 async def credentials_finding(settings: Settings, manifest: Manifest) -> Finding | None:

@@ -258,17 +258,20 @@ OUR_TABLES = (
 )
 
 
-async def migrate(conn: asyncpg.Connection, where: str) -> None:
+async def migrate(conn: asyncpg.Connection, where: str, *, create: bool = True) -> None:
     """Bring the schema in ``conn``'s current schema to ``SCHEMA_VERSION``.
 
+    ``create``: False to refuse a database without the gateway's tables rather than create them there
+    (``doctor``: an empty database may be a failover to a new server, not a new set-up).
+
     Raises:
-        StoreUnopenable: the database holds tables of ours that we did not create, or was migrated by
-            a newer build. ``where`` (the redacted URL) names it in the message.
+        StoreUnopenable: the database holds tables of ours that we did not create, was migrated by
+            a newer build, or (``create`` False) has none of ours. ``where`` (the redacted URL) names it.
     """
     async with conn.transaction():
         # Held until commit: a second instance starting now waits here, then sees our version.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-        version = await _version(conn, where)
+        version = await _version(conn, where, create=create)
         if version > SCHEMA_VERSION:
             raise StoreUnopenable(
                 f"the database at {where} was migrated by a newer mcp-gateway (schema version {version}; "
@@ -281,7 +284,7 @@ async def migrate(conn: asyncpg.Connection, where: str) -> None:
             logger.debug("applied schema migration %d", number)
 
 
-async def _version(conn: asyncpg.Connection, where: str) -> int:
+async def _version(conn: asyncpg.Connection, where: str, *, create: bool) -> int:
     rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
     tables = {r["tablename"] for r in rows}
     if "schema_version" not in tables:
@@ -290,6 +293,13 @@ async def _version(conn: asyncpg.Connection, where: str) -> int:
             raise StoreUnopenable(
                 f"the database at {where} already has tables named like mcp-gateway's ({', '.join(clash)}) "
                 "that mcp-gateway did not create; point the gateway at a database or schema of its own"
+            )
+        if not create:
+            raise StoreUnopenable(
+                f"the database at {where} has no gateway tables: a new database, or a failover to a new, empty "
+                "server. If it should hold the gateway's state, point the URL back at that database or restore "
+                "it from a backup; if it is a new database, start `mcp-gateway serve` (or run `mcp-gateway sync`) "
+                "once to create the tables"
             )
         await conn.execute(
             "CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"

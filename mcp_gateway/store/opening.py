@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["open_store", "store_for"]
 
 
-def store_for(settings: Settings) -> Store:
-    """The store, not yet opened. Stored catalogs decode with ``catalog_memory.validate_actions``."""
+def store_for(settings: Settings, *, create_tables: bool = True) -> Store:
+    """The store, not yet opened. Stored catalogs decode with ``catalog_memory.validate_actions``.
+    ``create_tables``: False to refuse a PostgreSQL database without the gateway's tables, not create them."""
     url = settings.database_url
     if not url:
         from .sqlite import SQLiteStore, unwritable
@@ -52,13 +53,13 @@ def store_for(settings: Settings) -> Store:
             "a PostgreSQL database URL is set but its driver is not installed; run: "
             "python3 -m pip install 'mcp-action-gateway[postgres]'"
         ) from None
-    return PostgresStore(url, decode_actions=validate_actions)
+    return PostgresStore(url, decode_actions=validate_actions, create_tables=create_tables)
 
 
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncGenerator[Store]:
-    """The store the settings select, opened, and closed on leaving."""
-    store = store_for(settings)
+async def open_store(settings: Settings, *, create_tables: bool = True) -> AsyncGenerator[Store]:
+    """The store the settings select, opened, and closed on leaving (``create_tables``: see ``store_for``)."""
+    store = store_for(settings, create_tables=create_tables)
     await store.open()
     try:
         yield store

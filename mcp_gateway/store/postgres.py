@@ -226,6 +226,8 @@ class PostgresStore:
         max_connections: the pool's upper bound per instance.
         decode_actions: validates a stored catalog's actions JSON (on a worker thread); the
             runtime passes ``catalog_memory.validate_actions`` to share equal values.
+        create_tables: False to refuse, on ``open``, a database without the gateway's tables instead of
+            creating them there (``doctor``, which must not set up what may be the wrong database).
 
     Example:
         async with PostgresStore("postgresql://gw@db.internal/gateway") as store:
@@ -238,8 +240,10 @@ class PostgresStore:
         *,
         max_connections: int = _POOL_MAX,
         decode_actions: ActionsDecoder = ACTIONS_ADAPTER.validate_json,
+        create_tables: bool = True,
     ) -> None:
         self._url = url
+        self._create_tables = create_tables
         self._decode_actions = decode_actions
         self._max = max_connections
         self._pool: asyncpg.Pool | None = None
@@ -290,7 +294,7 @@ class PostgresStore:
                 raise StoreUnopenable(self._unusable(exc)) from None
             try:
                 async with pool.acquire() as conn:
-                    await migrate(conn, redact_url(self._url))
+                    await migrate(conn, redact_url(self._url), create=self._create_tables)
             except _DRIVER_ERRORS as exc:
                 with anyio.CancelScope(shield=True):
                     await pool.close()

@@ -516,6 +516,19 @@ class SQLiteStore:
         disk, a write lock held elsewhere past the busy timeout), which ``ping`` does not see."""
         await self._execute(_META_UPSERT, ("health_probe", dump_meta(datetime.now(UTC).isoformat())))
 
+    async def damage(self) -> str | None:
+        """What ``PRAGMA quick_check`` finds wrong in the file (``doctor``), or None when it is whole. It reads
+        every page: for a command, not for a request."""
+        async with self._lock:
+            try:
+                rows = list(await self._conn().execute_fetchall("PRAGMA quick_check"))
+                found = [str(row[0]) for row in rows]
+            except sqlite3.DatabaseError as exc:
+                found = [str(exc)]
+        if found == ["ok"]:
+            return None
+        return f"the SQLite database {self._path} is damaged ({'; '.join(found[:3])[:300]})"
+
     def _check_file(self) -> None:
         """Raise ``StoreUnavailable`` when the file at the store's path is not the one it has open.
 

@@ -171,6 +171,71 @@ async def test_the_store_check_says_how_to_fix_a_store_that_does_not_open(tmp_pa
     assert "not a PostgreSQL URL" in wrong_url.message and "--database-url" in wrong_url.fix
 
 
+def _damage_a_page(path: Path) -> None:
+    """Overwrite the page of the ``credential`` table (one row in it) with noise."""
+    import random
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO credential (connector, principal, name, sealed) VALUES ('a', '*', 'default', x'00')")
+        db.commit()
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'credential'").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    content = bytearray(path.read_bytes())
+    content[(root - 1) * size : root * size] = random.Random(3).randbytes(size)
+    path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_the_store_check_finds_a_damaged_sqlite_file(tmp_path: Path, anyio_backend: str) -> None:
+    # A damaged page of one table left every read the check makes working: "ok", while every call failed.
+    from mcp_gateway.cli.doctor import store_finding
+    from mcp_gateway.vocabulary.settings import Settings
+
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={})
+    assert (await store_finding(settings)).level == "ok"
+    _damage_a_page(Path(settings.database))
+    damaged = await store_finding(settings)
+    assert damaged.level == "problem" and "is damaged" in damaged.message, damaged
+    assert "restore the file from a backup" in damaged.fix and ".recover" in damaged.fix
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", ["empty", "read-only"])
+async def test_the_store_check_neither_sets_up_an_empty_postgresql_database_nor_passes_a_read_only_one(
+    postgres_url: str, anyio_backend: str, fault: str, tmp_path: Path
+) -> None:
+    # After a failover to an empty server the check created every table there in silence, and a
+    # standby that refuses writes passed it ("unexpected ReadOnlySQLTransactionError" came later).
+    import asyncpg
+
+    from mcp_gateway.cli.doctor import store_finding
+    from mcp_gateway.store.postgres import PostgresStore
+    from mcp_gateway.vocabulary.settings import Settings
+
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={}, database_url=postgres_url)
+    db = await asyncpg.connect(postgres_url)
+    try:
+        if fault == "read-only":
+            async with PostgresStore(postgres_url):
+                pass
+            database = postgres_url.rpartition("/")[2]
+            await db.execute(f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+        found = await store_finding(settings)
+        tables = await db.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")
+    finally:
+        await db.close()
+    assert found.level == "problem", found
+    if fault == "empty":
+        assert "has no gateway tables" in found.message and "restore" in found.message, found
+        assert tables == 0
+    else:
+        assert "read-only" in found.message and "standby" in found.message, found
+
+
 def test_doctor_says_a_state_folder_is_a_file_or_cannot_be_created(env: CliEnv, tmp_path: Path) -> None:  # noqa: F811
     # A file was reported as "mode 644: other users can read it, fix: chmod 700"; a folder under a file
     # as "does not exist yet; the first command creates it".
