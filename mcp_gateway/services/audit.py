@@ -111,6 +111,8 @@ RETRY_SECONDS = 3.0
 that restarts or fails over within that never sends a row to the journal."""
 RETRY_FIRST_DELAY = 0.05
 RETRY_MAX_DELAY = 1.0
+MAX_UNWRITTEN = 10_000
+"""Outcome rows kept in memory when the store and the journal both refused them (beyond: the oldest go)."""
 REPLAY_EVERY = 5.0
 """Seconds between two replays of a journal holding rows (the next committed row starts one sooner)."""
 
@@ -213,6 +215,11 @@ class Auditor:
         self.replayed = 0
         """Journaled rows a replay appended to the store, ever."""
         self._journal_said: tuple[float, int] | None = None
+        self._unwritten: list[AuditRecord] = []
+        """Outcome rows the store and the journal both refused (a full disk): the call ran, and its outcome is
+        known, so it is kept here and written by the replay task once either takes it, not left ``started``."""
+        self._failed_said: tuple[float, int] | None = None
+        """When a lost write was last logged, and the rows lost since without a line."""
         """When journaling was last logged, and the rows journaled since without a line (None: the
         journal is empty, so the next row journaled is logged at once)."""
         self.on_store: Callable[[BaseException | None], None] | None = None
@@ -317,7 +324,12 @@ class Auditor:
             await anyio.to_thread.run_sync(journal.append, rows)
         except Exception as exc:
             why = getattr(exc, "strerror", None) or type(exc).__name__
-            self._fail(len(rows), f"{error}; the audit journal refused them too ({why})")
+            outcomes = [row for row in rows if row.status != "started"]  # a refused start sends nothing
+            kept = "; kept in memory, to be written once the store or the journal takes them" if outcomes else ""
+            self._fail(len(rows), f"{error}; the audit journal refused them too ({why}){kept}")
+            if outcomes:
+                self._unwritten = (self._unwritten + outcomes)[-MAX_UNWRITTEN:]
+                self._replay_wanted.set()
             return False
         self.journaled += len(rows)
         self.journal_pending = True
@@ -344,6 +356,7 @@ class Auditor:
 
     def _committed(self) -> None:
         """A row reached the store: it answers again, so a waiting journal can be replayed now."""
+        self._failed_said = None  # the next lost row is a new outage's, said at once
         if self.on_store is not None:
             self.on_store(None)
         if self.journal_pending:
@@ -352,6 +365,8 @@ class Auditor:
     async def replay(self) -> int:
         """Replay the journal into the store now; how many rows the store took. Never raises for a
         storage problem (the rows stay journaled for the next try)."""
+        if self._unwritten:
+            await self._write_unwritten()
         journal = self._journal
         if journal is None or not self.journal_pending:
             return 0
@@ -375,10 +390,31 @@ class Auditor:
             )
         return added
 
+    async def _write_unwritten(self) -> None:
+        """The outcome rows kept in memory: into the store (once: ``replay_audits`` skips what it holds),
+        else into the journal, else kept for the next round."""
+        rows, self._unwritten = self._unwritten, []
+        try:
+            added = await self._store.replay_audits(rows)
+        except Exception:
+            if self._journal is not None:
+                try:
+                    await anyio.to_thread.run_sync(self._journal.append, rows)
+                except Exception:
+                    pass
+                else:
+                    self.journaled += len(rows)
+                    self.journal_pending = True
+                    logger.warning("audit: %d outcome row(s) kept in memory are journaled now", len(rows))
+                    return
+            self._unwritten = (rows + self._unwritten)[-MAX_UNWRITTEN:]
+            return
+        logger.warning("audit: %d outcome row(s) kept in memory are written to the store now", added)
+
     async def _replay_loop(self, scope: anyio.CancelScope) -> None:
         with scope:
             while True:
-                if self.journal_pending:
+                if self.journal_pending or self._unwritten:
                     with anyio.move_on_after(self._replay_every):
                         await self._replay_wanted.wait()
                 else:
@@ -617,7 +653,15 @@ class Auditor:
         self._progress = anyio.Event()
 
     def _fail(self, rows: int, why: str) -> None:
+        """Count rows lost: logged when it starts, then at most once a minute, as journaling is."""
         self.failures += rows
+        now = anyio.current_time()
+        said = self._failed_said
+        if said is not None and now - said[0] < JOURNAL_LOG_EVERY:
+            self._failed_said = (said[0], said[1] + rows)
+            return
+        self._failed_said = (now, 0)
+        rows += said[1] if said is not None else 0
         logger.warning("audit write failed for %d row(s) (%d so far): %s", rows, self.failures, why)
 
 

@@ -7,6 +7,7 @@ it fail, so every ordering below is forced, not waited for.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -541,6 +542,39 @@ async def test_journaling_through_an_outage_is_one_line_then_one_a_minute(
     await store.close()
     said = [r.getMessage() for r in caplog.records if "journaled in" in r.getMessage()]
     assert len(said) == 2 and "(11 so far)" in said[1], said
+
+
+async def test_an_outcome_neither_the_store_nor_the_journal_takes_is_written_once_the_disk_has_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A full disk under both: the call's answer said its outcome was not recorded, and the audit kept
+    # "started" for good (a restart then called it interrupted), one warning per call meanwhile.
+    journal = AuditJournal(tmp_path / "state")
+    store = Down(tmp_path / "down.db")
+    await store.open()
+    full = [True]
+    append = journal.append
+
+    def no_room(rows: Sequence[AuditRecord]) -> None:
+        if full[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        append(rows)
+
+    monkeypatch.setattr(journal, "append", no_room)
+    auditor = Auditor(store, journal=journal, retry_for=0.01, replay_every=0.05)
+    store.fail = True
+    with caplog.at_level(logging.WARNING, logger="mcp_gateway.services.audit"):
+        async with auditor.running():
+            for i in range(3):
+                assert await auditor.record(_call(i)) is False  # the agent is told it is not recorded
+            store.fail, full[0] = False, False
+            with anyio.fail_after(5):
+                while len(await _requested(store)) < 3:  # noqa: ASYNC110 - the replay task writes them, no event
+                    await anyio.sleep(0.02)
+    assert sorted(await _requested(store)) == ["op_0", "op_1", "op_2"]
+    await store.close()
+    lost = [r.getMessage() for r in caplog.records if "audit write failed" in r.getMessage()]
+    assert len(lost) == 1 and "kept in memory" in lost[0], lost
 
 
 async def test_a_started_row_the_store_refuses_is_journaled_at_once(store: GatedStore, tmp_path: Path) -> None:
