@@ -36,6 +36,10 @@ STORE_BROKEN_HINT = (
 )
 SUMMARY_EVERY = 60.0
 """Seconds between two log lines saying an outage still lasts."""
+STEADY_FOR = 10.0
+"""Seconds the store must stay reachable before an outage that came back within them is said to be
+over: a lock on one table fails some statements while others pass, which logged "unavailable" and
+"reachable again" in turns."""
 PING_TIMEOUT = 1.0
 """Seconds a readiness ping may take before the database counts as unreachable."""
 PING_CACHE = 1.0
@@ -90,6 +94,10 @@ class StoreHealth:
         self._refused_writes = 0
         """Audit writes the store refused in the current outage."""
         self._summarized_at = 0.0
+        self._ended: tuple[float, float] | None = None
+        """The last outage's start and end (``time.monotonic()``), while a new one may still resume it."""
+        self._end_untold = False
+        """An outage that came back within ``STEADY_FOR`` of its end ended again: said once it holds."""
 
     @property
     def up(self) -> bool:
@@ -100,11 +108,24 @@ class StoreHealth:
         self._down(str(exc), requests=1)
 
     def succeeded(self) -> None:
-        """A request reached the store: the first one after an outage logs its end."""
+        """A request reached the store: the first one after an outage logs its end, unless the outage had
+        already ended and come back lately; then its end is said once the store stays reachable."""
+        now = time.monotonic()
         if self.down_since is not None:
-            lasted = time.monotonic() - self.down_since
-            self.down_since = None
-            logger.warning("store reachable again after %.1f s (%s meanwhile)", lasted, self._refusals())
+            began, self.down_since = self.down_since, None
+            self._ended = (began, now)
+            if not self._end_untold:
+                logger.warning("store reachable again after %.1f s (%s meanwhile)", now - began, self._refusals())
+            return
+        if self._end_untold and self._ended is not None and now - self._ended[1] >= STEADY_FOR:
+            self._end_untold = False
+            began, ended = self._ended
+            logger.warning(
+                "store reachable again after %.1f s, since %.0f s without a failure (%s meanwhile)",
+                ended - began,
+                now - ended,
+                self._refusals(),
+            )
 
     def observed(self, refused: BaseException | None) -> None:
         """How a write went (``Auditor.on_store``): None when the store took it, else what it raised."""
@@ -121,9 +142,13 @@ class StoreHealth:
         """Something met the outage: its start is logged once, then at most a line a minute."""
         self._unproven = True  # whatever failed, a write proves the store back; a read may not
         now = time.monotonic()
-        if self.down_since is None:
+        if self.down_since is None and self._ended is not None and now - self._ended[1] < STEADY_FOR:
+            # Back within seconds of its end: the same outage going on, not a new one to announce.
+            self.down_since, self._end_untold = self._ended[0], True
+        elif self.down_since is None:
             self.down_since = self._summarized_at = now
             self._refused_requests, self._refused_writes = requests, writes
+            self._end_untold = False
             logger.warning("store unavailable: %s; answering store_unavailable until it is back", cause)
             return
         self._refused_requests += requests

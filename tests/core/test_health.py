@@ -257,3 +257,25 @@ async def test_a_long_outage_is_summarized_and_its_end_said_before_what_the_repl
         replayed = next(i for i, line in enumerate(lines) if line.startswith("audit: replayed"))
         assert back < replayed, lines
         assert "0 request(s) answered store_unavailable" in lines[back] and "audit row write(s) refused" in lines[back]
+
+
+def test_an_outage_that_comes_and_goes_within_seconds_is_one_outage_in_the_log(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lock on one table fails some statements while others pass: the log read "unavailable",
+    # "reachable again after 0.0 s", "unavailable" in turns, several times a second.
+    health = health_module.StoreHealth(None, where="the PostgreSQL database at db")
+    stalled = StoreUnavailable("the PostgreSQL database at db did not answer within 5 s (a lock held elsewhere)")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(5):
+            health.failed(stalled)
+            assert not health.up
+            health.succeeded()
+            assert health.up  # readiness follows each answer
+        lines = store_lines(caplog)
+        assert len(lines) == 2 and lines[0].startswith("store unavailable:") and "a lock held" in lines[0], lines
+        monkeypatch.setattr(health_module, "STEADY_FOR", 0.0)  # as if it held for a while
+        health.succeeded()
+        health.succeeded()
+    lines = store_lines(caplog)
+    assert len(lines) == 3 and "without a failure" in lines[2] and "5 request(s)" in lines[2], lines
