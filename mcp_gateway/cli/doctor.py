@@ -220,6 +220,8 @@ async def store_finding(settings: Settings) -> Finding:
             fix = f"make {settings.state_dir} writable by this user, or give --state-dir another folder"
         elif settings.database_url:  # mistyped, unreachable or refusing us: the message says which
             fix = "check $MCP_GATEWAY_DATABASE_URL / --database-url and that the server runs"
+        elif isinstance(exc, StoreUnopenable) and "write-ahead log" in str(exc):
+            fix = "restart the running gateway; do not move the database file aside"
         elif isinstance(exc, StoreUnopenable):
             # Not this gateway's database (garbage, another application's, a newer build's): the message
             # says which; a permission is not what is wrong.

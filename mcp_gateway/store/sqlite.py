@@ -311,6 +311,12 @@ class SQLiteStore:
         """The synchronous connection of ``append_audits_now`` (None: a private in-memory database)."""
         self._file: tuple[int, int] | None = None
         """The open database file's device and inode (``_check_file``); None in memory or closed."""
+        self._wal_warned = False
+        """The deleted write-ahead log was logged (once per open file)."""
+        self._wal_gone = False
+        self._wal: tuple[int, int] | None = None
+        """The write-ahead log's device and inode as the store opened it (``_check_file``)."""
+        """The write-ahead log was missing, its index present, as ``open`` began."""
         self._instances = InstanceLocks(self._path.parent / "instances") if isinstance(self._path, Path) else None
 
     @property
@@ -350,6 +356,8 @@ class SQLiteStore:
                         "the gateway at another state folder"
                     )
                 self._create_private_file(self._path)
+            # Looked at before connecting: the connection itself may create an empty log in its place.
+            self._wal_gone = isinstance(self._path, Path) and self._wal_deleted()
             try:
                 db = await aiosqlite.connect(self._path, isolation_level=None)
             except sqlite3.Error as exc:
@@ -368,6 +376,7 @@ class SQLiteStore:
             if isinstance(self._path, Path):
                 found = self._path.stat()
                 self._file = (found.st_dev, found.st_ino)
+                self._wal = self._wal_identity()
             self._audit_db = self._open_audit_writer()
             self._access = AccessCache(self._open_probe())
             if self._instances is not None:
@@ -379,7 +388,8 @@ class SQLiteStore:
             if self._db is None:
                 return
             db, self._db = self._db, None
-            self._file = None
+            self._file = self._wal = None
+            self._wal_warned = False
             self._access = AccessCache(_never_current)
             if self._probe is not None:
                 self._probe.close()
@@ -448,11 +458,33 @@ class SQLiteStore:
             await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
+            if self._wal_gone and "disk i/o error" in str(exc).lower():
+                raise StoreUnopenable(
+                    f"cannot open {self._path} ({exc}): another process (a running gateway) has it open, and its "
+                    f"write-ahead log {self._path}-wal was deleted; restart that gateway (it writes what the log "
+                    "holds into the database as it stops, and the file opens again). Do not move the database "
+                    "file aside: that loses what the log holds"
+                ) from None
             # Typically "file is not a database"; say which file and what to do.
             raise StoreUnopenable(
                 f"cannot open {self._path} as the gateway's database ({exc}); "
                 "point the gateway at another file or move this one aside"
             ) from None
+
+    def _wal_deleted(self) -> bool:
+        """Whether the file's write-ahead log looks deleted while its shared-memory index says it is in use:
+        gone, or empty (a process that failed to open the file since left an empty one in its place)."""
+        try:
+            return Path(f"{self._path}-shm").exists() and Path(f"{self._path}-wal").stat().st_size == 0
+        except FileNotFoundError:
+            return True
+
+    def _wal_identity(self) -> tuple[int, int] | None:
+        try:
+            found = Path(f"{self._path}-wal").stat()
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
 
     @staticmethod
     async def _enable_wal(db: aiosqlite.Connection) -> None:
@@ -545,6 +577,16 @@ class SQLiteStore:
                 "gateway (what could not be written is in its audit journal)",
                 lasting=True,
             ) from None
+        if not self._wal_warned and self._wal is not None and self._wal_identity() != self._wal:
+            # SQLite goes on through its open descriptor, and what the log holds reaches the database when
+            # the gateway stops: refusing would stop the calls for nothing; only a restart ends it.
+            self._wal_warned = True
+            logger.warning(
+                "the SQLite database's write-ahead log %s-wal was deleted while the gateway had it open: the gateway "
+                "goes on, and what the log holds is written into the database when it stops; restart the gateway "
+                "soon (until then no other command can open the database), and do not move the database file aside",
+                self._path,
+            )
         if (found.st_dev, found.st_ino) != self._file:
             raise StoreUnavailable(
                 f"the SQLite database {self._path} was replaced while the gateway had it open (a restore or "

@@ -1427,3 +1427,29 @@ async def test_a_database_file_deleted_or_replaced_while_open_is_an_outage(tmp_p
             )
         with pytest.raises(StoreUnavailable, match=how):
             await store.consume_link("no-such-hash", T0)
+
+
+async def test_sqlite_a_deleted_write_ahead_log_says_restart_the_gateway_not_move_the_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every command said "move this one aside", the one move that loses what the running gateway's log
+    # holds; the running gateway said nothing.
+    from mcp_gateway.cli.doctor import store_finding
+    from mcp_gateway.vocabulary.settings import Settings
+
+    path = tmp_path / "state.db"
+    async with SQLiteStore(path) as serving:
+        await serving.set_meta("a", 1)
+        (tmp_path / "state.db-wal").unlink()
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway.store.sqlite"):
+            await serving.set_meta("b", 2)  # it goes on, and says so once
+            await serving.set_meta("c", 3)
+        said = [r.getMessage() for r in caplog.records if "-wal was deleted" in r.getMessage()]
+        assert len(said) == 1 and "restart the gateway" in said[0], said
+        with pytest.raises(GatewayError) as refused:
+            await SQLiteStore(path).open()
+        assert "restart that gateway" in str(refused.value) and "Do not move" in str(refused.value)
+        found = await store_finding(Settings(manifest_path=None, state_dir=tmp_path, env={}))
+        assert found.level == "problem" and found.fix.startswith("restart the running gateway"), found
+    async with SQLiteStore(path) as store:  # once it stopped, nothing was lost
+        assert (await store.get_meta("a"), await store.get_meta("c")) == (1, 3)
