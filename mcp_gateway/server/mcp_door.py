@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..core.health import STORE_UNAVAILABLE_HINT, StoreHealth
+from ..core.health import STORE_BROKEN_HINT, STORE_UNAVAILABLE_HINT, StoreHealth
 from ..manifest import FrontDoorConfig
 from ..primitives.secrets import PROJECT_WIDE, SealedCredential
 from ..services.front_door import (
@@ -260,7 +260,7 @@ class Gate:
                 # No tool runs: a short 503 the client can retry, logged once per outage, not a 500.
                 if self.health is not None:
                     self.health.failed(exc)
-                await _store_unavailable(send)
+                await _store_unavailable(send, lasting=exc.lasting)
                 return
             if principal is not None:
                 await self._enter_as(scope, receive, send, principal, _static_user(principal.user, principal.agent))
@@ -313,30 +313,35 @@ def _static_user(user: str, agent: str | None) -> AuthenticatedUser:
     return AuthenticatedUser(access)
 
 
-_STORE_UNAVAILABLE_RPC = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {
-            "code": -32603,
-            "message": f"store_unavailable: {STORE_UNAVAILABLE_HINT}",
-            "data": {"reason": "store_unavailable", "hint": STORE_UNAVAILABLE_HINT},
-        },
-    }
-).encode()
+def _store_unavailable_rpc(hint: str) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32603,
+                "message": f"store_unavailable: {hint}",
+                "data": {"reason": "store_unavailable", "hint": hint},
+            },
+        }
+    ).encode()
+
+
+_STORE_UNAVAILABLE_RPC = _store_unavailable_rpc(STORE_UNAVAILABLE_HINT)
 """The 503 of an MCP request whose token cannot be checked, as a JSON-RPC error: MCP clients surface a
 JSON-RPC error body at any status (the SDK's streamable HTTP client does), where a bare 503 reads as
 "Server returned an error response", without the reason or what to do."""
+_STORE_BROKEN_RPC = _store_unavailable_rpc(STORE_BROKEN_HINT)
+"""The same for storage that refuses until its operator acts (``StoreUnavailable.lasting``): no retry soon."""
 
 
-async def _store_unavailable(send: Send) -> None:
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"retry-after", b"5"),
-        (b"content-length", str(len(_STORE_UNAVAILABLE_RPC)).encode()),
-    ]
+async def _store_unavailable(send: Send, *, lasting: bool = False) -> None:
+    body = _STORE_BROKEN_RPC if lasting else _STORE_UNAVAILABLE_RPC
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if not lasting:
+        headers.append((b"retry-after", b"5"))
     await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": _STORE_UNAVAILABLE_RPC})
+    await send({"type": "http.response.body", "body": body})
 
 
 _REFUSALS: dict[str, bytes] = {

@@ -32,18 +32,29 @@ _PAGE = (
     "<!doctype html><meta charset=utf-8><title>Temporarily unavailable</title>"
     "<p>The gateway cannot reach its database right now. Try again in a few seconds.</p>"
 )
+STORE_BROKEN_BODY = (
+    b'{"error":"store_unavailable","hint":"The gateway\'s database refuses to store anything until its operator '
+    b'fixes it (its log says what); nothing was done. Retrying soon will not help: tell the operator."}'
+)
+_BROKEN_PAGE = (
+    "<!doctype html><meta charset=utf-8><title>Unavailable</title>"
+    "<p>The gateway's database refuses to store anything until its operator fixes it; nothing was done. "
+    "Try again once the operator says the gateway is fixed.</p>"
+)
 
 
 def store_unavailable_handler(gateway: Gateway) -> Callable[[Request, Exception], Awaitable[Response]]:
     """The answer to a request that met a store outage: a short 503, logged once per outage."""
 
     async def handle(request: Request, exc: Exception) -> Response:
+        lasting = isinstance(exc, StoreUnavailable) and exc.lasting
         if isinstance(exc, StoreUnavailable):
             gateway.health.failed(exc)
-        headers = {"retry-after": "5", "cache-control": "no-store"}
+        headers = {"cache-control": "no-store"} if lasting else {"retry-after": "5", "cache-control": "no-store"}
         if "text/html" in request.headers.get("accept", ""):
-            return HTMLResponse(_PAGE, status_code=503, headers=headers)
-        return Response(STORE_UNAVAILABLE_BODY, status_code=503, media_type="application/json", headers=headers)
+            return HTMLResponse(_BROKEN_PAGE if lasting else _PAGE, status_code=503, headers=headers)
+        body = STORE_BROKEN_BODY if lasting else STORE_UNAVAILABLE_BODY
+        return Response(body, status_code=503, media_type="application/json", headers=headers)
 
     return handle
 

@@ -137,3 +137,21 @@ async def test_a_token_the_store_cannot_check_is_a_json_rpc_error_an_mcp_client_
     assert isinstance(parsed, JSONRPCError)
     assert parsed.error.data == {"reason": "store_unavailable", "hint": STORE_UNAVAILABLE_HINT}
     assert "Retry in a few seconds" in parsed.error.message and "5432" not in answer.text
+
+
+async def test_a_token_check_that_meets_a_read_only_or_empty_database_says_retrying_soon_will_not_help() -> None:
+    # After a failover to a standby or an empty server, "Retry in a few seconds" sent agents into a loop.
+    from mcp_types import JSONRPCError, jsonrpc_message_adapter
+
+    from mcp_gateway.core.health import STORE_BROKEN_HINT
+
+    class Empty:
+        async def verify(self, token: str | None) -> Principal | None:
+            raise StoreUnavailable("the PostgreSQL database at db has no gateway tables", lasting=True)
+
+    answer = await ask(Gate(App(), Empty(), None), "mgw_good")  # type: ignore[arg-type]
+    assert answer.status_code == 503 and "retry-after" not in answer.headers
+    parsed = jsonrpc_message_adapter.validate_json(answer.content, by_name=False)
+    assert isinstance(parsed, JSONRPCError)
+    assert parsed.error.data == {"reason": "store_unavailable", "hint": STORE_BROKEN_HINT}
+    assert "no gateway tables" not in answer.text
