@@ -306,6 +306,13 @@ async def _fetch_pinned(url: str, state_dir: Path) -> tuple[Path, str, bytes]:
 FETCH_SECONDS = 30.0
 
 
+def _without_userinfo(url: str) -> str:
+    from ..primitives.url_secrets import userinfo_span
+
+    span = userinfo_span(url)
+    return url if span is None else url[: span[0]] + url[span[1] + 1 :]
+
+
 def _pin(body: bytes, state_dir: Path) -> tuple[Path, str]:
     digest = hashlib.sha256(body).hexdigest()
     suffix = ".json" if body.lstrip()[:1] == b"{" else ".yaml"
@@ -361,25 +368,28 @@ async def _entry_for(args: argparse.Namespace) -> tuple[dict[str, Any], str | No
         raise CliError(f"name what to add: a catalog entry ({', '.join(_catalog_names())}), an OpenAPI file or URL")
     entry: dict[str, Any]
     if what.startswith(("http://", "https://")):
+        from ..primitives.url_secrets import shown_url
+
         path, digest, body = await _fetch_pinned(what, args.settings.state_dir)
-        doc = _read_spec(body, what)
+        # The manifest is committed and shared: the URL's password or key stays out of its comments and errors.
+        doc = _read_spec(body, shown_url(what))
         slug = args.slug or _slugify(str(doc.get("info", {}).get("title") or urlsplit(what).hostname or "api"))
         if _refers_elsewhere(doc):
-            from ..primitives.url_secrets import shown_url
-
             # Its $refs name documents beside it on its origin: a local copy would look for them on
             # this machine instead. From the URL they resolve on that origin, and only there.
             entry = {"slug": slug, "source": {"openapi": what}}
             comment = f"read from {shown_url(what)} at each sync: its $refs name other documents there"
         else:
             entry = {"slug": slug, "source": {"openapi": str(path)}}
-            comment = f"fetched from {what} (sha256 {digest})"
+            comment = f"fetched from {shown_url(what)} (sha256 {digest})"
         if not args.base_url:
             from ..sources.openapi import declared_base_url
 
             # Where the credential goes is decided now, by the operator running `add`, and written
             # down: a later copy of the description naming other servers changes nothing.
-            if declared := declared_base_url(doc, what):
+            # A relative server URL is resolved against the spec's URL without its userinfo: the
+            # password that fetched the spec is not the API's credential, nor for the manifest.
+            if declared := declared_base_url(doc, _without_userinfo(what)):
                 entry["base_url"] = declared
     elif SLUG_RE.match(what) and what in _catalog_names():
         # --base-url too: an entry such as jira has none that works for everyone.

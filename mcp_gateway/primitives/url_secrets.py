@@ -21,6 +21,7 @@ __all__ = [
     "QUERY_SECRET",
     "redact_url",
     "secret_name",
+    "secret_query_name",
     "shown_url",
     "userinfo_span",
 ]
@@ -48,6 +49,13 @@ _SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key")
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
+# A URL's query carries credentials under names too short or plain to mark an argument as one: Google
+# APIs take ``?key=``, Azure Functions ``?code=``, an Azure SAS URL ``&sig=``, signed URLs and many
+# APIs a ``session`` or a ``jwt``. Hiding a harmless value there costs little: the URL stays recognizable.
+_QUERY_SECRET_NAMES = frozenset({"key", "sig", "code", "sid", "ticket", "otp", "jwt", "sas", "hmac"})
+_QUERY_SECRET_WORDS = frozenset({"session", "sessionid", "jwt", "sig", "sas", "hmac"})
+
+
 # Cached: every call's arguments are checked for its audit row, and argument names repeat.
 @lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
@@ -56,6 +64,17 @@ def secret_name(name: str) -> bool:
     if any(w in _SECRET_WORDS for w in words):
         return True
     return any(pair in _SECRET_PAIRS for pair in pairwise(words))
+
+
+@lru_cache(maxsize=1024)
+def secret_query_name(name: str) -> bool:
+    """Whether a URL's query parameter ``name`` carries a credential: ``secret_name``'s, and names
+    that say so only in a URL (``key``, ``sig``, ``code``, ``session``, a ``subscription-key`` or any
+    other name ending in ``key``)."""
+    if secret_name(name) or name.strip().lower() in _QUERY_SECRET_NAMES:
+        return True
+    words = [w.lower() for w in _WORD.findall(name)]
+    return bool(words) and (words[-1] == "key" or any(w in _QUERY_SECRET_WORDS for w in words))
 
 
 def redact_url(url: str) -> str:
@@ -82,7 +101,8 @@ KEYWORD_SECRET = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|
 
 def shown_url(url: str) -> str:
     """``url`` with its password as ``***`` (``redact_url``) and the value of every query parameter
-    under a credential-like name (``access_token``, ``api_key``) as ``[redacted]``; its fragment left
+    under a credential-like name (``access_token``, ``api_key``, ``key``, ``sig``: ``secret_query_name``)
+    as ``[redacted]``; its fragment left
     out. The rest is kept as written, so the operator recognizes the URL."""
     try:
         parts = urlsplit(redact_url(url))
@@ -91,7 +111,7 @@ def shown_url(url: str) -> str:
     shown: list[str] = []
     for pair in parts.query.split("&") if parts.query else []:
         name, eq, _value = pair.partition("=")
-        shown.append(f"{name}={REDACTED}" if eq and secret_name(unquote_plus(name)) else pair)
+        shown.append(f"{name}={REDACTED}" if eq and secret_query_name(unquote_plus(name)) else pair)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(shown), ""))
 
 

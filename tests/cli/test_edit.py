@@ -181,6 +181,26 @@ def test_add_a_url_fetches_once_and_pins_it_by_sha256(env: CliEnv) -> None:  # n
     assert billing is not None and "billing_api: needs_auth, 2 actions" in added.out
 
 
+def test_add_a_url_with_a_password_and_a_token_writes_neither_into_the_manifest(env: CliEnv) -> None:  # noqa: F811
+    # The manifest is committed and shared: its comment names the URL as shown_url shows it, and a
+    # relative server is resolved against the URL without the spec's password.
+    _commented(env)
+    body = json.dumps(_spec("/api/v2")).encode()
+
+    async def spec(request: object) -> Response:
+        return Response(body, media_type="application/json")
+
+    with LoopbackServer(Starlette(routes=[Route("/openapi.json", spec)])) as server:
+        url = server.base_url.replace("://", "://u:CANARY-pw@") + "/openapi.json?access_token=CANARY-tok&key=CANARY-k"
+        added = env.run("add", url, "--no-sync")
+    assert added.code == 0, added.err
+    text = env.manifest.read_text()
+    assert "CANARY" not in text + added.out + added.err
+    assert "# fetched from http://u:***@" in text and "access_token=[redacted]&key=[redacted]" in text
+    billing = load_manifest(env.manifest).connector("billing_api")
+    assert billing is not None and billing.base_url == f"{server.base_url}/api/v2"
+
+
 def test_add_a_url_whose_spec_refers_to_other_documents_resolves_them_on_its_origin(
     env: CliEnv,  # noqa: F811
     tmp_path: Path,
