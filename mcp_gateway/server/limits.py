@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..services.logs import LogThrottle
 from ..vocabulary.errors import GatewayError
 
 __all__ = ["CONNECTION_HEADROOM", "ConnectionLimits", "DrainGate", "connections_for", "guarded_h11"]
@@ -115,24 +115,7 @@ _HINTS = ("No supported WebSocket library detected",)
 """uvicorn's advice to install a package for a protocol the gateway does not offer: not the operator's fix."""
 
 
-class _Noise:
-    """When each kind of protocol noise was last logged, and how many since were not."""
-
-    def __init__(self) -> None:
-        self.last: dict[str, float] = {}
-        self.left_out: dict[str, int] = {}
-
-    def admit(self, kind: str) -> int | None:
-        """None to stay silent; else how many of ``kind`` were left out before this line."""
-        now = time.monotonic()
-        if now - self.last.get(kind, -NOISE_WINDOW) < NOISE_WINDOW:
-            self.left_out[kind] = self.left_out.get(kind, 0) + 1
-            return None
-        self.last[kind] = now
-        return self.left_out.pop(kind, 0)
-
-
-_noise = _Noise()
+_noise = LogThrottle(NOISE_WINDOW)
 
 
 class _ConnectionLog(logging.LoggerAdapter[logging.Logger]):
@@ -160,8 +143,7 @@ class _ConnectionLog(logging.LoggerAdapter[logging.Logger]):
         left_out = _noise.admit(what)
         if left_out is None:
             return
-        more = f"; {left_out} more in the last {NOISE_WINDOW:g}+ s not logged" if left_out else ""
-        self.logger.warning(what + "%s", self._client, more)
+        self.logger.warning(what + "%s", self._client, _noise.more(left_out))
 
 
 class _GuardedH11(H11Protocol):

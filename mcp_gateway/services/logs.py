@@ -33,22 +33,26 @@ import logging
 import re
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO
 
 from ..primitives.escapes import escaped, escaped_json
 from ..primitives.redaction import Redactor
 from ..primitives.secrets import SecretValue
+from ..primitives.url_secrets import secret_query_name
 
 __all__ = [
     "CONTEXT_FIELDS",
     "JsonFormatter",
     "LogFormat",
+    "LogThrottle",
     "SecretFilter",
     "TextFormatter",
     "configure_logging",
     "known_secrets",
     "notice",
+    "query_values_hidden",
     "routine",
 ]
 
@@ -120,6 +124,68 @@ def _without_inputs(text: str) -> str:
     return _INPUT_VALUE.sub("input_value=[withheld]", text) if "input_value=" in text else text
 
 
+_QUERY_VALUE = re.compile(r"([?&;]([^=&;?#\s'\"<>]+)=)([^&;#\s'\"<>)]*)")
+"""A query parameter as a library quotes a URL or its path (``…with url: /v1/traces?api-key=…``)."""
+
+
+def query_values_hidden(text: str) -> str:
+    """``text`` with the value of every credential-like query parameter it quotes as ``[redacted]``
+    (``secret_query_name``): a library logs the URLs it was given (an OTLP endpoint's ``?api-key=``)
+    as they are, and the filter knows only the secrets this process opened."""
+    if "=" not in text:
+        return text
+    return _QUERY_VALUE.sub(lambda m: m.group(1) + "[redacted]" if secret_query_name(m.group(2)) else m.group(0), text)
+
+
+class LogThrottle:
+    """When each kind of repeated record was last let through, and how many since were not: the first
+    is logged, then at most one a ``window`` seconds, saying how many it left out."""
+
+    def __init__(self, window: float = 10.0) -> None:
+        self.window = window
+        self.last: dict[object, float] = {}
+        self.left_out: dict[object, int] = {}
+        self._lock = threading.Lock()
+
+    def admit(self, kind: object) -> int | None:
+        """None to stay silent; else how many of ``kind`` were left out before this line."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self.last.get(kind, -self.window) < self.window:
+                self.left_out[kind] = self.left_out.get(kind, 0) + 1
+                return None
+            self.last[kind] = now
+            return self.left_out.pop(kind, 0)
+
+    def more(self, left_out: int) -> str:
+        """What a line let through says of the ones left out before it ("" for none)."""
+        return f"; {left_out} more in the last {self.window:g}+ s not logged" if left_out else ""
+
+
+THROTTLED_LOGGERS: Final = ("opentelemetry",)
+"""Libraries that repeat a record for as long as a condition lasts (an OTLP collector down: a warning
+per export, every few seconds): each of their records is logged once a window (``LogThrottle``)."""
+
+
+class _RepeatFilter(logging.Filter):
+    def __init__(self, throttle: LogThrottle | None = None) -> None:
+        super().__init__()
+        self.throttle = throttle if throttle is not None else LogThrottle()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not any(record.name == root or record.name.startswith(root + ".") for root in THROTTLED_LOGGERS):
+            return True
+        left_out = self.throttle.admit((record.name, str(record.msg)))
+        if left_out is None:
+            return False
+        if left_out:
+            try:
+                record.msg, record.args = record.getMessage() + self.throttle.more(left_out), None
+            except Exception:  # a bad format string: the secret filter renders what it can
+                pass
+        return True
+
+
 class SecretFilter(logging.Filter):
     """Rewrites a record's message, exception and stack text with every known secret redacted.
 
@@ -132,17 +198,17 @@ class SecretFilter(logging.Filter):
         self._secrets = secrets if secrets is not None else _KNOWN
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self._secrets:
-            return True
+        if not self._secrets and record.name.startswith("mcp_gateway"):
+            return True  # the gateway's own lines quote URLs as shown_url shows them
         try:
             message = record.getMessage()
         except Exception:  # a bad format string: log what we have rather than lose the record
             message = f"{record.msg!r} {record.args!r}"
-        record.msg, record.args = self._secrets.redact(_without_inputs(message)), None
+        record.msg, record.args = self._secrets.redact(query_values_hidden(_without_inputs(message))), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = self._secrets.redact(_without_inputs(record.exc_text))
+            record.exc_text = self._secrets.redact(query_values_hidden(_without_inputs(record.exc_text)))
         if record.stack_info:
             record.stack_info = self._secrets.redact(record.stack_info)
         for name in CONTEXT_FIELDS:
@@ -190,7 +256,7 @@ def _summary(record: logging.LogRecord) -> str:
         text = (record.exc_text or "").strip().splitlines()[-1:][0] if record.exc_text else ""
     text = _without_inputs(" ".join(part.strip() for part in text.splitlines() if part.strip()))
     cut = len(text) > _MAX_SUMMARY
-    return escaped(_KNOWN.redact(text[:_MAX_SUMMARY], truncated=cut)) + ("…" if cut else "")
+    return escaped(_KNOWN.redact(query_values_hidden(text[:_MAX_SUMMARY]), truncated=cut)) + ("…" if cut else "")
 
 
 class JsonFormatter(logging.Formatter):
@@ -226,6 +292,7 @@ def configure_logging(
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     text = TextFormatter(tracebacks=level <= logging.DEBUG)
     handler.setFormatter(JsonFormatter() if log_format == "json" else text)
+    handler.addFilter(_RepeatFilter())
     handler.addFilter(SecretFilter())
     root = logging.getLogger()
     for old in list(root.handlers):

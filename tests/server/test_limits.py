@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from mcp_gateway import cli
 from mcp_gateway.server.app import _uvicorn  # pyright: ignore[reportPrivateUsage]
 from mcp_gateway.server.limits import ConnectionLimits
+from mcp_gateway.services.logs import LogThrottle
 from mcp_gateway.vocabulary.errors import GatewayError
 from tests.support.ports import free_port as _port
 from tests.support.serving import serving
@@ -144,8 +145,7 @@ async def test_malformed_requests_are_logged_once_a_window_with_the_client_and_a
     # second), without saying from where; and a WebSocket upgrade was told to pip install a library.
     from mcp_gateway.server import limits
 
-    monkeypatch.setattr(limits, "_noise", limits._Noise())
-    monkeypatch.setattr(limits, "NOISE_WINDOW", 3600.0)  # however slow the machine, one window
+    monkeypatch.setattr(limits, "_noise", LogThrottle(3600.0))  # however slow the machine, one window
     said: list[str] = []
 
     class Lines(logging.Handler):

@@ -211,3 +211,34 @@ def test_warnings_and_notices_keep_the_json_format() -> None:
         logging.captureWarnings(False)
         configure_logging(stream=io.StringIO())  # text again, for notice() in later tests
         root.handlers[:], root.level = saved
+
+
+def test_an_exporters_repeated_warning_is_logged_once_a_window_without_its_urls_token() -> None:
+    # The OTLP exporter quotes its endpoint, query token included, in a warning every few seconds
+    # while the collector is down; the filter knows only the secrets the process opened.
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    exporter = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    try:
+        handler = configure_logging(level=logging.INFO, stream=stream)
+        for _ in range(5):
+            exporter.warning(
+                "Transient error %s encountered while exporting span batch, retrying in %ss.",
+                "Max retries exceeded with url: /v1/traces?api-key=CANARY-Q&tenant=t1",
+                1,
+                exc_info=_raised("GET http://h/v1/traces?token=CANARY-T&x=1 refused"),
+            )
+        throttle = next(f for f in handler.filters if hasattr(f, "throttle")).throttle  # type: ignore[attr-defined]
+        throttle.last.clear()  # the window passes
+        exporter.warning("Transient error %s encountered while exporting span batch, retrying in %ss.", "again", 2)
+        logging.getLogger("mcp_gateway.core").warning("the gateway's own lines are not throttled")
+        logging.getLogger("mcp_gateway.core").warning("the gateway's own lines are not throttled")
+    finally:
+        root.handlers[:], root.level = saved
+    text = stream.getvalue()
+    assert "CANARY" not in text, text
+    assert "api-key=[redacted]&tenant=t1" in text and "token=[redacted]&x=1" in text
+    assert text.count("Transient error") == 2 and "again" in text
+    assert "retrying in 2s.; 4 more in the last 10+ s not logged" in text
+    assert text.count("not throttled") == 2
