@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..services.logs import notice
 from .commands import principal
-from .output import started
+from .output import EXIT_FAILED, EXIT_OK, started
 
 if TYPE_CHECKING:
     from ..core import Gateway
@@ -37,6 +37,7 @@ __all__ = [
     "serve_http",
     "serve_stdio",
     "served_public_url",
+    "stopped",
 ]
 
 
@@ -71,11 +72,23 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.settings.manifest_path)
     _warn_unknown_agent(manifest, principal(args).agent)
     if args.transport == "http":
-        await serve_http(args, manifest)
+        cut = await serve_http(args, manifest)
     else:
-        await serve_stdio(args, manifest)
+        cut = await serve_stdio(args, manifest)
     shutdown_tracing()
-    return 0
+    return stopped(cut)
+
+
+def stopped(cut: int) -> int:
+    """The stop's last line, and the exit code: 1 when calls were cut (a supervisor or a script sees
+    that the stop was not clean), else 0."""
+    from ..services.logs import routine
+
+    if not cut:
+        routine(logger, "stopped")
+        return EXIT_OK
+    logger.warning("stopped; %d call(s) were cut, audited interrupted (see 'mcp-gateway audit')", cut)
+    return EXIT_FAILED
 
 
 def connection_limits(args: argparse.Namespace) -> ConnectionLimits:
@@ -102,9 +115,10 @@ def request_state_key(settings: Settings, gw: Gateway) -> bytes:
     return derive_request_state_key(load_master_key(settings.env, settings.state_dir), gw.manifest.project)
 
 
-async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
+async def serve_http(args: argparse.Namespace, manifest: Manifest) -> int:
     """``serve --transport http``: ``/mcp`` and the human pages on one listener, until SIGTERM; the
-    manifest reloaded on SIGHUP or when it changes; this server's address recorded meanwhile."""
+    manifest reloaded on SIGHUP or when it changes; this server's address recorded meanwhile. How many
+    calls the stop cut."""
     import anyio
 
     from ..primitives.url_secrets import shown_url
@@ -140,11 +154,13 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> None:
                 tg.cancel_scope.cancel()
         finally:
             recorded.forget()
+        return gw.in_flight.cut
 
 
-async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
+async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> int:
     """``serve`` over stdio: ``initialize`` and ``tools/list`` answered at once while the catalog
-    loads (tool calls wait for it); the human pages served once a link is handed out."""
+    loads (tool calls wait for it); the human pages served once a link is handed out. How many calls
+    the stop cut."""
     import anyio
 
     from ..primitives.url_secrets import shown_url
@@ -175,6 +191,7 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> None:
                 tg.start_soon(serve_metrics, gw, args.metrics_host, args.metrics_port)
             await run_stdio(server, gw, pages, early=args.early_stdio)
             tg.cancel_scope.cancel()
+        return gw.in_flight.cut
 
 
 def _mcp_url(host: str, port: int) -> str:

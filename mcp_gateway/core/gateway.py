@@ -74,6 +74,7 @@ from .executors import Executors
 from .gauges import ScrapeState
 from .health import STORE_UNAVAILABLE_HINT, StoreHealth
 from .held_actions import HeldActions
+from .in_flight import CallsInFlight, Reached
 from .oauth2_tokens import OAuth2Tokens
 from .permissions import Permissions
 from .results import (
@@ -101,9 +102,6 @@ logger = logging.getLogger(__name__)
 
 OnPending = Callable[[PendingApproval], Awaitable[None]]
 
-CANCELLED_WRITE_SECONDS = 5.0
-"""How long a cancelled call may still spend writing its ``cancelled`` outcome (a store that hangs must
-not hold the cancellation up for good; the journal or the next start settles what is left)."""
 """Told of the approval a waiting call asked for, before the wait (to show the human its link)."""
 
 
@@ -173,6 +171,8 @@ class Gateway:
         # Read at each call: the store takes its instance id when it opens.
         self._instance: Callable[[], str | None] = lambda: getattr(store, "instance", None)
         self.metrics = metrics if metrics is not None else GatewayMetrics()
+        self.in_flight = CallsInFlight()
+        """The calls running now: what a stop names and audits as cut."""
         approvals.on_decided = lambda approved: self.metrics.observe_decision("approved" if approved else "denied")
         self._discovery_config = manifest.discovery
         # Not ``index or …``: an index is falsy while empty, and the caller may keep the one it passed.
@@ -595,12 +595,14 @@ class Gateway:
                 self.metrics.observe_rate_limited("running_calls")
                 self._observe(principal, trace, result.status, reason_code(result))
                 return result
-            reached = _Reached(self.auditor, self.clock, principal, tool, args)
+            reached = Reached(self.auditor, self.clock, principal, tool, args)
             try:
-                return await self._call(principal, tool, args, approval_id, fields, wait, on_pending, reached)
+                with self.in_flight.running(reached):
+                    return await self._call(principal, tool, args, approval_id, fields, wait, on_pending, reached)
             except anyio.get_cancelled_exc_class():
-                for trace in await reached.cancelled():
-                    self._observe(principal, trace, "cancelled", None)
+                status = "interrupted" if self.in_flight.stopping else "cancelled"
+                for trace in await self.in_flight.cancelled(reached):
+                    self._observe(principal, trace, status, None)
                 raise
 
     def _refused_trace(self, principal: Principal, tool: str) -> CallTrace:
@@ -633,7 +635,7 @@ class Gateway:
         fields: Sequence[str] | None,
         wait: float | None,
         on_pending: OnPending | None,
-        reached: _Reached,
+        reached: Reached,
     ) -> CallResult:
         trace = CallTrace(on_upstream=reached.started, id_prefix=self._instance() or "")
         result = await self._calls.attempt(principal, tool, args, approval_id, fields, trace)
@@ -701,36 +703,6 @@ class Gateway:
             return revoked, CallTrace()
         trace = CallTrace(on_upstream=started, id_prefix=self._instance() or "")
         return await self._calls.attempt(principal, tool, args, result.approval_id, fields, trace), trace
-
-
-class _Reached:
-    """The attempts of one call whose request left, until their outcome row is written: a call its client
-    cancels meanwhile writes theirs as ``cancelled``, or a later start would mark them interrupted as if
-    this process had died."""
-
-    def __init__(self, auditor: Auditor, clock: Clock, principal: Principal, tool: str, args: dict[str, Any]) -> None:
-        self._auditor, self._clock, self._principal, self._tool, self._args = auditor, clock, principal, tool, args
-        self._open: list[CallTrace] = []
-
-    async def started(self, trace: CallTrace) -> None:
-        """A ``CallTrace.on_upstream``: the durable ``started`` row, before the request leaves (a crash
-        mid-call leaves it, marked interrupted). Neither the store nor the journal took it: nothing is
-        sent (``store_unavailable``, nothing ran)."""
-        row = trace.started_record(self._principal, self._tool, self._args, self._clock)
-        if not await self._auditor.record(row):
-            raise StoreUnavailable("the call's start could not be recorded; its request was not sent")
-        self._open.append(trace)
-
-    def settled(self) -> None:
-        """The call's outcome row is written."""
-        self._open.clear()
-
-    async def cancelled(self) -> list[CallTrace]:
-        """Write the ``cancelled`` row of each attempt still open; those attempts."""
-        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + CANCELLED_WRITE_SECONDS):
-            for trace in self._open:
-                await self._auditor.record(trace.cancelled_record(self._principal, self._tool, self._args, self._clock))
-        return list(self._open)
 
 
 def _as_enforced(action: Action) -> Mapping[str, Any]:

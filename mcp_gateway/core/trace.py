@@ -78,6 +78,10 @@ class CallTrace:
         """The outcome of a call its client gave up on after the request left."""
         return self._record(principal, tool, args, clock, status="cancelled", reason=None)
 
+    def interrupted_record(self, principal: Principal, tool: str, args: Mapping[str, Any], clock: Clock) -> AuditRecord:
+        """The outcome of a call the gateway cut as it stopped, after the request left."""
+        return self._record(principal, tool, args, clock, status="interrupted", reason=None)
+
     def audit_record(
         self, principal: Principal, tool: str, args: Mapping[str, Any], result: CallResult, clock: Clock
     ) -> AuditRecord:

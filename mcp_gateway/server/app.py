@@ -41,12 +41,14 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ..core import Gateway
+from ..core.in_flight import CANCELLED_WRITE_SECONDS, CallsInFlight
 from ..services.identity import Principal
 from ..services.tokens import TokenService
 from ..vocabulary.errors import LinksUnavailable, StoreUnavailable
 from ..vocabulary.served import read_served, url_answers
 from .host_guard import HostGuard, allow_list
 from .observability import metrics_app, observability_routes, store_unavailable_handler
+from .stopping import CutAnswers
 from .tools import build_mcp_server
 
 # HTTP only: front_door (JWT verification) and limits (the guarded h11 protocol); a stdio server
@@ -102,15 +104,22 @@ def build_http_app(
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, minus re-raising the stop signal once it has shut down.
+    """uvicorn, minus re-raising the stop signal once it has shut down, and with a stop it tells.
 
     uvicorn re-delivers a captured SIGTERM/SIGINT after ``serve()`` returns, with the handler that
     was there before it: by default that kills the process on the spot, before ``open_gateway``
     unwinds, and the audit rows still queued would be lost. Here the signal only asks for the
     graceful stop; the caller's unwinding then ends the process.
+
+    The stop is one sequence in the log: "stopping" (with the calls in flight it waits for), each call
+    cut when the drain ends named once (``core.in_flight``), then the caller's "stopped". The requests
+    still running are cut, and waited for, before ``serve()`` returns, even on a second Ctrl-C, so their
+    rows are written before the store closes, and their agents are answered (``CutAnswers``).
     """
 
     drain: DrainGate | None = None
+    cut: CutAnswers | None = None
+    calls: CallsInFlight | None = None
     shutdown_delay: float = 0.0
     on_exit: Callable[[], None] | None = None
     """Told when a stop is asked for: requests that would sleep through the graceful shutdown (a call
@@ -119,17 +128,73 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.on_exit is not None:
             self.on_exit()
+        loop = asyncio.get_running_loop()
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True  # a second Ctrl-C: stop waiting for open connections
+            loop.call_soon(self._say, "stopping now (a second Ctrl-C): the calls in flight are cut")
         if self.drain is not None and self.shutdown_delay > 0 and not self.drain.draining:
             # Health checks fail first; the listener closes once the load balancer has noticed.
             self.drain.draining = True
-            asyncio.get_running_loop().call_later(self.shutdown_delay, self._stop)
+            loop.call_soon(self._say, f"stopping in {self.shutdown_delay:g} s: /healthz answers 503 meanwhile")
+            loop.call_later(self.shutdown_delay, self._stop)
             return
         self.should_exit = True
 
     def _stop(self) -> None:
         self.should_exit = True
+
+    @staticmethod
+    def _say(text: str) -> None:
+        from ..services.logs import routine
+
+        routine(logger, text)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's graceful shutdown (stop listening, wait for the requests in flight up to the drain
+        timeout), then the requests left cut and waited for, and the app's lifespan ended in every case."""
+        calls, timeout = self.calls, self.config.timeout_graceful_shutdown or 0
+        if calls is not None and len(calls) and not self.force_exit:
+            logger.warning(
+                "stopping: %d call(s) in flight (%s); waiting up to %g s for them",
+                len(calls),
+                "; ".join(calls.named()[:5]),
+                timeout,
+            )
+        elif not self.force_exit:
+            self._say("stopping")
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        await asyncio.sleep(0.1)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while (self.server_state.connections or self.server_state.tasks) and not self.force_exit:  # noqa: ASYNC110 -- uvicorn keeps sets, no event
+                    await asyncio.sleep(0.1)
+        if calls is not None:
+            calls.stopping = True
+        if self.cut is not None:
+            self.cut.stopping = True
+        left = [task for task in self.server_state.tasks if not task.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.wait(left, timeout=CANCELLED_WRITE_SECONDS + 1)
+        # The sessions' tasks (the calls among them) end with the app's lifespan, their rows written.
+        # The SDK then tries to answer each cut request too, and says it could not: it was answered.
+        quiet = _DroppedAfterCut()
+        logging.getLogger("mcp.shared.jsonrpc_dispatcher").addFilter(quiet)
+        try:
+            await self.lifespan.shutdown()
+        finally:
+            logging.getLogger("mcp.shared.jsonrpc_dispatcher").removeFilter(quiet)
+
+
+class _DroppedAfterCut(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "gave up" not in str(record.msg)
 
 
 def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> _Server:
@@ -137,8 +202,9 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
 
     limits = limits or ConnectionLimits()
     drain = DrainGate(app)
+    cut = CutAnswers(drain)
     config = uvicorn.Config(
-        drain,
+        cut,
         host=host,
         port=port,
         log_config=None,  # its records go through the gateway's handler: one format, secrets filtered
@@ -152,7 +218,7 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
         h11_max_incomplete_event_size=limits.max_header_bytes,
     )
     server = _Server(config)
-    server.drain, server.shutdown_delay = drain, limits.shutdown_delay
+    server.drain, server.cut, server.shutdown_delay = drain, cut, limits.shutdown_delay
     return server
 
 
@@ -186,6 +252,7 @@ async def run_http(
     _settle_heap()
     server = _uvicorn(app, host, port, limits)
     server.on_exit = gateway.approvals.stop_waiting
+    server.calls = gateway.in_flight
     if on_started is None:
         await server.serve()
         return
@@ -418,11 +485,23 @@ async def _end_on_signals(gateway: Gateway) -> None:
     The SDK reads stdin on a worker thread that cancellation cannot interrupt, so the server cannot
     unwind until stdin closes, which is what a client does first (the MCP shutdown sequence: close
     stdin, then SIGTERM after a grace period). A signal therefore ends the process as it did before,
-    but only after every row recorded so far is written: rows of calls still in flight are written
-    by those calls themselves, up to the moment the process ends.
+    but only after every row recorded so far is written, and each call still in flight is named in
+    the log and audited ``interrupted`` (its request may have taken effect): "stopping", then "stopped".
     """
+    from ..services.logs import routine
+
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
+            name = signal.Signals(signum).name
+            if running := len(gateway.in_flight):
+                logger.warning("stopping (%s): %d call(s) in flight are cut", name, running)
+            else:
+                routine(logger, "stopping (%s)", name)
+            cut = await gateway.in_flight.cut_all()
             await gateway.auditor.close()
+            if cut:
+                logger.warning("stopped; %d call(s) were cut, audited interrupted (see 'mcp-gateway audit')", cut)
+            else:
+                routine(logger, "stopped")
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)

@@ -99,3 +99,95 @@ async def test_stdio_eof_after_a_minted_link_ends_quietly(gateway_env: GatewayEn
                 assert (await http.get(link["connect_url"])).status_code == 200
     logged = errlog.read_text()
     assert "Traceback" not in logged and "CancelledError" not in logged, logged
+
+
+SLOW = """  - slug: slow_api
+    base_url: {upstream}
+    source:
+      http:
+        actions:
+          - path: wait
+            method: GET
+            url: /slow
+            summary: Answer after a while
+            input_schema: {{type: object, properties: {{s: {{type: string}}}}}}
+agents:"""
+
+
+def _with_slow_action(env: GatewayEnv) -> None:
+    text = env.manifest.read_text().replace("agents:", SLOW.format(upstream=env.upstream_url), 1)
+    env.manifest.write_text(text.replace("connectors: [", "connectors: [slow_api, ", 1))
+
+
+async def _until_sent(env: GatewayEnv) -> None:
+    with anyio.fail_after(20):
+        while not any(r.path == "/slow" for r in env.upstream.requests):  # noqa: ASYNC110 -- a list, no event
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("signals", "extra"),
+    [((signal.SIGTERM,), ("--drain-timeout", "1")), ((signal.SIGINT, signal.SIGINT), ())],
+    ids=["drain-runs-out", "ctrl-c-twice"],
+)
+async def test_a_call_cut_by_the_stop_is_named_audited_interrupted_and_answered(
+    gateway_env: GatewayEnv, signals: tuple[signal.Signals, ...], extra: tuple[str, ...]
+) -> None:
+    # The cut call was a 50-line traceback at ERROR, false "store unavailable" warnings, a plain 500
+    # to the agent, a row saying cancelled and an exit code of 0.
+    _with_slow_action(gateway_env)
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    server = HttpGateway(gateway_env, gateway_env.root / "cut.log", *extra)
+    answered: list[str] = []
+    try:
+        async with http_client(server.url, token) as client:
+
+            async def call() -> None:
+                try:
+                    await client.call_tool("call", {"tool": "slow_api.wait", "args": {"s": "30"}})
+                except Exception as exc:  # the cut answer is a JSON-RPC error
+                    answered.append(str(exc))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await _until_sent(gateway_env)
+                for signum in signals:
+                    server.proc.send_signal(signum)
+                    await anyio.sleep(0.3)
+                await anyio.to_thread.run_sync(server.proc.wait, 20)
+    finally:
+        server.stop()
+    log = server.log()
+    assert server.proc.returncode == 1, log
+    assert answered and "shutting down" in answered[0] and "may have reached the upstream" in answered[0]
+    assert "stopping: 1 call(s) in flight (" in log and "slow_api.wait" in log, log
+    assert log.count("stopping: cut the call ") == 1 and "audited interrupted" in log
+    assert "stopped; 1 call(s) were cut" in log
+    assert "Traceback" not in log and " ERROR " not in log and "store" not in log.lower(), log
+    row = _audit_rows(gateway_env)[0]
+    assert row["status"] == "interrupted" and row["action"] == "slow_api.wait"
+
+
+async def test_sigterm_on_stdio_names_the_cut_call_and_audits_it_interrupted(gateway_env: GatewayEnv) -> None:
+    _with_slow_action(gateway_env)
+    errlog = gateway_env.root / "stdio.log"
+    with errlog.open("w") as err:
+        async with Client(stdio_client(gateway_env.stdio_params(), errlog=err), mode="legacy") as client:
+
+            async def call() -> None:
+                with pytest.raises(Exception):  # noqa: B017 -- the connection closes under it
+                    await client.call_tool("call", {"tool": "slow_api.wait", "args": {"s": "30"}})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await _until_sent(gateway_env)
+                pid = _child_running(gateway_env.manifest)
+                os.kill(pid, signal.SIGTERM)
+                with anyio.fail_after(20):
+                    while _alive(pid):  # noqa: ASYNC110 -- a process, no event
+                        await anyio.sleep(0.05)
+    log = errlog.read_text()
+    assert "stopping (SIGTERM): 1 call(s) in flight are cut" in log, log
+    assert log.count("stopping: cut the call ") == 1 and "stopped; 1 call(s) were cut" in log
+    row = _audit_rows(gateway_env)[0]
+    assert row["status"] == "interrupted" and row["action"] == "slow_api.wait"
