@@ -94,7 +94,16 @@ def _quiet_closed_pipe() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Without ``argv``, this process's command line: the process ends when it returns."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load: as quiet as one while it runs
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     exiting = argv is None
+    if exiting:
+        _stderr_or_nowhere()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after "--" is a command to run (``add --mcp -- npx -y server``), never our options.
     rest: list[str] = []
@@ -128,6 +137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     # nothing. A command that runs on (``serve``, ``pages``) turns it back on once started.
     with holding_collector(exiting=exiting):
         return _run(args, refused)
+
+
+def _stderr_or_nowhere() -> None:
+    """A command started with stderr closed (``2>&-``, a daemon's or a cron line's) does its work and
+    writes its notices nowhere: every write to stderr failed (``sys.stderr`` is None, or fd 2 is a file
+    someone else opened for reading), and the command exited 1 before doing anything. A closed fd 2 is
+    opened on ``/dev/null``: the next file opened (the state database) would take it, and a library
+    writing to stderr would write into that file."""
+    import fcntl
+
+    try:
+        writable = fcntl.fcntl(2, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+    except OSError:
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        if nowhere != 2:
+            os.dup2(nowhere, 2)
+            os.close(nowhere)
+        writable = sys.stderr is not None
+    if not writable or sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # for the process's life
 
 
 def _run(args: Args, refused: CliError | None = None) -> int:

@@ -265,3 +265,35 @@ def test_an_on_off_variable_set_to_neither_is_refused_before_anything_runs(
     err = capsys.readouterr().err
     assert "$MCP_GATEWAY_FAST_PATHS must be 1 or 0" in err and "'maybe'" in err and "Traceback" not in err, err
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("stderr", ["closed", "a file open for reading"])
+def test_a_command_without_a_usable_stderr_still_does_its_work(env: CliEnv, stderr: str) -> None:  # noqa: F811
+    # A daemon or a cron line started with 2>&- exited 1 before doing anything: the first notice
+    # ("mcp-gateway: manifest ...") failed to write.
+    def without_stderr() -> None:
+        os.close(2)
+        if stderr != "closed":
+            os.open(os.devnull, os.O_RDONLY)  # takes fd 2, as a wrapper script reading itself does
+
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "MCP_GATEWAY_STATE_DIR": str(env.state_dir)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_gateway", "--manifest", str(env.manifest), "connectors"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environ,
+        timeout=120,
+        preexec_fn=without_stderr,  # a child started without stderr is the point
+    )
+    assert done.returncode == 0 and "echo" in done.stdout, done
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["connectors"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
