@@ -195,7 +195,8 @@ async def cmd_sync(args: argparse.Namespace) -> int:
         )
         _notes(rows)
     _running_server_note(args.settings.state_dir)
-    return 1 if any(s.status == "error" for s in states) else 0
+    # A connector that failed to load fails the command, though it keeps serving the catalog it last loaded.
+    return 1 if any(s.status == "error" or s.error for s in states) else 0
 
 
 def _running_server_note(state_dir: Path) -> None:

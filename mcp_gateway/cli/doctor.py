@@ -390,6 +390,9 @@ def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False, per_user:
     if c.get("warning"):
         fix = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
         return Finding(check, "problem", c["warning"], fix)
+    if c.get("error"):  # it failed to load and serves the catalog it last loaded: nothing to remove
+        fix = f"repair {slug}'s spec where its source points (it loads again at the next sync or reload)"
+        return Finding(check, "warning", f"{status}, {c['actions']} actions; {c['error']}", fix)
     return Finding(check, "ok", f"{status}, {c['actions']} actions")
 
 

@@ -28,7 +28,7 @@ from ..discovery import DiscoveryIndex, ReviewCache
 from ..discovery.hybrid import HybridSearch
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp_sessions import McpExecutor
-from ..manifest import ConnectorConfig, GraphQLSource, Manifest, McpSource
+from ..manifest import ConnectorConfig, Manifest
 from ..policy.review import (
     Finding,
     moved_origin,
@@ -120,8 +120,6 @@ class Catalogs:
         self._validators: dict[str, tuple[QuickCheck | None, Validator]] = {}
         """Per action: the shortcut for plain schemas (``quick_schema``), and jsonschema's validator."""
         self._refreshing: dict[str, anyio.Lock] = {}
-        self._synced_as: dict[str, ConnectorConfig] = {}
-        """Each connector's manifest entry as the last sync loaded it (what a failed load is compared to)."""
         self.quarantine: dict[str, Finding] = {}
         """Actions an operator must review before agents see or call them, by qualified name."""
         self.denied: set[tuple[str, str]] = set()
@@ -230,13 +228,19 @@ class Catalogs:
             settled=settled,
         )
         if index:
-            self._keep_last_good(catalogs)
             # What serves says of each connector that failed (a listing shows it in its table instead):
             # the error as stored, screened and without a URL's secrets; else the start says only "serving N".
             for slug, catalog in catalogs.items():
                 if catalog.state.status == "error":
                     logger.warning("connector %s failed to load: %s", slug, catalog.state.error)
-            self._synced_as = {cfg.slug: cfg for cfg in self.manifest.connectors}
+                elif catalog.kept is not None:
+                    logger.warning(
+                        "connector %s failed to load; still serving the %d actions loaded at %s: %s",
+                        slug,
+                        catalog.state.actions,
+                        catalog.state.synced_at.isoformat(timespec="seconds"),
+                        catalog.kept,
+                    )
         if not index:  # no fingerprint kept: the next sync sees every connector as changed and indexes it
             if embed:
                 await self._embed_now(catalogs, progress)
@@ -287,40 +291,6 @@ class Catalogs:
         except BaseException:
             self.manifest = previous  # nothing of the new one was installed: the catalogs are the old ones
             raise
-
-    def _keep_last_good(self, catalogs: dict[str, ConnectorCatalog]) -> None:
-        """A connector that served actions and now fails to load, its manifest entry unchanged (its spec
-        file replaced by a half-copied one, a new version with a broken ``$ref``, its spec URL down),
-        keeps serving the catalog it last loaded, its state saying why, until a load succeeds: a broken
-        spec must not empty a working connector, as a broken manifest does not. A connector whose
-        catalog its live upstream gives (an MCP server's tools, a GraphQL endpoint's introspection) is
-        not kept: an upstream that does not answer, or refuses the credential, says so by failing."""
-        for slug, catalog in list(catalogs.items()):
-            previous, cfg = self.loaded.get(slug), self.manifest.connector(slug)
-            if (
-                catalog.state.status != "error"
-                or previous is None
-                or previous.state.status != "ready"
-                or not previous.actions
-                or cfg is None
-                or _served_by_upstream(cfg)
-                or self._synced_as.get(slug) != cfg
-            ):
-                continue
-            since = previous.state.synced_at.isoformat(timespec="seconds")
-            kept = previous.state.model_copy(
-                update={
-                    "error": f"loading it again failed, so the catalog loaded at {since} is kept: {catalog.state.error}"
-                }
-            )
-            logger.warning(
-                "connector %s failed to load; still serving the %d actions loaded at %s: %s",
-                slug,
-                len(previous.actions),
-                since,
-                catalog.state.error,
-            )
-            catalogs[slug] = dataclasses.replace(previous, state=kept)
 
     def listed_tools(self, slug: str) -> str | None:
         """The digest of the tools listing connector ``slug``'s catalog was built from (an MCP one), or None."""
@@ -696,13 +666,6 @@ class Catalogs:
             f"(next attempt in about {wait} s) and on every sync.",
             hint="Use another connector meanwhile, or ask the operator to check its upstream.",
         )
-
-
-def _served_by_upstream(cfg: ConnectorConfig) -> bool:
-    """Whether the connector's catalog is what its live upstream says, not a document's."""
-    return isinstance(cfg.source, McpSource) or (
-        isinstance(cfg.source, GraphQLSource) and cfg.source.graphql.introspect
-    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,8 @@ class ConnectorCatalog:
     withheld: str | None = None
     """What the upstream said when it failed, withheld from ``state.error`` because it reads as
     instructions to the model: cleaned, redacted and flagged, for the operator's review only."""
+    kept: str | None = None
+    """The load error of a connector that failed to load and serves the catalog it last loaded."""
 
 
 def describe_source(cfg: ConnectorConfig) -> str:
@@ -144,6 +146,30 @@ def _remote(cfg: ConnectorConfig, manifest: Manifest) -> bool:
             return False
 
 
+def served_by_upstream(cfg: ConnectorConfig) -> bool:
+    """Whether the connector's catalog is what its live upstream says, not a document's."""
+    return isinstance(cfg.source, McpSource) or (
+        isinstance(cfg.source, GraphQLSource) and cfg.source.graphql.introspect
+    )
+
+
+def kept_catalog(
+    cfg: ConnectorConfig, source: str, previous: ConnectorState | None, cached: CatalogRecord | None
+) -> CatalogRecord | None:
+    """The stored catalog a connector that failed to load keeps serving, or None.
+
+    A connector that served actions and now fails to load, its source unchanged (its spec file replaced
+    by a half-copied one, a new version with a broken ``$ref``, its spec URL down), keeps the catalog
+    it last loaded, its state saying why, until a load succeeds: a broken spec must not empty a
+    working connector, as a broken manifest does not. Decided from the store, so every process (a
+    server, a CLI command) says the same of it. A connector whose catalog its live upstream gives (an
+    MCP server's tools, a GraphQL endpoint's introspection) is not kept: an upstream that does not
+    answer, or refuses the credential, says so by failing."""
+    if cached is None or not cached.actions or previous is None or previous.status != "ready":
+        return None
+    return cached if previous.source == source and not served_by_upstream(cfg) else None
+
+
 def _stored(record: CatalogRecord | None) -> Normalized | None:
     if record is None:
         return None
@@ -162,6 +188,7 @@ async def sync_connector(
     sharing: CatalogSharing | None = None,
     share: bool = True,
     guard: anyio.Lock | None = None,
+    previous: ConnectorState | None = None,
 ) -> ConnectorCatalog:
     """``sharing``: the table this connector's catalog shares equal values through; ``sync_manifest``
     passes one for all its connectors, and a catalog normalized just now then comes back with no
@@ -169,8 +196,11 @@ async def sync_connector(
     Without it the connector gets a table of its own and the heap is trimmed after. ``share=False``:
     no sharing at all, for a catalog that does not stay resident (a command that lists and exits);
     sharing triples the cost of decoding a stored catalog. ``guard``: held while this connector reads or
-    writes ``sharing``, which connectors loading at the same time share."""
+    writes ``sharing``, which connectors loading at the same time share. ``previous``: its state as the
+    store had it, for ``kept_catalog``."""
     parked = False
+    cached: CatalogRecord | None = None
+    kept: str | None = None
     withheld: str | None = None
     table = sharing or CatalogSharing()
     source = describe_source(cfg)
@@ -232,6 +262,15 @@ async def sync_connector(
         state = ConnectorState(
             slug=cfg.slug, source=source, status="error", actions=0, error=error, synced_at=clock.now()
         )
+        if previous is not None and (last := kept_catalog(cfg, source, previous, cached)) is not None:
+            actions, spec_base_url, fp, kept = last.actions, last.base_url, last.fingerprint, error
+            since = previous.synced_at.isoformat(timespec="seconds")
+            state = previous.model_copy(
+                update={
+                    "actions": len(actions),
+                    "error": f"loading it again failed, so the catalog loaded at {since} is kept: {error}",
+                }
+            )
         if progress:
             progress(cfg.slug, "error")
     await store.put_connector_state(state)
@@ -241,6 +280,7 @@ async def sync_connector(
         base_url=cfg.base_url or spec_base_url,
         fingerprint=fp,
         withheld=withheld,
+        kept=kept,
     )
 
 
@@ -307,6 +347,7 @@ async def sync_manifest(
     guard = anyio.Lock()
     limiter = anyio.CapacityLimiter(REMOTE_AT_ONCE)
     catalogs: dict[str, ConnectorCatalog] = {}
+    previous = {state.slug: state for state in await store.list_connector_states()}
 
     async def one(c: ConnectorConfig) -> None:
         catalogs[c.slug] = await sync_connector(
@@ -320,6 +361,7 @@ async def sync_manifest(
             sharing=sharing,
             share=share,
             guard=guard,
+            previous=previous.get(c.slug),
         )
         if settled is not None:
             settled(c.slug)

@@ -770,3 +770,36 @@ def test_secret_set_withdraws_the_replacements_it_overtook_and_names_them(env: C
     assert replaced.code == 0 and f"withdrew approval {approval_id}" in replaced.err, replaced.err
     assert "against the credential just replaced" in replaced.err
     assert env.run("approvals", "list", "--json").json() == []
+
+
+PETS = """{"openapi": "3.0.0", "info": {"title": "Pets", "version": "1"}, "paths": {
+  "/pets": {"get": {"operationId": "listPets", "summary": "List the pets", "responses": {"200": {"description": "ok"}}},
+            "post": {"operationId": "addPet", "summary": "Add a pet", "responses": {"200": {"description": "ok"}}}}}}"""
+
+
+def test_a_connector_whose_spec_breaks_is_ready_with_its_last_catalog_in_every_command(
+    env: CliEnv, tmp_path: Path
+) -> None:
+    # A running server kept serving the catalog it last loaded, while each CLI command, a process of
+    # its own, said "error, 0 actions", and doctor advised removing the connector.
+    spec = tmp_path / "pets.json"
+    spec.write_text(PETS)
+    env.manifest.write_text(
+        env.manifest.read_text()
+        + f"  - slug: pets\n    base_url: {env.upstream_url}\n    source: {{openapi: {spec}}}\n"
+    )
+    assert env.run("sync").code == 0
+    spec.write_text(PETS[:120])  # cut short, as mid-copy
+    synced = env.run("sync")
+    assert synced.code == 1  # the load failed: a script sees it, though the connector still serves
+    for _ in range(2):  # and again, from the state the previous command stored
+        [pets] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "pets"]
+        assert (pets["status"], pets["actions"]) == ("ready", 2), pets
+        assert "the catalog loaded at" in pets["error"] and "is kept" in pets["error"]
+    doctor = env.run("doctor")
+    line = next(line for line in doctor.out.splitlines() if "connector pets" in line)
+    assert line.startswith("WARNING") and "ready, 2 actions" in line and "remove" not in doctor.out
+    spec.write_text(PETS)  # repaired
+    assert env.run("sync").code == 0
+    [pets] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "pets"]
+    assert (pets["status"], pets["actions"], pets.get("error")) == ("ready", 2, None)
