@@ -24,7 +24,7 @@ from .core.sync import Progress
 from .discovery import DiscoveryIndex, EmbeddingsUnavailable, ReviewCache, SegmentCache
 from .discovery.hybrid import HybridSearch, discovery_status
 from .execution.mcp_sessions import McpExecutor
-from .manifest import ConnectorConfig, Manifest, load_manifest
+from .manifest import ConnectorConfig, Manifest, blank_manifest, load_manifest
 from .manifest.discovery_mode import discovery_override
 from .primitives.catalog_memory import collect_frozen_garbage, limit_malloc_arenas
 from .primitives.cookies import no_cookies
@@ -369,6 +369,13 @@ async def reload_manifest(gateway: Gateway, settings: Settings) -> str | None:
 async def _reload(gateway: Gateway, settings: Settings) -> tuple[str | None, bool]:
     """``reload_manifest``, and whether the reason will pass by itself (the database was unreachable)."""
     before = gateway.manifest
+    if blank_manifest(settings.manifest_path):
+        # Truncated, then written: an editor or a copy caught mid-save, not an operator removing everything.
+        logger.warning(
+            "manifest reload put off, keeping the previous one: the file is empty (being saved?); it is read "
+            "again when it changes (to serve nothing, leave 'connectors: []' in it)"
+        )
+        return "the manifest file is empty", False
     try:
         manifest = discovery_override(load_manifest(settings.manifest_path), settings.env)
         await gateway.reload(manifest)

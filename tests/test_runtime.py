@@ -239,6 +239,28 @@ async def test_a_reload_takes_a_valid_manifest_and_keeps_the_old_one_over_a_brok
         assert len(gw._catalogs.loaded["notes"].actions) == 2 and len(collections) == 1
 
 
+async def test_a_manifest_file_caught_empty_mid_save_is_not_reloaded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A file being saved (truncated, then written) was reloaded as a valid manifest with no connector
+    # and no agent: every agent was told its actions did not exist until the save ended.
+    from mcp_gateway import runtime
+
+    path = tmp_path / "gateway.yaml"
+    path.write_text(SMALL)
+    settings = Settings.from_env({"MCP_GATEWAY_MASTER_KEY": KEY}, manifest=str(path), state_dir=str(tmp_path))
+    async with open_gateway(settings, manifest=parse_manifest(SMALL, base_dir=tmp_path), embed=False) as gw:
+        for blank in ("", "\n  \n", "# being rewritten\n---\n"):
+            path.write_text(blank)
+            with caplog.at_level(logging.WARNING, logger="mcp_gateway.runtime"):
+                assert await runtime.reload_manifest(gw, settings) == "the manifest file is empty"
+            assert [c.slug for c in gw.manifest.connectors] == ["notes"] and "notes" in gw._catalogs.loaded
+        warned = [r for r in caplog.records if "the file is empty" in r.getMessage()]
+        assert len(warned) == 3 and all(r.levelno == logging.WARNING for r in warned)
+        path.write_text(SMALL)
+        assert await runtime.reload_manifest(gw, settings) is None
+
+
 async def test_a_reload_that_meets_a_database_outage_keeps_serving_and_is_tried_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -137,11 +137,16 @@ def _gateway(args: argparse.Namespace, **kw: Any) -> AbstractAsyncContextManager
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..manifest import load_manifest
+    from ..manifest import blank_manifest, load_manifest
 
     manifest = load_manifest(args.manifest_path)
     problems = manifest.diagnostics(_read_spec)
     where = args.manifest_path or "bundled default manifest"
+    if blank_manifest(args.manifest_path):
+        sys.stderr.write(
+            f"warning: {where} is empty: no connectors, no agents; a running serve keeps its manifest until "
+            "the file holds one (write 'connectors: []' to mean none)\n"
+        )
     if args.json:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
     else:

@@ -39,6 +39,7 @@ from .loader import (
     FrontDoorConfig,
     Manifest,
     PolicyRule,
+    blank_manifest,
     load_manifest,
     parse_manifest,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "SourceConfig",
     "auth_headers",
     "auth_params",
+    "blank_manifest",
     "load_manifest",
     "parse_manifest",
 ]

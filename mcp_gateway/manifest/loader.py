@@ -613,6 +613,19 @@ def parse_manifest(
     return manifest
 
 
+def blank_manifest(path: Path | None) -> bool:
+    """Whether the manifest file holds nothing but blank lines, comments and document markers: a file
+    being saved (truncated, then written) reads so for a moment. Loaded, it is a valid manifest with no
+    connector and no agent; a running gateway must not take it for the operator's intent."""
+    if path is None:
+        return False
+    try:
+        text = path.read_bytes()
+    except OSError:
+        return False
+    return all(not line.strip() or line.lstrip().startswith((b"#", b"---", b"...")) for line in text.splitlines())
+
+
 def load_manifest(path: str | Path | None = None, *, catalog_dir: Path = CATALOG_DIR) -> Manifest:
     """Load a manifest file (the bundled default when ``path`` is None)."""
     p = Path(path) if path is not None else DEFAULT_MANIFEST

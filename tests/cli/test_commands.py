@@ -803,3 +803,10 @@ def test_a_connector_whose_spec_breaks_is_ready_with_its_last_catalog_in_every_c
     assert env.run("sync").code == 0
     [pets] = [c for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "pets"]
     assert (pets["status"], pets["actions"], pets.get("error")) == ("ready", 2, None)
+
+
+def test_validate_warns_of_an_empty_manifest(env: CliEnv) -> None:
+    env.manifest.write_text("# nothing yet\n")
+    checked = env.run("validate")
+    assert checked.code == 0 and "ok (0 connectors)" in checked.out
+    assert "warning:" in checked.err and "is empty" in checked.err
