@@ -31,6 +31,7 @@ import httpx2
 from ..primitives.rerouting import header_name
 from ..tracing import SpanKind, inject_trace_context, recording, span
 from ..vocabulary.errors import ArgumentError, UpstreamError
+from .connect_failures import cause_of
 from .response import Outcome, read_response
 
 __all__ = ["ACCEPT_ENCODING", "RedirectJudge", "send"]
@@ -174,7 +175,11 @@ async def _send(
             raise UpstreamError(
                 "upstream_unreachable",
                 f"the connection to {_where(request.url)} was lost before its whole answer came "
-                f"({type(exc).__name__}); {_MAY_HAVE_RUN if _maybe_sent(request, exc) else ''}then try again",
+                f"({type(exc).__name__}); {_MAY_HAVE_RUN + 'then ' if _maybe_sent(request, exc) else ''}try again",
+            ) from None
+        if (cause := cause_of(exc, _where(request.url), request.url.scheme)) is not None:
+            raise UpstreamError(
+                "upstream_unreachable", f"could not reach {_where(request.url)}, nothing was sent: {cause}"
             ) from None
         raise UpstreamError(
             "upstream_unreachable",

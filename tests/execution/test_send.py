@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import gzip
 import importlib
+import logging
 import socket
 import ssl
 import time
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -406,6 +408,38 @@ async def test_a_timeout_before_the_connection_was_made_says_nothing_was_sent(sc
     assert "nothing was sent" in str(info.value) and "may have reached" not in str(info.value)
 
 
+async def test_a_connection_that_fails_for_a_named_cause_says_it_and_logs_it_once(
+    upstream: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An untrusted certificate, https:// to a plain-HTTP port and a name that does not resolve all read
+    # "could not reach ... check that the service is up", and nothing was logged, even with --debug.
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    pem = tmp_path / "server.pem"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
+    secure = echo_app()
+    with serve_asgi(secure, ssl_certfile=str(pem)) as untrusted:
+        cases = [
+            (untrusted, "its TLS certificate is not trusted"),
+            (upstream.base_url.replace("http:", "https:"), "is that port serving plain HTTP?"),
+            ("http://send-test-no-such-host.invalid", "its host name does not resolve"),
+        ]
+        with caplog.at_level(logging.WARNING, logger="mcp_gateway.execution.send"):
+            for base_url, cause in cases:
+                for _ in range(2):
+                    with pytest.raises(UpstreamError) as info:
+                        await call(httpx2.Request("POST", f"{base_url}/x?api_key=CANARY-q"))
+                    said = str(info.value)
+                    assert info.value.reason == "upstream_unreachable" and cause in said, said
+                    assert "nothing was sent" in said and "check that the service is up" not in said
+                    assert "CANARY" not in said
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("calls to ")]
+    assert len(logged) == 3 and not any("CANARY" in line for line in logged), logged
+    assert secure.requests == []
+
+
 async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_unreachable() -> None:
     def fail(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ReadError("reset")
@@ -415,6 +449,7 @@ async def test_a_read_whose_answer_broke_off_says_so_not_that_the_service_was_un
             await send(client, httpx2.Request("GET", "https://api.example.com/x"), auth=None, timeout=5, max_bytes=10)
     assert info.value.reason == "upstream_unreachable"
     assert "was lost before its whole answer came" in str(info.value) and "could not reach" not in str(info.value)
+    assert str(info.value).endswith("(ReadError); try again")  # not "; then try again", with nothing before
 
 
 # -- bodies over the wire --------------------------------------------------------------------
