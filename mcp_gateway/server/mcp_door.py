@@ -52,6 +52,7 @@ from ..services.front_door import (
     looks_like_jwt,
 )
 from ..services.identity import OPERATOR, Principal
+from ..services.logs import REQUESTER
 from ..services.tokens import TOKEN_PREFIX, TokenService
 from ..vocabulary.errors import GatewayError, StoreUnavailable
 from .tools import PRINCIPAL_SCOPE_KEY
@@ -300,7 +301,11 @@ class Gate:
         scope[PRINCIPAL_SCOPE_KEY] = principal
         scope["user"] = user  # what the SDK binds a session to
         if self.mcp is not None and scope["path"] == MCP_PATH:
-            await self.mcp(scope, receive, send)
+            requester = REQUESTER.set(principal.label)  # named in what the SDK logs of this request
+            try:
+                await self.mcp(scope, receive, send)
+            finally:
+                REQUESTER.reset(requester)
         else:
             await self.app(scope, receive, send)
 

@@ -34,6 +34,7 @@ import re
 import sys
 import threading
 import time
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO
 
@@ -44,6 +45,7 @@ from ..primitives.url_secrets import secret_query_name
 
 __all__ = [
     "CONTEXT_FIELDS",
+    "REQUESTER",
     "JsonFormatter",
     "LogFormat",
     "LogThrottle",
@@ -166,6 +168,18 @@ THROTTLED_LOGGERS: Final = ("opentelemetry",)
 """Libraries that repeat a record for as long as a condition lasts (an OTLP collector down: a warning
 per export, every few seconds): each of their records is logged once a window (``LogThrottle``)."""
 
+THROTTLED_RECORDS: Final = {
+    ("mcp.server.streamable_http_manager", "Refusing to open a new session"): (
+        "refused to open a new MCP session for %s: %s (--max-sessions)"
+    ),
+}
+"""Records any client can repeat at will, by (logger, start of the message): one a window, told anew
+with who asked. A client retrying past ``--max-sessions`` in a loop wrote one line per attempt, naming
+no one, until a stderr pipe nobody read filled and blocked the event loop."""
+
+REQUESTER: ContextVar[str | None] = ContextVar("mcp_gateway_requester", default=None)
+"""Who the request being served is from (an agent's label), for the records a library writes about it."""
+
 
 class _RepeatFilter(logging.Filter):
     def __init__(self, throttle: LogThrottle | None = None) -> None:
@@ -173,16 +187,27 @@ class _RepeatFilter(logging.Filter):
         self.throttle = throttle if throttle is not None else LogThrottle()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        told = None
         if not any(record.name == root or record.name.startswith(root + ".") for root in THROTTLED_LOGGERS):
-            return True
-        left_out = self.throttle.admit((record.name, str(record.msg)))
+            msg = record.msg if isinstance(record.msg, str) else ""
+            told = next(
+                (t for (name, start), t in THROTTLED_RECORDS.items() if name == record.name and msg.startswith(start)),
+                None,
+            )
+            if told is None:
+                return True
+        kind = (record.name, str(record.msg))
+        left_out = self.throttle.admit(kind)
         if left_out is None:
             return False
-        if left_out:
-            try:
-                record.msg, record.args = record.getMessage() + self.throttle.more(left_out), None
-            except Exception:  # a bad format string: the secret filter renders what it can
-                pass
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: the secret filter renders what it can
+            return True
+        if told is not None:
+            why = message.partition(": ")[2] or message
+            message = told % (REQUESTER.get() or "a client", why)
+        record.msg, record.args = message + self.throttle.more(left_out), None
         return True
 
 

@@ -155,3 +155,38 @@ async def test_a_token_check_that_meets_a_read_only_or_empty_database_says_retry
     assert isinstance(parsed, JSONRPCError)
     assert parsed.error.data == {"reason": "store_unavailable", "hint": STORE_BROKEN_HINT}
     assert "no gateway tables" not in answer.text
+
+
+async def test_refused_sessions_are_logged_once_a_window_naming_the_agent() -> None:
+    # Each request past --max-sessions logged the SDK's line naming no one; an agent retrying in a loop
+    # filled a stderr pipe nobody read, and the blocked write froze the server.
+    import io
+    import logging
+
+    from mcp_gateway.services.logs import configure_logging
+
+    async def refusing(scope: Scope, receive: Receive, send: Send) -> None:
+        manager = logging.getLogger("mcp.server.streamable_http_manager")
+        manager.warning("Refusing to open a new session: %d sessions are already open", 1)
+        await send({"type": "http.response.start", "status": 503, "headers": []})
+        await send({"type": "http.response.body", "body": b"Too many open sessions"})
+
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        handler = configure_logging(stream=stream)
+        gate = Gate(App(), StaticTokens(), None, mcp=refusing)  # type: ignore[arg-type]
+        for _ in range(5):
+            assert (await ask(gate, "mgw_good")).status_code == 503
+        throttle = next(f for f in handler.filters if hasattr(f, "throttle")).throttle  # type: ignore[attr-defined]
+        throttle.last.clear()  # the window passes
+        assert (await ask(gate, "mgw_good")).status_code == 503
+    finally:
+        root.handlers[:], root.level = saved
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].endswith(
+        "refused to open a new MCP session for token:abc/bot: 1 sessions are already open (--max-sessions)"
+    )
+    assert lines[1].endswith("(--max-sessions); 4 more in the last 10+ s not logged")
