@@ -629,8 +629,18 @@ def _stored_words(stored: list[CredentialKey]) -> str:
 def _secret_input(what: str) -> str:
     """The secret on stdin: piped, read whole; typed at a terminal, asked for without echoing it (it
     was shown as typed, with no prompt saying input was awaited)."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise CliError(f"no {what} to read: stdin is closed; pipe it in (mcp-gateway secret set NAME < file)")
     if not sys.stdin.isatty():
-        return sys.stdin.read()
+        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # Read as text, such bytes became lone surrogates, described as "half of a UTF-16 pair".
+            raise CliError(
+                f"the {what} on stdin is not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start}); "
+                "save it as UTF-8, without a byte-order mark of another encoding"
+            ) from None
     import getpass
 
     return getpass.getpass(f"{what}, not shown as you type (JSON on one line where a shape is asked): ")

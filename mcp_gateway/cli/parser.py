@@ -191,9 +191,14 @@ def _port(text: str) -> int:
     return _whole(text, 1, 65535, "is not a port (from 1 to 65535)")
 
 
+MAX_COUNT = 1_000_000_000
+"""The most sessions, connections or rows a count may name: past it a number is a typo, and past 2**63
+the database cannot even be asked (``audit --limit 99999999999999999999`` was an OverflowError)."""
+
+
 def _count(text: str) -> int:
-    """A whole number of at least 1 (sessions, connections, rows)."""
-    return _whole(text, 1, None, "is not 1 or more")
+    """A whole number from 1 to ``MAX_COUNT`` (sessions, connections, rows)."""
+    return _whole(text, 1, MAX_COUNT, f"is not from 1 to {MAX_COUNT:,}")
 
 
 def _seconds(text: str) -> float:

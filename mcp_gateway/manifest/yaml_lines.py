@@ -27,16 +27,24 @@ def read_yaml(text: str, file: str) -> tuple[Any, dict[Loc, int], list[Issue]]:
         return _read(getattr(yaml, "CSafeLoader", yaml.SafeLoader), text, file)
     except yaml.YAMLError:
         pass
+    except RecursionError:  # nested past what even the parser walks (``_too_deep`` says so first, in most cases)
+        raise ManifestError([_too_deep_issue(file, None)]) from None
     try:
         return _read(yaml.SafeLoader, text, file)
+    except yaml.reader.ReaderError as exc:
+        raise ManifestError([_character_issue(exc, text, file)]) from None
     except yaml.YAMLError as exc:
         raise ManifestError([_yaml_issue(exc, file)]) from None
+    except RecursionError:
+        raise ManifestError([_too_deep_issue(file, None)]) from None
 
 
 def _read(loader_class: Any, text: str, file: str) -> tuple[Any, dict[Loc, int], list[Issue]]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
+        if node is not None and (deep := _too_deep(node)) is not None:
+            raise ManifestError([_too_deep_issue(file, deep.start_mark.line + 1)])
         if node is not None and _copied(node) > MAX_COPIED:
             raise ManifestError(
                 [
@@ -65,6 +73,38 @@ MAX_COPIED = 100_000
 validation included, sees the copies): a few lines of aliases nested in one another otherwise grow into
 gigabytes. A manifest written out, however large, copies nothing."""
 _STOP = 10 * MAX_COPIED
+
+
+MAX_DEPTH = 200
+"""Lists and mappings nested in one another, at most: the walks of a manifest (aliases sized, lines
+collected, the document built, validated) recurse once a level, and past about a thousand levels ended
+in "unexpected RecursionError". Real manifests, JSON schemas written inline included, nest a few dozen."""
+
+
+def _too_deep_issue(file: str, line: int | None) -> Issue:
+    return Issue(
+        file,
+        line,
+        "",
+        f"the manifest nests lists and mappings more than {MAX_DEPTH} levels deep" + (" here" if line else ""),
+        "flatten this value: no manifest setting nests that deep",
+    )
+
+
+def _too_deep(root: yaml.Node) -> yaml.Node | None:
+    """The first collection nested deeper than ``MAX_DEPTH``, found without recursion; None if none is."""
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or not isinstance(node, yaml.CollectionNode):
+            continue
+        if depth > MAX_DEPTH:
+            return node
+        seen.add(id(node))
+        children = node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def _copied(node: yaml.Node) -> int:
@@ -112,6 +152,21 @@ _YAML_HINTS = (
         "remove the tag: a manifest is plain YAML, tags such as !!python/object are not allowed",
     ),
 )
+
+
+def _character_issue(exc: yaml.reader.ReaderError, text: str, file: str) -> Issue:
+    """A character YAML never allows (a NUL byte, another control character), at its line and column:
+    the parser's own message names an offset in ``"<unicode string>"`` on a second line."""
+    before = text[: exc.position]
+    line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return Issue(
+        file,
+        line,
+        "",
+        f"not valid YAML (column {column}): the character U+{code:04X}, which YAML does not allow",
+        "remove it; a NUL byte often means the file was cut or written by something other than an editor",
+    )
 
 
 def _yaml_issue(exc: yaml.YAMLError, file: str) -> Issue:

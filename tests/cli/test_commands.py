@@ -810,3 +810,20 @@ def test_validate_warns_of_an_empty_manifest(env: CliEnv) -> None:
     checked = env.run("validate")
     assert checked.code == 0 and "ok (0 connectors)" in checked.out
     assert "warning:" in checked.err and "is empty" in checked.err
+
+
+def test_a_count_too_large_for_the_database_is_a_usage_error(env: CliEnv) -> None:
+    # It reached SQLite as "unexpected OverflowError", exit 1.
+    with pytest.raises(SystemExit) as usage:
+        env.run("audit", "--limit", "99999999999999999999")
+    assert usage.value.code == 2 and "is not from 1 to 1,000,000,000" in env.capsys.readouterr().err
+
+
+def test_secret_set_without_a_stdin_or_with_bytes_that_are_not_utf8_says_so(env: CliEnv) -> None:
+    env.monkeypatch.setattr(sys, "stdin", None)
+    closed = env.run("secret", "set", "echo")
+    assert closed.code == 2 and "stdin is closed" in closed.err and "unexpected" not in closed.err
+    env.monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfeCANARY-latin")))
+    latin = env.run("secret", "set", "echo")
+    assert latin.code == 2 and "is not UTF-8 text (byte 0xff at position 0)" in latin.err
+    assert "UTF-16" not in latin.err and "CANARY" not in latin.err

@@ -678,6 +678,21 @@ def test_aliases_nested_into_millions_of_copies_are_refused_at_once() -> None:
     assert "copy more than 100,000 values" in issue.message and "fewer aliases nested" in issue.fix
 
 
+@pytest.mark.parametrize(
+    "nested", ["[" * 1000 + "]" * 1000, "{a: " * 1000 + "1" + "}" * 1000], ids=["lists", "mappings"]
+)
+def test_a_value_nested_a_thousand_levels_deep_is_refused_at_its_line(nested: str) -> None:
+    # It was "unexpected RecursionError", exit 1, and the same at a running server's reload.
+    (issue,) = issues_of(f"project: p\nconnectors: []\nx: {nested}\n")
+    assert issue.line == 3 and "more than 200 levels deep" in issue.message and "flatten" in issue.fix
+
+
+def test_a_nul_byte_is_named_at_its_line_without_the_parsers_offset() -> None:
+    (issue,) = issues_of("project: p\nconnectors: []\n\0\n")
+    assert issue.line == 3 and "U+0000" in issue.message and "\n" not in issue.message
+    assert "<unicode string>" not in issue.message and "indentation" not in issue.fix
+
+
 def test_a_large_manifest_written_out_or_with_a_few_aliases_is_read() -> None:
     first = "  - slug: c0\n    base_url: https://api0.example\n    headers: &h {X-Team: platform}\n"
     rest = "".join(f"  - slug: c{i}\n    base_url: https://api{i}.example\n    headers: *h\n" for i in range(1, 2000))
