@@ -422,6 +422,9 @@ def _discovery(manifest: Manifest) -> Finding:
 async def _public_url(url: str) -> Finding:
     import httpx2
 
+    from ..primitives.url_secrets import shown_url
+
+    shown = shown_url(url)  # a token in its query is the proxy's, not the report's
     try:
         async with httpx2.AsyncClient(trust_env=False, timeout=2) as client:
             await client.get(url + "/")
@@ -429,7 +432,7 @@ async def _public_url(url: str) -> Finding:
         return Finding(
             "public_url",
             "note",
-            f"nothing answers at {url}, so links handed out now would not open",
+            f"nothing answers at {shown}, so links handed out now would not open",
             "run 'mcp-gateway pages' (stdio clients) or 'mcp-gateway serve --transport http' while people use links",
         )
-    return Finding("public_url", "ok", f"{url} answers")
+    return Finding("public_url", "ok", f"{shown} answers")

@@ -29,7 +29,7 @@ def public_url_problem(value: str) -> str | None:
         return f"{shown} names port 0; give the port humans open, from 1 to 65535"
     if parts.username is not None or parts.password is not None:
         # A lone user name may be the secret (``https://TOKEN@host/``): none of it is quoted back.
-        hidden = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        hidden = shown_url(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl())
         return (
             f"{hidden!r} holds a user name or password, which every link handed to agents and humans would carry;"
             " drop the 'user:password@' part (put any login the pages need in front of them, not in their links)"

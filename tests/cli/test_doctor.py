@@ -304,3 +304,15 @@ def test_a_per_user_connector_without_the_callers_credential_is_a_note_not_a_sec
     assert "secret set" not in found.fix and found.fix.endswith("mcp-gateway connect pu")
     # A team-wide one missing is still a problem, with `secret set` as its fix.
     assert connector_finding(listed).level == "problem"
+
+
+@pytest.mark.parametrize(
+    "public_url", ["http://127.0.0.1:9/?token=CANARY-tok", "http://u:CANARY-pw@127.0.0.1:9/?token=CANARY-tok"]
+)
+def test_doctor_never_prints_a_public_urls_token_or_password(env: CliEnv, public_url: str) -> None:  # noqa: F811
+    # Its note that nothing answered there quoted the URL whole; the refusal of a password hid the
+    # password but not the token in the query.
+    env.manifest.write_text(env.manifest.read_text().replace("http://127.0.0.1:9", public_url, 1))
+    doctor = env.run("doctor")
+    assert "CANARY" not in doctor.out + doctor.err, doctor.out
+    assert "token=[redacted]" in doctor.out
