@@ -160,7 +160,7 @@ class _Server(uvicorn.Server):
                 "; ".join(calls.named()[:5]),
                 timeout,
             )
-        elif not self.force_exit:
+        elif calls is not None and not self.force_exit:  # the gateway's listener, not a stdio gateway's pages
             self._say("stopping")
         for server in self.servers:
             server.close()
