@@ -28,7 +28,7 @@ from ..discovery import DiscoveryIndex, ReviewCache
 from ..discovery.hybrid import HybridSearch
 from ..execution.graphql_introspection import GraphQLServices
 from ..execution.mcp_sessions import McpExecutor
-from ..manifest import ConnectorConfig, Manifest
+from ..manifest import ConnectorConfig, GraphQLSource, Manifest
 from ..policy.review import (
     Finding,
     moved_origin,
