@@ -10,6 +10,7 @@ decision and writing the audit row are the ``Gateway``'s: one attempt here, mayb
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -529,7 +530,10 @@ class CallPipeline:
             note = await self._refused(cfg.slug, carried, prepared.action.qualified_name)
             return await self.connect_result(principal, cfg.slug, refused + note)
         if carried is not None and outcome.http_status is not None and outcome.http_status < 400:
-            await self._changes.origins.accepted(carried)
+            # The upstream answered: a database outage now must not turn what ran into "nothing was run".
+            # The record's mark waits for a later success instead.
+            with contextlib.suppress(StoreUnavailable):
+                await self._changes.origins.accepted(carried)
         if outcome.http_status is not None and outcome.http_status >= 400:
             return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
         if flag := failed_in_body(outcome.data):
@@ -562,7 +566,10 @@ class CallPipeline:
         agent (and the human it tells) should know of it: who stored it and when, and which call drew it."""
         if carried is None or carried.principal != PROJECT_WIDE:
             return ""  # a personal credential's user is the one told to reconnect
-        note = refused_note(slug, await self._changes.origins.refused(carried, 401, action))
+        try:
+            note = refused_note(slug, await self._changes.origins.refused(carried, 401, action))
+        except StoreUnavailable:
+            return ""  # the 401 is told as it is; who stored the credential waits for the database
         return f" {note}" if note else ""
 
     async def _send(
