@@ -131,7 +131,22 @@ class CallPipeline:
         Whatever upstream text was withheld from the answer on the way is logged and kept for the
         operator's review (``WithheldErrors``)."""
         with noting_withheld() as withheld:
-            result = await self._attempt_cleaned(principal, tool, args, approval_id, fields, trace)
+            try:
+                result = await self._attempt(principal, tool, args, approval_id, fields, trace)
+            except StoreUnavailable as exc:
+                self._health.failed(exc)
+                result = store_unavailable_result(exc)
+            except Exception:
+                logger.exception("call of %s failed unexpectedly", tool)
+                result = ErrorResult(
+                    reason="internal_error",
+                    message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
+                )
+            else:
+                if not isinstance(result, Ok):  # an Ok is cleaned by _run, where its JSON text was at hand
+                    # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
+                    cfg = self._catalogs.config_of(trace.action.connector) if trace.action is not None else None
+                    result = clean_result(result, cfg.max_result_chars if cfg is not None else None)
         # Kept by the action an agent reached (a connector's own load error is kept by its sync).
         if withheld and trace.action is not None:
             try:
@@ -142,32 +157,6 @@ class CallPipeline:
                     "the error text withheld from the agent's call of %s could not be kept", tool, exc_info=True
                 )
         return result
-
-    async def _attempt_cleaned(
-        self,
-        principal: Principal,
-        tool: str,
-        args: dict[str, Any],
-        approval_id: str | None,
-        fields: Sequence[str] | None,
-        trace: CallTrace,
-    ) -> CallResult:
-        try:
-            result = await self._attempt(principal, tool, args, approval_id, fields, trace)
-        except StoreUnavailable as exc:
-            self._health.failed(exc)
-            return store_unavailable_result(exc)
-        except Exception:
-            logger.exception("call of %s failed unexpectedly", tool)
-            return ErrorResult(
-                reason="internal_error",
-                message=f"The gateway failed while running {tool!r}. The operator can find details in its log.",
-            )
-        if isinstance(result, Ok):
-            return result  # cleaned by _run, where its JSON text was at hand
-        # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
-        cfg = self._catalogs.config_of(trace.action.connector) if trace.action is not None else None
-        return clean_result(result, cfg.max_result_chars if cfg is not None else None)
 
     async def recover(self, principal: Principal, name: str) -> ErrorResult | None:
         """For a name that resolved to nothing: when it names a visible connector in error, try to
