@@ -19,7 +19,8 @@ The general rule: a reason is a message-like value, and an object holding one al
 without a message of its own maps fields to their reasons. XML bodies (AWS and Azure ``<Error>``
 ``Code``/``Message``, SOAP 1.1 ``faultcode``/``faultstring``, SOAP 1.2 ``Code``/``Reason``) are read with
 ``xml_text`` (no DTD, no entities). A ``WWW-Authenticate`` challenge's ``error`` and
-``error_description`` (RFC 6750) are a reason too.
+``error_description`` (RFC 6750) are a reason too. A Python traceback, wherever a reason is text, is
+the text before it and the exception it ended with (``tracebacks``): its frames are code, not reasons.
 
 Everything here is the upstream's untrusted text: callers screen it (``upstream_text``) before anyone
 reads it.
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..primitives.html_text import looks_like_html, readable_text
 from ..primitives.upstream_text import CUT
 from ..primitives.xml_text import Element, looks_like_xml, parse_xml, tag_text
+from .tracebacks import summarize_traceback
 
 if TYPE_CHECKING:
     from .response import Outcome
@@ -197,7 +199,7 @@ def _read_body(outcome: Outcome, data: Any) -> ErrorBody:
             return ErrorBody(_one(readable_text(data)))
         if looks_like_xml(data, outcome.content_type):
             return _xml_error(data)
-        return ErrorBody(_one(data.strip()))
+        return ErrorBody(tuple(_said(data)))
     if isinstance(data, dict) and _is_binary(outcome, data):
         return ErrorBody((f"{data['bytes']} bytes of {data['content_type']}",))
     reasons = _reasons(data)
@@ -208,6 +210,12 @@ def _read_body(outcome: Outcome, data: Any) -> ErrorBody:
 
 def _one(text: str) -> tuple[str, ...]:
     return (text,) if text else ()
+
+
+def _said(text: str) -> list[str]:
+    """A reason as text: a Python traceback as the text before it and the exception it ended with
+    (``tracebacks``), anything else stripped; [] when blank."""
+    return summarize_traceback(text) or ([text.strip()] if text.strip() else [])
 
 
 def _is_binary(outcome: Outcome, data: dict[str, Any]) -> bool:
@@ -224,7 +232,7 @@ def _reasons(data: Any, depth: int = 0) -> list[str]:
     if depth > _MAX_DEPTH:
         return []
     if isinstance(data, str):
-        return [data.strip()] if data.strip() else []
+        return _said(data)
     if isinstance(data, list):
         return [r for item in data[:_MAX_ITEMS] for r in _reasons(item, depth + 1)]
     if not isinstance(data, dict):
@@ -266,9 +274,9 @@ def _take(value: Any, depth: int, own: list[str], nested: list[str]) -> None:
 def _strings(value: Any) -> list[str]:
     """A string, or a list of only strings (Rails' ``["can't be blank"]``), as reasons; else []."""
     if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
+        return _said(value)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return [v.strip() for v in value[:_MAX_ITEMS] if v.strip()]
+        return [said for v in value[:_MAX_ITEMS] for said in _said(v)]
     return []
 
 
