@@ -66,8 +66,8 @@ from .credential_origins import answered_key, refused_note
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
-from .refusals import failed_in_body, may_have_run, refusal, unauthorized
-from .results import clean_result, redacted_json, upstream_summary
+from .refusals import failed_envelope, failed_in_body, refusal, unauthorized
+from .results import clean_result, redacted_json
 from .trace import CallTrace
 from .whole_numbers import whole_numbers
 from .withheld_errors import WithheldErrors
@@ -526,16 +526,8 @@ class CallPipeline:
         if outcome.http_status is not None and outcome.http_status >= 400:
             return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
         if flag := failed_in_body(outcome.data):
-            # Slack's way (and others'): HTTP 200 whose body says the call failed. Told as the failure it
-            # is, its text screened as any error's, not handed over as a success.
-            return ErrorResult(
-                reason="upstream_error",
-                message=f"{cfg.slug} answered {outcome.http_status} but its answer says the call failed ({flag}).",
-                upstream_status=outcome.http_status,
-                upstream_message=upstream_summary(outcome, redactor, cfg.slug).text or None,
-                hint="Read the upstream's error, fix what it names and call again"
-                + ("; check first whether a write took effect." if may_have_run(prepared) else "."),
-            )
+            # Slack's way (and others'): HTTP 200 whose body says the call failed, or was rate limited.
+            return failed_envelope(prepared, outcome, redactor, flag)
         data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
         if fields:

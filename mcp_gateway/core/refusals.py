@@ -9,7 +9,7 @@ whatever of it is quoted is screened first (``results.upstream_summary``).
 
 from __future__ import annotations
 
-from ..execution.error_dialects import read_error
+from ..execution.error_dialects import body_retry_after, read_error
 from ..execution.executor import Prepared
 from ..execution.response import MAX_RETRY_AFTER, Outcome
 from ..policy import effective_risk
@@ -18,7 +18,7 @@ from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
 from ..vocabulary.model import CallResult, Denied, ErrorResult
 from .results import UpstreamSummary, upstream_summary
 
-__all__ = ["failed_in_body", "may_have_run", "refusal", "unauthorized"]
+__all__ = ["failed_envelope", "failed_in_body", "may_have_run", "refusal", "unauthorized"]
 
 
 def unauthorized(slug: str, outcome: Outcome, redactor: Redactor) -> Denied | str:
@@ -195,6 +195,26 @@ def failed_in_body(data: object) -> str:
     said = fields.get("error") not in (None, "", False) or bool(fields.get("errors"))
     said = said or (bool(fields.get("description")) and fields.get("error_code") is not None)
     return f'"{flag}": false' if said else ""
+
+
+def failed_envelope(prepared: Prepared, outcome: Outcome, redactor: Redactor, flag: str) -> ErrorResult:
+    """The answer to a 2xx whose envelope says it failed (``failed_in_body``'s ``flag``): a rate limit when
+    its codes say so (Telegram's ``error_code`` 429 over HTTP 200), with the wait its body asks for; else
+    the failure it is, its text screened as any error's, not handed over as a success."""
+    slug, status = prepared.connector.slug, outcome.http_status
+    assert status is not None
+    upstream_message = upstream_summary(outcome, redactor, slug).text or None
+    if read_error(outcome).rate_limited:
+        asked = body_retry_after(outcome.data)
+        return _rate_limited(slug, status, None if asked is None else min(asked, MAX_RETRY_AFTER), upstream_message)
+    return ErrorResult(
+        reason="upstream_error",
+        message=f"{slug} answered {status} but its answer says the call failed ({flag}).",
+        upstream_status=status,
+        upstream_message=upstream_message,
+        hint="Read the upstream's error, fix what it names and call again"
+        + ("; check first whether a write took effect." if may_have_run(prepared) else "."),
+    )
 
 
 def _forbidden(slug: str, status: int, quoted: UpstreamSummary, redactor: Redactor, lacking: str) -> Denied:

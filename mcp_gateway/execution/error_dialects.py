@@ -84,6 +84,8 @@ _RATE_LIMIT_CODES: Final = frozenset(
         # Google's errors[].reason on a 403.
         "rateLimitExceeded",
         "userRateLimitExceeded",
+        # A numeric code of 429 in the body (Telegram's error_code, also over HTTP 200).
+        "429",
     }
 )
 """Codes that say "too many requests" whatever the status they come with."""
@@ -347,15 +349,18 @@ def _json_codes(data: Any) -> set[str]:
                 value = holder.get(key)
                 if isinstance(value, str) and value:
                     codes.add(value.rpartition("#")[2].partition(":")[0])
+                elif isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+                    codes.add(str(value))  # an HTTP status said in the body (Telegram's ``error_code``)
     return codes
 
 
 def body_retry_after(data: Any) -> float | None:
     """Seconds an error body asks to wait: Google's ``RetryInfo.retryDelay`` (``"37s"``) among
-    ``error.details``, or a ``retry_after``/``retryAfter`` number (Discord, many others); None if none."""
+    ``error.details``, or a ``retry_after``/``retryAfter`` number (Discord, many others; Telegram's in
+    ``parameters``), else a ``description`` saying "retry after N" (Telegram's); None if none."""
     if not isinstance(data, dict):
         return None
-    for holder in (data, data.get("error")):
+    for holder in (data, data.get("error"), data.get("parameters")):
         if not isinstance(holder, dict):
             continue
         for key in ("retry_after", "retryAfter"):
@@ -367,11 +372,17 @@ def body_retry_after(data: Any) -> float | None:
             delay = item.get("retryDelay") if isinstance(item, dict) else None
             if isinstance(delay, str) and (match := _DURATION.fullmatch(delay.strip())):
                 return float(match.group(1))
+    description = data.get("description")
+    if isinstance(description, str) and (match := _RETRY_AFTER_SAID.search(description[:_MAX_SAID])):
+        return float(match.group(1))
     return None
 
 
 _DURATION: Final = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)s")
 """A protobuf ``Duration`` in JSON: seconds with an ``s``."""
+_RETRY_AFTER_SAID: Final = re.compile(r"\bretry after (\d{1,9})\b", re.I)
+"""Telegram's ``"Too Many Requests: retry after 35"``, in seconds."""
+_MAX_SAID: Final = 500
 
 
 # -- XML ---------------------------------------------------------------------------------------

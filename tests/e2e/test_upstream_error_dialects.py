@@ -165,3 +165,33 @@ async def test_an_injection_inside_or_around_a_traceback_is_still_withheld(tmp_p
     assert answer["reason"] == "upstream_error" and "withheld" in answer["upstream_message"], answer
     assert "API key" not in json.dumps(answer) and "paste" not in json.dumps(answer), answer
     assert set(withheld) == {"api.boom.get"}
+
+
+# -- Telegram's rate-limit envelope -------------------------------------------------------------
+
+
+def _telegram(wait: int, *, parameters: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = {"ok": False, "error_code": 429, "description": f"Too Many Requests: retry after {wait}"}
+    return body | ({"parameters": {"retry_after": wait}} if parameters else {})
+
+
+async def test_telegrams_429_envelope_is_rate_limited_with_its_wait(tmp_path: Path) -> None:
+    app = DialectApp(
+        {
+            "/status429": _json(429, _telegram(35)),
+            "/status200": _json(200, _telegram(35)),
+            "/described": _json(429, _telegram(12, parameters=False)),
+            "/described200": _json(200, _telegram(7, parameters=False)),
+        }
+    )
+    async with gateway(tmp_path, app) as gw:
+        answers = {p: await call(gw, f"api.{p}.get") for p in ("status429", "status200", "described", "described200")}
+    waits = {p: (a["reason"], a.get("retry_after"), a["upstream_status"]) for p, a in answers.items()}
+    assert waits == {
+        "status429": ("rate_limited", 35.0, 429),
+        "status200": ("rate_limited", 35.0, 200),
+        "described": ("rate_limited", 12.0, 429),
+        "described200": ("rate_limited", 7.0, 200),
+    }, answers
+    assert answers["status200"]["hint"] == "Wait 35 s before calling again (retry_after)."
+    assert answers["status200"]["upstream_message"] == "Too Many Requests: retry after 35"

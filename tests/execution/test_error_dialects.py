@@ -263,6 +263,14 @@ def test_an_xml_body_declaring_a_dtd_or_entities_is_never_expanded() -> None:
             "",
         ),
         ({"code": "rate_limited", "message": "slow"}, {"rate_limited"}, False, ""),  # unknown codes decide nothing
+        (
+            {"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 35"},
+            {"429"},
+            True,
+            "",
+        ),
+        ({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}, {"400"}, False, ""),
+        ({"ok": False, "error_code": True, "description": "x"}, set[str](), False, ""),
     ],
 )
 def test_json_codes_say_a_throttle_or_a_refused_credential(
@@ -282,6 +290,9 @@ def test_json_codes_say_a_throttle_or_a_refused_credential(
         ({"retry_after": True}, None),
         ({"retry_after": -1}, None),
         ({"error": {"details": [{"retryDelay": "soon"}]}}, None),
+        ({"ok": False, "error_code": 429, "description": "Too Many Requests", "parameters": {"retry_after": 35}}, 35.0),
+        ({"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 12"}, 12.0),
+        ({"description": "retry after a while"}, None),
         ("text", None),
     ],
 )
