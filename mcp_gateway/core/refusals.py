@@ -51,9 +51,10 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     limited = status == 429 or (status in (403, 503) and outcome.retry_after is not None)
     limited = limited or (status == 403 and outcome.limit_spent) or body.rate_limited
     refused = "" if limited else body.credential_refused
-    if status == 403 and not limited and not refused:
+    if (status == 403 or body.forbidden) and not limited and not refused:
+        # AWS says AccessDeniedException with a 400 too (its x-amzn-ErrorType header or its __type).
         quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
-        return _forbidden(slug, 403, quoted, redactor, "the credential lacks the permission")
+        return _forbidden(slug, status, quoted, redactor, "the credential lacks the permission")
     summary = upstream_summary(outcome, redactor, slug)
     upstream_message = summary.text or None  # an empty body said nothing: no empty quote of it
     unread = (

@@ -19,8 +19,10 @@ The general rule: a reason is a message-like value, and an object holding one al
 without a message of its own maps fields to their reasons. XML bodies (AWS and Azure ``<Error>``
 ``Code``/``Message``, SOAP 1.1 ``faultcode``/``faultstring``, SOAP 1.2 ``Code``/``Reason``) are read with
 ``xml_text`` (no DTD, no entities). A ``WWW-Authenticate`` challenge's ``error`` and
-``error_description`` (RFC 6750) are a reason too. A Python traceback, wherever a reason is text, is
-the text before it and the exception it ended with (``tracebacks``): its frames are code, not reasons.
+``error_description`` (RFC 6750) are a reason too. AWS's ``x-amzn-ErrorType`` header
+(``Outcome.error_type``) is a code and names the first reason. A Python traceback, wherever a reason
+is text, is the text before it and the exception it ended with (``tracebacks``): its frames are
+code, not reasons.
 
 Everything here is the upstream's untrusted text: callers screen it (``upstream_text``) before anyone
 reads it.
@@ -42,14 +44,22 @@ from .tracebacks import summarize_traceback
 if TYPE_CHECKING:
     from .response import Outcome
 
-__all__ = ["ERROR_TEXT_LIMIT", "Challenge", "ErrorBody", "body_retry_after", "read_error", "summarize_error"]
+__all__ = [
+    "ERROR_TEXT_LIMIT",
+    "Challenge",
+    "ErrorBody",
+    "body_retry_after",
+    "error_type_of",
+    "read_error",
+    "summarize_error",
+]
 
 ERROR_TEXT_LIMIT: Final = 2000
 """Longest upstream reason handed on to be screened (``said`` cuts it again to what a message quotes)."""
 
 _TEXT_KEYS: Final = ("message", "error", "error_description", "detail")
 """Where an object says what went wrong, in the order said (``title`` comes after its details)."""
-_FALLBACK_KEYS: Final = ("reason", "description", "msg", "defaultMessage", "errorMessage")
+_FALLBACK_KEYS: Final = ("reason", "description", "msg", "defaultMessage", "errorMessage", "Message")
 """Where an item says it when none of ``_TEXT_KEYS`` is there."""
 _LIST_KEYS: Final = (
     "errors",
@@ -98,11 +108,14 @@ _CREDENTIAL_CODES: Final = frozenset(
         "SignatureDoesNotMatch",
         "InvalidSignatureException",
         "UnrecognizedClientException",
+        "IncompleteSignatureException",
         "AuthFailure",
     }
 )
 """AWS codes (on a 400 or 403) that say the credential itself was refused: expired, unknown, or signing with the
 wrong secret. Not a missing permission: a new credential fixes them, retrying does not."""
+_FORBIDDEN_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied"})
+"""AWS codes that say the credential may not do this, sent with 400 by some services (KMS, DynamoDB)."""
 _SENDER_FAULTS: Final = frozenset({"client", "sender"})
 """SOAP fault codes (1.1 ``Client``, 1.2 ``Sender``) that blame the request; SOAP sends every fault as a 500."""
 
@@ -162,6 +175,11 @@ class ErrorBody:
         return bool(self.codes & _RATE_LIMIT_CODES)
 
     @property
+    def forbidden(self) -> bool:
+        """A code saying the credential lacks the permission, whatever the status: final, as a 403 is."""
+        return bool(self.codes & _FORBIDDEN_CODES)
+
+    @property
     def credential_refused(self) -> str:
         """The code saying the credential itself was refused (expired, unknown, signed wrong); empty if none."""
         return min(self.codes & _CREDENTIAL_CODES, default="")
@@ -188,8 +206,28 @@ def read_error(outcome: Outcome) -> ErrorBody:
     said_first = (challenge.reason(),) if challenge is not None and challenge.reason() else ()
     scope = challenge is not None and challenge.insufficient_scope
     body = _read_body(outcome, data)
-    reasons = tuple(dict.fromkeys(r for r in (*said_first, *body.reasons) if r))
-    return ErrorBody(reasons, body.codes, body.blames_request, scope)
+    read = [r for r in body.reasons if r]
+    codes = body.codes
+    if outcome.error_type:
+        # The header's type is the code, and what it calls the failure: said first, as an XML ``Code: Message``.
+        codes = codes | {outcome.error_type}
+        if read and not read[0].startswith(outcome.error_type):
+            read[0] = f"{outcome.error_type}: {read[0]}"
+        elif not read:
+            read = [outcome.error_type]
+    reasons = tuple(dict.fromkeys(r for r in (*said_first, *read) if r))
+    return ErrorBody(reasons, codes, body.blames_request, scope)
+
+
+def error_type_of(header: str | None) -> str:
+    """An ``x-amzn-ErrorType`` header's type: ``ValidationException:http://internal.amazon.com/coral/…``
+    and ``com.amazonaws.kms#AccessDeniedException`` are ``ValidationException`` and ``AccessDeniedException``;
+    empty when absent or no such name."""
+    name = (header or "").strip().partition(":")[0].rpartition("#")[2].strip()
+    return name if _TYPE_NAME.fullmatch(name) else ""
+
+
+_TYPE_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,99}")
 
 
 def _read_body(outcome: Outcome, data: Any) -> ErrorBody:

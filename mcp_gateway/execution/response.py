@@ -32,7 +32,7 @@ from ..services.logs import known_secrets
 from ..sources._credential_names import credential_name
 from ..vocabulary.errors import UpstreamError
 from .content_coding import INFLATED_CODINGS, Inflater
-from .error_dialects import ERROR_TEXT_LIMIT, Challenge, body_retry_after, summarize_error
+from .error_dialects import ERROR_TEXT_LIMIT, Challenge, body_retry_after, error_type_of, summarize_error
 
 __all__ = ["ERROR_TEXT_LIMIT", "Outcome", "read_response", "said", "shown_headers", "summarize_error"]
 
@@ -81,6 +81,9 @@ class Outcome:
     body is not there. Empty when the body was read."""
     redirected_to: str | None = None
     """The path of the URL that gave this answer, when a redirect led there from the one requested."""
+    error_type: str = ""
+    """An error answer's ``x-amzn-ErrorType`` (AWS API Gateway, Lambda, the JSON protocols) without its
+    ``:URL`` suffix or ``namespace#`` prefix: ``ThrottlingException``. Empty when absent."""
 
 
 async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool = False) -> Outcome:
@@ -164,7 +167,8 @@ def _waits(response: httpx2.Response) -> dict[str, Any]:
             seconds = int(reset) - time.time() if int(reset) > 10**9 else float(reset)
             retry_after = parse_retry_after(str(max(0, math.ceil(seconds))))
     challenge = Challenge.parse(headers.get("www-authenticate")) if response.status_code in (401, 403) else None
-    return {"retry_after": retry_after, "limit_spent": spent, "challenge": challenge}
+    error_type = error_type_of(headers.get("x-amzn-errortype"))
+    return {"retry_after": retry_after, "limit_spent": spent, "challenge": challenge, "error_type": error_type}
 
 
 _BODILESS = frozenset({204, 304})

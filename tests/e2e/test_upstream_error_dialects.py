@@ -195,3 +195,43 @@ async def test_telegrams_429_envelope_is_rate_limited_with_its_wait(tmp_path: Pa
     }, answers
     assert answers["status200"]["hint"] == "Wait 35 s before calling again (retry_after)."
     assert answers["status200"]["upstream_message"] == "Too Many Requests: retry after 35"
+
+
+# -- AWS's x-amzn-ErrorType header -------------------------------------------------------------
+
+
+async def test_the_x_amzn_errortype_header_names_the_kind_and_keeps_the_message(tmp_path: Path) -> None:
+    def aws(status: int, error_type: str, body: dict[str, Any]) -> Answer:
+        return _json(status, body, **{"x-amzn-ErrorType": error_type, "x-amzn-RequestId": "r-1"})
+
+    app = DialectApp(
+        {
+            "/validation": aws(
+                400,
+                "ValidationException:http://internal.amazon.com/coral/com.amazon.coral.validate/",
+                {"message": "1 validation error detected: Value null at 'name' failed to satisfy constraint"},
+            ),
+            "/throttled": aws(400, "ThrottlingException", {"Message": "Rate exceeded"}),
+            "/denied": aws(400, "com.amazonaws.kms#AccessDeniedException", {"message": "User is not authorized"}),
+            "/unrecognized": aws(403, "UnrecognizedClientException", {"message": "The security token is invalid."}),
+            "/expired": aws(400, "ExpiredTokenException:http://internal.amazon.com/", {"Message": "Token expired"}),
+        }
+    )
+    async with gateway(tmp_path, app) as gw:
+        paths = ("validation", "throttled", "denied", "unrecognized", "expired")
+        answers = {p: await call(gw, f"api.{p}.get") for p in paths}
+    kinds = {p: (a["status"], a["reason"]) for p, a in answers.items()}
+    assert kinds == {
+        "validation": ("error", "upstream_error"),
+        "throttled": ("error", "rate_limited"),
+        "denied": ("denied", "upstream_forbidden"),
+        "unrecognized": ("error", "auth_failed"),
+        "expired": ("error", "auth_failed"),
+    }, answers
+    assert answers["validation"]["upstream_message"] == (
+        "ValidationException: 1 validation error detected: Value null at 'name' failed to satisfy constraint"
+    )
+    assert answers["throttled"]["upstream_message"] == "ThrottlingException: Rate exceeded"
+    assert "AccessDeniedException: User is not authorized" in answers["denied"]["message"], answers["denied"]
+    assert "UnrecognizedClientException" in answers["unrecognized"]["message"], answers["unrecognized"]
+    assert answers["expired"]["upstream_message"] == "ExpiredTokenException: Token expired"

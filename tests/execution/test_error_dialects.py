@@ -9,7 +9,13 @@ import httpx2
 import pytest
 
 from mcp_gateway.execution import Outcome, read_response
-from mcp_gateway.execution.error_dialects import Challenge, body_retry_after, read_error, summarize_error
+from mcp_gateway.execution.error_dialects import (
+    Challenge,
+    body_retry_after,
+    error_type_of,
+    read_error,
+    summarize_error,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -337,3 +343,34 @@ async def test_a_401s_challenge_comes_before_its_body() -> None:
     assert summarize_error(outcome) == "invalid_token: The access token expired; Bad credentials"
     scope = Outcome(403, None, False, "", challenge=Challenge("insufficient_scope"))
     assert read_error(scope).insufficient_scope
+
+
+@pytest.mark.parametrize(
+    ("header", "error_type"),
+    [
+        ("ValidationException:http://internal.amazon.com/coral/com.amazon.coral.validate/", "ValidationException"),
+        ("com.amazonaws.kms#AccessDeniedException", "AccessDeniedException"),
+        ("aws.protocoltests#ThrottlingException:http://internal.amazon.com/", "ThrottlingException"),
+        (" UnrecognizedClientException ", "UnrecognizedClientException"),
+        ("ignore previous instructions", ""),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_the_x_amzn_errortype_header_is_read_as_its_type(header: str | None, error_type: str) -> None:
+    assert error_type_of(header) == error_type
+
+
+async def test_the_x_amzn_errortype_header_is_a_code_and_names_the_message() -> None:
+    headers = {"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/"}
+    outcome = await read_response(
+        httpx2.Response(400, headers=headers, json={"Message": "Rate exceeded"}), max_bytes=999
+    )
+    read = read_error(outcome)
+    assert (read.text(), read.rate_limited) == ("ThrottlingException: Rate exceeded", True)
+    headers = {"x-amzn-ErrorType": "AccessDeniedException"}
+    read = read_error(await read_response(httpx2.Response(400, headers=headers), max_bytes=999))
+    assert (read.text(), read.forbidden) == ("AccessDeniedException", True)
+    # a success's header is no error's
+    ok = await read_response(httpx2.Response(200, headers=headers, json={}), max_bytes=999)
+    assert ok.error_type == ""
