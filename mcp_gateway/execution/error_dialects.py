@@ -50,6 +50,7 @@ __all__ = [
     "ErrorBody",
     "body_retry_after",
     "error_type_of",
+    "graphql_extensions",
     "read_error",
     "summarize_error",
 ]
@@ -96,6 +97,9 @@ _RATE_LIMIT_CODES: Final = frozenset(
         "userRateLimitExceeded",
         # A numeric code of 429 in the body (Telegram's error_code, also over HTTP 200).
         "429",
+        # GraphQL extensions.code (Shopify, Apollo's convention), GitHub's type.
+        "THROTTLED",
+        "RATE_LIMITED",
     }
 )
 """Codes that say "too many requests" whatever the status they come with."""
@@ -110,12 +114,14 @@ _CREDENTIAL_CODES: Final = frozenset(
         "UnrecognizedClientException",
         "IncompleteSignatureException",
         "AuthFailure",
+        "UNAUTHENTICATED",  # GraphQL's extensions.code
     }
 )
-"""AWS codes (on a 400 or 403) that say the credential itself was refused: expired, unknown, or signing with the
-wrong secret. Not a missing permission: a new credential fixes them, retrying does not."""
-_FORBIDDEN_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied"})
-"""AWS codes that say the credential may not do this, sent with 400 by some services (KMS, DynamoDB)."""
+"""AWS codes (on a 400 or 403), and GraphQL's, that say the credential itself was refused: expired, unknown,
+or signing with the wrong secret. Not a missing permission: a new credential fixes them, retrying does not."""
+_FORBIDDEN_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied", "FORBIDDEN"})
+"""AWS codes that say the credential may not do this, sent with 400 by some services (KMS, DynamoDB), and
+GraphQL's ``FORBIDDEN``."""
 _SENDER_FAULTS: Final = frozenset({"client", "sender"})
 """SOAP fault codes (1.1 ``Client``, 1.2 ``Sender``) that blame the request; SOAP sends every fault as a 500."""
 
@@ -294,10 +300,39 @@ def _reasons(data: Any, depth: int = 0) -> list[str]:
     if not own and not nested and not title and depth > 0:
         own = next((found for key in ("code", "errorCode") if (found := _strings(data.get(key)))), [])
     where = _where(data)
+    if isinstance(extensions := data.get("extensions"), dict):  # a GraphQL error's
+        named, problems = graphql_extensions(extensions)
+        where, nested = named or where, nested + problems
     if where:
         own = [f"{where}: {reason}" for reason in (own or title)]
         title = []
     return own + nested + title
+
+
+def graphql_extensions(extensions: dict[str, Any]) -> tuple[str, list[str]]:
+    """The argument a GraphQL error's ``extensions`` names (Apollo's ``invalidArgs`` or ``argumentName``,
+    Hasura's ``path`` past its ``args``), and its problems as ``field: reason`` (Shopify's
+    ``problems[] {path, explanation}``); ``("", [])`` when they name none."""
+    where = ""
+    invalid = extensions.get("invalidArgs")
+    if isinstance(invalid, list) and invalid and all(isinstance(name, str) for name in invalid):
+        where = ", ".join(invalid[:_MAX_ITEMS])
+    elif isinstance(name := extensions.get("argumentName"), str):
+        where = name.strip()
+    elif isinstance(path := extensions.get("path"), str) and path.startswith("$"):
+        # Hasura: $.selectionSet.insert_users.args.objects[0].email, $.variableValues.email
+        where = path.rpartition(".args.")[2] if ".args." in path else path.removeprefix("$").lstrip(".")
+        where = where.removeprefix("variableValues.").removeprefix("selectionSet.")
+    problems: list[str] = []
+    if isinstance(invalid, dict):
+        problems += _by_field(invalid, 1)
+    listed = extensions.get("problems")
+    for problem in listed[:_MAX_ITEMS] if isinstance(listed, list) else ():
+        if isinstance(problem, dict) and isinstance(why := problem.get("explanation"), str) and why.strip():
+            at = problem.get("path")
+            field = ".".join(str(p) for p in at if isinstance(p, str | int)) if isinstance(at, list) else ""
+            problems.append(f"{field}: {why.strip()}" if field else why.strip())
+    return where, problems
 
 
 def _take(value: Any, depth: int, own: list[str], nested: list[str]) -> None:
@@ -380,6 +415,7 @@ def _json_codes(data: Any) -> set[str]:
         for holder in list(holders):
             if isinstance(holder, dict) and isinstance(errors := holder.get("errors"), list):
                 holders += errors[:_MAX_ITEMS]
+    holders += [item["extensions"] for item in list(holders) if isinstance(item, dict) and "extensions" in item]
     codes: set[str] = set()
     for holder in holders:
         if isinstance(holder, dict):

@@ -44,6 +44,7 @@ from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..sources.graphql import SELECT_ARG, GraphQLSchemas
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, GraphQLBinding
+from .error_dialects import graphql_extensions
 from .executor import Prepared
 from .http_request import USER_AGENT, with_own_body_type
 from .response import Outcome, said, summarize_error
@@ -307,7 +308,13 @@ class GraphQLExecutor:
                         forbidden=True,
                     )
                 )
-            if not _executed(data):
+            if codes & _NOT_FOUND_CODES:
+                message = (
+                    f"{slug} ran the GraphQL {name} operation and found nothing: {text}. What the arguments name "
+                    "was not found (it does not exist, or the credential may not see it); check the identifiers "
+                    "rather than repeating the call."
+                )
+            elif not _executed(data):
                 message = (
                     f"{slug} rejected the GraphQL {name} operation: {text}. Check the arguments against describe "
                     f"(and {SELECT_ARG}, if you gave one), then call again."
@@ -389,8 +396,13 @@ _ERRORS_FIRST = re.compile(r'\s*\{\s*(?:"data"\s*:\s*null\s*,\s*)?"errors"\s*:')
 """A GraphQL answer that opens with its errors (after a null ``data``, as graphql-core writes it)."""
 
 
-_NOT_EXECUTED_CODES = frozenset({"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT"})
-"""``extensions.code``s (Apollo's, widely copied) of a request refused before any resolver ran."""
+_NOT_EXECUTED_CODES = frozenset(
+    {"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT", "INVALID_VARIABLE"}
+)
+"""``extensions.code``s (Apollo's, widely copied; Shopify's ``INVALID_VARIABLE``) of a request refused before
+any resolver ran: the arguments are at fault."""
+_NOT_FOUND_CODES = frozenset({"NOT_FOUND"})
+"""GitHub's ``type``, Apollo-style ``extensions.code``: what the arguments name does not exist."""
 _SERVER_SIDE_CODES = frozenset({"INTERNAL_SERVER_ERROR", "INTERNAL", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"})
 _UNAUTHENTICATED_CODES = frozenset({"UNAUTHENTICATED", "UNAUTHORIZED", "INVALID_TOKEN"})
 _RATE_LIMITED_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "THROTTLED", "TOO_MANY_REQUESTS"})
@@ -399,13 +411,11 @@ _FORBIDDEN_CODES = frozenset({"FORBIDDEN", "PERMISSION_DENIED", "ACCESS_DENIED"}
 
 
 def _codes(errors: Any) -> set[str]:
-    items = errors if isinstance(errors, list) else [errors]
+    """Each error's ``extensions.code``, and GitHub's ``type`` (``NOT_FOUND``, ``RATE_LIMITED``, ``FORBIDDEN``)."""
+    items = [item for item in (errors if isinstance(errors, list) else [errors]) if isinstance(item, dict)]
+    coded = [extensions.get("code") for item in items if isinstance(extensions := item.get("extensions"), dict)]
     return {
-        str(code).upper()
-        for item in items
-        if isinstance(item, dict)
-        and isinstance(extensions := item.get("extensions"), dict)
-        and (code := extensions.get("code"))
+        str(code).upper() for code in [*coded, *(item.get("type") for item in items)] if isinstance(code, str) and code
     }
 
 
@@ -457,10 +467,14 @@ def _messages(errors: Any) -> str:
     for item in items[:10]:
         if isinstance(item, dict):
             text = str(item.get("message") or json.dumps(item, separators=(",", ":")))
+            extensions = item.get("extensions")
+            where, problems = graphql_extensions(extensions) if isinstance(extensions, dict) else ("", [])
+            if where:
+                text = f"{where}: {text}"  # the argument at fault, as error_dialects names a field
             path = item.get("path")
             if isinstance(path, list) and path:
                 text += f" (at {'.'.join(str(p) for p in path)})"
-            out.append(text)
+            out += [text, *problems]
         else:
             out.append(str(item))
     joined = "; ".join(out) or "no message"

@@ -197,6 +197,91 @@ async def test_telegrams_429_envelope_is_rate_limited_with_its_wait(tmp_path: Pa
     assert answers["status200"]["upstream_message"] == "Too Many Requests: retry after 35"
 
 
+# -- GraphQL errors' extensions -----------------------------------------------------------------
+
+SHOPIFY = {
+    "errors": [
+        {
+            "message": "Variable $input of type ProductInput! was provided invalid value",
+            "locations": [{"line": 1, "column": 18}],
+            "extensions": {
+                "code": "INVALID_VARIABLE",
+                "value": {"title": None, "vendor": "x"},
+                "problems": [{"path": ["title"], "explanation": "Expected value to not be null"}],
+            },
+        }
+    ]
+}
+APOLLO = {
+    "errors": [
+        {
+            "message": "Invalid email address",
+            "path": ["search"],
+            "extensions": {"code": "BAD_USER_INPUT", "invalidArgs": ["email"]},
+        }
+    ],
+    "data": None,
+}
+HASURA = {
+    "errors": [
+        {
+            "extensions": {"path": "$.selectionSet.insert_users.args.objects[0].email", "code": "constraint-violation"},
+            "message": 'Uniqueness violation. duplicate key value violates unique constraint "users_email_key"',
+        }
+    ]
+}
+GITHUB_NOT_FOUND = {
+    "data": {"search": None},
+    "errors": [
+        {
+            "type": "NOT_FOUND",
+            "path": ["search"],
+            "locations": [{"line": 1, "column": 40}],
+            "message": "Could not resolve to a Repository with the name 'octo/nope'.",
+        }
+    ],
+}
+GITHUB_LIMITED = {"errors": [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]}
+
+
+async def test_graphql_errors_say_which_field_is_wrong_and_why(tmp_path: Path) -> None:
+    app = DialectApp(
+        {},
+        graphql={
+            "shopify": _json(200, SHOPIFY),
+            "apollo": _json(200, APOLLO),
+            "apollo400": _json(400, APOLLO),
+            "hasura": _json(200, HASURA),
+            "github": _json(200, GITHUB_NOT_FOUND),
+            "limited": _json(200, GITHUB_LIMITED),
+            "unauthenticated400": _json(
+                400, {"errors": [{"message": "Token expired", "extensions": {"code": "UNAUTHENTICATED"}}]}
+            ),
+        },
+    )
+    async with gateway(tmp_path, app) as gw:
+        cases = ("shopify", "apollo", "apollo400", "hasura", "github", "limited", "unauthenticated400")
+        answers = {case: await call(gw, "gh.query.search", {"query": case}) for case in cases}
+    said = {case: answer.get("upstream_message") for case, answer in answers.items()}
+    assert said["shopify"] == (
+        "Variable $input of type ProductInput! was provided invalid value; title: Expected value to not be null"
+    ), answers["shopify"]
+    assert said["apollo"] == "email: Invalid email address (at search)", answers["apollo"]
+    assert said["apollo400"] == "email: Invalid email address", answers["apollo400"]
+    assert said["hasura"] == (
+        'objects[0].email: Uniqueness violation. duplicate key value violates unique constraint "users_email_key"'
+    ), answers["hasura"]
+    assert said["github"] == "Could not resolve to a Repository with the name 'octo/nope'. (at search)", answers
+
+    for case in ("shopify", "apollo", "apollo400"):
+        assert answers[case]["reason"] == "upstream_error", answers[case]
+        assert "Check the arguments" in answers[case]["message"] + answers[case].get("hint", ""), answers[case]
+    assert answers["github"]["reason"] == "upstream_error"
+    assert "not found" in answers["github"]["message"] and "Check the arguments" not in answers["github"]["message"]
+    assert answers["limited"]["reason"] == "rate_limited", answers["limited"]
+    assert answers["unauthenticated400"]["reason"] == "auth_failed", answers["unauthenticated400"]
+
+
 # -- AWS's x-amzn-ErrorType header -------------------------------------------------------------
 
 

@@ -374,3 +374,35 @@ async def test_the_x_amzn_errortype_header_is_a_code_and_names_the_message() -> 
     # a success's header is no error's
     ok = await read_response(httpx2.Response(200, headers=headers, json={}), max_bytes=999)
     assert ok.error_type == ""
+
+
+@pytest.mark.parametrize(
+    ("error", "said", "codes"),
+    [
+        (
+            {
+                "message": "Variable $input of type ProductInput! was provided invalid value",
+                "extensions": {
+                    "code": "INVALID_VARIABLE",
+                    "problems": [{"path": ["title"], "explanation": "Expected value to not be null"}],
+                },
+            },
+            "Variable $input of type ProductInput! was provided invalid value; title: Expected value to not be null",
+            {"INVALID_VARIABLE"},
+        ),
+        (
+            {"message": "Bad id", "extensions": {"code": "BAD_USER_INPUT", "argumentName": "id"}},
+            "id: Bad id",
+            {"BAD_USER_INPUT"},
+        ),
+        (
+            {"message": "Check failed", "extensions": {"path": "$.variableValues.email", "code": "validation-failed"}},
+            "email: Check failed",
+            {"validation-failed"},
+        ),
+        ({"message": "Token expired", "extensions": {"code": "UNAUTHENTICATED"}}, "Token expired", {"UNAUTHENTICATED"}),
+    ],
+)
+def test_a_graphql_errors_extensions_name_the_argument_at_fault(error: Any, said: str, codes: set[str]) -> None:
+    read = read_error(failed({"errors": [error]}))
+    assert (read.text(), set(read.codes)) == (said, codes)
