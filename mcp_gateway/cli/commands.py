@@ -520,9 +520,9 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         vault = CredentialVault(store, cipher, project=manifest.project)
         key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name=args.name)
         replaced = "team" if key in await vault.keys(cfg.slug) else None
-        await vault.put(cfg.slug, value, name=args.name)
+        fingerprint = await vault.put(cfg.slug, value, name=args.name)
         await CredentialOrigins(store, _clock()).stored(
-            key, by=OPERATOR.user, via="secret set", replaced=bool(replaced)
+            key, by=OPERATOR.user, via="secret set", replaced=bool(replaced), fingerprint=fingerprint
         )
         # The replacements waiting were asked against the credential just overwritten: moot now.
         overtaken = await ApprovalService(store, _clock()).withdraw_credential(cfg.slug, args.name)

@@ -27,6 +27,7 @@ from ..execution.response import Outcome
 from ..execution.send import RedirectJudge
 from ..manifest import ConnectorConfig
 from ..policy import effective_risk
+from ..primitives.escapes import escaped
 from ..primitives.projection import project, unmatched
 from ..primitives.redaction import Redactor
 from ..primitives.secrets import PROJECT_WIDE, CredentialKey
@@ -510,19 +511,26 @@ class CallPipeline:
         trace.upstream_status = outcome.http_status
         trace.upstream_seconds = time.perf_counter() - sent
         carried = answered_key(cfg, auth.credential.key, principal.user) if auth.credential is not None else None
+        # Which revision the call carried, by the digest of the sealed value it sent (an OAuth2 sign-in's
+        # token set is not the sealed client it carried: unknown there, taken as the one stored).
+        sent_print = (
+            auth.credential.fingerprint if auth.credential is not None and carried == auth.credential.key else None
+        )
         if outcome.redirected_to is not None:
             trace.redirected_to = redactor.redact_text(outcome.redirected_to)
         if outcome.http_status == 401:
             refused = unauthorized(prepared.connector.slug, outcome, redactor)
             if isinstance(refused, Denied):
                 return refused
-            note = await self._refused(cfg.slug, carried, prepared.action.qualified_name)
+            note = await self._refused(cfg.slug, carried, prepared.action.qualified_name, sent_print)
+            if isinstance(note, ErrorResult):
+                return note
             return await self.connect_result(principal, cfg.slug, refused + note)
         if carried is not None and outcome.http_status is not None and outcome.http_status < 400:
             # The upstream answered: a database outage now must not turn what ran into "nothing was run".
             # The record's mark waits for a later success instead.
             with contextlib.suppress(StoreUnavailable):
-                await self._changes.origins.accepted(carried)
+                await self._changes.origins.accepted(carried, fingerprint=sent_print)
         if outcome.http_status is not None and outcome.http_status >= 400:
             return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
         if flag := failed_in_body(outcome.data):
@@ -542,15 +550,29 @@ class CallPipeline:
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)
 
-    async def _refused(self, slug: str, carried: CredentialKey | None, action: str) -> str:
+    async def _refused(
+        self, slug: str, carried: CredentialKey | None, action: str, fingerprint: str | None
+    ) -> str | ErrorResult:
         """Mark the team-wide credential a call of ``action`` carried refused by its upstream; what the
-        agent (and the human it tells) should know of it: who stored it and when, and which call drew it."""
+        agent (and the human it tells) should know of it: who stored it and when, and which call drew it.
+        A call that carried a credential replaced while it ran marks nothing: its answer says so, and
+        that calling again sends the one stored now (no reconnecting, no new approval)."""
         if carried is None or carried.principal != PROJECT_WIDE:
             return ""  # a personal credential's user is the one told to reconnect
         try:
-            note = refused_note(slug, await self._changes.origins.refused(carried, 401, action))
+            origin = await self._changes.origins.refused(carried, 401, action, fingerprint=fingerprint)
         except StoreUnavailable:
             return ""  # the 401 is told as it is; who stored the credential waits for the database
+        if origin is not None and not origin.carried_by(fingerprint):
+            return ErrorResult(
+                reason="auth_failed",
+                message=f"{slug} answered 401 to {escaped(action)}, which carried the team-wide credential stored "
+                f"before the one stored now: it was {origin.told()} while this call ran. The one stored now has "
+                "not been tried.",
+                upstream_status=401,
+                hint="Call again: the next call carries the credential stored now. Nobody needs to reconnect.",
+            )
+        note = refused_note(slug, origin)
         return f" {note}" if note else ""
 
     async def _send(

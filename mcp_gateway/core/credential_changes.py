@@ -297,8 +297,11 @@ class CredentialChanges:
             return False
         return await self.origins.revision(permit.key) != approval.sends
 
-    async def record_origin(self, link: LinkRecord, permit: Permit, *, via: str) -> list[ApprovalRecord]:
-        """The record of who stored ``link``'s value and when (a new revision); under the desk's lock.
+    async def record_origin(
+        self, link: LinkRecord, permit: Permit, *, via: str, fingerprint: str | None = None
+    ) -> list[ApprovalRecord]:
+        """The record of who stored ``link``'s value and when (a new revision, of the sealed value
+        ``fingerprint``; None for an OAuth2 sign-in's token set); under the desk's lock.
         A team-wide store withdraws the approvals still waiting (or approved, unspent) to replace the
         one stored before: they were given against it, and would only be refused on submission. The
         approvals withdrawn."""
@@ -310,6 +313,7 @@ class CredentialChanges:
             replaced=permit.replaces is not None,
             agent=approval.agent if approval is not None else link.agent,
             approved_by=approval.decided_by if approval is not None else None,
+            fingerprint=fingerprint,
         )
         if permit.scope != "team":
             return []

@@ -68,8 +68,8 @@ class CredentialDesk:
         async with self._locks.setdefault(key, anyio.Lock()):
             if (refused := await self._refusal(link, permit)) is not None:
                 return refused
-            await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
-            await self._changes.record_origin(link, permit, via=via)
+            fingerprint = await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
+            await self._changes.record_origin(link, permit, via=via, fingerprint=fingerprint)
         await self._changes.changed(link, permit, via=via)
         if forget_tokens:
             self.oauth2.forget(key.connector)

@@ -3,10 +3,13 @@
 The vault keeps only sealed bytes; this keeps the rest of a credential's record, never its value:
 who stored or replaced it (``operator`` for ``secret set``, else the link's user and agent), when,
 through what (a connect or secret link, ``secret set``), who approved the replacement, and a
-``revision``, new with every human's store. A call the upstream answers 401 marks the record
-refused. The record is what lets a 401 say "replaced at T by X", ``connectors`` and ``doctor`` say
-the stored credential is refused, and a replacement approved against one revision be refused when
-another replaced it meanwhile (``CredentialDesk.save``).
+``revision``, new with every human's store, and the fingerprint of the sealed bytes stored at it. A
+call the upstream answers 401 marks the record refused, and a call it accepts clears the mark, only
+when the call carried the revision stored now (the fingerprint of what it sent is the record's): a
+call still running with a value replaced meanwhile says nothing of the new one. The record is what
+lets a 401 say "replaced at T by X", ``connectors`` and ``doctor`` say the stored credential is
+refused, and a replacement approved against one revision be refused when another replaced it
+meanwhile (``CredentialDesk.save``).
 
 Records live in the store's meta table, one per credential key; a token refresh of an OAuth2 sign-in
 rewrites the sealed token set but not its record: the sign-in is still that human's. Light to import:
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -41,6 +44,10 @@ __all__ = [
 ]
 
 ORIGIN_PREFIX = "credential_origin:"
+
+_REREAD = timedelta(seconds=2)
+"""How long a success trusts this process's last read of a record: another process's mark is seen
+(and cleared by a success here) at most this late, without a read per call."""
 
 _VIA_WORDS = {
     "connect": "a connect link",
@@ -76,6 +83,10 @@ class CredentialOrigin(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
     revision: str
     """New with every human's store: what a replacement's approval was given against."""
+    fingerprint: str | None = None
+    """``SealedCredential.fingerprint`` of the value stored at this revision (a digest of the sealed
+    bytes, which tells nothing of the value); None on records kept before it was, and on an OAuth2
+    sign-in, whose token set a refresh rewrites under the same revision."""
     at: datetime
     by: str
     """``operator``, or the user of the link that stored it (``token:…``, a front-door subject)."""
@@ -88,6 +99,11 @@ class CredentialOrigin(BaseModel):
     refused_status: int | None = None
     refused_action: str | None = None
     """The action whose call drew it: one endpoint's answer, not a verdict on the credential everywhere."""
+
+    def carried_by(self, fingerprint: str | None) -> bool:
+        """Whether a call that sent the credential of ``fingerprint`` carried this revision (when
+        either side does not know, it is taken as this one, as before revisions were compared)."""
+        return self.fingerprint is None or fingerprint is None or self.fingerprint == fingerprint
 
     def told(self) -> str:
         """ "replaced at 2026-12-07 21:03 UTC by token:ab12 (agent bob-bot) through a connect link, approved
@@ -140,9 +156,10 @@ class CredentialOrigins:
         self._store = store
         self._clock = clock
         # A mark set by another process, or before a restart, is cleared by a success here too, without a
-        # read per call: a key's record is read at its first success, and again only once a mark was seen.
-        self._read: set[CredentialKey] = set()
-        """Keys whose record this process read (or wrote) since it started."""
+        # read per call: a success reads the record again only when this process last read it more than
+        # ``_REREAD`` ago, or saw it marked.
+        self._read: dict[CredentialKey, datetime] = {}
+        """When this process last read (or wrote) each key's record."""
         self._refused: set[CredentialKey] = set()
         """Keys whose record this process last saw (or set) marked refused."""
 
@@ -158,7 +175,7 @@ class CredentialOrigins:
         return origin
 
     def _seen(self, key: CredentialKey, origin: CredentialOrigin | None) -> None:
-        self._read.add(key)
+        self._read[key] = self._clock.now()
         if origin is not None and origin.refused_at is not None:
             self._refused.add(key)
         else:
@@ -178,10 +195,12 @@ class CredentialOrigins:
         replaced: bool,
         agent: str | None = None,
         approved_by: str | None = None,
+        fingerprint: str | None = None,
     ) -> CredentialOrigin:
-        """Record a human's store under ``key``: a new revision."""
+        """Record a human's store under ``key``: a new revision, of the sealed value ``fingerprint``."""
         origin = CredentialOrigin(
             revision=secrets.token_urlsafe(12),
+            fingerprint=fingerprint,
             at=self._clock.now(),
             by=by,
             agent=agent,
@@ -193,11 +212,14 @@ class CredentialOrigins:
         self._seen(key, origin)
         return origin
 
-    async def refused(self, key: CredentialKey, status: int, action: str | None = None) -> CredentialOrigin | None:
-        """Mark ``key``'s record refused by its upstream at a call of ``action`` (kept from the first
-        refusal on, until a call is accepted); the record."""
+    async def refused(
+        self, key: CredentialKey, status: int, action: str | None = None, *, fingerprint: str | None = None
+    ) -> CredentialOrigin | None:
+        """Mark ``key``'s record refused by its upstream at a call of ``action`` that sent the credential
+        of ``fingerprint`` (kept from the first refusal on, until a call is accepted); the record. A call
+        that carried another revision than the one stored now marks nothing (``carried_by`` says so)."""
         origin = await self.of(key)
-        if origin is None or origin.refused_at is not None:
+        if origin is None or origin.refused_at is not None or not origin.carried_by(fingerprint):
             return origin
         update = {"refused_at": self._clock.now(), "refused_status": status, "refused_action": action}
         origin = origin.model_copy(update=update)
@@ -205,14 +227,16 @@ class CredentialOrigins:
         self._seen(key, origin)
         return origin
 
-    async def accepted(self, key: CredentialKey) -> None:
-        """The upstream took a call carrying ``key``'s credential: a refusal marked on its record is over,
-        whichever process marked it. Reads the record at the key's first success in this process, and
-        after that only while this process saw it marked: no store access per call otherwise."""
-        if key in self._read and key not in self._refused:
+    async def accepted(self, key: CredentialKey, *, fingerprint: str | None = None) -> None:
+        """The upstream took a call that sent the credential of ``fingerprint`` under ``key``: a refusal
+        marked on the revision it carried is over, whichever process marked it; one marked on a revision
+        stored since stays. Reads the record when this process has not read it for ``_REREAD``, or saw
+        it marked: no store access per call otherwise."""
+        read = self._read.get(key)
+        if read is not None and key not in self._refused and self._clock.now() - read < _REREAD:
             return
         origin = await self.of(key)
-        if origin is not None and origin.refused_at is not None:
+        if origin is not None and origin.refused_at is not None and origin.carried_by(fingerprint):
             cleared = origin.model_copy(update={"refused_at": None, "refused_status": None, "refused_action": None})
             await self._store.set_meta(origin_key(key), cleared.model_dump(mode="json"))
             self._seen(key, cleared)

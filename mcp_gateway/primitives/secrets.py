@@ -45,6 +45,7 @@ __all__ = [
     "decode_secret",
     "encode_secret",
     "parse_secret_input",
+    "sealed_fingerprint",
 ]
 
 PROJECT_WIDE: Final = "*"
@@ -282,6 +283,11 @@ def _lower_escapes(pct: str) -> str:
     return parts[0] + "".join("%" + p[:2].lower() + p[2:] for p in parts[1:])
 
 
+def sealed_fingerprint(sealed: bytes) -> str:
+    """A digest of a credential's sealed bytes (``SealedCredential.fingerprint``)."""
+    return hashlib.sha256(sealed).hexdigest()
+
+
 class SealedCredential:
     """A stored credential still encrypted; ``open()`` is for the last meter only.
 
@@ -309,7 +315,7 @@ class SealedCredential:
     def fingerprint(self) -> str:
         """A digest of the sealed bytes: it changes whenever the credential is stored again, and tells
         nothing about the plaintext. For caches keyed by credential (mTLS clients)."""
-        return hashlib.sha256(self._sealed).hexdigest()
+        return sealed_fingerprint(self._sealed)
 
     def __repr__(self) -> str:
         k = self.key

@@ -14,7 +14,14 @@ there): a row or log line written before any call opens it must not keep it eith
 from __future__ import annotations
 
 from ..primitives.crypto import Cipher, credential_aad
-from ..primitives.secrets import PROJECT_WIDE, CredentialKey, SealedCredential, SecretValue, encode_secret
+from ..primitives.secrets import (
+    PROJECT_WIDE,
+    CredentialKey,
+    SealedCredential,
+    SecretValue,
+    encode_secret,
+    sealed_fingerprint,
+)
 from ..store.contract import CachedCredentialStore, CredentialStore
 from ..vocabulary.errors import CredentialError
 from .logs import known_secrets
@@ -47,11 +54,14 @@ class CredentialVault:
 
     async def put(
         self, connector: str, value: str | dict[str, str], *, principal: str = PROJECT_WIDE, name: str = "default"
-    ) -> None:
-        """Seal and store ``value`` (replacing any previous one under the same key)."""
+    ) -> str:
+        """Seal and store ``value`` (replacing any previous one under the same key); the fingerprint of
+        what was stored (``SealedCredential.fingerprint``: a digest of the sealed bytes, never of the value)."""
         key = CredentialKey(connector=connector, principal=principal, name=name)
-        await self._store.put_credential(key, self._seal(key, encode_secret(value)))
+        sealed = self._seal(key, encode_secret(value))
+        await self._store.put_credential(key, sealed)
         known_secrets().add(SecretValue(value))
+        return sealed_fingerprint(sealed)
 
     async def sealed(
         self, connector: str, *, principal: str, name: str = "default", own_only: bool = False

@@ -118,3 +118,33 @@ def test_an_oauth2_sign_in_connector_is_refused_in_its_sign_in_not_its_client(tm
     mine_client = CredentialKey(connector="mine", principal=PROJECT_WIDE, name="default")
     assert answered_key(mine, mine_client, "ana").principal == "ana"  # her own sign-in: no team mark
     assert answered_key(team, TEAM, "ana") == TEAM == team_key(team)
+
+
+async def test_the_mark_belongs_to_the_revision_the_call_carried(store: CountingStore) -> None:
+    origins = CredentialOrigins(store, FixedClock())
+    await origins.stored(TEAM, by="operator", via="secret set", replaced=False, fingerprint="old")
+    await origins.stored(TEAM, by="operator", via="secret set", replaced=True, fingerprint="new")
+    stale = await origins.refused(TEAM, 401, "team.slow", fingerprint="old")  # a call still carrying the old one
+    assert stale is not None and stale.refused_at is None and not stale.carried_by("old")
+    marked = await origins.refused(TEAM, 401, "team.get", fingerprint="new")
+    assert marked is not None and marked.refused_at is not None
+    await origins.accepted(TEAM, fingerprint="old")  # the old value's success says nothing of the new one
+    kept = await CredentialOrigins(store, FixedClock()).of(TEAM)
+    assert kept is not None and kept.refused_at is not None
+    await origins.accepted(TEAM, fingerprint="new")
+    cleared = await CredentialOrigins(store, FixedClock()).of(TEAM)
+    assert cleared is not None and cleared.refused_at is None
+
+
+async def test_a_success_here_clears_a_mark_another_process_set_after_this_one_last_read(
+    store: CountingStore,
+) -> None:
+    clock = FixedClock()
+    here, there = CredentialOrigins(store, clock), CredentialOrigins(store, clock)
+    await here.stored(TEAM, by="operator", via="secret set", replaced=False, fingerprint="f")
+    await here.accepted(TEAM, fingerprint="f")  # read: unmarked
+    await there.refused(TEAM, 401, "team.get", fingerprint="f")
+    clock.advance(5)
+    await here.accepted(TEAM, fingerprint="f")
+    origin = await CredentialOrigins(store, clock).of(TEAM)
+    assert origin is not None and origin.refused_at is None

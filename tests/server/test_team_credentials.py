@@ -532,3 +532,85 @@ async def test_a_store_withdraws_the_replacements_it_made_moot(tmp_path: Path) -
         page = await s.http.get(waiting.connect_url.removeprefix(PUBLIC))
         assert page.status_code == 409 and "replaced meanwhile" in page.text and 'name="secret"' not in page.text
         assert "by alice (agent claude) through a connect link" in page.text
+
+
+@asynccontextmanager
+async def slow_site(tmp_path: Path, refused: set[str]) -> AsyncIterator[tuple[Site, anyio.Event, anyio.Event]]:
+    """``site`` whose ``/slow`` waits until the test lets it answer, then answers 401 to a value in
+    ``refused`` (a key revoked at the provider while the call was in flight)."""
+    sent: list[httpx2.Request] = []
+    arrived, answer = anyio.Event(), anyio.Event()
+
+    async def upstream(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        if request.url.path == "/slow":
+            arrived.set()
+            await answer.wait()
+        if request.headers["authorization"].removeprefix("Bearer ") in refused:
+            return httpx2.Response(401, json={"message": "token revoked"})
+        return httpx2.Response(200, json={"ok": True})
+
+    manifest = MANIFEST.replace(
+        "          - {path: revoked.get,",
+        "          - {path: slow.get, method: GET, url: /slow, summary: Answer late}\n          - {path: revoked.get,",
+    )
+    async with page_site(tmp_path, manifest, upstream, credentials={"team": TEAM_CANARY}) as p:
+        yield Site(p.gateway, p.vault, p.store, p.clock, p.http, sent), arrived, answer
+
+
+async def _operator_sets(s: Site, value: str) -> None:
+    """What ``mcp-gateway secret set`` does: the value, then its record (with the sealed value's fingerprint)."""
+    fingerprint = await s.vault.put("team", value)
+    origins = s.gateway.credentials._changes.origins  # pyright: ignore[reportPrivateUsage]
+    key = CredentialKey(connector="team", principal=PROJECT_WIDE, name="default")
+    await origins.stored(key, by=OPERATOR.user, via="secret set", replaced=True, fingerprint=fingerprint)
+
+
+async def _status(s: Site) -> tuple[str, str | None]:
+    listed = {c.slug: c for c in (await s.gateway.connectors(ALICE)).connectors}
+    return listed["team"].status, listed["team"].warning
+
+
+async def test_a_401_to_a_call_that_carried_a_credential_replaced_meanwhile_marks_nothing(tmp_path: Path) -> None:
+    # The key was rotated at the provider and stored while a slow call carried the old one: the 401 it
+    # drew speaks of the old key, not of the one stored now.
+    async with slow_site(tmp_path, {TEAM_CANARY}) as (s, arrived, answer):
+        results: list[object] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                results.append(await s.gateway.call(ALICE, "team.slow.get"))
+
+            group.start_soon(call)
+            await arrived.wait()
+            await _operator_sets(s, "rotated-team-token")
+            answer.set()
+        [result] = results
+        assert result.status == "error" and result.reason == "auth_failed", result  # type: ignore[attr-defined]
+        assert "replaced at" in result.message and "Call again" in (result.hint or "")  # type: ignore[attr-defined]
+        assert await s.store.list_approvals("pending") == []  # nobody is asked to approve a reconnection
+        assert await _status(s) == ("ready", None)
+        assert await s.sends_as(BOB) == "Bearer rotated-team-token"
+
+
+async def test_a_success_of_a_call_that_carried_a_credential_replaced_meanwhile_keeps_the_new_ones_mark(
+    tmp_path: Path,
+) -> None:
+    # The operator stored a mistyped key while a call carried the old, good one: the new key's 401 is not
+    # cleared by the old key's success.
+    async with slow_site(tmp_path, {"mistyped-token"}) as (s, arrived, answer):
+        results: list[object] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                results.append(await s.gateway.call(ALICE, "team.slow.get"))
+
+            group.start_soon(call)
+            await arrived.wait()
+            await _operator_sets(s, "mistyped-token")
+            refused = await s.gateway.call(BOB, "team.me.get")
+            assert isinstance(refused, NeedsAuth), refused
+            answer.set()
+        assert [r.status for r in results] == ["ok"]  # type: ignore[attr-defined]
+        status, warning = await _status(s)
+        assert status == "needs_auth" and warning is not None and "team answered 401 to team.me.get" in warning

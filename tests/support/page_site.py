@@ -11,7 +11,7 @@ app (Starlette) is reached over ``httpx2.ASGITransport`` at ``PUBLIC``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,11 +44,18 @@ class PageSite:
     http: httpx2.AsyncClient
 
 
+Upstream = (
+    Callable[[httpx2.Request], httpx2.Response] | Callable[[httpx2.Request], Coroutine[None, None, httpx2.Response]]
+)
+"""The upstream's handler: plain, or a coroutine (an answer that waits for the test)."""
+
+
 @asynccontextmanager
 async def page_site(
     tmp_path: Path,
     manifest: str,
-    upstream: Callable[[httpx2.Request], httpx2.Response],
+    upstream: Callable[[httpx2.Request], httpx2.Response]
+    | Callable[[httpx2.Request], Coroutine[None, None, httpx2.Response]],
     *,
     credentials: dict[str, str] | None = None,
 ) -> AsyncIterator[PageSite]:
