@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import httpx2
 
@@ -11,7 +12,7 @@ from ..primitives.secrets import SecretValue
 from ..vocabulary.errors import CredentialError
 from ._base import check_header_value
 
-__all__ = ["apply_custom", "render_secret_template"]
+__all__ = ["apply_custom", "render_secret_template", "template_fields", "template_misfit"]
 
 # Only these placeholders are special; any other brace in a template is literal text.
 _PLACEHOLDER = re.compile(r"\{secret(?:\.([^{}]+))?\}")
@@ -44,6 +45,42 @@ def render_secret_template(template: str, secret: SecretValue | None, *, what: s
         return value[field]
 
     return _PLACEHOLDER.sub(substitute, template)
+
+
+def template_fields(templates: Iterable[str]) -> tuple[list[str], bool]:
+    """The ``{secret.<field>}`` fields ``templates`` use (in order, once each), and whether any uses the
+    whole ``{secret}``."""
+    fields: dict[str, None] = {}
+    whole = False
+    for template in templates:
+        for m in _PLACEHOLDER.finditer(template):
+            if m.group(1) is None:
+                whole = True
+            else:
+                fields[m.group(1)] = None
+    return list(fields), whole
+
+
+def template_misfit(config: CustomAuth, value: str | dict[str, str]) -> str | None:
+    """Why ``value`` cannot fill ``config``'s header templates, naming the fields (never a value); None
+    when it can."""
+    fields, whole = template_fields(config.headers.values())
+    if fields and whole:
+        return (
+            "This connector's header templates use both {secret} and {secret.<field>}, which no one value fills; "
+            "the operator should fix the manifest's auth headers."
+        )
+    if whole:
+        if isinstance(value, dict):
+            return "This connector's header templates use the whole secret ({secret}): enter one plain value."
+        return None
+    wanted = ", ".join(repr(f) for f in fields)
+    if not isinstance(value, dict):
+        return f"This connector's header templates use the fields {wanted} of a JSON object: enter each of them."
+    missing = [f for f in fields if not value.get(f)]
+    if missing:
+        return f"Missing {', '.join(repr(f) for f in missing)}: this connector's header templates use {wanted}."
+    return None
 
 
 def apply_custom(request: httpx2.Request, config: CustomAuth, secret: SecretValue) -> None:

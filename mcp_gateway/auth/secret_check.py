@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..manifest import AuthConfig, ConnectorConfig, HmacAuth, McpSource, MtlsAuth
+from ..manifest import AuthConfig, ConnectorConfig, CustomAuth, HmacAuth, McpSource, MtlsAuth
 from ..primitives.secrets import SecretValue
 from ..vocabulary.errors import CredentialError
 
@@ -24,6 +24,10 @@ def over_http(cfg: ConnectorConfig) -> bool:
 def unusable(auth: AuthConfig, value: Any) -> str | None:
     """Why ``value`` (as ``parse_secret_input`` returned it) cannot sign or carry a request under
     ``auth``, as a sentence; None when it can."""
+    if isinstance(auth, CustomAuth) and isinstance(value, str | dict):
+        from .custom import template_misfit
+
+        return template_misfit(auth, cast(str | dict[str, str], value))
     if isinstance(auth, MtlsAuth) and isinstance(value, dict):
         return _mtls_problem(cast(dict[str, str], value))  # the shape parse_secret_input checked
     if isinstance(auth, HmacAuth) and isinstance(value, str) and auth.key_encoding in ("hex", "base64"):

@@ -270,8 +270,9 @@ async def credentials_finding(settings: Settings, manifest: Manifest) -> Finding
 async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | None:
     """A warning naming each stored credential its connector's ``auth:`` can no longer use (the kind
     changed since it was stored: a plain string where the kind now wants a JSON object, or the reverse,
-    or one the kind's own check refuses), or that no call carries (``auth: none``); None when every
-    one fits. Only the shape is looked at, never shown."""
+    or one the kind's own check refuses, such as a ``custom`` value lacking a field its header templates
+    read), or that no call carries (``auth: none``); None when every one fits. Only the shape is looked
+    at, never shown."""
     from ..auth.secret_check import unusable
     from ..manifest.auth import needs_secret
     from ..primitives.crypto import AESGCMCipher, load_master_key
@@ -301,7 +302,13 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
                 kind = cfg.auth.type
                 wants_object = kind in SECRET_SHAPES
                 fits = isinstance(value, dict) if wants_object else (isinstance(value, str) or kind == "custom")
-                if value is not None and (not fits or unusable(cfg.auth, value) is not None):
+                problem = unusable(cfg.auth, value) if value is not None and fits else None
+                if value is not None and not fits:
+                    misfits.append(f"{key.connector} ({whose}: not a {kind} credential)")
+                elif problem is not None and kind == "custom":
+                    # Which fields its header templates read and the value lacks (names only, never values).
+                    misfits.append(f"{key.connector} ({whose}: it cannot fill its header templates. {problem})")
+                elif problem is not None:
                     misfits.append(f"{key.connector} ({whose}: not a {kind} credential)")
     except (CredentialError, GatewayError, OSError):
         return None  # the key or the store check says what is wrong
@@ -310,7 +317,8 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
     return Finding(
         "leftover credentials",
         "warning",
-        f"stored credentials their connector's auth can no longer use (its kind changed since): {', '.join(misfits)}",
+        f"stored credentials their connector's auth cannot use (its kind or templates changed since, or the value "
+        f"lacks what they read): {', '.join(misfits)}",
         "store one of the kind the manifest names (`mcp-gateway secret set CONNECTOR`, or a connect link), or "
         "delete the leftover (`mcp-gateway secret delete CONNECTOR [--user USER]`)",
     )

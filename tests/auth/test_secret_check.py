@@ -5,7 +5,7 @@ from __future__ import annotations
 import trustme
 
 from mcp_gateway.auth.secret_check import over_http, unusable
-from mcp_gateway.manifest import BearerAuth, HmacAuth, MtlsAuth, parse_manifest
+from mcp_gateway.manifest import BearerAuth, CustomAuth, HmacAuth, MtlsAuth, parse_manifest
 
 
 def test_an_hmac_key_must_be_in_the_encoding_the_connector_declares() -> None:
@@ -43,3 +43,14 @@ def test_an_mtls_key_must_belong_to_its_certificate() -> None:
 
 def test_other_kinds_are_not_checked() -> None:
     assert unusable(BearerAuth(type="bearer"), "token") is None
+
+
+def test_a_custom_value_must_fill_the_fields_its_templates_read() -> None:
+    fields = CustomAuth(type="custom", headers={"X-User": "{secret.user}", "X-Pass": "p={secret.pass}"})
+    assert unusable(fields, {"user": "ana", "pass": "CANARY-pw"}) is None
+    half = unusable(fields, {"pass": "CANARY-pw"}) or ""
+    assert "Missing 'user'" in half and "'user', 'pass'" in half and "CANARY" not in half
+    plain = unusable(fields, "CANARY-pw") or ""
+    assert "the fields 'user', 'pass' of a JSON object" in plain and "CANARY" not in plain
+    whole = CustomAuth(type="custom", headers={"X-Key": "{secret}"})
+    assert unusable(whole, "CANARY-key") is None and unusable(whole, {"key": "CANARY-key"}) is not None

@@ -556,6 +556,19 @@ def test_secret_set_refuses_a_value_its_kind_cannot_send(env: CliEnv) -> None:
     assert env.run("secret", "set", "tmpl", stdin='{"key": "CANARY-key"}').code == 0
 
 
+def test_secret_set_refuses_a_custom_value_lacking_a_field_its_templates_read(env: CliEnv) -> None:
+    # Stored as "stored secret 'default' for cu (custom)", then every call was needs_auth and doctor said ready.
+    env.manifest.write_text(
+        env.manifest.read_text()
+        + f"  - slug: cu\n    base_url: {env.upstream_url}\n"
+        + "    auth: {type: custom, headers: {X-User: '{secret.user}', X-Pass: '{secret.pass}'}}\n"
+    )
+    for raw in ('{"pass": "CANARY-pw"}', "CANARY-pw"):
+        refused = env.run("secret", "set", "cu", stdin=raw)
+        assert refused.code == 2 and "'user'" in refused.err and "CANARY" not in refused.err, refused.err
+    assert env.run("secret", "set", "cu", stdin='{"user": "ana", "pass": "CANARY-pw"}').code == 0
+
+
 def test_approvals_show_warns_of_a_word_mixing_alphabets_as_the_page_does(env: CliEnv) -> None:
     env.run("secret", "set", "echo", stdin="tok-123456")
     asked = env.run("call", "echo.items.create", "--args", json.dumps({"name": "https://\u0430pple.com/pay"}))

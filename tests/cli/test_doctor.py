@@ -284,6 +284,22 @@ def test_doctor_names_a_stored_credential_its_connectors_auth_can_no_longer_use(
     assert "tok-123456" not in report.out + report.err
 
 
+def test_doctor_names_a_custom_credential_that_cannot_fill_its_templates(env: CliEnv) -> None:  # noqa: F811
+    env.manifest.write_text(
+        env.manifest.read_text()
+        + f"  - slug: cu\n    base_url: {env.upstream_url}\n"
+        + "    auth: {type: custom, headers: {X-User: '{secret}'}}\n"
+    )
+    assert env.run("secret", "set", "cu", stdin="CANARY-pw").code == 0
+    # The operator's templates now read two fields of a JSON secret; the stored value is one string.
+    text = env.manifest.read_text().replace("{X-User: '{secret}'}", "{X-User: '{secret.user}', X-P: '{secret.pass}'}")
+    env.manifest.write_text(text)
+    report = env.run("doctor", "--json")
+    found = {f["check"]: f for f in json.loads(report.out)}["leftover credentials"]
+    assert "cu (team-wide: it cannot fill its header templates." in found["message"]
+    assert "'user', 'pass'" in found["message"] and "CANARY" not in report.out + report.err
+
+
 def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> None:
     from mcp_gateway.cli.doctor import connector_finding
 

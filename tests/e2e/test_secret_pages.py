@@ -53,6 +53,7 @@ SHAPES = {
     "bearer_api": "{type: bearer}",
     "key_api": "{type: api_key}",
     "custom_api": '{type: custom, headers: {X-Auth: "{secret}"}}',
+    "fields_api": '{type: custom, headers: {X-User: "{secret.user}", X-Pass: "{secret.pass}"}}',
     "hmac_api": "{type: hmac}",
     "basic_api": "{type: basic}",
     "oauth1_api": "{type: oauth1}",
@@ -64,6 +65,7 @@ EXPECTED_FIELDS = {
     "bearer_api": ["secret"],
     "key_api": ["secret"],
     "custom_api": ["secret"],
+    "fields_api": ["secret.user", "secret.pass"],
     "hmac_api": ["secret"],
     "basic_api": ["username", "password"],
     "oauth1_api": ["consumer_key", "consumer_secret", "token", "token_secret"],
@@ -129,7 +131,7 @@ def anyio_backend() -> str:
 
 
 def _names(html: str) -> list[str]:
-    return [n for n in re.findall(r'<(?:input|textarea)[^>]* name="([a-z_]+)"', html) if n != "csrf"]
+    return [n for n in re.findall(r'<(?:input|textarea)[^>]* name="([a-z_.]+)"', html) if n != "csrf"]
 
 
 async def test_every_shape_has_its_form_and_nothing_typed_comes_back(tmp_path: Path) -> None:
@@ -267,6 +269,20 @@ async def test_csrf_is_bound_to_its_link_and_compared_in_constant_time(
         assert refused.status_code == 403 and compared and compared[-1][0] == token_of_first
         assert len(compared[-1][1]) == 64  # an HMAC-SHA256
         assert (await p.http.post(first, data={"csrf": token_of_first, "secret": "x"})).status_code == 200
+
+
+async def test_a_custom_connector_reading_fields_asks_for_each_and_stores_none_without_all(tmp_path: Path) -> None:
+    # One "Secret value" box took the new password alone: "Saved · connected", and every call then failed.
+    async with pages(tmp_path) as p:
+        path = await p.link("fields_api")
+        html = (await p.http.get(path)).text
+        assert _names(html) == ["secret.user", "secret.pass"] and ">user<" in html and ">pass<" in html
+        half = await p.http.post(path, data={"csrf": csrf(html), "secret.pass": TYPED})
+        assert half.status_code == 400 and "fill in user" in half.text and TYPED not in half.text
+        single = await p.http.post(path, data={"csrf": csrf(html), "secret": TYPED})  # the old form's one box
+        assert single.status_code == 400 and await p.stored("fields_api") is None
+        whole = await p.http.post(path, data={"csrf": csrf(html), "secret.user": "ana", "secret.pass": TYPED})
+        assert whole.status_code == 200 and await p.stored("fields_api") == {"user": "ana", "pass": TYPED}
 
 
 async def test_a_named_secret_is_one_value(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Connect and secret pages: a human enters a connector's credential, in the shape its auth kind needs.
 
 One form per shape (``FIELDS``): a single value (bearer, api_key, custom, hmac), basic, oauth1,
+a ``custom`` connector whose header templates read fields of a JSON secret (one box per field),
 aws_sigv4 (the region and service are the manifest's, shown read-only), mtls (PEM pasted or
 uploaded) and the OAuth2 client. Opening a link (GET) never consumes it, so a chat client's
 link preview cannot burn it; a valid submission consumes it atomically, then stores the value
@@ -25,12 +26,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from ...auth.custom import template_fields
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...auth.secret_check import over_http, unusable
 from ...core.credential_changes import Permit
 from ...core.credential_desk import CredentialDesk
 from ...core.credential_origins import CredentialOrigin
-from ...manifest import AwsSigV4Auth, ConnectorConfig, Manifest, MtlsAuth, OAuth2Auth
+from ...manifest import AwsSigV4Auth, ConnectorConfig, CustomAuth, Manifest, MtlsAuth, OAuth2Auth
 from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
 from ...store.contract import LinkKind, LinkRecord
 from ...vocabulary.errors import CredentialError, StoreUnavailable, UpstreamError
@@ -56,6 +58,8 @@ class Field:
 
 
 _SINGLE = (Field("secret", "Secret value"),)
+_FIELD_PREFIX = "secret."
+"""A ``custom`` connector's form names each templated field so: no field's name meets the form's own."""
 _OAUTH2_CLIENT = (
     Field("client_id", "Client ID", plain=True),
     Field("client_secret", "Client secret"),
@@ -102,6 +106,12 @@ def _fields(link: LinkRecord, cfg: ConnectorConfig) -> tuple[tuple[Field, ...], 
     if link.kind == "secret" and link.secret_name != "default":
         return _SINGLE, "bearer"  # a named secret is one plain value
     kind = cfg.auth.type
+    if isinstance(cfg.auth, CustomAuth):
+        # One box per field the header templates read ({secret.user}, {secret.pass}): a single box would
+        # take one value where the connector needs each of them.
+        fields, whole = template_fields(cfg.auth.headers.values())
+        if fields and not whole:
+            return tuple(Field(_FIELD_PREFIX + f, f) for f in fields), kind
     return FIELDS.get(kind, _SINGLE), kind if kind in FIELDS else "bearer"
 
 
@@ -144,7 +154,8 @@ def _parse(kind: AuthKind, values: dict[str, str], cfg: ConnectorConfig) -> Any:
     """The secret as the vault stores it; raises ``CredentialError`` (never quoting the input)."""
     if "secret" in values and len(values) == 1:
         return parse_secret_input(kind, values["secret"], over_http=over_http(cfg))
-    return parse_secret_input(kind, json.dumps({k: v for k, v in values.items() if v}), over_http=over_http(cfg))
+    fields = {k.removeprefix(_FIELD_PREFIX): v for k, v in values.items() if v}
+    return parse_secret_input(kind, json.dumps(fields), over_http=over_http(cfg))
 
 
 _VIA: dict[LinkKind, str] = {"connect": "connect", "secret": "request_secret", "approval": "approval"}
