@@ -519,7 +519,10 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         cipher = AESGCMCipher(load_master_key(args.settings.env, args.settings.state_dir), project=manifest.project)
         vault = CredentialVault(store, cipher, project=manifest.project)
         key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name=args.name)
-        replaced = "team" if key in await vault.keys(cfg.slug) else None
+        stored = await vault.keys(cfg.slug)
+        replaced = "team" if key in stored else None
+        # Left from a time the connector was per_user: its calls carry this team-wide one, never those.
+        leftovers = sorted({k.principal for k in stored if k.principal != PROJECT_WIDE})
         fingerprint = await vault.put(cfg.slug, value, name=args.name)
         await CredentialOrigins(store, _clock()).stored(
             key, by=OPERATOR.user, via="secret set", replaced=bool(replaced), fingerprint=fingerprint
@@ -532,6 +535,13 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         )
         in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
     sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    if leftovers:
+        users = ", ".join(escaped(u) for u in leftovers)
+        sys.stderr.write(
+            f"note: {len(leftovers)} user(s) have a personal credential for {cfg.slug} stored while it was "
+            f"`credentials: per_user` ({users}); its calls carry this team-wide one, never those. Delete them with "
+            f"`mcp-gateway secret delete {cfg.slug} --user USER`\n"
+        )
     for approval in overtaken:
         sys.stderr.write(
             f"withdrew approval {approval.id} (to replace it, asked by {escaped(approval.principal)}): it was asked "

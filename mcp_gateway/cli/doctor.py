@@ -10,6 +10,7 @@ right now, which is normal between runs) does not.
 from __future__ import annotations
 
 import argparse
+import shlex
 import stat
 import sys
 from collections.abc import Mapping
@@ -282,12 +283,20 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
     from ..vocabulary.errors import CredentialError, GatewayError
 
     misfits: list[str] = []
+    unused: list[str] = []
     try:
         cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
         async with open_store(settings) as store:
             vault = CredentialVault(store, cipher, project=manifest.project)
             for key in await vault.keys():
                 cfg = manifest.connector(key.connector)
+                if cfg is not None and cfg.credentials == "shared" and key.principal != "*":
+                    # Stored while the connector was per_user: its calls carry the team's now, never this.
+                    name = "" if key.name == "default" else f" {shlex.quote(key.name)}"
+                    unused.append(
+                        f"mcp-gateway secret delete {key.connector}{name} --user {shlex.quote(key.principal)}"
+                    )
+                    continue
                 if cfg is None or key.name != "default":
                     continue  # another connector's (remove cleans up), or a named secret a template reads
                 whose = "team-wide" if key.principal == "*" else f"{key.principal}'s"
@@ -312,6 +321,19 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
                     misfits.append(f"{key.connector} ({whose}: not a {kind} credential)")
     except (CredentialError, GatewayError, OSError):
         return None  # the key or the store check says what is wrong
+    if unused:
+        commands = "; ".join(unused)
+        said = (
+            f"personal credentials stored while their connector was `credentials: per_user`; it is shared now, so "
+            f"its calls carry the team-wide one and never these ({len(unused)})"
+        )
+        misfits_said = f"; also stored credentials their connector's auth cannot use: {', '.join(misfits)}"
+        return Finding(
+            "leftover credentials",
+            "warning",
+            said + (misfits_said if misfits else ""),
+            f"delete them: {commands}",
+        )
     if not misfits:
         return None
     return Finding(

@@ -23,7 +23,7 @@ from . import credential_readiness
 from .known_credentials import KnownCredentials
 from .oauth2_tokens import OAuth2Tokens
 
-__all__ = ["CallCredential", "CredentialBroker"]
+__all__ = ["CallCredential", "CredentialBroker", "carrier"]
 
 
 class _Unset:
@@ -52,10 +52,12 @@ class CredentialBroker:
         """Every stored credential taught to the redaction of rows and logs, before a call records anything."""
 
     async def sealed(self, cfg: ConnectorConfig, principal: str) -> SealedCredential | None:
-        """``principal``'s credential for ``cfg`` (else the project-wide one, unless the connector is
-        ``credentials: per_user``); None when the connector needs none or none is stored."""
+        """The credential ``principal``'s traffic to ``cfg`` carries: on a ``credentials: per_user``
+        connector their own, else the project-wide one (a personal one left from a ``per_user``
+        period is not used, see ``carrier``); None when the connector needs none or none is stored."""
         if not needs_secret(cfg.auth):
             return None
+        principal = carrier(cfg, principal)
         return await self.vault.sealed(cfg.slug, principal=principal, own_only=_own_only(cfg, principal))
 
     def auth_for(
@@ -100,7 +102,7 @@ class CredentialBroker:
                 None, f"{cfg.slug} needs {a_credential(cfg.auth.type)}; ask the user to open the link."
             )
         if isinstance(cfg.auth, OAuth2Auth) and not await self.oauth2.ready(
-            cfg.auth, cfg.slug, user, personal=_personal(cfg, user)
+            cfg.auth, cfg.slug, carrier(cfg, user), personal=_personal(cfg, user)
         ):
             return CallCredential(
                 sealed, f"{cfg.slug} needs the user to sign in with OAuth2; ask them to open the link."
@@ -117,6 +119,14 @@ class CredentialBroker:
 
     async def needs_auth(self, cfg: ConnectorConfig, principal: str | None = None) -> bool:
         return not await self.configured(cfg, principal)
+
+
+def carrier(cfg: ConnectorConfig, principal: str) -> str:
+    """Whose credential ``principal``'s calls of ``cfg`` carry: their own on a ``per_user`` connector,
+    else the team's. A personal credential stored while the connector was ``per_user`` stays in the
+    vault when it goes back to ``shared`` but is not used: the team's is what the operator rotates and
+    every user is told is carried (``doctor`` names the leftovers)."""
+    return principal if cfg.credentials == "per_user" else PROJECT_WIDE
 
 
 def _personal(cfg: ConnectorConfig, principal: str) -> bool:

@@ -55,13 +55,15 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Scope = Literal["team", "personal"]
-PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken"]
+PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken", "mode_changed"]
 """``open``: no approval needed; ``approved``: an operator approved this link's replacement;
 ``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
 ``unapproved``: a team-wide credential exists and the link carries no approval for replacing it;
 ``withdrawn``: the agent that asked for the link has since lost access (its token revoked, the
 connector no longer granted to it); ``overtaken``: its approval was withdrawn because the credential
-it was to replace was replaced, or deleted and then added anew, since (``origin`` says by whom)."""
+it was to replace was replaced, or deleted and then added anew, since (``origin`` says by whom);
+``mode_changed``: its approval was asked to replace the team-wide credential, and the connector is
+``credentials: per_user`` now, so the link would store a personal one nobody approved."""
 
 
 def scope_of(key: CredentialKey) -> Scope:
@@ -261,6 +263,10 @@ class CredentialChanges:
             return Permit(key, replaces, "withdrawn")
         if link.kind == "secret" and reserved_name(cfg, link.secret_name) is not None:
             return Permit(key, replaces, "refused")  # a link minted before its name was refused
+        if link.approval_id is not None and scope_of(key) == "personal":
+            # Asked (and maybe approved) as a team-wide replacement while the connector was shared; what it
+            # would store now is one user's own: not what the operator was asked about.
+            return Permit(key, replaces, "mode_changed")
         if link.approval_id is not None:
             # Deleted since the link was minted: there is nothing to replace, and any link minted now
             # adds one at once; this one does the same (only while nothing is stored), its approval

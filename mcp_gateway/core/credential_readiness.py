@@ -42,7 +42,13 @@ def configured(cfg: ConnectorConfig, keys: Iterable[CredentialKey], principal: s
     if isinstance(cfg.auth, OAuth2Auth):
         if per_user:
             return oauth2_ready(cfg.auth, own, principal, personal=principal != PROJECT_WIDE)
+        if cfg.credentials == "shared":  # the team's sign-in: a personal one left from per_user is not used
+            return oauth2_ready(cfg.auth, own, PROJECT_WIDE, personal=True)
         return oauth2_ready(cfg.auth, own, None, personal=False)
     if not needs_secret(cfg.auth):
         return True
-    return any(k.principal == principal for k in own) if per_user else bool(own)
+    if per_user:
+        return any(k.principal == principal for k in own)
+    if cfg.credentials == "shared":  # its calls carry only the team's (``credential_broker.carrier``)
+        return any(k.principal == PROJECT_WIDE for k in own)
+    return bool(own)

@@ -488,8 +488,10 @@ class OAuth2Tokens:
 
     async def _read(self, connector: str, principal: str, *, own_only: bool) -> _Found | None:
         """The token set as the vault holds it now (never the memory cache's idea of it), or the refreshed
-        set this process could not store yet, while the vault still holds the one it replaced."""
-        sealed = await self._vault.sealed(connector, principal=principal, name=TOKEN_NAME, own_only=own_only)
+        set this process could not store yet, while the vault still holds the one it replaced. Not
+        ``own_only``: the team's sign-in (a personal one left from a ``per_user`` period is not used)."""
+        owner = principal if own_only else PROJECT_WIDE
+        sealed = await self._vault.sealed(connector, principal=owner, name=TOKEN_NAME, own_only=own_only)
         if sealed is None:
             return None
         found = (sealed, _token_set(sealed))

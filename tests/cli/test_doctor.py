@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -298,6 +299,33 @@ def test_doctor_names_a_custom_credential_that_cannot_fill_its_templates(env: Cl
     found = {f["check"]: f for f in json.loads(report.out)}["leftover credentials"]
     assert "cu (team-wide: it cannot fill its header templates." in found["message"]
     assert "'user', 'pass'" in found["message"] and "CANARY" not in report.out + report.err
+
+
+def test_doctor_names_personal_credentials_left_on_a_shared_connector(env: CliEnv) -> None:  # noqa: F811
+    # Stored while echo was per_user; shared again, its calls carry the team's, and nothing said so.
+    import anyio
+
+    from mcp_gateway.primitives.crypto import AESGCMCipher, load_master_key
+    from mcp_gateway.runtime import open_store
+    from mcp_gateway.services.credentials import CredentialVault
+    from mcp_gateway.vocabulary.settings import Settings
+
+    assert env.run("secret", "set", "echo", stdin="tok-123456").code == 0
+    settings = Settings(manifest_path=env.manifest, state_dir=env.state_dir, env=dict(os.environ))
+
+    async def leave_one() -> None:
+        cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project="clitest")
+        async with open_store(settings) as store:
+            await CredentialVault(store, cipher, project="clitest").put("echo", "CANARY-own", principal="token:ab12")
+
+    anyio.run(leave_one)
+    report = env.run("doctor", "--json")
+    found = {f["check"]: f for f in json.loads(report.out)}["leftover credentials"]
+    assert "credentials: per_user" in found["message"] and "carry the team-wide one" in found["message"]
+    assert found["fix"] == "delete them: mcp-gateway secret delete echo --user token:ab12"
+    rotated = env.run("secret", "set", "echo", stdin="tok-654321")
+    assert "1 user(s) have a personal credential for echo" in rotated.err and "token:ab12" in rotated.err
+    assert "CANARY" not in report.out + report.err + rotated.err
 
 
 def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> None:

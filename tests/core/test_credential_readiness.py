@@ -47,7 +47,9 @@ def test_a_connector_without_auth_is_always_ready() -> None:
 def test_a_team_credential_serves_everyone_and_only_its_own_connector() -> None:
     assert not configured(_cfg("team"), [_key("other")])
     assert configured(_cfg("team"), [_key("team")], "alice")
-    assert configured(_cfg("team"), [_key("team", "bob")], "alice")  # shared: anyone's counts
+    # shared: only the team's is carried; a personal one left from a per_user period is not
+    assert not configured(_cfg("team"), [_key("team", "bob")], "alice")
+    assert not configured(_cfg("team"), [_key("team", "alice")], "alice")
 
 
 def test_per_user_wants_the_caller_s_own() -> None:

@@ -614,3 +614,36 @@ async def test_a_success_of_a_call_that_carried_a_credential_replaced_meanwhile_
         assert [r.status for r in results] == ["ok"]  # type: ignore[attr-defined]
         status, warning = await _status(s)
         assert status == "needs_auth" and warning is not None and "team answered 401 to team.me.get" in warning
+
+
+async def test_a_shared_connector_carries_the_team_credential_not_one_left_from_a_per_user_period(
+    tmp_path: Path,
+) -> None:
+    # Stored while team was per_user, bob's own kept overriding the team-wide one the operator rotated.
+    async with site(tmp_path) as s:
+        await s.vault.put("team", BOB_CANARY, principal="bob")
+        assert await s.sends_as(BOB) == f"Bearer {TEAM_CANARY}"
+        await s.vault.delete("team")  # no team-wide one: bob's leftover does not make team ready
+        listed = {c.slug: c for c in (await s.gateway.connectors(BOB)).connectors}
+        assert listed["team"].status == "needs_auth"
+        assert isinstance(await s.gateway.call(BOB, "team.me.get"), NeedsAuth)
+
+
+async def test_a_team_replacement_approved_before_the_connector_became_per_user_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    # Approved as "replace the team-wide credential", it stored bob's value as his personal one.
+    from mcp_gateway.manifest import parse_manifest
+
+    async with site(tmp_path) as s:
+        link = await _approved_link(s, BOB)
+        per_user = MANIFEST.replace(
+            "    auth: {type: bearer}\n    source:",
+            "    auth: {type: bearer}\n    credentials: per_user\n    source:",
+            1,
+        )
+        await s.gateway.reload(parse_manifest(per_user, base_dir=tmp_path))
+        for page in (await s.http.get(link.connect_url.removeprefix(PUBLIC)), await s.submit(link.connect_url, "x")):
+            assert page.status_code in (200, 409) and "credentials: per_user" in page.text, page.text
+            assert "nobody approved" in page.text and 'name="secret"' not in page.text
+        assert await s.value("team", "bob") is None and await s.value("team") == TEAM_CANARY

@@ -187,6 +187,16 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 status=409 if post else 200,
                 tone="bad",
             )
+        case "mode_changed":
+            return message(
+                "Not saved",
+                f"This link was to replace the team-wide credential of {name}, and that is what an operator was "
+                f"asked to approve; {name} now keeps each user's own credential instead (credentials: per_user), "
+                "so saving here would store a personal one nobody approved. Nothing was changed. Ask the agent "
+                "for a new link: it stores your own credential, with no approval needed.",
+                status=409,
+                tone="bad",
+            )
         case "withdrawn":
             return message(
                 "Link withdrawn",
