@@ -480,7 +480,7 @@ def _refuse_unknown_agent(args: argparse.Namespace) -> None:
 async def cmd_secret(args: argparse.Namespace) -> int:
     from ..auth.secret_check import over_http, unusable
     from ..core.credential_changes import change_record, reserved_name
-    from ..core.credential_origins import CredentialOrigins
+    from ..core.credential_origins import CredentialOrigins, address
     from ..manifest import OAuth2Auth, load_manifest
     from ..primitives.crypto import AESGCMCipher, load_master_key
     from ..primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
@@ -525,7 +525,12 @@ async def cmd_secret(args: argparse.Namespace) -> int:
         leftovers = sorted({k.principal for k in stored if k.principal != PROJECT_WIDE})
         fingerprint = await vault.put(cfg.slug, value, name=args.name)
         await CredentialOrigins(store, _clock()).stored(
-            key, by=OPERATOR.user, via="secret set", replaced=bool(replaced), fingerprint=fingerprint
+            key,
+            by=OPERATOR.user,
+            via="secret set",
+            replaced=bool(replaced),
+            fingerprint=fingerprint,
+            address=address(cfg),
         )
         # The replacements waiting were asked against the credential just overwritten: moot now.
         overtaken = await ApprovalService(store, _clock()).withdraw_credential(cfg.slug, args.name)

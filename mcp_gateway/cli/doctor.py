@@ -284,6 +284,7 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
 
     misfits: list[str] = []
     unused: list[str] = []
+    gone: set[str] = set()
     try:
         cipher = AESGCMCipher(load_master_key(settings.env, settings.state_dir), project=manifest.project)
         async with open_store(settings) as store:
@@ -297,8 +298,11 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
                         f"mcp-gateway secret delete {key.connector}{name} --user {shlex.quote(key.principal)}"
                     )
                     continue
+                if cfg is None and not key.connector.startswith("_"):  # "_": the gateway's own (front door, discovery)
+                    # Kept after its connector left the manifest: whatever takes the slug next would send it.
+                    gone.add(key.connector)
                 if cfg is None or key.name != "default":
-                    continue  # another connector's (remove cleans up), or a named secret a template reads
+                    continue  # a named secret a template reads
                 whose = "team-wide" if key.principal == "*" else f"{key.principal}'s"
                 if not needs_secret(cfg.auth):
                     misfits.append(f"{key.connector} ({whose}: its auth is now none)")
@@ -321,29 +325,32 @@ async def leftover_finding(settings: Settings, manifest: Manifest) -> Finding | 
                     misfits.append(f"{key.connector} ({whose}: not a {kind} credential)")
     except (CredentialError, GatewayError, OSError):
         return None  # the key or the store check says what is wrong
+    parts: list[str] = []
+    fixes: list[str] = []
     if unused:
-        commands = "; ".join(unused)
-        said = (
+        parts.append(
             f"personal credentials stored while their connector was `credentials: per_user`; it is shared now, so "
             f"its calls carry the team-wide one and never these ({len(unused)})"
         )
-        misfits_said = f"; also stored credentials their connector's auth cannot use: {', '.join(misfits)}"
-        return Finding(
-            "leftover credentials",
-            "warning",
-            said + (misfits_said if misfits else ""),
-            f"delete them: {commands}",
+        fixes.append(f"delete them: {'; '.join(unused)}")
+    if gone:
+        parts.append(
+            f"credentials of connectors no longer in the manifest ({', '.join(sorted(gone))}): a connector added "
+            "under that name later would send them"
         )
-    if not misfits:
+        fixes.append("delete them: mcp-gateway secret delete CONNECTOR [NAME] [--user USER]")
+    if misfits:
+        parts.append(
+            f"stored credentials their connector's auth cannot use (its kind or templates changed since, or the value "
+            f"lacks what they read): {', '.join(misfits)}"
+        )
+        fixes.append(
+            "store one of the kind the manifest names (`mcp-gateway secret set CONNECTOR`, or a connect link), or "
+            "delete the leftover (`mcp-gateway secret delete CONNECTOR [--user USER]`)"
+        )
+    if not parts:
         return None
-    return Finding(
-        "leftover credentials",
-        "warning",
-        f"stored credentials their connector's auth cannot use (its kind or templates changed since, or the value "
-        f"lacks what they read): {', '.join(misfits)}",
-        "store one of the kind the manifest names (`mcp-gateway secret set CONNECTOR`, or a connect link), or "
-        "delete the leftover (`mcp-gateway secret delete CONNECTOR [--user USER]`)",
-    )
+    return Finding("leftover credentials", "warning", "; ".join(parts), "; ".join(fixes))
 
 
 def discovery_finding(manifest: Manifest, env: Mapping[str, str]) -> tuple[Manifest | None, Finding]:
@@ -417,9 +424,15 @@ def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False, per_user:
             else f"mcp-gateway secret set {slug} < file-with-the-{what} (or: mcp-gateway connect {slug})"
         )
         return Finding(check, "problem", f"no {kind} credential stored", fix)
-    if c.get("warning"):
-        fix = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
-        return Finding(check, "problem", c["warning"], fix)
+    if warning := c.get("warning"):
+        review = f"mcp-gateway review {slug}.@origin (or pin the origin you trust as base_url in the manifest)"
+        if f"The team-wide credential of {slug} was stored while" not in warning:
+            return Finding(check, "problem", warning, review)
+        # Its base_url names another origin than the one the credential was stored for.
+        fix = f"mcp-gateway secret set {slug} (meant for the new address) or mcp-gateway secret delete {slug}"
+        if "Its API description moved" in warning:
+            fix = f"{review}; {fix}"
+        return Finding(check, "problem", warning, fix)
     if c.get("error"):  # it failed to load and serves the catalog it last loaded: nothing to remove
         fix = f"repair {slug}'s spec where its source points (it loads again at the next sync or reload)"
         return Finding(check, "warning", f"{status}, {c['actions']} actions; {c['error']}", fix)

@@ -151,7 +151,7 @@ def _entries(
     """``Gateway.connectors``' entries, from the stored catalogs; None when one holds an action for review."""
     from ..core import credential_readiness, visibility
     from ..core.connectors_answer import connector_info
-    from ..core.credential_origins import ORIGIN_PREFIX, parse_origins, refused_note, team_key
+    from ..core.credential_origins import ORIGIN_PREFIX, moved_note, parse_origins, refused_note, team_key
     from ..discovery import ReviewCache
     from ..services.identity import granted_connectors
 
@@ -177,6 +177,7 @@ def _entries(
                 # nothing is held for review (``nothing_held``): only what a rule hides
                 withheld=visibility.withheld(actions, partial(visibility.hidden, manifest, cfg), lambda _: None),
                 configured=credential_readiness.configured(cfg, state.keys, principal.user),
+                warning=moved_note(cfg, origins.get(team_key(cfg))) or None,
                 refused=refused_note(slug, origins.get(team_key(cfg))),
             )
         )

@@ -38,7 +38,7 @@ from ..services.links import DEFAULT_TTL, LinkService
 from ..store.contract import ApprovalRecord, AuditRecord, LinkKind, LinkRecord
 from ..vocabulary.clock import Clock
 from ..vocabulary.model import AuditStatus
-from .credential_origins import CredentialOrigin, CredentialOrigins, refused_note
+from .credential_origins import CredentialOrigin, CredentialOrigins, address, refused_note
 
 __all__ = [
     "CredentialChanges",
@@ -55,7 +55,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Scope = Literal["team", "personal"]
-PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken", "mode_changed"]
+PermitState = Literal[
+    "open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken", "mode_changed", "moved"
+]
 """``open``: no approval needed; ``approved``: an operator approved this link's replacement;
 ``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
 ``unapproved``: a team-wide credential exists and the link carries no approval for replacing it;
@@ -63,7 +65,8 @@ PermitState = Literal["open", "approved", "waiting", "refused", "unapproved", "w
 connector no longer granted to it); ``overtaken``: its approval was withdrawn because the credential
 it was to replace was replaced, or deleted and then added anew, since (``origin`` says by whom);
 ``mode_changed``: its approval was asked to replace the team-wide credential, and the connector is
-``credentials: per_user`` now, so the link would store a personal one nobody approved."""
+``credentials: per_user`` now, so the link would store a personal one nobody approved; ``moved``:
+its approval was given while the connector sent credentials to another origin than it does now."""
 
 
 def scope_of(key: CredentialKey) -> Scope:
@@ -150,6 +153,8 @@ class Permit:
     approval: ApprovalRecord | None = None
     origin: CredentialOrigin | None = None
     """Of an ``overtaken`` permit: the record of the credential stored now."""
+    address: str = ""
+    """Where the connector sends credentials now (``credential_origins.address``), recorded with a store."""
 
     @property
     def scope(self) -> Scope:
@@ -242,6 +247,7 @@ class CredentialChanges:
                 summary,
                 over=origin.revision if origin is not None else "",
                 ttl=DEFAULT_TTL,
+                calls=address(cfg),
             )
         url, record = await self._links.mint(
             kind,
@@ -258,11 +264,17 @@ class CredentialChanges:
         (call it once the link itself is consumed, right before storing)."""
         key = target(cfg, link.kind, link.principal, link.secret_name)
         replaces = scope_of(key) if await self.stored(key) else None
+        where = address(cfg)
         asker = Principal(user=link.principal, agent=link.agent)
         if link.agent is not None and self.requester_may is not None and not await self.requester_may(asker, cfg.slug):
             return Permit(key, replaces, "withdrawn")
         if link.kind == "secret" and reserved_name(cfg, link.secret_name) is not None:
             return Permit(key, replaces, "refused")  # a link minted before its name was refused
+        if link.approval_id is not None and (approved := await self._approvals.get(link.approval_id)) is not None:
+            if approved.kind == "credential" and approved.calls and approved.calls != where:
+                # Approved for the connector that sent credentials there; the slug names another since (it
+                # moved, or was removed and another API added under its name): not what was approved.
+                return Permit(key, replaces, "moved", approved, address=where)
         if link.approval_id is not None and scope_of(key) == "personal":
             # Asked (and maybe approved) as a team-wide replacement while the connector was shared; what it
             # would store now is one user's own: not what the operator was asked about.
@@ -282,17 +294,17 @@ class CredentialChanges:
             if moot and check in ("run", "pending", "approval_expired"):
                 if consume:
                     await self._approvals.withdraw(link.approval_id)
-                return Permit(key, None, "open")
+                return Permit(key, None, "open", address=where)
             if check == "approval_expired" and record is not None and replaces == "team":
                 # Withdrawn by a store (or a deletion) since: say what happened, not "not approved".
                 origin = await self.origins.of(key)
                 if origin is not None and origin.revision != record.sends:
                     return Permit(key, replaces, "overtaken", record, origin)
             states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
-            return Permit(key, replaces, states.get(check, "refused"), record)
+            return Permit(key, replaces, states.get(check, "refused"), record, address=where)
         if replaces == "team" and not operators_own(link):
             return Permit(key, replaces, "unapproved")
-        return Permit(key, replaces, "open")
+        return Permit(key, replaces, "open", address=where)
 
     async def overtaken(self, permit: Permit) -> bool:
         """Whether ``permit``'s approved replacement was given against a credential replaced since (by
@@ -320,6 +332,7 @@ class CredentialChanges:
             agent=approval.agent if approval is not None else link.agent,
             approved_by=approval.decided_by if approval is not None else None,
             fingerprint=fingerprint,
+            address=permit.address,
         )
         if permit.scope != "team":
             return []

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..manifest import ConnectorConfig, OAuth2Auth
+from ..policy.review import origin_of
 from ..primitives.escapes import escaped
 from ..primitives.secrets import OAUTH2_TOKEN_NAME, PROJECT_WIDE, CredentialKey
 from ..store.contract import MetaStore
@@ -36,7 +37,9 @@ __all__ = [
     "ORIGIN_PREFIX",
     "CredentialOrigin",
     "CredentialOrigins",
+    "address",
     "answered_key",
+    "moved_note",
     "origin_key",
     "parse_origins",
     "refused_note",
@@ -67,6 +70,12 @@ def answered_key(cfg: ConnectorConfig, carried: CredentialKey, user: str) -> Cre
     return carried
 
 
+def address(cfg: ConnectorConfig) -> str:
+    """Where ``cfg`` sends its credential, as the manifest says: the origin of its ``base_url``
+    (``scheme://host[:port]``); "" when it names none (a spec's servers, an MCP server)."""
+    return origin_of(cfg.base_url) if cfg.base_url else ""
+
+
 def team_key(cfg: ConnectorConfig) -> CredentialKey:
     """Where ``cfg``'s team-wide credential, the one every user's calls carry, is recorded."""
     return answered_key(cfg, CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default"), PROJECT_WIDE)
@@ -94,6 +103,8 @@ class CredentialOrigin(BaseModel):
     via: str
     replaced: bool = False
     approved_by: str | None = None
+    address: str | None = None
+    """Where its connector sent credentials when it was stored (``address``); None when unknown."""
     refused_at: datetime | None = None
     """When the upstream first answered 401 to a call carrying it, since it was stored or last accepted."""
     refused_status: int | None = None
@@ -131,6 +142,19 @@ def refused_note(slug: str, origin: CredentialOrigin | None) -> str:
     return (
         f"The team-wide credential of {slug} was {origin.told()}; {slug} answered {status}{action} carrying it "
         f"at {_when(origin.refused_at)} (a call it accepts since clears this)."
+    )
+
+
+def moved_note(cfg: ConnectorConfig, origin: CredentialOrigin | None) -> str:
+    """A sentence on a team-wide credential stored while ``cfg`` sent it to another origin than its
+    ``base_url`` names now (the connector moved, or another API took its slug); empty otherwise."""
+    now = address(cfg)
+    if origin is None or not origin.address or not now or origin.address == now:
+        return ""
+    return (
+        f"The team-wide credential of {cfg.slug} was stored while {cfg.slug} sent it to {origin.address}; "
+        f"it is sent to {now} now. If that is not the same service, delete it (`mcp-gateway secret delete "
+        f"{cfg.slug}`); storing it again (`mcp-gateway secret set {cfg.slug}`) says it is meant for {now}."
     )
 
 
@@ -196,11 +220,14 @@ class CredentialOrigins:
         agent: str | None = None,
         approved_by: str | None = None,
         fingerprint: str | None = None,
+        address: str = "",
     ) -> CredentialOrigin:
-        """Record a human's store under ``key``: a new revision, of the sealed value ``fingerprint``."""
+        """Record a human's store under ``key``: a new revision, of the sealed value ``fingerprint``,
+        for a connector sending credentials to ``address``."""
         origin = CredentialOrigin(
             revision=secrets.token_urlsafe(12),
             fingerprint=fingerprint,
+            address=address or None,
             at=self._clock.now(),
             by=by,
             agent=agent,
@@ -245,8 +272,3 @@ class CredentialOrigins:
         """The credential was deleted: its record goes with it."""
         await self._store.set_meta(origin_key(key), None)
         self._seen(key, None)
-
-    async def refused_team(self, cfg: ConnectorConfig) -> CredentialOrigin | None:
-        """The record of ``cfg``'s team-wide credential, when its upstream refused it last."""
-        origin = await self.of(team_key(cfg))
-        return origin if origin is not None and origin.refused_at is not None else None

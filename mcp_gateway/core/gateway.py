@@ -62,7 +62,7 @@ from .connectors_answer import connector_info, loading_info
 from .credential_broker import CredentialBroker
 from .credential_changes import CredentialChanges, reserved_name
 from .credential_desk import CredentialDesk
-from .credential_origins import CredentialOrigins, refused_note
+from .credential_origins import CredentialOrigins, moved_note, refused_note, team_key
 from .discover_answer import (
     NOTHING_TO_SEARCH,
     catalog_suggestions,
@@ -355,6 +355,8 @@ class Gateway:
         ]
         for slug in sorted(self._permissions.visible(principal)):
             cfg, catalog = self._catalogs.config(slug), self._catalogs.loaded[slug]
+            origin = await self._changes.origins.of(team_key(cfg))
+            warnings = [w for w in (self._origin_warning(slug), moved_note(cfg, origin)) if w]
             out.append(
                 connector_info(
                     cfg,
@@ -365,8 +367,8 @@ class Gateway:
                     awaiting_credential=slug in self._catalogs.awaiting_credential,
                     refused_credential=slug in self._catalogs.refused_credential,
                     error=catalog.state.error,
-                    warning=self._origin_warning(slug),
-                    refused=refused_note(slug, await self._changes.origins.refused_team(cfg)),
+                    warning=" ".join(warnings) or None,
+                    refused=refused_note(slug, origin),
                 )
             )
         # Of the caller's connectors only: another's size, or that it is being embedded, is not its to know.

@@ -341,12 +341,15 @@ class ApprovalService:
         *,
         over: str = "",
         ttl: timedelta | None = None,
+        calls: str = "",
     ) -> ApprovalRecord:
         """A pending approval for replacing ``connector``'s team-wide credential ``name`` through a link
         ``principal`` asked for; only an operator may approve it. ``over``: the revision of the credential
         stored now (``CredentialOrigins``), the one the operator approves replacing: kept as the record's
         ``sends``. One already waiting for the same replacement (the same principal and agent, connector,
-        name and revision) is the one returned: an agent retrying a call that draws a 401 asks once, not
+        name and revision) is the one returned (``calls``: where the connector sends its credential, the
+        origin of its ``base_url``, kept as the record's ``calls``: a connector that sends elsewhere since is
+        not the one the operator approved a credential for): an agent retrying a call that draws a 401 asks once, not
         once per retry, and the operator's queue holds one request to decide, not forty alike."""
         tool = credential_tool(connector, name)
         asked = fingerprint(principal, tool, {"connector": connector, "name": name})
@@ -359,9 +362,10 @@ class ApprovalService:
                     and waiting.fingerprint == asked
                     and waiting.agent == principal.agent
                     and waiting.sends == over
+                    and waiting.calls == calls
                 ):
                     return waiting
-            return await self._ask_credential(principal, tool, asked, summary, now, ttl, over)
+            return await self._ask_credential(principal, tool, asked, summary, now, ttl, over, calls)
 
     async def withdraw_credential(self, connector: str, name: str) -> list[ApprovalRecord]:
         """Withdraw (``expired``) every undecided or unspent approval to replace ``connector``'s team-wide
@@ -395,6 +399,7 @@ class ApprovalService:
         now: datetime,
         ttl: timedelta | None,
         over: str,
+        calls: str,
     ) -> ApprovalRecord:
         risk: Risk = "write"
         record = ApprovalRecord(
@@ -412,6 +417,7 @@ class ApprovalService:
             kind="credential",
             does=summary,
             sends=over,
+            calls=calls,
         )
         await self._store.put_approval(record)
         return record

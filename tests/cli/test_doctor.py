@@ -328,6 +328,27 @@ def test_doctor_names_personal_credentials_left_on_a_shared_connector(env: CliEn
     assert "CANARY" not in report.out + report.err + rotated.err
 
 
+def test_doctor_names_credentials_kept_for_a_connector_no_longer_in_the_manifest(env: CliEnv) -> None:  # noqa: F811
+    # A connector added later under the same name would send them, and doctor never said they were there.
+    assert env.run("secret", "set", "basic_api", stdin='{"username": "a", "password": "CANARY-pw"}').code == 0
+    text = env.manifest.read_text()
+    env.manifest.write_text(text[: text.index("  - slug: basic_api")])
+    report = env.run("doctor", "--json")
+    found = {f["check"]: f for f in json.loads(report.out)}["leftover credentials"]
+    assert "no longer in the manifest (basic_api)" in found["message"] and "secret delete" in found["fix"]
+    assert "CANARY" not in report.out + report.err
+
+
+def test_a_credential_stored_for_another_address_is_a_problem_saying_what_to_do() -> None:
+    from mcp_gateway.cli.doctor import connector_finding
+
+    warning = (
+        "The team-wide credential of t was stored while t sent it to http://a.test; it is sent to http://b.test now."
+    )
+    moved = connector_finding({"slug": "t", "status": "ready", "actions": 2, "warning": warning})
+    assert moved.level == "problem" and "mcp-gateway secret delete t" in moved.fix and "review" not in moved.fix
+
+
 def test_a_refused_stored_credential_is_a_problem_with_how_to_replace_it() -> None:
     from mcp_gateway.cli.doctor import connector_finding
 

@@ -647,3 +647,30 @@ async def test_a_team_replacement_approved_before_the_connector_became_per_user_
             assert page.status_code in (200, 409) and "credentials: per_user" in page.text, page.text
             assert "nobody approved" in page.text and 'name="secret"' not in page.text
         assert await s.value("team", "bob") is None and await s.value("team") == TEAM_CANARY
+
+
+async def test_an_approved_replacement_does_not_cover_another_api_that_took_the_connectors_name(
+    tmp_path: Path,
+) -> None:
+    # team was removed and re-added as another API at another address: the old approval revived, and
+    # the old key went to the new address with nothing saying so.
+    from mcp_gateway.manifest import parse_manifest
+
+    async with site(tmp_path) as s:
+        link = await _approved_link(s, BOB)
+        origins = s.gateway.credentials._changes.origins  # pyright: ignore[reportPrivateUsage]
+        key = CredentialKey(connector="team", principal=PROJECT_WIDE, name="default")
+        await origins.stored(key, by=OPERATOR.user, via="secret set", replaced=False, address="http://team.test")
+        link = await _approved_link(s, BOB)  # asked against the revision just recorded
+        without = MANIFEST.replace("  - slug: team\n", "  - slug: gone_team\n", 1).replace("[team, mine]", "[mine]")
+        await s.gateway.reload(parse_manifest(without, base_dir=tmp_path))
+        gone = await s.http.get(link.connect_url.removeprefix(PUBLIC))
+        assert gone.status_code == 410 and "no longer configured" in gone.text
+        other = MANIFEST.replace("base_url: http://team.test", "base_url: http://other.test", 1)
+        await s.gateway.reload(parse_manifest(other.replace("name: Team API", "name: Another API"), base_dir=tmp_path))
+        for page in (await s.http.get(link.connect_url.removeprefix(PUBLIC)), await s.submit(link.connect_url, "x")):
+            assert page.status_code == 409 and "http://team.test" in page.text and "elsewhere" in page.text, page.text
+        assert await s.value("team") == TEAM_CANARY
+        status, warning = await _status(s)
+        assert warning is not None and "stored while team sent it to http://team.test" in warning
+        assert "it is sent to http://other.test now" in warning and status == "ready"

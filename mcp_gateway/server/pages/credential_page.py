@@ -187,6 +187,16 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 status=409 if post else 200,
                 tone="bad",
             )
+        case "moved" if approval is not None:
+            return message(
+                "Not saved",
+                f"An operator approved replacing the team-wide credential of the connector that sent it to "
+                f"{approval.calls}; {cfg.slug} is configured to send it elsewhere now (it moved, or another API "
+                "took its name), so that approval does not cover it. Nothing was changed. Ask the agent for a new "
+                "link: it will ask an operator again.",
+                status=409,
+                tone="bad",
+            )
         case "mode_changed":
             return message(
                 "Not saved",
@@ -292,8 +302,16 @@ class CredentialPages:
         saving = request.method == "POST"
         link = await self.ctx.links.peek(kind, token)
         cfg = self.gateway.manifest.connector(link.connector) if link else None
-        if link is None or cfg is None:
+        if link is None:
             return message(*GONE, status=410, tone="bad")
+        if cfg is None:
+            return message(
+                "Link not valid",
+                f"This link was for the connector “{link.connector}”, which is no longer configured on this gateway. "
+                "Nothing was changed.",
+                status=410,
+                tone="bad",
+            )
         permit = await self.credentials.permit(link, cfg)
         if not permit.may_save:
             return not_now(cfg, permit, post=saving)
