@@ -56,10 +56,11 @@ logger = logging.getLogger(__name__)
 
 Scope = Literal["team", "personal"]
 PermitState = Literal[
-    "open", "approved", "waiting", "refused", "unapproved", "withdrawn", "overtaken", "mode_changed", "moved"
+    "open", "approved", "waiting", "refused", "expired", "unapproved", "withdrawn", "overtaken", "mode_changed", "moved"
 ]
 """``open``: no approval needed; ``approved``: an operator approved this link's replacement;
-``waiting``: its approval is still pending; ``refused``: denied, expired or not this link's;
+``waiting``: its approval is still pending; ``refused``: denied or not this link's; ``expired``: its
+approval (given or not) ran out of time before the link was used;
 ``unapproved``: a team-wide credential exists and the link carries no approval for replacing it;
 ``withdrawn``: the agent that asked for the link has since lost access (its token revoked, the
 connector no longer granted to it); ``overtaken``: its approval was withdrawn because the credential
@@ -152,7 +153,7 @@ class Permit:
     state: PermitState
     approval: ApprovalRecord | None = None
     origin: CredentialOrigin | None = None
-    """Of an ``overtaken`` permit: the record of the credential stored now."""
+    """Of an ``overtaken``, ``waiting`` or ``unapproved`` permit: the record of the credential stored now."""
     address: str = ""
     """Where the connector sends credentials now (``credential_origins.address``), recorded with a store."""
 
@@ -300,10 +301,14 @@ class CredentialChanges:
                 origin = await self.origins.of(key)
                 if origin is not None and origin.revision != record.sends:
                     return Permit(key, replaces, "overtaken", record, origin)
-            states: dict[str, PermitState] = {"run": "approved", "pending": "waiting"}
-            return Permit(key, replaces, states.get(check, "refused"), record, address=where)
+            states: dict[str, PermitState] = {"run": "approved", "pending": "waiting", "approval_expired": "expired"}
+            state = states.get(check, "refused")
+            # Waiting: the page says whose credential saving would replace, and when it was stored.
+            origin = await self.origins.of(key) if state == "waiting" else None
+            return Permit(key, replaces, state, record, origin, address=where)
         if replaces == "team" and not operators_own(link):
-            return Permit(key, replaces, "unapproved")
+            # Minted to add one, and one was stored since: the page says by whom and when.
+            return Permit(key, replaces, "unapproved", origin=await self.origins.of(key))
         return Permit(key, replaces, "open", address=where)
 
     async def overtaken(self, permit: Permit) -> bool:

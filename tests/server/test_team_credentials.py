@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -674,3 +675,31 @@ async def test_an_approved_replacement_does_not_cover_another_api_that_took_the_
         status, warning = await _status(s)
         assert warning is not None and "stored while team sent it to http://team.test" in warning
         assert "it is sent to http://other.test now" in warning and status == "ready"
+
+
+async def test_link_pages_say_who_stored_the_credential_and_that_an_approval_expired(tmp_path: Path) -> None:
+    async with site(tmp_path) as s:
+        await s.vault.delete("team")
+        adding = await s.gateway.connect(BOB, "team")
+        assert isinstance(adding, ConnectLink) and adding.approval_id is None
+        stored_at = s.clock.now()
+        await _operator_sets(s, "operator-token")  # `secret set` while bob's adding link was open
+        told = f"at {stored_at:%Y-%m-%d %H:%M:%S} UTC by operator through `mcp-gateway secret set`"
+        for page in (
+            await s.http.get(adding.connect_url.removeprefix(PUBLIC)),
+            await s.submit(adding.connect_url, "x"),
+        ):
+            assert page.status_code == 409 and "Needs an operator" in page.text and told in page.text, page.text
+        # Waiting for an operator: the page says whose credential saving would replace.
+        waiting = await s.gateway.connect(ALICE, "team")
+        assert isinstance(waiting, ConnectLink) and waiting.approval_id is not None
+        page = await s.http.get(waiting.connect_url.removeprefix(PUBLIC))
+        assert "Waiting for an operator" in page.text and f"The one stored now was replaced {told}" in page.text
+        # Approved, then expired before the link was used: not "was not approved".
+        assert await s.gateway.approvals.decide(waiting.approval_id, True, by=OPERATOR.user) is not None
+        past = s.clock.now().isoformat(timespec="microseconds")[:-6] + "Z"
+        with sqlite3.connect(tmp_path / "pages.db") as db:  # its time ran out before the link's did
+            db.execute("UPDATE approval SET expires_at = ? WHERE id = ?", (past, waiting.approval_id))
+        expired = await s.http.get(waiting.connect_url.removeprefix(PUBLIC))
+        assert "Approval expired" in expired.text and "An operator approved" in expired.text, expired.text
+        assert "not approved" not in expired.text

@@ -182,8 +182,8 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
                 "Waiting for an operator",
                 f"Saving here would replace the team-wide credential of {name}, which every user's calls carry, "
                 f"so an operator must approve it first (approval {approval.id}: on the operator overview, or "
-                f"mcp-gateway approvals approve {approval.id}). Nothing was changed. Open this link again once "
-                "it is approved.",
+                f"mcp-gateway approvals approve {approval.id}).{_stored_now(permit)} Nothing was changed. Open this "
+                "link again once it is approved.",
                 status=409 if post else 200,
                 tone="bad",
             )
@@ -231,9 +231,22 @@ def not_now(cfg: ConnectorConfig, permit: Permit, *, post: bool) -> Response:
             return message(
                 "Needs an operator",
                 f"{name} now has a team-wide credential, which every user's calls carry; this link cannot replace it "
-                "without an operator's approval. Nothing was changed. Ask the agent for a new link: it will ask an "
-                "operator to approve the replacement.",
+                f"without an operator's approval.{_stored_now(permit)} Nothing was changed. Ask the agent for a new "
+                "link: it will ask an operator to approve the replacement.",
                 status=409,
+                tone="bad",
+            )
+        case "expired" if approval is not None:
+            approved = (
+                f"An operator approved replacing the team-wide credential of {name}, but the approval expired"
+                if approval.decided_by is not None
+                else f"The request to replace the team-wide credential of {name} expired before an operator approved it"
+            )
+            return message(
+                "Approval expired",
+                f"{approved} (at {approval.expires_at:%Y-%m-%d %H:%M} UTC), before this link was used. Nothing was "
+                "changed. If it is still needed, ask the agent for a new link: it will ask an operator again.",
+                status=403,
                 tone="bad",
             )
         case _ if permit.approval is not None and permit.approval.status == "consumed":
@@ -415,7 +428,7 @@ class CredentialPages:
             )
         if stored == "replaced_meanwhile":
             return replaced_meanwhile(opened.cfg, await self.credentials.origin(permit))
-        return None if stored == "saved" else _stored_meanwhile(opened.cfg)
+        return None if stored == "saved" else _stored_meanwhile(opened.cfg, await self.credentials.origin(permit))
 
     def _form_page(self, opened: _Opened, *, error: str | None = None, status: int = 200) -> Response:
         link, cfg = opened.link, opened.cfg
@@ -496,7 +509,7 @@ class CredentialPages:
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
             client = Permit(client_key, None, "open")
             if await self.credentials.save(link, client, value, via="connect", reload=False) != "saved":
-                return _stored_meanwhile(cfg)
+                return _stored_meanwhile(cfg, await self.credentials.origin(client))
             client_id = value["client_id"]
         elif not client_id:
             return message(
@@ -532,10 +545,16 @@ def replaced_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None) ->
     )
 
 
-def _stored_meanwhile(cfg: ConnectorConfig) -> Response:
+def _stored_now(permit: Permit) -> str:
+    """ " The one stored now was replaced at … by …", when the record says."""
+    return f" The one stored now was {permit.origin.told()}." if permit.origin is not None else ""
+
+
+def _stored_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None = None) -> Response:
+    by = f" (it was {origin.told()})" if origin is not None else ""
     return message(
         "Not saved",
-        f"Someone stored a team-wide credential for {cfg.display_name} while this page was open, and this link "
+        f"Someone stored a team-wide credential for {cfg.display_name} while this page was open{by}, and this link "
         "was given to add one, not to replace it. Nothing was changed. Ask the agent for a new link: replacing "
         "the team's credential needs an operator's approval.",
         status=409,
