@@ -83,9 +83,16 @@ def change_record(
     replaced: Scope | None,
     agent: str | None = None,
     approved_by: str | None = None,
+    account: str | None = None,
+    previous_account: str | None = None,
 ) -> AuditRecord:
-    """The audit row of one credential stored under ``key`` (never its value)."""
-    told = {"scope": scope_of(key), "replaced": replaced, "via": via}
+    """The audit row of one credential stored under ``key`` (never its value); of an OAuth2 sign-in,
+    the provider ``account`` it acts as, and ``previous_account`` when it replaced another's."""
+    told: dict[str, object] = {"scope": scope_of(key), "replaced": replaced, "via": via}
+    if account:
+        told["account"] = account
+    if previous_account:
+        told["account_was"] = previous_account
     status: AuditStatus = "credential_set"
     return _credential_row(key, at=at, who=who, agent=agent, told=told, status=status, approved_by=approved_by)
 
@@ -321,7 +328,13 @@ class CredentialChanges:
         return await self.origins.revision(permit.key) != approval.sends
 
     async def record_origin(
-        self, link: LinkRecord, permit: Permit, *, via: str, fingerprint: str | None = None
+        self,
+        link: LinkRecord,
+        permit: Permit,
+        *,
+        via: str,
+        fingerprint: str | None = None,
+        account: str | None = None,
     ) -> list[ApprovalRecord]:
         """The record of who stored ``link``'s value and when (a new revision, of the sealed value
         ``fingerprint``; None for an OAuth2 sign-in's token set); under the desk's lock.
@@ -338,6 +351,7 @@ class CredentialChanges:
             approved_by=approval.decided_by if approval is not None else None,
             fingerprint=fingerprint,
             address=permit.address,
+            account=account,
         )
         if permit.scope != "team":
             return []
@@ -347,6 +361,8 @@ class CredentialChanges:
         """Record that ``link`` stored its value under ``permit.key``: an audit row and a log line."""
         approval = permit.approval
         approved_by = approval.decided_by if approval is not None else None
+        # An OAuth2 sign-in: which provider account it acts as, and the one it replaced when another.
+        origin = await self.origins.of(permit.key) if permit.key.name == TOKEN_NAME else None
         record = change_record(
             permit.key,
             at=self._clock.now(),
@@ -355,6 +371,8 @@ class CredentialChanges:
             replaced=permit.replaces,
             agent=approval.agent if approval is not None else link.agent,
             approved_by=approved_by,
+            account=origin.account if origin is not None else None,
+            previous_account=origin.previous_account if origin is not None else None,
         )
         await self._auditor.record(record)
         level = logging.WARNING if permit.scope == "team" else logging.INFO
@@ -367,5 +385,6 @@ class CredentialChanges:
             "replaced" if permit.replaces else "stored",
             link.principal,
             via,
-            f" (replacement approved by {approved_by})" if approved_by else "",
+            (f" (replacement approved by {approved_by})" if approved_by else "")
+            + (origin.signed_in() if origin is not None else ""),
         )

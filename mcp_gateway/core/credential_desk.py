@@ -20,7 +20,7 @@ from ..services.credentials import CredentialVault
 from ..store.contract import LinkRecord
 from .credential_changes import CredentialChanges, Permit, operators_own
 from .credential_origins import CredentialOrigin
-from .oauth2_tokens import OAuth2Tokens
+from .oauth2_tokens import ACCOUNT_FIELD, OAuth2Tokens
 
 __all__ = ["CredentialDesk", "Saved"]
 
@@ -80,11 +80,15 @@ class CredentialDesk:
     async def save_token_set(self, link: LinkRecord, permit: Permit, token_set: dict[str, str], *, via: str) -> Saved:
         """``save`` for the token set an OAuth2 sign-in ended with (``oauth2`` stores it)."""
         key = permit.key
+        # Who signed in at the provider labels the record, never the sealed set (whose every field the
+        # redaction learns: an upstream's answer naming the account would lose it).
+        account = token_set.get(ACCOUNT_FIELD)
+        token_set = {k: v for k, v in token_set.items() if k != ACCOUNT_FIELD}
         async with self._locks.setdefault(key, anyio.Lock()):
             if (refused := await self._refusal(link, permit)) is not None:
                 return refused
             await self.oauth2.save(key.connector, token_set, principal=key.principal)
-            await self._changes.record_origin(link, permit, via=via)
+            await self._changes.record_origin(link, permit, via=via, account=account)
         await self._changes.changed(link, permit, via=via)
         return "saved"
 

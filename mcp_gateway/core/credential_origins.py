@@ -105,6 +105,11 @@ class CredentialOrigin(BaseModel):
     approved_by: str | None = None
     address: str | None = None
     """Where its connector sent credentials when it was stored (``address``); None when unknown."""
+    account: str | None = None
+    """Of an OAuth2 sign-in: the provider account that signed in (its ID token's email, username or
+    subject), when the provider said; never a token."""
+    previous_account: str | None = None
+    """Of an OAuth2 sign-in that replaced another made as a different provider account: that account."""
     refused_at: datetime | None = None
     """When the upstream first answered 401 to a call carrying it, since it was stored or last accepted."""
     refused_status: int | None = None
@@ -125,7 +130,14 @@ class CredentialOrigin(BaseModel):
         approved = f", approved by {escaped(self.approved_by)}" if self.approved_by else ""
         via = _VIA_WORDS.get(self.via, escaped(self.via))
         done = "replaced" if self.replaced else "stored"
-        return f"{done} at {_when(self.at)} by {escaped(self.by)}{agent} through {via}{approved}"
+        return f"{done} at {_when(self.at)} by {escaped(self.by)}{agent} through {via}{approved}{self.signed_in()}"
+
+    def signed_in(self) -> str:
+        """ ", signed in at the provider as ana@corp (it was bob@corp before)", or empty."""
+        if not self.account:
+            return ""
+        was = f" (it was {escaped(self.previous_account)} before)" if self.previous_account else ""
+        return f", signed in at the provider as {escaped(self.account)}{was}"
 
 
 def _when(at: datetime) -> str:
@@ -221,10 +233,16 @@ class CredentialOrigins:
         approved_by: str | None = None,
         fingerprint: str | None = None,
         address: str = "",
+        account: str | None = None,
     ) -> CredentialOrigin:
         """Record a human's store under ``key``: a new revision, of the sealed value ``fingerprint``,
-        for a connector sending credentials to ``address``."""
+        for a connector sending credentials to ``address``; of an OAuth2 sign-in, as provider
+        ``account`` (and which account signed in before, when it was another)."""
+        before = await self.of(key) if account else None
+        changed = before is not None and before.account is not None and before.account != account
         origin = CredentialOrigin(
+            account=account,
+            previous_account=before.account if changed and before is not None else None,
             revision=secrets.token_urlsafe(12),
             fingerprint=fingerprint,
             address=address or None,

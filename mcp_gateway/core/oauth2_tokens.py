@@ -44,12 +44,14 @@ Token endpoint answers are never quoted (``auth._oauth2_endpoint``): only their 
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -75,7 +77,7 @@ from .credential_readiness import oauth2_ready
 from .oauth2_lease import LEASE_TTL, RefreshLease, lease_key
 from .oauth2_pending import PENDING_KIND, PendingAuthorization, open_pending, seal_pending
 
-__all__ = ["OAuth2Tokens"]
+__all__ = ["ACCOUNT_FIELD", "OAuth2Tokens", "provider_account"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,32 @@ STORE_AGAIN_WITHIN = 1.0
 """Seconds one such attempt may wait on the database (it runs on a call's way to its token)."""
 _POLL_FIRST, _POLL_MAX = 0.05, 0.5
 """Seconds between reads of the vault while waiting: doubling from the first to the last."""
+
+
+ACCOUNT_FIELD = "account"
+"""The token set's field naming the provider account that signed in (from its ID token), when known."""
+
+
+def provider_account(id_token: Any) -> str | None:
+    """Who signed in at the provider, as its ID token's claims name them (``email``, else
+    ``preferred_username``, else ``sub``); None without an ID token. Read without checking its
+    signature: it came straight from the token endpoint over the connection the gateway opened, which
+    OpenID Connect accepts in place of the signature (Core 3.1.3.7), and it only labels the sign-in,
+    granting nothing. Never the token itself."""
+    if not isinstance(id_token, str) or id_token.count(".") != 2:
+        return None
+    payload = id_token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    for claim in ("email", "preferred_username", "sub"):
+        value = cast(dict[str, Any], claims).get(claim)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:200]
+    return None
 
 
 def _digest(value: str) -> str:
@@ -586,7 +614,10 @@ class OAuth2Tokens:
             "code_verifier": pending.verifier,
         }
         answer = await self._grant(pending.connector, config, _client(client, pending.connector), form)
-        return self._token_set(answer, refresh_token=None, verified="0")
+        token_set = self._token_set(answer, refresh_token=None, verified="0")
+        if account := provider_account(answer.get("id_token")):
+            token_set[ACCOUNT_FIELD] = account
+        return token_set
 
     async def save(self, connector: str, token_set: dict[str, str], *, principal: str = PROJECT_WIDE) -> None:
         """Seal a new token set and use it from now on: project-wide (a ``shared`` connector), or under

@@ -4,6 +4,7 @@ again), and the stored OAuth2 client read without handing its secret out."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from mcp_gateway.core.credential_changes import CredentialChanges
 from mcp_gateway.core.credential_desk import CredentialDesk
 from mcp_gateway.core.credential_origins import CredentialOrigins
-from mcp_gateway.core.oauth2_tokens import OAuth2Tokens
+from mcp_gateway.core.oauth2_tokens import ACCOUNT_FIELD, OAuth2Tokens, provider_account
 from mcp_gateway.primitives.secrets import PROJECT_WIDE, CredentialKey
 from mcp_gateway.services.identity import OPERATOR, Principal
 from mcp_gateway.store.contract import LinkRecord
@@ -161,3 +162,47 @@ async def test_a_refused_team_sign_in_is_told_as_that_sign_in_and_a_new_one_ends
         await sign_in("bo", 2)
         listed = {c.slug: c for c in (await h.gateway.connectors(OPERATOR)).connectors}
         assert listed["oa"].warning is None, listed["oa"].warning
+
+
+def _id_token(claims: dict[str, str]) -> str:
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJSUzI1NiJ9.{body}.c2lnbmF0dXJl"
+
+
+def test_the_provider_account_is_read_from_the_id_token_claims() -> None:
+    assert provider_account(_id_token({"sub": "1234", "email": "ana@corp"})) == "ana@corp"
+    assert provider_account(_id_token({"sub": "1234"})) == "1234"
+    assert provider_account(None) is None and provider_account("not-a-jwt") is None
+
+
+async def test_a_team_sign_in_made_as_another_provider_account_says_which_and_which_it_was(tmp_path: Path) -> None:
+    # bob's approved link signed in as another provider account than alice had: every call then acted as
+    # it, and nothing (audit, log, approval, pages) named either account.
+    text = manifest_text() + (
+        "  - slug: oa\n    base_url: http://oa.test\n"
+        "    auth: {type: oauth2, authorize_url: http://auth.test/authorize, token_url: http://auth.test/token}\n"
+        "    source: {http: {actions: [{path: gone, url: /status/401}]}}\n"
+    )
+    async with harness(tmp_path, text, secret=None) as h:
+        await h.vault.put("oa", {"client_id": "cid", "client_secret": "csecret-5521"})
+        desk = h.gateway.credentials
+        cfg = h.gateway.manifest.connector("oa")
+        assert cfg is not None
+
+        async def sign_in(user: str, account: str) -> None:
+            _, link = await h.gateway.links.mint("connect", connector="oa", principal=user)
+            permit = await desk.permit(link, cfg)
+            token_set = {"access_token": f"at-{user}", "verified": "1", ACCOUNT_FIELD: account}
+            assert await desk.save_token_set(link, permit, token_set, via="connect") == "saved"
+
+        await sign_in("ana", "ana@corp")
+        await sign_in("operator", "mallory@elsewhere")
+        rows = [json.loads(r.args_preview) for r in await h.auditor.recent(10) if r.status == "credential_set"]
+        assert {"account": "mallory@elsewhere", "account_was": "ana@corp"}.items() <= rows[0].items(), rows
+        assert rows[1]["account"] == "ana@corp" and "account_was" not in rows[1]
+        key = CredentialKey(connector="oa", principal=PROJECT_WIDE, name="oauth2_token")
+        origin = await CredentialOrigins(h.store, h.clock).of(key)
+        assert origin is not None
+        assert "signed in at the provider as mallory@elsewhere (it was ana@corp before)" in origin.told()
+        sealed = await h.vault.sealed("oa", principal=PROJECT_WIDE, name="oauth2_token")
+        assert sealed is not None and ACCOUNT_FIELD not in sealed.open().reveal()  # a label, not a secret
