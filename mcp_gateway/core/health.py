@@ -27,8 +27,8 @@ __all__ = ["STORE_BROKEN_HINT", "STORE_UNAVAILABLE_HINT", "StoreHealth", "store_
 logger = logging.getLogger("mcp_gateway.store")
 
 STORE_UNAVAILABLE_HINT = (
-    "The gateway's database is unreachable for the moment; nothing was run. Retry in a few seconds; "
-    "if it persists, tell the operator."
+    "The gateway's database is unavailable for the moment (down, busy or out of connections); nothing was "
+    "run. Retry in a few seconds; if it persists, tell the operator."
 )
 STORE_BROKEN_HINT = (
     "The gateway's database refuses writes because of a storage problem only the operator can fix (the "
@@ -56,7 +56,7 @@ def store_unavailable_result(exc: StoreUnavailable | None = None) -> ErrorResult
         )
     return ErrorResult(
         reason="store_unavailable",
-        message="The gateway cannot reach its database right now.",
+        message="The gateway cannot use its database right now.",
         hint=STORE_UNAVAILABLE_HINT,
     )
 

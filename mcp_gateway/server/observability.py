@@ -26,11 +26,11 @@ from ..vocabulary.errors import StoreUnavailable
 __all__ = ["STORE_UNAVAILABLE_BODY", "metrics_app", "observability_routes", "store_unavailable_handler"]
 
 STORE_UNAVAILABLE_BODY = (
-    b'{"error":"store_unavailable","hint":"The gateway cannot reach its database right now; retry in a few seconds."}'
+    b'{"error":"store_unavailable","hint":"The gateway cannot use its database right now; retry in a few seconds."}'
 )
 _PAGE = (
     "<!doctype html><meta charset=utf-8><title>Temporarily unavailable</title>"
-    "<p>The gateway cannot reach its database right now. Try again in a few seconds.</p>"
+    "<p>The gateway cannot use its database right now. Try again in a few seconds.</p>"
 )
 STORE_BROKEN_BODY = (
     b'{"error":"store_unavailable","hint":"The gateway\'s database refuses to store anything until its operator '

@@ -100,6 +100,14 @@ as long as it lasts. Every statement here is a point read or write, or a short m
 agent's request what is left of its wait budget (``wait_budget.STORE_WAIT_SECONDS`` for all its
 statements together) cuts it shorter."""
 _POOL_MAX = 10
+_NO_SLOT = (asyncpg.TooManyConnectionsError, asyncpg.CannotConnectNowError)
+"""A new connection the server refused before anything ran on it: no connection slot left for the
+gateway's role or the server (53300), or a server starting up or shutting down (57P03)."""
+_SLOT_WAIT = 5.0
+"""Seconds a statement outside any request (a sync, the audit writer) waits for one of the pool's own
+connections when the server has no slot for a new one; inside a request, what is left of its wait budget."""
+_SLOT_RETRY_FIRST, _SLOT_RETRY_MAX = 0.05, 0.5
+"""Seconds between two tries for a connection meanwhile: doubling from the first to the last."""
 # What a bad URL, an unreachable or refusing server raise from asyncpg (socket errors are OSError).
 _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
 # What a lost or refused connection raises once open (the server stopped, restarting or unreachable):
@@ -111,11 +119,15 @@ _DRIVER_ERRORS = (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyn
 # So is a server whose state refuses every request alike, whatever the request: a read-only server (a
 # standby the URL reaches after a failover), rights on the tables taken away, tables that are not there
 # (a failover to a new, empty server), a transaction rolled back for a conflict (class 40).
+# So is a statement cancelled for waiting too long, on a lock held elsewhere mostly: the role's
+# ``lock_timeout`` (55P03) or ``statement_timeout`` (57014, class 57 with the server's shutdowns). The same
+# statement passes once that lock is let go of.
 _OUTAGE_ERRORS = (
     OSError,
     TimeoutError,
     asyncpg.PostgresConnectionError,
     asyncpg.OperatorInterventionError,
+    asyncpg.LockNotAvailableError,
     asyncpg.InternalClientError,
     asyncpg.InvalidAuthorizationSpecificationError,
     asyncpg.InsufficientResourcesError,
@@ -249,6 +261,9 @@ class PostgresStore:
         self._pool: asyncpg.Pool | None = None
         self._lock = anyio.Lock()
         self._instance: tuple[str, asyncpg.Connection] | None = None
+        self._wanting = 0
+        """Statements holding or getting a pooled connection now: when the server has no slot for a new
+        one, another's comes back to the pool in a moment."""
 
     @property
     def instance(self) -> str | None:
@@ -381,6 +396,36 @@ class PostgresStore:
         finally:
             budget.spent += time.monotonic() - began
 
+    @asynccontextmanager
+    async def _connection(self) -> AsyncGenerator[asyncpg.Connection]:
+        """A pooled connection for the body. When the server refuses a new one (``_NO_SLOT``: other clients
+        hold every slot, or it is starting up) while other statements of this store hold or are getting
+        one of the pool's own connections, that one is free in a moment: the statement waits for it (what
+        is left of the request's wait budget, else ``_SLOT_WAIT``) rather than fail at once. Nothing ran
+        on a refused connection, so trying again repeats nothing."""
+        pool = self._p()
+        budget = current_budget()
+        deadline = time.monotonic() + (budget.left if budget is not None else _SLOT_WAIT)
+        delay = _SLOT_RETRY_FIRST
+        self._wanting += 1
+        try:
+            while True:
+                try:
+                    conn: asyncpg.Connection = await pool.acquire()
+                    break
+                except _NO_SLOT:
+                    # Alone: no connection of ours comes back to wait for (a role allowed none at all).
+                    if self._wanting == 1 or time.monotonic() + delay >= deadline:
+                        raise
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _SLOT_RETRY_MAX)
+            try:
+                yield conn
+            finally:
+                await pool.release(conn)
+        finally:
+            self._wanting -= 1
+
     def _stalled(self, seconds: float) -> StoreUnavailable:
         return StoreUnavailable(
             f"the PostgreSQL database at {redact_url(self._url)} did not answer within {seconds:g} s, all one "
@@ -390,7 +435,8 @@ class PostgresStore:
     async def _execute(self, sql: str, *params: object) -> int:
         try:
             async with self._waiting():
-                return _changed(await self._p().execute(sql, *params))
+                async with self._connection() as conn:
+                    return _changed(await conn.execute(sql, *params))
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -401,7 +447,8 @@ class PostgresStore:
         the end, so they are one implicit transaction and one round trip (no BEGIN and COMMIT)."""
         try:
             async with self._waiting():
-                await self._p().executemany(sql, params)
+                async with self._connection() as conn:
+                    await conn.executemany(sql, params)
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -410,7 +457,8 @@ class PostgresStore:
     async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
         try:
             async with self._waiting():
-                return await self._p().fetchrow(sql, *params)
+                async with self._connection() as conn:
+                    return await conn.fetchrow(sql, *params)
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -419,7 +467,8 @@ class PostgresStore:
     async def _fetch(self, sql: str, *params: object) -> list[asyncpg.Record]:
         try:
             async with self._waiting():
-                return await self._p().fetch(sql, *params)
+                async with self._connection() as conn:
+                    return await conn.fetch(sql, *params)
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
@@ -428,7 +477,7 @@ class PostgresStore:
     @asynccontextmanager
     async def _transaction(self) -> AsyncGenerator[asyncpg.Connection]:
         try:
-            async with self._waiting(), self._p().acquire() as conn, conn.transaction():
+            async with self._waiting(), self._connection() as conn, conn.transaction():
                 yield conn
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
@@ -484,7 +533,7 @@ class PostgresStore:
             )
         if isinstance(exc, asyncpg.TransactionRollbackError):
             return StoreUnavailable(f"{where} rolled back a transaction ({reason}); try again")
-        return StoreUnavailable(f"{where} is unreachable ({reason})")
+        return StoreUnavailable(f"{where} {_refusal(exc)} ({reason}){_what_to_check(exc)}")
 
     # -- catalog ---------------------------------------------------------------------------------------
 
@@ -835,6 +884,49 @@ class _OneLinePoolWarnings(logging.Filter):
 
 
 logging.getLogger("asyncpg.pool").addFilter(_OneLinePoolWarnings())
+
+
+_LOCKS = "look for a long transaction holding locks on the gateway's tables (pg_stat_activity, pg_locks) and end it"
+
+
+def _refusal(exc: BaseException) -> str:
+    """What the server did, for an outage with no remedy of its own: the database is reachable in most."""
+    if isinstance(exc, asyncpg.LockNotAvailableError):
+        return "cancelled a statement that waited longer than the gateway user's lock_timeout for a lock held elsewhere"
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        return (
+            "cancelled a statement that ran past the gateway user's statement_timeout (mostly waiting for a lock "
+            "held elsewhere), or that an administrator cancelled"
+        )
+    if isinstance(exc, asyncpg.TooManyConnectionsError):
+        return "has no free connections: other clients hold every connection slot it allows the gateway"
+    if isinstance(exc, asyncpg.CannotConnectNowError):
+        return "takes no connections for the moment: it is starting up, shutting down or recovering"
+    if isinstance(exc, asyncpg.OperatorInterventionError):
+        return "ended the gateway's connection: the server shut down or restarted, or an administrator ended it"
+    if isinstance(exc, asyncpg.InsufficientResourcesError):
+        return "lacks the resources to serve the gateway"
+    if isinstance(exc, asyncpg.InvalidAuthorizationSpecificationError):
+        return "refuses the gateway's login"
+    return "is unreachable"
+
+
+def _what_to_check(exc: BaseException) -> str:
+    """Where the operator looks for a cause that is not the network: locks, connections, the role's settings."""
+    if isinstance(exc, asyncpg.LockNotAvailableError):
+        return f"; {_LOCKS}, or raise that user's lock_timeout (ALTER ROLE … SET lock_timeout)"
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        return f"; {_LOCKS}, or check that user's statement_timeout (ALTER ROLE … SET statement_timeout)"
+    if isinstance(exc, asyncpg.TooManyConnectionsError):
+        return (
+            ", and the gateway's own pooled connections stayed busy meanwhile; look for clients holding "
+            "connections (pg_stat_activity), or raise max_connections or the user's CONNECTION LIMIT"
+        )
+    if isinstance(exc, asyncpg.InsufficientResourcesError):
+        return "; check the server's memory, disk and limits"
+    if isinstance(exc, asyncpg.InvalidAuthorizationSpecificationError):
+        return "; check the user and password in the database URL, and that the user may log in"
+    return ""
 
 
 def _lost(exc: asyncpg.InterfaceError) -> bool:

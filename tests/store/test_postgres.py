@@ -282,10 +282,12 @@ async def test_a_server_that_refuses_new_logins_is_an_outage_not_a_bug(
     async with PostgresStore(url) as store:
         await db.execute(refusal.format(role=role))
         await db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+        said: list[str] = []
         for _ in range(3):
             with pytest.raises(StoreUnavailable) as outage:
                 await store.get_meta("anything")
-        assert raised_by in str(outage.value)
+            said.append(str(outage.value))
+        assert raised_by in said[-1]
 
 
 async def test_a_stalled_database_answers_one_request_within_its_wait_budget(
@@ -346,3 +348,89 @@ async def test_a_server_that_cannot_serve_the_gateway_is_an_outage_that_says_why
         with pytest.raises(StoreUnavailable) as pinged:  # readiness sees it before any write fails
             await store.ping()
         assert said in str(pinged.value)
+
+
+async def _limited_role(db: asyncpg.Connection, postgres_url: str) -> tuple[str, str]:
+    """A login role owning the test's database (limits apply to it, not to a superuser), and its URL."""
+    role = f"gw_{_free_port()}"
+    await db.execute(f"CREATE ROLE {role} LOGIN")
+    base, _, database = postgres_url.rpartition("/")
+    await db.execute(f"ALTER DATABASE {database} OWNER TO {role}")
+    await db.execute(f"ALTER SCHEMA public OWNER TO {role}")
+    return role, f"postgresql://{role}@{base.rpartition('@')[2]}/{database}"
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        # 55P03 was raised as it came: internal_error for agents, a bare 500 on pages, "unexpected" in the CLI.
+        ("lock_timeout", "waited longer than the gateway user's lock_timeout"),
+        # 57014 was an outage already, said to be "unreachable": the operator checked the network, not locks.
+        ("statement_timeout", "ran past the gateway user's statement_timeout"),
+    ],
+)
+async def test_a_statement_cancelled_for_waiting_on_a_lock_is_an_outage_naming_the_lock(
+    postgres_url: str, db: asyncpg.Connection, setting: str, said: str
+) -> None:
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    role, url = await _limited_role(db, postgres_url)
+    await db.execute(f"ALTER ROLE {role} SET {setting} = '200ms'")
+    async with PostgresStore(url) as store:
+        await store.set_meta("k", "v")
+        await db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+        holder = db.transaction()
+        await holder.start()
+        await db.execute("LOCK TABLE meta IN ACCESS EXCLUSIVE MODE")
+        try:
+            outages: list[StoreUnavailable] = []
+            for _ in range(3):  # the first may meet a connection the termination closed
+                with pytest.raises(StoreUnavailable) as outage:
+                    await store.set_meta("k", "w")
+                outages.append(outage.value)
+        finally:
+            await holder.rollback()
+        said_last = str(outages[-1])
+        assert said in said_last and "pg_locks" in said_last and "unreachable" not in said_last, outages
+        assert not outages[-1].lasting
+        await store.set_meta("k", "w")  # the same statement passes once the lock is let go of
+
+
+async def test_no_free_connection_slot_waits_for_one_of_the_pools_own(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    # Other clients held every slot: the calls the pool's connections could not serve at once failed at
+    # once as "unreachable", though those connections were free a moment later.
+    from mcp_gateway.store.wait_budget import request_budget
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    role, url = await _limited_role(db, postgres_url)
+    async with PostgresStore(url) as store:
+        await store.get_meta("warm")  # the pool's one connection, plus the instance lock's
+        await db.execute(f"ALTER ROLE {role} CONNECTION LIMIT 2")
+
+        async def statement() -> None:
+            with request_budget(5.0):
+                await store._fetchrow("SELECT pg_sleep(0.2)")  # pyright: ignore[reportPrivateUsage]
+
+        began = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(statement)
+        assert time.monotonic() - began < 4.0
+
+        holder = anyio.Event()
+
+        async def hold() -> None:
+            with request_budget(5.0):
+                holder.set()
+                await store._fetchrow("SELECT pg_sleep(1.5)")  # pyright: ignore[reportPrivateUsage]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hold)
+            await holder.wait()
+            await anyio.sleep(0.1)
+            with request_budget(0.5), pytest.raises(StoreUnavailable) as outage:
+                await store.get_meta("k")
+            said = str(outage.value)
+            assert "has no free connections" in said and "max_connections" in said and "unreachable" not in said
