@@ -313,8 +313,27 @@ def _provider(request: httpx2.Request) -> httpx2.Response:
     return httpx2.Response(200, json={"access_token": "at-1", "token_type": "Bearer", "refresh_token": "rt-1"})
 
 
-async def test_an_oauth_callback_that_meets_a_store_outage_gives_the_link_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("failure", "status", "said"),
+    [
+        (StoreUnavailable("the SQLite database pages.db cannot be used (disk I/O error)"), 503, "in a few seconds"),
+        # A read-only standby after a failover: "in a few seconds" would not help.
+        (
+            StoreUnavailable("the PostgreSQL database … refuses writes (read-only)", lasting=True),
+            503,
+            "once the operator says the gateway is fixed",
+        ),
+        # Any other failure of the save (a lock another client holds, a bug): a bare 500 that used the
+        # link up, so the human had to go back to the agent for a new one.
+        (
+            RuntimeError("canceling statement due to lock timeout"),
+            500,
+            "If it fails again, tell the gateway",
+        ),
+    ],
+)
+async def test_an_oauth_callback_whose_save_fails_gives_the_link_back_and_says_when_to_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception, status: int, said: str
 ) -> None:
     # The sign-in's state is spent by then (and the code at the provider): "try again in a few
     # seconds" on the callback could never work, and the connect link was used up with nothing saved.
@@ -340,15 +359,16 @@ async def test_an_oauth_callback_that_meets_a_store_outage_gives_the_link_back(
         )
         state = httpx2.URL(url).params["state"]
 
-        async def unreachable(*_: object, **__: object) -> None:
-            raise StoreUnavailable("the SQLite database pages.db cannot be used (disk I/O error)")
+        async def failing(*_: object, **__: object) -> None:
+            raise failure
 
-        monkeypatch.setattr(g.credentials, "save_token_set", unreachable)
+        monkeypatch.setattr(g.credentials, "save_token_set", failing)
         async with _alone(site, OAuthCallback(_ctx(g), g, g.credentials).routes()) as http:
             answer = await http.get("/oauth/callback", params={"state": state, "code": "the-code"})
-        assert answer.status_code == 503, answer.text
-        assert "Nothing was saved" in answer.text and "Open the connect link again" in answer.text
-        assert "Try again in a few seconds" not in answer.text
+        assert answer.status_code == status, answer.text
+        assert "Nothing was saved" in answer.text and "this link still works" in answer.text
+        assert said in answer.text and "sign in again" in answer.text
+        assert "lock timeout" not in answer.text and "CANARY" not in answer.text
         assert await g.links.peek("connect", token) is not None  # the link works again
 
 

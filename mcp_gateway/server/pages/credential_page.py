@@ -392,40 +392,15 @@ class CredentialPages:
             stored = await self.credentials.save(
                 opened.link, permit, value, via=_VIA[opened.kind], forget_tokens=forget_tokens
             )
-        except StoreUnavailable as exc:
-            # The consumption may have been committed though its answer was lost: given back all the same
-            # (compare-and-set on the instant, so never another submission's), now or on the next visit.
+        except Exception as exc:
+            # Whatever failed after the link was used, the value is not stored. The consumption may have
+            # been committed though its answer was lost: the link is given back all the same
+            # (compare-and-set on the instant, so never another submission's), now or on the next visit,
+            # so the human who typed it can enter it again instead of being told the link was used.
+            if not isinstance(exc, StoreUnavailable):
+                logger.exception("saving a credential for %s through a link failed", opened.cfg.slug)
             await self.ctx.links.give_back(opened.token, used_at)
-            if exc.lasting:
-                return message(
-                    "Not saved",
-                    "The gateway's database refuses to store anything until its operator fixes it (the "
-                    "gateway's log says what is wrong). Nothing was saved; this link still works: open it "
-                    "again once the operator says the gateway is fixed, and enter the value again.",
-                    status=503,
-                    tone="bad",
-                )
-            return message(
-                "Not saved",
-                "The gateway's database stopped answering while this was being saved. Nothing was saved; "
-                "this link still works: try again in a few seconds. (If the gateway restarted meanwhile and "
-                "the page says the link was already used, ask the agent for a new link.)",
-                status=503,
-                tone="bad",
-            )
-        except Exception:
-            # Whatever failed after the link was used, the value is not stored: the link is given back, so
-            # the human who typed it can enter it again instead of being told the link was used.
-            logger.exception("saving a credential for %s through a link failed", opened.cfg.slug)
-            await self.ctx.links.give_back(opened.token, used_at)
-            return message(
-                "Not saved",
-                "The gateway failed while saving this. Nothing was saved; this link still works: open it "
-                "again and enter the value again. If it fails again, tell the gateway's operator (its log "
-                "says why).",
-                status=500,
-                tone="bad",
-            )
+            return not_stored(exc, heading="Not saved", again="enter the value again")
         if stored == "replaced_meanwhile":
             return replaced_meanwhile(opened.cfg, await self.credentials.origin(permit))
         return None if stored == "saved" else _stored_meanwhile(opened.cfg, await self.credentials.origin(permit))
@@ -543,6 +518,33 @@ def replaced_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None) ->
         status=409,
         tone="bad",
     )
+
+
+def not_stored(exc: BaseException, *, heading: str, again: str) -> Response:
+    """The page for a link whose save failed once the link was used (and given back, so it works again):
+    nothing was saved, and when opening the link again can help (``again``: what the human does then).
+    Soon for a database that stopped answering or is busy for a moment; once the operator says so for
+    storage that refuses until someone fixes it (``StoreUnavailable.lasting``: a read-only standby, a
+    full disk); and for any other failure, once more, then tell the operator."""
+    if isinstance(exc, StoreUnavailable) and exc.lasting:
+        text = (
+            "The gateway's database refuses to store anything until its operator fixes it (the gateway's log "
+            "says what is wrong). Nothing was saved; this link still works: open it again once the operator "
+            f"says the gateway is fixed, and {again}."
+        )
+        return message(heading, text, status=503, tone="bad")
+    if isinstance(exc, StoreUnavailable):
+        text = (
+            "The gateway's database stopped answering (or was busy) while this was being saved. Nothing was "
+            f"saved; this link still works: open it again in a few seconds and {again}. (If the gateway "
+            "restarted meanwhile and the page says the link was already used, ask the agent for a new link.)"
+        )
+        return message(heading, text, status=503, tone="bad")
+    text = (
+        f"The gateway failed while saving this. Nothing was saved; this link still works: open it again and "
+        f"{again}. If it fails again, tell the gateway's operator (its log says why)."
+    )
+    return message(heading, text, status=500, tone="bad")
 
 
 def _stored_now(permit: Permit) -> str:

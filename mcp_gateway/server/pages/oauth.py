@@ -8,6 +8,7 @@ error is shown only as its RFC 6749 error code, when it looks like one.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +22,11 @@ from ...core.credential_desk import CredentialDesk
 from ...manifest import OAuth2Auth
 from ...vocabulary.errors import CredentialMissing, StoreUnavailable, UpstreamError
 from ._common import GONE, PageContext, message
-from .credential_page import Configured, replaced_meanwhile
+from .credential_page import Configured, not_stored, replaced_meanwhile
 
 __all__ = ["OAuthCallback"]
+
+logger = logging.getLogger(__name__)
 
 _ERROR_CODE = re.compile(r"^[a-z_]{1,40}$")
 _START_OVER = "Open the connect link again to retry, or ask the agent for a new one."
@@ -49,20 +52,15 @@ class OAuthCallback:
         spent: list[tuple[str, datetime]] = []
         try:
             return await self._complete(request, spent)
-        except StoreUnavailable:
-            # The sign-in's state is used up, and its code maybe too: this callback cannot be reloaded.
-            # The connect link is given back (compare-and-set on the instant it was used), so opening
-            # it again signs in afresh.
+        except Exception as exc:
+            # The sign-in's state is used up, and its code at the provider: this callback cannot be
+            # reloaded. Once the connect link was used, it is given back (compare-and-set on the instant
+            # it was used), so opening it again signs in afresh; before that, it was never spent.
+            if not isinstance(exc, StoreUnavailable):
+                logger.exception("completing an OAuth2 sign-in failed")
             for token, used_at in spent:
                 await self.ctx.links.give_back(token, used_at)
-            return message(
-                "Not connected",
-                "The gateway's database stopped answering while this sign-in was being completed. Nothing "
-                "was saved. Open the connect link again in a few seconds to sign in again (it still works; "
-                "if the gateway restarted meanwhile and it says it was already used, ask the agent for a new one).",
-                status=503,
-                tone="bad",
-            )
+            return not_stored(exc, heading="Not connected", again="sign in again")
 
     async def _complete(self, request: Request, spent: list[tuple[str, datetime]]) -> Response:
         query = request.query_params
