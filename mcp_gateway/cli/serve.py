@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 from ..services.logs import notice
@@ -157,10 +158,66 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> int:
         return gw.in_flight.cut
 
 
+REOPEN_FIRST, REOPEN_MAX = 1.0, 30.0
+"""Seconds between two tries to open a store that did not open at a stdio start: doubling from the first
+to the last."""
+
+
 async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> int:
     """``serve`` over stdio: ``initialize`` and ``tools/list`` answered at once while the catalog
     loads (tool calls wait for it); the human pages served once a link is handed out. How many calls
-    the stop cut."""
+    the stop cut.
+
+    A store that does not open (the database down) stops a start whose stdio the SDK claims itself. With
+    the streams claimed early, the client holds a session already (``initialize`` answered): the process
+    stays up, answers every tool call ``store_unavailable`` (nothing runs) and opens the store once it
+    answers, trying again in the background with back-off; the outage is logged once."""
+    from ..core.health import store_unavailable_result
+    from ..server.tools import shaped
+    from ..vocabulary.errors import StoreUnopenable
+
+    early = args.early_stdio
+    delay = REOPEN_FIRST
+    told = False
+    while True:
+        opened: list[bool] = []
+        try:
+            return await _serve_stdio_once(args, manifest, opened)
+        except StoreUnopenable as exc:
+            if opened or early is None:
+                raise
+            if early.closed.is_set():
+                raise  # the client left before the database came back: the one line, exit 3
+            if not told:
+                told = True
+                notice(
+                    f"mcp-gateway: error: {exc}. Serving stdio meanwhile: tool calls answer store_unavailable "
+                    f"(nothing runs) until the database answers; trying again every {REOPEN_MAX:g} s at most",
+                    level=logging.ERROR,
+                )
+                answer = shaped(store_unavailable_result()).model_dump_json(by_alias=True, exclude_none=True)
+                early.stand_by(answer)
+            if await _closed_within(early.closed, delay):
+                raise
+            delay = min(delay * 2, REOPEN_MAX)
+
+
+async def _closed_within(closed: threading.Event, seconds: float) -> bool:
+    """Whether ``closed`` is set within ``seconds`` (checked a few times a second)."""
+    import anyio
+
+    waited = 0.0
+    while not closed.is_set():
+        if waited >= seconds:
+            return False
+        await anyio.sleep(0.2)
+        waited += 0.2
+    return True
+
+
+async def _serve_stdio_once(args: argparse.Namespace, manifest: Manifest, opened: list[bool]) -> int:
+    """``serve_stdio`` once the store opens (``opened`` gets True then); raises ``StoreUnopenable`` if it
+    does not."""
     import anyio
 
     from ..primitives.url_secrets import shown_url
@@ -179,6 +236,9 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> int:
         on_link_minted=pages.wanted,
         background=startup,
     ) as gw:
+        opened.append(True)
+        if args.early_stdio is not None:
+            args.early_stdio.stand_by(None)  # the gateway answers tool calls from now on
         key = request_state_key(args.settings, gw)
         server = build_mcp_server(gw, default_principal=principal(args), request_state_key=key, startup=startup)
         started()

@@ -1,7 +1,8 @@
 """A PostgreSQL outage under load (issue 12 item 2): the database stopped for about 10 s while
 agents call over HTTP. Every request is answered, ``store_unavailable`` or a success, never a bare
 500; ``/readyz`` is 503 during and 200 after; the gateway recovers without a restart and logs the
-outage once when it starts and once when it ends, without a traceback."""
+outage once when it starts and once when it ends, without a traceback. A stdio session started while
+the database is down keeps its session and comes up by itself once the database answers."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from collections.abc import Iterator
 import anyio
 import httpx2
 import pytest
+from anyio.abc import SocketStream
+from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from tests.support.mcp_http import message, open_session
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, postgres_missing, start_cluster
 
-from .conftest import GatewayEnv, HttpGateway
+from .conftest import GatewayEnv, HttpGateway, free_port, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -139,3 +143,51 @@ async def test_postgres_outage_under_load(gateway_env: GatewayEnv, cluster: Post
     ended = log.count("store reachable again")
     assert 1 <= started <= 2 and started == ended, log[-3000:]  # once per outage, not per request
     assert f"127.0.0.1:{cluster.port}" in log  # the warning names the database (password redacted)
+
+
+async def _forward(port: int, target: int) -> None:
+    """Forward ``port`` on loopback to ``target``: a database that starts answering when this starts."""
+
+    async def pipe(source: SocketStream, sink: SocketStream) -> None:
+        try:
+            async for chunk in source:
+                await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            await sink.aclose()
+
+    async def handle(client: SocketStream) -> None:
+        async with client, await anyio.connect_tcp("127.0.0.1", target) as server, anyio.create_task_group() as tg:
+            tg.start_soon(pipe, client, server)
+            tg.start_soon(pipe, server, client)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+    await listener.serve(handle)
+
+
+async def test_a_stdio_session_started_while_postgres_is_down_answers_then_comes_up(
+    gateway_env: GatewayEnv, postgres_url: str
+) -> None:
+    # The early answers made the server look healthy (initialize, six tools), then the first tool call
+    # met "Connection closed": the process had exited 3, and nothing brought the session back.
+    port = free_port()
+    base, _, database = postgres_url.rpartition("/")
+    target = int(base.rpartition(":")[2])
+    gateway_env.env["MCP_GATEWAY_DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:{port}/{database}"
+    errlog = gateway_env.root / "stderr.log"
+    with errlog.open("w") as err, anyio.fail_after(60):
+        async with Client(stdio_client(gateway_env.stdio_params(), errlog=err), mode="legacy") as client:
+            assert len((await client.list_tools()).tools) == 6
+            down = structured(await client.call_tool("connectors", {}))
+            assert down["reason"] == "store_unavailable" and "nothing was run" in down["hint"], down
+            answer = down
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_forward, port, target)
+                while answer.get("reason") == "store_unavailable":  # up by itself, in the same session
+                    await anyio.sleep(0.3)
+                    answer = structured(await client.call_tool("connectors", {}))
+                tg.cancel_scope.cancel()
+            assert "connectors" in answer, answer
+    logged = errlog.read_text()
+    assert logged.count("Serving stdio meanwhile") == 1 and "Traceback" not in logged, logged

@@ -204,6 +204,13 @@ class EarlyStdio:
         self._to_sdk: IO[bytes] = sys.stderr.buffer
         self.sdk_stdin: IO[bytes] = sys.stdin.buffer
         self._poll: select.poll | None = None
+        self._standby: str | None = None
+        """While the gateway cannot open its store: the tool result every ``tools/call`` is answered with."""
+        self.held = b""
+        """What the pump had passed on for the SDK when the gateway stood by, minus the requests answered
+        then: the SDK reads it first (``SdkStdin``)."""
+        self.closed = threading.Event()
+        """Set once the client closed stdin."""
 
     @classmethod
     def start(cls, state_dir: Path) -> EarlyStdio | None:
@@ -280,15 +287,59 @@ class EarlyStdio:
                 if refused is not None:  # the SDK would take it for a notification: never answered, never run
                     self._refuse(refused)
                     continue
+                if self._stand_in(line):
+                    continue  # answered here, never run: the SDK must not run it once it is up
                 self._early_answer(line)
                 self._to_sdk.write(line)
         except OSError:
             pass
         finally:
+            self.closed.set()
             try:
                 self._to_sdk.close()  # EOF for the SDK: the client closed stdin
             except OSError:
                 pass
+
+    def stand_by(self, result: str | None) -> None:
+        """Answer every ``tools/call`` (and ``ping``) here with ``result``, a tool result's JSON, and not
+        pass it on, while the gateway cannot start (its store does not open): the session stays up and
+        the agent hears why. Those the pump passed on before, while the gateway was starting, are taken
+        back and answered too (the SDK is not reading yet). None: pass everything on to the SDK again
+        (the gateway is up)."""
+        with self._lock:
+            self._standby = result
+        if result is None:
+            return
+        fd = self.sdk_stdin.fileno()
+        blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+        taken = b""
+        try:
+            while chunk := os.read(fd, _READ_BYTES):
+                taken += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(fd, blocking)
+        *lines, tail = (self.held + taken).split(b"\n")
+        kept = [line + b"\n" for line in lines if not self._stand_in(line + b"\n")]
+        self.held = b"".join(kept) + tail
+
+    def _stand_in(self, line: bytes) -> bool:
+        """Whether ``line`` was a request answered for the gateway standing by (``stand_by``)."""
+        if self._standby is None or (b"tools/call" not in line and b"ping" not in line):
+            return False
+        message = _parse(line.decode("utf-8", errors="replace"))
+        if message is None or "id" not in message or message.get("method") not in ("tools/call", "ping"):
+            return False
+        rid = _compact(message["id"])
+        with self._lock:
+            result = self._standby
+            if result is None:
+                return False
+            answer = result if message["method"] == "tools/call" else "{}"
+            self._write(f'{{"jsonrpc":"2.0","id":{rid},"result":{answer}}}\n'.encode())
+        return True
 
     def _early_answer(self, line: bytes) -> None:
         if not any(method in line for method in _CACHEABLE_BYTES):
@@ -364,12 +415,12 @@ class SdkStdin:
     wrapper does (UTF-8, undecodable bytes replaced), each with its newline (the last one may lack it).
     """
 
-    def __init__(self, pipe: IO[bytes]) -> None:
+    def __init__(self, pipe: IO[bytes], held: bytes = b"") -> None:
         self._pipe = pipe  # kept open: the descriptor is read through it
         self._fd = pipe.fileno()
         os.set_blocking(self._fd, False)
-        self._lines: deque[bytes] = deque()
-        self._partial = b""
+        *complete, self._partial = held.split(b"\n")  # what was read off the pipe before (``EarlyStdio.held``)
+        self._lines: deque[bytes] = deque(line + b"\n" for line in complete)
         self._ended = False
 
     def __aiter__(self) -> SdkStdin:
@@ -470,7 +521,7 @@ async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin))  # iterated only
+    stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin, early.held))  # iterated only
     stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what run_stdio_async runs
     from ..unparsed import answering_unparsed
