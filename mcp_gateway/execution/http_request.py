@@ -10,7 +10,11 @@ Every argument value is agent-controlled, so it is treated as data and never as 
   neither can the headers proxies and frameworks read as another method, URL or client
   (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded``:
   ``primitives.rerouting``), by an argument or by a fixed header (a collection's, the connector's);
-- cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in.
+- cookie values are percent-encoded, so a ``;`` cannot smuggle a second cookie in;
+- the names a value chooses itself (an exploded object's keys in the query, a free-form form body's
+  fields) may not be the method (``_method``: ``primitives.rerouting``) nor a query parameter the
+  action names (``limit``): policy judges that parameter by its own argument, so no other argument
+  may write it.
 
 No credential is applied here: authentication is an ``httpx2.Auth`` that ``send`` applies at the
 last moment, so this module never sees a secret.
@@ -27,15 +31,24 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from types import MappingProxyType
 from typing import Any, assert_never
-from urllib.parse import quote, quote_plus, unquote_to_bytes
+from urllib.parse import quote, quote_plus, unquote, unquote_to_bytes
 
 import httpx2
 
-from ..primitives.rerouting import rerouting
+from ..primitives.rerouting import overrides_method, rerouting
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, HttpBinding, OpenAPIBinding, ParamSpec, PostmanBinding
 from .multipart import multipart_body
-from .param_styles import cookie_text, escaped, header_text, nested_leaves, path_text, query_parts, wire_text
+from .param_styles import (
+    cookie_text,
+    escaped,
+    free_keys,
+    header_text,
+    nested_leaves,
+    path_text,
+    query_parts,
+    wire_text,
+)
 
 __all__ = [
     "DEFAULT_ACCEPT",
@@ -84,6 +97,9 @@ class _Layout:
     template_query: str
     body_specs: dict[str, ParamSpec]
     """Wire name of a body argument -> its spec (how a multipart part is written)."""
+    query_names: dict[str, str]
+    """The query names the action writes itself, as ``_query_name`` reads them -> the argument that
+    writes each (empty for one its URL template sets)."""
 
 
 _LAYOUTS: dict[int, tuple[_HttpLike, _Layout]] = {}
@@ -104,6 +120,10 @@ def _layout(binding: _HttpLike) -> _Layout:
         template_path=template_path,
         template_query=template_query,
         body_specs={p.on_wire: p for p in binding.params if p.location == "body"},
+        query_names={
+            **dict.fromkeys(_query_names(template_query), ""),
+            **{_query_name(p.on_wire): p.name for p in binding.params if p.location == "query"},
+        },
     )
     if len(_LAYOUTS) >= _MAX_LAYOUTS:  # catalogs reloaded many times over: start again
         _LAYOUTS.clear()
@@ -328,6 +348,7 @@ def build_request(
     if isinstance(binding, PostmanBinding):
         args = _with_defaults(action, args)
     placed = _place(action, binding, args)
+    _own_names_kept(action, binding, placed, base_url)
     wire = _wire(binding, base_url, static_headers)
     if wire is not None:
         return _prepared_request(action, binding, placed, wire)
@@ -438,6 +459,66 @@ def _place(action: Action, binding: _HttpLike, args: Mapping[str, Any]) -> _Plac
             errors=[{"field": n, "message": "unknown argument"} for n in named],
         )
     return placed
+
+
+def _query_name(name: str) -> str:
+    """A query or form name as frameworks group it: case aside, and a bracketed one as its base
+    (PHP, Rails and ``qs`` read ``limit[]=1`` as ``limit``)."""
+    return name.split("[", 1)[0].strip().lower()
+
+
+def _query_names(query: str) -> list[str]:
+    return [_query_name(unquote(pair.partition("=")[0])) for pair in query.split("&") if pair]
+
+
+def _own_names_kept(action: Action, binding: _HttpLike, placed: _Placed, base_url: str) -> None:
+    """Refuse a name an argument's value chooses (an exploded object's key, a free-form form body's
+    field) that is read as the method, or is a query parameter the action writes itself: a rule on
+    ``limit`` judges the ``limit`` argument, so ``limit`` may not reach the wire through another one.
+
+    Raises:
+        ArgumentError: naming the argument, the key, and what to do instead.
+    """
+    form_body = (
+        placed.has_whole_body and binding.body in ("form", "multipart") and isinstance(placed.whole_body, Mapping)
+    )
+    if not placed.query and not form_body:
+        return
+    chosen = [(spec.name, key) for spec, value in placed.query for key in free_keys(spec, value)]
+    if form_body:
+        chosen += [(str(binding.body_param), str(key)) for key in placed.whole_body]
+    if not chosen:
+        return
+    own = _layout(binding).query_names
+    fixed = _query_names(_base(base_url)[3])
+    writers: dict[str, str] = {}
+    for name, key in chosen:
+        field_name = f"{name}.{key}"
+        if overrides_method(key):
+            raise ArgumentError(
+                f"argument {name!r} cannot hold the key {key!r}: servers read it as the request's method, "
+                f"which must be {binding.method.upper()} as the action says; leave it out",
+                errors=[{"field": field_name, "message": "read as the method"}],
+            )
+        base = _query_name(key)
+        owner = own.get(base)
+        if owner:
+            raise ArgumentError(
+                f"argument {name!r} cannot hold the key {key!r}: the query parameter {base!r} has an argument "
+                f"of its own; pass it as {owner!r}",
+                errors=[{"field": field_name, "message": f"pass it as {owner!r}"}],
+            )
+        if owner is not None or base in fixed:
+            raise ArgumentError(
+                f"argument {name!r} cannot hold the key {key!r}: the action's URL sets {base!r} itself; leave it out",
+                errors=[{"field": field_name, "message": "set by the action's URL"}],
+            )
+        other = writers.setdefault(base, name)
+        if other != name:
+            raise ArgumentError(
+                f"arguments {other!r} and {name!r} both hold the key {key!r}; give it in one of them",
+                errors=[{"field": field_name, "message": f"also in {other!r}"}],
+            )
 
 
 # -- URL -------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from ..vocabulary.model import ParamSpec
 __all__ = [
     "cookie_text",
     "escaped",
+    "free_keys",
     "header_text",
     "nested_leaves",
     "path_text",
@@ -99,6 +100,15 @@ def query_parts(spec: ParamSpec, value: Any) -> list[str]:
         separator = _URL_SEPARATORS.get(style, ",")
         return [f"{key}={separator.join(part for pair in pairs for part in pair)}"] if pairs else []
     return [f"{key}={escaped(wire_text(value))}"]
+
+
+def free_keys(spec: ParamSpec, value: Any) -> list[str]:
+    """The query names ``query_parts`` writes from the value itself rather than from the parameter's
+    name: an exploded object's keys (``flt={"a": 1}`` is ``a=1``). The caller checks that none of them
+    is another parameter's name or one read as the method."""
+    if spec.style in (None, "json", "deepObject") or not spec.style_explode or not isinstance(value, Mapping):
+        return []
+    return [key for key, _ in _pairs(value)]
 
 
 def nested_leaves(value: Any, keys: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:

@@ -29,7 +29,7 @@ import httpx2
 
 from ..auth import LastMeterAuth
 from ..manifest import CREDENTIAL_HEADERS, ApiKeyAuth, ConnectorConfig, auth_headers
-from ..primitives.rerouting import header_name, rerouting
+from ..primitives.rerouting import header_name, overrides_method, rerouting
 from ..sources.generic_request import METHODS
 from ..vocabulary.errors import ArgumentError, UpstreamError
 from ..vocabulary.model import Action, RequestBinding
@@ -56,10 +56,11 @@ _PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
 _FORM = "application/x-www-form-urlencoded"
 _TEXT = "text/plain; charset=utf-8"
 _JSON = "application/json"
-_METHOD_PARAMS = frozenset({"_method", "x-http-method-override", "x-method-override", "x-http-method"})
-"""Query parameters frameworks (Rails, Laravel, Symfony, method-override middleware) read as the method."""
 _METHOD_PARAM_REFUSAL = (
     "query parameter {name!r} makes servers use another method than the request says; give the method itself"
+)
+_METHOD_FIELD_REFUSAL = (
+    "form field {name!r} makes servers use another method than the request says; give the method itself"
 )
 
 
@@ -204,7 +205,7 @@ def _query(query: Any, connector: ConnectorConfig) -> str:
     for name, value in query.items():
         if credential is not None and str(name).lower() == credential:
             raise _refused("query", f"query parameter {name!r} carries the connector's credential; the gateway adds it")
-        if _overrides_method(str(name)):
+        if overrides_method(str(name)):
             raise _refused("query", _METHOD_PARAM_REFUSAL.format(name=name))
         if value is None:
             continue
@@ -215,17 +216,13 @@ def _query(query: Any, connector: ConnectorConfig) -> str:
     return "&".join(parts)
 
 
-def _overrides_method(name: str) -> bool:
-    return name.strip().lower() in _METHOD_PARAMS
-
-
 def _check_query_names(query: str, connector: ConnectorConfig) -> None:
     credential = _credential_param(connector)
     if not query:
         return
     for pair in query.split("&"):
         name = unquote(pair.split("=", 1)[0])
-        if _overrides_method(name):
+        if overrides_method(name):
             raise _refused("path", _METHOD_PARAM_REFUSAL.format(name=name))
         if credential is not None and name.lower() == credential:
             raise _refused("path", "the path's query carries the connector's credential parameter; the gateway adds it")
@@ -282,6 +279,9 @@ def _body(args: Mapping[str, Any], headers: httpx2.Headers) -> bytes | None:
     if content_type == _FORM:
         if not isinstance(body, Mapping):
             raise _refused("body", "a form-encoded body must be an object")
+        for name in body:
+            if overrides_method(str(name)):
+                raise _refused("body", _METHOD_FIELD_REFUSAL.format(name=name))
         return encode_form(body).encode("ascii")
     if isinstance(body, str):
         headers.setdefault("Content-Type", _TEXT)

@@ -4,14 +4,16 @@ A proxy, load balancer or web framework that honours ``X-HTTP-Method-Override: D
 DELETE; one that honours ``X-Original-URL`` serves another path; ``X-Forwarded-For`` makes the caller
 another client. Policy and the approval page judge a call by its own method and URL, so none of these
 may reach the wire: not from an agent's argument, nor from a description, a collection or the manifest.
-Nor may a name that is no header name at all (``header_name``).
+Nor may a name that is no header name at all (``header_name``). The query and form fields the same
+frameworks read as the method (``_method=DELETE``) are refused as well, wherever an agent could name one
+(``overrides_method``).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["REROUTING_HEADERS", "header_name", "rerouting"]
+__all__ = ["METHOD_FIELDS", "REROUTING_HEADERS", "header_name", "overrides_method", "rerouting"]
 
 REROUTING_HEADERS = frozenset(
     {
@@ -38,6 +40,19 @@ def rerouting(name: str) -> bool:
     (``X-HTTP-Method-Override``, ``X-Original-URL``, ``X-Forwarded-*``, ``Forwarded`` ...)."""
     lower = name.strip().lower()
     return lower in REROUTING_HEADERS or lower.startswith("x-forwarded-")
+
+
+METHOD_FIELDS = frozenset(
+    {"_method", "x-http-method-override", "x-method-override", "x-http-method", "x-override-method"}
+)
+"""Query parameters and form fields that frameworks read as the method (Rails, Laravel, Symfony, the
+method-override middlewares), lower-cased."""
+
+
+def overrides_method(name: str) -> bool:
+    """Whether a query parameter or form field ``name`` is read as the request's method. A bracketed
+    name counts as its base (``_method[]``: PHP and ``qs`` read it as ``_method``)."""
+    return name.split("[", 1)[0].strip().lower() in METHOD_FIELDS
 
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 5.6.2

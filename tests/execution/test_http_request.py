@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -175,6 +176,64 @@ def test_base_and_template_query_strings_are_kept_before_the_arguments() -> None
     request = build_request(act, {"q": "x"}, base_url="https://h/api?api-version=2")
     assert request.url.query == b"api-version=2&type=repo&q=x"
     assert path_of(request) == "/api/search"
+
+
+def _free_form(method: str = "GET") -> Action:
+    """``GET /list?flt[...]&limit``: ``flt`` an exploded form object whose keys go on the wire as they are."""
+    specs = (
+        ParamSpec(name="flt", location="query", style="form", style_explode=True),
+        ParamSpec(name="limit", location="query"),
+        ParamSpec(name="page_size", location="query", wire_name="pageSize"),
+    )
+    return action("/list?mode=all", method, specs=specs)
+
+
+def test_an_exploded_objects_own_keys_go_on_the_wire() -> None:
+    request = build_request(_free_form(), {"flt": {"color": "red"}, "limit": 5}, base_url=BASE)
+    assert request.url.query == b"mode=all&color=red&limit=5"
+
+
+@pytest.mark.parametrize(
+    ("key", "told"),
+    [
+        ("limit", "pass it as 'limit'"),
+        ("LIMIT", "pass it as 'limit'"),
+        ("limit[]", "pass it as 'limit'"),
+        ("pageSize", "pass it as 'page_size'"),
+        ("mode", "the action's URL sets 'mode' itself"),
+        ("api-version", "the action's URL sets 'api-version' itself"),
+        ("_method", "read it as the request's method"),
+        ("X-HTTP-Method-Override", "read it as the request's method"),
+    ],
+)
+def test_an_exploded_object_cannot_write_another_parameter_or_the_method(key: str, told: str) -> None:
+    # A rule on `limit` judges the `limit` argument; `limit` through `flt` would reach the wire unjudged.
+    for args in ({"flt": {key: "9999"}}, {"flt": {key: "9999"}, "limit": 5}):
+        with pytest.raises(ArgumentError, match=re.escape(told)) as caught:
+            build_request(_free_form(), args, base_url=f"{BASE}?api-version=2")
+        assert caught.value.errors == [{"field": f"flt.{key}", "message": caught.value.errors[0]["message"]}]
+
+
+def test_two_exploded_objects_cannot_both_write_one_key() -> None:
+    specs = tuple(ParamSpec(name=n, location="query", style="form") for n in ("a", "b"))
+    with pytest.raises(ArgumentError, match="both hold the key 'x'"):
+        build_request(action("/l", "GET", specs=specs), {"a": {"x": 1}, "b": {"x": 2}}, base_url=BASE)
+
+
+def test_deep_objects_keep_their_keys_under_their_own_name() -> None:
+    specs = (ParamSpec(name="f", location="query", style="deepObject"), ParamSpec(name="limit", location="query"))
+    request = build_request(action("/l", "GET", specs=specs), {"f": {"limit": 1, "_method": "x"}}, base_url=BASE)
+    assert request.url.query == b"f[limit]=1&f[_method]=x"
+
+
+@pytest.mark.parametrize("body", ["form", "multipart"])
+def test_a_free_form_form_body_cannot_write_the_method_or_a_query_parameter(body: str) -> None:
+    specs = (ParamSpec(name="limit", location="query"), ParamSpec(name="payload", location="body"))
+    act = action("/v1/x", specs=specs, body=body, body_param="payload")
+    for key, told in (("_method", "the request's method"), ("limit", "pass it as 'limit'")):
+        with pytest.raises(ArgumentError, match=re.escape(told)):
+            build_request(act, {"payload": {key: "DELETE"}}, base_url=BASE)
+    assert b"name" in build_request(act, {"payload": {"name": "x"}}, base_url=BASE).content
 
 
 # -- headers and cookies ---------------------------------------------------------------------

@@ -179,6 +179,15 @@ def test_method_and_url_override_headers_are_refused(name: str) -> None:
     assert f"header {name!r} makes servers on the way use another method, URL or client" in message
 
 
+@pytest.mark.parametrize("name", ["_method", "X-HTTP-Method-Override", "_method[]"])
+def test_query_parameters_and_form_fields_read_as_the_method_are_refused(name: str) -> None:
+    assert "another method than the request says" in refused({"method": "GET", "path": "/x", "query": {name: "DELETE"}})
+    assert "another method than the request says" in refused({"method": "GET", "path": f"/x?{name}=DELETE"})
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    message = refused({"method": "POST", "path": "/x", "headers": form, "body": {name: "DELETE"}})
+    assert f"form field {name!r} makes servers use another method" in message
+
+
 def test_a_header_given_twice_in_two_spellings_is_refused() -> None:
     # Last one wins on the wire: which that is would hang on the arguments' order.
     message = refused({"method": "POST", "path": "/x", "headers": {"x-recipient": "mallory", "X-Recipient": "alice"}})
