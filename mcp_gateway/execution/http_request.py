@@ -263,7 +263,7 @@ def _prepared_request(action: Action, binding: _HttpLike, placed: _Placed, wire:
     # own preparation would add (Host, Content-Length), so that is not worked out again per call.
     request = httpx2.Request(binding.method, url, headers=headers, stream=httpx2.ByteStream(content or b""))
     request.read()  # as Request(content=...) does: the body stays replayable (redirects, signing)
-    if own_type:
+    if own_type and binding.body_type is None:
         with_own_body_type(request, content_type)
     return request
 
@@ -362,7 +362,9 @@ def build_request(
         # An operator-declared Content-Type (a vendor JSON type, say) wins over our generic one.
         return httpx2.Request(binding.method, url, headers=headers, content=content)
     headers["Content-Type"] = content_type
-    return with_own_body_type(httpx2.Request(binding.method, url, headers=headers, content=content), content_type)
+    request = httpx2.Request(binding.method, url, headers=headers, content=content)
+    # The description's own media type is shown to an approver: only the gateway's generic one is not.
+    return request if binding.body_type is not None else with_own_body_type(request, content_type)
 
 
 def _url_too_long(placed: _Placed) -> ArgumentError:
@@ -759,7 +761,7 @@ def _body(action: Action, binding: _HttpLike, placed: _Placed) -> tuple[bytes | 
                 f"the body of {action.qualified_name} is sent as is, so {binding.body_param!r} must be a string",
                 errors=[{"field": str(binding.body_param), "message": "must be a string"}],
             )
-        return value.encode("utf-8"), "text/plain; charset=utf-8"
+        return value.encode("utf-8"), binding.body_type or "text/plain; charset=utf-8"
     if binding.body == "multipart":
         return multipart_body(action, _layout(binding).body_specs, value)
     if binding.body == "json":

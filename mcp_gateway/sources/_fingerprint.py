@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NORMALIZER_VERSION", "current_fingerprint", "file_fingerprint", "reuse", "settings_digest"]
 
-NORMALIZER_VERSION = "10"
+NORMALIZER_VERSION = "11"
 """Part of every fingerprint: a new value makes the next sync normalize every catalog again and store
 it anew. 4: catalogs are stored one action a line (``store/catalog_lines.py``), which the command
 line's ``discover`` needs to answer from the stored state; rows of earlier builds are rewritten.
@@ -31,7 +31,8 @@ leading bare number is a version, a GET on a collection URL lists (``list_setup_
 ``By<Param>``-padded operationId names no operation, as ``_naming`` says. 8: an OpenAPI parameter keeps
 its ``style`` and a multipart body its fields' files and content types (``sources/_param_styles.py``).
 9: an MCP tool's name outside ASCII keeps its Latin reading and a digest of the whole (``sources/mcp.py``).
-10: such a tool's own name is an alias of its action and opens its summary."""
+10: such a tool's own name is an alias of its action and opens its summary. 11: an OpenAPI body that
+is neither JSON nor a form (``text/plain``, ``application/octet-stream``) is sent raw with its media type."""
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:

@@ -671,6 +671,7 @@ def _action(ctx: _Context, url: str, method: str, op: dict[str, Any], item: dict
             params=tuple(args.specs),
             body=args.body_kind,
             body_param=args.body_param,
+            body_type=args.body_type,
             operation_id=operation_id,
         ),
         group=_first_tag(op),
@@ -794,6 +795,8 @@ _SWAGGER2_SCHEMA_KEYS = frozenset(
     }
 )
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_MEDIA_TYPE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*;[ -~]*)?")
+"""A media type as a ``Content-Type`` carries it: ``type/subtype``, then any parameters in printable ASCII."""
 BodyKind = Literal["json", "form", "multipart", "raw"]
 
 
@@ -823,13 +826,15 @@ class _Arguments:
         self.properties: dict[str, dict[str, Any]] = {}
         self.required: list[str] = []
         self.specs: list[ParamSpec] = []
-        self.encoding: Literal["json", "form", "multipart"] = "json"
+        self.encoding: Literal["json", "form", "multipart", "raw"] = "json"
         self.body_param: str | None = None
+        self.body_type: str | None = None
+        """A raw body's media type, sent as its ``Content-Type``."""
         self.notes: list[str] = []
         """What of the description the requests cannot honour (``Written.notes``)."""
 
     @property
-    def body_kind(self) -> Literal["json", "form", "multipart", "none"]:
+    def body_kind(self) -> Literal["json", "form", "multipart", "raw", "none"]:
         """``none`` when no argument goes to the body, whatever the spec declared."""
         return self.encoding if any(s.location == "body" for s in self.specs) else "none"
 
@@ -888,7 +893,7 @@ class _Arguments:
         media_type: str = "application/json",
         encoding: Any = None,
     ) -> None:
-        self.encoding = kind if kind in ("form", "multipart") else "json"
+        self.encoding = kind
         inlined = self.inliner.inline(schema, base) if schema is not None else {}
         props = inlined.get("properties")
         declared = inlined.get("type", "object")
@@ -908,8 +913,17 @@ class _Arguments:
                 self._add(name, prop, "body", sub, prop in body_required, written)
             return
         if kind == "raw":
+            # The text goes out as it is (UTF-8), labelled with the description's media type: a binary
+            # one too, whose bytes an agent gives as text, as it gives a multipart file's content.
+            # A media type no header can carry (a description's typo) leaves the generic text type.
+            self.body_type = media_type if _MEDIA_TYPE.fullmatch(media_type) else None
+            if inlined.get("type", "string") != "string":
+                # An XML or other document described by its structure: still text the agent writes.
+                inlined = {key: inlined[key] for key in ("description", "title") if key in inlined}
             inlined = {"type": "string", **inlined}
-            inlined.setdefault("description", f"The raw request body, sent as {media_type}.")
+            inlined.setdefault(
+                "description", f"The request body as text, sent as it is (UTF-8) with Content-Type {media_type}."
+            )
         if isinstance(description, str) and description.strip() and "description" not in inlined:
             inlined["description"] = description.strip()
         self.body_param = self._add("body", None, "body", inlined, required)

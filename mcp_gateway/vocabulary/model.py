@@ -174,6 +174,9 @@ class _HttpLikeBinding(BaseModel):
     ``{content, filename?, content_type?}`` is a file part); ``raw``: ``body_param``'s string as is."""
     body_param: str | None = None
     """When set, this argument *is* the whole body (a non-object JSON body); else body args form an object."""
+    body_type: str | None = None
+    """The ``Content-Type`` a ``raw`` body goes out with, as the description names its media type
+    (``text/plain``, ``application/octet-stream``, ``application/xml``); None: ``text/plain; charset=utf-8``."""
 
 
 class OpenAPIBinding(_HttpLikeBinding):

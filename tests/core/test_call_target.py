@@ -271,3 +271,25 @@ async def test_the_call_shown_is_the_styled_request_the_upstream_gets() -> None:
     assert got.headers["content-type"].startswith("multipart/form-data; boundary=")
     assert b'name="file"; filename="a.txt"\r\nContent-Type: application/octet-stream\r\n\r\nhello\r\n' in got.body
     assert b'name="meta"\r\nContent-Type: application/json\r\n\r\n{"k":"v"}\r\n' in got.body
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("media", ["text/plain", "application/octet-stream"])
+async def test_a_raw_body_arrives_as_its_text_and_the_page_names_its_media_type(media: str) -> None:
+    # The upstream stores what the approver read, and the page says what it is labelled.
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/files": {"put": {"requestBody": {"content": {media: {"schema": {"type": "string"}}}}}}},
+    }
+    action = normalize_openapi(spec, connector="shop").actions[0]
+    app = EchoApp()
+    with LoopbackServer(app) as server:
+        connector = CONNECTOR.model_copy(update={"slug": "shop", "base_url": server.base_url})
+        async with httpx2.AsyncClient() as client:
+            built = HttpExecutor(client).prepare(action, {"body": "%PDF-1.4 raw\nline"}, connector, server.base_url)
+            assert built.request is not None
+            await client.send(built.request)
+    [got] = app.requests
+    assert (got.body, got.headers["content-type"]) == (b"%PDF-1.4 raw\nline", media)
+    assert what_it_calls(built) == f'PUT {server.base_url}/files, with headers content-type: "{media}"'

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from mcp_gateway.discovery import DiscoveryIndex
+from mcp_gateway.execution.http_request import build_request
 from mcp_gateway.manifest import ApiKeyAuth, AuthConfig, BearerAuth, ConnectorConfig, NoAuth
 from mcp_gateway.sources.base import LoadContext, Normalized
 from mcp_gateway.sources.openapi import (
@@ -619,6 +620,42 @@ def test_openapi31_features() -> None:
     assert raw.path == "create_raw" and raw.aliases == ("raw.post",) and raw.binding.body_param == "body"
     assert raw.input_schema["properties"]["body"]["type"] == "string"
     assert "text/plain" in raw.input_schema["properties"]["body"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("media", "schema", "sent"),
+    [
+        ("text/plain", {"type": "string"}, b"line1\nline2"),
+        ("application/octet-stream", {"type": "string", "format": "binary"}, b"line1\nline2"),
+        ("application/xml", {"type": "object", "properties": {"a": {"type": "string"}}}, b"line1\nline2"),
+        ("text/csv; charset=utf-8", {"type": "string"}, b"line1\nline2"),
+    ],
+)
+def test_a_body_neither_json_nor_a_form_goes_out_as_its_text_with_its_media_type(
+    media: str, schema: dict[str, Any], sent: bytes
+) -> None:
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/v1/text": {"post": {"requestBody": {"content": {media: {"schema": schema}}}}}},
+    }
+    [action] = normalize_openapi(document, connector="t").actions
+    body = action.input_schema["properties"]["body"]
+    assert body["type"] == "string" and f"as it is (UTF-8) with Content-Type {media}" in body["description"]
+    request = build_request(action, {"body": "line1\nline2"}, base_url="https://api.test")
+    # Not the JSON string '"line1\\nline2"' labelled application/json.
+    assert (request.content, request.headers["content-type"]) == (sent, media)
+
+
+def test_a_body_media_type_no_header_can_carry_is_sent_as_plain_text() -> None:
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/t": {"post": {"requestBody": {"content": {"text/plain\r\nX-A: 1": {"schema": {}}}}}}},
+    }
+    [action] = normalize_openapi(document, connector="t").actions
+    request = build_request(action, {"body": "x"}, base_url="https://api.test")
+    assert request.headers["content-type"] == "text/plain; charset=utf-8"
 
 
 def test_allof_is_merged_and_depth_is_capped() -> None:
