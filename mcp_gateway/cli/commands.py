@@ -862,6 +862,7 @@ def _clock() -> Any:
 def _shown_approval(record: ApprovalRecord) -> str:
     """An approval as a terminal shows it: what the approval page shows, hidden characters as escapes."""
     from ..primitives.lookalikes import lookalikes
+    from ..primitives.sanitize import reveal, revealed, right_to_left
     from ..services.approvals import arguments_whole
 
     lines = [
@@ -875,13 +876,25 @@ def _shown_approval(record: ApprovalRecord) -> str:
         ("expires", record.expires_at.isoformat(timespec="seconds")),
         ("fingerprint", record.fingerprint),
     ]
-    out = [f"{name + ':':<13}{escaped(str(value))}" for name, value in lines if value]
-    out += ["arguments:", escaped(record.arguments or "{}", lines=True)]
+    # Spelled by the page's own rule (``reveal``), then made safe for a terminal.
+    out = [f"{name + ':':<13}{escaped(revealed(str(value)))}" for name, value in lines if value]
+    out += ["arguments:", escaped(revealed(record.arguments or "{}"), lines=True)]
     if not arguments_whole(record):
         out.append("(the arguments were cut when stored, so this call cannot be approved: deny it or let it expire)")
     if record.arguments and record.arguments.count("[redacted]"):
         out.append(f"({record.arguments.count('[redacted]')} value(s) under credential-like names are hidden)")
-    mixed = lookalikes(f"{record.calls or ''} {record.arguments or ''}")
+    shown = f"{record.calls or ''} {record.arguments or ''}"
+    if any(marked for _, marked in reveal(shown)):
+        out.append(
+            "warning: invisible, blank-looking or direction-changing characters, or marks drawn over other letters, "
+            "are shown as their codes (\\u202e); elsewhere the text may read differently"
+        )
+    if right_to_left(shown):
+        out.append(
+            "warning: right-to-left letters (Hebrew, Arabic ...): shown here in the order written, but a terminal "
+            "or page that applies bidi turns the digits and words after them around ('5000 ,5' for '5, 5000')"
+        )
+    mixed = lookalikes(shown)
     if mixed:  # as the page and the overview warn: a word that reads as another
         out.append("warning: words mixing alphabets, which read as other words: " + escaped("; ".join(mixed)))
     return "\n".join(out) + "\n"

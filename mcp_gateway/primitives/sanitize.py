@@ -38,6 +38,8 @@ __all__ = [
     "instruction_flags",
     "one_line_readings",
     "reveal",
+    "revealed",
+    "right_to_left",
 ]
 
 MAX_TITLE_CHARS: Final = 200
@@ -275,16 +277,48 @@ def _mentions(text: str, name: str) -> bool:
 # line without looking like a break (CR, the Unicode line and paragraph separators).
 _OTHER_FORMAT: Final = ((0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2))
 _MORE_FORMAT: Final = ((0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3))
+_BLANK: Final = ((0x2800, 0x2800), (0xFFFC, 0xFFFC), (0x1D159, 0x1D159))
+"""Characters drawn as nothing or as a bare space although they are none: the braille blank (a value
+of one looks empty), the object replacement character, the musical null notehead."""
+_OVERLAID: Final = (
+    (0x0334, 0x0338),
+    (0x0488, 0x0489),
+    (0x1ABE, 0x1ABE),
+    (0x1CD4, 0x1CD4),
+    (0x1CE2, 0x1CE8),
+    (0x20D2, 0x20D3),
+    (0x20D8, 0x20DA),
+    (0x20DD, 0x20E0),
+    (0x20E2, 0x20E6),
+    (0x20EA, 0x20EB),
+    (0xA670, 0xA672),
+    (0x10A39, 0x10A39),
+    (0x16AF0, 0x16AF4),
+    (0x1BC9E, 0x1BC9E),
+    (0x1D167, 0x1D169),
+)
+"""Combining marks drawn over or around their neighbours rather than beside them: the overlays
+(combining class 1: ``inv̸oice`` strikes a letter through) and the enclosing marks (a circle, a
+keycap drawn around what precedes them)."""
 _REVEALED = re.compile(
     "(["
-    + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*INVISIBLE_RANGES, *_OTHER_FORMAT, *_MORE_FORMAT))
+    + "".join(
+        f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in (*INVISIBLE_RANGES, *_OTHER_FORMAT, *_MORE_FORMAT, *_BLANK, *_OVERLAID)
+    )
     + "\\r\\u2028\\u2029])"
 )
+MAX_STACKED_MARKS: Final = 4
+"""More combining marks on one letter than any writing system stacks (Vietnamese two, pointed Hebrew
+and Tibetan up to four): a taller stack spills over the lines around it, so it is shown as codes."""
+_NON_ASCII_STRETCH = re.compile(f"[^\\x00-\\x7f]{{{MAX_STACKED_MARKS + 1},}}")
 
 
 def reveal(text: str) -> list[tuple[str, bool]]:
-    """``text`` as runs of what shows as itself (False) and of hidden characters spelled as escapes,
-    ``\\u202e`` (True): a page shows the second kind marked, so "\\u202e0001" cannot pass for "1000"."""
+    """``text`` as runs of what shows as itself (False) and of characters spelled as escapes,
+    ``\\u202e`` (True): hidden or direction-changing ones, blank-looking ones (U+2800), marks drawn
+    over their neighbours, and stacks of more than ``MAX_STACKED_MARKS`` combining marks. A page shows
+    the second kind marked, so "\\u202e0001" cannot pass for "1000", nor "\\u2800" for nothing. The
+    one rule for the approval page, the operator's overview and ``approvals show`` (``revealed``)."""
     if text.isascii() and text.isprintable():
         return [(text, False)] if text else []
     runs: list[tuple[str, bool]] = []
@@ -292,8 +326,48 @@ def reveal(text: str) -> list[tuple[str, bool]]:
         if not part:
             continue
         if i % 2:
-            code = ord(part)
-            runs.append((f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}", True))
+            runs.append((_code(part), True))
         else:
-            runs.append((part, False))
+            runs.extend(_stacks_revealed(part))
     return runs
+
+
+def revealed(text: str) -> str:
+    """``text`` as ``reveal`` spells it, in one piece: for a terminal, where nothing can be marked."""
+    return "".join(piece for piece, _ in reveal(text))
+
+
+def _code(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _stacks_revealed(text: str) -> list[tuple[str, bool]]:
+    """``text`` with each stack of more than ``MAX_STACKED_MARKS`` combining marks as codes. Only
+    stretches of that many characters beyond ASCII are looked at one by one (they must hold any such stack)."""
+    runs: list[tuple[str, bool]] = []
+    done = 0
+    for stretch in _NON_ASCII_STRETCH.finditer(text):
+        start = stretch.start()
+        while start < stretch.end():
+            end = start
+            while end < stretch.end() and unicodedata.category(text[end]) in ("Mn", "Me"):
+                end += 1
+            if end - start > MAX_STACKED_MARKS:
+                if start > done:
+                    runs.append((text[done:start], False))
+                runs.append(("".join(_code(char) for char in text[start:end]), True))
+                done = end
+            start = end + 1
+    if done < len(text):
+        runs.append((text[done:], False))
+    return runs
+
+
+def right_to_left(text: str) -> bool:
+    """Whether ``text`` holds a right-to-left letter (Hebrew, Arabic, Syriac, Thaana, N'Ko …): shown by
+    the bidi algorithm, it turns the digits and punctuation after it around (``"א 5, 5000"`` reads
+    ``"5000 ,5 א"``). The pages show such text in the order it was written, and say so."""
+    if text.isascii():
+        return False
+    return any(unicodedata.bidirectional(char) in ("R", "AL") for char in text if ord(char) >= 0x0590)

@@ -576,6 +576,19 @@ def test_approvals_show_warns_of_a_word_mixing_alphabets_as_the_page_does(env: C
     assert "warning: words mixing alphabets" in warned.out and "CYRILLIC SMALL LETTER A" in warned.out
 
 
+def test_approvals_show_spells_and_warns_of_what_the_page_marks(env: CliEnv) -> None:
+    # The page's one rule: a braille blank, an overlay and a stack of accents as codes; right-to-left letters named.
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    name = "\u2800|inv\u0338oice|e" + "\u0301" * 20 + "|\u05d0 5, 5000"
+    asked = env.run("call", "echo.items.create", "--args", json.dumps({"name": name}))
+    shown = env.run("approvals", "show", asked.json()["approval_id"]).out
+    assert "\\u2800|inv\\u0338oice|e" + "\\u0301" * 20 + "|\u05d0 5, 5000" in shown
+    assert "warning: invisible, blank-looking" in shown and "warning: right-to-left letters" in shown
+    plain = env.run("call", "echo.items.create", "--args", json.dumps({"name": "Tiếng Việt"}))
+    calm = env.run("approvals", "show", plain.json()["approval_id"]).out
+    assert "Tiếng Việt" in calm and "warning" not in calm
+
+
 def test_secret_set_at_a_terminal_asks_without_echoing(env: CliEnv) -> None:
     # Typed at a terminal, the secret showed as typed, with no prompt saying input was awaited.
     import getpass

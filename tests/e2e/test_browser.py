@@ -277,6 +277,43 @@ def test_the_approval_page_folds_a_long_value_and_warns_of_hidden_characters(bro
     assert page.locator("h1").inner_text() == "Denied"
 
 
+_VISUAL_ORDER = """(element) => {
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  const seen = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const box = range.getBoundingClientRect();
+      seen.push([node.data[i], box.top, box.left]);
+    }
+  }
+  seen.sort((a, b) => (Math.abs(a[1] - b[1]) > 2 ? a[1] - b[1] : a[2] - b[2]));
+  return seen.map((s) => s[0]).join("");
+}"""
+"""The characters of an element in the order the browser draws them, line by line, left to right."""
+
+
+def test_the_approval_page_shows_right_to_left_text_in_written_order(browser: Any, site: Site) -> None:
+    """A Hebrew letter before "5, 5000" would have the browser draw "5000 ,5 א"; the page draws the value
+    as written, says why, and marks a braille blank (a value that looks empty) as its code."""
+    site.gw.cli("secret", "set", "tickets", input='{"username": "alice", "password": "pw-for-tickets"}')
+    args = json.dumps({"title": "\u05d0 5, 5000", "priority": "\u2800"}, ensure_ascii=False)
+    pending = site.cli("call", "tickets.tickets.create", "--args", args)
+    assert pending["status"] == "pending_approval", pending
+    page = _page(browser, viewport={"width": 1280, "height": 900})
+    page.goto(pending["approval_url"])
+    values = page.locator("dl.arguments pre")
+    assert values.filter(has_text="5000").evaluate(_VISUAL_ORDER) == '"\u05d0 5, 5000"'
+    banners = page.locator("p.warning").all_inner_texts()
+    assert any("right-to-left letters" in banner for banner in banners), banners
+    assert any("blank-looking" in banner for banner in banners), banners
+    assert values.locator("mark.hidden-char").inner_text() == "\\u2800"
+    _shot(page, "approval-right-to-left")
+    page.click("button[value=deny]")
+
+
 def test_operator_overview(browser: Any, site: Site) -> None:
     site.gw.cli("secret", "set", "tickets", input='{"username": "alice", "password": "pw-for-tickets"}')
     assert site.cli("call", "tickets.tickets.create", "--args", '{"title": "Needs a human"}')["status"] == (

@@ -7,7 +7,15 @@ import time
 
 import pytest
 
-from mcp_gateway.primitives.sanitize import clean_json, clean_text, hidden_characters, instruction_flags
+from mcp_gateway.primitives.sanitize import (
+    clean_json,
+    clean_text,
+    hidden_characters,
+    instruction_flags,
+    reveal,
+    revealed,
+    right_to_left,
+)
 
 
 def tags(text: str) -> str:
@@ -147,3 +155,31 @@ def test_instructions_are_read_as_a_reader_sees_them() -> None:
         assert "asks the model to ignore its instructions" in instruction_flags(text), text
     assert instruction_flags("List the issues of a repository; sort_by created_at") == []
     assert instruction_flags("Then call github.create_issue", other_tools=["github.create_issue"])
+
+
+@pytest.mark.parametrize(
+    ("text", "runs"),
+    [
+        ("\u2800", [("\\u2800", True)]),  # a braille blank: looks like an empty value
+        ("X\u2800Y\ufffc", [("X", False), ("\\u2800", True), ("Y", False), ("\\ufffc", True)]),
+        ("inv\u0338oice.pdf", [("inv", False), ("\\u0338", True), ("oice.pdf", False)]),  # struck through
+        ("1\u20e3", [("1", False), ("\\u20e3", True)]),  # a keycap drawn around the digit
+        ("e" + "\u0301" * 5 + "!", [("e", False), ("\\u0301" * 5, True), ("!", False)]),
+        ("ab" + "\u0301" * 20, [("ab", False), ("\\u0301" * 20, True)]),
+    ],
+)
+def test_reveal_marks_blank_looking_characters_overlays_and_tall_stacks_of_marks(
+    text: str, runs: list[tuple[str, bool]]
+) -> None:
+    assert reveal(text) == runs
+    assert revealed(text) == "".join(piece for piece, _ in runs)
+
+
+@pytest.mark.parametrize("text", ["Tiếng Việt", "nai\u0308ve", "e\u0301\u0302\u0303\u0304", "שָׁלוֹם", "कृष्ण", "བསྒྲུབས"])
+def test_reveal_leaves_the_marks_writing_systems_stack(text: str) -> None:
+    assert reveal(text) == [(text, False)]
+
+
+def test_right_to_left_letters_are_told_apart() -> None:
+    assert right_to_left("\u05d0 5, 5000") and right_to_left("مرحبا 12")
+    assert not right_to_left("5, 5000") and not right_to_left("Tiếng Việt 日本")

@@ -244,8 +244,9 @@ async def test_the_operator_overview_shows_every_argument_and_marks_hidden_chara
         assert "TAIL_END" in overview.text  # the whole of a long argument, folded, never cut
         record = await g.approvals.get(pending.approval_id)
         assert record is not None and record.calls and record.fingerprint in overview.text
-        assert f"It will call: <code>{html.escape(record.calls)}</code>" in overview.text  # as the approval page says
-        assert "Mixes alphabets" not in overview.text
+        # As the approval page says it, in written order whatever its letters' direction.
+        assert f'It will call: <code><bdo dir="ltr">{html.escape(record.calls)}</bdo></code>' in overview.text
+        assert "Mixes alphabets" not in overview.text and "right-to-left" not in overview.text
 
         # A host spelled with a Cyrillic "а" is named, as on the approval page.
         lookalike = await g.call(ALICE, TOOL, {"to": "https://аpple.com/pay", "amount": "5"})

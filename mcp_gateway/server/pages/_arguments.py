@@ -4,9 +4,11 @@ Each top-level argument gets a row of its own, so a long first value cannot push
 the amount out of sight. A value longer than ``FOLD_CHARS`` (or ``FOLD_LINES``) is folded into a
 ``<details>`` element that shows its start and its length and opens to the whole of it; nothing is
 ever cut. Characters a reader would not see, or would see wrongly (bidi overrides, zero-width and
-tag characters, other format controls), are shown as escapes (``\\u202e``), marked, and the page
-warns about them. Arguments that were cut when stored (beyond ``approvals.ARGUMENTS_CHARS``) no
-longer parse: the view says so, and the page offers no Approve for what it cannot show.
+tag characters, other format controls, blank-looking characters, marks drawn over their neighbours),
+are shown as escapes (``\\u202e``), marked, and the page warns about them (``sanitize.reveal``); text
+holding right-to-left letters is shown in written order, and the page says so. Arguments that were
+cut when stored (beyond ``approvals.ARGUMENTS_CHARS``) no longer parse: the view says so, and the page
+offers no Approve for what it cannot show.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from ...primitives.lookalikes import lookalikes
 from ...primitives.redaction import REDACTED
-from ...primitives.sanitize import reveal
+from ...primitives.sanitize import reveal, right_to_left
 
 __all__ = ["FOLD_CHARS", "FOLD_LINES", "ArgumentView", "ArgumentsView", "Shown", "arguments_view", "lookalikes"]
 
@@ -63,6 +65,9 @@ class ArgumentsView:
     lookalikes: tuple[str, ...] = ()
     """Words that mix letters of different alphabets (``аpple.com``, its first letter Cyrillic), each
     with the letters that are not Latin named: they read as a word they are not."""
+    right_to_left: bool = False
+    """Whether any name or value holds right-to-left letters, which the page shows in written order
+    (``sanitize.right_to_left``) and says so."""
 
     @property
     def hidden(self) -> bool:
@@ -74,16 +79,19 @@ class ArgumentsView:
 
 def arguments_view(text: str) -> ArgumentsView:
     """The view of an approval's stored ``arguments`` (indented JSON of the redacted arguments)."""
+    rtl = right_to_left(text)
     try:
         value: Any = json.loads(text) if text else {}
     except ValueError:
-        return ArgumentsView((), _shown(text), complete=False, lookalikes=lookalikes(text))
+        return ArgumentsView((), _shown(text), complete=False, lookalikes=lookalikes(text), right_to_left=rtl)
     redacted = text.count(f'"{REDACTED}"')
     if not isinstance(value, dict):
-        return ArgumentsView((), _shown(text), complete=True, redacted=redacted, lookalikes=lookalikes(text))
+        return ArgumentsView(
+            (), _shown(text), complete=True, redacted=redacted, lookalikes=lookalikes(text), right_to_left=rtl
+        )
     rows = tuple(_row(str(name), item) for name, item in value.items())  # pyright: ignore[reportUnknownVariableType]
     shown = json.dumps(value, ensure_ascii=False)
-    return ArgumentsView(rows, None, complete=True, redacted=redacted, lookalikes=lookalikes(shown))
+    return ArgumentsView(rows, None, complete=True, redacted=redacted, lookalikes=lookalikes(shown), right_to_left=rtl)
 
 
 def _row(name: str, value: Any) -> ArgumentView:

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...primitives.sanitize import reveal
+from ...primitives.sanitize import reveal, right_to_left
 from ...services.approvals import ApprovalService, ApproverRefused, asked_by, explain, may_approve
 from ...services.links import LinkService, hash_link_token
 from ...store.contract import ApprovalRecord, LinkRecord
@@ -119,6 +119,7 @@ class ApprovalPage:
             why=explain(approval),
             view=view,
             calls=Shown(tuple(reveal(approval.calls))) if approval.calls else None,
+            right_to_left=view.right_to_left or right_to_left(approval.calls or ""),
             csrf=self.ctx.csrf(link.token_hash),
             expires_at=approval.expires_at.strftime("%Y-%m-%d %H:%M"),
             asker=asked_by(approval.principal, approval.agent),
