@@ -4,21 +4,24 @@ Upstreams reflect what they were sent: an error page quoting the ``Authorization
 debug endpoint echoing the query string, a 401 body naming the key it refused. A ``Redactor``
 learns every form a secret may take on the wire (``SecretValue.redaction_forms``) while the
 request is built, then scrubs the response before it becomes a tool result, an error text or an
-audit row. Longer forms are replaced first, so ``Bearer <token>`` becomes one ``[redacted]``
-rather than ``Bearer [redacted]`` with a trailing fragment of some other form.
+audit row. Every form is looked for in one pass (``string_search``: an Aho–Corasick automaton once
+a process knows many forms), and where forms overlap the union of their spans becomes one
+``[redacted]``: ``Bearer <token>`` is one, not ``Bearer [redacted]``, and no fragment of another
+form is left beside it.
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 import html
 import itertools
 import json
 import re
-from typing import Any, AnyStr
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .secrets import MIN_SECRET_START, SecretValue
+from .string_search import AUTOMATON_MIN_STRINGS, Span, StringSearch, compile_search
 
 __all__ = ["REDACTED", "Redactor"]
 
@@ -32,18 +35,21 @@ class Redactor:
 
     Cheap when empty (the common case for ``auth: none``): nothing is compiled or walked.
     Not shared between calls: each call learns only the secrets it used. What is derived from a
-    secret's forms (its encodings, the compiled patterns) is worked out once per distinct secret set
+    secret's forms (its encodings, the searches for them) is worked out once per distinct secret set
     and kept (``_Compiled``), as the log filter keeps the same forms for the process's life: every
-    call opens its credential again, and re-deriving the same patterns each time was most of the
-    cost of redacting a small answer.
+    call opens its credential again, and re-deriving the same searches each time was most of the
+    cost of redacting a small answer. A large set (the log filter's, many users' secrets) is searched
+    with automata, which learning one more secret extends rather than builds anew.
     """
 
-    __slots__ = ("_compiled", "_forms", "_starts")
+    __slots__ = ("_compiled", "_forms", "_previous", "_starts")
 
     def __init__(self) -> None:
         self._forms: frozenset[str] = frozenset()
         self._starts: frozenset[str] = frozenset()
         self._compiled: _Compiled | None = None
+        self._previous: _Compiled | None = None
+        """The searches of the secrets known before the last ones learned, for the next to extend."""
 
     def add(self, secret: SecretValue) -> None:
         """Learn a secret's forms. Matches ``LastMeterAuth``'s ``on_secret`` callback."""
@@ -51,7 +57,8 @@ class Redactor:
         if not self._forms:
             self._forms, self._starts, self._compiled = forms, starts, None
         elif not (forms <= self._forms and starts <= self._starts):
-            # rebuilt on next use
+            # rebuilt on next use, from what the last state built
+            self._previous = self._compiled or self._previous
             self._forms, self._starts, self._compiled = self._forms | forms, self._starts | starts, None
 
     @property
@@ -70,7 +77,7 @@ class Redactor:
         state = self._state()
         if len(s) < state.shortest and not truncated:
             return s  # no form fits (an id, a tool name): the common case of the copies a call keeps
-        s = _substituted(s, [form for form in state.forms if form in s])
+        s = _replaced(s, state.form_search.spans(s))
         s = _split_forms_redacted(s, state)
         s = _escaped_forms_redacted(s, state)
         s = _starts_redacted(s, state)
@@ -82,15 +89,21 @@ class Redactor:
         """Redact a binary body (its text forms, as UTF-8 bytes); ``truncated`` as for ``redact_text``."""
         if not self._forms or not body:
             return body
-        found = [form for form in self._state().bytes_forms if form in body]
-        body = _bytes_pattern(tuple(found)).sub(REDACTED.encode(), body) if found else body
+        state = self._state()
+        # Read as Latin-1, each byte is one character: the searches for text find the bytes' forms
+        # at the bytes' own offsets.
+        latin = body.decode("latin-1")
+        spans = state.bytes_search.spans(latin)
+        if spans:
+            body = _replaced(latin, spans).encode("latin-1")
         if truncated:
-            longest = max((_partial_tail(body, form.encode()) for form in self._forms), default=0)
+            tails = state.bytes_tails
+            longest = tails.cut(body[-tails.longest :].decode("latin-1"))
             body = body[:-longest] + REDACTED.encode() if longest else body
         return body
 
     def _cut_partial_tail(self, s: str) -> str:
-        longest = max((_partial_tail(s, form) for form in self._forms), default=0)
+        longest = self._state().tails.cut(s)
         return s[:-longest] + REDACTED if longest else s
 
     def redact(self, obj: Any, *, truncated: bool = False) -> Any:
@@ -125,15 +138,13 @@ class Redactor:
         """Whether JSON text may hold a form that one string begins and another ends (an answer chunked
         into content items, a token spread over two fields): a form cut in two leaves its first half or
         its second half whole in one of them. Only forms long enough not to meet by chance."""
-        return any(
-            form[: len(form) // 2] in text or form[len(form) // 2 :] in text for form in self._state().split_json_forms
-        )
+        return self._state().half_search.occurs(text)
 
     def _json_holds_form(self, text: str) -> bool:
         """Whether JSON text may hold a form: whole, or split as ``_split_forms_redacted`` looks for (a
         line break inside a JSON string is written ``\\n``)."""
         state = self._state()
-        if any(form in text for form in state.json_forms) or any(head in text for head in state.json_heads):
+        if state.json_search.occurs(text):
             return True
         if ("&" in text or "%" in text) and _escapes_hold_form(text, state):
             return True
@@ -142,7 +153,7 @@ class Redactor:
         joined = text.replace("\\n", "").replace("\\r", "").replace(_REPLACEMENT, "")
         if len(text) <= SPLIT_ANYWHERE_CHARS:
             joined = "".join(joined.replace("\\t", "").split())  # any whitespace, as in the text itself
-        return len(joined) < len(text) and any(form in joined for form in state.split_forms)
+        return len(joined) < len(text) and state.split_search.occurs(joined)
 
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, str):
@@ -150,7 +161,7 @@ class Redactor:
         if isinstance(obj, int | float) and not isinstance(obj, bool):
             # A secret of digits echoed as a JSON number (an account number, a PIN).
             written = repr(obj)
-            return REDACTED if any(form in written for form in self._state().forms) else obj
+            return REDACTED if self._state().form_search.occurs(written) else obj
         if isinstance(obj, dict):
             return {self._walk(k) if isinstance(k, str) else k: self._walk(v) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
@@ -160,7 +171,8 @@ class Redactor:
     def _state(self) -> _Compiled:
         compiled = self._compiled
         if compiled is None:
-            compiled = self._compiled = _compiled(self._forms, self._starts)
+            compiled = self._compiled = _compiled(self._forms, self._starts, self._previous)
+            self._previous = None
         return compiled
 
     def __repr__(self) -> str:
@@ -168,17 +180,21 @@ class Redactor:
 
 
 class _Compiled:
-    """What redacting needs of one set of forms, built lazily (most calls use only ``json_forms``).
+    """What redacting needs of one set of forms, built lazily (most calls use only ``json_search``).
 
-    Each form is looked for on its own with ``in``, a search in C: many times faster than scanning
-    with one alternation of every form, and nothing to compile (the log filter of a process that has
-    opened hundreds of secrets holds thousands of forms). Only the forms found become a pattern
-    (``_pattern``), which then replaces them, longest first."""
+    Each kind of form has its ``StringSearch``: a scan of each form with ``in`` (a search in C) for
+    a few, an automaton for many (``string_search.compile_search``). Built ``previous=`` the state of
+    fewer secrets, a search reuses the automaton that state built. ``shared``: the state is kept in
+    ``_COMPILED`` for every redactor of the same secrets, and only scans (small, and quick to make)."""
 
     __slots__ = (
         "_bytes_forms",
         "_json_forms",
+        "_searches",
+        "_seeds",
+        "_shared",
         "_split_json_forms",
+        "_tails",
         "forms",
         "heads",
         "json_heads",
@@ -186,7 +202,14 @@ class _Compiled:
         "split_forms",
     )
 
-    def __init__(self, forms: frozenset[str], starts: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        forms: frozenset[str],
+        starts: frozenset[str] = frozenset(),
+        previous: _Compiled | None = None,
+        *,
+        shared: bool = False,
+    ) -> None:
         self.forms = tuple(sorted(forms, key=len, reverse=True))
         self.heads = tuple(sorted(((_head(value), value) for value in starts), key=lambda h: len(h[1]), reverse=True))
         """For each secret whose start is redacted alone: the shortest such start, and the whole value."""
@@ -197,6 +220,62 @@ class _Compiled:
         self._bytes_forms: tuple[bytes, ...] | None = None
         self._json_forms: tuple[str, ...] | None = None
         self._split_json_forms: tuple[str, ...] | None = None
+        self._tails: dict[str, _Tails] = {}
+        self._searches: dict[str, StringSearch] = {}
+        # Only the searches: a state does not keep the one before it alive.
+        self._seeds: dict[str, StringSearch] = {} if previous is None else {**previous._seeds, **previous._searches}
+        self._shared = shared
+
+    def _search(self, kind: str, strings: Callable[[], Iterable[str]]) -> StringSearch:
+        search = self._searches.get(kind)
+        if search is None:
+            # Two threads may both build it: the same search, and either is kept.
+            seed = self._seeds.pop(kind, None)
+            search = compile_search(strings(), previous=seed, automaton=not self._shared)
+            self._searches[kind] = search
+        return search
+
+    @property
+    def form_search(self) -> StringSearch:
+        return self._search("forms", lambda: self.forms)
+
+    @property
+    def split_search(self) -> StringSearch:
+        return self._search("split", lambda: self.split_forms)
+
+    @property
+    def json_search(self) -> StringSearch:
+        """Every form, and every start redacted alone, as JSON text writes it."""
+        return self._search("json", lambda: (*self.json_forms, *self.json_heads))
+
+    @property
+    def half_search(self) -> StringSearch:
+        """Each half of every form looked for across strings, as JSON text writes it."""
+        return self._search("halves", lambda: (half for form in self.split_json_forms for half in _halves(form)))
+
+    @property
+    def head_search(self) -> StringSearch:
+        return self._search("heads", lambda: (head for head, _ in self.heads))
+
+    @property
+    def bytes_search(self) -> StringSearch:
+        """``bytes_forms`` read as Latin-1 (one character a byte)."""
+        return self._search("bytes", lambda: (form.decode("latin-1") for form in self.bytes_forms))
+
+    @property
+    def tails(self) -> _Tails:
+        tails = self._tails.get("text")
+        if tails is None:
+            tails = self._tails["text"] = _Tails(self.forms)
+        return tails
+
+    @property
+    def bytes_tails(self) -> _Tails:
+        """``tails`` of the forms' UTF-8 bytes, read as Latin-1."""
+        tails = self._tails.get("bytes")
+        if tails is None:
+            tails = self._tails["bytes"] = _Tails(form.encode().decode("latin-1") for form in self.forms)
+        return tails
 
     @property
     def bytes_forms(self) -> tuple[bytes, ...]:
@@ -219,6 +298,36 @@ class _Compiled:
         if self._json_forms is None:
             self._json_forms = tuple(_json_escaped(form) for form in self.forms)
         return self._json_forms
+
+
+def _halves(form: str) -> tuple[str, str]:
+    return form[: len(form) // 2], form[len(form) // 2 :]
+
+
+class _Tails:
+    """Every form by its first ``MIN_PARTIAL`` characters: which start of one a text ends with is
+    looked up at the few places near its end, not tried form by form."""
+
+    __slots__ = ("_by_start", "longest")
+
+    def __init__(self, forms: Iterable[str]) -> None:
+        self._by_start: dict[str, list[str]] = {}
+        self.longest = 0
+        for form in forms:
+            if len(form) > MIN_PARTIAL:
+                self._by_start.setdefault(form[:MIN_PARTIAL], []).append(form)
+                self.longest = max(self.longest, len(form))
+
+    def cut(self, s: str) -> int:
+        """How long the longest start of a form (at least ``MIN_PARTIAL``, never the whole form) that
+        ``s`` ends with is (0: none)."""
+        for at in range(max(0, len(s) - self.longest + 1), len(s) - MIN_PARTIAL + 1):
+            group = self._by_start.get(s[at : at + MIN_PARTIAL])
+            if group:
+                tail = s[at:]
+                if any(len(form) > len(tail) and form.startswith(tail) for form in group):
+                    return len(tail)
+        return 0
 
 
 MIN_SPLIT_FORM = 8
@@ -245,7 +354,8 @@ def _split_forms_redacted(s: str, state: _Compiled) -> str:
         joined = "".join(s.split()).replace(_REPLACEMENT, "")  # ``split`` cuts where ``isspace`` says
     else:
         joined = s.replace("\n", "").replace("\r", "").replace(_REPLACEMENT, "")
-    if len(joined) == len(s) or not any(form in joined for form in state.split_forms):
+    found = state.split_search.spans(joined) if len(joined) < len(s) else []
+    if not found:
         return s
     kept = [
         at
@@ -254,9 +364,9 @@ def _split_forms_redacted(s: str, state: _Compiled) -> str:
     ]
     out: list[str] = []
     at = 0
-    for found in _pattern(tuple(form for form in state.split_forms if form in joined)).finditer(joined):
-        out += (s[at : kept[found.start()]], REDACTED)
-        at = kept[found.end() - 1] + 1
+    for start, end in found:
+        out += (s[at : kept[start]], REDACTED)
+        at = kept[end - 1] + 1
     out.append(s[at:])
     return "".join(out)
 
@@ -315,7 +425,7 @@ def _undone(s: str) -> str:
 
 def _escapes_hold_form(s: str, state: _Compiled) -> bool:
     undone = _undone(s)
-    return undone != s and any(form in undone for form in state.forms)
+    return undone != s and state.form_search.occurs(undone)
 
 
 def _escaped_forms_redacted(s: str, state: _Compiled) -> str:
@@ -329,11 +439,10 @@ def _escaped_forms_redacted(s: str, state: _Compiled) -> str:
     if decoded is None:
         return s
     text, spans = decoded
-    found = [form for form in state.forms if form in text]  # some are: ``_escapes_hold_form`` said so
     out: list[str] = []
     at = 0
-    for match in _pattern(tuple(found)).finditer(text):
-        start, end = spans[match.start()][0], spans[match.end() - 1][1]
+    for found_start, found_end in state.form_search.spans(text):  # some: ``_escapes_hold_form`` said so
+        start, end = spans[found_start][0], spans[found_end - 1][1]
         if start < at:
             continue  # inside a reference already replaced
         out += (s[at:start], REDACTED)
@@ -393,17 +502,17 @@ def _across_strings(obj: Any, state: _Compiled) -> Any:
 def _redact_across(slots: list[_Slot], state: _Compiled) -> None:
     texts: list[str] = [holder[key] for holder, key in slots]
     joined = "".join(texts)
-    found = tuple(form for form in state.split_forms if form in joined)
+    found = state.split_search.spans(joined)
     if not found:
         return
     starts = list(itertools.accumulate((len(t) for t in texts[:-1]), initial=0))
     cuts: list[list[tuple[int, int]]] = [[] for _ in texts]
-    for match in _pattern(found).finditer(joined):
-        first = bisect.bisect_right(starts, match.start()) - 1
-        last = bisect.bisect_right(starts, match.end() - 1) - 1
+    for found_start, found_end in found:
+        first = bisect.bisect_right(starts, found_start) - 1
+        last = bisect.bisect_right(starts, found_end - 1) - 1
         for i in range(first, last + 1) if first != last else ():  # one string's own: redacted there already
-            start = max(match.start(), starts[i]) - starts[i]
-            cuts[i].append((start, min(match.end() - starts[i], len(texts[i]))))
+            start = max(found_start, starts[i]) - starts[i]
+            cuts[i].append((start, min(found_end - starts[i], len(texts[i]))))
     for (holder, key), text, spans in zip(slots, texts, cuts, strict=True):
         if spans:
             out, at = [], 0
@@ -414,28 +523,17 @@ def _redact_across(slots: list[_Slot], state: _Compiled) -> None:
             holder[key] = "".join(out)
 
 
-def _substituted(s: str, found: list[str]) -> str:
-    return _pattern(tuple(found)).sub(REDACTED, s) if found else s
-
-
-@functools.lru_cache(maxsize=256)
-def _pattern(forms: tuple[str, ...]) -> re.Pattern[str]:
-    """An alternation of ``forms``, in the order given: longest first, since an alternation takes the
-    first alternative that matches, not the longest."""
-    return re.compile("|".join(map(re.escape, forms)))
-
-
-@functools.lru_cache(maxsize=256)
-def _bytes_pattern(forms: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    return re.compile(b"|".join(map(re.escape, forms)))
-
-
-def _partial_tail(s: AnyStr, form: AnyStr) -> int:
-    """How long a start of ``form`` (of at least ``MIN_PARTIAL``) that ``s`` ends with is (0: none)."""
-    for k in range(min(len(form) - 1, len(s)), MIN_PARTIAL - 1, -1):
-        if s[len(s) - k :] == form[:k]:
-            return k
-    return 0
+def _replaced(s: str, spans: list[Span]) -> str:
+    """``s`` with each of ``spans`` (sorted, disjoint) replaced by ``[redacted]``."""
+    if not spans:
+        return s
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        out += (s[at:start], REDACTED)
+        at = end
+    out.append(s[at:])
+    return "".join(out)
 
 
 _MAX_KEPT = 1024
@@ -456,12 +554,16 @@ def _forms_of(secret: SecretValue) -> tuple[frozenset[str], frozenset[str]]:
     return known
 
 
-def _compiled(forms: frozenset[str], starts: frozenset[str]) -> _Compiled:
+def _compiled(forms: frozenset[str], starts: frozenset[str], previous: _Compiled | None = None) -> _Compiled:
+    if len(forms) >= AUTOMATON_MIN_STRINGS:
+        # Many secrets' forms: the log filter's set, which grows by a secret at a time. Kept by its
+        # redactor alone, each state extending the automata of the one before.
+        return _Compiled(forms, starts, previous)
     compiled = _COMPILED.get((forms, starts))
     if compiled is None:
         if len(_COMPILED) >= _MAX_KEPT:
             _COMPILED.clear()
-        compiled = _COMPILED[(forms, starts)] = _Compiled(forms, starts)
+        compiled = _COMPILED[(forms, starts)] = _Compiled(forms, starts, shared=True)
     return compiled
 
 
@@ -480,7 +582,10 @@ def _starts_redacted(s: str, state: _Compiled) -> str:
     """``s`` with every start of a secret (``_head`` and as much more of it as follows) redacted where
     the secret's end is masked or cut off (a mask character, or the text's end, follows): an upstream
     that masks the end of what it echoes (``CANARY-p71-bearTok/8****``) shows the rest."""
+    present = state.head_search.found(s) if state.heads else frozenset[str]()
     for head, value in state.heads:
+        if head not in present:
+            continue
         found = s.find(head)
         if found < 0:
             continue

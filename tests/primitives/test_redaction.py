@@ -10,10 +10,22 @@ from urllib.parse import quote
 
 import pytest
 
+from mcp_gateway.primitives import redaction, string_search
 from mcp_gateway.primitives.redaction import Redactor
 from mcp_gateway.primitives.secrets import SecretValue
 
 CANARY = "canary/7f3a 9c1e+never-show-me"
+
+
+@pytest.fixture(autouse=True, params=["scan", "automaton"])
+def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with each search: the scan a redactor of few secrets uses (and every redactor
+    where pyahocorasick is not installed), and the automata of one that knows many."""
+    if request.param == "automaton":
+        monkeypatch.setattr(string_search, "AUTOMATON_MIN_STRINGS", 1)
+        monkeypatch.setattr(redaction, "AUTOMATON_MIN_STRINGS", 1)
+        monkeypatch.setattr(redaction, "_COMPILED", {})
+    return request.param
 
 
 def test_empty_redactor_is_a_no_op() -> None:
@@ -333,3 +345,47 @@ def test_a_secret_echoed_with_its_end_masked_is_redacted_from_half_of_it_and_twe
     short = Redactor()
     short.add(SecretValue("abcdefghijkl"))
     assert short.redact_text("abcdefghijk*") == "abcdefghijk*"
+
+
+def test_forms_of_two_secrets_that_overlap_are_redacted_as_one() -> None:
+    redactor = Redactor()
+    redactor.add(SecretValue("first-secret-abcd"))
+    redactor.add(SecretValue("abcd-second-secret"))
+    # The two share "abcd": redacting the first alone would leave "-second-secret" shown.
+    assert redactor.redact_text("x first-secret-abcd-second-secret y") == "x [redacted] y"
+    assert redactor.redact_bytes(b"x first-secret-abcd-second-secret y") == b"x [redacted] y"
+
+
+def _many_secrets(count: int) -> list[SecretValue]:
+    return [SecretValue(f"tok_{i:04d}_" + base64.b32encode(bytes([i % 256]) * 20).decode()) for i in range(count)]
+
+
+def test_a_redactor_of_many_secrets_learns_one_more_and_redacts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redaction, "_COMPILED", {})
+    secrets = _many_secrets(60)
+    late = SecretValue("late-learned/secret+value")
+    texts = [
+        f"a {late.reveal()} b",
+        f"wrapped {base64.b64encode(str(late.reveal()).encode()).decode()[:10]}\n"
+        f"{base64.b64encode(str(late.reveal()).encode()).decode()[10:]} end",
+        f"key={quote(str(late.reveal()), safe='')}&{secrets[7].reveal()}",
+        f"tail {str(late.reveal())[:15]}",
+    ]
+    answers: dict[bool, list[str]] = {}
+    for library in (True, False):
+        if not library:
+            monkeypatch.setattr(string_search, "_ahocorasick", None)
+        redactor = Redactor()
+        for secret in secrets:
+            redactor.add(secret)
+        assert redactor.redact_text(texts[0]) == texts[0]  # built before the last secret is learned
+        redactor.add(late)
+        answers[library] = [redactor.redact_text(t, truncated=t.startswith("tail")) for t in texts]
+        answers[library].append(json.dumps(redactor.redact({"a": [texts[0], texts[2]]})))
+    assert answers[True] == answers[False]
+    assert answers[True][:4] == [
+        "a [redacted] b",
+        "wrapped [redacted] end",
+        "key=[redacted]&[redacted]",
+        "tail [redacted]",
+    ]
