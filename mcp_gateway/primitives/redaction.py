@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .secrets import MIN_SECRET_START, SecretValue
-from .string_search import AUTOMATON_MIN_STRINGS, Span, StringSearch, compile_search
+from .string_search import Span, StringSearch, compile_search
 
 __all__ = ["REDACTED", "Redactor"]
 
@@ -536,6 +536,10 @@ def _replaced(s: str, spans: list[Span]) -> str:
     return "".join(out)
 
 
+SHARED_MAX_FORMS = 512
+"""Sets of fewer forms (the few secrets of one call) are kept for every redactor of the same secrets,
+and scanned for (``_Compiled``'s ``shared``): a thousand kept sets of automata would weigh hundreds of
+megabytes. A larger set is the log filter's, searched with automata."""
 _MAX_KEPT = 1024
 """Distinct secrets (and secret sets) whose derived forms are kept; past it the maps start again."""
 _FORMS: dict[bytes, tuple[frozenset[str], frozenset[str]]] = {}
@@ -555,7 +559,7 @@ def _forms_of(secret: SecretValue) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _compiled(forms: frozenset[str], starts: frozenset[str], previous: _Compiled | None = None) -> _Compiled:
-    if len(forms) >= AUTOMATON_MIN_STRINGS:
+    if len(forms) >= SHARED_MAX_FORMS:
         # Many secrets' forms: the log filter's set, which grows by a secret at a time. Kept by its
         # redactor alone, each state extending the automata of the one before.
         return _Compiled(forms, starts, previous)

@@ -23,7 +23,7 @@ def search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     where pyahocorasick is not installed), and the automata of one that knows many."""
     if request.param == "automaton":
         monkeypatch.setattr(string_search, "AUTOMATON_MIN_STRINGS", 1)
-        monkeypatch.setattr(redaction, "AUTOMATON_MIN_STRINGS", 1)
+        monkeypatch.setattr(redaction, "SHARED_MAX_FORMS", 1)
         monkeypatch.setattr(redaction, "_COMPILED", {})
     return request.param
 
