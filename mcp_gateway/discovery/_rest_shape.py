@@ -85,8 +85,8 @@ _CUSTOM_METHOD = re.compile(r"(?<=[}A-Za-z0-9]):([A-Za-z]+)$")
 _EXTENSION = re.compile(r"\.(json|xml)$", re.IGNORECASE)
 _METHOD_DOT = re.compile(r"(?<=[A-Za-z])\.([a-z]+)$")
 _VERSION = re.compile(r"^(v[0-9]+([._][0-9]+)*|api|rest)$")
-_SELF = frozenset({"me", "myself", "current", "authenticated", "my", "mine"})
-"""Words of a guess that mean the caller: ``get_current_user`` is ``GET /me``."""
+_SELF = frozenset({"me", "myself", "current", "authenticated", "my", "mine", "whoami"})
+"""Words of a guess that mean the caller: ``get_current_user`` is ``GET /me``, and so is the shell's ``whoami``."""
 _CALLERS_LIST = 0.6
 """Taken off the rank of a list the caller holds (``GET /user/repos``) for a list guess that names no
 scope (``list_repos``): an agent listing repositories means its own, not every public one
@@ -112,6 +112,7 @@ _MEANS: dict[str, tuple[int, frozenset[str]]] = {
         ("upload", _CREATE, ""),
         ("download", _GET, ""),
         ("toggle", _UPDATE, ""),
+        ("grant", _CREATE, ""),
         ("share", _CREATE, "permission acl collaborator member share"),
         ("invite", _CREATE, "invitation invite member collaborator"),
         ("buy", _CREATE, "order purchase"),
@@ -551,10 +552,14 @@ def guess_of(path: str) -> Guess | None:
     if mine and not resource:
         resource = frozenset({_USER})
         terms = [_USER]
+    stemmed = stem(verb)
+    if not resource and stemmed in _SESSION_VERBS:
+        resource = frozenset({_SESSION})  # ``login``: a session made, ``logout``: one deleted
+        terms = [_SESSION]
     if not resource:
         return None
-    stemmed = stem(verb)
-    verbs = frozenset({stemmed}) | GROUP_VERBS.get(GROUP_OF.get(stemmed, -1), frozenset())
+    group = GROUP_OF.get(stemmed, _SESSION_VERBS.get(stemmed, -1))
+    verbs = frozenset({stemmed}) | GROUP_VERBS.get(group, frozenset())
     named = tuple(
         frozenset({term}) | _ALSO_NAMED.get(term, frozenset()) | (_CALLERS if mine and term == _USER else frozenset())
         for term in dict.fromkeys(terms)
@@ -574,10 +579,19 @@ def guess_of(path: str) -> Guess | None:
     return Guess(verbs | GROUP_VERBS[group], resource, mine, plural, stemmed, named, acted_on)
 
 
+_SESSION = stem("session")
+_SESSION_VERBS = {
+    stem(verb): group
+    for verbs, group in (("login signin logon", _CREATE), ("logout signout logoff", _DELETE))
+    for verb in verbs.split()
+}
+"""Verbs that say, alone, the create or delete of a session."""
+
+
 def _named_alike(word: str, words: frozenset[str]) -> bool:
     return word in words or any(word in same and not same.isdisjoint(words) for same in _SAME_WORD)
 
 
 def _is_verb(word: str) -> bool:
     stemmed = stem(word)
-    return stemmed in GROUP_OF or stemmed in _STATE_VERBS or stemmed in _MEANS
+    return stemmed in GROUP_OF or stemmed in _STATE_VERBS or stemmed in _MEANS or stemmed in _SESSION_VERBS

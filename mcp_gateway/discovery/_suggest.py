@@ -73,6 +73,15 @@ _PLAIN = 0.05
 """Added to the plainest of several requests to one method and URL (a collection's saved variants: ``GET
 /files/{id}`` as is, and with ``fields=tags`` or ``fields=metadata``): the resource itself, not a view of it."""
 
+_WRITES = 0.1
+"""Taken off a write (a create, update or delete whose name says no read, as ``freebusy_query`` does)
+suggested for a guess that reads (``search_people``, ``list_subscriptions``): where no operation matched
+its verb and resource, a read of the same words comes first."""
+
+_OWN_NOUN = 5.0
+"""Rank steps after the operations a guess's verb itself names (and before those it falls back on, ten
+steps on) of one doing that verb as its noun (``POST /locks/{path}`` for ``lock_file``)."""
+
 _SHAPED_POOL = 8
 """How many of the operations the guess's verb and resource name are ranked, the shallowest first."""
 
@@ -85,7 +94,8 @@ _MIN_SHAPE = 0.6
 _GROUP_OF = GROUP_OF
 _GROUP_VERBS = GROUP_VERBS
 _READ_VERBS = GROUP_VERBS[GROUP_OF[stem("get")]]
-_CALLER_WORDS = frozenset({"me", "myself", "self", "current", "authenticated", "my", "mine"})
+_READS = frozenset().union(*(GROUP_VERBS[GROUP_OF[stem(verb)]] for verb in ("get", "list", "search")))
+_CALLER_WORDS = frozenset({"me", "myself", "self", "current", "authenticated", "my", "mine", "whoami"})
 """A name's words (as spelled) that mean the caller."""
 _CALLER = "me"
 _LIST = stem("list")
@@ -118,6 +128,10 @@ def suggest(
         if slug in visible_slugs
     ]
     path = ".".join(parts[1:] if named else parts)
+    if not named:
+        # ``get_salesloft_person``, ``upload_file_to_files_com``: the product named inside the guess.
+        named, path = _named_inside(index, path, visible_slugs)
+    path = _spelled_out(path)
     if exact is None and not named:
         exact = _unique_path(index, path, visible, allow)  # ``issues.create_label``: the name, connector left out
     guessed = [
@@ -147,8 +161,14 @@ def suggest(
         hits = index._top(index._score(weighted, visible), _POOL, allow)
     # ``update_customer``, ``customers.update``, ``list_issues``: what an operation does to what, read
     # from its method and URL, over every visible action (the words may not reach the search's pool).
-    guess = _noun_reading(path, derived, named or visible) or guess_of(path) or _denominal(path, named or visible)
+    guess = (
+        _noun_reading(path, derived, named or visible)
+        or _membership(path, named or visible)
+        or guess_of(path)
+        or _denominal(path, named or visible)
+    )
     shaped: dict[str, float] = {}
+    noun_read: set[str] = set()  # operations on the guess's verb read as its noun (``_verb_nouns``)
     plain: frozenset[str] = frozenset()  # of requests sharing a method and URL, those fixing fewest parameters
     meant: set[str] = set()  # matched only through what the guess's verb means
     other_verb: set[str] = set()  # operations whose method and URL do something else than the guess's verb
@@ -157,6 +177,7 @@ def suggest(
     best_rank = 0.0
     if guess is not None:
         matched: list[tuple[float, str, Action]] = []
+        own_matched = False  # some operation's method or verb segment is the guess's verb itself
         for segment in named or visible:
             scope = holder_counts(segment.actions)
             for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
@@ -169,8 +190,14 @@ def suggest(
                     # (a workspace's teams before a user's): the API's own scope.
                     held[action.qualified_name] = scope.get(shape.holder, 0) if shape.holder else 0
                     matched.append((guess.rank(shape), action.qualified_name, action))
+                    own_matched = own_matched or bool(guess.verbs & shape.verbs)
                     if guess.by_meaning(shape):
                         meant.add(action.qualified_name)
+        # ``lock_file``: the create of a lock (``POST /locks/{path}``), ``unlock_file`` its delete, where no
+        # URL locks the file itself: before its update, which the verb only falls back on.
+        nouns = [] if own_matched else _verb_nouns(guessed[:1], path, named or visible, allow)
+        matched.extend(nouns)
+        noun_read = {qualified_name for _, qualified_name, _ in nouns}
         if not matched:
             # No URL names the guess: read its resource more loosely, behind any that did.
             for segment in named or visible:
@@ -246,6 +273,7 @@ def suggest(
         and guess is not None
         and _holds_named(index, [action for _, action, _ in hits if action.qualified_name in shaped], guess.resource)
     )
+    reads = guess is not None and not guess.verbs.isdisjoint(_READS) and not guess.verb
     # The guess's opening verb when it names one change of state (``rollback_deploy``), else "".
     own_verb = guessed[0] if guessed and own_state_verb(guessed[0]) else ""
     # Whether an operation read first by the guess's verb and resource spells that verb as the guess does.
@@ -259,6 +287,8 @@ def suggest(
             words = [*words, _CALLER, *(term for term in guessed if term in _CALLER_TERMS)]
         elif caller and not _CALLER_WORDS.isdisjoint(_words_of(action.path)):
             words = [*words, _CALLER]
+        if action.qualified_name in noun_read:
+            words = [*words, own_verb]  # ``DELETE /locks/{path}`` is what ``unlock`` says
         overlap = _overlap([*guessed, _CALLER] if caller else guessed, words)
         if listed:
             overlap = max(overlap, _overlap(listed, words))
@@ -292,9 +322,15 @@ def suggest(
             # A verb of its own ("rollback", "lock"), not a generic one, and every guessed word: the name
             # says the guess with a qualifier or two (``rollback_site_deploy`` for ``rollback_deploy``).
             final += _SAME_NAME
-        elif rank is None and by_url and guess is not None and (guess.verb or action.qualified_name in other_verb):
-            # Some operation does what the guess says: one doing something else (a delete for ``list_x``)
-            # is not it, however alike it is spelled.
+        elif (
+            rank is None
+            and by_url
+            and guess is not None
+            and (guess.verb or action.qualified_name in other_verb or (noun_read and own_verb in words))
+        ):
+            # Some operation does what the guess says: one doing something else (a delete for ``list_x``, or
+            # its verb to another resource: a user's unlock for ``unlock_file``) is not it, however alike it
+            # is spelled.
             final -= _UNMEANT
         elif rank is None and not shaped and action.qualified_name in other_verb:
             final -= _OTHER_VERB  # nothing matched: between near ties, the one whose method does the guess's verb
@@ -313,6 +349,8 @@ def suggest(
                     final += _PLAIN
         if own_shape is not None:
             final += _ROOT * _root_share(index, action, own_shape, guessed)
+            if reads and rank is None and own_shape.verbs.isdisjoint(_READS) and _READS.isdisjoint(words):
+                final -= _WRITES
         scored.append((final, action.qualified_name, action))
     scored.sort(key=lambda item: (-item[0], item[1]))
     out = [exact] if exact is not None else []
@@ -375,6 +413,53 @@ def _noun_reading(path: str, derived: dict[str, str], segments: list[Segment]) -
 _ACTION_NOUNS = ("tion", "sion")
 
 
+_INTO = frozenset({"to", "into", "from", "in"})
+_MEMBERSHIP_NOUNS = ("membership", "member")
+_JOINING = frozenset(_GROUP_OF[stem(verb)] for verb in ("create", "delete"))
+"""Verb groups of joining a group and leaving it."""
+
+
+def _membership(path: str, segments: list[Segment]) -> Guess | None:
+    """``add_person_to_cadence`` -> the create of a cadence membership (``POST /cadence_memberships``,
+    ``POST /teams/{id}/members``), ``remove_user_from_group`` its delete: where some operation of
+    ``segments`` is that. None for a guess not shaped ``<verb>_<thing>_to|from_<group>``."""
+    head, dot, last = path.rpartition(".")
+    words = _words_of(last)
+    joiner = next((i for i, word in enumerate(words) if word in _INTO), 0)
+    if joiner < 1 or joiner == len(words) - 1 or _GROUP_OF.get(stem(words[0])) not in _JOINING:
+        return None
+    for noun in _MEMBERSHIP_NOUNS:
+        guess = guess_of(f"{head}{dot}{words[0]}_{'_'.join(words[joiner + 1 :])}_{noun}")
+        if guess is not None and _reads_some(guess, segments):
+            return guess
+    return None
+
+
+def _verb_nouns(
+    verb: list[str], path: str, segments: list[Segment], allow: Callable[[Action], bool] | None
+) -> list[tuple[float, str, Action]]:
+    """For a guess opening with a verb of one change of state (``lock``, ``pin``, ``follow``) or its undoing
+    (``unlock``): the operations making (deleting, for the undoing) a resource named by that verb and held
+    by nothing the guess does not name, ranked ``_OWN_NOUN`` steps behind their depth, the ones whose URL
+    also names its other words first. Empty for any other verb."""
+    if not verb or not own_state_verb(verb[0]):
+        return []
+    noun, undo = (verb[0][2:], True) if verb[0].startswith("un") and own_state_verb(verb[0][2:]) else (verb[0], False)
+    wanted = ("delete",) if undo else ("post", "put")
+    rest = set(identifier_terms(path)) - {verb[0]}
+    out: list[tuple[float, str, Action]] = []
+    for segment in segments:
+        for action, shape in zip(segment.actions, shapes_of(segment.actions), strict=True):
+            method = str(getattr(action.binding, "method", "")).lower()
+            if shape is None or shape.resource != {noun} or method not in wanted:
+                continue
+            if shape.holder and not rest & shape.words:
+                continue  # a repository's merges are no merge of a pull request: the guess names no repository
+            if allow is None or allow(action):
+                out.append((shape.depth + _OWN_NOUN - len(rest & shape.words), action.qualified_name, action))
+    return out
+
+
 def _denominal(path: str, segments: list[Segment]) -> Guess | None:
     """A guess opening with a noun used as a verb, read as the creation of that noun under what it names,
     when some operation of ``segments`` is that: ``comment_on_issue`` and ``issues.comment`` ->
@@ -397,6 +482,63 @@ def _reads_some(guess: Guess, segments: list[Segment], of: str = "") -> bool:
         for segment in segments
         for shape in shapes_of(segment.actions)
     )
+
+
+_COMMANDS = {
+    "ls": "list_files",
+    "mkdir": "create_folder",
+    "rmdir": "delete_folder",
+    "rm": "delete_file",
+    "mv": "move_file",
+    "cp": "copy_file",
+}
+"""Shell commands an agent names a file operation by, and the verb and resource they mean."""
+
+
+def _spelled_out(path: str) -> str:
+    """A guess that is a shell command (``storage.mkdir``, ``ls``) as the verb and resource it means
+    (``storage.create_folder``); a command followed by what it acts on (``rm_backup``) keeps that:
+    ``delete_backup``. Any other guess as it is."""
+    head, dot, last = path.rpartition(".")
+    words = _WORDS.findall(last)
+    spelled = _COMMANDS.get(words[0].lower()) if words else None
+    if spelled is None:
+        return path
+    verb = spelled.split("_", 1)[0]
+    return f"{head}{dot}{spelled if len(words) == 1 else '_'.join([verb, *words[1:]])}"
+
+
+_JOINERS = frozenset({"to", "in", "on", "from", "for", "of", "via", "with"})
+"""Words that join a product's name to the rest of a guess (``upload_file_to_dropbox``)."""
+
+
+def _named_inside(index: DiscoveryIndex, path: str, visible: Collection[str]) -> tuple[list[Segment], str]:
+    """A visible connector a guess without one names among its words (``get_salesloft_person``,
+    ``upload_file_to_files_com``: one word or two run together), and the guess without them (and the word
+    joining them to it); else no connector and ``path`` as it was. A name its own actions use as a word
+    (a ``calendar`` connector's ``create_calendar_event``) is a resource there, not the product."""
+    if "." in path:
+        return [], path
+    words = _WORDS.findall(path)
+    for size in (1, 2):
+        for start in range(len(words) - size + 1):
+            folded = "".join(words[start : start + size]).lower()
+            segments = [
+                index._segments[slug]
+                for slug in index._slugs_by_fold.get(folded, ())
+                if slug in visible and not _path_uses(index._segments[slug], stem(folded))
+            ]
+            rest = words[:start] + words[start + size :]
+            if start and start + size == len(words) and rest[-1].lower() in _JOINERS:
+                rest = rest[:-1]
+            if segments and len(rest) > 1:
+                return segments, "_".join(word.lower() for word in rest)
+    return [], path
+
+
+def _path_uses(segment: Segment, term: str) -> bool:
+    """Whether an action of ``segment`` has index term ``term`` in its name after the connector's."""
+    return any(term in identifier_terms(action.path) for action in segment.actions)
 
 
 def guess_as_query(name: str) -> str:

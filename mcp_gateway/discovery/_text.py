@@ -60,8 +60,15 @@ _STOPWORDS = frozenset(
 
 STOPWORDS = _STOPWORDS
 
-# Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem.
-_CANONICAL = {"repository": "repo", "organization": "org", "organisation": "org", "configuration": "config"}
+# Abbreviations APIs use interchangeably with the full word, folded on both sides like a stem; and an
+# irregular plural no stemmer folds (``GET /people/{id}`` is the person a ``get_person`` guess means).
+_CANONICAL = {
+    "repository": "repo",
+    "organization": "org",
+    "organisation": "org",
+    "configuration": "config",
+    "peopl": "person",
+}
 
 # Query side only: words agents write -> words APIs use, added at a fraction of a written word's weight.
 # Generic API vocabulary (verbs and nouns most REST, RPC and MCP catalogs share), not one API's names;

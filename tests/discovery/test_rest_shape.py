@@ -535,3 +535,26 @@ def test_a_bare_search_reads_what_its_summary_says_it_searches() -> None:
     for guess in ("acme.list_issues", "acme.find_issues", "acme.list_my_issues"):
         assert first(tracker, guess) == ["acme.search_for_issues_using_jql"], guess
     assert first(tracker, "acme.get_issue") == ["acme.get_issue"]
+
+
+def test_granting_is_a_create() -> None:
+    index = indexed(
+        [
+            op("get_permissions", "GET", "/permissions", "List Permissions"),
+            op("post_permissions", "POST", "/permissions", "Create Permission"),
+            op("delete_permissions_id", "DELETE", "/permissions/{id}", "Delete Permission"),
+        ]
+    )
+    assert first(index, "acme.grant_permission") == ["acme.post_permissions"]
+
+
+def test_logging_in_makes_a_session_and_logging_out_deletes_it() -> None:
+    index = indexed(
+        [
+            op("history_list_logins", "GET", "/history/login", "List site login history."),
+            op("post_sessions", "POST", "/sessions", "Create user session"),
+            op("delete_sessions", "DELETE", "/sessions", "Delete user session"),
+        ]
+    )
+    assert first(index, "acme.login") == ["acme.post_sessions"]
+    assert first(index, "acme.signout") == ["acme.delete_sessions"]
