@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -80,6 +81,18 @@ SAYS_MANIFEST = frozenset(
     | {"audit", "add", "remove", "approvals"}
 )
 """The commands that say on stderr which manifest they used (``serve`` says it in its start-up block)."""
+
+
+QUIET_UNDER_DEBUG: dict[str, int] = {
+    # Full request URLs (an api_key may sit in the query) and SQL parameters (sealed credentials).
+    **dict.fromkeys(("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"), logging.WARNING),
+    # Every MCP message whole: each SSE chunk an agent is sent (an approval_url or connect_url is a
+    # bearer capability; arguments and results are the agent's and the upstream's data), and every
+    # message to and from an upstream MCP server with the URL it connects to.
+    **dict.fromkeys(("sse_starlette", "mcp.client", "mcp.server.sse"), logging.INFO),
+}
+"""Libraries whose DEBUG records carry payloads or credentials: held at WARNING or INFO even
+under ``--debug``, where every other logger goes to DEBUG."""
 
 
 def _quiet_closed_pipe() -> int:
@@ -161,16 +174,13 @@ def _stderr_or_nowhere() -> None:
 
 def _run(args: Args, refused: CliError | None = None) -> int:
     import inspect
-    import logging
 
     from ..services.logs import configure_logging, notice
 
     # Every record, from every library, passes the secret filter on this one handler.
     configure_logging(level=logging.DEBUG if args.debug else logging.WARNING, log_format=args.log_format)
-    # These libraries log full request URLs (an api_key may sit in the query) and SQL parameters
-    # (sealed credentials) at DEBUG: they stay quiet even under --debug.
-    for noisy in ("httpx2", "httpcore2", "httpx", "httpcore", "aiosqlite", "asyncpg"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for noisy, level in QUIET_UNDER_DEBUG.items():
+        logging.getLogger(noisy).setLevel(level)
     if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):
         notice(f"mcp-gateway: manifest {args.manifest_source}")  # a log record with --log-format json
     if refused is not None:
@@ -195,8 +205,6 @@ def _run(args: Args, refused: CliError | None = None) -> int:
 
 
 def _report(exc: Exception, debug: bool) -> int:
-    import logging
-
     from ..services.logs import notice
     from ..vocabulary.errors import GatewayError, ManifestError, StoreUnavailable, StoreUnopenable
 

@@ -27,7 +27,7 @@ from typing import Final
 
 from .redaction import REDACTED
 
-__all__ = ["hide_secret_spans"]
+__all__ = ["hide_secret_spans", "hide_userinfo"]
 
 _PEM: Final = re.compile(
     r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|\Z)"
@@ -60,6 +60,12 @@ def hide_secret_spans(text: str) -> str:
     if "=" in text:
         text = _PAIR.sub(_pair, text)
     return _SCHEME.sub(_scheme, text)
+
+
+def hide_userinfo(text: str) -> str:
+    """``text`` with only the userinfo of every URL it quotes made ``[redacted]`` (a ``user:***``
+    already hidden stays): for a line a library writes about a URL it was given."""
+    return _USERINFO.sub(_userinfo, text) if "://" in text and "@" in text else text
 
 
 _HIDDEN: Final = frozenset({"", REDACTED, _MASK})

@@ -40,6 +40,7 @@ from typing import Any, Final, Literal, TextIO
 
 from ..primitives.escapes import escaped, escaped_json
 from ..primitives.redaction import Redactor
+from ..primitives.secret_spans import hide_userinfo
 from ..primitives.secrets import SecretValue
 from ..primitives.url_secrets import secret_query_name
 
@@ -131,9 +132,11 @@ _QUERY_VALUE = re.compile(r"([?&;]([^=&;?#\s'\"<>]+)=)([^&;#\s'\"<>)]*)")
 
 
 def query_values_hidden(text: str) -> str:
-    """``text`` with the value of every credential-like query parameter it quotes as ``[redacted]``
-    (``secret_query_name``): a library logs the URLs it was given (an OTLP endpoint's ``?api-key=``)
-    as they are, and the filter knows only the secrets this process opened."""
+    """``text`` with the value of every credential-like query parameter it quotes, and the userinfo
+    of every URL (``user:password@``), as ``[redacted]`` (``secret_query_name``, ``hide_userinfo``): a
+    library logs the URLs it was given (an OTLP endpoint's ``?api-key=``, an MCP server's
+    ``https://user:pw@…``) as they are, and the filter knows only the secrets this process opened."""
+    text = hide_userinfo(text)
     if "=" not in text:
         return text
     return _QUERY_VALUE.sub(lambda m: m.group(1) + "[redacted]" if secret_query_name(m.group(2)) else m.group(0), text)

@@ -171,6 +171,20 @@ def test_debug_and_json_anywhere(env: CliEnv, where: str) -> None:  # noqa: F811
     assert '"problems": []' in env.capsys.readouterr().out
 
 
+def test_debug_leaves_the_loggers_of_whole_messages_and_urls_quiet(env: CliEnv) -> None:  # noqa: F811
+    """Each SSE chunk an agent is sent (links in it), each message to and from an upstream MCP server
+    and the URL it connects to, each HTTP request's URL: not logged at DEBUG, while the gateway's own
+    records are."""
+    import logging
+
+    from mcp_gateway import cli
+
+    assert cli.main(["--debug", "--manifest", str(env.manifest), "validate"]) == 0
+    for name in ("sse_starlette.sse", "mcp.client.streamable_http", "mcp.client.sse", "mcp.server.sse", "httpx2"):
+        assert logging.getLogger(name).getEffectiveLevel() >= logging.INFO, name
+    assert logging.getLogger("mcp_gateway.runtime").getEffectiveLevel() == logging.DEBUG
+
+
 def test_serve_warns_about_an_unknown_agent(tmp_path: Path) -> None:
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text("project: w\nconnectors: []\nagents:\n  - name: bot\n    connectors: []\n")

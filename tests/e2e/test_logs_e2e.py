@@ -1,6 +1,7 @@
-"""Logs end to end (issue 12 item 7): a secret an upstream MCP stdio child prints on a non-JSON
+"""Logs end to end: a secret an upstream MCP stdio child prints on a non-JSON
 stdout line (the MCP SDK logs the unparsable line) never reaches the gateway's stderr, in text or
-JSON format; a JSON log line is one object with time, level, logger and message."""
+JSON format; a JSON log line is one object with time, level, logger and message; a log at debug level
+holds no link, argument or result of an agent's call."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.support.mcp_servers import REPO, lab_command
 
-from .conftest import MASTER_KEY
+from .conftest import MASTER_KEY, GatewayEnv, HttpGateway, http_client, structured
 
 SECRET = "log-canary-secret-5f3e9a1c7b"
 
@@ -61,3 +62,36 @@ def test_a_secret_printed_by_an_mcp_child_never_reaches_the_log(tmp_path: Path, 
         parse_error = next(e for e in lines if "Failed to parse JSONRPC message" in e["message"])
         assert {"time", "level", "logger", "message"} <= parse_error.keys()
         assert parse_error["level"] == "error" and parse_error["logger"].startswith("mcp.")
+
+
+ARGUMENT_CANARY = "log-canary-argument-9d41e2"
+
+
+@pytest.mark.anyio
+async def test_debug_logs_no_link_argument_or_result_of_an_agents_call(gateway_env: GatewayEnv) -> None:
+    """``--debug`` with every answer sent as an SSE stream (the fast paths off): the stream's chunks,
+    which carry an approval link and a connect link (bearer capabilities), the agent's arguments and
+    the upstream's results, are not logged."""
+    token = gateway_env.cli("token", "create", "--agent", "bot").stdout.strip()
+    log = gateway_env.root / "debug.log"
+    server = HttpGateway(gateway_env, log, "--debug", extra_env={"MCP_GATEWAY_FAST_PATHS": "0"})
+    try:
+        async with http_client(server.url, token) as client:
+            pending = structured(
+                await client.call_tool("call", {"tool": "open_api.items.create", "args": {"name": ARGUMENT_CANARY}})
+            )
+            needs_auth = structured(
+                await client.call_tool("call", {"tool": "bearer_api.items.get", "args": {"id": "7"}})
+            )
+            ran = structured(
+                await client.call_tool("call", {"tool": "open_api.items.get", "args": {"id": ARGUMENT_CANARY}})
+            )
+    finally:
+        server.stop()
+    assert pending["status"] == "pending_approval" and needs_auth["status"] == "needs_auth", (pending, needs_auth)
+    assert ran["status"] == "ok", ran
+    text = log.read_text()
+    assert " DEBUG " in text  # the log is at debug level
+    capabilities = [pending["approval_url"].rsplit("/", 1)[1], needs_auth["connect_url"].rsplit("/", 1)[1]]
+    leaked = [line for line in text.splitlines() if ARGUMENT_CANARY in line or any(c in line for c in capabilities)]
+    assert not leaked, "\n".join(leaked)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_gateway.primitives.secret_spans import hide_secret_spans
+from mcp_gateway.primitives.secret_spans import hide_secret_spans, hide_userinfo
 
 R = "[redacted]"
 
@@ -49,3 +49,11 @@ def test_secret_shapes_are_redacted(text: str, hidden: str) -> None:
 )
 def test_ordinary_text_is_left_as_it_is(text: str) -> None:
     assert hide_secret_spans(text) == text
+
+
+def test_hide_userinfo_hides_only_a_urls_userinfo() -> None:
+    text = "to http://alice:pw@h/x?password=p, then https://tok@h2 and alice:***@ shown: http://bob:***@h3"
+    assert hide_userinfo(text) == (
+        "to http://[redacted]@h/x?password=p, then https://[redacted]@h2 and alice:***@ shown: http://bob:***@h3"
+    )
+    assert hide_userinfo("no url here, a@b") == "no url here, a@b"

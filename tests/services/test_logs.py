@@ -242,3 +242,18 @@ def test_an_exporters_repeated_warning_is_logged_once_a_window_without_its_urls_
     assert text.count("Transient error") == 2 and "again" in text
     assert "retrying in 2s.; 4 more in the last 10+ s not logged" in text
     assert text.count("not throttled") == 2
+
+
+def test_a_urls_password_a_library_logs_is_hidden_though_no_secret_is_known(
+    captured: tuple[io.StringIO, KnownSecrets],
+) -> None:
+    """The MCP SDK's client logs the URL it connects to as given, password included."""
+    stream, _secrets = captured
+    log = logging.getLogger("test.logs.mcp")
+    log.debug("Connecting to StreamableHTTP endpoint: http://alice:%s@127.0.0.1:1/mcp?key=k", CANARY)
+    log.debug("Connecting to SSE endpoint: https://%s@host/sse", CANARY)
+    log.debug("shown already: http://alice:***@host/mcp")
+    text = stream.getvalue()
+    assert CANARY not in text, text
+    assert "http://[redacted]@127.0.0.1:1/mcp?key=[redacted]" in text and "https://[redacted]@host/sse" in text
+    assert "http://alice:***@host/mcp" in text
