@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import httpx2
 
@@ -48,6 +49,7 @@ __all__ = [
     "BackgroundSync",
     "LazyTransport",
     "Settings",
+    "SighupReloads",
     "check_discovery",
     "discovery_override",
     "discovery_search",
@@ -55,7 +57,6 @@ __all__ = [
     "open_gateway",
     "open_store",
     "reload_manifest",
-    "reload_on_sighup",
     "watch_manifest",
 ]
 
@@ -159,6 +160,7 @@ async def open_gateway(
     embed: bool = True,
     embed_now: bool = False,
     resident: bool = True,
+    stop: anyio.CancelScope | None = None,
 ) -> AsyncIterator[Gateway]:
     """Load the manifest, open the state, sync every connector, and yield a ready gateway.
 
@@ -170,7 +172,9 @@ async def open_gateway(
     ``embed_now=True``: the first sync embeds the changed catalogs before the gateway is yielded (the
     ``sync`` and ``add`` commands: the vectors are stored, and the next ``serve`` ranks hybrid at once).
     ``resident=False``: the first sync does not share equal values across the catalog (a one-shot
-    command exits before the memory it would save matters; sharing slows decoding a stored catalog)."""
+    command exits before the memory it would save matters; sharing slows decoding a stored catalog).
+    ``stop``: a scope around the first sync, cancelled to cut it short (a stop asked for while ``serve``
+    starts): the gateway is yielded with what loaded, for the caller to close."""
     if "MALLOC_ARENA_MAX" not in os.environ:  # else glibc read the operator's own choice at start
         limit_malloc_arenas()  # before the store's and the sync's threads allocate
     manifest = manifest or load_manifest(settings.manifest_path)
@@ -245,7 +249,8 @@ async def open_gateway(
                             tasks.start_soon(_embed_when_loaded, search, background)
                         try:
                             if background is None:
-                                await gateway.sync(progress, index=build_index, share=resident, embed=embed_now)
+                                with stop or anyio.CancelScope():
+                                    await gateway.sync(progress, index=build_index, share=resident, embed=embed_now)
                             else:
                                 tasks.start_soon(background.run, gateway, progress)
                             yield gateway
@@ -443,12 +448,47 @@ def _changes(old: Manifest, after: Manifest) -> str:
     return f" ({'; '.join(parts)})" if parts else " (nothing changed)"
 
 
-async def reload_on_sighup(gateway: Gateway, settings: Settings, on_reloaded: Callable[[], None] | None = None) -> None:
-    """``kill -HUP <pid>`` re-reads the manifest (runs until cancelled)."""
-    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
-        async for _ in signals:
-            if await reload_manifest(gateway, settings) is None and on_reloaded is not None:
-                on_reloaded()
+class SighupReloads:
+    """``kill -HUP <pid>`` re-reads the manifest. Caught from the moment ``serve`` begins, before the
+    start-up load (a slow spec URL or an ``npx`` server can make it long), where SIGHUP's default action
+    would end the process without a word (a ``systemctl reload`` right after a restart, logrotate's
+    ``postrotate``): a SIGHUP then is logged and its reload run once the start ends."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._gateway: Gateway | None = None
+        self._on_reloaded: Callable[[], None] | None = None
+        self._asked = False
+        self._ready = anyio.Event()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Receive SIGHUP until cancelled; ``started`` once the handler is in place."""
+        with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+            task_status.started()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._after_start)
+                async for _ in signals:
+                    if self._gateway is None:
+                        if not self._asked:
+                            routine(logger, "SIGHUP during start-up: the manifest is read again once the start ends")
+                        self._asked = True
+                        continue
+                    await self._reload()
+
+    def started(self, gateway: Gateway, on_reloaded: Callable[[], None] | None = None) -> None:
+        """The start is over: reload now if a SIGHUP asked for it meanwhile, then on each one."""
+        self._gateway, self._on_reloaded = gateway, on_reloaded
+        self._ready.set()
+
+    async def _after_start(self) -> None:
+        await self._ready.wait()
+        if self._asked:
+            await self._reload()
+
+    async def _reload(self) -> None:
+        assert self._gateway is not None
+        if await reload_manifest(self._gateway, self._settings) is None and self._on_reloaded is not None:
+            self._on_reloaded()
 
 
 MANIFEST_POLL_SECONDS = 1.0

@@ -38,6 +38,8 @@ class Args(argparse.Namespace):
     manifest: str | None
     state_dir: str | None
     database_url: str | None
+    early_sighup: SignalSeen | None
+    """``serve`` and ``pages``: whether a SIGHUP came before their event loop's handler took it."""
 
     @cached_property
     def settings(self) -> Settings:
@@ -58,6 +60,16 @@ class Args(argparse.Namespace):
         """Which manifest this command uses and why, as the line on stderr and ``--json``'s field say it."""
         path, why = manifest_choice(self.manifest)
         return f"{path} ({why})" if path else why
+
+
+class SignalSeen:
+    """A signal handler that only notes that its signal came (nothing else is safe that early)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.seen = True
 
 
 LOCAL_MANIFEST = "gateway.yaml"
@@ -129,6 +141,15 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.error(f"unexpected arguments after '--': {' '.join(rest)}")
     args.mcp_command = rest
     args.early_stdio = None
+    args.early_sighup = None
+    if exiting and args.command in ("serve", "pages"):
+        import signal
+
+        # Until the event loop's own handler takes it (a reload for serve, a log line for pages), SIGHUP's
+        # default action would end the process without a word. The manifest is not read yet: the
+        # command only says, once it can log, that one came.
+        args.early_sighup = SignalSeen()
+        signal.signal(signal.SIGHUP, args.early_sighup)
     from ..vocabulary.settings import check_switches
 
     try:

@@ -13,17 +13,20 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from ..services.logs import notice
+from ..services.logs import notice, routine
 from .commands import principal
 from .output import EXIT_FAILED, EXIT_OK, started
 
 if TYPE_CHECKING:
+    import anyio.abc
+
     from ..core import Gateway
     from ..manifest import Manifest
-    from ..runtime import BackgroundSync
+    from ..runtime import BackgroundSync, SighupReloads
     from ..server.limits import ConnectionLimits
     from ..vocabulary.served import ServedAddress
     from ..vocabulary.settings import Settings
+    from . import SignalSeen
 
 logger = logging.getLogger(__name__)
 
@@ -66,25 +69,74 @@ def _warn_unknown_agent(manifest: Manifest, agent: str | None) -> None:
 
 async def cmd_serve(args: argparse.Namespace) -> int:
     """``serve``: the MCP server over ``--transport`` (stdio, or streamable HTTP) until it is stopped."""
+    import anyio
+
     from ..manifest import load_manifest
+    from ..runtime import SighupReloads
     from ..tracing import configure_tracing, shutdown_tracing
 
-    configure_tracing(os.environ)  # OTLP export when the standard OTEL_* variables ask for it
-    manifest = load_manifest(args.settings.manifest_path)
-    _warn_unknown_agent(manifest, principal(args).agent)
-    if args.transport == "http":
-        cut = await serve_http(args, manifest)
-    else:
-        cut = await serve_stdio(args, manifest)
+    reloads, starting, cut = SighupReloads(args.settings), _Starting(), 0
+    async with anyio.create_task_group() as signals:
+        await signals.start(reloads.run)
+        await signals.start(starting.watch)
+        if args.early_sighup is not None and args.early_sighup.seen:
+            routine(logger, "SIGHUP during start-up: the manifest is read as it is now, by the load starting")
+        configure_tracing(os.environ)  # OTLP export when the standard OTEL_* variables ask for it
+        manifest = load_manifest(args.settings.manifest_path)
+        _warn_unknown_agent(manifest, principal(args).agent)
+        if args.transport == "http":
+            cut = await serve_http(args, manifest, reloads, starting)
+        else:
+            cut = await serve_stdio(args, manifest, reloads, starting)
+        signals.cancel_scope.cancel()
     shutdown_tracing()
     return stopped(cut)
+
+
+class _Starting:
+    """SIGTERM and SIGINT while ``serve`` starts, before the server's own stop takes them (uvicorn's over
+    HTTP, ``_end_on_signals`` over stdio): the start-up sync is cut short and the gateway closed like
+    at any stop, with the same ``stopping`` and ``stopped`` lines, where the signal's default action
+    ended the process without a word."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.stopped = False
+        self.sync = anyio.CancelScope()
+        """Around the start-up sync (``open_gateway(stop=...)``): cancelled by the signal, so the sync ends
+        and the gateway is closed in the ordinary way, never cancelled halfway through its closing."""
+        self._watching = anyio.CancelScope()
+        self._left = anyio.Event()
+
+    async def watch(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        import signal
+
+        import anyio
+
+        try:
+            with self._watching, anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                task_status.started()
+                async for signum in signals:
+                    routine(logger, "stopping (%s during start-up)", signal.Signals(signum).name)
+                    self.stopped = True
+                    self.sync.cancel()
+                    break
+        finally:
+            self._left.set()
+
+    async def over(self) -> bool:
+        """The server is about to take the stop signals: this handler lets go of them first (once it has,
+        they have their default action until the server's own handler is in place). Whether a stop was
+        asked for meanwhile."""
+        self._watching.cancel()
+        await self._left.wait()
+        return self.stopped
 
 
 def stopped(cut: int) -> int:
     """The stop's last line, and the exit code: 1 when calls were cut (a supervisor or a script sees
     that the stop was not clean), else 0."""
-    from ..services.logs import routine
-
     if not cut:
         routine(logger, "stopped")
         return EXIT_OK
@@ -116,14 +168,14 @@ def request_state_key(settings: Settings, gw: Gateway) -> bytes:
     return derive_request_state_key(load_master_key(settings.env, settings.state_dir), gw.manifest.project)
 
 
-async def serve_http(args: argparse.Namespace, manifest: Manifest) -> int:
+async def serve_http(args: argparse.Namespace, manifest: Manifest, reloads: SighupReloads, starting: _Starting) -> int:
     """``serve --transport http``: ``/mcp`` and the human pages on one listener, until SIGTERM; the
     manifest reloaded on SIGHUP or when it changes; this server's address recorded meanwhile. How many
     calls the stop cut."""
     import anyio
 
     from ..primitives.url_secrets import shown_url
-    from ..runtime import open_gateway, reload_on_sighup, watch_manifest
+    from ..runtime import open_gateway, watch_manifest
     from ..server.app import run_http, serve_metrics
     from .ports import check_port_free
 
@@ -131,14 +183,18 @@ async def serve_http(args: argparse.Namespace, manifest: Manifest) -> int:
     limits = connection_limits(args)
     public_url = served_public_url(manifest, args.public_url, args.host, args.port)
     say = _Say(args)
-    async with open_gateway(args.settings, manifest=manifest, public_url=public_url) as gw:
+    async with open_gateway(args.settings, manifest=manifest, public_url=public_url, stop=starting.sync) as gw:
+        if starting.stopped:
+            return 0
         started()
         shown = shown_url(public_url)  # a password written into it is the proxy's, not the log's
         say.block(gw, f"http, MCP at {_mcp_url(args.host, args.port)} (links and pages at {shown})")
         recorded = _Recorded(args, gw, "http", args.host, args.port)
+        reloads.started(gw, recorded.reloaded)
+        if await starting.over():
+            return 0
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(reload_on_sighup, gw, args.settings, recorded.reloaded)
                 tg.start_soon(watch_manifest, gw, args.settings, recorded.reloaded)
                 tg.start_soon(say.when_embedded, gw, None)
                 if args.metrics_port is not None:
@@ -163,7 +219,7 @@ REOPEN_FIRST, REOPEN_MAX = 1.0, 30.0
 to the last."""
 
 
-async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> int:
+async def serve_stdio(args: argparse.Namespace, manifest: Manifest, reloads: SighupReloads, starting: _Starting) -> int:
     """``serve`` over stdio: ``initialize`` and ``tools/list`` answered at once while the catalog
     loads (tool calls wait for it); the human pages served once a link is handed out. How many calls
     the stop cut.
@@ -180,9 +236,11 @@ async def serve_stdio(args: argparse.Namespace, manifest: Manifest) -> int:
     delay = REOPEN_FIRST
     told = False
     while True:
+        if starting.stopped:
+            return 0  # SIGTERM or SIGINT while waiting for the database: nothing started, nothing cut
         opened: list[bool] = []
         try:
-            return await _serve_stdio_once(args, manifest, opened)
+            return await _serve_stdio_once(args, manifest, reloads, starting, opened)
         except StoreUnopenable as exc:
             if opened or early is None:
                 raise
@@ -215,13 +273,19 @@ async def _closed_within(closed: threading.Event, seconds: float) -> bool:
     return True
 
 
-async def _serve_stdio_once(args: argparse.Namespace, manifest: Manifest, opened: list[bool]) -> int:
+async def _serve_stdio_once(
+    args: argparse.Namespace,
+    manifest: Manifest,
+    reloads: SighupReloads,
+    starting: _Starting,
+    opened: list[bool],
+) -> int:
     """``serve_stdio`` once the store opens (``opened`` gets True then); raises ``StoreUnopenable`` if it
     does not."""
     import anyio
 
     from ..primitives.url_secrets import shown_url
-    from ..runtime import BackgroundSync, open_gateway, reload_on_sighup, watch_manifest
+    from ..runtime import BackgroundSync, open_gateway, watch_manifest
     from ..server.app import StdioPages, run_stdio, serve_metrics
     from ..server.tools import build_mcp_server
 
@@ -239,12 +303,16 @@ async def _serve_stdio_once(args: argparse.Namespace, manifest: Manifest, opened
         opened.append(True)
         if args.early_stdio is not None:
             args.early_stdio.stand_by(None)  # the gateway answers tool calls from now on
+        if starting.stopped:
+            return 0
         key = request_state_key(args.settings, gw)
         server = build_mcp_server(gw, default_principal=principal(args), request_state_key=key, startup=startup)
         started()
         say.block(gw, f"stdio (links and pages at {shown_url(gw.links.public_url)} once a link is handed out)")
+        reloads.started(gw)
+        if await starting.over():
+            return 0
         async with anyio.create_task_group() as tg:
-            tg.start_soon(reload_on_sighup, gw, args.settings)
             tg.start_soon(watch_manifest, gw, args.settings)
             tg.start_soon(say.when_embedded, gw, startup)
             if args.metrics_port is not None:
@@ -441,16 +509,8 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     from urllib.parse import urlsplit
 
     import anyio
-    import uvicorn
-    from starlette.applications import Starlette
 
     from ..manifest import load_manifest
-    from ..primitives.url_secrets import shown_url
-    from ..runtime import open_gateway
-    from ..server.app import call_when_started
-    from ..server.host_guard import HostGuard, allow_list
-    from ..server.web import web_routes
-    from .output import EXIT_CONFIG, CliError
     from .ports import check_port_free
 
     manifest = load_manifest(args.settings.manifest_path)
@@ -463,6 +523,43 @@ async def cmd_pages(args: argparse.Namespace) -> int:
     check_port_free(
         host, port, args.settings.state_dir, instead="stop it, or serve the pages elsewhere with --public-url URL"
     )
+    async with anyio.create_task_group() as signals:
+        await signals.start(_sighup_ignored, args.early_sighup)
+        await _serve_pages(args, manifest, base, host, port)
+        signals.cancel_scope.cancel()
+    return 0
+
+
+async def _sighup_ignored(early: SignalSeen | None, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    """``pages`` reads the manifest once: a SIGHUP (logrotate's, a reload meant for ``serve``) is logged
+    and changes nothing, where its default action ended the process."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        task_status.started()
+        if early is not None and early.seen:
+            routine(logger, _PAGES_HUP)
+        async for _ in signals:
+            routine(logger, _PAGES_HUP)
+
+
+_PAGES_HUP = "SIGHUP: the pages have nothing to reload (restart them to read an edited manifest)"
+
+
+async def _serve_pages(args: argparse.Namespace, manifest: Manifest, base: str, host: str, port: int) -> None:
+    import anyio
+    import uvicorn
+    from starlette.applications import Starlette
+
+    from ..primitives.url_secrets import shown_url
+    from ..runtime import open_gateway
+    from ..server.app import call_when_started
+    from ..server.host_guard import HostGuard, allow_list
+    from ..server.web import web_routes
+    from .output import EXIT_CONFIG, CliError
+
     async with open_gateway(args.settings, manifest=manifest, public_url=base) as gw:
         started()
         notice(f"mcp-gateway: human pages at {shown_url(gw.links.public_url)} (Ctrl-C to stop)")
@@ -479,4 +576,3 @@ async def cmd_pages(args: argparse.Namespace) -> int:
             raise CliError(f"cannot serve the pages on {host}:{port}: {exc}", EXIT_CONFIG) from None
         finally:
             recorded.forget()
-    return 0
