@@ -203,7 +203,7 @@ def _run(args: Args, refused: CliError | None = None) -> int:
     for noisy, level in QUIET_UNDER_DEBUG.items():
         logging.getLogger(noisy).setLevel(level)
     if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):
-        notice(f"mcp-gateway: manifest {args.manifest_source}")  # a log record with --log-format json
+        notice(f"mcp-gateway: manifest {escaped(args.manifest_source)}")  # a log record with --log-format json
     if refused is not None:
         return _report(refused, args.debug)
     try:

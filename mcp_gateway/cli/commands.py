@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..services.logs import notice
 from .output import EXIT_FAILED, EXIT_STORE, CliError, escaped, link_hint, print_json, table
 
 if TYPE_CHECKING:
@@ -89,18 +91,39 @@ def unknown_agent_words(agent: str, known: list[str]) -> str:
     return f"; its agents: {listed}"
 
 
-def _progress() -> Progress | None:
-    if not sys.stderr.isatty():
+def _progress(args: argparse.Namespace) -> Progress | None:
+    """``loading SLUG…`` on a terminal, overwritten by each connector's outcome: text format only (a JSON
+    stream has no line of another shape), and a record logged while it shows takes its line."""
+    if args.log_format == "json" or not sys.stderr.isatty():
         return None
+    line = _ProgressLine()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(line)
 
     def report(slug: str, phase: str) -> None:
         if phase == "start":
-            sys.stderr.write(f"\r\033[Kloading {slug}…")
+            sys.stderr.write(f"\r\033[Kloading {escaped(slug)}…")
+            line.shown = True
         else:
-            sys.stderr.write(f"\r\033[K{slug}: {phase}\n")
+            sys.stderr.write(f"\r\033[K{escaped(slug)}: {escaped(phase)}\n")
+            line.shown = False
         sys.stderr.flush()
 
     return report
+
+
+class _ProgressLine:
+    """A log filter that lets every record through, first clearing the progress line a record would
+    otherwise be glued to (it has no newline, to be overwritten)."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            self.shown = False
+        return True
 
 
 def _auditor(store: Store, settings: Settings) -> Auditor:
@@ -143,15 +166,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems = manifest.diagnostics(_read_spec)
     where = args.manifest_path or "bundled default manifest"
     if blank_manifest(args.manifest_path):
-        sys.stderr.write(
+        notice(
             f"warning: {where} is empty: no connectors, no agents; a running serve keeps its manifest until "
-            "the file holds one (write 'connectors: []' to mean none)\n"
+            "the file holds one (write 'connectors: []' to mean none)",
+            level=logging.WARNING,
         )
     if args.json:
         _print_json({"manifest": str(where), "connectors": len(manifest.connectors), "problems": problems})
     else:
         for p in problems:
-            sys.stderr.write(f"{escaped(p, lines=True)}\n")
+            notice(f"{escaped(p, lines=True)}")
         if not problems:
             sys.stdout.write(f"{where}: ok ({len(manifest.connectors)} connectors)\n")
     return 1 if problems else 0
@@ -179,7 +203,7 @@ async def cmd_sync(args: argparse.Namespace) -> int:
 
     # Stores the catalogs, and their vectors when discovery is hybrid: the next ``serve`` ranks hybrid
     # from its first query instead of lexically until a background embedding finishes.
-    async with _gateway(args, progress=_progress(), build_index=False, embed_now=True) as gw:
+    async with _gateway(args, progress=_progress(args), build_index=False, embed_now=True) as gw:
         states = gw.states()
         withheld = {s.slug: gw.withheld(s.slug) for s in states}
     # ``actions`` counts what loaded; what agents may not see of it, and why, is said beside it, in
@@ -210,9 +234,9 @@ def _running_server_note(state_dir: Path) -> None:
 
     served = read_served(state_dir)
     if served is not None:
-        sys.stderr.write(
+        notice(
             f"note: the server at {served.url} (pid {served.pid}) still serves the catalogs it loaded; "
-            f"`kill -HUP {served.pid}` has it sync again\n"
+            f"`kill -HUP {served.pid}` has it sync again"
         )
 
 
@@ -247,7 +271,7 @@ def cmd_connectors(args: argparse.Namespace) -> int:
         )
         _notes(data["connectors"])
         if "; embedding " in (data.get("discovery") or ""):  # serve is embedding: discover is lexical meanwhile
-            sys.stderr.write(f"{data['discovery']}\n")
+            notice(f"{data['discovery']}")
     return 0
 
 
@@ -282,9 +306,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     else:
         _table([(r["name"], r["risk"], r["summary"]) for r in data["results"]], ["action", "risk", "summary"])
         if data.get("confidence") == "low" and data.get("hint"):  # what --json says in its "hint"
-            sys.stderr.write(f"low confidence: {data['hint']}\n")
+            notice(f"low confidence: {data['hint']}")
         for api in data.get("catalog") or ():  # nothing configured serves it well; the catalog has these
-            sys.stderr.write(f"not configured, in the bundled catalog: {api['name']} ({api['add']})\n")
+            notice(f"not configured, in the bundled catalog: {api['name']} ({api['add']})")
     return 0
 
 
@@ -349,7 +373,7 @@ async def cmd_call(args: argparse.Namespace) -> int:
             from ..services.approvals import MAX_WAIT_SECONDS
 
             waiting = min(args.wait, MAX_WAIT_SECONDS)
-            sys.stderr.write(f"mcp-gateway: approval needed: {pending.approval_url} (waiting up to {waiting:g} s)\n")
+            notice(f"mcp-gateway: approval needed: {pending.approval_url} (waiting up to {waiting:g} s)")
             _hint_link({"approval_url": pending.approval_url}, gw.links.public_url)
             sys.stderr.flush()
             announced.append(pending.approval_url)
@@ -388,7 +412,7 @@ def _hint_link(data: dict[str, Any], public_url: str) -> None:
 
     hint = link_hint(data, public_url)
     if hint and not url_answers(public_url):
-        sys.stderr.write(f"mcp-gateway: {hint}\n")
+        notice(f"mcp-gateway: {hint}")
 
 
 async def cmd_token(args: argparse.Namespace) -> int:
@@ -412,7 +436,7 @@ async def cmd_token(args: argparse.Namespace) -> int:
             if args.json:
                 _print_json({"id": token_id, "agent": args.agent, "operator": args.operator, "token": token})
             else:
-                sys.stderr.write(f"token {token_id} for {label} (shown once; store it safely):\n")
+                notice(f"token {token_id} for {label} (shown once; store it safely):")
                 sys.stdout.write(token + "\n")
         elif args.token_cmd == "list":
             rows = [
@@ -539,24 +563,24 @@ async def cmd_secret(args: argparse.Namespace) -> int:
             change_record(key, at=_clock().now(), who=OPERATOR.user, via="secret set", replaced=replaced)
         )
         in_error = any(s.slug == cfg.slug and s.status == "error" for s in await store.list_connector_states())
-    sys.stderr.write(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})\n")
+    notice(f"stored secret {args.name!r} for {cfg.slug} ({cfg.auth.type})")
     if leftovers:
         users = ", ".join(escaped(u) for u in leftovers)
-        sys.stderr.write(
+        notice(
             f"note: {len(leftovers)} user(s) have a personal credential for {cfg.slug} stored while it was "
             f"`credentials: per_user` ({users}); its calls carry this team-wide one, never those. Delete them with "
-            f"`mcp-gateway secret delete {cfg.slug} --user USER`\n"
+            f"`mcp-gateway secret delete {cfg.slug} --user USER`"
         )
     for approval in overtaken:
-        sys.stderr.write(
+        notice(
             f"withdrew approval {approval.id} (to replace it, asked by {escaped(approval.principal)}): it was asked "
-            "against the credential just replaced; its link stores nothing, and a new link asks again\n"
+            "against the credential just replaced; its link stores nothing, and a new link asks again"
         )
     if in_error:  # its last sync failed, perhaps for want of this credential: sync it again now
         async with _gateway(args, manifest=manifest) as gw:
             state = await gw.credential_stored(cfg.slug) or next(s for s in gw.states() if s.slug == cfg.slug)
         detail = f"{state.actions} actions" if state.status != "error" else escaped(state.error or "")
-        sys.stderr.write(f"synced {cfg.slug}: {state.status} ({detail})\n")
+        notice(f"synced {cfg.slug}: {state.status} ({detail})")
     return 0
 
 
@@ -582,11 +606,11 @@ async def _delete_secret(args: argparse.Namespace, manifest: Manifest) -> int:
             )
         withdrawn = await delete_credentials(store, args.settings, [key], via="secret delete")
     carried = " (every user's calls carried it)" if scope_of(key) == "team" else ""
-    sys.stderr.write(f"deleted the {credential_words(key)} of {slug}{carried}\n")
+    notice(f"deleted the {credential_words(key)} of {slug}{carried}")
     for approval in withdrawn:
-        sys.stderr.write(
+        notice(
             f"withdrew approval {approval.id} (to replace it, asked by {escaped(approval.principal)}): its link now "
-            "adds a credential like any new link\n"
+            "adds a credential like any new link"
         )
     return 0
 
@@ -668,7 +692,7 @@ async def _discovery_secret(args: argparse.Namespace, manifest: Manifest) -> int
     if args.connector is not None:
         raise CliError("--discovery stores the embeddings endpoint's key: name no connector")
     await _reserved_secret(args, manifest, *DISCOVERY_SECRET)
-    sys.stderr.write("stored the discovery embeddings API key (used from the next start)\n")
+    notice("stored the discovery embeddings API key (used from the next start)")
     return 0
 
 
@@ -680,7 +704,7 @@ async def _front_door_secret(args: argparse.Namespace, manifest: Manifest) -> in
     if args.connector is not None:
         raise CliError("--front-door stores a client secret of the front door: name no connector")
     await _reserved_secret(args, manifest, FRONT_DOOR_SECRETS, args.front_door)
-    sys.stderr.write(f"stored the front door's {args.front_door} client secret\n")
+    notice(f"stored the front door's {args.front_door} client secret")
     return 0
 
 
@@ -820,9 +844,9 @@ async def cmd_keys(args: argparse.Namespace) -> int:
                 staged.unlink(missing_ok=True)
             raise
     if staged is None:
-        sys.stderr.write(
+        notice(
             f"re-encrypted {count} credentials; now set {KEY_ENV_VAR} to the new key wherever the gateway runs, "
-            "and restart running gateways (they still hold the old key)\n"
+            "and restart running gateways (they still hold the old key)"
         )
         return 0
     try:
@@ -833,9 +857,9 @@ async def cmd_keys(args: argparse.Namespace) -> int:
             f"is in {staged}: move it there yourself (mode 600) before the next start",
             code=EXIT_FAILED,
         ) from None
-    sys.stderr.write(
+    notice(
         f"re-encrypted {count} credentials; {key_file} holds the new key. Restart running gateways (they still "
-        "hold the old key)\n"
+        "hold the old key)"
     )
     return 0
 

@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import io
 import itertools
+import logging
 import re
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..primitives.file_kinds import not_a_file
+from ..services.logs import notice
 from . import LOCAL_MANIFEST
 from .commands import credential_words, delete_credentials, store_of, stored_credentials
 from .output import EXIT_FAILED, CliError, escaped, print_json
@@ -189,11 +191,11 @@ def _init(path: Path, *, force: bool, default: bool = False) -> int:
         raise CliError(f"cannot write {path} ({exc.strerror or exc}); name a file in a folder you can write") from None
     _check(path, text, text)
     if local:
-        sys.stderr.write(f"wrote {path}; every command run in this folder reads it. next: mcp-gateway add stripe\n")
+        notice(f"wrote {escaped(str(path))}; every command run in this folder reads it. next: mcp-gateway add stripe")
         return 0
-    sys.stderr.write(
-        f"wrote {path}; next: mcp-gateway add <catalog entry | openapi file or URL> --manifest {path}\n"
-        f"  (or export MCP_GATEWAY_MANIFEST={path.resolve()})\n"
+    notice(
+        f"wrote {escaped(str(path))}; next: mcp-gateway add <catalog entry | openapi file or URL> --manifest "
+        f"{escaped(str(path))}\n  (or export MCP_GATEWAY_MANIFEST={escaped(str(path.resolve()))})"
     )
     return 0
 
@@ -515,7 +517,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
         lines += ["connectors:\n", *_render_item(entry, 2, comment)]
     manifest = _check(path, "".join(lines), original)
     slug = entry["slug"]
-    sys.stderr.write(f"added {slug} to {path}\n")
+    notice(f"added {slug} to {escaped(str(path))}")
     async with store_of(args.settings) as store:
         inherited = await stored_credentials(store, slug)
     code = 0 if args.no_sync else await _sync_one(args, manifest, slug, inherited)
@@ -546,7 +548,7 @@ def _wait_for_running_server(state_dir: Path, path: Path) -> None:
         return
     where = f"the server at {served.url} (pid {served.pid})"
     if served.manifest != str(path.resolve()):
-        sys.stderr.write(f"note: {where} reads another manifest ({served.manifest}): this change is not for it\n")
+        notice(f"note: {where} reads another manifest ({escaped(served.manifest)}): this change is not for it")
         return
     wanted = manifest_digest(path)
     deadline = time.monotonic() + SERVER_TAKES_SECONDS
@@ -554,13 +556,13 @@ def _wait_for_running_server(state_dir: Path, path: Path) -> None:
         time.sleep(0.2)
         served = read_served(state_dir)
     if served is None:
-        sys.stderr.write(f"note: {where} stopped before it took the change\n")
+        notice(f"note: {where} stopped before it took the change")
     elif served.manifest_digest == wanted:
-        sys.stderr.write(f"{where} took the change\n")
+        notice(f"{where} took the change")
     else:
-        sys.stderr.write(
+        notice(
             f"note: {where} has not taken the change yet; its log says why (it keeps the previous manifest "
-            "when the new one does not load)\n"
+            "when the new one does not load)"
         )
 
 
@@ -586,7 +588,7 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str, inherite
         sys.stdout.write(f"{slug}: {row['status']}, {row['actions']} actions\n")
     if row["status"] == "error":
         error = escaped(str(row.get("error")))
-        sys.stderr.write(f"{slug} did not load: {error}\n  fix the entry, or 'mcp-gateway remove {slug}'\n")
+        notice(f"{slug} did not load: {error}\n  fix the entry, or 'mcp-gateway remove {slug}'", level=logging.WARNING)
         return EXIT_FAILED
     kind = cfg.auth.type
     if kind == "none" or row.get("auth_configured"):
@@ -595,7 +597,7 @@ async def _sync_one(args: argparse.Namespace, manifest: Any, slug: str, inherite
         step = f"connect it: mcp-gateway connect {slug} (open the link while 'mcp-gateway pages' runs)"
     else:
         step = f"store its credential: mcp-gateway secret set {slug} < token-file  (or: mcp-gateway connect {slug})"
-    sys.stderr.write(f"next: {step}\n")
+    notice(f"next: {step}")
     return 0
 
 
@@ -606,10 +608,10 @@ def _warn_inherited(slug: str, inherited: list[CredentialKey], origin: str | Non
     where = escaped(origin) if origin else "wherever its calls go"
     first = inherited[0]
     user = "" if first.principal == PROJECT_WIDE else f" --user {escaped(first.principal)}"
-    sys.stderr.write(
+    notice(
         f"warning: {len(inherited)} credential(s) stored under {slug!r} before this entry ({what}) will be "
         f"sent to {where}; if they are not this service's, delete them "
-        f"(mcp-gateway secret delete {slug} {escaped(first.name)}{user}) and store its own\n"
+        f"(mcp-gateway secret delete {slug} {escaped(first.name)}{user}) and store its own"
     )
 
 
@@ -635,11 +637,11 @@ async def cmd_remove(args: argparse.Namespace) -> int:
         _check(path, text, original)
         stored = await stored_credentials(store, slug)
         await delete_credentials(store, args.settings, stored, via="remove")
-    sys.stderr.write(f"removed {slug} from {path}\n")
+    notice(f"removed {slug} from {escaped(str(path))}")
     if stored:
         what = "; ".join(credential_words(k) for k in stored)
         plural = "" if len(stored) == 1 else "s"
-        sys.stderr.write(f"deleted {len(stored)} stored credential{plural} of {slug} ({what})\n")
+        notice(f"deleted {len(stored)} stored credential{plural} of {slug} ({what})")
     await _tell_running_server(args, path)
     return 0
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..services.logs import notice, routine
 from .commands import principal
-from .output import EXIT_FAILED, EXIT_OK, started
+from .output import EXIT_FAILED, EXIT_OK, escaped, started
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -416,7 +416,7 @@ class _Say:
         ]
         if args.transport == "http":
             lines.append("             (a token: TOKEN=$(mcp-gateway token create --agent NAME))")
-        notice("\n".join(lines))
+        notice("\n".join(escaped(line) for line in lines))  # paths may hold any character
         sys.stderr.flush()
 
     async def when_embedded(self, gw: Gateway, startup: BackgroundSync | None) -> None:

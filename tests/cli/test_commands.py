@@ -853,3 +853,70 @@ def test_secret_set_without_a_stdin_or_with_bytes_that_are_not_utf8_says_so(env:
     latin = env.run("secret", "set", "echo")
     assert latin.code == 2 and "is not UTF-8 text (byte 0xff at position 0)" in latin.err
     assert "UTF-16" not in latin.err and "CANARY" not in latin.err
+
+
+def test_every_stderr_line_is_a_json_record_under_json_logs(env: CliEnv, tmp_path: Path) -> None:
+    """What each command tells the operator on stderr (a stored secret, a new token, a link's hint, an
+    entry added or removed, a low-confidence search, an empty manifest) is a log record, like its errors."""
+    json_logs = ("--log-format", "json")
+    runs = [
+        env.run(*json_logs, "secret", "set", "echo", stdin="echo-token-1234\n"),
+        env.run(*json_logs, "call", "echo.items.create", "--args", '{"name": "w"}'),  # the link's hint
+        env.run(*json_logs, "connect", "echo"),
+        env.run(*json_logs, "token", "create", "--agent", "bot"),
+        env.run(*json_logs, "discover", "zzqqxx"),
+        env.run(*json_logs, "secret", "delete", "echo"),
+        env.run(*json_logs, "add", "--mcp-url", "http://127.0.0.1:9/mcp", "--slug", "m2"),  # does not load
+        env.run(*json_logs, "remove", "m2"),
+    ]
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n")
+    env.capsys.readouterr()
+    cli.main([*json_logs, "validate", "--manifest", str(empty)])
+    runs.append(Run(0, "", env.capsys.readouterr().err))
+    said = []
+    for run in runs:
+        assert run.err.strip(), run
+        for line in run.err.splitlines():
+            said.append(json.loads(line)["message"])
+    for words in (
+        "stored secret",
+        "the pages must be served",
+        "shown once",
+        "low confidence",
+        "deleted the team-wide",
+        "added m2",
+        "m2 did not load",
+        "removed m2",
+        "is empty",
+    ):
+        assert any(words in message for message in said), (words, said)
+
+
+def test_sync_progress_on_a_terminal_gives_its_line_to_a_record_and_none_in_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+    import logging
+
+    from mcp_gateway.cli import commands
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    root.handlers = [logging.StreamHandler(terminal)]
+    try:
+        assert commands._progress(argparse.Namespace(log_format="json")) is None
+        report = commands._progress(argparse.Namespace(log_format="text"))
+        assert report is not None
+        report("hmcp", "start")
+        logging.getLogger("mcp_gateway.test").warning("hmcp failed to load")
+        report("hmcp", "error")
+    finally:
+        root.handlers = saved
+    assert terminal.getvalue() == "\r\x1b[Kloading hmcp…\r\x1b[Khmcp failed to load\n\r\x1b[Khmcp: error\n"

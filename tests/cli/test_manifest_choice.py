@@ -99,3 +99,23 @@ def test_init_says_what_is_true(folder: Path, capsys: pytest.CaptureFixture[str]
 
     assert _run(capsys, "init", "other.yaml")[0] == 0
     assert "# Run it:          mcp-gateway serve --manifest other.yaml\n" in (folder / "other.yaml").read_text()
+
+
+def test_a_manifest_path_is_said_with_its_control_characters_escaped(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is the one value of the manifest line an operator did not type as text: a file name can
+    hold an escape sequence that retitles or clears the terminal."""
+    hostile = folder / "m\x1b]0;TITLE\x07\x1b[2J\rFAKE\u202e.yaml"
+    hostile.write_text("connectors: []\n")
+    code, _, err = _run(capsys, "connectors", "--manifest", str(hostile))
+    monkeypatch.setenv("MCP_GATEWAY_MANIFEST", str(hostile))
+    _, out, from_env = _run(capsys, "connectors", "--json")
+    monkeypatch.delenv("MCP_GATEWAY_MANIFEST")
+    _, _, removed = _run(capsys, "remove", "nothing-here", "--manifest", str(hostile))
+    assert code == 0, err
+    for text in (err, from_env, removed):
+        assert "\x1b" not in text and "\r" not in text and "\u202e" not in text, text
+    assert "m\\x1b]0;TITLE\\x07\\x1b[2J\\rFAKE\\u202e.yaml (--manifest)" in err
+    assert "\\u202e.yaml ($MCP_GATEWAY_MANIFEST)" in from_env
+    assert json.loads(out)["manifest"] == f"{hostile} ($MCP_GATEWAY_MANIFEST)"  # JSON keeps the value itself

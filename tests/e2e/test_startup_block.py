@@ -82,3 +82,12 @@ def test_quiet_says_nothing_at_start(tmp_path: Path) -> None:
     answers, err, _ = _session(tmp_path, "--quiet")
     assert [a["id"] for a in answers] == [1, 2]
     assert "claude mcp add" not in err and "manifest" not in err
+
+
+def test_the_start_up_block_escapes_a_folder_names_control_characters(tmp_path: Path) -> None:
+    folder = tmp_path / "d\x1b]0;TITLE\x07\x1b[2J\u202e"
+    folder.mkdir()
+    answers, err, _ = _session(folder)
+    assert [a["id"] for a in answers] == [1, 2]
+    assert "\x1b" not in err and "\u202e" not in err, err
+    assert "manifest   " + str(tmp_path) + "/d\\x1b]0;TITLE\\x07\\x1b[2J\\u202e/gateway.yaml (--manifest)" in err
