@@ -650,7 +650,7 @@ def credential_words(key: CredentialKey) -> str:
     from ..primitives.secrets import PROJECT_WIDE
 
     whose = "team-wide" if key.principal == PROJECT_WIDE else f"{escaped(key.principal)}'s own"
-    return f"{whose} credential {escaped(key.name)!r}"
+    return f"{whose} credential '{escaped(key.name)}'"  # not repr(): it would double each escape's backslash
 
 
 def _stored_words(stored: list[CredentialKey]) -> str:
@@ -659,7 +659,7 @@ def _stored_words(stored: list[CredentialKey]) -> str:
     if not stored:
         return "it has no stored credential"
     listed = ", ".join(
-        f"{escaped(k.name)!r} ({'team-wide' if k.principal == PROJECT_WIDE else '--user ' + escaped(k.principal)})"
+        f"'{escaped(k.name)}' ({'team-wide' if k.principal == PROJECT_WIDE else '--user ' + escaped(k.principal)})"
         for k in sorted(stored, key=lambda k: (k.principal, k.name))
     )
     return f"stored: {listed}"

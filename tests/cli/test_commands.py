@@ -920,3 +920,17 @@ def test_sync_progress_on_a_terminal_gives_its_line_to_a_record_and_none_in_json
     finally:
         root.handlers = saved
     assert terminal.getvalue() == "\r\x1b[Kloading hmcp…\r\x1b[Khmcp failed to load\n\r\x1b[Khmcp: error\n"
+
+
+def test_secret_delete_escapes_a_hostile_name_once(env: CliEnv) -> None:
+    missing = env.run("secret", "delete", "echo", "n\x1b]0;TITLE\x07")
+    assert missing.code == 2
+    assert "'n\\x1b]0;TITLE\\x07'" in missing.err and "\\\\x1b" not in missing.err, missing.err
+
+
+def test_an_error_quotes_a_huge_argument_by_its_start_and_length(env: CliEnv) -> None:
+    huge = "a" * 100_000
+    for argv in (("approvals", "show", huge), ("secret", "delete", "echo", huge), ("remove", huge)):
+        run = env.run(*argv)
+        assert run.code == 2 and len(run.err) < 2000, (argv, len(run.err))
+        assert "… (10000" in run.err, run.err  # the argument's length, give or take its quotes

@@ -283,6 +283,8 @@ class EarlyStdio:
         """Every line the client sends goes to the SDK; a known request is answered on the way."""
         try:
             for line in wire:
+                if not line.strip():
+                    continue  # a blank line between messages is no message: nothing to answer or log
                 refused = invalid_id_error(line)
                 if refused is not None:  # the SDK would take it for a notification: never answered, never run
                     self._refuse(refused)
