@@ -22,7 +22,7 @@ import html
 import json
 import quopri
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Literal, NoReturn, cast
 from urllib.parse import quote, quote_plus
 
@@ -122,8 +122,10 @@ class SecretValue:
         as a numeric entity), base64-encoded (alone, and inside a longer base64 text at any offset,
         both alphabets: ``_b64_runs``), hex-encoded (its UTF-8 bytes, lower and upper case, with
         ``:`` or nothing between bytes) and, from 8 characters, upper- and lower-cased; with its
-        ``Bearer`` form; a value beyond ASCII also as its UTF-8 bytes read as Latin-1 or Windows-1252
-        (``_misread``), in each of those encodings. For a username/password pair also ``user:pass``
+        ``Bearer`` form; a value beyond ASCII also in the other spellings an upstream writes it in
+        (``_misread``: its UTF-8 bytes read as Latin-1 or Windows-1252, normalized otherwise, its letters
+        beyond ASCII as ``?``, U+FFFD or nothing, folded to ASCII), in each of those encodings. For a
+        username/password pair also ``user:pass``
         and its Basic-auth header whatever the password's length, and the username itself when the
         password is shorter than 4 characters (an API key sent as the username).
         A form split by whitespace (a line break in a wrapped base64 text or error) is found by the
@@ -135,6 +137,8 @@ class SecretValue:
             if len(v) < MIN_REDACT_CHARS:
                 continue
             for spelling in (v, *_misread(v)):
+                if len(spelling) < MIN_REDACT_CHARS:
+                    continue
                 forms.update(_encodings(spelling))
                 forms.add(f"Bearer {spelling}")
         if isinstance(self._value, dict) and "username" in self._value and "password" in self._value:
@@ -156,7 +160,8 @@ class SecretValue:
         that masks only the end of what it echoes (``sk_live_abcdefghij****``) shows the rest. Each secret
         value long enough for a start of ``MIN_SECRET_START`` characters to be less than all of it."""
         values = [self._value] if isinstance(self._value, str) else _secret_fields(self._value)
-        return {v for v in values if len(v) > MIN_SECRET_START}
+        spellings = {s for v in values for s in (v, *_misread(v))}
+        return {s for s in spellings if len(s) > MIN_SECRET_START}
 
     def __repr__(self) -> str:
         return "SecretValue([secure])"
@@ -169,17 +174,54 @@ class SecretValue:
 
 
 def _misread(v: str) -> set[str]:
-    """``v``'s UTF-8 bytes as a server that reads header bytes as Latin-1 or Windows-1252 (Python's
-    ``http.server``, many others) echoes them: ``clé`` comes back as ``clÃ©``."""
+    """``v`` as an upstream echoes a value beyond ASCII in another spelling (each at most once, so a secret
+    with many such letters gives a few more forms, not their combinations):
+
+    - its UTF-8 bytes read as Latin-1 or Windows-1252 (Python's ``http.server`` reading header bytes,
+      many others): ``clé`` comes back as ``clÃ©``;
+    - normalized otherwise (NFC, NFD, NFKC, NFKD): ``ä`` as ``a`` plus a combining mark reads the same;
+    - each letter beyond ASCII as ``?`` (a Java ``getBytes("US-ASCII")``, many loggers), as U+FFFD once or
+      once per UTF-8 byte (Latin-1 or UTF-8 bytes read under the other label), or dropped;
+    - folded to ASCII (its accents stripped) and transliterated as German writes it (``ä`` as ``ae``).
+    """
     if v.isascii():
         return set()
     data = v.encode()
-    spellings = {data.decode("latin-1")}
+    spellings = {data.decode("latin-1"), data.decode("cp1252", errors="replace")}
     try:
         spellings.add(data.decode("cp1252"))
     except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined
         pass
+    spellings.update(unicodedata.normalize(form, v) for form in ("NFC", "NFD", "NFKC", "NFKD"))
+    composed = unicodedata.normalize("NFC", v)
+    folded = "".join(c for c in unicodedata.normalize("NFKD", v) if not unicodedata.combining(c))
+    lossy = {
+        _each_beyond_ascii(composed, lambda _c: "?"),
+        _each_beyond_ascii(composed, lambda _c: "\ufffd"),
+        _each_beyond_ascii(composed, lambda c: "\ufffd" * len(c.encode())),
+        _each_beyond_ascii(composed, lambda _c: ""),
+        folded,
+        _each_beyond_ascii(folded, lambda _c: ""),
+        _each_beyond_ascii(folded, lambda _c: "?"),
+        _each_beyond_ascii(_transliterated(composed), lambda _c: ""),
+    }
+    # A lossy spelling too little of the secret is left in ("????") would hide text that is no echo.
+    spellings.update(s for s in lossy if len(s.replace("?", "").replace("\ufffd", "")) >= MIN_REDACT_CHARS)
+    spellings.discard(v)
     return spellings
+
+
+def _each_beyond_ascii(v: str, spelled: Callable[[str], str]) -> str:
+    return "".join(c if c.isascii() else spelled(c) for c in v)
+
+
+_GERMAN: Final[Mapping[str, str]] = {"ä": "ae", "ö": "oe", "ü": "ue", "Ä": "Ae", "Ö": "Oe", "Ü": "Ue", "ß": "ss"}
+
+
+def _transliterated(v: str) -> str:
+    """``v`` in ASCII as a German writer spells it (``ä`` as ``ae``), other accents stripped."""
+    german = "".join(_GERMAN.get(c, c) for c in v)
+    return "".join(c for c in unicodedata.normalize("NFKD", german) if not unicodedata.combining(c))
 
 
 def _secret_fields(value: Mapping[str, str]) -> list[str]:

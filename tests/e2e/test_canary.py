@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -38,7 +39,7 @@ from mcp.client.stdio import stdio_client
 from mcp_gateway.core.calls import DEFAULT_MAX_RESPONSE_BYTES
 from mcp_gateway.execution.response import ERROR_TEXT_LIMIT
 from tests.support.env import child_env
-from tests.support.upstream import EchoApp, serve_asgi
+from tests.support.upstream import EchoApp, Receive, Scope, Send, serve_asgi
 
 from .conftest import GatewayEnv, HttpGateway, free_port, http_client
 
@@ -606,3 +607,91 @@ def test_debug_log_never_prints_a_query_key(canary_env: CanaryEnv) -> None:
     assert ("api_key", SECRETS["query_key"]) in canary_env.upstream.requests[-1].query_params
     lines = [line for line in proc.stderr.splitlines() if MARK in line]
     assert not lines, "\n".join(lines)
+
+
+NON_ASCII_PASSWORD = "CANARY-7f3a9c-pässwörd+Z9/="
+"""A Basic password beyond ASCII, as a person chooses one."""
+NON_ASCII_TOKEN = "CANARY-7f3a9c-msTök/5m+M="
+"""A stdio MCP server's environment secret beyond ASCII (allowed there)."""
+
+_RESPELLED: dict[str, Any] = {
+    "nfd": lambda pw: unicodedata.normalize("NFD", pw).encode(),
+    "ascii_q": lambda pw: pw.encode("ascii", "replace"),  # Java's getBytes("US-ASCII"), many loggers
+    "latin1_bytes": lambda pw: pw.encode("latin-1"),  # under a UTF-8 label: one U+FFFD per letter
+    "fffd_per_byte": lambda pw: "".join(c if c.isascii() else "\ufffd" * len(c.encode()) for c in pw).encode(),
+    "dropped": lambda pw: pw.encode("ascii", "ignore"),
+    "folded": lambda pw: "".join(c for c in unicodedata.normalize("NFKD", pw) if c.isascii()).encode(),
+    "german": lambda pw: pw.replace("ä", "ae").replace("ö", "oe").encode(),
+}
+
+
+async def _respelling_upstream(scope: Scope, receive: Receive, send: Send) -> None:
+    """Quotes the Basic password it was sent in the spelling its path names: ``/err/<how>`` in a 400,
+    ``/ok/<how>`` in a 200, both JSON labelled UTF-8."""
+    headers = dict(scope["headers"])
+    _, _, encoded = headers.get(b"authorization", b"").decode().partition(" ")
+    password = base64.b64decode(encoded).decode().partition(":")[2]
+    kind, how = scope["path"].strip("/").split("/")
+    quoted = _RESPELLED[how](password)
+    body = b'{"message": "bad credentials for alice:' + quoted + b'"}'
+    raw = [(b"content-type", b"application/json; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 400 if kind == "err" else 200, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_a_secret_beyond_ascii_echoed_in_another_spelling_is_redacted(tmp_path: Path) -> None:
+    """A password with umlauts echoed decomposed (it reads the same), with its umlauts as ``?``,
+    U+FFFD or nothing, folded or transliterated, and an MCP server's environment token echoed
+    decomposed: each reaches the agent as ``[redacted]``, in an error and in an ok result."""
+    import sys
+
+    from mcp_gateway.core import result_payload
+    from mcp_gateway.manifest import parse_manifest
+    from mcp_gateway.runtime import Settings, open_gateway
+    from mcp_gateway.services.identity import OPERATOR
+    from tests.support.mcp_servers import REPO
+
+    paths = [f"/{kind}/{how}" for how in _RESPELLED for kind in ("err", "ok")]
+    actions = "".join(
+        f"\n          - {{path: {p.strip('/').replace('/', '.')}, method: GET, url: {p}, summary: {p}}}" for p in paths
+    )
+    argv = json.dumps([sys.executable, "-m", "tests.support.echo_env_mcp"])
+    with serve_asgi(_respelling_upstream) as base:
+        text = f"""
+project: respelled
+default_mode: allow_all
+connectors:
+  - slug: basic
+    base_url: {base}
+    auth: {{type: basic}}
+    source:
+      http:
+        actions:{actions}
+  - slug: child
+    timeout: 20
+    trust: auto
+    auth: {{type: bearer}}
+    source: {{mcp: {{command: {argv}, cwd: "{REPO}", env: {{ECHO_TOKEN: "{{secret}}"}}}}}}
+"""
+        manifest = parse_manifest(text, base_dir=tmp_path)
+        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "r" * 40})
+        async with open_gateway(settings, manifest=manifest) as gw:
+            await gw._vault.put("basic", {"username": "alice", "password": NON_ASCII_PASSWORD})  # pyright: ignore[reportPrivateUsage]
+            await gw._vault.put("child", NON_ASCII_TOKEN)  # pyright: ignore[reportPrivateUsage]
+            await gw.sync()
+            answers: dict[str, str] = {}
+            for p in paths:
+                answers[p] = json.dumps(
+                    result_payload(await gw.call(OPERATOR, f"basic.{p.strip('/').replace('/', '.')}", {})),
+                    ensure_ascii=False,
+                )
+            for tool in ("in_use", "refused"):
+                answers[tool] = json.dumps(
+                    result_payload(await gw.call(OPERATOR, f"child.{tool}", {})), ensure_ascii=False
+                )
+    for where, answer in answers.items():
+        ok = where == "in_use" or where.startswith("/ok/")
+        assert json.loads(answer)["status"] == ("ok" if ok else "error"), (where, answer)
+        assert "[redacted]" in answer, (where, answer)
+        folded = "".join(c for c in unicodedata.normalize("NFKD", answer) if c.isascii())
+        assert "CANARY-7f3a9c-p" not in folded and "CANARY-7f3a9c-ms" not in folded, (where, answer)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import unicodedata
 
 import pytest
 
@@ -53,6 +54,32 @@ def test_a_secret_beyond_ascii_is_redacted_as_a_latin1_reader_echoes_its_utf8_by
         assert misread in forms and json.dumps(misread)[1:-1] in forms
     assert "CANARY-cl\u00c3\u00a9-4711" in SecretValue("CANARY-clé-4711").redaction_forms()
     assert "CANARY-clâ€™-4711" in SecretValue("CANARY-cl\u2019-4711").redaction_forms()  # read as Windows-1252
+
+
+def test_a_secret_beyond_ascii_is_redacted_in_every_spelling_an_upstream_writes_it_in() -> None:
+    value = "CANARY-p85-pässwörd+Z9/="
+    forms = SecretValue({"username": "u", "password": value}).redaction_forms()
+    for spelling in (
+        unicodedata.normalize("NFD", value),  # reads the same
+        "CANARY-p85-p?ssw?rd+Z9/=",  # letters beyond ASCII as '?'
+        "CANARY-p85-p\ufffdssw\ufffdrd+Z9/=",  # Latin-1 bytes read as UTF-8
+        "CANARY-p85-p\ufffd\ufffdssw\ufffd\ufffdrd+Z9/=",  # one U+FFFD per UTF-8 byte
+        "CANARY-p85-psswrd+Z9/=",  # dropped
+        "CANARY-p85-password+Z9/=",  # accents stripped
+        "CANARY-p85-paesswoerd+Z9/=",  # as German writes it
+    ):
+        assert spelling in forms, spelling
+    assert "Gruesse-2026!" in SecretValue("Grüße-2026!").redaction_forms()
+    assert "MARKE-\u00c5-17" in SecretValue("MARKE-\u212b-17").redaction_forms()  # NFC/NFKC of the Angstrom sign
+    assert "????" not in SecretValue("ключ").redaction_forms()  # too little of it left to tell it by
+
+
+def test_the_spellings_of_a_secret_with_many_letters_beyond_ascii_stay_few() -> None:
+    # Each spelling changes every such letter at once: 40 letters give no more forms than two do.
+    few = SecretValue("CANARY-ключ-4711").redaction_forms()
+    many = SecretValue("CANARY-" + "ключ" * 10 + "-4711").redaction_forms()
+    assert len(many) <= len(few) + 10 < 1000
+    assert "CANARY-" + "????" * 10 + "-4711" in many
 
 
 def test_a_basic_header_is_redacted_whatever_the_password_length() -> None:
