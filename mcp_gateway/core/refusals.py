@@ -60,6 +60,8 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     unread = (
         f" Its body could not be decoded (a corrupt or cut {outcome.undecodable} stream), so what it said is unknown."
         if outcome.undecodable
+        else " Its body was cut short (the connection closed before its end)."
+        if outcome.cut_short
         else ""
     )
     if limited:

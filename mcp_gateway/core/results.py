@@ -179,7 +179,9 @@ def upstream_summary(
     on its own and those that pass are kept (a field's ``missing_field`` code beside a message that
     was an injection), provided they still pass together; the rest is withheld. ``max_chars``: less
     for text quoted inside the gateway's own sentence than for an ``upstream_message``."""
-    body = read_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data)))
+    # A body the upstream cut short may end in the first part of a secret, as one cut by the cap does.
+    cut = outcome.truncated or outcome.cut_short
+    body = read_error(dataclasses.replace(outcome, data=redactor.redact(outcome.data, truncated=cut)))
     screened = said(body.text(), redactor.redact_text, max_chars=max_chars)
     if not screened.withheld:
         return UpstreamSummary(screened.for_agent())

@@ -79,6 +79,9 @@ class Outcome:
     undecodable: str = ""
     """An error answer's content coding (``gzip``) whose stream was corrupt or cut: its status stands, its
     body is not there. Empty when the body was read."""
+    cut_short: bool = False
+    """An error answer whose body broke off before its end (shorter than its ``Content-Length``, a chunked
+    stream closed before its last chunk): its status and headers stand, ``data`` is what came of it."""
     redirected_to: str | None = None
     """The path of the URL that gave this answer, when a redirect led there from the one requested."""
     error_type: str = ""
@@ -123,13 +126,21 @@ async def read_response(response: httpx2.Response, *, max_bytes: int, head: bool
     media, has_params, _ = content_type.partition(";")
     media = media.strip().lower()
     waits = _waits(response) if response.status_code >= 400 else {}
+    came: list[bytes] = []
     try:
-        body, truncated = await _read_capped(response, max_bytes, coding)
+        body, truncated = await _read_capped(response, max_bytes, coding, came)
     except httpx2.DecodingError:
         if response.status_code < 400:
             raise  # a success's body is its result: without it the exchange broke
         # An error's status says most of what happened; that its body was unreadable is said beside it.
         return Outcome(response.status_code, None, False, media, undecodable=(coding or "").strip(), **waits)
+    except (httpx2.RemoteProtocolError, httpx2.ReadError):
+        if response.status_code < 400:
+            raise
+        # The status line and headers came whole (a 429's Retry-After, a 401's challenge): they say what
+        # happened, and what came of the body is read as far as it goes.
+        body, truncated = b"".join(came), False
+        waits["cut_short"] = True
     if not body:
         return Outcome(
             http_status=response.status_code,
@@ -273,8 +284,11 @@ def parse_retry_after(value: str | None) -> float | None:
     return min(max(0.0, wait), MAX_RETRY_AFTER)
 
 
-async def _read_capped(response: httpx2.Response, max_bytes: int, coding: str | None) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
+async def _read_capped(
+    response: httpx2.Response, max_bytes: int, coding: str | None, chunks: list[bytes]
+) -> tuple[bytes, bool]:
+    """The body (at most ``max_bytes``) and whether it was longer; ``chunks`` holds what came so far when the
+    stream breaks off."""
     size = 0
     # A response already read (built in memory) holds its body decoded by httpx2.
     inflater = None if response.is_stream_consumed else _inflater(coding)

@@ -19,6 +19,7 @@ from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.runtime import Settings, open_gateway
 from mcp_gateway.services.identity import OPERATOR
 from tests.support.graphql_upstream import SDL
+from tests.support.raw_http import RawAnswer, RawHttpServer, RawRequest
 from tests.support.upstream import Receive, Scope, Send, serve_asgi
 
 pytestmark = pytest.mark.anyio
@@ -71,14 +72,23 @@ class DialectApp:
 
 @asynccontextmanager
 async def gateway(tmp_path: Path, app: DialectApp) -> AsyncIterator[Gateway]:
+    with serve_asgi(app) as base:
+        async with gateway_at(tmp_path, base, list(app.answers)) as gw:
+            yield gw
+
+
+@asynccontextmanager
+async def gateway_at(tmp_path: Path, base: str, paths: list[str]) -> AsyncIterator[Gateway]:
+    """The gateway in front of ``base``: ``api.<path>.get`` reads each path, ``api.<path>.create`` POSTs to it."""
     schema = tmp_path / "schema.graphql"
     schema.write_text(SDL)
     actions = "".join(
-        f"\n          - {{path: {path.strip('/').replace('/', '.')}.get, method: GET, url: {path}, summary: {path}}}"
-        for path in app.answers
+        f"\n          - {{path: {path.strip('/').replace('/', '.')}.{verb}, method: {method}, url: {path}, "
+        f"summary: {verb} {path}}}"
+        for path in paths
+        for verb, method in (("get", "GET"), ("create", "POST"))
     )
-    with serve_asgi(app) as base:
-        text = f"""
+    text = f"""
 project: dialects
 default_mode: allow_all
 connectors:
@@ -92,12 +102,12 @@ connectors:
     base_url: {base}/graphql
     source: {{graphql: {{schema: {schema}}}}}
 """
-        manifest = parse_manifest(text, base_dir=tmp_path)
-        settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=ENV)
-        async with open_gateway(settings, manifest=manifest) as gw:
-            await gw._vault.put("api", SECRET)  # pyright: ignore[reportPrivateUsage]
-            await gw.sync()
-            yield gw
+    manifest = parse_manifest(text, base_dir=tmp_path)
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env=ENV)
+    async with open_gateway(settings, manifest=manifest) as gw:
+        await gw._vault.put("api", SECRET)  # pyright: ignore[reportPrivateUsage]
+        await gw.sync()
+        yield gw
 
 
 async def call(gw: Gateway, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -320,3 +330,46 @@ async def test_the_x_amzn_errortype_header_names_the_kind_and_keeps_the_message(
     assert "AccessDeniedException: User is not authorized" in answers["denied"]["message"], answers["denied"]
     assert "UnrecognizedClientException" in answers["unrecognized"]["message"], answers["unrecognized"]
     assert answers["expired"]["upstream_message"] == "ExpiredTokenException: Token expired"
+
+
+# -- an error whose body was cut short ---------------------------------------------------------
+
+
+def _cut_short(request: RawRequest) -> RawAnswer:
+    """Each error's status line and headers whole, its body cut: shorter than its Content-Length, or a
+    chunked stream closed before its last chunk (``/chunked…``)."""
+    status, headers, body = {
+        "/limited": ("429 Too Many Requests", "Retry-After: 2\r\n", b'{"message": "slow down, you'),
+        "/expired": ("401 Unauthorized", 'WWW-Authenticate: Bearer error="invalid_token"\r\n', b'{"message": "tok'),
+        "/forbidden": ("403 Forbidden", "", b'{"message": "Resource not accessible by'),
+        "/chunked422": ("422 Unprocessable Entity", "", b'{"message": "Validation Failed", "errors": [{"fi'),
+        "/echoed": ("400 Bad Request", "", b'{"message": "bad token ' + SECRET[:10].encode()),
+    }[request.target]
+    head = f"HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\n"
+    if request.target.startswith("/chunked"):
+        framed = f"{head}Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n".encode() + body + b"\r\n"
+        return RawAnswer(framed, close=True)
+    return RawAnswer(f"{head}Content-Length: {len(body) + 300}\r\n\r\n".encode() + body, close=True)
+
+
+async def test_an_error_whose_body_was_cut_short_is_told_by_its_status(tmp_path: Path) -> None:
+    """A 429, 401, 403 or 422 whose body broke off is what its status and headers say, for a read and a
+    write alike: not a broken exchange to try again, nor a write that may have taken effect."""
+    paths = ["/limited", "/expired", "/forbidden", "/chunked422", "/echoed"]
+    with RawHttpServer(_cut_short) as server:
+        async with gateway_at(tmp_path, server.base_url, paths) as gw:
+            answers = {
+                (p, verb): await call(gw, f"api.{p.strip('/')}.{verb}") for p in paths for verb in ("get", "create")
+            }
+            rows = await gw.auditor.recent(20)
+    for (path, verb), answer in answers.items():
+        kind = {"/limited": "rate_limited", "/expired": "needs_auth", "/forbidden": "upstream_forbidden"}
+        expected = kind.get(path, "upstream_error")
+        assert answer.get("reason") == expected or answer["status"] == expected, (path, verb, answer)
+        assert "broke the HTTP exchange" not in json.dumps(answer) and "taken effect" not in json.dumps(answer)
+    assert answers["/limited", "create"]["retry_after"] == 2.0
+    # Cut inside an echoed credential: its first part is no form of it, and is redacted all the same.
+    assert answers["/echoed", "get"]["upstream_message"].endswith("bad token [redacted]"), answers["/echoed", "get"]
+    invalid = answers["/chunked422", "get"]
+    assert invalid["upstream_status"] == 422 and "cut short" in invalid["message"], invalid
+    assert {row.upstream_status for row in rows if row.status == "error"} >= {429, 422}

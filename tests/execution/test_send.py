@@ -494,6 +494,40 @@ async def test_a_compressed_body_cut_before_its_end_broke_the_exchange() -> None
             assert_no_leak(info.value, CANARY[:8])
 
 
+def error_cut_short(request: RawRequest) -> RawAnswer:
+    """An error whose status line and headers came whole, its body cut before its end: shorter than its
+    Content-Length (``/length``) or a chunked stream closed before its last chunk (``/chunked``)."""
+    body = b'{"message": "Too many requests, slow down'
+    if request.target == "/length":
+        head = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(body) + 500}\r\n\r\n"
+        return RawAnswer(head.encode() + body, close=True)
+    head = 'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer error="invalid_token"\r\n'
+    head += "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return RawAnswer(head.encode() + f"{len(body):x}\r\n".encode() + body + b"\r\n", close=True)
+
+
+async def test_an_error_whose_body_was_cut_short_keeps_its_status_and_what_came() -> None:
+    with RawHttpServer(error_cut_short) as server:
+        for method in ("GET", "POST"):
+            limited = await call(get(server.base_url, "/length", method=method))
+            assert (limited.http_status, limited.retry_after, limited.cut_short) == (429, 2.0, True)
+            assert limited.data == '{"message": "Too many requests, slow down'
+            refused = await call(get(server.base_url, "/chunked", method=method))
+            assert (refused.http_status, refused.cut_short) == (401, True)
+            assert refused.challenge is not None and refused.challenge.error == "invalid_token"
+
+
+def success_cut_short(request: RawRequest) -> RawAnswer:
+    return RawAnswer(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}", close=True)
+
+
+async def test_a_success_whose_body_was_cut_short_broke_the_exchange() -> None:
+    with RawHttpServer(success_cut_short) as server, pytest.raises(UpstreamError) as info:
+        await call(get(server.base_url, "/x", method="POST"))
+    assert info.value.reason == "upstream_error" and "may have reached it and taken effect" in str(info.value)
+
+
 def head_answer(request: RawRequest) -> RawAnswer:
     status = "404 Not Found" if request.target == "/missing" else "200 OK"
     head = (
