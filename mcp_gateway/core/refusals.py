@@ -9,7 +9,7 @@ whatever of it is quoted is screened first (``results.upstream_summary``).
 
 from __future__ import annotations
 
-from ..execution.error_dialects import body_retry_after, read_error
+from ..execution.error_dialects import MISSING_SCOPE, ErrorBody, body_retry_after, read_error
 from ..execution.executor import Prepared
 from ..execution.response import MAX_RETRY_AFTER, Outcome
 from ..policy import effective_risk
@@ -54,7 +54,7 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     if (status == 403 or body.forbidden) and not limited and not refused:
         # AWS says AccessDeniedException with a 400 too (its x-amzn-ErrorType header or its __type).
         quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
-        return _forbidden(slug, status, quoted, redactor, "the credential lacks the permission")
+        return _forbidden(slug, status, quoted, redactor, _lacking(body))
     summary = upstream_summary(outcome, redactor, slug)
     upstream_message = summary.text or None  # an empty body said nothing: no empty quote of it
     unread = (
@@ -69,14 +69,7 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     if refused:
         # AWS says ExpiredToken or SignatureDoesNotMatch with a 400 or 403: no permission is missing, the
         # credential itself is expired, unknown or signs wrong.
-        return ErrorResult(
-            reason="auth_failed",
-            message=f"{slug} answered {status}: it did not accept the stored credential ({refused}).",
-            upstream_status=status,
-            upstream_message=upstream_message,
-            hint="Retrying will not help and the arguments are not the problem: ask the user to reconnect "
-            "(connect) with a valid credential.",
-        )
+        return _credential_refused(slug, status, refused, upstream_message)
     if status == 511:
         # RFC 6585: only a proxy or captive portal in front of the upstream answers 511, the API never.
         return ErrorResult(
@@ -118,6 +111,23 @@ def refusal(prepared: Prepared, outcome: Outcome, redactor: Redactor, fallback: 
     )
 
 
+def _credential_refused(slug: str, status: int, code: str, upstream_message: str | None) -> ErrorResult:
+    return ErrorResult(
+        reason="auth_failed",
+        message=f"{slug} answered {status}: it did not accept the stored credential ({code}).",
+        upstream_status=status,
+        upstream_message=upstream_message,
+        hint="Retrying will not help and the arguments are not the problem: ask the user to reconnect "
+        "(connect) with a valid credential.",
+    )
+
+
+def _lacking(body: ErrorBody) -> str:
+    if MISSING_SCOPE in body.codes:
+        return "the credential was not granted the scope this call needs (the upstream's message names it)"
+    return "the credential lacks the permission"
+
+
 def _rate_limited(slug: str, status: int, wait: float | None, upstream_message: str | None) -> ErrorResult:
     if wait is None:
         return ErrorResult(
@@ -125,8 +135,8 @@ def _rate_limited(slug: str, status: int, wait: float | None, upstream_message: 
             message=f"{slug} answered {status}: it is limiting how often it is called, and did not say for how long.",
             upstream_status=status,
             upstream_message=upstream_message,
-            hint="Wait before calling again (some seconds at first, longer each time it answers 429); "
-            "the arguments are not the problem.",
+            hint="Wait before calling again (some seconds at first, longer each time it refuses so; the upstream's "
+            "message may say how long); the arguments are not the problem and the credential is not at fault.",
         )
     retry = max(0.1, round(wait, 1))
     asks = (
@@ -200,16 +210,24 @@ def failed_in_body(data: object) -> str:
     return f'"{flag}": false' if said else ""
 
 
-def failed_envelope(prepared: Prepared, outcome: Outcome, redactor: Redactor, flag: str) -> ErrorResult:
+def failed_envelope(prepared: Prepared, outcome: Outcome, redactor: Redactor, flag: str) -> ErrorResult | Denied:
     """The answer to a 2xx whose envelope says it failed (``failed_in_body``'s ``flag``): a rate limit when
-    its codes say so (Telegram's ``error_code`` 429 over HTTP 200), with the wait its body asks for; else
-    the failure it is, its text screened as any error's, not handed over as a success."""
+    its codes say so (Telegram's ``error_code`` 429 over HTTP 200, Slack's ``ratelimited``), with the wait its
+    body asks for; a refused credential (Slack's ``invalid_auth``, ``token_revoked``) or a missing permission
+    (``missing_scope``, naming the scope needed) as an error status saying so would be; else the failure it
+    is, its text screened as any error's, not handed over as a success."""
     slug, status = prepared.connector.slug, outcome.http_status
     assert status is not None
     upstream_message = upstream_summary(outcome, redactor, slug).text or None
-    if read_error(outcome).rate_limited:
+    body = read_error(outcome)
+    if body.rate_limited:
         asked = body_retry_after(outcome.data)
         return _rate_limited(slug, status, None if asked is None else min(asked, MAX_RETRY_AFTER), upstream_message)
+    if refused := body.credential_refused:
+        return _credential_refused(slug, status, refused, upstream_message)
+    if body.forbidden:
+        quoted = upstream_summary(outcome, redactor, slug, max_chars=MAX_UPSTREAM_TEXT)
+        return _forbidden(slug, status, quoted, redactor, _lacking(body))
     return ErrorResult(
         reason="upstream_error",
         message=f"{slug} answered {status} but its answer says the call failed ({flag}).",

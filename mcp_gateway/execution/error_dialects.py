@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_TEXT_LIMIT",
+    "MISSING_SCOPE",
     "Challenge",
     "ErrorBody",
     "body_retry_after",
@@ -76,6 +77,7 @@ _LIST_KEYS: Final = (
 """Where an object lists its single errors: a list of items, or an object of field to reasons."""
 _WHERE_KEYS: Final = ("field", "param", "parameter", "pointer", "property", "target", "instancePath", "dataPath")
 _CODE_KEYS: Final = ("code", "__type", "errorCode", "error_code", "reason", "type")
+_SCOPE_KEYS: Final = ("needed", "provided")
 _MAX_DEPTH: Final = 7
 _MAX_ITEMS: Final = 10
 """Items of one list (or fields of one object) read: a body is untrusted, and a few reasons say enough."""
@@ -100,6 +102,8 @@ _RATE_LIMIT_CODES: Final = frozenset(
         # GraphQL extensions.code (Shopify, Apollo's convention), GitHub's type.
         "THROTTLED",
         "RATE_LIMITED",
+        # Slack's error (over HTTP 429, and 200).
+        "ratelimited",
     }
 )
 """Codes that say "too many requests" whatever the status they come with."""
@@ -115,13 +119,24 @@ _CREDENTIAL_CODES: Final = frozenset(
         "IncompleteSignatureException",
         "AuthFailure",
         "UNAUTHENTICATED",  # GraphQL's extensions.code
+        # Slack's error, in an ``"ok": false`` answer.
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "token_expired",
+        "account_inactive",
     }
 )
-"""AWS codes (on a 400 or 403), and GraphQL's, that say the credential itself was refused: expired, unknown,
-or signing with the wrong secret. Not a missing permission: a new credential fixes them, retrying does not."""
-_FORBIDDEN_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied", "FORBIDDEN"})
-"""AWS codes that say the credential may not do this, sent with 400 by some services (KMS, DynamoDB), and
-GraphQL's ``FORBIDDEN``."""
+"""AWS codes (on a 400 or 403), GraphQL's and Slack's, that say the credential itself was refused: expired,
+revoked, unknown, or signing with the wrong secret. Not a missing permission: a new credential fixes them,
+retrying does not."""
+_FORBIDDEN_CODES: Final = frozenset(
+    {"AccessDeniedException", "AccessDenied", "FORBIDDEN", "missing_scope", "no_permission", "restricted_action"}
+)
+"""AWS codes that say the credential may not do this, sent with 400 by some services (KMS, DynamoDB),
+GraphQL's ``FORBIDDEN``, and Slack's (``missing_scope`` names the scope ``needed``)."""
+MISSING_SCOPE: Final = "missing_scope"
+"""Slack's code for a token not granted a scope the method needs."""
 _SENDER_FAULTS: Final = frozenset({"client", "sender"})
 """SOAP fault codes (1.1 ``Client``, 1.2 ``Sender``) that blame the request; SOAP sends every fault as a 500."""
 
@@ -175,10 +190,13 @@ class ErrorBody:
     """A SOAP fault coded ``Client``/``Sender``: the request is at fault, though the status is 500."""
     insufficient_scope: bool = False
     """The challenge says the token lacks the scope: a permission, not a credential, problem."""
+    throttle_said: bool = False
+    """A reason says in words that calls come too often, with no code for it (GitHub's secondary rate limit,
+    a 403 that may come with neither ``Retry-After`` nor a spent allowance)."""
 
     @property
     def rate_limited(self) -> bool:
-        return bool(self.codes & _RATE_LIMIT_CODES)
+        return self.throttle_said or bool(self.codes & _RATE_LIMIT_CODES)
 
     @property
     def forbidden(self) -> bool:
@@ -222,7 +240,23 @@ def read_error(outcome: Outcome) -> ErrorBody:
         elif not read:
             read = [outcome.error_type]
     reasons = tuple(dict.fromkeys(r for r in (*said_first, *read) if r))
-    return ErrorBody(reasons, codes, body.blames_request, scope)
+    throttle = any(_THROTTLE_SAID.search(r[:_MAX_SAID]) for r in read[:_MAX_ITEMS]) or _throttle_documented(data)
+    return ErrorBody(reasons, codes, body.blames_request, scope, throttle)
+
+
+_THROTTLE_SAID: Final = re.compile(
+    r"\bsecondary rate limit|\brate limit (?:exceeded|reached)|\bexceeded (?:a |the |your )?(?:\w+ )?rate limit"
+    r"|\b(?:are|been|being) rate[- ]?limited|^too many requests\b|\babuse detection mechanism",
+    re.I,
+)
+"""A reason that says calls come too often: GitHub's "You have exceeded a secondary rate limit", "API rate limit
+exceeded", "Too Many Requests". Not a mere mention of a rate limit (a setting one may lack permission for)."""
+
+
+def _throttle_documented(data: Any) -> bool:
+    """GitHub's ``documentation_url`` pointing at its rate-limit section (``…#about-secondary-rate-limits``)."""
+    url = data.get("documentation_url") if isinstance(data, dict) else None
+    return isinstance(url, str) and "#" in url and "rate-limit" in url.rpartition("#")[2]
 
 
 def error_type_of(header: str | None) -> str:
@@ -299,6 +333,10 @@ def _reasons(data: Any, depth: int = 0) -> list[str]:
         own = next((found for key in _FALLBACK_KEYS if (found := _strings(data.get(key)))), [])
     if not own and not nested and not title and depth > 0:
         own = next((found for key in ("code", "errorCode") if (found := _strings(data.get(key)))), [])
+    # Slack: the scope a method needs and those the token has, beside missing_scope; its per-field messages.
+    nested += [f"{key}: {value.strip()}" for key in _SCOPE_KEYS if isinstance(value := data.get(key), str) and value]
+    if isinstance(metadata := data.get("response_metadata"), dict):
+        nested += _strings(metadata.get("messages"))
     where = _where(data)
     if isinstance(extensions := data.get("extensions"), dict):  # a GraphQL error's
         named, problems = graphql_extensions(extensions)
@@ -419,6 +457,8 @@ def _json_codes(data: Any) -> set[str]:
     codes: set[str] = set()
     for holder in holders:
         if isinstance(holder, dict):
+            if isinstance(said := holder.get("error"), str) and _SNAKE_CODE.fullmatch(said):
+                codes.add(said)  # Slack's {"ok": false, "error": "invalid_auth"}: the error is a code
             for key in _CODE_KEYS:
                 value = holder.get(key)
                 if isinstance(value, str) and value:
@@ -426,6 +466,9 @@ def _json_codes(data: Any) -> set[str]:
                 elif isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
                     codes.add(str(value))  # an HTTP status said in the body (Telegram's ``error_code``)
     return codes
+
+
+_SNAKE_CODE: Final = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]{4,40}")
 
 
 def body_retry_after(data: Any) -> float | None:

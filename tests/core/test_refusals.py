@@ -103,6 +103,39 @@ async def test_a_throttle_coded_in_the_body_is_rate_limited_whatever_the_status(
     assert result.hint and "arguments are not the problem" in result.hint
 
 
+GITHUB_SECONDARY = {
+    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        GITHUB_SECONDARY,
+        {"message": GITHUB_SECONDARY["message"]},  # its words alone
+        {"message": "Forbidden", "documentation_url": GITHUB_SECONDARY["documentation_url"]},  # its link alone
+        {"error": "Too Many Requests"},
+        {"message": "API rate limit exceeded for user ID 1."},
+    ],
+)
+async def test_a_403_saying_in_words_that_calls_come_too_often_is_rate_limited(tmp_path: Path, body: Any) -> None:
+    for tool in ("api.items.get", "api.items.create"):
+        result = await _call(tmp_path, httpx2.Response(403, json=body), tool)
+        assert isinstance(result, ErrorResult) and result.reason == "rate_limited", result
+        assert result.retry_after is None and result.hint and "credential is not at fault" in result.hint
+        assert "lacks the permission" not in result.message and "taken effect" not in result.message
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["You may not change the rate limit settings of this organization", "Resource not accessible by integration"],
+)
+async def test_a_403_that_only_mentions_a_rate_limit_stays_forbidden(tmp_path: Path, message: str) -> None:
+    result = await _call(tmp_path, httpx2.Response(403, json={"message": message}), "api.items.get")
+    assert isinstance(result, Denied) and result.reason == "upstream_forbidden", result
+
+
 @pytest.mark.parametrize(
     ("answer", "code"),
     [

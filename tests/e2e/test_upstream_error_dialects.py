@@ -373,3 +373,55 @@ async def test_an_error_whose_body_was_cut_short_is_told_by_its_status(tmp_path:
     invalid = answers["/chunked422", "get"]
     assert invalid["upstream_status"] == 422 and "cut short" in invalid["message"], invalid
     assert {row.upstream_status for row in rows if row.status == "error"} >= {429, 422}
+
+
+# -- GitHub's secondary rate limit, Slack's failure codes ----------------------------------------
+
+SECONDARY = {
+    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+}
+
+
+async def test_githubs_secondary_rate_limit_without_retry_after_is_rate_limited(tmp_path: Path) -> None:
+    app = DialectApp(
+        {"/secondary": _json(403, SECONDARY), "/denied": _json(403, {"message": "Must have admin rights"})}
+    )
+    async with gateway(tmp_path, app) as gw:
+        read, write = await call(gw, "api.secondary.get"), await call(gw, "api.secondary.create")
+        denied = await call(gw, "api.denied.get")
+    for answer in (read, write):
+        assert (answer["reason"], answer["upstream_status"]) == ("rate_limited", 403), answer
+        assert "lacks the permission" not in json.dumps(answer) and "taken effect" not in json.dumps(answer)
+        assert answer["upstream_message"] == SECONDARY["message"]
+    assert denied["reason"] == "upstream_forbidden" and "lacks the permission" in denied["message"], denied
+
+
+async def test_slacks_failure_codes_say_reconnect_grant_a_scope_or_wait(tmp_path: Path) -> None:
+    def slack(error: str, **more: Any) -> Answer:
+        return _json(200, {"ok": False, "error": error, **more})
+
+    app = DialectApp(
+        {
+            "/invalid_auth": slack("invalid_auth"),
+            "/token_revoked": slack("token_revoked"),
+            "/account_inactive": slack("account_inactive"),
+            "/scope": slack("missing_scope", needed="chat:write", provided="channels:read,users:read"),
+            "/arguments": slack(
+                "invalid_arguments",
+                response_metadata={"messages": ["[ERROR] missing required field: channel"]},
+            ),
+            "/limited": slack("ratelimited"),
+        }
+    )
+    async with gateway(tmp_path, app) as gw:
+        answers = {p.strip("/"): await call(gw, f"api.{p.strip('/')}.create") for p in app.answers}
+    for code in ("invalid_auth", "token_revoked", "account_inactive"):
+        answer = answers[code]
+        assert answer["reason"] == "auth_failed" and code in answer["message"], answer
+        assert "reconnect" in answer["hint"] and "fix what it names" not in answer["hint"], answer
+    scope = answers["scope"]
+    assert (scope["status"], scope["reason"]) == ("denied", "upstream_forbidden"), scope
+    assert "needed: chat:write" in scope["message"] and "provided: channels:read,users:read" in scope["message"]
+    assert answers["arguments"]["upstream_message"] == "invalid_arguments; [ERROR] missing required field: channel"
+    assert answers["limited"]["reason"] == "rate_limited", answers["limited"]

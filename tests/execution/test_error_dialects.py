@@ -277,6 +277,12 @@ def test_an_xml_body_declaring_a_dtd_or_entities_is_never_expanded() -> None:
         ),
         ({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}, {"400"}, False, ""),
         ({"ok": False, "error_code": True, "description": "x"}, set[str](), False, ""),
+        # Slack's error is a code
+        ({"ok": False, "error": "ratelimited"}, {"ratelimited"}, True, ""),
+        ({"ok": False, "error": "token_revoked"}, {"token_revoked"}, False, "token_revoked"),
+        ({"ok": False, "error": "Token revoked by its owner"}, set[str](), False, ""),  # a sentence, no code
+        # GitHub's secondary rate limit is said in words only
+        ({"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}, set[str](), True, ""),
     ],
 )
 def test_json_codes_say_a_throttle_or_a_refused_credential(
