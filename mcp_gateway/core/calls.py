@@ -79,6 +79,17 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024
 
+
+def _cut_before_parsed(outcome: Outcome) -> bool:
+    """A JSON answer (labelled, or unlabelled text) cut at the read cap, and so left as text."""
+    media = outcome.content_type
+    return outcome.truncated and isinstance(outcome.data, str) and (media.endswith("json") or not media)
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 1024} KiB" if limit % 1024 == 0 else f"{limit} bytes"
+
+
 _APPROVAL_REFUSALS: dict[Literal["approval_denied", "approval_expired", "approval_mismatch"], str] = {
     "approval_denied": "A human denied this call. Do not retry it; tell the user or choose another way.",
     "approval_expired": "The approval expired before it was used. Call again without approval_id for a new one.",
@@ -538,7 +549,15 @@ class CallPipeline:
             return failed_envelope(prepared, outcome, redactor, flag)
         data, text = redacted_json(outcome, redactor)
         missed: list[str] = []
-        if fields:
+        note = None
+        if fields and _cut_before_parsed(outcome):
+            # No path can be looked up in JSON that was never parsed: none is said to match nothing.
+            note = (
+                f"The answer was larger than the {_size(self.max_response_bytes)} the gateway reads, so it was cut "
+                "before it could be read as JSON and `fields` could not be applied; data is its start as text. "
+                "Narrow the request (paging, filters, a smaller page size) to get an answer that fits."
+            )
+        elif fields:
             missed = unmatched(data, fields)
             data, text = project(data, fields), None
         ok = Ok(
@@ -546,6 +565,7 @@ class CallPipeline:
             data=data,
             truncated=outcome.truncated or None,
             unmatched_fields=missed or None,
+            note=note,
         )
         # Upstream text is untrusted: cleaned, and bounded per connector, before the model reads it.
         return clean_result(ok, cfg.max_result_chars, text=text, redactor=redactor)

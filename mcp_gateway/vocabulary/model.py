@@ -338,6 +338,9 @@ class Ok(BaseModel):
     non_finite_replaced: bool | None = None
     """True when the upstream's answer held numbers JSON cannot carry (``NaN``, ``Infinity``, ``1e400``):
     each is ``null`` in ``data`` (absent when there were none)."""
+    note: str | None = None
+    """What the agent should know of how ``data`` was read: a JSON answer larger than the gateway reads,
+    cut before it could be parsed, so ``fields`` could not be applied (absent otherwise)."""
 
 
 class PendingApproval(BaseModel):

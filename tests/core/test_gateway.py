@@ -761,6 +761,19 @@ async def test_fields_projects_the_result(h: Harness) -> None:
     assert result.data == {"path": "/items/7", "nested": {"b": {"c": 2}}}
 
 
+async def test_fields_on_a_json_answer_cut_at_the_read_cap_says_so_and_names_no_path_unmatched(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, max_response_bytes=64) as h:
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "7"}, fields=["path", "nested.b.c"])
+        whole = await h.gateway.call(OPERATOR, "api.items.get", {"id": "7"})
+    assert isinstance(result, Ok) and result.truncated and isinstance(result.data, str), result
+    assert result.unmatched_fields is None  # "path" is there; the cut answer could not say
+    assert result.note and "larger than the 64 bytes" in result.note and "fields` could not be applied" in result.note
+    assert "Narrow the request" in result.note
+    assert isinstance(whole, Ok) and whole.note is None  # no fields asked: nothing was left undone
+
+
 async def test_invalid_args_lists_the_schema_errors(h: Harness) -> None:
     missing = await h.gateway.call(OPERATOR, "api.items.get", {})
     assert isinstance(missing, Denied) and missing.reason == "invalid_args"
