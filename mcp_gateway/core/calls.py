@@ -67,7 +67,7 @@ from .credential_origins import answered_key, refused_note
 from .executors import Executors
 from .health import StoreHealth, store_unavailable_result
 from .permissions import Permissions
-from .refusals import failed_envelope, failed_in_body, refusal, unauthorized
+from .refusals import failed_envelope, failed_in_body, refusal, several_choices, unauthorized
 from .results import clean_result, redacted_json
 from .trace import CallTrace
 from .whole_numbers import whole_numbers
@@ -544,6 +544,8 @@ class CallPipeline:
                 await self._changes.origins.accepted(carried, fingerprint=sent_print)
         if outcome.http_status is not None and outcome.http_status >= 400:
             return refusal(prepared, outcome, redactor, self._fallback_hint(prepared.action))
+        if outcome.http_status == 300:  # a Location would have been followed or refused as a redirect
+            return several_choices(prepared, outcome, redactor)
         if flag := failed_in_body(outcome.data):
             # Slack's way (and others'): HTTP 200 whose body says the call failed, or was rate limited.
             return failed_envelope(prepared, outcome, redactor, flag)

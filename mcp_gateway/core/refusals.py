@@ -18,7 +18,7 @@ from ..primitives.upstream_text import MAX_UPSTREAM_TEXT
 from ..vocabulary.model import CallResult, Denied, ErrorResult
 from .results import UpstreamSummary, upstream_summary
 
-__all__ = ["failed_envelope", "failed_in_body", "may_have_run", "refusal", "unauthorized"]
+__all__ = ["failed_envelope", "failed_in_body", "may_have_run", "refusal", "several_choices", "unauthorized"]
 
 
 def unauthorized(slug: str, outcome: Outcome, redactor: Redactor) -> Denied | str:
@@ -187,6 +187,22 @@ _STATUS_HINTS = {
 def _cut_short(status: int, prepared: Prepared) -> bool:
     """A 499 (a request cancelled while the upstream worked on it) of a call that may have changed something."""
     return status == 499 and may_have_run(prepared)
+
+
+def several_choices(prepared: Prepared, outcome: Outcome, redactor: Redactor) -> ErrorResult:
+    """The answer to a 300 (Multiple Choices) with no ``Location`` to follow: the upstream offered several
+    representations and did not pick one, so the call did not get what it asked for, for a write too."""
+    slug = prepared.connector.slug
+    return ErrorResult(
+        reason="upstream_error",
+        message=f"{slug} answered 300 (Multiple Choices): it offered several representations of what the call "
+        "asked for and picked none, so the call got no answer to use"
+        + ("; check whether the write took effect before calling again." if may_have_run(prepared) else "."),
+        upstream_status=300,
+        upstream_message=upstream_summary(outcome, redactor, slug).text or None,
+        hint="Its message may list the choices: call the one you need (through the connector's request action if "
+        "no action reaches it), or tell the operator that the action's URL is ambiguous.",
+    )
 
 
 def failed_in_body(data: object) -> str:

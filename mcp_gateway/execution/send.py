@@ -51,7 +51,8 @@ class RedirectJudge(Protocol):
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_SHOWN_LOCATION = 200
 
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_REDIRECTS = frozenset({300, 301, 302, 303, 307, 308})
+"""Statuses whose ``Location`` is a redirect: a 300's names the upstream's preferred choice (RFC 9110 15.4.1)."""
 # httpx2.Request recomputes these from the next hop's URL and body.
 _PER_HOP_HEADERS = ("host", "content-length", "transfer-encoding")
 # These describe a body, so they go when a redirect turns the request into a bodiless GET.

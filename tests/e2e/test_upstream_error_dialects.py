@@ -425,3 +425,29 @@ async def test_slacks_failure_codes_say_reconnect_grant_a_scope_or_wait(tmp_path
     assert "needed: chat:write" in scope["message"] and "provided: channels:read,users:read" in scope["message"]
     assert answers["arguments"]["upstream_message"] == "invalid_arguments; [ERROR] missing required field: channel"
     assert answers["limited"]["reason"] == "rate_limited", answers["limited"]
+
+
+# -- 300 Multiple Choices -----------------------------------------------------------------------
+
+
+async def test_a_300_is_a_redirect_or_a_choice_not_a_success(tmp_path: Path) -> None:
+    choices = {"message": "Multiple representations", "choices": ["/v1", "/v2"]}
+    app = DialectApp(
+        {
+            "/choices": _json(300, choices, location="/preferred"),
+            "/preferred": _json(200, {"id": 2}),
+            "/unpicked": _json(300, {"message": "Multiple Choices"}),
+        }
+    )
+    async with gateway(tmp_path, app) as gw:
+        write = await call(gw, "api.choices.create")
+        read = await call(gw, "api.choices.get")
+        unpicked = {verb: await call(gw, f"api.unpicked.{verb}") for verb in ("get", "create")}
+    assert (write["reason"], write["upstream_status"]) == ("upstream_redirect_refused", 300), write
+    assert "/preferred" in write["message"]
+    # A read follows the upstream's preferred choice as it would a 302, when the policy lets it run as is.
+    assert read["status"] == "ok" and read["data"] == {"id": 2}, read
+    for verb, answer in unpicked.items():
+        assert (answer["reason"], answer["upstream_status"]) == ("upstream_error", 300), answer
+        assert "Multiple Choices" in answer["message"] and answer["upstream_message"] == "Multiple Choices"
+        assert ("check whether the write took effect" in answer["message"]) == (verb == "create")

@@ -205,7 +205,7 @@ async def test_a_scheme_change_is_another_origin(upstream: Upstream) -> None:
     assert info.value.reason == "upstream_redirect_refused"
 
 
-@pytest.mark.parametrize("status", [303, 302, 307, 308])
+@pytest.mark.parametrize("status", [303, 302, 307, 308, 300])
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 async def test_a_read_follows_with_its_method(upstream: Upstream, status: int, method: str) -> None:
     request = get(upstream.base_url, f"/redirect?to=/after&status={status}", method)
@@ -216,7 +216,7 @@ async def test_a_read_follows_with_its_method(upstream: Upstream, status: int, m
     assert final.headers["x-api-key"] == CANARY
 
 
-@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("status", [300, 301, 302, 303, 307, 308])
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
 async def test_a_write_never_follows_a_redirect(upstream: Upstream, status: int, method: str) -> None:
     request = get(upstream.base_url, f"/redirect?to=/admin/wipe&status={status}", method, json={"all": True})
