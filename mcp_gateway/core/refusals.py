@@ -168,6 +168,9 @@ _STATUS_HINTS = {
     "the operator.",
     409: "The upstream refused it as conflicting with the current state (it exists already, or changed "
     "meanwhile): read the current state before deciding what to do; do not just repeat it.",
+    410: "What this call names is gone for good at the upstream (deleted, or an endpoint it retired: its message "
+    "may say what replaced it); the arguments' shape is not the problem, so do not repeat the call as it is. A "
+    "watch or list whose resource version is too old (Kubernetes) is fixed by listing again without one.",
     412: "A precondition failed: what the request was based on (a version, an ETag) changed meanwhile; read it "
     "again, then decide.",
     415: "The upstream does not take the body in this format: the action's description may be out of date; tell "

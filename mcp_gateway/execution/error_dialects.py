@@ -12,7 +12,7 @@ The one place that knows them. JSON errors differ mostly in where the reason and
   ``detail[] {loc, msg}``, Spring ``errors[] {field, defaultMessage}``, Salesforce
   ``[{message, errorCode, fields}]``;
 - ``errors`` as an object of field to messages (Rails, Laravel, Shopify, Mongoose), GitLab's ``message``
-  likewise.
+  likewise; Jira's ``errorMessages`` list beside its ``errors`` object.
 
 The general rule: a reason is a message-like value, and an object holding one also names where (a
 ``field``, ``param``, ``pointer``, ``target``…) is said ``where: reason``; an ``errors``-like object
@@ -59,7 +59,7 @@ __all__ = [
 ERROR_TEXT_LIMIT: Final = 2000
 """Longest upstream reason handed on to be screened (``said`` cuts it again to what a message quotes)."""
 
-_TEXT_KEYS: Final = ("message", "error", "error_description", "detail")
+_TEXT_KEYS: Final = ("message", "error", "error_description", "detail", "errorMessages")
 """Where an object says what went wrong, in the order said (``title`` comes after its details)."""
 _FALLBACK_KEYS: Final = ("reason", "description", "msg", "defaultMessage", "errorMessage", "Message")
 """Where an item says it when none of ``_TEXT_KEYS`` is there."""

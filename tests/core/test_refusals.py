@@ -272,7 +272,8 @@ async def test_data_with_an_ok_or_success_field_stays_data(tmp_path: Path, body:
 
 
 @pytest.mark.parametrize(
-    ("status", "says"), [(423, "locked"), (424, "depended on another"), (451, "legal reasons"), (499, "cancelled")]
+    ("status", "says"),
+    [(410, "gone for good"), (423, "locked"), (424, "depended on another"), (451, "legal reasons"), (499, "cancelled")],
 )
 async def test_a_4xx_that_is_not_the_arguments_fault_says_what_it_means(tmp_path: Path, status: int, says: str) -> None:
     for tool, write in (("api.items.create", True), ("api.items.get", False)):

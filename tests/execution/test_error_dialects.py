@@ -32,6 +32,19 @@ def failed(data: Any, content_type: str = "application/json", status: int = 400)
 @pytest.mark.parametrize(
     ("data", "summary"),
     [
+        # Jira: errorMessages beside an errors object of field to reason
+        (
+            {"errorMessages": ["Issue does not exist or you do not have permission to see it."], "errors": {}},
+            "Issue does not exist or you do not have permission to see it.",
+        ),
+        (
+            {
+                "errorMessages": ["Field 'priority' cannot be set. It is not on the appropriate screen, or unknown."],
+                "errors": {"labels": "Labels cannot contain spaces."},
+            },
+            "Field 'priority' cannot be set. It is not on the appropriate screen, or unknown.; "
+            "labels: Labels cannot contain spaces.",
+        ),
         # RFC 9457: errors[] with a JSON pointer each
         (
             {
