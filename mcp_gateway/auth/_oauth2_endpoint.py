@@ -44,6 +44,26 @@ class AuthorizationRefused(GatewayError):
         self.code = code
         super().__init__(message)
 
+    @property
+    def configuration(self) -> str:
+        """What of the connector's configuration the code blames (the scopes the manifest asks for, the grant
+        its flow uses), as a sentence for the operator; empty when it blames none of it."""
+        return _CONFIGURATION_CODES.get(self.code, "")
+
+    @property
+    def client_refused(self) -> bool:
+        """The code says the provider does not accept the client (its id or secret, or this client's use of
+        the grant)."""
+        return self.code in ("invalid_client", "unauthorized_client")
+
+
+_CONFIGURATION_CODES = {
+    "invalid_scope": "the provider refuses the scopes the manifest asks for (the connector's auth `scopes`): the "
+    "operator should set them to ones the provider grants this client",
+    "unsupported_grant_type": "the provider does not take this grant type from the client: the operator should "
+    "allow it for the client at the provider, or change the connector's `flow`",
+}
+
 
 async def request_token(
     http: httpx2.AsyncClient,
@@ -72,12 +92,17 @@ async def request_token(
         form = {**form, "client_id": client["client_id"], "client_secret": client["client_secret"]}
     url = httpx2.URL(config.token_url)
     where = f"the token endpoint of {connector} ({url.host})"
+    cut = False
     try:
         with anyio.fail_after(time_limit):
             async with http.stream(
                 "POST", url, data=form, headers=headers, timeout=time_limit, follow_redirects=False
             ) as response:
-                body = await _read_capped(response)
+                try:
+                    body = await _read_capped(response)
+                except (httpx2.RemoteProtocolError, httpx2.ReadError):
+                    # The endpoint was reached and answered: its status says what it made of the request.
+                    body, cut = b"", True
     except (TimeoutError, httpx2.TimeoutException):
         raise UpstreamError("upstream_timeout", f"{where} did not answer in time; try again later") from None
     except httpx2.HTTPError as exc:
@@ -116,12 +141,13 @@ async def request_token(
     if status >= 400 or answer is None or "error" in (answer or {}):
         code = _error_code(answer, _sent(client, form))
         if 400 <= status < 500 or code:
-            raise AuthorizationRefused(
-                f"{where} refused the request (HTTP {status}{', ' + code if code else ''})", code
-            )
+            said = f", {code}" if code else ", its answer cut short" if cut else ""
+            raise AuthorizationRefused(f"{where} refused the request (HTTP {status}{said})", code)
         raise UpstreamError(
             "upstream_error",
-            f"{where} answered HTTP {status} without a token; try again later",
+            f"{where} answered HTTP {status} without a token"
+            + (" (its answer was cut short)" if cut else "")
+            + "; try again later",
             upstream_status=status,
         )
     access = answer.get("access_token")

@@ -441,8 +441,13 @@ class CallPipeline:
         if isinstance(exc, AuthorizationEnded):
             return await self.connect_result(principal, cfg.slug, str(exc))
         if isinstance(exc, AuthorizationRefused):
-            # The token endpoint refused the stored client (client credentials): a human must enter it again.
             logger.warning("oauth2 token request for %s was refused: %s", cfg.slug, exc.code or "no error code")
+            if exc.configuration:  # the manifest's scopes or flow, which no stored client can change
+                return ErrorResult(
+                    reason="connector_error",
+                    message=f"{exc}: {exc.configuration}. Reconnecting would not help: tell the operator.",
+                )
+            # The token endpoint refused the stored client (client credentials): a human must enter it again.
             return await self.connect_result(
                 principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
             )

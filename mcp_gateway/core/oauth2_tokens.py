@@ -409,12 +409,29 @@ class OAuth2Tokens:
             exc.code or "no error code",
             session.connector,
         )
+        if exc.configuration:
+            return UpstreamError(
+                "connector_error",
+                f"{exc} while renewing the access token: {exc.configuration}. The users' sign-ins are kept, and "
+                "another sign-in would not help: tell the operator.",
+            )
+        if exc.client_refused:
+            return UpstreamError(
+                "auth_failed",
+                f"{exc} while renewing the access token, so the token endpoint does not accept the gateway's OAuth2 "
+                f"client for {session.connector}. The users' sign-ins are kept, and another sign-in would not help: "
+                "tell the operator to check the connector's client credentials (`mcp-gateway secret set "
+                f"{session.connector}`) and its token_url.",
+            )
+        # A code the gateway has no meaning for, or none it can read: what it means is not guessed.
         return UpstreamError(
             "auth_failed",
-            f"{exc} while renewing the access token, so the token endpoint does not accept the gateway's OAuth2 "
-            f"client for {session.connector}. The users' sign-ins are kept, and another sign-in would not help: "
-            "tell the operator to check the connector's client credentials (`mcp-gateway secret set "
-            f"{session.connector}`) and its token_url.",
+            f"{exc} while renewing the access token"
+            + ("" if exc.code else ", with no error code the gateway can read")
+            + "; the gateway cannot tell why (the provider's explanation is not quoted: it may repeat what was "
+            "sent). The users' sign-ins are kept: tell the operator, who can look at the provider's side and "
+            f"check the connector's client credentials (`mcp-gateway secret set {session.connector}`) and its "
+            "token_url.",
         )
 
     async def _forget_ended(self, session: OAuth2Session, key: CredentialKey) -> None:

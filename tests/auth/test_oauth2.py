@@ -41,6 +41,7 @@ from mcp_gateway.store.sqlite import SQLiteStore
 from mcp_gateway.vocabulary.clock import FixedClock
 from mcp_gateway.vocabulary.errors import CredentialMissing, ManifestError, StoreUnavailable
 from mcp_gateway.vocabulary.model import Denied, ErrorResult, NeedsAuth, Ok
+from tests.support.raw_http import RawAnswer, RawHttpServer, RawRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +79,8 @@ class Provider:
     refresh_status: int = 400
     """The status of a refused refresh (``refresh_error`` set): 400, or a busy (429) or failing (5xx) endpoint."""
     retry_after: str | None = None
+    client_error: str | None = None
+    """The ``error`` a client_credentials request is answered with, over HTTP 200 (set: refused)."""
     rotate: bool = False
     """Each refresh answers a new refresh token (the old one is spent)."""
     token_requests: list[dict[str, Any]] = field(default_factory=list)
@@ -104,6 +107,8 @@ class Provider:
         form = {k: v[0] for k, v in parse_qs(request.content.decode()).items()}
         form["basic"] = request.headers.get("authorization", "")
         self.token_requests.append(form)
+        if form["grant_type"] == "client_credentials" and self.client_error:
+            return httpx2.Response(200, json={"error": self.client_error})
         if form["grant_type"] == "refresh_token" and self.refresh_error:
             headers = {"Retry-After": self.retry_after} if self.retry_after else {}
             body = {"error": self.refresh_error, "error_description": f"echo {form}"}
@@ -533,6 +538,51 @@ async def test_a_refresh_refused_for_another_reason_keeps_the_sign_in(
         e.provider.refresh_error = None  # the provider answers again, or the operator fixed the client
         assert isinstance(await e.gateway.call(OPERATOR, "code.me.get"), Ok)
         assert e.provider.grants() == ["authorization_code", "refresh_token", "refresh_token"]
+
+
+async def test_a_refresh_refused_for_its_scopes_or_an_unknown_code_says_so_without_guessing(tmp_path: Path) -> None:
+    for error, reason, says in (
+        ("invalid_scope", "connector_error", "refuses the scopes the manifest asks for"),
+        ("unsupported_grant_type", "connector_error", "does not take this grant type"),
+        ("quota_gremlins", "auth_failed", "cannot tell why"),
+    ):
+        async with env(tmp_path / error, refresh_error=error) as e:
+            await e.authorize()
+            e.clock.advance(7200)
+            result = await e.gateway.call(OPERATOR, "code.me.get")
+            assert isinstance(result, ErrorResult) and result.reason == reason, result
+            assert error in result.message and says in result.message, result.message
+            assert "does not accept the gateway's OAuth2 client" not in result.message
+            assert "sign-ins are kept" in result.message and "rt-1" not in result.message
+            assert await e.vault.sealed("code", principal="operator", name=TOKEN_NAME) is not None
+
+
+async def test_a_client_refused_its_scopes_is_the_operators_to_fix_not_a_reconnect(tmp_path: Path) -> None:
+    async with env(tmp_path, client_error="invalid_scope") as e:
+        result = await e.gateway.call(OPERATOR, "machine.me.get")
+    assert isinstance(result, ErrorResult) and result.reason == "connector_error", result
+    assert "invalid_scope" in result.message and "`scopes`" in result.message
+    assert "Reconnecting would not help" in result.message
+
+
+def _cut_400(request: RawRequest) -> RawAnswer:
+    body = b'{"error": "invalid_cli'
+    head = f"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {len(body) + 40}\r\n\r\n"
+    return RawAnswer(head.encode() + body, close=True)
+
+
+async def test_a_token_endpoint_answer_cut_short_is_what_its_status_says_not_unreachable(tmp_path: Path) -> None:
+    from mcp_gateway.auth.oauth2 import AuthorizationRefused, request_token
+
+    with RawHttpServer(_cut_400) as server:
+        config = OAuth2Auth.model_validate(
+            {"type": "oauth2", "flow": "client_credentials", "token_url": f"{server.base_url}/token"}
+        )
+        async with httpx2.AsyncClient() as http:
+            with pytest.raises(AuthorizationRefused) as info:
+                await request_token(http, "machine", config, CLIENT, {"grant_type": "refresh_token"}, time_limit=5)
+    assert "refused the request (HTTP 400, its answer cut short)" in str(info.value), info.value
+    assert info.value.code == ""
 
 
 async def test_no_named_secret_can_take_the_place_of_a_sign_in(tmp_path: Path) -> None:
