@@ -353,7 +353,7 @@ def _shape(body: bytes, truncated: bool, kind: _Kind, media: str, charset: str |
             "content_type": media or "application/octet-stream",
             "bytes": len(body),
         }
-    text = _decode(body, charset, final=not truncated)
+    text = _decode(body, charset, final=not truncated, media=media)
     if kind == "sse":
         return _sse_payloads(text, complete=not truncated)
     if kind == "json" and not truncated:
@@ -387,9 +387,11 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def _decode(body: bytes, charset: str | None, *, final: bool) -> str:
+def _decode(body: bytes, charset: str | None, *, final: bool, media: str = "") -> str:
+    if not charset and media in _HTML_TYPES:
+        charset = _meta_charset(body)  # an HTML page's own label (HTML Living Standard 13.2.3.2)
     try:
-        text = _read_as(body, _reading(body, charset), final=final)
+        text = _read_as(body, _reading(body, charset, final=final), final=final)
     except (LookupError, UnicodeError, ValueError, TypeError):  # an invented name, or a codec that refuses
         text = _read_as(body, "utf-8", final=final)
     return text.removeprefix("\ufeff")
@@ -409,15 +411,17 @@ _PROBE = bytes(range(0x20, 0x7F))
 """Printable ASCII: what a charset label must read as itself to be taken at its word."""
 
 
-def _reading(body: bytes, charset: str | None) -> str:
+def _reading(body: bytes, charset: str | None, *, final: bool = True) -> str:
     """The encoding ``body`` is read with: its label, unless the label is one ASCII text does not survive
     (UTF-16, EBCDIC, punycode...) and the bytes hold a secret the process has opened as plain ASCII: read
-    as labelled, that secret would reach the agent as other characters that encode back to it."""
+    as labelled, that secret would reach the agent as other characters that encode back to it. Without a
+    label, UTF-8, or Windows-1252 when the bytes are no UTF-8 (WHATWG Encoding's default for unlabelled
+    text: its smart quotes and dashes stay readable, and ASCII, an echoed secret too, stays as it is)."""
     label = charset.strip().lower() if charset else ""
     if body[:2] in _UTF16_BOMS:
         label = "utf-16"  # a byte order mark outranks any label (WHATWG Encoding's BOM sniffing)
     if not label or not _text_codec(label):  # none, or one of bytes to bytes (base64, hex) or none at all
-        return "utf-8"
+        return "utf-8" if _utf8(body, final=final) or _hides_a_secret(body) else "cp1252"
     if _keeps_ascii(label):
         return label
     known = known_secrets()
@@ -426,6 +430,41 @@ def _reading(body: bytes, charset: str | None) -> str:
         if known.redact(raw) != raw:
             return "utf-8"
     return label
+
+
+def _hides_a_secret(body: bytes) -> bool:
+    """Read as UTF-8, ``body`` holds a secret the process has opened, perhaps with an invalid byte slipped
+    into it: that byte becomes U+FFFD, which the redactor looks through; as a Windows-1252 letter it would
+    split the secret into parts that are no form of it."""
+    known = known_secrets()
+    if not known:
+        return False
+    text = body.decode("utf-8", errors="replace")
+    return known.redact(text) != text
+
+
+def _utf8(body: bytes, *, final: bool) -> bool:
+    """``body`` is UTF-8 (its end may be cut inside a character when not ``final``)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(body, final=final)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_META_CHARSET = re.compile(rb"""<meta\b[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)
+
+
+def _meta_charset(body: bytes) -> str | None:
+    """The charset an HTML page's ``<meta charset>`` or ``http-equiv`` content names in its first 1024
+    bytes, where the HTML prescan looks; None when there is none."""
+    found = _META_CHARSET.search(body[:1024])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii")
+    # A page whose markup could be read as ASCII to find the label is not UTF-16, whatever it says (the spec's rule).
+    return "utf-8" if label.lower().replace("_", "-").startswith("utf-16") else label
 
 
 @functools.lru_cache(maxsize=64)

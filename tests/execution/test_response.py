@@ -168,6 +168,38 @@ async def test_text_uses_the_declared_charset() -> None:
     assert (await read("café".encode(), "text/plain; charset=no-such-charset")).data == "café"
 
 
+async def test_an_unlabelled_body_that_is_no_utf8_reads_as_windows_1252() -> None:
+    said = "The field “name” isn’t valid — try again"
+    outcome = await read(
+        json.dumps({"message": said}, ensure_ascii=False).encode("cp1252"), "application/json", status=400
+    )
+    assert outcome.data == {"message": said}
+    assert (await read("Bad request: “name” café".encode("cp1252"), "text/plain", status=400)).data == (
+        "Bad request: “name” café"
+    )
+    assert (await read("ok café ✓".encode(), "text/plain")).data == "ok café ✓"  # UTF-8 stays UTF-8
+
+
+async def test_an_invalid_byte_inside_an_opened_secret_keeps_an_unlabelled_body_utf8() -> None:
+    canary = "CANARY-cp1252-fallback-93b1"
+    known_secrets().add(SecretValue(canary))
+    outcome = await read(b"token was " + canary[:9].encode() + b"\xff" + canary[9:].encode(), "text/plain")
+    assert "\ufffd" in outcome.data  # the redactor looks through it; a Windows-1252 "ÿ" would split the secret
+
+
+@pytest.mark.parametrize(
+    "head",
+    ['<meta charset="windows-1252">', "<meta http-equiv='Content-Type' content='text/html; charset=windows-1252'>"],
+)
+async def test_an_html_page_is_read_in_the_charset_its_meta_names(head: str) -> None:
+    page = f"<html><head>{head}<title>Bad</title></head><body>“name” isn’t valid</body></html>"
+    assert "“name” isn’t valid" in (await read(page.encode("cp1252"), "text/html", status=400)).data
+    shift_jis = '<meta charset="Shift_JIS"><p>パラメータが不正です</p>'
+    assert "パラメータが不正です" in (await read(shift_jis.encode("shift_jis"), "text/html", status=400)).data
+    labelled = f"<html><head>{head}</head><body>café</body></html>"  # the header's label outranks the page's
+    assert "café" in (await read(labelled.encode(), "text/html; charset=utf-8", status=400)).data
+
+
 async def test_a_character_cut_in_half_by_the_cap_is_left_out() -> None:
     outcome = await read("aé".encode(), "text/plain", max_bytes=2)  # "é" is two bytes
     assert (outcome.data, outcome.truncated) == ("a", True)
