@@ -93,6 +93,8 @@ SAYS_MANIFEST = frozenset(
     | {"audit", "add", "remove", "approvals"}
 )
 """The commands that say on stderr which manifest they used (``serve`` says it in its start-up block)."""
+SERVERS = frozenset({"serve", "pages"})
+"""The commands that run until stopped: their log is written by a thread of its own (``logs``)."""
 
 
 QUIET_UNDER_DEBUG: dict[str, int] = {
@@ -194,12 +196,25 @@ def _stderr_or_nowhere() -> None:
 
 
 def _run(args: Args, refused: CliError | None = None) -> int:
+    import logging
+
+    from ..services.logs import configure_logging, stop_logging
+
+    # Every record, from every library, passes the secret filter on this one handler; a server's
+    # records are written by a thread of their own (a stderr pipe nobody reads must not stall it).
+    level = logging.DEBUG if args.debug else logging.WARNING
+    configure_logging(level=level, log_format=args.log_format, queued=args.command in SERVERS)
+    try:
+        return _command(args, refused)
+    finally:
+        stop_logging()  # the queued records written before the command returns
+
+
+def _command(args: Args, refused: CliError | None) -> int:
     import inspect
 
-    from ..services.logs import configure_logging, notice
+    from ..services.logs import notice
 
-    # Every record, from every library, passes the secret filter on this one handler.
-    configure_logging(level=logging.DEBUG if args.debug else logging.WARNING, log_format=args.log_format)
     for noisy, level in QUIET_UNDER_DEBUG.items():
         logging.getLogger(noisy).setLevel(level)
     if args.command in SAYS_MANIFEST and (args.manifest_path is not None or args.command not in ("add", "remove")):

@@ -488,7 +488,7 @@ async def _end_on_signals(gateway: Gateway) -> None:
     but only after every row recorded so far is written, and each call still in flight is named in
     the log and audited ``interrupted`` (its request may have taken effect): "stopping", then "stopped".
     """
-    from ..services.logs import routine
+    from ..services.logs import routine, stop_logging
 
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
@@ -503,5 +503,6 @@ async def _end_on_signals(gateway: Gateway) -> None:
                 logger.warning("stopped; %d call(s) were cut, audited interrupted (see 'mcp-gateway audit')", cut)
             else:
                 routine(logger, "stopped")
+            stop_logging()  # the signal ends the process without its exit handlers
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)

@@ -24,19 +24,30 @@ read into records (``execution/child_output.py``), and in text format an excepti
 MCP SDK -- a peer speaking the protocol wrong, an upstream's garbage on stdout, an expected fault --
 is summarised on the record's line, its traceback shown only at debug level. The gateway's own
 unexpected failures keep their traceback.
+
+A server (``configure_logging(queued=True)``) never writes stderr from the thread that logs: its
+parent (an MCP client over stdio) may never read the pipe, whose 64 KiB then fill, and a blocked
+write on the event loop would stall every call. Records pass the filters where they are logged, wait
+in a bounded queue, and a listener thread writes them; when the queue is full a record is dropped and
+counted, and once writing works again one line says how many were. ``stop_logging`` (at the
+command's end and at exit) writes what is queued, waiting a few seconds at most for a pipe nobody reads.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
+import queue
 import re
 import sys
 import threading
 import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TextIO
+from logging.handlers import QueueHandler
+from typing import Any, Final, Literal, TextIO, cast
 
 from ..primitives.escapes import escaped, escaped_json
 from ..primitives.redaction import Redactor
@@ -46,6 +57,7 @@ from ..primitives.url_secrets import secret_query_name
 
 __all__ = [
     "CONTEXT_FIELDS",
+    "QUEUED_RECORDS",
     "REQUESTER",
     "JsonFormatter",
     "LogFormat",
@@ -57,6 +69,7 @@ __all__ = [
     "notice",
     "query_values_hidden",
     "routine",
+    "stop_logging",
 ]
 
 LogFormat = Literal["text", "json"]
@@ -66,6 +79,8 @@ PEER_FAULT_LOGGERS: Final = ("mcp",)
 """Libraries whose logged exceptions are a peer's fault, expected events: the MCP SDK (an upstream's
 or an agent's malformed message, a dropped connection)."""
 _MAX_SUMMARY: Final = 1000
+_VERBATIM: Final = "mcp_gateway_verbatim"
+"""A record's attribute: a notice, its text written as it is in text format."""
 
 
 class KnownSecrets:
@@ -256,6 +271,8 @@ class TextFormatter(logging.Formatter):
         self._tracebacks = tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, _VERBATIM, False):
+            return record.getMessage()  # a notice, written as the command wrote it
         record.message = escaped(record.getMessage())
         record.asctime = self.formatTime(record, self.datefmt)
         line = self.formatMessage(record)
@@ -311,25 +328,179 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(
-    *, level: int = logging.WARNING, log_format: LogFormat = "text", stream: TextIO | None = None
+    *, level: int = logging.WARNING, log_format: LogFormat = "text", stream: TextIO | None = None, queued: bool = False
 ) -> logging.Handler:
     """Send every record to stderr (stdout belongs to the stdio transport) through the
     secret filter, as text or JSON lines, and Python's warnings with them (printed, a warning is
-    two lines of raw text). Replaces handlers a previous call installed."""
+    two lines of raw text). Replaces handlers a previous call installed. ``queued`` (a server): the
+    records are written by a listener thread, through a bounded queue (the module's docstring).
+    Returns the handler that carries the filters."""
     global _format
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    stop_logging()
+    target = stream if stream is not None else sys.stderr
     text = TextFormatter(tracebacks=level <= logging.DEBUG)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else text)
+    formatter = JsonFormatter() if log_format == "json" else text
+    handler: logging.Handler
+    if queued:
+        handler = _Queued.start(_Writer(_unlocked(target), formatter))
+    else:
+        handler = logging.StreamHandler(target)
+        handler.setFormatter(formatter)
     handler.addFilter(_RepeatFilter())
     handler.addFilter(SecretFilter())
+    _install(handler)
     root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
     root.setLevel(level)
     logging.captureWarnings(True)
     _format = log_format
     return handler
+
+
+def _install(handler: logging.Handler) -> None:
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+
+
+QUEUED_RECORDS: Final = 1000
+"""Records waiting for stderr at most (a server's log): past it, new ones are dropped and counted."""
+STOP_WAIT: Final = 5.0
+"""Seconds ``stop_logging`` waits for the queued records to be written: a pipe nobody reads is left."""
+
+
+class _Drops:
+    """How many records the full queue turned away since the writer last said so."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def take(self) -> int:
+        with self._lock:
+            count, self._count = self._count, 0
+            return count
+
+
+class _Unlocked:
+    """stderr's file descriptor written with ``os.write``: a writer blocked on a full pipe holds none
+    of ``sys.stderr``'s locks, which the interpreter takes at exit (it would wait on them forever)."""
+
+    def __init__(self, fd: int, encoding: str) -> None:
+        self._fd = fd
+        self._encoding = encoding
+
+    def write(self, text: str) -> int:
+        view = memoryview(text.encode(self._encoding, "backslashreplace"))
+        while view:
+            try:
+                view = view[os.write(self._fd, view) :]
+            except OSError:  # stderr is gone (its reader exited): there is nowhere to say so
+                break
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _unlocked(stream: TextIO) -> TextIO:
+    """``stream``, written without its locks when it is a real file (else as it is: a test's capture)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return stream
+    stream.flush()  # what it holds goes out before the listener's lines
+    return cast("TextIO", _Unlocked(fd, stream.encoding or "utf-8"))
+
+
+class _Writer(logging.StreamHandler[TextIO]):
+    """The listener's handler: each record written, after a line saying how many were dropped before it."""
+
+    def __init__(self, stream: TextIO, formatter: logging.Formatter) -> None:
+        super().__init__(stream)
+        self.setFormatter(formatter)
+        self.drops = _Drops()
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        self.say_dropped()
+        return super().handle(record)
+
+    def say_dropped(self) -> None:
+        if dropped := self.drops.take():
+            message = "%d log records were dropped: stderr was not read (a full pipe) while the log queue held %d"
+            super().handle(
+                logging.LogRecord(__name__, logging.WARNING, __file__, 0, message, (dropped, QUEUED_RECORDS), None)
+            )
+
+
+class _Queued(QueueHandler):
+    """The root's handler in a server: filters run where a record is logged (the secret filter renders
+    it there, with its arguments as they are then), and a listener thread's ``_Writer`` writes it.
+    (The stdlib's ``QueueListener`` would wait forever to stop on a pipe nobody reads.)"""
+
+    def __init__(self, writer: _Writer) -> None:
+        self.records: queue.Queue[logging.LogRecord | None] = queue.Queue(QUEUED_RECORDS)
+        super().__init__(self.records)
+        self.writer = writer
+        self.listener = threading.Thread(target=self._listen, name="mcp-gateway-log", daemon=True)
+
+    @classmethod
+    def start(cls, writer: _Writer) -> _Queued:
+        global _queued
+        handler = cls(writer)
+        handler.listener.start()
+        if _queued is None:
+            atexit.register(stop_logging)  # runs before logging's own shutdown (registered earlier)
+        _queued = handler
+        return handler
+
+    def _listen(self) -> None:
+        while (record := self.records.get()) is not None:
+            self.writer.handle(record)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record  # rendered by the filters; its exception is formatted by the writer's formatter
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            self.records.put_nowait(record)
+        except queue.Full:
+            self.writer.drops.add()
+
+    def stop(self) -> bool:
+        """Write what is queued and end the listener; False when its writes stay blocked (the
+        listener is then left, a daemon thread, and records keep being queued or dropped)."""
+        try:
+            self.records.put(None, timeout=STOP_WAIT)
+        except queue.Full:
+            return False
+        self.listener.join(STOP_WAIT)
+        if self.listener.is_alive():
+            return False
+        self.writer.say_dropped()
+        return True
+
+
+_queued: _Queued | None = None
+"""The server's queued handler while its listener runs."""
+
+
+def stop_logging() -> None:
+    """Write the queued records and write the next ones directly (at a command's end, and at exit).
+    Without a queued handler, nothing to do."""
+    global _queued
+    handler, _queued = _queued, None
+    if handler is None or not handler.stop():
+        return
+    if handler in logging.getLogger().handlers:
+        direct = handler.writer
+        for kept in handler.filters:
+            direct.addFilter(kept)
+        _install(direct)
 
 
 _format: LogFormat | None = None
@@ -346,7 +517,10 @@ def notice(text: str, *, level: int = logging.INFO, exc: BaseException | None = 
     if _format != "json":
         if exc_info is not None:
             log.handle(log.makeRecord(log.name, level, "(notice)", 0, "the traceback of:", (), exc_info))
-        sys.stderr.write(text + "\n")
+        if _queued is not None:  # in order with the records before it, and never a blocking write
+            log.handle(log.makeRecord(log.name, level, "(notice)", 0, "%s", (text,), None, extra={_VERBATIM: True}))
+        else:
+            sys.stderr.write(text + "\n")
         return
     log.handle(log.makeRecord(log.name, level, "(notice)", 0, text, (), exc_info))
 

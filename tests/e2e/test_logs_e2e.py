@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -95,3 +100,78 @@ async def test_debug_logs_no_link_argument_or_result_of_an_agents_call(gateway_e
     capabilities = [pending["approval_url"].rsplit("/", 1)[1], needs_auth["connect_url"].rsplit("/", 1)[1]]
     leaked = [line for line in text.splitlines() if ARGUMENT_CANARY in line or any(c in line for c in capabilities)]
     assert not leaked, "\n".join(leaked)
+
+
+def _reader(stream: IO[bytes]) -> queue.Queue[bytes]:
+    """The lines of ``stream``, read on a thread, so a test waits for one with a timeout."""
+    lines: queue.Queue[bytes] = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def test_a_stderr_pipe_nobody_reads_does_not_stall_calls(tmp_path: Path) -> None:
+    # A parent MCP client that never drains the gateway's stderr: the pipe holds 64 KiB, and the
+    # upstream's 3,000 stray stdout lines are each a log record (about 700 KiB of log).
+    manifest = tmp_path / "gateway.yaml"
+    command = "[" + ", ".join(f'"{c}"' for c in lab_command()) + "]"
+    manifest.write_text(
+        f"""
+project: e2e-logs-unread
+public_url: http://127.0.0.1:1
+connectors:
+  - slug: lab
+    trust: auto
+    source: {{mcp: {{command: {command}, cwd: "{REPO}", env: {{LAB_SPAM: "3000"}}}}}}
+"""
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_GATEWAY_", "OTEL_"))} | {
+        "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
+        "MCP_GATEWAY_MASTER_KEY": MASTER_KEY,
+        "MCP_GATEWAY_DISCOVERY_MODE": "lexical",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    answers = _reader(proc.stdout)
+    call = {"tool": "lab.pid"}
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    session = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "call", "arguments": call}},
+    ]
+    answer: dict[str, Any] = {}
+    try:
+        for message in session:
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            proc.stdin.flush()
+            if "id" in message:
+                try:
+                    line = answers.get(timeout=30)
+                except queue.Empty:  # the event loop is stuck in a write to stderr
+                    pytest.fail(f"no answer to {message['method']} in 30 s")
+                answer = json.loads(line)  # nothing but JSON-RPC on stdout
+                assert answer["jsonrpc"] == "2.0" and answer["id"] == message["id"], answer
+        assert answer["result"]["structuredContent"]["status"] == "ok", answer
+        err = _reader(proc.stderr)  # writing works again: the log goes on, saying what it dropped
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(0.2)  # the reader's last lines
+    log = b"".join(err.queue).decode()
+    assert "spam line 0 " in log and "mcp-gateway" in log and "transport  stdio" in log
+    assert re.search(r"\d+ log records were dropped: stderr was not read", log), log[-2000:]
+    assert answers.empty()

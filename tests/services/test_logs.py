@@ -6,6 +6,8 @@ import base64
 import io
 import json
 import logging
+import threading
+import time
 import warnings
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -14,6 +16,7 @@ import pytest
 
 from mcp_gateway.primitives.secrets import SecretValue
 from mcp_gateway.services.logs import (
+    QUEUED_RECORDS,
     JsonFormatter,
     KnownSecrets,
     SecretFilter,
@@ -21,6 +24,7 @@ from mcp_gateway.services.logs import (
     configure_logging,
     known_secrets,
     notice,
+    stop_logging,
 )
 
 CANARY = "log-canary-secret-0123456789"
@@ -257,3 +261,64 @@ def test_a_urls_password_a_library_logs_is_hidden_though_no_secret_is_known(
     assert CANARY not in text, text
     assert "http://[redacted]@127.0.0.1:1/mcp?key=[redacted]" in text and "https://[redacted]@host/sse" in text
     assert "http://alice:***@host/mcp" in text
+
+
+class _StuckStream(io.StringIO):
+    """stderr as a pipe nobody reads: a write waits until ``unblock`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unblock = threading.Event()
+
+    def write(self, s: str) -> int:
+        self.unblock.wait(10)
+        return super().write(s)
+
+
+@pytest.fixture
+def root_saved() -> Iterator[None]:
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        yield
+    finally:
+        stop_logging()
+        configure_logging(stream=io.StringIO())  # direct again, for notice() in later tests
+        root.handlers[:], root.level = saved
+
+
+@pytest.mark.usefixtures("root_saved")
+def test_a_queued_log_never_waits_for_a_stuck_stderr_and_counts_what_it_dropped() -> None:
+    stream = _StuckStream()
+    configure_logging(stream=stream, queued=True)
+    log = logging.getLogger("mcp_gateway.core")
+    began = time.monotonic()
+    for n in range(QUEUED_RECORDS * 3):
+        log.warning("record %d", n)
+    assert time.monotonic() - began < 5  # a direct handler waits 10 s on the first record
+    stream.unblock.set()
+    stop_logging()
+    lines = stream.getvalue().splitlines()
+    said = [line for line in lines if "log records were dropped" in line]
+    assert len(said) == 1, said
+    dropped = int(said[0].split(" WARNING mcp_gateway.services.logs: ")[1].split()[0])
+    written = [line for line in lines if "mcp_gateway.core: record" in line]
+    assert dropped > 0 and dropped + len(written) == QUEUED_RECORDS * 3
+    assert written[0].endswith("record 0")  # the oldest kept, in order
+
+
+@pytest.mark.usefixtures("root_saved")
+def test_a_queued_log_loses_nothing_when_stderr_is_read_and_keeps_notices_in_order() -> None:
+    stream = io.StringIO()
+    configure_logging(stream=stream, queued=True)
+    log = logging.getLogger("mcp_gateway.core")
+    log.warning("before")
+    notice("mcp-gateway serving\n  manifest   x")  # written as it is, after the record before it
+    for n in range(300):
+        log.warning("record %d", n)
+    stop_logging()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].endswith("mcp_gateway.core: before") and lines[1:3] == ["mcp-gateway serving", "  manifest   x"]
+    assert len(lines) == 303 and "dropped" not in stream.getvalue()
+    log.warning("after the stop")  # written directly, through the same filters
+    assert stream.getvalue().splitlines()[-1].endswith("after the stop")

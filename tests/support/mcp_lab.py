@@ -13,7 +13,8 @@ from its environment and the ``Authorization`` header it received, so tests can 
 gateway put a credential (and that it is redacted on the way back). With
 ``LAB_REQUIRE_BEARER=<token>`` in its environment an HTTP mode answers 401 to any request without
 that bearer token. With ``LAB_LEAK=1``, stdio mode first prints ``LAB_TOKEN`` on a non-JSON stdout
-line (the client SDK logs that line).
+line (the client SDK logs that line). With ``LAB_SPAM=<n>``, stdio mode first writes ``n`` long
+non-JSON lines to stdout (far more log lines than a stderr pipe holds).
 """
 
 from __future__ import annotations
@@ -146,6 +147,9 @@ def main(argv: list[str]) -> None:
     if mode == "stdio":
         if os.environ.get("LAB_LEAK"):  # a careless server: its secret on a non-JSON stdout line
             print(f"starting with token {os.environ.get('LAB_TOKEN')}", flush=True)
+        for n in range(int(os.environ.get("LAB_SPAM") or 0)):
+            print(f"spam line {n} " + "x" * 200, flush=n % 100 == 99)
+        sys.stdout.flush()
         lab.run("stdio")
         return
     if mode not in ("streamable-http", "sse"):
