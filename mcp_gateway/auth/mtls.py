@@ -140,21 +140,25 @@ class MtlsClients:
 
     def __init__(self, *, resolve: Callable[[str], str] = str) -> None:
         self._resolve = resolve
-        self._clients: dict[CredentialKey, tuple[tuple[str, MtlsAuth], httpx2.AsyncClient]] = {}
+        self._clients: dict[CredentialKey, tuple[tuple[str, MtlsAuth, str | None], httpx2.AsyncClient]] = {}
         self._retired: list[httpx2.AsyncClient] = []
 
-    def client_for(self, config: MtlsAuth, credential: SealedCredential) -> httpx2.AsyncClient:
+    def client_for(
+        self, config: MtlsAuth, credential: SealedCredential, *, ca_file: str | None = None
+    ) -> httpx2.AsyncClient:
         """The client for ``credential``, built on first use. Opens the credential only to build it.
+        ``ca_file``: the connector's CA file (``tls.ca_file``), else ``config.ca_file``.
 
         Raises:
             CredentialError: the stored certificate and key cannot be loaded.
             UpstreamError: ``connector_error`` for an unusable ``ca_file``.
         """
-        version = (credential.fingerprint, config)
+        ca_file = ca_file or config.ca_file
+        version = (credential.fingerprint, config, ca_file)
         entry = self._clients.get(credential.key)
         if entry is not None and entry[0] == version:
             return entry[1]
-        cafile = self._resolve(config.ca_file) if config.ca_file else None
+        cafile = self._resolve(ca_file) if ca_file else None
         context = client_tls_context(credential.open(), cafile=cafile)
         transport = _CertificateTransport(
             httpx2.AsyncHTTPTransport(verify=context, trust_env=False), connector=credential.key.connector
@@ -207,7 +211,7 @@ class _CertificateTransport(httpx2.AsyncBaseTransport):
             return UpstreamError(
                 "upstream_unreachable",
                 f"the TLS handshake with {where} failed: its server certificate is not trusted "
-                f"({tls.verify_message}). If the service uses a private CA, the operator sets auth.ca_file for "
+                f"({tls.verify_message}). If the service uses a private CA, the operator sets tls.ca_file for "
                 f"connector {self._connector!r} to that CA's PEM file",
             )
         # TLS 1.3 clients finish their side of the handshake before the server checks the certificate,

@@ -18,6 +18,7 @@ from ..auth import MtlsClients
 from ..execution.executor import Executor, HttpExecutor
 from ..execution.mcp_sessions import McpExecutor
 from ..execution.request_action import RequestExecutor
+from ..execution.tls_trust import TrustedClients
 from ..sources.graphql_schemas import GraphQLSchemas
 from ..vocabulary.model import (
     Binding,
@@ -39,7 +40,7 @@ class Executors:
     """The executors of one gateway, by binding kind.
 
     Args:
-        resolve: resolves a path in the manifest in force (an ``mtls`` connector's relative ``ca_file``).
+        resolve: resolves a path in the manifest in force (a connector's relative ``ca_file``).
         mcp: the upstream MCP session pool; None in a gateway that cannot run ``mcp`` actions.
     """
 
@@ -51,7 +52,9 @@ class Executors:
         resolve: Callable[[str], str],
         mcp: McpExecutor | None = None,
     ) -> None:
-        self.http = HttpExecutor(http, client_certificates=MtlsClients(resolve=resolve))
+        self.http = HttpExecutor(
+            http, client_certificates=MtlsClients(resolve=resolve), trusted=TrustedClients(resolve=resolve)
+        )
         self._shared = http
         self._schemas = schemas
         self.request = RequestExecutor(self.http)

@@ -196,6 +196,17 @@ class Gateway:
         """Renders ``/metrics`` (scrape-time gauges refreshed)."""
         self._calls = self._pipeline(traffic if traffic is not None else TrafficGate(), max_response_bytes)
 
+    def _token_client(self, connector: str, url: str) -> httpx2.AsyncClient | None:
+        """The client for a token request of ``connector`` to ``url``: the one trusting its
+        ``tls.ca_file`` when ``url`` is on its base_url's host (its private CA signs that host's
+        certificate), else None (the shared client)."""
+        cfg = self.manifest.connector(connector)
+        if cfg is None or cfg.ca_file is None or cfg.base_url is None:
+            return None
+        if httpx2.URL(url).host != httpx2.URL(cfg.base_url).host:
+            return None
+        return self._executors.http.trusted.client_for(cfg.ca_file)
+
     def _compose(
         self,
         manifest: Manifest,
@@ -210,7 +221,7 @@ class Gateway:
         """The collaborators that load and run the connectors: credentials, executors, catalogs, permissions."""
         self._store, self._vault, self._http = store, vault, http
         self._oauth2 = oauth2 or OAuth2Tokens(
-            http, vault, self.clock, store=store, project=manifest.project, auditor=auditor
+            http, vault, self.clock, store=store, project=manifest.project, auditor=auditor, clients=self._token_client
         )
         self._broker = CredentialBroker(vault, self._oauth2)
         # Filled by sync, read by the GraphQL executor to check an agent's ``__select``.

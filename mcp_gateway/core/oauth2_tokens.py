@@ -49,6 +49,7 @@ import hashlib
 import json
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -148,6 +149,8 @@ class OAuth2Tokens:
         project: the manifest's project, part of every refresh lease's key.
         refresh_wait: seconds a call waits for another instance's refresh of the same token set.
         auditor: where the deletion of a token set whose grant the provider ended is recorded.
+        clients: the client for a connector's token request to a URL (one trusting the connector's own
+            CA), or None for the shared ``http``.
     """
 
     def __init__(
@@ -161,8 +164,10 @@ class OAuth2Tokens:
         project: str = "",
         refresh_wait: float = REFRESH_WAIT,
         auditor: Auditor | None = None,
+        clients: Callable[[str, str], httpx2.AsyncClient | None] | None = None,
     ) -> None:
         self._http = http
+        self._clients = clients
         self._vault = vault
         self._clock = clock
         self._store = store
@@ -655,7 +660,8 @@ class OAuth2Tokens:
     async def _grant(
         self, connector: str, config: OAuth2Auth, client: dict[str, str], form: dict[str, str]
     ) -> dict[str, Any]:
-        return await request_token(self._http, connector, config, client, form, time_limit=self._timeout)
+        http = (self._clients(connector, config.token_url) if self._clients else None) or self._http
+        return await request_token(http, connector, config, client, form, time_limit=self._timeout)
 
     def _issued(self, answer: dict[str, Any], *, verified: bool, stored_as: str | None) -> IssuedToken:
         return IssuedToken(

@@ -14,11 +14,14 @@ import logging
 import socket
 import ssl
 
-__all__ = ["cause_of"]
+__all__ = ["PLAIN_HTTP_REASONS", "cause_of", "chain"]
 
 logger = logging.getLogger("mcp_gateway.execution.send")
 
-_PLAIN_HTTP = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"})
+PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"}
+)
+"""OpenSSL's reasons when what answered a TLS hello speaks plain HTTP."""
 _told: set[tuple[str, str]] = set()
 _MAX_TOLD = 1024
 
@@ -36,15 +39,15 @@ def cause_of(exc: BaseException, where: str, scheme: str) -> str | None:
 
 
 def _said(exc: BaseException, scheme: str) -> tuple[str, str] | None:
-    for cause in _chain(exc):
+    for cause in chain(exc):
         if isinstance(cause, ssl.SSLCertVerificationError):
             why = cause.verify_message or cause.reason or "certificate verify failed"
             return "certificate", (
-                f"its TLS certificate is not trusted ({why}); give the service a certificate from a trusted "
-                "authority, or check the host in the connector's base_url"
+                f"its TLS certificate is not trusted ({why}); for a private CA the operator sets the connector's "
+                "tls.ca_file to that CA's PEM file; else check the host in the connector's base_url"
             )
         if isinstance(cause, ssl.SSLError):
-            if cause.reason in _PLAIN_HTTP and scheme == "https":
+            if cause.reason in PLAIN_HTTP_REASONS and scheme == "https":
                 return "plain-http", (
                     "it did not answer TLS: is that port serving plain HTTP? The connector's base_url says "
                     "https://; check its scheme and port"
@@ -59,7 +62,8 @@ def _said(exc: BaseException, scheme: str) -> tuple[str, str] | None:
     return None
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in seen and len(seen) < 16:

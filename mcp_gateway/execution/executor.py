@@ -24,6 +24,7 @@ from ..vocabulary.model import Action
 from .http_request import build_request
 from .response import Outcome
 from .send import RedirectJudge, send
+from .tls_trust import TrustedClients
 
 __all__ = ["Executor", "HttpExecutor", "Prepared"]
 
@@ -58,12 +59,20 @@ class HttpExecutor:
     """openapi and http bindings: one HTTP exchange through the shared client.
 
     An ``mtls`` connector's calls go through a client of its own instead, which presents the
-    stored certificate in the TLS handshake (``client_certificates``; closed by ``aclose``).
+    stored certificate in the TLS handshake (``client_certificates``), and a connector with a
+    ``tls.ca_file`` through one that trusts that CA (``trusted``); both closed by ``aclose``.
     """
 
-    def __init__(self, client: httpx2.AsyncClient, *, client_certificates: MtlsClients | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx2.AsyncClient,
+        *,
+        client_certificates: MtlsClients | None = None,
+        trusted: TrustedClients | None = None,
+    ) -> None:
         self._client = client
         self._certificates = client_certificates if client_certificates is not None else MtlsClients()
+        self.trusted = trusted if trusted is not None else TrustedClients()
 
     def prepare(
         self, action: Action, args: Mapping[str, Any], connector: ConnectorConfig, base_url: str | None
@@ -92,15 +101,19 @@ class HttpExecutor:
         )
 
     def client_for(self, connector: ConnectorConfig, auth: httpx2.Auth) -> httpx2.AsyncClient:
-        """The client to send ``connector``'s request through: the shared one, or for ``mtls`` the one
-        holding the stored certificate. Raises ``CredentialError`` when that certificate cannot be loaded.
+        """The client to send ``connector``'s request through: the shared one, for ``mtls`` the one
+        holding the stored certificate, for a ``tls.ca_file`` the one trusting that CA. Raises
+        ``CredentialError`` when that certificate cannot be loaded, ``UpstreamError`` for an unusable CA file.
 
         It takes any ``httpx2.Auth`` because sync's GraphQL introspection picks its client here too;
         only the gateway's ``LastMeterAuth`` carries a certificate to present."""
         if isinstance(connector.auth, MtlsAuth) and isinstance(auth, LastMeterAuth) and auth.credential is not None:
-            return self._certificates.client_for(connector.auth, auth.credential)
+            return self._certificates.client_for(connector.auth, auth.credential, ca_file=connector.ca_file)
         # Without a credential the auth flow raises CredentialMissing before anything is sent.
+        if connector.ca_file is not None and not isinstance(connector.auth, MtlsAuth):
+            return self.trusted.client_for(connector.ca_file)
         return self._client
 
     async def aclose(self) -> None:
         await self._certificates.aclose()
+        await self.trusted.aclose()

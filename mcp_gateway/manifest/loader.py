@@ -46,6 +46,7 @@ from ..vocabulary.errors import GatewayError, Issue, ManifestError
 from ..vocabulary.model import PolicyAction, Risk
 from .auth import (
     AuthConfig,
+    MtlsAuth,
     NoAuth,
     auth_headers,
     refuse_static_headers,
@@ -115,6 +116,16 @@ class PolicyRule(BaseModel):
 # -- connectors, agents, manifest ----------------------------------------------------------
 
 
+class TlsConfig(BaseModel):
+    """A connector's TLS trust: which CAs sign its server's certificate."""
+
+    model_config = STRICT
+    ca_file: str = Field(min_length=1)
+    """PEM file of the CA(s) that sign the upstream's server certificate, for a private PKI (relative to the
+    manifest's folder); trusted instead of the system's store by the connector's calls, its OAuth2 token
+    requests to the same host and ``doctor``'s handshake. No client certificate is needed (that is ``mtls``)."""
+
+
 class ConnectorConfig(BaseModel):
     model_config = STRICT
     slug: str
@@ -151,6 +162,25 @@ class ConnectorConfig(BaseModel):
     ``mcp`` source, ``pinned`` otherwise (see ``effective_trust``)."""
     max_result_chars: int | None = Field(None, gt=0)
     """The most characters of a call's result data that reach the model (longer: cut, ``truncated``)."""
+    tls: TlsConfig | None = None
+    """The CAs trusted for the upstream's server certificate (``tls.ca_file``); None: the system's store."""
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA file this connector trusts, as written: ``tls.ca_file``, else an ``mtls`` auth's own."""
+        if self.tls is not None:
+            return self.tls.ca_file
+        return self.auth.ca_file if isinstance(self.auth, MtlsAuth) else None
+
+    @model_validator(mode="after")
+    def _one_ca_file(self) -> ConnectorConfig:
+        if self.tls is not None and isinstance(self.auth, MtlsAuth) and self.auth.ca_file is not None:
+            raise Problem(
+                "both tls.ca_file and auth.ca_file name the CA to trust",
+                "keep one: tls.ca_file (auth.ca_file is its older spelling, for mtls only)",
+                key="tls",
+            )
+        return self
 
     @property
     def effective_trust(self) -> Literal["review", "pinned", "auto"]:

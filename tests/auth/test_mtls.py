@@ -199,7 +199,7 @@ async def test_a_server_we_do_not_trust_names_ca_file(pki: Pki, mtls_server: tup
     finally:
         await clients.aclose()
     assert info.value.reason == "upstream_unreachable"
-    assert "server certificate is not trusted" in str(info.value) and "auth.ca_file" in str(info.value)
+    assert "server certificate is not trusted" in str(info.value) and "tls.ca_file" in str(info.value)
     _clean(str(info.value), pki)
 
 

@@ -123,7 +123,7 @@ def _settings(cfg: ConnectorConfig) -> list[tuple[str, str]]:
     if isinstance(auth, OAuth2Auth):
         rows = [("Token endpoint", auth.token_url)]
         return [*rows, ("Scopes", " ".join(auth.scopes))] if auth.scopes else rows
-    if isinstance(auth, MtlsAuth) and auth.ca_file:
+    if isinstance(auth, MtlsAuth) and cfg.ca_file:
         # Whether the server is checked against the operator's CA, not where that file lives: a
         # server-side path is not for whoever holds the link.
         return [("Trusted server CA", "the operator's own (not the system's)")]
