@@ -2,9 +2,10 @@
 
 Checks, in the order a newcomer meets them: the manifest (readable, valid, no dead policy rule),
 the state folder (0700), the master key (set, or a 0600 key file), the store (opens), each
-connector (loads, has its credential), ``public_url`` (something answers there, so links open)
-and the discovery mode. A problem makes the exit code 1; a note (e.g. nothing serves the pages
-right now, which is normal between runs) does not.
+connector (loads, has its credential; its base_url's host resolves, accepts a connection and passes
+the TLS handshake with the connector's own trust: no request, no credential), ``public_url``
+(something answers there, so links open) and the discovery mode. A problem makes the exit code 1;
+a note (e.g. nothing serves the pages right now, which is normal between runs) does not.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "connector_findings",
     "discovery_finding",
     "manifest_findings",
+    "reachability_findings",
     "request_action_findings",
     "store_finding",
 ]
@@ -150,6 +152,7 @@ async def _examine(args: argparse.Namespace) -> list[Finding]:
     if manifest is None:
         return findings
     findings += await connector_findings(args, manifest)
+    findings += await reachability_findings(manifest)
     findings.append(await _public_url(links_base(manifest, settings)))
     return findings
 
@@ -437,6 +440,60 @@ def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False, per_user:
         fix = f"repair {slug}'s spec where its source points (it loads again at the next sync or reload)"
         return Finding(check, "warning", f"{status}, {c['actions']} actions; {c['error']}", fix)
     return Finding(check, "ok", f"{status}, {c['actions']} actions")
+
+
+REACH_SECONDS = 3.0
+"""How long each connector's host has to answer ``doctor``'s connection and TLS handshake."""
+
+_REACH_FIXES: dict[str, str] = {
+    "certificate not trusted": "if {host} uses a private CA, set 'tls: {{ca_file: path/to/ca.pem}}' on connector "
+    "{slug} (a PEM file of that CA); else the service needs a certificate from a public CA",
+    "certificate hostname mismatch": "the certificate names another host: write the host it names in {slug}'s "
+    "base_url, or have the service's certificate name {host}",
+    "certificate expired": "the service's certificate has expired: whoever runs {host} must renew it",
+    "TLS handshake failed": "check the port in {slug}'s base_url and the service's TLS set-up",
+    "plain HTTP at an https URL": "that port serves plain HTTP: write http:// in {slug}'s base_url, or the "
+    "service's TLS port",
+    "DNS name not found": "check the spelling of {host} in {slug}'s base_url (and this machine's DNS)",
+    "connection refused": "nothing listens there now: check the port in {slug}'s base_url and that the service runs",
+    "timed out": "no answer in time: a firewall between here and {host}, or a service that is down",
+    "unreachable": "check {slug}'s base_url and this machine's network",
+}
+_REACH_WARNINGS = frozenset({"connection refused", "timed out", "unreachable"})
+"""Failures of the moment (a service stopped now): a warning; the others are the set-up's, a problem."""
+
+
+async def reachability_findings(manifest: Manifest) -> list[Finding]:
+    """Each connector's base_url host reached at once (``execution.reachability``), within
+    ``REACH_SECONDS`` each; a finding for each that is not, naming the failure and its fix."""
+    import anyio
+
+    from ..execution.reachability import Unreached, reach
+
+    found: dict[str, Finding] = {}
+
+    async def check(slug: str, url: str, ca_file: str | None) -> None:
+        check = f"connector {slug} reach"
+        try:
+            unreached: Unreached | None = await reach(
+                url, cafile=manifest.resolve(ca_file) if ca_file else None, seconds=REACH_SECONDS
+            )
+        except OSError as exc:  # the CA file itself
+            why = getattr(exc, "reason", None) or exc.strerror or "unreadable"
+            fix = f"point {slug}'s tls.ca_file at a readable PEM file of CA certificates"
+            found[slug] = Finding(check, "problem", f"its CA file {ca_file!r} cannot be used ({why})", fix)
+            return
+        if unreached is not None:
+            host = unreached.where.rpartition(":")[0]
+            level = "warning" if unreached.failure in _REACH_WARNINGS else "problem"
+            message = f"{unreached.where}: {unreached.failure} ({unreached.detail})"
+            found[slug] = Finding(check, level, message, _REACH_FIXES[unreached.failure].format(host=host, slug=slug))
+
+    async with anyio.create_task_group() as tg:
+        for c in manifest.connectors:
+            if c.base_url:
+                tg.start_soon(check, c.slug, c.base_url, c.ca_file)
+    return [found[c.slug] for c in manifest.connectors if c.slug in found]
 
 
 def _discovery(manifest: Manifest) -> Finding:

@@ -381,3 +381,43 @@ def test_doctor_never_prints_a_public_urls_token_or_password(env: CliEnv, public
     doctor = env.run("doctor")
     assert "CANARY" not in doctor.out + doctor.err, doctor.out
     assert "token=[redacted]" in doctor.out
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_doctor_reaches_each_base_url_and_names_why_not(tmp_path: Path, anyio_backend: str) -> None:
+    import socket
+
+    import trustme
+
+    from mcp_gateway.cli.doctor import reachability_findings
+    from mcp_gateway.manifest import parse_manifest
+    from tests.support.upstream import LoopbackServer, echo_app
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    action = "    source: {http: {actions: [{path: ping, url: /ping}]}}\n"
+    tls = {"ssl_certfile": str(tmp_path / "server.pem"), "ssl_keyfile": str(tmp_path / "server.key")}
+    with LoopbackServer(echo_app(), **tls) as private:
+        text = (
+            f"project: x\nconnectors:\n  - slug: private\n    base_url: {private.base_url}\n{action}"
+            f"  - slug: trusting\n    base_url: {private.base_url}\n    tls: {{ca_file: ca.pem}}\n{action}"
+            f"  - slug: stopped\n    base_url: http://127.0.0.1:{closed}\n{action}"
+            f"  - slug: typo\n    base_url: https://api.no-such-host.invalid/v1\n{action}"
+        )
+        findings = await reachability_findings(parse_manifest(text, base_dir=tmp_path))
+    by_check = {f.check: f for f in findings}
+    assert set(by_check) == {"connector private reach", "connector stopped reach", "connector typo reach"}
+    private_finding = by_check["connector private reach"]
+    assert private_finding.level == "problem" and "certificate not trusted" in private_finding.message
+    assert "tls: {ca_file: path/to/ca.pem}" in private_finding.fix
+    stopped = by_check["connector stopped reach"]
+    assert stopped.level == "warning" and f"127.0.0.1:{closed}: connection refused" in stopped.message
+    typo = by_check["connector typo reach"]
+    assert typo.level == "problem" and "DNS name not found" in typo.message and "api.no-such-host.invalid" in typo.fix
