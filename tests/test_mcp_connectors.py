@@ -449,3 +449,53 @@ async def test_a_tool_named_outside_ascii_answers_to_its_own_name(tmp_path: Path
         assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked
         blocked = await call(gw, "up.d_lete_fe08d8c5")  # its path: the rule on its name still holds
         assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked
+
+
+SPELLED_SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("spelled")
+
+
+@server.tool(name="Files/Read.v2", description="Read a file.")
+def read_v2(path: str) -> str:
+    return f"contents of {path}"
+
+
+@server.tool(name="files.read.v2", description="Read a file, plainly.")
+def read_plain(path: str) -> str:
+    return f"plain {path}"
+
+
+@server.tool(name="Send Mail", description="Send an email.")
+def send_mail(to: str) -> str:
+    return f"sent to {to}"
+
+
+server.run("stdio")
+"""
+
+
+async def test_an_ascii_tool_name_the_path_changes_answers_to_its_own_name(tmp_path: Path) -> None:
+    # ``Files/Read.v2`` has the path ``files.read.v2_2`` (``files.read.v2`` is another tool's): describe,
+    # call and a rule written with the name the server gives it found nothing, or the other tool.
+    script = tmp_path / "spelled.py"
+    script.write_text(SPELLED_SERVER)
+    command = yaml_list([sys.executable, str(script)])
+    manifest = parse_manifest(
+        "project: mcp\ndefault_mode: allow_all\npolicies:\n  - {match: 'up.Send Mail', action: block}\n"
+        f"connectors:\n  - slug: up\n    trust: auto\n    timeout: 20\n    source: {{mcp: {{command: {command}}}}}\n",
+        base_dir=tmp_path,
+    )
+    settings = Settings(manifest_path=None, state_dir=tmp_path / "state", env={"MCP_GATEWAY_MASTER_KEY": "k" * 40})
+    async with open_gateway(settings, manifest=manifest, clock=FixedClock()) as gw:
+        described = result_payload(await gw.describe(OPERATOR, "up.Files/Read.v2"))
+        assert described["name"] == "up.files.read.v2_2", described
+        read = await call(gw, "up.Files/Read.v2", {"path": "a.txt"})
+        assert read["status"] == "ok" and "contents of a.txt" in str(read), read
+        plain = await call(gw, "up.files.read.v2", {"path": "a.txt"})  # a real path wins over a name
+        assert plain["status"] == "ok" and "plain a.txt" in str(plain), plain
+        blocked = await call(gw, "up.Send Mail", {"to": "x@example.com"})
+        assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked
+        blocked = await call(gw, "up.send_mail", {"to": "x@example.com"})  # its path: the rule on its name holds
+        assert (blocked["status"], blocked["reason"]) == ("denied", "policy_block"), blocked

@@ -32,7 +32,8 @@ leading bare number is a version, a GET on a collection URL lists (``list_setup_
 its ``style`` and a multipart body its fields' files and content types (``sources/_param_styles.py``).
 9: an MCP tool's name outside ASCII keeps its Latin reading and a digest of the whole (``sources/mcp.py``).
 10: such a tool's own name is an alias of its action and opens its summary. 11: an OpenAPI body that
-is neither JSON nor a form (``text/plain``, ``application/octet-stream``) is sent raw with its media type."""
+is neither JSON nor a form (``text/plain``, ``application/octet-stream``) is sent raw with its media type,
+and an ASCII MCP tool name its path spells otherwise (``Files/Read.v2``) is an alias too."""
 
 
 def settings_digest(cfg: ConnectorConfig) -> str:

@@ -14,7 +14,8 @@ it; its own name stays an alias of the action and opens its summary. Names that 
 the path for the one already spelled so; the others get ``_2``, ``_3`` in name order, never listing
 order (``_action_paths``). So ``get-sum`` -> ``get_sum``,
 ``Files/Read.v2`` -> ``files.read.v2``, ``getTinyImage`` -> ``get_tiny_image``.
-The binding keeps the tool's own name, which is what the upstream is called with.
+The binding keeps the tool's own name, which is what the upstream is called with, and a name its path
+spells otherwise stays an alias of the action (an agent may use the name the server gives it).
 
 **Risk** comes from the tool's annotations when the connector trusts them
 (``trust_annotations: true``, the default): ``destructiveHint`` -> destructive, else
@@ -170,9 +171,10 @@ def normalize_mcp_tools(
                 connector=connector,
                 path=path,
                 summary=_summary(tool, description),
-                # A name outside ASCII gets a path of its own (``tool_7ec26292``); the name the server and
-                # its users know still resolves, in ``describe``, ``call`` and a rule's ``match``.
-                aliases=() if tool.name.isascii() else (tool.name,),
+                # A name the path spells otherwise (``Files/Read.v2`` -> ``files.read.v2``, ``名前`` ->
+                # ``tool_7ec26292``): the name the server and its users know still resolves, in ``describe``,
+                # ``call`` and a rule's ``match``.
+                aliases=(tool.name,) if tool.name != path else (),
                 description=description[:_MAX_DESCRIPTION],
                 input_schema=_schema(tool.input_schema),
                 risk=overrides.get(path) or tool_risk(tool, trust_annotations=trust_annotations, trust=trust),
