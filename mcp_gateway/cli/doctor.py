@@ -1,6 +1,7 @@
 """``doctor``: check the set-up a gateway runs on and say, for each problem, how to fix it.
 
-Checks, in the order a newcomer meets them: the manifest (readable, valid, no dead policy rule),
+Checks, in the order a newcomer meets them: the manifest (readable, valid, no dead policy rule, no
+rule that matches no action of the synced catalogs),
 the state folder (0700), the master key (set, or a 0600 key file), the store (opens), each
 connector (loads, has its credential; its base_url's host resolves, accepts a connection and passes
 the TLS handshake with the connector's own trust: no request, no credential), ``public_url``
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .output import EXIT_FAILED, EXIT_OK, escaped, print_json
 
 if TYPE_CHECKING:
+    from ..core.unmatched_rules import UnmatchedRule
     from ..manifest import Manifest
     from ..vocabulary.settings import Settings
 
@@ -35,6 +37,7 @@ __all__ = [
     "reachability_findings",
     "request_action_findings",
     "store_finding",
+    "unmatched_rule_finding",
 ]
 
 
@@ -379,6 +382,7 @@ async def connector_findings(args: argparse.Namespace, manifest: Manifest) -> li
 
     async with open_gateway(args.settings, manifest=manifest) as gw:
         listed = result_payload(await gw.connectors(principal(args)))
+        unmatched = gw.unmatched_rules()
     from ..manifest import OAuth2Auth
 
     signs_in = {
@@ -388,8 +392,24 @@ async def connector_findings(args: argparse.Namespace, manifest: Manifest) -> li
     # the caller is no fault of the deployment, and `secret set` refuses it.
     own = {c.slug for c in manifest.connectors if c.credentials == "per_user" and not isinstance(c.auth, OAuth2Auth)}
     return [
-        connector_finding(c, signs_in=c["slug"] in signs_in, per_user=c["slug"] in own) for c in listed["connectors"]
+        *(
+            connector_finding(c, signs_in=c["slug"] in signs_in, per_user=c["slug"] in own)
+            for c in listed["connectors"]
+        ),
+        *(unmatched_rule_finding(u) for u in unmatched),
     ]
+
+
+def unmatched_rule_finding(unmatched: UnmatchedRule) -> Finding:
+    """A warning for a policy rule that matches no action of the synced catalogs, naming the closest names."""
+    rule = unmatched.rule
+    does = "blocks nothing" if rule.action == "block" else "does nothing"
+    closest = ", ".join(repr(name) for name in unmatched.closest)
+    message = f"{unmatched.where}: {rule.action} rule {rule.match!r} matches no action, so it {does}"
+    if closest:
+        return Finding("policy", "warning", message, f"did you mean {closest}? Fix the match, or remove the rule")
+    fix = "fix the match ('mcp-gateway discover' lists the actions), or remove the rule if its action is gone"
+    return Finding("policy", "warning", message, fix)
 
 
 def connector_finding(c: Mapping[str, Any], *, signs_in: bool = False, per_user: bool = False) -> Finding:

@@ -93,6 +93,7 @@ from .results import (
 )
 from .sync import Progress
 from .trace import CallTrace
+from .unmatched_rules import UnmatchedRule, unmatched_rules
 from .use_memory import UseMemory
 from .withheld_errors import WithheldErrors
 
@@ -319,6 +320,13 @@ class Gateway:
     def withheld(self, slug: str) -> dict[str, int]:
         """How many of ``slug``'s loaded actions agents may not see, by reason (hidden, held for review)."""
         return self._permissions.withheld(self._catalogs.loaded[slug].actions)
+
+    def unmatched_rules(self) -> list[UnmatchedRule]:
+        """The manifest's policy rules that match no action of the catalogs loaded (``doctor`` warns)."""
+        loaded = self._catalogs.loaded.items()
+        return unmatched_rules(
+            self.manifest, {s: c.actions for s, c in loaded if c.state.status != "error" or c.actions}
+        )
 
     def _synced(self, states: list[ConnectorState]) -> list[ConnectorState]:
         for state in states:

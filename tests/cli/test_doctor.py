@@ -421,3 +421,31 @@ async def test_doctor_reaches_each_base_url_and_names_why_not(tmp_path: Path, an
     assert stopped.level == "warning" and f"127.0.0.1:{closed}: connection refused" in stopped.message
     typo = by_check["connector typo reach"]
     assert typo.level == "problem" and "DNS name not found" in typo.message and "api.no-such-host.invalid" in typo.fix
+
+
+def test_doctor_warns_of_a_policy_rule_that_matches_no_action(env: CliEnv) -> None:  # noqa: F811
+    # A typo in a block rule's match silently blocked nothing.
+    env.run("secret", "set", "echo", stdin="tok-123456")
+    env.run("secret", "set", "basic_api", stdin='{"username": "a", "password": "b"}')
+    text = env.manifest.read_text().replace(
+        "connectors:\n",
+        "policies:\n  - {match: 'ecoh.items.*', action: block}\n  - {match: 'echo.items.*', action: always_run}\n"
+        "connectors:\n",
+        1,
+    )
+    text = text.replace(
+        "  - slug: basic_api\n",
+        "    policies:\n      - {match: items.delete, action: require_approval}\n  - slug: basic_api\n",
+        1,
+    )
+    env.manifest.write_text(text)
+    report = env.run("doctor", "--json")
+    assert report.code == 0, report.out  # a warning, not a problem
+    warned = [f for f in json.loads(report.out) if f["check"] == "policy"]
+    assert len(warned) == 2, warned
+    typo, removed = warned
+    assert typo["level"] == "warning"
+    assert typo["message"] == "policies[0]: block rule 'ecoh.items.*' matches no action, so it blocks nothing"
+    assert typo["fix"].startswith("did you mean 'echo.items.*'"), typo
+    assert removed["message"].startswith("connectors[echo].policies[0]: require_approval rule 'items.delete'")
+    assert removed["fix"] == "did you mean 'items.get', 'items.create'? Fix the match, or remove the rule", removed
