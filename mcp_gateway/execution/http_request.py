@@ -349,6 +349,7 @@ def build_request(
         args = _with_defaults(action, args)
     placed = _place(action, binding, args)
     _own_names_kept(action, binding, placed, base_url)
+    _json_method_kept(action, binding, placed)
     wire = _wire(binding, base_url, static_headers)
     if wire is not None:
         return _prepared_request(action, binding, placed, wire)
@@ -521,6 +522,42 @@ def _own_names_kept(action: Action, binding: _HttpLike, placed: _Placed, base_ur
                 f"arguments {other!r} and {name!r} both hold the key {key!r}; give it in one of them",
                 errors=[{"field": field_name, "message": f"also in {other!r}"}],
             )
+
+
+def _json_method_kept(action: Action, binding: _HttpLike, placed: _Placed) -> None:
+    """Refuse a free-form JSON body's top-level key that is read as the method: Laravel and the other
+    frameworks that merge a JSON body into the request's input take ``{"_method": "DELETE"}`` in a POST
+    as a DELETE, which policy and the approver never judged. A key the body's own schema declares is
+    the upstream's design and is sent.
+
+    Raises:
+        ArgumentError: naming the argument and the key.
+    """
+    if not (placed.has_whole_body and binding.body == "json" and isinstance(placed.whole_body, Mapping)):
+        return
+    name = str(binding.body_param)
+    declared = _declared_keys(action.input_schema.get("properties", {}).get(name))
+    for key in placed.whole_body:
+        if overrides_method(str(key)) and str(key) not in declared:
+            raise ArgumentError(
+                f"argument {name!r} cannot hold the key {key!r}: servers read it as the request's method, "
+                f"which must be {binding.method.upper()} as the action says; leave it out",
+                errors=[{"field": f"{name}.{key}", "message": "read as the method"}],
+            )
+
+
+def _declared_keys(schema: Any) -> set[str]:
+    """The property names a body schema declares, its ``allOf``/``anyOf``/``oneOf`` branches' too."""
+    if not isinstance(schema, Mapping):
+        return set()
+    properties = schema.get("properties")
+    keys = {str(key) for key in properties} if isinstance(properties, Mapping) else set()
+    for combinator in ("allOf", "anyOf", "oneOf"):
+        branches = schema.get(combinator)
+        if isinstance(branches, list):
+            for branch in branches:
+                keys |= _declared_keys(branch)
+    return keys
 
 
 # -- URL -------------------------------------------------------------------------------------

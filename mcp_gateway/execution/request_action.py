@@ -62,6 +62,9 @@ _METHOD_PARAM_REFUSAL = (
 _METHOD_FIELD_REFUSAL = (
     "form field {name!r} makes servers use another method than the request says; give the method itself"
 )
+_METHOD_KEY_REFUSAL = (
+    "JSON body key {name!r} makes servers use another method than the request says; give the method itself"
+)
 
 
 class RequestExecutor:
@@ -285,6 +288,30 @@ def _body(args: Mapping[str, Any], headers: httpx2.Headers) -> bytes | None:
         return encode_form(body).encode("ascii")
     if isinstance(body, str):
         headers.setdefault("Content-Type", _TEXT)
+        if _is_json(headers.get("content-type", "")):
+            _json_method_kept(_parsed(body))
         return body.encode("utf-8")
     headers.setdefault("Content-Type", _JSON)
+    _json_method_kept(body)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _json_method_kept(body: Any) -> None:
+    """Laravel and the other frameworks that merge a JSON body into the request's input read its
+    top-level ``_method`` as the method, as they read a form field's."""
+    if isinstance(body, Mapping):
+        for name in body:
+            if overrides_method(str(name)):
+                raise _refused("body", _METHOD_KEY_REFUSAL.format(name=name))
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media.endswith("/json") or media.endswith("+json")
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None

@@ -236,6 +236,21 @@ def test_a_free_form_form_body_cannot_write_the_method_or_a_query_parameter(body
     assert b"name" in build_request(act, {"payload": {"name": "x"}}, base_url=BASE).content
 
 
+def test_a_free_form_json_body_cannot_write_the_method_unless_its_schema_declares_it() -> None:
+    # Laravel merges a JSON body into the input: `_method` there would make this POST a DELETE.
+    act = action("/v1/x", specs=(ParamSpec(name="body", location="body"),), body="json", body_param="body")
+    for key in ("_method", "X-HTTP-Method-Override", "_method[]"):
+        with pytest.raises(ArgumentError, match=re.escape("servers read it as the request's method")) as caught:
+            build_request(act, {"body": {"name": "x", key: "DELETE"}}, base_url=BASE)
+        assert caught.value.errors == [{"field": f"body.{key}", "message": "read as the method"}]
+    nested = build_request(act, {"body": {"data": {"_method": "x"}}}, base_url=BASE)
+    assert json.loads(nested.content) == {"data": {"_method": "x"}}
+    schema = {"type": "object", "properties": {"body": {"anyOf": [{"properties": {"_method": {"type": "string"}}}]}}}
+    declared = act.model_copy(update={"input_schema": schema})
+    sent = build_request(declared, {"body": {"_method": "PATCH"}}, base_url=BASE)
+    assert json.loads(sent.content) == {"_method": "PATCH"}
+
+
 # -- headers and cookies ---------------------------------------------------------------------
 
 

@@ -188,6 +188,22 @@ def test_query_parameters_and_form_fields_read_as_the_method_are_refused(name: s
     assert f"form field {name!r} makes servers use another method" in message
 
 
+@pytest.mark.parametrize("name", ["_method", "X-HTTP-Method-Override", "_method[]"])
+def test_a_json_body_key_read_as_the_method_is_refused(name: str) -> None:
+    # Laravel merges a JSON body into the input and reads its `_method`: this POST would run as a DELETE.
+    message = refused({"method": "POST", "path": "/x", "body": {name: "DELETE", "id": 1}})
+    assert f"JSON body key {name!r} makes servers use another method" in message
+    as_text = {"method": "POST", "path": "/x", "headers": {"Content-Type": "application/vnd.api+json"}}
+    assert "another method" in refused({**as_text, "body": json.dumps({name: "DELETE"})})
+
+
+def test_a_json_body_keeps_nested_method_keys_and_plain_text() -> None:
+    nested = build({"method": "POST", "path": "/x", "body": {"data": {"_method": "x"}}})
+    assert json.loads(nested.content) == {"data": {"_method": "x"}}
+    text = build({"method": "POST", "path": "/x", "body": '{"_method": "DELETE"}'})
+    assert text.headers["content-type"].startswith("text/plain")
+
+
 def test_a_header_given_twice_in_two_spellings_is_refused() -> None:
     # Last one wins on the wire: which that is would hang on the arguments' order.
     message = refused({"method": "POST", "path": "/x", "headers": {"x-recipient": "mallory", "X-Recipient": "alice"}})
