@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
@@ -34,8 +35,10 @@ from ..primitives.cookies import no_cookies
 from ..primitives.sanitize import MAX_ERROR_CHARS
 from ..vocabulary.errors import GatewayError, UpstreamError
 from .child_output import child_stderr
+from .connect_failures import chain
 from .mcp_answers import NO_READABLE_TOOL, AnswerReader
 from .response import parse_retry_after, said
+from .tls_trust import trust_context
 
 if TYPE_CHECKING:
     from mcp.shared.exceptions import MCPError
@@ -169,6 +172,7 @@ def open_transport(
     assert spec.url is not None
     headers = {**cfg.headers, **spec.headers}
     auth = PerCallAuth(background)
+    verify = _trust(cfg, base_dir)
     if spec.transport == "sse":
 
         def factory(
@@ -178,7 +182,7 @@ def open_transport(
         ) -> httpx2.AsyncClient:
             # trust_env=False: a proxy from the environment would see every credential we send.
             return httpx2.AsyncClient(
-                headers=headers, timeout=timeout, auth=auth, trust_env=False, cookies=no_cookies()
+                headers=headers, timeout=timeout, auth=auth, verify=verify, trust_env=False, cookies=no_cookies()
             )
 
         inner = sse_client(
@@ -194,11 +198,35 @@ def open_transport(
         headers=headers,
         auth=auth,
         timeout=httpx2.Timeout(cfg.timeout, read=SSE_READ_TIMEOUT),
+        verify=verify,
         trust_env=False,
         follow_redirects=False,
         cookies=no_cookies(),  # the session is shared by every user of the credential
     )
     return _watched(_streamable(spec.url, http), on_eof, cfg.slug)
+
+
+def _trust(cfg: ConnectorConfig, base_dir: Path | None) -> ssl.SSLContext | bool:
+    """The server certificates ``cfg``'s ``mcp.url`` is trusted by: its ``tls.ca_file``'s CAs (a
+    private CA), else the system's store (``True``, httpx2's default).
+
+    Raises:
+        UpstreamError: ``connector_error`` when the file cannot be used (the operator's to fix).
+    """
+    if not cfg.ca_file:
+        return True
+    path = Path(cfg.ca_file).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        return trust_context(str(path))
+    except OSError as exc:  # SSLError is an OSError: a file that is not PEM
+        why = getattr(exc, "reason", None) or exc.strerror or "unreadable"
+        raise UpstreamError(
+            "connector_error",
+            f"the connector's tls.ca_file {cfg.ca_file!r} cannot be used ({why}); the operator must point it at a "
+            "readable PEM file of CA certificates",
+        ) from None
 
 
 @asynccontextmanager
@@ -444,6 +472,14 @@ def open_failed(cfg: ConnectorConfig, spec: McpSpec, exc: BaseException, status:
             f"{where_} answered HTTP {leaf.response.status_code} when the session was opened; check the connector's "
             "mcp.url and transport",
             upstream_status=leaf.response.status_code,
+        )
+    untrusted = next((c for c in chain(leaf) if isinstance(c, ssl.SSLCertVerificationError)), None)
+    if untrusted is not None:
+        why = untrusted.verify_message or untrusted.reason or "certificate verify failed"
+        return UpstreamError(
+            "upstream_unreachable",
+            f"the TLS certificate of {where_} is not trusted ({why}); if it uses a private CA, the operator sets "
+            f"the connector's tls.ca_file to that CA's PEM file, else check the connector's mcp.url",
         )
     if isinstance(leaf, httpx2.TransportError | OSError):
         return UpstreamError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import ssl
 import zlib
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from ..primitives.upstream_text import screen
 from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 
-__all__ = ["MAX_REMOTE_BYTES", "fetch_document", "is_url", "parse_document", "read_document"]
+__all__ = ["MAX_REMOTE_BYTES", "document_trust", "fetch_document", "is_url", "parse_document", "read_document"]
 
 MAX_REMOTE_BYTES = 64 * 1024 * 1024
 """A remote document larger than this is refused: specs are a few MB, a bigger answer is a mistake."""
@@ -155,8 +156,35 @@ def read_document(path: Path, *, kind: str = "OpenAPI document") -> Any:
     return parse_document(data, name=str(path), kind=kind)
 
 
+def document_trust(cafile: str, written: str) -> ssl.SSLContext:
+    """The trust a connector's description is fetched with when the connector names a CA file
+    (``written``, as the manifest spells it; ``cafile``, resolved): the system's store, as for any
+    spec, and that file's CAs besides. A spec served by the connector's own host behind a private CA
+    needs the CA; one served from a public host (a GitHub raw URL) still needs the system's store;
+    and the fetch carries no credential, so trusting both lets nothing more reach a secret.
+
+    Raises:
+        SourceError: the file cannot be read or holds no PEM certificate.
+    """
+    context = httpx2.create_ssl_context(trust_env=False)
+    try:
+        context.load_verify_locations(cafile=cafile)
+    except OSError as exc:  # SSLError is an OSError: a file that is not PEM
+        why = getattr(exc, "reason", None) or exc.strerror or "unreadable"
+        raise SourceError(
+            f"the connector's tls.ca_file {written!r} cannot be used ({why}); point it at a readable PEM file of "
+            "CA certificates"
+        ) from None
+    return context
+
+
 async def fetch_document(
-    url: str, client: httpx2.AsyncClient | None = None, *, origin: str | None = None, kind: str = "OpenAPI document"
+    url: str,
+    client: httpx2.AsyncClient | None = None,
+    *,
+    origin: str | None = None,
+    kind: str = "OpenAPI document",
+    verify: ssl.SSLContext | None = None,
 ) -> Any:
     """Download and parse a document from an http(s) URL.
 
@@ -166,6 +194,7 @@ async def fetch_document(
         origin: when given (``scheme://host[:port]``), the document must be served from it: a
             redirect elsewhere is refused before it is followed.
         kind: what the document should be, as in ``parse_document``.
+        verify: the trust of the short-lived client (``document_trust``); None: the system's store.
 
     Raises:
         SourceError: the request fails, the status is not 2xx, the body is too large or unparsable,
@@ -173,7 +202,9 @@ async def fetch_document(
     """
     url = url.split("#", 1)[0]
     if client is None:
-        async with httpx2.AsyncClient(follow_redirects=origin is None, timeout=30.0) as own:
+        async with httpx2.AsyncClient(
+            follow_redirects=origin is None, timeout=30.0, verify=True if verify is None else verify
+        ) as own:
             return await _fetch(own, url, origin, kind)
     return await _fetch(client, url, origin, kind)
 
@@ -229,8 +260,26 @@ async def _fetch(client: httpx2.AsyncClient, url: str, origin: str | None, kind:
             f"{shown_url(url)}: timed out while downloading the spec. Retry, or use a local copy."
         ) from None
     except httpx2.HTTPError as exc:
+        untrusted = _untrusted(exc)
+        if untrusted is not None:
+            raise SourceError(
+                f"{shown_url(url)}: its TLS certificate is not trusted ({untrusted}); if the server uses a private CA, "
+                "set the connector's tls.ca_file to that CA's PEM file"
+            ) from None
         said = screen(str(exc).replace(url, shown_url(url))).for_agent()
         raise SourceError(
             f"{shown_url(url)}: cannot download the spec ({type(exc).__name__}: {said}). Check the URL and network."
         ) from None
     raise SourceError(f"{shown_url(first)}: more than {_MAX_REDIRECTS} redirects. Check the URL, or use a local copy.")
+
+
+def _untrusted(exc: BaseException) -> str | None:
+    """The certificate's complaint when ``exc`` came of a server certificate not trusted, else None."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 16:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return current.verify_message or current.reason or "certificate verify failed"
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None

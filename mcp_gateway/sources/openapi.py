@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,7 @@ from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, OpenAPIBinding, ParamLocation, ParamSpec, Risk, risk_of_method
 from ._declared_base import declared_base_problem, unusable_base_error
-from ._documents import fetch_document, is_url, read_document
+from ._documents import document_trust, fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import (
     HTTP_METHODS,
@@ -134,10 +135,12 @@ async def load_openapi(
     risk_overrides: Mapping[str, Risk] = {},
     client: httpx2.AsyncClient | None = None,
     credentials: Collection[tuple[str, str]] = (),
+    verify: ssl.SSLContext | None = None,
 ) -> NormalizedSource:
     """Load an OpenAPI/Swagger document from an absolute file path or an http(s) URL and normalize it.
     ``credentials`` are ``(in, name)`` of parameters that carry the connector's credential, beside
-    the ones the document's apiKey schemes name (``credential_places`` makes them from a connector).
+    the ones the document's apiKey schemes name (``credential_places`` makes them from a connector);
+    ``verify`` the trust documents are fetched with (``document_trust``), else the system's store.
 
     Parsing and normalizing run in a worker thread: GitHub's spec takes about a second of CPU
     and the event loop keeps serving meanwhile. Remote documents that refs point at are fetched
@@ -147,7 +150,7 @@ async def load_openapi(
         SourceError: the document cannot be read, parsed or normalized; the message names it.
     """
     if is_url(ref):
-        document = await fetch_document(ref, client)
+        document = await fetch_document(ref, client, verify=verify)
         location = ref.split("#", 1)[0]
     else:
         document, location = await anyio.to_thread.run_sync(_read_local, ref)
@@ -168,7 +171,7 @@ async def load_openapi(
             return result
         for url in sorted(resolver.pending):
             try:
-                resolver.add_document(url, await fetch_document(url, client, origin=origin_of(location)))
+                resolver.add_document(url, await fetch_document(url, client, origin=origin_of(location), verify=verify))
             except SourceError as exc:
                 resolver.add_failure(url, str(exc))
         resolver.pending.clear()
@@ -196,7 +199,10 @@ class OpenAPILoader:
         if reused is not None:
             return reused
         credentials = credential_places(cfg.auth, self.credential_params)
-        spec = await load_openapi(resolved, connector=cfg.slug, risk_overrides=cfg.risk, credentials=credentials)
+        verify = document_trust(ctx.resolve(cfg.ca_file), cfg.ca_file) if cfg.ca_file and is_url(resolved) else None
+        spec = await load_openapi(
+            resolved, connector=cfg.slug, risk_overrides=cfg.risk, credentials=credentials, verify=verify
+        )
         if spec.base_url_problem and not cfg.base_url:
             raise SourceError(spec.base_url_problem)
         fingerprint = await file_fingerprint(cfg, spec.files, fallback="url")

@@ -45,6 +45,7 @@ Pre-request and test scripts, environments and saved responses are ignored.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ from ..primitives.url_secrets import shown_url
 from ..vocabulary.errors import SourceError
 from ..vocabulary.model import Action, PostmanBinding, Risk, risk_of_method
 from ._declared_base import declared_base_problem, unusable_base_error
-from ._documents import fetch_document, is_url, read_document
+from ._documents import document_trust, fetch_document, is_url, read_document
 from ._fingerprint import file_fingerprint, reuse
 from ._naming import snake_case, unique_name
 from ._param_styles import FILE_PART
@@ -101,6 +102,7 @@ async def load_postman(
     auth_type: str = "none",
     auth_headers: frozenset[str] = frozenset(),
     client: httpx2.AsyncClient | None = None,
+    verify: ssl.SSLContext | None = None,
 ) -> NormalizedCollection:
     """Read a collection from a file path or an http(s) URL and normalize it (in a worker thread).
 
@@ -108,12 +110,13 @@ async def load_postman(
         auth_type: the connector's auth kind, named in descriptions.
         auth_headers: lower-cased header names the connector's auth writes; dropped like
             ``Authorization``.
+        verify: the trust a collection is fetched with (``document_trust``), else the system's store.
 
     Raises:
         SourceError: the collection cannot be read, or is not a Postman v2 collection.
     """
     if is_url(ref):
-        document, label = await fetch_document(ref, client, kind=_KIND), shown_url(ref)
+        document, label = await fetch_document(ref, client, kind=_KIND, verify=verify), shown_url(ref)
     else:
         document, label = await anyio.to_thread.run_sync(_read_local, ref)
     files = [] if is_url(ref) else [label]
@@ -153,6 +156,7 @@ class PostmanLoader:
             risk_overrides=cfg.risk,
             auth_type=cfg.auth.type,
             auth_headers=headers_written_by(cfg.auth),
+            verify=document_trust(ctx.resolve(cfg.ca_file), cfg.ca_file) if cfg.ca_file and is_url(resolved) else None,
         )
         if collection.base_url_problem and not cfg.base_url:
             raise SourceError(collection.base_url_problem)

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
+import trustme
 
 from mcp_gateway.auth import LastMeterAuth
 from mcp_gateway.execution import mcp_transport
@@ -354,6 +355,30 @@ async def test_legacy_sse_transport_with_header_auth(executor: McpExecutor, vaul
         up = await upstream(executor, vault, connector(remote(server.url, "sse"), auth="{type: bearer}"))
         assert structured(await up.call("whoami"))["authorization"] == f"Bearer {SECRET}"
         assert structured(await up.call("peek", {"key": "abc"}))["value"] == 3
+
+
+async def test_streamable_http_over_tls_trusts_the_connectors_private_ca(
+    vault: CredentialVault, tmp_path: Path
+) -> None:
+    from tests.support.mcp_lab import lab
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    app = lab.streamable_http_app()
+    # The executor closes its sessions before the server stops (an open stream would hold its shutdown).
+    with LoopbackServer(app, lifespan="on", ssl_certfile=str(tmp_path / "server.pem")) as server:
+        async with McpExecutor() as executor:
+            url = f"{server.base_url}/mcp"
+            untrusting = connector(remote(url))
+            with pytest.raises(UpstreamError) as caught:
+                await executor.list_tools(untrusting, auth=LastMeterAuth(untrusting.auth, None))
+            assert caught.value.reason == "upstream_unreachable"
+            assert "is not trusted" in str(caught.value) and "tls.ca_file" in str(caught.value)
+
+            trusting = connector(remote(url), extra=f'    tls: {{ca_file: "{tmp_path / "ca.pem"}"}}\n')
+            up = await upstream(executor, vault, trusting)
+            assert structured(await up.call("peek", {"key": "tls"}))["value"] == len("tls")
 
 
 # -- real third-party servers ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+import trustme
 import yaml
 
 from mcp_gateway.discovery import DiscoveryIndex
@@ -33,6 +34,7 @@ from mcp_gateway.sources.openapi import (
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, OpenAPIBinding, ParamSpec
 from tests.support.named_pipe import outcome_of_reading
+from tests.support.upstream import LoopbackServer, Receive, Scope, Send, read_body, reply_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "openapi"
@@ -1378,3 +1380,38 @@ def test_a_multipart_body_keeps_its_files_json_parts_and_encoding() -> None:
     assert properties["file"]["description"] == "The document."
     assert [one["type"] for one in properties["file"]["anyOf"]] == ["string", "object"]  # text, or {content, …}
     assert properties["pages"]["type"] == "array" and "anyOf" in properties["pages"]["items"]
+
+
+_SPEC_BEHIND_A_PRIVATE_CA = {
+    "openapi": "3.0.0",
+    "info": {"title": "private", "version": "1"},
+    "paths": {"/who": {"get": {"operationId": "who", "responses": {"200": {"description": "ok"}}}}},
+}
+
+
+async def _serve_spec(scope: Scope, receive: Receive, send: Send) -> None:
+    await read_body(receive)
+    await reply_json(send, 200, _SPEC_BEHIND_A_PRIVATE_CA)
+
+
+def test_a_spec_url_behind_a_private_ca_is_fetched_with_the_connectors_tls_ca_file(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    tls = {"ssl_certfile": str(tmp_path / "server.pem")}
+    (tmp_path / "not-pem.txt").write_text("hello")
+
+    def load(url: str, **entry: Any) -> Normalized:
+        cfg = ConnectorConfig.model_validate({"slug": "c", "source": {"openapi": url}, **entry})
+        resolve = lambda ref: ref if "://" in ref else str(tmp_path / ref)  # noqa: E731 - as Manifest.resolve
+        return anyio.run(lambda: OpenAPILoader(url).load(cfg, LoadContext(resolve)))
+
+    with LoopbackServer(_serve_spec, **tls) as server:
+        url = f"{server.base_url}/openapi.json"
+        with pytest.raises(SourceError, match=r"its TLS certificate is not trusted \(.*\); .* tls\.ca_file"):
+            load(url)
+        (action,) = load(url, tls={"ca_file": "ca.pem"}).actions
+        assert action.qualified_name == "c.who"
+        with pytest.raises(SourceError, match=r"the connector's tls.ca_file 'not-pem.txt' cannot be used"):
+            load(url, tls={"ca_file": "not-pem.txt"})

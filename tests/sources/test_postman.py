@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
+import trustme
 
 from mcp_gateway.manifest import ConnectorConfig
 from mcp_gateway.sources.base import LoadContext, Normalized
@@ -19,6 +20,7 @@ from mcp_gateway.sources.postman import NormalizedCollection, PostmanLoader, loa
 from mcp_gateway.vocabulary.errors import SourceError
 from mcp_gateway.vocabulary.model import ACTIONS_ADAPTER, Action, PostmanBinding
 from tests.support.named_pipe import outcome_of_reading
+from tests.support.upstream import LoopbackServer, Receive, Scope, Send, read_body, reply_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = REPO_ROOT / "tests" / "data" / "postman"
@@ -645,3 +647,32 @@ def test_a_host_that_is_not_http_fails_the_load_until_base_url_is_set(tmp_path: 
         load()
     loaded = load(base_url="https://api.example.com")
     assert loaded.base_url is None and [a.path for a in loaded.actions] == ["a"]
+
+
+_COLLECTION = {
+    "info": {"name": "private", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+    "item": [{"name": "Who", "request": {"method": "GET", "url": "https://api.internal/who"}}],
+}
+
+
+async def _serve_collection(scope: Scope, receive: Receive, send: Send) -> None:
+    await read_body(receive)
+    await reply_json(send, 200, _COLLECTION)
+
+
+def test_a_collection_url_behind_a_private_ca_is_fetched_with_the_connectors_tls_ca_file(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+
+    def load(url: str, **entry: Any) -> Normalized:
+        cfg = ConnectorConfig.model_validate({"slug": "c", "source": {"postman": url}, **entry})
+        resolve = lambda ref: ref if "://" in ref else str(tmp_path / ref)  # noqa: E731 - as Manifest.resolve
+        return anyio.run(lambda: PostmanLoader(url).load(cfg, LoadContext(resolve)))
+
+    with LoopbackServer(_serve_collection, ssl_certfile=str(tmp_path / "server.pem")) as server:
+        url = f"{server.base_url}/collection.json"
+        with pytest.raises(SourceError, match=r"its TLS certificate is not trusted \(.*\); .* tls\.ca_file"):
+            load(url)
+        (action,) = load(url, tls={"ca_file": "ca.pem"}).actions
+        assert action.qualified_name.startswith("c.")
