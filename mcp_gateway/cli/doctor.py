@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from .output import EXIT_FAILED, EXIT_OK, escaped, print_json
 
 if TYPE_CHECKING:
     from ..core.unmatched_rules import UnmatchedRule
-    from ..manifest import Manifest
+    from ..manifest import ConnectorConfig, Manifest
     from ..vocabulary.settings import Settings
 
 __all__ = [
@@ -469,30 +470,53 @@ _REACH_FIXES: dict[str, str] = {
     "certificate not trusted": "if {host} uses a private CA, set 'tls: {{ca_file: path/to/ca.pem}}' on connector "
     "{slug} (a PEM file of that CA); else the service needs a certificate from a public CA",
     "certificate hostname mismatch": "the certificate names another host: write the host it names in {slug}'s "
-    "base_url, or have the service's certificate name {host}",
+    "{field}, or have the service's certificate name {host}",
     "certificate expired": "the service's certificate has expired: whoever runs {host} must renew it",
-    "TLS handshake failed": "check the port in {slug}'s base_url and the service's TLS set-up",
-    "plain HTTP at an https URL": "that port serves plain HTTP: write http:// in {slug}'s base_url, or the "
+    "TLS handshake failed": "check the port in {slug}'s {field} and the service's TLS set-up",
+    "plain HTTP at an https URL": "that port serves plain HTTP: write http:// in {slug}'s {field}, or the "
     "service's TLS port",
-    "DNS name not found": "check the spelling of {host} in {slug}'s base_url (and this machine's DNS)",
-    "connection refused": "nothing listens there now: check the port in {slug}'s base_url and that the service runs",
+    "DNS name not found": "check the spelling of {host} in {slug}'s {field} (and this machine's DNS)",
+    "connection refused": "nothing listens there now: check the port in {slug}'s {field} and that the service runs",
     "timed out": "no answer in time: a firewall between here and {host}, or a service that is down",
-    "unreachable": "check {slug}'s base_url and this machine's network",
+    "unreachable": "check {slug}'s {field} and this machine's network",
 }
 _REACH_WARNINGS = frozenset({"connection refused", "timed out", "unreachable"})
 """Failures of the moment (a service stopped now): a warning; the others are the set-up's, a problem."""
 
 
+def _reached_urls(c: ConnectorConfig) -> list[tuple[str, str]]:
+    """``(field, url)`` of the hosts a connector's calls go to: its ``base_url``, and a remote MCP
+    server's ``mcp.url`` (unless at the base URL's own scheme, host and port)."""
+    from ..manifest import McpSource
+
+    urls = [("base_url", c.base_url)] if c.base_url else []
+    if isinstance(c.source, McpSource) and c.source.mcp.url:
+        url = c.source.mcp.url
+        if not c.base_url or _origin(url) != _origin(c.base_url):
+            urls.append(("mcp.url", url))
+    return urls
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
 async def reachability_findings(manifest: Manifest) -> list[Finding]:
-    """Each connector's base_url host reached at once (``execution.reachability``), within
-    ``REACH_SECONDS`` each; a finding for each that is not, naming the failure and its fix."""
+    """Each connector's base_url host, and a remote MCP server's url host, reached at once
+    (``execution.reachability``), within ``REACH_SECONDS`` each; a finding for each that is not,
+    naming the failure and its fix."""
     import anyio
 
     from ..execution.reachability import Unreached, reach
 
-    found: dict[str, Finding] = {}
+    found: dict[tuple[str, str], Finding] = {}
 
-    async def check(slug: str, url: str, ca_file: str | None) -> None:
+    async def check(slug: str, field: str, url: str, ca_file: str | None) -> None:
         check = f"connector {slug} reach"
         try:
             unreached: Unreached | None = await reach(
@@ -501,19 +525,20 @@ async def reachability_findings(manifest: Manifest) -> list[Finding]:
         except OSError as exc:  # the CA file itself
             why = getattr(exc, "reason", None) or exc.strerror or "unreadable"
             fix = f"point {slug}'s tls.ca_file at a readable PEM file of CA certificates"
-            found[slug] = Finding(check, "problem", f"its CA file {ca_file!r} cannot be used ({why})", fix)
+            found[slug, field] = Finding(check, "problem", f"its CA file {ca_file!r} cannot be used ({why})", fix)
             return
         if unreached is not None:
             host = unreached.where.rpartition(":")[0]
             level = "warning" if unreached.failure in _REACH_WARNINGS else "problem"
             message = f"{unreached.where}: {unreached.failure} ({unreached.detail})"
-            found[slug] = Finding(check, level, message, _REACH_FIXES[unreached.failure].format(host=host, slug=slug))
+            fix = _REACH_FIXES[unreached.failure].format(host=host, slug=slug, field=field)
+            found[slug, field] = Finding(check, level, message, fix)
 
+    reached = [(c, field, url) for c in manifest.connectors for field, url in _reached_urls(c)]
     async with anyio.create_task_group() as tg:
-        for c in manifest.connectors:
-            if c.base_url:
-                tg.start_soon(check, c.slug, c.base_url, c.ca_file)
-    return [found[c.slug] for c in manifest.connectors if c.slug in found]
+        for c, field, url in reached:
+            tg.start_soon(check, c.slug, field, url, c.ca_file)
+    return [found[c.slug, field] for c, field, _ in reached if (c.slug, field) in found]
 
 
 def _discovery(manifest: Manifest) -> Finding:

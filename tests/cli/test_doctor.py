@@ -423,6 +423,43 @@ async def test_doctor_reaches_each_base_url_and_names_why_not(tmp_path: Path, an
     assert typo.level == "problem" and "DNS name not found" in typo.message and "api.no-such-host.invalid" in typo.fix
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_doctor_reaches_a_remote_mcp_servers_url_with_the_connectors_trust(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    import socket
+
+    import trustme
+
+    from mcp_gateway.cli.doctor import reachability_findings
+    from mcp_gateway.manifest import parse_manifest
+    from tests.support.upstream import LoopbackServer, echo_app
+
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    with LoopbackServer(echo_app(), ssl_certfile=str(tmp_path / "server.pem")) as private:
+        mcp = f"    source: {{mcp: {{url: {private.base_url}/mcp}}}}\n"
+        text = (
+            f"project: x\nconnectors:\n  - slug: private\n{mcp}"
+            f"  - slug: trusting\n    tls: {{ca_file: ca.pem}}\n{mcp}"
+            f"  - slug: stopped\n    source: {{mcp: {{url: http://127.0.0.1:{closed}/mcp, transport: sse}}}}\n"
+        )
+        findings = await reachability_findings(parse_manifest(text, base_dir=tmp_path))
+    by_check = {f.check: f for f in findings}
+    assert set(by_check) == {"connector private reach", "connector stopped reach"}
+    private_finding = by_check["connector private reach"]
+    assert private_finding.level == "problem" and "certificate not trusted" in private_finding.message
+    assert "tls: {ca_file: path/to/ca.pem}" in private_finding.fix
+    stopped = by_check["connector stopped reach"]
+    assert stopped.level == "warning" and f"127.0.0.1:{closed}: connection refused" in stopped.message
+    assert "stopped's mcp.url" in stopped.fix
+
+
 def test_doctor_warns_of_a_policy_rule_that_matches_no_action(env: CliEnv) -> None:  # noqa: F811
     # A typo in a block rule's match silently blocked nothing.
     env.run("secret", "set", "echo", stdin="tok-123456")
