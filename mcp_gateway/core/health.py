@@ -7,8 +7,10 @@ storage that does not clear by itself, what the operator must do), at most one a
 lasts with how many requests and audit writes it refused, and one when it ends. The agent is told to
 retry soon only when retrying can help: storage that refuses writes until the operator acts
 (``StoreUnavailable.lasting``) is said to be so.
-``ready`` is the cheap check a load balancer polls: one round trip with a short timeout, cached for
-about a second, so a burst of probes costs one query.
+``ready`` is the cheap check a load balancer polls: one short transaction with a short timeout (on
+PostgreSQL it takes, and lets go of at once, the locks the gateway's statements take on its tables, so a
+table locked elsewhere is seen though the server answers), cached for about a second, so a burst of probes
+costs one check; ``cause`` says why it failed.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ class StoreHealth:
         lock held elsewhere), so only a write (``probe_write``) says the store is back."""
         self.down_since: float | None = None
         """``time.monotonic()`` when the current outage was first seen; None while reachable."""
+        self.cause: str | None = None
+        """Why the last readiness check failed, without naming the database (``/readyz`` shows it to
+        anyone); None while it passes."""
         self._checked_at = float("-inf")
         self._lock = anyio.Lock()
         self._refused_requests = 0
@@ -181,11 +186,14 @@ class StoreHealth:
                     await check()
             except StoreUnavailable as exc:
                 self._down(str(exc))  # a probe, not a request refused
+                self.cause = exc.brief or "the database cannot be used (the gateway's log says why)"
             except TimeoutError:
                 self._down(f"{self._where} gave no answer to a ping within {PING_TIMEOUT:g} s")
+                self.cause = f"the database gave no answer within {PING_TIMEOUT:g} s"
             else:
                 if check is self._probe_write:
                     self._unproven = False
                 self.succeeded()
+                self.cause = None
             self._checked_at = time.monotonic()
             return self.up

@@ -1,8 +1,9 @@
 """What operators and load balancers watch: ``/readyz``, ``/metrics``, and answers during a store outage.
 
 - ``/healthz`` (in ``pages``) is liveness: the process serves. ``/readyz`` is readiness: 503 while the
-  state database does not answer a cheap ping (cached about a second) or no catalog has loaded yet,
-  so a load balancer takes the instance out and puts it back by itself.
+  state database does not answer a cheap check (cached about a second: a table locked elsewhere
+  counts), with its ``cause``, or no catalog has loaded yet, so a load balancer takes the instance
+  out and puts it back by itself.
 - ``/metrics`` is the Prometheus exposition of ``GatewayMetrics``. On the main app it needs an
   operator token (``Authorization: Bearer mgo_...``, ``token create --operator``); on the separate
   ``--metrics-port`` app (loopback by default) it needs none.
@@ -67,7 +68,13 @@ def _bearer(request: Request) -> str | None:
 async def _ready(gateway: Gateway) -> Response:
     store_ok = await gateway.health.ready()
     loaded = bool(gateway.states()) or not gateway.manifest.connectors
-    body = {"status": "ready" if store_ok and loaded else "unavailable", "store": store_ok, "catalog": loaded}
+    body: dict[str, object] = {
+        "status": "ready" if store_ok and loaded else "unavailable",
+        "store": store_ok,
+        "catalog": loaded,
+    }
+    if not store_ok and gateway.health.cause is not None:
+        body["cause"] = gateway.health.cause
     return JSONResponse(body, status_code=200 if store_ok and loaded else 503, headers={"cache-control": "no-store"})
 
 

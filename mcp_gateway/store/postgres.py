@@ -216,7 +216,31 @@ _CREDENTIAL_UPSERT = _insert_sql("credential", (*CREDENTIAL_KEY, "sealed"), CRED
 _CREDENTIAL_WHERE = "WHERE connector = $1 AND principal = $2 AND name = $3"
 _META_UPSERT = _insert_sql("meta", ("key", "value"), ["key"])
 _PING = "SELECT current_setting('transaction_read_only') AS read_only FROM schema_version LIMIT 1"
-"""Readiness in one round trip: the gateway's tables there and readable, and whether writes would be refused."""
+"""Whether writes would be refused (a standby, a database set read-only)."""
+_READ_TABLES = ("credential", "token", "operator_token", "link", "approval", "connector_state", "catalog")
+"""Tables a call or a page reads."""
+_WRITE_TABLES = ("audit", "audit_open", "rate_bucket", "meta", "ephemeral")
+"""Tables every call writes (its audit rows, rate limits) or a page (sessions, nonces)."""
+_READY_LOCK_WAIT_MS = 300
+"""How long readiness waits for a table's lock: a lock held elsewhere longer than this stalls requests."""
+_READY_LOCKS = (
+    f"SET LOCAL lock_timeout = {_READY_LOCK_WAIT_MS}; "
+    f"LOCK TABLE {', '.join(_READ_TABLES)} IN ACCESS SHARE MODE; "
+    f"LOCK TABLE {', '.join(_WRITE_TABLES)} IN ROW EXCLUSIVE MODE"
+)
+"""The locks the gateway's own statements take on its tables (a read's, a write's), taken and let go of
+at once: a table another session holds locked against them stalls every request that uses it, though
+``schema_version`` still answers. Several statements in one round trip (no parameters: asyncpg sends them
+as one simple query); ``SET LOCAL`` ends with the transaction, so the pooled connection keeps no setting."""
+_LOCK_HOLDERS = """
+SELECT c.relname AS "table", l.mode, l.pid, coalesce(a.application_name, '') AS application
+FROM pg_locks l JOIN pg_class c ON c.oid = l.relation LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.granted AND l.pid <> pg_backend_pid() AND c.relnamespace = current_schema()::regnamespace
+  AND c.relname = ANY($1::text[])
+  AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
+ORDER BY c.relname, l.pid
+"""
+"""Who holds a lock on the gateway's tables that its statements wait behind (what readiness names)."""
 _C = 'COLLATE "C"'
 
 
@@ -485,12 +509,38 @@ class PostgresStore:
             raise self._outage(exc) if _lost(exc) else exc from None
 
     async def ping(self) -> None:
-        """One round trip; raises ``StoreUnavailable`` when the database cannot be reached, or answers
-        but cannot serve the gateway: its tables missing or out of the user's reach, or read-only (a
-        standby after a failover), where every write would fail."""
-        row = await self._fetchrow(_PING)
+        """Readiness, in one short transaction; raises ``StoreUnavailable`` when the database cannot be
+        reached, or answers but cannot serve the gateway: its tables missing or out of the user's reach,
+        read-only (a standby after a failover), where every write would fail, or one of them locked by
+        another session against the gateway's statements (the message names the table and who holds it)."""
+        locked = False
+        try:
+            async with self._transaction() as conn:
+                try:
+                    await conn.execute(_READY_LOCKS)
+                except asyncpg.LockNotAvailableError:
+                    locked = True
+                    raise
+                row = await conn.fetchrow(_PING)
+        except StoreUnavailable:
+            if not locked:
+                raise
+            raise await self._locked() from None
         if row is not None and row["read_only"] == "on":
             raise self._outage(asyncpg.ReadOnlySQLTransactionError("the server runs read-only transactions only"))
+
+    async def _locked(self) -> StoreUnavailable:
+        """The outage of a gateway table locked elsewhere, naming the table, the lock and its holder."""
+        held = await self._fetch(_LOCK_HOLDERS, [*_READ_TABLES, *_WRITE_TABLES])
+        named = "; ".join(
+            f"table {r['table']} is held in {r['mode']} by another session (pid {r['pid']}"
+            + (f", application {r['application'][:60]!r})" if r["application"] else ")")
+            for r in held
+        )
+        brief = (named or "a table of the gateway is locked by another session") + (
+            f": the gateway's statements wait behind it (readiness waited {_READY_LOCK_WAIT_MS} ms)"
+        )
+        return StoreUnavailable(f"the PostgreSQL database at {redact_url(self._url)}: {brief}; {_LOCKS}", brief=brief)
 
     async def probe_write(self) -> None:
         """One small committed write; raises ``StoreUnavailable`` when writes fail though reads work."""

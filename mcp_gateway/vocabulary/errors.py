@@ -185,8 +185,12 @@ class StoreUnavailable(GatewayError):
 
     ``lasting``: the storage itself refuses (a read-only file or folder, a full disk, no permission, the
     file replaced under the gateway): it does not clear by itself, so the agent is not told to retry
-    soon, and the message says what the operator must do."""
+    soon, and the message says what the operator must do.
 
-    def __init__(self, message: str, *, lasting: bool = False) -> None:
+    ``brief``: the cause without naming the database (no URL, no path), for answers anyone may read
+    (``/readyz``); None when the message says nothing more than that the database cannot be used."""
+
+    def __init__(self, message: str, *, lasting: bool = False, brief: str | None = None) -> None:
         super().__init__(message)
         self.lasting = lasting
+        self.brief = brief

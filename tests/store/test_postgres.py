@@ -434,3 +434,62 @@ async def test_no_free_connection_slot_waits_for_one_of_the_pools_own(
                 await store.get_meta("k")
             said = str(outage.value)
             assert "has no free connections" in said and "max_connections" in said and "unreachable" not in said
+
+
+class _ReadyGateway:
+    """What ``/readyz`` reads of a gateway: its store's health and whether catalogs loaded."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        from types import SimpleNamespace
+
+        from mcp_gateway.core.health import StoreHealth
+
+        self.health = StoreHealth(store.ping, store.probe_write, where=repr(store))
+        self.manifest = SimpleNamespace(connectors=[])
+        self.operators = None
+
+    def states(self) -> dict[str, object]:
+        return {}
+
+
+async def _readyz(gateway: _ReadyGateway) -> tuple[int, dict[str, object]]:
+    import json
+
+    from starlette.requests import Request
+
+    from mcp_gateway.server.observability import observability_routes
+
+    route = observability_routes(gateway, metrics_token=False)[0]  # type: ignore[arg-type]
+    answer = await route.endpoint(Request({"type": "http", "method": "GET", "path": "/readyz", "headers": []}))
+    return answer.status_code, json.loads(bytes(answer.body))
+
+
+async def test_readiness_sees_a_gateway_table_locked_elsewhere_and_names_it(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    # The ping read schema_version only: /readyz stayed 200 while every call waited on the locked table.
+    from mcp_gateway.core import health
+
+    async with PostgresStore(postgres_url) as store:
+        gateway = _ReadyGateway(store)
+        assert await _readyz(gateway) == (200, {"status": "ready", "store": True, "catalog": True})
+        holder = db.transaction()
+        await holder.start()
+        await db.execute("LOCK TABLE credential IN ACCESS EXCLUSIVE MODE")
+        try:
+            await anyio.sleep(health.PING_CACHE)
+            began = time.monotonic()
+            status, body = await _readyz(gateway)
+            assert time.monotonic() - began < health.PING_TIMEOUT
+        finally:
+            await holder.rollback()
+        assert status == 503 and body["store"] is False, body
+        cause = str(body["cause"])
+        assert (
+            "table credential" in cause
+            and "AccessExclusiveLock" in cause
+            and str(await db.fetchval("SELECT pg_backend_pid()")) in cause
+        )
+        assert "postgresql://" not in cause  # anyone may read /readyz: the database is not named
+        await anyio.sleep(health.PING_CACHE)
+        assert (await _readyz(gateway))[0] == 200  # ready again once the lock is let go of
