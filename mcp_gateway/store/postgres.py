@@ -11,7 +11,8 @@ Design, mirroring ``SQLiteStore`` (same protocol, same contract tests, the same 
 conversion in ``_rows.py``):
 
 - A connection pool (``asyncpg.create_pool``); every method is one statement, or one short
-  transaction on one pooled connection. Nothing is held across awaits of the caller.
+  transaction on one pooled connection. Nothing is held across awaits of the caller. So each can run
+  again whole when the server rolls it back for a deadlock or a serialization failure (``_run``).
 - Nothing here leaves session state on a connection (no ``SET``, ``LISTEN``, session-level advisory
   locks or ``WITH HOLD`` cursors; the migration lock is transaction-scoped), so a connection goes
   back to the pool without asyncpg's default reset query (``RESET ALL``, ``UNLISTEN *``, ...): that
@@ -37,8 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import time
-from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -88,6 +90,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresBuckets", "PostgresStore"]
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
+_T = TypeVar("_T")
 
 _INSTANCE_LOCKS = 0x4D434757
 """The first key of every instance's session advisory lock (``_claim_instance``); the second is its id."""
@@ -100,6 +103,12 @@ as long as it lasts. Every statement here is a point read or write, or a short m
 agent's request what is left of its wait budget (``wait_budget.STORE_WAIT_SECONDS`` for all its
 statements together) cuts it shorter."""
 _POOL_MAX = 10
+_REPLAYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
+"""What the server rolls a transaction back for to say "run it again" (40P01, 40001): it kept none of it."""
+_REPLAYS = 2
+"""Times a statement or transaction rolled back so is run again before the conflict is an outage."""
+_REPLAY_PAUSE = 0.02
+"""Seconds before the first run again (jittered, doubling): the other side of the conflict finishes meanwhile."""
 _NO_SLOT = (asyncpg.TooManyConnectionsError, asyncpg.CannotConnectNowError)
 """A new connection the server refused before anything ran on it: no connection slot left for the
 gateway's role or the server (53300), or a server starting up or shutting down (57P03)."""
@@ -456,57 +465,67 @@ class PostgresStore:
             "request may wait for it (a lock held elsewhere, or a server that stopped answering)"
         )
 
-    async def _execute(self, sql: str, *params: object) -> int:
+    async def _run(self, attempt: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
+        """``attempt`` on a pooled connection, within the request's wait budget, its driver errors turned
+        into outages. ``attempt`` is one statement or one transaction of its own, so when the server rolls
+        it back for a conflict (``_REPLAYABLE``: a deadlock, a serialization failure) nothing of it was
+        kept and it runs again whole, up to ``_REPLAYS`` times after a short jittered pause, while the
+        budget has time left for it."""
+        replays = 0
         try:
-            async with self._waiting():
-                async with self._connection() as conn:
-                    return _changed(await conn.execute(sql, *params))
+            while True:
+                try:
+                    async with self._waiting(), self._connection() as conn:
+                        return await attempt(conn)
+                except _REPLAYABLE:
+                    pause = _REPLAY_PAUSE * (2**replays) * random.uniform(0.5, 1.5)
+                    budget = current_budget()
+                    if replays >= _REPLAYS or (budget is not None and budget.left <= pause):
+                        raise
+                replays += 1
+                # Both sides of a deadlock may be ours (two requests): the jitter keeps their replays apart.
+                await anyio.sleep(pause)
         except _OUTAGE_ERRORS as exc:
             raise self._outage(exc) from None
         except asyncpg.InterfaceError as exc:
             raise self._outage(exc) if _lost(exc) else exc from None
+
+    async def _execute(self, sql: str, *params: object) -> int:
+        async def attempt(conn: asyncpg.Connection) -> int:
+            return _changed(await conn.execute(sql, *params))
+
+        return await self._run(attempt)
 
     async def _executemany(self, sql: str, params: Sequence[Sequence[object]]) -> None:
         """One statement for many rows, atomic on its own: asyncpg pipelines them with one Sync at
         the end, so they are one implicit transaction and one round trip (no BEGIN and COMMIT)."""
-        try:
-            async with self._waiting():
-                async with self._connection() as conn:
-                    await conn.executemany(sql, params)
-        except _OUTAGE_ERRORS as exc:
-            raise self._outage(exc) from None
-        except asyncpg.InterfaceError as exc:
-            raise self._outage(exc) if _lost(exc) else exc from None
+
+        async def attempt(conn: asyncpg.Connection) -> None:
+            await conn.executemany(sql, params)
+
+        await self._run(attempt)
 
     async def _fetchrow(self, sql: str, *params: object) -> asyncpg.Record | None:
-        try:
-            async with self._waiting():
-                async with self._connection() as conn:
-                    return await conn.fetchrow(sql, *params)
-        except _OUTAGE_ERRORS as exc:
-            raise self._outage(exc) from None
-        except asyncpg.InterfaceError as exc:
-            raise self._outage(exc) if _lost(exc) else exc from None
+        async def attempt(conn: asyncpg.Connection) -> asyncpg.Record | None:
+            return await conn.fetchrow(sql, *params)
+
+        return await self._run(attempt)
 
     async def _fetch(self, sql: str, *params: object) -> list[asyncpg.Record]:
-        try:
-            async with self._waiting():
-                async with self._connection() as conn:
-                    return await conn.fetch(sql, *params)
-        except _OUTAGE_ERRORS as exc:
-            raise self._outage(exc) from None
-        except asyncpg.InterfaceError as exc:
-            raise self._outage(exc) if _lost(exc) else exc from None
+        async def attempt(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+            return await conn.fetch(sql, *params)
 
-    @asynccontextmanager
-    async def _transaction(self) -> AsyncGenerator[asyncpg.Connection]:
-        try:
-            async with self._waiting(), self._connection() as conn, conn.transaction():
-                yield conn
-        except _OUTAGE_ERRORS as exc:
-            raise self._outage(exc) from None
-        except asyncpg.InterfaceError as exc:
-            raise self._outage(exc) if _lost(exc) else exc from None
+        return await self._run(attempt)
+
+    async def _transact(self, body: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
+        """``body`` in one transaction, committed when it returns; run again whole when the server rolls
+        it back for a conflict (``_run``), so ``body`` must do nothing but its statements on ``conn``."""
+
+        async def attempt(conn: asyncpg.Connection) -> _T:
+            async with conn.transaction():
+                return await body(conn)
+
+        return await self._run(attempt)
 
     async def ping(self) -> None:
         """Readiness, in one short transaction; raises ``StoreUnavailable`` when the database cannot be
@@ -514,14 +533,18 @@ class PostgresStore:
         read-only (a standby after a failover), where every write would fail, or one of them locked by
         another session against the gateway's statements (the message names the table and who holds it)."""
         locked = False
+
+        async def check(conn: asyncpg.Connection) -> asyncpg.Record | None:
+            nonlocal locked
+            try:
+                await conn.execute(_READY_LOCKS)
+            except asyncpg.LockNotAvailableError:
+                locked = True
+                raise
+            return await conn.fetchrow(_PING)
+
         try:
-            async with self._transaction() as conn:
-                try:
-                    await conn.execute(_READY_LOCKS)
-                except asyncpg.LockNotAvailableError:
-                    locked = True
-                    raise
-                row = await conn.fetchrow(_PING)
+            row = await self._transact(check)
         except StoreUnavailable:
             if not locked:
                 raise
@@ -630,10 +653,13 @@ class PostgresStore:
     async def replace_all_credentials(self, sealed: dict[CredentialKey, bytes]) -> None:
         """Rewrite every credential in one transaction (key rotation): all of them, or none."""
         params = [(k.connector, k.principal, k.name, bytes(v)) for k, v in sealed.items()]
-        async with self._transaction() as conn:
+
+        async def rewrite(conn: asyncpg.Connection) -> None:
             await conn.execute("DELETE FROM credential")
             if params:
                 await conn.executemany(_CREDENTIAL_INSERT, params)
+
+        await self._transact(rewrite)
 
     # -- tokens ------------------------------------------------------------------------------------------
 
@@ -770,10 +796,13 @@ class PostgresStore:
             return
         if not parts:
             return
-        async with self._transaction() as conn:
+
+        async def append(conn: asyncpg.Connection) -> None:
             for rows, open_rows in parts:
                 sql = _AUDIT_OPEN.insert if open_rows else _AUDIT_SETTLE
                 await conn.executemany(sql, [_AUDIT.params(record) for record in rows])
+
+        await self._transact(append)
 
     async def list_audit(self, limit: int = 50) -> list[AuditRecord]:
         """The ``limit`` newest rows of ``audit`` and ``audit_open``, newest first (ties in ``at``: open
@@ -786,8 +815,9 @@ class PostgresStore:
         unless its outcome is in ``audit`` already. A journal's replay is rare and short:
         a lookup per row is simpler than one statement that would need every column's type cast."""
         rows = replayed_rows(records)
-        added = 0
-        async with self._transaction() as conn:
+
+        async def replay(conn: asyncpg.Connection) -> int:
+            added = 0  # counted afresh by each run: a run rolled back added nothing
             for record in rows:
                 at, call_id, user, requested = audit_identity(record)
                 if record.status == "started":  # open, unless its outcome is in already
@@ -800,7 +830,9 @@ class PostgresStore:
                     continue
                 await conn.execute(_AUDIT_SETTLE, *_AUDIT.params(record))
                 added += 1
-        return added
+            return added
+
+        return await self._transact(replay)
 
     async def interrupt_started_audits(self, keep: Collection[str] = ()) -> int:
         started = [row[0] for row in await self._fetch("SELECT call_id FROM audit_open WHERE status = 'started'")]
@@ -826,9 +858,10 @@ class PostgresStore:
     async def put_ephemeral(self, kind: str, key: str, value: bytes, expires_at: datetime, now: datetime) -> bool:
         """Store ``value`` unless a live entry holds (kind, key); True if stored. Expired entries (of
         every kind) are purged first, so an expired one counts as absent."""
-        async with self._transaction() as conn:
+
+        async def put(conn: asyncpg.Connection) -> asyncpg.Record | None:
             await conn.execute("DELETE FROM ephemeral WHERE expires_at <= $1", aware(now))
-            row = await conn.fetchrow(
+            return await conn.fetchrow(
                 "INSERT INTO ephemeral (kind, key, value, expires_at) VALUES ($1, $2, $3, $4) "
                 "ON CONFLICT (kind, key) DO NOTHING RETURNING kind",
                 kind,
@@ -836,7 +869,8 @@ class PostgresStore:
                 bytes(value),
                 aware(expires_at),
             )
-        return row is not None
+
+        return await self._transact(put) is not None
 
     async def get_ephemeral(self, kind: str, key: str, now: datetime) -> bytes | None:
         row = await self._fetchrow(
@@ -882,12 +916,11 @@ class PostgresStore:
         if not vectors:
             return
         params = [(model, bytes(digest), bytes(vector)) for digest, vector in vectors.items()]
-        async with self._transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO discovery_vector (model, digest, vector) VALUES ($1, $2, $3) "
-                "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
-                params,
-            )
+        await self._executemany(
+            "INSERT INTO discovery_vector (model, digest, vector) VALUES ($1, $2, $3) "
+            "ON CONFLICT (model, digest) DO UPDATE SET vector = excluded.vector",
+            params,
+        )
 
     # -- action reviews ---------------------------------------------------------------------------------
 

@@ -493,3 +493,77 @@ async def test_readiness_sees_a_gateway_table_locked_elsewhere_and_names_it(
         assert "postgresql://" not in cause  # anyone may read /readyz: the database is not named
         await anyio.sleep(health.PING_CACHE)
         assert (await _readyz(gateway))[0] == 200  # ready again once the lock is let go of
+
+
+async def test_a_transaction_the_server_rolls_back_for_a_deadlock_runs_again_whole(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    # 40P01 (and 40001) were an outage at once: the agent heard store_unavailable for a conflict
+    # the server itself says to settle by running the transaction again.
+    from mcp_gateway.store.wait_budget import request_budget
+
+    database = postgres_url.rpartition("/")[2]
+    # The store's session is the one that finds the deadlock (and is rolled back), soon; the other waits.
+    await db.execute(f"ALTER DATABASE {database} SET deadlock_timeout = '100ms'")
+    await db.execute("SET deadlock_timeout = '10s'")
+    async with PostgresStore(postgres_url) as store:
+        await store.set_meta("a", "0")
+        await store.set_meta("b", "0")
+        runs = 0
+        holds_a = anyio.Event()
+
+        async def both(conn: asyncpg.Connection) -> None:
+            nonlocal runs
+            runs += 1
+            await conn.execute("UPDATE meta SET value = '\"store\"' WHERE key = 'a'")
+            holds_a.set()
+            await conn.execute("UPDATE meta SET value = '\"store\"' WHERE key = 'b'")
+
+        other = db.transaction()
+        await other.start()
+        await db.execute("UPDATE meta SET value = '\"other\"' WHERE key = 'b'")
+        async with anyio.create_task_group() as tg:
+
+            async def run_store() -> None:
+                with request_budget(5.0):
+                    await store._transact(both)  # pyright: ignore[reportPrivateUsage]
+
+            tg.start_soon(run_store)
+            await holds_a.wait()
+            await db.execute("UPDATE meta SET value = '\"other\"' WHERE key = 'a'")  # the deadlock
+            await other.commit()
+        assert runs == 2
+        assert (await store.get_meta("a"), await store.get_meta("b")) == ("store", "store")
+
+
+async def test_a_statement_the_server_rolls_back_for_a_deadlock_runs_again(
+    postgres_url: str, db: asyncpg.Connection
+) -> None:
+    from mcp_gateway.store.wait_budget import request_budget
+
+    database = postgres_url.rpartition("/")[2]
+    await db.execute(f"ALTER DATABASE {database} SET deadlock_timeout = '100ms'")
+    await db.execute("SET deadlock_timeout = '10s'")
+    both = (  # one statement that takes a's row lock, then b's
+        "DO $$ BEGIN UPDATE meta SET value = '\"store\"' WHERE key = 'a'; PERFORM pg_sleep(0.3); "
+        "UPDATE meta SET value = '\"store\"' WHERE key = 'b'; END $$"
+    )
+    async with PostgresStore(postgres_url) as store:
+        await store.set_meta("a", "0")
+        await store.set_meta("b", "0")
+        other = db.transaction()
+        await other.start()
+        await db.execute("UPDATE meta SET value = '\"other\"' WHERE key = 'b'")
+        async with anyio.create_task_group() as tg:
+
+            async def run_store() -> None:
+                with request_budget(5.0):
+                    await store._execute(both)  # pyright: ignore[reportPrivateUsage]
+
+            tg.start_soon(run_store)
+            # The store's statement holds a's lock once it sleeps: no event to wait on in another session.
+            while not await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"):  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+            await db.execute("UPDATE meta SET value = '\"other\"' WHERE key = 'a'")  # the deadlock
+            await other.commit()
+        assert (await store.get_meta("a"), await store.get_meta("b")) == ("store", "store")
