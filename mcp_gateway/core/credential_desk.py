@@ -9,6 +9,7 @@ stored through the desk lets a connector that was in error for want of it load a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
@@ -18,16 +19,20 @@ from ..manifest import ConnectorConfig
 from ..primitives.secrets import CredentialKey, SealedCredential
 from ..services.credentials import CredentialVault
 from ..store.contract import LinkRecord
+from ..vocabulary.errors import StoreUnavailable
 from .credential_changes import CredentialChanges, Permit, operators_own
 from .credential_origins import CredentialOrigin
 from .oauth2_tokens import ACCOUNT_FIELD, OAuth2Tokens
 
 __all__ = ["CredentialDesk", "Saved"]
 
-Saved = Literal["saved", "added_meanwhile", "replaced_meanwhile"]
-"""How a save ended: stored; nothing stored, as the link was to add a team-wide credential where
-none was and one is there now; nothing stored, as the replacement was approved against a credential
-replaced since (``CredentialChanges.overtaken``)."""
+logger = logging.getLogger(__name__)
+
+Saved = Literal["saved", "saved_unrecorded", "added_meanwhile", "replaced_meanwhile"]
+"""How a save ended: stored; stored, but its record or its audit row could not be written (logged for
+the operator); nothing stored, as the link was to add a team-wide credential where none was and one is
+there now; nothing stored, as the replacement was approved against a credential replaced since
+(``CredentialChanges.overtaken``)."""
 
 
 class CredentialDesk:
@@ -69,13 +74,16 @@ class CredentialDesk:
             if (refused := await self._refusal(link, permit)) is not None:
                 return refused
             fingerprint = await self._vault.put(key.connector, value, principal=key.principal, name=key.name)
-            await self._changes.record_origin(link, permit, via=via, fingerprint=fingerprint)
-        await self._changes.changed(link, permit, via=via)
+            # Stored from here on: what fails later must not tell the human that nothing was saved.
+            recorded = await self._after(
+                key, "its record", self._changes.record_origin(link, permit, via=via, fingerprint=fingerprint)
+            )
+        recorded &= await self._after(key, "its audit row", self._changes.changed(link, permit, via=via))
         if forget_tokens:
             self.oauth2.forget(key.connector)
         if reload:
-            await self._on_stored(key.connector)
-        return "saved"
+            await self._after(key, "loading its connector again", self._on_stored(key.connector))
+        return "saved" if recorded else "saved_unrecorded"
 
     async def save_token_set(self, link: LinkRecord, permit: Permit, token_set: dict[str, str], *, via: str) -> Saved:
         """``save`` for the token set an OAuth2 sign-in ended with (``oauth2`` stores it)."""
@@ -88,9 +96,26 @@ class CredentialDesk:
             if (refused := await self._refusal(link, permit)) is not None:
                 return refused
             await self.oauth2.save(key.connector, token_set, principal=key.principal)
-            await self._changes.record_origin(link, permit, via=via, account=account)
-        await self._changes.changed(link, permit, via=via)
-        return "saved"
+            recorded = await self._after(
+                key, "its record", self._changes.record_origin(link, permit, via=via, account=account)
+            )
+        recorded &= await self._after(key, "its audit row", self._changes.changed(link, permit, via=via))
+        return "saved" if recorded else "saved_unrecorded"
+
+    @staticmethod
+    async def _after(key: CredentialKey, what: str, step: Awaitable[object]) -> bool:
+        """A step after the value was stored: whether it worked. A failure is logged for the operator
+        (the credential is in the vault, its record or audit trail is not complete), never raised."""
+        try:
+            await step
+        except Exception as exc:
+            told = f"credential {key.name!r} of {key.connector} for {key.principal} was stored, but {what} failed"
+            if isinstance(exc, StoreUnavailable):
+                logger.warning("%s: %s", told, exc)
+            else:
+                logger.exception("%s", told)
+            return False
+        return True
 
     async def origin(self, permit: Permit) -> CredentialOrigin | None:
         """The record of the credential stored under ``permit.key`` now (who stored it, when)."""

@@ -206,3 +206,27 @@ async def test_a_team_sign_in_made_as_another_provider_account_says_which_and_wh
         assert "signed in at the provider as mallory@elsewhere (it was ana@corp before)" in origin.told()
         sealed = await h.vault.sealed("oa", principal=PROJECT_WIDE, name="oauth2_token")
         assert sealed is not None and ACCOUNT_FIELD not in sealed.open().reveal()  # a label, not a secret
+
+
+async def test_a_save_whose_record_fails_after_the_vault_write_says_it_was_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The failure of the record after the value was in the vault was raised: its pages said "Nothing was saved".
+    from mcp_gateway.vocabulary.errors import StoreUnavailable
+
+    async with harness(tmp_path, secret=None) as h:
+        desk = h.gateway.credentials
+        link = await _link(h)
+        cfg = h.gateway.manifest.connector("api")
+        assert cfg is not None
+        permit = await desk.permit(link, cfg)
+
+        async def failing(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the SQLite database s.db cannot be used (disk I/O error)")
+
+        monkeypatch.setattr(desk._changes, "record_origin", failing)  # pyright: ignore[reportPrivateUsage]
+        assert await desk.save(link, permit, "new-token", via="connect") == "saved_unrecorded"
+        sealed = await h.vault.sealed("api", principal=OPERATOR.user)
+        assert sealed is not None and sealed.open().reveal() == "new-token"
+        # The audit row, a step of its own, is still written.
+        assert [r for r in await h.auditor.recent(10) if r.status == "credential_set"]

@@ -116,6 +116,35 @@ async def test_a_credential_whose_save_fails_gives_its_link_back_and_says_so(
         assert await site.vault.sealed("pay", principal="alice") is None
 
 
+async def test_a_credential_stored_whose_audit_row_fails_is_said_saved_and_its_link_stays_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The vault held the value, its audit row met the outage: the page said "Nothing was saved" and
+    # gave the link back, so the human typed a secret the gateway already had (and was told it had not).
+    async with page_site(tmp_path, MANIFEST, _upstream) as site:
+        g = site.gateway
+        pages = CredentialPages(_ctx(g), g, g.credentials)
+        link = await g.connect(ALICE, "pay")
+        assert isinstance(link, ConnectLink)
+        path = link.connect_url.removeprefix(PUBLIC)
+
+        async def failing(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the SQLite database pages.db cannot be used (disk I/O error)")
+
+        monkeypatch.setattr(g.credentials._changes, "changed", failing)  # pyright: ignore[reportPrivateUsage]
+        async with _alone(site, pages.routes()) as http:
+            form = await http.get(path)
+            answer = await http.post(path, data={"csrf": csrf(form.text), "secret": "CANARY-typed-secret"})
+            assert answer.status_code == 200, answer.text
+            assert "pay is connected" in answer.text and "Nothing was saved" not in answer.text
+            assert "audit log may lack" in answer.text and "CANARY" not in answer.text
+            assert (await http.get(path)).status_code == 410  # not given back: it did its work
+        sealed = await site.vault.sealed("pay", principal="alice")
+        assert sealed is not None and sealed.open().reveal() == "CANARY-typed-secret"
+        told = [r.getMessage() for r in caplog.records if "was stored, but its audit row failed" in r.getMessage()]
+        assert told and "CANARY" not in told[0]
+
+
 async def _asked(site: PageSite) -> tuple[ApprovalPage, PendingApproval, str]:
     """The approval page of ``site``, a payment alice asked to approve, and its link's path."""
     g = site.gateway
@@ -371,6 +400,43 @@ async def test_an_oauth_callback_whose_save_fails_gives_the_link_back_and_says_w
         assert said in answer.text and "sign in again" in answer.text
         assert "lock timeout" not in answer.text and "CANARY" not in answer.text
         assert await g.links.peek("connect", token) is not None  # the link works again
+
+
+async def test_an_oauth_sign_in_stored_whose_record_fails_says_connected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The token set was in the vault, the record of who signed in met the outage: "Nothing was saved",
+    # and the connect link was given back for a sign-in already done.
+    async with page_site(tmp_path, OAUTH_MANIFEST, _provider) as site:
+        g = site.gateway
+        await site.vault.put("code", {"client_id": "gw", "client_secret": "CANARY-client-secret"})
+        link = await g.connect(ALICE, "code")
+        assert isinstance(link, ConnectLink)
+        token = link.connect_url.rsplit("/", 1)[1]
+        record = await g.links.peek("connect", token)
+        cfg = g.manifest.connector("code")
+        assert record is not None and cfg is not None
+        url = await g.credentials.oauth2.begin(
+            cfg.auth,  # type: ignore[arg-type]
+            connector="code",
+            principal=record.principal,
+            client_id="gw",
+            link_token=token,
+            redirect_uri=f"{PUBLIC}/oauth/callback",
+            link_expires_at=record.expires_at,
+        )
+
+        async def failing(*_: object, **__: object) -> None:
+            raise StoreUnavailable("the SQLite database pages.db cannot be used (disk I/O error)")
+
+        monkeypatch.setattr(g.credentials._changes, "record_origin", failing)  # pyright: ignore[reportPrivateUsage]
+        async with _alone(site, OAuthCallback(_ctx(g), g, g.credentials).routes()) as http:
+            state = httpx2.URL(url).params["state"]
+            answer = await http.get("/oauth/callback", params={"state": state, "code": "the-code"})
+        assert answer.status_code == 200, answer.text
+        assert "is connected" in answer.text and "Nothing was saved" not in answer.text
+        assert "record or audit log may lack" in answer.text
+        assert await g.links.peek("connect", token) is None  # used: the sign-in is done
 
 
 async def test_a_link_whose_agent_lost_its_token_stores_nothing(tmp_path: Path) -> None:

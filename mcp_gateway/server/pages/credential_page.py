@@ -30,7 +30,7 @@ from ...auth.custom import template_fields
 from ...auth.oauth2 import CALLBACK_PATH, AuthorizationRefused
 from ...auth.secret_check import over_http, unusable
 from ...core.credential_changes import Permit
-from ...core.credential_desk import CredentialDesk
+from ...core.credential_desk import CredentialDesk, Saved
 from ...core.credential_origins import CredentialOrigin
 from ...manifest import AwsSigV4Auth, ConnectorConfig, CustomAuth, Manifest, MtlsAuth, OAuth2Auth
 from ...primitives.secrets import PROJECT_WIDE, CredentialKey, parse_secret_input
@@ -366,22 +366,23 @@ class CredentialPages:
             return await self._client_credentials(opened, auth, value)
         # Where it goes: a per_user connector's credential is the linked user's own, else the team's;
         # a connector whose sync needed it loads now.
-        refused = await self._spend_and_save(opened, value, forget_tokens=isinstance(auth, OAuth2Auth))
-        if refused is not None:
-            return refused
+        saved = await self._spend_and_save(opened, value, forget_tokens=isinstance(auth, OAuth2Auth))
+        if not isinstance(saved, str):
+            return saved
         done = (
             f"The secret “{link.secret_name}” for {cfg.display_name} is saved."
             if link.secret_name != "default"
             else f"{cfg.display_name} is connected."
         )
-        return message("Saved", f"{done} You can close this page and return to the agent.")
+        return message("Saved", f"{done}{unrecorded(saved)} You can close this page and return to the agent.")
 
     async def _spend_and_save(
         self, opened: _Opened, value: str | dict[str, str], *, forget_tokens: bool
-    ) -> Response | None:
+    ) -> Response | Saved:
         """Consume the link (its use is what stops a second submission), then its approval if it has
-        one, then store the value (``CredentialDesk.save``): None once stored, else the page saying why
-        not. When the store fails on the way, the link is given back, so "try again" is true."""
+        one, then store the value (``CredentialDesk.save``): how it was saved once stored, else the page
+        saying why not. When the store fails before the value is stored, the link is given back, so "try
+        again" is true; once it is stored, the desk no longer raises (the link stays used)."""
         used_at = self.ctx.clock.now()
         try:
             if await self.ctx.links.consume(opened.kind, opened.token, at=used_at) is None:
@@ -403,7 +404,9 @@ class CredentialPages:
             return not_stored(exc, heading="Not saved", again="enter the value again")
         if stored == "replaced_meanwhile":
             return replaced_meanwhile(opened.cfg, await self.credentials.origin(permit))
-        return None if stored == "saved" else _stored_meanwhile(opened.cfg, await self.credentials.origin(permit))
+        if stored == "added_meanwhile":
+            return _stored_meanwhile(opened.cfg, await self.credentials.origin(permit))
+        return stored
 
     def _form_page(self, opened: _Opened, *, error: str | None = None, status: int = 200) -> Response:
         link, cfg = opened.link, opened.cfg
@@ -436,11 +439,12 @@ class CredentialPages:
             return self._form_page(opened, error=f"Not saved: {exc}. Check the client ID and secret.", status=400)
         except UpstreamError as exc:
             return self._form_page(opened, error=f"Not saved: {exc}.", status=502)
-        refused = await self._spend_and_save(opened, value, forget_tokens=True)
-        if refused is not None:
-            return refused
+        saved = await self._spend_and_save(opened, value, forget_tokens=True)
+        if not isinstance(saved, str):
+            return saved
         return message(
-            "Connected", f"{cfg.display_name} is connected. You can close this page and return to the agent."
+            "Connected",
+            f"{cfg.display_name} is connected.{unrecorded(saved)} You can close this page and return to the agent.",
         )
 
     async def _oauth2_start_page(
@@ -483,7 +487,7 @@ class CredentialPages:
             # The project's OAuth app, stored only while none is: nothing is replaced.
             client_key = CredentialKey(connector=cfg.slug, principal=PROJECT_WIDE, name="default")
             client = Permit(client_key, None, "open")
-            if await self.credentials.save(link, client, value, via="connect", reload=False) != "saved":
+            if await self.credentials.save(link, client, value, via="connect", reload=False) not in STORED:
                 return _stored_meanwhile(cfg, await self.credentials.origin(client))
             client_id = value["client_id"]
         elif not client_id:
@@ -517,6 +521,20 @@ def replaced_meanwhile(cfg: ConnectorConfig, origin: CredentialOrigin | None) ->
         "value the operator never saw proposed. If yours is still needed, ask the agent for a new link.",
         status=409,
         tone="bad",
+    )
+
+
+STORED: tuple[Saved, ...] = ("saved", "saved_unrecorded")
+"""How a save ends when the value is stored."""
+
+
+def unrecorded(saved: Saved) -> str:
+    """What a page adds when the value was stored but its record or audit row was not written."""
+    if saved != "saved_unrecorded":
+        return ""
+    return (
+        " The gateway could not finish writing down who stored it and when (its record or audit log may lack "
+        "this change); its operator's log says so, and nothing needs doing on your side."
     )
 
 

@@ -22,7 +22,7 @@ from ...core.credential_desk import CredentialDesk
 from ...manifest import OAuth2Auth
 from ...vocabulary.errors import CredentialMissing, StoreUnavailable, UpstreamError
 from ._common import GONE, PageContext, message
-from .credential_page import Configured, not_stored, replaced_meanwhile
+from .credential_page import STORED, Configured, not_stored, replaced_meanwhile, unrecorded
 
 __all__ = ["OAuthCallback"]
 
@@ -109,7 +109,7 @@ class OAuthCallback:
         saved = await self.credentials.save_token_set(link, permit, token_set, via="connect")
         if saved == "replaced_meanwhile":
             return replaced_meanwhile(cfg, await self.credentials.origin(permit))
-        if saved != "saved":
+        if saved not in STORED:
             return message(
                 "Not connected",
                 f"Someone connected {name} for the whole team while this sign-in was under way, and this link was "
@@ -118,4 +118,6 @@ class OAuthCallback:
                 status=409,
                 tone="bad",
             )
-        return message("Connected", f"{name} is connected. You can close this page and return to the agent.")
+        return message(
+            "Connected", f"{name} is connected.{unrecorded(saved)} You can close this page and return to the agent."
+        )
