@@ -550,12 +550,11 @@ _PAGES_HUP = "SIGHUP: the pages have nothing to reload (restart them to read an 
 
 async def _serve_pages(args: argparse.Namespace, manifest: Manifest, base: str, host: str, port: int) -> None:
     import anyio
-    import uvicorn
     from starlette.applications import Starlette
 
     from ..primitives.url_secrets import shown_url
     from ..runtime import open_gateway
-    from ..server.app import call_when_started
+    from ..server.app import call_when_started, pages_server
     from ..server.host_guard import HostGuard, allow_list
     from ..server.web import web_routes
     from .output import EXIT_CONFIG, CliError
@@ -564,8 +563,7 @@ async def _serve_pages(args: argparse.Namespace, manifest: Manifest, base: str, 
         started()
         notice(f"mcp-gateway: human pages at {shown_url(gw.links.public_url)} (Ctrl-C to stop)")
         app = HostGuard(Starlette(routes=web_routes(gw)), allow_list(host, port, gw.links.public_url))
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
+        server = pages_server(app, host, port)
         recorded = _Recorded(args, gw, "pages", host, port)
         try:
             async with anyio.create_task_group() as tg:

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .limits import ConnectionLimits, DrainGate
     from .mcp_door import FrontDoor
 
-__all__ = ["build_http_app", "call_when_started", "run_http", "run_stdio", "serve_metrics"]
+__all__ = ["build_http_app", "call_when_started", "pages_server", "run_http", "run_stdio", "serve_metrics"]
 
 logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
@@ -220,6 +220,13 @@ def _uvicorn(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None
     server = _Server(config)
     server.drain, server.cut, server.shutdown_delay = drain, cut, limits.shutdown_delay
     return server
+
+
+def pages_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
+    """The ``pages`` command's listener, configured as ``serve``'s: uvicorn's records through the
+    gateway's one log handler (its format, its secret filter), its protocol noise throttled, the same
+    connection limits, and the same graceful stop."""
+    return _uvicorn(app, host, port)
 
 
 async def run_http(

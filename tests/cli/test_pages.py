@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 import time
@@ -74,3 +76,40 @@ def test_pages_refuses_a_public_url_with_a_password_without_quoting_it(tmp_path:
     assert pages.returncode == 2, pages.stderr
     assert "holds a user name or password" in pages.stderr and "CANARY-PUBPW" not in pages.stderr
     assert not (tmp_path / "state").exists()
+
+
+def test_pages_logs_through_the_gateways_handler_only(tmp_path: Path) -> None:
+    # uvicorn's own handlers would print its lines in its format, past the secret filter.
+    port = _free_port()
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(f"project: pages\npublic_url: http://127.0.0.1:{port}\nconnectors: []\n")
+    env = child_env() | {
+        "PYTHONPATH": str(ROOT),
+        "MCP_GATEWAY_STATE_DIR": str(tmp_path / "state"),
+        "MCP_GATEWAY_MASTER_KEY": "pages-test-master-key-0123456789abcdef0123",
+        "MCP_GATEWAY_MANIFEST": str(manifest),
+    }
+    cli = [sys.executable, "-m", "mcp_gateway", "--log-format", "json", "pages"]
+    pages = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    link = f"http://127.0.0.1:{port}/connect/CANARY-LINK-TOKEN-0123456789"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx2.get(link, timeout=5)
+                break
+            except httpx2.TransportError:
+                assert pages.poll() is None, pages.communicate()[1]
+                assert time.monotonic() < deadline, "pages never answered"
+                time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            raw.sendall(b"NOT HTTP\r\n\r\n")  # uvicorn logs a warning of its own for this
+            assert raw.recv(100).startswith(b"HTTP/1.1 400")
+    finally:
+        pages.terminate()
+        _, stderr = pages.communicate(timeout=30)
+    lines = stderr.splitlines()
+    assert any("invalid http request" in line.lower() for line in lines), stderr
+    for line in lines:
+        assert isinstance(json.loads(line), dict), line
+    assert "CANARY-LINK-TOKEN" not in stderr
