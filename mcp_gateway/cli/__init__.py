@@ -241,6 +241,7 @@ def _command(args: Args, refused: CliError | None) -> int:
 
 
 def _report(exc: Exception, debug: bool) -> int:
+    from ..primitives.quoting import long_words_cut
     from ..services.logs import notice
     from ..vocabulary.errors import GatewayError, ManifestError, StoreUnavailable, StoreUnopenable
 
@@ -255,23 +256,10 @@ def _report(exc: Exception, debug: bool) -> int:
         notice(f"mcp-gateway: manifest error:\n  {shown}", level=logging.ERROR, exc=traced)
         return EXIT_CONFIG
     if isinstance(exc, (CliError, GatewayError)):
-        notice(f"mcp-gateway: error: {_long_words_cut(escaped(str(exc), lines=True))}", level=logging.ERROR, exc=traced)
+        notice(f"mcp-gateway: error: {long_words_cut(escaped(str(exc), lines=True))}", level=logging.ERROR, exc=traced)
         if isinstance(exc, StoreUnopenable | StoreUnavailable):
             return EXIT_STORE
         return exc.code if isinstance(exc, CliError) else EXIT_CONFIG
     rerun = "" if debug else "; rerun with --debug for details"
     notice(f"mcp-gateway: unexpected {type(exc).__name__}{rerun}", level=logging.ERROR, exc=traced)
     return EXIT_FAILED
-
-
-_LONG_WORD = 200
-
-
-def _long_words_cut(text: str) -> str:
-    """An error quoting back an argument of any length (an agent name, an id, a slug) quotes its start
-    and says how long it is, where a 100 KB argument made a 100 KB error."""
-    import re
-
-    if len(text) <= _LONG_WORD:
-        return text
-    return re.sub(rf"\S{{{_LONG_WORD + 1},}}", lambda m: f"{m.group()[:60]}… ({len(m.group())} characters)", text)

@@ -18,6 +18,7 @@ import httpx2
 from ..discovery import DiscoveryIndex, guess_as_query, summary_of
 from ..manifest import ConnectorConfig, Manifest
 from ..policy import strictest
+from ..primitives.quoting import quoted
 from ..services.identity import Principal, granted_connectors
 from ..vocabulary.model import Action, Denied, RequestBinding, Verdict
 from . import visibility
@@ -103,7 +104,7 @@ class Permissions:
         product = missing[0]
         return Denied(
             reason="connector_not_found",
-            message=f"No connector for {product} here (yours: {yours}), so no action {name[:100]!r}. "
+            message=f"No connector for {product} here (yours: {yours}), so no action {quoted(name)}. "
             f"Tell the user {product} is not connected; an operator can add it (mcp-gateway add).",
         )
 
@@ -193,7 +194,7 @@ class Permissions:
         hint = f" Closest: {', '.join(a.qualified_name for a in suggestions)}." if suggestions else ""
         return Denied(
             reason="action_not_found",
-            message=f"No action named {name!r}.{hint} Use discover to search by intent.",
+            message=f"No action named {quoted(name)}.{hint} Use discover to search by intent.",
             suggestions=[
                 {
                     "name": a.qualified_name,

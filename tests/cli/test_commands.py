@@ -351,6 +351,13 @@ def test_describe_and_call_of_an_unknown_action(env: CliEnv) -> None:
     assert "Traceback" not in described.err + called.err
 
 
+def test_describe_and_call_of_a_huge_unknown_name_quote_its_start(env: CliEnv) -> None:
+    name = "echo." + "z" * 100_000
+    for run in (env.run("describe", name), env.run("call", name)):
+        assert run.code == 1 and run.json()["reason"] == "action_not_found"
+        assert len(run.out) + len(run.err) < 5_000 and "(100005 characters)" in run.out, run.out[:500]
+
+
 def test_call_exit_codes_follow_the_status(env: CliEnv) -> None:
     needs_auth = env.run("call", "echo.items.get", "--args", '{"id": "1"}')
     assert needs_auth.code == 0 and needs_auth.json()["status"] == "needs_auth"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_gateway.core import result_payload
 from mcp_gateway.core.permissions import SUGGESTIONS
 from mcp_gateway.manifest import parse_manifest
 from mcp_gateway.services.identity import OPERATOR, Principal
@@ -122,3 +123,12 @@ async def test_a_name_an_earlier_release_gave_still_resolves_and_its_rules_still
         assert delete is not None and permissions.hidden(delete)
         assert permissions.verdict(delete, {"petId": "1"}).action == "block"
         assert permissions.verdict(found, {"petId": "1"}).action == "always_run"
+
+
+async def test_a_huge_unknown_name_is_quoted_by_its_start(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        name = "api." + "x" * 100_000
+        for result in (await h.gateway.call(OPERATOR, name, {}), await h.gateway.describe(OPERATOR, name)):
+            payload = result_payload(result)
+            assert payload["reason"] == "action_not_found"
+            assert len(payload["message"]) < 2_000 and "(100004 characters)" in payload["message"], payload
