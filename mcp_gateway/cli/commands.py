@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..primitives.quoting import quoted
 from ..services.logs import notice
 from .output import EXIT_FAILED, EXIT_STORE, CliError, escaped, link_hint, print_json, table
 
@@ -425,14 +426,14 @@ async def cmd_token(args: argparse.Namespace) -> int:
         if args.token_cmd == "create":
             if args.operator == bool(args.agent):
                 raise CliError("give either --agent NAME (an MCP token) or --operator (for the /operator page)")
-            if args.agent and not args.force:
+            if args.agent:
                 _refuse_unknown_agent(args)
             if args.operator:
                 made, token = await operators.create()
                 token_id, label = made.id, "the operator page"
             else:
                 record, token = await tokens.create(args.agent)
-                token_id, label = record.id, f"agent {record.agent!r}"
+                token_id, label = record.id, f"agent {quoted(record.agent)}"
             if args.json:
                 _print_json({"id": token_id, "agent": args.agent, "operator": args.operator, "token": token})
             else:
@@ -486,18 +487,32 @@ async def _token_id(tokens: TokenService, operators: OperatorTokens, given: str)
     return found
 
 
+AGENT_NAME_LIMIT = 200
+"""Characters of an agent name ``token create`` takes beyond the manifest's own: every audit row, log
+line and approval page of the token's calls carries the name."""
+
+
 def _refuse_unknown_agent(args: argparse.Namespace) -> None:
-    """A token for an agent the manifest does not name sees no connector at all: refuse it (``--force`` mints it)."""
+    """A token for an agent the manifest does not name sees no connector at all: refuse it (``--force`` mints
+    it). A name longer than ``AGENT_NAME_LIMIT`` the manifest does not declare is refused, ``--force`` or not."""
     from ..manifest import load_manifest
 
+    agent: str = args.agent
+    if args.force and len(agent) <= AGENT_NAME_LIMIT:
+        return
     manifest = load_manifest(args.settings.manifest_path)
-    if manifest.agents is None:
-        return  # no agents section: every agent sees every connector
-    known = [a.name for a in manifest.agents]
-    if args.agent not in known:
+    known = [a.name for a in manifest.agents or ()]
+    if len(agent) > AGENT_NAME_LIMIT and agent not in known:
         raise CliError(
-            f"the manifest has no agent {args.agent!r}, so its token would see no connector; add it under "
-            f"'agents:' or pass --force to mint it anyway{unknown_agent_words(args.agent, known)}"
+            f"an agent name is at most {AGENT_NAME_LIMIT} characters, and this one has {len(agent)} "
+            f"({quoted(agent)}); give the agent's name as the manifest's 'agents:' declares it"
+        )
+    if args.force or manifest.agents is None:
+        return  # no agents section: every agent sees every connector
+    if agent not in known:
+        raise CliError(
+            f"the manifest has no agent {agent!r}, so its token would see no connector; add it under "
+            f"'agents:' or pass --force to mint it anyway{unknown_agent_words(agent, known)}"
         )
 
 

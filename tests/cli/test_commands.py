@@ -206,6 +206,19 @@ def test_token_create_prints_the_token_on_stdout_only(env: CliEnv) -> None:
     assert unknown.code == 2 and "no-such-id" in unknown.err and "Traceback" not in unknown.err
 
 
+def test_token_create_refuses_a_huge_agent_name_without_quoting_it_whole(env: CliEnv) -> None:
+    # The manifest declares no agents: any name is taken, but not one of 100 KB (a paste gone wrong).
+    name = "a" * 100_000
+    for extra in ((), ("--force",)):
+        refused = env.run("token", "create", "--agent", name, *extra)
+        assert refused.code == 2 and refused.out == "", refused.err[:500]
+        assert "at most 200 characters" in refused.err and "(100000 characters)" in refused.err
+        assert len(refused.err) < 2_000, refused.err[:500]
+    assert env.run("token", "list", "--json").json() == []
+    made = env.run("token", "create", "--agent", "b" * 200)
+    assert made.code == 0 and "b" * 200 in made.err  # at the limit: taken, and named whole
+
+
 def test_token_revoke_takes_the_token_itself_and_never_prints_it(env: CliEnv) -> None:
     # An operator revoking a leaked token often has only the token: it was echoed as "no active token
     # with id 'mgw_…'", and stayed active.
