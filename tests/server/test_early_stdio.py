@@ -283,3 +283,19 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_refused_not_left_waiting
     assert [a["error"]["code"] for a in refused] == [-32600] * 4, answers
     assert "id must be a string or an integer" in refused[0]["error"]["message"]
     assert sorted(a["id"] for a in answers if a.get("id") is not None) == [1, 9]  # nothing else ran
+
+
+@pytest.mark.slow  # a real gateway process
+@pytest.mark.parametrize("fast_paths", [True, False])
+def test_a_session_ended_by_eof_leaves_no_stream_unclosed(tmp_path: Path, fast_paths: bool) -> None:
+    # Warnings shown, as an operator running with PYTHONWARNINGS=default sees them at exit.
+    manifest = write_manifest(tmp_path)
+    env = gateway_env(
+        tmp_path, MCP_GATEWAY_DISCOVERY_MODE="lexical", MCP_GATEWAY_FAST_PATHS="1" if fast_paths else "0"
+    ) | {"PYTHONWARNINGS": "default"}
+    argv = [sys.executable, "-m", "mcp_gateway", "serve", "--manifest", str(manifest)]
+    lines = "".join(json.dumps(m) + "\n" for m in SESSION[:2])
+    done = subprocess.run(argv, input=lines, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 1, done.stdout
+    assert "ResourceWarning" not in done.stderr and "Unclosed" not in done.stderr, done.stderr

@@ -45,6 +45,8 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from ..request_ids import invalid_id_error
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp.server.mcpserver import MCPServer
 
 __all__ = [
@@ -282,17 +284,8 @@ class EarlyStdio:
     def _pump(self, wire: IO[bytes]) -> None:
         """Every line the client sends goes to the SDK; a known request is answered on the way."""
         try:
-            for line in wire:
-                if not line.strip():
-                    continue  # a blank line between messages is no message: nothing to answer or log
-                refused = invalid_id_error(line)
-                if refused is not None:  # the SDK would take it for a notification: never answered, never run
-                    self._refuse(refused)
-                    continue
-                if self._stand_in(line):
-                    continue  # answered here, never run: the SDK must not run it once it is up
-                self._early_answer(line)
-                self._to_sdk.write(line)
+            with wire:  # closed at the client's EOF: this thread is its only reader
+                self._pass_on(wire)
         except OSError:
             pass
         finally:
@@ -301,6 +294,19 @@ class EarlyStdio:
                 self._to_sdk.close()  # EOF for the SDK: the client closed stdin
             except OSError:
                 pass
+
+    def _pass_on(self, wire: IO[bytes]) -> None:
+        for line in wire:
+            if not line.strip():
+                continue  # a blank line between messages is no message: nothing to answer or log
+            refused = invalid_id_error(line)
+            if refused is not None:  # the SDK would take it for a notification: never answered, never run
+                self._refuse(refused)
+                continue
+            if self._stand_in(line):
+                continue  # answered here, never run: the SDK must not run it once it is up
+            self._early_answer(line)
+            self._to_sdk.write(line)
 
     def stand_by(self, result: str | None) -> None:
         """Answer every ``tools/call`` (and ``ping``) here with ``result``, a tool result's JSON, and not
@@ -528,6 +534,14 @@ async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what run_stdio_async runs
     from ..unparsed import answering_unparsed
 
-    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        async with answering_unparsed(read_stream, write_stream) as messages:
-            await lowlevel.run(messages, write_stream, lowlevel.create_initialization_options())
+    close_read_end: Callable[[], None] | None = None
+    try:
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            close_read_end = read_stream.close
+            async with answering_unparsed(read_stream, write_stream) as messages:
+                await lowlevel.run(messages, write_stream, lowlevel.create_initialization_options())
+    finally:
+        # The session reads ``messages``, so nothing closed the transport's own read end (a
+        # ResourceWarning at exit): closed once the transport has stopped and nothing sends to it.
+        if close_read_end is not None:
+            close_read_end()
