@@ -17,9 +17,11 @@ import html
 import itertools
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .composed import composed
 from .secrets import MIN_SECRET_START, SecretValue
 from .string_search import Span, StringSearch, compile_search
 
@@ -80,6 +82,7 @@ class Redactor:
         s = _replaced(s, state.form_search.spans(s))
         s = _split_forms_redacted(s, state)
         s = _escaped_forms_redacted(s, state)
+        s = _composed_forms_redacted(s, state)
         s = _starts_redacted(s, state)
         if truncated:
             s = self._cut_partial_tail(s)
@@ -148,6 +151,9 @@ class Redactor:
             return True
         if ("&" in text or "%" in text) and _escapes_hold_form(text, state):
             return True
+        if not text.isascii() and not unicodedata.is_normalized("NFC", text):
+            if state.json_search.occurs(unicodedata.normalize("NFC", text)):
+                return True
         if not state.split_forms:
             return False
         joined = text.replace("\\n", "").replace("\\r", "").replace(_REPLACEMENT, "")
@@ -449,6 +455,31 @@ def _escaped_forms_redacted(s: str, state: _Compiled) -> str:
         at = end
     out.append(s[at:])
     return "".join(out)
+
+
+def _composed_forms_redacted(s: str, state: _Compiled) -> str:
+    """``s`` with every form its composed text (NFC) holds redacted, where ``s`` mixes composed and
+    decomposed letters: an echo of a secret with ``ä`` as one code point and ``ö`` as two is neither
+    the secret's NFC nor its NFD form (both of which are forms), and reads as the secret all the same."""
+    if s.isascii() or unicodedata.is_normalized("NFC", s):
+        return s  # the common case: one check in C
+    if not state.form_search.occurs(unicodedata.normalize("NFC", s)):
+        return s  # the map below is made only when there is a form to map
+    normal = composed(s)
+    if normal is None:
+        return s
+    text, spans = normal
+    return _replaced(s, _joined_spans((spans[a][0], spans[b - 1][1]) for a, b in state.form_search.spans(text)))
+
+
+def _joined_spans(spans: Iterable[Span]) -> list[Span]:
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
 
 
 _Slot = tuple[dict[Any, Any] | list[Any], Any]

@@ -609,7 +609,7 @@ def test_debug_log_never_prints_a_query_key(canary_env: CanaryEnv) -> None:
     assert not lines, "\n".join(lines)
 
 
-NON_ASCII_PASSWORD = "CANARY-7f3a9c-pässwörd+Z9/="
+NON_ASCII_PASSWORD = "CANARY-7f3a9c-päßwörd+Z9/="
 """A Basic password beyond ASCII, as a person chooses one."""
 NON_ASCII_TOKEN = "CANARY-7f3a9c-msTök/5m+M="
 """A stdio MCP server's environment secret beyond ASCII (allowed there)."""
@@ -621,7 +621,9 @@ _RESPELLED: dict[str, Any] = {
     "fffd_per_byte": lambda pw: "".join(c if c.isascii() else "\ufffd" * len(c.encode()) for c in pw).encode(),
     "dropped": lambda pw: pw.encode("ascii", "ignore"),
     "folded": lambda pw: "".join(c for c in unicodedata.normalize("NFKD", pw) if c.isascii()).encode(),
-    "german": lambda pw: pw.replace("ä", "ae").replace("ö", "oe").encode(),
+    "german": lambda pw: pw.replace("ä", "ae").replace("ö", "oe").replace("ß", "ss").encode(),
+    # ``ä`` composed, ``ö`` decomposed: neither the NFC nor the NFD spelling, and it reads the same
+    "mixed": lambda pw: (pw[: pw.index("ä") + 1] + unicodedata.normalize("NFD", pw[pw.index("ä") + 1 :])).encode(),
 }
 
 
@@ -640,8 +642,8 @@ async def _respelling_upstream(scope: Scope, receive: Receive, send: Send) -> No
 
 
 async def test_a_secret_beyond_ascii_echoed_in_another_spelling_is_redacted(tmp_path: Path) -> None:
-    """A password with umlauts echoed decomposed (it reads the same), with its umlauts as ``?``,
-    U+FFFD or nothing, folded or transliterated, and an MCP server's environment token echoed
+    """A password with umlauts and ß echoed decomposed or half decomposed (it reads the same), with its
+    umlauts as ``?``, U+FFFD or nothing, folded or transliterated, and an MCP server's environment token echoed
     decomposed: each reaches the agent as ``[redacted]``, in an error and in an ok result."""
     import sys
 
