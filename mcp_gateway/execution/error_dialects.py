@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..primitives.html_text import looks_like_html, readable_text
 from ..primitives.upstream_text import CUT
 from ..primitives.xml_text import Element, looks_like_xml, parse_xml, tag_text
-from .tracebacks import summarize_traceback
+from .tracebacks import summarize_debug_page, summarize_traceback
 
 if TYPE_CHECKING:
     from .response import Outcome
@@ -275,6 +275,10 @@ def _read_body(outcome: Outcome, data: Any) -> ErrorBody:
         return ErrorBody()
     if isinstance(data, str):
         if looks_like_html(data, outcome.content_type):
+            # A framework's debug page: the exception its traceback ended with, not its frames and settings.
+            debug = summarize_debug_page(data)
+            if debug:
+                return ErrorBody(tuple(debug))
             # An error page's markup and style sheets come first: its readable text says what happened.
             return ErrorBody(_one(readable_text(data)))
         if looks_like_xml(data, outcome.content_type):

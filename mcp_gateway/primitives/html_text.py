@@ -9,9 +9,9 @@ title and the visible text, in order, one space between runs; scripts, styles an
 from __future__ import annotations
 
 from html.parser import HTMLParser
-from typing import Final
+from typing import Final, NamedTuple
 
-__all__ = ["looks_like_html", "readable_text"]
+__all__ = ["CodeParts", "code_parts", "looks_like_html", "readable_text"]
 
 _HIDDEN: Final = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object"})
 """Elements whose content a reader never sees as text."""
@@ -76,3 +76,55 @@ class _Reader(HTMLParser):
         if self._hidden:
             return
         (self.title if self._in_title else self.text).append(data)
+
+
+class CodeParts(NamedTuple):
+    """What a framework's debug page (Werkzeug's, Django's) shows of code: its text areas (the
+    copy-and-paste traceback) and the lines of its ``<pre>`` elements outside tables (the frames'
+    source; the tables hold local variables, settings and request headers, which are values, not code)."""
+
+    text_areas: list[str]
+    code_lines: list[str]
+
+
+def code_parts(html: str) -> CodeParts:
+    """``html``'s text areas and its code lines (``CodeParts``), as written there, character references undone."""
+    reader = _CodeReader()
+    try:
+        reader.feed(html)
+        reader.close()
+    except (AssertionError, ValueError):
+        pass
+    lines = [line for block in reader.pres for line in "".join(block).split("\n")]
+    return CodeParts(["".join(area) for area in reader.areas], lines)
+
+
+class _CodeReader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.areas: list[list[str]] = []
+        self.pres: list[list[str]] = []
+        self._tables = 0
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._tables += 1
+        elif tag == "textarea":
+            self._in = "textarea"
+            self.areas.append([])
+        elif tag == "pre" and not self._tables and self._in is None:
+            self._in = "pre"
+            self.pres.append([])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._tables = max(0, self._tables - 1)
+        elif tag == self._in:
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "textarea":
+            self.areas[-1].append(data)
+        elif self._in == "pre":
+            self.pres[-1].append(data)

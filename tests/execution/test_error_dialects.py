@@ -3,6 +3,7 @@ what kind of failure it is (a throttle, a refused credential, a request a SOAP f
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -425,3 +426,33 @@ async def test_the_x_amzn_errortype_header_is_a_code_and_names_the_message() -> 
 def test_a_graphql_errors_extensions_name_the_argument_at_fault(error: Any, said: str, codes: set[str]) -> None:
     read = read_error(failed({"errors": [error]}))
     assert (read.text(), set(read.codes)) == (said, codes)
+
+
+@pytest.mark.parametrize(
+    ("page", "exception"),
+    [("werkzeug_500.html", "KeyError: 'PAYMENTS_API_KEY'"), ("django_500.html", "KeyError: 'STRIPE_SECRET_KEY'")],
+)
+def test_a_frameworks_debug_page_says_the_exception_not_its_frames_and_settings(page: str, exception: str) -> None:
+    html = (Path(__file__).parent.parent / "fixtures" / "debug_pages" / page).read_text()
+    assert summarize_error(failed(html, "text/html; charset=utf-8", 500)) == exception
+
+
+def test_an_exception_group_says_each_sub_exception() -> None:
+    group = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/srv/app.py", line 9, in handle\n'
+        "  |     raise ExceptionGroup('sync failed', errors)\n"
+        "  | ExceptionGroup: sync failed (2 sub-exceptions)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/srv/app.py", line 4, in fetch\n'
+        "    |     token = read_secret('/run/secrets/api_token')\n"
+        "    | FileNotFoundError: api_token\n"
+        "    +---------------- 2 ----------------\n"
+        "    | TimeoutError: ledger did not answer\n"
+        "    +------------------------------------\n"
+    )
+    assert summarize_error(failed(group, "text/plain", 500)) == (
+        "ExceptionGroup: sync failed (2 sub-exceptions); FileNotFoundError: api_token;"
+        " TimeoutError: ledger did not answer"
+    )
