@@ -447,10 +447,18 @@ class CallPipeline:
                     reason="connector_error",
                     message=f"{exc}: {exc.configuration}. Reconnecting would not help: tell the operator.",
                 )
-            # The token endpoint refused the stored client (client credentials): a human must enter it again.
-            return await self.connect_result(
-                principal, cfg.slug, f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
-            )
+            if exc.code and not exc.client_refused:
+                # A code the gateway has no meaning for: what it means is not guessed.
+                return ErrorResult(
+                    reason="auth_failed",
+                    message=f"{exc}; the gateway cannot tell why (the provider's explanation is not quoted: it may "
+                    "repeat what was sent). Tell the operator, who can look at the provider's side; if the stored "
+                    f"client credentials are wrong, storing them again (connect {cfg.slug}) fixes it.",
+                )
+            # The token endpoint refused the stored client (client credentials), by its code or with none the
+            # gateway can read: a human must enter it again.
+            said = f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
+            return await self.connect_result(principal, cfg.slug, said)
         # These messages name no value (the master key changed, the credential modified): they say what to do.
         logger.warning("credential for %s unusable: %s", cfg.slug, exc)
         return await self.connect_result(principal, cfg.slug, "The stored credential cannot be used; reconnect.")

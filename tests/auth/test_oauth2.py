@@ -793,3 +793,16 @@ async def test_a_token_endpoint_that_redirects_is_a_token_url_to_fix_not_a_wait(
     assert f"answered HTTP {status}, a redirect" in message and "set the connector's token_url" in message
     assert "try again later" not in message and CANARY not in message and "elsewhere" not in message
     assert [str(r.url) for r in sent] == ["https://idp.test/token"]
+
+
+async def test_a_client_refused_with_an_unknown_code_says_the_code_and_that_the_gateway_cannot_tell_why(
+    tmp_path: Path,
+) -> None:
+    async with env(tmp_path / "unknown", client_error="quota_gremlins") as e:
+        result = await e.gateway.call(OPERATOR, "machine.me.get")
+    assert isinstance(result, ErrorResult) and result.reason == "auth_failed", result
+    assert "quota_gremlins" in result.message and "cannot tell why" in result.message, result.message
+    assert "may be wrong: ask the user to reconnect" not in result.message
+    async with env(tmp_path / "client", client_error="invalid_client") as e:
+        refused = await e.gateway.call(OPERATOR, "machine.me.get")
+    assert isinstance(refused, NeedsAuth) and "client credentials may be wrong" in refused.reason, refused
