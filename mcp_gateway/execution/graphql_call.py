@@ -17,10 +17,11 @@ with its path, become an ``error`` result (``UpstreamError``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 from graphql import (
@@ -47,7 +48,7 @@ from ..vocabulary.model import Action, GraphQLBinding
 from .error_dialects import graphql_extensions
 from .executor import Prepared
 from .http_request import USER_AGENT, with_own_body_type
-from .response import Outcome, said, summarize_error
+from .response import MAX_RETRY_AFTER, Outcome, said, summarize_error
 from .send import RedirectJudge, send
 
 __all__ = ["GraphQLExecutor", "Operation", "build_operation", "selection_from_select"]
@@ -279,6 +280,8 @@ class GraphQLExecutor:
             slug, name = prepared.connector.slug, operation.operation_name
             text = quoted.for_agent().rstrip(".")
             codes = _codes(data["errors"])
+            # Shopify says how long its query cost takes to restore: the call's retry_after, and its hint.
+            wait = _throttle_wait(data) if codes & _RATE_LIMITED_CODES else None
             if codes & _UNAUTHENTICATED_CODES or codes & _RATE_LIMITED_CODES:
                 limited = bool(codes & _RATE_LIMITED_CODES)
                 # Said in GraphQL's words over HTTP 200: the same answers as an HTTP 401 or 429 would get.
@@ -287,14 +290,15 @@ class GraphQLExecutor:
                         "rate_limited" if limited else "auth_failed",
                         f"{slug} refused the GraphQL {name} operation: {text}. "
                         + (
-                            "It is limiting how often it is called: wait before calling again; the arguments are "
-                            "not the problem."
+                            "It is limiting how often it is called: wait before calling again (retry_after, when it "
+                            "says how long); the arguments are not the problem."
                             if limited
                             else "It does not accept the stored credential: ask the user to reconnect "
                             "(connect); the arguments are not the problem."
                         ),
                         upstream_status=outcome.http_status,
                         upstream_message=whole.for_agent(),
+                        retry_after=wait,
                     )
                 )
             if codes & _FORBIDDEN_CODES:
@@ -408,6 +412,27 @@ _UNAUTHENTICATED_CODES = frozenset({"UNAUTHENTICATED", "UNAUTHORIZED", "INVALID_
 _RATE_LIMITED_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "THROTTLED", "TOO_MANY_REQUESTS"})
 _FORBIDDEN_CODES = frozenset({"FORBIDDEN", "PERMISSION_DENIED", "ACCESS_DENIED"})
 """A credential that may not do this (Apollo's ``FORBIDDEN``): what an HTTP 403 says."""
+
+
+def _throttle_wait(answer: dict[str, Any]) -> float | None:
+    """Seconds until the query's cost is available again, from Shopify's ``extensions.cost``: what the query
+    asks beyond what is available, at the rate the bucket refills (``throttleStatus.restoreRate`` a second),
+    in whole seconds, at least one; None when the answer does not say."""
+    cost = answer.get("extensions")
+    cost = cost.get("cost") if isinstance(cost, dict) else None
+    if not isinstance(cost, dict):
+        return None
+    status = cost.get("throttleStatus")
+    numbers = (
+        cost.get("requestedQueryCost"),
+        *(status.get(k) if isinstance(status, dict) else None for k in ("currentlyAvailable", "restoreRate")),
+    )
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
+        return None
+    requested, available, rate = cast(tuple[float, float, float], numbers)
+    if rate <= 0:
+        return None
+    return float(min(max(1, math.ceil((requested - available) / rate)), MAX_RETRY_AFTER))
 
 
 def _codes(errors: Any) -> set[str]:

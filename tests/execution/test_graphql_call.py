@@ -545,3 +545,44 @@ async def test_a_graphql_answer_cut_by_the_cap_is_still_the_answer() -> None:
         prepared = executor.prepare(ACTIONS["query.ping"], {}, cfg, "http://gql.test/graphql")
         outcome = await executor.run(prepared, auth=httpx2.Auth(), max_bytes=1000)
     assert outcome.truncated and isinstance(outcome.data, str)
+
+
+async def test_a_shopify_throttle_says_how_long_its_cost_takes_to_restore() -> None:
+    # Shopify's THROTTLED over HTTP 200: the bucket refills restoreRate points a second.
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        cost = {
+            "requestedQueryCost": 502,
+            "actualQueryCost": None,
+            "throttleStatus": {"maximumAvailable": 2000.0, "currentlyAvailable": 100, "restoreRate": 100.0},
+        }
+        errors = [{"message": "Throttled", "extensions": {"code": "THROTTLED"}}]
+        return httpx2.Response(200, json={"errors": errors, "extensions": {"cost": cost}})
+
+    cfg = parse_manifest(_manifest("http://gql.test/graphql", schema_file=None)).connectors[0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(answer)) as client:
+        executor = GraphQLExecutor(client, GraphQLSchemas())
+        prepared = executor.prepare(
+            ACTIONS["mutation.add_star"], {"input": {"starrableId": "R_1"}}, cfg, "http://gql.test/graphql"
+        )
+        with pytest.raises(UpstreamError) as raised:
+            await executor.run(prepared, auth=httpx2.Auth(), max_bytes=20_000)
+    assert raised.value.reason == "rate_limited"
+    assert raised.value.retry_after == 5.0
+
+
+@pytest.mark.parametrize(
+    ("cost", "wait"),
+    [
+        ({"requestedQueryCost": 101, "throttleStatus": {"currentlyAvailable": 100, "restoreRate": 50}}, 1.0),
+        ({"requestedQueryCost": 10, "throttleStatus": {"currentlyAvailable": 100, "restoreRate": 50}}, 1.0),
+        ({"requestedQueryCost": 251, "throttleStatus": {"currentlyAvailable": 0, "restoreRate": 50}}, 6.0),
+        ({"requestedQueryCost": 100, "throttleStatus": {"currentlyAvailable": 0, "restoreRate": 0}}, None),
+        ({"requestedQueryCost": "100", "throttleStatus": {"currentlyAvailable": 0, "restoreRate": 50}}, None),
+        ({"requestedQueryCost": 100}, None),
+        (None, None),
+    ],
+)
+def test_a_throttle_wait_is_whole_seconds_and_at_least_one(cost: Any, wait: float | None) -> None:
+    from mcp_gateway.execution.graphql_call import _throttle_wait  # pyright: ignore[reportPrivateUsage]
+
+    assert _throttle_wait({"extensions": {"cost": cost}}) == wait
