@@ -532,6 +532,7 @@ async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
     stdin = cast("anyio.AsyncFile[str]", SdkStdin(early.sdk_stdin, early.held))  # iterated only
     stdout = cast("anyio.AsyncFile[str]", SdkWire(early))  # its write and flush only
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]  # what run_stdio_async runs
+    from ..finishing import finishing
     from ..unparsed import answering_unparsed
 
     close_read_end: Callable[[], None] | None = None
@@ -539,7 +540,8 @@ async def run_stdio_streams(server: MCPServer, early: EarlyStdio) -> None:
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):
             close_read_end = read_stream.close
             async with answering_unparsed(read_stream, write_stream) as messages:
-                await lowlevel.run(messages, write_stream, lowlevel.create_initialization_options())
+                reader, writer = finishing(messages, write_stream)  # every request read is answered before EOF
+                await lowlevel.run(reader, writer, lowlevel.create_initialization_options())
     finally:
         # The session reads ``messages``, so nothing closed the transport's own read end (a
         # ResourceWarning at exit): closed once the transport has stopped and nothing sends to it.
