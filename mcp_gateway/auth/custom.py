@@ -9,10 +9,10 @@ import httpx2
 
 from ..manifest import CustomAuth
 from ..primitives.secrets import SecretValue
-from ..vocabulary.errors import CredentialError
+from ..vocabulary.errors import CredentialError, StoredSecretMisfit
 from ._base import check_header_value
 
-__all__ = ["apply_custom", "render_secret_template", "template_fields", "template_misfit"]
+__all__ = ["apply_custom", "render_secret_template", "stored_misfit", "template_fields", "template_misfit"]
 
 # Only these placeholders are special; any other brace in a template is literal text.
 _PLACEHOLDER = re.compile(r"\{secret(?:\.([^{}]+))?\}")
@@ -83,7 +83,39 @@ def template_misfit(config: CustomAuth, value: str | dict[str, str]) -> str | No
     return None
 
 
+def stored_misfit(config: CustomAuth, value: str | dict[str, str]) -> str | None:
+    """What a stored ``value`` lacks to fill ``config``'s header templates, naming fields (never a value);
+    None when it can fill them, or when only the manifest could be at fault (``template_misfit`` says so)."""
+    fields, whole = template_fields(config.headers.values())
+    if fields and whole:
+        return None
+    if whole:
+        if isinstance(value, dict):
+            return (
+                "The stored credential is a JSON object, but this connector's header templates use one plain "
+                "value ({secret})."
+            )
+        return None
+    wanted = ", ".join(repr(f) for f in fields)
+    if not isinstance(value, dict):
+        return (
+            "The stored credential is one plain value, but this connector's header templates use the fields "
+            f"{wanted} of a JSON object."
+        )
+    missing = [f for f in fields if not value.get(f)]
+    if missing:
+        lacks = ", ".join(repr(f) for f in missing)
+        plural = "s" if len(missing) > 1 else ""
+        return (
+            f"The stored credential has no value for the field{plural} {lacks} "
+            f"(this connector's header templates use {wanted})."
+        )
+    return None
+
+
 def apply_custom(request: httpx2.Request, config: CustomAuth, secret: SecretValue) -> None:
+    if problem := stored_misfit(config, secret.reveal()):
+        raise StoredSecretMisfit(problem)
     for name, template in config.headers.items():
         rendered = render_secret_template(template, secret, what="a custom header template")
         request.headers[name] = check_header_value("custom", f"header {name!r}", rendered)

@@ -42,6 +42,7 @@ from ..vocabulary.errors import (
     AuthorizationEnded,
     CredentialError,
     CredentialMissing,
+    StoredSecretMisfit,
     StoreUnavailable,
     ToolsChanged,
     UnsupportedAuth,
@@ -458,6 +459,15 @@ class CallPipeline:
             # The token endpoint refused the stored client (client credentials), by its code or with none the
             # gateway can read: a human must enter it again.
             said = f"{exc}; the stored client credentials may be wrong: ask the user to reconnect."
+            return await self.connect_result(principal, cfg.slug, said)
+        if isinstance(exc, StoredSecretMisfit):
+            # Stored before values were checked against the templates (or by an older version): calling
+            # again sends the same value, so the answer says what it lacks and who can fix it.
+            logger.warning("credential for %s cannot fill its header templates: %s", cfg.slug, exc)
+            said = (
+                f"{exc} A human must store it again, with every field, through the link in connect_url; "
+                "calling again will not help until then."
+            )
             return await self.connect_result(principal, cfg.slug, said)
         # These messages name no value (the master key changed, the credential modified): they say what to do.
         logger.warning("credential for %s unusable: %s", cfg.slug, exc)

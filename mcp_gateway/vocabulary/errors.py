@@ -6,6 +6,7 @@
     ├── CredentialMissing        no credential stored for a connector that needs one (-> needs_auth)
     │   └── AuthorizationEnded   the OAuth2 provider ended a sign-in (``invalid_grant``); it was forgotten
     ├── CredentialError          a stored credential cannot be decrypted or has the wrong shape
+    │   └── StoredSecretMisfit   a stored value lacks what its connector's auth reads (a template's field)
     ├── UnsupportedAuth          an auth kind this build cannot apply yet
     ├── ArgumentError            arguments that cannot be placed on the wire (-> invalid_args)
     ├── UpstreamError            the upstream failed, timed out, redirected off-origin or answered garbage
@@ -35,6 +36,7 @@ __all__ = [
     "StateUnwritable",
     "StoreUnavailable",
     "StoreUnopenable",
+    "StoredSecretMisfit",
     "UnsupportedAuth",
     "UpstreamError",
 ]
@@ -94,6 +96,12 @@ class AuthorizationEnded(CredentialMissing):
 
 class CredentialError(GatewayError):
     """A stored credential is unusable (wrong key, tampered, wrong shape). Never carries the value."""
+
+
+class StoredSecretMisfit(CredentialError):
+    """A stored value that cannot fill its connector's templates (stored before they were checked, or by
+    an older version): ``str(exc)`` says what it lacks, by field name, never a value. Only a human
+    storing it again fixes it."""
 
 
 class UnsupportedAuth(GatewayError):

@@ -13,7 +13,13 @@ from mcp_gateway.primitives.crypto import AESGCMCipher
 from mcp_gateway.primitives.redaction import Redactor
 from mcp_gateway.primitives.secrets import CredentialKey, SealedCredential, SecretValue
 from mcp_gateway.services.credentials import CredentialVault
-from mcp_gateway.vocabulary.errors import CredentialError, CredentialMissing, GatewayError, UnsupportedAuth
+from mcp_gateway.vocabulary.errors import (
+    CredentialError,
+    CredentialMissing,
+    GatewayError,
+    StoredSecretMisfit,
+    UnsupportedAuth,
+)
 
 CANARY = "canary-7f3a9c1e-never-show-me"
 AUTH = TypeAdapter(AuthConfig)
@@ -153,11 +159,18 @@ def test_custom_unknown_field_names_the_field_not_the_value() -> None:
 
 
 def test_custom_shape_mismatch() -> None:
-    with pytest.raises(CredentialError, match="plain string") as info:
+    with pytest.raises(CredentialError, match="one plain value") as info:
         apply_auth(req(), cfg(type="custom", headers={"X": "{secret.id}"}), SecretValue(CANARY))
     _clean(info.value)
     with pytest.raises(CredentialError, match="JSON object") as info:
         apply_auth(req(), cfg(type="custom", headers={"X": "{secret}"}), SecretValue({"id": CANARY}))
+    _clean(info.value)
+
+
+def test_custom_names_every_field_a_stored_value_lacks() -> None:
+    config = cfg(type="custom", headers={"X-User": "{secret.user}", "X-Pass": "{secret.pass}", "X-Org": "{secret.org}"})
+    with pytest.raises(StoredSecretMisfit, match="fields 'user', 'org' ") as info:
+        apply_auth(req(), config, SecretValue({"pass": CANARY, "org": ""}))
     _clean(info.value)
 
 

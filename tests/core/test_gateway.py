@@ -704,6 +704,29 @@ async def test_upstream_401_means_needs_auth(h: Harness) -> None:
     assert h.upstream.hits("/status/401") == 1  # no login loop, no retry
 
 
+async def test_a_stored_value_missing_a_template_field_names_it_and_who_must_store_it_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = manifest_text().replace(
+        "    auth: {type: bearer}",
+        "    auth: {type: custom, headers: {X-User: '{secret.user}', X-Pass: '{secret.pass}'}}",
+    )
+    async with harness(tmp_path, text, secret=None) as h:
+        # Stored straight into the vault, as a value stored before entered values were checked was.
+        await h.vault.put("api", {"pass": SECRET})
+        result = await h.gateway.call(OPERATOR, "api.items.get", {"id": "1"})
+        assert isinstance(result, NeedsAuth), result
+        assert "has no value for the field 'user'" in result.reason
+        assert "store it again" in result.reason and "connect_url" in result.reason
+        assert result.connect_url.startswith(f"{PUBLIC_URL}/connect/")
+        assert h.upstream.requests == []
+        (row,) = await h.store.list_audit(1)
+        assert (row.status, row.reason) == ("needs_auth", "needs_auth")
+        assert SECRET not in json.dumps(payload(result)) + row.model_dump_json()
+    assert "cannot fill its header templates" in caplog.text and "'user'" in caplog.text
+    assert SECRET not in caplog.text
+
+
 async def test_upstream_403_is_a_final_denial(h: Harness) -> None:
     result = await h.gateway.call(OPERATOR, "api.status.get", {"code": "403"})
     assert isinstance(result, Denied) and result.reason == "upstream_forbidden", result
