@@ -273,7 +273,39 @@ def cmd_connectors(args: argparse.Namespace) -> int:
         _notes(data["connectors"])
         if "; embedding " in (data.get("discovery") or ""):  # serve is embedding: discover is lexical meanwhile
             notice(f"{data['discovery']}")
+    # The operator's alone: the agent's `connectors` never counts other users' credentials.
+    for slug, count in _uncarried_personal(args).items():
+        notice(
+            f"note: {slug} has {count} personal credential(s) stored while it was `credentials: per_user`; it is "
+            f"shared now, so its calls carry the team-wide one and never these. Remove them with "
+            f"`mcp-gateway secret delete {slug} --user USER` (`mcp-gateway doctor` names each user)"
+        )
     return 0
+
+
+def _uncarried_personal(args: argparse.Namespace) -> dict[str, int]:
+    """How many personal credentials each ``shared`` connector keeps from a time it was ``per_user``."""
+    from ..core.credential_readiness import uncarried_personal
+    from ..manifest import load_manifest
+    from ..primitives.secrets import PROJECT_WIDE
+    from .listing import stored_credential_keys
+
+    if args.settings.database_url:
+        import anyio
+
+        keys = anyio.run(_credential_keys, args.settings)
+    else:
+        keys = stored_credential_keys(args.settings)
+    if all(k.principal == PROJECT_WIDE for k in keys):
+        return {}  # the common case: no manifest to read again
+    manifest = load_manifest(args.settings.manifest_path)
+    counts = {cfg.slug: len(uncarried_personal(cfg, keys)) for cfg in manifest.connectors}
+    return {slug: count for slug, count in counts.items() if count}
+
+
+async def _credential_keys(settings: Settings) -> list[CredentialKey]:
+    async with store_of(settings) as store:
+        return await store.list_credentials()
 
 
 async def _connectors_payload(args: argparse.Namespace) -> dict[str, Any]:

@@ -46,6 +46,7 @@ __all__ = [
     "discovery_config",
     "nothing_held",
     "sqlite_state",
+    "stored_credential_keys",
 ]
 
 
@@ -84,6 +85,23 @@ def sqlite_state(settings: Settings) -> bool:
         return settings.database.is_file()
     except OSError:  # a folder this user may not enter: the full path opens it and says so
         return False
+
+
+def stored_credential_keys(settings: Settings) -> list[CredentialKey]:
+    """Every stored credential's key (never a value), read without an event loop from an SQLite state
+    file; empty when there is none yet, or it cannot be read (the full path says why)."""
+    from ..store.stored_state import StateUnreadable, StoredState
+
+    if not sqlite_state(settings):
+        return []
+    try:
+        view = StoredState.open(settings.database)
+        if view is None:
+            return []
+        with view:
+            return view.credential_keys()
+    except StateUnreadable:
+        return []
 
 
 @dataclass

@@ -15,7 +15,7 @@ from ..manifest import ConnectorConfig, OAuth2Auth
 from ..manifest.auth import needs_secret
 from ..primitives.secrets import OAUTH2_TOKEN_NAME, PROJECT_WIDE, CredentialKey
 
-__all__ = ["configured", "oauth2_ready"]
+__all__ = ["configured", "oauth2_ready", "uncarried_personal"]
 
 
 def oauth2_ready(auth: OAuth2Auth, keys: Iterable[CredentialKey], principal: str | None, *, personal: bool) -> bool:
@@ -52,3 +52,12 @@ def configured(cfg: ConnectorConfig, keys: Iterable[CredentialKey], principal: s
     if cfg.credentials == "shared":  # its calls carry only the team's (``credential_broker.carrier``)
         return any(k.principal == PROJECT_WIDE for k in own)
     return bool(own)
+
+
+def uncarried_personal(cfg: ConnectorConfig, keys: Iterable[CredentialKey]) -> list[CredentialKey]:
+    """The personal credentials stored for ``cfg`` that no call carries: on a ``shared`` connector,
+    those left from a time it was ``per_user`` (its calls carry only the team's). For the operator,
+    never an agent: they name other users."""
+    if cfg.credentials != "shared":
+        return []
+    return [k for k in keys if k.connector == cfg.slug and k.principal != PROJECT_WIDE]

@@ -779,6 +779,35 @@ def test_a_credential_its_upstream_refused_says_who_stored_it_in_connectors_and_
     assert "team-token-1234" not in json.dumps(refused) + json.dumps(listed) + json.dumps(doctor)
 
 
+def test_connectors_tells_the_operator_of_personal_credentials_left_on_a_shared_connector(env: CliEnv) -> None:
+    from mcp_gateway.primitives.crypto import AESGCMCipher, load_master_key
+    from mcp_gateway.services.credentials import CredentialVault
+
+    assert env.run("secret", "set", "echo", stdin="echo-token-1234\n").code == 0
+    quiet = env.run("connectors")
+    assert quiet.code == 0 and "per_user" not in quiet.err, quiet.err
+
+    async def leave_two() -> None:
+        # Stored while echo was `credentials: per_user`; it is shared now.
+        cipher = AESGCMCipher(load_master_key(dict(os.environ), env.state_dir), project="clitest")
+        async with SQLiteStore(env.state_dir / "state.db") as store:
+            vault = CredentialVault(store, cipher, project="clitest")
+            await vault.put("echo", "CANARY-own-1", principal="token:ab12")
+            await vault.put("echo", "CANARY-own-2", principal="token:cd34")
+
+    anyio.run(leave_two)
+    for args in (("connectors",), ("connectors", "--json")):
+        listed = env.run(*args)
+        assert listed.code == 0, listed.err
+        assert "echo has 2 personal credential(s) stored while it was `credentials: per_user`" in listed.err
+        assert "mcp-gateway secret delete echo --user USER" in listed.err
+        # A count and the command: names are doctor's to give, and never in what an agent reads.
+        assert "token:ab12" not in listed.out + listed.err and "CANARY" not in listed.out + listed.err
+    assert [c["status"] for c in env.run("connectors", "--json").json()["connectors"] if c["slug"] == "echo"] == [
+        "ready"
+    ]
+
+
 def test_secret_delete_withdraws_the_approvals_waiting_to_replace_it(env: CliEnv) -> None:
     from mcp_gateway.services.approvals import ApprovalService
     from mcp_gateway.services.identity import Principal
