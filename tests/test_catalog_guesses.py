@@ -13,6 +13,7 @@ from mcp_gateway.discovery import DiscoveryIndex
 from mcp_gateway.vocabulary.model import Action
 from scripts.bench_discover_data import API_LOADERS
 from scripts.bench_heldout import CATALOG_GUESSES, bundled_catalog, catalog_guess_apis, heldout_apis, operation_of
+from tests.support.guesses import first_right
 
 
 def _rows() -> list[dict[str, object]]:
@@ -68,9 +69,5 @@ FIRST_RIGHT_FLOOR = 0.89
 
 
 def test_first_suggestion_floor() -> None:
-    rows = _rows()
-    right = 0
-    for row in rows:
-        got = _index().suggest(str(row["guess"]), limit=3)
-        right += bool(got) and got[0].qualified_name in row["actions"]  # type: ignore[operator]
-    assert right / len(rows) >= FIRST_RIGHT_FLOOR, right / len(rows)
+    share = first_right(_index(), _rows())
+    assert share >= FIRST_RIGHT_FLOOR, share

@@ -22,6 +22,7 @@ from scripts.bench_heldout import (
     operation_of,
     outside_catalogs,
 )
+from tests.support.guesses import first_right
 
 
 def _rows() -> list[dict[str, object]]:
@@ -71,9 +72,5 @@ FIRST_RIGHT_FLOOR = 0.87
 
 
 def test_first_suggestion_floor() -> None:
-    rows = _rows()
-    right = 0
-    for row in rows:
-        got = _index().suggest(str(row["guess"]), limit=3)
-        right += bool(got) and got[0].qualified_name in row["actions"]  # type: ignore[operator]
-    assert right / len(rows) >= FIRST_RIGHT_FLOOR, right / len(rows)
+    share = first_right(_index(), _rows())
+    assert share >= FIRST_RIGHT_FLOOR, share
